@@ -1,0 +1,43 @@
+"""Small timing helpers shared by the bench scripts (medians, never single runs)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from typing import Dict, List, Mapping, Optional, Sequence
+
+
+def time_command(
+    argv: Sequence[str],
+    runs: int,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> List[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def summary(times: Sequence[float]) -> Dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "median_s": statistics.median(ordered),
+        "min_s": ordered[0],
+        "max_s": ordered[-1],
+        "runs": len(ordered),
+    }
+
+
+def fmt(name: str, stats: Dict[str, float], baseline: Optional[Dict[str, float]] = None) -> str:
+    line = (
+        f"{name:<34} median {stats['median_s'] * 1000:7.1f} ms"
+        f"  (min {stats['min_s'] * 1000:6.1f}, max {stats['max_s'] * 1000:6.1f},"
+        f" n={int(stats['runs'])})"
+    )
+    if baseline:
+        line += f"  ratio vs baseline {stats['median_s'] / baseline['median_s']:.2f}x"
+    return line

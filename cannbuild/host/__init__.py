@@ -1,0 +1,1 @@
+"""Reading the Ascend host: toolkit, hardware, driver, tools, Python stack."""

@@ -1,0 +1,37 @@
+"""One doctor row: the unit every host reading reports in."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional
+
+PASS = "pass"
+WARN = "warn"
+FAIL = "fail"
+SKIP = "skip"
+
+STATUSES = (PASS, WARN, FAIL, SKIP)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A pass/warn/fail/skip row; every row that is not pass carries a hint.
+
+    `blocking` marks failures that make a build impossible: `setup` stops there.
+    """
+
+    id: str
+    status: str
+    detail: str
+    hint: Optional[str] = None
+    blocking: bool = False
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown check status {self.status!r}")
+        if self.status != PASS and not self.hint:
+            raise ValueError(f"check {self.id!r} is {self.status} but has no hint")
+
+    def to_json(self) -> Dict[str, Any]:
+        data = asdict(self)
+        return data

@@ -1,0 +1,160 @@
+"""Which NPUs the host has: PCI ids from sysfs first, then `npu-smi`.
+
+PCI ids need no driver, so they also work in containers and on hosts whose
+driver is broken; `npu-smi` adds the exact chip name (910B3, 9392).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .npusmi import NpuSmiInfo, NpuSmiParseError, chip_name_from_table, parse_board, parse_info
+from .npusmi import soc_from_board as _soc_from_board
+from .socs import HUAWEI_PCI_VENDOR, Family, by_chip, by_pci_device, by_soc
+from .sysroot import Sysroot
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+NPU_SMI_PATHS = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")
+NPU_SMI_TIMEOUT_S = 3.0
+
+
+@dataclass(frozen=True)
+class Hardware:
+    source: str  # "pci", "npu-smi" or "none"
+    family: Optional[Family]
+    chip: Optional[str]
+    npu_count: int
+    chip_count: int
+    pci_counts: Dict[str, int]
+    npu_smi: Optional[Path]
+    npu_smi_version: Optional[str]
+    problems: Tuple[str, ...] = ()
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.pci_counts) > 1
+
+
+def scan_pci(sysroot: Sysroot) -> Dict[str, int]:
+    """Count Ascend PCI functions per SoC family (vendor 0x19e5)."""
+    base = sysroot.path(PCI_DEVICES)
+    counts: Counter = Counter()
+    try:
+        devices = sorted(base.iterdir())
+    except OSError:
+        return {}
+    for dev in devices:
+        try:
+            vendor = (dev / "vendor").read_text(encoding="ascii").strip().lower()
+            if vendor.removeprefix("0x") != HUAWEI_PCI_VENDOR:
+                continue
+            device = (dev / "device").read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        fam = by_pci_device(device)
+        if fam is not None:
+            counts[fam.soc] += 1
+    return dict(counts)
+
+
+def run_npu_smi(npu_smi: Path, args: Sequence[str], env: Mapping[str, str]) -> str:
+    """Run npu-smi with a bounded wait; a hung driver must not hang doctor."""
+    proc = subprocess.run(
+        [str(npu_smi), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=NPU_SMI_TIMEOUT_S,
+        env=dict(env),
+        check=False,
+    )
+    text = proc.stdout.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        raise NpuSmiParseError(
+            f"'npu-smi {' '.join(args)}' exited with {proc.returncode}: "
+            f"{text.strip().splitlines()[-1][:120] if text.strip() else 'no output'}"
+        )
+    return text
+
+
+def detect_hardware(sysroot: Sysroot, env: Mapping[str, str]) -> Hardware:
+    problems: List[str] = []
+    pci = scan_pci(sysroot)
+    npu_smi = sysroot.which("npu-smi", env, list(NPU_SMI_PATHS))
+    info: Optional[NpuSmiInfo] = None
+    if npu_smi is not None:
+        try:
+            info = parse_info(run_npu_smi(npu_smi, ["info"], env))
+        except subprocess.TimeoutExpired:
+            problems.append(f"npu-smi info did not answer within {NPU_SMI_TIMEOUT_S:.0f} s")
+        except (OSError, NpuSmiParseError) as exc:
+            problems.append(str(exc))
+
+    family: Optional[Family] = None
+    source = "none"
+    chip_count = 0
+    if pci:
+        source = "pci"
+        soc, chip_count = max(pci.items(), key=lambda kv: kv[1])
+        family = by_soc(soc)
+    elif info is not None:
+        source = "npu-smi"
+        family = _family_from_table(info)
+        chip_count = len(info.chips)
+
+    chip: Optional[str] = None
+    npu_count = 0
+    if family is not None:
+        npu_count = max(chip_count // family.dies_per_npu, 1 if chip_count else 0)
+    if info is not None:
+        table_family = _family_from_table(info)
+        if family is not None and table_family is not None and table_family.soc != family.soc:
+            problems.append(
+                f"PCI ids say {family.product} but npu-smi's table looks like "
+                f"{table_family.product}"
+            )
+        npu_count = info.npu_count
+        chip = chip_name_from_table(info)
+        if chip is None and npu_smi is not None:
+            chip = _chip_from_board(npu_smi, info, env, problems)
+    return Hardware(
+        source=source,
+        family=family,
+        chip=chip,
+        npu_count=npu_count,
+        chip_count=chip_count,
+        pci_counts=pci,
+        npu_smi=npu_smi,
+        npu_smi_version=info.version if info else None,
+        problems=tuple(problems),
+    )
+
+
+def _family_from_table(info: NpuSmiInfo) -> Optional[Family]:
+    if info.table == "A3":
+        return by_soc("ascend910_93")
+    if info.table == "950":
+        return by_soc("ascend950")
+    chip = chip_name_from_table(info)
+    return by_chip(chip) if chip else None
+
+
+def _chip_from_board(
+    npu_smi: Path, info: NpuSmiInfo, env: Mapping[str, str], problems: List[str]
+) -> Optional[str]:
+    first = min(c.npu for c in info.chips)
+    try:
+        board = parse_board(
+            run_npu_smi(npu_smi, ["info", "-t", "board", "-i", str(first), "-c", "0"], env)
+        )
+    except subprocess.TimeoutExpired:
+        problems.append("npu-smi info -t board did not answer in time")
+        return None
+    except (OSError, NpuSmiParseError) as exc:
+        problems.append(str(exc))
+        return None
+    return _soc_from_board(board)

@@ -1,0 +1,78 @@
+"""Readers for the key=value files Ascend packages install.
+
+`ascend_toolkit_install.info`, `version.info`, `/etc/ascend_install.info` and
+`version.cfg` are all `key=value` lines; values may be quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+_MAX_INFO_BYTES = 1 << 20
+
+_BRACKET_RE = re.compile(r"\[([^\]]*)\]")
+
+
+class InfoFileError(ValueError):
+    """A version/info file exists but cannot be read as key=value text."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def read_kv(path: Path) -> Dict[str, str]:
+    """Parse `key=value` lines; raise InfoFileError if unreadable or not text."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_INFO_BYTES + 1)
+    except OSError as exc:
+        raise InfoFileError(path, f"cannot be read ({exc.strerror or exc})") from exc
+    if len(data) > _MAX_INFO_BYTES:
+        raise InfoFileError(path, "is larger than 1 MiB, not a version file")
+    if b"\0" in data:
+        raise InfoFileError(path, "is binary, not a key=value version file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InfoFileError(path, "is not UTF-8 text") from exc
+    values: Dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip().strip('"').strip("'")
+    return values
+
+
+def get_ci(values: Dict[str, str], key: str) -> Optional[str]:
+    """Case-insensitive lookup: installers disagree on `Version` vs `version`."""
+    if key in values:
+        return values[key]
+    lowered = key.lower()
+    for k, v in values.items():
+        if k.lower() == lowered:
+            return v
+    return None
+
+
+def version_cfg_running(values: Dict[str, str], package: str = "toolkit") -> Optional[str]:
+    """`toolkit_running_version=[7.6.0.1.220:8.0.0]` -> `8.0.0` (the CANN version)."""
+    raw = values.get(f"{package}_running_version")
+    if not raw:
+        return None
+    match = _BRACKET_RE.search(raw)
+    if not match or ":" not in match.group(1):
+        return None
+    return match.group(1).rsplit(":", 1)[1].strip() or None
+
+
+def bracket_list(raw: Optional[str]) -> Tuple[str, ...]:
+    """`[V100R001C21],[V100R001C23]` -> ('V100R001C21', 'V100R001C23')."""
+    if not raw:
+        return ()
+    return tuple(item.strip() for item in _BRACKET_RE.findall(raw) if item.strip())

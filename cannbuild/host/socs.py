@@ -1,0 +1,133 @@
+"""SoC families, chip names and the `--soc` values build.sh takes.
+
+"910B3" is an Atlas A2 chip, not A3; the bare "Ascend910B" is an old 910
+name.  Names are therefore matched exactly, never by prefix
+(reference cann-environment.md §3.1).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+from ..errors import UsageError
+
+
+@dataclass(frozen=True)
+class Family:
+    soc: str  # the build.sh --soc value
+    variant: str  # A2, A3, ...
+    product: str
+    pci_device: str  # lower-case hex, no 0x
+    chips: Tuple[str, ...]
+    dies_per_npu: int = 1
+
+
+FAMILIES: Tuple[Family, ...] = (
+    Family(
+        "ascend910b",
+        "A2",
+        "Atlas A2",
+        "d802",
+        (
+            "Ascend910B1",
+            "Ascend910B2",
+            "Ascend910B2C",
+            "Ascend910B3",
+            "Ascend910B4",
+            "Ascend910B4-1",
+        ),
+    ),
+    Family(
+        "ascend910_93",
+        "A3",
+        "Atlas A3",
+        "d803",
+        (
+            "Ascend910_9391",
+            "Ascend910_9392",
+            "Ascend910_9381",
+            "Ascend910_9382",
+            "Ascend910_9372",
+            "Ascend910_9362",
+            "Ascend910_9363",
+        ),
+        dies_per_npu=2,
+    ),
+    Family(
+        "ascend910",
+        "910",
+        "Atlas 800/900 (Ascend 910)",
+        "d801",
+        ("Ascend910A", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA", "Ascend910B"),
+    ),
+    Family("ascend950", "950", "Ascend 950", "d806", ("Ascend950PR", "Ascend950DT")),
+    Family(
+        "ascend310p",
+        "310P",
+        "Atlas inference (310P)",
+        "d500",
+        ("Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"),
+    ),
+)
+
+HUAWEI_PCI_VENDOR = "19e5"
+
+
+def by_soc(soc: str) -> Optional[Family]:
+    for fam in FAMILIES:
+        if fam.soc == soc:
+            return fam
+    return None
+
+
+def by_pci_device(device: str) -> Optional[Family]:
+    dev = device.strip().lower().removeprefix("0x")
+    for fam in FAMILIES:
+        if fam.pci_device == dev:
+            return fam
+    return None
+
+
+def by_chip(chip: str) -> Optional[Family]:
+    """Exact chip-name match (case-insensitive); `Ascend910B` is the old 910."""
+    lowered = chip.lower()
+    for fam in FAMILIES:
+        if any(c.lower() == lowered for c in fam.chips):
+            return fam
+    return None
+
+
+def chip_from_table_name(name: str) -> Optional[str]:
+    """npu-smi's Name column: `910B3` -> `Ascend910B3`; `Ascend910` (A3) -> None."""
+    candidate = name if name.lower().startswith("ascend") else f"Ascend{name}"
+    fam = by_chip(candidate)
+    if fam is None:
+        return None
+    for chip in fam.chips:
+        if chip.lower() == candidate.lower():
+            return chip
+    return None
+
+
+_SOC_ALIASES: Dict[str, str] = {"ascend910_95": "ascend950"}
+
+
+def normalize_soc(value: str, flag: str = "--soc") -> Family:
+    """Accept a family (`ascend910b`) or a chip (`Ascend910B3`, `ascend910_9391`)."""
+    raw = value.strip()
+    lowered = raw.lower()
+    lowered = _SOC_ALIASES.get(lowered, lowered)
+    exact = next((f for f in FAMILIES if raw in f.chips), None)
+    fam = exact or by_soc(lowered) or by_chip(raw)
+    if fam is None and re.fullmatch(r"ascend910_93\d\d", lowered):
+        fam = by_soc("ascend910_93")
+    if fam is None:
+        known = ", ".join(f"{f.soc} ({f.product})" for f in FAMILIES)
+        raise UsageError(
+            f"{flag} {value!r} is not a SoC cannbuild knows.",
+            f"Use one of {known}, or a chip name such as Ascend910B3 or Ascend910_9392 "
+            "(npu-smi info -t board -i 0 -c 0 prints it).",
+        )
+    return fam

@@ -1,0 +1,145 @@
+"""Build tools on the host, and the environment `set_env.sh` produces.
+
+The environment is captured once, by sourcing the toolkit's own script in a
+clean bash; it is what every build step runs under, and where `bisheng` must
+be found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+ENV_CAPTURE_TIMEOUT_S = 30.0
+TOOL_TIMEOUT_S = 10.0
+
+_IGNORED_VARS = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING"})
+_VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    version_args: Tuple[str, ...]
+    minimum: Optional[str] = None
+    required: bool = True
+    hint: str = ""
+
+
+TOOLS: Tuple[ToolSpec, ...] = (
+    ToolSpec("cmake", ("--version",), "3.16", True, "install cmake >= 3.16 (pip install cmake)"),
+    ToolSpec("gcc", ("-dumpfullversion", "-dumpversion"), "7.3", True, "apt install gcc g++"),
+    ToolSpec("g++", ("-dumpfullversion", "-dumpversion"), "7.3", True, "apt install g++"),
+    ToolSpec("python3", ("--version",), "3.7", True, "install python3 >= 3.7"),
+    ToolSpec("git", ("--version",), None, True, "apt install git"),
+    ToolSpec("make", ("--version",), None, True, "apt install make"),
+    ToolSpec("patch", ("--version",), "2.7", False, "apt install patch"),
+    ToolSpec(
+        "pigz", ("--version",), "2.4", False, "apt install pigz (packaging falls back to gzip)"
+    ),
+    ToolSpec("dos2unix", ("--version",), None, False, "apt install dos2unix"),
+    ToolSpec(
+        "makeself",
+        ("--version",),
+        None,
+        False,
+        "apt install makeself (the repos otherwise use the copy in their third-party downloads)",
+    ),
+    ToolSpec("ccache", ("--version",), None, False, "apt install ccache to speed up rebuilds"),
+)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    spec: ToolSpec
+    path: Optional[str]
+    version: Optional[str]
+    error: Optional[str] = None
+
+    @property
+    def too_old(self) -> bool:
+        if not (self.spec.minimum and self.version):
+            return False
+        try:
+            return Version(self.version) < Version(self.spec.minimum)
+        except InvalidVersion:
+            return False
+
+
+def probe_tool(spec: ToolSpec, env: Mapping[str, str]) -> ToolResult:
+    path = shutil.which(spec.name, path=env.get("PATH", os.defpath))
+    if path is None:
+        return ToolResult(spec, None, None)
+    try:
+        proc = subprocess.run(
+            [path, *spec.version_args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=TOOL_TIMEOUT_S,
+            env=dict(env),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ToolResult(
+            spec, path, None, f"'{spec.name} {' '.join(spec.version_args)}' failed: {exc}"
+        )
+    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+    match = _VERSION_RE.search(text)
+    return ToolResult(spec, path, match.group(1) if match else None)
+
+
+def probe_tools(env: Mapping[str, str], specs: Sequence[ToolSpec] = TOOLS) -> List[ToolResult]:
+    """Probe in parallel: a dozen `--version` calls must not add up."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(lambda s: probe_tool(s, env), specs))
+
+
+@dataclass(frozen=True)
+class CapturedEnv:
+    env: Dict[str, str]
+    status: int
+    stderr: str
+
+    def delta(self, base: Mapping[str, str]) -> Dict[str, str]:
+        return {k: v for k, v in self.env.items() if base.get(k) != v}
+
+
+def capture_env(script: Path, base: Mapping[str, str]) -> CapturedEnv:
+    """Source `script` in a clean bash and return the resulting environment."""
+    body = 'source "$1" >/dev/null </dev/null; s=$?; printf "__CANNBUILD_STATUS=%s\\0" "$s"; env -0'
+    proc = subprocess.run(
+        ["bash", "-c", body, "cannbuild-set-env", str(script)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=ENV_CAPTURE_TIMEOUT_S,
+        env=dict(base),
+        check=False,
+    )
+    env: Dict[str, str] = {}
+    status = proc.returncode
+    for entry in proc.stdout.decode("utf-8", "replace").split("\0"):
+        if "=" not in entry:
+            continue
+        key, _, value = entry.partition("=")
+        if key == "__CANNBUILD_STATUS":
+            status = int(value) if value.isdigit() else 1
+            continue
+        if key in _IGNORED_VARS or key.startswith("BASH_FUNC_"):
+            continue
+        env[key] = value
+    return CapturedEnv(env, status, proc.stderr.decode("utf-8", "replace").strip())
+
+
+def free_bytes(path: Path) -> int:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free

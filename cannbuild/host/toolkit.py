@@ -1,0 +1,391 @@
+"""Find the CANN toolkit, its version, layout and installed components.
+
+Candidates are tried in a fixed order and the matching rule is reported, so a
+user can see *why* this toolkit was picked (the classic failure is a stale
+`ASCEND_HOME_PATH` or an installer record pointing at another install).
+Both layouts are understood: up to 8.3 `<root>/ascend-toolkit/<ver>` plus a
+`latest` symlink farm; from 8.5 `<root>/cann-<ver>` plus a `cann` link.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from .infofiles import InfoFileError, get_ci, read_kv, version_cfg_running
+from .sysroot import SymlinkLoopError, Sysroot
+from .versions import CannVersion, parse_cann_version
+
+DEFAULT_ROOTS = ("/usr/local/Ascend",)
+INSTALLER_RECORD = "/etc/Ascend/ascend_cann_install.info"
+_CANN_DIR_RE = re.compile(r"^cann-(\d.*)$")
+
+
+def host_arch() -> str:
+    machine = platform.machine().lower()
+    return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rule: str
+    path: Path
+    explicit: bool = False
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    """A CANN toolkit as found on the host."""
+
+    path: Path
+    real_path: Path
+    found_by: str
+    layout: str  # "cann" (>= 8.5) or "ascend-toolkit" (<= 8.3)
+    arch: Optional[str]
+    version: Optional[CannVersion]
+    version_text: Optional[str]
+    version_source: Optional[str]
+    set_env: Optional[Path]
+    share_info: Dict[str, str] = field(default_factory=dict)
+    components: Dict[str, str] = field(default_factory=dict)
+    problems: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolkitSearch:
+    toolkit: Optional[Toolkit]
+    tried: Tuple[Tuple[str, str, str], ...]  # (rule, path, outcome)
+    installs: Tuple[Path, ...]
+    warnings: Tuple[str, ...]
+    explicit_failure: Optional[str] = None
+
+
+def candidates(
+    sysroot: Sysroot, env: Mapping[str, str], cann_path: Optional[Path]
+) -> Tuple[List[Candidate], List[str]]:
+    """All places to look, in the documented order, plus problems met on the way."""
+    found: List[Candidate] = []
+    notes: List[str] = []
+    if cann_path is not None:
+        found.append(Candidate("--cann-path", sysroot.from_user(cann_path), explicit=True))
+    for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        if env.get(var):
+            found.append(Candidate(var, sysroot.from_user(env[var])))
+    if env.get("ASCEND_OPP_PATH"):
+        opp = sysroot.from_user(env["ASCEND_OPP_PATH"])
+        found.append(Candidate("dirname(ASCEND_OPP_PATH)", opp.parent))
+    roots = [sysroot.path(r) for r in DEFAULT_ROOTS]
+    home = sysroot.home(env)
+    if home is not None:
+        roots.append(home / "Ascend")
+    records = [sysroot.path(INSTALLER_RECORD)]
+    if home is not None:
+        records.append(home / "Ascend" / "ascend_cann_install.info")
+    for record in records:
+        if not record.exists():
+            continue
+        try:
+            install_path = get_ci(read_kv(record), "Install_Path")
+        except InfoFileError as exc:
+            notes.append(f"installer record {sysroot.display(record)} {exc.problem}")
+            continue
+        if not install_path:
+            notes.append(f"installer record {sysroot.display(record)} has no Install_Path=")
+            continue
+        base = sysroot.from_user(install_path)
+        rule = f"installer record {sysroot.display(record)}"
+        for sub in ("cann", "ascend-toolkit/latest", "latest"):
+            found.append(Candidate(rule, base / sub))
+    for root in roots:
+        for sub in ("cann", "ascend-toolkit/latest", "latest"):
+            found.append(Candidate(f"default {sysroot.display(root / sub)}", root / sub))
+    return found, notes
+
+
+def list_installs(sysroot: Sysroot, env: Mapping[str, str]) -> Tuple[Path, ...]:
+    """Every toolkit install side by side: `cann-*` and `ascend-toolkit/<ver>`."""
+    roots = [sysroot.path(r) for r in DEFAULT_ROOTS]
+    home = sysroot.home(env)
+    if home is not None:
+        roots.append(home / "Ascend")
+    installs: List[Path] = []
+    for root in roots:
+        try:
+            entries = sorted(root.iterdir()) if root.is_dir() else []
+        except OSError:
+            entries = []
+        for entry in entries:
+            if _CANN_DIR_RE.match(entry.name) and entry.is_dir() and not entry.is_symlink():
+                installs.append(entry)
+        farm = root / "ascend-toolkit"
+        try:
+            subdirs = sorted(farm.iterdir()) if farm.is_dir() else []
+        except OSError:
+            subdirs = []
+        for entry in subdirs:
+            if entry.name == "latest" or entry.is_symlink() or not entry.is_dir():
+                continue
+            try:
+                parse_cann_version(entry.name)
+            except ValueError:
+                continue
+            installs.append(entry)
+    return tuple(installs)
+
+
+def find_toolkit(
+    sysroot: Sysroot, env: Mapping[str, str], cann_path: Optional[Path] = None
+) -> ToolkitSearch:
+    cands, notes = candidates(sysroot, env, cann_path)
+    tried: List[Tuple[str, str, str]] = []
+    warnings = list(notes)
+    seen: set = set()
+    for cand in cands:
+        shown = sysroot.display(cand.path)
+        try:
+            real = sysroot.resolve(cand.path)
+        except SymlinkLoopError:
+            outcome = "symlink loop"
+            tried.append((cand.rule, shown, outcome))
+            if cand.explicit:
+                return _explicit_fail(cand, shown, outcome, tried, sysroot, env, warnings)
+            warnings.append(f"{cand.rule}: {shown} is a symlink loop")
+            continue
+        key = (cand.path, real)
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = _not_a_toolkit(real)
+        if problem:
+            tried.append((cand.rule, shown, problem))
+            if cand.explicit:
+                return _explicit_fail(cand, shown, problem, tried, sysroot, env, warnings)
+            if cand.rule in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "dirname(ASCEND_OPP_PATH)"):
+                warnings.append(f"{cand.rule} points at {shown}, which {problem}")
+            continue
+        tried.append((cand.rule, shown, "toolkit"))
+        toolkit = read_toolkit(sysroot, cand.path, real, cand.rule)
+        return ToolkitSearch(toolkit, tuple(tried), list_installs(sysroot, env), tuple(warnings))
+    return ToolkitSearch(None, tuple(tried), list_installs(sysroot, env), tuple(warnings))
+
+
+def _explicit_fail(
+    cand: Candidate,
+    shown: str,
+    problem: str,
+    tried: List[Tuple[str, str, str]],
+    sysroot: Sysroot,
+    env: Mapping[str, str],
+    warnings: List[str],
+) -> ToolkitSearch:
+    return ToolkitSearch(
+        None,
+        tuple(tried),
+        list_installs(sysroot, env),
+        tuple(warnings),
+        explicit_failure=f"{cand.rule} {shown} {problem}",
+    )
+
+
+def _not_a_toolkit(real: Path) -> Optional[str]:
+    if not real.exists():
+        return "does not exist"
+    if not real.is_dir():
+        return "is not a directory"
+    try:
+        names = {p.name for p in real.iterdir()}
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if any(n.endswith("-linux") for n in names) or "version.cfg" in names:
+        return None
+    if "runtime" in names or "compiler" in names:
+        return None
+    return "is not a CANN toolkit (no <arch>-linux/, version.cfg, runtime/ or compiler/)"
+
+
+def read_toolkit(sysroot: Sysroot, path: Path, real: Path, rule: str) -> Toolkit:
+    problems: List[str] = []
+    arch = _toolkit_arch(real)
+    version_text, source = _read_version(sysroot, path, real, arch, problems)
+    version: Optional[CannVersion] = None
+    if version_text:
+        try:
+            version = parse_cann_version(version_text)
+        except ValueError as exc:
+            problems.append(f"{source}: {exc}")
+    layout = "cann" if (_CANN_DIR_RE.match(real.name) or path.name == "cann") else "ascend-toolkit"
+    return Toolkit(
+        path=path,
+        real_path=real,
+        found_by=rule,
+        layout=layout,
+        arch=arch,
+        version=version,
+        version_text=version_text,
+        version_source=source,
+        set_env=_find_set_env(path, real),
+        share_info=_share_info(real, problems),
+        components=_components(real),
+        problems=tuple(problems),
+    )
+
+
+def _toolkit_arch(real: Path) -> Optional[str]:
+    arches = sorted(
+        p.name[: -len("-linux")]
+        for p in real.glob("*-linux")
+        if p.is_dir() and p.name != "arm64-linux"
+    )
+    if host_arch() in arches:
+        return host_arch()
+    return arches[0] if arches else None
+
+
+def _read_version(
+    sysroot: Sysroot, path: Path, real: Path, arch: Optional[str], problems: List[str]
+) -> Tuple[Optional[str], Optional[str]]:
+    if arch:
+        info = real / f"{arch}-linux" / "ascend_toolkit_install.info"
+        if info.exists():
+            try:
+                value = get_ci(read_kv(info), "version")
+                if value and _parses(value):
+                    return value, f"{arch}-linux/ascend_toolkit_install.info"
+                problems.append(
+                    f"{sysroot.display(info)} has no usable version= line ({value!r})"
+                    if value
+                    else f"{sysroot.display(info)} has no version= line"
+                )
+            except InfoFileError as exc:
+                problems.append(f"{sysroot.display(info)} {exc.problem}")
+    for cfg in (path / "version.cfg", real / "version.cfg"):
+        if cfg.exists():
+            try:
+                value = version_cfg_running(read_kv(cfg))
+                if value and _parses(value):
+                    return value, "version.cfg"
+                problems.append(f"{sysroot.display(cfg)} has no toolkit_running_version=[a:b]")
+            except InfoFileError as exc:
+                problems.append(f"{sysroot.display(cfg)} {exc.problem}")
+            break
+    for comp in ("runtime", "toolkit", "compiler"):
+        info = real / comp / "version.info"
+        if not info.exists():
+            continue
+        try:
+            values = read_kv(info)
+        except InfoFileError as exc:
+            problems.append(f"{sysroot.display(info)} {exc.problem}")
+            continue
+        value = get_ci(values, "version_dir") or get_ci(values, "Version")
+        if value and _parses(value):
+            return value, f"{comp}/version.info"
+    name = _version_from_name(real, path)
+    if name:
+        return name, "folder name"
+    return None, None
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_cann_version(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _version_from_name(real: Path, path: Path) -> Optional[str]:
+    match = _CANN_DIR_RE.match(real.name)
+    if match and _parses(match.group(1)):
+        return match.group(1)
+    if _parses(real.name):
+        return real.name
+    runtime = path / "runtime"
+    if runtime.is_symlink():
+        target = Path(os.readlink(runtime))
+        if len(target.parts) >= 2 and _parses(target.parts[-2]):
+            return target.parts[-2]
+    return None
+
+
+def _find_set_env(path: Path, real: Path) -> Optional[Path]:
+    for candidate in (
+        path / "set_env.sh",
+        real / "set_env.sh",
+        path.parent / "set_env.sh",
+        real / "bin" / "setenv.bash",
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _share_info(real: Path, problems: List[str]) -> Dict[str, str]:
+    result: Dict[str, str] = {}
+    base = real / "share" / "info"
+    if not base.is_dir():
+        return result
+    for info in sorted(base.glob("*/version.info")):
+        try:
+            value = get_ci(read_kv(info), "Version")
+        except InfoFileError as exc:
+            problems.append(f"share/info/{info.parent.name}/version.info {exc.problem}")
+            continue
+        if value:
+            result[info.parent.name] = value
+    return result
+
+
+def _components(real: Path) -> Dict[str, str]:
+    result: Dict[str, str] = {}
+    for comp in ("runtime", "compiler", "opp", "toolkit", "hccl", "opp_kernel"):
+        info = real / comp / "version.info"
+        if not info.is_file():
+            continue
+        try:
+            value = get_ci(read_kv(info), "Version")
+        except InfoFileError:
+            continue
+        if value:
+            result[comp] = value
+    return result
+
+
+def kernels_dir(toolkit: Toolkit, soc: str) -> Path:
+    return toolkit.real_path / "opp" / "built-in" / "op_impl" / "ai_core" / "tbe" / "kernel" / soc
+
+
+def kernel_entries(toolkit: Toolkit, soc: str) -> List[str]:
+    """Op folders shipped for `soc`; a toolkit-only install has just `ops_oam`."""
+    base = kernels_dir(toolkit, soc)
+    try:
+        names = sorted(p.name for p in base.iterdir())
+    except OSError:
+        return []
+    return [n for n in names if n not in ("ops_oam", "config")]
+
+
+def kernels_package_name(version: Optional[CannVersion], soc: str, arch: str) -> str:
+    """The ops/kernels `.run` a user installs for this SoC (reference §1.5)."""
+    ver = version.text if version else "<version>"
+    new_scheme = (
+        version is not None
+        and version.comparable
+        and (version.major, version.minor)
+        >= (
+            8,
+            5,
+        )
+    )
+    if soc == "ascend910_93":
+        if new_scheme:
+            return f"Ascend-cann-A3-ops_{ver}_linux-{arch}.run"
+        return f"Atlas-A3-cann-kernels_{ver}_linux-{arch}.run"
+    short = soc.replace("ascend", "", 1)
+    if new_scheme:
+        return f"Ascend-cann-{short}-ops_{ver}_linux-{arch}.run"
+    return f"Ascend-cann-kernels-{short}_{ver}_linux-{arch}.run"

@@ -1,0 +1,216 @@
+"""CANN and Ascend driver version grammar, with the release-history order.
+
+`packaging.version` rejects `8.0.RC2.alpha003`, `8.1.RC1.alpha001` and every
+driver version, and sorts `8.0.0.alpha001` before `8.0.RC1`; hence a custom key.
+
+Order (reference cann-environment.md §2): `X.Y.RC1 < X.Y.RC2 < … < X.Y.0 <
+X.Y.1`; `alphaNNN` builds come before the release they name.  Before 8.5 a
+community `.betaN` is the same release as the commercial one, so it compares
+equal; from 8.5 on `-beta.N` / `-rc.N` are pre-releases (`9.0.0-beta.2 <
+9.0.0`).  Internal builds (`8.0.T63`, `8.2.RC1.B020`, `9.2.0.b2`) parse but
+refuse to be ordered.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+__all__ = [
+    "CannVersion",
+    "DriverVersion",
+    "VersionNotComparable",
+    "parse_cann_version",
+    "parse_driver_version",
+]
+
+_CANN_RE = re.compile(
+    r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:RC(?P<rc>\d+)|(?P<patch>\d+))"
+    r"(?:[.-](?P<pre>alpha|beta|rc)\.?(?P<pre_n>\d*))?$",
+    re.IGNORECASE,
+)
+_CANN_INTERNAL_RE = re.compile(
+    r"^(?P<major>\d+)\.(?P<minor>\d+)\."
+    r"(?:T(?P<t>\d+)|(?:RC(?P<rc>\d+)|(?P<patch>\d+))\.(?P<b>[Bb])(?P<b_n>\d+))$",
+    re.IGNORECASE,
+)
+_DRIVER_RE = re.compile(
+    r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:rc(?P<rc>\d+)|(?P<patch>\d+))"
+    r"(?:\.(?:(?P<pre>alpha|beta)(?P<pre_n>\d+)|b(?P<build>\d+)|(?P<sub>\d+)))?$",
+    re.IGNORECASE,
+)
+_DRIVER_INTERNAL_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)\.T(?P<t>\d+)(?:\.\w+)*$", re.I)
+
+
+class VersionNotComparable(TypeError):
+    """Raised when an internal build version is ordered against another."""
+
+
+@functools.total_ordering
+@dataclass(frozen=True)
+class CannVersion:
+    """A parsed CANN version; order follows the release history."""
+
+    text: str
+    major: int
+    minor: int
+    rc: Optional[int] = None
+    patch: Optional[int] = None
+    pre: Optional[str] = None
+    pre_n: int = 0
+    internal: bool = False
+    _key: Tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def train(self) -> str:
+        """`8.3`, `8.5`, `9.0`: what recipes and compat tables key on."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def release(self) -> str:
+        """The release without pre-release suffix: `8.0.RC1`, `8.5.0`."""
+        tail = f"RC{self.rc}" if self.rc is not None else str(self.patch)
+        return f"{self.major}.{self.minor}.{tail}"
+
+    @property
+    def comparable(self) -> bool:
+        return not self.internal
+
+    @property
+    def is_prerelease(self) -> bool:
+        return bool(self._key) and self._key[4] < 0
+
+    def key(self) -> Tuple[int, ...]:
+        if self.internal:
+            raise VersionNotComparable(
+                f"CANN version {self.text!r} is an internal build; it has no place in the "
+                "release order and cannot be compared"
+            )
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CannVersion):
+            return NotImplemented
+        if self.internal or other.internal:
+            return self.text == other.text
+        return self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self.text if self.internal else self._key)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, CannVersion):
+            return NotImplemented
+        return self.key() < other.key()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_cann_version(text: str) -> CannVersion:
+    """Parse any CANN version form; raise ValueError naming the text otherwise."""
+    raw = (text or "").strip()
+    m = _CANN_RE.match(raw)
+    if m:
+        major, minor = int(m["major"]), int(m["minor"])
+        rc = int(m["rc"]) if m["rc"] is not None else None
+        patch = int(m["patch"]) if m["patch"] is not None else None
+        pre = m["pre"].lower() if m["pre"] else None
+        pre_n = int(m["pre_n"]) if m["pre_n"] else 0
+        phase, number = (0, rc) if rc is not None else (1, patch)
+        pre_rank = _cann_pre_rank(major, minor, pre)
+        key = (major, minor, phase, int(number or 0), pre_rank, pre_n if pre_rank < 0 else 0)
+        return CannVersion(raw, major, minor, rc, patch, pre, pre_n, False, key)
+    m = _CANN_INTERNAL_RE.match(raw)
+    if m:
+        rc = int(m["rc"]) if m["rc"] is not None else None
+        patch = int(m["patch"]) if m["patch"] is not None else None
+        return CannVersion(raw, int(m["major"]), int(m["minor"]), rc, patch, None, 0, True)
+    raise ValueError(
+        f"{raw!r} is not a CANN version. Expected forms like 8.0.RC1, 8.0.RC2.alpha003, "
+        "8.0.0.beta1, 8.5.0, 8.5.0-beta.1 or 9.0.0 (internal builds like 8.0.T63 are read "
+        "but not ordered)."
+    )
+
+
+def _cann_pre_rank(major: int, minor: int, pre: Optional[str]) -> int:
+    if pre is None:
+        return 0
+    if (major, minor) >= (8, 5):
+        return {"alpha": -3, "beta": -2, "rc": -1}[pre]
+    # Before 8.5 a community betaN / rcN is the commercial release itself.
+    return -1 if pre == "alpha" else 0
+
+
+@functools.total_ordering
+@dataclass(frozen=True)
+class DriverVersion:
+    """An Ascend HDK driver version (`24.1.rc3.7`, `25.3.rc1.b061`, `25.5.1`)."""
+
+    text: str
+    major: int
+    minor: int
+    rc: Optional[int] = None
+    patch: Optional[int] = None
+    internal: bool = False
+    _key: Tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def series(self) -> str:
+        """`25.5`: the HDK line compat tables talk about as `25.5.X`."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def release(self) -> str:
+        """`25.3.RC1` or `25.5.1`: the version without build suffixes."""
+        tail = f"RC{self.rc}" if self.rc is not None else str(self.patch)
+        return f"{self.major}.{self.minor}.{tail}"
+
+    def key(self) -> Tuple[int, ...]:
+        if self.internal:
+            raise VersionNotComparable(
+                f"driver version {self.text!r} is an internal build and cannot be compared"
+            )
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DriverVersion):
+            return NotImplemented
+        if self.internal or other.internal:
+            return self.text == other.text
+        return self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self.text if self.internal else self._key)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, DriverVersion):
+            return NotImplemented
+        return self.key() < other.key()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_driver_version(text: str) -> DriverVersion:
+    raw = (text or "").strip()
+    m = _DRIVER_RE.match(raw)
+    if m:
+        major, minor = int(m["major"]), int(m["minor"])
+        rc = int(m["rc"]) if m["rc"] is not None else None
+        patch = int(m["patch"]) if m["patch"] is not None else None
+        phase, number = (0, rc) if rc is not None else (1, patch)
+        pre = (m["pre"] or "").lower()
+        pre_rank = {"alpha": -2, "beta": -1}.get(pre, 0)
+        sub = int(m["pre_n"] or m["build"] or m["sub"] or 0)
+        key = (major, minor, phase, int(number or 0), pre_rank, sub)
+        return DriverVersion(raw, major, minor, rc, patch, False, key)
+    m = _DRIVER_INTERNAL_RE.match(raw)
+    if m:
+        return DriverVersion(raw, int(m["major"]), int(m["minor"]), internal=True)
+    raise ValueError(
+        f"{raw!r} is not an Ascend driver version. Expected forms like 24.1.rc3, 24.1.rc3.7, "
+        "25.3.rc1.b061, 25.2.0 or 25.5.1."
+    )

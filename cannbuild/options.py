@@ -1,0 +1,176 @@
+"""One frozen `Options`, resolved once: CLI flags > environment > invoke config > defaults.
+
+Environment variables are `CANNBUILD_<NAME>`; the invoke config key is
+`cannbuild` (in `invoke.yaml`).  Unknown config keys are an error with a
+"did you mean" hint, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .errors import UsageError
+from .host.socs import normalize_soc
+
+ENV_PREFIX = "CANNBUILD_"
+SANDBOX_VARIANTS = ("A2", "A3")
+DEFAULT_SANDBOX_CANN = "8.5.0"
+
+
+def default_jobs() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Options:
+    cann_path: Optional[Path] = None
+    sysroot: Path = Path("/")
+    workspace: Path = Path(".cannbuild")
+    soc: Optional[str] = None
+    jobs: int = field(default_factory=default_jobs)
+    ops: str = "flash_attention_score"
+    vendor_name: str = "custom"
+    recipe: Optional[str] = None
+    lock_file: Path = Path("cannbuild.lock")
+    locked: bool = False
+    offline: bool = False
+    bundle: Optional[Path] = None
+    force: Tuple[str, ...] = ()
+    mirrors: Tuple[Tuple[str, str], ...] = ()
+    install_into_toolkit: bool = False
+    sandbox: bool = False
+    sandbox_dir: Optional[Path] = None
+    sandbox_variant: str = "A2"
+    sandbox_cann: str = DEFAULT_SANDBOX_CANN
+    require_device: bool = False
+    wait: bool = False
+    retries: int = 3
+
+    @property
+    def mirror_map(self) -> Dict[str, str]:
+        return dict(self.mirrors)
+
+    def with_(self, **changes: Any) -> Options:
+        return replace(self, **changes)
+
+
+_PATH_FIELDS = {"cann_path", "sysroot", "workspace", "lock_file", "bundle", "sandbox_dir"}
+_BOOL_FIELDS = {"locked", "offline", "install_into_toolkit", "sandbox", "require_device", "wait"}
+_INT_FIELDS = {"jobs", "retries"}
+
+
+def _field_names() -> Tuple[str, ...]:
+    return tuple(f.name for f in fields(Options))
+
+
+def _coerce(name: str, value: Any, origin: str) -> Any:
+    if value is None:
+        return None
+    if name in _PATH_FIELDS:
+        return Path(os.path.abspath(os.path.expanduser(str(value))))
+    if name in _BOOL_FIELDS:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off", ""):
+            return False
+        raise UsageError(
+            f"{origin} has value {value!r}, which is not a yes/no value.",
+            "Use true or false (1/0 also work).",
+        )
+    if name in _INT_FIELDS:
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            number = -1
+        if number < (1 if name == "jobs" else 0):
+            raise UsageError(
+                f"{origin} has value {value!r}; expected a whole number of at least "
+                f"{1 if name == 'jobs' else 0}.",
+                f"For example {origin.split()[0]} 8." if name == "jobs" else None,
+            )
+        return number
+    if name == "force":
+        if isinstance(value, str):
+            return tuple(v for v in (s.strip() for s in value.split(",")) if v)
+        return tuple(str(v) for v in value)
+    if name == "mirrors":
+        return _coerce_mirrors(value, origin)
+    if name == "soc":
+        return normalize_soc(str(value), flag=origin).soc
+    if name == "sandbox_variant":
+        text = str(value).strip().upper()
+        if text not in SANDBOX_VARIANTS:
+            raise UsageError(
+                f"{origin} {value!r} is not a sandbox variant.", "Use A2 (910B) or A3 (910_93)."
+            )
+        return text
+    return str(value)
+
+
+def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, str):
+        items = []
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise UsageError(
+                    f"{origin} entry {part!r} is not PREFIX=REPLACEMENT.",
+                    "Example: https://gitcode.com/cann/=https://git.example.com/cann-mirror/",
+                )
+            key, _, repl = part.partition("=")
+            items.append((key.strip(), repl.strip()))
+    else:
+        items = [tuple(pair) for pair in value]
+    # longest prefix first, so the most specific rule wins
+    return tuple(sorted(((str(k), str(v)) for k, v in items), key=lambda kv: -len(kv[0])))
+
+
+def resolve_options(
+    cli: Mapping[str, Any],
+    env: Mapping[str, str],
+    config: Mapping[str, Any],
+) -> Options:
+    """Merge the sources; `cli` holds only flags the user actually gave."""
+    names = _field_names()
+    unknown = [k for k in config if k not in names]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, names, n=1)
+        raise UsageError(
+            f"invoke config key cannbuild.{key} is not a cannbuild option.",
+            f"Did you mean cannbuild.{close[0]}?" if close else f"Known keys: {', '.join(names)}.",
+        )
+    values: Dict[str, Any] = {}
+    for name in names:
+        flag = "--" + name.replace("_", "-")
+        env_name = ENV_PREFIX + name.upper()
+        if cli.get(name) is not None and cli.get(name) != ():
+            values[name] = _coerce(name, cli[name], flag)
+        elif env.get(env_name) not in (None, ""):
+            values[name] = _coerce(name, env[env_name], f"environment variable {env_name}")
+        elif config.get(name) is not None:
+            values[name] = _coerce(name, config[name], f"invoke config cannbuild.{name}")
+    options = Options(**values)
+    if "workspace" not in values:
+        options = replace(options, workspace=Path(os.path.abspath(options.workspace)))
+    if "lock_file" not in values:
+        options = replace(options, lock_file=Path(os.path.abspath(options.lock_file)))
+    if options.sandbox and options.sandbox_dir is None:
+        options = replace(options, sandbox_dir=options.workspace / "sandbox")
+    if options.sandbox and "sysroot" not in values:
+        assert options.sandbox_dir is not None
+        options = replace(options, sysroot=options.sandbox_dir / "sysroot")
+    return options

@@ -1,0 +1,176 @@
+import json
+import subprocess
+import sys
+
+from cannbuild.host.doctor import python_stack_checks, read_host
+from cannbuild.host.pystack import PythonStack, read_python_stack
+from cannbuild.options import resolve_options
+
+from hosttree import clean_env, write
+
+
+def doctor(tree, env=None, **cli):
+    opts = resolve_options(
+        {"sysroot": str(tree.root), "workspace": str(tree.root.parent / "ws"), **cli}, {}, {}
+    )
+    return read_host(opts, env or clean_env())
+
+
+def rows(report):
+    return {c.id: c for c in report.checks}
+
+
+def a2_host(tree, version="8.5.0"):
+    tk = tree.toolkit_cann(version)
+    tree.kernels(tk, "ascend910b")
+    tree.pci("d802", 8)
+    tree.npu_smi("a2-910b3-npu-smi-info-cann8.3.txt")
+    tree.driver()
+    return tk
+
+
+def test_a2_host_reads_completely(tree):
+    a2_host(tree)
+    report = doctor(tree)
+    r = rows(report)
+    assert r["toolkit"].status == "pass"
+    assert r["set_env"].status == "pass"
+    assert r["bisheng"].status == "pass"
+    assert r["hardware"].status == "pass" and "Ascend910B3" in r["hardware"].detail
+    assert r["kernels"].status == "pass"
+    assert r["driver"].status == "pass"
+    host = report.to_json()["host"]
+    assert host["soc"] == "ascend910b" and host["variant"] == "A2" and host["chip"] == "Ascend910B3"
+    assert host["npu_count"] == 8
+    assert host["cann"]["layout"] == "cann" and host["cann"]["version"] == "8.5.0"
+    assert host["driver"]["version"] == "25.3.rc1"
+    assert report.build_env["ASCEND_HOME_PATH"].endswith("usr/local/Ascend/cann/")
+
+
+def test_every_row_that_is_not_pass_has_a_hint(tree):
+    tree.pci("d802", 8)
+    report = doctor(tree)
+    assert all(c.hint for c in report.checks if c.status != "pass")
+
+
+def test_no_toolkit_is_a_blocking_failure(tree):
+    report = doctor(tree)
+    assert rows(report)["toolkit"].status == "fail"
+    assert "toolkit" in [c.id for c in report.blocking]
+
+
+def test_missing_kernels_package_names_the_run_file(tree):
+    tree.toolkit_cann("8.5.0")
+    tree.pci("d803", 16)
+    check = rows(doctor(tree))["kernels"]
+    assert check.status == "warn"
+    assert f"Ascend-cann-A3-ops_8.5.0_linux-{tree.arch}.run" in check.hint
+
+
+def test_missing_bisheng_blocks_the_build(tree):
+    tk = tree.toolkit_cann("8.5.0")
+    (tk / "compiler/ccec_compiler/bin/bisheng").unlink()
+    check = rows(doctor(tree, soc="ascend910b"))["bisheng"]
+    assert (check.status, check.blocking) == ("fail", True)
+
+
+def test_soc_flag_differing_from_hardware_warns(tree):
+    a2_host(tree)
+    r = rows(doctor(tree, soc="ascend910_93"))
+    assert r["soc"].status == "pass" and "ascend910_93" in r["soc"].detail
+    assert r["soc.match"].status == "warn"
+
+
+def test_no_npu_is_a_warning_and_soc_is_needed(tree):
+    tree.toolkit_cann("8.5.0")
+    r = rows(doctor(tree))
+    assert r["hardware"].status == "warn" and "--soc=ascend910b" in r["hardware"].hint
+    assert r["soc"].status == "fail"
+    assert rows(doctor(tree, soc="ascend910b"))["soc"].status == "pass"
+
+
+def test_driver_incompatible_with_toolkit_warns(tree):
+    a2_host(tree, "9.0.0")  # driver 25.3.rc1 is not listed for 9.0.0
+    check = rows(doctor(tree))["driver.compat"]
+    assert check.status == "warn" and "26.0.RC1" in check.detail
+
+
+def test_torch_npu_for_another_cann_is_caught(tree):
+    tk = doctor(tree, soc="ascend910b").toolkit if a2_host(tree, "9.0.0") else None
+    checks = {c.id: c for c in python_stack_checks(PythonStack((3, 11), "2.7.1", "2.7.1"), tk)}
+    assert checks["torch_npu"].status == "warn"
+    assert "2.9.0.post2" in checks["torch_npu"].hint
+
+
+def test_torch_npu_for_another_torch_fails():
+    checks = {
+        c.id: c for c in python_stack_checks(PythonStack((3, 11), "2.8.0", "2.7.1.post2"), None)
+    }
+    assert checks["torch_npu"].status == "fail"
+    assert "pip install torch==2.7.1" in checks["torch_npu"].hint
+
+
+def test_versions_come_from_package_metadata(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    for name, version in (("torch", "2.7.1"), ("torch_npu", "2.7.1.post2")):
+        write(
+            site / f"{name}-{version}.dist-info" / "METADATA",
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        )
+    monkeypatch.syspath_prepend(str(site))
+    stack = read_python_stack()
+    assert (stack.torch, stack.torch_npu) == ("2.7.1", "2.7.1.post2")
+
+
+def test_malformed_version_files_become_rows(tree):
+    tk = tree.toolkit_cann("8.5.0")
+    (tk / f"{tree.arch}-linux" / "ascend_toolkit_install.info").write_text(
+        "version=eight point five\n"
+    )
+    for comp in ("runtime", "toolkit", "compiler"):
+        (tk / comp / "version.info").write_text("\x00\x01binary")
+    report = doctor(tree, soc="ascend910b")
+    assert rows(report)["toolkit"].status == "pass"  # folder name still tells 8.5.0
+    assert any(c.id == "toolkit.files" for c in report.checks)
+
+
+def cli(args, env):
+    return subprocess.run(
+        [sys.executable, "-m", "cannbuild", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_cli_json_shape_and_exit_code(tree, tmp_path):
+    a2_host(tree)
+    proc = cli(
+        ["doctor", "--json", "--sysroot", str(tree.root), "--workspace", str(tmp_path / "ws")],
+        clean_env(),
+    )
+    data = json.loads(proc.stdout)
+    host = data["host"]
+    for key in ("soc", "variant", "chip", "npu_count", "torch", "torch_npu"):
+        assert key in host
+    for key in ("path", "version", "layout", "found_by"):
+        assert key in host["cann"]
+    assert host["driver"]["version"] == "25.3.rc1"
+    assert {"id", "status", "detail", "hint"} <= set(data["checks"][0])
+    failed = any(c["status"] == "fail" for c in data["checks"])
+    assert proc.returncode == (1 if failed else 0)
+
+
+def test_cli_bad_cann_path_exits_1_with_a_hint_not_a_traceback(tree, tmp_path):
+    proc = cli(["doctor", "--sysroot", str(tree.root), "--cann-path", str(tmp_path)], clean_env())
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "--cann-path" in proc.stdout
+
+
+def test_cli_bad_soc_is_a_usage_error(tree):
+    proc = cli(["doctor", "--sysroot", str(tree.root), "--soc", "ascend999"], clean_env())
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "--soc 'ascend999' is not a SoC" in proc.stderr

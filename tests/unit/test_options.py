@@ -1,0 +1,58 @@
+from pathlib import Path
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.options import resolve_options
+
+
+def test_cli_beats_env_beats_config_beats_default():
+    env = {"CANNBUILD_SOC": "ascend910_93", "CANNBUILD_JOBS": "3"}
+    config = {"soc": "ascend910b", "jobs": 5, "vendor_name": "acme"}
+    opts = resolve_options({"jobs": 7}, env, config)
+    assert opts.jobs == 7  # CLI
+    assert opts.soc == "ascend910_93"  # env
+    assert opts.vendor_name == "acme"  # config
+    assert opts.ops == "flash_attention_score"  # default
+
+
+def test_chip_names_normalise_to_the_family():
+    assert resolve_options({"soc": "Ascend910B3"}, {}, {}).soc == "ascend910b"
+    assert resolve_options({"soc": "ascend910_9391"}, {}, {}).soc == "ascend910_93"
+
+
+def test_bare_ascend910b_chip_is_the_old_910_not_a2():
+    # "Ascend910B" without a digit is an Atlas 800/900 chip; the family name
+    # "ascend910b" (lower-case, build.sh's --soc value) is A2.
+    assert resolve_options({"soc": "Ascend910B"}, {}, {}).soc == "ascend910"
+    assert resolve_options({"soc": "ascend910b"}, {}, {}).soc == "ascend910b"
+
+
+def test_unknown_soc_names_the_flag_and_the_choices():
+    with pytest.raises(UsageError) as err:
+        resolve_options({"soc": "ascend910c"}, {}, {})
+    text = err.value.paragraph()
+    assert "--soc 'ascend910c'" in text and "ascend910_93 (Atlas A3)" in text
+
+
+def test_bad_env_value_names_the_variable():
+    with pytest.raises(UsageError, match="CANNBUILD_JOBS"):
+        resolve_options({}, {"CANNBUILD_JOBS": "many"}, {})
+
+
+def test_unknown_config_key_suggests_the_right_one():
+    with pytest.raises(UsageError) as err:
+        resolve_options({}, {}, {"vendorname": "x"})
+    assert "Did you mean cannbuild.vendor_name?" in err.value.paragraph()
+
+
+def test_mirrors_from_config_mapping_longest_prefix_first():
+    opts = resolve_options(
+        {}, {}, {"mirrors": {"https://a/": "file:///m/", "https://a/b/": "file:///n/"}}
+    )
+    assert opts.mirrors[0][0] == "https://a/b/"
+
+
+def test_sandbox_points_sysroot_into_the_workspace(tmp_path: Path):
+    opts = resolve_options({"sandbox": True, "workspace": str(tmp_path)}, {}, {})
+    assert opts.sysroot == tmp_path / "sandbox" / "sysroot"
