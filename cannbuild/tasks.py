@@ -6,13 +6,15 @@ Task bodies stay thin; everything they call returns plain data.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
-from typing import Any, Callable, Dict, Optional, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from invoke import Collection, Exit, task
 
 from . import ui
-from .errors import CannbuildError
+from .errors import CannbuildError, StepFailed, UsageError
 from .options import Options, resolve_options
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -23,8 +25,21 @@ COMMON_HELP = {
     "workspace": "where sources, builds, logs and reports go (default ./.cannbuild)",
     "soc": "SoC to build for: ascend910b (Atlas A2) or ascend910_93 (Atlas A3); default: detected",
     "jobs": "parallel compile jobs (default: CPUs available)",
+    "ops": "operators for the custom package (default flash_attention_score)",
+    "vendor_name": "custom package vendor name (default custom)",
+    "recipe": "recipe: a CANN train (8.3, 8.5, 9.0) or a recipe .toml file; default: the toolkit's train",
+    "lock_file": "lock file to read and write (default ./cannbuild.lock)",
+    "locked": "fail if anything differs from the lock file",
+    "offline": "never touch the network; fail naming the URL if something would",
+    "bundle": "offline bundle (from `cannbuild bundle`) to seed the caches from",
+    "force": "rerun this step even if it is up to date (repeatable)",
+    "install_into_toolkit": "install opbase into the real toolkit instead of a workspace overlay",
     "sandbox": "run against the emulated Ascend host under <workspace>/sandbox",
+    "variant": "sandbox hardware: A2 (8 x 910B3) or A3 (8 x 910_93)",
+    "cann": "sandbox CANN version: 8.3.RC2, 8.5.0 or 9.0.0",
+    "wait": "wait for another build on this workspace instead of refusing",
     "json": "print machine-readable JSON instead of a table",
+    "require_device": "treat SKIPPED (no NPU) as a failure, for CI on NPU hosts",
 }
 
 
@@ -48,13 +63,65 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_BOOL_FLAGS = {
+    "locked",
+    "offline",
+    "install_into_toolkit",
+    "sandbox",
+    "wait",
+    "json",
+    "require_device",
+}
+
+
+def with_flags(*names: str) -> Callable[[F], F]:
+    """Give a task with **flags an explicit signature, so invoke makes a --flag of each name."""
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+        params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        for name in names:
+            default = False if name in _BOOL_FLAGS else None
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
+        fn.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return fn
+
+    return decorate
+
+
 def make_options(c: Any, **flags: Any) -> Options:
     config = c.config.get("cannbuild") or {}
-    cli: Dict[str, Any] = {k: v for k, v in flags.items() if v not in (None, False)}
+    renames = {"variant": "sandbox_variant", "cann": "sandbox_cann"}
+    cli: Dict[str, Any] = {}
+    for key, value in flags.items():
+        if value in (None, False, [], ()):
+            continue
+        cli[renames.get(key, key)] = value
     return resolve_options(cli, os.environ, dict(config))
 
 
-@task(help=helps("cann_path", "sysroot", "workspace", "soc", "sandbox", "json"))
+BUILD_FLAGS = (
+    "cann_path",
+    "sysroot",
+    "workspace",
+    "soc",
+    "jobs",
+    "ops",
+    "vendor_name",
+    "recipe",
+    "lock_file",
+    "locked",
+    "offline",
+    "bundle",
+    "install_into_toolkit",
+    "sandbox",
+    "variant",
+    "cann",
+    "wait",
+)
+
+
+@task(help=helps("cann_path", "sysroot", "workspace", "soc", "sandbox", "variant", "cann", "json"))
 @guarded
 def doctor(
     c: Any,
@@ -63,14 +130,25 @@ def doctor(
     workspace: Optional[str] = None,
     soc: Optional[str] = None,
     sandbox: bool = False,
+    variant: Optional[str] = None,
+    cann: Optional[str] = None,
     json: bool = False,
 ) -> None:
     """Check the host: toolkit, NPUs, driver, tools, torch. Exit 1 if a check fails."""
     from .host.doctor import read_host
+    from .pipeline import with_sandbox
 
     options = make_options(
-        c, cann_path=cann_path, sysroot=sysroot, workspace=workspace, soc=soc, sandbox=sandbox
+        c,
+        cann_path=cann_path,
+        sysroot=sysroot,
+        workspace=workspace,
+        soc=soc,
+        sandbox=sandbox,
+        variant=variant,
+        cann=cann,
     )
+    options, _, _ = with_sandbox(options)
     report = read_host(options, os.environ)
     if json:
         ui.print_json(report.to_json())
@@ -82,4 +160,161 @@ def doctor(
         raise Exit(code=1)
 
 
-ns = Collection(doctor)
+def _session(c: Any, flags: Dict[str, Any]) -> Any:
+    from .pipeline import open_session, with_sandbox
+
+    options = make_options(c, **flags)
+    options, info, created = with_sandbox(options)
+    if created and info is not None:
+        ui.note(f"sandbox created: {info.variant} host with CANN {info.cann} at {info.dir}")
+    return open_session(options, os.environ, Path.cwd(), info)
+
+
+@task(help=helps(*BUILD_FLAGS, "json", phases="build, install or both (default both)"))
+@with_flags(*BUILD_FLAGS)
+@guarded
+def plan(c: Any, json: bool = False, phases: str = "build,install", **flags: Any) -> None:
+    """Show each step: its rendered command, cwd, env, and whether it must run (and why)."""
+    from .pipeline import make_plan, sources_from_lock
+
+    session = _session(c, flags)
+    sources = sources_from_lock(session)
+    steps = make_plan(session, sources, os.environ, _phases(phases))
+    if sources is None:
+        steps = [_unfetched(s) for s in steps]
+    if json:
+        ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
+        return
+    ui.print_plan(session, steps)
+
+
+def _unfetched(step: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(
+        step, status="needs run", reason="sources not fetched or not locked yet (cannbuild fetch)"
+    )
+
+
+def _phases(text: str) -> List[str]:
+    phases = [p.strip() for p in text.split(",") if p.strip()]
+    for p in phases:
+        if p not in ("build", "install"):
+            raise UsageError(
+                f"--phases {p!r} is not build or install.", "Example: --phases build,install"
+            )
+    return phases
+
+
+@task(help=helps(*BUILD_FLAGS))
+@with_flags(*BUILD_FLAGS)
+@guarded
+def fetch(c: Any, **flags: Any) -> None:
+    """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
+    from .pipeline import sync_sources
+    from .workspace import WorkspaceLock
+
+    session = _session(c, flags)
+    with WorkspaceLock(session.ws, "cannbuild fetch", session.options.wait, ui.waiting):
+        state = sync_sources(session, refresh=True)
+    ui.print_sources(state, session.options.lock_file)
+
+
+@task(help=helps(*BUILD_FLAGS))
+@with_flags(*BUILD_FLAGS)
+@guarded
+def lock(c: Any, **flags: Any) -> None:
+    """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock."""
+    from .pipeline import sync_sources
+    from .workspace import WorkspaceLock
+
+    session = _session(c, flags)
+    with WorkspaceLock(session.ws, "cannbuild lock", session.options.wait, ui.waiting):
+        state = sync_sources(session, update_lock=True)
+    ui.print_sources(state, session.options.lock_file)
+
+
+def _run(c: Any, flags: Dict[str, Any], phases: Sequence[str], command: str) -> Any:
+    from .pipeline import run_steps, sync_sources
+    from .progress import ConsoleProgress
+    from .workspace import WorkspaceLock
+
+    session = _session(c, flags)
+    progress = ConsoleProgress()
+    with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
+        state = sync_sources(session)
+        for note in state.notes:
+            progress.note(note)
+        result = run_steps(session, state, os.environ, phases, progress)
+    failed = result.failed
+    if failed is not None:
+        ui.print_digest(failed)
+        raise Exit(code=StepFailed.exit_code)
+    return session, state, result
+
+
+@task(iterable=["force"], help=helps(*BUILD_FLAGS, "force"))
+@with_flags(*BUILD_FLAGS)
+@guarded
+def build(c: Any, force: Optional[List[str]] = None, **flags: Any) -> None:
+    """Build opbase, then the ops-transformer package (skipping what is up to date)."""
+    _run(c, {**flags, "force": force}, ("build",), "cannbuild build")
+
+
+@task(iterable=["force"], help=helps(*BUILD_FLAGS, "force"))
+@with_flags(*BUILD_FLAGS)
+@guarded
+def install(c: Any, force: Optional[List[str]] = None, **flags: Any) -> None:
+    """Build if needed, then install the package under <workspace>/opp."""
+    _run(c, {**flags, "force": force}, ("build", "install"), "cannbuild install")
+
+
+@task(help=helps("workspace", "lock_file", "sandbox"))
+@guarded
+def bundle(
+    c: Any,
+    out: str,
+    workspace: Optional[str] = None,
+    lock_file: Optional[str] = None,
+    sandbox: bool = False,
+) -> None:
+    """Pack the locked sources and archives into OUT.tar for an offline build."""
+    from .bundle import make_bundle
+    from .workspace import Workspace
+
+    options = make_options(c, workspace=workspace, lock_file=lock_file, sandbox=sandbox)
+    summary = make_bundle(Workspace(options.workspace), options.lock_file, Path(out).resolve())
+    ui.note(
+        f"bundle written: {summary['path']} ({summary['files']} files, {summary['bytes'] / 1e6:.1f} MB)"
+    )
+
+
+@task(positional=["action"], help=helps("variant", "cann", dir="where to create the emulated host"))
+@guarded
+def sandbox(
+    c: Any,
+    action: str = "create",
+    dir: str = ".cannbuild/sandbox",
+    variant: str = "A2",
+    cann: str = "8.5.0",
+) -> None:
+    """`sandbox create --dir D --variant A2|A3 --cann VERSION`: an emulated Ascend host."""
+    from .sandbox import SandboxSpec, create_sandbox
+
+    if action != "create":
+        raise UsageError(
+            f"sandbox {action!r}: the only action is create.",
+            "Run: cannbuild sandbox create --dir D",
+        )
+    options = make_options(c, variant=variant)
+    result = create_sandbox(SandboxSpec(Path(dir).resolve(), options.sandbox_variant, cann))
+    info = result.info
+    state = "created" if result.created else "already up to date"
+    ui.note(
+        f"sandbox {state}: {info.variant} ({info.chip}) with CANN {info.cann}\n"
+        f"  sysroot   {info.sysroot}\n  set_env   {info.set_env}\n  mirror    {info.mirror}\n"
+        f"  try: cannbuild doctor --sysroot {info.sysroot}"
+    )
+
+
+ns = Collection(doctor, plan, fetch, lock, build, install, bundle, sandbox)

@@ -55,3 +55,63 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+def note(text: str, stream: TextIO = sys.stderr) -> None:
+    stream.write(text.rstrip() + "\n")
+    stream.flush()
+
+
+def waiting(who: str) -> None:
+    note(f"waiting for {who} to release the workspace ...")
+
+
+def print_plan(session: Any, steps: Sequence[Any]) -> None:
+    from rich.table import Table
+
+    from .redact import redact
+
+    out = console()
+    recipe = session.recipe
+    out.print(
+        f"recipe [bold]{recipe.name}[/] ({recipe.path.name}) for CANN {session.toolkit.version}, "
+        f"--soc={session.soc}, workspace {session.ws.root}"
+    )
+    table = Table(show_lines=True)
+    table.add_column("step", no_wrap=True)
+    table.add_column("status")
+    table.add_column("command / cwd")
+    for step in steps:
+        style = "green" if step.status == "up to date" else "yellow"
+        body = f"{_escape(redact(step.command))}\n[dim]in {_escape(str(step.cwd))}[/]"
+        table.add_row(step.name, f"[{style}]{step.status}[/]\n[dim]{_escape(step.reason)}[/]", body)
+    out.print(table)
+
+
+def print_sources(state: Any, lock_file: Any) -> None:
+    for note_text in state.notes:
+        note(note_text)
+    for repo in state.lock.repos:
+        note(f"{repo.name:<40} {repo.ref:<34} {repo.commit[:12]}")
+    for archive in state.lock.third_party:
+        note(f"{archive.name:<40} {'sha256':<34} {archive.sha256[:12]}")
+    changed = ", ".join(state.changed) or "none"
+    written = "written" if state.lock_written else "unchanged"
+    note(f"lock {lock_file} {written}; checkouts updated: {changed}")
+
+
+def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
+    from .redact import redact
+
+    lines = [
+        "",
+        f"step {outcome.name} FAILED (exit {outcome.exit_code}) after {outcome.duration_s:.1f}s",
+        f"  command: {redact(outcome.command)}",
+        f"  log:     {outcome.log}",
+        f"  last {len(outcome.tail)} lines:",
+    ]
+    lines += [f"    {line}" for line in outcome.tail]
+    lines.append(f"  hint: {outcome.hint}")
+    lines.append("  Run the same command again to resume at this step.")
+    stream.write("\n".join(lines) + "\n")
+    stream.flush()

@@ -1,0 +1,145 @@
+"""Offline bundles: git bundles of every locked repository, the third-party
+archives and the lock, in one tar with a sha256 manifest.
+
+Made on a connected machine (`cannbuild bundle OUT.tar`), read on an
+air-gapped one (`cannbuild setup --offline --bundle OUT.tar`): the bundle seeds
+the workspace's git and download caches, so nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any, Dict
+
+from .errors import UsageError
+from .lockfile import Lock, read_lock
+from .sources import Fetcher, archive_path, cache_path, sha256_file
+from .workspace import Workspace, write_atomic
+
+MANIFEST = "manifest.json"
+LOCK_NAME = "cannbuild.lock"
+
+
+def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
+    """Pack what the lock pins; everything must already be in the workspace caches."""
+    lock = read_lock(lock_file)
+    if lock is None:
+        raise UsageError(
+            f"cannot bundle: {lock_file} does not exist.",
+            "Run `cannbuild lock` (or `cannbuild fetch`) first.",
+        )
+    fetcher = Fetcher()
+    files: Dict[str, bytes] = {}
+    repos = sorted(
+        {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
+    )
+    with tempfile.TemporaryDirectory(dir=str(ws.root)) as tmp:
+        for repo in repos:
+            cache = cache_path(ws, repo)
+            if not cache.exists():
+                raise UsageError(
+                    f"cannot bundle {repo}: it is not in {ws.git_cache}.",
+                    "Run `cannbuild fetch` first.",
+                )
+            target = Path(tmp) / f"{repo}.bundle"
+            fetcher.git(["bundle", "create", "--quiet", str(target), "--all"], cwd=cache)
+            files[f"git/{repo}.bundle"] = target.read_bytes()
+        for archive in lock.third_party:
+            path = archive_path(ws, archive.sha256, archive.url)
+            if not path.is_file() or sha256_file(path) != archive.sha256:
+                raise UsageError(
+                    f"cannot bundle {archive.url}: sha256 {archive.sha256} is not in {ws.downloads}.",
+                    "Run `cannbuild fetch` first.",
+                )
+            files[f"downloads/{archive.sha256}/{path.name}"] = path.read_bytes()
+    files[LOCK_NAME] = lock_file.read_bytes()
+    manifest = {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())}
+    files[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            info.mtime = 0
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(files[name]))
+    write_atomic(out, raw.getvalue())
+    return {"path": str(out), "files": len(files), "bytes": out.stat().st_size, "repos": repos}
+
+
+def _pin_repo(lock: Lock, name: str) -> str:
+    """`ops-transformer:third_party/opbase` is a commit of opbase's repository."""
+    if ":" not in name:
+        return name
+    locked = lock.repo(name)
+    assert locked is not None
+    for repo in lock.repos:
+        if ":" not in repo.name and repo.url == locked.url:
+            return repo.name
+    return name.split(":")[0]
+
+
+def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
+    """Verify the bundle, fill the caches from it, and return the lock it carries."""
+    try:
+        tar = tarfile.open(bundle, mode="r")  # noqa: SIM115 - closed by the with below
+    except (OSError, tarfile.TarError) as exc:
+        raise UsageError(
+            f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
+        ) from exc
+    with tar, tempfile.TemporaryDirectory(dir=str(_ensure(ws.root))) as tmp:
+        members = {m.name: m for m in tar.getmembers() if m.isfile()}
+        if MANIFEST not in members or LOCK_NAME not in members:
+            raise UsageError(
+                f"--bundle {bundle} is not a cannbuild bundle (no {MANIFEST}).",
+                "Pass a file made by `cannbuild bundle`.",
+            )
+        manifest = json.loads(_read(tar, members[MANIFEST]))
+        for name, expected in manifest.items():
+            if (
+                name not in members
+                or hashlib.sha256(_read(tar, members[name])).hexdigest() != expected
+            ):
+                raise UsageError(
+                    f"--bundle {bundle}: {name} is missing or corrupt (sha256 mismatch).",
+                    "Copy the bundle again; make a new one with `cannbuild bundle` if it persists.",
+                )
+        fetcher = Fetcher()
+        for name in manifest:
+            data = _read(tar, members[name])
+            if name.startswith("git/"):
+                repo = name[len("git/") : -len(".bundle")]
+                path = Path(tmp) / f"{repo}.bundle"
+                path.write_bytes(data)
+                cache = cache_path(ws, repo)
+                if not cache.exists():
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    fetcher.git(["init", "--quiet", "--bare", str(cache)])
+                fetcher.git(["fetch", "--quiet", "--force", str(path), "+refs/*:refs/*"], cwd=cache)
+            elif name.startswith("downloads/"):
+                target = ws.downloads / name[len("downloads/") :]
+                write_atomic(target, data)
+        lock_path = Path(tmp) / LOCK_NAME
+        lock_path.write_bytes(_read(tar, members[LOCK_NAME]))
+        lock = read_lock(lock_path)
+    assert lock is not None
+    return lock
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    assert handle is not None
+    return handle.read()
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+__all__ = ["make_bundle", "seed_from_bundle"]

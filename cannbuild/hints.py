@@ -1,0 +1,114 @@
+"""Known failure messages of the CANN builds and installers, each with its fix.
+
+Matched against a failed step's log; the first pattern (in this order) that
+matches gives the digest's hint, with `{1}`… filled from the match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Hint:
+    pattern: str
+    text: str
+
+
+HINTS: Tuple[Hint, ...] = (
+    Hint(
+        r"bisheng compilation tool not found",
+        "build.sh needs bisheng on PATH: it comes with the toolkit's compiler package "
+        "(compiler/ccec_compiler/bin). Check `cannbuild doctor` (bisheng row) and reinstall the toolkit with --full.",
+    ),
+    Hint(
+        r"Please set the toolkit package installation directory",
+        "build.sh found no CANN toolkit: pass --cann-path=<folder holding set_env.sh>; cannbuild "
+        "exports ASCEND_HOME_PATH from that toolkit's set_env.sh.",
+    ),
+    Hint(
+        r"The input soc (\S+) is not supported|Currently (\S+) is not supported",
+        "this ops-transformer ref does not build for that --soc; pick a SoC the recipe lists, or the recipe "
+        "of a newer CANN.",
+    ),
+    Hint(
+        r"unsupport chip type",
+        "ops-transformer dropped the --soc value (this ref does not know it) and packed an empty package; "
+        "pass a SoC the recipe lists.",
+    ),
+    Hint(
+        r"share/info/(\S+)/version\.info does not exist",
+        "the toolkit has no {1} package (share/info/{1}/version.info). Install the CANN packages of this "
+        "release; for opbase on CANN <= 8.5 the recipe's opbase-install step provides it.",
+    ),
+    Hint(
+        r"Check (\S+) build dependencies failed!",
+        "{1}'s build found toolkit packages missing or too old (see the check_build_dependencies lines "
+        "above); compare `cannbuild doctor` with the recipe's [toolkit.requires].",
+    ),
+    Hint(
+        r"Could NOT find OPBASE",
+        "ops-transformer cannot find opbase: up to CANN 8.5 it must be installed in the toolkit (the "
+        "recipe's opbase-install step), from 9.0 as source in third_party/opbase.",
+    ),
+    Hint(
+        r"env ASCEND_OPP_PATH no exist",
+        "the custom package installer needs --install-path or ASCEND_OPP_PATH; cannbuild passes "
+        "--install-path=<workspace>/opp, so check the recipe's install template.",
+    ),
+    Hint(
+        r"Unsupported parameters \[(\S+)\]",
+        "the .run installer does not take {1}; fix the recipe's install template.",
+    ),
+    Hint(
+        r"gawk: command not found",
+        "ops-transformer's build.sh pipes its output through gawk: apt install gawk.",
+    ),
+    Hint(
+        r"makeself not found",
+        "apt install makeself, or seed third_party with the makeself archive (cannbuild fetch).",
+    ),
+    Hint(
+        r"Failed to download (\S+)|transport '\w+' not allowed|Could not resolve host: (\S+)",
+        "a build step tried to download {1}{2}: run `cannbuild fetch` online (it seeds third_party), add the "
+        "file to the recipe's [[third_party]], or build from an offline bundle.",
+    ),
+    Hint(
+        r"Error in \w+ checksums",
+        "the .run package is corrupt; rebuild it with --force on its build step.",
+    ),
+    Hint(
+        r"undefined reference to `?(\w+)",
+        "link error: {1} is missing; the library that provides it was not built or not found "
+        "(check the toolkit version matches the recipe).",
+    ),
+    Hint(
+        r"static assertion failed|error: ",
+        "a compiler error in the sources at this ref (the first 'error:' line above); check that the "
+        "ref matches the installed CANN (`cannbuild plan`) and doctor's compiler rows.",
+    ),
+    Hint(
+        r"Undefined option|unrecognized option '(\S+)'",
+        "build.sh does not take {1} at this ref; fix the recipe's template.",
+    ),
+    Hint(
+        r"build script for ops-transformer repository",
+        "build.sh printed its help and exited: it does not take one of the flags at this ref (e.g. --debug "
+        "is not parsed since v8.5.0; use --build-type=Debug); fix the recipe's template.",
+    ),
+)
+
+
+def match_hint(lines: Iterable[str]) -> Optional[str]:
+    text = "\n".join(lines)
+    for hint in HINTS:
+        match = re.search(hint.pattern, text)
+        if match:
+            groups = [g or "" for g in match.groups()]
+            out = hint.text
+            for i, g in enumerate(groups, 1):
+                out = out.replace("{" + str(i) + "}", g)
+            return out
+    return None

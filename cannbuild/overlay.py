@@ -1,0 +1,99 @@
+"""A workspace overlay of the CANN toolkit, so installing opbase never touches the toolkit.
+
+opbase's .run is installed into an empty staging prefix; the overlay is then a
+tree that looks like the toolkit with the staged files on top.  Only the
+folders the staged files live in are real folders; every other entry is a
+symlink to the toolkit's own file, so the overlay costs a few hundred links,
+not a copy.  The build environment captured from set_env.sh is rewritten to
+point at the overlay.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Dict, List, Mapping, Tuple
+
+
+def staged_root(stage: Path) -> Path:
+    """The folder the installer filled: <stage>/cann, <stage>/<version_dir>, or <stage> itself."""
+    if (stage / "share" / "info").is_dir():
+        return stage
+    candidates = (
+        [p for p in sorted(stage.iterdir()) if (p / "share" / "info").is_dir()]
+        if stage.is_dir()
+        else []
+    )
+    if len(candidates) != 1:
+        found = ", ".join(p.name for p in candidates) or "nothing with share/info"
+        raise FileNotFoundError(f"expected one installed package root under {stage}, found {found}")
+    return candidates[0]
+
+
+def build_overlay(toolkit_home: Path, stage_root: Path, overlay: Path) -> int:
+    """(Re)build `overlay` = toolkit with `stage_root` on top; returns the number of staged files."""
+    if overlay.is_symlink() or overlay.is_file():
+        overlay.unlink()
+    elif overlay.exists():
+        shutil.rmtree(overlay)
+    overlay.mkdir(parents=True)
+    return _merge(Path(os.path.realpath(toolkit_home)), stage_root, overlay)
+
+
+def _merge(real: Path, staged: Path, dst: Path) -> int:
+    names = set()
+    if real.is_dir():
+        names.update(os.listdir(real))
+    names.update(os.listdir(staged))
+    count = 0
+    for name in sorted(names):
+        r = real / name
+        s = staged / name
+        out = dst / name
+        if os.path.lexists(s):
+            if s.is_dir() and not s.is_symlink() and r.is_dir():
+                out.mkdir()
+                count += _merge(Path(os.path.realpath(r)), s, out)
+            elif s.is_dir() and not s.is_symlink():
+                shutil.copytree(s, out, symlinks=True)
+                count += sum(1 for _ in out.rglob("*"))
+            elif s.is_symlink():
+                out.symlink_to(os.readlink(s))
+            else:
+                shutil.copy2(s, out)
+                count += 1
+        else:
+            out.symlink_to(os.path.realpath(r))
+    return count
+
+
+def overlay_env(env: Mapping[str, str], toolkit_paths: List[Path], overlay: Path) -> Dict[str, str]:
+    """Rewrite every value that points into the toolkit so it points into the overlay."""
+    prefixes: List[Tuple[str, str]] = []
+    for path in toolkit_paths:
+        for variant in {str(path), os.path.realpath(path)}:
+            prefixes.append((variant.rstrip("/"), str(overlay)))
+    prefixes.sort(key=lambda kv: -len(kv[0]))
+    real_roots = sorted({os.path.realpath(p) for p in toolkit_paths}, key=len, reverse=True)
+    out: Dict[str, str] = {}
+    for key, value in env.items():
+        out[key] = ":".join(
+            _rewrite(part, prefixes, real_roots, overlay) for part in value.split(":")
+        )
+    return out
+
+
+def _rewrite(
+    part: str, prefixes: List[Tuple[str, str]], real_roots: List[str], overlay: Path
+) -> str:
+    for old, new in prefixes:
+        if part == old or part.startswith(old + "/"):
+            return new + part[len(old) :]
+    if part.startswith("/"):
+        # another path to the same toolkit (e.g. ascend-toolkit/latest -> cann)
+        real = os.path.realpath(part)
+        for root in real_roots:
+            if real == root or real.startswith(root + "/"):
+                return str(overlay) + real[len(root) :]
+    return part

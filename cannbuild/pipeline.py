@@ -1,0 +1,509 @@
+"""doctor -> resolve -> fetch -> build -> install, as plain functions over plain data.
+
+`open_session` reads the host and picks the recipe; `sync_sources` pins and
+checks out the sources (writing or honouring the lock); `run_steps` runs the
+steps that are not up to date.  Tasks call these and render what they return.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import CannbuildError, LockDrift, UsageError
+from .host.doctor import HostReport, read_host
+from .host.toolkit import Toolkit, host_arch
+from .lockfile import (
+    Lock,
+    LockedArchive,
+    LockedRepo,
+    Wanted,
+    drift,
+    read_lock,
+    refuse_drift,
+    write_lock,
+)
+from .options import Options
+from .overlay import overlay_env
+from .plan import (
+    UP_TO_DATE,
+    PlannedStep,
+    StepContext,
+    hashed_env_values,
+    plan_all,
+    plan_step,
+)
+from .recipes import Recipe, check_requirements, describe_ref, render_ref, select_recipe
+from .redact import redact
+from .render import render_string
+from .runner import (
+    ActionContext,
+    NoProgress,
+    Progress,
+    RunLogs,
+    StepOutcome,
+    new_run_id,
+    run_step,
+    skip,
+)
+from .sandbox import SandboxInfo, SandboxSpec, create_sandbox
+from .sources import (
+    Fetcher,
+    Nested,
+    Seed,
+    archive_path,
+    cache_path,
+    checkout_identity,
+    commit_time,
+    ensure_archive,
+    ensure_checkout,
+    has_commit,
+    mirror_git_env,
+    resolve_ref,
+)
+from .workspace import Workspace
+
+
+class DoctorBlocked(CannbuildError):
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class Session:
+    options: Options
+    ws: Workspace
+    host: HostReport
+    recipe: Recipe
+    toolkit: Toolkit
+    soc: str
+    values: Mapping[str, Any]
+    sandbox: Optional[SandboxInfo] = None
+
+    @property
+    def fetcher(self) -> Fetcher:
+        return Fetcher(
+            mirrors=self.options.mirrors, offline=self.options.offline, retries=self.options.retries
+        )
+
+    @property
+    def vendor_dir(self) -> Path:
+        return self.ws.opp / "vendors" / f"{self.options.vendor_name}_transformer"
+
+
+def with_sandbox(options: Options) -> Tuple[Options, Optional[SandboxInfo], bool]:
+    """For --sandbox: create (or reuse) the emulated host and point the options at it."""
+    if not options.sandbox:
+        return options, None, False
+    assert options.sandbox_dir is not None
+    result = create_sandbox(
+        SandboxSpec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
+    )
+    info = result.info
+    user_prefixes = {prefix for prefix, _ in options.mirrors}
+    mirrors = list(options.mirrors) + [
+        (p, r) for p, r in info.mirrors.items() if p not in user_prefixes
+    ]
+    return (
+        options.with_(
+            sysroot=info.sysroot, mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0])))
+        ),
+        info,
+        result.created,
+    )
+
+
+def open_session(
+    options: Options, env: Mapping[str, str], cwd: Path, sandbox: Optional[SandboxInfo] = None
+) -> Session:
+    host = read_host(options, env)
+    blocking = host.blocking
+    if blocking:
+        first = blocking[0]
+        raise DoctorBlocked(
+            f"cannot build: doctor check {first.id} failed: {first.detail}.", first.hint
+        )
+    toolkit = host.toolkit
+    assert toolkit is not None and toolkit.version is not None and host.soc is not None
+    recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+    unmet = check_requirements(recipe, toolkit.share_info)
+    if unmet:
+        listed = "; ".join(
+            f"{pkg} {spec} ({'missing' if have is None else f'{have}: {problem}'})"
+            for pkg, spec, have, problem in unmet
+        )
+        raise DoctorBlocked(
+            f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in share/info: {listed}.",
+            f"Install the CANN {toolkit.version.release} packages that provide them, or pick another recipe with --recipe.",
+        )
+    soc = host.soc.soc
+    if recipe.socs and soc not in recipe.socs:
+        raise UsageError(
+            f"--soc {soc} is not a SoC ops-transformer builds for in recipe {recipe.name} ({recipe.path.name}).",
+            f"Use one of {', '.join(recipe.socs)}.",
+        )
+    ws = Workspace(options.workspace)
+    values = template_values(options, ws, toolkit, soc, recipe, host)
+    return Session(options, ws, host, recipe, toolkit, soc, values, sandbox)
+
+
+def template_values(
+    options: Options, ws: Workspace, tk: Toolkit, soc: str, recipe: Recipe, host: HostReport
+) -> Dict[str, Any]:
+    assert tk.version is not None
+    names = [r.name for r in recipe.repos]
+    home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
+    values: Dict[str, Any] = {
+        "cann": {
+            "version": tk.version.text,
+            "release": tk.version.release,
+            "train": tk.version.train,
+            "path": str(tk.path),
+            "home": home,
+            "layout": tk.layout,
+        },
+        "arch": host_arch(),
+        "soc": soc,
+        "jobs": options.jobs,
+        "ops": options.ops,
+        "vendor_name": options.vendor_name,
+        "workspace": str(ws.root),
+        "src": {n: str(ws.checkout(n)) for n in names},
+        "third_party": {n: str(ws.checkout(n) / "third_party") for n in names},
+        "opp": str(ws.opp),
+        "stage": str(ws.stage),
+        "overlay": str(ws.overlay),
+        "opbase_install_path": str(_opbase_install_path(options, ws, tk)),
+        "artifacts": {},
+    }
+    values.update(dict(recipe.vars))
+    return values
+
+
+def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:
+    if not options.install_into_toolkit:
+        return ws.stage
+    if (tk.real_path / "share" / "info").is_dir():
+        return tk.real_path
+    raise UsageError(
+        f"--install-into-toolkit: {tk.real_path} has no share/info folder for opbase's installer to merge into.",
+        "Use the default workspace overlay (drop --install-into-toolkit).",
+    )
+
+
+# --- sources ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceState:
+    lock: Lock
+    checkouts: Mapping[str, Path]
+    identities: Mapping[str, Mapping[str, Any]]
+    changed: Sequence[str]
+    lock_written: bool
+    notes: Sequence[str] = field(default=())
+
+
+def wanted_for(session: Session) -> Wanted:
+    recipe = session.recipe
+    repos = []
+    for repo in recipe.repos:
+        ref = render_ref(repo, session.values)
+        repos.append((repo.name, repo.url, describe_ref(ref)))
+    archives = tuple((t.name, t.url, t.sha256) for t in recipe.third_party)
+    return Wanted(
+        recipe.name, session.toolkit.version_text or "", session.soc, tuple(repos), archives
+    )
+
+
+def pin_name(repo: str, dest: str) -> str:
+    return f"{repo}:{dest}"
+
+
+def resolve_lock(
+    session: Session, fetcher: Fetcher, previous: Optional[Lock]
+) -> Tuple[Lock, List[str]]:
+    """Fetch every repository, resolve refs to commits, hash every archive."""
+    ws, recipe = session.ws, session.recipe
+    repos: List[LockedRepo] = []
+    notes: List[str] = []
+    times: List[int] = []
+    for repo in recipe.repos:
+        cache = cache_path(ws, repo.name)
+        fetcher.fetch_repo(cache, repo.url)
+        ref = render_ref(repo, session.values)
+        commit = resolve_ref(fetcher, cache, ref, repo.url)
+        times.append(commit_time(fetcher, cache, commit))
+        old = previous.repo(repo.name) if previous else None
+        if old and old.ref == describe_ref(ref) and old.commit != commit and ref.get("tag"):
+            notes.append(
+                f"{repo.name}: {describe_ref(ref)} moved from {old.commit[:12]} to {commit[:12]}"
+            )
+        repos.append(LockedRepo(repo.name, redact(repo.url), describe_ref(ref), commit))
+        if repo.source_pin:
+            pin = repo.source_pin
+            text = fetcher.git(["show", f"{commit}:{pin.pin_file}"], cwd=cache)
+            match = re.search(pin.pin_regex, text)
+            if not match:
+                raise UsageError(
+                    f"{pin.pin_file} at {repo.name} {commit[:12]} has no line matching {pin.pin_regex!r}.",
+                    "The recipe does not match this ref; check [repos.*.opbase_source].",
+                )
+            pinned = match.group(1)
+            source = recipe.repo(pin.repo)
+            pcache = cache_path(ws, pin.repo)
+            if not has_commit(fetcher, pcache, pinned):
+                fetcher.fetch_repo(pcache, source.url)
+            repos.append(
+                LockedRepo(
+                    pin_name(repo.name, pin.dest),
+                    redact(source.url),
+                    f"pinned by {pin.pin_file}",
+                    pinned,
+                )
+            )
+    archives: List[LockedArchive] = []
+    for item in recipe.third_party:
+        expected = item.sha256
+        if expected is None and previous is not None and previous.archive(item.url):
+            expected = previous.archive(item.url).sha256  # type: ignore[union-attr]
+        _, sha = ensure_archive(fetcher, ws, item.url, expected)
+        archives.append(LockedArchive(item.name, redact(item.url), sha))
+    lock = Lock(
+        recipe=recipe.name,
+        recipe_digest=recipe.digest,
+        toolkit_version=session.toolkit.version_text or "",
+        soc=session.soc,
+        arch=host_arch(),
+        repos=tuple(repos),
+        third_party=tuple(archives),
+        source_date_epoch=max(times) if times else 0,
+        container=dict(previous.container) if previous else {},
+    )
+    return lock, notes
+
+
+def sync_sources(
+    session: Session, *, update_lock: bool = False, refresh: bool = False
+) -> SourceState:
+    """Pin (from the lock, or by resolving) and check out every source.
+
+    `update_lock` re-resolves even when the lock matches (`cannbuild lock`);
+    `refresh` fetches the caches to notice moved tags (`cannbuild fetch`).
+    """
+    from .bundle import seed_from_bundle
+
+    options, ws, recipe = session.options, session.ws, session.recipe
+    fetcher = session.fetcher
+    notes: List[str] = []
+    bundled: Optional[Lock] = None
+    if options.bundle is not None:
+        bundled = seed_from_bundle(ws, options.bundle)
+        notes.append(f"seeded caches from {options.bundle}")
+    existing = read_lock(options.lock_file) or bundled
+    wanted = wanted_for(session)
+    problems = drift(existing, wanted) if existing else ["there is no lock file"]
+    if options.locked and problems:
+        raise refuse_drift(options.lock_file, problems)
+    written = False
+    if existing is not None and not problems and not update_lock:
+        lock = existing
+        if refresh and not options.offline:
+            _fresh, moved = resolve_lock(session, fetcher, existing)
+            if moved:
+                if options.locked:
+                    raise LockDrift(
+                        f"--locked: {'; '.join(moved)}; the lock still pins the old commit.",
+                        "Check upstream; run `cannbuild lock` to accept the new commit on purpose.",
+                    )
+                notes.extend(f"{m} (keeping the locked commit)" for m in moved)
+    else:
+        lock, moved = resolve_lock(session, fetcher, existing)
+        notes.extend(moved)
+        if existing is not None and problems and existing is not bundled:
+            notes.append("lock updated: " + "; ".join(problems))
+        write_lock(options.lock_file, lock)
+        written = True
+
+    checkouts: Dict[str, Path] = {}
+    identities: Dict[str, Mapping[str, Any]] = {}
+    changed: List[str] = []
+    for repo in recipe.repos:
+        locked = lock.repo(repo.name)
+        assert locked is not None
+        cache = cache_path(ws, repo.name)
+        if not has_commit(fetcher, cache, locked.commit):
+            fetcher.fetch_repo(cache, repo.url)
+        nested: List[Nested] = []
+        if repo.source_pin:
+            pin = repo.source_pin
+            locked_pin = lock.repo(pin_name(repo.name, pin.dest))
+            assert locked_pin is not None
+            pcache = cache_path(ws, pin.repo)
+            if not has_commit(fetcher, pcache, locked_pin.commit):
+                fetcher.fetch_repo(pcache, recipe.repo(pin.repo).url)
+            nested.append(Nested(pin.dest, pcache, locked_pin.commit, recipe.repo(pin.repo).url))
+        seeds: List[Seed] = []
+        for item in recipe.third_party:
+            if repo.name not in item.repos:
+                continue
+            archive = lock.archive(item.url)
+            assert archive is not None
+            path, sha = ensure_archive(fetcher, ws, item.url, archive.sha256)
+            seeds.append(Seed(path, f"third_party/{item.dest}", sha))
+        path, was_changed = ensure_checkout(
+            fetcher, ws, repo.name, cache, locked.commit, repo.url, nested, seeds
+        )
+        checkouts[repo.name] = path
+        identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
+        if was_changed:
+            changed.append(repo.name)
+    return SourceState(lock, checkouts, identities, changed, written, tuple(notes))
+
+
+def sources_from_lock(session: Session) -> Optional[SourceState]:
+    """The pinned sources without touching the network (for `plan`); None if not fetched yet."""
+    lock = read_lock(session.options.lock_file)
+    if lock is None or drift(lock, wanted_for(session)):
+        return None
+    identities: Dict[str, Mapping[str, Any]] = {}
+    for repo in session.recipe.repos:
+        locked = lock.repo(repo.name)
+        if locked is None:
+            return None
+        nested = []
+        if repo.source_pin:
+            pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
+            if pinned is None:
+                return None
+            nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
+        seeds = []
+        for item in session.recipe.third_party:
+            if repo.name in item.repos:
+                archive = lock.archive(item.url)
+                if archive is None:
+                    return None
+                seeds.append(
+                    Seed(
+                        archive_path(session.ws, archive.sha256, item.url),
+                        f"third_party/{item.dest}",
+                        archive.sha256,
+                    )
+                )
+        identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
+    checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
+    return SourceState(lock, checkouts, identities, (), False)
+
+
+# --- steps -----------------------------------------------------------------------
+
+
+def step_context(
+    session: Session, sources: Optional[SourceState], env: Mapping[str, str]
+) -> StepContext:
+    host = session.host
+    tk = session.toolkit
+    base = dict(host.build_env or env)
+    over = None
+    if session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit:
+        home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
+        over = overlay_env(base, [home, tk.path, tk.real_path], session.ws.overlay)
+    extra = {"TMPDIR": str(session.ws.tmp)}
+    extra.update(mirror_git_env(session.options.mirrors, session.options.offline))
+    return StepContext(
+        values=session.values,
+        sources=dict(sources.identities) if sources else {},
+        toolkit={"version": tk.version_text or "", "path": str(tk.path)},
+        hashed_env=hashed_env_values(env),
+        base_env=base,
+        overlay_env=over,
+        extra_env=extra,
+        recipe=session.recipe.name,
+    )
+
+
+def make_plan(
+    session: Session, sources: Optional[SourceState], env: Mapping[str, str], phases: Sequence[str]
+) -> List[PlannedStep]:
+    ctx = step_context(session, sources, env)
+    return plan_all(session.recipe, ctx, session.ws, phases, session.options.force)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    outcomes: Sequence[StepOutcome]
+    logs_dir: Path
+
+    @property
+    def failed(self) -> Optional[StepOutcome]:
+        return next((o for o in self.outcomes if o.status == "failed"), None)
+
+    @property
+    def ran(self) -> List[str]:
+        return [o.name for o in self.outcomes if o.status == "ran"]
+
+
+def output_patterns(step: PlannedStep, values: Mapping[str, Any]) -> List[str]:
+    return [str(step.cwd / render_string(p, values, quote=False)) for p in step.spec.produces]
+
+
+def run_steps(
+    session: Session,
+    sources: SourceState,
+    env: Mapping[str, str],
+    phases: Sequence[str],
+    progress: Optional[Progress] = None,
+    run_id: Optional[str] = None,
+) -> RunResult:
+    progress = progress or NoProgress()
+    ctx = step_context(session, sources, env)
+    recipe, ws = session.recipe, session.ws
+    logs = RunLogs(ws, run_id or new_run_id())
+    home = Path((session.host.build_env or {}).get("ASCEND_HOME_PATH", str(session.toolkit.path)))
+    actions = ActionContext(
+        toolkit_home=home,
+        overlay=ws.overlay,
+        stage=ws.stage,
+        opp=ws.opp,
+        vendor_dir=session.vendor_dir,
+        overlay_enabled=ctx.overlay_env is not None,
+    )
+    force = set(session.options.force)
+    unknown = force - {s.name for s in recipe.steps}
+    if unknown:
+        raise UsageError(
+            f"--force {sorted(unknown)[0]}: the recipe has no such step.",
+            f"Steps: {', '.join(s.name for s in recipe.steps)}.",
+        )
+    outcomes: List[StepOutcome] = []
+    use_overlay = False
+    for spec in recipe.steps:
+        if spec.phase not in phases:
+            continue
+        step = plan_step(recipe, spec, ctx, ws, use_overlay, (), spec.name in force)
+        if step.status == UP_TO_DATE:
+            outcomes.append(skip(step, progress))
+        else:
+            values = {**session.values, "arch": host_arch()}
+            outcome = run_step(step, ws, logs, actions, progress, output_patterns(step, values))
+            outcomes.append(outcome)
+            if outcome.status == "failed":
+                break
+        if spec.action == "overlay" and ctx.overlay_env is not None:
+            use_overlay = True
+    return RunResult(logs.run_id, tuple(outcomes), logs.dir)
+
+
+def validation_env(session: Session) -> Dict[str, str]:
+    """The toolkit env plus the custom package's own set_env.bash, as a user would source it."""
+    base = dict(session.host.build_env or os.environ)
+    set_env = session.vendor_dir / "bin" / "set_env.bash"
+    if not set_env.is_file():
+        return base
+    from .host.toolchain import capture_env
+
+    captured = capture_env(set_env, base)
+    return dict(captured.env)

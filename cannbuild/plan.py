@@ -1,0 +1,320 @@
+"""The step plan: rendered commands, input hashes, stamps, and why a step must run.
+
+A step's inputs are its source identity (commit, nested pins, third-party
+hashes), its rendered command (with -j neutralised: more cores do not make a
+new package), its own env entries, the toolkit version and path, the SoC when
+the step uses it, the outputs of the steps it runs after, and the values of
+compiler environment variables.  Same inputs and outputs still there: up to
+date, skipped in milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import jinja2
+
+from .errors import UsageError
+from .recipes import Recipe, StepSpec
+from .redact import redact
+from .render import command_env, render_string
+from .resources import data_dir
+from .workspace import Workspace, read_json, write_json_atomic
+
+UP_TO_DATE = "up to date"
+NEEDS_RUN = "needs run"
+HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_FAULT")
+JOBS_PLACEHOLDER = "{jobs}"
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """Everything a step's templates and hash can depend on, as plain data."""
+
+    values: Mapping[str, Any]  # template context (cann, soc, jobs, src, third_party, ...)
+    sources: Mapping[str, Mapping[str, Any]]  # repo -> identity (commit, nested, third_party)
+    toolkit: Mapping[str, str]  # version, path
+    hashed_env: Mapping[str, str]
+    base_env: Mapping[str, str]  # what steps run under before the overlay
+    overlay_env: Optional[Mapping[str, str]]  # after an overlay step (opbase installed)
+    extra_env: Mapping[str, str]  # TMPDIR, mirror git config, offline proxies
+    recipe: str = ""
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    spec: StepSpec
+    command: str
+    argv: Tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str] = field(repr=False)
+    env_delta: Mapping[str, str] = field(repr=False)
+    inputs: Mapping[str, Any] = field(repr=False)
+    input_hash: str = ""
+    status: str = NEEDS_RUN
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "name": self.name,
+            "repo": self.spec.repo,
+            "phase": self.spec.phase,
+            "command": redact(self.command),
+            "cwd": str(self.cwd),
+            "env": {k: redact(v) for k, v in sorted(self.env_delta.items())},
+            "status": self.status,
+            "reason": self.reason,
+        }
+
+
+def stamp_path(ws: Workspace, step: str) -> Path:
+    return ws.stamps / f"{step}.json"
+
+
+def read_stamp(ws: Workspace, step: str) -> Optional[Dict[str, Any]]:
+    data = read_json(stamp_path(ws, step))
+    return data if isinstance(data, dict) else None
+
+
+def write_stamp(ws: Workspace, step: str, data: Mapping[str, Any]) -> None:
+    write_json_atomic(stamp_path(ws, step), dict(data))
+
+
+def digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _render(recipe: Recipe, template: str, values: Mapping[str, Any], what: str) -> str:
+    env = command_env(data_dir("templates"))
+    try:
+        text = env.get_template(template).render(**values)
+    except jinja2.UndefinedError as exc:
+        raise UsageError(
+            f"recipe {recipe.path}: {what} uses a value the template context does not have ({exc.message}).",
+            "Check the template's variables against the recipe's [vars] and the documented context.",
+        ) from None
+    except jinja2.TemplateError as exc:
+        raise UsageError(
+            f"recipe {recipe.path}: {what} does not render: {exc}.", "Fix the template."
+        ) from None
+    return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: str) -> str:
+    try:
+        return render_string(text, values, quote=False)
+    except jinja2.UndefinedError as exc:
+        raise UsageError(
+            f"recipe {recipe.path}: {what} uses an unknown value ({exc.message}).", None
+        ) from None
+
+
+def _upstream_outputs(ws: Workspace, spec: StepSpec) -> Tuple[Dict[str, Any], List[str]]:
+    """Output digests of the steps this one runs after; names of those not built yet."""
+    outputs: Dict[str, Any] = {}
+    missing: List[str] = []
+    for dep in spec.after:
+        stamp = read_stamp(ws, dep)
+        if stamp is None:
+            missing.append(dep)
+            continue
+        outputs[dep] = stamp.get("outputs_digest")
+    return outputs, missing
+
+
+def _artifact_paths(ws: Workspace, spec: StepSpec) -> Dict[str, str]:
+    paths: Dict[str, str] = {}
+    for dep in spec.after:
+        stamp = read_stamp(ws, dep)
+        if stamp and stamp.get("artifacts"):
+            paths[dep] = stamp["artifacts"][0]["path"]
+    return paths
+
+
+def plan_step(
+    recipe: Recipe,
+    spec: StepSpec,
+    ctx: StepContext,
+    ws: Workspace,
+    use_overlay: bool,
+    upstream_pending: Sequence[str],
+    force: bool,
+) -> PlannedStep:
+    values = dict(ctx.values)
+    artifacts = dict(values.get("artifacts", {}))
+    for dep, path in _artifact_paths(ws, spec).items():
+        artifacts[dep] = path
+    for dep in spec.after:
+        artifacts.setdefault(dep, f"<output of {dep}>")
+    values["artifacts"] = artifacts
+    command = _render(recipe, spec.command, values, f"step {spec.name!r}")
+    hashed_command = _render(
+        recipe, spec.command, {**values, "jobs": JOBS_PLACEHOLDER}, f"step {spec.name!r}"
+    )
+    try:
+        argv = tuple(shlex.split(command))
+    except ValueError as exc:
+        raise UsageError(
+            f"recipe {recipe.path}: step {spec.name!r} renders an unparsable command: {exc}.", None
+        ) from None
+    if spec.cwd:
+        cwd = Path(_render_inline(recipe, spec.cwd, values, f"step {spec.name!r} cwd"))
+    elif spec.repo:
+        cwd = Path(values["src"][spec.repo])
+    else:
+        cwd = ws.root
+    step_env = {
+        k: _render_inline(recipe, v, values, f"step {spec.name!r} env {k}") for k, v in spec.env
+    }
+    base = ctx.overlay_env if (use_overlay and ctx.overlay_env is not None) else ctx.base_env
+    env = {**base, **ctx.extra_env, **step_env}
+    delta = {k: v for k, v in env.items() if os.environ.get(k) != v}
+
+    upstream, missing = _upstream_outputs(ws, spec)
+    inputs: Dict[str, Any] = {
+        "recipe": ctx.recipe,
+        "command": hashed_command,
+        "env": step_env,
+        "env_mode": "overlay" if use_overlay else "toolkit",
+        "toolkit": dict(ctx.toolkit),
+        "source": dict(ctx.sources.get(spec.repo, {})) if spec.repo else {},
+        "upstream": upstream,
+        "hashed_env": dict(ctx.hashed_env),
+    }
+    for name in spec.inputs:
+        inputs[name] = values[name]
+    input_hash = digest(inputs)
+
+    status, reason = _status(ws, spec, inputs, input_hash, missing, upstream_pending, force)
+    return PlannedStep(
+        spec=spec,
+        command=command,
+        argv=argv,
+        cwd=cwd,
+        env=env,
+        env_delta=delta,
+        inputs=inputs,
+        input_hash=input_hash,
+        status=status,
+        reason=reason,
+    )
+
+
+def _status(
+    ws: Workspace,
+    spec: StepSpec,
+    inputs: Mapping[str, Any],
+    input_hash: str,
+    missing: Sequence[str],
+    upstream_pending: Sequence[str],
+    force: bool,
+) -> Tuple[str, str]:
+    if force:
+        return NEEDS_RUN, "forced (--force)"
+    pending = [d for d in spec.after if d in upstream_pending]
+    if pending:
+        return NEEDS_RUN, f"runs after {', '.join(pending)}, which needs to run"
+    if missing:
+        return NEEDS_RUN, f"runs after {', '.join(missing)}, which has not been built"
+    stamp = read_stamp(ws, spec.name)
+    if stamp is None:
+        return NEEDS_RUN, "never built in this workspace"
+    if stamp.get("input_hash") != input_hash:
+        return NEEDS_RUN, explain_change(stamp.get("inputs", {}), inputs)
+    for artifact in stamp.get("artifacts", []):
+        path = Path(artifact["path"])
+        try:
+            st = path.stat()
+        except OSError:
+            return NEEDS_RUN, f"its output {path.name} is gone"
+        if st.st_size != artifact.get("size") or st.st_mtime_ns != artifact.get("mtime_ns"):
+            return NEEDS_RUN, f"its output {path.name} was changed since it was built"
+    for extra in stamp.get("requires_paths", []):
+        if not Path(extra).exists():
+            return NEEDS_RUN, f"{extra} is gone"
+    return UP_TO_DATE, f"built {stamp.get('finished', '')}; inputs unchanged"
+
+
+def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Which input changed, in the words a CANN engineer would use."""
+    if old.get("toolkit") != new.get("toolkit"):
+        o, n = old.get("toolkit", {}), new.get("toolkit", {})
+        return f"toolkit changed: CANN {o.get('version')} at {o.get('path')} -> {n.get('version')} at {n.get('path')}"
+    if old.get("soc") != new.get("soc"):
+        return f"soc changed: {old.get('soc')} -> {new.get('soc')}"
+    for key in ("ops", "vendor_name"):
+        if old.get(key) != new.get(key):
+            return f"{key} changed: {old.get(key)} -> {new.get(key)}"
+    if old.get("source") != new.get("source"):
+        o, n = old.get("source", {}), new.get("source", {})
+        if o.get("commit") != n.get("commit"):
+            return (
+                f"source commit changed: {str(o.get('commit'))[:12]} -> {str(n.get('commit'))[:12]}"
+            )
+        if o.get("nested") != n.get("nested"):
+            return "pinned opbase source changed"
+        return "third-party archives changed"
+    if old.get("upstream") != new.get("upstream"):
+        changed = sorted(
+            k
+            for k in new.get("upstream", {})
+            if old.get("upstream", {}).get(k) != new["upstream"][k]
+        )
+        return f"output of {', '.join(changed) or 'an earlier step'} changed"
+    if old.get("command") != new.get("command"):
+        return "command changed"
+    if old.get("hashed_env") != new.get("hashed_env"):
+        keys = sorted(
+            k
+            for k in set(old.get("hashed_env", {})) | set(new.get("hashed_env", {}))
+            if old.get("hashed_env", {}).get(k) != new.get("hashed_env", {}).get(k)
+        )
+        return f"environment changed: {', '.join(keys)}"
+    if old.get("env") != new.get("env") or old.get("env_mode") != new.get("env_mode"):
+        return "step environment changed"
+    if old.get("recipe") != new.get("recipe"):
+        return "recipe changed"
+    return "inputs changed"
+
+
+def plan_all(
+    recipe: Recipe,
+    ctx: StepContext,
+    ws: Workspace,
+    phases: Sequence[str],
+    force: Sequence[str] = (),
+) -> List[PlannedStep]:
+    """Plan every step of the given phases in recipe order (a dry run: nothing is written)."""
+    unknown = [f for f in force if f not in [s.name for s in recipe.steps]]
+    if unknown:
+        raise UsageError(
+            f"--force {unknown[0]}: the recipe has no such step.",
+            f"Steps: {', '.join(s.name for s in recipe.steps)}.",
+        )
+    planned: List[PlannedStep] = []
+    pending: List[str] = []
+    use_overlay = False
+    for spec in recipe.steps:
+        if spec.phase not in phases:
+            continue
+        step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
+        planned.append(step)
+        if step.status == NEEDS_RUN:
+            pending.append(spec.name)
+        if spec.action == "overlay":
+            use_overlay = True
+    return planned
+
+
+def hashed_env_values(env: Mapping[str, str]) -> Dict[str, str]:
+    return {k: env[k] for k in HASHED_ENV if env.get(k)}

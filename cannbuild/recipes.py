@@ -1,0 +1,433 @@
+"""Recipes: one TOML per CANN release train, read into frozen data and checked.
+
+A recipe names the repositories and how to pin them, the third-party archives,
+the steps (each a Jinja template in templates/), what the toolkit must contain
+and what validation checks.  Adding a recipe file needs no code: pass
+`--recipe path/to/file.toml`, or drop it in `./cannbuild-recipes/`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import UsageError
+from .resources import data_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.9/3.10
+    import tomli as tomllib
+
+USER_RECIPE_DIR = "cannbuild-recipes"
+OPBASE_MODES = ("toolkit", "source")
+PHASES = ("build", "install")
+ACTIONS = ("overlay", "vendor")
+
+
+@dataclass(frozen=True)
+class SourcePin:
+    """A second checkout placed inside a repo, at a commit the repo itself pins."""
+
+    repo: str
+    pin_file: str
+    pin_regex: str
+    dest: str
+
+
+@dataclass(frozen=True)
+class RepoSpec:
+    name: str
+    url: str
+    tag: Optional[str] = None
+    branch: Optional[str] = None
+    until: Optional[str] = None
+    commit: Optional[str] = None
+    source_pin: Optional[SourcePin] = None
+
+
+@dataclass(frozen=True)
+class ThirdParty:
+    name: str
+    url: str
+    dest: str
+    repos: Tuple[str, ...]
+    sha256: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    command: str
+    repo: Optional[str] = None
+    after: Tuple[str, ...] = ()
+    inputs: Tuple[str, ...] = ()
+    produces: Tuple[str, ...] = ()
+    phase: str = "build"
+    action: Optional[str] = None
+    env: Tuple[Tuple[str, str], ...] = ()
+    cwd: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    library: str
+    symbols: Tuple[str, ...]
+    example: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    digest: str
+    name: str
+    train: str
+    description: str
+    socs: Tuple[str, ...]
+    opbase: str
+    vars: Tuple[Tuple[str, Any], ...]
+    requires: Tuple[Tuple[str, str], ...]
+    repos: Tuple[RepoSpec, ...]
+    third_party: Tuple[ThirdParty, ...]
+    steps: Tuple[StepSpec, ...]
+    validate: ValidateSpec
+    extra: Tuple[Tuple[str, Any], ...] = field(default=())
+
+    def repo(self, name: str) -> RepoSpec:
+        for repo in self.repos:
+            if repo.name == name:
+                return repo
+        raise KeyError(name)
+
+    def step(self, name: str) -> StepSpec:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+
+_TOP_KEYS = {"recipe", "vars", "toolkit", "repos", "third_party", "steps", "validate"}
+_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase"}
+_REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source"}
+_PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
+_THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
+_STEP_KEYS = {
+    "name",
+    "command",
+    "repo",
+    "after",
+    "inputs",
+    "produces",
+    "phase",
+    "action",
+    "env",
+    "cwd",
+}
+_VALIDATE_KEYS = {"library", "symbols", "example"}
+_STEP_INPUTS = {"soc", "ops", "vendor_name"}
+
+
+class _Reader:
+    """Checks one table's keys and types; every error names the file and the key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, where: str, problem: str, hint: Optional[str] = None) -> UsageError:
+        return UsageError(f"recipe {self.path}: {where} {problem}", hint)
+
+    def keys(self, table: Mapping[str, Any], allowed: set, where: str) -> None:
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                raise self.fail(
+                    where,
+                    f"has an unknown key {key!r}.",
+                    f"Did you mean {close[0]!r}?"
+                    if close
+                    else f"Known keys: {', '.join(sorted(allowed))}.",
+                )
+
+    def get(
+        self, table: Mapping[str, Any], key: str, kind: type, where: str, required: bool = True
+    ) -> Any:
+        if key not in table:
+            if required:
+                raise self.fail(where, f"needs a {key!r} key.")
+            return None
+        value = table[key]
+        if not isinstance(value, kind):
+            raise self.fail(
+                where, f"key {key!r} should be a {kind.__name__}, got {type(value).__name__}."
+            )
+        return value
+
+    def strings(self, table: Mapping[str, Any], key: str, where: str) -> Tuple[str, ...]:
+        value = self.get(table, key, list, where, required=False) or []
+        if not all(isinstance(v, str) for v in value):
+            raise self.fail(where, f"key {key!r} should be a list of strings.")
+        return tuple(value)
+
+
+def load_recipe(path: Path) -> Recipe:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."
+        ) from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(
+            f"recipe {path} is not valid TOML: {exc}.", "Fix the file; see recipes/*.toml."
+        ) from exc
+    r = _Reader(path)
+    r.keys(data, _TOP_KEYS, "the top level")
+    head = r.get(data, "recipe", dict, "the file")
+    r.keys(head, _RECIPE_KEYS, "[recipe]")
+    opbase = r.get(head, "opbase", str, "[recipe]")
+    if opbase not in OPBASE_MODES:
+        raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
+
+    repos: List[RepoSpec] = []
+    for name, table in r.get(data, "repos", dict, "the file").items():
+        where = f"[repos.{name}]"
+        r.keys(table, _REPO_KEYS, where)
+        refs = [k for k in ("tag", "branch", "commit") if k in table]
+        if len(refs) != 1:
+            raise r.fail(where, "needs exactly one of tag, branch or commit.")
+        if "until" in table and "branch" not in table:
+            raise r.fail(where, "has 'until', which only applies to a branch.")
+        pin = None
+        if "opbase_source" in table:
+            ptable = r.get(table, "opbase_source", dict, where)
+            r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
+            pin = SourcePin(
+                **{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS}
+            )
+            try:
+                re.compile(pin.pin_regex)
+            except re.error as exc:
+                raise r.fail(
+                    f"{where}.opbase_source", f"pin_regex is not a valid regex: {exc}."
+                ) from exc
+        repos.append(
+            RepoSpec(
+                name=name,
+                url=r.get(table, "url", str, where),
+                tag=r.get(table, "tag", str, where, required=False),
+                branch=r.get(table, "branch", str, where, required=False),
+                until=r.get(table, "until", str, where, required=False),
+                commit=r.get(table, "commit", str, where, required=False),
+                source_pin=pin,
+            )
+        )
+    names = {repo.name for repo in repos}
+
+    third: List[ThirdParty] = []
+    for i, table in enumerate(
+        r.get(data, "third_party", list, "the file", required=False) or [], 1
+    ):
+        where = f"[[third_party]] #{i}"
+        r.keys(table, _THIRD_KEYS, where)
+        item = ThirdParty(
+            name=r.get(table, "name", str, where),
+            url=r.get(table, "url", str, where),
+            dest=r.get(table, "dest", str, where),
+            repos=r.strings(table, "repos", where),
+            sha256=r.get(table, "sha256", str, where, required=False),
+        )
+        for repo in item.repos:
+            if repo not in names:
+                raise r.fail(where, f"names repo {repo!r}, which [repos] does not define.")
+        third.append(item)
+
+    steps: List[StepSpec] = []
+    seen: List[str] = []
+    templates = data_dir("templates")
+    for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
+        where = f"[[steps]] #{i}"
+        r.keys(table, _STEP_KEYS, where)
+        step = StepSpec(
+            name=r.get(table, "name", str, where),
+            command=r.get(table, "command", str, where),
+            repo=r.get(table, "repo", str, where, required=False),
+            after=r.strings(table, "after", where),
+            inputs=r.strings(table, "inputs", where),
+            produces=r.strings(table, "produces", where),
+            phase=r.get(table, "phase", str, where, required=False) or "build",
+            action=r.get(table, "action", str, where, required=False),
+            env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
+            cwd=r.get(table, "cwd", str, where, required=False),
+        )
+        where = f"step {step.name!r}"
+        if step.name in seen:
+            raise r.fail(where, "is defined twice.")
+        if step.repo is not None and step.repo not in names:
+            raise r.fail(where, f"names repo {step.repo!r}, which [repos] does not define.")
+        for dep in step.after:
+            if dep not in seen:
+                raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
+        for inp in step.inputs:
+            if inp not in _STEP_INPUTS:
+                raise r.fail(
+                    where, f"input {inp!r} is not one of {', '.join(sorted(_STEP_INPUTS))}."
+                )
+        if step.phase not in PHASES:
+            raise r.fail(where, f"phase {step.phase!r} is not one of {', '.join(PHASES)}.")
+        if step.action is not None and step.action not in ACTIONS:
+            raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
+        if not (templates / step.command).is_file():
+            raise r.fail(where, f"uses template {step.command!r}, which is not in {templates}.")
+        seen.append(step.name)
+        steps.append(step)
+
+    vtable = r.get(data, "validate", dict, "the file")
+    r.keys(vtable, _VALIDATE_KEYS, "[validate]")
+    validate = ValidateSpec(
+        library=r.get(vtable, "library", str, "[validate]"),
+        symbols=r.strings(vtable, "symbols", "[validate]"),
+        example=r.get(vtable, "example", str, "[validate]", required=False),
+    )
+    toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
+    r.keys(toolkit, {"requires"}, "[toolkit]")
+    requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
+    return Recipe(
+        path=path,
+        digest=hashlib.sha256(raw).hexdigest(),
+        name=r.get(head, "name", str, "[recipe]"),
+        train=r.get(head, "train", str, "[recipe]"),
+        description=r.get(head, "description", str, "[recipe]", required=False) or "",
+        socs=r.strings(head, "socs", "[recipe]"),
+        opbase=opbase,
+        vars=tuple(sorted((r.get(data, "vars", dict, "the file", required=False) or {}).items())),
+        requires=tuple(sorted((str(k), str(v)) for k, v in requires.items())),
+        repos=tuple(repos),
+        third_party=tuple(third),
+        steps=tuple(steps),
+        validate=validate,
+    )
+
+
+def recipe_dirs(cwd: Path) -> List[Path]:
+    dirs = [data_dir("recipes")]
+    user = cwd / USER_RECIPE_DIR
+    if user.is_dir():
+        dirs.insert(0, user)
+    return dirs
+
+
+def available(cwd: Path) -> Dict[str, Path]:
+    """train -> recipe file (a user's recipe shadows the shipped one)."""
+    found: Dict[str, Path] = {}
+    for directory in reversed(recipe_dirs(cwd)):
+        for path in sorted(directory.glob("*.toml")):
+            found[path.stem] = path
+    return found
+
+
+def select_recipe(choice: Optional[str], train: Optional[str], cwd: Path) -> Recipe:
+    """By --recipe (a train or a file), else by the toolkit's release train."""
+    if choice and (choice.endswith(".toml") or "/" in choice):
+        path = Path(choice)
+        if not path.is_file():
+            raise UsageError(
+                f"--recipe {choice}: no such file.", "Pass a recipe file or a train such as 9.0."
+            )
+        return load_recipe(path)
+    wanted = choice or train
+    recipes = available(cwd)
+    if wanted is None:
+        raise UsageError(
+            "no recipe can be chosen: the toolkit version is unknown.",
+            f"Pass --recipe with one of {', '.join(recipes)}, or fix the toolkit (cannbuild doctor).",
+        )
+    if wanted not in recipes:
+        raise UsageError(
+            f"there is no recipe for CANN {wanted} ({'--recipe' if choice else 'the toolkit train'}).",
+            f"Recipes exist for {', '.join(recipes)}; pass --recipe with the nearest one, or add "
+            f"{USER_RECIPE_DIR}/{wanted}.toml.",
+        )
+    recipe = load_recipe(recipes[wanted])
+    if recipe.train != wanted:
+        raise UsageError(
+            f"recipe {recipes[wanted]} says train = {recipe.train!r}, but its file name says {wanted!r}.",
+            "Make the two agree.",
+        )
+    return recipe
+
+
+def check_requirements(
+    recipe: Recipe, share_info: Mapping[str, str]
+) -> List[Tuple[str, str, Optional[str], str]]:
+    """Each unmet `share/info` minimum as (package, spec, found version, problem).
+
+    Same rule as the builds' own check_build_dependencies.py: the version is cut
+    at the first '-' and compared numerically.
+    """
+    problems = []
+    for pkg, spec in recipe.requires:
+        have = share_info.get(pkg)
+        if have is None:
+            problems.append((pkg, spec, None, "missing"))
+            continue
+        ok = _satisfies(have.split("-", 1)[0], spec)
+        if ok is None:
+            problems.append((pkg, spec, have, "not numeric"))
+        elif not ok:
+            problems.append((pkg, spec, have, "too old"))
+    return problems
+
+
+def _satisfies(version: str, spec: str) -> Optional[bool]:
+    for op in (">=", "<=", ">", "<", "=="):
+        if spec.startswith(op):
+            want = spec[len(op) :]
+            break
+    else:
+        op, want = "==", spec
+    try:
+        have = [int(p) for p in version.split(".")]
+        need = [int(p) for p in want.split(".")]
+    except ValueError:
+        return None
+    width = max(len(have), len(need))
+    have += [0] * (width - len(have))
+    need += [0] * (width - len(need))
+    return {
+        ">=": have >= need,
+        "<=": have <= need,
+        ">": have > need,
+        "<": have < need,
+        "==": have == need,
+    }[op]
+
+
+def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
+    """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
+    from .render import render_string
+
+    out: Dict[str, Optional[str]] = {}
+    for key in ("tag", "branch", "until", "commit"):
+        value = getattr(repo, key)
+        out[key] = render_string(value, context, quote=False) if value else None
+    return out
+
+
+def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
+    if ref.get("tag"):
+        return f"tag {ref['tag']}"
+    if ref.get("commit"):
+        return f"commit {ref['commit']}"
+    until = f" as of {ref['until']}" if ref.get("until") else ""
+    return f"branch {ref['branch']}{until}"
+
+
+def step_names(recipe: Recipe, phases: Sequence[str]) -> List[str]:
+    return [s.name for s in recipe.steps if s.phase in phases]

@@ -1,0 +1,59 @@
+"""Jinja environments for cannbuild's templates.
+
+Commands: every interpolated value is shell-quoted by `finalize`, so a path
+with a space or a `;` can never change what runs; `raw` opts a value out (for
+values that are themselves rendered command fragments).  Files (shell scripts,
+CMake, Dockerfiles): no quoting.  Both use StrictUndefined, and comments are
+`{=# … #=}` so bash's `${#array[@]}` is not read as a Jinja comment.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any, Mapping
+
+import jinja2
+
+from .errors import UsageError
+
+
+class Raw(str):
+    """A string that is inserted into a command as it is."""
+
+
+def _quote(value: Any) -> str:
+    if isinstance(value, Raw):
+        return str(value)
+    if value is None:
+        raise UsageError("a template tried to insert an empty (None) value into a command.")
+    text = str(value)
+    return shlex.quote(text)
+
+
+def _environment(loader: jinja2.BaseLoader, quote: bool) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        comment_start_string="{=#",
+        comment_end_string="#=}",
+        autoescape=False,
+        finalize=_quote if quote else None,
+    )
+    env.filters["raw"] = Raw
+    env.filters["q"] = lambda v: Raw(shlex.quote(str(v)))
+    return env
+
+
+def command_env(search_path: Path) -> jinja2.Environment:
+    return _environment(jinja2.FileSystemLoader(str(search_path)), quote=True)
+
+
+def file_env(search_path: Path) -> jinja2.Environment:
+    return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False)
+
+
+def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> str:
+    env = _environment(jinja2.BaseLoader(), quote=quote)
+    return env.from_string(template).render(**context)

@@ -1,0 +1,302 @@
+"""Run planned steps: one log per step, a digest on failure, stamps only after success.
+
+The child runs in its own process group; Ctrl-C stops the whole group and
+leaves no stamp, so the next run starts that step again.  Output is redacted
+line by line before it reaches the log.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence
+
+from .errors import Interrupted
+from .hints import match_hint
+from .overlay import build_overlay, staged_root
+from .plan import PlannedStep, digest, write_stamp
+from .redact import redact
+from .sources import sha256_file
+from .workspace import Workspace, point_link
+
+TAIL_LINES = 30
+KILL_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    name: str
+    status: str  # "ran", "skipped", "failed", "interrupted"
+    reason: str
+    command: str
+    duration_s: float = 0.0
+    log: Optional[Path] = None
+    exit_code: Optional[int] = None
+    tail: Sequence[str] = ()
+    hint: Optional[str] = None
+    artifacts: Sequence[str] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "command": redact(self.command),
+            "duration_s": round(self.duration_s, 3),
+            "log": str(self.log) if self.log else None,
+            "exit_code": self.exit_code,
+            "hint": self.hint,
+            "artifacts": list(self.artifacts),
+        }
+
+
+class Progress(Protocol):
+    def started(self, step: PlannedStep, log: Path) -> None: ...
+
+    def finished(self, outcome: StepOutcome) -> None: ...
+
+    def skipped(self, step: PlannedStep) -> None: ...
+
+
+class NoProgress:
+    def started(self, step: PlannedStep, log: Path) -> None:
+        pass
+
+    def finished(self, outcome: StepOutcome) -> None:
+        pass
+
+    def skipped(self, step: PlannedStep) -> None:
+        pass
+
+
+@dataclass
+class RunLogs:
+    """`<workspace>/logs/<run-id>/` with `logs/latest` pointing at it."""
+
+    ws: Workspace
+    run_id: str
+    _linked: bool = field(default=False, init=False)
+
+    @property
+    def dir(self) -> Path:
+        return self.ws.logs / self.run_id
+
+    def for_step(self, name: str) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if not self._linked:
+            point_link(self.ws.logs / "latest", self.run_id)
+            self._linked = True
+        return self.dir / f"{name}.log"
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+
+
+def _stream(step: PlannedStep, log_path: Path) -> tuple:
+    tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
+    every: List[str] = []
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write(f"# step: {step.name}\n# command: {redact(step.command)}\n# cwd: {step.cwd}\n")
+        for key, value in sorted(step.env_delta.items()):
+            log.write(f"# env: {key}={redact(value)}\n")
+        log.write("\n")
+        log.flush()
+        proc = subprocess.Popen(
+            list(step.argv),
+            cwd=str(step.cwd),
+            env=dict(step.env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                line = redact(raw.decode("utf-8", "replace").rstrip("\n"))
+                log.write(line + "\n")
+                tail.append(line)
+                if len(every) < 200_000:
+                    every.append(line)
+            code = proc.wait()
+        except KeyboardInterrupt:
+            _stop(proc)
+            log.write("\n# interrupted by the user: no stamp written\n")
+            raise
+    return code, list(tail), every
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What the post-run actions need: where the toolkit and the overlay are."""
+
+    toolkit_home: Path
+    overlay: Path
+    stage: Path
+    opp: Path
+    vendor_dir: Path
+    overlay_enabled: bool = True
+
+
+def run_step(
+    step: PlannedStep,
+    ws: Workspace,
+    logs: RunLogs,
+    actions: ActionContext,
+    progress: Progress,
+    patterns: Sequence[str],
+) -> StepOutcome:
+    log_path = logs.for_step(step.name)
+    progress.started(step, log_path)
+    start = time.monotonic()
+    for pattern in patterns:
+        for path in glob.glob(pattern):
+            if os.path.isfile(path):
+                os.unlink(path)
+    if step.spec.action == "overlay" and actions.overlay_enabled:
+        shutil.rmtree(actions.stage, ignore_errors=True)
+        actions.stage.mkdir(parents=True)
+    if step.spec.action == "vendor":
+        shutil.rmtree(actions.vendor_dir, ignore_errors=True)
+        actions.opp.mkdir(parents=True, exist_ok=True)
+    ws.tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        code, tail, lines = _stream(step, log_path)
+    except KeyboardInterrupt:
+        outcome = StepOutcome(
+            step.name, "interrupted", step.reason, step.command, time.monotonic() - start, log_path
+        )
+        progress.finished(outcome)
+        raise Interrupted(
+            f"interrupted during {step.name}; no stamp was written, so the next run starts it again.",
+            f"The log so far is {log_path}.",
+        ) from None
+    except OSError as exc:
+        code, tail, lines = 127, [f"cannot start {step.argv[0]}: {exc}"], []
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(tail[0] + "\n")
+    duration = time.monotonic() - start
+
+    def failed(
+        code: Optional[int],
+        tail: Sequence[str],
+        extra: Optional[str] = None,
+        hint: Optional[str] = None,
+    ) -> StepOutcome:
+        if extra:
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(f"\n# cannbuild: {extra}\n")
+            tail = [*tail, f"cannbuild: {extra}"][-TAIL_LINES:]
+        outcome = StepOutcome(
+            step.name,
+            "failed",
+            step.reason,
+            step.command,
+            duration,
+            log_path,
+            code,
+            tuple(tail),
+            hint or match_hint(lines or tail) or "See the log for the first error.",
+        )
+        progress.finished(outcome)
+        return outcome
+
+    if code != 0:
+        return failed(code, tail)
+    artifacts: List[Dict[str, Any]] = []
+    for pattern in patterns:
+        matches = sorted((p for p in glob.glob(pattern) if os.path.isfile(p)), key=os.path.getmtime)
+        if not matches:
+            produced = sorted(glob.glob(str(Path(pattern).parent / "*")))
+            shown = ", ".join(Path(p).name for p in produced) or "nothing"
+            return failed(
+                0,
+                tail,
+                f"the step exited 0 but produced no {Path(pattern).name} (found: {shown})",
+                match_hint(lines)
+                or "The build did not make the expected package; check --soc and the log.",
+            )
+        path = Path(matches[-1])
+        st = path.stat()
+        artifacts.append(
+            {
+                "path": str(path),
+                "sha256": sha256_file(path),
+                "size": st.st_size,
+                "mtime_ns": st.st_mtime_ns,
+            }
+        )
+    requires: List[str] = []
+    try:
+        if step.spec.action == "overlay" and actions.overlay_enabled:
+            root = staged_root(actions.stage)
+            count = build_overlay(actions.toolkit_home, root, actions.overlay)
+            requires.append(str(actions.overlay))
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(
+                    f"\n# cannbuild: overlaid {count} staged files from {root} on {actions.toolkit_home} at {actions.overlay}\n"
+                )
+        if step.spec.action == "vendor":
+            set_env = actions.vendor_dir / "bin" / "set_env.bash"
+            if not set_env.is_file():
+                return failed(0, tail, f"the install finished but {set_env} is missing", None)
+            requires.append(str(set_env))
+    except (OSError, FileNotFoundError) as exc:
+        return failed(0, tail, str(exc))
+    outputs = [a["sha256"] for a in artifacts] or [step.input_hash]
+    write_stamp(
+        ws,
+        step.name,
+        {
+            "step": step.name,
+            "input_hash": step.input_hash,
+            "inputs": step.inputs,
+            "artifacts": artifacts,
+            "outputs_digest": digest(outputs),
+            "requires_paths": requires,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "duration_s": round(duration, 3),
+            "log": str(log_path),
+        },
+    )
+    outcome = StepOutcome(
+        step.name,
+        "ran",
+        step.reason,
+        step.command,
+        duration,
+        log_path,
+        0,
+        tuple(tail),
+        None,
+        tuple(a["path"] for a in artifacts),
+    )
+    progress.finished(outcome)
+    return outcome
+
+
+def skip(step: PlannedStep, progress: Progress) -> StepOutcome:
+    progress.skipped(step)
+    return StepOutcome(step.name, "skipped", step.reason, step.command)

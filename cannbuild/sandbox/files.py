@@ -1,0 +1,76 @@
+"""Small file and process helpers for laying out the emulated host."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from ..errors import SandboxError
+
+EXEC_MODE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
+
+
+def write(path: Path, text: str, executable: bool = False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if executable:
+        path.chmod(EXEC_MODE)
+    return path
+
+
+def symlink(link: Path, target: str) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        if link.is_dir() and not link.is_symlink():
+            shutil.rmtree(link)
+        else:
+            link.unlink()
+    link.symlink_to(target)
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+
+
+@dataclass
+class CommandLog:
+    """Every command sandbox creation runs, with its output, in one file."""
+
+    path: Path
+
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: Optional[Path] = None,
+        env: Optional[Mapping[str, str]] = None,
+        what: str = "",
+    ) -> str:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as log:
+            log.write(f"$ {' '.join(argv)}  (in {cwd or os.getcwd()})\n")
+            log.flush()
+            proc = subprocess.run(
+                list(argv),
+                cwd=str(cwd) if cwd else None,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+            output = proc.stdout.decode("utf-8", "replace")
+            log.write(output)
+        if proc.returncode != 0:
+            tail = "\n".join(output.strip().splitlines()[-15:])
+            raise SandboxError(
+                f"sandbox creation failed while {what or argv[0]} ('{' '.join(argv)}' exited with "
+                f"{proc.returncode}); the full output is in {self.path}.\n{tail}",
+                "Check that cmake and a C++ compiler work on this machine (cannbuild doctor), "
+                "then run the same command again.",
+            )
+        return output

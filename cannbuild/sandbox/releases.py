@@ -1,0 +1,271 @@
+"""What the sandbox emulates for each CANN release, and the stand-in repo history.
+
+The stand-in `opbase` and `ops-transformer` repositories carry one commit per
+state of the real repositories that matters (the late-2025 master that the
+8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 tag), each with the
+options, messages and opbase hand-over the real scripts have at that point
+(shared/reference/cann-build-systems.md and the research notes behind it).
+Commit dates are fixed so commit ids are reproducible; only the 2025-11 dates
+matter (the 8.3 recipe pins "master as of 2025-11-16").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from ..errors import UsageError
+
+MAKESELF_URL = (
+    "https://gitcode.com/cann-src-third-party/makeself/releases/download/"
+    "release-2.5.0-patch1.0/makeself-release-2.5.0-patch1.tar.gz"
+)
+UPSTREAM = "https://gitcode.com/"
+COMMON_OPTS = "-v,--verbose"
+
+DEPS_85 = (
+    ("runtime", ">=8.5"),
+    ("metadef", ">=8.5"),
+    ("bisheng-compiler", ">=8.5"),
+    ("asc-devkit", ">=8.5"),
+    ("ge-executor", ">=8.5"),
+)
+OT_DEPS_90 = (
+    ("runtime", ">=8.5"),
+    ("opbase", ">=8.5"),
+    ("hcomm", ">=8.5"),
+    ("ge-executor", ">=8.5"),
+    ("metadef", ">=8.5"),
+    ("ge-compiler", ">=8.5"),
+    ("asc-devkit", ">=8.5"),
+    ("bisheng-compiler", ">=8.5"),
+    ("asc-tools", ">=8.5"),
+)
+
+
+@dataclass(frozen=True)
+class OpbaseFlavor:
+    label: str
+    version: str
+    version_dir: str
+    short_opts: str
+    long_opts: str
+    has_pkg: bool
+    default_home_tail: str
+    deps: Tuple[Tuple[str, str], ...] = ()
+    run_deps: Tuple[Tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class OpsTransformerFlavor:
+    label: str
+    version: str
+    socs: Tuple[str, ...]
+    stamp_stderr: bool
+    has_3rd_lib_flag: bool
+    tiling_key_eq: bool
+    extra_flags: Tuple[str, ...]
+    extra_eq_flags: Tuple[str, ...]
+    soc_warnings: bool
+    run_example_soc_check: bool
+    example_links_opapi_math: bool
+    opbase_mode: str  # installed-include | installed-pkg_inc | source
+    deps: Tuple[Tuple[str, str], ...] = ()
+
+
+OPBASE_2025_11 = OpbaseFlavor(
+    label="master, November 2025 (the 8.3 commercial guide)",
+    version="8.5.0.alpha001",
+    version_dir="8.5.0.alpha001",
+    short_opts="j:hvuO:",
+    long_opts="help,verbose,cov,make_clean_all,debug,noexec,cann_3rd_lib_path:",
+    has_pkg=False,
+    default_home_tail="latest",
+    run_deps=(("compiler", ">=8.3"), ("runtime", ">=8.3")),
+)
+OPBASE_V850 = OpbaseFlavor(
+    label="tag v8.5.0",
+    version="8.5.0-beta.1",  # the v8.5.0 tag's version.info really says this
+    version_dir="cann",
+    short_opts="j:hvusO:",
+    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:",
+    has_pkg=True,
+    default_home_tail="latest",
+    run_deps=tuple((p, ">=8.5.0") for p, _ in DEPS_85),
+)
+OPBASE_V900 = OpbaseFlavor(
+    label="tag v9.0.0",
+    version="9.0.0",
+    version_dir="cann",
+    short_opts="j:hvusO:",
+    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:",
+    has_pkg=True,
+    default_home_tail="cann",
+    deps=DEPS_85,
+    run_deps=DEPS_85,
+)
+
+OT_2025_11 = OpsTransformerFlavor(
+    label="master, November 2025 (the 8.3 commercial guide)",
+    version="8.5.0.alpha001",
+    socs=("ascend910b", "ascend910_93", "ascend910_95", "ascend310p", "ascend910"),
+    stamp_stderr=True,
+    has_3rd_lib_flag=False,
+    tiling_key_eq=True,
+    extra_flags=("--debug",),
+    extra_eq_flags=(),
+    soc_warnings=False,
+    run_example_soc_check=False,
+    example_links_opapi_math=False,
+    opbase_mode="installed-include",
+)
+OT_V850 = OpsTransformerFlavor(
+    label="tag v8.5.0",
+    version="8.5.0-beta.1",
+    socs=("ascend910b", "ascend910_93", "ascend910_95", "kirinx90"),
+    stamp_stderr=False,
+    has_3rd_lib_flag=True,
+    tiling_key_eq=True,
+    extra_flags=(),
+    extra_eq_flags=(),
+    soc_warnings=False,
+    run_example_soc_check=False,
+    example_links_opapi_math=False,
+    opbase_mode="installed-pkg_inc",
+)
+OT_V900 = OpsTransformerFlavor(
+    label="tag v9.0.0",
+    version="9.0.0",
+    socs=(
+        "ascend910b",
+        "ascend910_93",
+        "ascend950",
+        "ascend310p",
+        "kirinx90",
+        "kirin9030",
+        "mc62cm12a",
+    ),
+    stamp_stderr=False,
+    has_3rd_lib_flag=True,
+    tiling_key_eq=False,
+    extra_flags=("--noaicpu",),
+    extra_eq_flags=("--bisheng_flags", "--simulator", "--kernel_template_input"),
+    soc_warnings=True,
+    run_example_soc_check=True,
+    example_links_opapi_math=True,
+    opbase_mode="source",
+    deps=OT_DEPS_90,
+)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a stand-in repository."""
+
+    repo: str
+    flavor: object
+    date: str
+    message: str
+    tags: Tuple[str, ...] = ()
+    note: Optional[str] = None  # extra README line, to make a distinct commit
+
+
+OPBASE_HISTORY: Tuple[Commit, ...] = (
+    Commit("opbase", OPBASE_2025_11, "2025-11-11T10:59:02+08:00", "add third party download path"),
+    Commit("opbase", OPBASE_V850, "2025-12-26T12:00:00+08:00", "release 8.5.0", ("v8.5.0",)),
+    Commit("opbase", OPBASE_V900, "2026-02-28T12:00:00+08:00", "log reporting changes"),
+    Commit(
+        "opbase",
+        OPBASE_V900,
+        "2026-03-20T12:00:00+08:00",
+        "release 9.0.0",
+        ("v9.0.0",),
+        note="Release 9.0.0.",
+    ),
+)
+OT_HISTORY: Tuple[Commit, ...] = (
+    Commit(
+        "ops-transformer",
+        OT_2025_11,
+        "2025-11-15T19:15:16+08:00",
+        "nsa_select_attention_infer: rename",
+    ),
+    Commit("ops-transformer", OT_V850, "2025-12-27T12:00:00+08:00", "release 8.5.0", ("v8.5.0",)),
+    Commit("ops-transformer", OT_V900, "2026-03-21T12:00:00+08:00", "release 9.0.0", ("v9.0.0",)),
+)
+# ops-transformer v9.0.0 pins this opbase commit (not the v9.0.0 tag), as the real one does.
+OT_V900_OPBASE_PIN_INDEX = 2
+
+
+@dataclass(frozen=True)
+class Release:
+    """A CANN release the sandbox can lay out."""
+
+    version: str
+    layout: str  # "ascend-toolkit" (<= 8.3) or "cann" (>= 8.5)
+    innerversion: str
+    compatible_version: str
+    driver: str
+    driver_inner: str
+    driver_compatible: str
+    opbase_in_toolkit: bool
+    share_info: Tuple[str, ...] = field(default=())
+
+
+_SHARE_INFO_85 = (
+    "runtime",
+    "metadef",
+    "bisheng-compiler",
+    "asc-devkit",
+    "ge-executor",
+    "ge-compiler",
+    "hcomm",
+    "asc-tools",
+    "tbe-tik",
+    "cann-ops-legacy",
+    "cann-ops-math",
+)
+
+RELEASES: Dict[str, Release] = {
+    "8.3.RC2": Release(
+        version="8.3.RC2",
+        layout="ascend-toolkit",
+        innerversion="V100R001C23SPC002B210",
+        compatible_version="[V100R001C15],[V100R001C18],[V100R001C19],[V100R001C20],[V100R001C21],[V100R001C23]",
+        driver="25.3.rc1",
+        driver_inner="V100R001C23SPC002B212",
+        driver_compatible="[V100R001C19],[V100R001C20],[V100R001C21],[V100R001C22],[V100R001C23]",
+        opbase_in_toolkit=False,
+    ),
+    "8.5.0": Release(
+        version="8.5.0",
+        layout="cann",
+        innerversion="V100R001C25SPC001B212",
+        compatible_version="[V100R001C21],[V100R001C23],[V100R001C25]",
+        driver="25.5.1",
+        driver_inner="V100R001C25SPC001B220",
+        driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25]",
+        opbase_in_toolkit=True,
+        share_info=_SHARE_INFO_85,
+    ),
+    "9.0.0": Release(
+        version="9.0.0",
+        layout="cann",
+        innerversion="V100R001C26SPC001B100",  # sandbox value: not published
+        compatible_version="[V100R001C23],[V100R001C25],[V100R001C10]",
+        driver="26.0.rc1",
+        driver_inner="V100R001C10B100",
+        driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",
+        opbase_in_toolkit=True,
+        share_info=_SHARE_INFO_85,
+    ),
+}
+
+
+def release(version: str) -> Release:
+    if version not in RELEASES:
+        raise UsageError(
+            f"--cann {version!r} is not a CANN release the sandbox can emulate.",
+            f"Use one of {', '.join(RELEASES)}.",
+        )
+    return RELEASES[version]

@@ -1,0 +1,219 @@
+"""Stand-in `opbase` and `ops-transformer` git repositories and the third-party mirror.
+
+They are served from `<sandbox>/mirror/` laid out like `https://gitcode.com/`
+(`cann/opbase.git`, `cann-src-third-party/makeself/releases/...`), so the
+pipeline reaches them through an ordinary mirror rule.  Commits have fixed
+authors and dates: the same cannbuild makes the same commit ids.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Sequence
+
+from ..render import file_env
+from ..resources import data_dir
+from .files import CommandLog, write
+from .releases import (
+    MAKESELF_URL,
+    OPBASE_HISTORY,
+    OT_HISTORY,
+    OT_V900_OPBASE_PIN_INDEX,
+    UPSTREAM,
+    Commit,
+)
+
+MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
+
+
+def git_env(date: str) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_AUTHOR_NAME="CANN sandbox",
+        GIT_AUTHOR_EMAIL="sandbox@cannbuild.invalid",
+        GIT_COMMITTER_NAME="CANN sandbox",
+        GIT_COMMITTER_EMAIL="sandbox@cannbuild.invalid",
+        GIT_AUTHOR_DATE=date,
+        GIT_COMMITTER_DATE=date,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+    )
+    return env
+
+
+def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
+    """Replace the work tree's content with this commit's files."""
+    for entry in work.iterdir():
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    templates = data_dir("templates") / "sandbox"
+    kernels = data_dir("kernels")
+    env = file_env(templates)
+    flavor = commit.flavor
+    ctx = {"flavor": flavor, "makeself_url": MAKESELF_URL, **extra}
+    repo = commit.repo
+
+    def render(src: str, dst: str, executable: bool = False) -> None:
+        write(work / dst, env.get_template(src).render(**ctx), executable=executable)
+
+    def copy(src: Path, dst: str) -> None:
+        target = work / dst
+        if src.is_dir():
+            shutil.copytree(src, target, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+
+    copy(templates / "common" / "gitignore", ".gitignore")
+    render("common/makeself.cmake.j2", "cmake/third_party/makeself.cmake")
+    if flavor.deps:
+        copy(
+            templates / "common" / "check_build_dependencies.py",
+            "scripts/check_build_dependencies.py",
+        )
+    readme = [
+        f"# {repo} (cannbuild sandbox stand-in)",
+        "",
+        f"Emulates {repo} at {flavor.label}: the same build.sh options, messages and artifacts,",
+        "compiling a CPU FlashAttention operator against the sandbox's emulated CANN.",
+    ]
+    if commit.note:
+        readme += ["", commit.note]
+    write(work / "README.md", "\n".join(readme) + "\n")
+    if repo == "opbase":
+        render("opbase/build.sh.j2", "build.sh", executable=True)
+        render("opbase/CMakeLists.txt.j2", "CMakeLists.txt")
+        render("opbase/version.info.j2", "version.info")
+        render(
+            "opbase/scripts/package/install.sh.j2", "scripts/package/install.sh", executable=True
+        )
+        copy(templates / "opbase/scripts/package/help.info", "scripts/package/help.info")
+        copy(kernels / "emu/include/aclnn", "include/nnopbase/aclnn")
+        copy(kernels / "emu/pkg_inc/emu", "pkg_inc/emu")
+        copy(kernels / "standin/opbase/pkg_inc/op_common", "pkg_inc/op_common")
+        copy(kernels / "emu/nnopbase/acl_meta.cpp", "src/nnopbase/acl_meta.cpp")
+        copy(kernels / "standin/opbase/src/op_common/op_util.cpp", "src/op_common/op_util.cpp")
+    else:
+        render("ops-transformer/build.sh.j2", "build.sh", executable=True)
+        render("ops-transformer/CMakeLists.txt.j2", "CMakeLists.txt")
+        write(work / "version.info", f"Version={flavor.version}\n")
+        if flavor.opbase_mode == "source":
+            render(
+                "ops-transformer/cmake/third_party/opbase.cmake.j2",
+                "cmake/third_party/opbase.cmake",
+            )
+        for name in ("install.sh", "help.info", "gen_version_info.sh"):
+            copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
+        fa = kernels / "standin/flash_attention_score"
+        copy(fa, "attention/flash_attention_score")
+
+
+def build_repo(
+    name: str,
+    history: Sequence[Commit],
+    work: Path,
+    bare: Path,
+    log: CommandLog,
+    extra_per_commit: Sequence[Dict[str, Any]],
+) -> List[str]:
+    """Create the repository's history; returns the commit ids in order."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = git_env(history[0].date)
+    log.run(
+        ["git", "-c", "init.defaultBranch=master", "init", "-q", str(work)],
+        env=env,
+        what=f"creating {name}",
+    )
+    commits: List[str] = []
+    for commit, extra in zip(history, extra_per_commit):
+        _render_commit(work, commit, extra)
+        env = git_env(commit.date)
+        log.run(["git", "add", "-A"], cwd=work, env=env, what=f"staging {name}")
+        log.run(
+            ["git", "commit", "-q", "-m", commit.message],
+            cwd=work,
+            env=env,
+            what=f"committing {name}",
+        )
+        sha = log.run(["git", "rev-parse", "HEAD"], cwd=work, env=env).strip()
+        commits.append(sha)
+        for tag in commit.tags:
+            log.run(
+                ["git", "tag", "-a", tag, "-m", f"{name} {tag}"],
+                cwd=work,
+                env=env,
+                what=f"tagging {name}",
+            )
+    if bare.exists():
+        shutil.rmtree(bare)
+    bare.parent.mkdir(parents=True, exist_ok=True)
+    log.run(
+        ["git", "clone", "-q", "--bare", str(work), str(bare)],
+        env=git_env(history[-1].date),
+        what=f"publishing {name}",
+    )
+    return commits
+
+
+def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, List[str]]:
+    cann = mirror / "cann"
+    opbase = build_repo(
+        "opbase",
+        OPBASE_HISTORY,
+        build_dir / "opbase",
+        cann / "opbase.git",
+        log,
+        [{} for _ in OPBASE_HISTORY],
+    )
+    pin = opbase[OT_V900_OPBASE_PIN_INDEX]
+    ot = build_repo(
+        "ops-transformer",
+        OT_HISTORY,
+        build_dir / "ops-transformer",
+        cann / "ops-transformer.git",
+        log,
+        [{"opbase_tag_id": pin} for _ in OT_HISTORY],
+    )
+    return {"opbase": opbase, "ops-transformer": ot}
+
+
+def deterministic_tar_gz(src: Path, top: str) -> bytes:
+    """A .tar.gz whose bytes depend only on the files (sorted names, zero times)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path in sorted(src.rglob("*")):
+            info = tar.gettarinfo(str(path), arcname=f"{top}/{path.relative_to(src)}")
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if path.is_file():
+                with open(path, "rb") as fh:
+                    tar.addfile(info, fh)
+            else:
+                tar.addfile(info)
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def build_third_party(mirror: Path) -> Path:
+    """The makeself archive at the path its upstream URL names under the mirror."""
+    rel = MAKESELF_URL[len(UPSTREAM) :]
+    target = mirror / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(
+        deterministic_tar_gz(data_dir("templates") / "sandbox" / "makeself", MAKESELF_ARCHIVE)
+    )
+    return target

@@ -1,0 +1,85 @@
+"""What a sandbox is (its spec) and what creating one produced (its info)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+INFO_FILE = "sandbox.json"
+CREATING_MARK = ".creating"
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    dir: Path
+    variant: str = "A2"  # A2 (8 x 910B3) or A3 (8 x 2-die Ascend910_9392)
+    cann: str = "8.5.0"
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    dir: Path
+    variant: str
+    cann: str
+    key: str
+    sysroot: Path
+    toolkit: Path
+    set_env: Path
+    mirror: Path
+    upstream: str
+    soc: str
+    chip: str
+
+    @property
+    def mirrors(self) -> Dict[str, str]:
+        """URL rewrite rules that send upstream fetches to the sandbox's repositories."""
+        return {self.upstream: self.mirror.as_uri() + "/"}
+
+    def to_json(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data = {k: str(v) if isinstance(v, Path) else v for k, v in data.items()}
+        data["schema"] = SCHEMA
+        return data
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> SandboxInfo:
+        paths = {"dir", "sysroot", "toolkit", "set_env", "mirror"}
+        values = {k: Path(v) if k in paths else v for k, v in data.items() if k != "schema"}
+        return cls(**values)
+
+
+def write_json_atomic(path: Path, data: Dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_info(directory: Path) -> Optional[SandboxInfo]:
+    """The finished sandbox at `directory`, or None if there is none (or only half of one)."""
+    info = directory / INFO_FILE
+    if not info.is_file() or (directory / CREATING_MARK).exists():
+        return None
+    try:
+        data = json.loads(info.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("schema") != SCHEMA:
+        return None
+    try:
+        return SandboxInfo.from_json(data)
+    except TypeError:
+        return None

@@ -1,0 +1,180 @@
+"""The emulated CANN toolkit tree, in the real layout for its release.
+
+<= 8.3: `ascend-toolkit/<ver>` plus a `latest` folder of per-component links
+and `version.cfg`; >= 8.5: `cann-<ver>`, a `cann` link and a compat
+`ascend-toolkit/latest`.  The libraries are the CPU emulation compiled from
+kernels/emu; bisheng wraps the host C++ compiler.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..host.toolkit import host_arch
+from ..render import file_env
+from ..resources import data_dir
+from .files import CommandLog, symlink, write
+from .hardware import Variant
+from .releases import OPBASE_V900, Release
+
+COMPONENTS = ("runtime", "compiler", "opp", "toolkit")
+
+
+@dataclass(frozen=True)
+class ToolkitTree:
+    root: Path  # <sysroot>/usr/local/Ascend
+    install: Path  # the real tree: cann-<ver> or ascend-toolkit/<ver>
+    home: Path  # what ASCEND_HOME_PATH is: cann-<ver> or ascend-toolkit/latest
+    set_env: Path
+
+
+def compile_emulation(
+    build_dir: Path, log: CommandLog, with_opbase: bool, opbase_version: str
+) -> Path:
+    """Build the emulated runtime libraries once; returns the build directory."""
+    kernels = data_dir("kernels")
+    args = [
+        "cmake",
+        "-S",
+        str(kernels / "emu"),
+        "-B",
+        str(build_dir),
+        "-DCMAKE_BUILD_TYPE=Release",
+    ]
+    if with_opbase:
+        args += [
+            f"-DSTANDIN_OPBASE_DIR={kernels / 'standin' / 'opbase'}",
+            f"-DSTANDIN_OPBASE_VERSION={opbase_version}",
+        ]
+    log.run(args, what="configuring the CPU emulation of the ACL runtime")
+    jobs = str(max(os.cpu_count() or 1, 1))
+    log.run(["cmake", "--build", str(build_dir), "-j", jobs], what="compiling the CPU emulation")
+    return build_dir
+
+
+def lay_out_toolkit(
+    sysroot: Path, rel: Release, v: Variant, emu_build: Path, cxx: str
+) -> ToolkitTree:
+    arch = host_arch()
+    root = sysroot / "usr/local/Ascend"
+    if rel.layout == "cann":
+        install = root / f"cann-{rel.version}"
+        home = install
+    else:
+        install = root / "ascend-toolkit" / rel.version
+        home = root / "ascend-toolkit" / "latest"
+    _populate(install, rel, v, emu_build, cxx, arch)
+    env = file_env(data_dir("templates") / "sandbox")
+    set_env_text = env.get_template("toolkit/set_env.sh.j2").render(
+        version=rel.version,
+        toolkit_home=str(home),
+        layout=rel.layout,
+        ascend_root=str(root),
+        sysroot=str(sysroot),
+        major=int(rel.version.split(".")[0]),
+    )
+    if rel.layout == "cann":
+        set_env = write(install / "set_env.sh", set_env_text)
+        symlink(root / "cann", install.name)
+        symlink(root / "ascend-toolkit" / "latest", "../cann")
+        write(root / "ascend-toolkit" / "set_env.sh", f"source {install / 'set_env.sh'}\n")
+    else:
+        set_env = write(root / "ascend-toolkit" / "set_env.sh", set_env_text)
+        _latest_farm(home, install, arch)
+    write(root / "ascend_cann_install.info", f"Install_Path={root}\n")
+    return ToolkitTree(root=root, install=install, home=home, set_env=set_env)
+
+
+def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arch: str) -> None:
+    kernels = data_dir("kernels")
+    templates = data_dir("templates") / "sandbox"
+    archdir = tk / f"{arch}-linux"
+    write(
+        archdir / "ascend_toolkit_install.info",
+        "package_name=Ascend-cann-toolkit\n"
+        f"version={rel.version}\ninnerversion={rel.innerversion}\n"
+        f"compatible_version={rel.compatible_version}\narch={arch}\nos=linux\npath={archdir}\n",
+    )
+    # headers and the emulated libraries
+    include = archdir / "include"
+    for sub in ("acl", "aclnn"):
+        shutil.copytree(kernels / "emu" / "include" / sub, include / sub, dirs_exist_ok=True)
+    shutil.copytree(kernels / "emu" / "pkg_inc" / "emu", include / "emu", dirs_exist_ok=True)
+    (include / "aclnnop").mkdir(parents=True, exist_ok=True)
+    lib64 = archdir / "lib64"
+    lib64.mkdir(parents=True, exist_ok=True)
+    names = ["libascendcl.so", "libnnopbase.so", "libc_sec.so", "libopapi_math.so"]
+    if rel.opbase_in_toolkit:
+        names.append("libops_base.so")
+    for name in names:
+        shutil.copy2(emu_build / name, lib64 / name)
+    write(archdir / "conf" / "sandbox_npu.ini", f"devices={v.npus * v.dies}\nsoc={v.chip}\n")
+    if rel.opbase_in_toolkit:
+        opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
+        shutil.copytree(opbase_inc, archdir / "pkg_inc" / "op_common", dirs_exist_ok=True)
+        shutil.copytree(opbase_inc, include / "op_common", dirs_exist_ok=True)
+        symlink(tk / "pkg_inc", f"{arch}-linux/pkg_inc")
+    for link in ("include", "lib64", "conf"):
+        symlink(tk / link, f"{arch}-linux/{link}")
+    # components and their version files
+    for comp in COMPONENTS:
+        write(
+            tk / comp / "version.info", f"Version={rel.version}.2.220\nversion_dir={rel.version}\n"
+        )
+    write(
+        tk / "bin" / "setenv.bash",
+        (templates / "toolkit" / "setenv.bash").read_text(),
+        executable=True,
+    )
+    bisheng = file_env(templates).get_template("toolkit/bisheng.j2").render(cxx=cxx)
+    write(tk / "compiler" / "ccec_compiler" / "bin" / "bisheng", bisheng, executable=True)
+    symlink(tk / "tools" / "ccec_compiler", "../compiler/ccec_compiler")
+    for pkg in rel.share_info:
+        write(tk / "share" / "info" / pkg / "version.info", f"Version={rel.version}\n")
+    if rel.opbase_in_toolkit:
+        version = OPBASE_V900.version if rel.version.startswith("9") else rel.version
+        write(
+            tk / "share" / "info" / "opbase" / "version.info",
+            f"Version={version}\nversion_dir=cann\n",
+        )
+    # the kernels (ops) package for this SoC, and the vendors folder custom packages go to
+    kernel_root = tk / "opp/built-in/op_impl/ai_core/tbe/kernel" / v.soc
+    write(kernel_root / "ops_oam" / "ops_oam.json", "{}\n")
+    write(
+        kernel_root / "ops_transformer" / "flash_attention_score" / "flash_attention_score.json",
+        f'{{"op": "flash_attention_score", "soc": "{v.soc}"}}\n',
+    )
+    (tk / "opp" / "vendors").mkdir(parents=True, exist_ok=True)
+    if rel.layout == "cann":
+        short = v.soc.replace("ascend", "", 1)
+        package = "Ascend-cann-A3-ops" if v.soc == "ascend910_93" else f"Ascend-cann-{short}-ops"
+        write(
+            archdir / "ascend_ops_install.info",
+            f"package_name={package}\nversion={rel.version}\narch={arch}\nos=linux\npath={archdir}\n",
+        )
+
+
+def _latest_farm(latest: Path, install: Path, arch: str) -> None:
+    """The <= 8.3 `latest` folder: per-component relative links and version.cfg."""
+    latest.mkdir(parents=True, exist_ok=True)
+    ver = install.name
+    for comp in (*COMPONENTS, "bin", "share", "tools", "pkg_inc"):
+        if (install / comp).exists():
+            symlink(latest / comp, f"../{ver}/{comp}")
+    symlink(latest / "acllib", f"../{ver}/runtime")
+    symlink(latest / "ops", f"../{ver}/opp")
+    archdir = latest / f"{arch}-linux"
+    archdir.mkdir(parents=True, exist_ok=True)
+    for entry in sorted((install / f"{arch}-linux").iterdir()):
+        symlink(archdir / entry.name, f"../../{ver}/{arch}-linux/{entry.name}")
+    for link in ("include", "lib64", "conf"):
+        symlink(latest / link, f"{arch}-linux/{link}")
+    if arch == "aarch64":
+        symlink(latest / "arm64-linux", "aarch64-linux")
+    lines = ["# version: 1.0"]
+    for pkg in ("runtime", "compiler", "hccl", "opp", "toolkit", "opp_kernel"):
+        lines.append(f"{pkg}_running_version=[7.8.0.1.100:{ver}]")
+    write(latest / "version.cfg", "\n".join(lines) + "\n")

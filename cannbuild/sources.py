@@ -1,0 +1,410 @@
+"""Git sources and third-party archives: mirrors, retries, offline, atomic checkouts.
+
+Every network access goes through `Fetcher`, which rewrites URLs by the
+mirror map, retries transient failures with backoff, and in offline mode
+refuses at once, naming the URL.  Proxies come from the environment and are
+never unset.  A checkout is cloned into a temporary folder and renamed into
+place, so an interrupted fetch never leaves a half-made tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import CannbuildError, OfflineViolation, UsageError
+from .redact import redact
+from .workspace import Workspace, read_json, write_json_atomic
+
+GIT_TIMEOUT_S = 600
+DOWNLOAD_TIMEOUT_S = 60
+
+_TRANSIENT = re.compile(
+    r"Could not resolve host|Connection timed out|Connection reset|Operation timed out|"
+    r"RPC failed|early EOF|remote end hung up|unable to access|Failed to connect|"
+    r"The requested URL returned error: 5\d\d|TLS|gnutls|SSL",
+    re.IGNORECASE,
+)
+
+
+class FetchError(CannbuildError):
+    exit_code = 4
+
+
+def rewrite(url: str, mirrors: Sequence[Tuple[str, str]]) -> str:
+    """Apply the longest matching mirror prefix (mirrors come sorted longest first)."""
+    for prefix, replacement in sorted(mirrors, key=lambda kv: -len(kv[0])):
+        if url.startswith(prefix):
+            return replacement + url[len(prefix) :]
+    return url
+
+
+def is_remote(url: str) -> bool:
+    return not (url.startswith("file://") or url.startswith("/") or os.path.exists(url))
+
+
+def mirror_git_env(mirrors: Sequence[Tuple[str, str]], offline: bool) -> Dict[str, str]:
+    """Environment that makes git inside a build honour the mirror map (and offline mode)."""
+    env: Dict[str, str] = {}
+    for i, (prefix, replacement) in enumerate(mirrors):
+        env[f"GIT_CONFIG_KEY_{i}"] = f"url.{replacement}.insteadOf"
+        env[f"GIT_CONFIG_VALUE_{i}"] = prefix
+    if mirrors:
+        env["GIT_CONFIG_COUNT"] = str(len(mirrors))
+    if offline:
+        dead = "http://127.0.0.1:9"  # the discard port: any download fails at once
+        env.update(
+            GIT_ALLOW_PROTOCOL="file",
+            http_proxy=dead,
+            https_proxy=dead,
+            HTTP_PROXY=dead,
+            HTTPS_PROXY=dead,
+            ALL_PROXY=dead,
+            no_proxy="",
+            NO_PROXY="",
+        )
+    return env
+
+
+@dataclass(frozen=True)
+class Fetcher:
+    mirrors: Tuple[Tuple[str, str], ...] = ()
+    offline: bool = False
+    retries: int = 3
+    base_delay_s: float = 1.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def _retrying(
+        self,
+        what: str,
+        url: str,
+        attempt: Callable[[], None],
+        transient: Callable[[Exception], bool],
+    ) -> None:
+        delay = self.base_delay_s
+        for i in range(self.retries + 1):
+            try:
+                attempt()
+                return
+            except Exception as exc:  # classified below; non-transient errors re-raise
+                if i == self.retries or not transient(exc):
+                    raise
+                self.sleep(delay)
+                delay *= 2
+
+    def git(self, args: Sequence[str], cwd: Optional[Path] = None) -> str:
+        env = dict(os.environ)
+        env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=str(cwd) if cwd else None,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise _GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        return proc.stdout.decode("utf-8", "replace")
+
+    def fetch_repo(self, cache: Path, url: str) -> None:
+        """Mirror every branch and tag of `url` into the bare `cache`."""
+        if not cache.exists():
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            self.git(["init", "--quiet", "--bare", str(cache)])
+        source = rewrite(url, self.mirrors)
+        if self.offline and is_remote(source):
+            raise OfflineViolation(
+                f"offline mode: fetching {redact(source)} would need the network.",
+                "Seed the workspace with --bundle OUT.tar (made by `cannbuild bundle` on a connected "
+                "machine), or drop --offline.",
+            )
+
+        def attempt() -> None:
+            self.git(
+                [
+                    "fetch",
+                    "--quiet",
+                    "--prune",
+                    "--force",
+                    source,
+                    "+refs/heads/*:refs/heads/*",
+                    "+refs/tags/*:refs/tags/*",
+                ],
+                cwd=cache,
+            )
+
+        try:
+            self._retrying(
+                "git fetch",
+                source,
+                attempt,
+                lambda e: isinstance(e, _GitFailed) and bool(_TRANSIENT.search(e.stderr)),
+            )
+        except _GitFailed as exc:
+            raise FetchError(
+                f"git fetch of {redact(source)} failed (exit {exc.code}): {redact(exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else 'no message')}.",
+                _fetch_hint(url, source),
+            ) from None
+
+    def download(self, url: str, dest: Path) -> None:
+        source = rewrite(url, self.mirrors)
+        if self.offline and is_remote(source):
+            raise OfflineViolation(
+                f"offline mode: downloading {redact(source)} would need the network.",
+                "Seed the workspace with --bundle OUT.tar (made by `cannbuild bundle` on a connected "
+                "machine), or drop --offline.",
+            )
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.part")
+
+        def attempt() -> None:
+            with (
+                urllib.request.urlopen(source, timeout=DOWNLOAD_TIMEOUT_S) as resp,
+                open(tmp, "wb") as out,
+            ):
+                shutil.copyfileobj(resp, out)
+
+        def transient(exc: Exception) -> bool:
+            if isinstance(exc, urllib.error.HTTPError):
+                return exc.code >= 500
+            return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError))
+
+        try:
+            self._retrying("download", source, attempt, transient)
+        except (urllib.error.URLError, OSError) as exc:
+            tmp.unlink(missing_ok=True)
+            raise FetchError(
+                f"downloading {redact(source)} failed: {redact(str(exc))}.",
+                _fetch_hint(url, source),
+            ) from None
+        os.replace(tmp, dest)
+
+
+class _GitFailed(Exception):
+    def __init__(self, args: Sequence[str], code: int, stderr: str) -> None:
+        super().__init__(f"git {' '.join(args)} exited {code}")
+        self.code = code
+        self.stderr = stderr
+
+
+def _fetch_hint(url: str, source: str) -> str:
+    if source != url:
+        return f"The mirror map rewrote {redact(url)}; check the mirror (cannbuild.mirrors) or your proxy settings."
+    return (
+        "Check the network and proxy (http_proxy/https_proxy are honoured), add a mirror rule "
+        "(cannbuild.mirrors: {'https://gitcode.com/': 'https://your-mirror/'}), or build offline "
+        "from a bundle (cannbuild bundle on a connected machine, then --offline --bundle)."
+    )
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- git cache queries ---------------------------------------------------------
+
+
+def cache_path(ws: Workspace, repo: str) -> Path:
+    return ws.git_cache / f"{repo.replace('/', '_')}.git"
+
+
+def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
+    if not cache.exists():
+        return False
+    try:
+        fetcher.git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=cache)
+    except _GitFailed:
+        return False
+    return True
+
+
+def resolve_ref(fetcher: Fetcher, cache: Path, ref: Mapping[str, Optional[str]], url: str) -> str:
+    """A tag, a branch (optionally as of a date) or a commit -> the full commit id."""
+    try:
+        if ref.get("tag"):
+            return fetcher.git(
+                ["rev-parse", f"refs/tags/{ref['tag']}^{{commit}}"], cwd=cache
+            ).strip()
+        if ref.get("commit"):
+            return fetcher.git(["rev-parse", f"{ref['commit']}^{{commit}}"], cwd=cache).strip()
+        branch = f"refs/heads/{ref['branch']}"
+        if ref.get("until"):
+            out = fetcher.git(
+                ["rev-list", "-1", f"--before={ref['until']}", branch], cwd=cache
+            ).strip()
+            if not out:
+                raise _GitFailed([], 1, f"no commit on {ref['branch']} before {ref['until']}")
+            return out
+        return fetcher.git(["rev-parse", branch], cwd=cache).strip()
+    except _GitFailed as exc:
+        from .recipes import describe_ref
+
+        raise FetchError(
+            f"{describe_ref(ref)} is not in {redact(url)} ({exc.stderr.strip() or 'unknown ref'}).",
+            "Check the recipe's tag/branch for this CANN release, or the mirror you fetch from.",
+        ) from None
+
+
+def commit_time(fetcher: Fetcher, cache: Path, sha: str) -> int:
+    return int(fetcher.git(["show", "-s", "--format=%ct", sha], cwd=cache).strip())
+
+
+# --- checkouts -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A second clone inside a checkout (opbase source inside ops-transformer >= 9.0)."""
+
+    dest: str
+    cache: Path
+    commit: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A third-party archive copied into a checkout's third-party folder."""
+
+    source: Path
+    dest: str
+    sha256: str
+
+
+def checkout_marker(ws: Workspace, repo: str) -> Path:
+    return ws.src / f".{repo}.checkout.json"
+
+
+def checkout_identity(
+    commit: str, nested: Sequence[Nested], seeds: Sequence[Seed]
+) -> Dict[str, object]:
+    return {
+        "commit": commit,
+        "nested": {n.dest: n.commit for n in nested},
+        "third_party": {s.dest: s.sha256 for s in seeds},
+    }
+
+
+def ensure_checkout(
+    fetcher: Fetcher,
+    ws: Workspace,
+    repo: str,
+    cache: Path,
+    commit: str,
+    url: str,
+    nested: Sequence[Nested] = (),
+    seeds: Sequence[Seed] = (),
+) -> Tuple[Path, bool]:
+    """The checkout at `commit` with its nested clones and seeds; (path, changed)."""
+    dest = ws.checkout(repo)
+    identity = checkout_identity(commit, nested, seeds)
+    marker = checkout_marker(ws, repo)
+    if dest.is_dir() and read_json(marker) == identity:
+        return dest, False
+    ws.src.mkdir(parents=True, exist_ok=True)
+    tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(tmp)])
+        fetcher.git(
+            ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=tmp
+        )
+        fetcher.git(["remote", "set-url", "origin", redact(url)], cwd=tmp)
+        for item in nested:
+            target = tmp / item.dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fetcher.git(["clone", "--quiet", "--no-checkout", str(item.cache), str(target)])
+            fetcher.git(
+                ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", item.commit],
+                cwd=target,
+            )
+            fetcher.git(["remote", "set-url", "origin", redact(item.url)], cwd=target)
+        for seed in seeds:
+            target = tmp / seed.dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(seed.source, target)
+    except _GitFailed as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FetchError(
+            f"checking out {repo} at {commit[:12]} failed: {exc.stderr.strip()}",
+            "Run cannbuild fetch again; if it persists, delete the workspace's cache/git folder.",
+        ) from None
+    trash = ws.src / f".{repo}.old-{os.getpid()}"
+    if dest.exists():
+        os.replace(dest, trash)
+    os.replace(tmp, dest)
+    write_json_atomic(marker, identity)
+    if trash.exists():
+        shutil.rmtree(trash, ignore_errors=True)
+    return dest, True
+
+
+def read_pin(checkout: Path, pin_file: str, pin_regex: str) -> str:
+    path = checkout / pin_file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"the recipe says {pin_file} in {checkout.name} pins opbase, but it cannot be read ({exc.strerror}).",
+            "The recipe does not match this tag of the repository; check [repos.*.opbase_source].",
+        ) from exc
+    match = re.search(pin_regex, text)
+    if not match:
+        raise UsageError(
+            f"{pin_file} in {checkout.name} has no line matching {pin_regex!r}.",
+            "The recipe does not match this tag of the repository; check [repos.*.opbase_source].",
+        )
+    return match.group(1)
+
+
+# --- third-party archives --------------------------------------------------------
+
+
+def archive_path(ws: Workspace, sha256: str, url: str) -> Path:
+    return ws.downloads / sha256 / url.rsplit("/", 1)[-1]
+
+
+def ensure_archive(
+    fetcher: Fetcher, ws: Workspace, url: str, expected: Optional[str]
+) -> Tuple[Path, str]:
+    """The archive from the download cache, fetched (and verified) when missing."""
+    if expected:
+        cached = archive_path(ws, expected, url)
+        if cached.is_file() and sha256_file(cached) == expected:
+            return cached, expected
+    tmp = ws.downloads / ".incoming" / url.rsplit("/", 1)[-1]
+    fetcher.download(url, tmp)
+    actual = sha256_file(tmp)
+    if expected and actual != expected:
+        tmp.unlink(missing_ok=True)
+        raise FetchError(
+            f"{redact(url)} has sha256 {actual}, but {expected} was expected (recipe or lock).",
+            "The file changed upstream or the mirror serves another file; check it, then run "
+            "`cannbuild lock` to re-pin deliberately.",
+        )
+    final = archive_path(ws, actual, url)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, final)
+    return final, actual
+
+
+def cached_archives(ws: Workspace) -> List[Path]:
+    if not ws.downloads.is_dir():
+        return []
+    return sorted(p for p in ws.downloads.glob("*/*") if p.is_file())

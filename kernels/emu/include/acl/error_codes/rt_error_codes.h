@@ -1,0 +1,11 @@
+/* cannbuild sandbox: runtime error codes (a subset of the public rt_error_codes.h). */
+#ifndef CANNBUILD_EMU_RT_ERROR_CODES_H_
+#define CANNBUILD_EMU_RT_ERROR_CODES_H_
+
+#define ACL_RT_SUCCESS 0
+#define ACL_ERROR_RT_PARAM_INVALID 107000
+#define ACL_ERROR_RT_INVALID_DEVICEID 107001
+#define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
+#define ACL_ERROR_RT_INTERNAL_ERROR 507000
+
+#endif  // CANNBUILD_EMU_RT_ERROR_CODES_H_

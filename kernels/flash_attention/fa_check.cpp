@@ -1,0 +1,246 @@
+// cannbuild validation: a minimal FlashAttention inference through the public
+// AscendCL + aclnn API only, so the same source builds against a real CANN
+// install and against the cannbuild sandbox.
+//
+//   fa_check <manifest>
+//
+// Each manifest line is one case of key=value words (written by cannbuild):
+//   name dtype(fp32|fp16|bf16) layout(BNSD|BSH|SBH|BSND) B N1 N2 S1 S2 D scale
+//   sparse pre next q k v [mask] out smax ssum
+// Inputs are raw little-endian arrays in the case's dtype (mask: uint8,
+// [S1,S2], 1 = masked); outputs are written the same way (softmax stats as
+// float32 [B,N1,S1,8]).  cannbuild judges the numbers; this program only runs
+// them.  One line per case goes to stdout: "CASE <name> OK <milliseconds>" or
+// "CASE <name> ERROR <api> <code> <aclGetRecentErrMsg()>".
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_flash_attention_score.h"
+
+namespace {
+
+struct Case {
+    std::map<std::string, std::string> kv;
+    std::string Get(const std::string &key) const {
+        auto it = kv.find(key);
+        return it == kv.end() ? "" : it->second;
+    }
+    int64_t Int(const std::string &key) const { return std::strtoll(Get(key).c_str(), nullptr, 10); }
+};
+
+struct ApiError {
+    std::string api;
+    int64_t code;
+};
+
+void Check(int64_t code, const char *api) {
+    if (code != 0) throw ApiError{api, code};
+}
+
+std::vector<char> ReadFile(const std::string &path, size_t bytes) {
+    std::vector<char> data(bytes);
+    std::ifstream in(path, std::ios::binary);
+    if (!in.read(data.data(), static_cast<std::streamsize>(bytes))) {
+        throw std::runtime_error("cannot read " + std::to_string(bytes) + " bytes from " + path);
+    }
+    return data;
+}
+
+void WriteFile(const std::string &path, const std::vector<char> &data) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::vector<int64_t> Strides(const std::vector<int64_t> &shape) {
+    std::vector<int64_t> s(shape.size(), 1);
+    for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) s[i] = shape[i + 1] * s[i + 1];
+    return s;
+}
+
+int64_t Count(const std::vector<int64_t> &shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+// A device buffer plus the aclTensor that views it.
+struct DeviceTensor {
+    void *dev = nullptr;
+    aclTensor *tensor = nullptr;
+    size_t bytes = 0;
+    ~DeviceTensor() {
+        if (tensor != nullptr) aclDestroyTensor(tensor);
+        if (dev != nullptr) aclrtFree(dev);
+    }
+};
+
+void MakeTensor(DeviceTensor &t, const std::vector<int64_t> &shape, aclDataType dtype, size_t elem,
+                const std::vector<char> *host) {
+    t.bytes = static_cast<size_t>(Count(shape)) * elem;
+    Check(aclrtMalloc(&t.dev, t.bytes, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    if (host != nullptr) {
+        Check(aclrtMemcpy(t.dev, t.bytes, host->data(), t.bytes, ACL_MEMCPY_HOST_TO_DEVICE), "aclrtMemcpy");
+    }
+    std::vector<int64_t> strides = Strides(shape);
+    t.tensor = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, aclFormat::ACL_FORMAT_ND,
+                               shape.data(), shape.size(), t.dev);
+    if (t.tensor == nullptr) throw ApiError{"aclCreateTensor", -1};
+}
+
+std::vector<char> Download(const DeviceTensor &t) {
+    std::vector<char> host(t.bytes);
+    Check(aclrtMemcpy(host.data(), host.size(), t.dev, t.bytes, ACL_MEMCPY_DEVICE_TO_HOST), "aclrtMemcpy");
+    return host;
+}
+
+std::vector<int64_t> Shape(const std::string &layout, int64_t B, int64_t N, int64_t S, int64_t D) {
+    if (layout == "BNSD") return {B, N, S, D};
+    if (layout == "BSND") return {B, S, N, D};
+    if (layout == "SBH") return {S, B, N * D};
+    return {B, S, N * D};  // BSH
+}
+
+double RunCase(const Case &c, aclrtStream stream) {
+    const std::string dtype_name = c.Get("dtype");
+    aclDataType dtype = dtype_name == "fp16" ? ACL_FLOAT16 : dtype_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
+    size_t elem = dtype == ACL_FLOAT ? 4 : 2;
+    std::string layout = c.Get("layout");
+    int64_t B = c.Int("B"), N1 = c.Int("N1"), N2 = c.Int("N2"), S1 = c.Int("S1"), S2 = c.Int("S2"), D = c.Int("D");
+    auto qshape = Shape(layout, B, N1, S1, D), kshape = Shape(layout, B, N2, S2, D);
+    std::vector<int64_t> stat_shape = {B, N1, S1, 8};
+
+    std::vector<char> qh = ReadFile(c.Get("q"), Count(qshape) * elem);
+    std::vector<char> kh = ReadFile(c.Get("k"), Count(kshape) * elem);
+    std::vector<char> vh = ReadFile(c.Get("v"), Count(kshape) * elem);
+
+    DeviceTensor q, k, v, mask, out, smax, ssum;
+    MakeTensor(q, qshape, dtype, elem, &qh);
+    MakeTensor(k, kshape, dtype, elem, &kh);
+    MakeTensor(v, kshape, dtype, elem, &vh);
+    if (!c.Get("mask").empty()) {
+        std::vector<int64_t> mshape = {S1, S2};
+        std::vector<char> mh = ReadFile(c.Get("mask"), Count(mshape));
+        MakeTensor(mask, mshape, ACL_UINT8, 1, &mh);
+    }
+    MakeTensor(out, qshape, dtype, elem, nullptr);
+    MakeTensor(smax, stat_shape, ACL_FLOAT, 4, nullptr);
+    MakeTensor(ssum, stat_shape, ACL_FLOAT, 4, nullptr);
+
+    std::vector<int64_t> zero = {0};
+    aclIntArray *prefix = aclCreateIntArray(zero.data(), 1);
+    aclIntArray *qStart = aclCreateIntArray(zero.data(), 1);
+    aclIntArray *kvStart = aclCreateIntArray(zero.data(), 1);
+    char layout_buf[8] = {0};
+    layout.copy(layout_buf, sizeof(layout_buf) - 1);
+
+    uint64_t workspace_size = 0;
+    aclOpExecutor *executor = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    void *workspace = nullptr;
+    struct Cleanup {
+        aclIntArray *a, *b, *c;
+        void **ws;
+        ~Cleanup() {
+            aclDestroyIntArray(a);
+            aclDestroyIntArray(b);
+            aclDestroyIntArray(c);
+            if (*ws != nullptr) aclrtFree(*ws);
+        }
+    } cleanup{prefix, qStart, kvStart, &workspace};
+
+    Check(aclnnFlashAttentionScoreV2GetWorkspaceSize(
+              q.tensor, k.tensor, v.tensor, nullptr, nullptr, nullptr, mask.tensor, prefix, qStart, kvStart,
+              std::strtod(c.Get("scale").c_str(), nullptr), 1.0, c.Int("pre"), c.Int("next"), N1, layout_buf, 0,
+              c.Int("sparse"), 1, smax.tensor, ssum.tensor, nullptr, out.tensor, &workspace_size, &executor),
+          "aclnnFlashAttentionScoreV2GetWorkspaceSize");
+    if (workspace_size > 0) Check(aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    Check(aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream), "aclnnFlashAttentionScoreV2");
+    Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+    const double elapsed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    WriteFile(c.Get("out"), Download(out));
+    WriteFile(c.Get("smax"), Download(smax));
+    WriteFile(c.Get("ssum"), Download(ssum));
+    return elapsed_ms;
+}
+
+std::vector<Case> ReadManifest(const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open manifest " + path);
+    std::vector<Case> cases;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream words(line);
+        Case c;
+        std::string word;
+        while (words >> word) {
+            size_t eq = word.find('=');
+            if (eq != std::string::npos) c.kv[word.substr(0, eq)] = word.substr(eq + 1);
+        }
+        cases.push_back(c);
+    }
+    return cases;
+}
+
+const char *RecentError() {
+    const char *msg = aclGetRecentErrMsg();
+    return msg != nullptr && msg[0] != '\0' ? msg : "(no message)";
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s <manifest>\n", argv[0]);
+        return 2;
+    }
+    std::vector<Case> cases;
+    try {
+        cases = ReadManifest(argv[1]);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 2;
+    }
+    int32_t device = 0;
+    aclrtStream stream = nullptr;
+    try {
+        Check(aclInit(nullptr), "aclInit");
+        Check(aclrtSetDevice(device), "aclrtSetDevice");
+        Check(aclrtCreateStream(&stream), "aclrtCreateStream");
+    } catch (const ApiError &e) {
+        std::printf("SETUP ERROR %s %lld %s\n", e.api.c_str(), static_cast<long long>(e.code), RecentError());
+        return 3;
+    }
+    int failures = 0;
+    for (const Case &c : cases) {
+        try {
+            const double ms = RunCase(c, stream);
+            std::printf("CASE %s OK %.3f\n", c.Get("name").c_str(), ms);
+        } catch (const ApiError &e) {
+            ++failures;
+            std::printf("CASE %s ERROR %s %lld %s\n", c.Get("name").c_str(), e.api.c_str(),
+                        static_cast<long long>(e.code), RecentError());
+        } catch (const std::exception &e) {
+            ++failures;
+            std::printf("CASE %s ERROR io -1 %s\n", c.Get("name").c_str(), e.what());
+        }
+        std::fflush(stdout);
+    }
+    aclrtDestroyStream(stream);
+    aclrtResetDevice(device);
+    aclFinalize();
+    return failures == 0 ? 0 : 1;
+}
