@@ -86,8 +86,8 @@ HINTS: Tuple[Hint, ...] = (
     ),
     Hint(
         r"static assertion failed|error: ",
-        "a compiler error in the sources at this ref (the first 'error:' line above); check that the "
-        "ref matches the installed CANN (`cannbuild plan`) and doctor's compiler rows.",
+        "a compiler error in the sources at this ref ({line}); check that the ref matches the "
+        "installed CANN (`cannbuild plan`) and doctor's compiler rows.",
     ),
     Hint(
         r"Undefined option|unrecognized option '(\S+)'",
@@ -102,6 +102,7 @@ HINTS: Tuple[Hint, ...] = (
 
 
 def match_hint(lines: Iterable[str]) -> Optional[str]:
+    lines = list(lines)
     text = "\n".join(lines)
     for hint in HINTS:
         match = re.search(hint.pattern, text)
@@ -110,5 +111,6 @@ def match_hint(lines: Iterable[str]) -> Optional[str]:
             out = hint.text
             for i, g in enumerate(groups, 1):
                 out = out.replace("{" + str(i) + "}", g)
-            return out
+            line = text[text.rfind("\n", 0, match.start()) + 1 :].split("\n", 1)[0].strip()
+            return out.replace("{line}", line[:200])
     return None

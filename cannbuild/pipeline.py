@@ -310,6 +310,9 @@ def sync_sources(
     written = False
     if existing is not None and not problems and not update_lock:
         lock = existing
+        if existing is bundled and not options.lock_file.exists():
+            write_lock(options.lock_file, lock)
+            written = True
         if refresh and not options.offline:
             _fresh, moved = resolve_lock(session, fetcher, existing)
             if moved:

@@ -317,4 +317,101 @@ def sandbox(
     )
 
 
-ns = Collection(doctor, plan, fetch, lock, build, install, bundle, sandbox)
+def _validate(
+    session: Any,
+    outcomes: Optional[Sequence[Any]],
+    cases: str,
+    json_out: bool,
+    require_device: bool,
+    run_id: Optional[str] = None,
+) -> int:
+    from .pipeline import sources_from_lock
+    from .report import build_report, step_records, write_report
+    from .runner import new_run_id
+    from .validate import inputs_for, run_validation
+
+    names = [n.strip() for n in cases.split(",") if n.strip()] if cases else []
+    report = run_validation(inputs_for(session, os.environ, names))
+    sources = sources_from_lock(session)
+    run_id = run_id or new_run_id()
+    recipe = session.recipe
+    full = build_report(
+        run_id=run_id,
+        host=session.host.facts,
+        recipe={
+            "name": recipe.name,
+            "path": str(recipe.path),
+            "digest": recipe.digest,
+            "train": recipe.train,
+        },
+        lock=sources.lock if sources else None,
+        steps=step_records(session.ws, outcomes, [s.name for s in recipe.steps]),
+        validation=report.to_json(),
+        sandbox=session.sandbox.to_json() if session.sandbox else None,
+    )
+    directory = write_report(session.ws, run_id, full)
+    if json_out:
+        ui.print_json(report.to_json())
+    else:
+        ui.print_validation(report, directory)
+    return report.exit_code(require_device)
+
+
+@task(
+    help=helps(
+        *BUILD_FLAGS,
+        "json",
+        "require_device",
+        cases="only these validation cases (comma-separated)",
+    )
+)
+@with_flags(*BUILD_FLAGS)
+@guarded
+def validate(
+    c: Any, json: bool = False, require_device: bool = False, cases: str = "", **flags: Any
+) -> None:
+    """Check the installed package: library, FlashAttention through the C API, the repo's example."""
+    from .workspace import WorkspaceLock
+
+    session = _session(c, flags)
+    with WorkspaceLock(session.ws, "cannbuild validate", session.options.wait, ui.waiting):
+        code = _validate(session, None, cases, json, require_device)
+    if code:
+        raise Exit(code=code)
+
+
+@task(
+    iterable=["force"],
+    help=helps(*BUILD_FLAGS, "force", "require_device", cases="only these validation cases"),
+)
+@with_flags(*BUILD_FLAGS)
+@guarded
+def setup(
+    c: Any,
+    force: Optional[List[str]] = None,
+    require_device: bool = False,
+    cases: str = "",
+    **flags: Any,
+) -> None:
+    """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker."""
+    from .pipeline import run_steps, sync_sources
+    from .progress import ConsoleProgress
+    from .workspace import WorkspaceLock
+
+    session = _session(c, {**flags, "force": force})
+    ui.print_doctor_summary(session.host)
+    progress = ConsoleProgress()
+    with WorkspaceLock(session.ws, "cannbuild setup", session.options.wait, ui.waiting):
+        state = sync_sources(session)
+        for note in state.notes:
+            progress.note(note)
+        result = run_steps(session, state, os.environ, ("build", "install"), progress, None)
+        if result.failed is not None:
+            ui.print_digest(result.failed)
+            raise Exit(code=StepFailed.exit_code)
+        code = _validate(session, result.outcomes, cases, False, require_device, result.run_id)
+    if code:
+        raise Exit(code=code)
+
+
+ns = Collection(doctor, plan, fetch, lock, build, install, validate, setup, bundle, sandbox)

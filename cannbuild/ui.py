@@ -115,3 +115,48 @@ def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
     lines.append("  Run the same command again to resume at this step.")
     stream.write("\n".join(lines) + "\n")
     stream.flush()
+
+
+def print_validation(report: Any, report_dir: Any = None) -> None:
+    from rich.table import Table
+
+    out = console()
+    style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
+    checks = Table(title=f"validation: {report.status} (target {report.target})")
+    checks.add_column("check", no_wrap=True)
+    checks.add_column("status", no_wrap=True)
+    checks.add_column("detail")
+    for c in report.checks:
+        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", _escape(c.message))
+    out.print(checks)
+    if report.cases:
+        table = Table()
+        for col in ("case", "max err", "bound", "ms", "verdict"):
+            table.add_column(col, no_wrap=col != "case")
+        for r in report.cases:
+            fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
+            table.add_row(
+                r.case.name,
+                fmt(r.max_abs_err),
+                fmt(r.bound),
+                "-" if r.kernel_ms is None else f"{r.kernel_ms:.1f}",
+                f"[{style.get(r.status, '')}]{r.status}[/]",
+            )
+        out.print(table)
+        for r in report.cases:
+            if r.status == "FAIL":
+                out.print(f"[bold red]FAIL[/] {r.case.name}: {_escape(r.message)}")
+    if report_dir is not None:
+        out.print(f"report: {report_dir}/report.md")
+
+
+def print_doctor_summary(host: Any) -> None:
+    """setup's first lines: the host in one line, then every check that is not pass."""
+    facts = host.facts
+    note(
+        f"host: CANN {facts['cann']['version']} ({facts['cann']['layout']}) at {facts['cann']['path']}; "
+        f"--soc={facts['soc']}; {facts['npu_count']} NPUs; driver {facts['driver']['version'] or 'none'}"
+    )
+    for check in host.checks:
+        if check.status in ("warn", "fail"):
+            note(f"  doctor {check.status}: {check.id}: {check.detail} ({check.hint})")

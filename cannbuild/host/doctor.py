@@ -358,7 +358,10 @@ def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: s
                 blocking=True,
             )
         ]
-    checks = [Check("soc", PASS, f"--soc={soc.soc} ({soc.product}, {soc.variant}) from {source}")]
+    sources = {"pci": "PCI ids", "npu-smi": "npu-smi", "--soc": "--soc"}
+    checks = [
+        Check("soc", PASS, f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}")
+    ]
     if options.soc and hw.family is not None and hw.family.soc != options.soc:
         checks.append(
             Check(

@@ -1,0 +1,82 @@
+"""The run report: report.json and report.md under <workspace>/reports/<run-id>/.
+
+Host facts from doctor, the lock, each step with its duration and log, every
+validation case with its figures and verdict; `reports/latest` points at the
+newest.  Everything passes through redaction; files are written atomically.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from . import __version__
+from .redact import redact_data
+from .render import file_env
+from .resources import data_dir
+from .workspace import Workspace, point_link, write_atomic, write_json_atomic
+
+
+def build_report(
+    *,
+    run_id: str,
+    host: Mapping[str, Any],
+    recipe: Mapping[str, Any],
+    lock: Optional[Any],
+    steps: Sequence[Mapping[str, Any]],
+    validation: Optional[Mapping[str, Any]],
+    sandbox: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    return redact_data(
+        {
+            "cannbuild": __version__,
+            "run_id": run_id,
+            "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "host": dict(host),
+            "sandbox": dict(sandbox) if sandbox else None,
+            "recipe": dict(recipe),
+            "lock": _lock_json(lock),
+            "steps": list(steps),
+            "validation": dict(validation) if validation else None,
+        }
+    )
+
+
+def _lock_json(lock: Optional[Any]) -> Optional[Dict[str, Any]]:
+    if lock is None:
+        return None
+    data = asdict(lock)
+    return data
+
+
+def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
+    directory = ws.reports / run_id
+    write_json_atomic(directory / "report.json", report)
+    template = file_env(data_dir("templates")).get_template("report.md.j2")
+    write_atomic(directory / "report.md", template.render(r=report).encode("utf-8"))
+    point_link(ws.reports / "latest", run_id)
+    return directory
+
+
+def step_records(ws: Workspace, outcomes: Optional[Sequence[Any]], names: Sequence[str]) -> list:
+    """This run's outcomes, or (for a standalone validate) what the stamps say."""
+    from .plan import read_stamp
+
+    if outcomes:
+        return [o.to_json() for o in outcomes]
+    records = []
+    for name in names:
+        stamp = read_stamp(ws, name) or {}
+        records.append(
+            {
+                "name": name,
+                "status": "built" if stamp else "not built",
+                "finished": stamp.get("finished"),
+                "duration_s": stamp.get("duration_s"),
+                "log": stamp.get("log"),
+                "artifacts": [a["path"] for a in stamp.get("artifacts", [])],
+            }
+        )
+    return records

@@ -1,0 +1,236 @@
+"""Validation: prove the installed package computes FlashAttention correctly.
+
+Checks, in order: the library (ELF, exports, dependencies); a minimal
+inference through the public C API on the FlashAttention cases, judged against
+a float64 reference; the repository's own example, judged; the torch_npu route.
+Statuses are PASS, FAIL and SKIPPED; no NPU (and no sandbox) is SKIPPED, never
+PASS.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ..host.sysroot import Sysroot
+from ..host.toolkit import host_arch
+from ..render import render_string
+from . import capi, cases, example, torchnpu
+from .elfcheck import check_library
+
+PASS, FAIL, SKIPPED = "PASS", "FAIL", "SKIPPED"
+
+
+@dataclass
+class ValidationCheck:
+    id: str
+    status: str
+    message: str
+    details: Dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"id": self.id, "status": self.status, "message": self.message, **self.details}
+
+
+@dataclass
+class ValidationReport:
+    target: str
+    checks: List[ValidationCheck]
+    cases: List[cases.CaseResult]
+    duration_s: float = 0.0
+    rule: str = cases.RULE
+
+    @property
+    def status(self) -> str:
+        """FAIL if anything failed; PASS only if a check ran on a device (or the sandbox)."""
+        if any(c.status == FAIL for c in self.checks):
+            return FAIL
+        ran = any(
+            c.id in ("capi", "example", "torch_npu") and c.status == PASS for c in self.checks
+        )
+        return PASS if ran else SKIPPED
+
+    def exit_code(self, require_device: bool) -> int:
+        if self.status == FAIL:
+            return 5
+        if require_device and self.status == SKIPPED:
+            return 5
+        return 0
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "status": self.status,
+            "target": self.target,
+            "rule": self.rule,
+            "duration_s": round(self.duration_s, 3),
+            "checks": [c.to_json() for c in self.checks],
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+
+@dataclass(frozen=True)
+class ValidationInputs:
+    """What validation needs from a session, as plain data."""
+
+    vendor_dir: Path
+    library: Path
+    symbols: Sequence[str]
+    env: Mapping[str, str]
+    workdir: Path
+    target: Optional[str]  # "sandbox", "npu" or None (no device)
+    no_device_reason: str
+    example_argv: Optional[Sequence[str]] = None
+    example_command: str = ""
+    example_cwd: Optional[Path] = None
+    case_names: Sequence[str] = ()
+
+
+def inputs_for(
+    session: Any, env: Mapping[str, str], case_names: Sequence[str] = ()
+) -> ValidationInputs:
+    import shlex
+
+    from ..pipeline import validation_env
+    from ..plan import _render
+
+    recipe = session.recipe
+    values = dict(session.values)
+    library = session.ws.opp / render_string(recipe.validate.library, values, quote=False)
+    hw = session.host.hardware
+    if session.sandbox is not None:
+        target: Optional[str] = "sandbox"
+        reason = ""
+    elif hw.npu_count > 0 and Sysroot.at(session.options.sysroot).is_host:
+        target, reason = "npu", ""
+    else:
+        target = None
+        reason = (
+            "no NPU is visible on this host (a build-only machine): run `cannbuild validate` on an "
+            "Ascend host, or use --sandbox"
+        )
+    argv = command = None
+    if recipe.validate.example:
+        command = _render(recipe, recipe.validate.example, values, "[validate] example")
+        argv = shlex.split(command)
+    cwd = session.ws.checkout("ops-transformer")
+    return ValidationInputs(
+        vendor_dir=session.vendor_dir,
+        library=library,
+        symbols=recipe.validate.symbols,
+        env=validation_env(session),
+        workdir=session.ws.validate,
+        target=target,
+        no_device_reason=reason,
+        example_argv=argv,
+        example_command=command or "",
+        example_cwd=cwd,
+        case_names=case_names,
+    )
+
+
+def run_validation(inp: ValidationInputs) -> ValidationReport:
+    start = time.monotonic()
+    checks: List[ValidationCheck] = []
+    lib = check_library(inp.library, inp.symbols, inp.env, host_arch())
+    checks.append(
+        ValidationCheck(
+            "library",
+            PASS if lib.ok else FAIL,
+            f"{inp.library.name} exports {', '.join(lib.exported)}; all dependencies resolve"
+            if lib.ok
+            else "; ".join(lib.problems),
+            {"path": str(inp.library), "resolved": lib.resolved},
+        )
+    )
+    selected = cases.select(inp.case_names)
+    results: List[cases.CaseResult] = []
+    if inp.target is None:
+        checks.append(ValidationCheck("capi", SKIPPED, inp.no_device_reason))
+        results = [cases.CaseResult(c, SKIPPED, inp.no_device_reason) for c in selected]
+    elif not inp.library.is_file():
+        checks.append(
+            ValidationCheck(
+                "capi", SKIPPED, "not run: the operator library is missing (see the library check)"
+            )
+        )
+    else:
+        check, results = _run_capi(inp, selected)
+        checks.append(check)
+    if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
+        ex = example.run_example(inp.example_command, inp.example_argv, inp.example_cwd, inp.env)
+        checks.append(
+            ValidationCheck(
+                "example",
+                ex.status,
+                ex.message,
+                {"command": ex.command, "exit_code": ex.exit_code, "tail": list(ex.tail)},
+            )
+        )
+    elif inp.example_argv:
+        checks.append(ValidationCheck("example", SKIPPED, inp.no_device_reason))
+    why_not = torchnpu.unavailable(inp.target == "npu", inp.target == "sandbox")
+    if why_not:
+        checks.append(ValidationCheck("torch_npu", SKIPPED, why_not))
+    else:  # pragma: no cover - needs an NPU and torch_npu
+        npu_results = torchnpu.run(selected)
+        bad = [r for r in npu_results if r.status != PASS]
+        checks.append(
+            ValidationCheck(
+                "torch_npu",
+                FAIL if bad else PASS,
+                f"{len(npu_results) - len(bad)}/{len(npu_results)} cases pass through npu_fusion_attention"
+                + (f"; first failure: {bad[0].case.name}: {bad[0].message}" if bad else ""),
+            )
+        )
+    return ValidationReport(inp.target or "none", checks, results, time.monotonic() - start)
+
+
+def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
+    missing_torch = cases.torch_available()
+    if missing_torch:
+        return ValidationCheck("capi", SKIPPED, missing_torch), [
+            cases.CaseResult(c, SKIPPED, missing_torch) for c in selected
+        ]
+    work = inp.workdir
+    compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
+    if not compiled.ok or compiled.binary is None:
+        lines = compiled.output.splitlines()
+        first = next(
+            (line for line in lines if "undefined reference" in line),
+            next((line for line in lines if "error" in line), compiled.output[-300:]),
+        )
+        message = f"fa_check does not compile and link against the package: {first}"
+        return ValidationCheck("capi", FAIL, message, {"command": compiled.command}), [
+            cases.CaseResult(c, FAIL, message) for c in selected
+        ]
+    data = work / "cases"
+    shutil.rmtree(data, ignore_errors=True)
+    tensors = {c.name: cases.write_inputs(c, data) for c in selected}
+    manifest = data / "manifest.txt"
+    manifest.write_text("\n".join(cases.manifest_line(c, data) for c in selected) + "\n")
+    runs, _output, code = capi.run_cases(
+        compiled.binary, manifest, capi.library_env(inp.env), [c.name for c in selected]
+    )
+    results: List[cases.CaseResult] = []
+    for case in selected:
+        run = runs[case.name]
+        if not run.ok:
+            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {run.error}"))
+            continue
+        results.append(cases.judge_files(case, tensors[case.name], data, run.kernel_ms))
+    failed = [r for r in results if r.status == FAIL]
+    if failed:
+        first = failed[0]
+        message = (
+            f"{len(failed)}/{len(results)} cases FAIL; first: {first.case.name}: {first.message}"
+        )
+        status = FAIL
+    else:
+        message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
+        status = PASS
+    return ValidationCheck(
+        "capi", status, message, {"command": compiled.command, "exit_code": code}
+    ), results

@@ -1,0 +1,136 @@
+"""Compile and run kernels/flash_attention/fa_check.cpp against the installed package.
+
+The compile line is the one ops-transformer's build.sh uses for a custom
+package example (include the vendor's op_api/include and the toolkit's
+include; link -lopapi_math -lcust_opapi -lascendcl -lnnopbase -lc_sec with an
+rpath to the vendor lib), so the same source builds on a real install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..host.toolkit import host_arch
+from ..resources import data_dir
+from ..workspace import write_atomic
+
+RUN_TIMEOUT_S = 600
+_CASE_LINE = re.compile(r"^CASE (\S+) (OK|ERROR)(?: (.*))?$")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    ok: bool
+    binary: Optional[Path]
+    command: str
+    output: str
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    name: str
+    ok: bool
+    kernel_ms: Optional[float]
+    error: Optional[str]
+
+
+def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List[str]:
+    source = data_dir("kernels") / "flash_attention" / "fa_check.cpp"
+    lib = vendor / "op_api" / "lib"
+    return [
+        cxx,
+        "-std=c++17",
+        "-O2",
+        str(source),
+        "-I",
+        str(vendor / "op_api" / "include"),
+        "-I",
+        f"{ascend_home}/include",
+        "-L",
+        str(lib),
+        "-L",
+        f"{ascend_home}/lib64",
+        "-lopapi_math",
+        "-lcust_opapi",
+        "-lascendcl",
+        "-lnnopbase",
+        "-I",
+        f"{ascend_home}/{host_arch()}-linux/include/aclnnop",
+        "-lc_sec",
+        f"-Wl,-rpath={lib}",
+        "-o",
+        str(out),
+    ]
+
+
+def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compiled:
+    cxx = (
+        shutil.which("g++", path=env.get("PATH"))
+        or shutil.which("c++", path=env.get("PATH"))
+        or "g++"
+    )
+    home = env.get("ASCEND_HOME_PATH", "")
+    binary = workdir / "fa_check"
+    argv = compile_command(vendor, home, binary, cxx)
+    shown = " ".join(argv)
+    key = hashlib.sha256(shown.encode())
+    for path in (Path(argv[3]), vendor / "op_api" / "lib" / "libcust_opapi.so"):
+        with contextlib.suppress(OSError):
+            key.update(path.read_bytes())
+    stamp = workdir / "fa_check.key"
+    if binary.is_file() and stamp.is_file() and stamp.read_text() == key.hexdigest():
+        return Compiled(True, binary, shown, "(cached)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(argv, env=dict(env), capture_output=True, text=True, check=False)
+    output = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        return Compiled(False, None, shown, output)
+    write_atomic(stamp, key.hexdigest().encode())
+    return Compiled(True, binary, shown, output)
+
+
+def run_cases(
+    binary: Path, manifest: Path, env: Mapping[str, str], names: Sequence[str]
+) -> Tuple[Dict[str, CaseRun], str, int]:
+    proc = subprocess.run(
+        [str(binary), str(manifest)],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    runs: Dict[str, CaseRun] = {}
+    for line in proc.stdout.splitlines():
+        match = _CASE_LINE.match(line.strip())
+        if not match:
+            continue
+        name, status, rest = match.group(1), match.group(2), match.group(3) or ""
+        if status == "OK":
+            try:
+                ms: Optional[float] = float(rest)
+            except ValueError:
+                ms = None
+            runs[name] = CaseRun(name, True, ms, None)
+        else:
+            runs[name] = CaseRun(name, False, None, rest)
+    output = (proc.stdout + proc.stderr).strip()
+    for name in names:
+        if name not in runs:
+            last = output.splitlines()[-1] if output else f"exit code {proc.returncode}"
+            runs[name] = CaseRun(name, False, None, f"fa_check did not run this case ({last})")
+    return runs, output, proc.returncode
+
+
+def library_env(env: Mapping[str, str]) -> Dict[str, str]:
+    out = dict(env)
+    out.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    return out

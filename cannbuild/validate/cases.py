@@ -1,0 +1,329 @@
+"""FlashAttention validation cases, their inputs, the float64 reference and the verdict.
+
+Rule (Dao-AILab/flash-attention tests): the kernel's max abs error against a
+float64 reference must be at most twice the max abs error of a same-dtype
+PyTorch attention against that reference, plus the dtype's rounding noise
+(2 * max|ref + 0.3 - 0.3 - ref| in the kernel dtype, as flash-attention's
+Hopper tests use) and, for fp32, an absolute floor of 1e-5.  softmaxMax and
+softmaxSum are checked against the reference with rtol 1e-3, atol 1e-4.
+Masked scores are filled with -40000 after scaling, as ops-transformer's
+golden model does.  torch is imported here only: doctor never pays for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+RULE = (
+    "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
+    "(rounded in the kernel dtype) + 1e-5 for fp32; softmaxMax/Sum within 1e-3 relative + 1e-4"
+)
+MASKED = -40000.0
+FP32_FLOOR = 1e-5
+STAT_RTOL = 1e-3
+STAT_ATOL = 1e-4
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    dtype: str  # fp32 | fp16 | bf16
+    layout: str  # BNSD | BSH | SBH | BSND
+    B: int
+    N1: int
+    N2: int
+    S: int
+    D: int
+    causal: bool
+
+    @property
+    def scale(self) -> float:
+        return 1.0 / math.sqrt(self.D)
+
+
+# Every dtype in BNSD and BSH; S = 1, 128, 513, 2048; D = 64, 128; GQA (N1 = 2 N2); masked and not.
+CASES: Tuple[Case, ...] = (
+    Case("fp16_bnsd_s1_d64_gqa", "fp16", "BNSD", 1, 4, 2, 1, 64, False),
+    Case("fp16_bsh_s128_d128_causal", "fp16", "BSH", 2, 2, 2, 128, 128, True),
+    Case("fp16_bnsd_s513_d64_causal", "fp16", "BNSD", 1, 4, 4, 513, 64, True),
+    Case("fp16_bsh_s2048_d128", "fp16", "BSH", 1, 2, 2, 2048, 128, False),
+    Case("bf16_bnsd_s128_d64_gqa_causal", "bf16", "BNSD", 1, 4, 2, 128, 64, True),
+    Case("bf16_bsh_s513_d128_gqa", "bf16", "BSH", 1, 2, 1, 513, 128, False),
+    Case("bf16_bsh_s2048_d64_causal", "bf16", "BSH", 1, 2, 2, 2048, 64, True),
+    Case("bf16_bnsd_s1_d128_causal", "bf16", "BNSD", 1, 2, 2, 1, 128, True),
+    Case("fp32_bnsd_s2048_d128_gqa", "fp32", "BNSD", 1, 2, 1, 2048, 128, False),
+    Case("fp32_bsh_s1_d128_causal", "fp32", "BSH", 1, 2, 2, 1, 128, True),
+    Case("fp32_bnsd_s513_d64_gqa_causal", "fp32", "BNSD", 1, 4, 2, 513, 64, True),
+    Case("fp32_bsh_s128_d64_gqa", "fp32", "BSH", 1, 2, 1, 128, 64, False),
+)
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    status: str  # PASS | FAIL | SKIPPED
+    message: str = ""
+    max_abs_err: Optional[float] = None
+    mean_abs_err: Optional[float] = None
+    ref_same_dtype_max_err: Optional[float] = None
+    bound: Optional[float] = None
+    softmax_max_err: Optional[float] = None
+    softmax_sum_err: Optional[float] = None
+    kernel_ms: Optional[float] = None
+    mismatches: List[Dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        c = self.case
+        return {
+            "name": c.name,
+            "dtype": c.dtype,
+            "layout": c.layout,
+            "B": c.B,
+            "N1": c.N1,
+            "N2": c.N2,
+            "S": c.S,
+            "D": c.D,
+            "causal_mask": c.causal,
+            "status": self.status,
+            "message": self.message,
+            "max_abs_err": self.max_abs_err,
+            "mean_abs_err": self.mean_abs_err,
+            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
+            "bound": self.bound,
+            "softmax_max_err": self.softmax_max_err,
+            "softmax_sum_err": self.softmax_sum_err,
+            "kernel_ms": self.kernel_ms,
+            "first_mismatches": self.mismatches,
+        }
+
+
+def _torch() -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns when numpy is absent; we do not need it
+        import torch
+    return torch
+
+
+def torch_dtype(torch: Any, name: str) -> Any:
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def layout_shape(layout: str, B: int, N: int, S: int, D: int) -> Tuple[int, ...]:
+    return {
+        "BNSD": (B, N, S, D),
+        "BSND": (B, S, N, D),
+        "BSH": (B, S, N * D),
+        "SBH": (S, B, N * D),
+    }[layout]
+
+
+def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
+    if layout == "BNSD":
+        return x
+    if layout == "BSND":
+        return x.permute(0, 2, 1, 3)
+    if layout == "BSH":
+        return x.reshape(B, S, N, D).permute(0, 2, 1, 3)
+    return x.reshape(S, B, N, D).permute(1, 2, 0, 3)
+
+
+def raw_bytes(t: Any) -> bytes:
+    t = t.contiguous()
+    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+
+
+def make_inputs(case: Case) -> Dict[str, Any]:
+    """Seeded random q/k/v in the case's layout and dtype, and the causal mask."""
+    torch = _torch()
+    gen = torch.Generator().manual_seed(SEED + sum(map(ord, case.name)))
+    dt = torch_dtype(torch, case.dtype)
+    tensors = {
+        "q": torch.randn(
+            layout_shape(case.layout, case.B, case.N1, case.S, case.D), generator=gen
+        ).to(dt),
+        "k": torch.randn(
+            layout_shape(case.layout, case.B, case.N2, case.S, case.D), generator=gen
+        ).to(dt),
+        "v": torch.randn(
+            layout_shape(case.layout, case.B, case.N2, case.S, case.D), generator=gen
+        ).to(dt),
+    }
+    if case.causal:
+        tensors["mask"] = torch.triu(torch.ones(case.S, case.S, dtype=torch.uint8), diagonal=1)
+    return tensors
+
+
+def write_inputs(case: Case, directory: Path) -> Dict[str, Any]:
+    """The inputs as raw files for fa_check; returns the tensors."""
+    tensors = make_inputs(case)
+    directory.mkdir(parents=True, exist_ok=True)
+    for key, tensor in tensors.items():
+        (directory / f"{case.name}.{key}").write_bytes(raw_bytes(tensor))
+    return tensors
+
+
+def manifest_line(case: Case, directory: Path) -> str:
+    base = directory / case.name
+    words = [
+        f"name={case.name}",
+        f"dtype={case.dtype}",
+        f"layout={case.layout}",
+        f"B={case.B}",
+        f"N1={case.N1}",
+        f"N2={case.N2}",
+        f"S1={case.S}",
+        f"S2={case.S}",
+        f"D={case.D}",
+        f"scale={case.scale!r}",
+        "sparse=0",
+        "pre=2147483647",
+        "next=2147483647",
+        f"q={base}.q",
+        f"k={base}.k",
+        f"v={base}.v",
+        f"out={base}.out",
+        f"smax={base}.smax",
+        f"ssum={base}.ssum",
+    ]
+    if case.causal:
+        words.append(f"mask={base}.mask")
+    return " ".join(words)
+
+
+def _attention(
+    q: Any, k: Any, v: Any, scale: float, mask: Optional[Any], group: int
+) -> Tuple[Any, Any]:
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scores = (q * scale) @ k.transpose(-1, -2)
+    if mask is not None:
+        scores = scores.masked_fill(mask.bool(), MASKED)
+    probs = scores.softmax(dim=-1)
+    return probs @ v, scores
+
+
+def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
+    """attentionOut (case layout and dtype), softmaxMax and softmaxSum as written by fa_check."""
+    torch = _torch()
+    base = directory / case.name
+    shape = layout_shape(case.layout, case.B, case.N1, case.S, case.D)
+    out = torch.frombuffer(
+        bytearray(base.with_suffix(".out").read_bytes()), dtype=torch_dtype(torch, case.dtype)
+    )
+    smax = torch.frombuffer(bytearray(base.with_suffix(".smax").read_bytes()), dtype=torch.float32)
+    ssum = torch.frombuffer(bytearray(base.with_suffix(".ssum").read_bytes()), dtype=torch.float32)
+    stats = (case.B, case.N1, case.S, 8)
+    return out.reshape(shape), smax.reshape(stats), ssum.reshape(stats)
+
+
+def judge_files(
+    case: Case, tensors: Dict[str, Any], directory: Path, kernel_ms: Optional[float]
+) -> CaseResult:
+    try:
+        out, smax, ssum = read_outputs(case, directory)
+    except (OSError, RuntimeError, ValueError) as exc:
+        return CaseResult(case, "FAIL", f"the outputs cannot be read: {exc}", kernel_ms=kernel_ms)
+    return judge(case, tensors, out, smax, ssum, kernel_ms)
+
+
+def judge(
+    case: Case, tensors: Dict[str, Any], out: Any, smax: Any, ssum: Any, kernel_ms: Optional[float]
+) -> CaseResult:
+    """Verdict for one case from the kernel's outputs (any device; moved to the CPU here)."""
+    torch = _torch()
+    dt = torch_dtype(torch, case.dtype)
+    out, smax, ssum = out.cpu(), smax.cpu().float(), ssum.cpu().float()
+    group = case.N1 // case.N2
+    mask = tensors.get("mask")
+    q, k, v = (
+        to_bnsd(tensors[name], case.layout, case.B, n, case.S, case.D)
+        for name, n in (("q", case.N1), ("k", case.N2), ("v", case.N2))
+    )
+    ref, scores = _attention(q.double(), k.double(), v.double(), case.scale, mask, group)
+    same, _ = _attention(q, k, v, case.scale, mask, group)
+    got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
+    result = CaseResult(case, "PASS", kernel_ms=kernel_ms)
+    bad = ~torch.isfinite(got)
+    if bool(bad.any()):
+        idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]
+        result.status = "FAIL"
+        result.message = (
+            f"attentionOut has {int(bad.sum())} NaN/Inf values, first at (b, n, s, d) {idx[0]}"
+        )
+        result.mismatches = [
+            {"index": list(i), "got": str(float(got[i])), "want": float(ref[i])} for i in idx
+        ]
+        return result
+    err = (got - ref).abs()
+    ref_err = (same.double() - ref).abs().max().item()
+    noise = ((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max().item()
+    bound = 2.0 * ref_err + 2.0 * noise + (FP32_FLOOR if case.dtype == "fp32" else 0.0)
+    result.max_abs_err = err.max().item()
+    result.mean_abs_err = err.mean().item()
+    result.ref_same_dtype_max_err = ref_err
+    result.bound = bound
+    if result.max_abs_err > bound:
+        over = (err > bound).nonzero()[:5]
+        result.status = "FAIL"
+        result.message = (
+            f"attentionOut max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
+            f"(same-dtype torch error {ref_err:.3g})"
+        )
+        result.mismatches = [
+            {
+                "index": [int(i) for i in row],
+                "got": float(got[tuple(row)]),
+                "want": float(ref[tuple(row)]),
+            }
+            for row in over
+        ]
+    want_max = scores.max(dim=-1).values
+    want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
+    for label, stat, want in (("softmaxMax", smax, want_max), ("softmaxSum", ssum, want_sum)):
+        lanes = stat.double()
+        if not bool(torch.isfinite(lanes).all()):
+            result.status = "FAIL"
+            result.message = result.message or f"{label} has NaN/Inf values"
+            continue
+        if bool((lanes != lanes[..., :1]).any()):
+            result.status = "FAIL"
+            result.message = result.message or f"{label}'s 8 lanes are not all equal"
+        lane_err = (lanes[..., 0] - want).abs()
+        limit = STAT_RTOL * want.abs() + STAT_ATOL
+        worst = lane_err.max().item()
+        if label == "softmaxMax":
+            result.softmax_max_err = worst
+        else:
+            result.softmax_sum_err = worst
+        if bool((lane_err > limit).any()) and not result.message:
+            idx = [int(i) for i in (lane_err > limit).nonzero()[0]]
+            result.status = "FAIL"
+            result.message = (
+                f"{label} differs from the reference by up to {worst:.3g} (first at (b, n, s) {idx}: "
+                f"got {float(lanes[tuple(idx)][0]):.6g}, want {float(want[tuple(idx)]):.6g})"
+            )
+    if result.status == "PASS":
+        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"
+    return result
+
+
+def torch_available() -> Optional[str]:
+    """None when torch imports; otherwise why not."""
+    try:
+        _torch()
+    except ImportError as exc:
+        return f"torch is not installed ({exc.name}); the float64 reference needs it: pip install torch (CPU)"
+    return None
+
+
+def select(names: Sequence[str]) -> Tuple[Case, ...]:
+    if not names:
+        return CASES
+    return tuple(c for c in CASES if c.name in names)

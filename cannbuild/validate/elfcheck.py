@@ -1,0 +1,157 @@
+"""Check a built operator library as the dynamic loader would see it.
+
+Read with pyelftools (not by parsing `nm`/`ldd` text): the ELF machine must be
+the host's, the aclnn entry points must be exported (defined, global, default
+visibility), and every DT_NEEDED entry must resolve through RPATH/RUNPATH,
+LD_LIBRARY_PATH and the system paths, transitively for non-system libraries.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
+SYSTEM_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    machine: str
+    elfclass: int
+    exported: Set[str]
+    needed: Tuple[str, ...]
+    rpaths: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LibraryCheck:
+    path: Path
+    ok: bool
+    problems: Tuple[str, ...]
+    exported: Tuple[str, ...] = ()
+    resolved: Dict[str, str] = field(default_factory=dict)
+
+
+def read_elf(path: Path) -> ElfInfo:
+    with open(path, "rb") as fh:
+        elf = ELFFile(fh)
+        exported: Set[str] = set()
+        dynsym = elf.get_section_by_name(".dynsym")
+        if dynsym is not None:
+            for sym in dynsym.iter_symbols():
+                if (
+                    sym.name
+                    and sym["st_shndx"] != "SHN_UNDEF"
+                    and sym["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+                    and sym["st_other"]["visibility"] == "STV_DEFAULT"
+                ):
+                    exported.add(sym.name)
+        needed: List[str] = []
+        rpaths: List[str] = []
+        for section in elf.iter_sections():
+            if not isinstance(section, DynamicSection):
+                continue
+            for tag in section.iter_tags():
+                if tag.entry.d_tag == "DT_NEEDED":
+                    needed.append(tag.needed)
+                elif tag.entry.d_tag == "DT_RUNPATH":
+                    rpaths.extend(tag.runpath.split(":"))
+                elif tag.entry.d_tag == "DT_RPATH":
+                    rpaths.extend(tag.rpath.split(":"))
+        origin = str(path.parent)
+        rpaths = [r.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for r in rpaths if r]
+        return ElfInfo(elf["e_machine"], elf.elfclass, exported, tuple(needed), tuple(rpaths))
+
+
+def system_libraries() -> Dict[str, str]:
+    """soname -> path from the loader cache (`ldconfig -p`), plus the default dirs."""
+    found: Dict[str, str] = {}
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        try:
+            out = subprocess.run(
+                [ldconfig, "-p"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for line in out.splitlines()[1:]:
+            if "=>" not in line:
+                continue
+            name = line.strip().split(" ", 1)[0]
+            path = line.rsplit("=>", 1)[1].strip()
+            found.setdefault(name, path)
+        if found:
+            break
+    return found
+
+
+def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
+    for directory in dirs:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            try:
+                if read_elf(Path(candidate)).machine == machine:
+                    return candidate
+            except (ELFError, OSError):
+                continue
+    return None
+
+
+def check_library(
+    path: Path, symbols: Sequence[str], env: Mapping[str, str], host_arch: str
+) -> LibraryCheck:
+    if not path.is_file():
+        return LibraryCheck(path, False, (f"{path} does not exist",))
+    try:
+        info = read_elf(path)
+    except (ELFError, OSError) as exc:
+        return LibraryCheck(path, False, (f"{path.name} is not a readable ELF file ({exc})",))
+    problems: List[str] = []
+    want_machine = MACHINES.get(host_arch)
+    if want_machine and info.machine != want_machine:
+        problems.append(f"{path.name} is built for {info.machine}, this host needs {want_machine}")
+    missing = [s for s in symbols if s not in info.exported]
+    if missing:
+        problems.append(f"{path.name} does not export {', '.join(missing)}")
+    ld_path = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
+    system = system_libraries()
+    resolved: Dict[str, str] = {}
+    queue: List[Tuple[str, ElfInfo, str]] = [(path.name, info, str(path))]
+    seen: Set[str] = set()
+    while queue:
+        owner, owner_info, _owner_path = queue.pop(0)
+        for name in owner_info.needed:
+            if name in seen:
+                continue
+            seen.add(name)
+            hit = _search(name, list(owner_info.rpaths) + ld_path, owner_info.machine)
+            if hit is None and name in system:
+                hit = system[name]
+                resolved[name] = hit
+                continue  # system libraries: trust the distribution
+            if hit is None:
+                hit = _search(name, SYSTEM_DIRS, owner_info.machine)
+            if hit is None:
+                problems.append(
+                    f"{name} (needed by {owner}) is not found on RPATH, LD_LIBRARY_PATH or the system paths"
+                )
+                continue
+            resolved[name] = hit
+            try:
+                queue.append((name, read_elf(Path(hit)), hit))
+            except (ELFError, OSError):
+                problems.append(f"{hit} (needed by {owner}) is not a readable ELF file")
+    return LibraryCheck(
+        path,
+        not problems,
+        tuple(problems),
+        tuple(sorted(s for s in symbols if s in info.exported)),
+        resolved,
+    )
