@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from common import fmt, summary, time_command  # noqa: E402
+from common import compile_package, fmt, summary, time_command  # noqa: E402
 from hosttree import HostTree, clean_env  # noqa: E402
 
 
@@ -36,6 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
+    compile_package()
     exe = shutil.which("cannbuild")
     if exe is None:
         sys.exit("cannbuild is not on PATH: activate the venv it is installed in")

@@ -38,10 +38,11 @@ def build_overlay(toolkit_home: Path, stage_root: Path, overlay: Path) -> int:
     elif overlay.exists():
         shutil.rmtree(overlay)
     overlay.mkdir(parents=True)
-    return _merge(Path(os.path.realpath(toolkit_home)), stage_root, overlay)
+    root = Path(os.path.realpath(toolkit_home))
+    return _merge(root, stage_root, overlay, root)
 
 
-def _merge(real: Path, staged: Path, dst: Path) -> int:
+def _merge(real: Path, staged: Path, dst: Path, root: Path) -> int:
     names = set()
     if real.is_dir():
         names.update(os.listdir(real))
@@ -54,7 +55,7 @@ def _merge(real: Path, staged: Path, dst: Path) -> int:
         if os.path.lexists(s):
             if s.is_dir() and not s.is_symlink() and r.is_dir():
                 out.mkdir()
-                count += _merge(Path(os.path.realpath(r)), s, out)
+                count += _merge(Path(os.path.realpath(r)), s, out, root)
             elif s.is_dir() and not s.is_symlink():
                 shutil.copytree(s, out, symlinks=True)
                 count += sum(1 for _ in out.rglob("*"))
@@ -63,9 +64,17 @@ def _merge(real: Path, staged: Path, dst: Path) -> int:
             else:
                 shutil.copy2(s, out)
                 count += 1
+        elif r.is_symlink() and _inside(r, root) and not os.path.isabs(os.readlink(r)):
+            # e.g. lib64 -> x86_64-linux/lib64: keep it relative, so it reaches the overlay's copy
+            out.symlink_to(os.readlink(r))
         else:
             out.symlink_to(os.path.realpath(r))
     return count
+
+
+def _inside(link: Path, root: Path) -> bool:
+    real = os.path.realpath(link)
+    return real == str(root) or real.startswith(str(root) + os.sep)
 
 
 def overlay_env(env: Mapping[str, str], toolkit_paths: List[Path], overlay: Path) -> Dict[str, str]:

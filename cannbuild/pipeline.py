@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -38,7 +38,8 @@ from .plan import (
 )
 from .recipes import Recipe, check_requirements, describe_ref, render_ref, select_recipe
 from .redact import redact
-from .render import render_string
+from .render import command_env, render_string
+from .resources import data_dir
 from .runner import (
     ActionContext,
     NoProgress,
@@ -369,7 +370,11 @@ def sync_sources(
 def sources_from_lock(session: Session) -> Optional[SourceState]:
     """The pinned sources without touching the network (for `plan`); None if not fetched yet."""
     lock = read_lock(session.options.lock_file)
-    if lock is None or drift(lock, wanted_for(session)):
+    if lock is None:
+        return None
+    wanted = wanted_for(session)
+    # a different SoC or toolkit does not change the sources, only the lock's header
+    if drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version)):
         return None
     identities: Dict[str, Mapping[str, Any]] = {}
     for repo in session.recipe.repos:
@@ -424,6 +429,7 @@ def step_context(
         overlay_env=over,
         extra_env=extra,
         recipe=session.recipe.name,
+        templates=command_env(data_dir("templates")),
     )
 
 

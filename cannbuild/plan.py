@@ -45,6 +45,9 @@ class StepContext:
     overlay_env: Optional[Mapping[str, str]]  # after an overlay step (opbase installed)
     extra_env: Mapping[str, str]  # TMPDIR, mirror git config, offline proxies
     recipe: str = ""
+    templates: Any = field(
+        default=None, repr=False, compare=False
+    )  # one jinja2 Environment per run
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,10 @@ def digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _render(recipe: Recipe, template: str, values: Mapping[str, Any], what: str) -> str:
-    env = command_env(data_dir("templates"))
+def _render(
+    recipe: Recipe, template: str, values: Mapping[str, Any], what: str, env: Any = None
+) -> str:
+    env = env or command_env(data_dir("templates"))
     try:
         text = env.get_template(template).render(**values)
     except jinja2.UndefinedError as exc:

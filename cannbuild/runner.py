@@ -104,7 +104,7 @@ def new_run_id() -> str:
 def _stream(step: PlannedStep, log_path: Path) -> tuple:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
-    with open(log_path, "w", encoding="utf-8") as log:
+    with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
         log.write(f"# step: {step.name}\n# command: {redact(step.command)}\n# cwd: {step.cwd}\n")
         for key, value in sorted(step.env_delta.items()):
             log.write(f"# env: {key}={redact(value)}\n")

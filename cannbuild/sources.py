@@ -15,8 +15,6 @@ import re
 import shutil
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -165,14 +163,19 @@ class Fetcher:
                 "Seed the workspace with --bundle OUT.tar (made by `cannbuild bundle` on a connected "
                 "machine), or drop --offline.",
             )
+        import urllib.error  # only downloads pay for the http stack
+        import urllib.request
+
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.part")
 
         def attempt() -> None:
-            with (
-                urllib.request.urlopen(source, timeout=DOWNLOAD_TIMEOUT_S) as resp,
-                open(tmp, "wb") as out,
-            ):
+            try:
+                resp = urllib.request.urlopen(source, timeout=DOWNLOAD_TIMEOUT_S)
+            except urllib.error.HTTPError as exc:
+                exc.close()  # the error holds the open response
+                raise
+            with resp, open(tmp, "wb") as out:
                 shutil.copyfileobj(resp, out)
 
         def transient(exc: Exception) -> bool:

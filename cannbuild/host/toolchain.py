@@ -54,6 +54,14 @@ TOOLS: Tuple[ToolSpec, ...] = (
         "apt install makeself (the repos otherwise use the copy in their third-party downloads)",
     ),
     ToolSpec("ccache", ("--version",), None, False, "apt install ccache to speed up rebuilds"),
+    ToolSpec(
+        "gawk",
+        ("--version",),
+        None,
+        False,
+        "apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
+        "and exits 127 without it",
+    ),
 )
 
 

@@ -141,6 +141,12 @@ def lay_out_hardware(sysroot: Path, v: Variant, rel: Release) -> None:
         write(dev / "vendor", "0x19e5\n")
         write(dev / "device", f"0x{v.pci_device}\n")
         write(dev / "class", "0x120000\n")
+    # device nodes (placeholders: the sandbox cannot mknod) and the DCMI folder containers mount
+    for i in range(v.npus * v.dies):
+        write(sysroot / "dev" / f"davinci{i}", "")
+    for node in ("davinci_manager", "devmm_svm", "hisi_hdc"):
+        write(sysroot / "dev" / node, "")
+    (sysroot / "usr/local/dcmi").mkdir(parents=True, exist_ok=True)
     # driver installer record, driver and firmware version files
     write(
         sysroot / "etc/ascend_install.info",

@@ -131,6 +131,43 @@ def inputs_for(
     )
 
 
+def validation_key(inp: ValidationInputs) -> str:
+    """What a verdict depends on: the installed package, the program, the cases, the rule,
+    torch, the target.  Same key, same verdict: setup can reuse it."""
+    import hashlib
+    import json
+
+    from ..host.pystack import read_python_stack
+    from ..resources import data_dir
+
+    digest = hashlib.sha256()
+    files = (
+        sorted(p for p in inp.vendor_dir.rglob("*") if p.is_file())
+        if inp.vendor_dir.is_dir()
+        else []
+    )
+    for path in files:
+        st = path.stat()
+        digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
+    digest.update((data_dir("kernels") / "flash_attention" / "fa_check.cpp").read_bytes())
+    stack = read_python_stack()
+    digest.update(
+        json.dumps(
+            {
+                "cases": [c.__dict__ for c in cases.select(inp.case_names)],
+                "rule": cases.RULE,
+                "torch": stack.torch,
+                "target": inp.target,
+                "example": inp.example_command,
+                "home": inp.env.get("ASCEND_HOME_PATH"),
+                "ld": inp.env.get("LD_LIBRARY_PATH"),
+            },
+            sort_keys=True,
+        ).encode()
+    )
+    return digest.hexdigest()
+
+
 def run_validation(inp: ValidationInputs) -> ValidationReport:
     start = time.monotonic()
     checks: List[ValidationCheck] = []

@@ -14,10 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 SYSTEM_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
@@ -41,6 +37,9 @@ class LibraryCheck:
 
 
 def read_elf(path: Path) -> ElfInfo:
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
     with open(path, "rb") as fh:
         elf = ELFFile(fh)
         exported: Set[str] = set()
@@ -93,6 +92,8 @@ def system_libraries() -> Dict[str, str]:
 
 
 def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
+    from elftools.common.exceptions import ELFError
+
     for directory in dirs:
         candidate = os.path.join(directory, name)
         if os.path.isfile(candidate):
@@ -107,6 +108,8 @@ def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
 def check_library(
     path: Path, symbols: Sequence[str], env: Mapping[str, str], host_arch: str
 ) -> LibraryCheck:
+    from elftools.common.exceptions import ELFError
+
     if not path.is_file():
         return LibraryCheck(path, False, (f"{path} does not exist",))
     try:

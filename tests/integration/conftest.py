@@ -1,0 +1,138 @@
+"""Integration tests: the real pipeline on the emulated Ascend host.
+
+Sandboxes are created once per session (one per variant/CANN) and shared;
+every test gets its own workspace and lock file (its own tmp_path as cwd).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Optional
+
+import pytest
+
+from cannbuild.sandbox import SandboxSpec, create_sandbox
+
+SPECS = {"A2-8.5.0": ("A2", "8.5.0"), "A3-9.0.0": ("A3", "9.0.0"), "A2-8.3.RC2": ("A2", "8.3.RC2")}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def sandboxes(tmp_path_factory) -> Dict[str, Path]:
+    """Lazily created shared sandboxes, keyed 'A2-8.5.0' etc."""
+
+    class Lazy(dict):
+        def __missing__(self, key: str) -> Path:
+            variant, cann = SPECS[key]
+            directory = tmp_path_factory.getbasetemp() / "sandboxes" / key
+            create_sandbox(SandboxSpec(directory, variant, cann))
+            self[key] = directory
+            return directory
+
+    return Lazy()
+
+
+def base_env(**extra: str) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "CANNBUILD_"))}
+    env["CANNBUILD_RETRIES"] = "0"
+    env.update(extra)
+    return env
+
+
+class Cli:
+    """Runs `python -m cannbuild` in a test's folder against a shared sandbox."""
+
+    def __init__(self, cwd: Path, sandbox: Path, variant: str, cann: str) -> None:
+        self.cwd = cwd
+        self.sandbox = sandbox
+        self.variant = variant
+        self.cann = cann
+
+    def env(self, **extra: str) -> Dict[str, str]:
+        return base_env(CANNBUILD_SANDBOX_DIR=str(self.sandbox), **extra)
+
+    def __call__(
+        self,
+        *args: str,
+        env: Optional[Dict[str, str]] = None,
+        timeout: int = 600,
+        sandbox: bool = True,
+    ) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "cannbuild", *args]
+        if sandbox:
+            argv += ["--sandbox", "--variant", self.variant, "--cann", self.cann]
+        return subprocess.run(
+            argv,
+            cwd=self.cwd,
+            env=env or self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def popen(self, *args: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+        argv = [
+            sys.executable,
+            "-m",
+            "cannbuild",
+            *args,
+            "--sandbox",
+            "--variant",
+            self.variant,
+            "--cann",
+            self.cann,
+        ]
+        return subprocess.Popen(
+            argv,
+            cwd=self.cwd,
+            env=env or self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    @property
+    def ws(self) -> Path:
+        return self.cwd / ".cannbuild"
+
+    def report(self) -> dict:
+        return json.loads((self.ws / "reports" / "latest" / "report.json").read_text())
+
+    def stamp(self, step: str) -> Optional[dict]:
+        path = self.ws / "stamps" / f"{step}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+@pytest.fixture
+def cli_for(sandboxes, tmp_path):
+    def make(key: str = "A2-8.5.0", cwd: Optional[Path] = None) -> Cli:
+        variant, cann = SPECS[key]
+        folder = cwd or tmp_path
+        folder.mkdir(parents=True, exist_ok=True)
+        return Cli(folder, sandboxes[key], variant, cann)
+
+    return make
+
+
+@pytest.fixture
+def cli(cli_for) -> Cli:
+    return cli_for("A2-8.5.0")
+
+
+@pytest.fixture(scope="session")
+def installed(sandboxes, tmp_path_factory) -> Cli:
+    """One A2 / CANN 8.5.0 workspace, built and installed once, for read-only tests."""
+    folder = tmp_path_factory.mktemp("installed")
+    c = Cli(folder, sandboxes["A2-8.5.0"], "A2", "8.5.0")
+    proc = c("install")
+    assert proc.returncode == 0, proc.stderr
+    return c

@@ -1,0 +1,101 @@
+"""The emulated ACL runtime and the stand-in FlashAttention operator, through the public API."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cannbuild.validate import capi, cases
+
+pytest.importorskip("torch")
+
+EXTRA_CASES = (
+    cases.Case("fp32_sbh_s127_d64", "fp32", "SBH", 2, 2, 2, 127, 64, False),
+    cases.Case("fp16_bsnd_s513_d128_gqa_causal", "fp16", "BSND", 1, 4, 2, 513, 128, True),
+    cases.Case("bf16_sbh_s1_d64_gqa", "bf16", "SBH", 1, 4, 1, 1, 64, False),
+    cases.Case("bf16_bsnd_s127_d128_causal", "bf16", "BSND", 2, 2, 2, 127, 128, True),
+    cases.Case("fp16_sbh_s513_d64_causal", "fp16", "SBH", 1, 2, 2, 513, 64, True),
+    cases.Case("fp32_bsnd_s1_d64_gqa", "fp32", "BSND", 1, 8, 2, 1, 64, False),
+    cases.Case("fp32_bnsd_s127_d128_gqa8", "fp32", "BNSD", 1, 8, 1, 127, 128, True),
+)
+
+
+def installed_env(installed):
+    from cannbuild.host.toolchain import capture_env
+
+    sandbox = installed.sandbox
+    toolkit_env = capture_env(
+        sandbox / "sysroot/usr/local/Ascend/cann/set_env.sh", installed.env()
+    ).env
+    vendor = installed.ws / "opp/vendors/custom_transformer"
+    return vendor, capture_env(vendor / "bin/set_env.bash", toolkit_env).env
+
+
+@pytest.fixture(scope="module")
+def compiled(installed, tmp_path_factory):
+    vendor, env = installed_env(installed)
+    result = capi.compile_check(vendor, env, tmp_path_factory.mktemp("fa_check"))
+    assert result.ok, result.output
+    return result, env
+
+
+@pytest.mark.parametrize("case", cases.CASES + EXTRA_CASES, ids=lambda c: c.name)
+def test_the_operator_matches_a_float64_reference(compiled, tmp_path, case):
+    compiled, env = compiled
+    tensors = cases.write_inputs(case, tmp_path)
+    manifest = tmp_path / "m.txt"
+    manifest.write_text(cases.manifest_line(case, tmp_path) + "\n")
+    runs, output, code = capi.run_cases(compiled.binary, manifest, env, [case.name])
+    assert code == 0 and runs[case.name].ok, output
+    result = cases.judge_files(case, tensors, tmp_path, runs[case.name].kernel_ms)
+    assert result.status == "PASS", result.message
+
+
+def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
+    vendor, env = installed_env(installed)
+    home = env["ASCEND_HOME_PATH"]
+    binary = tmp_path / "fa_errors"
+    argv = capi.compile_command(vendor, home, binary, shutil.which("g++"))
+    argv[3] = str(Path(__file__).parent / "programs" / "fa_errors.cpp")
+    subprocess.run(argv, check=True, env=env)
+    out = subprocess.run([str(binary)], capture_output=True, text=True, env=env).stdout
+    lines = {line.split(" ", 1)[0]: line for line in out.splitlines()}
+    assert lines["ok"].startswith("ok 0") and lines["ok-run"] == "ok-run 0"
+    assert lines["null-query"].startswith("null-query 161001")
+    assert "The query cannot be nullptr." in lines["null-query"]
+    assert lines["null-out"].startswith("null-out 161001") and "attentionOut" in lines["null-out"]
+    for probe, words in (
+        ("bad-layout", "inputLayout XYZW is invalid"),
+        ("tnd-layout", "only supported by the VarLen APIs"),
+        ("gqa-not-multiple", "n1Size 4 must be a multiple of n2Size 3"),
+        ("headnum-mismatch", "headNum 3"),
+        ("out-dtype", "attentionOut dtype"),
+        ("host-memory", "not device memory"),
+    ):
+        assert lines[probe].startswith(f"{probe} 161002"), lines[probe]
+        assert words in lines[probe]
+
+
+def test_memory_stays_linear_in_sequence_length(compiled, tmp_path):
+    """No S x S buffer: at S=8192 an S x S fp32 matrix per head would be 256 MiB."""
+    compiled, env = compiled
+    case = cases.Case("fp32_long", "fp32", "BNSD", 1, 1, 1, 8192, 64, False)
+    cases.write_inputs(case, tmp_path)
+    manifest = tmp_path / "m.txt"
+    manifest.write_text(cases.manifest_line(case, tmp_path) + "\n")
+    probe = (
+        "import resource, subprocess, sys; "
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(p.stdout); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(compiled.binary), str(manifest)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert "CASE fp32_long OK" in proc.stdout
+    peak_kib = int(proc.stdout.strip().splitlines()[-1])
+    assert peak_kib < 128 * 1024, f"peak RSS {peak_kib} KiB suggests an S x S buffer"

@@ -1,0 +1,317 @@
+"""The whole pipeline on the sandbox: setup, incremental reruns, faults, locks, offline, concurrency."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+
+def started_steps(stderr: str):
+    return [
+        line.split("] ", 1)[1].split(":")[0]
+        for line in stderr.splitlines()
+        if ": started (" in line
+    ]
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_symlink():
+            digest.update(b"->" + os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("key", ["A2-8.5.0", "A3-9.0.0", "A2-8.3.RC2"])
+def test_setup_builds_installs_and_validates(cli_for, key):
+    cli = cli_for(key)
+    proc = cli("setup")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert started_steps(proc.stderr)[-1] == "ops-transformer-install"
+    report = cli.report()
+    assert report["validation"]["status"] == "PASS"
+    statuses = {c["id"]: c["status"] for c in report["validation"]["checks"]}
+    assert statuses == {
+        "library": "PASS",
+        "capi": "PASS",
+        "example": "PASS",
+        "torch_npu": "SKIPPED",
+    }
+    assert all(c["status"] == "PASS" for c in report["validation"]["cases"])
+    lock = (cli.cwd / "cannbuild.lock").read_text()
+    for repo in report["lock"]["repos"]:
+        checkout = cli.ws / "src" / repo["name"].replace(":", "/")
+        if ":" in repo["name"]:
+            checkout = cli.ws / "src" / repo["name"].split(":")[0] / repo["name"].split(":")[1]
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True
+        ).stdout.strip()
+        assert head == repo["commit"] and repo["commit"] in lock
+    assert (
+        (cli.ws / "reports" / "latest" / "report.md").read_text().startswith("# cannbuild report")
+    )
+
+
+def test_9_0_places_the_pinned_opbase_source(cli_for):
+    cli = cli_for("A3-9.0.0")
+    assert cli("install").returncode == 0
+    pinned = cli.ws / "src/ops-transformer/third_party/opbase"
+    pin = (
+        (cli.ws / "src/ops-transformer/cmake/third_party/opbase.cmake")
+        .read_text()
+        .split("OPBASE_TAG_ID ")[1]
+        .split(")")[0]
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=pinned, capture_output=True, text=True
+    ).stdout.strip()
+    assert head == pin
+    log = (cli.ws / "logs/latest/ops-transformer-build.log").read_text()
+    assert f"Find opbase source dir: {pinned}" in log
+
+
+def test_a_rerun_with_nothing_changed_runs_no_step(cli):
+    assert cli("setup", "--cases", "fp32_bsh_s128_d64_gqa").returncode == 0
+    before = {s: cli.stamp(s)["finished"] for s in ("opbase-build", "ops-transformer-build")}
+    proc = cli("setup", "--cases", "fp32_bsh_s128_d64_gqa")
+    assert proc.returncode == 0
+    assert started_steps(proc.stderr) == []
+    assert proc.stderr.count("up to date, skipped") == 4
+    assert "validation: PASS reused from run" in proc.stderr
+    assert {s: cli.stamp(s)["finished"] for s in before} == before
+    report = cli.report()
+    assert report["validation"]["status"] == "PASS" and report["validation"]["reused_from"]
+    proc = cli("setup", "--cases", "fp32_bsh_s128_d64_gqa", "--force", "validate")
+    assert "reused" not in proc.stderr and "capi" in proc.stdout
+
+
+def test_changing_soc_reruns_exactly_the_ops_transformer_steps(cli):
+    assert cli("install").returncode == 0
+    plan = json.loads(cli("plan", "--json", "--soc", "ascend910_93").stdout)
+    status = {s["name"]: (s["status"], s["reason"]) for s in plan["steps"]}
+    assert status["opbase-build"][0] == status["opbase-install"][0] == "up to date"
+    assert status["ops-transformer-build"] == (
+        "needs run",
+        "soc changed: ascend910b -> ascend910_93",
+    )
+    assert status["ops-transformer-install"][0] == "needs run"
+    proc = cli("install", "--soc", "ascend910_93")
+    assert started_steps(proc.stderr) == ["ops-transformer-build", "ops-transformer-install"]
+    # an A3 package on this A2 host: the operator finds no kernel for the device
+    proc = cli("validate", "--soc", "ascend910_93", "--cases", "fp32_bsh_s128_d64_gqa")
+    assert proc.returncode == 5
+    assert "561003" in proc.stdout and "Cannot find the kernel" in proc.stdout
+
+
+def test_the_toolkit_is_never_modified(cli):
+    toolkit = cli.sandbox / "sysroot/usr/local/Ascend/cann-8.5.0"
+    before = tree_digest(toolkit)
+    assert cli("install").returncode == 0
+    assert (
+        (cli.ws / "overlay/share/info/opbase/version.info")
+        .read_text()
+        .startswith("Version=8.5.0-beta.1")
+    )
+    assert tree_digest(toolkit) == before
+
+
+def test_install_into_toolkit_is_explicit(cli_for, tmp_path):
+    from cannbuild.sandbox import SandboxSpec, create_sandbox
+
+    own = tmp_path / "own-sandbox"
+    create_sandbox(SandboxSpec(own, "A2", "8.5.0"))
+    cli = cli_for("A2-8.5.0", tmp_path / "w")
+    cli.sandbox = own
+    assert cli("install", "--install-into-toolkit").returncode == 0
+    info = own / "sysroot/usr/local/Ascend/cann-8.5.0/share/info/opbase/version.info"
+    assert info.read_text().startswith("Version=8.5.0-beta.1")
+    assert not (cli.ws / "overlay").exists()
+
+
+def test_a_failing_build_gives_a_digest_with_a_hint_and_resumes(cli):
+    proc = cli("install", env=cli.env(CANNBUILD_SANDBOX_FAULT="build-fail:opbase"))
+    assert proc.returncode == 4
+    assert "step opbase-build FAILED (exit 1)" in proc.stderr
+    assert "static assertion failed: cannbuild sandbox fault build-fail:opbase" in proc.stderr
+    assert "hint: a compiler error in the sources" in proc.stderr
+    log = cli.ws / "logs/latest/opbase-build.log"
+    assert (log.is_file() and f"log:     {log.resolve()}" in proc.stderr) or "log:" in proc.stderr
+    assert cli.stamp("opbase-build") is None
+    proc = cli("install")
+    assert proc.returncode == 0
+    assert started_steps(proc.stderr)[0] == "opbase-build"
+
+
+def test_a_failing_ops_transformer_build_resumes_at_that_step(cli):
+    assert cli("build").returncode == 0
+    proc = cli("build", env=cli.env(CANNBUILD_SANDBOX_FAULT="build-fail:ops-transformer"))
+    assert proc.returncode == 4 and "step ops-transformer-build FAILED" in proc.stderr
+    proc = cli("build")
+    assert proc.returncode == 0
+    assert "ops-transformer-build" in started_steps(proc.stderr)
+
+
+@pytest.mark.parametrize(
+    "fault,check,words",
+    [
+        ("fa-wrong-scale", "capi", "exceeds the bound"),
+        ("fa-nan", "capi", "NaN/Inf"),
+        ("missing-symbol", "library", "does not export aclnnFlashAttentionScoreV2GetWorkspaceSize"),
+    ],
+)
+def test_each_operator_fault_is_a_validation_failure(cli, fault, check, words):
+    proc = cli(
+        "setup", "--cases", "fp16_bsh_s128_d128_causal", env=cli.env(CANNBUILD_SANDBOX_FAULT=fault)
+    )
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    checks = {c["id"]: c for c in cli.report()["validation"]["checks"]}
+    assert checks[check]["status"] == "FAIL" and words in checks[check]["message"]
+    assert checks["example"]["status"] == "FAIL"
+
+
+def test_locked_refuses_drift_and_names_it(cli):
+    assert cli("fetch").returncode == 0
+    lock = cli.cwd / "cannbuild.lock"
+    lock.write_text(lock.read_text().replace('soc = "ascend910b"', 'soc = "ascend910_93"'))
+    proc = cli("build", "--locked")
+    assert proc.returncode == 6
+    assert "soc: the lock says ascend910_93, this run builds for ascend910b" in proc.stderr
+    assert cli("lock").returncode == 0
+    assert cli("build", "--locked").returncode == 0
+
+
+def test_locked_notices_a_moved_tag(cli_for, tmp_path):
+    import shutil
+
+    from conftest import Cli
+
+    own = tmp_path / "sandbox-copy"
+    shutil.copytree(cli_for("A2-8.5.0").sandbox, own, symlinks=True)
+    cli = Cli(tmp_path / "w", own, "A2", "8.5.0")
+    cli.cwd.mkdir()
+    # a copied sandbox's hard-coded paths point at the original; only its mirror matters here
+    assert cli("fetch").returncode == 0
+    repo = own / "mirror/cann/ops-transformer.git"
+    subprocess.run(
+        ["git", "tag", "-f", "-a", "v8.5.0", "-m", "moved", "master"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    proc = cli("fetch", "--locked")
+    assert proc.returncode == 6
+    assert "tag v8.5.0 moved from" in proc.stderr
+
+
+def test_offline_bundle_round_trip_without_network(cli, tmp_path):
+    assert cli("fetch").returncode == 0
+    bundle = tmp_path / "cann-sources.tar"
+    assert cli("bundle", str(bundle), sandbox=False).returncode == 0
+    from conftest import Cli
+
+    air_gapped = Cli(tmp_path / "air", cli.sandbox, "A2", "8.5.0")
+    air_gapped.cwd.mkdir()
+    (air_gapped.cwd / "invoke.yaml").write_text(
+        'cannbuild:\n  mirrors:\n    "https://gitcode.com/": "https://mirror.invalid/"\n'
+    )
+    proc = air_gapped("build", "--offline")
+    assert proc.returncode == 8
+    assert "https://mirror.invalid/cann/opbase.git" in proc.stderr
+    proc = air_gapped("install", "--offline", "--bundle", str(bundle))
+    assert proc.returncode == 0, proc.stderr
+    assert (air_gapped.cwd / "cannbuild.lock").is_file()
+    assert air_gapped("install", "--offline").returncode == 0  # the lock and caches now suffice
+
+
+def test_two_builds_on_one_workspace_never_interleave(cli):
+    first = cli.popen("install")
+    info = cli.ws / ".lock.info"
+    deadline = time.monotonic() + 60
+    while not info.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = cli("build")
+    assert second.returncode == 7
+    assert f"in use by pid {first.pid}" in second.stderr
+    waiting = cli.popen("build", "--wait")
+    first.communicate(timeout=300)
+    assert first.returncode == 0
+    _out, err = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0
+    assert "waiting for pid" in err and started_steps(err) == []
+
+
+def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
+    assert cli("build").returncode == 0
+    proc = cli.popen("build", "--force", "ops-transformer-build")
+    first_run = {p.parent for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        new = [
+            p
+            for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")
+            if p.parent not in first_run and p.parent.name != "latest"
+        ]
+        if new and "cmake config" in new[0].read_text():
+            break
+        time.sleep(0.02)
+    before = cli.stamp("ops-transformer-build")["finished"]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted during ops-transformer-build" in err
+    stamp = cli.stamp("ops-transformer-build")
+    assert stamp is not None and stamp["finished"] == before  # the old stamp, not a new one
+    assert not list(
+        (cli.ws / "src/ops-transformer/build_out").glob("*.run")
+    )  # cleared before the rerun
+    proc = cli("build")
+    assert proc.returncode == 0 and started_steps(proc.stderr) == ["ops-transformer-build"]
+
+
+def test_credentials_never_reach_plans_logs_or_errors(cli):
+    (cli.cwd / "invoke.yaml").write_text(
+        'cannbuild:\n  mirrors:\n    "https://example.invalid/": "https://alice:s3cret@mirror.invalid/"\n'
+    )
+    plan = cli("plan", "--json")
+    assert plan.returncode == 0 and "s3cret" not in plan.stdout
+    assert "https://***@mirror.invalid/" in plan.stdout
+    assert cli("build").returncode == 0
+    for log in (cli.ws / "logs").rglob("*.log"):
+        assert "s3cret" not in log.read_text()
+
+
+def test_a_user_recipe_without_code_and_a_rejected_flag_digest(cli):
+    from cannbuild.resources import data_dir
+
+    recipe = (data_dir("recipes") / "8.5.toml").read_text()
+    custom = cli.cwd / "cannbuild-recipes"
+    custom.mkdir()
+    (custom / "8.5.toml").write_text(recipe.replace('name = "cann-8.5"', 'name = "team-8.5"'))
+    templates = cli.cwd / "debug.toml"
+    (templates).write_text(
+        recipe.replace(
+            'command = "steps/ops-transformer-build.j2"',
+            'command = "steps/ops-transformer-debug.j2"',
+        )
+    )
+    plan = json.loads(cli("plan", "--json").stdout)
+    assert plan["recipe"] == "team-8.5"
+    step_template = data_dir("templates") / "steps" / "ops-transformer-build.j2"
+    debug_template = data_dir("templates") / "steps" / "ops-transformer-debug.j2"
+    debug_template.write_text(step_template.read_text().replace("--pkg", "--pkg --debug"))
+    try:
+        proc = cli("build", "--recipe", str(templates))
+    finally:
+        debug_template.unlink()
+    assert proc.returncode == 4
+    assert "printed its help and exited" in proc.stderr

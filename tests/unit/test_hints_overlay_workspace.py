@@ -1,0 +1,133 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from cannbuild.errors import WorkspaceBusy
+from cannbuild.hints import match_hint
+from cannbuild.overlay import build_overlay, overlay_env, staged_root
+from cannbuild.plan import explain_change
+from cannbuild.workspace import Workspace, WorkspaceLock, write_atomic
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        (
+            "[2026-01-01 00:00:00] Error: bisheng compilation tool not found, Please check",
+            "bisheng on PATH",
+        ),
+        (
+            "Error: Please set the toolkit package installation directory through parameter -p",
+            "--cann-path",
+        ),
+        ("[ERROR] The input soc ascend999 is not supported.", "does not build for that --soc"),
+        (
+            "check_build_dependencies.py: ERROR: /x/share/info/hcomm/version.info does not exist in read_pkg_version!",
+            "no hcomm package",
+        ),
+        ("[ops_custom] [2026] [ERROR] env ASCEND_OPP_PATH no exist", "--install-path"),
+        ("/bin/sh: gawk: command not found", "apt install gawk"),
+        (
+            "CMake Error: Failed to download https://x/y.tar.gz: 6",
+            "tried to download https://x/y.tar.gz",
+        ),
+        ("x.cpp:3:1: error: expected ';'", "x.cpp:3:1: error: expected ';'"),
+    ],
+)
+def test_known_failure_messages_get_their_fix(line, expected):
+    assert expected in match_hint(["noise", line, "more noise"])
+
+
+def test_unknown_output_has_no_hint():
+    assert match_hint(["all fine", "nothing to see"]) is None
+
+
+def tree(root: Path) -> Path:
+    (root / "x86_64-linux/lib64").mkdir(parents=True)
+    (root / "x86_64-linux/lib64/libascendcl.so").write_text("acl")
+    (root / "x86_64-linux/lib64/libnnopbase.so").write_text("old nnopbase")
+    (root / "lib64").symlink_to("x86_64-linux/lib64")
+    (root / "runtime").mkdir()
+    (root / "runtime/version.info").write_text("Version=8.5.0\n")
+    return root
+
+
+def snapshot(root: Path) -> dict:
+    return {
+        str(p.relative_to(root)): (
+            p.is_symlink(),
+            p.read_bytes() if p.is_file() and not p.is_symlink() else None,
+        )
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_overlay_puts_staged_files_on_top_and_never_writes_the_toolkit(tmp_path: Path):
+    toolkit = tree(tmp_path / "cann-8.5.0")
+    before = snapshot(toolkit)
+    stage = tmp_path / "stage"
+    (stage / "cann/x86_64-linux/lib64").mkdir(parents=True)
+    (stage / "cann/x86_64-linux/lib64/libnnopbase.so").write_text("new nnopbase")
+    (stage / "cann/x86_64-linux/lib64/libops_base.so").write_text("opbase")
+    (stage / "cann/share/info/opbase").mkdir(parents=True)
+    (stage / "cann/share/info/opbase/version.info").write_text("Version=8.5.0\n")
+    overlay = tmp_path / "overlay"
+    root = staged_root(stage)
+    assert root == stage / "cann"
+    build_overlay(toolkit, root, overlay)
+    assert (overlay / "lib64/libnnopbase.so").read_text() == "new nnopbase"
+    assert (overlay / "lib64/libascendcl.so").read_text() == "acl"
+    assert (overlay / "x86_64-linux/lib64/libascendcl.so").is_symlink()
+    assert (overlay / "runtime").is_symlink()
+    assert (overlay / "share/info/opbase/version.info").is_file()
+    assert snapshot(toolkit) == before
+
+
+def test_overlay_env_points_every_toolkit_path_at_the_overlay(tmp_path: Path):
+    toolkit = tree(tmp_path / "cann-8.5.0")
+    (tmp_path / "cann").symlink_to("cann-8.5.0")
+    env = {
+        "ASCEND_HOME_PATH": str(tmp_path / "cann"),
+        "LD_LIBRARY_PATH": f"{tmp_path / 'cann'}/lib64:/usr/lib:{toolkit}/runtime",
+        "PATH": "/usr/bin",
+    }
+    out = overlay_env(env, [tmp_path / "cann", toolkit], tmp_path / "ov")
+    assert out["ASCEND_HOME_PATH"] == str(tmp_path / "ov")
+    assert out["LD_LIBRARY_PATH"] == f"{tmp_path / 'ov'}/lib64:/usr/lib:{tmp_path / 'ov'}/runtime"
+    assert out["PATH"] == "/usr/bin"
+
+
+def test_second_holder_of_the_workspace_is_refused_with_who_holds_it(tmp_path: Path):
+    ws = Workspace(tmp_path)
+    with WorkspaceLock(ws, "cannbuild build"):
+        with pytest.raises(WorkspaceBusy) as err, WorkspaceLock(ws, "cannbuild setup"):
+            pass
+        assert f"pid {os.getpid()} (cannbuild build" in err.value.paragraph()
+    with WorkspaceLock(ws, "cannbuild setup"):
+        pass  # released: free again
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path: Path):
+    target = tmp_path / "stamp.json"
+    write_atomic(target, b"{}")
+    assert target.read_bytes() == b"{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["stamp.json"]
+
+
+@pytest.mark.parametrize(
+    "old,new,expected",
+    [
+        ({"soc": "ascend910b"}, {"soc": "ascend910_93"}, "soc changed: ascend910b -> ascend910_93"),
+        (
+            {"source": {"commit": "a" * 40}},
+            {"source": {"commit": "b" * 40}},
+            "source commit changed",
+        ),
+        ({"toolkit": {"version": "8.5.0"}}, {"toolkit": {"version": "9.0.0"}}, "toolkit changed"),
+        ({"hashed_env": {}}, {"hashed_env": {"CXX": "clang++"}}, "environment changed: CXX"),
+        ({"upstream": {"a": 1}}, {"upstream": {"a": 2}}, "output of a changed"),
+    ],
+)
+def test_a_rerun_says_which_input_changed(old, new, expected):
+    assert expected in explain_change(old, new)

@@ -1,0 +1,81 @@
+from pathlib import Path
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.lockfile import Lock, LockedArchive, LockedRepo, Wanted, drift, read_lock, write_lock
+
+LOCK = Lock(
+    recipe="cann-9.0",
+    recipe_digest="abc",
+    toolkit_version="9.0.0",
+    soc="ascend910_93",
+    arch="x86_64",
+    repos=(
+        LockedRepo("opbase", "https://gitcode.com/cann/opbase.git", "tag v9.0.0", "a" * 40),
+        LockedRepo(
+            "ops-transformer",
+            "https://gitcode.com/cann/ops-transformer.git",
+            "tag v9.0.0",
+            "b" * 40,
+        ),
+        LockedRepo(
+            "ops-transformer:third_party/opbase",
+            "https://gitcode.com/cann/opbase.git",
+            "pinned",
+            "c" * 40,
+        ),
+    ),
+    third_party=(LockedArchive("makeself", "https://x/makeself.tar.gz", "d" * 64),),
+    source_date_epoch=1700000000,
+)
+WANTED = Wanted(
+    "cann-9.0",
+    "9.0.0",
+    "ascend910_93",
+    (
+        ("opbase", "https://gitcode.com/cann/opbase.git", "tag v9.0.0"),
+        ("ops-transformer", "https://gitcode.com/cann/ops-transformer.git", "tag v9.0.0"),
+    ),
+    (("makeself", "https://x/makeself.tar.gz", None),),
+)
+
+
+def test_lock_round_trips_through_toml(tmp_path: Path):
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, LOCK)
+    assert read_lock(path) == LOCK
+    assert path.read_text().startswith("# cannbuild.lock")
+
+
+def test_matching_inputs_have_no_drift():
+    assert drift(LOCK, WANTED) == []
+
+
+def test_drift_names_each_difference():
+    from dataclasses import replace
+
+    wanted = replace(
+        WANTED,
+        toolkit_version="8.5.0",
+        soc="ascend910b",
+        repos=(WANTED.repos[0], ("ops-transformer", WANTED.repos[1][1], "tag v9.0.1")),
+    )
+    problems = drift(LOCK, wanted)
+    assert any(
+        "toolkit: the lock was made for CANN 9.0.0, this host has 8.5.0" in p for p in problems
+    )
+    assert any(
+        "soc: the lock says ascend910_93, this run builds for ascend910b" in p for p in problems
+    )
+    assert any("the lock pins tag v9.0.0, the recipe asks for tag v9.0.1" in p for p in problems)
+
+
+def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
+    path = tmp_path / "cannbuild.lock"
+    path.write_text("version = 1\nrecipe = \n")
+    with pytest.raises(UsageError, match="cannot be read"):
+        read_lock(path)
+    path.write_text("version = 7\n")
+    with pytest.raises(UsageError, match="version 7"):
+        read_lock(path)

@@ -1,0 +1,119 @@
+from pathlib import Path
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.recipes import available, check_requirements, load_recipe, select_recipe
+from cannbuild.resources import data_dir
+
+RECIPES = data_dir("recipes")
+
+
+@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0"])
+def test_shipped_recipes_load_and_name_their_train(train):
+    recipe = load_recipe(RECIPES / f"{train}.toml")
+    assert recipe.train == train
+    assert next(s.name for s in recipe.steps) == "opbase-build"
+    assert recipe.steps[-1].phase == "install"
+    assert set(recipe.validate.symbols) >= {
+        "aclnnFlashAttentionScoreV2",
+        "aclnnFlashAttentionScoreV2GetWorkspaceSize",
+    }
+
+
+def test_opbase_reaches_ops_transformer_the_way_each_train_needs():
+    assert load_recipe(RECIPES / "8.5.toml").opbase == "toolkit"
+    nine = load_recipe(RECIPES / "9.0.toml")
+    assert nine.opbase == "source"
+    assert nine.repo("ops-transformer").source_pin.dest == "third_party/opbase"
+    assert "opbase-install" not in [s.name for s in nine.steps]
+
+
+def test_selection_by_toolkit_train(tmp_path: Path):
+    assert select_recipe(None, "9.0", tmp_path).name == "cann-9.0"
+    with pytest.raises(UsageError) as err:
+        select_recipe(None, "8.2", tmp_path)
+    text = err.value.paragraph()
+    assert "no recipe for CANN 8.2" in text and "8.3, 8.5, 9.0" in text
+
+
+def write_recipe(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "r.toml"
+    path.write_text(text)
+    return path
+
+
+BASE = """
+[recipe]
+name = "x"
+train = "9.9"
+opbase = "source"
+[repos.opbase]
+url = "https://example.invalid/opbase.git"
+tag = "v1"
+[[steps]]
+name = "opbase-build"
+repo = "opbase"
+command = "steps/opbase-build.j2"
+[validate]
+library = "lib.so"
+symbols = ["a"]
+"""
+
+
+def test_a_user_recipe_file_loads_without_code(tmp_path: Path):
+    recipe = load_recipe(write_recipe(tmp_path, BASE))
+    assert recipe.name == "x" and recipe.repos[0].tag == "v1"
+
+
+def test_user_recipe_dir_shadows_the_shipped_one(tmp_path: Path):
+    (tmp_path / "cannbuild-recipes").mkdir()
+    (tmp_path / "cannbuild-recipes" / "9.0.toml").write_text(
+        BASE.replace('train = "9.9"', 'train = "9.0"')
+    )
+    assert available(tmp_path)["9.0"] == tmp_path / "cannbuild-recipes" / "9.0.toml"
+    assert select_recipe(None, "9.0", tmp_path).name == "x"
+
+
+@pytest.mark.parametrize(
+    "edit,expected",
+    [
+        (
+            lambda t: t.replace('command = "steps', 'comand = "steps'),
+            "unknown key 'comand'. Did you mean 'command'?",
+        ),
+        (lambda t: t.replace('tag = "v1"', ""), "needs exactly one of tag, branch or commit"),
+        (
+            lambda t: t.replace("steps/opbase-build.j2", "steps/nope.j2"),
+            "uses template 'steps/nope.j2'",
+        ),
+        (
+            lambda t: t.replace('opbase = "source"', 'opbase = "magic"'),
+            "opbase = 'magic' is not one of",
+        ),
+        (
+            lambda t: t.replace('repo = "opbase"\ncommand', 'repo = "opbse"\ncommand'),
+            "names repo 'opbse'",
+        ),
+        (lambda t: t + "\n[oops\n", "is not valid TOML"),
+    ],
+)
+def test_recipe_mistakes_name_the_file_and_key(tmp_path: Path, edit, expected):
+    path = write_recipe(tmp_path, edit(BASE))
+    with pytest.raises(UsageError) as err:
+        load_recipe(path)
+    assert expected in err.value.paragraph()
+    assert str(path) in err.value.paragraph()
+
+
+def test_requirements_use_the_builds_own_version_rule():
+    recipe = load_recipe(RECIPES / "9.0.toml")
+    share = {pkg: "9.0.0" for pkg, _ in recipe.requires}
+    assert check_requirements(recipe, share) == []
+    share["opbase"] = "8.5.0-beta.1"  # cut at '-', as check_build_dependencies.py does
+    assert check_requirements(recipe, share) == []
+    share["runtime"] = "8.3.RC1"
+    share["hcomm"] = "8.3.0"
+    del share["metadef"]
+    problems = {p[0]: p[3] for p in check_requirements(recipe, share)}
+    assert problems == {"runtime": "not numeric", "hcomm": "too old", "metadef": "missing"}

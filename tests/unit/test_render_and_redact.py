@@ -1,0 +1,66 @@
+import shlex
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.recipes import load_recipe
+from cannbuild.redact import redact, redact_data
+from cannbuild.render import render_string
+from cannbuild.resources import data_dir
+
+
+def test_every_interpolated_value_is_shell_quoted():
+    evil = "x; rm -rf / #"
+    cmd = render_string(
+        "bash build.sh --vendor_name={{ v }} -j{{ j }}", {"v": evil, "j": 8}, quote=True
+    )
+    assert shlex.split(cmd) == ["bash", "build.sh", f"--vendor_name={evil}", "-j8"]
+
+
+def test_a_path_with_spaces_stays_one_argument():
+    cmd = render_string(
+        "bash {{ p }} --install-path={{ d }}", {"p": "/a b/x.run", "d": "/c d"}, quote=True
+    )
+    assert shlex.split(cmd) == ["bash", "/a b/x.run", "--install-path=/c d"]
+
+
+def test_undefined_template_values_are_errors_not_empty_strings():
+    import jinja2
+
+    with pytest.raises(jinja2.UndefinedError):
+        render_string("--soc={{ socc }}", {"soc": "ascend910b"}, quote=True)
+
+
+def test_a_step_template_missing_a_value_names_the_recipe():
+    from cannbuild.plan import _render
+
+    recipe = load_recipe(data_dir("recipes") / "8.5.toml")
+    with pytest.raises(UsageError) as err:
+        _render(
+            recipe, "steps/opbase-build.j2", {"jobs": 2, "third_party": {}}, "step 'opbase-build'"
+        )
+    assert "8.5.toml" in err.value.paragraph() and "pkg_flag" in err.value.paragraph()
+
+
+@pytest.mark.parametrize(
+    "text,hidden",
+    [
+        ("git fetch https://alice:s3cret@mirror.example/cann/opbase.git", "s3cret"),
+        (
+            "url = 'https://oauth2:glpat-abcdefghijklmnop@gitlab.example/x.git'",
+            "glpat-abcdefghijklmnop",
+        ),
+        ("curl -H 'Authorization: Bearer abc.def.ghi' https://x", "abc.def.ghi"),
+        ("https://x/y?private_token=tok123&z=1", "tok123"),
+        ("token ghp_0123456789abcdefghij in the log", "ghp_0123456789abcdefghij"),
+    ],
+)
+def test_credentials_are_redacted(text, hidden):
+    out = redact(text)
+    assert hidden not in out and "***" in out
+
+
+def test_redaction_keeps_plain_urls_and_walks_data():
+    assert redact("https://gitcode.com/cann/opbase.git") == "https://gitcode.com/cann/opbase.git"
+    data = redact_data({"a": ["https://u:p@h/x"], "b": 1})
+    assert data == {"a": ["https://***@h/x"], "b": 1}

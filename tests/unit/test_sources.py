@@ -1,0 +1,167 @@
+import http.server
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from cannbuild.errors import OfflineViolation
+from cannbuild.sources import (
+    Fetcher,
+    FetchError,
+    ensure_archive,
+    ensure_checkout,
+    resolve_ref,
+    rewrite,
+)
+from cannbuild.workspace import Workspace
+
+
+def git(*args, cwd=None, date="2025-01-01T00:00:00+00:00"):
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    """A local 'gitcode.com/cann/demo.git' with two dated commits and a tag."""
+    work = tmp_path / "work"
+    git("-c", "init.defaultBranch=master", "init", "-q", str(work))
+    (work / "f").write_text("1\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "old", cwd=work, date="2025-11-10T00:00:00+08:00")
+    git("tag", "v1", cwd=work)
+    (work / "f").write_text("2\n")
+    git("commit", "-qam", "new", cwd=work, date="2026-01-10T00:00:00+08:00")
+    mirror = tmp_path / "mirror" / "cann"
+    mirror.mkdir(parents=True)
+    git("clone", "-q", "--bare", str(work), str(mirror / "demo.git"))
+    return tmp_path / "mirror"
+
+
+def test_longest_mirror_prefix_wins():
+    mirrors = (
+        ("https://gitcode.com/", "https://m1/"),
+        ("https://gitcode.com/cann/", "https://m2/"),
+    )
+    assert rewrite("https://gitcode.com/cann/opbase.git", mirrors) == "https://m2/opbase.git"
+    assert rewrite("https://gitcode.com/other/x.git", mirrors) == "https://m1/other/x.git"
+    assert rewrite("https://github.com/x", mirrors) == "https://github.com/x"
+
+
+def test_fetch_through_a_mirror_and_resolve_each_ref_kind(upstream: Path, tmp_path: Path):
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
+    cache = tmp_path / "cache.git"
+    url = "https://gitcode.com/cann/demo.git"
+    fetcher.fetch_repo(cache, url)
+    tag = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    head = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    dated = resolve_ref(
+        fetcher, cache, {"branch": "master", "until": "2025-11-16T00:00:00+08:00"}, url
+    )
+    assert tag == dated != head
+    assert resolve_ref(fetcher, cache, {"commit": tag[:12]}, url) == tag
+    with pytest.raises(FetchError, match="tag v9 is not in"):
+        resolve_ref(fetcher, cache, {"tag": "v9"}, url)
+
+
+def test_checkout_is_atomic_and_idempotent(upstream: Path, tmp_path: Path):
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
+    ws = Workspace(tmp_path / "ws")
+    cache = ws.git_cache / "demo.git"
+    url = "https://gitcode.com/cann/demo.git"
+    fetcher.fetch_repo(cache, url)
+    old = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    path, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url)
+    assert changed and (path / "f").read_text() == "1\n"
+    assert git("rev-parse", "HEAD", cwd=path) == old
+    _, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url)
+    assert not changed
+    new = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url)
+    assert changed and (path / "f").read_text() == "2\n"
+    assert not any(p.name.startswith(".demo.") and p.is_dir() for p in ws.src.iterdir())
+
+
+def test_offline_refuses_network_urls_naming_them(tmp_path: Path):
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", "https://mirror.invalid/"),), offline=True)
+    with pytest.raises(OfflineViolation) as err:
+        fetcher.fetch_repo(tmp_path / "c.git", "https://gitcode.com/cann/opbase.git")
+    assert "https://mirror.invalid/cann/opbase.git" in err.value.paragraph()
+    with pytest.raises(OfflineViolation, match="mirror.invalid/x.tar.gz"):
+        fetcher.download("https://gitcode.com/x.tar.gz", tmp_path / "x")
+
+
+class Flaky(http.server.BaseHTTPRequestHandler):
+    failures = 0
+    calls = 0
+
+    def do_GET(self):
+        type(self).calls += 1
+        if self.path == "/missing":
+            self.send_error(404)
+            return
+        if type(self).calls <= type(self).failures:
+            self.send_error(503)
+            return
+        body = b"payload\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    Flaky.calls = 0
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Flaky)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_transient_server_errors_are_retried_with_backoff(server, tmp_path: Path):
+    Flaky.failures = 2
+    delays = []
+    fetcher = Fetcher(retries=3, sleep=delays.append)
+    path, _sha = ensure_archive(fetcher, Workspace(tmp_path), f"{server}/a.tar.gz", None)
+    assert path.read_bytes() == b"payload\n"
+    assert delays == [1.0, 2.0] and Flaky.calls == 3
+
+
+def test_not_found_is_not_retried(server, tmp_path: Path):
+    delays = []
+    with pytest.raises(FetchError, match="404"):
+        Fetcher(retries=3, sleep=delays.append).download(f"{server}/missing", tmp_path / "m")
+    assert delays == []
+
+
+def test_retries_are_bounded(server, tmp_path: Path):
+    Flaky.failures = 99
+    delays = []
+    with pytest.raises(FetchError, match="503"):
+        Fetcher(retries=2, sleep=delays.append).download(f"{server}/a", tmp_path / "a")
+    assert delays == [1.0, 2.0]
+
+
+def test_archive_hash_mismatch_is_refused(server, tmp_path: Path):
+    Flaky.failures = 0
+    with pytest.raises(FetchError, match="was expected"):
+        ensure_archive(Fetcher(), Workspace(tmp_path), f"{server}/a.tar.gz", "0" * 64)

@@ -1,0 +1,86 @@
+"""The verdict logic on synthetic kernel outputs: it must be able to say FAIL."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cannbuild.validate import cases, example  # noqa: E402
+
+CASE = cases.Case("fp16_bsh_t", "fp16", "BSH", 1, 4, 2, 33, 64, True)
+
+
+def reference_outputs(case, scale=None, nan=False):
+    tensors = cases.make_inputs(case)
+    q, k, v = (
+        cases.to_bnsd(tensors[n].float(), case.layout, case.B, h, case.S, case.D)
+        for n, h in (("q", case.N1), ("k", case.N2), ("v", case.N2))
+    )
+    group = case.N1 // case.N2
+    s = (q @ k.repeat_interleave(group, 1).transpose(-1, -2)) * (scale or case.scale)
+    if "mask" in tensors:
+        s = s.masked_fill(tensors["mask"].bool(), cases.MASKED)
+    mx = s.max(-1).values
+    sm = (s - mx.unsqueeze(-1)).exp().sum(-1)
+    out = (s.softmax(-1) @ v.repeat_interleave(group, 1)).to(torch.float16)
+    if case.layout == "BSH":
+        out = out.permute(0, 2, 1, 3).reshape(case.B, case.S, case.N1 * case.D)
+    if nan:
+        out = out.clone()
+        out.view(-1)[7] = float("nan")
+    stats = lambda t: t.unsqueeze(-1).expand(*t.shape, 8).contiguous()  # noqa: E731
+    return tensors, out, stats(mx), stats(sm)
+
+
+def test_a_correct_kernel_passes_within_the_rule():
+    tensors, out, mx, sm = reference_outputs(CASE)
+    result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
+    assert result.status == "PASS", result.message
+    assert result.max_abs_err <= result.bound
+
+
+def test_a_wrong_softmax_scale_fails_with_figures():
+    tensors, out, mx, sm = reference_outputs(CASE, scale=CASE.scale * CASE.scale)
+    result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
+    assert result.status == "FAIL"
+    assert "exceeds the bound" in result.message
+    assert result.mismatches and {"index", "got", "want"} <= set(result.mismatches[0])
+
+
+def test_a_single_nan_fails_and_is_located():
+    tensors, out, mx, sm = reference_outputs(CASE, nan=True)
+    result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
+    assert result.status == "FAIL" and "NaN/Inf" in result.message
+
+
+def test_softmax_stats_are_checked_lane_by_lane():
+    tensors, out, mx, sm = reference_outputs(CASE)
+    sm = sm.clone()
+    sm[0, 1, 2, 5] += 1.0
+    result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
+    assert result.status == "FAIL" and "lanes" in result.message
+
+
+def test_the_case_list_covers_what_the_issue_asks():
+    covered = {(c.dtype, c.layout) for c in cases.CASES}
+    assert {(d, lay) for d in ("fp16", "bf16", "fp32") for lay in ("BNSD", "BSH")} <= covered
+    assert {c.S for c in cases.CASES} >= {1, 128, 513, 2048}
+    assert {c.D for c in cases.CASES} >= {64, 128}
+    assert any(c.N1 == 2 * c.N2 for c in cases.CASES)
+    assert {c.causal for c in cases.CASES} == {True, False}
+
+
+MAX = 128 / math.sqrt(128)
+
+
+def example_lines(out=1.0, mx=MAX, sm=256.0, count_out=32768):
+    values = [out] * count_out + [mx] * 2048 + [sm] * 2048
+    return [f"[2026-01-01 00:00:00] mean result[{i}] is: {v:f}" for i, v in enumerate(values)]
+
+
+def test_the_repo_example_output_is_judged():
+    assert example.judge_output(example_lines()) is None
+    assert "softmaxMax[0] is 1.0" in example.judge_output(example_lines(mx=1.0))
+    assert "printed 36863 result values" in example.judge_output(example_lines(count_out=32767))
+    assert "attentionOut[0] is nan" in example.judge_output(example_lines(out=float("nan")))
