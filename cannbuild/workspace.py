@@ -85,11 +85,26 @@ class Workspace:
         return self.root / "state"
 
 
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would race other threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same folder, fsync, rename: never half-written."""
+    """Write to a temp file in the same folder, fsync, rename: never half-written.
+
+    The file gets the mode a plain open() would give (mkstemp's is 0600), so reports
+    and locks stay readable by the team that shares the workspace."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

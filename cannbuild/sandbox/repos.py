@@ -189,7 +189,11 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
 
 
 def deterministic_tar_gz(src: Path, top: str) -> bytes:
-    """A .tar.gz whose bytes depend only on the files (sorted names, zero times)."""
+    """A .tar.gz whose bytes depend only on the files' names and contents.
+
+    Sorted names, zero times and owners, and modes fixed by kind (scripts 0755):
+    a copy of cannbuild installed elsewhere (a wheel, a container) may have lost the
+    executable bits, and must still serve the archive the lock pinned."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for path in sorted(src.rglob("*")):
@@ -197,6 +201,7 @@ def deterministic_tar_gz(src: Path, top: str) -> bytes:
             info.mtime = 0
             info.uid = info.gid = 0
             info.uname = info.gname = ""
+            info.mode = 0o755 if path.is_dir() or path.suffix == ".sh" else 0o644
             if path.is_file():
                 with open(path, "rb") as fh:
                     tar.addfile(info, fh)

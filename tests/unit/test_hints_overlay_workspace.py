@@ -115,6 +115,15 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir()] == ["stamp.json"]
 
 
+def test_atomic_write_gives_the_mode_the_umask_allows(tmp_path: Path):
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "report.json", b"{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "report.json").stat().st_mode & 0o777 == 0o640
+
+
 @pytest.mark.parametrize(
     "old,new,expected",
     [
