@@ -12,7 +12,7 @@ import difflib
 import hashlib
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -96,7 +96,7 @@ class Recipe:
     third_party: Tuple[ThirdParty, ...]
     steps: Tuple[StepSpec, ...]
     validate: ValidateSpec
-    extra: Tuple[Tuple[str, Any], ...] = field(default=())
+    image_cann: Optional[str] = None  # the CANN version of this train's container images
 
     def repo(self, name: str) -> RepoSpec:
         for repo in self.repos:
@@ -112,7 +112,7 @@ class Recipe:
 
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "repos", "third_party", "steps", "validate"}
-_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase"}
+_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann"}
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
@@ -312,6 +312,7 @@ def load_recipe(path: Path) -> Recipe:
         third_party=tuple(third),
         steps=tuple(steps),
         validate=validate,
+        image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
     )
 
 

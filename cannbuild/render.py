@@ -31,15 +31,28 @@ def _quote(value: Any) -> str:
     return shlex.quote(text)
 
 
-def _environment(loader: jinja2.BaseLoader, quote: bool) -> jinja2.Environment:
+# `{=# … #=}` comments for shell and CMake; CI files use `[[ ]]`/`[% %]` around `${{ }}`.
+_SHELL_SYNTAX = {"comment_start_string": "{=#", "comment_end_string": "#=}"}
+_CI_SYNTAX = {
+    "variable_start_string": "[[",
+    "variable_end_string": "]]",
+    "block_start_string": "[%",
+    "block_end_string": "%]",
+    "comment_start_string": "[#",
+    "comment_end_string": "#]",
+}
+
+
+def _environment(
+    loader: jinja2.BaseLoader, quote: bool, syntax: Mapping[str, str] = _SHELL_SYNTAX
+) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
-        comment_start_string="{=#",
-        comment_end_string="#=}",
         autoescape=False,
         finalize=_quote if quote else None,
+        **syntax,
     )
     env.filters["raw"] = Raw
     env.filters["q"] = lambda v: Raw(shlex.quote(str(v)))
@@ -57,3 +70,8 @@ def file_env(search_path: Path) -> jinja2.Environment:
 def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> str:
     env = _environment(jinja2.BaseLoader(), quote=quote)
     return env.from_string(template).render(**context)
+
+
+def ci_env(search_path: Path) -> jinja2.Environment:
+    """CI workflows are full of `${{ ... }}`: these templates use `[[ ]]` and `[% %]`."""
+    return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False, syntax=_CI_SYNTAX)

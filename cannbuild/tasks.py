@@ -443,4 +443,183 @@ def setup(
         raise Exit(code=code)
 
 
-ns = Collection(doctor, plan, fetch, lock, build, install, validate, setup, bundle, sandbox)
+@task(
+    help={
+        "variant": "A2 (910B image) or A3",
+        "cann": "CANN version of the base image (default: the lock's)",
+        "os": "ubuntu22.04, ubuntu24.04, openeuler22.03 or openeuler24.03",
+        "python": "3.10, 3.11 or 3.12",
+        "out": "where to write the build context (default ./container)",
+        "base": "use this base image instead of quay.io/ascend/cann:<tag>",
+        "base_digest": "record this sha256 digest of the base image in the lock (pins FROM)",
+        "lock_file": COMMON_HELP["lock_file"],
+        "bundle": "put this offline bundle in the context and build with --offline",
+        "sandbox": "a container of the emulated host (for CI without CANN images)",
+        "build": "build it with docker buildx or podman when one answers",
+    }
+)
+@guarded
+def container(
+    c: Any,
+    variant: str = "A2",
+    cann: Optional[str] = None,
+    os: str = "ubuntu22.04",
+    python: str = "3.11",
+    out: str = "container",
+    base: Optional[str] = None,
+    base_digest: Optional[str] = None,
+    lock_file: Optional[str] = None,
+    bundle: Optional[str] = None,
+    sandbox: bool = False,
+    build: bool = False,
+) -> None:
+    """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
+    from dataclasses import replace as dc_replace
+
+    from .container import IMAGE_REPO, ContainerSpec, image_tag, pin_base, render_context
+    from .container import build as engine_build
+    from .lockfile import read_lock, write_lock
+
+    options = make_options(c, lock_file=lock_file)
+    lock = read_lock(options.lock_file)
+    if lock is None:
+        raise UsageError(
+            f"{options.lock_file} does not exist: the container is rendered from the lock.",
+            "Run `cannbuild lock` on a host (or sandbox) with this CANN, or pass --lock-file.",
+        )
+    spec = ContainerSpec(
+        variant=variant.upper(),
+        cann=cann or lock.toolkit_version,
+        os=os,
+        python=python,
+        base=base,
+        sandbox=sandbox,
+        bundle=Path(bundle).resolve() if bundle else None,
+    )
+    if base_digest:
+        if not base_digest.startswith("sha256:"):
+            raise UsageError(
+                f"--base-digest {base_digest!r} is not a sha256 digest.", "Example: sha256:4f2c..."
+            )
+        pinned = base or f"{IMAGE_REPO}:{image_tag(spec.cann, spec.variant, spec.os, spec.python)}"
+        lock = dc_replace(lock, container={"base": pinned, "base_digest": base_digest})
+        write_lock(options.lock_file, lock)
+    rendered = render_context(spec, lock, options.lock_file, Path(out).resolve())
+    ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
+    if rendered["note"]:
+        ui.note(f"note: {rendered['note']}")
+    if build:
+        engine, code = engine_build(Path(rendered["dir"]))
+        if code:
+            raise Exit(f"cannbuild: {engine} build failed (exit {code})", code=StepFailed.exit_code)
+        pinned_lock = pin_base(engine, str(rendered["base"]), lock)
+        if pinned_lock is not None:
+            write_lock(options.lock_file, pinned_lock)
+            ui.note(
+                f"{options.lock_file}: base image pinned to {rendered['base']}@"
+                f"{pinned_lock.container['base_digest']}"
+            )
+        ui.note(f"built with {engine}; packages and report in {rendered['dir']}/artifacts")
+    else:
+        ui.note("build it with: " + " ".join(rendered["command"]))
+
+
+@task(
+    help={
+        "image": "image to run (default: the CANN image for this host's CANN and variant)",
+        "exec": "run it instead of printing it",
+        "sysroot": COMMON_HELP["sysroot"],
+        "sandbox": COMMON_HELP["sandbox"],
+        "variant": COMMON_HELP["variant"],
+        "cann": COMMON_HELP["cann"],
+    }
+)
+@guarded
+def container_run(
+    c: Any,
+    image: Optional[str] = None,
+    exec: bool = False,
+    sysroot: Optional[str] = None,
+    sandbox: bool = False,
+    variant: Optional[str] = None,
+    cann: Optional[str] = None,
+) -> None:
+    """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
+    import shlex
+    import subprocess
+
+    from .container import find_engine, image_for_host, run_line
+    from .errors import NoContainerEngine
+    from .host.doctor import read_host
+    from .host.sysroot import Sysroot
+    from .pipeline import with_sandbox
+
+    options, _, _ = with_sandbox(
+        make_options(c, sysroot=sysroot, sandbox=sandbox, variant=variant, cann=cann)
+    )
+    host = read_host(options, os.environ)
+    chosen = image or image_for_host(host.facts)
+    if chosen is None:
+        raise UsageError(
+            "no image for this host: its CANN version or NPU variant is unknown.", "Pass --image."
+        )
+    root = Sysroot.at(options.sysroot)
+    driver = host.facts["driver"]["path"]
+    argv = run_line(
+        root.root, chosen, root.display(Path(driver)) if driver else "/usr/local/Ascend"
+    )
+    if not exec:
+        print(" ".join(shlex.quote(a) for a in argv))
+        return
+    engine = find_engine()
+    if engine is None:
+        raise NoContainerEngine(
+            "no container engine answers here; the command is:\n  "
+            + " ".join(shlex.quote(a) for a in argv),
+            "Run it where Docker or Podman works.",
+        )
+    raise Exit(code=subprocess.run([engine, *argv[1:]], check=False).returncode)
+
+
+@task(
+    help={
+        "provider": "github or gitlab",
+        "out": "file to write (default: the provider's usual path)",
+        "npu_label": "runner label of NPU hosts",
+    }
+)
+@guarded
+def ci(
+    c: Any, provider: str = "github", out: Optional[str] = None, npu_label: str = "ascend-npu"
+) -> None:
+    """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions."""
+    from .ci import render_ci
+    from .workspace import write_atomic
+
+    rendered = render_ci(provider, Path.cwd(), npu_label=npu_label)
+    target = Path(out or rendered["path"])
+    write_atomic(target, rendered["text"].encode())
+    ui.note(f"{provider} workflow written to {target}")
+    for name, text in rendered["extras"].items():
+        if Path(name).exists():
+            ui.note(f"{name} exists, left as it is; it should list the runner label {npu_label}")
+        else:
+            write_atomic(Path(name), text.encode())
+            ui.note(f"{name} written")
+
+
+ns = Collection(
+    doctor,
+    plan,
+    fetch,
+    lock,
+    build,
+    install,
+    validate,
+    setup,
+    bundle,
+    sandbox,
+    container,
+    container_run,
+    ci,
+)

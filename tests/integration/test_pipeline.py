@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from engines import path_without_engines
+
 pytest.importorskip("torch")
 
 
@@ -315,3 +317,42 @@ def test_a_user_recipe_without_code_and_a_rejected_flag_digest(cli):
         debug_template.unlink()
     assert proc.returncode == 4
     assert "printed its help and exited" in proc.stderr
+
+
+def test_container_run_line_for_the_emulated_a3_host(cli_for, tmp_path):
+    cli = cli_for("A3-9.0.0")
+    proc = cli("container-run")
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip()
+    assert line.startswith("docker run --rm -it --device /dev/davinci0 --device /dev/davinci1 ")
+    assert line.count("--device /dev/davinci") == 17  # 16 dies + davinci_manager
+    assert "--device /dev/devmm_svm --device /dev/hisi_hdc" in line
+    assert "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/" in line
+    assert line.endswith("quay.io/ascend/cann:9.0.0-a3-ubuntu22.04-py3.11 bash")
+    no_engines = path_without_engines(tmp_path / "bin")
+    proc = cli("container-run", "--exec", env=cli.env(PATH=no_engines))
+    assert proc.returncode == 9, proc.stderr
+    assert "no container engine answers here" in proc.stderr and line in proc.stderr
+
+
+def test_ci_and_container_from_a_sandbox_lock(cli, tmp_path):
+    assert cli("lock").returncode == 0
+    proc = cli("container", "--sandbox", "--out", str(tmp_path / "ctx"), sandbox=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ctx" / "cannbuild-src" / "pyproject.toml").is_file()
+    assert (
+        "cannbuild setup --locked --soc ascend910b --sandbox"
+        in (tmp_path / "ctx" / "Dockerfile").read_text()
+    )
+    proc = cli("ci", "--provider", "gitlab", "--out", str(tmp_path / "gl.yml"), sandbox=False)
+    assert proc.returncode == 0 and (tmp_path / "gl.yml").read_text().startswith(
+        "# Rendered by cannbuild"
+    )
+    proc = cli("ci", "--provider", "github", sandbox=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (cli.cwd / ".github" / "workflows" / "cannbuild.yml").is_file()
+    config = cli.cwd / ".github" / "actionlint.yaml"
+    assert "ascend-npu" in config.read_text()
+    config.write_text("self-hosted-runner:\n  labels: [mine]\n")
+    proc = cli("ci", "--provider", "github", sandbox=False)
+    assert "exists, left as it is" in proc.stderr and "mine" in config.read_text()

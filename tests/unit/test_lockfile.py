@@ -3,32 +3,11 @@ from pathlib import Path
 import pytest
 
 from cannbuild.errors import UsageError
-from cannbuild.lockfile import Lock, LockedArchive, LockedRepo, Wanted, drift, read_lock, write_lock
+from cannbuild.lockfile import Wanted, drift, read_lock, write_lock
 
-LOCK = Lock(
-    recipe="cann-9.0",
-    recipe_digest="abc",
-    toolkit_version="9.0.0",
-    soc="ascend910_93",
-    arch="x86_64",
-    repos=(
-        LockedRepo("opbase", "https://gitcode.com/cann/opbase.git", "tag v9.0.0", "a" * 40),
-        LockedRepo(
-            "ops-transformer",
-            "https://gitcode.com/cann/ops-transformer.git",
-            "tag v9.0.0",
-            "b" * 40,
-        ),
-        LockedRepo(
-            "ops-transformer:third_party/opbase",
-            "https://gitcode.com/cann/opbase.git",
-            "pinned",
-            "c" * 40,
-        ),
-    ),
-    third_party=(LockedArchive("makeself", "https://x/makeself.tar.gz", "d" * 64),),
-    source_date_epoch=1700000000,
-)
+from lockdata import sample_lock
+
+LOCK = sample_lock("9.0.0", pinned_opbase=True)
 WANTED = Wanted(
     "cann-9.0",
     "9.0.0",

