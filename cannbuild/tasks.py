@@ -136,7 +136,6 @@ def doctor(
 ) -> None:
     """Check the host: toolkit, NPUs, driver, tools, torch. Exit 1 if a check fails."""
     from .host.doctor import read_host
-    from .pipeline import with_sandbox
 
     options = make_options(
         c,
@@ -148,7 +147,7 @@ def doctor(
         variant=variant,
         cann=cann,
     )
-    options, _, _ = with_sandbox(options)
+    options = _on_sandbox(options)
     report = read_host(options, os.environ)
     if json:
         ui.print_json(report.to_json())
@@ -158,6 +157,15 @@ def doctor(
         out.print(ui.summary_line(report.checks))
     if report.failed:
         raise Exit(code=1)
+
+
+def _on_sandbox(options: Options) -> Options:
+    """Point read-only tasks at the sandbox; the pipeline import is paid only with --sandbox."""
+    if not options.sandbox:
+        return options
+    from .pipeline import with_sandbox
+
+    return with_sandbox(options)[0]
 
 
 def _session(c: Any, flags: Dict[str, Any]) -> Any:
@@ -552,9 +560,7 @@ def container_run(
     from .errors import NoContainerEngine
     from .host.doctor import read_host
     from .host.sysroot import Sysroot
-    from .pipeline import with_sandbox
-
-    options, _, _ = with_sandbox(
+    options = _on_sandbox(
         make_options(c, sysroot=sysroot, sandbox=sandbox, variant=variant, cann=cann)
     )
     host = read_host(options, os.environ)
