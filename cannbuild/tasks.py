@@ -214,18 +214,22 @@ def _phases(text: str) -> List[str]:
     return phases
 
 
+def _sync(c: Any, flags: Dict[str, Any], command: str, **how: bool) -> None:
+    from .pipeline import sync_sources
+    from .workspace import WorkspaceLock
+
+    session = _session(c, flags)
+    with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
+        state = sync_sources(session, **how)
+    ui.print_sources(state, session.options.lock_file)
+
+
 @task(help=helps(*BUILD_FLAGS))
 @with_flags(*BUILD_FLAGS)
 @guarded
 def fetch(c: Any, **flags: Any) -> None:
     """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
-    from .pipeline import sync_sources
-    from .workspace import WorkspaceLock
-
-    session = _session(c, flags)
-    with WorkspaceLock(session.ws, "cannbuild fetch", session.options.wait, ui.waiting):
-        state = sync_sources(session, refresh=True)
-    ui.print_sources(state, session.options.lock_file)
+    _sync(c, flags, "cannbuild fetch", refresh=True)
 
 
 @task(help=helps(*BUILD_FLAGS))
@@ -233,13 +237,7 @@ def fetch(c: Any, **flags: Any) -> None:
 @guarded
 def lock(c: Any, **flags: Any) -> None:
     """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock."""
-    from .pipeline import sync_sources
-    from .workspace import WorkspaceLock
-
-    session = _session(c, flags)
-    with WorkspaceLock(session.ws, "cannbuild lock", session.options.wait, ui.waiting):
-        state = sync_sources(session, update_lock=True)
-    ui.print_sources(state, session.options.lock_file)
+    _sync(c, flags, "cannbuild lock", update_lock=True)
 
 
 def _run(c: Any, flags: Dict[str, Any], phases: Sequence[str], command: str) -> Any:
@@ -560,6 +558,7 @@ def container_run(
     from .errors import NoContainerEngine
     from .host.doctor import read_host
     from .host.sysroot import Sysroot
+
     options = _on_sandbox(
         make_options(c, sysroot=sysroot, sandbox=sandbox, variant=variant, cann=cann)
     )
