@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Sequence
 
 from . import __version__
 from .errors import UsageError
+from .host.versions import parse_cann_version
 from .recipes import available, load_recipe
 from .render import ci_env
 from .resources import data_dir
@@ -24,15 +25,18 @@ PROVIDERS = {
 
 
 def image_versions(cwd: Path) -> List[str]:
-    versions = []
+    versions = {}
     for path in available(cwd).values():
         recipe = load_recipe(path)
         if recipe.image_cann:
-            versions.append(recipe.image_cann)
-    return sorted(
-        set(versions),
-        key=lambda v: [int(p) if p.isdigit() else p for p in v.replace("rc", ".").split(".")],
-    )
+            try:
+                versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
+            except ValueError:
+                raise UsageError(
+                    f"{path}: image_cann {recipe.image_cann!r} is not a CANN version.",
+                    "Use the image's version as its tag spells it, e.g. 8.5.0 or 8.3.rc1.",
+                ) from None
+    return sorted(versions, key=versions.__getitem__)
 
 
 def render_ci(

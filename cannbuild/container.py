@@ -5,15 +5,20 @@ incremental, validated pipeline (`cannbuild setup --locked`), with BuildKit cach
 mounts for ccache and the source caches; the export stage holds only the .run
 packages and the report, so `docker buildx build --output type=local` yields the
 artifacts.  Mirror credentials go through `--secret`, never build args.  The
-same lock renders byte-identical files.
+same lock renders byte-identical files (with --bundle, the wheels for an
+air-gapped build are whatever the index serves that day).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -49,6 +54,9 @@ SANDBOX_BASE = "python:3.11-slim-bookworm"
 BUILD_TOOLS = ("ccache", "dos2unix", "gawk", "patch", "pigz")
 SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
 SECRET_ID = "cannbuild-mirrors"
+BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 CONTEXT_FILES = ("Dockerfile", ".dockerignore", ".hadolint.yaml", "cannbuild.lock")
 
 
@@ -61,6 +69,7 @@ class ContainerSpec:
     base: Optional[str] = None
     sandbox: bool = False
     bundle: Optional[Path] = None
+    base_digest: Optional[str] = None
 
 
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
@@ -83,17 +92,35 @@ def check_spec(spec: ContainerSpec) -> None:
             f"--python {spec.python!r} is not a Python the CANN images ship.",
             f"Use one of {', '.join(PYTHONS)}.",
         )
+    if spec.bundle is not None and not spec.bundle.is_file():
+        raise UsageError(
+            f"--bundle {spec.bundle} is not a file.",
+            "Make one with `cannbuild bundle --lock-file ... OUT.tar` and pass its path.",
+        )
+    if spec.base_digest is not None and not DIGEST.fullmatch(spec.base_digest):
+        raise UsageError(
+            f"--base-digest {spec.base_digest!r} is not a sha256 digest.",
+            "Pass sha256: and 64 hex digits, as `docker buildx imagetools inspect IMAGE` prints.",
+        )
+
+
+def base_name(spec: ContainerSpec) -> str:
+    """The base image by tag: --base, the sandbox's Debian Python, or the CANN image."""
+    if spec.base:
+        return spec.base.split("@")[0]
+    if spec.sandbox:
+        return SANDBOX_BASE
+    return f"{IMAGE_REPO}:{image_tag(spec.cann, spec.variant, spec.os, spec.python)}"
 
 
 def base_reference(spec: ContainerSpec, lock: Lock) -> Tuple[str, str]:
-    """(FROM reference, note): pinned by the lock's digest when it has one."""
-    if spec.base:
-        base = spec.base
-    elif spec.sandbox:
-        base = SANDBOX_BASE
-    else:
-        base = f"{IMAGE_REPO}:{image_tag(spec.cann, spec.variant, spec.os, spec.python)}"
-    digest = lock.container.get("base_digest") if lock.container.get("base") == base else None
+    """(FROM reference, note): pinned by --base-digest or the lock's digest for this base."""
+    base = base_name(spec)
+    digest = spec.base_digest
+    if digest is None and spec.base and "@" in spec.base:
+        digest = spec.base.split("@", 1)[1]
+    if digest is None and lock.container.get("base") == base:
+        digest = lock.container.get("base_digest")
     note = ""
     if (
         not spec.base
@@ -102,6 +129,11 @@ def base_reference(spec: ContainerSpec, lock: Lock) -> Tuple[str, str]:
     ):
         note = f"{base} follows the CANN image tag grammar but is not a tag cannbuild has seen published"
     return (f"{base}@{digest}" if digest else base), note
+
+
+def pinned(lock: Lock, base: str, digest: str) -> Lock:
+    """The lock with `base` pinned to `digest` (what a build used, or --base-digest)."""
+    return replace(lock, container={"base": base.split("@")[0], "base_digest": digest})
 
 
 def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
@@ -121,45 +153,96 @@ def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
         )
 
 
-def source_files(root: Path) -> List[Path]:
-    """cannbuild's own sources, as git tracks them in the checkout it runs from."""
+def source_files(root: Path) -> Optional[List[Path]]:
+    """cannbuild's own sources as git tracks them, or None when not running from a checkout.
+
+    Tracked files only: an untracked local recipe (perhaps holding a mirror token)
+    must not end up in an image layer or an exported build cache."""
     if not (root / "pyproject.toml").is_file():
-        raise UsageError(
-            "rendering a container copies cannbuild's sources into the image, but this cannbuild is "
-            f"not running from a checkout ({root} has no pyproject.toml).",
-            "Install it with `pip install -e <checkout>` and render from there.",
-        )
+        return None
     try:
         out = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            ["git", "ls-files", "-z", "--cached"],
             cwd=root,
             capture_output=True,
             check=True,
         ).stdout
-        files = [root / p for p in out.decode().split("\0") if p]
-    except (OSError, subprocess.CalledProcessError):
-        files = [
-            p
-            for d in ("cannbuild", "templates", "kernels", "recipes")
-            for p in (root / d).rglob("*")
-            if p.is_file()
-        ]
-        files += [root / n for n in ("pyproject.toml", "README.md", "tasks.py")]
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise UsageError(
+            f"cannot list cannbuild's sources in {root} with git ({exc}).",
+            "Render from a git checkout of cannbuild, or from an installed cannbuild "
+            "(the image then installs the same version from the package index).",
+        ) from None
     keep = ("cannbuild/", "templates/", "kernels/", "recipes/")
     names = {"pyproject.toml", "README.md", "tasks.py"}
+    rels = [p for p in out.decode().split("\0") if p]
     return sorted(
-        p
-        for p in files
-        if p.is_file()
-        and (str(p.relative_to(root)).startswith(keep) or p.name in names)
-        and "__pycache__" not in p.parts
+        root / rel
+        for rel in rels
+        if (rel.startswith(keep) or rel in names)
+        and "__pycache__" not in rel
+        and (root / rel).is_file()
     )
+
+
+def offline_wheels(root: Optional[Path], arch: str, python: str, into: Path) -> None:
+    """cannbuild and its dependencies as wheels for the image's Python and architecture,
+    so an air-gapped build installs them with --no-index."""
+    platform = {"x86_64": "manylinux2014_x86_64", "aarch64": "manylinux2014_aarch64"}[arch]
+    into.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    steps = [
+        [*pip, "download", "--quiet", "--dest", str(into), "--only-binary=:all:",
+         "--python-version", python, "--platform", platform,
+         *_requirements(python, arch)],
+    ]  # fmt: skip
+    if root is not None:
+        steps.append([*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(root)])
+    else:
+        steps[0].append(f"cannbuild=={__version__}")
+    for argv in steps:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            tail = " ".join(proc.stderr.strip().splitlines()[-2:])
+            raise UsageError(
+                f"could not collect the wheels an air-gapped image needs ({tail}).",
+                "Render the context with --bundle on a machine that reaches the package index.",
+            )
+
+
+def _requirements(python: str, arch: str) -> List[str]:
+    """cannbuild's dependencies as the image's Python sees them (pip would judge the
+    markers by the Python rendering the context)."""
+    from importlib import metadata
+
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+
+    env = {
+        **default_environment(),
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "platform_machine": arch,
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "extra": "",
+    }
+    try:
+        declared = metadata.requires("cannbuild") or []
+    except metadata.PackageNotFoundError:
+        declared = []
+    wanted = []
+    for text in declared:
+        req = Requirement(text)
+        if req.marker is None or req.marker.evaluate(env):
+            wanted.append(f"{req.name}{req.specifier}")
+    return wanted
 
 
 def render_context(
     spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path
 ) -> Dict[str, object]:
-    """Write the build context into `out`; returns what was rendered."""
+    """Write the build context into `out` (all or nothing); returns what was rendered."""
     check_spec(spec)
     check_lock(spec, lock, lock_file)
     base, note = base_reference(spec, lock)
@@ -169,12 +252,15 @@ def render_context(
         lock.repos[0].url if lock.repos else "",
     )
     templates = file_env(data_dir("templates") / "container")
+    root = data_dir("templates").parent
+    sources = source_files(root)
     soc = lock.soc if spec.sandbox else SOCS[spec.variant]
+    offline = spec.bundle is not None
     extra: List[str] = []
     if spec.sandbox:
         extra += ["--sandbox", "--variant", spec.variant, "--cann", lock.toolkit_version]
-    if spec.bundle is not None:
-        extra += ["--offline", "--bundle", f"/build/{spec.bundle.name}"]
+    if offline:
+        extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
     values = {
         "version": __version__,
         "base": base,
@@ -185,7 +271,10 @@ def render_context(
         "soc": soc,
         "recipe": lock.recipe,
         "sandbox": spec.sandbox,
-        "bundle": spec.bundle.name if spec.bundle else None,
+        "bundle": BUNDLE_NAME if offline else None,
+        "from_checkout": sources is not None,
+        # an air-gapped build cannot reach apt/yum: it uses the tools the base image has
+        "install_tools": spec.sandbox or not offline,
         "package_manager": "yum"
         if spec.os.startswith("openeuler") and not spec.sandbox
         else "apt-get",
@@ -193,40 +282,74 @@ def render_context(
         "setup_args": " ".join(shlex.quote(a) for a in ["--locked", "--soc", soc, *extra]),
         "secret_id": SECRET_ID,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "Dockerfile": templates.get_template("Dockerfile.j2").render(**values),
-        ".dockerignore": templates.get_template("dockerignore.j2").render(**values),
-        ".hadolint.yaml": (data_dir("templates") / "container" / "hadolint.yaml").read_text(),
-        "cannbuild.lock": lock_file.read_text(),
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=str(out.parent)))
+    try:
+        files = {
+            "Dockerfile": templates.get_template("Dockerfile.j2").render(**values),
+            ".dockerignore": templates.get_template("dockerignore.j2").render(**values),
+            ".hadolint.yaml": (data_dir("templates") / "container" / "hadolint.yaml").read_text(),
+            "cannbuild.lock": lock_file.read_text(),
+        }
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        for path in sources or []:
+            target = staging / "cannbuild-src" / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)  # keeps the executable bits
+            os.utime(target, (lock.source_date_epoch, lock.source_date_epoch))
+        if spec.bundle is not None:
+            shutil.copyfile(spec.bundle, staging / BUNDLE_NAME)
+            offline_wheels(
+                root if sources is not None else None, lock.arch, spec.python, staging / "wheels"
+            )
+        staging.chmod(0o755)
+        _swap_into_place(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return {
+        "dir": str(out),
+        "base": base,
+        "note": note,
+        "command": build_command("docker", out, lock.arch),
     }
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-    src_out = out / "cannbuild-src"
-    if src_out.exists():
-        shutil.rmtree(src_out)
-    root = data_dir("templates").parent
-    for path in source_files(root):
-        target = src_out / path.relative_to(root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, target)  # keeps the executable bits
-        os.utime(target, (lock.source_date_epoch, lock.source_date_epoch))
-    if spec.bundle is not None:
-        shutil.copyfile(spec.bundle, out / spec.bundle.name)
-    return {"dir": str(out), "base": base, "note": note, "command": build_command("docker", out)}
 
 
-def build_command(engine: str, context: Path) -> List[str]:
+def _swap_into_place(staging: Path, out: Path) -> None:
+    """Replace `out` by `staging` with renames, so no reader sees a half-written context."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    if not (out / "Dockerfile").is_file() and any(out.iterdir()):
+        raise UsageError(
+            f"--out {out} exists and is not a cannbuild build context.",
+            "Pass an empty or new folder.",
+        )
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def build_command(
+    engine: str, context: Path, arch: str = "x86_64", base: Optional[str] = None
+) -> List[str]:
+    """`base` (a digest-pinned reference) overrides the Dockerfile's BASE_IMAGE."""
     dest = str(context / "artifacts")
-    if engine == "podman":
-        return [
-            "podman", "build", "--format", "docker", "--target", "export", "--output", f"type=local,dest={dest}",
-            "--secret", f"id={SECRET_ID},env=CANNBUILD_MIRRORS", str(context),
-        ]  # fmt: skip
-    return [
-        "docker", "buildx", "build", "--target", "export", "--output", f"type=local,dest={dest}",
-        "--secret", f"id={SECRET_ID},env=CANNBUILD_MIRRORS", str(context),
+    head = (
+        ["podman", "build", "--format", "docker"]
+        if engine == "podman"
+        else ["docker", "buildx", "build"]
+    )
+    argv = [
+        *head, "--platform", PLATFORMS.get(arch, f"linux/{arch}"),
+        "--target", "export", "--output", f"type=local,dest={dest}",
+        "--secret", f"id={SECRET_ID},env=CANNBUILD_MIRRORS",
     ]  # fmt: skip
+    if base:
+        argv += ["--build-arg", f"BASE_IMAGE={base}"]
+    return [*argv, str(context)]
 
 
 def _answers(argv: Sequence[str]) -> bool:
@@ -251,18 +374,32 @@ def find_engine() -> Optional[str]:
     return None
 
 
-def base_digest(engine: str, base: str) -> Optional[str]:
-    """The digest the engine pulled for `base`, once a build has pulled it."""
+def _digest_before_build(engine: str, base: str) -> Optional[str]:
+    """Docker: what the registry serves for `base` now (BuildKit pulls bypass the image
+    store, so `docker image inspect` would not see them)."""
+    if engine != "docker":
+        return None
+    try:
+        raw = subprocess.run(
+            ["docker", "buildx", "imagetools", "inspect", "--raw", base],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if raw.returncode != 0 or not raw.stdout.strip():
+        return None
+    return "sha256:" + hashlib.sha256(raw.stdout).hexdigest()
+
+
+def _digest_after_build(engine: str, base: str) -> Optional[str]:
+    """Podman: the digest of the image the build used (it pulls into its store)."""
+    if engine != "podman":
+        return None
     try:
         out = subprocess.run(
-            [
-                engine,
-                "image",
-                "inspect",
-                "--format",
-                "{{index .RepoDigests 0}}",
-                base.split("@")[0],
-            ],
+            ["podman", "image", "inspect", "--format", "{{index .RepoDigests 0}}", base],
             capture_output=True,
             text=True,
             timeout=30,
@@ -273,34 +410,42 @@ def base_digest(engine: str, base: str) -> Optional[str]:
     return out.split("@", 1)[1] if "@sha256:" in out else None
 
 
-def pin_base(engine: str, base: str, lock: Lock) -> Optional[Lock]:
-    """The lock with the base digest the build pulled, or None if already pinned or unknown."""
-    if "@sha256:" in base:
-        return None
-    digest = base_digest(engine, base)
-    if digest is None:
-        return None
-    return replace(lock, container={"base": base, "base_digest": digest})
+@dataclass(frozen=True)
+class BuildResult:
+    engine: str
+    returncode: int
+    base_digest: Optional[str]  # set when the base was not pinned before and now is known
 
 
-def build(context: Path) -> Tuple[str, int]:
+def build(context: Path, base: str, arch: str) -> BuildResult:
+    """Build the export stage into context/artifacts; pin the base if it was not yet."""
     engine = find_engine()
     if engine is None:
-        command = " ".join(shlex.quote(a) for a in build_command("docker", context))
+        command = " ".join(shlex.quote(a) for a in build_command("docker", context, arch))
         raise NoContainerEngine(
             "no container engine answers here (docker needs a running daemon with buildx; podman "
             f"needs `podman info` to work). The build command is:\n  {command}",
             "Run it on a machine with Docker (BuildKit) or Podman; the context is self-contained.",
         )
-    proc = subprocess.run(build_command(engine, context), check=False)
-    return engine, proc.returncode
+    artifacts = context / "artifacts"
+    if artifacts.exists():  # the local exporter adds to what is there
+        shutil.rmtree(artifacts)
+    digest = None if "@sha256:" in base else _digest_before_build(engine, base)
+    pinned_base = f"{base}@{digest}" if digest else None
+    proc = subprocess.run(build_command(engine, context, arch, pinned_base), check=False)
+    if proc.returncode == 0 and digest is None and "@sha256:" not in base:
+        digest = _digest_after_build(engine, base)
+    return BuildResult(engine, proc.returncode, digest)
 
 
 # --- docker run for this host -------------------------------------------------------
 
 
-def run_line(sysroot: Path, image: str, driver_path: str = "/usr/local/Ascend") -> List[str]:
-    """The documented `docker run` for the NPUs this host actually has."""
+def run_line(
+    sysroot: Path, image: str, driver_path: str = "/usr/local/Ascend", tty: bool = True
+) -> List[str]:
+    """The documented `docker run` for the NPUs this host actually has (-it only with a
+    terminal: docker refuses -t when stdin is not one, as in CI)."""
 
     def present(path: str) -> bool:
         return (sysroot / path.lstrip("/")).exists()
@@ -309,7 +454,7 @@ def run_line(sysroot: Path, image: str, driver_path: str = "/usr/local/Ascend") 
         tail = path.name[len("davinci") :]
         return int(tail) if tail.isdigit() else -1
 
-    argv = ["docker", "run", "--rm", "-it"]
+    argv = ["docker", "run", "--rm", "-it" if tty else "-i"]
     nodes = sorted((p for p in (sysroot / "dev").glob("davinci*") if index(p) >= 0), key=index)
     for node in nodes:
         argv += ["--device", f"/dev/{node.name}"]

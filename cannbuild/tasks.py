@@ -480,9 +480,7 @@ def container(
     build: bool = False,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
-    from dataclasses import replace as dc_replace
-
-    from .container import IMAGE_REPO, ContainerSpec, image_tag, pin_base, render_context
+    from .container import ContainerSpec, base_name, check_lock, check_spec, pinned, render_context
     from .container import build as engine_build
     from .lockfile import read_lock, write_lock
 
@@ -501,33 +499,31 @@ def container(
         base=base,
         sandbox=sandbox,
         bundle=Path(bundle).resolve() if bundle else None,
+        base_digest=base_digest,
     )
+    check_spec(spec)
+    check_lock(spec, lock, options.lock_file)
     if base_digest:
-        if not base_digest.startswith("sha256:"):
-            raise UsageError(
-                f"--base-digest {base_digest!r} is not a sha256 digest.", "Example: sha256:4f2c..."
-            )
-        pinned = base or f"{IMAGE_REPO}:{image_tag(spec.cann, spec.variant, spec.os, spec.python)}"
-        lock = dc_replace(lock, container={"base": pinned, "base_digest": base_digest})
+        lock = pinned(lock, base_name(spec), base_digest)
         write_lock(options.lock_file, lock)
+        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{base_digest}")
     rendered = render_context(spec, lock, options.lock_file, Path(out).resolve())
     ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
     if rendered["note"]:
         ui.note(f"note: {rendered['note']}")
-    if build:
-        engine, code = engine_build(Path(rendered["dir"]))
-        if code:
-            raise Exit(f"cannbuild: {engine} build failed (exit {code})", code=StepFailed.exit_code)
-        pinned_lock = pin_base(engine, str(rendered["base"]), lock)
-        if pinned_lock is not None:
-            write_lock(options.lock_file, pinned_lock)
-            ui.note(
-                f"{options.lock_file}: base image pinned to {rendered['base']}@"
-                f"{pinned_lock.container['base_digest']}"
-            )
-        ui.note(f"built with {engine}; packages and report in {rendered['dir']}/artifacts")
-    else:
+    if not build:
         ui.note("build it with: " + " ".join(rendered["command"]))
+        return
+    result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch)
+    if result.returncode:
+        raise Exit(
+            f"cannbuild: {result.engine} build failed (exit {result.returncode})",
+            code=StepFailed.exit_code,
+        )
+    if result.base_digest:
+        write_lock(options.lock_file, pinned(lock, base_name(spec), result.base_digest))
+        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{result.base_digest}")
+    ui.note(f"built with {result.engine}; packages and report in {rendered['dir']}/artifacts")
 
 
 @task(
@@ -570,8 +566,13 @@ def container_run(
         )
     root = Sysroot.at(options.sysroot)
     driver = host.facts["driver"]["path"]
+    import sys
+
     argv = run_line(
-        root.root, chosen, root.display(Path(driver)) if driver else "/usr/local/Ascend"
+        root.root,
+        chosen,
+        root.display(Path(driver)) if driver else "/usr/local/Ascend",
+        tty=not exec or sys.stdin.isatty(),
     )
     if not exec:
         print(" ".join(shlex.quote(a) for a in argv))
@@ -606,6 +607,9 @@ def ci(
     write_atomic(target, rendered["text"].encode())
     ui.note(f"{provider} workflow written to {target}")
     for name, text in rendered["extras"].items():
+        if out is not None:
+            ui.note(f"with --out, {name} is not written; for actionlint it should say:\n{text}")
+            continue
         if Path(name).exists():
             ui.note(f"{name} exists, left as it is; it should list the runner label {npu_label}")
         else:

@@ -13,9 +13,16 @@ import yaml
 from dockerfile_parse import DockerfileParser
 
 from cannbuild.ci import render_ci
-from cannbuild.container import ContainerSpec, base_reference, image_tag, render_context, run_line
+from cannbuild.container import (
+    ContainerSpec,
+    base_reference,
+    image_tag,
+    render_context,
+    run_line,
+    source_files,
+)
 from cannbuild.errors import UsageError
-from cannbuild.lockfile import write_lock
+from cannbuild.lockfile import read_lock, write_lock
 
 from engines import path_without_engines
 from lockdata import sample_lock
@@ -85,15 +92,98 @@ def test_dockerfile_stages_args_mounts_and_labels(tmp_path, lock_file):
     assert copies[-1] == "--from=builder /export/ /"
 
 
-def test_no_credentials_in_args_or_layers(tmp_path, lock_file):
-    text = (render(tmp_path, lock_file) / "Dockerfile").read_text()
-    assert "CANNBUILD_MIRRORS=" in text and "/run/secrets/cannbuild-mirrors" in text
+def test_an_offline_bundle_makes_an_air_gapped_context(tmp_path, lock_file):
+    bundle = tmp_path / "my bundle; rm -rf.tar"  # the user's name never reaches the Dockerfile
+    bundle.write_bytes(b"bundle bytes")
+    ctx = render(tmp_path, lock_file, bundle=bundle, python="3.10")
+    assert (ctx / "cannbuild-bundle.tar").read_bytes() == b"bundle bytes"
+    wheels = sorted(p.name for p in (ctx / "wheels").iterdir())
+    assert any(w.startswith("cannbuild-") for w in wheels)
+    assert any(w.startswith("jinja2-") for w in wheels)
+    # wheels for the image's Python (3.10 needs tomli), not for the Python rendering it
+    assert any(w.startswith("tomli-") for w in wheels), wheels
+    parser = DockerfileParser(path=str(ctx / "Dockerfile"))
+    runs = [i["value"] for i in parser.structure if i["instruction"] == "RUN"]
+    assert not any("apt-get" in r or "yum" in r for r in runs)  # no network in the build
+    assert any("pip install --no-cache-dir --no-index --find-links" in r for r in runs)
+    copies = [i["value"] for i in parser.structure if i["instruction"] == "COPY"]
+    assert "cannbuild-bundle.tar ./" in copies
+    setup = next(r for r in runs if "cannbuild setup" in r)
+    assert "--offline --bundle /build/cannbuild-bundle.tar" in setup
+    assert "!wheels/" in (ctx / ".dockerignore").read_text()
+    assert "bundle" not in (render(tmp_path, lock_file, "plain") / "Dockerfile").read_text()
+
+
+def test_bad_container_input_fails_before_anything_is_written(tmp_path, lock_file):
+    with pytest.raises(UsageError, match="--bundle .* is not a file"):
+        render(tmp_path, lock_file, bundle=tmp_path / "missing.tar")
+    with pytest.raises(UsageError, match="is not a sha256 digest"):
+        render(tmp_path, lock_file, base_digest="sha256:zz")
+    with pytest.raises(UsageError, match="--variant 'A5'"):
+        render(tmp_path, lock_file, variant="A5")
+    assert not (tmp_path / "ctx").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["cannbuild.lock"]
+
+
+def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file):
+    bundle = tmp_path / "b.tar"
+    bundle.write_bytes(b"x")
+    ctx = render(tmp_path, lock_file, bundle=bundle)
+    (ctx / "artifacts").mkdir()
+    render(tmp_path, lock_file)
+    assert sorted(p.name for p in ctx.iterdir()) == [
+        ".dockerignore",
+        ".hadolint.yaml",
+        "Dockerfile",
+        "cannbuild-src",
+        "cannbuild.lock",
+    ]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctx")]  # no staging left
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(UsageError, match="is not a cannbuild build context"):
+        render(tmp_path, lock_file, "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_no_credentials_in_args_layers_or_the_context(tmp_path, lock_file):
+    token = "glpat-s3cretT0ken"
+    (tmp_path / "invoke.yaml").write_text(
+        f'cannbuild:\n  mirrors:\n    "https://gitcode.com/": "https://u:{token}@git.example/"\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "cannbuild", "container", "--variant", "A3",
+         "--lock-file", str(lock_file), "--out", str(tmp_path / "ctx")],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "CANNBUILD_MIRRORS": f"https://x/=https://bot:{token}@mirror.example/"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert token not in proc.stdout + proc.stderr
+    for path in (tmp_path / "ctx").rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path
     parser = DockerfileParser(path=str(tmp_path / "ctx" / "Dockerfile"))
+    assert "/run/secrets/cannbuild-mirrors" in parser.content
     assert not any(
         "MIRROR" in i["value"] or "TOKEN" in i["value"]
         for i in parser.structure
         if i["instruction"] in ("ARG", "ENV")
     )
+
+
+def test_only_tracked_sources_go_into_the_image(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    for rel in ("pyproject.toml", "cannbuild/a.py", "docs/README.md", "recipes/9.0.toml"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x\n")
+    git("init", "-q")
+    git("add", ".")
+    (tmp_path / "recipes" / "mine.toml").write_text("token\n")  # untracked, not ignored
+    names = [str(p.relative_to(tmp_path)) for p in source_files(tmp_path)]
+    assert names == ["cannbuild/a.py", "pyproject.toml", "recipes/9.0.toml"]
+    assert source_files(tmp_path / "cannbuild") is None  # not a checkout: install by version
 
 
 @pytest.mark.skipif(
@@ -136,6 +226,50 @@ def test_the_lock_pins_the_base_by_digest_once_known():
     assert base_reference(spec, pinned)[0].endswith("@sha256:" + "e" * 64)
 
 
+def cannbuild_container(tmp_path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "cannbuild", "container", *args],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_base_digest_pins_the_lock_and_from_and_a_bad_one_changes_nothing(tmp_path, lock_file):
+    before = lock_file.read_bytes()
+    bad = cannbuild_container(
+        tmp_path, "--variant", "A3", "--os", "foo", "--base-digest", "sha256:" + "1" * 64,
+        "--lock-file", str(lock_file), "--out", str(tmp_path / "ctx"),
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--os 'foo'" in bad.stderr and "Traceback" not in bad.stderr
+    bad = cannbuild_container(
+        tmp_path, "--variant", "A3", "--base-digest", "sha256:zz", "--lock-file", str(lock_file)
+    )
+    assert bad.returncode == 2 and "is not a sha256 digest" in bad.stderr
+    assert lock_file.read_bytes() == before and not (tmp_path / "ctx").exists()
+
+    digest = "sha256:" + "4f" * 32
+    ok = cannbuild_container(
+        tmp_path, "--variant", "A3", "--base-digest", digest,
+        "--lock-file", str(lock_file), "--out", str(tmp_path / "ctx"),
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    base = "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
+    assert read_lock(lock_file).container == {"base": base, "base_digest": digest}
+    assert f"ARG BASE_IMAGE={base}@{digest}\n" in (tmp_path / "ctx" / "Dockerfile").read_text()
+    # the next render, without the flag, keeps the pin; another --base does not inherit it
+    again = cannbuild_container(
+        tmp_path, "--variant", "A3", "--lock-file", str(lock_file), "--out", str(tmp_path / "c2")
+    )
+    assert f"@{digest}" in (tmp_path / "c2" / "Dockerfile").read_text(), again.stderr
+    other = cannbuild_container(
+        tmp_path, "--variant", "A3", "--base", "registry.example/cann:mine",
+        "--lock-file", str(lock_file), "--out", str(tmp_path / "c3"),
+    )  # fmt: skip
+    assert (
+        "ARG BASE_IMAGE=registry.example/cann:mine\n"
+        in (tmp_path / "c3" / "Dockerfile").read_text()
+    ), other.stderr
+
+
 def test_build_without_an_engine_prints_the_command_and_exits_9(tmp_path, lock_file):
     env = {"PATH": path_without_engines(tmp_path / "bin"), "HOME": str(tmp_path)}
     proc = subprocess.run(
@@ -159,7 +293,9 @@ def test_build_without_an_engine_prints_the_command_and_exits_9(tmp_path, lock_f
     )
     assert proc.returncode == 9, proc.stderr
     assert "no container engine answers here" in proc.stderr
-    assert "docker buildx build --target export --output type=local" in proc.stderr
+    assert "docker buildx build --platform linux/amd64 --target export --output type=local" in (
+        proc.stderr
+    )
 
 
 def test_docker_run_line_lists_the_devices_the_host_has(tmp_path):
