@@ -25,13 +25,14 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__
 from .errors import NoContainerEngine, UsageError
+from .host.socs import FAMILIES
 from .lockfile import Lock
 from .render import file_env
 from .resources import data_dir
 
 IMAGE_REPO = "quay.io/ascend/cann"
-CHIPS = {"A2": "910b", "A3": "a3"}
-SOCS = {"A2": "ascend910b", "A3": "ascend910_93"}
+CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
+SOCS = {f.variant: f.soc for f in FAMILIES if f.variant in CHIPS}
 OSES = ("ubuntu22.04", "ubuntu24.04", "openeuler22.03", "openeuler24.03")
 PYTHONS = ("3.10", "3.11", "3.12")
 # Tags seen published (Ascend/cann-container-image, vllm-ascend Dockerfiles); others follow the
@@ -57,7 +58,6 @@ SECRET_ID = "cannbuild-mirrors"
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
-CONTEXT_FILES = ("Dockerfile", ".dockerignore", ".hadolint.yaml", "cannbuild.lock")
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,10 @@ class ContainerSpec:
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
     """`<version lowercased>-<910b|a3>-<os>-py3.x`, e.g. 8.5.0-a3-ubuntu22.04-py3.11."""
     return f"{cann.lower()}-{CHIPS[variant]}-{os_name}-py{python}"
+
+
+def cann_image(cann: str, variant: str, os_name: str, python: str) -> str:
+    return f"{IMAGE_REPO}:{image_tag(cann, variant, os_name, python)}"
 
 
 def check_spec(spec: ContainerSpec) -> None:
@@ -110,7 +114,7 @@ def base_name(spec: ContainerSpec) -> str:
         return spec.base.split("@")[0]
     if spec.sandbox:
         return SANDBOX_BASE
-    return f"{IMAGE_REPO}:{image_tag(spec.cann, spec.variant, spec.os, spec.python)}"
+    return cann_image(spec.cann, spec.variant, spec.os, spec.python)
 
 
 def base_reference(spec: ContainerSpec, lock: Lock) -> Tuple[str, str]:
@@ -188,18 +192,15 @@ def source_files(root: Path) -> Optional[List[Path]]:
 def offline_wheels(root: Optional[Path], arch: str, python: str, into: Path) -> None:
     """cannbuild and its dependencies as wheels for the image's Python and architecture,
     so an air-gapped build installs them with --no-index."""
-    platform = {"x86_64": "manylinux2014_x86_64", "aarch64": "manylinux2014_aarch64"}[arch]
     into.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    wanted = _requirements(python, arch) + ([] if root else [f"cannbuild=={__version__}"])
     steps = [
         [*pip, "download", "--quiet", "--dest", str(into), "--only-binary=:all:",
-         "--python-version", python, "--platform", platform,
-         *_requirements(python, arch)],
+         "--python-version", python, "--platform", f"manylinux2014_{arch}", *wanted],
     ]  # fmt: skip
     if root is not None:
         steps.append([*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(root)])
-    else:
-        steps[0].append(f"cannbuild=={__version__}")
     for argv in steps:
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
@@ -430,10 +431,13 @@ def build(context: Path, base: str, arch: str) -> BuildResult:
     artifacts = context / "artifacts"
     if artifacts.exists():  # the local exporter adds to what is there
         shutil.rmtree(artifacts)
-    digest = None if "@sha256:" in base else _digest_before_build(engine, base)
+    if "@sha256:" in base:  # already pinned: nothing to learn
+        proc = subprocess.run(build_command(engine, context, arch), check=False)
+        return BuildResult(engine, proc.returncode, None)
+    digest = _digest_before_build(engine, base)
     pinned_base = f"{base}@{digest}" if digest else None
     proc = subprocess.run(build_command(engine, context, arch, pinned_base), check=False)
-    if proc.returncode == 0 and digest is None and "@sha256:" not in base:
+    if proc.returncode == 0 and digest is None:
         digest = _digest_after_build(engine, base)
     return BuildResult(engine, proc.returncode, digest)
 
@@ -487,4 +491,4 @@ def image_for_host(
     variant = facts.get("variant")
     if not cann or variant not in CHIPS:
         return None
-    return f"{IMAGE_REPO}:{image_tag(str(cann), str(variant), os_name, python)}"
+    return cann_image(str(cann), str(variant), os_name, python)
