@@ -516,3 +516,58 @@ def validation_env(session: Session) -> Dict[str, str]:
 
     captured = capture_env(set_env, base)
     return dict(captured.env)
+
+
+@dataclass(frozen=True)
+class ValidationRun:
+    validation: Mapping[str, Any]  # the report's validation part
+    report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
+    reused_from: Optional[str]
+    directory: Path  # reports/<run-id>
+
+
+def validate_and_report(
+    session: Session,
+    env: Mapping[str, str],
+    case_names: Sequence[str],
+    outcomes: Optional[Sequence[StepOutcome]] = None,
+    run_id: Optional[str] = None,
+    reuse: bool = False,
+) -> ValidationRun:
+    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged) and write the report."""
+    from .report import build_report, step_records, write_report
+    from .validate import inputs_for, run_validation, validation_key
+    from .workspace import read_json, write_json_atomic
+
+    inputs = inputs_for(session, env, case_names)
+    key = validation_key(inputs)
+    stamp_file = session.ws.stamps / "validate.json"
+    cached = read_json(stamp_file) if reuse else None
+    run_id = run_id or new_run_id()
+    report = None
+    reused_from = None
+    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
+        reused_from = cached["run_id"]
+        validation = dict(cached["validation"], reused_from=reused_from)
+    else:
+        report = run_validation(inputs)
+        validation = report.to_json()
+        write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
+    sources = sources_from_lock(session)
+    recipe = session.recipe
+    full = build_report(
+        run_id=run_id,
+        host=session.host.facts,
+        recipe={
+            "name": recipe.name,
+            "path": str(recipe.path),
+            "digest": recipe.digest,
+            "train": recipe.train,
+        },
+        lock=sources.lock if sources else None,
+        steps=step_records(session.ws, outcomes, [s.name for s in recipe.steps]),
+        validation=validation,
+        sandbox=session.sandbox.to_json() if session.sandbox else None,
+    )
+    directory = write_report(session.ws, run_id, full)
+    return ValidationRun(validation, report, reused_from, directory)

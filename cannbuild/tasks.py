@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
@@ -240,23 +241,37 @@ def lock(c: Any, **flags: Any) -> None:
     _sync(c, flags, "cannbuild lock", update_lock=True)
 
 
-def _run(c: Any, flags: Dict[str, Any], phases: Sequence[str], command: str) -> Any:
+def _run(
+    c: Any,
+    flags: Dict[str, Any],
+    phases: Sequence[str],
+    command: str,
+    then: Optional[Callable[[Any, Any], int]] = None,
+    show_host: bool = False,
+) -> None:
+    """Sync sources and run the steps under the workspace lock; `then(session, result)`
+    runs under the same lock after the steps succeed and returns an exit code."""
     from .pipeline import run_steps, sync_sources
     from .progress import ConsoleProgress
     from .workspace import WorkspaceLock
 
     session = _session(c, flags)
+    if show_host:
+        ui.print_doctor_summary(session.host)
     progress = ConsoleProgress()
+    code = 0
     with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
         state = sync_sources(session)
         for note in state.notes:
             progress.note(note)
         result = run_steps(session, state, os.environ, phases, progress)
-    failed = result.failed
-    if failed is not None:
-        ui.print_digest(failed)
-        raise Exit(code=StepFailed.exit_code)
-    return session, state, result
+        if result.failed is not None:
+            ui.print_digest(result.failed)
+            raise Exit(code=StepFailed.exit_code)
+        if then is not None:
+            code = then(session, result)
+    if code:
+        raise Exit(code=code)
 
 
 @task(iterable=["force"], help=helps(*BUILD_FLAGS, "force"))
@@ -332,53 +347,21 @@ def _validate(
     run_id: Optional[str] = None,
     reuse: bool = False,
 ) -> int:
-    from .pipeline import sources_from_lock
-    from .report import build_report, step_records, write_report
-    from .runner import new_run_id
-    from .validate import inputs_for, run_validation, validation_key
-    from .workspace import read_json, write_json_atomic
+    from .pipeline import validate_and_report
+    from .validate import exit_code
 
     names = [n.strip() for n in cases.split(",") if n.strip()] if cases else []
-    inputs = inputs_for(session, os.environ, names)
-    key = validation_key(inputs)
-    stamp_file = session.ws.stamps / "validate.json"
-    cached = read_json(stamp_file) if reuse else None
-    run_id = run_id or new_run_id()
-    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
-        validation = dict(cached["validation"], reused_from=cached["run_id"])
-        ui.note(
-            f"validation: PASS reused from run {cached['run_id']} (nothing it checks has changed)"
-        )
-        report = None
-    else:
-        report = run_validation(inputs)
-        validation = report.to_json()
-        write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
-    sources = sources_from_lock(session)
-    recipe = session.recipe
-    full = build_report(
-        run_id=run_id,
-        host=session.host.facts,
-        recipe={
-            "name": recipe.name,
-            "path": str(recipe.path),
-            "digest": recipe.digest,
-            "train": recipe.train,
-        },
-        lock=sources.lock if sources else None,
-        steps=step_records(session.ws, outcomes, [s.name for s in recipe.steps]),
-        validation=validation,
-        sandbox=session.sandbox.to_json() if session.sandbox else None,
-    )
-    directory = write_report(session.ws, run_id, full)
+    run = validate_and_report(session, os.environ, names, outcomes, run_id, reuse)
     if json_out:
-        ui.print_json(validation)
-    elif report is not None:
-        ui.print_validation(report, directory)
+        ui.print_json(run.validation)
+    elif run.report is not None:
+        ui.print_validation(run.report, run.directory)
     else:
-        ui.note(f"report: {directory}/report.md")
-    status = validation["status"]
-    return 5 if status == "FAIL" or (require_device and status == "SKIPPED") else 0
+        ui.note(
+            f"validation: PASS reused from run {run.reused_from} (nothing it checks has changed)"
+        )
+        ui.note(f"report: {run.directory}/report.md")
+    return exit_code(run.validation["status"], require_device)
 
 
 @task(
@@ -418,25 +401,15 @@ def setup(
     **flags: Any,
 ) -> None:
     """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker."""
-    from .pipeline import run_steps, sync_sources
-    from .progress import ConsoleProgress
-    from .workspace import WorkspaceLock
-
     force = list(force or [])
     revalidate = "validate" in force
-    force = [f for f in force if f != "validate"]
-    session = _session(c, {**flags, "force": force})
-    ui.print_doctor_summary(session.host)
-    progress = ConsoleProgress()
-    with WorkspaceLock(session.ws, "cannbuild setup", session.options.wait, ui.waiting):
-        state = sync_sources(session)
-        for note in state.notes:
-            progress.note(note)
-        result = run_steps(session, state, os.environ, ("build", "install"), progress, None)
-        if result.failed is not None:
-            ui.print_digest(result.failed)
-            raise Exit(code=StepFailed.exit_code)
-        code = _validate(
+    _run(
+        c,
+        {**flags, "force": [f for f in force if f != "validate"]},
+        ("build", "install"),
+        "cannbuild setup",
+        show_host=True,
+        then=lambda session, result: _validate(
             session,
             result.outcomes,
             cases,
@@ -444,9 +417,8 @@ def setup(
             require_device,
             result.run_id,
             reuse=not revalidate,
-        )
-    if code:
-        raise Exit(code=code)
+        ),
+    )
 
 
 @task(
@@ -566,8 +538,6 @@ def container_run(
         )
     root = Sysroot.at(options.sysroot)
     driver = host.facts["driver"]["path"]
-    import sys
-
     argv = run_line(
         root.root,
         chosen,
