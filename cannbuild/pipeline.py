@@ -471,9 +471,8 @@ def run_steps(
     ctx = step_context(session, sources, env)
     recipe, ws = session.recipe, session.ws
     logs = RunLogs(ws, run_id or new_run_id())
-    home = Path((session.host.build_env or {}).get("ASCEND_HOME_PATH", str(session.toolkit.path)))
     actions = ActionContext(
-        toolkit_home=home,
+        toolkit_home=Path(session.values["cann"]["home"]),
         overlay=ws.overlay,
         stage=ws.stage,
         opp=ws.opp,
@@ -496,8 +495,8 @@ def run_steps(
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))
         else:
-            values = {**session.values, "arch": host_arch()}
-            outcome = run_step(step, ws, logs, actions, progress, output_patterns(step, values))
+            patterns = output_patterns(step, session.values)
+            outcome = run_step(step, ws, logs, actions, progress, patterns)
             outcomes.append(outcome)
             if outcome.status == "failed":
                 break

@@ -115,18 +115,23 @@ class Fetcher:
             raise _GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc.stdout.decode("utf-8", "replace")
 
+    def _source(self, url: str, doing: str) -> str:
+        """`url` after the mirror rules; refused in offline mode when it needs the network."""
+        source = rewrite(url, self.mirrors)
+        if self.offline and is_remote(source):
+            raise OfflineViolation(
+                f"offline mode: {doing} {redact(source)} would need the network.",
+                "Seed the workspace with --bundle OUT.tar (made by `cannbuild bundle` on a connected "
+                "machine), or drop --offline.",
+            )
+        return source
+
     def fetch_repo(self, cache: Path, url: str) -> None:
         """Mirror every branch and tag of `url` into the bare `cache`."""
         if not cache.exists():
             cache.parent.mkdir(parents=True, exist_ok=True)
             self.git(["init", "--quiet", "--bare", str(cache)])
-        source = rewrite(url, self.mirrors)
-        if self.offline and is_remote(source):
-            raise OfflineViolation(
-                f"offline mode: fetching {redact(source)} would need the network.",
-                "Seed the workspace with --bundle OUT.tar (made by `cannbuild bundle` on a connected "
-                "machine), or drop --offline.",
-            )
+        source = self._source(url, "fetching")
 
         def attempt() -> None:
             self.git(
@@ -156,13 +161,7 @@ class Fetcher:
             ) from None
 
     def download(self, url: str, dest: Path) -> None:
-        source = rewrite(url, self.mirrors)
-        if self.offline and is_remote(source):
-            raise OfflineViolation(
-                f"offline mode: downloading {redact(source)} would need the network.",
-                "Seed the workspace with --bundle OUT.tar (made by `cannbuild bundle` on a connected "
-                "machine), or drop --offline.",
-            )
+        source = self._source(url, "downloading")
         import urllib.error  # only downloads pay for the http stack
         import urllib.request
 
