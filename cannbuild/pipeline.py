@@ -32,6 +32,7 @@ from .plan import (
     UP_TO_DATE,
     PlannedStep,
     StepContext,
+    check_force,
     hashed_env_values,
     plan_all,
     plan_step,
@@ -479,13 +480,8 @@ def run_steps(
         vendor_dir=session.vendor_dir,
         overlay_enabled=ctx.overlay_env is not None,
     )
+    check_force(recipe, session.options.force)
     force = set(session.options.force)
-    unknown = force - {s.name for s in recipe.steps}
-    if unknown:
-        raise UsageError(
-            f"--force {sorted(unknown)[0]}: the recipe has no such step.",
-            f"Steps: {', '.join(s.name for s in recipe.steps)}.",
-        )
     outcomes: List[StepOutcome] = []
     use_overlay = False
     for spec in recipe.steps:

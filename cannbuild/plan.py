@@ -124,9 +124,18 @@ def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: s
         ) from None
 
 
-def _upstream_outputs(ws: Workspace, spec: StepSpec) -> Tuple[Dict[str, Any], List[str]]:
-    """Output digests of the steps this one runs after; names of those not built yet."""
+@dataclass(frozen=True)
+class Upstream:
+    """What the steps a step runs after left in their stamps."""
+
+    outputs: Dict[str, Any]  # step -> outputs digest
+    artifacts: Dict[str, str]  # step -> path of its first artifact (the package it built)
+    missing: List[str]  # steps not built yet
+
+
+def _upstream(ws: Workspace, spec: StepSpec) -> Upstream:
     outputs: Dict[str, Any] = {}
+    artifacts: Dict[str, str] = {}
     missing: List[str] = []
     for dep in spec.after:
         stamp = read_stamp(ws, dep)
@@ -134,16 +143,18 @@ def _upstream_outputs(ws: Workspace, spec: StepSpec) -> Tuple[Dict[str, Any], Li
             missing.append(dep)
             continue
         outputs[dep] = stamp.get("outputs_digest")
-    return outputs, missing
+        if stamp.get("artifacts"):
+            artifacts[dep] = stamp["artifacts"][0]["path"]
+    return Upstream(outputs, artifacts, missing)
 
 
-def _artifact_paths(ws: Workspace, spec: StepSpec) -> Dict[str, str]:
-    paths: Dict[str, str] = {}
-    for dep in spec.after:
-        stamp = read_stamp(ws, dep)
-        if stamp and stamp.get("artifacts"):
-            paths[dep] = stamp["artifacts"][0]["path"]
-    return paths
+def check_force(recipe: Recipe, force: Sequence[str]) -> None:
+    unknown = [f for f in force if f not in [s.name for s in recipe.steps]]
+    if unknown:
+        raise UsageError(
+            f"--force {unknown[0]}: the recipe has no such step.",
+            f"Steps: {', '.join(s.name for s in recipe.steps)}.",
+        )
 
 
 def plan_step(
@@ -156,9 +167,8 @@ def plan_step(
     force: bool,
 ) -> PlannedStep:
     values = dict(ctx.values)
-    artifacts = dict(values.get("artifacts", {}))
-    for dep, path in _artifact_paths(ws, spec).items():
-        artifacts[dep] = path
+    upstream = _upstream(ws, spec)
+    artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
         artifacts.setdefault(dep, f"<output of {dep}>")
     values["artifacts"] = artifacts
@@ -185,7 +195,6 @@ def plan_step(
     env = {**base, **ctx.extra_env, **step_env}
     delta = {k: v for k, v in env.items() if os.environ.get(k) != v}
 
-    upstream, missing = _upstream_outputs(ws, spec)
     inputs: Dict[str, Any] = {
         "recipe": ctx.recipe,
         "command": hashed_command,
@@ -193,14 +202,16 @@ def plan_step(
         "env_mode": "overlay" if use_overlay else "toolkit",
         "toolkit": dict(ctx.toolkit),
         "source": dict(ctx.sources.get(spec.repo, {})) if spec.repo else {},
-        "upstream": upstream,
+        "upstream": upstream.outputs,
         "hashed_env": dict(ctx.hashed_env),
     }
     for name in spec.inputs:
         inputs[name] = values[name]
     input_hash = digest(inputs)
 
-    status, reason = _status(ws, spec, inputs, input_hash, missing, upstream_pending, force)
+    status, reason = _status(
+        ws, spec, inputs, input_hash, upstream.missing, upstream_pending, force
+    )
     return PlannedStep(
         spec=spec,
         command=command,
@@ -300,12 +311,7 @@ def plan_all(
     force: Sequence[str] = (),
 ) -> List[PlannedStep]:
     """Plan every step of the given phases in recipe order (a dry run: nothing is written)."""
-    unknown = [f for f in force if f not in [s.name for s in recipe.steps]]
-    if unknown:
-        raise UsageError(
-            f"--force {unknown[0]}: the recipe has no such step.",
-            f"Steps: {', '.join(s.name for s in recipe.steps)}.",
-        )
+    check_force(recipe, force)
     planned: List[PlannedStep] = []
     pending: List[str] = []
     use_overlay = False

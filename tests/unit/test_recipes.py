@@ -117,3 +117,13 @@ def test_requirements_use_the_builds_own_version_rule():
     del share["metadef"]
     problems = {p[0]: p[3] for p in check_requirements(recipe, share)}
     assert problems == {"runtime": "not numeric", "hcomm": "too old", "metadef": "missing"}
+
+
+def test_force_names_a_step_of_the_recipe():
+    from cannbuild.plan import check_force
+
+    recipe = load_recipe(RECIPES / "8.5.toml")
+    check_force(recipe, ["opbase-build", "ops-transformer-install"])
+    with pytest.raises(UsageError, match="--force opbase-bild: the recipe has no such step") as err:
+        check_force(recipe, ["opbase-build", "opbase-bild"])
+    assert "ops-transformer-build" in err.value.paragraph()
