@@ -100,33 +100,37 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
                 "Pass a file made by `cannbuild bundle`.",
             )
         manifest = json.loads(_read(tar, members[MANIFEST]))
-        for name, expected in manifest.items():
-            if (
-                name not in members
-                or hashlib.sha256(_read(tar, members[name])).hexdigest() != expected
-            ):
+        staged = Path(tmp) / "staged"
+        for name, expected in manifest.items():  # verify everything before touching a cache
+            safe = not name.startswith("/") and ".." not in Path(name).parts
+            data = _read(tar, members[name]) if safe and name in members else None
+            if data is None or hashlib.sha256(data).hexdigest() != expected:
                 raise UsageError(
                     f"--bundle {bundle}: {name} is missing or corrupt (sha256 mismatch).",
                     "Copy the bundle again; make a new one with `cannbuild bundle` if it persists.",
                 )
+            (staged / name).parent.mkdir(parents=True, exist_ok=True)
+            (staged / name).write_bytes(data)
         fetcher = Fetcher()
         for name in manifest:
-            data = _read(tar, members[name])
             if name.startswith("git/"):
                 repo = name[len("git/") : -len(".bundle")]
-                path = Path(tmp) / f"{repo}.bundle"
-                path.write_bytes(data)
                 cache = cache_path(ws, repo)
                 if not cache.exists():
                     cache.parent.mkdir(parents=True, exist_ok=True)
                     fetcher.git(["init", "--quiet", "--bare", str(cache)])
-                fetcher.git(["fetch", "--quiet", "--force", str(path), "+refs/*:refs/*"], cwd=cache)
+                fetcher.git(
+                    ["fetch", "--quiet", "--force", str(staged / name), "+refs/*:refs/*"],
+                    cwd=cache,
+                )
             elif name.startswith("downloads/"):
-                target = ws.downloads / name[len("downloads/") :]
-                write_atomic(target, data)
-        lock_path = Path(tmp) / LOCK_NAME
-        lock_path.write_bytes(_read(tar, members[LOCK_NAME]))
-        lock = read_lock(lock_path)
+                write_atomic(ws.downloads / name[len("downloads/") :], (staged / name).read_bytes())
+        if LOCK_NAME not in manifest:
+            raise UsageError(
+                f"--bundle {bundle} is not a cannbuild bundle (its manifest lists no {LOCK_NAME}).",
+                "Pass a file made by `cannbuild bundle`.",
+            )
+        lock = read_lock(staged / LOCK_NAME)
     assert lock is not None
     return lock
 

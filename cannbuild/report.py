@@ -37,18 +37,11 @@ def build_report(
             "host": dict(host),
             "sandbox": dict(sandbox) if sandbox else None,
             "recipe": dict(recipe),
-            "lock": _lock_json(lock),
+            "lock": asdict(lock) if lock is not None else None,
             "steps": list(steps),
             "validation": dict(validation) if validation else None,
         }
     )
-
-
-def _lock_json(lock: Optional[Any]) -> Optional[Dict[str, Any]]:
-    if lock is None:
-        return None
-    data = asdict(lock)
-    return data
 
 
 def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:

@@ -263,7 +263,7 @@ def run_step(
             if not set_env.is_file():
                 return failed(0, tail, f"the install finished but {set_env} is missing", None)
             requires.append(str(set_env))
-    except (OSError, FileNotFoundError) as exc:
+    except OSError as exc:
         return failed(0, tail, str(exc))
     outputs = [a["sha256"] for a in artifacts] or [step.input_hash]
     write_stamp(

@@ -79,11 +79,6 @@ class Workspace:
     def validate(self) -> Path:
         return self.root / "validate"
 
-    @property
-    def state(self) -> Path:
-        """Facts one run leaves for the next (the overlay env, the vendor set_env.bash)."""
-        return self.root / "state"
-
 
 def _umask() -> int:
     """The process umask, read without changing it (os.umask would race other threads)."""
