@@ -14,7 +14,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import UsageError
 from .resources import data_dir
@@ -102,12 +102,6 @@ class Recipe:
         for repo in self.repos:
             if repo.name == name:
                 return repo
-        raise KeyError(name)
-
-    def step(self, name: str) -> StepSpec:
-        for step in self.steps:
-            if step.name == name:
-                return step
         raise KeyError(name)
 
 
@@ -428,7 +422,3 @@ def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
         return f"commit {ref['commit']}"
     until = f" as of {ref['until']}" if ref.get("until") else ""
     return f"branch {ref['branch']}{until}"
-
-
-def step_names(recipe: Recipe, phases: Sequence[str]) -> List[str]:
-    return [s.name for s in recipe.steps if s.phase in phases]

@@ -17,9 +17,9 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
-from .errors import CannbuildError, OfflineViolation, UsageError
+from .errors import CannbuildError, OfflineViolation
 from .redact import redact
 from .workspace import Workspace, read_json, write_json_atomic
 
@@ -357,24 +357,6 @@ def ensure_checkout(
     return dest, True
 
 
-def read_pin(checkout: Path, pin_file: str, pin_regex: str) -> str:
-    path = checkout / pin_file
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"the recipe says {pin_file} in {checkout.name} pins opbase, but it cannot be read ({exc.strerror}).",
-            "The recipe does not match this tag of the repository; check [repos.*.opbase_source].",
-        ) from exc
-    match = re.search(pin_regex, text)
-    if not match:
-        raise UsageError(
-            f"{pin_file} in {checkout.name} has no line matching {pin_regex!r}.",
-            "The recipe does not match this tag of the repository; check [repos.*.opbase_source].",
-        )
-    return match.group(1)
-
-
 # --- third-party archives --------------------------------------------------------
 
 
@@ -404,9 +386,3 @@ def ensure_archive(
     final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, final)
     return final, actual
-
-
-def cached_archives(ws: Workspace) -> List[Path]:
-    if not ws.downloads.is_dir():
-        return []
-    return sorted(p for p in ws.downloads.glob("*/*") if p.is_file())

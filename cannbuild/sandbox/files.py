@@ -33,10 +33,6 @@ def symlink(link: Path, target: str) -> None:
     link.symlink_to(target)
 
 
-def copy_tree(src: Path, dst: Path) -> None:
-    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
-
-
 @dataclass
 class CommandLog:
     """Every command sandbox creation runs, with its output, in one file."""
