@@ -22,11 +22,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from common import cannbuild_argv  # noqa: E402
+
 
 def installed_workspace(tmp: Path) -> Path:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "CANNBUILD_"))}
     subprocess.run(
-        [sys.executable, "-m", "cannbuild", "install", "--sandbox"],
+        cannbuild_argv("install", "--sandbox"),
         cwd=tmp,
         env=env,
         check=True,

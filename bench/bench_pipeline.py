@@ -28,7 +28,7 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import compile_package, fmt, summary
+from common import cannbuild_argv, compile_package, fmt, sandbox_create_argv, summary
 
 
 def env_for(sandbox: Path) -> Dict[str, str]:
@@ -40,7 +40,7 @@ def env_for(sandbox: Path) -> Dict[str, str]:
 def cb(cwd: Path, env: Dict[str, str], *args: str) -> float:
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "cannbuild", *args],
+        cannbuild_argv(*args),
         cwd=cwd,
         env=env,
         check=True,
@@ -53,18 +53,7 @@ def script_for(cwd: Path, env: Dict[str, str], variant: str, cann: str) -> Path:
     """The plan's rendered commands, each with its cwd and env, as a shell script."""
     plan = json.loads(
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "cannbuild",
-                "plan",
-                "--json",
-                "--sandbox",
-                "--variant",
-                variant,
-                "--cann",
-                cann,
-            ],
+            cannbuild_argv("plan", "--json", "--sandbox", "--variant", variant, "--cann", cann),
             cwd=cwd,
             env=env,
             check=True,
@@ -100,28 +89,8 @@ def main() -> None:
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-pipeline-"))
     sb85, sb90 = tmp / "sb-A2-8.5.0", tmp / "sb-A3-9.0.0"
-    subprocess.run(
-        [sys.executable, "-m", "cannbuild", "sandbox", "create", "--dir", str(sb85)],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cannbuild",
-            "sandbox",
-            "create",
-            "--dir",
-            str(sb90),
-            "--variant",
-            "A3",
-            "--cann",
-            "9.0.0",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    for argv in (sandbox_create_argv(sb85), sandbox_create_argv(sb90, "A3", "9.0.0")):
+        subprocess.run(argv, check=True, capture_output=True)
 
     cold: List[float] = []
     noop: List[float] = []

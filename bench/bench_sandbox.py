@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import compile_package, fmt, summary, time_command
+from common import compile_package, fmt, sandbox_create_argv, summary, time_command
 
 
 def du_bytes(path: Path) -> int:
@@ -36,39 +36,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-sandbox-"))
     times = []
     for i in range(args.runs):
-        target = tmp / f"sb{i}"
-        times += time_command(
-            [
-                sys.executable,
-                "-m",
-                "cannbuild",
-                "sandbox",
-                "create",
-                "--dir",
-                str(target),
-                "--variant",
-                args.variant,
-                "--cann",
-                args.cann,
-            ],
-            1,
-        )
-    again = time_command(
-        [
-            sys.executable,
-            "-m",
-            "cannbuild",
-            "sandbox",
-            "create",
-            "--dir",
-            str(tmp / "sb0"),
-            "--variant",
-            args.variant,
-            "--cann",
-            args.cann,
-        ],
-        args.runs,
-    )
+        times += time_command(sandbox_create_argv(tmp / f"sb{i}", args.variant, args.cann), 1)
+    again = time_command(sandbox_create_argv(tmp / "sb0", args.variant, args.cann), args.runs)
     cold = summary(times)
     print(fmt("sandbox create (existing, no-op)", summary(again)))
     print(fmt(f"sandbox create {args.variant} {args.cann} (fresh)", cold, summary(again)))

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import statistics
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
+
+
+def cannbuild_argv(*args: str) -> List[str]:
+    """The CLI as this interpreter runs it (the venv the bench runs in)."""
+    return [sys.executable, "-m", "cannbuild", *args]
+
+
+def sandbox_create_argv(directory: Path, variant: str = "A2", cann: str = "8.5.0") -> List[str]:
+    return cannbuild_argv(
+        "sandbox", "create", "--dir", str(directory), "--variant", variant, "--cann", cann
+    )
 
 
 def compile_package() -> None:
     """Write cannbuild's .pyc files, as a non-editable pip install does, so start-up
     is measured, not byte-compilation (PYTHONDONTWRITEBYTECODE may be set)."""
-    import sys
-    from pathlib import Path
-
     package = Path(__file__).resolve().parents[1] / "cannbuild"
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
 
