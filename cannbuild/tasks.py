@@ -338,10 +338,19 @@ def sandbox(
     )
 
 
+def _case_names(cases: str) -> List[str]:
+    """--cases a,b: checked now, so a typo fails before any build, not after it."""
+    from .validate.cases import select
+
+    names = [n.strip() for n in cases.split(",") if n.strip()]
+    select(names)
+    return names
+
+
 def _validate(
     session: Any,
     outcomes: Optional[Sequence[Any]],
-    cases: str,
+    names: Sequence[str],
     json_out: bool,
     require_device: bool,
     run_id: Optional[str] = None,
@@ -350,7 +359,6 @@ def _validate(
     from .pipeline import validate_and_report
     from .validate import exit_code
 
-    names = [n.strip() for n in cases.split(",") if n.strip()] if cases else []
     run = validate_and_report(session, os.environ, names, outcomes, run_id, reuse)
     if json_out:
         ui.print_json(run.validation)
@@ -380,9 +388,10 @@ def validate(
     """Check the installed package: library, FlashAttention through the C API, the repo's example."""
     from .workspace import WorkspaceLock
 
+    names = _case_names(cases)
     session = _session(c, flags)
     with WorkspaceLock(session.ws, "cannbuild validate", session.options.wait, ui.waiting):
-        code = _validate(session, None, cases, json, require_device)
+        code = _validate(session, None, names, json, require_device)
     if code:
         raise Exit(code=code)
 
@@ -401,6 +410,7 @@ def setup(
     **flags: Any,
 ) -> None:
     """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker."""
+    names = _case_names(cases)
     force = list(force or [])
     revalidate = "validate" in force
     _run(
@@ -412,7 +422,7 @@ def setup(
         then=lambda session, result: _validate(
             session,
             result.outcomes,
-            cases,
+            names,
             False,
             require_device,
             result.run_id,

@@ -136,7 +136,6 @@ def validation_key(inp: ValidationInputs) -> str:
     import json
 
     from ..host.pystack import read_python_stack
-    from ..resources import data_dir
 
     digest = hashlib.sha256()
     files = (
@@ -147,7 +146,7 @@ def validation_key(inp: ValidationInputs) -> str:
     for path in files:
         st = path.stat()
         digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
-    digest.update((data_dir("kernels") / "flash_attention" / "fa_check.cpp").read_bytes())
+    digest.update(capi.fa_check_source().read_bytes())
     stack = read_python_stack()
     digest.update(
         json.dumps(
@@ -224,7 +223,7 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
 
 
 def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
-    missing_torch = cases.torch_available()
+    missing_torch = cases.why_no_torch()
     if missing_torch:
         return ValidationCheck("capi", SKIPPED, missing_torch), [
             cases.CaseResult(c, SKIPPED, missing_torch) for c in selected

@@ -42,14 +42,17 @@ class CaseRun:
     error: Optional[str]
 
 
+def fa_check_source() -> Path:
+    return data_dir("kernels") / "flash_attention" / "fa_check.cpp"
+
+
 def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List[str]:
-    source = data_dir("kernels") / "flash_attention" / "fa_check.cpp"
     lib = vendor / "op_api" / "lib"
     return [
         cxx,
         "-std=c++17",
         "-O2",
-        str(source),
+        str(fa_check_source()),
         "-I",
         str(vendor / "op_api" / "include"),
         "-I",
@@ -82,7 +85,7 @@ def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compil
     argv = compile_command(vendor, home, binary, cxx)
     shown = " ".join(argv)
     key = hashlib.sha256(shown.encode())
-    for path in (Path(argv[3]), vendor / "op_api" / "lib" / "libcust_opapi.so"):
+    for path in (fa_check_source(), vendor / "op_api" / "lib" / "libcust_opapi.so"):
         with contextlib.suppress(OSError):
             key.update(path.read_bytes())
     stamp = workdir / "fa_check.key"

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import UsageError
+
 RULE = (
     "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
     "(rounded in the kernel dtype) + 1e-5 for fp32; softmaxMax/Sum within 1e-3 relative + 1e-4"
@@ -145,15 +147,10 @@ def make_inputs(case: Case) -> Dict[str, Any]:
     gen = torch.Generator().manual_seed(SEED + sum(map(ord, case.name)))
     dt = torch_dtype(torch, case.dtype)
     tensors = {
-        "q": torch.randn(
-            layout_shape(case.layout, case.B, case.N1, case.S, case.D), generator=gen
-        ).to(dt),
-        "k": torch.randn(
-            layout_shape(case.layout, case.B, case.N2, case.S, case.D), generator=gen
-        ).to(dt),
-        "v": torch.randn(
-            layout_shape(case.layout, case.B, case.N2, case.S, case.D), generator=gen
-        ).to(dt),
+        name: torch.randn(
+            layout_shape(case.layout, case.B, heads, case.S, case.D), generator=gen
+        ).to(dt)
+        for name, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))  # in this order
     }
     if case.causal:
         tensors["mask"] = torch.triu(torch.ones(case.S, case.S, dtype=torch.uint8), diagonal=1)
@@ -314,7 +311,7 @@ def judge(
     return result
 
 
-def torch_available() -> Optional[str]:
+def why_no_torch() -> Optional[str]:
     """None when torch imports; otherwise why not."""
     try:
         _torch()
@@ -324,6 +321,15 @@ def torch_available() -> Optional[str]:
 
 
 def select(names: Sequence[str]) -> Tuple[Case, ...]:
+    """The named cases (all when none are named); an unknown name is an error, not an
+    empty selection that would PASS with nothing run."""
     if not names:
         return CASES
+    known = {c.name for c in CASES}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(
+            f"--cases {unknown[0]!r} is not a validation case.",
+            f"Cases: {', '.join(c.name for c in CASES)}.",
+        )
     return tuple(c for c in CASES if c.name in names)

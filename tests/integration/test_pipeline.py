@@ -357,3 +357,11 @@ def test_ci_and_container_from_a_sandbox_lock(cli, tmp_path):
     config.write_text("self-hosted-runner:\n  labels: [mine]\n")
     proc = cli("ci", "--provider", "github", sandbox=False)
     assert "exists, left as it is" in proc.stderr and "mine" in config.read_text()
+
+
+def test_an_unknown_validation_case_fails_before_any_build(cli):
+    proc = cli("setup", "--cases", "fp32_bsh_s128_d64_gqa,fp32_bhs_s128")
+    assert proc.returncode == 2, proc.stderr
+    assert "--cases 'fp32_bhs_s128' is not a validation case" in proc.stderr
+    assert "fp32_bsh_s128_d64_gqa" in proc.stderr  # the list of cases to pick from
+    assert started_steps(proc.stderr) == [] and not (cli.ws / "stamps").exists()
