@@ -15,11 +15,12 @@ from typing import Iterable, Optional
 
 from ..errors import SandboxError
 from ..resources import data_dir
+from ..workspace import write_json_atomic
 from .files import CommandLog, write
 from .hardware import VARIANTS, lay_out_hardware
 from .releases import UPSTREAM, release
 from .repos import build_repos, build_third_party
-from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info, write_json_atomic
+from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info
 from .toolkit import compile_emulation, lay_out_toolkit
 
 MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
