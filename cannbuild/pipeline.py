@@ -1,31 +1,21 @@
 """doctor -> resolve -> fetch -> build -> install, as plain functions over plain data.
 
-`open_session` reads the host and picks the recipe; `sync_sources` pins and
+`open_session` reads the host and picks the recipe; `sync.syncing_sources` pins and
 checks out the sources (writing or honouring the lock); `run_steps` runs the
-steps that are not up to date.  Tasks call these and render what they return.
+steps that are not up to date, each once its repo is ready.  Tasks call these and
+render what they return.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import CannbuildError, LockDrift, UsageError
+from .errors import CannbuildError, UsageError
 from .host.doctor import HostReport, read_host
 from .host.toolkit import Toolkit, host_arch
-from .lockfile import (
-    Lock,
-    LockedArchive,
-    LockedRepo,
-    Wanted,
-    drift,
-    read_lock,
-    refuse_drift,
-    write_lock,
-)
 from .options import Options
 from .overlay import overlay_env
 from .plan import (
@@ -37,8 +27,11 @@ from .plan import (
     plan_all,
     plan_step,
 )
-from .recipes import Recipe, check_requirements, describe_ref, render_ref, select_recipe
-from .redact import redact
+from .recipes import (
+    Recipe,
+    check_requirements,
+    select_recipe,
+)
 from .render import command_env, render_string
 from .resources import data_dir
 from .runner import (
@@ -54,18 +47,9 @@ from .runner import (
 from .sandbox import SandboxInfo, SandboxSpec, create_sandbox
 from .sources import (
     Fetcher,
-    Nested,
-    Seed,
-    archive_path,
-    cache_path,
-    checkout_identity,
-    commit_time,
-    ensure_archive,
-    ensure_checkout,
-    has_commit,
     mirror_git_env,
-    resolve_ref,
 )
+from .sync import Sources, SourceState, sources_from_lock
 from .workspace import Workspace
 
 
@@ -195,217 +179,6 @@ def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:
     )
 
 
-# --- sources ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SourceState:
-    lock: Lock
-    checkouts: Mapping[str, Path]
-    identities: Mapping[str, Mapping[str, Any]]
-    changed: Sequence[str]
-    lock_written: bool
-    notes: Sequence[str] = field(default=())
-
-
-def wanted_for(session: Session) -> Wanted:
-    recipe = session.recipe
-    repos = []
-    for repo in recipe.repos:
-        ref = render_ref(repo, session.values)
-        repos.append((repo.name, repo.url, describe_ref(ref)))
-    archives = tuple((t.name, t.url, t.sha256) for t in recipe.third_party)
-    return Wanted(
-        recipe.name, session.toolkit.version_text or "", session.soc, tuple(repos), archives
-    )
-
-
-def pin_name(repo: str, dest: str) -> str:
-    return f"{repo}:{dest}"
-
-
-def resolve_lock(
-    session: Session, fetcher: Fetcher, previous: Optional[Lock]
-) -> Tuple[Lock, List[str]]:
-    """Fetch every repository, resolve refs to commits, hash every archive."""
-    ws, recipe = session.ws, session.recipe
-    repos: List[LockedRepo] = []
-    notes: List[str] = []
-    times: List[int] = []
-    for repo in recipe.repos:
-        cache = cache_path(ws, repo.name)
-        fetcher.fetch_repo(cache, repo.url)
-        ref = render_ref(repo, session.values)
-        commit = resolve_ref(fetcher, cache, ref, repo.url)
-        times.append(commit_time(fetcher, cache, commit))
-        old = previous.repo(repo.name) if previous else None
-        if old and old.ref == describe_ref(ref) and old.commit != commit and ref.get("tag"):
-            notes.append(
-                f"{repo.name}: {describe_ref(ref)} moved from {old.commit[:12]} to {commit[:12]}"
-            )
-        repos.append(LockedRepo(repo.name, redact(repo.url), describe_ref(ref), commit))
-        if repo.source_pin:
-            pin = repo.source_pin
-            text = fetcher.git(["show", f"{commit}:{pin.pin_file}"], cwd=cache)
-            match = re.search(pin.pin_regex, text)
-            if not match:
-                raise UsageError(
-                    f"{pin.pin_file} at {repo.name} {commit[:12]} has no line matching {pin.pin_regex!r}.",
-                    "The recipe does not match this ref; check [repos.*.opbase_source].",
-                )
-            pinned = match.group(1)
-            source = recipe.repo(pin.repo)
-            pcache = cache_path(ws, pin.repo)
-            if not has_commit(fetcher, pcache, pinned):
-                fetcher.fetch_repo(pcache, source.url)
-            repos.append(
-                LockedRepo(
-                    pin_name(repo.name, pin.dest),
-                    redact(source.url),
-                    f"pinned by {pin.pin_file}",
-                    pinned,
-                )
-            )
-    archives: List[LockedArchive] = []
-    for item in recipe.third_party:
-        expected = item.sha256
-        if expected is None and previous is not None and previous.archive(item.url):
-            expected = previous.archive(item.url).sha256  # type: ignore[union-attr]
-        _, sha = ensure_archive(fetcher, ws, item.url, expected)
-        archives.append(LockedArchive(item.name, redact(item.url), sha))
-    lock = Lock(
-        recipe=recipe.name,
-        recipe_digest=recipe.digest,
-        toolkit_version=session.toolkit.version_text or "",
-        soc=session.soc,
-        arch=host_arch(),
-        repos=tuple(repos),
-        third_party=tuple(archives),
-        source_date_epoch=max(times) if times else 0,
-        container=dict(previous.container) if previous else {},
-    )
-    return lock, notes
-
-
-def sync_sources(
-    session: Session, *, update_lock: bool = False, refresh: bool = False
-) -> SourceState:
-    """Pin (from the lock, or by resolving) and check out every source.
-
-    `update_lock` re-resolves even when the lock matches (`cannbuild lock`);
-    `refresh` fetches the caches to notice moved tags (`cannbuild fetch`).
-    """
-    from .bundle import seed_from_bundle
-
-    options, ws, recipe = session.options, session.ws, session.recipe
-    fetcher = session.fetcher
-    notes: List[str] = []
-    bundled: Optional[Lock] = None
-    if options.bundle is not None:
-        bundled = seed_from_bundle(ws, options.bundle)
-        notes.append(f"seeded caches from {options.bundle}")
-    existing = read_lock(options.lock_file) or bundled
-    wanted = wanted_for(session)
-    problems = drift(existing, wanted) if existing else ["there is no lock file"]
-    if options.locked and problems:
-        raise refuse_drift(options.lock_file, problems)
-    written = False
-    if existing is not None and not problems and not update_lock:
-        lock = existing
-        if existing is bundled and not options.lock_file.exists():
-            write_lock(options.lock_file, lock)
-            written = True
-        if refresh and not options.offline:
-            _fresh, moved = resolve_lock(session, fetcher, existing)
-            if moved:
-                if options.locked:
-                    raise LockDrift(
-                        f"--locked: {'; '.join(moved)}; the lock still pins the old commit.",
-                        "Check upstream; run `cannbuild lock` to accept the new commit on purpose.",
-                    )
-                notes.extend(f"{m} (keeping the locked commit)" for m in moved)
-    else:
-        lock, moved = resolve_lock(session, fetcher, existing)
-        notes.extend(moved)
-        if existing is not None and problems and existing is not bundled:
-            notes.append("lock updated: " + "; ".join(problems))
-        write_lock(options.lock_file, lock)
-        written = True
-
-    checkouts: Dict[str, Path] = {}
-    identities: Dict[str, Mapping[str, Any]] = {}
-    changed: List[str] = []
-    for repo in recipe.repos:
-        locked = lock.repo(repo.name)
-        assert locked is not None
-        cache = cache_path(ws, repo.name)
-        if not has_commit(fetcher, cache, locked.commit):
-            fetcher.fetch_repo(cache, repo.url)
-        nested: List[Nested] = []
-        if repo.source_pin:
-            pin = repo.source_pin
-            locked_pin = lock.repo(pin_name(repo.name, pin.dest))
-            assert locked_pin is not None
-            pcache = cache_path(ws, pin.repo)
-            if not has_commit(fetcher, pcache, locked_pin.commit):
-                fetcher.fetch_repo(pcache, recipe.repo(pin.repo).url)
-            nested.append(Nested(pin.dest, pcache, locked_pin.commit, recipe.repo(pin.repo).url))
-        seeds: List[Seed] = []
-        for item in recipe.third_party:
-            if repo.name not in item.repos:
-                continue
-            archive = lock.archive(item.url)
-            assert archive is not None
-            path, sha = ensure_archive(fetcher, ws, item.url, archive.sha256)
-            seeds.append(Seed(path, f"third_party/{item.dest}", sha))
-        path, was_changed = ensure_checkout(
-            fetcher, ws, repo.name, cache, locked.commit, repo.url, nested, seeds
-        )
-        checkouts[repo.name] = path
-        identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
-        if was_changed:
-            changed.append(repo.name)
-    return SourceState(lock, checkouts, identities, changed, written, tuple(notes))
-
-
-def sources_from_lock(session: Session) -> Optional[SourceState]:
-    """The pinned sources without touching the network (for `plan`); None if not fetched yet."""
-    lock = read_lock(session.options.lock_file)
-    if lock is None:
-        return None
-    wanted = wanted_for(session)
-    # a different SoC or toolkit does not change the sources, only the lock's header
-    if drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version)):
-        return None
-    identities: Dict[str, Mapping[str, Any]] = {}
-    for repo in session.recipe.repos:
-        locked = lock.repo(repo.name)
-        if locked is None:
-            return None
-        nested = []
-        if repo.source_pin:
-            pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
-            if pinned is None:
-                return None
-            nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
-        seeds = []
-        for item in session.recipe.third_party:
-            if repo.name in item.repos:
-                archive = lock.archive(item.url)
-                if archive is None:
-                    return None
-                seeds.append(
-                    Seed(
-                        archive_path(session.ws, archive.sha256, item.url),
-                        f"third_party/{item.dest}",
-                        archive.sha256,
-                    )
-                )
-        identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
-    checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
-    return SourceState(lock, checkouts, identities, (), False)
-
-
 # --- steps -----------------------------------------------------------------------
 
 
@@ -462,14 +235,16 @@ def output_patterns(step: PlannedStep, values: Mapping[str, Any]) -> List[str]:
 
 def run_steps(
     session: Session,
-    sources: SourceState,
+    sources: Sources,
     env: Mapping[str, str],
     phases: Sequence[str],
     progress: Optional[Progress] = None,
     run_id: Optional[str] = None,
 ) -> RunResult:
+    """Run each step that is not up to date, in order; a step waits for its own repo
+    only (`sources` may still be fetching the others)."""
     progress = progress or NoProgress()
-    ctx = step_context(session, sources, env)
+    ctx = step_context(session, None, env)
     recipe, ws = session.recipe, session.ws
     logs = RunLogs(ws, run_id or new_run_id())
     actions = ActionContext(
@@ -487,6 +262,8 @@ def run_steps(
     for spec in recipe.steps:
         if spec.phase not in phases:
             continue
+        if spec.repo and spec.repo not in ctx.sources:
+            ctx = replace(ctx, sources={**ctx.sources, spec.repo: sources.identity_of(spec.repo)})
         step = plan_step(recipe, spec, ctx, ws, use_overlay, (), spec.name in force)
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))

@@ -15,9 +15,10 @@ import re
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .errors import CannbuildError, OfflineViolation
 from .redact import redact
@@ -25,6 +26,10 @@ from .workspace import Workspace, read_json, write_json_atomic
 
 GIT_TIMEOUT_S = 600
 DOWNLOAD_TIMEOUT_S = 60
+# fetches and clones wait on the network and the disk, not the CPU: a few at once
+MAX_PARALLEL_FETCHES = 4
+
+T = TypeVar("T")
 
 _TRANSIENT = re.compile(
     r"Could not resolve host|Connection timed out|Connection reset|Operation timed out|"
@@ -36,6 +41,17 @@ _TRANSIENT = re.compile(
 
 class FetchError(CannbuildError):
     exit_code = 4
+
+
+def in_parallel(calls: Sequence[Callable[[], T]]) -> List[T]:
+    """Run independent fetches or clones side by side; results in order, and the first
+    failure in that order is raised once every call has ended (none is left running)."""
+    if len(calls) < 2:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=min(len(calls), MAX_PARALLEL_FETCHES)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        wait(futures)
+    return [f.result() for f in futures]
 
 
 def rewrite(url: str, mirrors: Sequence[Tuple[str, str]]) -> str:
@@ -162,11 +178,23 @@ class Fetcher:
 
     def download(self, url: str, dest: Path) -> None:
         source = self._source(url, "downloading")
-        import urllib.error  # only downloads pay for the http stack
-        import urllib.request
-
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.part")
+        if source.startswith("file://"):  # a local mirror: a copy, no http stack
+            from urllib.parse import unquote, urlsplit
+
+            try:
+                shutil.copyfile(unquote(urlsplit(source).path), tmp)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise FetchError(
+                    f"downloading {redact(source)} failed: {exc.strerror or exc}.",
+                    _fetch_hint(url, source),
+                ) from None
+            os.replace(tmp, dest)
+            return
+        import urllib.error  # only downloads pay for the http stack
+        import urllib.request
 
         def attempt() -> None:
             try:
@@ -235,24 +263,24 @@ def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
     return True
 
 
-def resolve_ref(fetcher: Fetcher, cache: Path, ref: Mapping[str, Optional[str]], url: str) -> str:
-    """A tag, a branch (optionally as of a date) or a commit -> the full commit id."""
+def resolve_ref(
+    fetcher: Fetcher, cache: Path, ref: Mapping[str, Optional[str]], url: str
+) -> Tuple[str, int]:
+    """A tag, a branch (optionally as of a date) or a commit -> (full commit id, commit time),
+    read in one git call."""
+    if ref.get("tag"):
+        rev = f"refs/tags/{ref['tag']}^{{commit}}"
+    elif ref.get("commit"):
+        rev = f"{ref['commit']}^{{commit}}"
+    else:
+        rev = f"refs/heads/{ref['branch']}"
+    args = ["log", "-1", "--format=%H %ct"]
+    if ref.get("until") and not ref.get("tag") and not ref.get("commit"):
+        args.append(f"--before={ref['until']}")
     try:
-        if ref.get("tag"):
-            return fetcher.git(
-                ["rev-parse", f"refs/tags/{ref['tag']}^{{commit}}"], cwd=cache
-            ).strip()
-        if ref.get("commit"):
-            return fetcher.git(["rev-parse", f"{ref['commit']}^{{commit}}"], cwd=cache).strip()
-        branch = f"refs/heads/{ref['branch']}"
-        if ref.get("until"):
-            out = fetcher.git(
-                ["rev-list", "-1", f"--before={ref['until']}", branch], cwd=cache
-            ).strip()
-            if not out:
-                raise _GitFailed([], 1, f"no commit on {ref['branch']} before {ref['until']}")
-            return out
-        return fetcher.git(["rev-parse", branch], cwd=cache).strip()
+        out = fetcher.git([*args, rev, "--"], cwd=cache).split()
+        if len(out) != 2:
+            raise _GitFailed(args, 1, f"no commit on {ref['branch']} before {ref['until']}")
     except _GitFailed as exc:
         from .recipes import describe_ref
 
@@ -260,10 +288,7 @@ def resolve_ref(fetcher: Fetcher, cache: Path, ref: Mapping[str, Optional[str]],
             f"{describe_ref(ref)} is not in {redact(url)} ({exc.stderr.strip() or 'unknown ref'}).",
             "Check the recipe's tag/branch for this CANN release, or the mirror you fetch from.",
         ) from None
-
-
-def commit_time(fetcher: Fetcher, cache: Path, sha: str) -> int:
-    return int(fetcher.git(["show", "-s", "--format=%ct", sha], cwd=cache).strip())
+    return out[0], int(out[1])
 
 
 # --- checkouts -----------------------------------------------------------------
@@ -302,6 +327,17 @@ def checkout_identity(
     }
 
 
+def _clone_at(fetcher: Fetcher, cache: Path, dest: Path, commit: str, url: str) -> None:
+    """A clone of `cache` at `commit` whose origin is the (redacted) upstream URL."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(dest)])
+    fetcher.git(
+        ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=dest
+    )
+    fetcher.git(["remote", "set-url", "origin", redact(url)], cwd=dest)
+
+
 def ensure_checkout(
     fetcher: Fetcher,
     ws: Workspace,
@@ -322,27 +358,37 @@ def ensure_checkout(
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
+    # the nested clones go to folders of their own, so they run beside the main clone
+    parked = [ws.src / f".{repo}.nested{i}-{os.getpid()}" for i in range(len(nested))]
     try:
-        fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(tmp)])
-        fetcher.git(
-            ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=tmp
+        in_parallel(
+            [lambda: _clone_at(fetcher, cache, tmp, commit, url)]
+            + [
+                (
+                    lambda item=item, where=where: _clone_at(
+                        fetcher, item.cache, where, item.commit, item.url
+                    )
+                )
+                for item, where in zip(nested, parked)
+            ]
         )
-        fetcher.git(["remote", "set-url", "origin", redact(url)], cwd=tmp)
-        for item in nested:
+        for item, where in zip(nested, parked):
             target = tmp / item.dest
             target.parent.mkdir(parents=True, exist_ok=True)
-            fetcher.git(["clone", "--quiet", "--no-checkout", str(item.cache), str(target)])
-            fetcher.git(
-                ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", item.commit],
-                cwd=target,
-            )
-            fetcher.git(["remote", "set-url", "origin", redact(item.url)], cwd=target)
+            if target.is_dir() and not any(target.iterdir()):
+                target.rmdir()  # an empty placeholder, as `git clone` would accept
+            elif target.exists():
+                raise _GitFailed(
+                    ["clone"], 128, f"destination path '{item.dest}' already exists in {repo}"
+                )
+            os.replace(where, target)
         for seed in seeds:
             target = tmp / seed.dest
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(seed.source, target)
     except _GitFailed as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for folder in (tmp, *parked):
+            shutil.rmtree(folder, ignore_errors=True)
         raise FetchError(
             f"checking out {repo} at {commit[:12]} failed: {exc.stderr.strip()}",
             "Run cannbuild fetch again; if it persists, delete the workspace's cache/git folder.",

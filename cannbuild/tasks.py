@@ -5,6 +5,7 @@ Task bodies stay thin; everything they call returns plain data.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -216,7 +217,7 @@ def _phases(text: str) -> List[str]:
 
 
 def _sync(c: Any, flags: Dict[str, Any], command: str, **how: bool) -> None:
-    from .pipeline import sync_sources
+    from .sync import sync_sources
     from .workspace import WorkspaceLock
 
     session = _session(c, flags)
@@ -251,8 +252,9 @@ def _run(
 ) -> None:
     """Sync sources and run the steps under the workspace lock; `then(session, result)`
     runs under the same lock after the steps succeed and returns an exit code."""
-    from .pipeline import run_steps, sync_sources
+    from .pipeline import run_steps
     from .progress import ConsoleProgress
+    from .sync import syncing_sources
     from .workspace import WorkspaceLock
 
     session = _session(c, flags)
@@ -261,13 +263,20 @@ def _run(
     progress = ConsoleProgress()
     code = 0
     with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = sync_sources(session)
-        for note in state.notes:
+        with syncing_sources(session) as sources:
+            for note in sources.notes:
+                progress.note(note)
+            result = run_steps(session, sources, os.environ, phases, progress)
+            if result.failed is not None:
+                # the lock is still written if every repo resolved; a fetch error
+                # here would hide the step's own failure, and the next run meets it
+                with contextlib.suppress(CannbuildError):
+                    sources.finish()
+                ui.print_digest(result.failed)
+                raise Exit(code=StepFailed.exit_code)
+            state = sources.finish()
+        for note in state.notes[len(sources.notes) :]:
             progress.note(note)
-        result = run_steps(session, state, os.environ, phases, progress)
-        if result.failed is not None:
-            ui.print_digest(result.failed)
-            raise Exit(code=StepFailed.exit_code)
         if then is not None:
             code = then(session, result)
     if code:

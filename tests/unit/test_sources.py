@@ -10,6 +10,7 @@ from cannbuild.errors import OfflineViolation
 from cannbuild.sources import (
     Fetcher,
     FetchError,
+    Nested,
     ensure_archive,
     ensure_checkout,
     resolve_ref,
@@ -66,13 +67,14 @@ def test_fetch_through_a_mirror_and_resolve_each_ref_kind(upstream: Path, tmp_pa
     cache = tmp_path / "cache.git"
     url = "https://gitcode.com/cann/demo.git"
     fetcher.fetch_repo(cache, url)
-    tag = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
-    head = resolve_ref(fetcher, cache, {"branch": "master"}, url)
-    dated = resolve_ref(
+    tag, tag_time = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    head, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    dated, _ = resolve_ref(
         fetcher, cache, {"branch": "master", "until": "2025-11-16T00:00:00+08:00"}, url
     )
     assert tag == dated != head
-    assert resolve_ref(fetcher, cache, {"commit": tag[:12]}, url) == tag
+    assert resolve_ref(fetcher, cache, {"commit": tag[:12]}, url) == (tag, tag_time)
+    assert tag_time == int(git("show", "-s", "--format=%ct", tag, cwd=cache))
     with pytest.raises(FetchError, match="tag v9 is not in"):
         resolve_ref(fetcher, cache, {"tag": "v9"}, url)
 
@@ -83,16 +85,49 @@ def test_checkout_is_atomic_and_idempotent(upstream: Path, tmp_path: Path):
     cache = ws.git_cache / "demo.git"
     url = "https://gitcode.com/cann/demo.git"
     fetcher.fetch_repo(cache, url)
-    old = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url)
     assert changed and (path / "f").read_text() == "1\n"
     assert git("rev-parse", "HEAD", cwd=path) == old
     _, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url)
     assert not changed
-    new = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    new, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url)
     assert changed and (path / "f").read_text() == "2\n"
     assert not any(p.name.startswith(".demo.") and p.is_dir() for p in ws.src.iterdir())
+
+
+def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(upstream: Path, tmp_path: Path):
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
+    ws = Workspace(tmp_path / "ws")
+    cache = ws.git_cache / "demo.git"
+    fetcher.fetch_repo(cache, "https://gitcode.com/cann/demo.git")
+    url = "https://user:secret@gitcode.com/cann/demo.git"  # the origin a checkout must not keep
+    old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    new, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    pin = Nested("third_party/opbase", cache, old, url)
+    path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url, [pin])
+    assert changed and (path / "f").read_text() == "2\n"
+    assert (path / "third_party" / "opbase" / "f").read_text() == "1\n"
+    assert git("rev-parse", "HEAD", cwd=path / "third_party" / "opbase") == old
+    origin = git("remote", "get-url", "origin", cwd=path / "third_party" / "opbase")
+    assert "secret" not in origin and origin.endswith("gitcode.com/cann/demo.git")
+    assert sorted(p.name for p in ws.src.iterdir()) == [".demo.checkout.json", "demo"]
+
+
+def test_nested_pin_over_a_non_empty_folder_is_refused_and_leaves_nothing(
+    upstream: Path, tmp_path: Path
+):
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
+    ws = Workspace(tmp_path / "ws")
+    cache = ws.git_cache / "demo.git"
+    url = "https://gitcode.com/cann/demo.git"
+    fetcher.fetch_repo(cache, url)
+    head, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    # "f" is a file in the checkout: the nested clone cannot take its place
+    with pytest.raises(FetchError, match="destination path 'f' already exists in demo"):
+        ensure_checkout(fetcher, ws, "demo", cache, head, url, [Nested("f", cache, head, url)])
+    assert list(ws.src.iterdir()) == []
 
 
 def test_offline_refuses_network_urls_naming_them(tmp_path: Path):
@@ -165,3 +200,18 @@ def test_archive_hash_mismatch_is_refused(server, tmp_path: Path):
     Flaky.failures = 0
     with pytest.raises(FetchError, match="was expected"):
         ensure_archive(Fetcher(), Workspace(tmp_path), f"{server}/a.tar.gz", "0" * 64)
+
+
+def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path):
+    mirror = tmp_path / "mirror dir"
+    (mirror / "pkg").mkdir(parents=True)
+    (mirror / "pkg" / "a.tar.gz").write_bytes(b"local\n")
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror.as_uri() + "/"),))
+    path, _ = ensure_archive(
+        fetcher, Workspace(tmp_path / "ws"), "https://gitcode.com/pkg/a.tar.gz", None
+    )
+    assert path.read_bytes() == b"local\n"
+    with pytest.raises(FetchError, match="b.tar.gz failed: No such file") as err:
+        fetcher.download("https://gitcode.com/pkg/b.tar.gz", tmp_path / "b")
+    assert "mirror map rewrote" in err.value.hint
+    assert not list(tmp_path.glob(".b*"))

@@ -1,0 +1,402 @@
+"""Sources: pin every repo (from the lock, or by resolving its ref) and check it out.
+
+Each repository is made ready in a thread of its own: fetch its cache, resolve its
+ref, read the commit it pins for a nested checkout, check it out.  A step waits only
+for its own repo, so opbase builds while ops-transformer is still being fetched (on a
+real network, minutes of a cold build).  The lock is written once every repo is
+resolved: a failed or interrupted fetch writes none, and the steps that finished keep
+their stamps, so the next run resumes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+)
+
+from .errors import LockDrift, UsageError
+from .host.toolkit import host_arch
+from .lockfile import (
+    Lock,
+    LockedArchive,
+    LockedRepo,
+    Wanted,
+    drift,
+    read_lock,
+    refuse_drift,
+    write_lock,
+)
+from .recipes import RepoSpec, describe_ref, render_ref
+from .redact import redact
+from .sources import (
+    FetchError,
+    Nested,
+    Seed,
+    archive_path,
+    cache_path,
+    checkout_identity,
+    ensure_archive,
+    ensure_checkout,
+    has_commit,
+    resolve_ref,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import Session
+
+LOCKED, REFRESH, RESOLVE = "locked", "refresh", "resolve"
+
+
+class Sources(Protocol):
+    """What a step needs of the sources: its repo's checkout identity, once it is ready."""
+
+    def identity_of(self, repo: str) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SourceState:
+    lock: Lock
+    checkouts: Mapping[str, Path]
+    identities: Mapping[str, Mapping[str, Any]]
+    changed: Sequence[str]
+    lock_written: bool
+    notes: Sequence[str] = field(default=())
+
+    def identity_of(self, repo: str) -> Mapping[str, Any]:
+        return self.identities[repo]
+
+
+@dataclass(frozen=True)
+class RepoReady:
+    """One repository checked out: what the lock says of it, and the checkout's identity."""
+
+    name: str
+    path: Path
+    identity: Mapping[str, Any]
+    changed: bool
+    locked: Tuple[LockedRepo, ...]  # the repo, then its nested pin if it has one
+    commit_time: int
+    moved: Optional[str]  # "<repo>: tag X moved from A to B", when resolving found that
+
+
+def wanted_for(session: Session) -> Wanted:
+    recipe = session.recipe
+    repos = []
+    for repo in recipe.repos:
+        ref = render_ref(repo, session.values)
+        repos.append((repo.name, repo.url, describe_ref(ref)))
+    archives = tuple((t.name, t.url, t.sha256) for t in recipe.third_party)
+    return Wanted(
+        recipe.name, session.toolkit.version_text or "", session.soc, tuple(repos), archives
+    )
+
+
+def pin_name(repo: str, dest: str) -> str:
+    return f"{repo}:{dest}"
+
+
+class PendingSources:
+    """The repos being made ready; `identity_of` waits for one, `finish` for all."""
+
+    def __init__(
+        self,
+        session: Session,
+        pool: ThreadPoolExecutor,
+        mode: str,
+        existing: Optional[Lock],
+        problems: Sequence[str],
+        archives: Mapping[str, Tuple[Path, str]],
+        notes: Sequence[str],
+        lock_written: bool,
+    ) -> None:
+        self.session = session
+        self.mode = mode
+        self.existing = existing
+        self.problems = tuple(problems)
+        self.archives = archives
+        self.notes = tuple(notes)  # known before any fetch
+        self.lock_written = lock_written
+        self._fetched = {r.name: threading.Event() for r in session.recipe.repos}
+        self._fetch_locks = {r.name: threading.Lock() for r in session.recipe.repos}
+        self._repos: Dict[str, Future] = {
+            r.name: pool.submit(self._ready, r) for r in session.recipe.repos
+        }
+
+    def identity_of(self, repo: str) -> Mapping[str, Any]:
+        return self._repos[repo].result().identity
+
+    def finish(self) -> SourceState:
+        """Wait for every repo (the first failure in recipe order is raised), then write
+        the lock if this run resolved it."""
+        session = self.session
+        ready: List[RepoReady] = [self._repos[r.name].result() for r in session.recipe.repos]
+        notes = list(self.notes)
+        notes += [
+            f"{r.moved} (keeping the locked commit)" if self.mode == REFRESH else r.moved
+            for r in ready
+            if r.moved
+        ]
+        written = self.lock_written
+        if self.mode == RESOLVE:
+            previous = self.existing
+            lock = Lock(
+                recipe=session.recipe.name,
+                recipe_digest=session.recipe.digest,
+                toolkit_version=session.toolkit.version_text or "",
+                soc=session.soc,
+                arch=host_arch(),
+                repos=tuple(entry for r in ready for entry in r.locked),
+                third_party=tuple(
+                    LockedArchive(item.name, redact(item.url), self.archives[item.url][1])
+                    for item in session.recipe.third_party
+                ),
+                source_date_epoch=max((r.commit_time for r in ready), default=0),
+                container=dict(previous.container) if previous else {},
+            )
+            if previous is not None and self.problems:
+                notes.append("lock updated: " + "; ".join(self.problems))
+            write_lock(session.options.lock_file, lock)
+            written = True
+        else:
+            assert self.existing is not None
+            lock = self.existing
+        return SourceState(
+            lock,
+            {r.name: r.path for r in ready},
+            {r.name: r.identity for r in ready},
+            [r.name for r in ready if r.changed],
+            written,
+            tuple(notes),
+        )
+
+    # --- one repo, in its own thread ------------------------------------------------
+
+    def _ready(self, repo: RepoSpec) -> RepoReady:
+        try:
+            return self._make_ready(repo)
+        finally:
+            self._fetched[repo.name].set()  # never leave a pin waiting on a failed repo
+
+    def _make_ready(self, repo: RepoSpec) -> RepoReady:
+        session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
+        cache = cache_path(ws, repo.name)
+        locked = self.existing.repo(repo.name) if self.existing else None
+        try:
+            with self._fetch_locks[repo.name]:
+                if self.mode != LOCKED or (
+                    locked is not None and not has_commit(fetcher, cache, locked.commit)
+                ):
+                    fetcher.fetch_repo(cache, repo.url)
+        finally:
+            self._fetched[repo.name].set()  # a pin waiting on this cache may look now
+        ref = render_ref(repo, session.values)
+        moved = None
+        when = 0
+        if self.mode == LOCKED:
+            assert locked is not None
+            commit = locked.commit
+        else:
+            commit, when = resolve_ref(fetcher, cache, ref, repo.url)
+            if (
+                locked
+                and ref.get("tag")
+                and locked.ref == describe_ref(ref)
+                and locked.commit != commit
+            ):
+                moved = f"{repo.name}: {describe_ref(ref)} moved from {locked.commit[:12]} to {commit[:12]}"
+            if self.mode == REFRESH:
+                assert locked is not None
+                if moved and session.options.locked:
+                    raise LockDrift(
+                        f"--locked: {moved}; the lock still pins the old commit.",
+                        "Check upstream; run `cannbuild lock` to accept the new commit on purpose.",
+                    )
+                commit = locked.commit
+        entries = [LockedRepo(repo.name, redact(repo.url), describe_ref(ref), commit)]
+        nested: List[Nested] = []
+        if repo.source_pin:
+            entry = self._pin(repo, commit, cache)
+            entries.append(entry)
+            pin = repo.source_pin
+            nested.append(
+                Nested(
+                    pin.dest,
+                    cache_path(ws, pin.repo),
+                    entry.commit,
+                    session.recipe.repo(pin.repo).url,
+                )
+            )
+        seeds = [
+            Seed(self.archives[item.url][0], f"third_party/{item.dest}", self.archives[item.url][1])
+            for item in session.recipe.third_party
+            if repo.name in item.repos
+        ]
+        path, changed = ensure_checkout(
+            fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
+        )
+        return RepoReady(
+            repo.name,
+            path,
+            checkout_identity(commit, nested, seeds),
+            changed,
+            tuple(entries),
+            when,
+            moved,
+        )
+
+    def _pin(self, repo: RepoSpec, commit: str, cache: Path) -> LockedRepo:
+        """The commit of the nested checkout: read from the repo's pin file when resolving,
+        from the lock otherwise; fetched into the pinned repo's cache if it lacks it."""
+        session, fetcher = self.session, self.session.fetcher
+        pin = repo.source_pin
+        assert pin is not None
+        source = session.recipe.repo(pin.repo)
+        if self.mode == RESOLVE:
+            text = fetcher.git(["show", f"{commit}:{pin.pin_file}"], cwd=cache)
+            match = re.search(pin.pin_regex, text)
+            if not match:
+                raise UsageError(
+                    f"{pin.pin_file} at {repo.name} {commit[:12]} has no line matching {pin.pin_regex!r}.",
+                    "The recipe does not match this ref; check [repos.*.opbase_source].",
+                )
+            pinned = match.group(1)
+        else:
+            assert self.existing is not None
+            entry = self.existing.repo(pin_name(repo.name, pin.dest))
+            assert entry is not None
+            pinned = entry.commit
+        self._fetched[pin.repo].wait()  # its own thread fetches that cache first
+        pcache = cache_path(session.ws, pin.repo)
+        with self._fetch_locks[pin.repo]:
+            if not has_commit(fetcher, pcache, pinned):
+                if self.mode != LOCKED:
+                    raise FetchError(
+                        f"{pin.pin_file} at {repo.name} {commit[:12]} pins {pin.repo} {pinned[:12]}, "
+                        f"which no branch or tag of {redact(source.url)} contains.",
+                        "Check the mirror serves the whole repository, or pin another commit.",
+                    )
+                fetcher.fetch_repo(pcache, source.url)
+        return LockedRepo(
+            pin_name(repo.name, pin.dest), redact(source.url), f"pinned by {pin.pin_file}", pinned
+        )
+
+
+@contextmanager
+def syncing_sources(
+    session: Session, *, update_lock: bool = False, refresh: bool = False
+) -> Iterator[PendingSources]:
+    """Start making every source ready in the background.
+
+    `update_lock` re-resolves even when the lock matches (`cannbuild lock`);
+    `refresh` fetches the caches to notice moved tags (`cannbuild fetch`).
+    Leaving the block waits for every fetch still running.
+    """
+    options, ws, recipe = session.options, session.ws, session.recipe
+    fetcher = session.fetcher
+    notes: List[str] = []
+    bundled: Optional[Lock] = None
+    if options.bundle is not None:
+        from .bundle import seed_from_bundle
+
+        bundled = seed_from_bundle(ws, options.bundle)
+        notes.append(f"seeded caches from {options.bundle}")
+    existing = read_lock(options.lock_file) or bundled
+    problems = drift(existing, wanted_for(session)) if existing else ["there is no lock file"]
+    if options.locked and problems:
+        raise refuse_drift(options.lock_file, problems)
+    written = False
+    if existing is not None and not problems and not update_lock:
+        mode = REFRESH if refresh and not options.offline else LOCKED
+        if existing is bundled and not options.lock_file.exists():
+            write_lock(options.lock_file, existing)
+            written = True
+    else:
+        mode = RESOLVE
+    # archives first, one at a time: every repo's checkout may need the same one
+    archives: Dict[str, Tuple[Path, str]] = {}
+    for item in recipe.third_party:
+        expected = item.sha256
+        if mode != RESOLVE:
+            assert existing is not None
+            pinned = existing.archive(item.url)
+            assert pinned is not None
+            expected = pinned.sha256
+        elif expected is None and existing is not None and existing.archive(item.url):
+            expected = existing.archive(item.url).sha256  # type: ignore[union-attr]
+        archives[item.url] = ensure_archive(fetcher, ws, item.url, expected)
+    # a thread per repo, not a capped pool: a pin waits for another repo's thread
+    pool = ThreadPoolExecutor(max_workers=max(1, len(recipe.repos)), thread_name_prefix="source")
+    try:
+        yield PendingSources(
+            session,
+            pool,
+            mode,
+            existing,
+            [] if mode != RESOLVE or existing is bundled else problems,
+            archives,
+            notes,
+            written,
+        )
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def sync_sources(
+    session: Session, *, update_lock: bool = False, refresh: bool = False
+) -> SourceState:
+    """Every source pinned and checked out (writing or honouring the lock)."""
+    with syncing_sources(session, update_lock=update_lock, refresh=refresh) as pending:
+        return pending.finish()
+
+
+def sources_from_lock(session: Session) -> Optional[SourceState]:
+    """The pinned sources without touching the network (for `plan`); None if not fetched yet."""
+    lock = read_lock(session.options.lock_file)
+    if lock is None:
+        return None
+    wanted = wanted_for(session)
+    # a different SoC or toolkit does not change the sources, only the lock's header
+    if drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version)):
+        return None
+    identities: Dict[str, Mapping[str, Any]] = {}
+    for repo in session.recipe.repos:
+        locked = lock.repo(repo.name)
+        if locked is None:
+            return None
+        nested = []
+        if repo.source_pin:
+            pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
+            if pinned is None:
+                return None
+            nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
+        seeds = []
+        for item in session.recipe.third_party:
+            if repo.name in item.repos:
+                archive = lock.archive(item.url)
+                if archive is None:
+                    return None
+                seeds.append(
+                    Seed(
+                        archive_path(session.ws, archive.sha256, item.url),
+                        f"third_party/{item.dest}",
+                        archive.sha256,
+                    )
+                )
+        identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
+    checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
+    return SourceState(lock, checkouts, identities, (), False)
