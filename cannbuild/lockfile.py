@@ -13,8 +13,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-import tomli_w
-
 from .errors import LockDrift, UsageError
 from .redact import redact
 from .workspace import write_atomic
@@ -77,6 +75,8 @@ class Lock:
         }
         if self.container:
             data["container"] = dict(sorted(self.container.items()))
+        import tomli_w  # only writers pay for it
+
         return HEADER + tomli_w.dumps(data)
 
 

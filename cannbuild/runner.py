@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence
 
 from .errors import Interrupted
-from .hints import match_hint
 from .overlay import build_overlay, staged_root
 from .plan import PlannedStep, digest, write_stamp
 from .redact import redact
@@ -203,12 +202,14 @@ def run_step(
         code: Optional[int],
         tail: Sequence[str],
         extra: Optional[str] = None,
-        hint: Optional[str] = None,
+        fallback: str = "See the log for the first error.",
     ) -> StepOutcome:
         if extra:
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(f"\n# cannbuild: {extra}\n")
             tail = [*tail, f"cannbuild: {extra}"][-TAIL_LINES:]
+        from .hints import match_hint  # only a failure pays for the hint table
+
         outcome = StepOutcome(
             step.name,
             "failed",
@@ -218,7 +219,7 @@ def run_step(
             log_path,
             code,
             tuple(tail),
-            hint or match_hint(lines or tail) or "See the log for the first error.",
+            match_hint(lines or tail) or fallback,
         )
         progress.finished(outcome)
         return outcome
@@ -235,8 +236,7 @@ def run_step(
                 0,
                 tail,
                 f"the step exited 0 but produced no {Path(pattern).name} (found: {shown})",
-                match_hint(lines)
-                or "The build did not make the expected package; check --soc and the log.",
+                "The build did not make the expected package; check --soc and the log.",
             )
         path = Path(matches[-1])
         st = path.stat()
@@ -261,7 +261,7 @@ def run_step(
         if step.spec.action == "vendor":
             set_env = actions.vendor_dir / "bin" / "set_env.bash"
             if not set_env.is_file():
-                return failed(0, tail, f"the install finished but {set_env} is missing", None)
+                return failed(0, tail, f"the install finished but {set_env} is missing")
             requires.append(str(set_env))
     except OSError as exc:
         return failed(0, tail, str(exc))

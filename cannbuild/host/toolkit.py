@@ -10,7 +10,6 @@ Both layouts are understood: up to 8.3 `<root>/ascend-toolkit/<ver>` plus a
 from __future__ import annotations
 
 import os
-import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ _CANN_DIR_RE = re.compile(r"^cann-(\d.*)$")
 
 
 def host_arch() -> str:
-    machine = platform.machine().lower()
+    machine = os.uname().machine.lower()  # what platform.machine() reads, without its import
     return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
 
 

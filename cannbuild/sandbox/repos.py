@@ -12,7 +12,6 @@ import gzip
 import io
 import os
 import shutil
-import tarfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence
 
@@ -194,6 +193,8 @@ def deterministic_tar_gz(src: Path, top: str) -> bytes:
     Sorted names, zero times and owners, and modes fixed by kind (scripts 0755):
     a copy of cannbuild installed elsewhere (a wheel, a container) may have lost the
     executable bits, and must still serve the archive the lock pinned."""
+    import tarfile  # only creating a sandbox packs archives
+
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for path in sorted(src.rglob("*")):
