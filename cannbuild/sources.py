@@ -180,19 +180,23 @@ class Fetcher:
         source = self._source(url, "downloading")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.part")
-        if source.startswith("file://"):  # a local mirror: a copy, no http stack
-            from urllib.parse import unquote, urlsplit
+        try:
+            if source.startswith("file://"):  # a local mirror: a copy, no http stack
+                from urllib.parse import unquote, urlsplit
 
-            try:
                 shutil.copyfile(unquote(urlsplit(source).path), tmp)
-            except OSError as exc:
-                tmp.unlink(missing_ok=True)
-                raise FetchError(
-                    f"downloading {redact(source)} failed: {exc.strerror or exc}.",
-                    _fetch_hint(url, source),
-                ) from None
-            os.replace(tmp, dest)
-            return
+            else:
+                self._http_get(source, tmp)
+        except OSError as exc:  # urllib's URLError and HTTPError are OSErrors too
+            tmp.unlink(missing_ok=True)
+            detail = str(exc) if exc.errno is None else (exc.strerror or str(exc))
+            raise FetchError(
+                f"downloading {redact(source)} failed: {redact(detail)}.",
+                _fetch_hint(url, source),
+            ) from None
+        os.replace(tmp, dest)
+
+    def _http_get(self, source: str, tmp: Path) -> None:
         import urllib.error  # only downloads pay for the http stack
         import urllib.request
 
@@ -210,15 +214,7 @@ class Fetcher:
                 return exc.code >= 500
             return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError))
 
-        try:
-            self._retrying("download", source, attempt, transient)
-        except (urllib.error.URLError, OSError) as exc:
-            tmp.unlink(missing_ok=True)
-            raise FetchError(
-                f"downloading {redact(source)} failed: {redact(str(exc))}.",
-                _fetch_hint(url, source),
-            ) from None
-        os.replace(tmp, dest)
+        self._retrying("download", source, attempt, transient)
 
 
 class _GitFailed(Exception):

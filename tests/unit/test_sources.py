@@ -79,12 +79,19 @@ def test_fetch_through_a_mirror_and_resolve_each_ref_kind(upstream: Path, tmp_pa
         resolve_ref(fetcher, cache, {"tag": "v9"}, url)
 
 
-def test_checkout_is_atomic_and_idempotent(upstream: Path, tmp_path: Path):
+@pytest.fixture
+def fetched(upstream: Path, tmp_path: Path):
+    """A workspace whose git cache holds the demo repo: (fetcher, ws, cache, url)."""
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
     ws = Workspace(tmp_path / "ws")
     cache = ws.git_cache / "demo.git"
     url = "https://gitcode.com/cann/demo.git"
     fetcher.fetch_repo(cache, url)
+    return fetcher, ws, cache, url
+
+
+def test_checkout_is_atomic_and_idempotent(fetched):
+    fetcher, ws, cache, url = fetched
     old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url)
     assert changed and (path / "f").read_text() == "1\n"
@@ -97,11 +104,8 @@ def test_checkout_is_atomic_and_idempotent(upstream: Path, tmp_path: Path):
     assert not any(p.name.startswith(".demo.") and p.is_dir() for p in ws.src.iterdir())
 
 
-def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(upstream: Path, tmp_path: Path):
-    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
-    ws = Workspace(tmp_path / "ws")
-    cache = ws.git_cache / "demo.git"
-    fetcher.fetch_repo(cache, "https://gitcode.com/cann/demo.git")
+def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(fetched):
+    fetcher, ws, cache, _ = fetched
     url = "https://user:secret@gitcode.com/cann/demo.git"  # the origin a checkout must not keep
     old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
     new, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
@@ -115,14 +119,8 @@ def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(upstream: Pa
     assert sorted(p.name for p in ws.src.iterdir()) == [".demo.checkout.json", "demo"]
 
 
-def test_nested_pin_over_a_non_empty_folder_is_refused_and_leaves_nothing(
-    upstream: Path, tmp_path: Path
-):
-    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
-    ws = Workspace(tmp_path / "ws")
-    cache = ws.git_cache / "demo.git"
-    url = "https://gitcode.com/cann/demo.git"
-    fetcher.fetch_repo(cache, url)
+def test_nested_pin_over_a_non_empty_folder_is_refused_and_leaves_nothing(fetched):
+    fetcher, ws, cache, url = fetched
     head, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
     # "f" is a file in the checkout: the nested clone cannot take its place
     with pytest.raises(FetchError, match="destination path 'f' already exists in demo"):
