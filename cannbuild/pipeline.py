@@ -52,6 +52,9 @@ from .sources import (
 from .sync import Sources, SourceState, sources_from_lock
 from .workspace import Workspace
 
+# a step waiting this long for its repo's fetch says so (a short wait is not news)
+SILENT_WAIT_S = 1.0
+
 
 class DoctorBlocked(CannbuildError):
     exit_code = 3
@@ -263,6 +266,8 @@ def run_steps(
         if spec.phase not in phases:
             continue
         if spec.repo and spec.repo not in ctx.sources:
+            if not sources.is_ready(spec.repo, within_s=SILENT_WAIT_S):  # say why nothing moves
+                progress.note(f"{spec.name}: waiting for the {spec.repo} sources to be fetched")
             ctx = replace(ctx, sources={**ctx.sources, spec.repo: sources.identity_of(spec.repo)})
         step = plan_step(recipe, spec, ctx, ws, use_overlay, (), spec.name in force)
         if step.status == UP_TO_DATE:

@@ -64,6 +64,8 @@ class Progress(Protocol):
 
     def skipped(self, step: PlannedStep) -> None: ...
 
+    def note(self, text: str) -> None: ...
+
 
 class NoProgress:
     def started(self, step: PlannedStep, log: Path) -> None:
@@ -73,6 +75,9 @@ class NoProgress:
         pass
 
     def skipped(self, step: PlannedStep) -> None:
+        pass
+
+    def note(self, text: str) -> None:
         pass
 
 

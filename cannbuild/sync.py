@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,6 +67,8 @@ class Sources(Protocol):
 
     def identity_of(self, repo: str) -> Mapping[str, Any]: ...
 
+    def is_ready(self, repo: str, within_s: float = 0.0) -> bool: ...
+
 
 @dataclass(frozen=True)
 class SourceState:
@@ -79,6 +81,9 @@ class SourceState:
 
     def identity_of(self, repo: str) -> Mapping[str, Any]:
         return self.identities[repo]
+
+    def is_ready(self, repo: str, within_s: float = 0.0) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,12 @@ class PendingSources:
 
     def identity_of(self, repo: str) -> Mapping[str, Any]:
         return self._repos[repo].result().identity
+
+    def is_ready(self, repo: str, within_s: float = 0.0) -> bool:
+        """Whether the repo is ready (or has failed), waiting up to `within_s` for it."""
+        future = self._repos[repo]
+        wait([future], timeout=within_s)
+        return future.done()
 
     def finish(self) -> SourceState:
         """Wait for every repo (the first failure in recipe order is raised), then write
