@@ -268,11 +268,11 @@ def _run(
                 progress.note(note)
             result = run_steps(session, sources, os.environ, phases, progress)
             if result.failed is not None:
-                # the lock is still written if every repo resolved; a fetch error
+                ui.print_digest(result.failed)
+                # the lock is still written if every repo resolves; a fetch error
                 # here would hide the step's own failure, and the next run meets it
                 with contextlib.suppress(CannbuildError):
                     sources.finish()
-                ui.print_digest(result.failed)
                 raise Exit(code=StepFailed.exit_code)
             state = sources.finish()
         for note in state.notes[len(sources.notes) :]:
