@@ -189,9 +189,8 @@ class Fetcher:
                 self._http_get(source, tmp)
         except OSError as exc:  # urllib's URLError and HTTPError are OSErrors too
             tmp.unlink(missing_ok=True)
-            detail = str(exc) if exc.errno is None else (exc.strerror or str(exc))
             raise FetchError(
-                f"downloading {redact(source)} failed: {redact(detail)}.",
+                f"downloading {redact(source)} failed: {redact(str(exc))}.",
                 _fetch_hint(url, source),
             ) from None
         os.replace(tmp, dest)
@@ -263,28 +262,31 @@ def resolve_ref(
     fetcher: Fetcher, cache: Path, ref: Mapping[str, Optional[str]], url: str
 ) -> Tuple[str, int]:
     """A tag, a branch (optionally as of a date) or a commit -> (full commit id, commit time),
-    read in one git call."""
+    read in one call to plumbing (`rev-list`, which no user `log.*` setting changes)."""
+    from .recipes import describe_ref
+
     if ref.get("tag"):
         rev = f"refs/tags/{ref['tag']}^{{commit}}"
     elif ref.get("commit"):
         rev = f"{ref['commit']}^{{commit}}"
     else:
         rev = f"refs/heads/{ref['branch']}"
-    args = ["log", "-1", "--format=%H %ct"]
+    args = ["rev-list", "-1", "--timestamp"]
     if ref.get("until") and not ref.get("tag") and not ref.get("commit"):
         args.append(f"--before={ref['until']}")
     try:
         out = fetcher.git([*args, rev, "--"], cwd=cache).split()
-        if len(out) != 2:
-            raise _GitFailed(args, 1, f"no commit on {ref['branch']} before {ref['until']}")
     except _GitFailed as exc:
-        from .recipes import describe_ref
-
         raise FetchError(
             f"{describe_ref(ref)} is not in {redact(url)} ({exc.stderr.strip() or 'unknown ref'}).",
             "Check the recipe's tag/branch for this CANN release, or the mirror you fetch from.",
         ) from None
-    return out[0], int(out[1])
+    if len(out) != 2:  # only a date can leave nothing: the branch starts after it
+        raise FetchError(
+            f"{describe_ref(ref)}: {redact(url)} has no commit that old.",
+            "Check the recipe's date for this CANN release, or the mirror you fetch from.",
+        )
+    return out[1], int(out[0])
 
 
 # --- checkouts -----------------------------------------------------------------
@@ -382,9 +384,11 @@ def ensure_checkout(
             target = tmp / seed.dest
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(seed.source, target)
-    except _GitFailed as exc:
+    except BaseException as exc:  # a timeout or Ctrl-C too: no half-made folder stays
         for folder in (tmp, *parked):
             shutil.rmtree(folder, ignore_errors=True)
+        if not isinstance(exc, _GitFailed):
+            raise
         raise FetchError(
             f"checking out {repo} at {commit[:12]} failed: {exc.stderr.strip()}",
             "Run cannbuild fetch again; if it persists, delete the workspace's cache/git folder.",

@@ -10,6 +10,7 @@ their stamps, so the next run resumes.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -29,7 +30,7 @@ from typing import (
     Tuple,
 )
 
-from .errors import LockDrift, UsageError
+from .errors import CannbuildError, LockDrift, UsageError
 from .host.toolkit import host_arch
 from .lockfile import (
     Lock,
@@ -115,8 +116,15 @@ def pin_name(repo: str, dest: str) -> str:
     return f"{repo}:{dest}"
 
 
+class SyncStopped(CannbuildError):
+    """The run is ending (a failed step, Ctrl-C): a repo thread stops at its next stage."""
+
+
 class PendingSources:
-    """The repos being made ready; `identity_of` waits for one, `finish` for all."""
+    """The repos being made ready; `identity_of` waits for one, `finish` for all.
+
+    Each repo's thread is the only one that writes to that repo's cache; a thread that
+    needs another repo's cache (a nested pin) waits until that cache is fetched."""
 
     def __init__(
         self,
@@ -136,8 +144,10 @@ class PendingSources:
         self.archives = archives
         self.notes = tuple(notes)  # known before any fetch
         self.lock_written = lock_written
+        self.stopping = threading.Event()
+        self._state: Optional[SourceState] = None
         self._fetched = {r.name: threading.Event() for r in session.recipe.repos}
-        self._fetch_locks = {r.name: threading.Lock() for r in session.recipe.repos}
+        self._fetch_ok: Dict[str, bool] = {}
         self._repos: Dict[str, Future] = {
             r.name: pool.submit(self._ready, r) for r in session.recipe.repos
         }
@@ -151,9 +161,16 @@ class PendingSources:
         wait([future], timeout=within_s)
         return future.done()
 
+    def all_ready(self) -> bool:
+        return all(
+            f.done() and not f.cancelled() and f.exception() is None for f in self._repos.values()
+        )
+
     def finish(self) -> SourceState:
         """Wait for every repo (the first failure in recipe order is raised), then write
-        the lock if this run resolved it."""
+        the lock if this run resolved it.  Called again, returns the same state."""
+        if self._state is not None:
+            return self._state
         session = self.session
         ready: List[RepoReady] = [self._repos[r.name].result() for r in session.recipe.repos]
         notes = list(self.notes)
@@ -186,7 +203,7 @@ class PendingSources:
         else:
             assert self.existing is not None
             lock = self.existing
-        return SourceState(
+        self._state = SourceState(
             lock,
             {r.name: r.path for r in ready},
             {r.name: r.identity for r in ready},
@@ -194,6 +211,7 @@ class PendingSources:
             written,
             tuple(notes),
         )
+        return self._state
 
     # --- one repo, in its own thread ------------------------------------------------
 
@@ -203,18 +221,37 @@ class PendingSources:
         finally:
             self._fetched[repo.name].set()  # never leave a pin waiting on a failed repo
 
+    def _stage(self, repo: RepoSpec) -> None:
+        if self.stopping.is_set():
+            raise SyncStopped(f"{repo.name}: stopped before it was ready (the run is ending).")
+
+    def _needed_here(self, repo: RepoSpec) -> List[str]:
+        """The locked commits this repo's cache must hold: its own, and those of the
+        nested pins that are clones of it."""
+        assert self.existing is not None
+        needed = [self.existing.repo(repo.name).commit]  # type: ignore[union-attr]
+        for owner in self.session.recipe.repos:
+            pin = owner.source_pin
+            if pin is not None and pin.repo == repo.name:
+                entry = self.existing.repo(pin_name(owner.name, pin.dest))
+                if entry is not None:
+                    needed.append(entry.commit)
+        return needed
+
     def _make_ready(self, repo: RepoSpec) -> RepoReady:
         session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
         cache = cache_path(ws, repo.name)
         locked = self.existing.repo(repo.name) if self.existing else None
+        self._stage(repo)
         try:
-            with self._fetch_locks[repo.name]:
-                if self.mode != LOCKED or (
-                    locked is not None and not has_commit(fetcher, cache, locked.commit)
-                ):
-                    fetcher.fetch_repo(cache, repo.url)
+            if self.mode != LOCKED or not all(
+                has_commit(fetcher, cache, sha) for sha in self._needed_here(repo)
+            ):
+                fetcher.fetch_repo(cache, repo.url)
+            self._fetch_ok[repo.name] = True
         finally:
             self._fetched[repo.name].set()  # a pin waiting on this cache may look now
+        self._stage(repo)
         ref = render_ref(repo, session.values)
         moved = None
         when = 0
@@ -257,6 +294,7 @@ class PendingSources:
             for item in session.recipe.third_party
             if repo.name in item.repos
         ]
+        self._stage(repo)
         path, changed = ensure_checkout(
             fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
         )
@@ -272,7 +310,8 @@ class PendingSources:
 
     def _pin(self, repo: RepoSpec, commit: str, cache: Path) -> LockedRepo:
         """The commit of the nested checkout: read from the repo's pin file when resolving,
-        from the lock otherwise; fetched into the pinned repo's cache if it lacks it."""
+        from the lock otherwise.  Only read from the pinned repo's cache: its own thread
+        fetched what it needs."""
         session, fetcher = self.session, self.session.fetcher
         pin = repo.source_pin
         assert pin is not None
@@ -291,17 +330,18 @@ class PendingSources:
             entry = self.existing.repo(pin_name(repo.name, pin.dest))
             assert entry is not None
             pinned = entry.commit
-        self._fetched[pin.repo].wait()  # its own thread fetches that cache first
-        pcache = cache_path(session.ws, pin.repo)
-        with self._fetch_locks[pin.repo]:
-            if not has_commit(fetcher, pcache, pinned):
-                if self.mode != LOCKED:
-                    raise FetchError(
-                        f"{pin.pin_file} at {repo.name} {commit[:12]} pins {pin.repo} {pinned[:12]}, "
-                        f"which no branch or tag of {redact(source.url)} contains.",
-                        "Check the mirror serves the whole repository, or pin another commit.",
-                    )
-                fetcher.fetch_repo(pcache, source.url)
+        self._fetched[pin.repo].wait()
+        if not self._fetch_ok.get(pin.repo):
+            raise FetchError(
+                f"{repo.name} pins {pin.repo} {pinned[:12]}, but fetching {pin.repo} failed.",
+                f"See the error for {pin.repo}.",
+            )
+        if not has_commit(fetcher, cache_path(session.ws, pin.repo), pinned):
+            raise FetchError(
+                f"{pin.pin_file} at {repo.name} {commit[:12]} pins {pin.repo} {pinned[:12]}, "
+                f"which no branch or tag of {redact(source.url)} contains.",
+                "Check the mirror serves the whole repository, or pin another commit.",
+            )
         return LockedRepo(
             pin_name(repo.name, pin.dest), redact(source.url), f"pinned by {pin.pin_file}", pinned
         )
@@ -352,19 +392,24 @@ def syncing_sources(
         archives[item.url] = ensure_archive(fetcher, ws, item.url, expected)
     # a thread per repo, not a capped pool: a pin waits for another repo's thread
     pool = ThreadPoolExecutor(max_workers=max(1, len(recipe.repos)), thread_name_prefix="source")
+    pending = PendingSources(
+        session,
+        pool,
+        mode,
+        existing,
+        [] if mode != RESOLVE or existing is bundled else problems,
+        archives,
+        notes,
+        written,
+    )
     try:
-        yield PendingSources(
-            session,
-            pool,
-            mode,
-            existing,
-            [] if mode != RESOLVE or existing is bundled else problems,
-            archives,
-            notes,
-            written,
-        )
+        yield pending
     finally:
+        pending.stopping.set()  # threads still working stop at their next stage
         pool.shutdown(wait=True, cancel_futures=True)
+        if pending.all_ready():  # a failed step or Ctrl-C still keeps the lock it resolved
+            with contextlib.suppress(CannbuildError, OSError):
+                pending.finish()
 
 
 def sync_sources(

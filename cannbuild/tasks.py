@@ -267,16 +267,19 @@ def _run(
             for note in sources.notes:
                 progress.note(note)
             result = run_steps(session, sources, os.environ, phases, progress)
+            state = None
             if result.failed is not None:
                 ui.print_digest(result.failed)
                 # the lock is still written if every repo resolves; a fetch error
                 # here would hide the step's own failure, and the next run meets it
                 with contextlib.suppress(CannbuildError):
-                    sources.finish()
-                raise Exit(code=StepFailed.exit_code)
-            state = sources.finish()
-        for note in state.notes[len(sources.notes) :]:
-            progress.note(note)
+                    state = sources.finish()
+            else:
+                state = sources.finish()
+        for note in state.notes[len(sources.notes) :] if state else ():
+            progress.note(note)  # what resolving found: a moved tag, an updated lock
+        if result.failed is not None:
+            raise Exit(code=StepFailed.exit_code)
         if then is not None:
             code = then(session, result)
     if code:

@@ -150,6 +150,7 @@ def test_a_failing_build_gives_a_digest_with_a_hint_and_resumes(cli):
     log = cli.ws / "logs/latest/opbase-build.log"
     assert (log.is_file() and f"log:     {log.resolve()}" in proc.stderr) or "log:" in proc.stderr
     assert cli.stamp("opbase-build") is None
+    assert (cli.cwd / "cannbuild.lock").is_file()  # the sources resolved; only the step failed
     proc = cli("install")
     assert proc.returncode == 0
     assert started_steps(proc.stderr)[0] == "opbase-build"
@@ -294,23 +295,28 @@ def test_two_builds_on_one_workspace_never_interleave(cli):
     assert "waiting for pid" in err and started_steps(err) == []
 
 
-def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
-    assert cli("build").returncode == 0
-    proc = cli.popen("build", "--force", "ops-transformer-build")
-    first_run = {p.parent for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")}
+def interrupt_in_cmake(cli, proc, earlier=()):
+    """SIGINT `proc` once a new ops-transformer-build log shows cmake at work."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         new = [
             p
             for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")
-            if p.parent not in first_run and p.parent.name != "latest"
+            if p.parent not in earlier and p.parent.name != "latest"
         ]
         if new and "cmake config" in new[0].read_text():
             break
         time.sleep(0.02)
-    before = cli.stamp("ops-transformer-build")["finished"]
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    return proc.communicate(timeout=60)[1]
+
+
+def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
+    assert cli("build").returncode == 0
+    proc = cli.popen("build", "--force", "ops-transformer-build")
+    first_run = {p.parent for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")}
+    before = cli.stamp("ops-transformer-build")["finished"]
+    err = interrupt_in_cmake(cli, proc, first_run)
     assert proc.returncode == 130, err
     assert "interrupted during ops-transformer-build" in err
     stamp = cli.stamp("ops-transformer-build")
@@ -320,6 +326,13 @@ def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
     )  # cleared before the rerun
     proc = cli("build")
     assert proc.returncode == 0 and started_steps(proc.stderr) == ["ops-transformer-build"]
+
+
+def test_ctrl_c_in_a_cold_build_keeps_the_lock_its_fetches_resolved(cli):
+    err = interrupt_in_cmake(cli, cli.popen("install"))
+    assert "interrupted during ops-transformer-build" in err
+    assert (cli.cwd / "cannbuild.lock").is_file()  # every repo was ready before the interrupt
+    assert cli("install", "--locked").returncode == 0
 
 
 def test_credentials_never_reach_plans_logs_or_errors(cli):

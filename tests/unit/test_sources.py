@@ -77,6 +77,32 @@ def test_fetch_through_a_mirror_and_resolve_each_ref_kind(upstream: Path, tmp_pa
     assert tag_time == int(git("show", "-s", "--format=%ct", tag, cwd=cache))
     with pytest.raises(FetchError, match="tag v9 is not in"):
         resolve_ref(fetcher, cache, {"tag": "v9"}, url)
+    with pytest.raises(FetchError, match="as of 2020-01-01: .* has no commit that old"):
+        resolve_ref(fetcher, cache, {"branch": "master", "until": "2020-01-01"}, url)
+
+
+def test_a_users_log_settings_do_not_change_what_a_signed_tag_resolves_to(
+    upstream: Path, tmp_path: Path, monkeypatch
+):
+    work = tmp_path / "work"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "key")], check=True
+    )
+    (work / "f").write_text("signed\n")
+    git("add", "-A", cwd=work)
+    signing = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={tmp_path / 'key'}"]
+    git(*signing, "commit", "-S", "-qm", "signed", cwd=work)
+    git("tag", "v2", cwd=work)
+    git("push", "-q", str(upstream / "cann" / "demo.git"), "master", "v2", cwd=work)
+    signed = git("rev-parse", "HEAD", cwd=work)
+    # `git log` would print signature lines before the format with this setting
+    config = tmp_path / "gitconfig"
+    config.write_text("[log]\n\tshowSignature = true\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
+    url = "https://gitcode.com/cann/demo.git"
+    fetcher.fetch_repo(tmp_path / "cache.git", url)
+    assert resolve_ref(fetcher, tmp_path / "cache.git", {"tag": "v2"}, url)[0] == signed
 
 
 @pytest.fixture
@@ -209,7 +235,7 @@ def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path
         fetcher, Workspace(tmp_path / "ws"), "https://gitcode.com/pkg/a.tar.gz", None
     )
     assert path.read_bytes() == b"local\n"
-    with pytest.raises(FetchError, match="b.tar.gz failed: No such file") as err:
+    with pytest.raises(FetchError, match=r"b.tar.gz failed: \[Errno 2\] No such file") as err:
         fetcher.download("https://gitcode.com/pkg/b.tar.gz", tmp_path / "b")
     assert "mirror map rewrote" in err.value.hint
     assert not list(tmp_path.glob(".b*"))
