@@ -4,8 +4,8 @@ Each repository is made ready in a thread of its own: fetch its cache, resolve i
 ref, read the commit it pins for a nested checkout, check it out.  A step waits only
 for its own repo, so opbase builds while ops-transformer is still being fetched (on a
 real network, minutes of a cold build).  The lock is written once every repo is
-resolved: a failed or interrupted fetch writes none, and the steps that finished keep
-their stamps, so the next run resumes.
+ready, even if a step then fails or is interrupted; a failed or interrupted fetch
+writes none, and the steps that finished keep their stamps, so the next run resumes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import contextlib
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import (
@@ -347,7 +346,7 @@ class PendingSources:
         )
 
 
-@contextmanager
+@contextlib.contextmanager
 def syncing_sources(
     session: Session, *, update_lock: bool = False, refresh: bool = False
 ) -> Iterator[PendingSources]:
