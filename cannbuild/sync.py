@@ -41,7 +41,7 @@ from .lockfile import (
     refuse_drift,
     write_lock,
 )
-from .recipes import RepoSpec, describe_ref, render_ref
+from .recipes import Recipe, RepoSpec, describe_ref, render_ref
 from .redact import redact
 from .sources import (
     FetchError,
@@ -113,6 +113,16 @@ def wanted_for(session: Session) -> Wanted:
 
 def pin_name(repo: str, dest: str) -> str:
     return f"{repo}:{dest}"
+
+
+def seeds_for(recipe: Recipe, repo: str, archives: Mapping[str, Tuple[Path, str]]) -> List[Seed]:
+    """The third-party archives copied into `repo`'s checkout; `archives` maps each
+    archive's URL to (its file in the download cache, its sha256)."""
+    return [
+        Seed(archives[item.url][0], f"third_party/{item.dest}", archives[item.url][1])
+        for item in recipe.third_party
+        if repo in item.repos
+    ]
 
 
 class SyncStopped(CannbuildError):
@@ -288,11 +298,7 @@ class PendingSources:
                     session.recipe.repo(pin.repo).url,
                 )
             )
-        seeds = [
-            Seed(self.archives[item.url][0], f"third_party/{item.dest}", self.archives[item.url][1])
-            for item in session.recipe.third_party
-            if repo.name in item.repos
-        ]
+        seeds = seeds_for(session.recipe, repo.name, self.archives)
         self._stage(repo)
         path, changed = ensure_checkout(
             fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
@@ -428,6 +434,12 @@ def sources_from_lock(session: Session) -> Optional[SourceState]:
     # a different SoC or toolkit does not change the sources, only the lock's header
     if drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version)):
         return None
+    archives: Dict[str, Tuple[Path, str]] = {}
+    for item in session.recipe.third_party:
+        archive = lock.archive(item.url)
+        if archive is None:
+            return None
+        archives[item.url] = (archive_path(session.ws, archive.sha256, item.url), archive.sha256)
     identities: Dict[str, Mapping[str, Any]] = {}
     for repo in session.recipe.repos:
         locked = lock.repo(repo.name)
@@ -439,19 +451,7 @@ def sources_from_lock(session: Session) -> Optional[SourceState]:
             if pinned is None:
                 return None
             nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
-        seeds = []
-        for item in session.recipe.third_party:
-            if repo.name in item.repos:
-                archive = lock.archive(item.url)
-                if archive is None:
-                    return None
-                seeds.append(
-                    Seed(
-                        archive_path(session.ws, archive.sha256, item.url),
-                        f"third_party/{item.dest}",
-                        archive.sha256,
-                    )
-                )
+        seeds = seeds_for(session.recipe, repo.name, archives)
         identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
     checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
     return SourceState(lock, checkouts, identities, (), False)
