@@ -27,11 +27,7 @@ from .plan import (
     plan_all,
     plan_step,
 )
-from .recipes import (
-    Recipe,
-    check_requirements,
-    select_recipe,
-)
+from .recipes import Recipe, check_requirements, select_recipe
 from .render import command_env, render_string
 from .resources import data_dir
 from .runner import (
@@ -45,10 +41,7 @@ from .runner import (
     skip,
 )
 from .sandbox import SandboxInfo, SandboxSpec, create_sandbox
-from .sources import (
-    Fetcher,
-    mirror_git_env,
-)
+from .sources import Fetcher, mirror_git_env
 from .sync import Sources, SourceState, sources_from_lock
 from .workspace import Workspace
 
