@@ -143,36 +143,53 @@ class Fetcher:
         return source
 
     def fetch_repo(self, cache: Path, url: str) -> None:
-        """Mirror every branch and tag of `url` into the bare `cache`."""
-        if not cache.exists():
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            self.git(["init", "--quiet", "--bare", str(cache)])
+        """Mirror every branch and tag of `url` into the bare `cache`.  The first time
+        is a bare clone made beside it and renamed into place: no half-made cache is
+        left behind, and it takes half the time of init + fetch."""
         source = self._source(url, "fetching")
+        if cache.exists():
+            verb = "fetch"
 
-        def attempt() -> None:
-            self.git(
-                [
-                    "fetch",
-                    "--quiet",
-                    "--prune",
-                    "--force",
-                    source,
-                    "+refs/heads/*:refs/heads/*",
-                    "+refs/tags/*:refs/tags/*",
-                ],
-                cwd=cache,
-            )
+            def attempt() -> None:
+                self.git(
+                    [
+                        "fetch",
+                        "--quiet",
+                        "--prune",
+                        "--force",
+                        source,
+                        "+refs/heads/*:refs/heads/*",
+                        "+refs/tags/*:refs/tags/*",
+                    ],
+                    cwd=cache,
+                )
+
+        else:
+            verb = "clone"
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(cache.name + ".tmp")  # one writer: the workspace lock
+
+            def attempt() -> None:
+                shutil.rmtree(tmp, ignore_errors=True)
+                try:
+                    self.git(["clone", "--quiet", "--bare", source, str(tmp)])
+                    # every fetch names its URL; a stored one could hold a credential
+                    self.git(["remote", "remove", "origin"], cwd=tmp)
+                    os.replace(tmp, cache)
+                except BaseException:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
 
         try:
             self._retrying(
-                "git fetch",
+                f"git {verb}",
                 source,
                 attempt,
                 lambda e: isinstance(e, _GitFailed) and bool(_TRANSIENT.search(e.stderr)),
             )
         except _GitFailed as exc:
             raise FetchError(
-                f"git fetch of {redact(source)} failed (exit {exc.code}): {redact(exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else 'no message')}.",
+                f"git {verb} of {redact(source)} failed (exit {exc.code}): {redact(exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else 'no message')}.",
                 _fetch_hint(url, source),
             ) from None
 

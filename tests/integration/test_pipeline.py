@@ -192,7 +192,7 @@ def test_opbase_builds_while_ops_transformer_is_fetched_and_a_failed_fetch_resum
     )
     proc = cli("install")
     assert proc.returncode == 4, proc.stderr
-    assert "git fetch of file:///nonexistent/ops-transformer.git failed" in proc.stderr
+    assert "git clone of file:///nonexistent/ops-transformer.git failed" in proc.stderr
     assert started_steps(proc.stderr) == ["opbase-build", "opbase-install"]
     assert cli.stamp("opbase-install") is not None
     assert not (cli.cwd / "cannbuild.lock").exists()  # resolution never finished
