@@ -132,9 +132,11 @@ def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Famil
 def _os_checks() -> List[Check]:
     import distro
 
-    os_id = distro.id() or "unknown"
-    version = distro.version() or ""
-    name = distro.name(pretty=True) or os_id
+    # os-release is on every OS CANN supports; lsb_release and uname cost a process each
+    info = distro.LinuxDistribution(include_lsb=False, include_uname=False)
+    os_id = info.id() or "unknown"
+    version = info.version() or ""
+    name = info.name(pretty=True) or os_id
     major_minor = ".".join(version.split(".")[:2])
     if (os_id.lower(), major_minor) in compat.IMAGE_OSES:
         return [Check("os", PASS, f"{name}")]
