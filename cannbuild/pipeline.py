@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CannbuildError, UsageError
 from .host.doctor import HostReport, read_host
@@ -40,10 +40,12 @@ from .runner import (
     run_step,
     skip,
 )
-from .sandbox import SandboxInfo, SandboxSpec, create_sandbox
 from .sources import Fetcher, mirror_git_env
 from .sync import Sources, SourceState, sources_from_lock
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .sandbox import SandboxInfo
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)
 SILENT_WAIT_S = 1.0
@@ -80,6 +82,8 @@ def with_sandbox(options: Options) -> Tuple[Options, Optional[SandboxInfo], bool
     if not options.sandbox:
         return options, None, False
     assert options.sandbox_dir is not None
+    from .sandbox import SandboxSpec, create_sandbox  # a real host never pays for it
+
     result = create_sandbox(
         SandboxSpec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
     )
