@@ -13,9 +13,15 @@
   own (cannbuild stages opbase and overlays the toolkit instead, and that is counted
   as cannbuild's overhead); A3 / CANN 9.0.0 too.  Also the part of cannbuild's wall
   time spent outside the steps (start-up, host reading, git, stamps), and the median
-  of the per-pair ratios (each pair runs back to back).
+  of the per-pair ratios (each pair runs back to back), wall time and CPU time;
+* the same A2 / CANN 8.5.0 comparison in instructions executed, every process
+  counted (valgrind's callgrind, --part instructions, one pair, about 12 minutes).
+  On a shared 2-core machine wall and CPU times of the same job move by 10-30 %
+  from run to run; instruction counts repeat, so a 5 % budget can be read off them.
+  Instructions are work, not latency: what cannbuild overlaps (the fetch of one
+  repo during the other's build) is not credited, and kernel time is not counted.
 
-  python bench/bench_pipeline.py [--runs 3] [--part setup|overhead]
+  python bench/bench_pipeline.py [--runs 3] [--part setup|overhead|instructions]
 """
 
 from __future__ import annotations
@@ -41,7 +47,14 @@ except ImportError:  # Python < 3.11
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cannbuild_argv, compile_package, fmt, sandbox_create_argv, summary
+from common import (
+    cannbuild_argv,
+    compile_package,
+    fmt,
+    run_measured,
+    sandbox_create_argv,
+    summary,
+)
 
 
 def env_for(sandbox: Path) -> Dict[str, str]:
@@ -90,6 +103,7 @@ def script_for(cwd: Path, env: Dict[str, str], reference: Path, variant: str, ca
         "#!/bin/bash",
         "set -e",
         f"source {q(sandbox['set_env'])}",
+        f"mkdir -p {q(str(cwd / '.cannbuild' / 'tmp'))}",  # TMPDIR must exist (valgrind needs it)
         "export " + " ".join(f"{k}={q(v)}" for k, v in sorted(extra.items())),
         f"mkdir -p {q(str(downloads))}",
     ]
@@ -114,7 +128,6 @@ def script_for(cwd: Path, env: Dict[str, str], reference: Path, variant: str, ca
             target = src / owner / dest
             lines.append(f"mkdir -p {q(str(target.parent))}")
             lines.append(f"cp {q(str(downloads / target.name))} {q(str(target))}")
-    lines.append(f"mkdir -p {q(str(cwd / '.cannbuild' / 'tmp'))}")
     for step in plan["steps"]:
         command = step["command"]
         if step["name"] == "opbase-install":
@@ -141,7 +154,9 @@ def script_for(cwd: Path, env: Dict[str, str], reference: Path, variant: str, ca
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--part", choices=("all", "setup", "overhead"), default="all")
+    parser.add_argument(
+        "--part", choices=("all", "setup", "overhead", "instructions"), default="all"
+    )
     args = parser.parse_args()
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-pipeline-"))
@@ -158,6 +173,8 @@ def main() -> None:
     if args.part in ("all", "overhead"):
         overhead_timings(tmp, sb85, sb85_hand, "A2", "8.5.0", args.runs)
         overhead_timings(tmp, sb90, sb90, "A3", "9.0.0", args.runs)
+    if args.part in ("all", "instructions"):
+        overhead_instructions(tmp, sb85, sb85_hand, "A2", "8.5.0")
     shutil.rmtree(tmp)
 
 
@@ -188,16 +205,24 @@ def overhead_timings(
     cb(reference, env_for(hand_sandbox), "fetch", *which)
     ours: List[float] = []
     hand: List[float] = []
+    ours_cpu: List[float] = []
+    hand_cpu: List[float] = []
     fixed: List[float] = []
     for i in range(runs):
         # alternate which goes first, so neither always meets a warmer page cache
-        order = (("tool", ours), ("hand", hand)) if i % 2 == 0 else (("hand", hand), ("tool", ours))
-        for label, times in order:
+        order = ("tool", "hand") if i % 2 == 0 else ("hand", "tool")
+        for label in order:
             ws = tmp / f"{label}-{variant}-{cann}-{i}"
             ws.mkdir()
             if label == "tool":
-                wall = cb(ws, env_for(sandbox), "install", *which)
-                times.append(wall)
+                wall, cpu = run_measured(
+                    cannbuild_argv("install", *which),
+                    cwd=ws,
+                    env=env_for(sandbox),
+                    capture_output=True,
+                )
+                ours.append(wall)
+                ours_cpu.append(cpu)
                 steps = sum(
                     json.loads(p.read_text())["duration_s"]
                     for p in (ws / ".cannbuild" / "stamps").glob("*.json")
@@ -206,21 +231,95 @@ def overhead_timings(
             else:
                 env = env_for(hand_sandbox)
                 script = script_for(ws, env, reference, variant, cann)
-                start = time.perf_counter()
-                subprocess.run(
-                    ["bash", str(script)], cwd=ws, env=env, check=True, capture_output=True
+                wall, cpu = run_measured(
+                    ["bash", str(script)], cwd=ws, env=env, capture_output=True
                 )
-                times.append(time.perf_counter() - start)
+                hand.append(wall)
+                hand_cpu.append(cpu)
             # both must have done the whole job, or the comparison means nothing
             assert list((ws / ".cannbuild" / "opp" / "vendors").glob("*/op_api/lib/*.so")), label
     hand_s = summary(hand)
     print(fmt(f"by hand: clone + commands ({variant} {cann})", hand_s))
     print(fmt(f"cannbuild install ({variant} {cann}), cold", summary(ours), hand_s))
     print(fmt("  of which outside the steps", summary(fixed)))
-    # each pair ran back to back: its ratio cancels the drift between pairs
+    paired_line("  paired ratio, wall", ours, hand)
+    hand_cpu_s = summary(hand_cpu)
+    print(fmt("  CPU time, by hand", hand_cpu_s))
+    print(fmt("  CPU time, cannbuild", summary(ours_cpu), hand_cpu_s))
+    paired_line("  paired ratio, CPU time", ours_cpu, hand_cpu)
+
+
+def callgrind_argv(out: Path, argv: List[str]) -> List[str]:
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--trace-children=yes",
+        f"--callgrind-out-file={out}/cg.%p",
+        "-q",
+        *argv,
+    ]
+
+
+def instructions_by_process(out: Path) -> Dict[str, int]:
+    """Instructions executed, per process (its command line), from callgrind's files."""
+    counts: Dict[str, int] = {}
+    for path in out.glob("cg.*"):
+        command = ""
+        with path.open(errors="replace") as f:
+            for line in f:
+                if line.startswith("cmd:"):
+                    command = f"{line[4:].strip()} [{path.name}]"
+                elif line.startswith("summary:"):
+                    counts[command] = int(line.split()[1])
+                    break
+    return counts
+
+
+def overhead_instructions(
+    tmp: Path, sandbox: Path, hand_sandbox: Path, variant: str, cann: str
+) -> None:
+    """One cold `cannbuild install` and one by-hand run, every process under callgrind."""
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind is not installed (apt-get install valgrind); skipped")
+        return
+    which = ("--sandbox", "--variant", variant, "--cann", cann)
+    reference = tmp / f"reference-{variant}-{cann}"
+    if not reference.is_dir():
+        reference.mkdir()
+        cb(reference, env_for(hand_sandbox), "fetch", *which)
+    totals: Dict[str, int] = {}
+    own = 0
+    for label in ("hand", "tool"):
+        ws = tmp / f"instr-{label}-{variant}-{cann}"
+        out = tmp / f"callgrind-{label}"
+        ws.mkdir()
+        out.mkdir()
+        if label == "tool":
+            argv = cannbuild_argv("install", *which)
+            env = env_for(sandbox)
+        else:
+            env = env_for(hand_sandbox)
+            argv = ["bash", str(script_for(ws, env, reference, variant, cann))]
+        subprocess.run(callgrind_argv(out, argv), cwd=ws, env=env, check=True, capture_output=True)
+        assert list((ws / ".cannbuild" / "opp" / "vendors").glob("*/op_api/lib/*.so")), label
+        counts = instructions_by_process(out)
+        totals[label] = sum(counts.values())
+        if label == "tool":  # cannbuild's own process: start-up, host reading, planning
+            own = sum(n for cmd, n in counts.items() if "-m cannbuild install" in cmd)
+    hand, tool = totals["hand"], totals["tool"]
+    print(f"instructions, by hand ({variant} {cann})    {hand / 1e9:7.3f} G")
+    print(
+        f"instructions, cannbuild install        {tool / 1e9:7.3f} G"
+        f"  ratio {tool / hand:.3f}x  (extra {(tool - hand) / 1e9:.3f} G)"
+    )
+    print(f"  of which cannbuild's own process     {own / 1e9:7.3f} G")
+
+
+def paired_line(name: str, ours: List[float], hand: List[float]) -> None:
+    """Each pair ran back to back: its ratio cancels the drift between pairs."""
     paired = sorted(o / h for o, h in zip(ours, hand))
     print(
-        f"{'  paired ratio (tool / by hand)':<34} median {statistics.median(paired):.3f}x"
+        f"{name:<34} median {statistics.median(paired):.3f}x"
         f"  (min {paired[0]:.3f}, max {paired[-1]:.3f}, n={len(paired)})"
     )
 
