@@ -353,13 +353,17 @@ def build_command(
     return [*argv, str(context)]
 
 
-def _answers(argv: Sequence[str]) -> bool:
+def _probe(argv: Sequence[str], timeout: float) -> Optional[subprocess.CompletedProcess[bytes]]:
+    """Run an engine query; None when the engine cannot be run or does not answer in time."""
     try:
-        return (
-            subprocess.run(list(argv), capture_output=True, timeout=15, check=False).returncode == 0
-        )
+        return subprocess.run(list(argv), capture_output=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return None
+
+
+def _answers(argv: Sequence[str]) -> bool:
+    proc = _probe(argv, 15)
+    return proc is not None and proc.returncode == 0
 
 
 def find_engine() -> Optional[str]:
@@ -380,16 +384,8 @@ def _digest_before_build(engine: str, base: str) -> Optional[str]:
     store, so `docker image inspect` would not see them)."""
     if engine != "docker":
         return None
-    try:
-        raw = subprocess.run(
-            ["docker", "buildx", "imagetools", "inspect", "--raw", base],
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if raw.returncode != 0 or not raw.stdout.strip():
+    raw = _probe(["docker", "buildx", "imagetools", "inspect", "--raw", base], 120)
+    if raw is None or raw.returncode != 0 or not raw.stdout.strip():
         return None
     return "sha256:" + hashlib.sha256(raw.stdout).hexdigest()
 
@@ -398,16 +394,10 @@ def _digest_after_build(engine: str, base: str) -> Optional[str]:
     """Podman: the digest of the image the build used (it pulls into its store)."""
     if engine != "podman":
         return None
-    try:
-        out = subprocess.run(
-            ["podman", "image", "inspect", "--format", "{{index .RepoDigests 0}}", base],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        ).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
+    proc = _probe(["podman", "image", "inspect", "--format", "{{index .RepoDigests 0}}", base], 30)
+    if proc is None:
         return None
+    out = proc.stdout.decode("utf-8", "replace").strip()
     return out.split("@", 1)[1] if "@sha256:" in out else None
 
 
