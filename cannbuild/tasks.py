@@ -476,7 +476,7 @@ def container(
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
     from .container import ContainerSpec, base_name, check_lock, check_spec, pinned, render_context
     from .container import build as engine_build
-    from .lockfile import read_lock, write_lock
+    from .lockfile import Lock, read_lock, write_lock
 
     options = make_options(c, lock_file=lock_file)
     lock = read_lock(options.lock_file)
@@ -497,10 +497,15 @@ def container(
     )
     check_spec(spec)
     check_lock(spec, lock, options.lock_file)
+
+    def pin_base(digest: str) -> Lock:
+        new = pinned(lock, base_name(spec), digest)
+        write_lock(options.lock_file, new)
+        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{digest}")
+        return new
+
     if base_digest:
-        lock = pinned(lock, base_name(spec), base_digest)
-        write_lock(options.lock_file, lock)
-        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{base_digest}")
+        lock = pin_base(base_digest)
     rendered = render_context(spec, lock, options.lock_file, Path(out).resolve())
     ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
     if rendered["note"]:
@@ -515,8 +520,7 @@ def container(
             code=StepFailed.exit_code,
         )
     if result.base_digest:
-        write_lock(options.lock_file, pinned(lock, base_name(spec), result.base_digest))
-        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{result.base_digest}")
+        pin_base(result.base_digest)
     ui.note(f"built with {result.engine}; packages and report in {rendered['dir']}/artifacts")
 
 
