@@ -158,7 +158,7 @@ class PendingSources:
         self._fetched = {r.name: threading.Event() for r in session.recipe.repos}
         self._fetch_ok: Dict[str, bool] = {}
         self._repos: Dict[str, Future] = {
-            r.name: pool.submit(self._ready, r) for r in session.recipe.repos
+            r.name: pool.submit(self._make_ready, r) for r in session.recipe.repos
         }
 
     def identity_of(self, repo: str) -> Mapping[str, Any]:
@@ -224,12 +224,6 @@ class PendingSources:
 
     # --- one repo, in its own thread ------------------------------------------------
 
-    def _ready(self, repo: RepoSpec) -> RepoReady:
-        try:
-            return self._make_ready(repo)
-        finally:
-            self._fetched[repo.name].set()  # never leave a pin waiting on a failed repo
-
     def _stage(self, repo: RepoSpec) -> None:
         if self.stopping.is_set():
             raise SyncStopped(f"{repo.name}: stopped before it was ready (the run is ending).")
@@ -251,15 +245,15 @@ class PendingSources:
         session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
         cache = cache_path(ws, repo.name)
         locked = self.existing.repo(repo.name) if self.existing else None
-        self._stage(repo)
         try:
+            self._stage(repo)
             if self.mode != LOCKED or not all(
                 has_commit(fetcher, cache, sha) for sha in self._needed_here(repo)
             ):
                 fetcher.fetch_repo(cache, repo.url)
             self._fetch_ok[repo.name] = True
-        finally:
-            self._fetched[repo.name].set()  # a pin waiting on this cache may look now
+        finally:  # a pin waiting on this cache may look now (or learn that it failed)
+            self._fetched[repo.name].set()
         self._stage(repo)
         ref = render_ref(repo, session.values)
         moved = None
