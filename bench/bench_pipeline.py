@@ -36,9 +36,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 try:
     import tomllib
@@ -64,15 +63,7 @@ def env_for(sandbox: Path) -> Dict[str, str]:
 
 
 def cb(cwd: Path, env: Dict[str, str], *args: str) -> float:
-    start = time.perf_counter()
-    subprocess.run(
-        cannbuild_argv(*args),
-        cwd=cwd,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    return time.perf_counter() - start
+    return run_measured(cannbuild_argv(*args), cwd=cwd, env=env, capture_output=True)[0]
 
 
 def script_for(cwd: Path, env: Dict[str, str], reference: Path, variant: str, cann: str) -> Path:
@@ -82,7 +73,7 @@ def script_for(cwd: Path, env: Dict[str, str], reference: Path, variant: str, ca
     `cannbuild fetch` filled (untimed): its lock and checkout markers say what goes where."""
     plan = json.loads(
         subprocess.run(
-            cannbuild_argv("plan", "--json", "--sandbox", "--variant", variant, "--cann", cann),
+            cannbuild_argv("plan", "--json", *sandbox_flags(variant, cann)),
             cwd=cwd,
             env=env,
             check=True,
@@ -194,50 +185,66 @@ def setup_timings(tmp: Path, sb85: Path, runs: int) -> None:
     print(fmt("validate --sandbox", summary(validate)))
 
 
+def sandbox_flags(variant: str, cann: str) -> Tuple[str, ...]:
+    return ("--sandbox", "--variant", variant, "--cann", cann)
+
+
+def reference_for(tmp: Path, hand_sandbox: Path, variant: str, cann: str) -> Path:
+    """A workspace `cannbuild fetch` filled, once and untimed: what the by-hand script clones."""
+    reference = tmp / f"reference-{variant}-{cann}"
+    if not reference.is_dir():
+        reference.mkdir()
+        cb(reference, env_for(hand_sandbox), "fetch", *sandbox_flags(variant, cann))
+    return reference
+
+
+def cold_build(
+    label: str,
+    ws: Path,
+    sandbox: Path,
+    hand_sandbox: Path,
+    reference: Path,
+    variant: str,
+    cann: str,
+) -> Tuple[List[str], Dict[str, str]]:
+    """argv and env of a cold build in the empty `ws`: cannbuild's ("tool") or by hand."""
+    if label == "tool":
+        return cannbuild_argv("install", *sandbox_flags(variant, cann)), env_for(sandbox)
+    env = env_for(hand_sandbox)
+    return ["bash", str(script_for(ws, env, reference, variant, cann))], env
+
+
+def check_installed(ws: Path, label: str) -> None:
+    """Both must have done the whole job, or the comparison means nothing."""
+    assert list((ws / ".cannbuild" / "opp" / "vendors").glob("*/op_api/lib/*.so")), label
+
+
 def overhead_timings(
     tmp: Path, sandbox: Path, hand_sandbox: Path, variant: str, cann: str, runs: int
 ) -> None:
     """Cold `cannbuild install` on `sandbox` vs the same job by hand on `hand_sandbox`
     (the same emulated host; its own where the by-hand script installs into the toolkit)."""
-    which = ("--sandbox", "--variant", variant, "--cann", cann)
-    reference = tmp / f"reference-{variant}-{cann}"
-    reference.mkdir()
-    cb(reference, env_for(hand_sandbox), "fetch", *which)
-    ours: List[float] = []
-    hand: List[float] = []
-    ours_cpu: List[float] = []
-    hand_cpu: List[float] = []
+    reference = reference_for(tmp, hand_sandbox, variant, cann)
+    wall: Dict[str, List[float]] = {"tool": [], "hand": []}
+    cpu: Dict[str, List[float]] = {"tool": [], "hand": []}
     fixed: List[float] = []
     for i in range(runs):
         # alternate which goes first, so neither always meets a warmer page cache
-        order = ("tool", "hand") if i % 2 == 0 else ("hand", "tool")
-        for label in order:
+        for label in ("tool", "hand") if i % 2 == 0 else ("hand", "tool"):
             ws = tmp / f"{label}-{variant}-{cann}-{i}"
             ws.mkdir()
+            argv, env = cold_build(label, ws, sandbox, hand_sandbox, reference, variant, cann)
+            took, work = run_measured(argv, cwd=ws, env=env, capture_output=True)
+            wall[label].append(took)
+            cpu[label].append(work)
             if label == "tool":
-                wall, cpu = run_measured(
-                    cannbuild_argv("install", *which),
-                    cwd=ws,
-                    env=env_for(sandbox),
-                    capture_output=True,
-                )
-                ours.append(wall)
-                ours_cpu.append(cpu)
                 steps = sum(
                     json.loads(p.read_text())["duration_s"]
                     for p in (ws / ".cannbuild" / "stamps").glob("*.json")
                 )
-                fixed.append(wall - steps)
-            else:
-                env = env_for(hand_sandbox)
-                script = script_for(ws, env, reference, variant, cann)
-                wall, cpu = run_measured(
-                    ["bash", str(script)], cwd=ws, env=env, capture_output=True
-                )
-                hand.append(wall)
-                hand_cpu.append(cpu)
-            # both must have done the whole job, or the comparison means nothing
-            assert list((ws / ".cannbuild" / "opp" / "vendors").glob("*/op_api/lib/*.so")), label
+                fixed.append(took - steps)
+            check_installed(ws, label)
+    ours, hand, ours_cpu, hand_cpu = wall["tool"], wall["hand"], cpu["tool"], cpu["hand"]
     hand_s = summary(hand)
     print(fmt(f"by hand: clone + commands ({variant} {cann})", hand_s))
     print(fmt(f"cannbuild install ({variant} {cann}), cold", summary(ours), hand_s))
@@ -282,11 +289,7 @@ def overhead_instructions(
     if shutil.which("valgrind") is None:
         print("instructions: valgrind is not installed (apt-get install valgrind); skipped")
         return
-    which = ("--sandbox", "--variant", variant, "--cann", cann)
-    reference = tmp / f"reference-{variant}-{cann}"
-    if not reference.is_dir():
-        reference.mkdir()
-        cb(reference, env_for(hand_sandbox), "fetch", *which)
+    reference = reference_for(tmp, hand_sandbox, variant, cann)
     totals: Dict[str, int] = {}
     own = 0
     for label in ("hand", "tool"):
@@ -294,14 +297,9 @@ def overhead_instructions(
         out = tmp / f"callgrind-{label}"
         ws.mkdir()
         out.mkdir()
-        if label == "tool":
-            argv = cannbuild_argv("install", *which)
-            env = env_for(sandbox)
-        else:
-            env = env_for(hand_sandbox)
-            argv = ["bash", str(script_for(ws, env, reference, variant, cann))]
+        argv, env = cold_build(label, ws, sandbox, hand_sandbox, reference, variant, cann)
         subprocess.run(callgrind_argv(out, argv), cwd=ws, env=env, check=True, capture_output=True)
-        assert list((ws / ".cannbuild" / "opp" / "vendors").glob("*/op_api/lib/*.so")), label
+        check_installed(ws, label)
         counts = instructions_by_process(out)
         totals[label] = sum(counts.values())
         if label == "tool":  # cannbuild's own process: start-up, host reading, planning
