@@ -105,26 +105,6 @@ def test_a_users_log_settings_do_not_change_what_a_signed_tag_resolves_to(
     assert resolve_ref(fetcher, tmp_path / "cache.git", {"tag": "v2"}, url)[0] == signed
 
 
-def test_first_fetch_clones_a_cache_that_keeps_no_url_and_later_ones_update_it(
-    upstream: Path, tmp_path: Path
-):
-    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
-    cache = tmp_path / "cache.git"
-    url = "https://gitcode.com/cann/demo.git"
-    fetcher.fetch_repo(cache, url)
-    # each fetch names its source: a URL kept in the cache could carry a credential
-    assert "url" not in (cache / "config").read_text()
-    assert git("for-each-ref", "--format=%(refname)", cwd=cache).split() == [
-        "refs/heads/master",
-        "refs/tags/v1",
-    ]
-    git("tag", "v2", "master", cwd=upstream / "cann" / "demo.git")
-    fetcher.fetch_repo(cache, url)
-    assert resolve_ref(fetcher, cache, {"tag": "v2"}, url)[0] == git(
-        "rev-parse", "master", cwd=upstream / "cann" / "demo.git"
-    )
-
-
 def test_a_failed_first_fetch_leaves_no_cache_behind(tmp_path: Path):
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", (tmp_path / "none").as_uri() + "/"),))
     cache = tmp_path / "git" / "demo.git"
@@ -142,6 +122,23 @@ def fetched(upstream: Path, tmp_path: Path):
     url = "https://gitcode.com/cann/demo.git"
     fetcher.fetch_repo(cache, url)
     return fetcher, ws, cache, url
+
+
+def test_first_fetch_clones_a_cache_that_keeps_no_url_and_later_ones_update_it(
+    fetched, upstream: Path
+):
+    fetcher, _, cache, url = fetched
+    # each fetch names its source: a URL kept in the cache could carry a credential
+    assert "url" not in (cache / "config").read_text()
+    assert git("for-each-ref", "--format=%(refname)", cwd=cache).split() == [
+        "refs/heads/master",
+        "refs/tags/v1",
+    ]
+    git("tag", "v2", "master", cwd=upstream / "cann" / "demo.git")
+    fetcher.fetch_repo(cache, url)
+    assert resolve_ref(fetcher, cache, {"tag": "v2"}, url)[0] == git(
+        "rev-parse", "master", cwd=upstream / "cann" / "demo.git"
+    )
 
 
 def test_checkout_is_atomic_and_idempotent(fetched):
