@@ -167,14 +167,21 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
                 )
             )
         else:
-            tried = "; ".join(f"{rule}: {path}" for rule, path, _ in search.tried[:6])
+            by_path: Dict[str, List[str]] = {}
+            for rule, path, _ in search.tried:
+                rules = by_path.setdefault(path, [])
+                if rule not in rules:
+                    rules.append(rule)
+            tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())
             checks.append(
                 Check(
                     "toolkit",
                     FAIL,
-                    f"no CANN toolkit found (tried {tried or 'nothing'})",
+                    f"no CANN toolkit found (looked in {tried or 'nothing'})",
                     "Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
-                    "--cann-path=<folder holding set_env.sh>, or source its set_env.sh.",
+                    "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
+                    "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
+                    "(an emulated Ascend host).",
                     blocking=True,
                 )
             )
@@ -336,6 +343,7 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
                 f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
             )
         )
+    checks += _health_checks(hw)
     for problem in hw.problems:
         checks.append(
             Check(
@@ -344,6 +352,53 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
                 problem,
                 "Check the driver: 'npu-smi info' should print the device table "
                 "(in a container, mount /usr/local/bin/npu-smi and the driver).",
+            )
+        )
+    return checks
+
+
+def _health_checks(hw: Hardware) -> List[Check]:
+    """npu-smi's Health column and running processes: a validation on a sick or busy
+    device would judge the device, not the package."""
+    if not hw.health:
+        return []
+    sick = [(npu, h) for npu, h in hw.health if h in ("Alarm", "Critical")]
+    unknown = [(npu, h) for npu, h in hw.health if h not in ("OK", "Warning", "Alarm", "Critical")]
+    warned = [(npu, h) for npu, h in hw.health if h == "Warning"]
+    checks: List[Check] = []
+    listed = lambda rows: ", ".join(f"NPU {npu} {h}" for npu, h in rows)  # noqa: E731
+    if sick:
+        checks.append(
+            Check(
+                "npu.health",
+                FAIL,
+                f"{listed(sick)} (npu-smi info, Health column)",
+                "Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
+                "shows the alarm codes; fix or reset the device (or ask its admin) first.",
+            )
+        )
+    if warned or unknown:
+        checks.append(
+            Check(
+                "npu.health",
+                WARN,
+                f"{listed(warned + unknown)} (npu-smi info, Health column)",
+                "`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
+            )
+        )
+    if not sick and not warned and not unknown:
+        checks.append(Check("npu.health", PASS, f"all {len(hw.health)} NPUs report Health OK"))
+    if hw.processes:
+        busy = sorted({p.npu for p in hw.processes})
+        shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
+        more = f" and {len(hw.processes) - 4} more" if len(hw.processes) > 4 else ""
+        checks.append(
+            Check(
+                "npu.busy",
+                WARN,
+                f"{len(busy)} NPU(s) busy: {shown}{more}",
+                "Timings and memory on a busy device are not comparable; validation runs on "
+                "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
             )
         )
     return checks
