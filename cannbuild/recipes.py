@@ -75,6 +75,15 @@ class StepSpec:
 
 
 @dataclass(frozen=True)
+class HostTool:
+    """A program the recipe's builds call that doctor must find on PATH."""
+
+    name: str
+    why: str
+    install: str
+
+
+@dataclass(frozen=True)
 class ValidateSpec:
     library: str
     symbols: Tuple[str, ...]
@@ -97,6 +106,7 @@ class Recipe:
     steps: Tuple[StepSpec, ...]
     validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
+    tools: Tuple[HostTool, ...] = ()
 
     def repo(self, name: str) -> RepoSpec:
         for repo in self.repos:
@@ -105,7 +115,8 @@ class Recipe:
         raise KeyError(name)
 
 
-_TOP_KEYS = {"recipe", "vars", "toolkit", "repos", "third_party", "steps", "validate"}
+_TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
+_TOOL_KEYS = {"name", "why", "install"}
 _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann"}
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
@@ -292,6 +303,23 @@ def load_recipe(path: Path) -> Recipe:
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
     r.keys(toolkit, {"requires"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
+    host = r.get(data, "host", dict, "the file", required=False) or {}
+    r.keys(host, {"tools"}, "[host]")
+    tools: List[HostTool] = []
+    for i, table in enumerate(r.get(host, "tools", list, "[host]", required=False) or [], 1):
+        where = f"[[host.tools]] #{i}"
+        if not isinstance(table, dict):
+            raise r.fail(where, "should be a table with name, why and install.")
+        r.keys(table, _TOOL_KEYS, where)
+        name = r.get(table, "name", str, where)
+        tools.append(
+            HostTool(
+                name=name,
+                why=r.get(table, "why", str, where),
+                install=r.get(table, "install", str, where, required=False)
+                or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
+            )
+        )
     return Recipe(
         path=path,
         digest=hashlib.sha256(raw).hexdigest(),
@@ -307,6 +335,7 @@ def load_recipe(path: Path) -> Recipe:
         steps=tuple(steps),
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
+        tools=tuple(tools),
     )
 
 
