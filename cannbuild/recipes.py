@@ -435,12 +435,13 @@ def _satisfies(version: str, spec: str) -> Optional[bool]:
 
 def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
-    from .render import render_string
+    from .render import render_value
 
     out: Dict[str, Optional[str]] = {}
     for key in ("tag", "branch", "until", "commit"):
         value = getattr(repo, key)
-        out[key] = render_string(value, context, quote=False) if value else None
+        what = f"[repos.{repo.name}] {key}"
+        out[key] = render_value(value, context, what) if value else None
     return out
 
 
