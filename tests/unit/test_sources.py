@@ -264,3 +264,45 @@ def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path
         fetcher.download("https://gitcode.com/pkg/b.tar.gz", tmp_path / "b")
     assert "mirror map rewrote" in err.value.hint
     assert not list(tmp_path.glob(".b*"))
+
+
+def tarball(path: Path, members: dict) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_an_archive_with_one_top_folder_is_unpacked_without_it(tmp_path: Path):
+    from cannbuild.sources import unpack_archive
+
+    archive = tarball(tmp_path / "m.tar.gz", {"makeself-2.5/makeself.sh": b"#!/bin/sh\n"})
+    unpack_archive(archive, tmp_path / "third_party" / "makeself")
+    assert (tmp_path / "third_party/makeself/makeself.sh").read_bytes() == b"#!/bin/sh\n"
+    assert sorted(p.name for p in (tmp_path / "third_party").iterdir()) == ["makeself"]
+
+
+def test_a_zip_with_several_top_entries_is_unpacked_as_it_is(tmp_path: Path):
+    import zipfile
+
+    from cannbuild.sources import unpack_archive
+
+    with zipfile.ZipFile(tmp_path / "include.zip", "w") as zf:
+        zf.writestr("include/nlohmann/json.hpp", "// json\n")
+        zf.writestr("single_include/nlohmann/json.hpp", "// json\n")
+    unpack_archive(tmp_path / "include.zip", tmp_path / "json")
+    assert (tmp_path / "json/include/nlohmann/json.hpp").is_file()
+
+
+def test_an_archive_member_outside_the_folder_refuses_the_archive(tmp_path: Path):
+    from cannbuild.sources import unpack_archive
+
+    archive = tarball(tmp_path / "evil.tar.gz", {"top/ok": b"1", "../../escaped": b"2"})
+    with pytest.raises(FetchError, match="points outside the folder"):
+        unpack_archive(archive, tmp_path / "deep" / "dest")
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "deep" / "dest").exists()
