@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .errors import CannbuildError, OfflineViolation
 from .redact import redact
@@ -216,9 +216,11 @@ class Fetcher:
         import urllib.error  # only downloads pay for the http stack
         import urllib.request
 
+        request = _request(source)
+
         def attempt() -> None:
             try:
-                resp = urllib.request.urlopen(source, timeout=DOWNLOAD_TIMEOUT_S)
+                resp = urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S)
             except urllib.error.HTTPError as exc:
                 exc.close()  # the error holds the open response
                 raise
@@ -231,6 +233,28 @@ class Fetcher:
             return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError))
 
         self._retrying("download", source, attempt, transient)
+
+
+def _request(source: str) -> Any:
+    """A request for `source`; a `user:pass@` in it is sent as HTTP basic auth, as git
+    does, never as part of the host name (and never to where a redirect points)."""
+    import base64
+    import urllib.request
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(source)
+    if parts.username is None and parts.password is None:
+        return urllib.request.Request(source)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    request = urllib.request.Request(urlunsplit(parts._replace(netloc=netloc)))
+    user = unquote(parts.username or "")
+    password = unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    request.add_unredirected_header("Authorization", f"Basic {token}")
+    return request
 
 
 class _GitFailed(Exception):
