@@ -71,9 +71,24 @@ HINTS: Tuple[Hint, ...] = (
         "apt install makeself, or seed third_party with the makeself archive (cannbuild fetch).",
     ),
     Hint(
+        r"error: downloading '((\w+://[^/'\s]+/)[^'\s]*)' failed",
+        "the build downloaded {1} itself: cannbuild had put no copy where this ref looks, and a "
+        "mirror rule cannot reach a download inside CMake. Name the archive in the recipe "
+        "([[repos.<repo>.third_party]], with the place this ref takes a copy, see recipes/*.toml) so "
+        "cannbuild fetches it through a mirror rule (cannbuild.mirrors: {'{2}': 'https://your-mirror/'}) "
+        "and puts it there, or build where {2} is reachable.",
+    ),
+    Hint(
+        r"error: (SHA256|MD5) hash of\s+(\S+)\s+does not match expected value",
+        "{2} is not the file this ref's CMake pins ({1} differs): a third-party copy in the checkout "
+        "was changed, or a download served another file. Delete the checkout under the workspace's "
+        "src/ and run again (cannbuild puts the locked archives back), and check the mirror.",
+    ),
+    Hint(
         r"Failed to download (\S+)|transport '\w+' not allowed|Could not resolve host: (\S+)",
-        "a build step tried to download {1}{2}: run `cannbuild fetch` online (it seeds third_party), add the "
-        "file to the recipe's [[third_party]], or build from an offline bundle.",
+        "a build step tried to download {1}{2}: run `cannbuild fetch` online (it puts the third-party "
+        "archives where each ref looks), name the archive in the recipe's [[repos.<repo>.third_party]], "
+        "or build from an offline bundle.",
     ),
     Hint(
         r"Error in \w+ checksums",

@@ -214,9 +214,9 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str, rel: Any) -
     variant = VARIANTS[spec.variant]
     sysroot = directory / "sysroot"
     emu = compile_emulation(directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version)
-    tree = lay_out_toolkit(sysroot, rel, variant, emu, cxx)
-    lay_out_hardware(sysroot, variant, rel)
     mirror = directory / "mirror"
+    tree = lay_out_toolkit(sysroot, rel, variant, emu, cxx, network=mirror.as_uri() + "/")
+    lay_out_hardware(sysroot, variant, rel)
     build_repos(mirror, directory / ".build" / "repos", log)
     build_third_party(mirror)
     info = SandboxInfo(

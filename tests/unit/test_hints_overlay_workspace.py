@@ -33,6 +33,21 @@ from cannbuild.workspace import Workspace, WorkspaceLock, write_atomic
             "tried to download https://x/y.tar.gz",
         ),
         ("x.cpp:3:1: error: expected ';'", "x.cpp:3:1: error: expected ';'"),
+        (
+            "    error: downloading 'https://gitcode.com/cann-src-third-party/json/releases/download/"
+            "v3.11.3/include.zip' failed",
+            "downloaded https://gitcode.com/cann-src-third-party/json/releases/download/v3.11.3/include.zip"
+            " itself",
+        ),
+        (
+            "    error: downloading 'https://gitcode.com/a/b.tar.gz' failed",
+            "cannbuild.mirrors: {'https://gitcode.com/': 'https://your-mirror/'}",
+        ),
+        (
+            "  error: SHA256 hash of\n\n    /w/src/ops-transformer/third_party/pkg/m.tar.gz\n\n"
+            "  does not match expected value",
+            "/w/src/ops-transformer/third_party/pkg/m.tar.gz is not the file this ref's CMake pins",
+        ),
     ],
 )
 def test_known_failure_messages_get_their_fix(line, expected):
