@@ -203,18 +203,28 @@ def test_opbase_builds_while_ops_transformer_is_fetched_and_a_failed_fetch_resum
     assert (cli.cwd / "cannbuild.lock").is_file()
 
 
-def test_a_step_waiting_for_its_sources_says_so(cli):
-    # git's ext:: transport makes ops-transformer's mirror answer 4 s late
+def test_a_step_waiting_for_its_sources_says_so(cli, tmp_path):
+    # git's ext:: transport holds ops-transformer's fetch until the test opens a gate:
+    # no timing is assumed, the order is forced
     mirror = cli.sandbox / "mirror/cann/ops-transformer.git"
-    slow = f"ext::sh -c sleep% 4;%S% {mirror}"
+    gate = tmp_path / "gate"
+    slow = f"ext::sh -c while% [% !% -e% {gate}% ];% do% sleep% 0.1;% done;%S% {mirror}"
     (cli.cwd / "invoke.yaml").write_text(
         f'cannbuild:\n  mirrors:\n    "https://gitcode.com/cann/ops-transformer.git": "{slow}"\n'
     )
     env = cli.env(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="protocol.ext.allow")
-    proc = cli("install", env={**env, "GIT_CONFIG_VALUE_0": "always"})
-    assert proc.returncode == 0, proc.stderr
-    lines = [line.split("] ", 1)[1] for line in proc.stderr.splitlines() if "] " in line]
+    proc = cli.popen("install", env={**env, "GIT_CONFIG_VALUE_0": "always"})
     waiting = "ops-transformer-build: waiting for the ops-transformer sources to be fetched"
+    lines = []
+    with proc:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.rstrip("\n").split("] ", 1)[-1]
+            lines.append(line)
+            if line == waiting:
+                gate.touch()
+        proc.wait(timeout=600)
+    assert proc.returncode == 0, "\n".join(lines)
     assert waiting in lines
     # opbase was built during the wait, and a short wait (opbase's own fetch) is not news
     started = next(i for i, line in enumerate(lines) if line.startswith("opbase-build: started"))
