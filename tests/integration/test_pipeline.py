@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from reference import reference_torch
 
 from engines import path_without_engines
 
-pytest.importorskip("torch")
+reference_torch()
 
 
 def started_steps(stderr: str):
