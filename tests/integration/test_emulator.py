@@ -64,6 +64,10 @@ def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
     out = subprocess.run([str(binary)], capture_output=True, text=True, env=env).stdout
     lines = {line.split(" ", 1)[0]: line for line in out.splitlines()}
     assert lines["ok"].startswith("ok 0") and lines["ok-run"] == "ok-run 0"
+    for tagged in ("nchw-format", "ncl-format"):  # what torch_npu sends
+        assert (
+            lines[tagged].startswith(f"{tagged} 0") and lines[f"{tagged}-run"] == f"{tagged}-run 0"
+        )
     assert lines["null-query"].startswith("null-query 161001")
     assert "The query cannot be nullptr." in lines["null-query"]
     assert lines["null-out"].startswith("null-out 161001") and "attentionOut" in lines["null-out"]
@@ -74,6 +78,7 @@ def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
         ("headnum-mismatch", "headNum 3"),
         ("out-dtype", "attentionOut dtype"),
         ("host-memory", "not device memory"),
+        ("nz-format", "query:[FRACTAL_NZ]"),
     ):
         assert lines[probe].startswith(f"{probe} 161002"), lines[probe]
         assert words in lines[probe]
