@@ -1,4 +1,5 @@
-"""The real torch_npu on the sandbox: it imports against the emulated toolkit."""
+"""The real torch_npu on the sandbox: it imports against the emulated toolkit (and
+doctor says beforehand whether a plain `import torch` will work)."""
 
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import pytest
 from conftest import base_env
 from reference import reference_torch
 
-from cannbuild.host.pystack import read_python_stack
+from cannbuild.host.pystack import plain_import_problem, read_python_stack
 from cannbuild.host.toolchain import capture_env
 
 reference_torch()
@@ -36,8 +37,16 @@ def toolkit_env(sandbox, base):
 @pytest.mark.parametrize("key", ["A2-8.5.0", "A3-9.0.0"])
 def test_torch_npu_imports_on_the_sandbox_and_sees_its_npus(sandboxes, key):
     env = toolkit_env(sandboxes[key], base_env())
+    assert plain_import_problem(STACK, env) is None  # doctor's prediction ...
     proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr  # ... and what really happens
     count, *checks, name = proc.stdout.split()
     assert count == ("8" if key.startswith("A2") else "16") and checks == ["True"] * 4
     assert name == ("Ascend910B3" if key.startswith("A2") else "Ascend910_9392")
+
+
+def test_without_the_toolkit_env_import_torch_fails_as_doctor_says(sandboxes):
+    env = base_env(LD_LIBRARY_PATH="")
+    assert "libascendcl.so is not on LD_LIBRARY_PATH" in (plain_import_problem(STACK, env) or "")
+    proc = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True)
+    assert proc.returncode != 0
