@@ -1,5 +1,5 @@
-"""The real torch_npu on the sandbox: it imports against the emulated toolkit (and
-doctor says beforehand whether a plain `import torch` will work)."""
+"""The real torch_npu on the sandbox: it imports against the emulated toolkit, and the
+validation route reaches the installed package (and fails without it)."""
 
 import subprocess
 import sys
@@ -10,6 +10,7 @@ from reference import reference_torch
 
 from cannbuild.host.pystack import plain_import_problem, read_python_stack
 from cannbuild.host.toolchain import capture_env
+from cannbuild.validate import cases, torchnpu
 
 reference_torch()
 STACK = read_python_stack()
@@ -50,3 +51,23 @@ def test_without_the_toolkit_env_import_torch_fails_as_doctor_says(sandboxes):
     assert "libascendcl.so is not on LD_LIBRARY_PATH" in (plain_import_problem(STACK, env) or "")
     proc = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True)
     assert proc.returncode != 0
+
+
+def package_env(installed):
+    vendor = installed.ws / "opp/vendors/custom_transformer"
+    env = capture_env(vendor / "bin/set_env.bash", toolkit_env(installed.sandbox, installed.env()))
+    return vendor / "op_api/lib/libcust_opapi.so", dict(env.env)
+
+
+def test_the_route_reaches_the_package_and_fails_to_find_the_op_without_it(installed, tmp_path):
+    library, env = package_env(installed)
+    selected = cases.select(["fp16_bsh_s128_d128_causal", "fp32_bnsd_s513_d64_gqa_causal"])
+    ok = torchnpu.run(selected, library, env, tmp_path / "with")
+    assert ok.status == "PASS", ok.message
+    assert ok.details["loaded_op_libraries"][0] == str(library.resolve())
+    assert [r.status for r in ok.results] == ["PASS", "PASS"]
+    assert env.pop("ASCEND_CUSTOM_OPP_PATH")  # the vendor is what set_env.bash adds
+    lost = torchnpu.run(selected, library, env, tmp_path / "without")
+    assert lost.status == "FAIL"
+    assert "aclnnFlashAttentionScore" in lost.message and "not in libopapi.so" in lost.message
+    assert str(library.resolve()) not in lost.details["loaded_op_libraries"]
