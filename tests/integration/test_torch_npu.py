@@ -26,8 +26,10 @@ y = x.to("npu:0")
 start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
 start.record(); z = (y.cpu() * 2).to("npu:0"); end.record(); end.synchronize()
 free, total = torch.npu.mem_get_info()
+from torch_npu.utils.collect_env import get_cann_version  # reads the toolkit's install record
 print(torch.npu.device_count(), torch.equal(y.cpu(), x), torch.equal(z.cpu(), x * 2),
-      start.elapsed_time(end) >= 0, 0 < free <= total, torch.npu.get_device_name(0))
+      start.elapsed_time(end) >= 0, 0 < free <= total, torch.npu.get_device_name(0),
+      get_cann_version())
 """
 
 
@@ -41,9 +43,10 @@ def test_torch_npu_imports_on_the_sandbox_and_sees_its_npus(sandboxes, key):
     assert plain_import_problem(STACK, env) is None  # doctor's prediction ...
     proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr  # ... and what really happens
-    count, *checks, name = proc.stdout.split()
+    count, *checks, name, cann = proc.stdout.split()
     assert count == ("8" if key.startswith("A2") else "16") and checks == ["True"] * 4
     assert name == ("Ascend910B3" if key.startswith("A2") else "Ascend910_9392")
+    assert cann == key.split("-", 1)[1]
 
 
 def test_without_the_toolkit_env_import_torch_fails_as_doctor_says(sandboxes):
