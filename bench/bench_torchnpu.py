@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -88,6 +89,7 @@ def main() -> None:
         f"this process (references, judging) {statistics.median(own_cpu):.1f} s"
     )
     print(fmt("whole validation (for context)", summary(totals)))
+    shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":
