@@ -112,6 +112,7 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         names.append("libops_base.so")
     for name in names:
         shutil.copy2(emu_build / name, lib64 / name)
+    _torch_npu_libraries(emu_build, lib64)
     write(archdir / "conf" / "sandbox_npu.ini", f"devices={v.npus * v.dies}\nsoc={v.chip}\n")
     if rel.opbase_in_toolkit:
         opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
@@ -156,6 +157,19 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
             archdir / "ascend_ops_install.info",
             f"package_name={package}\nversion={rel.version}\narch={arch}\nos=linux\npath={archdir}\n",
         )
+
+
+def _torch_npu_libraries(emu_build: Path, lib64: Path) -> None:
+    """What the real torch_npu links besides libascendcl: without them `import torch_npu`
+    fails, and the torch_npu validation route could not run on the sandbox."""
+    for name in (
+        "libacl_op_compiler.so",
+        "libhccl.so",
+        "libge_runner.so",
+        "libgraph.so",
+        "libacl_tdt_channel.so",
+    ):
+        shutil.copy2(emu_build / name, lib64 / name)
 
 
 def _latest_farm(latest: Path, install: Path, arch: str) -> None:

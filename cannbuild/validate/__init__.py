@@ -183,6 +183,7 @@ def validation_key(inp: ValidationInputs) -> str:
                 "cases": [c.__dict__ for c in cases.select(inp.case_names)],
                 "rule": cases.RULE,
                 "torch": stack.torch,
+                "torch_npu": stack.torch_npu,
                 "target": inp.target,
                 "example": inp.example_command,
                 "home": inp.env.get("ASCEND_HOME_PATH"),
@@ -234,21 +235,23 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         )
     elif inp.example_argv:
         checks.append(ValidationCheck("example", SKIPPED, inp.no_device_reason))
-    why_not = torchnpu.unavailable(inp.target == "npu", inp.target == "sandbox")
-    if why_not:
-        checks.append(ValidationCheck("torch_npu", SKIPPED, why_not))
-    else:  # pragma: no cover - needs an NPU and torch_npu
-        npu_results = torchnpu.run(selected)
-        bad = [r for r in npu_results if r.status != PASS]
-        checks.append(
-            ValidationCheck(
-                "torch_npu",
-                FAIL if bad else PASS,
-                f"{len(npu_results) - len(bad)}/{len(npu_results)} cases pass through npu_fusion_attention"
-                + (f"; first failure: {bad[0].case.name}: {bad[0].message}" if bad else ""),
-            )
-        )
+    checks.append(_torch_npu_check(inp, selected))
     return ValidationReport(inp.target or "none", checks, results, time.monotonic() - start)
+
+
+def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> ValidationCheck:
+    """The route users take: torch_npu.npu_fusion_attention, in its own process."""
+    from ..host.pystack import read_python_stack
+
+    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
+    if why_not is None and not inp.library.is_file():
+        why_not = "not run: the operator library is missing (see the library check)"
+    if why_not is None:
+        why_not = cases.why_no_torch()
+    if why_not:
+        return ValidationCheck("torch_npu", SKIPPED, why_not)
+    outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
+    return ValidationCheck("torch_npu", outcome.status, outcome.message, outcome.details)
 
 
 def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:

@@ -10,10 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+from reference import reference_torch
+
+from cannbuild.host.pystack import read_python_stack
 
 from engines import path_without_engines
 
-pytest.importorskip("torch")
+reference_torch()
+TORCH_NPU = read_python_stack().torch_npu
 
 
 def started_steps(stderr: str):
@@ -43,14 +47,22 @@ def test_setup_builds_installs_and_validates(cli_for, key):
     assert started_steps(proc.stderr)[-1] == "ops-transformer-install"
     report = cli.report()
     assert report["validation"]["status"] == "PASS"
-    statuses = {c["id"]: c["status"] for c in report["validation"]["checks"]}
-    assert statuses == {
+    checks = {c["id"]: c for c in report["validation"]["checks"]}
+    assert {k: c["status"] for k, c in checks.items()} == {
         "library": "PASS",
         "capi": "PASS",
         "example": "PASS",
-        "torch_npu": "SKIPPED",
+        "torch_npu": "PASS" if TORCH_NPU else "SKIPPED",
     }
     assert all(c["status"] == "PASS" for c in report["validation"]["cases"])
+    route = checks["torch_npu"]
+    if TORCH_NPU:  # the real torch_npu ran every case through the package on the emulated NPU
+        assert f"12/12 cases PASS through torch_npu {TORCH_NPU}" in route["message"]
+        assert route["torch_npu"] == TORCH_NPU and len(route["cases"]) == 12
+        ours = cli.ws / "opp/vendors/custom_transformer/op_api/lib/libcust_opapi.so"
+        assert str(ours.resolve()) in route["loaded_op_libraries"]
+    else:
+        assert "pip install torch-npu==" in route["message"]
     lock = (cli.cwd / "cannbuild.lock").read_text()
     for repo in report["lock"]["repos"]:
         checkout = cli.ws / "src" / repo["name"].replace(":", "/")
@@ -169,6 +181,12 @@ def test_a_failing_ops_transformer_build_resumes_at_that_step(cli):
     "fault,check,words",
     [
         ("fa-wrong-scale", "capi", "exceeds the bound"),
+        pytest.param(
+            "fa-wrong-scale",
+            "torch_npu",
+            "exceeds the bound",
+            marks=pytest.mark.skipif(TORCH_NPU is None, reason="torch-npu is not installed"),
+        ),
         ("fa-nan", "capi", "NaN/Inf"),
         ("missing-symbol", "library", "does not export aclnnFlashAttentionScoreV2GetWorkspaceSize"),
     ],
