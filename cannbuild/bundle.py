@@ -212,7 +212,10 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
                 target = inside(ws.downloads, ws.downloads / rel, f"--bundle member {name!r}")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged / name, target)
-        lock = read_lock(staged / LOCK_NAME)
+        try:
+            lock = read_lock(staged / LOCK_NAME)
+        except UsageError as exc:  # name the bundle, not the staging folder it came through
+            raise _bad(bundle, f"its {LOCK_NAME} is broken ({exc.message.rstrip('.')})") from None
     assert lock is not None
     return lock
 
