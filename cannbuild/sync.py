@@ -19,7 +19,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import (
-    TYPE_CHECKING,
     Any,
     Dict,
     Iterator,
@@ -46,6 +45,7 @@ from .lockfile import (
 )
 from .recipes import RepoSpec, describe_ref, render_ref
 from .redact import redact
+from .session import Session
 from .sources import (
     FetchError,
     Nested,
@@ -59,9 +59,6 @@ from .sources import (
     resolve_ref,
     rewrite,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .pipeline import Session
 
 LOCKED, REFRESH, RESOLVE = "locked", "refresh", "resolve"
 

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CannbuildError
-from .pipeline import RunResult, Session, ValidationRun, run_steps, validate_session
+from .locks import WorkspaceLock
+from .pipeline import RunResult, run_steps
 from .runner import Progress, StepOutcome, new_run_id
-from .workspace import WorkspaceLock, read_json, write_json_atomic
+from .session import Session
+from .validate import ValidationRun, validate_session
+from .workspace import read_json, write_json_atomic
 
 ATTEMPT_FILE = "last-build.json"
 
