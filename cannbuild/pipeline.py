@@ -1,6 +1,6 @@
 """The steps of a session: their context, their plan, and running them.
 
-`session.open_session` reads the host and picks the recipe; `sync.syncing_sources`
+`session.open_session` reads the host and picks the recipe; `sources.pinning.syncing_sources`
 pins and checks out the sources (writing or honouring the lock); `run_steps` runs
 the steps that are not up to date, each once its repo is ready.
 """
@@ -34,8 +34,8 @@ from .runner import (
     skip,
 )
 from .session import Session
-from .sources import mirror_git_env
-from .sync import Sources, SourceState
+from .sources.fetch import mirror_git_env
+from .sources.pinning import Sources, SourceState
 from .workspace import Workspace
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)

@@ -20,7 +20,7 @@ from .host.doctor import HostReport, read_host
 from .host.toolkit import Toolkit, host_arch
 from .options import Options
 from .recipes import Recipe, check_requirements, select_recipe
-from .sources import Fetcher
+from .sources.fetch import Fetcher
 from .workspace import Workspace
 
 if TYPE_CHECKING:

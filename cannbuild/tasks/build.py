@@ -30,7 +30,7 @@ def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
     from ..pipeline import make_plan
-    from ..sync import sources_from_lock
+    from ..sources.pinning import sources_from_lock
 
     sources = sources_from_lock(session)
     steps = make_plan(session, sources, os.environ, phases)
@@ -73,7 +73,7 @@ def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any)
 
 def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
     from ..locks import WorkspaceLock
-    from ..sync import sync_sources
+    from ..sources.pinning import sync_sources
 
     if flags.get("dry_run"):
         try:
@@ -174,7 +174,7 @@ def setup(c: Any, **flags: Any) -> None:
 def bundle(c: Any, out: str, **flags: Any) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
-    from ..bundle import bundle_contents, make_bundle
+    from ..sources.bundle import bundle_contents, make_bundle
     from ..workspace import Workspace
 
     options = make_options(c, flags)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cannbuild.bundle import seed_from_bundle
 from cannbuild.errors import UsageError
+from cannbuild.sources.bundle import seed_from_bundle
 from cannbuild.workspace import Workspace
 
 
@@ -99,7 +99,7 @@ def test_a_large_member_is_streamed_with_bounded_memory(tmp_path):
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from cannbuild.bundle import seed_from_bundle\n"
+        "from cannbuild.sources.bundle import seed_from_bundle\n"
         "from cannbuild.errors import UsageError\n"
         "from cannbuild.workspace import Workspace\n"
         "try:\n"

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from cannbuild.errors import UsageError
-from cannbuild.lockfile import Wanted, drift, read_lock, write_lock
+from cannbuild.sources.lock import Wanted, drift, read_lock, write_lock
 
 from lockdata import sample_lock
 
@@ -63,7 +63,7 @@ def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
 def test_a_lock_names_the_checkouts_each_archive_goes_into(tmp_path: Path):
     from dataclasses import replace
 
-    from cannbuild.lockfile import LockedArchive
+    from cannbuild.sources.lock import LockedArchive
 
     lock = replace(
         LOCK,

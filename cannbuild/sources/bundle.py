@@ -18,11 +18,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-from .errors import UsageError
-from .lockfile import Lock, read_lock
-from .ownership import inside
-from .sources import Fetcher, archive_path, cache_path, sha256_file
-from .workspace import Workspace
+from ..errors import UsageError
+from ..ownership import inside
+from ..workspace import Workspace
+from .checkout import archive_path, cache_path
+from .fetch import Fetcher, sha256_file
+from .lock import Lock, read_lock
 
 MANIFEST = "manifest.json"
 LOCK_NAME = "cannbuild.lock"

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import LockDrift, UsageError
-from .redact import redact
-from .workspace import write_atomic
+from ..errors import LockDrift, UsageError
+from ..redact import redact
+from ..workspace import write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
