@@ -79,6 +79,9 @@ class ValidateSpec:
     library: str
     symbols: Tuple[str, ...]
     example: Optional[str] = None
+    # where the ref's build.sh --run_example looks for the custom package: "custom-opp"
+    # (ASCEND_CUSTOM_OPP_PATH, then ASCEND_OPP_PATH/vendors) or "opp" (ASCEND_OPP_PATH only)
+    example_lookup: str = "custom-opp"
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,8 @@ _STEP_KEYS = {
     "env",
     "cwd",
 }
-_VALIDATE_KEYS = {"library", "symbols", "example"}
+_VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
+EXAMPLE_LOOKUPS = ("custom-opp", "opp")
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
@@ -288,7 +292,14 @@ def load_recipe(path: Path) -> Recipe:
         library=r.get(vtable, "library", str, "[validate]"),
         symbols=r.strings(vtable, "symbols", "[validate]"),
         example=r.get(vtable, "example", str, "[validate]", required=False),
+        example_lookup=r.get(vtable, "example_lookup", str, "[validate]", required=False)
+        or "custom-opp",
     )
+    if validate.example_lookup not in EXAMPLE_LOOKUPS:
+        raise r.fail(
+            "[validate]",
+            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
+        )
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
     r.keys(toolkit, {"requires"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}

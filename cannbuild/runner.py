@@ -11,13 +11,14 @@ import collections
 import contextlib
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence
+from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from .errors import Interrupted
 from .overlay import build_overlay, staged_root
@@ -28,6 +29,27 @@ from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
 KILL_GRACE_S = 5.0
+FIRST_ERRORS = 5
+# What a real failure looks like, wherever it sits in the log: ops-transformer v8.5.0+
+# pipes only stdout through block-buffered gawk, so stderr (the CMake error) comes first
+# and the last lines of the log are the harmless stdout that was held back.
+ERROR_LINE = re.compile(
+    r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
+)
+
+
+def first_errors(
+    lines: Sequence[str], first_line: int = 1, limit: int = FIRST_ERRORS
+) -> Tuple[Tuple[int, str], ...]:
+    """The first error-looking lines as (line number in the log, text); `first_line` is
+    the log line of lines[0]."""
+    found: List[Tuple[int, str]] = []
+    for i, line in enumerate(lines):
+        if ERROR_LINE.search(line):
+            found.append((first_line + i, line.strip()[:300]))
+            if len(found) >= limit:
+                break
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -42,6 +64,7 @@ class StepOutcome:
     tail: Sequence[str] = ()
     hint: Optional[str] = None
     artifacts: Sequence[str] = ()
+    errors: Sequence[Tuple[int, str]] = ()  # first error-looking lines: (log line, text)
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -54,6 +77,7 @@ class StepOutcome:
             "exit_code": self.exit_code,
             "hint": self.hint,
             "artifacts": list(self.artifacts),
+            "first_errors": [{"line": n, "text": redact(t)} for n, t in self.errors],
         }
 
 
@@ -109,10 +133,13 @@ def _stream(step: PlannedStep, log_path: Path) -> tuple:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
-        log.write(f"# step: {step.name}\n# command: {redact(step.command)}\n# cwd: {step.cwd}\n")
-        for key, value in sorted(step.env_delta.items()):
-            log.write(f"# env: {key}={redact(value)}\n")
-        log.write("\n")
+        header = [
+            f"# step: {step.name}",
+            f"# command: {redact(step.command)}",
+            f"# cwd: {step.cwd}",
+        ]
+        header += [f"# env: {k}={redact(v)}" for k, v in sorted(step.env_delta.items())]
+        log.write("\n".join(header) + "\n\n")
         log.flush()
         proc = subprocess.Popen(
             list(step.argv),
@@ -136,7 +163,7 @@ def _stream(step: PlannedStep, log_path: Path) -> tuple:
             _stop(proc)
             log.write("\n# interrupted by the user: no stamp written\n")
             raise
-    return code, list(tail), every
+    return code, list(tail), every, len(header) + 2
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -186,8 +213,9 @@ def run_step(
         shutil.rmtree(actions.vendor_dir, ignore_errors=True)
         actions.opp.mkdir(parents=True, exist_ok=True)
     ws.tmp.mkdir(parents=True, exist_ok=True)
+    first_line = 1
     try:
-        code, tail, lines = _stream(step, log_path)
+        code, tail, lines, first_line = _stream(step, log_path)
     except KeyboardInterrupt:
         outcome = StepOutcome(
             step.name, "interrupted", step.reason, step.command, time.monotonic() - start, log_path
@@ -215,6 +243,7 @@ def run_step(
             tail = [*tail, f"cannbuild: {extra}"][-TAIL_LINES:]
         from .hints import match_hint  # only a failure pays for the hint table
 
+        errors = first_errors(lines, first_line) if lines else first_errors(tail)
         outcome = StepOutcome(
             step.name,
             "failed",
@@ -225,6 +254,7 @@ def run_step(
             code,
             tuple(tail),
             match_hint(lines or tail) or fallback,
+            errors=errors,
         )
         progress.finished(outcome)
         return outcome

@@ -108,8 +108,12 @@ def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
         f"step {outcome.name} FAILED (exit {outcome.exit_code}) after {outcome.duration_s:.1f}s",
         f"  command: {redact(outcome.command)}",
         f"  log:     {outcome.log}",
-        f"  last {len(outcome.tail)} lines:",
     ]
+    errors = getattr(outcome, "errors", ())
+    if errors:
+        lines.append("  first errors in the log:")
+        lines += [f"    {redact(f'line {n}: {text}')}" for n, text in errors]
+    lines.append(f"  last {len(outcome.tail)} lines:")
     lines += [f"    {line}" for line in outcome.tail]
     lines.append(f"  hint: {outcome.hint}")
     lines.append("  Run the same command again to resume at this step.")

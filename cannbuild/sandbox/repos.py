@@ -113,7 +113,11 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         for name in ("install.sh", "help.info", "gen_version_info.sh"):
             copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
         fa = kernels / "standin/flash_attention_score"
-        copy(fa, "attention/flash_attention_score")
+        for part in sorted(fa.iterdir()):
+            if part.name != "examples":
+                copy(part, f"attention/flash_attention_score/{part.name}")
+        for name, source in flavor.examples:
+            copy(fa / "examples" / source, f"attention/flash_attention_score/examples/{name}")
 
 
 def build_repo(

@@ -33,6 +33,17 @@ from cannbuild.workspace import Workspace, WorkspaceLock, write_atomic
             "tried to download https://x/y.tar.gz",
         ),
         ("x.cpp:3:1: error: expected ';'", "x.cpp:3:1: error: expected ';'"),
+        # what the real ops-transformer configure/compile prints on a toolkit without them
+        ("  Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)", "found no dlog headers"),
+        ("  Could NOT find platform (missing: PLATFORM_INC_DIR)", "Findplatform.cmake"),
+        (
+            "op_host/x.cpp:12:10: fatal error: register/op_def_registry.h: No such file or directory",
+            "toolkit header register/op_def_registry.h",
+        ),
+        (
+            "    error: downloading 'https://gitcode.com/cann-src-third-party/abseil-cpp/a.tar.gz' failed",
+            "cannbuild.mirrors rule",
+        ),
     ],
 )
 def test_known_failure_messages_get_their_fix(line, expected):
@@ -140,3 +151,21 @@ def test_atomic_write_gives_the_mode_the_umask_allows(tmp_path: Path):
 )
 def test_a_rerun_says_which_input_changed(old, new, expected):
     assert expected in explain_change(old, new)
+
+
+def test_the_first_errors_anywhere_in_the_log_are_found_with_their_line_numbers():
+    from cannbuild.runner import first_errors
+
+    # v9.0.0: stderr (the CMake error) first, then the block-buffered, stamped stdout
+    log = [
+        "CMake Error at cmake/dependencies.cmake:56 (find_package):",
+        "  Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)",
+        "-- Configuring incomplete, errors occurred!",
+    ] + [f"[2026-03-21 12:00:00] -- line {i} of configure output" for i in range(40)]
+    assert first_errors(log, first_line=7) == (
+        (7, "CMake Error at cmake/dependencies.cmake:56 (find_package):"),
+        (8, "Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)"),
+    )
+    assert first_errors(["all", "fine"]) == ()
+    many = [f"x.cpp:{i}: error: nope" for i in range(20)]
+    assert len(first_errors(many)) == 5
