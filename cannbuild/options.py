@@ -43,6 +43,9 @@ class Options:
     offline: bool = False
     bundle: Optional[Path] = None
     force: Tuple[str, ...] = ()
+    optional_steps: Tuple[
+        str, ...
+    ] = ()  # optional recipe steps to run too (e.g. 9.0's opbase-build)
     mirrors: Tuple[Tuple[str, str], ...] = ()
     install_into_toolkit: bool = False
     sandbox: bool = False
@@ -99,7 +102,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
                 f"For example {origin.split()[0]} 8." if name == "jobs" else None,
             )
         return number
-    if name == "force":
+    if name in ("force", "optional_steps"):
         if isinstance(value, str):
             return tuple(v for v in (s.strip() for s in value.split(",")) if v)
         return tuple(str(v) for v in value)

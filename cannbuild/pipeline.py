@@ -23,9 +23,12 @@ from .plan import (
     PlannedStep,
     StepContext,
     check_force,
+    check_selection,
     hashed_env_values,
+    not_selected_reason,
     plan_all,
     plan_step,
+    selected,
 )
 from .recipes import Recipe, check_requirements, select_recipe
 from .render import command_env, render_string
@@ -211,7 +214,14 @@ def make_plan(
     session: Session, sources: Optional[SourceState], env: Mapping[str, str], phases: Sequence[str]
 ) -> List[PlannedStep]:
     ctx = step_context(session, sources, env)
-    return plan_all(session.recipe, ctx, session.ws, phases, session.options.force)
+    return plan_all(
+        session.recipe,
+        ctx,
+        session.ws,
+        phases,
+        session.options.force,
+        session.options.optional_steps,
+    )
 
 
 @dataclass(frozen=True)
@@ -256,11 +266,15 @@ def run_steps(
         overlay_enabled=ctx.overlay_env is not None,
     )
     check_force(recipe, session.options.force)
+    check_selection(recipe, session.options.optional_steps)
     force = set(session.options.force)
     outcomes: List[StepOutcome] = []
     use_overlay = False
     for spec in recipe.steps:
         if spec.phase not in phases:
+            continue
+        if not selected(spec, session.options.optional_steps, session.options.force):
+            progress.note(f"{spec.name}: not run ({not_selected_reason(spec)})")
             continue
         if spec.repo and spec.repo not in ctx.sources:
             if not sources.is_ready(spec.repo, within_s=SILENT_WAIT_S):  # say why nothing moves

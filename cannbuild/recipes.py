@@ -72,6 +72,9 @@ class StepSpec:
     action: Optional[str] = None
     env: Tuple[Tuple[str, str], ...] = ()
     cwd: Optional[str] = None
+    # runs only when asked for (CANNBUILD_OPTIONAL_STEPS / cannbuild.optional_steps, or
+    # --force NAME); shown in the plan either way
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ _STEP_KEYS = {
     "action",
     "env",
     "cwd",
+    "optional",
 }
 _VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
 EXAMPLE_LOOKUPS = ("custom-opp", "opp")
@@ -263,6 +267,7 @@ def load_recipe(path: Path) -> Recipe:
             action=r.get(table, "action", str, where, required=False),
             env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
             cwd=r.get(table, "cwd", str, where, required=False),
+            optional=bool(r.get(table, "optional", bool, where, required=False)),
         )
         where = f"step {step.name!r}"
         if step.name in seen:
@@ -272,6 +277,12 @@ def load_recipe(path: Path) -> Recipe:
         for dep in step.after:
             if dep not in seen:
                 raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
+            if not step.optional and any(s.name == dep and s.optional for s in steps):
+                raise r.fail(
+                    where,
+                    f"runs after {dep!r}, which is optional and may not run.",
+                    "Make this step optional too, or drop the dependency.",
+                )
         for inp in step.inputs:
             if inp not in _STEP_INPUTS:
                 raise r.fail(

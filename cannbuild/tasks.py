@@ -201,6 +201,10 @@ def plan(c: Any, json: bool = False, phases: str = "build,install", **flags: Any
 def _unfetched(step: Any) -> Any:
     from dataclasses import replace
 
+    from .plan import NOT_SELECTED
+
+    if step.status == NOT_SELECTED:  # it would not run either way
+        return step
     return replace(
         step, status="needs run", reason="sources not fetched or not locked yet (cannbuild fetch)"
     )

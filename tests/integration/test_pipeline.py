@@ -106,6 +106,26 @@ def test_9_0_places_the_pinned_opbase_source(cli_for):
     assert f"Find opbase source dir: {pinned}" in log
 
 
+def test_9_0_builds_no_opbase_package_unless_asked_and_plan_shows_it(cli_for):
+    cli = cli_for("A3-9.0.0")
+    plan = json.loads(cli("plan", "--json").stdout)
+    row = next(s for s in plan["steps"] if s["name"] == "opbase-build")
+    assert row["status"] == "optional" and "CANNBUILD_OPTIONAL_STEPS=opbase-build" in row["reason"]
+    proc = cli("build")
+    assert proc.returncode == 0, proc.stderr
+    assert started_steps(proc.stderr) == ["ops-transformer-build"]
+    assert "opbase-build: not run (optional" in proc.stderr
+    assert cli.stamp("opbase-build") is None
+    assert not list((cli.ws / "src/opbase").glob("build_out/*.run"))
+    # asked for: it runs, and the ops-transformer build it does not feed stays up to date
+    proc = cli("build", env=cli.env(CANNBUILD_OPTIONAL_STEPS="opbase-build"))
+    assert proc.returncode == 0, proc.stderr
+    assert started_steps(proc.stderr) == ["opbase-build"]
+    assert cli.stamp("opbase-build")["artifacts"][0]["path"].endswith(".run")
+    plan = json.loads(cli("plan", "--json").stdout)
+    assert [s["status"] for s in plan["steps"]][:2] == ["optional", "up to date"]
+
+
 def test_a_rerun_with_nothing_changed_runs_no_step(cli):
     assert cli("setup", "--cases", "fp32_bsh_s128_d64_gqa").returncode == 0
     before = {s: cli.stamp(s)["finished"] for s in ("opbase-build", "ops-transformer-build")}

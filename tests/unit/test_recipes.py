@@ -127,3 +127,32 @@ def test_force_names_a_step_of_the_recipe():
     with pytest.raises(UsageError, match="--force opbase-bild: the recipe has no such step") as err:
         check_force(recipe, ["opbase-build", "opbase-bild"])
     assert "ops-transformer-build" in err.value.paragraph()
+
+
+def test_9_0_builds_no_opbase_package_unless_asked():
+    from cannbuild.plan import check_selection, selected
+
+    nine = load_recipe(RECIPES / "9.0.toml")
+    opbase_build = next(s for s in nine.steps if s.name == "opbase-build")
+    assert opbase_build.optional
+    assert not selected(opbase_build, (), ())
+    assert selected(opbase_build, ("opbase-build",), ())
+    assert selected(opbase_build, (), ("opbase-build",))  # --force asks for it too
+    assert not any(s.optional for s in load_recipe(RECIPES / "8.5.toml").steps)
+    check_selection(nine, ["opbase-build"])
+    with pytest.raises(UsageError, match="always runs in recipe cann-9.0") as err:
+        check_selection(nine, ["ops-transformer-build"])
+    assert "Optional steps of recipe cann-9.0: opbase-build." in err.value.paragraph()
+    with pytest.raises(UsageError, match="has no such step"):
+        check_selection(nine, ["opbase-bild"])
+
+
+def test_a_step_cannot_depend_on_an_optional_one(tmp_path: Path):
+    text = BASE.replace(
+        'command = "steps/opbase-build.j2"', 'command = "steps/opbase-build.j2"\noptional = true', 1
+    )
+    text += (
+        '\n[[steps]]\nname = "later"\nafter = ["opbase-build"]\ncommand = "steps/opbase-build.j2"\n'
+    )
+    with pytest.raises(UsageError, match="runs after 'opbase-build', which is optional"):
+        load_recipe(write_recipe(tmp_path, text))
