@@ -61,6 +61,18 @@ class ThirdParty:
 
 
 @dataclass(frozen=True)
+class ToolkitFile:
+    """A file the builds read from the toolkit, found by any one of `paths` (relative to
+    ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks."""
+
+    component: str
+    package: str
+    step: str
+    paths: Tuple[str, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class StepSpec:
     name: str
     command: str
@@ -103,6 +115,7 @@ class Recipe:
     steps: Tuple[StepSpec, ...]
     validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
+    toolkit_files: Tuple[ToolkitFile, ...] = ()
 
     def repo(self, name: str) -> RepoSpec:
         for repo in self.repos:
@@ -130,6 +143,7 @@ _STEP_KEYS = {
     "optional",
 }
 _VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
+_FILE_KEYS = {"component", "package", "step", "paths", "source"}
 EXAMPLE_LOOKUPS = ("custom-opp", "opp")
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
@@ -312,8 +326,24 @@ def load_recipe(path: Path) -> Recipe:
             f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
         )
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
-    r.keys(toolkit, {"requires"}, "[toolkit]")
+    r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
+    files: List[ToolkitFile] = []
+    for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
+        where = f"[[toolkit.files]] #{i}"
+        r.keys(table, _FILE_KEYS, where)
+        entry = ToolkitFile(
+            component=r.get(table, "component", str, where),
+            package=r.get(table, "package", str, where),
+            step=r.get(table, "step", str, where),
+            paths=r.strings(table, "paths", where),
+            source=r.get(table, "source", str, where, required=False) or "",
+        )
+        if not entry.paths:
+            raise r.fail(where, "needs at least one path in 'paths'.")
+        if entry.step not in seen:
+            raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
+        files.append(entry)
     return Recipe(
         path=path,
         digest=hashlib.sha256(raw).hexdigest(),
@@ -329,6 +359,7 @@ def load_recipe(path: Path) -> Recipe:
         steps=tuple(steps),
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
+        toolkit_files=tuple(files),
     )
 
 

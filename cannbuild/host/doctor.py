@@ -102,6 +102,7 @@ def read_host(options: Options, env: Mapping[str, str]) -> HostReport:
     checks += _os_checks()
     checks += _toolkit_checks(sysroot, search)
     checks += _env_checks(toolkit, captured, capture_error, env)
+    checks += _contents_checks(options, toolkit, captured)
     checks += _hardware_checks(hardware, options)
     checks += _soc_checks(options, hardware, soc, soc_source)
     checks += _kernel_checks(toolkit, soc)
@@ -238,6 +239,33 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
             )
         )
     return checks
+
+
+def _contents_checks(
+    options: Options, tk: Optional[Toolkit], captured: Optional[CapturedEnv]
+) -> List[Check]:
+    """The files the chosen recipe's builds read from the toolkit (recipe [[toolkit.files]])."""
+    from ..errors import CannbuildError
+    from ..plan import selected
+    from ..recipes import select_recipe
+    from .contents import contents_check
+
+    if tk is None or tk.version is None:
+        return []
+    try:
+        recipe = select_recipe(options.recipe, tk.version.train, Path.cwd())
+    except CannbuildError as exc:
+        return [
+            Check(
+                "toolkit.contents",
+                SKIP,
+                f"no recipe to read the needed files from: {exc.message}",
+                "Pass --recipe, or add a recipe for this CANN train.",
+            )
+        ]
+    steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
+    home = Path((captured.env if captured else {}).get("ASCEND_HOME_PATH") or tk.path)
+    return [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
 
 
 def _env_checks(

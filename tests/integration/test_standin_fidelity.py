@@ -5,6 +5,7 @@ Each case was checked against the real opbase / ops-transformer build.sh at the 
 v9.0.0): what it accepts, what it exits with, where its output goes.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from typing import Dict
 import pytest
 from conftest import base_env
 
-from cannbuild.sandbox import load_info
+from cannbuild.sandbox import SandboxSpec, create_sandbox, load_info
 
 REFS = {"8.3": None, "v8.5.0": "v8.5.0", "v9.0.0": "v9.0.0"}
 NO_CANN = "Please set the toolkit package installation directory"
@@ -208,3 +209,49 @@ def test_the_digest_shows_the_first_error_that_stderr_put_early_in_the_log(cli_f
     assert text in log[line - 1] and "error" in text
     assert not log[line - 1].startswith("[20")  # stderr: unstamped, ahead of stdout
     assert line < len(log) - 30  # outside the 30-line tail
+
+
+def doctor_rows(cli, *args, env=None):
+    proc = cli("doctor", "--json", *args, env=env)
+    return {c["id"]: c for c in json.loads(proc.stdout)["checks"]}, proc
+
+
+def test_the_sandbox_toolkit_has_what_the_builds_read(sandboxes, cli_for):
+    for key in ("A2-8.5.0", "A3-9.0.0", "A2-8.3.RC2"):
+        rows, _ = doctor_rows(cli_for(key))
+        assert rows["toolkit.contents"]["status"] == "pass", rows["toolkit.contents"]
+        assert (
+            "all 16 files" in rows["toolkit.contents"]["detail"]
+            or "all 17 files" in (rows["toolkit.contents"]["detail"])
+        )
+
+
+def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_and_package(
+    cli_for, tmp_path
+):
+    cli = cli_for("A3-9.0.0")
+    own = tmp_path / "sandbox"
+    info = create_sandbox(SandboxSpec(own, "A3", "9.0.0")).info
+    cli.sandbox = own
+    arch = os.uname().machine
+    (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
+    rows, proc = doctor_rows(cli)
+    assert proc.returncode == 1
+    row = rows["toolkit.contents"]
+    assert row["status"] == "fail"
+    assert "dlog (" in row["detail"] and "CANN package runtime" in row["detail"]
+    assert "Finddlog.cmake" in row["detail"] and "install the cann package runtime" in (
+        row["hint"].lower()
+    )
+    proc = cli("build")
+    assert proc.returncode == 3
+    assert "doctor check toolkit.contents failed" in proc.stderr and "dlog" in proc.stderr
+    assert ": started (" not in proc.stderr
+    # 9.0 builds no opbase package unless asked, so only then does it need the hcc toolchain
+    (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").write_text("")
+    (info.toolkit / "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++").unlink()
+    rows, _ = doctor_rows(cli)
+    assert rows["toolkit.contents"]["status"] == "pass"
+    rows, _ = doctor_rows(cli, env=cli.env(CANNBUILD_OPTIONAL_STEPS="opbase-build"))
+    assert rows["toolkit.contents"]["status"] == "fail"
+    assert "hcc cross toolchain" in rows["toolkit.contents"]["detail"]

@@ -156,3 +156,25 @@ def test_a_step_cannot_depend_on_an_optional_one(tmp_path: Path):
     )
     with pytest.raises(UsageError, match="runs after 'opbase-build', which is optional"):
         load_recipe(write_recipe(tmp_path, text))
+
+
+@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0"])
+def test_the_toolkit_files_a_recipe_lists_are_checked_and_a_missing_one_named(tmp_path, train):
+    from cannbuild.host.contents import contents_check
+
+    recipe = load_recipe(RECIPES / f"{train}.toml")
+    steps = [s.name for s in recipe.steps]
+    for entry in recipe.toolkit_files:  # one alternative of each (the last)
+        path = tmp_path / entry.paths[-1].replace("{{ arch }}", "aarch64")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    row = contents_check(recipe.toolkit_files, steps, tmp_path, "aarch64", recipe.name)
+    assert row.status == "pass" and f"all {len(recipe.toolkit_files)} files" in row.detail
+    (tmp_path / "aarch64-linux/include/platform/platform_info.h").unlink()
+    row = contents_check(recipe.toolkit_files, steps, tmp_path, "aarch64", recipe.name)
+    assert row.status == "fail" and row.blocking
+    assert "platform (aarch64-linux/include/platform/platform_info.h; CANN package" in row.detail
+    assert "Findplatform.cmake" in row.detail
+    # only the steps that will run count
+    row = contents_check(recipe.toolkit_files, ["opbase-build"], tmp_path, "aarch64", recipe.name)
+    assert row.status == "pass"
