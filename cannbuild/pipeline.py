@@ -264,6 +264,8 @@ def run_steps(
         opp=ws.opp,
         vendor_dir=session.vendor_dir,
         overlay_enabled=ctx.overlay_env is not None,
+        opbase_headers=recipe.opbase_headers,
+        arch=host_arch(),
     )
     check_force(recipe, session.options.force)
     check_selection(recipe, session.options.optional_steps)

@@ -116,6 +116,9 @@ class Recipe:
     validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
     toolkit_files: Tuple[ToolkitFile, ...] = ()
+    # where ops-transformer looks for opbase's op_common headers: <arch>-linux/<this>; opbase
+    # itself installs them under pkg_inc (since 2025-11-05)
+    opbase_headers: str = "pkg_inc"
 
     def repo(self, name: str) -> RepoSpec:
         for repo in self.repos:
@@ -125,7 +128,9 @@ class Recipe:
 
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "repos", "third_party", "steps", "validate"}
-_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann"}
+_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
+# where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
+OPBASE_HEADERS = ("pkg_inc", "include")
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
@@ -210,6 +215,12 @@ def load_recipe(path: Path) -> Recipe:
     opbase = r.get(head, "opbase", str, "[recipe]")
     if opbase not in OPBASE_MODES:
         raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
+    opbase_headers = r.get(head, "opbase_headers", str, "[recipe]", required=False) or "pkg_inc"
+    if opbase_headers not in OPBASE_HEADERS:
+        raise r.fail(
+            "[recipe]",
+            f"opbase_headers = {opbase_headers!r} is not one of {', '.join(OPBASE_HEADERS)}.",
+        )
 
     repos: List[RepoSpec] = []
     for name, table in r.get(data, "repos", dict, "the file").items():
@@ -360,6 +371,7 @@ def load_recipe(path: Path) -> Recipe:
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
         toolkit_files=tuple(files),
+        opbase_headers=opbase_headers,
     )
 
 

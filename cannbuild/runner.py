@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from .errors import Interrupted
-from .overlay import build_overlay, staged_root
+from .overlay import build_overlay, expose_op_common, staged_root
 from .plan import PlannedStep, digest, write_stamp
 from .redact import redact
 from .sources import sha256_file
@@ -189,6 +189,8 @@ class ActionContext:
     opp: Path
     vendor_dir: Path
     overlay_enabled: bool = True
+    opbase_headers: str = "pkg_inc"  # where ops-transformer looks for op_common (recipe)
+    arch: str = ""
 
 
 def run_step(
@@ -287,9 +289,12 @@ def run_step(
     try:
         if step.spec.action == "overlay" and actions.overlay_enabled:
             root = staged_root(actions.stage)
+            exposed = expose_op_common(root, actions.arch, actions.opbase_headers)
             count = build_overlay(actions.toolkit_home, root, actions.overlay)
             requires.append(str(actions.overlay))
             with open(log_path, "a", encoding="utf-8") as log:
+                if exposed:
+                    log.write(f"\n# cannbuild: {exposed}\n")
                 log.write(
                     f"\n# cannbuild: overlaid {count} staged files from {root} on {actions.toolkit_home} at {actions.overlay}\n"
                 )

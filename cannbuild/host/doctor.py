@@ -265,7 +265,42 @@ def _contents_checks(
         ]
     steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
     home = Path((captured.env if captured else {}).get("ASCEND_HOME_PATH") or tk.path)
-    return [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
+    checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
+    if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
+        checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
+    return checks
+
+
+def _opbase_headers_check(recipe: Any, home: Path, into_toolkit: bool) -> Check:
+    """opbase installs op_common under pkg_inc; this recipe's ops-transformer looks elsewhere."""
+    where = f"{host_arch()}-linux/{recipe.opbase_headers}"
+    header = home / where / "op_common/op_host/util/opbase_export.h"
+    if header.is_file():
+        return Check(
+            "opbase.headers",
+            PASS,
+            f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
+        )
+    detail = (
+        f"opbase at recipe {recipe.name}'s ref installs op_common under pkg_inc only, its "
+        f"ops-transformer looks under {where}, and the toolkit has no {where}/op_common"
+    )
+    if into_toolkit:
+        return Check(
+            "opbase.headers",
+            FAIL,
+            detail + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
+            "Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
+            f"headers under both pkg_inc and {recipe.opbase_headers}.",
+            blocking=True,
+        )
+    return Check(
+        "opbase.headers",
+        WARN,
+        detail + "; the workspace overlay exposes them under both",
+        "Nothing to do with the default overlay; a toolkit install of this opbase "
+        "(--install-into-toolkit) would not build.",
+    )
 
 
 def _env_checks(

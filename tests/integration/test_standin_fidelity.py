@@ -255,3 +255,42 @@ def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_an
     rows, _ = doctor_rows(cli, env=cli.env(CANNBUILD_OPTIONAL_STEPS="opbase-build"))
     assert rows["toolkit.contents"]["status"] == "fail"
     assert "hcc cross toolchain" in rows["toolkit.contents"]["detail"]
+
+
+@pytest.mark.parametrize("key,subsystem", [("A2-8.5.0", "0x3003"), ("A3-9.0.0", "0x3001")])
+def test_the_emulated_host_looks_like_a_real_one_to_other_tools(sandboxes, key, subsystem):
+    sysroot = sandboxes[key] / "sysroot"
+    info = load_info(sandboxes[key])
+    devices = sorted((sysroot / "sys/bus/pci/devices").iterdir())
+    assert {(d / "subsystem_vendor").read_text().strip() for d in devices} == {"0x19e5"}
+    assert {(d / "subsystem_device").read_text().strip() for d in devices} == {subsystem}
+    npu_smi = str(sysroot / "usr/local/bin/npu-smi")
+    board = subprocess.run(
+        [npu_smi, "info", "-t", "board", "-i", "0"], capture_output=True, text=True
+    )
+    assert f"Subsystem Device ID            : {subsystem.upper().replace('X', 'x')}" in board.stdout
+    # npu-smi info -l: "NPU ID : n" blocks (what ascend-deployer and vllm-ascend read)
+    listed = subprocess.run([npu_smi, "info", "-l"], capture_output=True, text=True).stdout
+    ids = [line.split(":")[-1].strip() for line in listed.splitlines() if "NPU ID" in line]
+    assert ids == [str(i) for i in range(8)]
+    assert "Total Count                    : 8" in listed and "| NPU" not in listed
+    arch = os.uname().machine
+    ini = info.toolkit / f"{arch}-linux/data/platform_config/{info.chip}.ini"
+    assert ini.is_file() and info.chip in ini.read_text()
+
+
+def test_8_3_opbase_installs_op_common_under_pkg_inc_and_the_overlay_exposes_it(cli_for):
+    cli = cli_for("A2-8.3.RC2")
+    rows, _ = doctor_rows(cli)
+    row = rows["opbase.headers"]
+    assert row["status"] == "warn" and "looks under" in row["detail"] and "overlay" in row["detail"]
+    proc = cli("build", "--install-into-toolkit")
+    assert proc.returncode == 3 and "doctor check opbase.headers failed" in proc.stderr
+    proc = cli("build")
+    assert proc.returncode == 0, proc.stderr
+    arch = os.uname().machine
+    stage = next(p for p in (cli.ws / "stage").rglob(f"{arch}-linux") if p.is_dir())
+    assert (stage / "pkg_inc/op_common").is_dir()
+    assert (stage / "include/op_common").is_symlink()  # cannbuild's link, not opbase's install
+    log = (cli.ws / "logs/latest/opbase-install.log").read_text()
+    assert f"ops-transformer looks under {arch}-linux/include: exposed it there too" in log
