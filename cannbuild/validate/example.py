@@ -230,7 +230,9 @@ def lookup_skip(
     looked = Path(opp) / "vendors" / f"{vendor_name}_transformer" if opp else None
     if looked is not None and looked.exists() and looked.resolve() == vendor_dir.resolve():
         return None
-    where = str(looked) if looked else "${ASCEND_OPP_PATH}/vendors (ASCEND_OPP_PATH is unset)"
+    where = f"$ASCEND_OPP_PATH/vendors/{vendor_name}_transformer" + (
+        f" ({looked})" if looked else " (ASCEND_OPP_PATH is unset)"
+    )
     return (
         f"not run: ops-transformer at this ref compiles its examples only against {where} and "
         f"ignores ASCEND_CUSTOM_OPP_PATH, while this package is installed in {vendor_dir}; the "
