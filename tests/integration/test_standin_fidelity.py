@@ -294,3 +294,29 @@ def test_8_3_opbase_installs_op_common_under_pkg_inc_and_the_overlay_exposes_it(
     assert (stage / "include/op_common").is_symlink()  # cannbuild's link, not opbase's install
     log = (cli.ws / "logs/latest/opbase-install.log").read_text()
     assert f"ops-transformer looks under {arch}-linux/include: exposed it there too" in log
+
+
+def test_the_stand_in_cmake_stops_like_the_real_one_without_dlog(tmp_path):
+    own = tmp_path / "sandbox"
+    info = create_sandbox(SandboxSpec(own, "A2", "8.5.0")).info
+    arch = os.uname().machine
+    (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
+    dest = checkout(own, "ops-transformer", "v8.5.0", tmp_path / "ot")
+    archive = next((own / "mirror").rglob("makeself-release-2.5.0-patch1.tar.gz"))
+    (dest / "third_party/makeself").mkdir(parents=True)
+    subprocess.run(  # v8.5.0 takes only an extracted third_party/makeself
+        [
+            "tar",
+            "-xzf",
+            str(archive),
+            "-C",
+            str(dest / "third_party/makeself"),
+            "--strip-components=1",
+        ],
+        check=True,
+    )
+    (dest / "third_party/pkg").mkdir()
+    shutil.copy2(archive, dest / "third_party/pkg" / archive.name)
+    proc = run(dest, "--pkg", "--ops=flash_attention_score", "-j2", env=toolkit_env(own))
+    assert proc.returncode == 1
+    assert "Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)" in proc.stderr
