@@ -13,7 +13,7 @@ import io
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ..render import file_env
 from ..resources import data_dir
@@ -116,7 +116,8 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         for part in sorted(fa.iterdir()):
             if part.name != "examples":
                 copy(part, f"attention/flash_attention_score/{part.name}")
-        for name, source in flavor.examples:
+        examples: Sequence[Tuple[str, str]] = getattr(flavor, "examples", ())
+        for name, source in examples:
             copy(fa / "examples" / source, f"attention/flash_attention_score/examples/{name}")
 
 
