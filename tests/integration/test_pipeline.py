@@ -339,7 +339,13 @@ def test_two_builds_on_one_workspace_never_interleave(cli):
 
 
 def interrupt_in_cmake(cli, proc, earlier=()):
-    """SIGINT `proc` once a new ops-transformer-build log shows cmake at work."""
+    """SIGINT `proc` once a new ops-transformer-build shows cmake at work.
+
+    Not by its log: build.sh pipes stdout through block-buffered gawk, so the
+    'cmake config' line reaches the log only when the build ends.  The fresh
+    CMakeCache.txt (build.sh removes build/ first) tells instead."""
+    cache = cli.ws / "src/ops-transformer/build/CMakeCache.txt"
+    started = None  # when the step's log appeared
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         new = [
@@ -347,8 +353,13 @@ def interrupt_in_cmake(cli, proc, earlier=()):
             for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")
             if p.parent not in earlier and p.parent.name != "latest"
         ]
-        if new and "cmake config" in new[0].read_text():
-            break
+        try:
+            if started is None and new:
+                started = new[0].stat().st_mtime
+            if started is not None and cache.stat().st_mtime >= started:
+                break
+        except FileNotFoundError:
+            pass
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     return proc.communicate(timeout=60)[1]
