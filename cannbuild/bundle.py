@@ -14,7 +14,7 @@ import json
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from .errors import UsageError
 from .lockfile import Lock, read_lock
@@ -70,6 +70,20 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
             tar.addfile(info, io.BytesIO(files[name]))
     write_atomic(out, raw.getvalue())
     return {"path": str(out), "files": len(files), "bytes": out.stat().st_size, "repos": repos}
+
+
+def bundle_contents(ws: Workspace, lock_file: Path) -> List[str]:
+    """What `make_bundle` would pack (for --dry-run): git repos and archives by name."""
+    lock = read_lock(lock_file)
+    if lock is None:
+        raise UsageError(
+            f"cannot bundle: {lock_file} does not exist.",
+            "Run `cannbuild lock` (or `cannbuild fetch`) first.",
+        )
+    repos = sorted(
+        {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
+    )
+    return [f"git/{r}.bundle" for r in repos] + [a.name for a in lock.third_party] + [LOCK_NAME]
 
 
 def _pin_repo(lock: Lock, name: str) -> str:

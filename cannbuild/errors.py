@@ -10,11 +10,15 @@ from typing import Optional
 
 
 class CannbuildError(Exception):
-    """A failure cannbuild understands; `hint` says what to do next."""
+    """A failure cannbuild understands; `hint` says what to do next.
+
+    An empty message means the failure was already shown (a doctor table, a step's
+    digest, a validation report): only the exit code is left to give."""
 
     exit_code = 1
+    meaning = "a check failed"
 
-    def __init__(self, message: str, hint: Optional[str] = None) -> None:
+    def __init__(self, message: str = "", hint: Optional[str] = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -26,53 +30,99 @@ class CannbuildError(Exception):
         return text
 
 
+class DoctorFailed(CannbuildError):
+    """`doctor` found a check that fails (its table says which)."""
+
+    exit_code = 1
+    meaning = "doctor found a failing check"
+
+
 class UsageError(CannbuildError):
     """A flag, config key or value is wrong."""
 
     exit_code = 2
+    meaning = "bad flag, config or input file"
 
 
 class ToolkitError(CannbuildError):
     """No usable CANN toolkit where the user or the host says it is."""
 
     exit_code = 3
+    meaning = "no usable toolkit, or doctor blocks the build"
+
+
+class DoctorBlocked(ToolkitError):
+    """A doctor check makes a build impossible (setup stops before any step)."""
 
 
 class StepFailed(CannbuildError):
     """A build, install or fetch step exited non-zero."""
 
     exit_code = 4
+    meaning = "a fetch or build step failed"
 
 
 class ValidationFailed(CannbuildError):
+    """Validation said FAIL, or SKIPPED where --require-device asks for a verdict."""
+
     exit_code = 5
+    meaning = "validation failed (or was SKIPPED with --require-device)"
 
 
 class LockDrift(CannbuildError):
     """`--locked` and the inputs differ from `cannbuild.lock`."""
 
     exit_code = 6
+    meaning = "--locked and the inputs differ from the lock"
 
 
 class WorkspaceBusy(CannbuildError):
     exit_code = 7
+    meaning = "the workspace is in use by another run"
 
 
 class OfflineViolation(CannbuildError):
     """Something tried to reach the network in `--offline` mode."""
 
     exit_code = 8
+    meaning = "--offline and something needs the network"
 
 
 class NoContainerEngine(CannbuildError):
     """Distinct from a failed build: there was nothing to build with."""
 
     exit_code = 9
+    meaning = "no container engine answers"
 
 
 class SandboxError(CannbuildError):
     exit_code = 10
+    meaning = "the sandbox cannot be created"
 
 
 class Interrupted(CannbuildError):
+    """Ctrl-C (SIGINT); SIGTERM and SIGHUP end the same way with their own codes."""
+
     exit_code = 130
+    meaning = "interrupted (Ctrl-C); 143 for SIGTERM, 129 for SIGHUP"
+
+
+EXIT_CODES = (
+    (0, "success (validation PASS, or SKIPPED without --require-device)"),
+    *(
+        (cls.exit_code, cls.meaning)
+        for cls in (
+            DoctorFailed,
+            UsageError,
+            ToolkitError,
+            StepFailed,
+            ValidationFailed,
+            LockDrift,
+            WorkspaceBusy,
+            OfflineViolation,
+            NoContainerEngine,
+            SandboxError,
+            Interrupted,
+        )
+    ),
+)

@@ -52,7 +52,7 @@ HINTS: Tuple[Hint, ...] = (
         r"Could NOT find (dlog|platform|metadef|runtime|nnopbase|tilingapi)\b",
         "ops-transformer's CMake (cmake/modules/Find{1}.cmake) found no {1} headers in the toolkit: "
         "the CANN component that ships them is missing or incomplete. `cannbuild doctor` "
-        "(toolkit.contents row) names the file and the package to install; install it into "
+        "(recipe.toolkit_files row) names the file and the package to install; install it into "
         "the same toolkit (--install-path as the toolkit's).",
     ),
     Hint(
@@ -60,7 +60,7 @@ HINTS: Tuple[Hint, ...] = (
         r"tiling/\S+\.h|acl/acl\.h|aclnn/\S+\.h|opdev/\S+\.h)\S*: No such file or directory",
         "the compiler did not find the toolkit header {1}: the CANN component that ships it "
         "(dlog, platform, metadef/register, exe_graph, tiling, runtime or nnopbase) is missing "
-        "or incomplete. `cannbuild doctor` (toolkit.contents row) names the package to install.",
+        "or incomplete. `cannbuild doctor` (recipe.toolkit_files row) names the package to install.",
     ),
     Hint(
         r"Each download failed[\s\S]{0,2000}?downloading '([^']+)' failed|downloading '([^']+)' failed",

@@ -43,15 +43,14 @@ class Options:
     offline: bool = False
     bundle: Optional[Path] = None
     force: Tuple[str, ...] = ()
-    optional_steps: Tuple[
-        str, ...
-    ] = ()  # optional recipe steps to run too (e.g. 9.0's opbase-build)
+    # optional recipe steps to run too (e.g. 9.0's opbase-build): --with-step
+    optional_steps: Tuple[str, ...] = ()
     mirrors: Tuple[Tuple[str, str], ...] = ()
     install_into_toolkit: bool = False
     sandbox: bool = False
     sandbox_dir: Optional[Path] = None
-    sandbox_variant: str = "A2"
-    sandbox_cann: str = DEFAULT_SANDBOX_CANN
+    sandbox_variant: Optional[str] = None  # None: the existing sandbox's, else A2
+    sandbox_cann: Optional[str] = None  # None: the existing sandbox's, else 8.5.0
     require_device: bool = False
     wait: bool = False
     retries: int = 3
@@ -76,6 +75,16 @@ def _field_names() -> Tuple[str, ...]:
 def _coerce(name: str, value: Any, origin: str) -> Any:
     if value is None:
         return None
+    scalar = (
+        (str, os.PathLike, int, float) if name in _INT_FIELDS | _BOOL_FIELDS else (str, os.PathLike)
+    )
+    if name not in ("force", "optional_steps", "mirrors") and (
+        (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
+    ):
+        raise UsageError(
+            f"{origin} has value {value!r} ({type(value).__name__}); expected a single value.",
+            f"Give {origin.split()[-1]} one word, number or path.",
+        )
     if name in _PATH_FIELDS:
         return Path(os.path.abspath(os.path.expanduser(str(value))))
     if name in _BOOL_FIELDS:
@@ -105,11 +114,19 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
     if name in ("force", "optional_steps"):
         if isinstance(value, str):
             return tuple(v for v in (s.strip() for s in value.split(",")) if v)
-        return tuple(str(v) for v in value)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise UsageError(
+                f"{origin} has value {value!r}; expected step names.",
+                "Write a list of step names, e.g. force: [ops-transformer-build], or a "
+                "comma-separated string.",
+            )
+        return tuple(value)
     if name == "mirrors":
         return _coerce_mirrors(value, origin)
     if name == "soc":
         return normalize_soc(str(value), flag=origin).soc
+    if name in ("sandbox_variant", "sandbox_cann") and not isinstance(value, str):
+        raise UsageError(f"{origin} has value {value!r}; expected a word such as A2 or 8.5.0.")
     if name == "sandbox_variant":
         text = str(value).strip().upper()
         if text not in SANDBOX_VARIANTS:
@@ -121,6 +138,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
 
 
 def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
+    example = "https://gitcode.com/=https://git.example.com/gitcode/"
     if isinstance(value, Mapping):
         items = list(value.items())
     elif isinstance(value, str):
@@ -135,8 +153,28 @@ def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
                 )
             key, _, repl = part.partition("=")
             items.append((key.strip(), repl.strip()))
-    else:
+    elif isinstance(value, (list, tuple)) and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in value
+    ):
         items = [tuple(pair) for pair in value]
+    else:
+        raise UsageError(
+            f"{origin} has value {value!r}; expected a map of URL prefix to replacement.",
+            f"In invoke.yaml: mirrors: {{'https://gitcode.com/': 'https://git.example.com/gitcode/'}}; "
+            f"in the environment: {example}.",
+        )
+    for key, repl in items:
+        if not isinstance(key, str) or not isinstance(repl, str) or not key or not repl:
+            raise UsageError(
+                f"{origin} maps {key!r} to {repl!r}; both must be non-empty URL prefixes.",
+                f"For example {example}.",
+            )
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in key + repl):
+            raise UsageError(
+                f"{origin} maps {key!r} to {repl!r}; URL prefixes hold no newlines or control "
+                "characters.",
+                f"For example {example}.",
+            )
     # longest prefix first, so the most specific rule wins
     return tuple(sorted(((str(k), str(v)) for k, v in items), key=lambda kv: -len(kv[0])))
 
@@ -148,6 +186,12 @@ def resolve_options(
 ) -> Options:
     """Merge the sources; `cli` holds only flags the user actually gave."""
     names = _field_names()
+    if not isinstance(config, Mapping):
+        raise UsageError(
+            f"invoke config key cannbuild is a {type(config).__name__} ({config!r}); expected a "
+            "map of option names to values.",
+            "In invoke.yaml write `cannbuild:` then indented lines such as `  jobs: 8`.",
+        )
     unknown = [k for k in config if k not in names]
     if unknown:
         key = unknown[0]

@@ -9,11 +9,13 @@ render what they return.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import CannbuildError, UsageError
+from .errors import DoctorBlocked, UsageError
+from .host.check import FAIL, PASS, WARN, Check
 from .host.doctor import HostReport, read_host
 from .host.toolkit import Toolkit, host_arch
 from .options import Options
@@ -44,7 +46,7 @@ from .runner import (
     skip,
 )
 from .sources import Fetcher, mirror_git_env
-from .sync import Sources, SourceState, sources_from_lock
+from .sync import Sources, SourceState
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -52,10 +54,6 @@ if TYPE_CHECKING:
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)
 SILENT_WAIT_S = 1.0
-
-
-class DoctorBlocked(CannbuildError):
-    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -85,11 +83,14 @@ def with_sandbox(options: Options) -> Tuple[Options, Optional[SandboxInfo], bool
     if not options.sandbox:
         return options, None, False
     assert options.sandbox_dir is not None
-    from .sandbox import SandboxSpec, create_sandbox  # a real host never pays for it
+    from .sandbox import create_sandbox, resolve_spec  # a real host never pays for it
 
-    result = create_sandbox(
-        SandboxSpec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
-    )
+    spec = resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
+    if options.workspace in spec.dir.parents:  # the sandbox lives in the workspace: claim it first
+        from .ownership import claim
+
+        claim(options.workspace, "workspace", "--workspace")
+    result = create_sandbox(spec)
     info = result.info
     user_prefixes = {prefix for prefix, _ in options.mirrors}
     mirrors = list(options.mirrors) + [
@@ -97,36 +98,147 @@ def with_sandbox(options: Options) -> Tuple[Options, Optional[SandboxInfo], bool
     ]
     return (
         options.with_(
-            sysroot=info.sysroot, mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0])))
+            sysroot=info.sysroot,
+            mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0]))),
+            sandbox_variant=info.variant,
+            sandbox_cann=info.cann,
         ),
         info,
         result.created,
     )
 
 
+def requirement_checks(
+    recipe: Recipe, host: HostReport, options: Optional[Options] = None
+) -> List[Check]:
+    """What the recipe needs of this host, as doctor rows: the toolkit's share/info
+    packages, the files its builds read from the toolkit (for the steps that will run),
+    and the tools its builds call (gawk: every ops-transformer build.sh pipes its output
+    through it and exits 127 without it)."""
+    checks: List[Check] = _contents_checks(recipe, host, options or Options())
+    toolkit = host.toolkit
+    if toolkit is not None and toolkit.version is not None:
+        unmet = check_requirements(recipe, toolkit.share_info)
+        if unmet:
+            listed = "; ".join(
+                f"{pkg} {spec} ({'missing' if have is None else f'{have}: {problem}'})"
+                for pkg, spec, have, problem in unmet
+            )
+            checks.append(
+                Check(
+                    "recipe.toolkit",
+                    FAIL,
+                    f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in "
+                    f"share/info: {listed}",
+                    f"Install the CANN {toolkit.version.release} packages that provide them, or "
+                    "pick another recipe with --recipe.",
+                    blocking=True,
+                )
+            )
+        elif recipe.requires:
+            checks.append(
+                Check(
+                    "recipe.toolkit",
+                    PASS,
+                    f"share/info has what recipe {recipe.name} needs "
+                    f"({', '.join(pkg for pkg, _ in recipe.requires)})",
+                )
+            )
+    path = (host.build_env or {}).get("PATH") or os.environ.get("PATH", os.defpath)
+    for tool in recipe.tools:
+        found = shutil.which(tool.name, path=path)
+        if found:
+            checks.append(Check(f"recipe.tool.{tool.name}", PASS, f"{tool.name} at {found}"))
+        else:
+            checks.append(
+                Check(
+                    f"recipe.tool.{tool.name}",
+                    FAIL,
+                    f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
+                    f"Install it: {tool.install}.",
+                    blocking=True,
+                )
+            )
+    return checks
+
+
+def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List[Check]:
+    """The files the recipe's builds read from the toolkit (recipe [[toolkit.files]]), and
+    where ops-transformer looks for opbase's headers."""
+    from .host.contents import contents_check
+
+    tk = host.toolkit
+    if tk is None or tk.version is None:
+        return []
+    steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
+    home = Path((host.build_env or {}).get("ASCEND_HOME_PATH") or tk.path)
+    checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
+    if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
+        checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
+    return checks
+
+
+def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Check:
+    """opbase installs op_common under pkg_inc; this recipe's ops-transformer looks elsewhere."""
+    where = f"{host_arch()}-linux/{recipe.opbase_headers}"
+    header = home / where / "op_common/op_host/util/opbase_export.h"
+    if header.is_file():
+        return Check(
+            "recipe.opbase_headers",
+            PASS,
+            f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
+        )
+    detail = (
+        f"opbase at recipe {recipe.name}'s ref installs op_common under pkg_inc only, its "
+        f"ops-transformer looks under {where}, and the toolkit has no {where}/op_common"
+    )
+    if into_toolkit:
+        return Check(
+            "recipe.opbase_headers",
+            FAIL,
+            detail + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
+            "Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
+            f"headers under both pkg_inc and {recipe.opbase_headers}.",
+            blocking=True,
+        )
+    return Check(
+        "recipe.opbase_headers",
+        WARN,
+        detail + "; the workspace overlay exposes them under both",
+        "Nothing to do with the default overlay; a toolkit install of this opbase "
+        "(--install-into-toolkit) would not build.",
+    )
+
+
+def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
+    """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
+    host = read_host(options, env)
+    toolkit = host.toolkit
+    if toolkit is None or toolkit.version is None:
+        return host
+    try:
+        recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+    except UsageError as exc:
+        row = Check("recipe", WARN, exc.message.rstrip("."), exc.hint or "Pass --recipe.")
+        return replace(host, checks=(*host.checks, row))
+    extra = [
+        Check("recipe", PASS, f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}")
+    ]
+    extra += requirement_checks(recipe, host, options)
+    needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
+    kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
+    return replace(host, checks=(*kept, *extra))
+
+
 def open_session(
     options: Options, env: Mapping[str, str], cwd: Path, sandbox: Optional[SandboxInfo] = None
 ) -> Session:
     host = read_host(options, env)
-    blocking = host.blocking
-    if blocking:
-        first = blocking[0]
-        raise DoctorBlocked(
-            f"cannot build: doctor check {first.id} failed: {first.detail}.", first.hint
-        )
+    _refuse_blocking(host.checks)
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
-    unmet = check_requirements(recipe, toolkit.share_info)
-    if unmet:
-        listed = "; ".join(
-            f"{pkg} {spec} ({'missing' if have is None else f'{have}: {problem}'})"
-            for pkg, spec, have, problem in unmet
-        )
-        raise DoctorBlocked(
-            f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in share/info: {listed}.",
-            f"Install the CANN {toolkit.version.release} packages that provide them, or pick another recipe with --recipe.",
-        )
+    _refuse_blocking(requirement_checks(recipe, host, options))
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
         raise UsageError(
@@ -136,6 +248,15 @@ def open_session(
     ws = Workspace(options.workspace)
     values = template_values(options, ws, toolkit, soc, recipe, host)
     return Session(options, ws, host, recipe, toolkit, soc, values, sandbox)
+
+
+def _refuse_blocking(checks: Sequence[Check]) -> None:
+    blocking = [c for c in checks if c.status == FAIL and c.blocking]
+    if blocking:
+        first = blocking[0]
+        raise DoctorBlocked(
+            f"cannot build: doctor check {first.id} failed: {first.detail}.", first.hint
+        )
 
 
 def template_values(
@@ -313,19 +434,16 @@ class ValidationRun:
     validation: Mapping[str, Any]  # the report's validation part
     report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
     reused_from: Optional[str]
-    directory: Path  # reports/<run-id>
 
 
-def validate_and_report(
+def validate_session(
     session: Session,
     env: Mapping[str, str],
     case_names: Sequence[str],
-    outcomes: Optional[Sequence[StepOutcome]] = None,
-    run_id: Optional[str] = None,
+    run_id: str,
     reuse: bool = False,
 ) -> ValidationRun:
-    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged) and write the report."""
-    from .report import build_report, step_records, write_report
+    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
     from .validate import inputs_for, run_validation, validation_key
     from .workspace import read_json, write_json_atomic
 
@@ -333,31 +451,10 @@ def validate_and_report(
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None
-    run_id = run_id or new_run_id()
-    report = None
-    reused_from = None
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
         reused_from = cached["run_id"]
-        validation = dict(cached["validation"], reused_from=reused_from)
-    else:
-        report = run_validation(inputs)
-        validation = report.to_json()
-        write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
-    sources = sources_from_lock(session)
-    recipe = session.recipe
-    full = build_report(
-        run_id=run_id,
-        host=session.host.facts,
-        recipe={
-            "name": recipe.name,
-            "path": str(recipe.path),
-            "digest": recipe.digest,
-            "train": recipe.train,
-        },
-        lock=sources.lock if sources else None,
-        steps=step_records(session.ws, outcomes, [s.name for s in recipe.steps]),
-        validation=validation,
-        sandbox=session.sandbox.to_json() if session.sandbox else None,
-    )
-    directory = write_report(session.ws, run_id, full)
-    return ValidationRun(validation, report, reused_from, directory)
+        return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
+    report = run_validation(inputs)
+    validation = report.to_json()
+    write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
+    return ValidationRun(validation, report, None)

@@ -30,7 +30,7 @@ from .workspace import Workspace, read_json, write_json_atomic
 UP_TO_DATE = "up to date"
 NEEDS_RUN = "needs run"
 NOT_SELECTED = "optional"  # an optional step nobody asked for: planned, shown, never run
-SELECT = "CANNBUILD_OPTIONAL_STEPS"  # (or cannbuild.optional_steps in invoke.yaml)
+SELECT = "--with-step"  # (or CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps)
 HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_FAULT")
 JOBS_PLACEHOLDER = "{jobs}"
 
@@ -178,14 +178,14 @@ def check_selection(recipe: Recipe, optional_steps: Sequence[str]) -> None:
 
 
 def selected(spec: StepSpec, optional_steps: Sequence[str], force: Sequence[str]) -> bool:
-    """An optional step runs only when asked for by name (optional_steps, or --force)."""
+    """An optional step runs only when asked for by name (--with-step, or --force)."""
     return not spec.optional or spec.name in optional_steps or spec.name in force
 
 
 def not_selected_reason(spec: StepSpec) -> str:
     return (
-        f"optional: runs only when asked for: CANNBUILD_OPTIONAL_STEPS={spec.name} (or "
-        f"cannbuild.optional_steps in invoke.yaml), or --force {spec.name} once"
+        f"optional: runs only when asked for: --with-step {spec.name} (or "
+        f"CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps in invoke.yaml)"
     )
 
 

@@ -1,62 +1,134 @@
-"""Step progress for the task layer: one live line per step on a terminal,
-plain timestamped lines otherwise (CI logs)."""
+"""Step progress for the task layer.
+
+On a terminal: one live line per step showing the time and the log's last line.
+Without a terminal: timestamped lines, and a heartbeat every minute on long steps
+(CI systems kill jobs that print nothing).  `--verbose` streams every line of the
+running step (it is logged either way).  Under GitHub Actions each step's output is a
+collapsed `::group::`, a failing step is marked with `::error::`, and report.md is
+appended to the job summary.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import Mapping, Optional, TextIO
 
+from . import ui
 from .plan import PlannedStep
 from .runner import StepOutcome
 
 _MARK = {"ran": "done", "failed": "FAILED", "interrupted": "interrupted", "skipped": "up to date"}
+HEARTBEAT_S = 60.0
+
+
+def under_github_actions(env: Mapping[str, str] = os.environ) -> bool:
+    return env.get("GITHUB_ACTIONS") == "true"
 
 
 class ConsoleProgress:
-    def __init__(self, stream: TextIO = sys.stderr, live: Optional[bool] = None) -> None:
+    def __init__(
+        self,
+        stream: TextIO = sys.stderr,
+        live: Optional[bool] = None,
+        verbose: bool = False,
+        github: Optional[bool] = None,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
         self.stream = stream
-        self.live = stream.isatty() if live is None else live
+        self.github = under_github_actions() if github is None else github
+        self.verbose = verbose or self.github  # a group is collapsed: the output costs nothing
+        self.live = (stream.isatty() if live is None else live) and not self.verbose
+        self.heartbeat_s = heartbeat_s
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._name = ""
         self._start = 0.0
+        self._last = ""
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            self.stream.write(text)
+            self.stream.flush()
 
     def _line(self, text: str) -> None:
         if self.live:
-            self.stream.write("\r\033[K" + text + "\n")
+            self._write("\r\033[K" + text + "\n")
         else:
-            self.stream.write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
-        self.stream.flush()
+            self._write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
 
-    def _tick(self) -> None:
-        while not self._stop.wait(0.25):
-            self.stream.write(f"\r\033[K  {self._name}  {time.monotonic() - self._start:6.1f}s")
-            self.stream.flush()
+    def _ticker(self) -> None:
+        """The live line, or (no terminal) a heartbeat every `heartbeat_s`."""
+        period = 0.25 if self.live else self.heartbeat_s
+        while not self._stop.wait(period):
+            elapsed = time.monotonic() - self._start
+            if self.live:
+                room = max(ui.width(self.stream) - len(self._name) - 14, 10)
+                last = self._last[-room:] if len(self._last) > room else self._last
+                self._write(f"\r\033[K  {self._name}  {elapsed:6.1f}s  {last}")
+            else:
+                self._line(
+                    f"{self._name}: still running ({elapsed / 60:.0f} min); last line: {self._last}"
+                )
 
     def started(self, step: PlannedStep, log: Path) -> None:
         self._name = step.name
         self._start = time.monotonic()
-        if self.live:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._tick, daemon=True)
-            self._thread.start()
-        else:
+        self._last = ""
+        if self.github:
+            self._write(f"::group::{step.name} ({step.reason})\n")
+        if not self.live:
             self._line(f"{step.name}: started ({step.reason}); log {log}")
+        if self.live or not self.verbose:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._ticker, daemon=True)
+            self._thread.start()
+
+    def output(self, line: str) -> None:
+        """One line of the running step's output (already redacted)."""
+        self._last = line
+        if self.verbose:
+            self._write(line + "\n")
 
     def finished(self, outcome: StepOutcome) -> None:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
             self._thread = None
+        if self.github:
+            self._write("::endgroup::\n")
         self._line(
             f"{outcome.name}: {_MARK.get(outcome.status, outcome.status)} in {outcome.duration_s:.1f}s"
         )
+        if outcome.status == "failed":
+            if self.github:
+                first = outcome.hint or "see the log"
+                self._write(
+                    f"::error title=cannbuild step {outcome.name} failed::exit {outcome.exit_code}; "
+                    f"{first.replace(chr(10), ' ')} (log {outcome.log})\n"
+                )
+            with self._lock:
+                ui.print_digest(outcome, self.stream)
 
     def skipped(self, step: PlannedStep) -> None:
         self._line(f"{step.name}: up to date, skipped")
 
     def note(self, text: str) -> None:
         self._line(text)
+
+
+def publish_summary(report_dir: Path, env: Mapping[str, str] = os.environ) -> None:
+    """Append report.md to the GitHub Actions job summary, when there is one."""
+    target = env.get("GITHUB_STEP_SUMMARY")
+    if not target or not under_github_actions(env):
+        return
+    try:
+        text = (report_dir / "report.md").read_text(encoding="utf-8")
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(text + "\n")
+    except OSError:
+        pass  # a summary is a courtesy; the report itself is on disk

@@ -84,9 +84,18 @@ class StepSpec:
     action: Optional[str] = None
     env: Tuple[Tuple[str, str], ...] = ()
     cwd: Optional[str] = None
-    # runs only when asked for (CANNBUILD_OPTIONAL_STEPS / cannbuild.optional_steps, or
-    # --force NAME); shown in the plan either way
+    # runs only when asked for (--with-step NAME, CANNBUILD_OPTIONAL_STEPS, or --force NAME);
+    # shown in the plan either way
     optional: bool = False
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """A program the recipe's builds call that doctor must find on PATH."""
+
+    name: str
+    why: str
+    install: str
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class Recipe:
     steps: Tuple[StepSpec, ...]
     validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
+    tools: Tuple[HostTool, ...] = ()
     toolkit_files: Tuple[ToolkitFile, ...] = ()
     # where ops-transformer looks for opbase's op_common headers: <arch>-linux/<this>; opbase
     # itself installs them under pkg_inc (since 2025-11-05)
@@ -127,7 +137,8 @@ class Recipe:
         raise KeyError(name)
 
 
-_TOP_KEYS = {"recipe", "vars", "toolkit", "repos", "third_party", "steps", "validate"}
+_TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
+_TOOL_KEYS = {"name", "why", "install"}
 _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
 # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
 OPBASE_HEADERS = ("pkg_inc", "include")
@@ -339,6 +350,23 @@ def load_recipe(path: Path) -> Recipe:
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
     r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
+    host = r.get(data, "host", dict, "the file", required=False) or {}
+    r.keys(host, {"tools"}, "[host]")
+    tools: List[HostTool] = []
+    for i, table in enumerate(r.get(host, "tools", list, "[host]", required=False) or [], 1):
+        where = f"[[host.tools]] #{i}"
+        if not isinstance(table, dict):
+            raise r.fail(where, "should be a table with name, why and install.")
+        r.keys(table, _TOOL_KEYS, where)
+        name = r.get(table, "name", str, where)
+        tools.append(
+            HostTool(
+                name=name,
+                why=r.get(table, "why", str, where),
+                install=r.get(table, "install", str, where, required=False)
+                or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
+            )
+        )
     files: List[ToolkitFile] = []
     for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
         where = f"[[toolkit.files]] #{i}"
@@ -370,6 +398,7 @@ def load_recipe(path: Path) -> Recipe:
         steps=tuple(steps),
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
+        tools=tuple(tools),
         toolkit_files=tuple(files),
         opbase_headers=opbase_headers,
     )

@@ -1,8 +1,10 @@
 """The run report: report.json and report.md under <workspace>/reports/<run-id>/.
 
-Host facts from doctor, the lock, each step with its duration and log, every
-validation case with its figures and verdict; `reports/latest` points at the
-newest.  Everything passes through redaction; files are written atomically.
+How the build went (a failed step with its digest), host facts from doctor, the lock,
+each step with its duration and log, the packages with their sha256, the build behind
+what was validated, every validation case with its figures and verdict;
+`reports/latest` points at the newest run.  Everything passes through redaction;
+files are written atomically.
 """
 
 from __future__ import annotations
@@ -28,12 +30,18 @@ def build_report(
     steps: Sequence[Mapping[str, Any]],
     validation: Optional[Mapping[str, Any]],
     sandbox: Optional[Mapping[str, Any]] = None,
+    build: Optional[Mapping[str, Any]] = None,
+    built_from: Optional[Mapping[str, Any]] = None,
+    artifacts: Sequence[Mapping[str, Any]] = (),
 ) -> Dict[str, Any]:
     return redact_data(
         {
             "cannbuild": __version__,
             "run_id": run_id,
             "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "build": dict(build) if build else None,
+            "built_from": dict(built_from) if built_from else None,
+            "artifacts": [dict(a) for a in artifacts],
             "host": dict(host),
             "sandbox": dict(sandbox) if sandbox else None,
             "recipe": dict(recipe),

@@ -84,6 +84,8 @@ class StepOutcome:
 class Progress(Protocol):
     def started(self, step: PlannedStep, log: Path) -> None: ...
 
+    def output(self, line: str) -> None: ...
+
     def finished(self, outcome: StepOutcome) -> None: ...
 
     def skipped(self, step: PlannedStep) -> None: ...
@@ -93,6 +95,9 @@ class Progress(Protocol):
 
 class NoProgress:
     def started(self, step: PlannedStep, log: Path) -> None:
+        pass
+
+    def output(self, line: str) -> None:
         pass
 
     def finished(self, outcome: StepOutcome) -> None:
@@ -129,7 +134,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
-def _stream(step: PlannedStep, log_path: Path) -> tuple:
+def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
@@ -155,6 +160,7 @@ def _stream(step: PlannedStep, log_path: Path) -> tuple:
             for raw in proc.stdout:
                 line = redact(raw.decode("utf-8", "replace").rstrip("\n"))
                 log.write(line + "\n")
+                progress.output(line)
                 tail.append(line)
                 if len(every) < 200_000:
                     every.append(line)
@@ -217,7 +223,7 @@ def run_step(
     ws.tmp.mkdir(parents=True, exist_ok=True)
     first_line = 1
     try:
-        code, tail, lines, first_line = _stream(step, log_path)
+        code, tail, lines, first_line = _stream(step, log_path, progress)
     except KeyboardInterrupt:
         outcome = StepOutcome(
             step.name, "interrupted", step.reason, step.command, time.monotonic() - start, log_path
@@ -311,6 +317,7 @@ def run_step(
         step.name,
         {
             "step": step.name,
+            "run_id": logs.run_id,
             "input_hash": step.input_hash,
             "inputs": step.inputs,
             "artifacts": artifacts,

@@ -1,47 +1,58 @@
-"""Rendering for the task layer: tables, digests, JSON.  The core never prints."""
+"""Rendering for the task layer: check rows, plans, digests, summaries, JSON.  The core
+never prints.
+
+Nothing a user acts on is ever cut: commands, paths and hints are printed whole and
+wrapped at spaces to the terminal's width (a word longer than the line stays whole).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
-from typing import Any, Iterable, Optional, Sequence, TextIO
+import textwrap
+from typing import Any, Iterable, List, Optional, Sequence, TextIO
 
 from .host.check import Check
 
-_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+_COLOR = {"pass": "32", "warn": "33", "fail": "1;31", "skip": "2", "PASS": "32", "FAIL": "1;31"}
+_COLOR.update({"SKIPPED": "33", "up to date": "32", "needs run": "33"})
 
 
 def is_terminal(stream: TextIO = sys.stdout) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
+def width(stream: TextIO = sys.stdout) -> int:
+    """The terminal's width; 100 when the output is not a terminal (logs, pipes)."""
+    if not is_terminal(stream):
+        return 100
+    return max(shutil.get_terminal_size((100, 24)).columns, 40)
+
+
+def paint(text: str, status: str, stream: TextIO = sys.stdout) -> str:
+    code = _COLOR.get(status)
+    if not code or not is_terminal(stream) or os.environ.get("NO_COLOR"):
+        return text
+    return f"\033[{code}m{text}\033[0m"
+
+
+def wrap(text: str, indent: int, first: str = "", stream: TextIO = sys.stdout) -> List[str]:
+    """`first` then `text`, wrapped at spaces; continuation lines indented by `indent`."""
+    avail = max(width(stream) - indent, 30)
+    chunks = textwrap.wrap(text, avail, break_long_words=False, break_on_hyphens=False) or [""]
+    return [first + chunks[0], *(" " * indent + c for c in chunks[1:])]
+
+
 def console(stream: TextIO = sys.stdout) -> Any:
     from rich.console import Console
 
-    return Console(file=stream, width=None if is_terminal(stream) else 120, highlight=False)
+    return Console(file=stream, width=width(stream), highlight=False)
 
 
 def print_json(data: Any, stream: TextIO = sys.stdout) -> None:
     stream.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def checks_table(checks: Sequence[Check], title: Optional[str] = None) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, show_lines=False, expand=False)
-    table.add_column("status", no_wrap=True)
-    table.add_column("check", no_wrap=True)
-    table.add_column("detail")
-    table.add_column("fix")
-    for check in checks:
-        style = _STATUS_STYLE.get(check.status, "")
-        table.add_row(
-            f"[{style}]{check.status}[/]" if style else check.status,
-            check.id,
-            _escape(check.detail),
-            _escape(check.hint or ""),
-        )
-    return table
 
 
 def summary_line(checks: Iterable[Check]) -> str:
@@ -51,10 +62,24 @@ def summary_line(checks: Iterable[Check]) -> str:
     return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+def print_checks(
+    checks: Sequence[Check], title: Optional[str] = None, stream: TextIO = sys.stdout
+) -> None:
+    """One row per check: status, id, detail, and the fix below it, all whole."""
+    lines: List[str] = [title] if title else []
+    id_width = min(max((len(c.id) for c in checks), default=0), 22)
+    indent = 2 + 5 + id_width + 2
+    for check in checks:
+        status = paint(check.status.ljust(4), check.status, stream)
+        head = f"  {status} {check.id.ljust(id_width)}  "
+        if len(check.id) > id_width:
+            lines.append(f"  {status} {check.id}")
+            head = " " * indent
+        lines += wrap(check.detail, indent, head, stream)
+        if check.status != "pass" and check.hint:
+            lines += wrap(check.hint, indent + 5, " " * indent + "fix: ", stream)
+    lines.append(summary_line(checks))
+    stream.write("\n".join(lines) + "\n")
 
 
 def note(text: str, stream: TextIO = sys.stderr) -> None:
@@ -66,26 +91,22 @@ def waiting(who: str) -> None:
     note(f"waiting for {who} to release the workspace ...")
 
 
-def print_plan(session: Any, steps: Sequence[Any]) -> None:
-    from rich.table import Table
-
+def print_plan(session: Any, steps: Sequence[Any], stream: TextIO = sys.stdout) -> None:
+    """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
     from .redact import redact
 
-    out = console()
     recipe = session.recipe
-    out.print(
-        f"recipe [bold]{recipe.name}[/] ({recipe.path.name}) for CANN {session.toolkit.version}, "
-        f"--soc={session.soc}, workspace {session.ws.root}"
-    )
-    table = Table(show_lines=True)
-    table.add_column("step", no_wrap=True)
-    table.add_column("status")
-    table.add_column("command / cwd")
+    lines = [
+        f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
+        f"--soc={session.soc}, workspace {session.ws.root}",
+        "",
+    ]
     for step in steps:
-        style = "green" if step.status == "up to date" else "yellow"
-        body = f"{_escape(redact(step.command))}\n[dim]in {_escape(str(step.cwd))}[/]"
-        table.add_row(step.name, f"[{style}]{step.status}[/]\n[dim]{_escape(step.reason)}[/]", body)
-    out.print(table)
+        lines.append(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
+        lines.append(f"  cd {step.cwd}")
+        lines.append(f"  {redact(step.command)}")
+        lines.append("")
+    stream.write("\n".join(lines))
 
 
 def print_sources(state: Any, lock_file: Any) -> None:
@@ -100,11 +121,10 @@ def print_sources(state: Any, lock_file: Any) -> None:
     note(f"lock {lock_file} {written}; checkouts updated: {changed}")
 
 
-def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
+def digest_lines(outcome: Any) -> List[str]:
     from .redact import redact
 
     lines = [
-        "",
         f"step {outcome.name} FAILED (exit {outcome.exit_code}) after {outcome.duration_s:.1f}s",
         f"  command: {redact(outcome.command)}",
         f"  log:     {outcome.log}",
@@ -112,31 +132,63 @@ def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
     errors = getattr(outcome, "errors", ())
     if errors:
         lines.append("  first errors in the log:")
-        lines += [f"    {redact(f'line {n}: {text}')}" for n, text in errors]
+        lines += [f"    line {number}: {text}" for number, text in errors]
     lines.append(f"  last {len(outcome.tail)} lines:")
     lines += [f"    {line}" for line in outcome.tail]
     lines.append(f"  hint: {outcome.hint}")
     lines.append("  Run the same command again to resume at this step.")
+    return lines
+
+
+def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
+    stream.write("\n" + "\n".join(digest_lines(outcome)) + "\n")
+    stream.flush()
+
+
+def print_made(run: Any, stream: TextIO = sys.stderr) -> None:
+    """The closing lines of build/install/setup: each step, what was made, how to use it."""
+    lines: List[str] = []
+    if run.result is not None and run.result.outcomes:
+        states = []
+        for o in run.result.outcomes:
+            word = {"ran": f"built in {o.duration_s:.1f}s", "skipped": "up to date"}.get(
+                o.status, o.status
+            )
+            states.append(f"{o.name} {word}")
+        lines.append("steps: " + "; ".join(states))
+    for step, path, _sha in run.made.packages:
+        lines.append(f"package ({step}): {path}")
+    if run.made.installed is not None:
+        lines.append(f"installed: {run.made.installed}")
+    if run.made.set_env is not None:
+        lines.append(f"to use it: source {run.made.set_env}")
+    lines.append(f"report: {run.report_dir}/report.md")
     stream.write("\n".join(lines) + "\n")
     stream.flush()
 
 
-def print_validation(report: Any, report_dir: Any = None) -> None:
-    from rich.table import Table
-
+def print_validation(report: Any, report_dir: Any = None, built_from: Any = None) -> None:
     out = console()
     style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
-    checks = Table(title=f"validation: {report.status} (target {report.target})")
+    from rich.markup import escape
+    from rich.table import Table
+
+    headline = f"validation: {report.status} (target {report.target})"
+    if report.reason:
+        headline += f": {report.reason}"
+    out.print(escape(headline), style=style.get(report.status, ""), overflow="fold")
+    checks = Table(show_header=True)
     checks.add_column("check", no_wrap=True)
     checks.add_column("status", no_wrap=True)
-    checks.add_column("detail")
+    checks.add_column("detail", overflow="fold")
     for c in report.checks:
-        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", _escape(c.message))
+        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", escape(c.message))
     out.print(checks)
     if report.cases:
         table = Table()
-        for col in ("case", "max err", "bound", "ms", "verdict"):
-            table.add_column(col, no_wrap=col != "case")
+        table.add_column("case", overflow="fold")
+        for col in ("max err", "bound", "ms", "verdict"):
+            table.add_column(col, no_wrap=True)
         for r in report.cases:
             fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
             table.add_row(
@@ -149,9 +201,33 @@ def print_validation(report: Any, report_dir: Any = None) -> None:
         out.print(table)
         for r in report.cases:
             if r.status == "FAIL":
-                out.print(f"[bold red]FAIL[/] {r.case.name}: {_escape(r.message)}")
+                out.print(f"[bold red]FAIL[/] {escape(r.case.name)}: {escape(r.message)}")
+    print_built_from(built_from)
     if report_dir is not None:
-        out.print(f"report: {report_dir}/report.md")
+        print(f"report: {report_dir}/report.md")
+
+
+def print_built_from(built_from: Any, stream: TextIO = sys.stdout) -> None:
+    if not built_from:
+        return
+    commits = ", ".join(f"{repo} {sha[:12]}" for repo, sha in built_from.get("commits", {}).items())
+    text = (
+        f"judged: the package installed by {built_from.get('step')} at {built_from.get('finished')}"
+    )
+    if commits:
+        text += f" (built from {commits})"
+    lines = wrap(text, 2, "", stream)
+    newer = built_from.get("newer_failed_attempt")
+    if newer:
+        lines += wrap(
+            f"note: a later build attempt ({newer.get('command')}, run {newer.get('run_id')} at "
+            f"{newer.get('finished')}) FAILED at {newer.get('failed_step')}; this validates the "
+            "older package, not that build.",
+            2,
+            "",
+            stream,
+        )
+    stream.write("\n".join(lines) + "\n")
 
 
 def print_doctor_summary(host: Any) -> None:
@@ -164,3 +240,42 @@ def print_doctor_summary(host: Any) -> None:
     for check in host.checks:
         if check.status in ("warn", "fail"):
             note(f"  doctor {check.status}: {check.id}: {check.detail} ({check.hint})")
+
+
+def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
+    lines = [f"workspace {data['workspace']}" + ("" if data["exists"] else " (does not exist yet)")]
+    lock = data.get("lock")
+    if lock:
+        lines.append(
+            f"lock {lock['file']}: recipe {lock['recipe']}, CANN {lock['cann']}, --soc={lock['soc']}"
+        )
+        lines += [f"  {r['name']}  {r['ref']}  {r['commit'][:12]}" for r in lock["repos"]]
+    else:
+        lines.append("no lock yet (cannbuild fetch or lock writes one)")
+    if data["steps"]:
+        lines.append("built:")
+        for s in data["steps"]:
+            commit = f" from {s['commit'][:12]}" if s.get("commit") else ""
+            lines.append(f"  {s['step']}: {s['finished']}{commit} (run {s['run_id'] or '?'})")
+            for a in s["artifacts"]:
+                gone = "" if a["present"] else "  (gone: the next build reruns this step)"
+                lines.append(f"    {a['path']}{gone}")
+    else:
+        lines.append("nothing built yet")
+    for item in data["installed"]:
+        lines.append(f"installed: {item['vendor']}")
+        lines.append(f"  to use it: source {item['set_env']}")
+    v = data.get("validation")
+    if v:
+        reason = f": {v['reason']}" if v.get("reason") else ""
+        lines.append(f"validation: {v['status']} (run {v['run_id']}){reason}")
+    last = data.get("last_build")
+    if last:
+        failed = f" at {last.get('failed_step')}" if last.get("status") == "failed" else ""
+        lines.append(
+            f"last build attempt: {last.get('status')}{failed} ({last.get('command')}, "
+            f"{last.get('finished')})"
+        )
+    if data.get("latest_report"):
+        lines.append(f"latest report: {data['latest_report']}")
+    stream.write("\n".join(lines) + "\n")

@@ -157,7 +157,9 @@ class WorkspaceLock:
         return read_json(self.info) or {}
 
     def __enter__(self) -> WorkspaceLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from .ownership import claim
+
+        claim(self.path.parent, "workspace", "--workspace")
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -54,7 +54,7 @@ def contents_check(
     wanted = [f for f in files if f.step in steps]
     if not wanted:
         return Check(
-            "toolkit.contents",
+            "recipe.toolkit_files",
             SKIP,
             f"recipe {recipe} lists no toolkit files for the steps that will run",
             "Add [[toolkit.files]] to the recipe to have them checked before building.",
@@ -62,14 +62,14 @@ def contents_check(
     missing = missing_files(files, steps, home, arch)
     if not missing:
         return Check(
-            "toolkit.contents",
+            "recipe.toolkit_files",
             PASS,
             f"all {len(wanted)} files recipe {recipe} needs are in {home}",
         )
     packages = sorted({m.package for m in missing})
     by_step = sorted({m.step for m in missing})
     return Check(
-        "toolkit.contents",
+        "recipe.toolkit_files",
         FAIL,
         f"{home} lacks what {', '.join(by_step)} needs: "
         + "; ".join(m.describe() for m in missing),

@@ -102,7 +102,6 @@ def read_host(options: Options, env: Mapping[str, str]) -> HostReport:
     checks += _os_checks()
     checks += _toolkit_checks(sysroot, search)
     checks += _env_checks(toolkit, captured, capture_error, env)
-    checks += _contents_checks(options, toolkit, captured)
     checks += _hardware_checks(hardware, options)
     checks += _soc_checks(options, hardware, soc, soc_source)
     checks += _kernel_checks(toolkit, soc)
@@ -168,14 +167,21 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
                 )
             )
         else:
-            tried = "; ".join(f"{rule}: {path}" for rule, path, _ in search.tried[:6])
+            by_path: Dict[str, List[str]] = {}
+            for rule, path, _ in search.tried:
+                rules = by_path.setdefault(path, [])
+                if rule not in rules:
+                    rules.append(rule)
+            tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())
             checks.append(
                 Check(
                     "toolkit",
                     FAIL,
-                    f"no CANN toolkit found (tried {tried or 'nothing'})",
+                    f"no CANN toolkit found (looked in {tried or 'nothing'})",
                     "Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
-                    "--cann-path=<folder holding set_env.sh>, or source its set_env.sh.",
+                    "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
+                    "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
+                    "(an emulated Ascend host).",
                     blocking=True,
                 )
             )
@@ -239,68 +245,6 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
             )
         )
     return checks
-
-
-def _contents_checks(
-    options: Options, tk: Optional[Toolkit], captured: Optional[CapturedEnv]
-) -> List[Check]:
-    """The files the chosen recipe's builds read from the toolkit (recipe [[toolkit.files]])."""
-    from ..errors import CannbuildError
-    from ..plan import selected
-    from ..recipes import select_recipe
-    from .contents import contents_check
-
-    if tk is None or tk.version is None:
-        return []
-    try:
-        recipe = select_recipe(options.recipe, tk.version.train, Path.cwd())
-    except CannbuildError as exc:
-        return [
-            Check(
-                "toolkit.contents",
-                SKIP,
-                f"no recipe to read the needed files from: {exc.message}",
-                "Pass --recipe, or add a recipe for this CANN train.",
-            )
-        ]
-    steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
-    home = Path((captured.env if captured else {}).get("ASCEND_HOME_PATH") or tk.path)
-    checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
-    if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
-        checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
-    return checks
-
-
-def _opbase_headers_check(recipe: Any, home: Path, into_toolkit: bool) -> Check:
-    """opbase installs op_common under pkg_inc; this recipe's ops-transformer looks elsewhere."""
-    where = f"{host_arch()}-linux/{recipe.opbase_headers}"
-    header = home / where / "op_common/op_host/util/opbase_export.h"
-    if header.is_file():
-        return Check(
-            "opbase.headers",
-            PASS,
-            f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
-        )
-    detail = (
-        f"opbase at recipe {recipe.name}'s ref installs op_common under pkg_inc only, its "
-        f"ops-transformer looks under {where}, and the toolkit has no {where}/op_common"
-    )
-    if into_toolkit:
-        return Check(
-            "opbase.headers",
-            FAIL,
-            detail + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
-            "Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
-            f"headers under both pkg_inc and {recipe.opbase_headers}.",
-            blocking=True,
-        )
-    return Check(
-        "opbase.headers",
-        WARN,
-        detail + "; the workspace overlay exposes them under both",
-        "Nothing to do with the default overlay; a toolkit install of this opbase "
-        "(--install-into-toolkit) would not build.",
-    )
 
 
 def _env_checks(
@@ -399,6 +343,7 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
                 f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
             )
         )
+    checks += _health_checks(hw)
     for problem in hw.problems:
         checks.append(
             Check(
@@ -407,6 +352,53 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
                 problem,
                 "Check the driver: 'npu-smi info' should print the device table "
                 "(in a container, mount /usr/local/bin/npu-smi and the driver).",
+            )
+        )
+    return checks
+
+
+def _health_checks(hw: Hardware) -> List[Check]:
+    """npu-smi's Health column and running processes: a validation on a sick or busy
+    device would judge the device, not the package."""
+    if not hw.health:
+        return []
+    sick = [(npu, h) for npu, h in hw.health if h in ("Alarm", "Critical")]
+    unknown = [(npu, h) for npu, h in hw.health if h not in ("OK", "Warning", "Alarm", "Critical")]
+    warned = [(npu, h) for npu, h in hw.health if h == "Warning"]
+    checks: List[Check] = []
+    listed = lambda rows: ", ".join(f"NPU {npu} {h}" for npu, h in rows)  # noqa: E731
+    if sick:
+        checks.append(
+            Check(
+                "npu.health",
+                FAIL,
+                f"{listed(sick)} (npu-smi info, Health column)",
+                "Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
+                "shows the alarm codes; fix or reset the device (or ask its admin) first.",
+            )
+        )
+    if warned or unknown:
+        checks.append(
+            Check(
+                "npu.health",
+                WARN,
+                f"{listed(warned + unknown)} (npu-smi info, Health column)",
+                "`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
+            )
+        )
+    if not sick and not warned and not unknown:
+        checks.append(Check("npu.health", PASS, f"all {len(hw.health)} NPUs report Health OK"))
+    if hw.processes:
+        busy = sorted({p.npu for p in hw.processes})
+        shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
+        more = f" and {len(hw.processes) - 4} more" if len(hw.processes) > 4 else ""
+        checks.append(
+            Check(
+                "npu.busy",
+                WARN,
+                f"{len(busy)} NPU(s) busy: {shown}{more}",
+                "Timings and memory on a busy device are not comparable; validation runs on "
+                "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
             )
         )
     return checks

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .npusmi import NpuSmiInfo, NpuSmiParseError, chip_name_from_table, parse_board, parse_info
+from .npusmi import (
+    NpuProcess,
+    NpuSmiInfo,
+    NpuSmiParseError,
+    chip_name_from_table,
+    parse_board,
+    parse_info,
+)
 from .npusmi import soc_from_board as _soc_from_board
 from .socs import HUAWEI_PCI_VENDOR, Family, by_chip, by_pci_device, by_soc
 from .sysroot import Sysroot
@@ -33,6 +40,8 @@ class Hardware:
     npu_smi: Optional[Path]
     npu_smi_version: Optional[str]
     problems: Tuple[str, ...] = ()
+    health: Tuple[Tuple[int, str], ...] = ()  # (NPU, npu-smi Health) per NPU, worst chip first
+    processes: Tuple[NpuProcess, ...] = ()
 
     @property
     def mixed(self) -> bool:
@@ -131,7 +140,25 @@ def detect_hardware(sysroot: Sysroot, env: Mapping[str, str]) -> Hardware:
         npu_smi=npu_smi,
         npu_smi_version=info.version if info else None,
         problems=tuple(problems),
+        health=_health(info) if info else (),
+        processes=info.processes if info else (),
     )
+
+
+# npu-smi's Health values, best first (Huawei's ascend-deployer stops at anything but OK)
+HEALTH_ORDER = ("OK", "Warning", "Alarm", "Critical")
+
+
+def _health(info: NpuSmiInfo) -> Tuple[Tuple[int, str], ...]:
+    worst: Dict[int, str] = {}
+    for chip in info.chips:
+        rank = HEALTH_ORDER.index(chip.health) if chip.health in HEALTH_ORDER else len(HEALTH_ORDER)
+        current = worst.get(chip.npu)
+        if current is None or rank > (
+            HEALTH_ORDER.index(current) if current in HEALTH_ORDER else len(HEALTH_ORDER)
+        ):
+            worst[chip.npu] = chip.health
+    return tuple(sorted(worst.items()))
 
 
 def _family_from_table(info: NpuSmiInfo) -> Optional[Family]:

@@ -36,10 +36,19 @@ class ChipRow:
 
 
 @dataclass(frozen=True)
+class NpuProcess:
+    npu: int
+    chip: Optional[int]
+    pid: int
+    name: str
+
+
+@dataclass(frozen=True)
 class NpuSmiInfo:
     version: Optional[str]
     table: str  # "A2", "A3" or "950"
     chips: Tuple[ChipRow, ...]
+    processes: Tuple[NpuProcess, ...] = ()
 
     @property
     def npu_count(self) -> int:
@@ -59,6 +68,8 @@ def parse_info(text: str) -> NpuSmiInfo:
     version: Optional[str] = None
     table: Optional[str] = None
     chips: List[ChipRow] = []
+    processes: List[NpuProcess] = []
+    in_processes = False
     pending: Optional[Tuple[int, str, str]] = None
     for raw in text.splitlines():
         line = raw.rstrip()
@@ -71,7 +82,13 @@ def parse_info(text: str) -> NpuSmiInfo:
         cells = _cells(line)
         head = cells[0] if cells else ""
         if head.startswith("NPU") and "Process" in line:
-            break  # the process section follows; the device table is done
+            in_processes = True  # the device table is done; running processes follow
+            continue
+        if in_processes:
+            row = _process_row(cells)
+            if row is not None:
+                processes.append(row)
+            continue
         if head.startswith("NPU ID") and "Name" in line:
             table = "950"
             continue
@@ -108,7 +125,18 @@ def parse_info(text: str) -> NpuSmiInfo:
         raise NpuSmiParseError(
             f"npu-smi info printed no NPU table cannbuild can read (first line: {shown!r})"
         )
-    return NpuSmiInfo(version, table, tuple(chips))
+    return NpuSmiInfo(version, table, tuple(chips), tuple(processes))
+
+
+def _process_row(cells: List[str]) -> Optional[NpuProcess]:
+    """`| <npu>  <chip> | <pid> | <name> | <MB> |`; "No running processes found" is None."""
+    if len(cells) < 3:
+        return None
+    ids = cells[0].split()
+    if not ids or not ids[0].isdigit() or not cells[1].isdigit():
+        return None
+    chip = int(ids[1]) if len(ids) > 1 and ids[1].isdigit() else None
+    return NpuProcess(int(ids[0]), chip, int(cells[1]), cells[2])
 
 
 def parse_board(text: str) -> Dict[str, str]:

@@ -111,11 +111,29 @@ def chip_from_table_name(name: str) -> Optional[str]:
     return None
 
 
-_SOC_ALIASES: Dict[str, str] = {"ascend910_95": "ascend950"}
+# The words users say for a family: the product (A2, A3), the chip family without
+# "ascend" (910b, 910_93), and build.sh's own spelling for the 950.
+_SOC_ALIASES: Dict[str, str] = {
+    "ascend910_95": "ascend950",
+    "a2": "ascend910b",
+    "a3": "ascend910_93",
+    "910b": "ascend910b",
+    "910_93": "ascend910_93",
+    "91093": "ascend910_93",
+    "910": "ascend910",
+    "950": "ascend950",
+    "310p": "ascend310p",
+}
+
+SOC_WORDS = (
+    "A2, 910b or a chip such as Ascend910B3 = ascend910b (Atlas A2); "
+    "A3, 910_93 or Ascend910_9392 = ascend910_93 (Atlas A3)"
+)
 
 
 def normalize_soc(value: str, flag: str = "--soc") -> Family:
-    """Accept a family (`ascend910b`) or a chip (`Ascend910B3`, `ascend910_9391`)."""
+    """Accept a family (`ascend910b`), a word users say (`A3`, `910b`) or a chip
+    (`Ascend910B3`, `ascend910_9391`)."""
     raw = value.strip()
     lowered = raw.lower()
     lowered = _SOC_ALIASES.get(lowered, lowered)
@@ -127,7 +145,7 @@ def normalize_soc(value: str, flag: str = "--soc") -> Family:
         known = ", ".join(f"{f.soc} ({f.product})" for f in FAMILIES)
         raise UsageError(
             f"{flag} {value!r} is not a SoC cannbuild knows.",
-            f"Use one of {known}, or a chip name such as Ascend910B3 or Ascend910_9392 "
-            "(npu-smi info -t board -i 0 -c 0 prints it).",
+            f"Use one of {known}; {SOC_WORDS} "
+            "(npu-smi info -t board -i 0 -c 0 prints the chip name).",
         )
     return fam

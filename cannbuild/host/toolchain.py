@@ -58,9 +58,9 @@ TOOLS: Tuple[ToolSpec, ...] = (
         "gawk",
         ("--version",),
         None,
-        True,
-        "apt install gawk: every ops-transformer build.sh (the 8.3 pin, v8.5.0, v9.0.x) pipes its "
-        "output through gawk and exits 127 without it (Debian's awk is mawk)",
+        False,
+        "apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
+        "and exits 127 without it",
     ),
 )
 

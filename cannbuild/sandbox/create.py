@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from ..errors import SandboxError
+from ..errors import SandboxError, UsageError
+from ..ownership import claim
 from ..resources import data_dir
 from ..workspace import write_json_atomic
 from .files import CommandLog, write
@@ -76,6 +77,56 @@ def check_prerequisites() -> str:
     return cxx  # type: ignore[return-value]
 
 
+DEFAULT_VARIANT = "A2"
+DEFAULT_CANN = "8.5.0"
+
+
+def recorded_spec(directory: Path) -> Optional[SandboxSpec]:
+    """The variant and CANN a sandbox folder was made with (even if its sources changed
+    since, which only means it is remade the same)."""
+    import json
+
+    try:
+        data = json.loads((directory / INFO_FILE).read_text(encoding="utf-8"))
+        return SandboxSpec(directory, str(data["variant"]), str(data["cann"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -> SandboxSpec:
+    """The sandbox a run means: what it asks for, else what the folder already holds, else
+    the default; asking for another variant or CANN than the folder holds is an error."""
+    directory = directory.resolve()
+    existing = recorded_spec(directory)
+    if existing is None:
+        return SandboxSpec(directory, variant or DEFAULT_VARIANT, cann or DEFAULT_CANN)
+    want = SandboxSpec(directory, variant or existing.variant, cann or existing.cann)
+    if (want.variant, want.cann.lower()) != (existing.variant, existing.cann.lower()):
+        raise UsageError(
+            f"the sandbox at {directory} is an {existing.variant} host with CANN {existing.cann}; "
+            f"this run asks for {want.variant} with CANN {want.cann}.",
+            f"Pass --variant {existing.variant} --cann {existing.cann} (or neither) to use it, or "
+            "another --workspace (or --dir) for the other sandbox; cannbuild does not replace a "
+            "sandbox of another kind.",
+        )
+    return existing if (variant, cann) == (None, None) else want
+
+
+def plan_sandbox(spec: SandboxSpec) -> str:
+    """What `create_sandbox(spec)` would do, without doing it (for --dry-run)."""
+    if spec.variant not in VARIANTS:
+        return f"would refuse: --variant {spec.variant!r} is not a sandbox variant"
+    release(spec.cann)
+    directory = spec.dir.resolve()
+    existing = load_info(directory)
+    cxx = find_cxx() or ""
+    key = sources_key(SandboxSpec(directory, spec.variant, spec.cann), cxx)
+    if existing is not None and existing.key == key:
+        return f"up to date: {existing.variant} host with CANN {existing.cann} at {directory}"
+    verb = "remake" if existing is not None else "create"
+    return f"would {verb} an {spec.variant} host with CANN {spec.cann} at {directory}"
+
+
 def create_sandbox(spec: SandboxSpec) -> CreateResult:
     if spec.variant not in VARIANTS:
         raise SandboxError(
@@ -89,7 +140,7 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     if existing is not None and existing.key == key:
         return CreateResult(existing, created=False)
 
-    directory.mkdir(parents=True, exist_ok=True)
+    claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
         if target.is_dir() and not target.is_symlink():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
 from ..render import render_string
@@ -45,17 +46,36 @@ class ValidationReport:
 
     @property
     def status(self) -> str:
-        """FAIL if anything failed; PASS only if a check ran on a device (or the sandbox)."""
+        """FAIL if any check failed; PASS only if the numerical FlashAttention check (the C
+        API route) ran on every selected case and passed; SKIPPED otherwise."""
         if any(c.status == FAIL for c in self.checks):
             return FAIL
-        ran = any(
-            c.id in ("capi", "example", "torch_npu") and c.status == PASS for c in self.checks
-        )
-        return PASS if ran else SKIPPED
+        numeric = next((c for c in self.checks if c.id == "capi"), None)
+        if (
+            numeric is not None
+            and numeric.status == PASS
+            and self.cases
+            and all(r.status == PASS for r in self.cases)
+        ):
+            return PASS
+        return SKIPPED
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict is not PASS, with the fix: the first check that failed or was
+        skipped, the numerical one first."""
+        if self.status == PASS:
+            return ""
+        order = sorted(self.checks, key=lambda c: (c.status != FAIL, c.id != "capi"))
+        for check in order:
+            if check.status in (FAIL, SKIPPED):
+                return f"{check.id}: {check.message}"
+        return "the numerical FlashAttention check did not run on every case"
 
     def to_json(self) -> Dict[str, Any]:
         return {
             "status": self.status,
+            "reason": self.reason,
             "target": self.target,
             "rule": self.rule,
             "duration_s": round(self.duration_s, 3),
@@ -64,9 +84,16 @@ class ValidationReport:
         }
 
 
-def exit_code(status: str, require_device: bool) -> int:
-    """5 for FAIL, and for SKIPPED when the caller needs a device (CI on NPU hosts)."""
-    return 5 if status == FAIL or (require_device and status == SKIPPED) else 0
+def check_verdict(validation: Mapping[str, Any], require_device: bool) -> None:
+    """Raise ValidationFailed (exit 5) for FAIL, and for SKIPPED when the caller needs a
+    verdict (CI on NPU hosts); the report has already been shown."""
+    status = validation.get("status")
+    if status == FAIL or (require_device and status == SKIPPED):
+        raise ValidationFailed(
+            ""
+            if status == FAIL
+            else f"--require-device: validation was SKIPPED ({validation.get('reason')})."
+        )
 
 
 @dataclass(frozen=True)

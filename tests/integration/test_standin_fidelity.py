@@ -219,10 +219,10 @@ def doctor_rows(cli, *args, env=None):
 def test_the_sandbox_toolkit_has_what_the_builds_read(sandboxes, cli_for):
     for key in ("A2-8.5.0", "A3-9.0.0", "A2-8.3.RC2"):
         rows, _ = doctor_rows(cli_for(key))
-        assert rows["toolkit.contents"]["status"] == "pass", rows["toolkit.contents"]
+        assert rows["recipe.toolkit_files"]["status"] == "pass", rows["recipe.toolkit_files"]
         assert (
-            "all 16 files" in rows["toolkit.contents"]["detail"]
-            or "all 17 files" in (rows["toolkit.contents"]["detail"])
+            "all 16 files" in rows["recipe.toolkit_files"]["detail"]
+            or "all 17 files" in (rows["recipe.toolkit_files"]["detail"])
         )
 
 
@@ -237,7 +237,7 @@ def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_an
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
     rows, proc = doctor_rows(cli)
     assert proc.returncode == 1
-    row = rows["toolkit.contents"]
+    row = rows["recipe.toolkit_files"]
     assert row["status"] == "fail"
     assert "dlog (" in row["detail"] and "CANN package runtime" in row["detail"]
     assert "Finddlog.cmake" in row["detail"] and "install the cann package runtime" in (
@@ -245,16 +245,16 @@ def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_an
     )
     proc = cli("build")
     assert proc.returncode == 3
-    assert "doctor check toolkit.contents failed" in proc.stderr and "dlog" in proc.stderr
+    assert "doctor check recipe.toolkit_files failed" in proc.stderr and "dlog" in proc.stderr
     assert ": started (" not in proc.stderr
     # 9.0 builds no opbase package unless asked, so only then does it need the hcc toolchain
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").write_text("")
     (info.toolkit / "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++").unlink()
     rows, _ = doctor_rows(cli)
-    assert rows["toolkit.contents"]["status"] == "pass"
+    assert rows["recipe.toolkit_files"]["status"] == "pass"
     rows, _ = doctor_rows(cli, env=cli.env(CANNBUILD_OPTIONAL_STEPS="opbase-build"))
-    assert rows["toolkit.contents"]["status"] == "fail"
-    assert "hcc cross toolchain" in rows["toolkit.contents"]["detail"]
+    assert rows["recipe.toolkit_files"]["status"] == "fail"
+    assert "hcc cross toolchain" in rows["recipe.toolkit_files"]["detail"]
 
 
 @pytest.mark.parametrize("key,subsystem", [("A2-8.5.0", "0x3003"), ("A3-9.0.0", "0x3001")])
@@ -282,10 +282,10 @@ def test_the_emulated_host_looks_like_a_real_one_to_other_tools(sandboxes, key, 
 def test_8_3_opbase_installs_op_common_under_pkg_inc_and_the_overlay_exposes_it(cli_for):
     cli = cli_for("A2-8.3.RC2")
     rows, _ = doctor_rows(cli)
-    row = rows["opbase.headers"]
+    row = rows["recipe.opbase_headers"]
     assert row["status"] == "warn" and "looks under" in row["detail"] and "overlay" in row["detail"]
     proc = cli("build", "--install-into-toolkit")
-    assert proc.returncode == 3 and "doctor check opbase.headers failed" in proc.stderr
+    assert proc.returncode == 3 and "doctor check recipe.opbase_headers failed" in proc.stderr
     proc = cli("build")
     assert proc.returncode == 0, proc.stderr
     arch = os.uname().machine

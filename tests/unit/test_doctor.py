@@ -174,3 +174,67 @@ def test_cli_bad_soc_is_a_usage_error(tree):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "--soc 'ascend999' is not a SoC" in proc.stderr
+
+
+REAL_A2 = "a2-910b3-npu-smi-info-cann8.3.txt"
+
+
+def a2_with_npu_smi(tree, transform):
+    """The A2 host, its npu-smi printing the real capture changed by `transform`."""
+    from hosttree import FIXTURES
+
+    a2_host(tree)
+    text = transform((FIXTURES / REAL_A2).read_text())
+    capture = write(tree.root.parent / "npu-smi-info.txt", text)
+    tree.npu_smi(None, body=f'#!/bin/sh\ncat "{capture}"\n')
+
+
+def health(text, npu, value):
+    """The capture with NPU `npu`'s Health cell set to `value` (same width)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(f"| {npu}     910B3"):
+            lines[i] = line.replace("| OK            |", f"| {value:<14}|", 1)
+    return "\n".join(lines) + "\n"
+
+
+def busy(text):
+    """A process row on NPU 0 in place of "No running processes found in NPU 0"."""
+    row = "| No running processes found in NPU 0" + " " * 60
+    old = next(line for line in text.splitlines() if line.startswith(row[:36]))
+    return text.replace(
+        old,
+        "| 0       0                 | 48213         | python3                  | 3120                    |",
+    )
+
+
+def test_an_npu_reported_critical_fails_doctor(tree):
+    a2_with_npu_smi(tree, lambda t: health(t, 3, "Critical"))
+    r = rows(doctor(tree))
+    assert r["npu.health"].status == "fail"
+    assert "NPU 3 Critical" in r["npu.health"].detail
+    assert "npu-smi info -t health" in r["npu.health"].hint
+
+
+def test_an_npu_in_alarm_fails_and_one_in_warning_warns(tree):
+    a2_with_npu_smi(tree, lambda t: health(t, 5, "Warning"))
+    assert rows(doctor(tree))["npu.health"].status == "warn"
+    a2_with_npu_smi(tree, lambda t: health(t, 1, "Alarm"))
+    assert rows(doctor(tree))["npu.health"].status == "fail"
+
+
+def test_healthy_npus_pass_and_a_busy_one_warns(tree):
+    a2_with_npu_smi(tree, lambda t: t)
+    r = rows(doctor(tree))
+    assert r["npu.health"].status == "pass" and "npu.busy" not in r
+    a2_with_npu_smi(tree, busy)
+    r = rows(doctor(tree))
+    assert r["npu.busy"].status == "warn"
+    assert "python3 (pid 48213) on NPU 0" in r["npu.busy"].detail
+
+
+def test_doctor_without_cann_offers_the_sandbox_and_names_each_place_once(tree):
+    r = rows(doctor(tree))
+    assert "cannbuild setup --sandbox" in r["toolkit"].hint
+    places = [p.split(" (")[0] for p in r["toolkit"].detail.split("looked in ", 1)[1].split("; ")]
+    assert len(places) == len(set(places)), r["toolkit"].detail

@@ -1,0 +1,168 @@
+"""What cannbuild may delete: only folders it created, and paths it derived and checked
+to stay inside them.
+
+Every folder cannbuild writes into as a whole (a workspace, a sandbox, a container
+context) carries a marker file it writes when it creates the folder.  A folder is only
+ever emptied, replaced or pruned when it carries the marker of its kind; a non-empty
+folder without one is refused (exit 2), so pointing cannbuild at a project folder
+never costs a file.  Folders made by a cannbuild that predates markers are recognised
+by holding nothing but what cannbuild puts there, and adopted.
+
+Every path derived from user input (a recipe's output patterns, a vendor name, a
+bundle member, a lock value) goes through `inside()` before anything is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from .errors import UsageError
+
+MARKER = ".cannbuild-owned"
+
+# What each kind of folder holds when cannbuild made it (for adopting pre-marker folders).
+KNOWN_ENTRIES = {
+    "workspace": {
+        "src",
+        "cache",
+        "stage",
+        "overlay",
+        "opp",
+        "stamps",
+        "logs",
+        "reports",
+        "tmp",
+        "validate",
+        "sandbox",
+        ".lock",
+        ".lock.info",
+    },
+    "sandbox": {"sysroot", "mirror", ".build", "create.log", "sandbox.json", ".creating", ".lock"},
+    "container-context": {
+        "Dockerfile",
+        ".dockerignore",
+        ".hadolint.yaml",
+        "cannbuild.lock",
+        "cannbuild-src",
+        "cannbuild-bundle.tar",
+        "wheels",
+        "artifacts",
+    },
+}
+
+
+def marker_kind(folder: Path) -> Optional[str]:
+    try:
+        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("kind") if isinstance(data, dict) else None
+
+
+def owned(folder: Path, kind: str) -> bool:
+    return marker_kind(folder) == kind
+
+
+def _foreign(folder: Path, kind: str) -> Sequence[str]:
+    """Entries of `folder` that cannbuild would not have put there."""
+    known = KNOWN_ENTRIES.get(kind, set()) | {MARKER}
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [n for n in names if n not in known and not n.startswith(f".{MARKER}.")]
+
+
+def _write_marker(folder: Path, kind: str) -> None:
+    from . import __version__
+    from .workspace import write_atomic
+
+    text = json.dumps({"kind": kind, "by": f"cannbuild {__version__}"}, sort_keys=True) + "\n"
+    write_atomic(folder / MARKER, text.encode())
+
+
+def claim(folder: Path, kind: str, what: str) -> Path:
+    """Make `folder` cannbuild's (creating it), or confirm it is; refuse a folder that holds
+    anything else.  `what` names the option that chose the folder, e.g. "--workspace"."""
+    folder = Path(os.path.abspath(folder))
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UsageError(
+            f"{what} {folder} is not a folder cannbuild can use (it is a file or a symlink).",
+            "Pass a new or empty folder.",
+        )
+    current = marker_kind(folder)
+    if current == kind:
+        return folder
+    if current is not None:
+        raise UsageError(
+            f"{what} {folder} is a cannbuild {current}, not a {kind}.",
+            f"Pass another folder for the {kind}.",
+        )
+    foreign = _foreign(folder, kind) if folder.exists() else []
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise UsageError(
+            f"{what} {folder} already holds files cannbuild did not create ({shown}); cannbuild "
+            f"only writes into a {kind} folder it made, so nothing there is touched.",
+            f"Pass a new or empty folder as {what}.",
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_marker(folder, kind)
+    return folder
+
+
+def inside(root: Path, path: Path, what: str) -> Path:
+    """`path` resolved, refused unless it stays inside `root` (symlinks followed)."""
+    base = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(path))
+    if target != base and base not in target.parents:
+        raise UsageError(
+            f"{what} resolves to {target}, outside {base}.",
+            "cannbuild only writes and removes inside the folders it owns; fix the value.",
+        )
+    return target
+
+
+def remove_inside(root: Path, paths: Iterable[Path], kind: str) -> int:
+    """Remove `paths` (files or folders) under the owned folder `root`; returns bytes freed."""
+    if not owned(root, kind):
+        raise UsageError(
+            f"{root} is not a cannbuild {kind} (no {MARKER} marker): nothing was removed.",
+            f"Point the command at a {kind} cannbuild made.",
+        )
+    freed = 0
+    for path in paths:
+        if path.is_symlink():  # the link itself goes, wherever it points
+            inside(root, path.parent, "a path to remove")
+            path.unlink()
+            continue
+        target = inside(root, path, "a path to remove")
+        if target == Path(os.path.realpath(root)):
+            raise UsageError(f"refusing to remove the whole {kind} {root}.")
+        freed += _size(target)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+    return freed
+
+
+def _size(path: Path) -> int:
+    if path.is_file() or path.is_symlink():
+        try:
+            return path.lstat().st_size
+        except OSError:
+            return 0
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total

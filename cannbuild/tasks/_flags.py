@@ -1,0 +1,239 @@
+"""Every command-line option, declared once: its help, kind, short form and env name.
+
+A letter means the same in every task: invoke's per-task short flags are off, and only
+the few options below that have a `short` get one (none that write outside the
+workspace or force work).  Options that feed `Options` read `CANNBUILD_<NAME>` too.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+
+from invoke import Exit, Task
+
+from ..errors import CannbuildError
+from ..host.socs import SOC_WORDS
+from ..options import ENV_PREFIX, Options, resolve_options
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str  # the Python name; the option is --name-with-dashes
+    help: str
+    kind: type = str  # str, bool or list (repeatable)
+    short: Optional[str] = None
+    field: Optional[str] = None  # the Options field it sets (and CANNBUILD_<FIELD>)
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> Optional[str]:
+        return ENV_PREFIX + self.field.upper() if self.field else None
+
+
+FLAGS: Dict[str, Flag] = {
+    f.name: f
+    for f in (
+        Flag(
+            "cann_path",
+            "CANN toolkit folder (the one holding set_env.sh), e.g. /usr/local/Ascend/cann",
+            field="cann_path",
+        ),
+        Flag(
+            "sysroot",
+            "read the host under this root instead of / (fixtures, sandbox)",
+            field="sysroot",
+        ),
+        Flag(
+            "workspace",
+            "where sources, builds, logs and reports go (default ./.cannbuild)",
+            short="w",
+            field="workspace",
+        ),
+        Flag(
+            "soc",
+            f"SoC to build for (default: detected from PCI ids and npu-smi): {SOC_WORDS}",
+            field="soc",
+        ),
+        Flag("jobs", "parallel compile jobs (default: CPUs available)", short="j", field="jobs"),
+        Flag(
+            "ops", "operators for the custom package (default flash_attention_score)", field="ops"
+        ),
+        Flag("vendor_name", "custom package vendor name (default custom)", field="vendor_name"),
+        Flag(
+            "recipe",
+            "recipe: a CANN train (8.3, 8.5, 9.0) or a recipe .toml file; default: the toolkit's train",
+            field="recipe",
+        ),
+        Flag(
+            "lock_file", "lock file to read and write (default ./cannbuild.lock)", field="lock_file"
+        ),
+        Flag("locked", "fail if anything differs from the lock file", bool, field="locked"),
+        Flag(
+            "offline",
+            "never touch the network; fail naming the URL if something would",
+            bool,
+            field="offline",
+        ),
+        Flag(
+            "bundle",
+            "offline bundle (from `cannbuild bundle`) to seed the caches from",
+            field="bundle",
+        ),
+        Flag(
+            "force",
+            "rerun this step even if it is up to date (repeatable; `validate` re-validates)",
+            list,
+            field="force",
+        ),
+        Flag(
+            "with_step",
+            "also run this optional recipe step (repeatable), e.g. opbase-build on 9.0; "
+            "`cannbuild plan` lists the optional steps",
+            list,
+            field="optional_steps",
+        ),
+        Flag(
+            "install_into_toolkit",
+            "install opbase into the real toolkit instead of a workspace overlay (writes outside "
+            "the workspace)",
+            bool,
+            field="install_into_toolkit",
+        ),
+        Flag(
+            "sandbox",
+            "run against the emulated Ascend host under <workspace>/sandbox",
+            bool,
+            field="sandbox",
+        ),
+        Flag(
+            "variant",
+            "sandbox hardware: A2 (8 x 910B3) or A3 (8 x 910_93)",
+            field="sandbox_variant",
+        ),
+        Flag("cann", "sandbox CANN version: 8.3.RC2, 8.5.0 or 9.0.0", field="sandbox_cann"),
+        Flag(
+            "wait", "wait for another run on this workspace instead of refusing", bool, field="wait"
+        ),
+        Flag("json", "print machine-readable JSON instead of tables", bool),
+        Flag(
+            "require_device",
+            "treat SKIPPED (no NPU, no torch) as a failure (exit 5), for CI on NPU hosts",
+            bool,
+            field="require_device",
+        ),
+        Flag("cases", "only these validation cases (comma-separated)"),
+        Flag(
+            "verbose", "stream the running step's output (it is logged either way)", bool, short="v"
+        ),
+        Flag("dry_run", "show what would be done and change nothing", bool),
+        Flag("phases", "build, install or both (default both)"),
+        Flag("out", "where to write the output"),
+    )
+}
+
+
+def with_env(flag: Flag, text: str) -> str:
+    return f"{text} [env {flag.env}]" if flag.env else text
+
+
+class CannbuildTask(Task):
+    """A task whose options come from `FLAGS`: no automatic short flags, only the table's."""
+
+    def get_arguments(self, ignore_unknown_help: Optional[bool] = None) -> Any:
+        texts = dict(self.help)
+        try:
+            return super().get_arguments(ignore_unknown_help)
+        finally:
+            self.help = texts  # invoke pops each text it uses: a second parse would lose them
+
+    def arg_opts(self, name: str, default: str, taken_names: Any) -> Dict[str, Any]:
+        opts = super().arg_opts(name, default, taken_names)
+        flag = FLAGS.get(name)
+        if flag is not None and flag.short:
+            opts["names"] = [*opts["names"], flag.short]
+        return opts
+
+
+def guarded(fn: F) -> F:
+    """Turn cannbuild errors into one paragraph and their exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(c: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(c, *args, **kwargs)
+        except CannbuildError as exc:
+            text = exc.paragraph()
+            raise Exit(f"cannbuild: {text}" if text else None, code=exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise Exit("cannbuild: interrupted", code=130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def cli_task(
+    *names: str,
+    positional: Iterable[Tuple[str, str]] = (),
+    help: Optional[Mapping[str, str]] = None,
+    extra: Iterable[Tuple[str, Any, str]] = (),
+) -> Callable[[Callable[..., Any]], CannbuildTask]:
+    """A task taking `positional` (name, help) arguments, the table's options `names`
+    (help overridable per task) and task-only `extra` (name, default, help) options.
+
+    The body is `fn(c, *positional, **values)`: every option arrives by name."""
+    help = dict(help or {})
+    positional = tuple(positional)
+    extra = tuple(extra)
+
+    def decorate(fn: Callable[..., Any]) -> CannbuildTask:
+        params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        texts: Dict[str, str] = {}
+        for name, text in positional:
+            params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+            texts[name] = text
+        iterable: List[str] = []
+        for name in names:
+            flag = FLAGS[name]
+            default: Any = False if flag.kind is bool else None
+            if flag.kind is list:
+                iterable.append(name)
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
+            texts[name] = with_env(flag, help.pop(name, flag.help))
+        for name, default, text in extra:
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
+            texts[name] = text
+        if help:
+            raise ValueError(f"help given for options the task does not take: {sorted(help)}")
+        body = guarded(fn)
+        body.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return CannbuildTask(
+            body,
+            name=fn.__name__.replace("_", "-"),
+            help=texts,
+            positional=[n for n, _ in positional],
+            iterable=iterable,
+            auto_shortflags=False,
+        )
+
+    return decorate
+
+
+def make_options(c: Any, values: Mapping[str, Any]) -> Options:
+    """`Options` from the given option values (those the user set), the environment and
+    the `cannbuild` key of invoke.yaml."""
+    config = c.config.get("cannbuild") or {}
+    cli: Dict[str, Any] = {}
+    for name, value in values.items():
+        flag = FLAGS.get(name)
+        if flag is None or flag.field is None or value in (None, False, [], ()):
+            continue
+        cli[flag.field] = value
+    return resolve_options(cli, os.environ, config)

@@ -1,0 +1,276 @@
+"""Tasks that build: plan, fetch, lock, build, install, setup, bundle, clean, status."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, List, Mapping, Optional
+
+from invoke import Collection
+
+from .. import ui
+from ..errors import StepFailed, UsageError
+from ..plan import NOT_SELECTED
+from ._flags import cli_task, make_options
+from ._session import DryRunStop, open_session
+
+SESSION_FLAGS = (
+    "cann_path",
+    "sysroot",
+    "workspace",
+    "soc",
+    "jobs",
+    "ops",
+    "vendor_name",
+    "recipe",
+    "lock_file",
+    "locked",
+    "offline",
+    "bundle",
+    "install_into_toolkit",
+    "sandbox",
+    "variant",
+    "cann",
+    "wait",
+)
+RUN_FLAGS = (*SESSION_FLAGS, "force", "with_step", "verbose", "dry_run")
+
+
+def _phases(text: Optional[str]) -> List[str]:
+    phases = [p.strip() for p in (text or "build,install").split(",") if p.strip()]
+    for p in phases:
+        if p not in ("build", "install"):
+            raise UsageError(
+                f"--phases {p!r} is not build or install.", "Example: --phases build,install"
+            )
+    return phases
+
+
+def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
+    """The plan of the given phases, marking everything as needing a run while the
+    sources are not fetched and locked yet."""
+    from ..pipeline import make_plan
+    from ..sync import sources_from_lock
+
+    sources = sources_from_lock(session)
+    steps = make_plan(session, sources, os.environ, phases)
+    if sources is None:
+        steps = [
+            s
+            if s.status == NOT_SELECTED  # an optional step nobody asked for: it stays so
+            else replace(
+                s,
+                status="needs run",
+                reason="sources not fetched or not locked yet (cannbuild fetch)",
+            )
+            for s in steps
+        ]
+    if as_json:
+        ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
+    else:
+        ui.print_plan(session, steps)
+
+
+def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool:
+    """For --dry-run: show what would run, change nothing; True when it was a dry run."""
+    if not flags.get("dry_run"):
+        return False
+    try:
+        session = open_session(c, flags)
+    except DryRunStop as stop:
+        ui.note(f"dry run: {stop}; then {what}. Nothing was changed.")
+        return True
+    show_plan(session, phases)
+    ui.note(f"dry run: {what} would run the steps above that need a run; nothing was changed.")
+    return True
+
+
+@cli_task(*SESSION_FLAGS, "with_step", "json", "phases")
+def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any) -> None:
+    """Show each step: its rendered command, cwd, and whether it must run (and why).
+
+    Commands are printed whole, as they would run."""
+    show_plan(open_session(c, flags), _phases(phases), as_json=json)
+
+
+def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
+    from ..sync import sync_sources
+    from ..workspace import WorkspaceLock
+
+    if flags.get("dry_run"):
+        try:
+            session = open_session(c, flags)
+        except DryRunStop as stop:
+            ui.note(f"dry run: {stop}. Nothing was changed.")
+            return
+        names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
+        ui.note(f"dry run: {command} would fetch {names} and write {session.options.lock_file}.")
+        return
+    session = open_session(c, flags)
+    with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
+        state = sync_sources(session, **how)
+    ui.print_sources(state, session.options.lock_file)
+
+
+@cli_task(*SESSION_FLAGS, "dry_run")
+def fetch(c: Any, **flags: Any) -> None:
+    """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
+    _sync(c, flags, "cannbuild fetch", refresh=True)
+
+
+@cli_task(*SESSION_FLAGS, "dry_run")
+def lock(c: Any, **flags: Any) -> None:
+    """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock."""
+    _sync(c, flags, "cannbuild lock", update_lock=True)
+
+
+def run_and_report(
+    c: Any, flags: Mapping[str, Any], command: str, phases: List[str], validate: bool = False
+) -> Any:
+    """The build transaction, rendered: progress, the digest of a failed step, what was
+    made and how to use it."""
+    from ..progress import ConsoleProgress, publish_summary
+    from ..transaction import RunRequest, run_pipeline
+    from ..validate.cases import select
+
+    force = list(flags.get("force") or [])
+    names = [n.strip() for n in (flags.get("cases") or "").split(",") if n.strip()]
+    select(names)  # a typo fails before any build, not after it
+    revalidate = "validate" in force
+    flags = {**flags, "force": [f for f in force if f != "validate"]}
+    if _dry(c, flags, phases, command):
+        return None
+    session = open_session(c, flags)
+    if validate:
+        ui.print_doctor_summary(session.host)
+    progress = ConsoleProgress(verbose=bool(flags.get("verbose")))
+    request = RunRequest(command, tuple(phases), validate, tuple(names), not revalidate)
+    run = run_pipeline(session, os.environ, request, progress)
+    for text in run.notes:
+        progress.note(text)  # what resolving found: a moved tag, an updated lock
+    publish_summary(run.report_dir)
+    if run.failed is not None:
+        ui.note(f"report: {run.report_dir}/report.md")
+        raise StepFailed()
+    if run.validation is None:
+        ui.print_made(run)
+    return run
+
+
+@cli_task(*RUN_FLAGS)
+def build(c: Any, **flags: Any) -> None:
+    """Build opbase, then the ops-transformer package (skipping what is up to date)."""
+    run_and_report(c, flags, "cannbuild build", ["build"])
+
+
+@cli_task(*RUN_FLAGS)
+def install(c: Any, **flags: Any) -> None:
+    """Build if needed, then install the package under <workspace>/opp."""
+    run_and_report(c, flags, "cannbuild install", ["build", "install"])
+
+
+@cli_task(*RUN_FLAGS, "require_device", "cases")
+def setup(c: Any, **flags: Any) -> None:
+    """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker.
+
+    Validation is reused when nothing it checks has changed (--force validate reruns it)."""
+    from ..validate import check_verdict
+    from .validate import show_validation
+
+    run = run_and_report(c, flags, "cannbuild setup", ["build", "install"], validate=True)
+    if run is None:
+        return
+    assert run.validation is not None
+    show_validation(run, report_line=False)
+    ui.print_made(run)
+    check_verdict(run.validation.validation, make_options(c, flags).require_device)
+
+
+@cli_task(
+    "workspace",
+    "lock_file",
+    "dry_run",
+    positional=[("out", "the bundle file to write, e.g. cann-8.5.tar")],
+)
+def bundle(c: Any, out: str, **flags: Any) -> None:
+    """Pack the locked sources and archives into OUT for an offline build elsewhere
+    (`cannbuild setup --offline --bundle OUT`)."""
+    from ..bundle import bundle_contents, make_bundle
+    from ..workspace import Workspace
+
+    options = make_options(c, flags)
+    ws = Workspace(options.workspace)
+    target = Path(out).resolve()
+    if flags.get("dry_run"):
+        names = bundle_contents(ws, options.lock_file)
+        ui.note(
+            f"dry run: would write {target} with: " + ", ".join(names) + "; nothing was changed."
+        )
+        return
+    summary = make_bundle(ws, options.lock_file, target)
+    ui.note(
+        f"bundle written: {summary['path']} ({summary['files']} files, {summary['bytes'] / 1e6:.1f} MB)"
+    )
+
+
+@cli_task(
+    "workspace",
+    "dry_run",
+    "json",
+    extra=[
+        ("keep", "10", "logs and reports of this many latest runs are kept (default 10)"),
+        ("include_sources", False, "also remove the checkouts and the git and download caches"),
+        ("include_sandbox", False, "also remove the workspace's sandbox (<workspace>/sandbox)"),
+    ],
+)
+def clean(
+    c: Any,
+    keep: str = "10",
+    include_sources: bool = False,
+    include_sandbox: bool = False,
+    **flags: Any,
+) -> None:
+    """Remove build trees and the logs and reports of old runs.
+
+    The sources cache and the sandbox stay unless asked for (--include-sources,
+    --include-sandbox); the installed package, stamps and lock stay, so `status` still
+    says what was built."""
+    from ..housekeeping import clean_plan, remove
+
+    options = make_options(c, flags)
+    try:
+        runs = int(keep)
+        if runs < 1:
+            raise ValueError
+    except ValueError:
+        raise UsageError(
+            f"--keep {keep!r} is not a whole number >= 1.", "For example --keep 5."
+        ) from None
+    targets = clean_plan(options.workspace, runs, sources=include_sources, sandbox=include_sandbox)
+    if flags.get("json"):
+        ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": [str(p) for p in targets]})
+    if flags.get("dry_run"):
+        for path in targets:
+            ui.note(f"would remove {path}")
+        ui.note(f"dry run: {len(targets)} paths would be removed; nothing was changed.")
+        return
+    freed = remove(options.workspace, targets)
+    ui.note(f"removed {len(targets)} paths ({freed / 1e6:.1f} MB) from {options.workspace}")
+
+
+@cli_task("workspace", "lock_file", "json")
+def status(c: Any, json: bool = False, **flags: Any) -> None:
+    """What this workspace holds: what is built and installed, from which commits, the
+    last validation and the last build attempt (reads the workspace only)."""
+    from ..housekeeping import workspace_status
+
+    options = make_options(c, flags)
+    data = workspace_status(options.workspace, options.lock_file)
+    if json:
+        ui.print_json(data)
+    else:
+        ui.print_status(data)
+
+
+collection = Collection(plan, fetch, lock, build, install, setup, bundle, clean, status)

@@ -1,0 +1,204 @@
+"""Tasks that render containers and CI: container, container-run, ci."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from invoke import Collection
+
+from .. import ui
+from ..errors import NoContainerEngine, StepFailed, UsageError
+from ._flags import cli_task, make_options
+from ._session import on_sandbox
+
+
+@cli_task(
+    "variant",
+    "cann",
+    "lock_file",
+    "bundle",
+    "sandbox",
+    "out",
+    "dry_run",
+    help={
+        "variant": "A2 (910B image) or A3 (default A2)",
+        "cann": "CANN version of the base image (default: the lock's)",
+        "bundle": "put this offline bundle in the context and build with --offline",
+        "sandbox": "a container of the emulated host (for CI without CANN images)",
+        "out": "the folder to write the build context to (default ./container)",
+    },
+    extra=[
+        ("os", "ubuntu22.04", "ubuntu22.04, ubuntu24.04, openeuler22.03 or openeuler24.03"),
+        ("python", "3.11", "3.10, 3.11 or 3.12"),
+        ("base", None, "use this base image instead of quay.io/ascend/cann:<tag>"),
+        (
+            "base_digest",
+            None,
+            "record this sha256 digest of the base image in the lock (pins FROM)",
+        ),
+        ("build", False, "build it with docker buildx or podman when one answers"),
+    ],
+)
+def container(
+    c: Any,
+    os: str = "ubuntu22.04",
+    python: str = "3.11",
+    base: Optional[str] = None,
+    base_digest: Optional[str] = None,
+    build: bool = False,
+    **flags: Any,
+) -> None:
+    """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
+    from ..container import (
+        ContainerSpec,
+        base_name,
+        base_reference,
+        check_lock,
+        check_spec,
+        pinned,
+        render_context,
+    )
+    from ..container import build as engine_build
+    from ..lockfile import Lock, read_lock, write_lock
+
+    options = make_options(c, flags)
+    lock = read_lock(options.lock_file)
+    if lock is None:
+        raise UsageError(
+            f"{options.lock_file} does not exist: the container is rendered from the lock.",
+            "Run `cannbuild lock` on a host (or sandbox) with this CANN, or pass --lock-file.",
+        )
+    bundle = flags.get("bundle")
+    spec = ContainerSpec(
+        variant=(flags.get("variant") or "A2").upper(),
+        cann=flags.get("cann") or lock.toolkit_version,
+        os=os,
+        python=python,
+        base=base,
+        sandbox=bool(flags.get("sandbox")),
+        bundle=Path(bundle).resolve() if bundle else None,
+        base_digest=base_digest,
+    )
+    check_spec(spec)
+    check_lock(spec, lock, options.lock_file)
+    out = Path(flags.get("out") or "container").resolve()
+    if flags.get("dry_run"):
+        reference, _note = base_reference(spec, lock)
+        ui.note(
+            f"dry run: would write the build context {out} (Dockerfile, .dockerignore, "
+            f".hadolint.yaml, cannbuild.lock, cannbuild's sources) FROM {reference}"
+            + ("" if not build else ", then build it")
+            + "; nothing was changed."
+        )
+        return
+
+    def pin_base(digest: str) -> Lock:
+        new = pinned(lock, base_name(spec), digest)
+        write_lock(options.lock_file, new)
+        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{digest}")
+        return new
+
+    if base_digest:
+        lock = pin_base(base_digest)
+    rendered = render_context(spec, lock, options.lock_file, out)
+    ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
+    if rendered["note"]:
+        ui.note(f"note: {rendered['note']}")
+    if not build:
+        ui.note("build it with: " + " ".join(rendered["command"]))
+        return
+    result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch)
+    if result.returncode:
+        raise StepFailed(f"{result.engine} build failed (exit {result.returncode}).")
+    if result.base_digest:
+        pin_base(result.base_digest)
+    ui.note(f"built with {result.engine}; packages and report in {rendered['dir']}/artifacts")
+
+
+@cli_task(
+    "sysroot",
+    "sandbox",
+    "variant",
+    "cann",
+    extra=[
+        ("image", None, "image to run (default: the CANN image for this host's CANN and variant)"),
+        ("exec", False, "run it instead of printing it"),
+    ],
+)
+def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **flags: Any) -> None:
+    """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
+    import subprocess
+
+    from ..container import find_engine, image_for_host, run_line
+    from ..host.doctor import read_host
+    from ..host.sysroot import Sysroot
+
+    options = on_sandbox(make_options(c, flags), dry_run=False)
+    host = read_host(options, os.environ)
+    chosen = image or image_for_host(host.facts)
+    if chosen is None:
+        raise UsageError(
+            "no image for this host: its CANN version or NPU variant is unknown.", "Pass --image."
+        )
+    root = Sysroot.at(options.sysroot)
+    driver = host.facts["driver"]["path"]
+    argv = run_line(
+        root.root,
+        chosen,
+        root.display(Path(driver)) if driver else "/usr/local/Ascend",
+        tty=not exec or sys.stdin.isatty(),
+    )
+    if not exec:
+        print(" ".join(shlex.quote(a) for a in argv))
+        return
+    engine = find_engine()
+    if engine is None:
+        raise NoContainerEngine(
+            "no container engine answers here; the command is:\n  "
+            + " ".join(shlex.quote(a) for a in argv),
+            "Run it where Docker or Podman works.",
+        )
+    code = subprocess.run([engine, *argv[1:]], check=False).returncode
+    if code:
+        raise StepFailed(f"{engine} run exited {code}.")
+
+
+@cli_task(
+    "out",
+    "dry_run",
+    help={"out": "file to write (default: the provider's usual path)"},
+    extra=[
+        ("provider", "github", "github or gitlab"),
+        ("npu_label", "ascend-npu", "runner label of NPU hosts"),
+    ],
+)
+def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags: Any) -> None:
+    """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions."""
+    from ..ci import render_ci
+    from ..workspace import write_atomic
+
+    rendered = render_ci(provider, Path.cwd(), npu_label=npu_label)
+    out = flags.get("out")
+    target = Path(out or rendered["path"])
+    if flags.get("dry_run"):
+        extras = "" if out else " and " + ", ".join(rendered["extras"])
+        ui.note(f"dry run: would write {target}{extras}; nothing was changed.")
+        return
+    write_atomic(target, rendered["text"].encode())
+    ui.note(f"{provider} workflow written to {target}")
+    for name, text in rendered["extras"].items():
+        if out is not None:
+            ui.note(f"with --out, {name} is not written; for actionlint it should say:\n{text}")
+            continue
+        if Path(name).exists():
+            ui.note(f"{name} exists, left as it is; it should list the runner label {npu_label}")
+        else:
+            write_atomic(Path(name), text.encode())
+            ui.note(f"{name} written")
+
+
+collection = Collection(container, container_run, ci)

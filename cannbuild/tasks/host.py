@@ -1,0 +1,74 @@
+"""Tasks that read or emulate the host: doctor, sandbox."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from invoke import Collection
+
+from .. import ui
+from ..errors import DoctorFailed, UsageError
+from ._flags import cli_task, make_options
+from ._session import on_sandbox
+
+HOST_FLAGS = ("cann_path", "sysroot", "workspace", "soc", "recipe", "sandbox", "variant", "cann")
+
+
+@cli_task(*HOST_FLAGS, "with_step", "json")
+def doctor(c: Any, json: bool = False, **flags: Any) -> None:
+    """Check the host: toolkit, NPUs and their health, driver, tools, torch. Exit 1 if a
+    check fails.
+
+    With a toolkit found, the rows also say what the recipe for its CANN needs (tools
+    such as gawk, share/info packages)."""
+    from ..pipeline import doctor_report
+
+    options = on_sandbox(make_options(c, flags), dry_run=False)
+    report = doctor_report(options, os.environ, Path.cwd())
+    if json:
+        ui.print_json(report.to_json())
+    else:
+        ui.print_checks(report.checks, title="cannbuild doctor")
+    if report.failed:
+        raise DoctorFailed()
+
+
+@cli_task(
+    "variant",
+    "cann",
+    "dry_run",
+    positional=[("action", "create (the only action)")],
+    extra=[("dir", ".cannbuild/sandbox", "where to create the emulated host")],
+)
+def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) -> None:
+    """`sandbox create --dir D --variant A2|A3 --cann VERSION`: an emulated Ascend host.
+
+    A folder that already holds a sandbox of another variant or CANN is not replaced:
+    pass the same --variant/--cann, or another --dir."""
+    from ..sandbox import SandboxSpec, create_sandbox, plan_sandbox
+
+    if action != "create":
+        raise UsageError(
+            f"sandbox {action!r}: the only action is create.",
+            "Run: cannbuild sandbox create --dir D",
+        )
+    options = make_options(c, flags)
+    spec = SandboxSpec(
+        Path(dir).resolve(), options.sandbox_variant or "A2", options.sandbox_cann or "8.5.0"
+    )
+    if flags.get("dry_run"):
+        ui.note(f"dry run: {plan_sandbox(spec)}; nothing was changed")
+        return
+    result = create_sandbox(spec)
+    info = result.info
+    state = "created" if result.created else "already up to date"
+    ui.note(
+        f"sandbox {state}: {info.variant} ({info.chip}) with CANN {info.cann}\n"
+        f"  sysroot   {info.sysroot}\n  set_env   {info.set_env}\n  mirror    {info.mirror}\n"
+        f"  try: cannbuild doctor --sysroot {info.sysroot}"
+    )
+
+
+collection = Collection(doctor, sandbox)

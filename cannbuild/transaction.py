@@ -1,0 +1,261 @@
+"""One run of the pipeline as a transaction: the workspace lock, the sources, the steps,
+validation, and a report whatever the outcome.
+
+Every run writes `reports/<run-id>/` and points `reports/latest` at it, a failed build
+included (which step, its digest), so `latest` always means the latest run; the
+attempt is also recorded, so a later `validate` can say that the package it judges
+is older than the last build attempt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import CannbuildError
+from .pipeline import RunResult, Session, ValidationRun, run_steps, validate_session
+from .runner import Progress, StepOutcome, new_run_id
+from .workspace import WorkspaceLock, read_json, write_json_atomic
+
+ATTEMPT_FILE = "last-build.json"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    command: str  # what the user ran, e.g. "cannbuild setup"
+    phases: Tuple[str, ...] = ("build", "install")
+    validate: bool = False
+    case_names: Tuple[str, ...] = ()
+    reuse_validation: bool = False  # take a PASS whose inputs are unchanged
+
+
+@dataclass(frozen=True)
+class Made:
+    """What the workspace now holds, for the closing lines a user acts on."""
+
+    packages: Tuple[Tuple[str, str, str], ...]  # (step, .run path, sha256)
+    installed: Optional[Path]  # the vendor folder, when the install step has run
+    set_env: Optional[Path]
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    run_id: str
+    result: Optional[RunResult]  # None for a validate-only run
+    notes: Tuple[str, ...]  # what resolving the sources found after the steps started
+    validation: Optional[ValidationRun]
+    report_dir: Path
+    made: Made
+    built_from: Optional[Mapping[str, Any]] = None  # the build that made what was validated
+
+    @property
+    def failed(self) -> Optional[StepOutcome]:
+        return self.result.failed if self.result is not None else None
+
+
+def made(session: Session) -> Made:
+    """The packages the build steps' stamps record, and the install, if there is one."""
+    from .plan import read_stamp
+
+    packages: List[Tuple[str, str, str]] = []
+    installed = None
+    for spec in session.recipe.steps:
+        stamp = read_stamp(session.ws, spec.name)
+        if stamp is None:
+            continue
+        for artifact in stamp.get("artifacts", []):
+            packages.append((spec.name, artifact["path"], artifact.get("sha256", "")))
+        if spec.action == "vendor":
+            installed = session.vendor_dir
+    set_env = installed / "bin" / "set_env.bash" if installed else None
+    return Made(tuple(packages), installed, set_env if set_env and set_env.is_file() else None)
+
+
+def built_from(session: Session) -> Optional[Dict[str, Any]]:
+    """The build behind the installed package: when it finished, from which commits, and
+    whether a later build attempt failed (then validation judges the older package)."""
+    from .plan import read_stamp
+
+    install = next((s for s in session.recipe.steps if s.action == "vendor"), None)
+    stamp = read_stamp(session.ws, install.name) if install else None
+    if stamp is None:
+        return None
+    commits: Dict[str, str] = {}
+    for spec in session.recipe.steps:
+        step_stamp = read_stamp(session.ws, spec.name) or {}
+        commit = (step_stamp.get("inputs", {}).get("source") or {}).get("commit")
+        if spec.repo and commit:
+            commits[spec.repo] = commit
+    record: Dict[str, Any] = {
+        "step": install.name if install else None,
+        "finished": stamp.get("finished"),
+        "run_id": stamp.get("run_id"),
+        "commits": commits,
+    }
+    attempt = read_json(session.ws.reports / ATTEMPT_FILE)
+    if (
+        isinstance(attempt, dict)
+        and attempt.get("status") == "failed"
+        and str(attempt.get("finished", "")) > str(stamp.get("finished", ""))
+    ):
+        record["newer_failed_attempt"] = {
+            k: attempt.get(k) for k in ("run_id", "finished", "command", "failed_step")
+        }
+    return record
+
+
+def _record_attempt(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
+    write_json_atomic(
+        session.ws.reports / ATTEMPT_FILE,
+        {
+            "run_id": run_id,
+            "command": command,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "status": "failed" if failed else "ok",
+            "failed_step": failed,
+        },
+    )
+
+
+def _build_record(
+    command: str, result: Optional[RunResult], error: Optional[CannbuildError]
+) -> Dict[str, Any]:
+    if result is None and error is None:
+        return {"command": command, "status": "not run (validation only)"}
+    failed = result.failed if result is not None else None
+    record: Dict[str, Any] = {"command": command, "status": "ok"}
+    if failed is not None:
+        record.update(
+            status="failed",
+            failed_step=failed.name,
+            exit_code=failed.exit_code,
+            log=str(failed.log) if failed.log else None,
+            tail=list(failed.tail),
+            hint=failed.hint,
+        )
+    elif error is not None:
+        record.update(status="failed", error=error.paragraph(), exit_code=error.exit_code)
+    return record
+
+
+def _write_report(
+    session: Session,
+    run_id: str,
+    command: str,
+    result: Optional[RunResult],
+    error: Optional[CannbuildError],
+    validation: Optional[Mapping[str, Any]],
+    built: Optional[Mapping[str, Any]],
+) -> Path:
+    from .report import build_report, step_records, write_report
+    from .sync import sources_from_lock
+
+    recipe = session.recipe
+    try:
+        sources = sources_from_lock(session)
+    except CannbuildError:  # a lock the run could not use: the report still says what ran
+        sources = None
+    full = build_report(
+        run_id=run_id,
+        host=session.host.facts,
+        recipe={
+            "name": recipe.name,
+            "path": str(recipe.path),
+            "digest": recipe.digest,
+            "train": recipe.train,
+        },
+        lock=sources.lock if sources else None,
+        steps=step_records(
+            session.ws, result.outcomes if result else None, [s.name for s in recipe.steps]
+        ),
+        validation=validation,
+        sandbox=session.sandbox.to_json() if session.sandbox else None,
+        build=_build_record(command, result, error),
+        built_from=built,
+        artifacts=[
+            {"step": step, "path": path, "sha256": sha}
+            for step, path, sha in made(session).packages
+        ],
+    )
+    return write_report(session.ws, run_id, full)
+
+
+@contextlib.contextmanager
+def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
+    """A run that ends in an error (a fetch, a drift, Ctrl-C) still leaves its report."""
+    try:
+        yield
+    except CannbuildError as exc:
+        with contextlib.suppress(CannbuildError, OSError):
+            _record_attempt(session, run_id, command, f"({type(exc).__name__})")
+            _write_report(session, run_id, command, None, exc, None, None)
+        raise
+
+
+def run_pipeline(
+    session: Session,
+    env: Mapping[str, str],
+    request: RunRequest,
+    progress: Progress,
+) -> PipelineRun:
+    """Sync the sources and run the steps that are not up to date under the workspace lock;
+    then (if asked, and the steps succeeded) validate under the same lock; report."""
+    from .sync import syncing_sources
+
+    run_id = new_run_id()
+    options = session.options
+    waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
+    with WorkspaceLock(session.ws, request.command, options.wait, waiting):
+        with _reported(session, run_id, request.command):
+            with syncing_sources(session) as sources:
+                for note in sources.notes:
+                    progress.note(note)
+                result = run_steps(session, sources, env, request.phases, progress, run_id)
+                state = None
+                if result.failed is not None:
+                    # the lock is still written if every repo resolves; a fetch error here
+                    # would hide the step's own failure, and the next run meets it
+                    with contextlib.suppress(CannbuildError):
+                        state = sources.finish()
+                else:
+                    state = sources.finish()
+            notes = tuple(state.notes[len(sources.notes) :]) if state else ()
+        failed = result.failed.name if result.failed is not None else None
+        _record_attempt(session, run_id, request.command, failed)
+        validation = None
+        if request.validate and failed is None:
+            validation = validate_session(
+                session, env, request.case_names, run_id, request.reuse_validation
+            )
+        built = built_from(session) if validation is not None else None
+        directory = _write_report(
+            session,
+            run_id,
+            request.command,
+            result,
+            None,
+            validation.validation if validation else None,
+            built,
+        )
+    return PipelineRun(run_id, result, notes, validation, directory, made(session), built)
+
+
+def run_validate(
+    session: Session, env: Mapping[str, str], case_names: Sequence[str], command: str
+) -> PipelineRun:
+    """Validate what is installed now, under the workspace lock, and report it, naming the
+    build that made it."""
+    run_id = new_run_id()
+    with (
+        WorkspaceLock(session.ws, command, session.options.wait, None),
+        _reported(session, run_id, command),
+    ):
+        validation = validate_session(session, env, case_names, run_id, reuse=False)
+        built = built_from(session)
+        directory = _write_report(
+            session, run_id, command, None, None, validation.validation, built
+        )
+    return PipelineRun(run_id, None, (), validation, directory, made(session), built)

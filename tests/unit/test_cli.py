@@ -1,0 +1,145 @@
+"""The command line: one grammar for every task, help that always works, usage errors
+that exit 2 with one paragraph and no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from cannbuild.options import resolve_options
+from cannbuild.tasks import ns
+from cannbuild.tasks._flags import FLAGS
+
+COMMON_SHORT = {"j": "jobs", "w": "workspace", "v": "verbose"}
+
+
+def cannbuild(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "cannbuild", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def arguments():
+    for name, task in sorted(ns.tasks.items()):
+        for arg in task.get_arguments():
+            yield name, arg
+
+
+def test_no_letter_means_two_things_across_tasks():
+    meanings = defaultdict(set)
+    for _task, arg in arguments():
+        for short in (n for n in arg.names if len(n) == 1):
+            meanings[short].add(arg.attr_name or arg.name)
+    assert {k: v for k, v in meanings.items() if len(v) > 1} == {}
+    assert {k: next(iter(v)) for k, v in meanings.items()} == {
+        k: v for k, v in COMMON_SHORT.items() if k in meanings
+    }
+
+
+def test_options_that_write_outside_the_workspace_or_force_work_have_no_short_form():
+    for _task, arg in arguments():
+        if (arg.attr_name or arg.name) in ("install_into_toolkit", "force", "locked", "exec"):
+            assert all(len(n) > 1 for n in arg.names), arg.names
+
+
+def test_every_option_of_every_task_has_help():
+    missing = [(t, a.name) for t, a in arguments() if not (a.help or "").strip()]
+    assert missing == []
+
+
+def test_the_options_table_names_an_env_variable_for_each_options_field():
+    from dataclasses import fields
+
+    from cannbuild.options import Options
+
+    names = {f.name for f in fields(Options)}
+    assert all(f.field in names for f in FLAGS.values() if f.field)
+
+
+@pytest.mark.parametrize("task", sorted(ns.tasks))
+def test_help_works_on_every_task_both_ways(task, tmp_path):
+    by_flag = cannbuild(task, "--help", cwd=tmp_path)
+    by_word = cannbuild("help", task, cwd=tmp_path)
+    assert by_flag.returncode == 0, by_flag.stderr
+    assert by_flag.stdout == by_word.stdout
+    assert by_flag.stdout.startswith(f"Usage: cannbuild {task}")
+    assert not (tmp_path / ".cannbuild").exists()  # help ran nothing
+
+
+def test_program_help_lists_cannbuild_things_not_invoke_machinery(tmp_path):
+    out = cannbuild("--help", cwd=tmp_path).stdout
+    for wanted in ("Tasks:", "setup", "-j, --jobs", "CANNBUILD_WORKSPACE", "Exit codes:", "130"):
+        assert wanted in out
+    for invoke_only in ("--pty", "--hide", "--warn-only", "--prompt-for-sudo-password", "--dry "):
+        assert invoke_only not in out
+
+
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (["plan", "--jbos", "8"], "--jobs"),
+        (["biuld"], "build"),
+        (["--dry", "build"], None),
+        (["plan", "-n"], None),
+    ],
+)
+def test_a_usage_error_exits_2_in_one_paragraph(args, word, tmp_path):
+    proc = cannbuild(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("cannbuild: ")
+    if word:
+        assert f"Did you mean {word}?" in proc.stderr
+    assert not (tmp_path / ".cannbuild").exists()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "cannbuild:\n  jobs: [8\n",  # YAML syntax error
+        "cannbuild: [1, 2]\n",
+        "cannbuild: 5\n",
+        "cannbuild:\n  mirrors: 42\n",
+        "cannbuild:\n  mirrors: [1, 2, 3]\n",
+        "cannbuild:\n  force: 5\n",
+        "cannbuild:\n  jobs: many\n",
+        "cannbuild:\n  sokc: ascend910b\n",
+        b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe",
+    ],
+)
+def test_a_broken_invoke_yaml_is_a_usage_error_not_a_traceback(config, tmp_path):
+    target = tmp_path / "invoke.yaml"
+    if isinstance(config, bytes):
+        target.write_bytes(config)
+    else:
+        target.write_text(config)
+    proc = cannbuild("doctor", "--sysroot", str(tmp_path / "empty"), cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert "Traceback" not in proc.stderr
+    assert "cannbuild" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "word, soc",
+    [
+        ("A2", "ascend910b"),
+        ("a3", "ascend910_93"),
+        ("910b", "ascend910b"),
+        ("910_93", "ascend910_93"),
+    ],
+)
+def test_soc_takes_the_words_users_say(word, soc):
+    assert resolve_options({"soc": word}, {}, {}).soc == soc
