@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import sys
 from typing import Any, List, Optional
 
@@ -17,7 +18,7 @@ from invoke import Argument, Exit, ParseError, Program
 from invoke.completion.complete import print_completion_script
 
 from . import __version__
-from .errors import EXIT_CODES, UsageError
+from .errors import EXIT_CODES, SignalInterrupt, UsageError, signal_number
 
 USAGE_EXIT = UsageError.exit_code
 
@@ -60,8 +61,9 @@ class CannbuildProgram(Program):
             if exc.message:
                 print(exc.message, file=sys.stderr)
             sys.exit(exc.code)
-        except KeyboardInterrupt:
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            print("cannbuild: interrupted", file=sys.stderr)
+            sys.exit(128 + signal_number(exc))
 
     def parse_core(self, argv: Optional[List[str]]) -> None:
         self.normalize_argv(argv)
@@ -188,9 +190,25 @@ def _usage_exit(message: str, program: Any) -> None:
     sys.exit(USAGE_EXIT)
 
 
+def on_termination() -> None:
+    """SIGTERM and SIGHUP end a run as Ctrl-C does (see errors.SignalInterrupt); a second
+    signal during that cleanup is ignored, so the cleanup finishes."""
+    seen: List[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        if seen:
+            return
+        seen.append(signum)
+        raise SignalInterrupt(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
 def main() -> None:
     from .tasks import ns
 
+    on_termination()
     CannbuildProgram(namespace=ns, version=__version__, name="cannbuild", binary="cannbuild").run()
 
 

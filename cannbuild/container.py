@@ -27,6 +27,7 @@ from . import __version__
 from .errors import NoContainerEngine, UsageError
 from .host.socs import FAMILIES
 from .lockfile import Lock
+from .ownership import check_replaceable, mark
 from .render import file_env
 from .resources import data_dir
 
@@ -58,6 +59,7 @@ SECRET_ID = "cannbuild-mirrors"
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
+CONTEXT_KIND = "container-context"
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,7 @@ def render_context(
         "setup_args": " ".join(shlex.quote(a) for a in ["--locked", "--soc", soc, *extra]),
         "secret_id": SECRET_ID,
     }
+    check_replaceable(out, CONTEXT_KIND, "--out")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=str(out.parent)))
     try:
@@ -305,6 +308,7 @@ def render_context(
                 root if sources is not None else None, lock.arch, spec.python, staging / "wheels"
             )
         staging.chmod(0o755)
+        mark(staging, CONTEXT_KIND)
         _swap_into_place(staging, out)
     finally:
         if staging.exists():
@@ -322,11 +326,7 @@ def _swap_into_place(staging: Path, out: Path) -> None:
     if not out.exists():
         staging.rename(out)
         return
-    if not (out / "Dockerfile").is_file() and any(out.iterdir()):
-        raise UsageError(
-            f"--out {out} exists and is not a cannbuild build context.",
-            "Pass an empty or new folder.",
-        )
+    check_replaceable(out, CONTEXT_KIND, "--out")  # again: it may have changed meanwhile
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     out.rename(old)
     staging.rename(out)

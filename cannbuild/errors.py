@@ -6,6 +6,7 @@ how to fix it) and a non-zero exit code, never as a traceback.
 
 from __future__ import annotations
 
+import errno
 from typing import Optional
 
 
@@ -100,11 +101,58 @@ class SandboxError(CannbuildError):
     meaning = "the sandbox cannot be created"
 
 
+class StorageError(CannbuildError):
+    """A file could not be written: the disk is full, the folder read-only or not ours."""
+
+    exit_code = 11
+    meaning = "a file could not be written (disk full, read-only, no permission)"
+
+
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT})
+
+
+def storage_error(exc: OSError) -> Optional[StorageError]:
+    """The one-paragraph form of a failed write, or None for other OS errors."""
+    if exc.errno not in STORAGE_ERRNOS:
+        return None
+    where = f" {exc.filename}" if exc.filename else ""
+    hints = {
+        errno.ENOSPC: "Free space on that disk, or pass --workspace on a larger one; "
+        "`cannbuild clean` removes build trees and old logs.",
+        errno.EDQUOT: "Your disk quota is used up: free space or pass --workspace elsewhere.",
+        errno.EROFS: "That file system is mounted read-only: pass a writable --workspace "
+        "(or --lock-file, --out).",
+    }
+    return StorageError(
+        f"cannot write{where}: {exc.strerror or exc}.",
+        hints.get(exc.errno, "Check the permissions of that folder, or pass one you can write to."),
+    )
+
+
 class Interrupted(CannbuildError):
     """Ctrl-C (SIGINT); SIGTERM and SIGHUP end the same way with their own codes."""
 
     exit_code = 130
     meaning = "interrupted (Ctrl-C); 143 for SIGTERM, 129 for SIGHUP"
+
+    def __init__(self, message: str = "", hint: Optional[str] = None, signum: int = 2) -> None:
+        super().__init__(message, hint)
+        self.exit_code = 128 + signum
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be, so every cleanup that Ctrl-C
+    triggers (the step's process group stopped and waited for, no stamp, the workspace
+    lock released last) runs for them too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def signal_number(exc: BaseException) -> int:
+    """The signal behind an interrupt: SIGINT for a plain KeyboardInterrupt."""
+    return getattr(exc, "signum", 2)
 
 
 EXIT_CODES = (
@@ -122,6 +170,7 @@ EXIT_CODES = (
             OfflineViolation,
             NoContainerEngine,
             SandboxError,
+            StorageError,
             Interrupted,
         )
     ),

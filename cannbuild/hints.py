@@ -63,13 +63,6 @@ HINTS: Tuple[Hint, ...] = (
         "or incomplete. `cannbuild doctor` (recipe.toolkit_files row) names the package to install.",
     ),
     Hint(
-        r"Each download failed[\s\S]{0,2000}?downloading '([^']+)' failed|downloading '([^']+)' failed",
-        "a CMake download failed: {1}{2}. The build fetches third-party archives itself: add a "
-        "cannbuild.mirrors rule for that URL's prefix, or build from an offline bundle "
-        "(`cannbuild bundle OUT.tar` on a connected machine, then `cannbuild setup --offline "
-        "--bundle OUT.tar`).",
-    ),
-    Hint(
         r"Could NOT find OPBASE",
         "ops-transformer cannot find opbase: up to CANN 8.5 it must be installed in the toolkit (the "
         "recipe's opbase-install step), from 9.0 as source in third_party/opbase.",
@@ -92,9 +85,24 @@ HINTS: Tuple[Hint, ...] = (
         "apt install makeself, or seed third_party with the makeself archive (cannbuild fetch).",
     ),
     Hint(
+        r"error: downloading '((\w+://[^/'\s]+/)[^'\s]*)' failed",
+        "the build downloaded {1} itself: cannbuild had put no copy where this ref looks, and a "
+        "mirror rule cannot reach a download inside CMake. Name the archive in the recipe "
+        "([[repos.<repo>.third_party]], with the place this ref takes a copy, see recipes/*.toml) so "
+        "cannbuild fetches it through a mirror rule (cannbuild.mirrors: {'{2}': 'https://your-mirror/'}) "
+        "and puts it there, or build where {2} is reachable.",
+    ),
+    Hint(
+        r"error: (SHA256|MD5) hash of\s+(\S+)\s+does not match expected value",
+        "{2} is not the file this ref's CMake pins ({1} differs): a third-party copy in the checkout "
+        "was changed, or a download served another file. Delete the checkout under the workspace's "
+        "src/ and run again (cannbuild puts the locked archives back), and check the mirror.",
+    ),
+    Hint(
         r"Failed to download (\S+)|transport '\w+' not allowed|Could not resolve host: (\S+)",
-        "a build step tried to download {1}{2}: run `cannbuild fetch` online (it seeds third_party), add the "
-        "file to the recipe's [[third_party]], or build from an offline bundle.",
+        "a build step tried to download {1}{2}: run `cannbuild fetch` online (it puts the third-party "
+        "archives where each ref looks), name the archive in the recipe's [[repos.<repo>.third_party]], "
+        "or build from an offline bundle.",
     ),
     Hint(
         r"Error in \w+ checksums",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
@@ -17,6 +18,7 @@ from .errors import UsageError
 from .host.socs import normalize_soc
 
 ENV_PREFIX = "CANNBUILD_"
+_VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
 SANDBOX_VARIANTS = ("A2", "A3")
 DEFAULT_SANDBOX_CANN = "8.5.0"
 
@@ -125,6 +127,12 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         return _coerce_mirrors(value, origin)
     if name == "soc":
         return normalize_soc(str(value), flag=origin).soc
+    if name == "vendor_name" and not _VENDOR_NAME.fullmatch(str(value)):
+        raise UsageError(
+            f"{origin} {value!r} is not a vendor name: it becomes the folder "
+            "opp/vendors/<name>_transformer and the package's name.",
+            "Use letters, digits and underscores (for example mycompany); no '/', '.' or '-'.",
+        )
     if name in ("sandbox_variant", "sandbox_cann") and not isinstance(value, str):
         raise UsageError(f"{origin} has value {value!r}; expected a word such as A2 or 8.5.0.")
     if name == "sandbox_variant":

@@ -39,6 +39,7 @@ KNOWN_ENTRIES = {
         "tmp",
         "validate",
         "sandbox",
+        "toolkit-backup",
         ".lock",
         ".lock.info",
     },
@@ -86,9 +87,10 @@ def _write_marker(folder: Path, kind: str) -> None:
     write_atomic(folder / MARKER, text.encode())
 
 
-def claim(folder: Path, kind: str, what: str) -> Path:
-    """Make `folder` cannbuild's (creating it), or confirm it is; refuse a folder that holds
-    anything else.  `what` names the option that chose the folder, e.g. "--workspace"."""
+def check_replaceable(folder: Path, kind: str, what: str) -> Path:
+    """`folder` may be written, emptied or replaced by cannbuild as a `kind`: it does not
+    exist, is empty, carries the `kind` marker, or holds only what cannbuild puts in such
+    a folder.  Anything else is refused (exit 2) before a byte is touched."""
     folder = Path(os.path.abspath(folder))
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise UsageError(
@@ -113,9 +115,28 @@ def claim(folder: Path, kind: str, what: str) -> Path:
             f"only writes into a {kind} folder it made, so nothing there is touched.",
             f"Pass a new or empty folder as {what}.",
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_marker(folder, kind)
     return folder
+
+
+def claim(folder: Path, kind: str, what: str) -> Path:
+    """Make `folder` cannbuild's (creating it), or confirm it is (see check_replaceable)."""
+    folder = check_replaceable(folder, kind, what)
+    if marker_kind(folder) == kind:
+        return folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        mark(folder, kind)
+    except OSError as exc:
+        raise UsageError(
+            f"{what} {folder} cannot be written ({exc.strerror or exc}).",
+            f"Pass a folder you can write to as {what}.",
+        ) from None
+    return folder
+
+
+def mark(folder: Path, kind: str) -> None:
+    """Write the `kind` marker into `folder` (for a folder built elsewhere, then moved)."""
+    _write_marker(folder, kind)
 
 
 def inside(root: Path, path: Path, what: str) -> Path:
@@ -166,3 +187,19 @@ def _size(path: Path) -> int:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
     return total
+
+
+def check_writable(path: Path, what: str) -> Path:
+    """Refuse up front a file cannbuild will write (a lock, a bundle, a workflow) whose
+    folder it cannot write: found after an hour's build, it would lose the result."""
+    path = Path(os.path.abspath(path))
+    probe = path if path.exists() else path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    folder = probe if probe.is_dir() else probe.parent
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(
+            f"{what} {path} cannot be written: {folder} is read-only or not yours.",
+            f"Pass {what} in a folder you can write to.",
+        )
+    return path

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import DoctorBlocked, UsageError
 from .host.check import FAIL, PASS, WARN, Check
@@ -33,7 +33,7 @@ from .plan import (
     selected,
 )
 from .recipes import Recipe, check_requirements, select_recipe
-from .render import command_env, render_string
+from .render import command_env, render_value
 from .resources import data_dir
 from .runner import (
     ActionContext,
@@ -66,6 +66,7 @@ class Session:
     soc: str
     values: Mapping[str, Any]
     sandbox: Optional[SandboxInfo] = None
+    sandbox_lease: Optional[Any] = field(default=None, compare=False, repr=False)
 
     @property
     def fetcher(self) -> Fetcher:
@@ -78,10 +79,21 @@ class Session:
         return self.ws.opp / "vendors" / f"{self.options.vendor_name}_transformer"
 
 
-def with_sandbox(options: Options) -> Tuple[Options, Optional[SandboxInfo], bool]:
+@dataclass(frozen=True)
+class Sandboxed:
+    """The options pointed at the sandbox, its info, and the lease that keeps another run
+    from replacing it while this one uses it (hold it as long as the sandbox is used)."""
+
+    options: Options
+    info: Optional[SandboxInfo] = None
+    created: bool = False
+    lease: Optional[Any] = field(default=None, compare=False, repr=False)
+
+
+def with_sandbox(options: Options) -> Sandboxed:
     """For --sandbox: create (or reuse) the emulated host and point the options at it."""
     if not options.sandbox:
-        return options, None, False
+        return Sandboxed(options)
     assert options.sandbox_dir is not None
     from .sandbox import create_sandbox, resolve_spec  # a real host never pays for it
 
@@ -96,16 +108,13 @@ def with_sandbox(options: Options) -> Tuple[Options, Optional[SandboxInfo], bool
     mirrors = list(options.mirrors) + [
         (p, r) for p, r in info.mirrors.items() if p not in user_prefixes
     ]
-    return (
-        options.with_(
-            sysroot=info.sysroot,
-            mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0]))),
-            sandbox_variant=info.variant,
-            sandbox_cann=info.cann,
-        ),
-        info,
-        result.created,
+    pointed = options.with_(
+        sysroot=info.sysroot,
+        mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0]))),
+        sandbox_variant=info.variant,
+        sandbox_cann=info.cann,
     )
+    return Sandboxed(pointed, info, result.created, result.lease)
 
 
 def requirement_checks(
@@ -231,8 +240,15 @@ def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostRe
 
 
 def open_session(
-    options: Options, env: Mapping[str, str], cwd: Path, sandbox: Optional[SandboxInfo] = None
+    options: Options,
+    env: Mapping[str, str],
+    cwd: Path,
+    sandbox: Optional[SandboxInfo] = None,
+    lease: Optional[Any] = None,
 ) -> Session:
+    from .ownership import check_replaceable
+
+    check_replaceable(options.workspace, "workspace", "--workspace")  # before any reading
     host = read_host(options, env)
     _refuse_blocking(host.checks)
     toolkit = host.toolkit
@@ -247,7 +263,7 @@ def open_session(
         )
     ws = Workspace(options.workspace)
     values = template_values(options, ws, toolkit, soc, recipe, host)
-    return Session(options, ws, host, recipe, toolkit, soc, values, sandbox)
+    return Session(options, ws, host, recipe, toolkit, soc, values, sandbox, lease)
 
 
 def _refuse_blocking(checks: Sequence[Check]) -> None:
@@ -360,8 +376,19 @@ class RunResult:
         return [o.name for o in self.outcomes if o.status == "ran"]
 
 
-def output_patterns(step: PlannedStep, values: Mapping[str, Any]) -> List[str]:
-    return [str(step.cwd / render_string(p, values, quote=False)) for p in step.spec.produces]
+def output_patterns(step: PlannedStep, values: Mapping[str, Any], ws: Workspace) -> List[str]:
+    """The step's `produces` globs, each checked to stay inside the workspace: the runner
+    deletes what they match before the step runs."""
+    from .ownership import inside
+
+    patterns = []
+    for raw in step.spec.produces:
+        what = f"step {step.name!r} produces"
+        pattern = step.cwd / render_value(raw, values, what)
+        fixed = Path(*[part for part in pattern.parts if not any(c in part for c in "*?[")])
+        inside(ws.root, fixed.parent if fixed == pattern else fixed, f"{what} {raw!r}")
+        patterns.append(str(pattern))
+    return patterns
 
 
 def run_steps(
@@ -387,6 +414,8 @@ def run_steps(
         overlay_enabled=ctx.overlay_env is not None,
         opbase_headers=recipe.opbase_headers,
         arch=host_arch(),
+        toolkit_target=session.toolkit.real_path if session.options.install_into_toolkit else None,
+        toolkit_backup=ws.root / "toolkit-backup",
     )
     check_force(recipe, session.options.force)
     check_selection(recipe, session.options.optional_steps)
@@ -407,7 +436,7 @@ def run_steps(
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))
         else:
-            patterns = output_patterns(step, session.values)
+            patterns = output_patterns(step, session.values, ws)
             outcome = run_step(step, ws, logs, actions, progress, patterns)
             outcomes.append(outcome)
             if outcome.status == "failed":

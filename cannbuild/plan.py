@@ -23,7 +23,7 @@ import jinja2
 from .errors import UsageError
 from .recipes import Recipe, StepSpec
 from .redact import redact
-from .render import command_env, render_string
+from .render import command_env, render_value
 from .resources import data_dir
 from .workspace import Workspace, read_json, write_json_atomic
 
@@ -118,12 +118,7 @@ def _render(
 
 
 def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: str) -> str:
-    try:
-        return render_string(text, values, quote=False)
-    except jinja2.UndefinedError as exc:
-        raise UsageError(
-            f"recipe {recipe.path}: {what} uses an unknown value ({exc.message}).", None
-        ) from None
+    return render_value(text, values, f"recipe {recipe.path}: {what}")
 
 
 @dataclass(frozen=True)

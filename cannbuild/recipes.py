@@ -12,8 +12,8 @@ import difflib
 import hashlib
 import re
 import sys
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import UsageError
@@ -41,6 +41,25 @@ class SourcePin:
 
 
 @dataclass(frozen=True)
+class ArchiveRule:
+    """What the recipe says of one third-party archive of a repo at its pinned ref.
+
+    `place`: where that ref's CMake accepts a local copy, in the order cannbuild
+    prefers, relative to the checkout ("dir/" = unpacked there); empty when the ref
+    downloads it on every build.  `source` cites the upstream lines that say so.
+    `needed = false`: only other build modes (tests) download it.  `url`, `sha256`,
+    `md5` add the archive or override what the repo's CMake declares."""
+
+    name: str
+    place: Tuple[str, ...]
+    source: str
+    needed: bool = True
+    url: Optional[str] = None
+    sha256: Optional[str] = None
+    md5: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class RepoSpec:
     name: str
     url: str
@@ -49,15 +68,7 @@ class RepoSpec:
     until: Optional[str] = None
     commit: Optional[str] = None
     source_pin: Optional[SourcePin] = None
-
-
-@dataclass(frozen=True)
-class ThirdParty:
-    name: str
-    url: str
-    dest: str
-    repos: Tuple[str, ...]
-    sha256: Optional[str] = None
+    third_party: Tuple[ArchiveRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,7 +131,6 @@ class Recipe:
     vars: Tuple[Tuple[str, Any], ...]
     requires: Tuple[Tuple[str, str], ...]
     repos: Tuple[RepoSpec, ...]
-    third_party: Tuple[ThirdParty, ...]
     steps: Tuple[StepSpec, ...]
     validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
@@ -136,15 +146,27 @@ class Recipe:
                 return repo
         raise KeyError(name)
 
+    @property
+    def added_archives(self) -> Tuple[Tuple[str, str, Optional[str]], ...]:
+        """(name, url, sha256) of the archives the recipe itself names by URL and places."""
+        seen: Dict[str, Tuple[str, str, Optional[str]]] = {}
+        for repo in self.repos:
+            for rule in repo.third_party:
+                if rule.url and rule.needed and rule.place:
+                    seen.setdefault(rule.url, (rule.name, rule.url, rule.sha256))
+        return tuple(seen.values())
+
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
 _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
 # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
 OPBASE_HEADERS = ("pkg_inc", "include")
-_REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source"}
+_REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
+_RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
+_HEX = {"sha256": 64, "md5": 32}
 _STEP_KEYS = {
     "name",
     "command",
@@ -255,6 +277,12 @@ def load_recipe(path: Path) -> Recipe:
                 raise r.fail(
                     f"{where}.opbase_source", f"pin_regex is not a valid regex: {exc}."
                 ) from exc
+        rules = [
+            _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
+            for i, rule in enumerate(
+                r.get(table, "third_party", list, where, required=False) or [], 1
+            )
+        ]
         repos.append(
             RepoSpec(
                 name=name,
@@ -264,27 +292,34 @@ def load_recipe(path: Path) -> Recipe:
                 until=r.get(table, "until", str, where, required=False),
                 commit=r.get(table, "commit", str, where, required=False),
                 source_pin=pin,
+                third_party=tuple(rules),
             )
         )
     names = {repo.name for repo in repos}
 
-    third: List[ThirdParty] = []
+    # the older, recipe-wide form: an archive the recipe adds to the repos it names
+    added: Dict[str, List[ArchiveRule]] = {}
     for i, table in enumerate(
         r.get(data, "third_party", list, "the file", required=False) or [], 1
     ):
         where = f"[[third_party]] #{i}"
         r.keys(table, _THIRD_KEYS, where)
-        item = ThirdParty(
+        dest = _relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
+        rule = ArchiveRule(
             name=r.get(table, "name", str, where),
+            place=(dest,),
+            source=f"the recipe's {where}",
             url=r.get(table, "url", str, where),
-            dest=r.get(table, "dest", str, where),
-            repos=r.strings(table, "repos", where),
-            sha256=r.get(table, "sha256", str, where, required=False),
+            sha256=_hex(r, table, "sha256", where),
         )
-        for repo in item.repos:
+        for repo in r.strings(table, "repos", where):
             if repo not in names:
                 raise r.fail(where, f"names repo {repo!r}, which [repos] does not define.")
-        third.append(item)
+            added.setdefault(repo, []).append(rule)
+    repos = [
+        replace(repo, third_party=repo.third_party + tuple(added.get(repo.name, ())))
+        for repo in repos
+    ]
 
     steps: List[StepSpec] = []
     seen: List[str] = []
@@ -394,7 +429,6 @@ def load_recipe(path: Path) -> Recipe:
         vars=tuple(sorted((r.get(data, "vars", dict, "the file", required=False) or {}).items())),
         requires=tuple(sorted((str(k), str(v)) for k, v in requires.items())),
         repos=tuple(repos),
-        third_party=tuple(third),
         steps=tuple(steps),
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
@@ -402,6 +436,42 @@ def load_recipe(path: Path) -> Recipe:
         toolkit_files=tuple(files),
         opbase_headers=opbase_headers,
     )
+
+
+def _archive_rule(r: _Reader, table: Any, where: str) -> ArchiveRule:
+    if not isinstance(table, dict):
+        raise r.fail(where, f"should be a table, got {type(table).__name__}.")
+    r.keys(table, _RULE_KEYS, where)
+    needed = r.get(table, "needed", bool, where, required=False)
+    return ArchiveRule(
+        name=r.get(table, "name", str, where),
+        place=tuple(_relative(r, p, where) for p in r.strings(table, "place", where)),
+        source=r.get(table, "source", str, where),
+        needed=True if needed is None else needed,
+        url=r.get(table, "url", str, where, required=False),
+        sha256=_hex(r, table, "sha256", where),
+        md5=_hex(r, table, "md5", where),
+    )
+
+
+def _hex(r: _Reader, table: Mapping[str, Any], key: str, where: str) -> Optional[str]:
+    value = r.get(table, key, str, where, required=False)
+    if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
+        raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
+    return value
+
+
+def _relative(r: _Reader, place: str, where: str) -> str:
+    """A place inside the checkout: relative, without `..`."""
+    parts = PurePosixPath(place).parts
+    if not place or place.startswith("/") or ".." in parts or "\\" in place:
+        raise r.fail(
+            where,
+            f"place {place!r} is not a path inside the checkout.",
+            "Write it relative to the repository root, e.g. 'third_party/pkg/x.tar.gz' "
+            "(a trailing '/' means: unpacked there).",
+        )
+    return place
 
 
 def recipe_dirs(cwd: Path) -> List[Path]:
@@ -500,12 +570,13 @@ def _satisfies(version: str, spec: str) -> Optional[bool]:
 
 def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
-    from .render import render_string
+    from .render import render_value
 
     out: Dict[str, Optional[str]] = {}
     for key in ("tag", "branch", "until", "commit"):
         value = getattr(repo, key)
-        out[key] = render_string(value, context, quote=False) if value else None
+        what = f"[repos.{repo.name}] {key}"
+        out[key] = render_value(value, context, what) if value else None
     return out
 
 

@@ -5,25 +5,28 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_URL_USERINFO = re.compile(
-    r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s:]+(?::[^/@\s]*)?)@"
-)
+# userinfo runs to the last @ of the authority: a password may hold an @ itself
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/\s'\"]*)@")
+# a name that ends in one of these words: GITHUB_TOKEN, PRIVATE-TOKEN, db_password, X-Api-Key
+_SECRET_NAMES = r"[A-Za-z0-9_.-]*(?:token|password|passwd|pwd|secret|api[_-]?key|access[_-]?key)"
 _TOKENS = (
+    # Authorization: Bearer x / PRIVATE-TOKEN: x / X-Api-Key: x (HTTP headers in curl lines, logs)
     re.compile(r"(?i)\b(authorization:\s*(?:bearer|basic|token)\s+)[^\s'\"]+"),
-    re.compile(
-        r"(?i)\b((?:access_?token|private_?token|api_?key|password|passwd|secret)=)[^\s&'\"]+"
-    ),
-    re.compile(r"\b(ghp|gho|ghu|ghs|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}"),
+    re.compile(rf"(?i)\b({_SECRET_NAMES}:\s*)(?!\*\*\*)[^\s'\",}}]+"),
+    # NAME=value in a query string, a shell line or an env dump: ?token=, export GITHUB_TOKEN=
+    re.compile(rf"(?i)\b({_SECRET_NAMES}=)(?!\*\*\*)[^\s&'\";]+"),
+    # well-known token shapes wherever they stand
+    re.compile(r"\b(ghp|gho|ghu|ghs|ghr|github_pat|glpat|gldt)[-_][A-Za-z0-9_-]{10,}"),
 )
 
 
 def redact(text: str) -> str:
-    """`https://user:pass@host/x` -> `https://***@host/x`; known token shapes -> `***`."""
+    """`https://user:pass@host/x` -> `https://***@host/x`; secrets named token, password,
+    secret, key (as NAME=value, NAME: value or a header) and known token shapes -> `***`."""
     text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}***@", text)
-    text = _TOKENS[0].sub(lambda m: f"{m.group(1)}***", text)
-    text = _TOKENS[1].sub(lambda m: f"{m.group(1)}***", text)
-    text = _TOKENS[2].sub("***", text)
-    return text
+    for pattern in _TOKENS[:3]:
+        text = pattern.sub(lambda m: f"{m.group(1)}***", text)
+    return _TOKENS[3].sub("***", text)
 
 
 def redact_data(value: Any) -> Any:

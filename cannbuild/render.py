@@ -3,8 +3,9 @@
 Commands: every interpolated value is shell-quoted by `finalize`, so a path
 with a space or a `;` can never change what runs; `raw` opts a value out (for
 values that are themselves rendered command fragments).  Files (shell scripts,
-CMake, Dockerfiles): no quoting.  Both use StrictUndefined, and comments are
-`{=# … #=}` so bash's `${#array[@]}` is not read as a Jinja comment.
+CMake, Dockerfiles): no quoting.  All use Jinja's immutable sandbox and
+StrictUndefined, and comments are `{=# … #=}` so bash's `${#array[@]}` is not read
+as a Jinja comment.
 """
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ _CI_SYNTAX = {
 def _environment(
     loader: jinja2.BaseLoader, quote: bool, syntax: Mapping[str, str] = _SHELL_SYNTAX
 ) -> jinja2.Environment:
-    env = jinja2.Environment(
+    """Jinja's immutable sandbox: a recipe value or template is data, never code
+    (`{{ cycler.__init__.__globals__.os.system(...) }}` is refused, not run)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -75,3 +80,16 @@ def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> 
 def ci_env(search_path: Path) -> jinja2.Environment:
     """CI workflows are full of `${{ ... }}`: these templates use `[[ ]]` and `[% %]`."""
     return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False, syntax=_CI_SYNTAX)
+
+
+def render_value(template: str, context: Mapping[str, Any], what: str) -> str:
+    """A recipe value (a tag, a cwd, an output pattern) rendered as plain text; a value
+    the sandbox refuses or that names an unknown variable is a usage error naming it."""
+    try:
+        return render_string(template, context, quote=False)
+    except jinja2.TemplateError as exc:
+        raise UsageError(
+            f"{what} = {template!r} does not render: {exc}.",
+            "Recipe values may only use the documented variables (cann, soc, jobs, src, "
+            "third_party, vendor_name, ...), not Python.",
+        ) from None

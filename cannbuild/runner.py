@@ -8,21 +8,22 @@ line by line before it reaches the log.
 from __future__ import annotations
 
 import collections
-import contextlib
 import glob
 import os
 import re
+import shlex
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from .errors import Interrupted
+from .errors import Interrupted, signal_number
 from .overlay import build_overlay, expose_op_common, staged_root
+from .ownership import inside
 from .plan import PlannedStep, digest, write_stamp
+from .proc import kill_group, popen
 from .redact import redact
 from .sources import sha256_file
 from .workspace import Workspace, point_link
@@ -146,14 +147,12 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
         header += [f"# env: {k}={redact(v)}" for k, v in sorted(step.env_delta.items())]
         log.write("\n".join(header) + "\n\n")
         log.flush()
-        proc = subprocess.Popen(
-            list(step.argv),
-            cwd=str(step.cwd),
-            env=dict(step.env),
-            stdin=subprocess.DEVNULL,
+        proc = popen(
+            step.argv,
+            cwd=step.cwd,
+            env=step.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
         try:
             assert proc.stdout is not None
@@ -165,24 +164,14 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
                 if len(every) < 200_000:
                     every.append(line)
             code = proc.wait()
-        except KeyboardInterrupt:
-            _stop(proc)
-            log.write("\n# interrupted by the user: no stamp written\n")
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+            kill_group(proc)
+            why = {2: "the user (Ctrl-C)", 15: "SIGTERM", 1: "SIGHUP"}.get(
+                signal_number(exc), "a signal"
+            )
+            log.write(f"\n# interrupted by {why}: no stamp written\n")
             raise
     return code, list(tail), every, len(header) + 2
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @dataclass(frozen=True)
@@ -197,6 +186,82 @@ class ActionContext:
     overlay_enabled: bool = True
     opbase_headers: str = "pkg_inc"  # where ops-transformer looks for op_common (recipe)
     arch: str = ""
+    # --install-into-toolkit: the toolkit the installer writes into, and where the files
+    # it replaces are kept
+    toolkit_target: Optional[Path] = None
+    toolkit_backup: Optional[Path] = None
+
+
+def _install_path_arg(argv: Sequence[str], path: Path) -> List[str]:
+    """`argv` with its `--install-path=` value replaced (CANN .run installers all take it)."""
+    swapped = [f"--install-path={path}" if a.startswith("--install-path=") else a for a in argv]
+    if swapped == list(argv):
+        raise OSError(f"{argv[0]}: no --install-path= argument to probe the installer with")
+    return swapped
+
+
+def back_up_toolkit(
+    step: PlannedStep, actions: ActionContext, run_id: str
+) -> Tuple[Path, int, int]:
+    """Before an installer writes into the real toolkit: run it into a scratch prefix to
+    learn what it installs, copy the toolkit files it will replace to
+    `<workspace>/toolkit-backup/<run>/files/`, list every file in manifest.json, and write
+    restore.sh, the way back.  Returns (backup folder, files written, files replaced)."""
+
+    from .proc import run as run_process
+    from .sources import sha256_file
+    from .workspace import write_atomic, write_json_atomic
+
+    assert actions.toolkit_target is not None and actions.toolkit_backup is not None
+    target = actions.toolkit_target
+    backup = actions.toolkit_backup / run_id
+    scratch = backup / "probe"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    argv = _install_path_arg(step.argv, scratch)
+    probe = run_process(argv, cwd=step.cwd, env=step.env, timeout=1800, merge_stderr=True)
+    if probe.returncode != 0:
+        tail = probe.stdout.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise OSError(f"probing the installer into {scratch} failed: {' | '.join(tail)}")
+    scratch_root = staged_root(scratch)  # where it put them: as it would in the toolkit
+    entries = []
+    restore = [
+        "#!/bin/bash",
+        f"# Undo cannbuild's --install-into-toolkit (run {run_id}) in {target}.",
+        "set -e",
+    ]
+    for path in sorted(p for p in scratch_root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(scratch_root)
+        live = target / rel
+        existed = live.is_symlink() or live.exists()
+        entry = {"path": str(rel), "existed": existed}
+        if existed and not live.is_dir():
+            saved = backup / "files" / rel
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(live, saved, follow_symlinks=False)
+            entry["sha256"] = sha256_file(live) if live.is_file() else None
+            restore.append(f"cp -a -- {shlex.quote(str(saved))} {shlex.quote(str(live))}")
+        elif not existed:
+            restore.append(f"rm -f -- {shlex.quote(str(live))}")
+        entries.append(entry)
+    new_dirs = sorted(
+        (
+            d.relative_to(scratch_root)
+            for d in scratch_root.rglob("*")
+            if d.is_dir() and not d.is_symlink()
+        ),
+        key=lambda rel: -len(rel.parts),
+    )
+    for rel in new_dirs:
+        if not (target / rel).exists():
+            restore.append(f"rmdir --ignore-fail-on-non-empty -- {shlex.quote(str(target / rel))}")
+    shutil.rmtree(scratch)
+    write_json_atomic(
+        backup / "manifest.json", {"toolkit": str(target), "run_id": run_id, "files": entries}
+    )
+    write_atomic(backup / "restore.sh", ("\n".join(restore) + "\n").encode())
+    (backup / "restore.sh").chmod(0o755)
+    return backup, len(entries), sum(1 for e in entries if e["existed"])
 
 
 def run_step(
@@ -213,10 +278,33 @@ def run_step(
     for pattern in patterns:
         for path in glob.glob(pattern):
             if os.path.isfile(path):
-                os.unlink(path)
+                os.unlink(inside(ws.root, Path(path), f"an output of {step.name}"))
     if step.spec.action == "overlay" and actions.overlay_enabled:
         shutil.rmtree(actions.stage, ignore_errors=True)
         actions.stage.mkdir(parents=True)
+    if step.spec.action == "overlay" and actions.toolkit_target is not None:
+        try:
+            backup, written, replaced = back_up_toolkit(step, actions, logs.run_id)
+        except OSError as exc:
+            outcome = StepOutcome(
+                step.name,
+                "failed",
+                step.reason,
+                step.command,
+                time.monotonic() - start,
+                log_path,
+                1,
+                (f"cannbuild: {exc}",),
+                "Nothing was written to the toolkit. Fix the installer error, or drop "
+                "--install-into-toolkit to use the workspace overlay.",
+            )
+            progress.finished(outcome)
+            return outcome
+        progress.note(
+            f"--install-into-toolkit: {step.name} writes {written} files into "
+            f"{actions.toolkit_target} ({replaced} replace existing ones, kept in {backup}/files); "
+            f"to undo it: bash {backup}/restore.sh"
+        )
     if step.spec.action == "vendor":
         shutil.rmtree(actions.vendor_dir, ignore_errors=True)
         actions.opp.mkdir(parents=True, exist_ok=True)
@@ -224,14 +312,16 @@ def run_step(
     first_line = 1
     try:
         code, tail, lines, first_line = _stream(step, log_path, progress)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         outcome = StepOutcome(
             step.name, "interrupted", step.reason, step.command, time.monotonic() - start, log_path
         )
         progress.finished(outcome)
         raise Interrupted(
-            f"interrupted during {step.name}; no stamp was written, so the next run starts it again.",
+            f"interrupted during {step.name}; its processes were stopped and no stamp was "
+            "written, so the next run starts it again.",
             f"The log so far is {log_path}.",
+            signum=signal_number(exc),
         ) from None
     except OSError as exc:
         code, tail, lines = 127, [f"cannot start {step.argv[0]}: {exc}"], []

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .errors import CannbuildError, OfflineViolation
 from .redact import redact
@@ -216,9 +216,11 @@ class Fetcher:
         import urllib.error  # only downloads pay for the http stack
         import urllib.request
 
+        request = _request(source)
+
         def attempt() -> None:
             try:
-                resp = urllib.request.urlopen(source, timeout=DOWNLOAD_TIMEOUT_S)
+                resp = urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S)
             except urllib.error.HTTPError as exc:
                 exc.close()  # the error holds the open response
                 raise
@@ -231,6 +233,28 @@ class Fetcher:
             return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError))
 
         self._retrying("download", source, attempt, transient)
+
+
+def _request(source: str) -> Any:
+    """A request for `source`; a `user:pass@` in it is sent as HTTP basic auth, as git
+    does, never as part of the host name (and never to where a redirect points)."""
+    import base64
+    import urllib.request
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(source)
+    if parts.username is None and parts.password is None:
+        return urllib.request.Request(source)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    request = urllib.request.Request(urlunsplit(parts._replace(netloc=netloc)))
+    user = unquote(parts.username or "")
+    password = unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    request.add_unredirected_header("Authorization", f"Basic {token}")
+    return request
 
 
 class _GitFailed(Exception):
@@ -321,7 +345,8 @@ class Nested:
 
 @dataclass(frozen=True)
 class Seed:
-    """A third-party archive copied into a checkout's third-party folder."""
+    """A third-party archive put into a checkout where its ref looks for a local copy:
+    copied to `dest`, or unpacked there when `dest` ends with "/"."""
 
     source: Path
     dest: str
@@ -400,7 +425,10 @@ def ensure_checkout(
         for seed in seeds:
             target = tmp / seed.dest
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(seed.source, target)
+            if seed.dest.endswith("/"):
+                unpack_archive(seed.source, target)
+            else:
+                shutil.copy2(seed.source, target)
     except BaseException as exc:  # a timeout or Ctrl-C too: no half-made folder stays
         for folder in (tmp, *parked):
             shutil.rmtree(folder, ignore_errors=True)
@@ -427,6 +455,52 @@ def archive_path(ws: Workspace, sha256: str, url: str) -> Path:
     return ws.downloads / sha256 / url.rsplit("/", 1)[-1]
 
 
+def unpack_archive(archive: Path, dest: Path) -> None:
+    """Unpack as CMake's ExternalProject does: a single top-level folder is stripped.
+    Members that would land outside `dest` (absolute, `..`, links) refuse the archive."""
+    import tarfile  # only unpacking pays for them
+    import zipfile
+
+    work = dest.with_name(f".{dest.name}.unpack")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for name in zf.namelist():
+                    _inside(archive, name)
+                zf.extractall(work)
+        else:
+            with tarfile.open(archive) as tar:
+                for member in tar.getmembers():
+                    _inside(archive, member.name)
+                    if member.issym() or member.islnk():
+                        _inside(archive, str(Path(member.name).parent / member.linkname))
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(work, filter="data")
+                else:  # pragma: no cover - a Python without the filter
+                    tar.extractall(work)
+        entries = list(work.iterdir())
+        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else work
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(top, dest)
+    except (OSError, EOFError, ValueError, tarfile.TarError, zipfile.BadZipFile) as exc:
+        raise FetchError(
+            f"cannot unpack {archive.name} into {dest}: {exc}.",
+            "The cached file is damaged: delete it from the workspace's cache/downloads and fetch again.",
+        ) from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _inside(archive: Path, name: str) -> None:
+    path = Path(name)
+    if path.is_absolute() or ".." in path.parts:
+        raise ValueError(f"member {name!r} of {archive.name} points outside the folder")
+
+
 def ensure_archive(
     fetcher: Fetcher, ws: Workspace, url: str, expected: Optional[str]
 ) -> Tuple[Path, str]:
@@ -435,7 +509,9 @@ def ensure_archive(
         cached = archive_path(ws, expected, url)
         if cached.is_file() and sha256_file(cached) == expected:
             return cached, expected
-    tmp = ws.downloads / ".incoming" / url.rsplit("/", 1)[-1]
+    # per URL: two repos' threads may fetch archives of the same file name at once
+    tag = hashlib.sha256(redact(url).encode()).hexdigest()[:12]
+    tmp = ws.downloads / ".incoming" / f"{tag}-{url.rsplit('/', 1)[-1]}"
     fetcher.download(url, tmp)
     actual = sha256_file(tmp)
     if expected and actual != expected:

@@ -1,7 +1,9 @@
 """Sources: pin every repo (from the lock, or by resolving its ref) and check it out.
 
 Each repository is made ready in a thread of its own: fetch its cache, resolve its
-ref, read the commit it pins for a nested checkout, check it out.  A step waits only
+ref, read the commit it pins for a nested checkout, read the third-party archives its
+CMake downloads at that commit (archives.py) and fetch them, check it out with each
+archive where that ref looks for a local copy.  A step waits only
 for its own repo, so opbase builds while ops-transformer is still being fetched (on a
 real network, minutes of a cold build).  The lock is written once every repo is
 ready, even if a step then fails or is interrupted; a failed or interrupted fetch
@@ -29,7 +31,8 @@ from typing import (
     Tuple,
 )
 
-from .errors import CannbuildError, LockDrift, UsageError
+from .archives import Needed, check_declared, declared_archives, plan_archives
+from .errors import CannbuildError, LockDrift, OfflineViolation, UsageError
 from .host.toolkit import host_arch
 from .lockfile import (
     Lock,
@@ -41,7 +44,7 @@ from .lockfile import (
     refuse_drift,
     write_lock,
 )
-from .recipes import Recipe, RepoSpec, describe_ref, render_ref
+from .recipes import RepoSpec, describe_ref, render_ref
 from .redact import redact
 from .sources import (
     FetchError,
@@ -54,6 +57,7 @@ from .sources import (
     ensure_checkout,
     has_commit,
     resolve_ref,
+    rewrite,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,6 +101,8 @@ class RepoReady:
     locked: Tuple[LockedRepo, ...]  # the repo, then its nested pin if it has one
     commit_time: int
     moved: Optional[str]  # "<repo>: tag X moved from A to B", when resolving found that
+    archives: Tuple[LockedArchive, ...] = ()  # the third-party archives put into it
+    notes: Tuple[str, ...] = ()
 
 
 def wanted_for(session: Session) -> Wanted:
@@ -105,7 +111,7 @@ def wanted_for(session: Session) -> Wanted:
     for repo in recipe.repos:
         ref = render_ref(repo, session.values)
         repos.append((repo.name, repo.url, describe_ref(ref)))
-    archives = tuple((t.name, t.url, t.sha256) for t in recipe.third_party)
+    archives = recipe.added_archives
     return Wanted(
         recipe.name, session.toolkit.version_text or "", session.soc, tuple(repos), archives
     )
@@ -115,14 +121,17 @@ def pin_name(repo: str, dest: str) -> str:
     return f"{repo}:{dest}"
 
 
-def seeds_for(recipe: Recipe, repo: str, archives: Mapping[str, Tuple[Path, str]]) -> List[Seed]:
-    """The third-party archives copied into `repo`'s checkout; `archives` maps each
-    archive's URL to (its file in the download cache, its sha256)."""
-    return [
-        Seed(archives[item.url][0], f"third_party/{item.dest}", archives[item.url][1])
-        for item in recipe.third_party
-        if repo in item.repos
-    ]
+def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
+    """One lock entry per archive URL, naming every checkout it is put into."""
+    merged: Dict[str, LockedArchive] = {}
+    for r in ready:
+        for a in r.archives:
+            old = merged.get(a.url)
+            if old is None:
+                merged[a.url] = a
+            elif r.name not in old.repos:
+                merged[a.url] = replace(old, repos=(*old.repos, r.name))
+    return tuple(merged.values())
 
 
 class SyncStopped(CannbuildError):
@@ -142,7 +151,6 @@ class PendingSources:
         mode: str,
         existing: Optional[Lock],
         problems: Sequence[str],
-        archives: Mapping[str, Tuple[Path, str]],
         notes: Sequence[str],
         lock_written: bool,
     ) -> None:
@@ -150,8 +158,9 @@ class PendingSources:
         self.mode = mode
         self.existing = existing
         self.problems = tuple(problems)
-        self.archives = archives
         self.notes = tuple(notes)  # known before any fetch
+        self._download_locks: Dict[str, threading.Lock] = {}
+        self._download_locks_guard = threading.Lock()
         self.lock_written = lock_written
         self.stopping = threading.Event()
         self._state: Optional[SourceState] = None
@@ -188,6 +197,7 @@ class PendingSources:
             for r in ready
             if r.moved
         ]
+        notes += [n for r in ready for n in r.notes]
         written = self.lock_written
         if self.mode == RESOLVE:
             previous = self.existing
@@ -198,10 +208,7 @@ class PendingSources:
                 soc=session.soc,
                 arch=host_arch(),
                 repos=tuple(entry for r in ready for entry in r.locked),
-                third_party=tuple(
-                    LockedArchive(item.name, redact(item.url), self.archives[item.url][1])
-                    for item in session.recipe.third_party
-                ),
+                third_party=merged_archives(ready),
                 source_date_epoch=max((r.commit_time for r in ready), default=0),
                 container=dict(previous.container) if previous else {},
             )
@@ -292,7 +299,8 @@ class PendingSources:
                     session.recipe.repo(pin.repo).url,
                 )
             )
-        seeds = seeds_for(session.recipe, repo.name, self.archives)
+        self._stage(repo)
+        seeds, archives, notes = self._archives(repo, commit, cache)
         self._stage(repo)
         path, changed = ensure_checkout(
             fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
@@ -305,7 +313,63 @@ class PendingSources:
             tuple(entries),
             when,
             moved,
+            tuple(archives),
+            tuple(notes),
         )
+
+    def _archives(
+        self, repo: RepoSpec, commit: str, cache: Path
+    ) -> Tuple[List[Seed], List[LockedArchive], List[str]]:
+        """The archives `repo`'s CMake downloads at `commit`, fetched (through the mirror
+        map, verified) and ready to be put where that ref looks for them."""
+        session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
+        plan = plan_archives(
+            session.recipe.path, repo, commit, declared_archives(fetcher, cache, commit)
+        )
+        notes = [
+            f"{repo.name}: {d.where} downloads {redact(d.url)}, of which recipe "
+            f"{session.recipe.name} says nothing (not fetched; if the build needs it, add it to "
+            f"[[repos.{repo.name}.third_party]] with the place this ref takes a copy)"
+            for d in plan.unknown
+        ]
+        if session.options.offline and plan.unplaceable:
+            listed = "; ".join(
+                f"{i.name} ({redact(i.url)}, {i.where}; {i.source})" for i in plan.unplaceable
+            )
+            raise OfflineViolation(
+                f"offline mode: {repo.name} at {commit[:12]} downloads during its build, and takes "
+                f"no local copy of: {listed}.",
+                "This recipe cannot build without the network: build where the host reaches those "
+                "URLs (directly or through https_proxy), or use a recipe whose refs take local "
+                "copies (CANN 8.5 and later).",
+            )
+        seeds: List[Seed] = []
+        archives: List[LockedArchive] = []
+        for item in plan.placed:
+            expected = self._expected_sha256(repo, commit, item)
+            with self._download_lock(item.url):
+                self._stage(repo)
+                path, sha = ensure_archive(fetcher, ws, item.url, expected)
+            check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
+            seeds.append(Seed(path, item.place, sha))
+            archives.append(LockedArchive(item.name, redact(item.url), sha, (repo.name,)))
+        return seeds, archives, notes
+
+    def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
+        locked = self.existing.archive(item.url) if self.existing else None
+        if self.mode != RESOLVE:
+            if locked is None:
+                raise LockDrift(
+                    f"{repo.name} at {commit[:12]} downloads {redact(item.url)} ({item.where}), "
+                    f"which {self.session.options.lock_file} does not pin.",
+                    "Run `cannbuild lock` to pin it (and commit the new lock).",
+                )
+            return locked.sha256
+        return item.sha256 or (locked.sha256 if locked else None)
+
+    def _download_lock(self, url: str) -> threading.Lock:
+        with self._download_locks_guard:
+            return self._download_locks.setdefault(url, threading.Lock())
 
     def _pin(self, repo: RepoSpec, commit: str, cache: Path) -> LockedRepo:
         """The commit of the nested checkout: read from the repo's pin file when resolving,
@@ -357,7 +421,6 @@ def syncing_sources(
     Leaving the block waits for every fetch still running.
     """
     options, ws, recipe = session.options, session.ws, session.recipe
-    fetcher = session.fetcher
     notes: List[str] = []
     bundled: Optional[Lock] = None
     if options.bundle is not None:
@@ -377,18 +440,6 @@ def syncing_sources(
             written = True
     else:
         mode = RESOLVE
-    # archives first, one at a time: every repo's checkout may need the same one
-    archives: Dict[str, Tuple[Path, str]] = {}
-    for item in recipe.third_party:
-        expected = item.sha256
-        if mode != RESOLVE:
-            assert existing is not None
-            pinned = existing.archive(item.url)
-            assert pinned is not None
-            expected = pinned.sha256
-        elif expected is None and existing is not None and existing.archive(item.url):
-            expected = existing.archive(item.url).sha256  # type: ignore[union-attr]
-        archives[item.url] = ensure_archive(fetcher, ws, item.url, expected)
     # a thread per repo, not a capped pool: a pin waits for another repo's thread
     pool = ThreadPoolExecutor(max_workers=max(1, len(recipe.repos)), thread_name_prefix="source")
     pending = PendingSources(
@@ -397,7 +448,6 @@ def syncing_sources(
         mode,
         existing,
         [] if mode != RESOLVE or existing is bundled else problems,
-        archives,
         notes,
         written,
     )
@@ -428,12 +478,6 @@ def sources_from_lock(session: Session) -> Optional[SourceState]:
     # a different SoC or toolkit does not change the sources, only the lock's header
     if drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version)):
         return None
-    archives: Dict[str, Tuple[Path, str]] = {}
-    for item in session.recipe.third_party:
-        archive = lock.archive(item.url)
-        if archive is None:
-            return None
-        archives[item.url] = (archive_path(session.ws, archive.sha256, item.url), archive.sha256)
     identities: Dict[str, Mapping[str, Any]] = {}
     for repo in session.recipe.repos:
         locked = lock.repo(repo.name)
@@ -445,7 +489,25 @@ def sources_from_lock(session: Session) -> Optional[SourceState]:
             if pinned is None:
                 return None
             nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
-        seeds = seeds_for(session.recipe, repo.name, archives)
+        seeds = locked_seeds(session, repo, lock)
+        if seeds is None:
+            return None
         identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
     checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
     return SourceState(lock, checkouts, identities, (), False)
+
+
+def locked_seeds(session: Session, repo: RepoSpec, lock: Lock) -> Optional[List[Seed]]:
+    """The seeds a checkout gets from the archives the lock puts into it, in the order the
+    recipe lists them (as `_archives` makes them); None if the recipe does not place one."""
+    ordered: List[Tuple[int, Seed]] = []
+    rules = [r for r in repo.third_party if r.needed and r.place]
+    for archive in lock.third_party:
+        if repo.name not in archive.repos:
+            continue
+        index = next((i for i, r in enumerate(rules) if r.name == archive.name), None)
+        if index is None:
+            return None
+        path = archive_path(session.ws, archive.sha256, archive.url)
+        ordered.append((index, Seed(path, rules[index].place[0], archive.sha256)))
+    return [seed for _, seed in sorted(ordered, key=lambda pair: pair[0])]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..proc import run
+from .infofiles import InfoFileError, read_regular
 from .npusmi import (
     NpuProcess,
     NpuSmiInfo,
@@ -58,11 +60,11 @@ def scan_pci(sysroot: Sysroot) -> Dict[str, int]:
         return {}
     for dev in devices:
         try:
-            vendor = (dev / "vendor").read_text(encoding="ascii").strip().lower()
+            vendor = read_regular(dev / "vendor", 64).decode("ascii").strip().lower()
             if vendor.removeprefix("0x") != HUAWEI_PCI_VENDOR:
                 continue
-            device = (dev / "device").read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
+            device = read_regular(dev / "device", 64).decode("ascii").strip()
+        except (InfoFileError, UnicodeDecodeError):
             continue
         fam = by_pci_device(device)
         if fam is not None:
@@ -72,15 +74,7 @@ def scan_pci(sysroot: Sysroot) -> Dict[str, int]:
 
 def run_npu_smi(npu_smi: Path, args: Sequence[str], env: Mapping[str, str]) -> str:
     """Run npu-smi with a bounded wait; a hung driver must not hang doctor."""
-    proc = subprocess.run(
-        [str(npu_smi), *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        timeout=NPU_SMI_TIMEOUT_S,
-        env=dict(env),
-        check=False,
-    )
+    proc = run([str(npu_smi), *args], timeout=NPU_SMI_TIMEOUT_S, env=env, merge_stderr=True)
     text = proc.stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
         raise NpuSmiParseError(

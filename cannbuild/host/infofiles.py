@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
@@ -24,13 +26,29 @@ class InfoFileError(ValueError):
         self.problem = problem
 
 
-def read_kv(path: Path) -> Dict[str, str]:
-    """Parse `key=value` lines; raise InfoFileError if unreadable or not text."""
+def read_regular(path: Path, limit: int = _MAX_INFO_BYTES) -> bytes:
+    """At most `limit` + 1 bytes of a regular file.  A FIFO, socket or device where a
+    version file should be is refused without blocking (opened non-blocking, then
+    checked), so a stray `mkfifo version.cfg` cannot hang doctor."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_INFO_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InfoFileError(path, f"cannot be read ({exc.strerror or exc})") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InfoFileError(path, "is not a regular file (a FIFO, socket or device)")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    except OSError as exc:
+        raise InfoFileError(path, f"cannot be read ({exc.strerror or exc})") from exc
+    finally:
+        os.close(fd)
+
+
+def read_kv(path: Path) -> Dict[str, str]:
+    """Parse `key=value` lines; raise InfoFileError if unreadable or not text."""
+    data = read_regular(path)
     if len(data) > _MAX_INFO_BYTES:
         raise InfoFileError(path, "is larger than 1 MiB, not a version file")
     if b"\0" in data:

@@ -18,6 +18,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from ..proc import run
+
 ENV_CAPTURE_TIMEOUT_S = 30.0
 TOOL_TIMEOUT_S = 10.0
 
@@ -87,14 +89,7 @@ def probe_tool(spec: ToolSpec, env: Mapping[str, str]) -> ToolResult:
     if path is None:
         return ToolResult(spec, None, None)
     try:
-        proc = subprocess.run(
-            [path, *spec.version_args],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=TOOL_TIMEOUT_S,
-            env=dict(env),
-            check=False,
-        )
+        proc = run([path, *spec.version_args], timeout=TOOL_TIMEOUT_S, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return ToolResult(
             spec, path, None, f"'{spec.name} {' '.join(spec.version_args)}' failed: {exc}"
@@ -120,16 +115,15 @@ class CapturedEnv:
         return {k: v for k, v in self.env.items() if base.get(k) != v}
 
 
-def capture_env(script: Path, base: Mapping[str, str]) -> CapturedEnv:
+def capture_env(
+    script: Path, base: Mapping[str, str], timeout: float = ENV_CAPTURE_TIMEOUT_S
+) -> CapturedEnv:
     """Source `script` in a clean bash and return the resulting environment."""
     body = 'source "$1" >/dev/null </dev/null; s=$?; printf "__CANNBUILD_STATUS=%s\\0" "$s"; env -0'
-    proc = subprocess.run(
+    proc = run(
         ["bash", "-c", body, "cannbuild-set-env", str(script)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=ENV_CAPTURE_TIMEOUT_S,
-        env=dict(base),
-        check=False,
+        timeout=timeout,
+        env=base,
     )
     env: Dict[str, str] = {}
     status = proc.returncode

@@ -7,11 +7,14 @@ first and removed last, so an interrupted creation is noticed and redone.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
+import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from ..errors import SandboxError, UsageError
 from ..ownership import claim
@@ -24,6 +27,7 @@ from .repos import build_repos, build_third_party
 from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info
 from .toolkit import compile_emulation, lay_out_toolkit
 
+LOCK_FILE = ".lock"
 MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
 SANDBOX_FORMAT = "1"
 
@@ -32,6 +36,7 @@ SANDBOX_FORMAT = "1"
 class CreateResult:
     info: SandboxInfo
     created: bool  # False: an identical sandbox was already there
+    lease: Optional[SandboxLease] = field(default=None, compare=False, repr=False)
 
 
 def _files(root: Path) -> Iterable[Path]:
@@ -127,7 +132,35 @@ def plan_sandbox(spec: SandboxSpec) -> str:
     return f"would {verb} an {spec.variant} host with CANN {spec.cann} at {directory}"
 
 
+class SandboxLease:
+    """A shared flock on `<sandbox>/.lock`: while a run holds one, no other run replaces
+    the sandbox under it (creation takes the lock exclusively).  The kernel drops it if
+    the process dies."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: Optional[int] = fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> SandboxLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 def create_sandbox(spec: SandboxSpec) -> CreateResult:
+    """The sandbox `spec` names, made if it is missing, half-made or built from older
+    sources; returned with a lease the caller holds while it uses the sandbox.
+
+    Concurrent creations of one sandbox wait for each other and all succeed; a sandbox
+    another run holds a lease on is never replaced (SandboxError instead)."""
     if spec.variant not in VARIANTS:
         raise SandboxError(
             f"--variant {spec.variant!r} is not a sandbox variant.", "Use A2 (910B) or A3 (910_93)."
@@ -136,11 +169,38 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     cxx = check_prerequisites()
     directory = spec.dir.resolve()
     key = sources_key(SandboxSpec(directory, spec.variant, spec.cann), cxx)
-    existing = load_info(directory)
-    if existing is not None and existing.key == key:
-        return CreateResult(existing, created=False)
-
     claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    lease = SandboxLease(fd)
+    for _attempt in range(3):
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits while another run creates it
+        existing = load_info(directory)
+        if existing is not None and existing.key == key:
+            return CreateResult(existing, created=False, lease=lease)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            continue  # another run creates it (wait and look again) or uses it (refused below)
+        existing = load_info(directory)  # made by the run that held the lock before us?
+        if existing is not None and existing.key == key:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            return CreateResult(existing, created=False, lease=lease)
+        info = _lay_out(spec, directory, key, cxx, rel)
+        fcntl.flock(fd, fcntl.LOCK_SH)  # keep using what we made
+        return CreateResult(info, created=True, lease=lease)
+    lease.close()
+    raise SandboxError(
+        f"the sandbox at {directory} must be remade (cannbuild's emulation changed since it was "
+        "made), but another run is using it.",
+        "Wait for that run to finish, or pass another --workspace for a sandbox of your own.",
+    )
+
+
+def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str, rel: Any) -> SandboxInfo:
+    """Make the sandbox's tree; the caller holds the exclusive lock."""
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
         if target.is_dir() and not target.is_symlink():
@@ -154,9 +214,9 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     variant = VARIANTS[spec.variant]
     sysroot = directory / "sysroot"
     emu = compile_emulation(directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version)
-    tree = lay_out_toolkit(sysroot, rel, variant, emu, cxx)
-    lay_out_hardware(sysroot, variant, rel)
     mirror = directory / "mirror"
+    tree = lay_out_toolkit(sysroot, rel, variant, emu, cxx, network=mirror.as_uri() + "/")
+    lay_out_hardware(sysroot, variant, rel)
     build_repos(mirror, directory / ".build" / "repos", log)
     build_third_party(mirror)
     info = SandboxInfo(
@@ -174,4 +234,4 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     )
     write_json_atomic(directory / INFO_FILE, info.to_json())
     (directory / CREATING_MARK).unlink()
-    return CreateResult(info, created=True)
+    return info

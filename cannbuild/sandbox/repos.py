@@ -3,13 +3,13 @@
 They are served from `<sandbox>/mirror/` laid out like `https://gitcode.com/`
 (`cann/opbase.git`, `cann-src-third-party/makeself/releases/...`), so the
 pipeline reaches them through an ordinary mirror rule.  Commits have fixed
-authors and dates: the same cannbuild makes the same commit ids.
+authors and dates: the same cannbuild makes the same commit ids.  The stand-ins'
+`cmake/third_party/*.cmake` download the third-party archives (sandbox/third_party.py)
+as the real ones do, with the hashes of the archives the mirror serves.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
 import shutil
 from pathlib import Path
@@ -19,15 +19,18 @@ from ..render import file_env
 from ..resources import data_dir
 from .files import CommandLog, write
 from .releases import (
-    MAKESELF_URL,
     OPBASE_HISTORY,
     OT_HISTORY,
     OT_V900_OPBASE_PIN_INDEX,
-    UPSTREAM,
     Commit,
 )
-
-MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
+from .third_party import (
+    standin_archives,
+    state_of,
+    tar_gz,
+    tree_entries,
+    write_mirror,
+)
 
 
 def git_env(date: str) -> Dict[str, str]:
@@ -58,7 +61,16 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
     kernels = data_dir("kernels")
     env = file_env(templates)
     flavor = commit.flavor
-    ctx = {"flavor": flavor, "makeself_url": MAKESELF_URL, **extra}
+    ref, modules, test_only = state_of(flavor)
+    archives = {key: a.context() for key, a in standin_archives().items()}
+    ctx = {
+        "flavor": flavor,
+        "ref": ref,
+        "tp": archives,
+        "modules": modules,
+        "repo": commit.repo,
+        **extra,
+    }
     repo = commit.repo
 
     def render(src: str, dst: str, executable: bool = False) -> None:
@@ -73,7 +85,9 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             shutil.copy2(src, target)
 
     copy(templates / "common" / "gitignore", ".gitignore")
-    render("common/makeself.cmake.j2", "cmake/third_party/makeself.cmake")
+    render("common/third_party.cmake.j2", "cmake/third_party/third_party.cmake")
+    for module in modules + test_only:
+        render(f"{repo}/cmake/third_party/{module}.cmake.j2", f"cmake/third_party/{module}.cmake")
     if flavor.deps:
         copy(
             templates / "common" / "check_build_dependencies.py",
@@ -198,33 +212,9 @@ def deterministic_tar_gz(src: Path, top: str) -> bytes:
     Sorted names, zero times and owners, and modes fixed by kind (scripts 0755):
     a copy of cannbuild installed elsewhere (a wheel, a container) may have lost the
     executable bits, and must still serve the archive the lock pinned."""
-    import tarfile  # only creating a sandbox packs archives
-
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for path in sorted(src.rglob("*")):
-            info = tar.gettarinfo(str(path), arcname=f"{top}/{path.relative_to(src)}")
-            info.mtime = 0
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mode = 0o755 if path.is_dir() or path.suffix == ".sh" else 0o644
-            if path.is_file():
-                with open(path, "rb") as fh:
-                    tar.addfile(info, fh)
-            else:
-                tar.addfile(info)
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return out.getvalue()
+    return tar_gz(tree_entries(src, top))
 
 
-def build_third_party(mirror: Path) -> Path:
-    """The makeself archive at the path its upstream URL names under the mirror."""
-    rel = MAKESELF_URL[len(UPSTREAM) :]
-    target = mirror / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(
-        deterministic_tar_gz(data_dir("templates") / "sandbox" / "makeself", MAKESELF_ARCHIVE)
-    )
-    return target
+def build_third_party(mirror: Path) -> List[Path]:
+    """The third-party archives at the paths their upstream URLs name under the mirror."""
+    return write_mirror(mirror, standin_archives())

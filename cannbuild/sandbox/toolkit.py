@@ -68,7 +68,7 @@ def compile_emulation(
 
 
 def lay_out_toolkit(
-    sysroot: Path, rel: Release, v: Variant, emu_build: Path, cxx: str
+    sysroot: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, network: str = ""
 ) -> ToolkitTree:
     arch = host_arch()
     root = sysroot / "usr/local/Ascend"
@@ -87,6 +87,7 @@ def lay_out_toolkit(
         ascend_root=str(root),
         sysroot=str(sysroot),
         major=int(rel.version.split(".")[0]),
+        network=network,
     )
     if rel.layout == "cann":
         set_env = write(install / "set_env.sh", set_env_text)

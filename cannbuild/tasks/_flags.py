@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from invoke import Exit, Task
 
-from ..errors import CannbuildError
+from ..errors import CannbuildError, signal_number, storage_error
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, Options, resolve_options
 
@@ -173,8 +173,13 @@ def guarded(fn: F) -> F:
         except CannbuildError as exc:
             text = exc.paragraph()
             raise Exit(f"cannbuild: {text}" if text else None, code=exc.exit_code) from None
-        except KeyboardInterrupt:
-            raise Exit("cannbuild: interrupted", code=130) from None
+        except OSError as exc:  # a full disk or a read-only folder under a write
+            storage = storage_error(exc)
+            if storage is None:
+                raise
+            raise Exit(f"cannbuild: {storage.paragraph()}", code=storage.exit_code) from None
+        except KeyboardInterrupt as exc:
+            raise Exit("cannbuild: interrupted", code=128 + signal_number(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping
 
 from .. import ui
 from ..options import Options
@@ -15,13 +15,14 @@ class DryRunStop(Exception):
     """A dry run that cannot go further without changing something; the message says what."""
 
 
-def sandboxed(options: Options, dry_run: bool) -> Tuple[Options, Optional[Any]]:
-    """The options pointed at the sandbox (made or reused) when --sandbox is given, and
-    the sandbox's info.  A dry run never makes one: it stops, saying it would."""
-    if not options.sandbox:
-        return options, None
-    from ..pipeline import with_sandbox
+def sandboxed(options: Options, dry_run: bool) -> Any:
+    """The options pointed at the sandbox (made or reused) when --sandbox is given, with
+    its info and lease (`pipeline.Sandboxed`).  A dry run never makes one: it stops,
+    saying it would."""
+    from ..pipeline import Sandboxed, with_sandbox
 
+    if not options.sandbox:
+        return Sandboxed(options)
     if dry_run:
         from ..sandbox import plan_sandbox, resolve_spec
 
@@ -30,18 +31,20 @@ def sandboxed(options: Options, dry_run: bool) -> Tuple[Options, Optional[Any]]:
         plan = plan_sandbox(spec)
         if not plan.startswith("up to date"):
             raise DryRunStop(f"the sandbox: {plan}")
-    options, info, created = with_sandbox(options)
-    if created and info is not None:
-        ui.note(f"sandbox created: {info.variant} host with CANN {info.cann} at {info.dir}")
-    return options, info
+    made = with_sandbox(options)
+    if made.created and made.info is not None:
+        ui.note(
+            f"sandbox created: {made.info.variant} host with CANN {made.info.cann} at {made.info.dir}"
+        )
+    return made
 
 
 def on_sandbox(options: Options, dry_run: bool) -> Options:
-    return sandboxed(options, dry_run)[0]
+    return sandboxed(options, dry_run).options
 
 
 def open_session(c: Any, flags: Mapping[str, Any]) -> Any:
     from ..pipeline import open_session as open_
 
-    options, info = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))
-    return open_(options, os.environ, Path.cwd(), info)
+    made = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))
+    return open_(made.options, os.environ, Path.cwd(), made.info, made.lease)

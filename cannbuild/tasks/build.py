@@ -11,6 +11,7 @@ from invoke import Collection
 
 from .. import ui
 from ..errors import StepFailed, UsageError
+from ..ownership import check_writable
 from ..plan import NOT_SELECTED
 from ._flags import cli_task, make_options
 from ._session import DryRunStop, open_session
@@ -108,6 +109,7 @@ def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
         ui.note(f"dry run: {command} would fetch {names} and write {session.options.lock_file}.")
         return
     session = open_session(c, flags)
+    check_writable(session.options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
         state = sync_sources(session, **how)
     ui.print_sources(state, session.options.lock_file)
@@ -142,6 +144,7 @@ def run_and_report(
     if _dry(c, flags, phases, command):
         return None
     session = open_session(c, flags)
+    check_writable(session.options.lock_file, "--lock-file")
     if validate:
         ui.print_doctor_summary(session.host)
     progress = ConsoleProgress(verbose=bool(flags.get("verbose")))
@@ -208,6 +211,7 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
             f"dry run: would write {target} with: " + ", ".join(names) + "; nothing was changed."
         )
         return
+    check_writable(target, "OUT")
     summary = make_bundle(ws, options.lock_file, target)
     ui.note(
         f"bundle written: {summary['path']} ({summary['files']} files, {summary['bytes'] / 1e6:.1f} MB)"

@@ -12,8 +12,11 @@ from invoke import Collection
 
 from .. import ui
 from ..errors import NoContainerEngine, StepFailed, UsageError
+from ..ownership import check_writable
 from ._flags import cli_task, make_options
 from ._session import on_sandbox
+
+RENDERED_HEADER = "# Rendered by cannbuild"
 
 
 @cli_task(
@@ -102,7 +105,9 @@ def container(
         ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{digest}")
         return new
 
+    check_writable(out, "--out")
     if base_digest:
+        check_writable(options.lock_file, "--lock-file")
         lock = pin_base(base_digest)
     rendered = render_context(spec, lock, options.lock_file, out)
     ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
@@ -188,6 +193,8 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
         extras = "" if out else " and " + ", ".join(rendered["extras"])
         ui.note(f"dry run: would write {target}{extras}; nothing was changed.")
         return
+    refuse_foreign_file(target, "--out" if out else "the workflow path")
+    check_writable(target, "--out" if out else "the workflow path")
     write_atomic(target, rendered["text"].encode())
     ui.note(f"{provider} workflow written to {target}")
     for name, text in rendered["extras"].items():
@@ -199,6 +206,24 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
         else:
             write_atomic(Path(name), text.encode())
             ui.note(f"{name} written")
+
+
+def refuse_foreign_file(target: Path, what: str) -> None:
+    """A file cannbuild renders replaces only a file it rendered before (its first line
+    says so), never one a user wrote."""
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"{what} {target} cannot be read ({exc.strerror}).") from None
+    if not first.startswith(RENDERED_HEADER):
+        raise UsageError(
+            f"{what} {target} exists and was not rendered by cannbuild (its first line is not "
+            f"'{RENDERED_HEADER} ...'); it is left as it is.",
+            "Pass --out with another file, or move that file away first.",
+        )
 
 
 collection = Collection(container, container_run, ci)

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
-from ..render import render_string
+from ..render import render_value
 from . import capi, cases, example, torchnpu
 from .elfcheck import check_library
 
@@ -125,7 +125,9 @@ def inputs_for(
 
     recipe = session.recipe
     values = dict(session.values)
-    library = session.ws.opp / render_string(recipe.validate.library, values, quote=False)
+    library = session.ws.opp / render_value(
+        recipe.validate.library, values, f"recipe {recipe.path}: [validate] library"
+    )
     hw = session.host.hardware
     if session.sandbox is not None:
         target: Optional[str] = "sandbox"

@@ -100,6 +100,17 @@ class Cli:
             text=True,
         )
 
+    def popen_plain(self, *args: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+        """`python -m cannbuild ARGS` without the --sandbox flags, in the background."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "cannbuild", *args],
+            cwd=self.cwd,
+            env=env or self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     @property
     def ws(self) -> Path:
         return self.cwd / ".cannbuild"

@@ -132,6 +132,7 @@ def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file):
     (ctx / "artifacts").mkdir()
     render(tmp_path, lock_file)
     assert sorted(p.name for p in ctx.iterdir()) == [
+        ".cannbuild-owned",
         ".dockerignore",
         ".hadolint.yaml",
         "Dockerfile",
@@ -141,7 +142,7 @@ def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctx")]  # no staging left
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
-    with pytest.raises(UsageError, match="is not a cannbuild build context"):
+    with pytest.raises(UsageError, match="already holds files cannbuild did not create"):
         render(tmp_path, lock_file, "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 

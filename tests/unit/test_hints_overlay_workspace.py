@@ -41,8 +41,19 @@ from cannbuild.workspace import Workspace, WorkspaceLock, write_atomic
             "toolkit header register/op_def_registry.h",
         ),
         (
-            "    error: downloading 'https://gitcode.com/cann-src-third-party/abseil-cpp/a.tar.gz' failed",
-            "cannbuild.mirrors rule",
+            "    error: downloading 'https://gitcode.com/cann-src-third-party/json/releases/download/"
+            "v3.11.3/include.zip' failed",
+            "downloaded https://gitcode.com/cann-src-third-party/json/releases/download/v3.11.3/include.zip"
+            " itself",
+        ),
+        (
+            "    error: downloading 'https://gitcode.com/a/b.tar.gz' failed",
+            "cannbuild.mirrors: {'https://gitcode.com/': 'https://your-mirror/'}",
+        ),
+        (
+            "  error: SHA256 hash of\n\n    /w/src/ops-transformer/third_party/pkg/m.tar.gz\n\n"
+            "  does not match expected value",
+            "/w/src/ops-transformer/third_party/pkg/m.tar.gz is not the file this ref's CMake pins",
         ),
     ],
 )

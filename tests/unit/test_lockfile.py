@@ -58,3 +58,31 @@ def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
     path.write_text("version = 7\n")
     with pytest.raises(UsageError, match="version 7"):
         read_lock(path)
+
+
+def test_a_lock_names_the_checkouts_each_archive_goes_into(tmp_path: Path):
+    from dataclasses import replace
+
+    from cannbuild.lockfile import LockedArchive
+
+    lock = replace(
+        LOCK,
+        third_party=(
+            LockedArchive("json", "https://x/include.zip", "e" * 64, ("opbase", "ops-transformer")),
+        ),
+    )
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, lock)
+    assert 'repos = [\n    "opbase",\n    "ops-transformer",\n]' in path.read_text()
+    assert read_lock(path) == lock
+
+
+def test_a_version_1_lock_is_read_and_reported_as_needing_a_relock(tmp_path: Path):
+    """Written by cannbuild before it read the archives from the checkouts."""
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, LOCK)
+    path.write_text(path.read_text().replace("version = 2", "version = 1"))
+    old = read_lock(path)
+    assert old is not None and old.version == 1 and old.repos == LOCK.repos
+    problems = drift(old, WANTED)
+    assert len(problems) == 1 and "the lock has version 1 (an older cannbuild)" in problems[0]

@@ -61,6 +61,14 @@ symbols = ["a"]
 """
 
 
+RULE = """
+[[repos.opbase.third_party]]
+name = "makeself"
+place = [{place}]
+source = "makeself-fetch.cmake:29"
+"""
+
+
 def test_a_user_recipe_file_loads_without_code(tmp_path: Path):
     recipe = load_recipe(write_recipe(tmp_path, BASE))
     assert recipe.name == "x" and recipe.repos[0].tag == "v1"
@@ -96,6 +104,20 @@ def test_user_recipe_dir_shadows_the_shipped_one(tmp_path: Path):
             "names repo 'opbse'",
         ),
         (lambda t: t + "\n[oops\n", "is not valid TOML"),
+        (
+            lambda t: t.replace('tag = "v1"', 'tag = "v1"' + RULE.format(place='"../../etc/x"')),
+            "place '../../etc/x' is not a path inside the checkout",
+        ),
+        (
+            lambda t: t.replace('tag = "v1"', 'tag = "v1"' + RULE.format(place='"/abs/x.tar.gz"')),
+            "place '/abs/x.tar.gz' is not a path inside the checkout",
+        ),
+        (
+            lambda t: t.replace(
+                'tag = "v1"', 'tag = "v1"' + RULE.format(place='"third_party/x"') + 'md5 = "XYZ"\n'
+            ),
+            "md5 = 'XYZ' is not 32 lower-case hex digits",
+        ),
     ],
 )
 def test_recipe_mistakes_name_the_file_and_key(tmp_path: Path, edit, expected):
@@ -178,3 +200,46 @@ def test_the_toolkit_files_a_recipe_lists_are_checked_and_a_missing_one_named(tm
     # only the steps that will run count
     row = contents_check(recipe.toolkit_files, ["opbase-build"], tmp_path, "aarch64", recipe.name)
     assert row.status == "pass"
+
+
+@pytest.mark.parametrize("train", ["8.5", "9.0"])
+def test_from_8_5_on_every_archive_a_build_downloads_has_a_place(train):
+    """What makes `setup --offline --bundle` possible: nothing is left to download."""
+    for repo in load_recipe(RECIPES / f"{train}.toml").repos:
+        needed = [r for r in repo.third_party if r.needed]
+        assert {r.name for r in needed} >= {"makeself", "json", "protobuf", "abseil-cpp"}
+        assert all(r.place and r.source for r in needed), repo.name
+
+
+def test_8_3_says_which_archives_its_refs_download_on_every_build():
+    recipe = load_recipe(RECIPES / "8.3.toml")
+    unplaceable = {
+        (repo.name, r.name)
+        for repo in recipe.repos
+        for r in repo.third_party
+        if r.needed and not r.place
+    }
+    assert unplaceable == {
+        ("opbase", "protobuf"),
+        ("opbase", "eigen"),
+        ("ops-transformer", "makeself"),
+    }
+
+
+def test_the_recipe_wide_third_party_list_still_adds_an_archive(tmp_path: Path):
+    text = (
+        BASE
+        + """
+[[third_party]]
+name = "extra"
+url = "https://example.invalid/extra-1.tar.gz"
+dest = "pkg/extra-1.tar.gz"
+repos = ["opbase"]
+"""
+    )
+    rule = load_recipe(write_recipe(tmp_path, text)).repo("opbase").third_party[0]
+    assert (rule.name, rule.place, rule.url) == (
+        "extra",
+        ("third_party/pkg/extra-1.tar.gz",),
+        "https://example.invalid/extra-1.tar.gz",
+    )

@@ -35,3 +35,68 @@ def test_archive_bytes_follow_the_content(tmp_path):
     before = hashlib.sha256(deterministic_tar_gz(base, "m")).hexdigest()
     (base / "sub" / "README").write_text("changed\n")
     assert hashlib.sha256(deterministic_tar_gz(base, "m")).hexdigest() != before
+
+
+def test_a_stored_gzip_reads_back_with_the_standard_library():
+    import gzip
+
+    from cannbuild.sandbox.third_party import gzip_stored
+
+    data = os.urandom(200_000)  # more than one stored block
+    assert gzip.decompress(gzip_stored(data)) == data
+    assert gzip.decompress(gzip_stored(b"")) == b""
+
+
+def test_the_mirror_serves_real_shaped_archives_with_fixed_bytes():
+    import zipfile
+
+    from cannbuild.sandbox.third_party import standin_archives
+
+    first, again = standin_archives(), standin_archives()
+    assert {k: a.sha256 for k, a in first.items()} == {k: a.sha256 for k, a in again.items()}
+    for key, archive in first.items():
+        if archive.file.endswith(".zip"):
+            names = zipfile.ZipFile(io.BytesIO(archive.data)).namelist()
+            # several top-level entries: ExternalProject unpacks it as it is
+            assert (
+                "include/nlohmann/json.hpp" in names and "single_include/nlohmann/json.hpp" in names
+            )
+            continue
+        with tarfile.open(fileobj=io.BytesIO(archive.data)) as tar:
+            tops = {m.name.split("/")[0] for m in tar.getmembers()}
+        assert tops == {archive.file[: -len(".tar.gz")]}, key  # one top folder, named as upstream
+
+
+def test_each_stand_in_declares_the_hashes_of_the_archives_the_mirror_serves(tmp_path):
+    """cannbuild reads the stand-ins' cmake/third_party/*.cmake as it reads the real ones."""
+    from cannbuild.archives import discover
+    from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
+    from cannbuild.sandbox.repos import _render_commit
+    from cannbuild.sandbox.third_party import standin_archives
+
+    archives = standin_archives()
+    served = {a.url: a for a in archives.values()}
+    seen = set()
+    hashed = set()
+    for i, commit in enumerate(OPBASE_HISTORY + OT_HISTORY):
+        work = tmp_path / str(i)
+        work.mkdir()
+        _render_commit(work, commit, {"opbase_tag_id": "0" * 40})
+        folder = work / "cmake" / "third_party"
+        declared = discover({p.name: p.read_text() for p in folder.glob("*.cmake")})
+        for item in declared:
+            if "googletest" in item.url:
+                continue  # test-only: the mirror does not serve it
+            archive = served[item.url]
+            assert item.md5 in (None, archive.md5) and item.sha256 in (None, archive.sha256)
+            seen.add(item.url)
+            hashed |= {(archive.key, algo) for algo in ("md5", "sha256") if getattr(item, algo)}
+    assert seen == set(served)
+    # the hash kinds the real modules declare (makeself: SHA256 in FetchContent, MD5 in opbase's
+    # ExternalProject; json and eigen 3.4.0: MD5)
+    assert hashed == {
+        ("makeself", "sha256"),
+        ("makeself", "md5"),
+        ("json", "md5"),
+        ("eigen34", "md5"),
+    }

@@ -3,6 +3,7 @@ import os
 import subprocess
 import threading
 from pathlib import Path
+from typing import ClassVar, List
 
 import pytest
 
@@ -264,3 +265,103 @@ def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path
         fetcher.download("https://gitcode.com/pkg/b.tar.gz", tmp_path / "b")
     assert "mirror map rewrote" in err.value.hint
     assert not list(tmp_path.glob(".b*"))
+
+
+class NeedsBasicAuth(http.server.BaseHTTPRequestHandler):
+    """A mirror that answers only `mirror-user` with the password `p@ss:w/rd`."""
+
+    seen: ClassVar[List[str]] = []
+
+    def do_GET(self):
+        import base64
+
+        header = self.headers.get("Authorization", "")
+        type(self).seen.append(header)
+        if header != "Basic " + base64.b64encode(b"mirror-user:p@ss:w/rd").decode():
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="mirror"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b"archive from the mirror\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def auth_server():
+    NeedsBasicAuth.seen = []
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), NeedsBasicAuth)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_port
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_mirror_url_with_user_and_password_is_sent_as_basic_auth(auth_server, tmp_path: Path):
+    # the password is percent-encoded in the URL, as it is in a git remote
+    mirror = f"http://mirror-user:p%40ss%3Aw%2Frd@127.0.0.1:{auth_server}/"
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror),), retries=0)
+    path, _sha = ensure_archive(
+        fetcher, Workspace(tmp_path), "https://gitcode.com/x/a.tar.gz", None
+    )
+    assert path.read_bytes() == b"archive from the mirror\n"
+
+
+def test_a_refused_credential_is_named_without_the_password(auth_server, tmp_path: Path):
+    mirror = f"http://mirror-user:wrong-secret@127.0.0.1:{auth_server}/"
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror),), retries=0)
+    with pytest.raises(FetchError) as err:
+        ensure_archive(fetcher, Workspace(tmp_path), "https://gitcode.com/x/a.tar.gz", None)
+    text = err.value.paragraph()
+    assert "HTTP Error 401" in text and "127.0.0.1" in text
+    assert "wrong-secret" not in text and "mirror-user" not in text
+    assert NeedsBasicAuth.seen and all(h.startswith("Basic ") for h in NeedsBasicAuth.seen)
+
+
+def tarball(path: Path, members: dict) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_an_archive_with_one_top_folder_is_unpacked_without_it(tmp_path: Path):
+    from cannbuild.sources import unpack_archive
+
+    archive = tarball(tmp_path / "m.tar.gz", {"makeself-2.5/makeself.sh": b"#!/bin/sh\n"})
+    unpack_archive(archive, tmp_path / "third_party" / "makeself")
+    assert (tmp_path / "third_party/makeself/makeself.sh").read_bytes() == b"#!/bin/sh\n"
+    assert sorted(p.name for p in (tmp_path / "third_party").iterdir()) == ["makeself"]
+
+
+def test_a_zip_with_several_top_entries_is_unpacked_as_it_is(tmp_path: Path):
+    import zipfile
+
+    from cannbuild.sources import unpack_archive
+
+    with zipfile.ZipFile(tmp_path / "include.zip", "w") as zf:
+        zf.writestr("include/nlohmann/json.hpp", "// json\n")
+        zf.writestr("single_include/nlohmann/json.hpp", "// json\n")
+    unpack_archive(tmp_path / "include.zip", tmp_path / "json")
+    assert (tmp_path / "json/include/nlohmann/json.hpp").is_file()
+
+
+def test_an_archive_member_outside_the_folder_refuses_the_archive(tmp_path: Path):
+    from cannbuild.sources import unpack_archive
+
+    archive = tarball(tmp_path / "evil.tar.gz", {"top/ok": b"1", "../../escaped": b"2"})
+    with pytest.raises(FetchError, match="points outside the folder"):
+        unpack_archive(archive, tmp_path / "deep" / "dest")
+    assert not (tmp_path / "escaped").exists() and not (tmp_path / "deep" / "dest").exists()

@@ -1,0 +1,244 @@
+"""Third-party archives a checkout's own CMake downloads, and where its ref takes a copy.
+
+The real opbase and ops-transformer builds download protobuf, abseil-cpp, eigen,
+nlohmann json and makeself with CMake (`ExternalProject_Add` / `FetchContent_Declare`
+with `URL` and `URL_HASH` / `URL_MD5`) while they configure and build.  A git mirror
+rule never reaches those downloads, and the upstream CMake has no URL override, so
+cannbuild reads the archives (URL and declared hash) from the checkout's own
+`cmake/third_party/*.cmake` at the pinned commit, fetches them itself (through the
+mirror map, pinned by sha256 in the lock, carried in offline bundles) and puts each
+where that ref looks for a local copy before downloading.  Where that is differs per
+repository and per tag; the recipe says it (`[[repos.<name>.third_party]]`, each
+entry citing the upstream lines), and may add archives or override a URL or hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+from .errors import UsageError
+from .recipes import ArchiveRule, RepoSpec
+from .redact import redact
+from .sources import Fetcher, FetchError
+
+THIRD_PARTY_DIR = "cmake/third_party"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip")
+
+_SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_URL = re.compile(r"(?:https?|ftp)://[^\s\"'<>()]+")
+_HASH = re.compile(
+    r"\b(?:URL_HASH|EXPECTED_HASH)\s+\"?(SHA256|MD5)=([0-9a-fA-F]+)|\bURL_MD5\s+\"?([0-9a-fA-F]{32})\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """An archive a repo's CMake downloads, as its `cmake/third_party/*.cmake` declares it."""
+
+    name: str
+    url: str
+    where: str  # "cmake/third_party/json.cmake:46"
+    md5: Optional[str] = None
+    sha256: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Needed:
+    """One archive a repo's build downloads at its pinned commit, and where its copy goes."""
+
+    name: str
+    url: str
+    place: str  # checkout-relative; "" when the ref accepts no local copy; "dir/" = unpacked
+    source: str  # the upstream lines that say where the ref looks
+    where: str  # the cmake line that declares it, or the recipe
+    md5: Optional[str] = None
+    sha256: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ArchivePlan:
+    placed: Tuple[Needed, ...]  # fetched, locked, bundled and put in place
+    unplaceable: Tuple[Needed, ...]  # the build downloads them itself, every time
+    unknown: Tuple[Declared, ...]  # declared, but the recipe says nothing of them
+
+
+def archive_name(url: str) -> str:
+    """`https://gitcode.com/cann-src-third-party/eigen/releases/...` -> `eigen`: the
+    project of a forge URL, else the file name without its archive suffix."""
+    parts = [p for p in urlsplit(url).path.split("/") if p]
+    if len(parts) >= 3:
+        return parts[1]
+    name = parts[-1] if parts else url
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _is_archive(url: str) -> bool:
+    return url.lower().endswith(ARCHIVE_SUFFIXES) and "${" not in url
+
+
+def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
+    """The archive URLs (and their declared hashes) in CMake files, path -> text.
+
+    `${VAR}` is expanded where the same file sets VAR to a plain value.  A hash belongs
+    to the nearest archive URL written before it (else the first one after it): the
+    shapes the upstream files use, a URL set in a variable and the hash in the
+    `ExternalProject_Add` or `FetchContent_Declare` below it."""
+    found: Dict[str, Declared] = {}
+    for path in sorted(files):
+        lines = files[path].splitlines()
+        variables: Dict[str, str] = {}
+        for line in lines:
+            match = _SET.match(line)
+            if match and "${" not in match.group(2):
+                variables.setdefault(match.group(1), match.group(2))
+        urls: List[Tuple[Tuple[int, int], str]] = []
+        hashes: List[Tuple[Tuple[int, int], str, str]] = []
+        for number, line in enumerate(lines, 1):
+            if line.lstrip().startswith("#"):
+                continue
+            text = _expand(line, variables)
+            for match in _URL.finditer(text):
+                url = match.group(0).rstrip("\"'")
+                if _is_archive(url):
+                    urls.append(((number, match.start()), url))
+            for match in _HASH.finditer(text):
+                algo, value = (
+                    (match.group(1), match.group(2)) if match.group(1) else ("MD5", match.group(3))
+                )
+                hashes.append(((number, match.start()), algo.lower(), value.lower()))
+        declared: Dict[str, Dict[str, str]] = {}
+        for pos, url in urls:
+            declared.setdefault(url, {"where": f"{path}:{pos[0]}"})
+        for pos, algo, value in hashes:
+            before = [u for p, u in urls if p < pos]
+            after = [u for p, u in urls if p > pos]
+            owner = before[-1] if before else (after[0] if after else None)
+            if owner is not None:
+                declared[owner].setdefault(algo, value)
+        for url, facts in declared.items():
+            if url in found:
+                old = found[url]
+                found[url] = Declared(
+                    old.name,
+                    url,
+                    old.where,
+                    old.md5 or facts.get("md5"),
+                    old.sha256 or facts.get("sha256"),
+                )
+            else:
+                found[url] = Declared(
+                    archive_name(url), url, facts["where"], facts.get("md5"), facts.get("sha256")
+                )
+    return tuple(found.values())
+
+
+def _expand(line: str, variables: Mapping[str, str]) -> str:
+    return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), line)
+
+
+def plan_archives(
+    recipe_path: Path, repo: RepoSpec, commit: str, declared: Sequence[Declared]
+) -> ArchivePlan:
+    """The recipe's rules for `repo` applied to what its CMake declares at `commit`."""
+    by_name: Dict[str, List[Declared]] = {}
+    for found_item in declared:
+        by_name.setdefault(found_item.name, []).append(found_item)
+    placed: List[Needed] = []
+    unplaceable: List[Needed] = []
+    covered = set()
+    for rule in repo.third_party:
+        covered.add(rule.name)
+        if not rule.needed:
+            continue
+        matches = by_name.get(rule.name, [])
+        if rule.url is not None:
+            same = [d for d in matches if d.url == rule.url]
+            found = same[0] if same else None
+            url = rule.url
+        elif len(matches) == 1:
+            found = matches[0]
+            url = found.url
+        elif not matches:
+            raise UsageError(
+                f"recipe {recipe_path}: [[repos.{repo.name}.third_party]] {rule.name!r} names an "
+                f"archive that {repo.name}'s {THIRD_PARTY_DIR}/*.cmake at {commit[:12]} does not "
+                f"download (it declares {_listed(declared)}).",
+                "Give the entry a url (to add the archive), or remove it: this ref may not need it.",
+            )
+        else:
+            raise UsageError(
+                f"recipe {recipe_path}: [[repos.{repo.name}.third_party]] {rule.name!r} matches "
+                f"{len(matches)} URLs in {repo.name} at {commit[:12]} "
+                f"({', '.join(redact(m.url) for m in matches)}).",
+                "Set the entry's url to the one it means.",
+            )
+        item = Needed(
+            name=rule.name,
+            url=url,
+            place=rule.place[0] if rule.place else "",
+            source=rule.source,
+            where=found.where if found else f"recipe {recipe_path.name}",
+            md5=rule.md5 or (found.md5 if found else None),
+            sha256=rule.sha256 or (found.sha256 if found else None),
+        )
+        (placed if item.place else unplaceable).append(item)
+    unknown = tuple(d for d in declared if d.name not in covered)
+    return ArchivePlan(tuple(placed), tuple(unplaceable), unknown)
+
+
+def _listed(declared: Sequence[Declared]) -> str:
+    if not declared:
+        return "no archive"
+    return ", ".join(sorted({d.name for d in declared}))
+
+
+def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
+    """The build checks the hash its CMake declares: refuse a file it would reject."""
+    for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
+        if not expected:
+            continue
+        digest = hashlib.new(algo)
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        actual = digest.hexdigest()
+        if actual != expected:
+            via = "" if source == item.url else f" (fetched as {redact(source)})"
+            raise FetchError(
+                f"{redact(item.url)}{via} has {algo} {actual}, but {repo}'s {item.where} "
+                f"declares {expected}: its build would reject the file.",
+                "The mirror serves another file than upstream; fix the mirror (cannbuild.mirrors), "
+                "or override the hash in the recipe's [[repos."
+                + repo
+                + ".third_party]] on purpose.",
+            )
+
+
+def declared_archives(fetcher: Fetcher, cache: Path, commit: str) -> Tuple[Declared, ...]:
+    """What `cmake/third_party/*.cmake` declares at `commit`, read from the git cache."""
+    listing = fetcher.git(["ls-tree", "--name-only", commit, THIRD_PARTY_DIR + "/"], cwd=cache)
+    paths = [p for p in listing.splitlines() if p.endswith(".cmake")]
+    return discover({p: fetcher.git(["show", f"{commit}:{p}"], cwd=cache) for p in paths})
+
+
+__all__ = [
+    "ArchivePlan",
+    "ArchiveRule",
+    "Declared",
+    "Needed",
+    "archive_name",
+    "check_declared",
+    "declared_archives",
+    "discover",
+    "plan_archives",
+]

@@ -1,0 +1,104 @@
+"""Every child process cannbuild starts goes through here.
+
+Each child runs in a process group of its own, so a timeout, Ctrl-C, SIGTERM or
+SIGHUP stops the child and everything it started (a `sleep` under a hung
+`set_env.sh`, the compilers under `build.sh`), and waits for them: nothing is left
+running when cannbuild returns.  Commands are logged at debug level (`--debug`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from typing import IO, Any, Mapping, Optional, Sequence, Union
+
+log = logging.getLogger("cannbuild.proc")
+
+KILL_GRACE_S = 5.0
+Output = Union[int, IO[Any], None]
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the child's whole group, SIGKILL what is left after `grace_s`, and wait
+    until no member of the group is alive."""
+    pgid = proc.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+        if proc.poll() is not None and not group_alive(pgid):
+            return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + grace_s
+    while group_alive(pgid) and time.monotonic() < end:  # the kernel reaps them shortly
+        time.sleep(0.02)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def popen(
+    argv: Sequence[str],
+    *,
+    cwd: Optional[Union[str, os.PathLike]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    stdin: Output = subprocess.DEVNULL,
+    stdout: Output = subprocess.PIPE,
+    stderr: Output = subprocess.PIPE,
+) -> subprocess.Popen:
+    log.debug("run: %s%s", " ".join(argv), f"  (in {cwd})" if cwd else "")
+    return subprocess.Popen(
+        list(argv),
+        cwd=str(cwd) if cwd is not None else None,
+        env=dict(env) if env is not None else None,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+    )
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: Optional[float] = None,
+    cwd: Optional[Union[str, os.PathLike]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    input: Optional[bytes] = None,
+    merge_stderr: bool = False,
+    capture: bool = True,
+) -> subprocess.CompletedProcess:
+    """Run to completion and return its output (bytes).  On a timeout the whole group is
+    killed and `subprocess.TimeoutExpired` raised; an interrupt kills it too."""
+    proc = popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=(subprocess.STDOUT if merge_stderr else subprocess.PIPE) if capture else None,
+    )
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc, grace_s=0.5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=1.0)  # a grandchild that left the group may hold a pipe
+        raise
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: the child's group goes with us
+        kill_group(proc, grace_s=0.5)
+        raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)

@@ -1,0 +1,251 @@
+"""The third-party archives the sandbox mirror serves, and the stand-ins' CMake for them.
+
+The real builds download makeself, protobuf, abseil-cpp, eigen and nlohmann json from
+`https://gitcode.com/cann-src-third-party/...` with CMake.  The sandbox serves
+archives of the same names and shapes (a single top folder per tarball, json's
+`include.zip` with `include/` and `single_include/`), small and generated here, so
+their bytes (and the hashes the stand-in CMake declares) never change.  Each is
+packed without compression (a gzip of stored deflate blocks, written by hand): a
+zlib build of another machine cannot change a byte, and so no commit id of the
+stand-in repositories, which carry the hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import struct
+import tarfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..resources import data_dir
+from .releases import (
+    MAKESELF_URL,
+    OPBASE_2025_11,
+    OPBASE_V850,
+    OPBASE_V900,
+    OT_2025_11,
+    OT_V850,
+    OT_V900,
+    UPSTREAM,
+)
+
+MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
+_RELEASES = UPSTREAM + "cann-src-third-party/"
+
+
+@dataclass(frozen=True)
+class StandinArchive:
+    key: str
+    url: str
+    data: bytes
+
+    @property
+    def file(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def md5(self) -> str:
+        return hashlib.md5(self.data).hexdigest()
+
+    def context(self) -> Dict[str, str]:
+        return {"url": self.url, "file": self.file, "sha256": self.sha256, "md5": self.md5}
+
+
+def gzip_stored(data: bytes) -> bytes:
+    """A gzip member holding `data` in stored deflate blocks: the same bytes on every zlib."""
+    out = bytearray(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")  # no name, mtime 0, OS unknown
+    blocks = [data[i : i + 0xFFFF] for i in range(0, len(data), 0xFFFF)] or [b""]
+    for i, block in enumerate(blocks):
+        out.append(1 if i == len(blocks) - 1 else 0)
+        out += struct.pack("<HH", len(block), len(block) ^ 0xFFFF) + block
+    out += struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def tar_gz(entries: Sequence[Tuple[str, Optional[bytes], int]]) -> bytes:
+    """A .tar.gz of (name, content or None for a folder, mode), in the given order, with
+    zero times and owners."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, content, mode in entries:
+            info = tarfile.TarInfo(name)
+            info.mtime = 0
+            info.mode = mode
+            if content is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+    return gzip_stored(raw.getvalue())
+
+
+def tree_entries(src: Path, top: str) -> List[Tuple[str, Optional[bytes], int]]:
+    """A folder's files as tar entries under `top/`; modes fixed by kind (scripts 0755),
+    since a copy of cannbuild installed elsewhere may have lost the executable bits."""
+    entries: List[Tuple[str, Optional[bytes], int]] = [(top, None, 0o755)]
+    for path in sorted(src.rglob("*")):
+        name = f"{top}/{path.relative_to(src).as_posix()}"
+        if path.is_dir():
+            entries.append((name, None, 0o755))
+        else:
+            mode = 0o755 if path.suffix == ".sh" else 0o644
+            entries.append((name, path.read_bytes(), mode))
+    return entries
+
+
+def _source_tree(top: str, files: Mapping[str, str]) -> bytes:
+    entries: List[Tuple[str, Optional[bytes], int]] = [(top, None, 0o755)]
+    folders = set()
+    for name in sorted(files):
+        parts = name.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folder = "/".join(parts[:i])
+            if folder not in folders:
+                folders.add(folder)
+                entries.append((f"{top}/{folder}", None, 0o755))
+        entries.append((f"{top}/{name}", files[name].encode(), 0o644))
+    return tar_gz(entries)
+
+
+def _zip(files: Mapping[str, str]) -> bytes:
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, files[name])
+    return raw.getvalue()
+
+
+def _stub(what: str) -> str:
+    return f"// cannbuild sandbox stand-in for {what}: names and layout only, no code.\n"
+
+
+def standin_archives() -> Dict[str, StandinArchive]:
+    """Every archive the stand-ins download, keyed for the CMake templates."""
+    makeself = tar_gz(
+        tree_entries(data_dir("templates") / "sandbox" / "makeself", MAKESELF_ARCHIVE)
+    )
+
+    def protobuf(version: str, number: str) -> bytes:
+        return _source_tree(
+            f"protobuf-{version}",
+            {
+                "CMakeLists.txt": f"# cannbuild sandbox stand-in for protobuf {version}\n",
+                "cmake/CMakeLists.txt": f"# cannbuild sandbox stand-in for protobuf {version}\n",
+                "src/google/protobuf/stubs/common.h": _stub(f"protobuf {version}")
+                + f"#define GOOGLE_PROTOBUF_VERSION {number}\n",
+                "third_party/abseil-cpp/.keep": "",
+            },
+        )
+
+    def eigen(version: str) -> bytes:
+        world, major, minor = version.split(".")
+        return _source_tree(
+            f"eigen-{version}",
+            {
+                "Eigen/Eigen": _stub(f"Eigen {version}"),
+                "Eigen/src/Core/util/Macros.h": _stub(f"Eigen {version}")
+                + f"#define EIGEN_WORLD_VERSION {world}\n#define EIGEN_MAJOR_VERSION {major}\n"
+                f"#define EIGEN_MINOR_VERSION {minor}\n",
+            },
+        )
+
+    json_header = _stub("nlohmann json 3.11.3") + "#define NLOHMANN_JSON_VERSION_MAJOR 3\n"
+    archives = [
+        StandinArchive("makeself", MAKESELF_URL, makeself),
+        StandinArchive(
+            "protobuf",
+            _RELEASES + "protobuf/releases/download/v25.1/protobuf-25.1.tar.gz",
+            protobuf("25.1", "4025001"),
+        ),
+        StandinArchive(
+            "protobuf313",
+            _RELEASES + "protobuf/releases/download/v3.13.0/protobuf-3.13.0.tar.gz",
+            protobuf("3.13.0", "3013000"),
+        ),
+        StandinArchive(
+            "abseil",
+            _RELEASES + "abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz",
+            _source_tree(
+                "abseil-cpp-20230802.1",
+                {
+                    "CMakeLists.txt": "# cannbuild sandbox stand-in for abseil-cpp 20230802.1\n",
+                    "absl/base/config.h": _stub("abseil-cpp 20230802.1")
+                    + "#define ABSL_LTS_RELEASE_VERSION 20230802\n",
+                    "absl/log/absl_log.h": _stub("abseil-cpp 20230802.1"),
+                },
+            ),
+        ),
+        StandinArchive(
+            "eigen34",
+            _RELEASES + "eigen/releases/download/3.4.0/eigen-3.4.0.tar.gz",
+            eigen("3.4.0"),
+        ),
+        StandinArchive(
+            "eigen50",
+            _RELEASES + "eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz",
+            eigen("5.0.0"),
+        ),
+        StandinArchive(
+            "json",
+            _RELEASES + "json/releases/download/v3.11.3/include.zip",
+            _zip(
+                {
+                    "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
+                    "include/nlohmann/json.hpp": json_header,
+                    "include/nlohmann/json_fwd.hpp": _stub("nlohmann json 3.11.3"),
+                    "single_include/nlohmann/json.hpp": json_header,
+                }
+            ),
+        ),
+    ]
+    return {a.key: a for a in archives}
+
+
+def write_mirror(mirror: Path, archives: Mapping[str, StandinArchive]) -> List[Path]:
+    """Each archive at the path its upstream URL names under the mirror."""
+    written = []
+    for archive in archives.values():
+        target = mirror / archive.url[len(UPSTREAM) :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(archive.data)
+        written.append(target)
+    return written
+
+
+# Per stand-in state: the upstream state it stands in for, the third-party modules its
+# package build includes (in the real CMakeLists' order), and the test-only ones it
+# carries but never includes.
+_STATES: Tuple[Tuple[object, str, Tuple[str, ...], Tuple[str, ...]], ...] = (
+    (OPBASE_2025_11, "2025-11", ("protobuf", "eigen", "makeself-fetch"), ("gtest",)),
+    (OPBASE_V850, "v8.5.0", ("protobuf", "eigen", "nlohmann_json", "makeself-fetch"), ("gtest",)),
+    (OPBASE_V900, "v9.0.0", ("protobuf", "eigen", "nlohmann_json", "makeself-fetch"), ("gtest",)),
+    (OT_2025_11, "2025-11", ("json", "makeself-fetch"), ("gtest",)),
+    (OT_V850, "v8.5.0", ("json", "abseil-cpp", "ascend_protobuf", "makeself-fetch"), ("gtest",)),
+    (
+        OT_V900,
+        "v9.0.0",
+        ("json", "eigen", "abseil-cpp", "ascend_protobuf", "makeself-fetch"),
+        ("gtest",),
+    ),
+)
+
+
+def state_of(flavor: object) -> Tuple[str, Tuple[str, ...], Tuple[str, ...]]:
+    """(upstream state, included modules, test-only modules) of a stand-in flavor."""
+    for known, ref, included, test_only in _STATES:
+        if known is flavor:
+            return ref, included, test_only
+    raise KeyError(getattr(flavor, "label", flavor))

@@ -1,0 +1,303 @@
+"""Safe by construction: cannbuild never deletes or overwrites what it did not make, stops
+every process of a build on SIGTERM/SIGHUP, shares one sandbox between concurrent runs,
+and ends every bad input with one paragraph and its documented exit code."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_symlink():
+            digest.update(b"->" + os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def someones_files(root: Path) -> Path:
+    """A folder holding a user's files at the very names cannbuild uses."""
+    for rel in (
+        "src/opbase/main.c",
+        "stage/notes.txt",
+        "overlay/x",
+        "opp/vendors/custom_transformer/keep.txt",
+        "mirror/m.txt",
+        "sysroot/s.txt",
+        ".build/b.txt",
+        "create.log",
+        ".git/HEAD",
+        "Dockerfile",
+        "README.md",
+    ):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"mine: {rel}\n")
+    return root
+
+
+def no_traceback(proc, code):
+    """Exit `code`, no traceback, and the error is one paragraph: the last line."""
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert (
+        lines[-1].startswith("cannbuild: ")
+        and sum(ln.startswith("cannbuild: ") for ln in lines) == 1
+    )
+
+
+def test_a_workspace_holding_someone_elses_files_is_left_untouched(cli, tmp_path):
+    theirs = someones_files(tmp_path / "project")
+    before = tree_digest(theirs)
+    proc = cli("setup", "--workspace", str(theirs))
+    no_traceback(proc, 2)
+    assert "already holds files cannbuild did not create" in proc.stderr
+    assert tree_digest(theirs) == before
+
+
+def test_a_sandbox_folder_holding_someone_elses_files_is_left_untouched(cli, tmp_path):
+    theirs = someones_files(tmp_path / "mine")
+    before = tree_digest(theirs)
+    proc = cli("sandbox", "create", "--dir", str(theirs), sandbox=False)
+    no_traceback(proc, 2)
+    assert tree_digest(theirs) == before
+
+
+def test_container_out_dot_in_a_project_is_refused(installed, tmp_path):
+    project = someones_files(tmp_path / "project")
+    shutil.copy(installed.cwd / "cannbuild.lock", project / "cannbuild.lock")
+    before = tree_digest(project)
+    env = installed.env()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cannbuild", "container", "--sandbox", "--out", "."],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    no_traceback(proc, 2)
+    assert tree_digest(project) == before
+
+
+def test_ci_never_overwrites_a_workflow_it_did_not_render(installed, tmp_path):
+    target = tmp_path / "ours.yml"
+    target.write_text("name: my own pipeline\n")
+    proc = installed("ci", "--provider", "github", "--out", str(target), sandbox=False)
+    no_traceback(proc, 2)
+    assert target.read_text() == "name: my own pipeline\n"
+
+
+def recipe_with(cli, **changes: str) -> Path:
+    """The 8.5 recipe as a user recipe, with lines replaced."""
+    from cannbuild.resources import data_dir
+
+    text = (data_dir("recipes") / "8.5.toml").read_text()
+    for old, new in changes.items():
+        assert old in text
+        text = text.replace(old, new)
+    folder = cli.cwd / "cannbuild-recipes"
+    folder.mkdir(exist_ok=True)
+    (folder / "8.5.toml").write_text(text)
+    return folder / "8.5.toml"
+
+
+def test_a_recipe_output_pattern_outside_the_workspace_deletes_nothing(cli, tmp_path):
+    outside = tmp_path / "somewhere"
+    outside.mkdir()
+    (outside / "precious.run").write_text("keep")
+    depth = len((cli.ws / "src" / "opbase").relative_to(tmp_path).parts)
+    recipe_with(
+        cli,
+        **{
+            'produces = ["build_out/cann-opbase_*_linux-{{ arch }}.run"]': (
+                f'produces = ["{"../" * depth}somewhere/*"]'
+            )
+        },
+    )
+    proc = cli("build")
+    no_traceback(proc, 2)
+    assert "outside" in proc.stderr
+    assert (outside / "precious.run").read_text() == "keep"
+
+
+def test_a_template_in_a_recipe_value_is_never_run(cli):
+    evil = "{{ cycler.__init__.__globals__.os.system('touch PWNED') }}"
+    recipe_with(cli, **{'tag = "v8.5.0"': f'tag = "{evil}"'})
+    proc = cli("lock")
+    no_traceback(proc, 2)
+    assert not (cli.cwd / "PWNED").exists()
+    recipe_with(
+        cli,
+        **{
+            'library = "vendors/{{ vendor_name }}_transformer/op_api/lib/libcust_opapi.so"': (
+                f'library = "{evil}"'
+            )
+        },
+    )
+    assert cli("validate").returncode == 2
+    assert not (cli.cwd / "PWNED").exists()
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "..", "x y", "-rf"])
+def test_a_vendor_name_that_is_not_a_name_is_refused(cli, name):
+    proc = cli("install", f"--vendor-name={name}")
+    no_traceback(proc, 2)
+    assert not cli.ws.exists()
+
+
+def wait_for_cmake(cli, proc, earlier):
+    """Until a log of this run (not in `earlier`) shows cmake at work."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        logs = list((cli.ws / "logs").glob("*/ops-transformer-build.log"))
+        fresh = [
+            p
+            for p in logs
+            if p.parent.name != "latest" and p not in earlier and "cmake config" in p.read_text()
+        ]
+        if fresh:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(proc.communicate())
+        time.sleep(0.05)
+    raise AssertionError("the build never reached cmake")
+
+
+def processes_under(folder: Path):
+    alive = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if str(folder) in cmd or cwd.startswith(str(folder)):
+            alive.append((pid, cmd))
+    return alive
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(cli, sig, code):
+    assert cli("build").returncode == 0
+    before = cli.stamp("ops-transformer-build")["finished"]
+    earlier = set((cli.ws / "logs").glob("*/ops-transformer-build.log"))
+    proc = cli.popen("build", "--force", "ops-transformer-build")
+    wait_for_cmake(cli, proc, earlier)
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "interrupted during ops-transformer-build" in err and "Traceback" not in err
+    assert processes_under(cli.ws) == []  # gone before cannbuild returned, not just later
+    assert not (cli.ws / ".lock.info").exists()
+    assert cli.stamp("ops-transformer-build")["finished"] == before
+    again = cli("build")
+    assert again.returncode == 0 and "ops-transformer-build built in" in again.stderr
+
+
+def test_three_concurrent_creations_of_one_sandbox_all_succeed(cli, tmp_path):
+    target = tmp_path / "shared-sandbox"
+    procs = [
+        cli.popen_plain("sandbox", "create", "--dir", str(target), "--variant", "A2")
+        for _ in range(3)
+    ]
+    results = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], results
+    created = sum("sandbox created" in err for _out, err in results)
+    assert created == 1, results
+    doctor = cli("doctor", "--sysroot", str(target / "sysroot"), "--json", sandbox=False)
+    assert json.loads(doctor.stdout)["host"]["npu_count"] == 8
+
+
+def test_a_sandbox_in_use_is_never_replaced(cli, tmp_path):
+    import fcntl
+
+    target = tmp_path / "busy-sandbox"
+    assert cli("sandbox", "create", "--dir", str(target), sandbox=False).returncode == 0
+    info = json.loads((target / "sandbox.json").read_text())
+    info["key"] = "0" * 64  # as if cannbuild's emulation had changed since
+    (target / "sandbox.json").write_text(json.dumps(info))
+    before = tree_digest(target / "sysroot")
+    with open(target / ".lock") as lease:
+        fcntl.flock(lease, fcntl.LOCK_SH)  # another run is using it
+        proc = cli("sandbox", "create", "--dir", str(target), sandbox=False)
+    no_traceback(proc, 10)
+    assert "another run is using it" in proc.stderr
+    assert tree_digest(target / "sysroot") == before
+    assert cli("sandbox", "create", "--dir", str(target), sandbox=False).returncode == 0
+
+
+@contextmanager
+def tmpfs(path: Path, options: str):
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()})")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def test_an_unwritable_lock_folder_is_refused_before_any_step(cli, tmp_path):
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as ro:
+        proc = cli("install", "--lock-file", str(ro / "cannbuild.lock"))
+    no_traceback(proc, 2)
+    assert not (cli.ws / "src").exists()  # refused up front, not after an hour's build
+
+
+def test_a_full_disk_under_logs_is_one_paragraph(cli):
+    assert cli("fetch").returncode == 0
+    with tmpfs(cli.ws / "logs", "size=16k"):
+        fd = os.open(cli.ws / "logs" / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"x" * 4096):
+                pass
+        except OSError:
+            pass  # the disk is full now
+        finally:
+            os.close(fd)
+        proc = cli("build")
+    no_traceback(proc, 11)
+    assert "No space left" in proc.stderr
+
+
+def test_install_into_toolkit_says_what_it_changes_and_restore_sh_undoes_it(cli_for, tmp_path):
+    from cannbuild.sandbox import SandboxSpec, create_sandbox
+
+    own = tmp_path / "own-sandbox"
+    create_sandbox(SandboxSpec(own, "A2", "8.5.0"))
+    toolkit = own / "sysroot/usr/local/Ascend/cann-8.5.0"
+    before = tree_digest(toolkit)
+    cli = cli_for("A2-8.5.0", tmp_path / "w")
+    cli.sandbox = own
+    proc = cli("install", "--install-into-toolkit")
+    assert proc.returncode == 0, proc.stderr
+    note = next(line for line in proc.stderr.splitlines() if "--install-into-toolkit:" in line)
+    assert str(toolkit) in note and "restore.sh" in note
+    backup = next((cli.ws / "toolkit-backup").iterdir())
+    manifest = json.loads((backup / "manifest.json").read_text())
+    assert manifest["files"] and manifest["toolkit"] == str(toolkit)
+    assert tree_digest(toolkit) != before
+    subprocess.run(["bash", str(backup / "restore.sh")], check=True)
+    assert tree_digest(toolkit) == before

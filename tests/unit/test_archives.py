@@ -1,0 +1,190 @@
+"""Third-party archives: read from a checkout's cmake/third_party/*.cmake, placed by the recipe.
+
+The CMake snippets below are written for these tests in the shapes the upstream modules
+use (a URL in a variable, the hash in the ExternalProject_Add / FetchContent_Declare
+below it, `${VAR}` in the URL, a local-copy branch before the download).
+"""
+
+from pathlib import Path
+
+import pytest
+
+from cannbuild.archives import Declared, archive_name, check_declared, discover, plan_archives
+from cannbuild.errors import UsageError
+from cannbuild.recipes import ArchiveRule, RepoSpec
+from cannbuild.sources import FetchError
+
+GITCODE = "https://gitcode.com/cann-src-third-party"
+MAKESELF = f"{GITCODE}/makeself/releases/download/release-2.5.0-patch1.0/makeself-release-2.5.0-patch1.tar.gz"
+PROTOBUF = f"{GITCODE}/protobuf/releases/download/v25.1/protobuf-25.1.tar.gz"
+ABSEIL = f"{GITCODE}/abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz"
+EIGEN = f"{GITCODE}/eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz"
+JSON = f"{GITCODE}/json/releases/download/v3.11.3/include.zip"
+
+FETCH_WITH_SHA256 = f"""\
+# the packer
+if (NOT EXISTS "${{MAKESELF_PATH}}/makeself.sh")
+    set(MAKESELF_URL "{MAKESELF}")
+    FetchContent_Declare(
+        makeself
+        URL ${{MAKESELF_URL}}
+        URL_HASH SHA256={"ab" * 32}
+    )
+endif()
+"""
+
+VERSION_IN_A_VARIABLE = f"""\
+set(EIGEN_VERSION_PKG eigen-5.0.0.tar.gz)
+if(EXISTS "${{CANN_3RD_LIB_PATH}}/${{EIGEN_VERSION_PKG}}")
+    set(REQ_URL "file://${{CANN_3RD_LIB_PATH}}/${{EIGEN_VERSION_PKG}}")
+else()
+    set(REQ_URL "{EIGEN.rsplit("/", 1)[0]}/${{EIGEN_VERSION_PKG}}")
+endif()
+ExternalProject_Add(external_eigen URL ${{REQ_URL}})
+"""
+
+TWO_WITHOUT_HASH = f"""\
+if(NOT EXISTS "${{PROTOBUF_PATH}}")
+  set(REQ_URL "{PROTOBUF}")
+  set(ABS_REQ_URL "{ABSEIL}")
+  ExternalProject_Add(protobuf_src_dl URL ${{REQ_URL}} DOWNLOAD_NO_EXTRACT 1)
+  ExternalProject_Add(abseil_src_dl URL ${{ABS_REQ_URL}} DOWNLOAD_NO_EXTRACT 1)
+endif()
+"""
+
+HASH_BEFORE_THE_URL = f"""\
+if (IS_DIRECTORY "${{CANN_3RD_LIB_PATH}}/json")
+  ExternalProject_Add(nlohmann_json URL ${{CANN_3RD_LIB_PATH}}/json URL_MD5 {"c" * 32})
+else()
+  # ExternalProject_Add(old URL https://example.com/old.tar.gz)
+  set(REQ_URL "{JSON}")
+  ExternalProject_Add(nlohmann_json URL ${{REQ_URL}} URL_MD5 {"c" * 32})
+endif()
+FetchContent_Declare(opbase GIT_REPOSITORY https://gitcode.com/cann/opbase.git)
+"""
+
+
+def test_each_archive_url_is_read_with_the_hash_declared_for_it():
+    found = {
+        d.url: d
+        for d in discover(
+            {
+                "cmake/third_party/makeself-fetch.cmake": FETCH_WITH_SHA256,
+                "cmake/third_party/eigen.cmake": VERSION_IN_A_VARIABLE,
+                "cmake/third_party/protobuf.cmake": TWO_WITHOUT_HASH,
+                "cmake/third_party/nlohmann_json.cmake": HASH_BEFORE_THE_URL,
+            }
+        )
+    }
+    assert set(found) == {MAKESELF, EIGEN, PROTOBUF, ABSEIL, JSON}  # no git URL, no comment
+    assert found[MAKESELF] == Declared(
+        "makeself", MAKESELF, "cmake/third_party/makeself-fetch.cmake:3", None, "ab" * 32
+    )
+    assert found[EIGEN].where == "cmake/third_party/eigen.cmake:5"  # ${EIGEN_VERSION_PKG} expanded
+    assert found[EIGEN].md5 is None and found[EIGEN].sha256 is None
+    assert found[PROTOBUF].md5 is None and found[ABSEIL].name == "abseil-cpp"
+    assert found[JSON].md5 == "c" * 32  # the hash written before the URL still belongs to it
+
+
+def test_the_same_url_in_two_files_is_one_archive_keeping_the_declared_hash():
+    plain = f'set(REQ_URL "{MAKESELF}")\nExternalProject_Add(m URL ${{REQ_URL}})\n'
+    found = discover(
+        {"cmake/third_party/a.cmake": plain, "cmake/third_party/b.cmake": FETCH_WITH_SHA256}
+    )
+    assert len(found) == 1
+    assert found[0].where == "cmake/third_party/a.cmake:1" and found[0].sha256 == "ab" * 32
+
+
+@pytest.mark.parametrize(
+    "url, name",
+    [
+        (EIGEN, "eigen"),
+        (
+            "https://gitee.com/openeuler/libboundscheck/repository/archive/v1.1.16.tar.gz",
+            "libboundscheck",
+        ),
+        ("https://example.com/include.zip", "include"),
+    ],
+)
+def test_an_archive_is_named_after_its_project(url, name):
+    assert archive_name(url) == name
+
+
+def repo(*rules: ArchiveRule) -> RepoSpec:
+    return RepoSpec(
+        "opbase", "https://gitcode.com/cann/opbase.git", tag="v9.0.0", third_party=rules
+    )
+
+
+DECLARED = (
+    Declared("makeself", MAKESELF, "cmake/third_party/makeself-fetch.cmake:45", md5="a" * 32),
+    Declared("protobuf", PROTOBUF, "cmake/third_party/protobuf.cmake:46"),
+    Declared(
+        "googletest",
+        f"{GITCODE}/googletest/x/googletest-1.14.0.tar.gz",
+        "cmake/third_party/gtest.cmake:65",
+    ),
+    Declared("boost", f"{GITCODE}/boost/x/boost_1_87_0.tar.gz", "cmake/third_party/boost.cmake:20"),
+)
+
+
+def test_the_recipe_places_what_the_cmake_declares_and_names_the_rest():
+    plan = plan_archives(
+        Path("9.0.toml"),
+        repo(
+            ArchiveRule(
+                "makeself",
+                ("third_party/m.tar.gz", "third_party/makeself/"),
+                "makeself-fetch.cmake:29",
+            ),
+            ArchiveRule("protobuf", (), "protobuf.cmake: downloaded on every build"),
+            ArchiveRule("googletest", (), "only -u", needed=False),
+        ),
+        "f" * 40,
+        DECLARED,
+    )
+    assert [(n.name, n.url, n.place, n.md5) for n in plan.placed] == [
+        ("makeself", MAKESELF, "third_party/m.tar.gz", "a" * 32)
+    ]
+    assert [n.name for n in plan.unplaceable] == ["protobuf"]
+    assert [d.name for d in plan.unknown] == ["boost"]  # googletest: the recipe said not needed
+
+
+def test_a_recipe_adds_an_archive_or_overrides_its_hash():
+    extra = "https://mirror.example/x/extra-1.0.tar.gz"
+    plan = plan_archives(
+        Path("r.toml"),
+        repo(
+            ArchiveRule("makeself", ("third_party/m.tar.gz",), "s", md5="b" * 32),
+            ArchiveRule("extra", ("third_party/extra.tar.gz",), "s", url=extra, sha256="e" * 64),
+        ),
+        "f" * 40,
+        DECLARED,
+    )
+    placed = {n.name: n for n in plan.placed}
+    assert placed["makeself"].md5 == "b" * 32
+    assert placed["extra"].url == extra and placed["extra"].where == "recipe r.toml"
+
+
+def test_a_rule_for_an_archive_the_ref_does_not_download_is_a_clear_error():
+    with pytest.raises(
+        UsageError, match=r"'eigen' names an archive that opbase's .* does not download"
+    ):
+        plan_archives(
+            Path("r.toml"),
+            repo(ArchiveRule("eigen", ("third_party/e.tgz",), "s")),
+            "f" * 40,
+            DECLARED,
+        )
+
+
+def test_a_file_the_cmake_would_reject_is_refused_naming_the_line(tmp_path):
+    archive = tmp_path / "makeself.tar.gz"
+    archive.write_bytes(b"not the pinned makeself")
+    item = plan_archives(
+        Path("r.toml"), repo(ArchiveRule("makeself", ("third_party/m",), "s")), "f" * 40, DECLARED
+    ).placed[0]
+    with pytest.raises(FetchError, match=r"declares a{32}: its build would reject the file") as err:
+        check_declared(archive, item, "opbase", "file:///mirror/makeself.tar.gz")
+    assert "makeself-fetch.cmake:45" in err.value.message
+    assert "fetched as file:///mirror/makeself.tar.gz" in err.value.message

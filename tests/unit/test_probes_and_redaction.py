@@ -1,0 +1,100 @@
+"""Host probes that cannot hang doctor or leave processes behind; secrets that never
+reach a log; templates that are data, not code."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.options import resolve_options
+from cannbuild.redact import redact
+from cannbuild.render import render_value
+
+from hosttree import clean_env, write
+
+
+def doctor(tree):
+    from cannbuild.host.doctor import read_host
+
+    opts = resolve_options(
+        {"sysroot": str(tree.root), "workspace": str(tree.root.parent / "ws")}, {}, {}
+    )
+    return read_host(opts, clean_env())
+
+
+def alive_with(marker: str):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmd:
+                found.append(pid)
+    return found
+
+
+def test_a_hung_npu_smi_is_cut_off_with_everything_it_started(tree):
+    tree.toolkit_cann("8.5.0")
+    marker = "987.654"  # a sleep nobody else runs
+    tree.npu_smi(None, body=f"#!/bin/sh\nsleep {marker} &\nwait\n")
+    start = time.monotonic()
+    report = doctor(tree)
+    assert time.monotonic() - start < 30
+    assert any("did not answer" in c.detail for c in report.checks if c.id == "npu-smi")
+    assert alive_with(f"sleep {marker}") == []
+
+
+def test_a_hung_set_env_is_cut_off_with_everything_it_started(tree):
+    import subprocess
+
+    from cannbuild.host.toolchain import capture_env
+
+    marker = "876.543"
+    script = write(tree.root / "set_env.sh", f"sleep {marker} &\nwait\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        capture_env(script, clean_env(), timeout=1.0)
+    assert alive_with(f"sleep {marker}") == []
+
+
+def test_a_fifo_where_a_version_file_should_be_does_not_hang_doctor(tree):
+    latest = tree.toolkit_farm("8.3.RC2")
+    cfg = latest / "version.cfg"
+    cfg.unlink()
+    os.mkfifo(cfg)
+    start = time.monotonic()
+    report = doctor(tree)
+    assert time.monotonic() - start < 30
+    assert report.toolkit is not None  # the version came from the install info instead
+
+
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        ("https://x/y?token=abc123&z=1", "abc123"),
+        ("curl -H 'PRIVATE-TOKEN: glzz9876abcd' https://gitlab.example/api", "glzz9876abcd"),
+        ("export GITHUB_TOKEN=ghs_abcdefghij0123456789", "abcdefghij0123456789"),
+        ("password: hunter2hunter2", "hunter2hunter2"),
+        ("https://alice:p@ss@w0rd@mirror.example/x.git", "w0rd"),
+        ("X-Api-Key: k3yk3yk3y", "k3yk3yk3y"),
+    ],
+)
+def test_the_secrets_a_log_holds_are_redacted(text, secret):
+    assert secret not in redact(text)
+
+
+@pytest.mark.parametrize("plain", ["author: Alice", "tokenizer: fast", "set(OPBASE_TAG_ID 1a2b)"])
+def test_redaction_leaves_ordinary_words_alone(plain):
+    assert redact(plain) == plain
+
+
+def test_a_recipe_value_cannot_reach_python(tmp_path):
+    evil = "{{ cycler.__init__.__globals__.os.system('touch " + str(tmp_path / "X") + "') }}"
+    with pytest.raises(UsageError, match="does not render"):
+        render_value(evil, {}, "[repos.opbase] tag")
+    assert not (tmp_path / "X").exists()
