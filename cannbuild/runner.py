@@ -30,7 +30,8 @@ from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
 KILL_GRACE_S = 5.0
-FIRST_ERRORS = 5
+FIRST_ERRORS = 3  # error blocks shown in the digest
+ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the compiler's do)
 # What a real failure looks like, wherever it sits in the log: ops-transformer v8.5.0+
 # pipes only stdout through block-buffered gawk, so stderr (the CMake error) comes first
 # and the last lines of the log are the harmless stdout that was held back.
@@ -40,16 +41,31 @@ ERROR_LINE = re.compile(
 
 
 def first_errors(
-    lines: Sequence[str], first_line: int = 1, limit: int = FIRST_ERRORS
+    lines: Sequence[str],
+    first_line: int = 1,
+    limit: int = FIRST_ERRORS,
+    context: int = ERROR_CONTEXT,
 ) -> Tuple[Tuple[int, str], ...]:
-    """The first error-looking lines as (line number in the log, text); `first_line` is
-    the log line of lines[0]."""
+    """The first error-looking lines, each with the indented lines that continue it, as
+    (line number in the log, text); `first_line` is the log line of lines[0]."""
     found: List[Tuple[int, str]] = []
-    for i, line in enumerate(lines):
-        if ERROR_LINE.search(line):
-            found.append((first_line + i, line.strip()[:300]))
-            if len(found) >= limit:
-                break
+    blocks = 0
+    i = 0
+    while i < len(lines) and blocks < limit:
+        if not ERROR_LINE.search(lines[i]):
+            i += 1
+            continue
+        blocks += 1
+        found.append((first_line + i, lines[i].strip()[:300]))
+        i += 1
+        taken = 0
+        while (
+            i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
+        ):
+            if lines[i].strip():
+                found.append((first_line + i, lines[i].strip()[:300]))
+                taken += 1
+            i += 1
     return tuple(found)
 
 

@@ -179,4 +179,17 @@ def test_the_first_errors_anywhere_in_the_log_are_found_with_their_line_numbers(
     )
     assert first_errors(["all", "fine"]) == ()
     many = [f"x.cpp:{i}: error: nope" for i in range(20)]
-    assert len(first_errors(many)) == 5
+    assert len(first_errors(many)) == 3
+    # a CMake error keeps the indented lines that say what it is
+    cmake = [
+        "-- verifying file...",
+        "CMake Error at verify-makeself-populate.cmake:29 (message):",
+        "  error: SHA256 hash of",
+        "",
+        "    /w/third_party/pkg/makeself-release-2.5.0-patch1.tar.gz",
+        "",
+        "  does not match expected value",
+        "gmake[2]: *** [makeself-populate-download] Error 1",
+    ]
+    assert [n for n, _ in first_errors(cmake)] == [2, 3, 5, 7]
+    assert first_errors(cmake)[-1][1] == "does not match expected value"
