@@ -42,11 +42,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    import torch
-    import torch.utils.benchmark as tb
-
     from cannbuild.host.toolchain import capture_env
     from cannbuild.validate import capi, cases
+
+    torch = cases.reference_torch()  # not `import torch`: that would auto-load torch_npu
+    import torch.utils.benchmark as tb
 
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-fa-"))
     ws = installed_workspace(tmp)

@@ -26,10 +26,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from . import __version__
 from .errors import NoContainerEngine, UsageError
 from .host.socs import FAMILIES
-from .lockfile import Lock
 from .ownership import check_replaceable, mark
 from .render import file_env
 from .resources import data_dir
+from .sources.lock import Lock
 
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag

@@ -25,7 +25,7 @@ from .ownership import inside
 from .plan import PlannedStep, digest, write_stamp
 from .proc import kill_group, popen
 from .redact import redact
-from .sources import sha256_file
+from .sources.fetch import sha256_file
 from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
@@ -225,7 +225,7 @@ def back_up_toolkit(
     restore.sh, the way back.  Returns (backup folder, files written, files replaced)."""
 
     from .proc import run as run_process
-    from .sources import sha256_file
+    from .sources.fetch import sha256_file
     from .workspace import write_atomic, write_json_atomic
 
     assert actions.toolkit_target is not None and actions.toolkit_backup is not None

@@ -137,8 +137,39 @@ def base_version(version: str) -> str:
     return text
 
 
+def torch_release(version: str) -> str:
+    """`2.7.1.post2` / `2.7.1+cpu` -> `2.7.1`: the torch release of a torch or torch_npu line."""
+    return base_version(version).split(".post")[0]
+
+
+def in_table(torch_npu: str) -> bool:
+    """Whether any CANN row of the published table lists this torch_npu."""
+    base = base_version(torch_npu)
+    return any(base in row for row in TORCH_NPU_FOR_CANN.values())
+
+
+def _newest_row() -> Tuple[str, str]:
+    """(torch_npu, CANN) of the newest torch_npu the table lists."""
+
+    def key(version: str) -> Tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", version))
+
+    return max(
+        ((npu, cann) for cann, row in TORCH_NPU_FOR_CANN.items() for npu in row),
+        key=lambda pair: key(pair[0]),
+    )
+
+
 def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
     release = cann.release
+    if not in_table(torch_npu):
+        newest, newest_cann = _newest_row()
+        return Verdict(
+            None,
+            f"torch_npu {torch_npu} is not in the table (Ascend/pytorch COMPATIBILITY lists "
+            f"torch_npu up to {newest}, for CANN {newest_cann}): no tested pairing with CANN "
+            f"{release} is published",
+        )
     listed = TORCH_NPU_FOR_CANN.get(release)
     if listed is None:
         return Verdict(None, f"no published torch_npu list for CANN {release}")

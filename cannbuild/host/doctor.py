@@ -20,7 +20,7 @@ from .check import FAIL, PASS, SKIP, WARN, Check
 from .driver import Driver, firmware_in_range, read_driver
 from .hardware import Hardware, detect_hardware
 from .infofiles import InfoFileError, bracket_list, get_ci, read_kv
-from .pystack import PythonStack, read_python_stack
+from .pystack import AUTOLOAD, PythonStack, plain_import_problem, read_python_stack
 from .socs import Family, by_soc
 from .sysroot import Sysroot
 from .toolchain import CapturedEnv, ToolResult, capture_env, free_bytes, probe_tools
@@ -108,7 +108,7 @@ def read_host(options: Options, env: Mapping[str, str]) -> HostReport:
     checks += _driver_checks(sysroot, driver, toolkit, hardware)
     checks += _tool_checks(tools)
     checks += _disk_checks(options.workspace)
-    checks += python_stack_checks(stack, toolkit)
+    checks += python_stack_checks(stack, toolkit, env)
 
     facts = _facts(sysroot, options, search, hardware, soc, soc_source, driver, stack, tools)
     return HostReport(
@@ -616,7 +616,10 @@ def _disk_checks(workspace: Path) -> List[Check]:
     return [Check("disk", PASS, shown)]
 
 
-def python_stack_checks(stack: PythonStack, tk: Optional[Toolkit]) -> List[Check]:
+def python_stack_checks(
+    stack: PythonStack, tk: Optional[Toolkit], env: Optional[Mapping[str, str]] = None
+) -> List[Check]:
+    """torch / torch_npu rows from package metadata and `env` (the shell's), never importing torch."""
     checks: List[Check] = []
     py = f"{stack.python[0]}.{stack.python[1]}"
     if stack.torch is None:
@@ -673,11 +676,28 @@ def python_stack_checks(stack: PythonStack, tk: Optional[Toolkit]) -> List[Check
             )
         )
         return checks
+    checks.append(_plain_import_check(stack, tk, env or {}))
     if tk is None or tk.version is None or not tk.version.comparable:
         checks.append(Check("torch_npu", PASS, f"torch_npu {stack.torch_npu} matches torch"))
         return checks
     verdict = compat.torch_npu_verdict(tk.version, stack.torch_npu)
-    if verdict.ok is False:
+    if not compat.in_table(stack.torch_npu):
+        listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
+        checks.append(
+            Check(
+                "torch_npu",
+                WARN,
+                verdict.detail,
+                (
+                    f"The tested ones for CANN {tk.version.release}: {', '.join(listed)}. "
+                    if listed
+                    else ""
+                )
+                + "An untested pairing may work: cannbuild validate's torch_npu route checks it "
+                "on this host.",
+            )
+        )
+    elif verdict.ok is False:
         listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
         checks.append(
             Check(
@@ -701,8 +721,32 @@ def python_stack_checks(stack: PythonStack, tk: Optional[Toolkit]) -> List[Check
     return checks
 
 
+def _plain_import_check(stack: PythonStack, tk: Optional[Toolkit], env: Mapping[str, str]) -> Check:
+    """With torch_npu installed, `import torch` loads it: say whether that works in this shell."""
+    version = stack.torch_npu
+    if env.get(AUTOLOAD) == "0":
+        return Check(
+            "torch_import", PASS, f"{AUTOLOAD}=0: `import torch` does not load torch_npu {version}"
+        )
+    problem = plain_import_problem(stack, env)
+    if problem is None:
+        return Check(
+            "torch_import", PASS, f"`import torch` can load torch_npu {version} in this environment"
+        )
+    source = (
+        f"source {tk.set_env}" if tk is not None and tk.set_env is not None else "source set_env.sh"
+    )
+    return Check(
+        "torch_import",
+        WARN,
+        f"a plain `import torch` fails in this shell: it auto-loads torch_npu {version}, and {problem}",
+        f"{source} before using torch_npu, or set {AUTOLOAD}=0 to import torch without torch_npu "
+        "(cannbuild itself does both where it needs to).",
+    )
+
+
 def _torch_for(torch_npu: str) -> str:
-    return compat.base_version(torch_npu).split(".post")[0]
+    return compat.torch_release(torch_npu)
 
 
 def _facts(

@@ -10,8 +10,18 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Tuple
 
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+# What libtorch_npu.so and its libtensorpipe.so link from the toolkit (DT_NEEDED).
+TORCH_NPU_CANN_LIBRARIES = (
+    "libascendcl.so",
+    "libhccl.so",
+    "libacl_op_compiler.so",
+    "libge_runner.so",
+    "libgraph.so",
+    "libacl_tdt_channel.so",
+)
 _DIST_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>[^-]+?)\.(?:dist-info|egg-info)$")
 
 
@@ -56,3 +66,29 @@ def read_python_stack() -> PythonStack:
         torch=versions.get("torch"),
         torch_npu=versions.get("torch_npu"),
     )
+
+
+def plain_import_problem(stack: PythonStack, env: Mapping[str, str]) -> Optional[str]:
+    """Why a plain `import torch` fails in `env`, or None; read without importing torch.
+
+    Once torch_npu is installed, torch auto-loads it at import, and torch_npu needs the
+    CANN libraries on the loader path and, with ASCEND_HOME_PATH set, ASCEND_OPP_PATH and
+    the home's runtime/ and compiler/ folders (its `_cann_package_check`)."""
+    if stack.torch is None or stack.torch_npu is None or env.get(AUTOLOAD) == "0":
+        return None
+    dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    for lib in TORCH_NPU_CANN_LIBRARIES:
+        if not any(os.path.isfile(os.path.join(d, lib)) for d in dirs):
+            return f"{lib} is not on LD_LIBRARY_PATH (the CANN set_env.sh is not sourced)"
+    home = env.get("ASCEND_HOME_PATH")
+    if home is None:
+        return None
+    if not os.path.isdir(home):
+        return f"ASCEND_HOME_PATH {home} does not exist"
+    opp = env.get("ASCEND_OPP_PATH")
+    if not opp or not os.path.isdir(opp):
+        return f"ASCEND_OPP_PATH {'is not set' if not opp else opp + ' does not exist'}"
+    for folder in ("runtime", "compiler"):
+        if not os.path.isdir(os.path.join(home, folder)):
+            return f"{os.path.join(home, folder)} does not exist"
+    return None

@@ -124,6 +124,7 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         names.append("libops_base.so")
     for name in names:
         shutil.copy2(emu_build / name, lib64 / name)
+    _torch_npu_libraries(emu_build, lib64)
     write(archdir / "conf" / "sandbox_npu.ini", f"devices={v.npus * v.dies}\nsoc={v.chip}\n")
     if rel.opbase_in_toolkit:
         opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
@@ -217,6 +218,19 @@ def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
             tk / f"{arch}-linux/data/platform_config/{soc}.ini",
             f"[version]\nSoC_version={soc}\n",
         )
+
+
+def _torch_npu_libraries(emu_build: Path, lib64: Path) -> None:
+    """What the real torch_npu links besides libascendcl: without them `import torch_npu`
+    fails, and the torch_npu validation route could not run on the sandbox."""
+    for name in (
+        "libacl_op_compiler.so",
+        "libhccl.so",
+        "libge_runner.so",
+        "libgraph.so",
+        "libacl_tdt_channel.so",
+    ):
+        shutil.copy2(emu_build / name, lib64 / name)
 
 
 def _latest_farm(latest: Path, install: Path, arch: str) -> None:

@@ -66,7 +66,7 @@ def container(
         render_context,
     )
     from ..container import build as engine_build
-    from ..lockfile import Lock, read_lock, write_lock
+    from ..sources.lock import Lock, read_lock, write_lock
 
     options = make_options(c, flags)
     lock = read_lock(options.lock_file)

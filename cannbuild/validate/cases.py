@@ -29,6 +29,7 @@ FP32_FLOOR = 1e-5
 STAT_RTOL = 1e-3
 STAT_ATOL = 1e-4
 SEED = 0
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
 @dataclass(frozen=True)
@@ -104,12 +105,26 @@ class CaseResult:
         }
 
 
-def _torch() -> Any:
+def reference_torch() -> Any:
+    """torch for the CPU reference, without the device backends it would auto-load.
+
+    Once torch_npu is installed, a plain `import torch` loads it too, and that fails
+    (RuntimeError) wherever the CANN libraries are not on the loader path; the reference
+    never needs it.  The torch_npu route runs in its own process (torchnpu.py)."""
+    import os
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns when numpy is absent; we do not need it
-        import torch
+    saved = os.environ.get(AUTOLOAD)
+    os.environ[AUTOLOAD] = "0"  # read once, while `import torch` runs
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns when numpy is absent; we do not need it
+            import torch
+    finally:
+        if saved is None:
+            del os.environ[AUTOLOAD]
+        else:
+            os.environ[AUTOLOAD] = saved
     return torch
 
 
@@ -143,7 +158,7 @@ def raw_bytes(t: Any) -> bytes:
 
 def make_inputs(case: Case) -> Dict[str, Any]:
     """Seeded random q/k/v in the case's layout and dtype, and the causal mask."""
-    torch = _torch()
+    torch = reference_torch()
     gen = torch.Generator().manual_seed(SEED + sum(map(ord, case.name)))
     dt = torch_dtype(torch, case.dtype)
     tensors = {
@@ -208,7 +223,7 @@ def _attention(
 
 def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
     """attentionOut (case layout and dtype), softmaxMax and softmaxSum as written by fa_check."""
-    torch = _torch()
+    torch = reference_torch()
     base = directory / case.name
     shape = layout_shape(case.layout, case.B, case.N1, case.S, case.D)
     out = torch.frombuffer(
@@ -221,22 +236,34 @@ def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
 
 
 def judge_files(
-    case: Case, tensors: Dict[str, Any], directory: Path, kernel_ms: Optional[float]
+    case: Case,
+    tensors: Dict[str, Any],
+    directory: Path,
+    kernel_ms: Optional[float],
+    expected: Optional[Reference] = None,
 ) -> CaseResult:
     try:
         out, smax, ssum = read_outputs(case, directory)
     except (OSError, RuntimeError, ValueError) as exc:
         return CaseResult(case, "FAIL", f"the outputs cannot be read: {exc}", kernel_ms=kernel_ms)
-    return judge(case, tensors, out, smax, ssum, kernel_ms)
+    return judge(case, tensors, out, smax, ssum, kernel_ms, expected)
 
 
-def judge(
-    case: Case, tensors: Dict[str, Any], out: Any, smax: Any, ssum: Any, kernel_ms: Optional[float]
-) -> CaseResult:
-    """Verdict for one case from the kernel's outputs (any device; moved to the CPU here)."""
-    torch = _torch()
+@dataclass(frozen=True)
+class Reference:
+    """What a case's outputs are judged against; the same for every route."""
+
+    out: Any  # float64 attentionOut, (b, n, s, d)
+    softmax_max: Any  # float64 (b, n, s)
+    softmax_sum: Any
+    same_dtype_err: float  # max|same-dtype torch attention - out|
+    noise: float  # 2 * ... rounding noise of the kernel dtype, see RULE
+
+
+def reference(case: Case, tensors: Dict[str, Any]) -> Reference:
+    """The float64 reference and the same-dtype torch error for one case (the costly part)."""
+    torch = reference_torch()
     dt = torch_dtype(torch, case.dtype)
-    out, smax, ssum = out.cpu(), smax.cpu().float(), ssum.cpu().float()
     group = case.N1 // case.N2
     mask = tensors.get("mask")
     q, k, v = (
@@ -245,6 +272,31 @@ def judge(
     )
     ref, scores = _attention(q.double(), k.double(), v.double(), case.scale, mask, group)
     same, _ = _attention(q, k, v, case.scale, mask, group)
+    want_max = scores.max(dim=-1).values
+    want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
+    return Reference(
+        out=ref,
+        softmax_max=want_max,
+        softmax_sum=want_sum,
+        same_dtype_err=(same.double() - ref).abs().max().item(),
+        noise=((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max().item(),
+    )
+
+
+def judge(
+    case: Case,
+    tensors: Dict[str, Any],
+    out: Any,
+    smax: Any,
+    ssum: Any,
+    kernel_ms: Optional[float],
+    expected: Optional[Reference] = None,
+) -> CaseResult:
+    """Verdict for one case from the kernel's outputs (any device; moved to the CPU here)."""
+    torch = reference_torch()
+    expected = expected or reference(case, tensors)
+    out, smax, ssum = out.cpu(), smax.cpu().float(), ssum.cpu().float()
+    ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
     result = CaseResult(case, "PASS", kernel_ms=kernel_ms)
     bad = ~torch.isfinite(got)
@@ -259,8 +311,8 @@ def judge(
         ]
         return result
     err = (got - ref).abs()
-    ref_err = (same.double() - ref).abs().max().item()
-    noise = ((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max().item()
+    ref_err = expected.same_dtype_err
+    noise = expected.noise
     bound = 2.0 * ref_err + 2.0 * noise + (FP32_FLOOR if case.dtype == "fp32" else 0.0)
     result.max_abs_err = err.max().item()
     result.mean_abs_err = err.mean().item()
@@ -281,9 +333,10 @@ def judge(
             }
             for row in over
         ]
-    want_max = scores.max(dim=-1).values
-    want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
-    for label, stat, want in (("softmaxMax", smax, want_max), ("softmaxSum", ssum, want_sum)):
+    for label, stat, want in (
+        ("softmaxMax", smax, expected.softmax_max),
+        ("softmaxSum", ssum, expected.softmax_sum),
+    ):
         lanes = stat.double()
         if not bool(torch.isfinite(lanes).all()):
             result.status = "FAIL"
@@ -314,9 +367,15 @@ def judge(
 def why_no_torch() -> Optional[str]:
     """None when torch imports; otherwise why not."""
     try:
-        _torch()
+        reference_torch()
     except ImportError as exc:
         return f"torch is not installed ({exc.name}); the float64 reference needs it: pip install torch (CPU)"
+    except (RuntimeError, OSError) as exc:  # a broken install: say so instead of a traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return (
+            f"torch cannot be imported ({first}); the float64 reference needs it: reinstall it "
+            "(pip install --force-reinstall torch==<version>, the CPU build is enough)"
+        )
     return None
 
 

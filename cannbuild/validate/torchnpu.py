@@ -1,47 +1,275 @@
-"""The torch_npu route: the same cases through `torch_npu.npu_fusion_attention`.
+"""The torch_npu route: the validation cases through `torch_npu.npu_fusion_attention`.
 
-Runs only when torch_npu imports and an NPU is visible (never in the sandbox:
-its NPUs are emulated below the ACL API, not under torch_npu).  Uses the
-public schema (positional head_num and input_layout; `pre_tockens` /
-`next_tockens` spelling; returns (out, softmax_max, softmax_sum, ...)).
+That is how users reach FlashAttention: torch_npu finds `aclnnFlashAttentionScore`
+by dlopen of `libcust_opapi.so` from the `ASCEND_CUSTOM_OPP_PATH` vendors first.
+The route runs in its own process (`worker`) with the package's env (the
+toolkit's set_env.sh and the vendor's bin/set_env.bash sourced), as a user's
+shell has it; cannbuild's own process never imports torch_npu.  The worker reads
+the seeded inputs cannbuild wrote, writes the outputs and says which operator
+libraries it had loaded.  Meanwhile cannbuild computes the float64 references;
+it judges the outputs with the C API route's judge, and fails the route if the
+call did not go through the package's own library.  On the sandbox the real
+torch_npu runs on the CPU emulation of the ACL runtime.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from typing import List, Optional, Sequence
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .cases import Case, CaseResult, judge, make_inputs
+from ..host import compat
+from ..host.pystack import PythonStack, read_python_stack
+from .cases import (
+    Case,
+    CaseResult,
+    judge_files,
+    layout_shape,
+    raw_bytes,
+    reference,
+    select,
+    torch_dtype,
+    write_inputs,
+)
+
+RUN_TIMEOUT_S = 600
+JOB = "job.json"
+RESULT = "result.json"
+LOG = "torch_npu.log"
+WORKER = "import sys; from cannbuild.validate.torchnpu import worker; sys.exit(worker(sys.argv[1]))"
 
 
-def unavailable(npu_visible: bool, sandbox: bool) -> Optional[str]:
-    if sandbox:
-        return "the sandbox emulates the NPU below the ACL API; torch_npu needs a real device"
-    if importlib.util.find_spec("torch_npu") is None:
-        return "torch_npu is not installed"
-    if not npu_visible:
-        return "no NPU is visible on this host"
+@dataclass(frozen=True)
+class RouteOutcome:
+    """What the route found: a verdict, why, and the per-case results."""
+
+    status: str  # PASS | FAIL | SKIPPED
+    message: str
+    details: Dict[str, Any] = field(default_factory=dict)
+    results: Tuple[CaseResult, ...] = ()
+
+
+def unavailable(target: Optional[str], no_device_reason: str, stack: PythonStack) -> Optional[str]:
+    """Why the route cannot run here (and how to make it run), from package metadata only."""
+    if target is None:
+        return no_device_reason
+    if stack.torch_npu is None:
+        want = compat.torch_release(stack.torch) if stack.torch else "<torch's version>"
+        return (
+            "torch_npu is not installed, so the route users take (torch_npu.npu_fusion_attention) "
+            f"is not checked: pip install torch-npu=={want}"
+        )
+    if stack.torch is None:
+        return (
+            f"torch_npu {stack.torch_npu} is installed without torch: "
+            f"pip install torch=={compat.torch_release(stack.torch_npu)}"
+        )
+    if not compat.same_torch_line(stack.torch, stack.torch_npu):
+        return (
+            f"torch_npu {stack.torch_npu} does not match torch {stack.torch} (major.minor.patch must "
+            f"be equal): pip install torch=={compat.torch_release(stack.torch_npu)}"
+        )
     return None
 
 
 def run(
-    cases: Sequence[Case], device: str = "npu:0"
-) -> List[CaseResult]:  # pragma: no cover - needs an NPU
-    import torch_npu
-
+    selected: Sequence[Case], library: Path, env: Mapping[str, str], workdir: Path
+) -> RouteOutcome:
+    """Run every case through torch_npu in a child process and judge the outputs here."""
+    stack = read_python_stack()
+    data = workdir / "torch_npu"
+    _clear(data)
+    tensors = {c.name: write_inputs(c, data) for c in selected}
+    (data / JOB).write_text(json.dumps({"device": "npu:0", "cases": [c.name for c in selected]}))
+    child_env = dict(env)
+    package_root = str(Path(__file__).resolve().parents[2])
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
+    )
+    child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    argv = [sys.executable, "-c", WORKER, str(data)]
+    start = time.monotonic()
+    with open(data / LOG, "w") as log:
+        child = subprocess.Popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+        # the float64 references are computed while torch_npu starts and runs the cases
+        expected = {c.name: reference(c, tensors[c.name]) for c in selected}
+        try:
+            code: Optional[int] = child.wait(
+                timeout=max(RUN_TIMEOUT_S - (time.monotonic() - start), 1)
+            )
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            code = None
+    details: Dict[str, Any] = {
+        "torch_npu": stack.torch_npu,
+        "torch": stack.torch,
+        "log": str(data / LOG),
+        "duration_s": round(time.monotonic() - start, 3),
+    }
+    result = _read_result(data)
+    if result is None or "error" in result:
+        why = (
+            f"timed out after {RUN_TIMEOUT_S} s"
+            if code is None
+            else (result or {}).get("error") or f"exited with {code} and no result"
+        )
+        failed = f"the torch_npu {stack.torch_npu} worker failed: {why} (log: {data / LOG})"
+        return RouteOutcome(
+            "FAIL", failed, details, tuple(CaseResult(c, "FAIL", failed) for c in selected)
+        )
     results: List[CaseResult] = []
-    for case in cases:
-        tensors = make_inputs(case)
-        mask = tensors.get("mask")
-        out, smax, ssum = torch_npu.npu_fusion_attention(
-            tensors["q"].to(device),
-            tensors["k"].to(device),
-            tensors["v"].to(device),
-            case.N1,
-            case.layout,
-            atten_mask=mask.bool().to(device) if mask is not None else None,
-            scale=case.scale,
-            keep_prob=1.0,
-        )[:3]
-        results.append(judge(case, tensors, out, smax, ssum, None))
-    return results
+    for case in selected:
+        run_info = result["cases"].get(case.name, {"ok": False, "error": "not run"})
+        if not run_info.get("ok"):
+            results.append(
+                CaseResult(case, "FAIL", f"npu_fusion_attention failed: {run_info.get('error')}")
+            )
+            continue
+        results.append(
+            judge_files(case, tensors[case.name], data, run_info.get("ms"), expected[case.name])
+        )
+    loaded = [str(p) for p in result.get("loaded", [])]
+    details["loaded_op_libraries"] = loaded
+    details["cases"] = [
+        {
+            "name": r.case.name,
+            "status": r.status,
+            "max_abs_err": r.max_abs_err,
+            "message": r.message,
+        }
+        for r in results
+    ]
+    return _verdict(results, library, loaded, stack.torch_npu or "?", details)
+
+
+def _verdict(
+    results: Sequence[CaseResult],
+    library: Path,
+    loaded: Sequence[str],
+    version: str,
+    details: Dict[str, Any],
+) -> RouteOutcome:
+    failed = [r for r in results if r.status != "PASS"]
+    if failed:
+        first = failed[0]
+        message = (
+            f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
+            f"npu_fusion_attention; first: {first.case.name}: {first.message}"
+        )
+        return RouteOutcome("FAIL", message, details, tuple(results))
+    ours = str(library.resolve())
+    if loaded and ours not in loaded:
+        message = (
+            f"npu_fusion_attention ran, but not through this package: the process loaded "
+            f"{', '.join(loaded)}, not {ours}; put the package's vendor first in "
+            "ASCEND_CUSTOM_OPP_PATH (source its bin/set_env.bash)"
+        )
+        return RouteOutcome("FAIL", message, details, tuple(results))
+    message = (
+        f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
+        f"npu_fusion_attention ({library.name} of the package)"
+    )
+    return RouteOutcome("PASS", message, details, tuple(results))
+
+
+def _clear(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True, exist_ok=True)
+
+
+def _read_result(directory: Path) -> Optional[Dict[str, Any]]:
+    try:
+        data = json.loads((directory / RESULT).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# ---- the worker: runs in the child process, with the package's env ----
+
+
+def _first_lines(exc: BaseException, count: int = 3) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " | ".join(lines[:count])[:600] or type(exc).__name__
+
+
+def _op_libraries() -> List[str]:
+    """The operator API libraries this process has mapped (Linux), to show which package ran."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    found = {
+        line.split(None, 5)[5].strip()
+        for line in maps.splitlines()
+        if len(line.split(None, 5)) == 6 and "opapi" in line.rsplit("/", 1)[-1]
+    }
+    return sorted(os.path.realpath(p) for p in found)
+
+
+def _load(torch: Any, case: Case, directory: Path, key: str, heads: int) -> Any:
+    raw = bytearray((directory / f"{case.name}.{key}").read_bytes())
+    if key == "mask":
+        return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
+    dtype = torch_dtype(torch, case.dtype)
+    shape = layout_shape(case.layout, case.B, heads, case.S, case.D)
+    return torch.frombuffer(raw, dtype=dtype).reshape(shape)
+
+
+def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: str) -> float:
+    q, k, v = (
+        _load(torch, case, directory, key, heads).to(device)
+        for key, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))
+    )
+    mask = None
+    if case.causal:
+        mask = _load(torch, case, directory, "mask", 0).bool().to(device)
+    torch.npu.synchronize()
+    start = time.perf_counter()
+    out, smax, ssum = torch_npu.npu_fusion_attention(
+        q, k, v, case.N1, case.layout, atten_mask=mask, scale=case.scale, keep_prob=1.0
+    )[:3]
+    torch.npu.synchronize()
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    for suffix, tensor in (("out", out), ("smax", smax), ("ssum", ssum)):
+        (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor.cpu()))
+    return elapsed_ms
+
+
+def worker(folder: str) -> int:
+    """The child process: run the job in `folder`, write result.json; 3 if torch_npu cannot load."""
+    from ..workspace import write_json_atomic
+
+    directory = Path(folder)
+    job = json.loads((directory / JOB).read_text())
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import torch
+            import torch_npu
+    except Exception as exc:  # any import failure is the verdict, reported, never a traceback
+        write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first_lines(exc)}"})
+        return 3
+    runs: Dict[str, Dict[str, Any]] = {}
+    for case in select(job["cases"]):
+        try:
+            runs[case.name] = {
+                "ok": True,
+                "ms": _run_case(torch, torch_npu, case, directory, job["device"]),
+            }
+        except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
+            runs[case.name] = {"ok": False, "error": _first_lines(exc)}
+    write_json_atomic(
+        directory / RESULT,
+        {"torch_npu": torch_npu.__version__, "cases": runs, "loaded": _op_libraries()},
+    )
+    return 0

@@ -7,12 +7,13 @@ and the base that tests/container/make-base makes; skipped with the reason other
 import json
 
 import pytest
+from reference import reference_torch
 
-from cannbuild.lockfile import read_lock
+from cannbuild.sources.lock import read_lock
 
 from engines import TEST_BASE, podman_with_test_base
 
-pytest.importorskip("torch")
+reference_torch()
 WHY_NOT = podman_with_test_base()
 
 

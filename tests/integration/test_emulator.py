@@ -6,10 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from reference import reference_torch
 
 from cannbuild.validate import capi, cases
 
-pytest.importorskip("torch")
+reference_torch()
 
 EXTRA_CASES = (
     cases.Case("fp32_sbh_s127_d64", "fp32", "SBH", 2, 2, 2, 127, 64, False),
@@ -63,6 +64,10 @@ def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
     out = subprocess.run([str(binary)], capture_output=True, text=True, env=env).stdout
     lines = {line.split(" ", 1)[0]: line for line in out.splitlines()}
     assert lines["ok"].startswith("ok 0") and lines["ok-run"] == "ok-run 0"
+    for tagged in ("nchw-format", "ncl-format"):  # what torch_npu sends
+        assert (
+            lines[tagged].startswith(f"{tagged} 0") and lines[f"{tagged}-run"] == f"{tagged}-run 0"
+        )
     assert lines["null-query"].startswith("null-query 161001")
     assert "The query cannot be nullptr." in lines["null-query"]
     assert lines["null-out"].startswith("null-out 161001") and "attentionOut" in lines["null-out"]
@@ -73,6 +78,7 @@ def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
         ("headnum-mismatch", "headNum 3"),
         ("out-dtype", "attentionOut dtype"),
         ("host-memory", "not device memory"),
+        ("nz-format", "query:[FRACTAL_NZ]"),
     ):
         assert lines[probe].startswith(f"{probe} 161002"), lines[probe]
         assert words in lines[probe]
@@ -99,3 +105,42 @@ def test_memory_stays_linear_in_sequence_length(compiled, tmp_path):
     assert "CASE fp32_long OK" in proc.stdout
     peak_kib = int(proc.stdout.strip().splitlines()[-1])
     assert peak_kib < 128 * 1024, f"peak RSS {peak_kib} KiB suggests an S x S buffer"
+
+
+ENTRY_PROBE = """
+import ctypes, sys
+acl = ctypes.CDLL(sys.argv[1])
+acl.aclGetRecentErrMsg.restype = ctypes.c_char_p
+print(acl.rtKernelLaunch(), acl.aclGetRecentErrMsg().decode())
+print(acl.aclmdlInitDump())
+"""
+
+
+def test_every_listed_entry_point_is_exported_and_none_fakes_a_device_feature(sandboxes):
+    """kernels/emu/runtime/entry_points.def is the one list of what torch_npu needs beyond
+    the operator-program subset: each name is exported; UNSUPPORTED ones say so."""
+    lib64 = sandboxes["A2-8.5.0"] / "sysroot/usr/local/Ascend/cann/lib64"
+    listed = Path(capi.fa_check_source()).parents[1] / "emu" / "runtime" / "entry_points.def"
+    names = {}
+    for line in listed.read_text().splitlines():
+        if line.startswith("EMU_"):
+            kind, name = line.rstrip(")").split("(")
+            names[name] = kind
+    exported = set()
+    for lib in ("libascendcl.so", "libacl_op_compiler.so"):
+        nm = subprocess.run(
+            ["nm", "-D", "--defined-only", str(lib64 / lib)], capture_output=True, text=True
+        )
+        exported |= {line.split()[-1] for line in nm.stdout.splitlines()}
+    assert len(names) > 90 and not set(names) - exported
+    for lib in ("libhccl.so", "libge_runner.so", "libgraph.so", "libacl_tdt_channel.so"):
+        assert (lib64 / lib).is_file()
+    out = subprocess.run(
+        [sys.executable, "-c", ENTRY_PROBE, str(lib64 / "libascendcl.so")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert names["rtKernelLaunch"] == "EMU_UNSUPPORTED" and out[0].startswith("207000 ")
+    assert "rtKernelLaunch is not supported by the cannbuild sandbox" in out[0]
+    assert names["aclmdlInitDump"] == "EMU_INERT" and out[1] == "0"

@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from reference import reference_torch
 
-pytest.importorskip("torch")
+reference_torch()
 
 
 def tree_digest(root: Path) -> str:

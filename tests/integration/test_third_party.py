@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 from conftest import Cli
+from reference import reference_torch
 
 from cannbuild.recipes import load_recipe
 from cannbuild.resources import data_dir
@@ -22,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-pytest.importorskip("torch")
+reference_torch()
 
 DEAD_NETWORK = "file:///nonexistent-network/"
 SERVED = {a.url: a for a in standin_archives().values()}

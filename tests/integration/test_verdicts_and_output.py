@@ -18,9 +18,9 @@ import sys
 import termios
 from pathlib import Path
 
-import pytest
+from reference import reference_torch
 
-pytest.importorskip("torch")
+reference_torch()
 
 NO_TORCH = str(Path(__file__).resolve().parents[1] / "no_torch")
 CASE = "fp32_bsh_s128_d64_gqa"

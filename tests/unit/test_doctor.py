@@ -110,6 +110,67 @@ def test_torch_npu_for_another_torch_fails():
     assert "pip install torch==2.7.1" in checks["torch_npu"].hint
 
 
+def cann_libraries(folder):
+    for lib in (
+        "libascendcl.so",
+        "libhccl.so",
+        "libacl_op_compiler.so",
+        "libge_runner.so",
+        "libgraph.so",
+        "libacl_tdt_channel.so",
+    ):
+        write(folder / lib, "")
+    return str(folder)
+
+
+NPU_STACK = PythonStack((3, 11), "2.13.0+cpu", "2.13.0")
+
+
+def test_torch_npu_without_cann_libraries_on_the_loader_path_says_import_torch_fails(tmp_path):
+    checks = {c.id: c for c in python_stack_checks(NPU_STACK, None, {"LD_LIBRARY_PATH": ""})}
+    row = checks["torch_import"]
+    assert row.status == "warn" and "libascendcl.so is not on LD_LIBRARY_PATH" in row.detail
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in row.hint
+    partial = tmp_path / "partial"
+    write(partial / "libascendcl.so", "")  # a toolkit without the libraries torch_npu links
+    row = {c.id: c for c in python_stack_checks(NPU_STACK, None, {"LD_LIBRARY_PATH": str(partial)})}
+    assert "libhccl.so is not on LD_LIBRARY_PATH" in row["torch_import"].detail
+
+
+def test_import_torch_works_with_the_toolkit_env_and_its_folders(tmp_path):
+    home = tmp_path / "cann"
+    for folder in ("runtime", "compiler", "opp"):
+        (home / folder).mkdir(parents=True)
+    env = {
+        "LD_LIBRARY_PATH": cann_libraries(home / "lib64"),
+        "ASCEND_HOME_PATH": str(home),
+        "ASCEND_OPP_PATH": str(home / "opp"),
+    }
+    assert {c.id: c for c in python_stack_checks(NPU_STACK, None, env)}[
+        "torch_import"
+    ].status == "pass"
+    (home / "compiler").rmdir()  # torch_npu's own import check wants it
+    row = {c.id: c for c in python_stack_checks(NPU_STACK, None, env)}["torch_import"]
+    assert row.status == "warn" and "compiler does not exist" in row.detail
+    del env["ASCEND_OPP_PATH"]
+    (home / "compiler").mkdir()
+    row = {c.id: c for c in python_stack_checks(NPU_STACK, None, env)}["torch_import"]
+    assert row.status == "warn" and "ASCEND_OPP_PATH is not set" in row.detail
+
+
+def test_autoload_off_is_the_escape_from_a_failing_import_torch():
+    env = {"LD_LIBRARY_PATH": "", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    row = {c.id: c for c in python_stack_checks(NPU_STACK, None, env)}["torch_import"]
+    assert row.status == "pass" and "does not load torch_npu" in row.detail
+
+
+def test_torch_npu_newer_than_the_table_is_said_to_be_not_in_it(tree):
+    tk = doctor(tree, soc="ascend910b").toolkit if a2_host(tree, "8.5.0") else None
+    row = {c.id: c for c in python_stack_checks(NPU_STACK, tk, {})}["torch_npu"]
+    assert row.status == "warn" and "is not in the table" in row.detail
+    assert "up to 2.12.0, for CANN 9.1.0" in row.detail and "2.9.0" in row.hint
+
+
 def test_versions_come_from_package_metadata(tmp_path, monkeypatch):
     site = tmp_path / "site"
     for name, version in (("torch", "2.7.1"), ("torch_npu", "2.7.1.post2")):

@@ -1,11 +1,16 @@
 """The verdict logic on synthetic kernel outputs: it must be able to say FAIL."""
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
+from reference import reference_torch
 
-torch = pytest.importorskip("torch")
+torch = reference_torch()
 
+from cannbuild.host.pystack import read_python_stack  # noqa: E402
 from cannbuild.validate import cases, example  # noqa: E402
 
 CASE = cases.Case("fp16_bsh_t", "fp16", "BSH", 1, 4, 2, 33, 64, True)
@@ -84,3 +89,26 @@ def test_the_repo_example_output_is_judged():
     assert "softmaxMax[0] is 1.0" in example.judge_output(example_lines(mx=1.0))
     assert "printed 36863 result values" in example.judge_output(example_lines(count_out=32767))
     assert "attentionOut[0] is nan" in example.judge_output(example_lines(out=float("nan")))
+
+
+@pytest.mark.skipif(
+    read_python_stack().torch_npu is None,
+    reason="torch-npu is not installed here (no wheel for this platform?)",
+)
+def test_the_reference_imports_torch_without_loading_torch_npu():
+    """Where torch_npu is installed and no CANN library is on the loader path, a plain
+    `import torch` fails; the reference must not, and must leave the env as it found it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "TORCH_DEVICE"))}
+    env["LD_LIBRARY_PATH"] = ""
+    plain = subprocess.run(
+        [sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True
+    )
+    assert plain.returncode != 0 and "TORCH_DEVICE_BACKEND_AUTOLOAD" in plain.stderr
+    probe = (
+        "import os, sys; from cannbuild.validate import cases; "
+        "assert cases.why_no_torch() is None; t = cases.reference_torch(); "
+        "print('torch_npu' in sys.modules, os.environ.get('TORCH_DEVICE_BACKEND_AUTOLOAD'))"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "None"]

@@ -4,9 +4,18 @@
 // program that passes a host pointer where a device pointer belongs fails here
 // the way it would on an NPU.  The NPU count and SoC name come from
 // <toolkit>/<arch>-linux/conf/sandbox_npu.ini, written by `cannbuild sandbox create`.
+//
+// The second half implements the EMU_SEMANTIC entry points of
+// entry_points.def that the real torch_npu needs (streams with config,
+// events, contexts, memory and device info): every operator runs
+// synchronously on the CPU, so a recorded event is complete and a stream
+// never has pending work.
 
 #include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +25,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "acl/acl.h"
+#include "acl_rt_extra.h"
 #include "emu/emu_runtime.h"
 #include "emu/half.h"
 
@@ -34,7 +46,21 @@ bool g_finalised = false;
 int g_current_device = -1;
 std::map<uintptr_t, size_t> g_blocks;  // base -> usable size
 std::set<void *> g_host_blocks;
-std::set<void *> g_streams;
+std::map<void *, int32_t> g_streams;  // handle -> stream id
+int32_t g_next_stream_id = 0;
+size_t g_device_bytes = 0;  // what aclrtMalloc handed out and not yet freed
+
+struct Event {
+    bool recorded = false;
+    uint64_t ns = 0;
+};
+std::set<Event *> g_events;
+
+struct Context {
+    int device;
+};
+std::map<int, Context *> g_contexts;  // the primary context of each device set
+std::map<int, int64_t> g_sys_params;  // aclrtSetSysParamOpt values (deterministic, ...)
 thread_local std::string g_recent_error;
 
 void SetError(const char *fmt, ...) {
@@ -82,6 +108,28 @@ bool IsDeviceRangeLocked(const void *ptr, size_t bytes) {
     return p >= it->first && p + bytes <= it->first + it->second;
 }
 
+uint64_t NowNs() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Per-SoC device facts (AI Core / Vector Core counts, HBM and L2 bytes), from
+// the Atlas A2 / A3 product sheets; enough for what torch_npu asks.
+struct Chip {
+    int64_t cube_cores;
+    int64_t vector_cores;
+    int64_t hbm_bytes;
+    int64_t l2_bytes;
+};
+
+Chip ChipFacts(const std::string &soc) {
+    const int64_t gib = 1024ll * 1024 * 1024;
+    if (soc == "Ascend910B3" || soc == "Ascend910B4" || soc == "Ascend910B4-1")
+        return {20, 40, 64 * gib, 192ll * 1024 * 1024};
+    return {24, 48, 64 * gib, 192ll * 1024 * 1024};  // Ascend910B1/B2/B2C and the A3 dies
+}
+
 aclError RequireDevice(const char *api) {
     if (!g_initialised) {
         SetError("EE1001: %s called before aclInit", api);
@@ -91,6 +139,49 @@ aclError RequireDevice(const char *api) {
         SetError("EE1001: %s called before aclrtSetDevice", api);
         return ACL_ERROR_RT_INVALID_DEVICEID;
     }
+    return ACL_SUCCESS;
+}
+
+aclError CreateStream(aclrtStream *stream, const char *api) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (stream == nullptr) {
+        SetError("EH0002: stream cannot be nullptr");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    aclError err = RequireDevice(api);
+    if (err != ACL_SUCCESS) return err;
+    void *handle = std::malloc(1);
+    g_streams[handle] = g_next_stream_id++;
+    *stream = handle;
+    return ACL_SUCCESS;
+}
+
+bool KnownStreamLocked(aclrtStream stream, const char *api) {
+    if (stream == nullptr || g_streams.count(stream) != 0) return true;  // nullptr: the default stream
+    SetError("EH0002: %s: stream %p is not a stream created by aclrtCreateStream", api, stream);
+    return false;
+}
+
+aclError DeviceMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy, bool pad, const char *api) {
+    (void)policy;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (devPtr == nullptr || size == 0) {
+        SetError("EH0002: %s needs a pointer and a non-zero size", api);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    aclError err = RequireDevice(api);
+    if (err != ACL_SUCCESS) return err;
+    // aclrtMalloc is 32-byte aligned and padded with 32 bytes; aclrtMallocAlign32 is not padded.
+    size_t padded = ((size + 31) / 32) * 32 + (pad ? 32 : 0);
+    void *p = nullptr;
+    if (posix_memalign(&p, 64, padded) != 0) {
+        SetError("EL0004: failed to allocate %zu bytes of device memory", size);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    std::memset(p, 0xA5, padded);  // device memory is not zeroed
+    g_blocks[reinterpret_cast<uintptr_t>(p)] = padded;
+    g_device_bytes += padded;
+    *devPtr = p;
     return ACL_SUCCESS;
 }
 
@@ -155,6 +246,7 @@ aclError aclrtSetDevice(int32_t deviceId) {
         return ACL_ERROR_RT_INVALID_DEVICEID;
     }
     g_current_device = deviceId;
+    if (g_contexts.count(deviceId) == 0) g_contexts[deviceId] = new Context{deviceId};
     return ACL_SUCCESS;
 }
 
@@ -190,19 +282,7 @@ aclError aclrtSynchronizeDevice(void) {
     return RequireDevice("aclrtSynchronizeDevice");
 }
 
-aclError aclrtCreateStream(aclrtStream *stream) {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (stream == nullptr) {
-        SetError("EH0002: stream cannot be nullptr");
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    aclError err = RequireDevice("aclrtCreateStream");
-    if (err != ACL_SUCCESS) return err;
-    void *handle = std::malloc(1);
-    g_streams.insert(handle);
-    *stream = handle;
-    return ACL_SUCCESS;
-}
+aclError aclrtCreateStream(aclrtStream *stream) { return CreateStream(stream, "aclrtCreateStream"); }
 
 aclError aclrtDestroyStream(aclrtStream stream) {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -224,25 +304,11 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
-    (void)policy;
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (devPtr == nullptr || size == 0) {
-        SetError("EH0002: aclrtMalloc needs a pointer and a non-zero size");
-        return ACL_ERROR_INVALID_PARAM;
-    }
-    aclError err = RequireDevice("aclrtMalloc");
-    if (err != ACL_SUCCESS) return err;
-    // Real allocations are 32-byte aligned and padded with 32 bytes.
-    size_t padded = ((size + 31) / 32) * 32 + 32;
-    void *p = nullptr;
-    if (posix_memalign(&p, 64, padded) != 0) {
-        SetError("EL0004: failed to allocate %zu bytes of device memory", size);
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
-    }
-    std::memset(p, 0xA5, padded);  // device memory is not zeroed
-    g_blocks[reinterpret_cast<uintptr_t>(p)] = padded;
-    *devPtr = p;
-    return ACL_SUCCESS;
+    return DeviceMalloc(devPtr, size, policy, true, "aclrtMalloc");
+}
+
+aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    return DeviceMalloc(devPtr, size, policy, false, "aclrtMallocAlign32");
 }
 
 aclError aclrtFree(void *devPtr) {
@@ -252,6 +318,7 @@ aclError aclrtFree(void *devPtr) {
         SetError("EH0002: %p was not allocated by aclrtMalloc", devPtr);
         return ACL_ERROR_INVALID_PARAM;
     }
+    g_device_bytes -= it->second;
     g_blocks.erase(it);
     std::free(devPtr);
     return ACL_SUCCESS;
@@ -344,5 +411,324 @@ size_t aclDataTypeSize(aclDataType dataType) {
 float aclFloat16ToFloat(aclFloat16 value) { return emu::HalfToFloat(value); }
 
 aclFloat16 aclFloatToFloat16(float value) { return emu::FloatToHalf(value); }
+
+// ---- the EMU_SEMANTIC entry points of entry_points.def ----
+
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag) {
+    (void)priority;
+    (void)flag;
+    return CreateStream(stream, "aclrtCreateStreamWithConfig");
+}
+
+aclError aclrtDestroyStreamForce(aclrtStream stream) { return aclrtDestroyStream(stream); }
+
+aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (status == nullptr || !KnownStreamLocked(stream, "aclrtStreamQuery")) return ACL_ERROR_INVALID_PARAM;
+    *status = ACL_STREAM_STATUS_COMPLETE;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (streamId == nullptr || stream == nullptr || !KnownStreamLocked(stream, "aclrtStreamGetId"))
+        return ACL_ERROR_INVALID_PARAM;
+    *streamId = g_streams[stream];
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
+    (void)timeout;
+    return aclrtSynchronizeStream(stream);
+}
+
+aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
+    (void)timeout;
+    return aclrtSynchronizeDevice();
+}
+
+aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (!KnownStreamLocked(stream, "aclrtMemsetAsync")) return ACL_ERROR_INVALID_PARAM;
+    }
+    return aclrtMemset(devPtr, maxCount, value, count);
+}
+
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (free == nullptr || total == nullptr) return ACL_ERROR_INVALID_PARAM;
+    aclError err = RequireDevice("aclrtGetMemInfo");
+    if (err != ACL_SUCCESS) return err;
+    bool ddr = attr == ACL_DDR_MEM || attr == ACL_DDR_MEM_HUGE || attr == ACL_DDR_MEM_NORMAL ||
+               attr == ACL_DDR_MEM_P2P_HUGE || attr == ACL_DDR_MEM_P2P_NORMAL;
+    size_t hbm = static_cast<size_t>(ChipFacts(Config().soc).hbm_bytes);
+    *total = ddr ? 0 : hbm;  // an Atlas A2/A3 device has HBM, no device DDR
+    *free = ddr ? 0 : (g_device_bytes < hbm ? hbm - g_device_bytes : 0);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
+    (void)flag;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
+    aclError err = RequireDevice("aclrtCreateEventWithFlag");
+    if (err != ACL_SUCCESS) return err;
+    Event *e = new Event();
+    g_events.insert(e);
+    *event = e;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag) { return aclrtCreateEventWithFlag(event, flag); }
+
+}  // extern "C"
+
+namespace {
+
+Event *FindEventLocked(aclrtEvent event, const char *api) {
+    Event *e = static_cast<Event *>(event);
+    if (g_events.count(e) != 0) return e;
+    SetError("EH0002: %s: event %p is not an event created by aclrtCreateEvent", api, event);
+    return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclrtDestroyEvent(aclrtEvent event) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Event *e = FindEventLocked(event, "aclrtDestroyEvent");
+    if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
+    g_events.erase(e);
+    delete e;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Event *e = FindEventLocked(event, "aclrtRecordEvent");
+    if (e == nullptr || !KnownStreamLocked(stream, "aclrtRecordEvent")) return ACL_ERROR_INVALID_PARAM;
+    e->recorded = true;  // the stream's work so far is done: operators run synchronously
+    e->ns = NowNs();
+    return ACL_SUCCESS;
+}
+
+aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Event *e = FindEventLocked(event, "aclrtResetEvent");
+    if (e == nullptr || !KnownStreamLocked(stream, "aclrtResetEvent")) return ACL_ERROR_INVALID_PARAM;
+    e->recorded = false;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeEvent(aclrtEvent event) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    return FindEventLocked(event, "aclrtSynchronizeEvent") == nullptr ? ACL_ERROR_INVALID_PARAM : ACL_SUCCESS;
+}
+
+aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Event *e = FindEventLocked(event, "aclrtQueryEventStatus");
+    if (e == nullptr || status == nullptr) return ACL_ERROR_INVALID_PARAM;
+    *status = e->recorded ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtQueryEventWaitStatus(aclrtEvent event, aclrtEventWaitStatus *status) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (FindEventLocked(event, "aclrtQueryEventWaitStatus") == nullptr || status == nullptr)
+        return ACL_ERROR_INVALID_PARAM;
+    *status = ACL_EVENT_WAIT_STATUS_COMPLETE;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (FindEventLocked(event, "aclrtStreamWaitEvent") == nullptr || !KnownStreamLocked(stream, "aclrtStreamWaitEvent"))
+        return ACL_ERROR_INVALID_PARAM;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Event *start = FindEventLocked(startEvent, "aclrtEventElapsedTime");
+    Event *end = FindEventLocked(endEvent, "aclrtEventElapsedTime");
+    if (ms == nullptr || start == nullptr || end == nullptr) return ACL_ERROR_INVALID_PARAM;
+    if (!start->recorded || !end->recorded) {
+        SetError("EH0002: aclrtEventElapsedTime needs two recorded events");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *ms = static_cast<float>(static_cast<double>(end->ns) - static_cast<double>(start->ns)) / 1e6f;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    Event *e = FindEventLocked(event, "aclrtEventGetTimestamp");
+    if (e == nullptr || timestamp == nullptr) return ACL_ERROR_INVALID_PARAM;
+    *timestamp = e->ns / 1000;  // microseconds
+    return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext *context) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+    if (g_current_device < 0) {
+        SetError("EE1001: there is no current context: call aclrtSetDevice first");
+        return 107002;  // ACL_ERROR_RT_CONTEXT_NULL
+    }
+    *context = g_contexts[g_current_device];
+    return ACL_SUCCESS;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (const auto &entry : g_contexts) {
+        if (entry.second == context) {
+            g_current_device = entry.first;
+            return ACL_SUCCESS;
+        }
+    }
+    SetError("EH0002: context %p is not a context of this process", context);
+    return ACL_ERROR_INVALID_PARAM;
+}
+
+aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value) {
+    if (value == nullptr) return ACL_ERROR_INVALID_PARAM;
+    if (static_cast<int>(deviceId) >= Config().devices) {
+        SetError("EE1001: device id %u is invalid, the number of NPUs visible is %d", deviceId, Config().devices);
+        return ACL_ERROR_RT_INVALID_DEVICEID;
+    }
+    Chip chip = ChipFacts(Config().soc);
+    switch (attr) {
+        case ACL_DEV_ATTR_AICPU_CORE_NUM: *value = 6; return ACL_SUCCESS;
+        case ACL_DEV_ATTR_AICORE_CORE_NUM:
+        case ACL_DEV_ATTR_CUBE_CORE_NUM: *value = chip.cube_cores; return ACL_SUCCESS;
+        case ACL_DEV_ATTR_VECTOR_CORE_NUM: *value = chip.vector_cores; return ACL_SUCCESS;
+        case ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: *value = chip.hbm_bytes; return ACL_SUCCESS;
+        case ACL_DEV_ATTR_L2_CACHE_SIZE: *value = chip.l2_bytes; return ACL_SUCCESS;
+        default:
+            SetError("EE1001: device attribute %d is not known to the cannbuild sandbox", static_cast<int>(attr));
+            return ACL_ERROR_RT_PARAM_INVALID;
+    }
+}
+
+aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value) {
+    switch (deviceInfo) {
+        case ACL_DEVICE_INFO_AI_CORE_NUM: return aclrtGetDeviceInfo(deviceId, ACL_DEV_ATTR_AICORE_CORE_NUM, value);
+        case ACL_DEVICE_INFO_VECTOR_CORE_NUM: return aclrtGetDeviceInfo(deviceId, ACL_DEV_ATTR_VECTOR_CORE_NUM, value);
+        case ACL_DEVICE_INFO_L2_SIZE: return aclrtGetDeviceInfo(deviceId, ACL_DEV_ATTR_L2_CACHE_SIZE, value);
+        default: return ACL_ERROR_INVALID_PARAM;
+    }
+}
+
+aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
+    int count = Config().devices;
+    if (canAccessPeer == nullptr || deviceId < 0 || deviceId >= count || peerDeviceId < 0 || peerDeviceId >= count)
+        return ACL_ERROR_INVALID_PARAM;
+    *canAccessPeer = deviceId != peerDeviceId ? 1 : 0;  // the NPUs of one server reach each other over HCCS
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceGetBareTgid(int32_t *pid) {
+    if (pid == nullptr) return ACL_ERROR_INVALID_PARAM;
+    *pid = static_cast<int32_t>(getpid());
+    return ACL_SUCCESS;
+}
+
+aclError aclrtProcessReport(int32_t timeout) {
+    // No callback is ever pending: wait out the timeout as the real call does, then report it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout < 0 || timeout > 1000 ? 1000 : timeout));
+    return 507012;  // ACL_ERROR_RT_REPORT_TIMEOUT
+}
+
+aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_sys_params[opt] = value;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) { return aclrtSetSysParamOpt(opt, value); }
+
+aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t *value) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (value == nullptr) return ACL_ERROR_INVALID_PARAM;
+    auto it = g_sys_params.find(opt);
+    *value = it == g_sys_params.end() ? 0 : it->second;  // 0: the default of every option
+    return ACL_SUCCESS;
+}
+
+}  // extern "C"
+
+struct aclDataBuffer {
+    void *data;
+    size_t size;
+};
+
+struct aclTensorDesc {
+    aclDataType dtype;
+    std::vector<int64_t> dims;
+    aclFormat format;
+};
+
+struct aclopAttr {};
+
+extern "C" {
+
+aclDataBuffer *aclCreateDataBuffer(void *data, size_t size) { return new aclDataBuffer{data, size}; }
+
+aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer) {
+    if (dataBuffer == nullptr) return ACL_ERROR_INVALID_PARAM;
+    delete dataBuffer;
+    return ACL_SUCCESS;
+}
+
+aclTensorDesc *aclCreateTensorDesc(aclDataType dataType, int numDims, const int64_t *dims, aclFormat format) {
+    if (numDims < 0 || (numDims > 0 && dims == nullptr)) return nullptr;
+    return new aclTensorDesc{dataType, std::vector<int64_t>(dims, dims + numDims), format};
+}
+
+void aclDestroyTensorDesc(const aclTensorDesc *desc) { delete desc; }
+
+aclDataType aclGetTensorDescType(const aclTensorDesc *desc) { return desc ? desc->dtype : ACL_DT_UNDEFINED; }
+
+aclFormat aclGetTensorDescFormat(const aclTensorDesc *desc) { return desc ? desc->format : ACL_FORMAT_UNDEFINED; }
+
+size_t aclGetTensorDescNumDims(const aclTensorDesc *desc) { return desc ? desc->dims.size() : 0; }
+
+aclError aclGetTensorDescDimV2(const aclTensorDesc *desc, size_t index, int64_t *dimSize) {
+    if (desc == nullptr || dimSize == nullptr || index >= desc->dims.size()) return ACL_ERROR_INVALID_PARAM;
+    *dimSize = desc->dims[index];
+    return ACL_SUCCESS;
+}
+
+aclopAttr *aclopCreateAttr() { return new aclopAttr(); }
+
+void aclopDestroyAttr(const aclopAttr *attr) { delete attr; }
+
+void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line, const char *fmt, ...) {
+    // Printed only when the user asks for logs on stdout, as CANN's slog does.
+    const char *to_stdout = std::getenv("ASCEND_SLOG_PRINT_TO_STDOUT");
+    if (to_stdout == nullptr || std::strcmp(to_stdout, "1") != 0 || fmt == nullptr) return;
+    std::printf("[%d] %s %s:%u ", static_cast<int>(logLevel), func ? func : "", file ? file : "", line);
+    va_list args;
+    va_start(args, fmt);
+    std::vprintf(fmt, args);
+    va_end(args);
+    std::printf("\n");
+}
+
+uint64_t MsprofSysCycleTime(void) { return NowNs(); }
+
+uint64_t MsprofGetHashId(const char *hashInfo, size_t length) {
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a: a stable id per string
+    for (size_t i = 0; hashInfo != nullptr && i < length; ++i) {
+        hash ^= static_cast<unsigned char>(hashInfo[i]);
+        hash *= 1099511628211ull;
+    }
+    return hash;
+}
 
 }  // extern "C"

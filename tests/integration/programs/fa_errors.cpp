@@ -6,7 +6,8 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_flash_attention_score.h"
 
-static aclTensor *Make(const std::vector<int64_t> &shape, aclDataType dt, size_t elem, void **dev, bool host_memory) {
+static aclTensor *Make(const std::vector<int64_t> &shape, aclDataType dt, size_t elem, void **dev, bool host_memory,
+                       aclFormat format = ACL_FORMAT_ND) {
     size_t n = 1;
     for (int64_t d : shape) n *= static_cast<size_t>(d);
     static std::vector<std::vector<char>> host_buffers;
@@ -18,7 +19,7 @@ static aclTensor *Make(const std::vector<int64_t> &shape, aclDataType dt, size_t
     }
     std::vector<int64_t> strides(shape.size(), 1);
     for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
-    return aclCreateTensor(shape.data(), shape.size(), dt, strides.data(), 0, ACL_FORMAT_ND, shape.data(), shape.size(), *dev);
+    return aclCreateTensor(shape.data(), shape.size(), dt, strides.data(), 0, format, shape.data(), shape.size(), *dev);
 }
 
 static void Probe(const char *name, aclTensor *q, aclTensor *k, aclTensor *v, aclTensor *mx, aclTensor *sm, aclTensor *out,
@@ -62,6 +63,21 @@ int main() {
     Probe("headnum-mismatch", q, k, v, mx, sm, out, 3, "BNSD");
     Probe("out-dtype", q, k, v, mx, sm, outf, 4, "BNSD");
     Probe("host-memory", qhost, k, v, mx, sm, out, 4, "BNSD");
+    // torch_npu tags tensors by rank: 4-D NCHW, 3-D NCL; the real op accepts those and rejects FRACTAL_NZ
+    aclTensor *q4 = Make({1, 4, 16, 64}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCHW);
+    aclTensor *k4 = Make({1, 2, 16, 64}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCHW);
+    aclTensor *v4 = Make({1, 2, 16, 64}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCHW);
+    aclTensor *mx4 = Make({1, 4, 16, 8}, ACL_FLOAT, 4, &d, false, ACL_FORMAT_NCHW);
+    aclTensor *sm4 = Make({1, 4, 16, 8}, ACL_FLOAT, 4, &d, false, ACL_FORMAT_NCHW);
+    aclTensor *out4 = Make({1, 4, 16, 64}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCHW);
+    Probe("nchw-format", q4, k4, v4, mx4, sm4, out4, 4, "BNSD");
+    aclTensor *q3 = Make({1, 16, 256}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCL);
+    aclTensor *k3d = Make({1, 16, 128}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCL);
+    aclTensor *v3d = Make({1, 16, 128}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCL);
+    aclTensor *out3 = Make({1, 16, 256}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_NCL);
+    Probe("ncl-format", q3, k3d, v3d, mx4, sm4, out3, 4, "BSH");
+    aclTensor *qnz = Make({1, 4, 16, 64}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_FRACTAL_NZ);
+    Probe("nz-format", qnz, k, v, mx, sm, out, 4, "BNSD");
     aclFinalize();
     return 0;
 }

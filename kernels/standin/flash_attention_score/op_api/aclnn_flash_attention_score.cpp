@@ -75,6 +75,19 @@ aclnnStatus Describe(const aclTensor *t, const char *name, Tensor *out) {
     return ACLNN_SUCCESS;
 }
 
+// The op::ToString names of the aclFormat tags the checks report.
+std::string FormatName(aclFormat format) {
+    switch (format) {
+        case ACL_FORMAT_ND: return "ND";
+        case ACL_FORMAT_NCHW: return "NCHW";
+        case ACL_FORMAT_NHWC: return "NHWC";
+        case ACL_FORMAT_NCL: return "NCL";
+        case ACL_FORMAT_NCDHW: return "NCDHW";
+        case ACL_FORMAT_FRACTAL_NZ: return "FRACTAL_NZ";
+        default: return "format " + std::to_string(static_cast<int>(format));
+    }
+}
+
 std::string ShapeText(const std::vector<int64_t> &shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
@@ -226,14 +239,25 @@ aclnnStatus Prepare(const Request &r, uint64_t *workspaceSize, aclOpExecutor **e
         return st;
     if (r.attenMask != nullptr && (st = Describe(r.attenMask, "attenMask", &mask))) return st;
 
+    // Like the real op_api, any plain format tag is accepted (torch_npu tags tensors by rank: 3-D NCL,
+    // 4-D NCHW, else ND); only the private FRACTAL_NZ layout is rejected.
+    if (q.format == ACL_FORMAT_FRACTAL_NZ || k.format == ACL_FORMAT_FRACTAL_NZ || v.format == ACL_FORMAT_FRACTAL_NZ ||
+        smax.format == ACL_FORMAT_FRACTAL_NZ || ssum.format == ACL_FORMAT_FRACTAL_NZ ||
+        out.format == ACL_FORMAT_FRACTAL_NZ)
+        return Fail(ACLNN_ERR_PARAM_INVALID,
+                    "Input and output format only support [ND]. Actual: query:[%s], key:[%s], value:[%s], "
+                    "softmaxMaxOut:[%s], softmaxSumOut:[%s], attentionOutOut:[%s].",
+                    FormatName(q.format).c_str(), FormatName(k.format).c_str(), FormatName(v.format).c_str(), FormatName(smax.format).c_str(),
+                    FormatName(ssum.format).c_str(), FormatName(out.format).c_str());
+    if (r.attenMask != nullptr && mask.format == ACL_FORMAT_FRACTAL_NZ)
+        return Fail(ACLNN_ERR_PARAM_INVALID, "Optional input format only support [ND]. Actual: attenMaskOptional:[%s].",
+                    FormatName(mask.format).c_str());
     const Tensor *inputs[] = {&q, &k, &v};
     const char *names[] = {"query", "key", "value"};
     for (int i = 0; i < 3; ++i) {
         if (inputs[i]->shape.size() != rank)
             return Fail(ACLNN_ERR_PARAM_INVALID, "The %s dim num %zu does not match inputLayout %s.", names[i],
                         inputs[i]->shape.size(), layout.c_str());
-        if (inputs[i]->format != ACL_FORMAT_ND)
-            return Fail(ACLNN_ERR_PARAM_INVALID, "The %s format must be ND.", names[i]);
     }
     if (q.dtype != ACL_FLOAT && q.dtype != ACL_FLOAT16 && q.dtype != ACL_BF16)
         return Fail(ACLNN_ERR_PARAM_INVALID, "The query dtype %d is not supported, expected FLOAT, FLOAT16 or BFLOAT16.",

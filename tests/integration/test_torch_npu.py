@@ -1,0 +1,76 @@
+"""The real torch_npu on the sandbox: it imports against the emulated toolkit, and the
+validation route reaches the installed package (and fails without it)."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import base_env
+from reference import reference_torch
+
+from cannbuild.host.pystack import plain_import_problem, read_python_stack
+from cannbuild.host.toolchain import capture_env
+from cannbuild.validate import cases, torchnpu
+
+reference_torch()
+STACK = read_python_stack()
+pytestmark = pytest.mark.skipif(
+    STACK.torch_npu is None, reason="torch-npu is not installed (no wheel for this platform?)"
+)
+
+PROBE = """
+import torch, torch_npu
+torch.npu.set_device(0)
+x = torch.randn(64, 33)
+y = x.to("npu:0")
+start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+start.record(); z = (y.cpu() * 2).to("npu:0"); end.record(); end.synchronize()
+free, total = torch.npu.mem_get_info()
+from torch_npu.utils.collect_env import get_cann_version  # reads the toolkit's install record
+print(torch.npu.device_count(), torch.equal(y.cpu(), x), torch.equal(z.cpu(), x * 2),
+      start.elapsed_time(end) >= 0, 0 < free <= total, torch.npu.get_device_name(0),
+      get_cann_version())
+"""
+
+
+def toolkit_env(sandbox, base):
+    return capture_env(sandbox / "sysroot/usr/local/Ascend/cann/set_env.sh", base).env
+
+
+@pytest.mark.parametrize("key", ["A2-8.5.0", "A3-9.0.0"])
+def test_torch_npu_imports_on_the_sandbox_and_sees_its_npus(sandboxes, key):
+    env = toolkit_env(sandboxes[key], base_env())
+    assert plain_import_problem(STACK, env) is None  # doctor's prediction ...
+    proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr  # ... and what really happens
+    count, *checks, name, cann = proc.stdout.split()
+    assert count == ("8" if key.startswith("A2") else "16") and checks == ["True"] * 4
+    assert name == ("Ascend910B3" if key.startswith("A2") else "Ascend910_9392")
+    assert cann == key.split("-", 1)[1]
+
+
+def test_without_the_toolkit_env_import_torch_fails_as_doctor_says(sandboxes):
+    env = base_env(LD_LIBRARY_PATH="")
+    assert "libascendcl.so is not on LD_LIBRARY_PATH" in (plain_import_problem(STACK, env) or "")
+    proc = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True)
+    assert proc.returncode != 0
+
+
+def package_env(installed):
+    vendor = installed.ws / "opp/vendors/custom_transformer"
+    env = capture_env(vendor / "bin/set_env.bash", toolkit_env(installed.sandbox, installed.env()))
+    return vendor / "op_api/lib/libcust_opapi.so", dict(env.env)
+
+
+def test_the_route_reaches_the_package_and_fails_to_find_the_op_without_it(installed, tmp_path):
+    library, env = package_env(installed)
+    selected = cases.select(["fp16_bsh_s128_d128_causal", "fp32_bnsd_s513_d64_gqa_causal"])
+    ok = torchnpu.run(selected, library, env, tmp_path / "with")
+    assert ok.status == "PASS", ok.message
+    assert ok.details["loaded_op_libraries"][0] == str(library.resolve())
+    assert [r.status for r in ok.results] == ["PASS", "PASS"]
+    assert env.pop("ASCEND_CUSTOM_OPP_PATH")  # the vendor is what set_env.bash adds
+    lost = torchnpu.run(selected, library, env, tmp_path / "without")
+    assert lost.status == "FAIL"
+    assert "aclnnFlashAttentionScore" in lost.message and "not in libopapi.so" in lost.message
+    assert str(library.resolve()) not in lost.details["loaded_op_libraries"]
