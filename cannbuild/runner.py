@@ -292,9 +292,9 @@ def run_step(
     progress.started(step, log_path)
     start = time.monotonic()
     for pattern in patterns:
-        for path in glob.glob(pattern):
-            if os.path.isfile(path):
-                os.unlink(inside(ws.root, Path(path), f"an output of {step.name}"))
+        for match in glob.glob(pattern):
+            if os.path.isfile(match):
+                os.unlink(inside(ws.root, Path(match), f"an output of {step.name}"))
     if step.spec.action == "overlay" and actions.overlay_enabled:
         shutil.rmtree(actions.stage, ignore_errors=True)
         actions.stage.mkdir(parents=True)

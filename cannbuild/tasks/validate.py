@@ -42,6 +42,7 @@ def validate(c: Any, json: bool = False, cases: str = "", **flags: Any) -> None:
     run = run_validate(session, os.environ, names, "cannbuild validate")
     ui.show_validation(run, as_json=json)
     publish_summary(run.report_dir)
+    assert run.validation is not None
     check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
 

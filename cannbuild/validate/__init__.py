@@ -22,6 +22,7 @@ from ..host.toolkit import host_arch
 from ..render import render_value
 from ..session import Session
 from . import capi, cases, example, torchnpu
+from .cases import RULE, CaseResult
 from .elfcheck import check_library
 
 PASS, FAIL, SKIPPED = "PASS", "FAIL", "SKIPPED"
@@ -42,9 +43,9 @@ class ValidationCheck:
 class ValidationReport:
     target: str
     checks: List[ValidationCheck]
-    cases: List[cases.CaseResult]
+    cases: List[CaseResult]
     duration_s: float = 0.0
-    rule: str = cases.RULE
+    rule: str = RULE
 
     @property
     def status(self) -> str:
@@ -301,16 +302,16 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     )
     results: List[cases.CaseResult] = []
     for case in selected:
-        run = runs[case.name]
-        if not run.ok:
-            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {run.error}"))
+        case_run = runs[case.name]
+        if not case_run.ok:
+            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {case_run.error}"))
             continue
-        results.append(cases.judge_files(case, tensors[case.name], data, run.kernel_ms))
+        results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
     failed = [r for r in results if r.status == FAIL]
     if failed:
-        first = failed[0]
+        worst = failed[0]
         message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {first.case.name}: {first.message}"
+            f"{len(failed)}/{len(results)} cases FAIL; first: {worst.case.name}: {worst.message}"
         )
         status = FAIL
     else:
