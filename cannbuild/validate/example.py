@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..proc import run as run_process
+
 _RESULT = re.compile(r"mean result\[(\d+)\] is: (\S+)")
 _START = re.compile(r"Start compile and run example file: (\S+)")
 _FAILED = re.compile(r"execute samples failed")
@@ -259,15 +261,7 @@ def run_example(
     if skip:
         return ExampleResult("SKIPPED", skip, command)
     try:
-        proc = subprocess.run(
-            list(argv),
-            cwd=str(cwd),
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        proc = run_process(argv, cwd=cwd, env=env, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return ExampleResult("FAIL", f"the example did not finish within {TIMEOUT_S} s", command)
     out = proc.stdout.decode("utf-8", "replace").splitlines()
