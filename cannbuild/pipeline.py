@@ -11,15 +11,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
+from .host.toolkit import host_arch
 from .overlay import overlay_env
 from .plan import (
     UP_TO_DATE,
     PlannedStep,
     StepContext,
     check_force,
+    check_selection,
     hashed_env_values,
+    not_selected_reason,
     plan_all,
     plan_step,
+    selected,
 )
 from .render import command_env, render_value
 from .resources import data_dir
@@ -74,7 +78,14 @@ def make_plan(
     session: Session, sources: Optional[SourceState], env: Mapping[str, str], phases: Sequence[str]
 ) -> List[PlannedStep]:
     ctx = step_context(session, sources, env)
-    return plan_all(session.recipe, ctx, session.ws, phases, session.options.force)
+    return plan_all(
+        session.recipe,
+        ctx,
+        session.ws,
+        phases,
+        session.options.force,
+        session.options.optional_steps,
+    )
 
 
 @dataclass(frozen=True)
@@ -130,13 +141,19 @@ def run_steps(
         overlay_enabled=ctx.overlay_env is not None,
         toolkit_target=session.toolkit.real_path if session.options.install_into_toolkit else None,
         toolkit_backup=ws.root / "toolkit-backup",
+        opbase_headers=recipe.opbase_headers,
+        arch=host_arch(),
     )
     check_force(recipe, session.options.force)
+    check_selection(recipe, session.options.optional_steps)
     force = set(session.options.force)
     outcomes: List[StepOutcome] = []
     use_overlay = False
     for spec in recipe.steps:
         if spec.phase not in phases:
+            continue
+        if not selected(spec, session.options.optional_steps, session.options.force):
+            progress.note(f"{spec.name}: not run ({not_selected_reason(spec)})")
             continue
         if spec.repo and spec.repo not in ctx.sources:
             if not sources.is_ready(spec.repo, within_s=SILENT_WAIT_S):  # say why nothing moves

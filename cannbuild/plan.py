@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -29,6 +29,8 @@ from .workspace import Workspace, read_json, write_json_atomic
 
 UP_TO_DATE = "up to date"
 NEEDS_RUN = "needs run"
+NOT_SELECTED = "optional"  # an optional step nobody asked for: planned, shown, never run
+SELECT = "--with-step"  # (or CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps)
 HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_FAULT")
 JOBS_PLACEHOLDER = "{jobs}"
 
@@ -150,6 +152,36 @@ def check_force(recipe: Recipe, force: Sequence[str]) -> None:
             f"--force {unknown[0]}: the recipe has no such step.",
             f"Steps: {', '.join(s.name for s in recipe.steps)}.",
         )
+
+
+def check_selection(recipe: Recipe, optional_steps: Sequence[str]) -> None:
+    """The optional steps asked for are optional steps of this recipe, nothing else."""
+    optional = [s.name for s in recipe.steps if s.optional]
+    hint = (
+        f"Optional steps of recipe {recipe.name}: {', '.join(optional)}."
+        if optional
+        else f"Recipe {recipe.name} has no optional steps."
+    )
+    for name in optional_steps:
+        if name in optional:
+            continue
+        if any(s.name == name for s in recipe.steps):
+            raise UsageError(
+                f"{SELECT} {name}: that step always runs in recipe {recipe.name}.", hint
+            )
+        raise UsageError(f"{SELECT} {name}: recipe {recipe.name} has no such step.", hint)
+
+
+def selected(spec: StepSpec, optional_steps: Sequence[str], force: Sequence[str]) -> bool:
+    """An optional step runs only when asked for by name (--with-step, or --force)."""
+    return not spec.optional or spec.name in optional_steps or spec.name in force
+
+
+def not_selected_reason(spec: StepSpec) -> str:
+    return (
+        f"optional: runs only when asked for: --with-step {spec.name} (or "
+        f"CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps in invoke.yaml)"
+    )
 
 
 def plan_step(
@@ -304,9 +336,11 @@ def plan_all(
     ws: Workspace,
     phases: Sequence[str],
     force: Sequence[str] = (),
+    optional_steps: Sequence[str] = (),
 ) -> List[PlannedStep]:
     """Plan every step of the given phases in recipe order (a dry run: nothing is written)."""
     check_force(recipe, force)
+    check_selection(recipe, optional_steps)
     planned: List[PlannedStep] = []
     pending: List[str] = []
     use_overlay = False
@@ -314,6 +348,9 @@ def plan_all(
         if spec.phase not in phases:
             continue
         step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
+        if not selected(spec, optional_steps, force):
+            planned.append(replace(step, status=NOT_SELECTED, reason=not_selected_reason(spec)))
+            continue
         planned.append(step)
         if step.status == NEEDS_RUN:
             pending.append(spec.name)

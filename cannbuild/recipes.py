@@ -72,6 +72,18 @@ class RepoSpec:
 
 
 @dataclass(frozen=True)
+class ToolkitFile:
+    """A file the builds read from the toolkit, found by any one of `paths` (relative to
+    ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks."""
+
+    component: str
+    package: str
+    step: str
+    paths: Tuple[str, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class StepSpec:
     name: str
     command: str
@@ -83,6 +95,9 @@ class StepSpec:
     action: Optional[str] = None
     env: Tuple[Tuple[str, str], ...] = ()
     cwd: Optional[str] = None
+    # runs only when asked for (--with-step NAME, CANNBUILD_OPTIONAL_STEPS, or --force NAME);
+    # shown in the plan either way
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,9 @@ class ValidateSpec:
     library: str
     symbols: Tuple[str, ...]
     example: Optional[str] = None
+    # where the ref's build.sh --run_example looks for the custom package: "custom-opp"
+    # (ASCEND_CUSTOM_OPP_PATH, then ASCEND_OPP_PATH/vendors) or "opp" (ASCEND_OPP_PATH only)
+    example_lookup: str = "custom-opp"
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,10 @@ class Recipe:
     validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
     tools: Tuple[HostTool, ...] = ()
+    toolkit_files: Tuple[ToolkitFile, ...] = ()
+    # where ops-transformer looks for opbase's op_common headers: <arch>-linux/<this>; opbase
+    # itself installs them under pkg_inc (since 2025-11-05)
+    opbase_headers: str = "pkg_inc"
 
     def repo(self, name: str) -> RepoSpec:
         for repo in self.repos:
@@ -137,7 +159,9 @@ class Recipe:
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
-_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann"}
+_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
+# where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
+OPBASE_HEADERS = ("pkg_inc", "include")
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
@@ -154,8 +178,11 @@ _STEP_KEYS = {
     "action",
     "env",
     "cwd",
+    "optional",
 }
-_VALIDATE_KEYS = {"library", "symbols", "example"}
+_VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
+_FILE_KEYS = {"component", "package", "step", "paths", "source"}
+EXAMPLE_LOOKUPS = ("custom-opp", "opp")
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
@@ -221,6 +248,12 @@ def load_recipe(path: Path) -> Recipe:
     opbase = r.get(head, "opbase", str, "[recipe]")
     if opbase not in OPBASE_MODES:
         raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
+    opbase_headers = r.get(head, "opbase_headers", str, "[recipe]", required=False) or "pkg_inc"
+    if opbase_headers not in OPBASE_HEADERS:
+        raise r.fail(
+            "[recipe]",
+            f"opbase_headers = {opbase_headers!r} is not one of {', '.join(OPBASE_HEADERS)}.",
+        )
 
     repos: List[RepoSpec] = []
     for name, table in r.get(data, "repos", dict, "the file").items():
@@ -305,6 +338,7 @@ def load_recipe(path: Path) -> Recipe:
             action=r.get(table, "action", str, where, required=False),
             env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
             cwd=r.get(table, "cwd", str, where, required=False),
+            optional=bool(r.get(table, "optional", bool, where, required=False)),
         )
         where = f"step {step.name!r}"
         if step.name in seen:
@@ -314,6 +348,12 @@ def load_recipe(path: Path) -> Recipe:
         for dep in step.after:
             if dep not in seen:
                 raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
+            if not step.optional and any(s.name == dep and s.optional for s in steps):
+                raise r.fail(
+                    where,
+                    f"runs after {dep!r}, which is optional and may not run.",
+                    "Make this step optional too, or drop the dependency.",
+                )
         for inp in step.inputs:
             if inp not in _STEP_INPUTS:
                 raise r.fail(
@@ -334,9 +374,16 @@ def load_recipe(path: Path) -> Recipe:
         library=r.get(vtable, "library", str, "[validate]"),
         symbols=r.strings(vtable, "symbols", "[validate]"),
         example=r.get(vtable, "example", str, "[validate]", required=False),
+        example_lookup=r.get(vtable, "example_lookup", str, "[validate]", required=False)
+        or "custom-opp",
     )
+    if validate.example_lookup not in EXAMPLE_LOOKUPS:
+        raise r.fail(
+            "[validate]",
+            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
+        )
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
-    r.keys(toolkit, {"requires"}, "[toolkit]")
+    r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
@@ -355,6 +402,22 @@ def load_recipe(path: Path) -> Recipe:
                 or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
             )
         )
+    files: List[ToolkitFile] = []
+    for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
+        where = f"[[toolkit.files]] #{i}"
+        r.keys(table, _FILE_KEYS, where)
+        entry = ToolkitFile(
+            component=r.get(table, "component", str, where),
+            package=r.get(table, "package", str, where),
+            step=r.get(table, "step", str, where),
+            paths=r.strings(table, "paths", where),
+            source=r.get(table, "source", str, where, required=False) or "",
+        )
+        if not entry.paths:
+            raise r.fail(where, "needs at least one path in 'paths'.")
+        if entry.step not in seen:
+            raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
+        files.append(entry)
     return Recipe(
         path=path,
         digest=hashlib.sha256(raw).hexdigest(),
@@ -370,6 +433,8 @@ def load_recipe(path: Path) -> Recipe:
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
         tools=tuple(tools),
+        toolkit_files=tuple(files),
+        opbase_headers=opbase_headers,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import glob
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from .errors import Interrupted, signal_number
-from .overlay import build_overlay, staged_root
+from .overlay import build_overlay, expose_op_common, staged_root
 from .ownership import inside
 from .plan import PlannedStep, digest, write_stamp
 from .proc import kill_group, popen
@@ -28,6 +29,44 @@ from .sources.fetch import sha256_file
 from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
+KILL_GRACE_S = 5.0
+FIRST_ERRORS = 3  # error blocks shown in the digest
+ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the compiler's do)
+# What a real failure looks like, wherever it sits in the log: ops-transformer v8.5.0+
+# pipes only stdout through block-buffered gawk, so stderr (the CMake error) comes first
+# and the last lines of the log are the harmless stdout that was held back.
+ERROR_LINE = re.compile(
+    r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
+)
+
+
+def first_errors(
+    lines: Sequence[str],
+    first_line: int = 1,
+    limit: int = FIRST_ERRORS,
+    context: int = ERROR_CONTEXT,
+) -> Tuple[Tuple[int, str], ...]:
+    """The first error-looking lines, each with the indented lines that continue it, as
+    (line number in the log, text); `first_line` is the log line of lines[0]."""
+    found: List[Tuple[int, str]] = []
+    blocks = 0
+    i = 0
+    while i < len(lines) and blocks < limit:
+        if not ERROR_LINE.search(lines[i]):
+            i += 1
+            continue
+        blocks += 1
+        found.append((first_line + i, lines[i].strip()[:300]))
+        i += 1
+        taken = 0
+        while (
+            i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
+        ):
+            if lines[i].strip():
+                found.append((first_line + i, lines[i].strip()[:300]))
+                taken += 1
+            i += 1
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -42,6 +81,7 @@ class StepOutcome:
     tail: Sequence[str] = ()
     hint: Optional[str] = None
     artifacts: Sequence[str] = ()
+    errors: Sequence[Tuple[int, str]] = ()  # first error-looking lines: (log line, text)
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -54,6 +94,7 @@ class StepOutcome:
             "exit_code": self.exit_code,
             "hint": self.hint,
             "artifacts": list(self.artifacts),
+            "first_errors": [{"line": n, "text": redact(t)} for n, t in self.errors],
         }
 
 
@@ -114,10 +155,13 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
-        log.write(f"# step: {step.name}\n# command: {redact(step.command)}\n# cwd: {step.cwd}\n")
-        for key, value in sorted(step.env_delta.items()):
-            log.write(f"# env: {key}={redact(value)}\n")
-        log.write("\n")
+        header = [
+            f"# step: {step.name}",
+            f"# command: {redact(step.command)}",
+            f"# cwd: {step.cwd}",
+        ]
+        header += [f"# env: {k}={redact(v)}" for k, v in sorted(step.env_delta.items())]
+        log.write("\n".join(header) + "\n\n")
         log.flush()
         proc = popen(
             step.argv,
@@ -143,7 +187,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             )
             log.write(f"\n# interrupted by {why}: no stamp written\n")
             raise
-    return code, list(tail), every
+    return code, list(tail), every, len(header) + 2
 
 
 @dataclass(frozen=True)
@@ -156,6 +200,8 @@ class ActionContext:
     opp: Path
     vendor_dir: Path
     overlay_enabled: bool = True
+    opbase_headers: str = "pkg_inc"  # where ops-transformer looks for op_common (recipe)
+    arch: str = ""
     # --install-into-toolkit: the toolkit the installer writes into, and where the files
     # it replaces are kept
     toolkit_target: Optional[Path] = None
@@ -279,8 +325,9 @@ def run_step(
         shutil.rmtree(actions.vendor_dir, ignore_errors=True)
         actions.opp.mkdir(parents=True, exist_ok=True)
     ws.tmp.mkdir(parents=True, exist_ok=True)
+    first_line = 1
     try:
-        code, tail, lines = _stream(step, log_path, progress)
+        code, tail, lines, first_line = _stream(step, log_path, progress)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
             step.name, "interrupted", step.reason, step.command, time.monotonic() - start, log_path
@@ -310,6 +357,7 @@ def run_step(
             tail = [*tail, f"cannbuild: {extra}"][-TAIL_LINES:]
         from .hints import match_hint  # only a failure pays for the hint table
 
+        errors = first_errors(lines, first_line) if lines else first_errors(tail)
         outcome = StepOutcome(
             step.name,
             "failed",
@@ -320,6 +368,7 @@ def run_step(
             code,
             tuple(tail),
             match_hint(lines or tail) or fallback,
+            errors=errors,
         )
         progress.finished(outcome)
         return outcome
@@ -352,9 +401,12 @@ def run_step(
     try:
         if step.spec.action == "overlay" and actions.overlay_enabled:
             root = staged_root(actions.stage)
+            exposed = expose_op_common(root, actions.arch, actions.opbase_headers)
             count = build_overlay(actions.toolkit_home, root, actions.overlay)
             requires.append(str(actions.overlay))
             with open(log_path, "a", encoding="utf-8") as log:
+                if exposed:
+                    log.write(f"\n# cannbuild: {exposed}\n")
                 log.write(
                     f"\n# cannbuild: overlaid {count} staged files from {root} on {actions.toolkit_home} at {actions.overlay}\n"
                 )

@@ -12,6 +12,7 @@ from invoke import Collection
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
+from ..plan import NOT_SELECTED
 from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, make_options
 from ._session import DryRunStop, open_session
 
@@ -36,7 +37,9 @@ def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     steps = make_plan(session, sources, os.environ, phases)
     if sources is None:
         steps = [
-            replace(
+            s
+            if s.status == NOT_SELECTED  # an optional step nobody asked for: it stays so
+            else replace(
                 s,
                 status="needs run",
                 reason="sources not fetched or not locked yet (cannbuild fetch)",
@@ -63,7 +66,7 @@ def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool
     return True
 
 
-@cli_task(*SESSION_FLAGS, "json", "phases")
+@cli_task(*SESSION_FLAGS, "with_step", "json", "phases")
 def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any) -> None:
     """Show each step: its rendered command, cwd, and whether it must run (and why).
 
