@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
@@ -12,7 +11,6 @@ from invoke import Collection
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
-from ..plan import NOT_SELECTED
 from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, make_options
 from ._session import DryRunStop, open_session
 
@@ -30,22 +28,9 @@ def _phases(text: Optional[str]) -> List[str]:
 def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
-    from ..pipeline import make_plan
-    from ..sources.pinning import sources_from_lock
+    from ..pipeline import plan_session
 
-    sources = sources_from_lock(session)
-    steps = make_plan(session, sources, os.environ, phases)
-    if sources is None:
-        steps = [
-            s
-            if s.status == NOT_SELECTED  # an optional step nobody asked for: it stays so
-            else replace(
-                s,
-                status="needs run",
-                reason="sources not fetched or not locked yet (cannbuild fetch)",
-            )
-            for s in steps
-        ]
+    steps = plan_session(session, os.environ, phases)
     if as_json:
         ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
     else:

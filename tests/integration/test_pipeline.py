@@ -444,13 +444,13 @@ def test_a_user_recipe_without_code_and_a_rejected_flag_digest(cli):
     )
     plan = json.loads(cli("plan", "--json").stdout)
     assert plan["recipe"] == "team-8.5"
+    # the recipe brings its own step template, beside it (cannbuild's folder is untouched)
     step_template = data_dir("templates") / "steps" / "ops-transformer-build.j2"
-    debug_template = data_dir("templates") / "steps" / "ops-transformer-debug.j2"
+    debug_template = cli.cwd / "steps" / "ops-transformer-debug.j2"
+    debug_template.parent.mkdir()
     debug_template.write_text(step_template.read_text().replace("--pkg", "--pkg --debug"))
-    try:
-        proc = cli("build", "--recipe", str(templates))
-    finally:
-        debug_template.unlink()
+    proc = cli("build", "--recipe", str(templates))
+    assert not (data_dir("templates") / "steps" / "ops-transformer-debug.j2").exists()
     assert proc.returncode == 4
     assert "printed its help and exited" in proc.stderr
 
