@@ -137,6 +137,24 @@ FLAGS: Dict[str, Flag] = {
         Flag("dry_run", "show what would be done and change nothing", bool),
         Flag("phases", "build, install or both (default both)"),
         Flag("out", "where to write the output"),
+        Flag(
+            "shapes", "bench: shapes instead of the default sweep, e.g. B1N8/2S1024D64,N8S512D128"
+        ),
+        Flag(
+            "dtype",
+            "bench: fp16, bf16 and/or fp32, comma-separated (default fp32 on the sandbox, fp16 on an NPU)",
+        ),
+        Flag("layout", "bench: BNSD and/or BSH, comma-separated (default BNSD)"),
+        Flag("causal", "bench: with a causal mask (half the FLOPs)", bool),
+        Flag(
+            "budget", "bench: seconds the sweep may take; larger shapes are left out (default 60)"
+        ),
+        Flag("variants", "bench: a TOML file of build variants (patches or compile definitions)"),
+        Flag(
+            "build_variant",
+            "bench: one build variant, NAME=PATCH_FILE or NAME=DEFINE=VALUE[,DEFINE=VALUE] (repeatable)",
+            list,
+        ),
     )
 }
 

@@ -12,6 +12,10 @@
 // float32 [B,N1,S1,8]).  cannbuild judges the numbers; this program only runs
 // them.  One line per case goes to stdout: "CASE <name> OK <milliseconds>" or
 // "CASE <name> ERROR <api> <code> <aclGetRecentErrMsg()>".
+//
+// Benchmarks add "warmup=W reps=R": after the checked call the operator runs W more
+// times, then R times each between two events recorded on the stream (the time the
+// device reports, aclrtEventElapsedTime), printed first as "TIMES <name> <ms>...".
 
 #include <chrono>
 #include <cstdint>
@@ -148,6 +152,7 @@ double RunCase(const Case &c, aclrtStream stream) {
     aclOpExecutor *executor = nullptr;
     const auto start = std::chrono::steady_clock::now();
     void *workspace = nullptr;
+    aclrtEvent events[2] = {nullptr, nullptr};
     struct Cleanup {
         aclIntArray *a, *b, *c;
         void **ws;
@@ -158,13 +163,24 @@ double RunCase(const Case &c, aclrtStream stream) {
             if (*ws != nullptr) aclrtFree(*ws);
         }
     } cleanup{prefix, qStart, kvStart, &workspace};
+    struct EventCleanup {
+        aclrtEvent *e;
+        ~EventCleanup() {
+            for (int i = 0; i < 2; ++i)
+                if (e[i] != nullptr) aclrtDestroyEvent(e[i]);
+        }
+    } event_cleanup{events};
 
-    Check(aclnnFlashAttentionScoreV2GetWorkspaceSize(
-              q.tensor, k.tensor, v.tensor, nullptr, nullptr, nullptr, mask.tensor, prefix, qStart, kvStart,
-              std::strtod(c.Get("scale").c_str(), nullptr), 1.0, c.Int("pre"), c.Int("next"), N1, layout_buf, 0,
-              c.Int("sparse"), 1, smax.tensor, ssum.tensor, nullptr, out.tensor, &workspace_size, &executor),
-          "aclnnFlashAttentionScoreV2GetWorkspaceSize");
+    auto prepare = [&]() {
+        Check(aclnnFlashAttentionScoreV2GetWorkspaceSize(
+                  q.tensor, k.tensor, v.tensor, nullptr, nullptr, nullptr, mask.tensor, prefix, qStart, kvStart,
+                  std::strtod(c.Get("scale").c_str(), nullptr), 1.0, c.Int("pre"), c.Int("next"), N1, layout_buf,
+                  0, c.Int("sparse"), 1, smax.tensor, ssum.tensor, nullptr, out.tensor, &workspace_size, &executor),
+              "aclnnFlashAttentionScoreV2GetWorkspaceSize");
+    };
+    prepare();
     if (workspace_size > 0) Check(aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+    const uint64_t workspace_allocated = workspace_size;
     Check(aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream), "aclnnFlashAttentionScoreV2");
     Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
     const double elapsed_ms =
@@ -173,6 +189,26 @@ double RunCase(const Case &c, aclrtStream stream) {
     WriteFile(c.Get("out"), Download(out));
     WriteFile(c.Get("smax"), Download(smax));
     WriteFile(c.Get("ssum"), Download(ssum));
+
+    const int64_t warmup = c.Int("warmup"), reps = c.Int("reps");
+    if (reps > 0) {
+        Check(aclrtCreateEvent(&events[0]), "aclrtCreateEvent");
+        Check(aclrtCreateEvent(&events[1]), "aclrtCreateEvent");
+        std::ostringstream times;
+        for (int64_t i = 0; i < warmup + reps; ++i) {
+            prepare();  // host-side, outside the events: an executor runs once
+            if (workspace_size > workspace_allocated) throw ApiError{"aclnnFlashAttentionScoreV2GetWorkspaceSize", -1};
+            Check(aclrtRecordEvent(events[0], stream), "aclrtRecordEvent");
+            Check(aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream),
+                  "aclnnFlashAttentionScoreV2");
+            Check(aclrtRecordEvent(events[1], stream), "aclrtRecordEvent");
+            Check(aclrtSynchronizeEvent(events[1]), "aclrtSynchronizeEvent");
+            float ms = 0.0f;
+            Check(aclrtEventElapsedTime(&ms, events[0], events[1]), "aclrtEventElapsedTime");
+            if (i >= warmup) times << ' ' << ms;
+        }
+        std::printf("TIMES %s%s\n", c.Get("name").c_str(), times.str().c_str());
+    }
     return elapsed_ms;
 }
 

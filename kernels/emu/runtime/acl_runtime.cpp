@@ -482,6 +482,8 @@ aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag) {
 
 aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag) { return aclrtCreateEventWithFlag(event, flag); }
 
+aclError aclrtCreateEvent(aclrtEvent *event) { return aclrtCreateEventWithFlag(event, 0); }
+
 }  // extern "C"
 
 namespace {

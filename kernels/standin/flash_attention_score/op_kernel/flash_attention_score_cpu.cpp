@@ -13,14 +13,17 @@
 #include <limits>
 #include <vector>
 
+#include "../op_host/flash_attention_score_tiling.h"
 #include "emu/half.h"
 
 namespace fa {
 namespace {
 
-constexpr int64_t kBlockRows = 64;  // query rows per tile
-constexpr int64_t kBlockCols = 64;  // key/value rows per tile (compile-time: the micro-kernels unroll it)
-constexpr int kMicroRows = 4;       // query rows a micro-kernel keeps in registers
+// Tile sizes from the tiling (op_host): query rows per tile, and key/value rows per tile
+// (compile-time: the micro-kernels unroll it).
+constexpr int64_t kBlockRows = fa_tiling::kQueryBlockRows;
+constexpr int64_t kBlockCols = fa_tiling::kKeyBlockRows;
+constexpr int kMicroRows = fa_tiling::kMicroRows;
 constexpr float kMaskedScore = -40000.0f;  // what the ops-transformer golden model fills in
 
 // exp(x) for x <= 0 as 2^n * 2^f with a degree-7 polynomial (about 1 ulp);

@@ -1,0 +1,93 @@
+"""PNG charts with matplotlib's headless Agg backend (the optional `cannbuild[bench]`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from .routes import CAPI, LABELS, SDPA
+from .sweep import BASELINE, SweepResult
+
+INSTALL_HINT = "pip install 'cannbuild[bench]' (matplotlib), then rerun cannbuild bench"
+
+
+def why_no_matplotlib() -> Optional[str]:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return f"matplotlib is not installed: {INSTALL_HINT}"
+    return None
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _label(variant: str, impl: str) -> str:
+    return LABELS[impl] if variant == BASELINE else f"variant {variant} (C API)"
+
+
+def series(
+    result: SweepResult, value: str, capi_only: bool = False
+) -> Dict[str, Dict[str, List[Tuple[int, float]]]]:
+    """{group (dtype/layout/B/N/D): {line label: [(S, value)]}} of the timed results;
+    value is tflops or speedup."""
+    groups: Dict[str, Dict[str, List[Tuple[int, float]]]] = {}
+    for m in result.measurements:
+        if m.timing is None or (capi_only and m.impl != CAPI):
+            continue
+        if value == "tflops":
+            y = m.timing.tflops(m.shape.flops)
+        else:
+            sdpa = result.sdpa_ms(m.shape)
+            if not sdpa or m.impl == SDPA:
+                continue
+            y = sdpa / m.timing.median_ms
+        line = groups.setdefault(m.shape.series, {}).setdefault(_label(m.variant, m.impl), [])
+        line.append((m.shape.S, y))
+    return groups
+
+
+def _plot(path: Path, title: str, ylabel: str, lines: Dict[str, List[Tuple[int, float]]]) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=90)
+    for label, points in sorted(lines.items()):
+        points = sorted(points)
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length S")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-").replace("--", "-")
+
+
+def write_charts(result: SweepResult, out: Path, has_variants: bool) -> List[Dict[str, Any]]:
+    """Throughput vs S and speedup vs SDPA per group; each variant against the baseline.
+    Returns [{file, kind, group, series}] for results.json."""
+    made: List[Dict[str, Any]] = []
+    for kind, ylabel in (("throughput", "TFLOP/s"), ("speedup", "speedup vs SDPA (x)")):
+        for group, lines in sorted(
+            series(result, "tflops" if kind == "throughput" else "speedup").items()
+        ):
+            name = f"{kind}-{_slug(group)}.png"
+            _plot(out / name, f"{kind}: {group}", ylabel, lines)
+            made.append({"file": name, "kind": kind, "group": group, "series": sorted(lines)})
+    if has_variants:
+        for group, lines in sorted(series(result, "tflops", capi_only=True).items()):
+            name = f"variants-{_slug(group)}.png"
+            _plot(out / name, f"build variants vs baseline: {group}", "TFLOP/s", lines)
+            made.append({"file": name, "kind": "variants", "group": group, "series": sorted(lines)})
+    return made

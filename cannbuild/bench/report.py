@@ -1,0 +1,95 @@
+"""results.json (schema in docs/bench.md) and report.md."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from .routes import CAPI, LABELS, SDPA, TORCH_NPU, UNFUSED
+from .sweep import BASELINE, TIMED, SweepResult
+
+SCHEMA = "cannbuild-bench/1"
+
+
+def results_json(
+    result: SweepResult,
+    meta: Mapping[str, Any],
+    variants: Sequence[Mapping[str, Any]],
+    charts: Sequence[Mapping[str, Any]],
+    charts_missing: Optional[str],
+) -> Dict[str, Any]:
+    shapes = {m.shape.name: m.shape for m in result.measurements}
+    return {
+        "schema": SCHEMA,
+        **meta,
+        "variants": list(variants),
+        "shapes": [s.to_json() for s in sorted(shapes.values(), key=lambda s: (s.S, s.name))],
+        "results": [m.to_json(result.sdpa_ms(m.shape)) for m in result.measurements],
+        "not_run": [{"shape": s.shape.to_json(), "reason": s.reason} for s in result.skipped],
+        "charts": list(charts),
+        "charts_missing": charts_missing,
+        "sweep_s": round(result.duration_s, 3),
+    }
+
+
+def _fmt(value: Optional[float], digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def report_md(data: Mapping[str, Any]) -> str:
+    lines: List[str] = [
+        "# cannbuild bench",
+        "",
+        f"Run `{data['run_id']}` on {data['target']} ({data['machine']['cpu_count']} CPUs); "
+        f"CANN {data['versions'].get('cann')}, torch {data['versions'].get('torch')}, "
+        f"torch_npu {data['versions'].get('torch_npu') or 'not installed'}.",
+        f"Package {data['package']['library']} (sha256 {data['package']['sha256'][:16]}…), "
+        + ", ".join(f"{r} {c[:12]}" for r, c in sorted(data["commits"].items())),
+        "",
+        "Every implementation ran each shape once and was judged against a float64 reference "
+        f"({data['rule']}) before it was timed; a result that failed is listed, not timed. "
+        "Times are medians of the repetitions (C API: between two ACL events on the stream; "
+        "torch on the CPU: wall time per call), IQR is the spread; TFLOP/s counts "
+        "4·B·N·S²·D per forward (half with a causal mask).",
+        "",
+        "| shape | implementation | median ms | IQR ms | TFLOP/s | vs SDPA | check |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    order = {CAPI: 0, TORCH_NPU: 1, SDPA: 2, UNFUSED: 3}
+    rows = sorted(
+        data["results"],
+        key=lambda r: (r["shape"], r["variant"] != BASELINE, r["variant"], order[r["impl"]]),
+    )
+    for r in rows:
+        t = r["timing"] or {}
+        impl = LABELS[r["impl"]] if r["variant"] == BASELINE else f"variant {r['variant']}"
+        check = r["check"]["status"] if r["check"] else "—"
+        if r["status"] != TIMED:
+            check = f"{check}: {r['reason']}"
+        lines.append(
+            f"| {r['shape']} | {impl} | {_fmt(t.get('median_ms'), 4)} | {_fmt(t.get('iqr_ms'), 2)} "
+            f"| {_fmt(t.get('tflops'))} | {_fmt(r['speedup_vs_sdpa'])} | {check} |"
+        )
+    if data["variants"]:
+        lines += [
+            "",
+            "## Build variants",
+            "",
+            "| variant | how | build | validation |",
+            "|---|---|---|---|",
+        ]
+        for v in data["variants"]:
+            lines.append(f"| {v['name']} | {v['how']} | {v['build']} | {v['validation']} |")
+    if data["not_run"]:
+        lines += ["", "## Not run", ""]
+        lines += [f"- {n['shape']['name']}: {n['reason']}" for n in data["not_run"]]
+    lines += ["", "## Charts", ""]
+    if data["charts_missing"]:
+        lines.append(f"No charts: {data['charts_missing']}.")
+    for chart in data["charts"]:
+        lines.append(f"![{chart['kind']} {chart['group']}]({chart['file']})")
+    lines += [
+        "",
+        "Peak memory is not measured yet: `peak_memory_bytes` is null in results.json.",
+        "",
+    ]
+    return "\n".join(lines)

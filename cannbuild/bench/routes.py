@@ -1,0 +1,132 @@
+"""The implementations a shape is timed through: the package's C API (fa_check, timed
+with the runtime's events), torch's scaled_dot_product_attention and the unfused
+MatMul -> Softmax -> MatMul chain.  Each first runs once and is judged; only a PASS is
+timed."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from ..validate import capi
+from ..validate.cases import CaseResult, Reference, judge, judge_files, manifest_line, to_bnsd
+from .shapes import BenchShape
+from .timing import WARMUP, Timing
+
+CAPI, TORCH_NPU, SDPA, UNFUSED = "capi", "torch_npu", "sdpa", "unfused"
+LABELS = {
+    CAPI: "aclnnFlashAttentionScoreV2 (C API)",
+    TORCH_NPU: "torch_npu.npu_fusion_attention",
+    SDPA: "torch scaled_dot_product_attention",
+    UNFUSED: "torch MatMul->Softmax->MatMul",
+}
+_TIMES = re.compile(r"^TIMES (\S+)((?: [-+0-9.eE]+)*)\s*$")
+
+
+class RouteError(Exception):
+    """The implementation could not run the shape (an API error, a crash): not timed."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """fa_check compiled against one installed package (the baseline or a variant)."""
+
+    binary: Path
+    env: Mapping[str, str]
+    command: str
+
+
+def compile_program(vendor: Path, env: Mapping[str, str], workdir: Path) -> Program:
+    compiled = capi.compile_check(vendor, env, workdir)
+    if not compiled.ok or compiled.binary is None:
+        lines = compiled.output.splitlines()
+        first = next((line for line in lines if "error" in line), compiled.output[-300:])
+        raise RouteError(f"fa_check does not compile against {vendor}: {first}")
+    return Program(compiled.binary, capi.library_env(env), compiled.command)
+
+
+def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[Any, str]:
+    case = shape.case()
+    manifest = data / f"{case.name}.manifest"
+    manifest.write_text(manifest_line(case, data) + extra + "\n")
+    runs, output, _code = capi.run_cases(program.binary, manifest, program.env, [case.name])
+    run = runs[case.name]
+    if not run.ok:
+        raise RouteError(f"ACL/aclnn error: {run.error}")
+    return run, output
+
+
+def capi_check(
+    program: Program, shape: BenchShape, tensors: Dict[str, Any], expected: Reference, data: Path
+) -> Tuple[CaseResult, Optional[float]]:
+    """One call through aclnnFlashAttentionScoreV2, judged with softmax statistics."""
+    run, _ = _run(program, shape, data, "")
+    return judge_files(shape.case(), tensors, data, run.kernel_ms, expected), run.kernel_ms
+
+
+def capi_time(program: Program, shape: BenchShape, data: Path, reps: int) -> Timing:
+    """`reps` calls, each between two events recorded on the stream."""
+    _, output = _run(program, shape, data, f" warmup={WARMUP} reps={reps}")
+    for line in output.splitlines():
+        m = _TIMES.match(line.strip())
+        if m and m.group(1) == shape.name:
+            times = tuple(float(t) for t in m.group(2).split())
+            if len(times) == reps:
+                return Timing(times)
+    raise RouteError(f"fa_check printed no event timings for {shape.name}")
+
+
+# ---- torch on the CPU (the sandbox) ----
+
+
+def _bnsd(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
+    q, k, v = (
+        to_bnsd(tensors[name], shape.layout, shape.B, n, shape.S, shape.D)
+        for name, n in (("q", shape.N1), ("k", shape.N2), ("v", shape.N2))
+    )
+    mask = tensors["mask"].bool() if shape.causal else None
+    return q, k, v, mask
+
+
+def sdpa_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callable[[], Any]:
+    q, k, v, _ = _bnsd(torch, shape, tensors)
+    scale = shape.case().scale
+    gqa = shape.N1 != shape.N2
+    attention = torch.nn.functional.scaled_dot_product_attention
+
+    def call() -> Any:
+        return attention(q, k, v, is_causal=shape.causal, scale=scale, enable_gqa=gqa)
+
+    return call
+
+
+def unfused_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callable[[], Any]:
+    """What a model does without a fused kernel: the S x S scores exist in memory."""
+    q, k, v, mask = _bnsd(torch, shape, tensors)
+    scale = shape.case().scale
+    group = shape.N1 // shape.N2
+
+    def call() -> Any:
+        kk = k.repeat_interleave(group, dim=1) if group > 1 else k
+        vv = v.repeat_interleave(group, dim=1) if group > 1 else v
+        scores = torch.matmul(q, kk.transpose(-1, -2)) * scale
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))
+        return torch.matmul(torch.softmax(scores, dim=-1), vv)
+
+    return call
+
+
+def torch_check(
+    call: Callable[[], Any], shape: BenchShape, tensors: Dict[str, Any], expected: Reference
+) -> Tuple[CaseResult, float]:
+    """One call, judged on attentionOut (torch returns no softmax statistics)."""
+    start = time.perf_counter()
+    out = call()
+    ms = (time.perf_counter() - start) * 1000.0
+    case = dataclasses.replace(shape.case(), layout="BNSD")
+    return judge(case, tensors, out, None, None, ms, expected), ms

@@ -1,0 +1,160 @@
+"""A bench run on an installed workspace: programs, the sweep, results.json, report.md,
+charts.  It never builds the baseline: that is `cannbuild install`'s job."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .. import __version__
+from ..errors import UsageError
+from ..session import Session
+from ..validate.cases import RULE, why_no_torch
+from ..workspace import point_link, write_atomic, write_json_atomic
+from . import charts, report
+from .routes import Program, RouteError, compile_program
+from .shapes import BenchShape
+from .sweep import BASELINE, SweepResult, SweepSettings, run_sweep
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    shapes: Tuple[BenchShape, ...]
+    settings: SweepSettings
+    out: Optional[Path]  # default <workspace>/bench/<run>
+    run_id: str
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    out: Path
+    results: Dict[str, Any]
+    result: SweepResult
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def package_env(session: Session, vendor: Path) -> Dict[str, str]:
+    """The toolkit env plus the package's own set_env.bash, as a user's shell has it."""
+    base = dict(session.host.build_env or os.environ)
+    set_env = vendor / "bin" / "set_env.bash"
+    if not set_env.is_file():
+        return base
+    from ..host.toolchain import capture_env
+
+    return dict(capture_env(set_env, base).env)
+
+
+def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
+    from ..transaction import built_from
+
+    record = built_from(session)
+    library = session.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
+    if record is None or not library.is_file():
+        raise UsageError(
+            f"nothing to benchmark: no installed package in {session.ws.root} "
+            f"({library} is missing).",
+            "Build and install it first: cannbuild install (with the same --sandbox/--workspace).",
+        )
+    return library, record
+
+
+def bench_dir(session: Session, request: BenchRequest) -> Path:
+    return request.out or session.ws.root / "bench" / request.run_id
+
+
+def run_bench(
+    session: Session,
+    request: BenchRequest,
+    variants: Sequence[Any],
+    note: Callable[[str], None],
+) -> BenchOutcome:
+    """variants: `BuiltVariant`s, built and validated (one without a vendor dir failed and
+    is reported, not timed); the baseline is the workspace's own install."""
+    from ..host.pystack import read_python_stack
+
+    missing = why_no_torch()
+    if missing:
+        raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
+    library, record = installed_baseline(session)
+    out = bench_dir(session, request)
+    out.mkdir(parents=True, exist_ok=True)
+    work = session.ws.tmp / "bench"
+    programs: List[Tuple[str, Program]] = []
+    timed = [(v.name, v.vendor) for v in variants if v.vendor is not None]
+    for name, vendor in [(BASELINE, session.vendor_dir), *timed]:
+        try:
+            programs.append(
+                (
+                    name,
+                    compile_program(vendor, package_env(session, vendor), work / "programs" / name),
+                )
+            )
+        except RouteError as exc:
+            if name == BASELINE:
+                raise UsageError(
+                    f"cannbuild bench: {exc}.", "Rerun cannbuild validate to see why."
+                ) from None
+            note(f"variant {name}: {exc}; not timed")
+    result = run_sweep(
+        request.shapes, programs, work / "data" / request.run_id, request.settings, note
+    )
+    stack = read_python_stack()
+    meta = {
+        "run_id": request.run_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "target": "sandbox" if session.sandbox is not None else "npu",
+        "machine": {
+            "system": platform.system(),
+            "machine": platform.machine(),
+            "cpu_count": len(os.sched_getaffinity(0)),
+            "python": platform.python_version(),
+            "soc": session.soc,
+        },
+        "versions": {
+            "cannbuild": __version__,
+            "cann": session.toolkit.version_text,
+            "torch": stack.torch,
+            "torch_npu": stack.torch_npu,
+        },
+        "package": {
+            "library": str(library),
+            "sha256": _sha256(library),
+            "built": record.get("finished"),
+        },
+        "commits": dict(record.get("commits", {})),
+        "rule": RULE,
+        "settings": {
+            "budget_s": request.settings.budget_s,
+            "target_s": request.settings.target_s,
+            "warmup": 1,
+        },
+    }
+    variant_rows = [
+        {
+            "name": BASELINE,
+            "how": "the workspace's install",
+            "build": "installed",
+            "validation": "checked per shape",
+        }
+    ]
+    variant_rows += [dict(v.info, name=v.name) for v in variants]
+    missing_charts = charts.why_no_matplotlib()
+    made = [] if missing_charts else charts.write_charts(result, out, bool(variants))
+    data = report.results_json(result, meta, variant_rows if variants else [], made, missing_charts)
+    write_json_atomic(out / "results.json", data)
+    write_atomic(out / "report.md", report.report_md(data).encode())
+    if request.out is None:
+        point_link(session.ws.root / "bench" / "latest", request.run_id)
+    return BenchOutcome(out, data, result)

@@ -1,0 +1,212 @@
+"""The sweep: for each shape (cheapest first, within the time budget) the inputs and the
+float64 reference once, then every implementation checked and, if it passed, timed."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..validate.cases import CaseResult, reference, reference_torch, write_inputs
+from . import routes
+from .routes import CAPI, SDPA, UNFUSED, Program, RouteError
+from .shapes import BenchShape
+from .timing import WARMUP, Timing, repetitions, time_host_calls
+
+BASELINE = "baseline"
+TIMED, EXCLUDED, ERROR = "timed", "excluded", "error"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One implementation (of one build variant) on one shape."""
+
+    variant: str
+    impl: str
+    shape: BenchShape
+    status: str  # timed | excluded (its output failed the check) | error (it did not run)
+    check: Optional[CaseResult] = None
+    timing: Optional[Timing] = None
+    reason: str = ""
+
+    def to_json(self, sdpa_ms: Optional[float]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "variant": self.variant,
+            "impl": self.impl,
+            "shape": self.shape.name,
+            "status": self.status,
+            "reason": self.reason,
+            "check": None,
+            "timing": None,
+            "speedup_vs_sdpa": None,
+            "peak_memory_bytes": None,
+        }
+        if self.check is not None:
+            out["check"] = {
+                "status": self.check.status,
+                "max_abs_err": self.check.max_abs_err,
+                "bound": self.check.bound,
+                "message": self.check.message,
+            }
+        if self.timing is not None:
+            out["timing"] = self.timing.to_json(self.shape.flops)
+            if sdpa_ms:
+                out["speedup_vs_sdpa"] = round(sdpa_ms / self.timing.median_ms, 4)
+        return out
+
+
+@dataclass(frozen=True)
+class Skipped:
+    shape: BenchShape
+    reason: str
+
+
+@dataclass
+class SweepResult:
+    measurements: List[Measurement] = field(default_factory=list)
+    skipped: List[Skipped] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def sdpa_ms(self, shape: BenchShape) -> Optional[float]:
+        for m in self.measurements:
+            if m.shape == shape and m.impl == SDPA and m.timing is not None:
+                return m.timing.median_ms
+        return None
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    budget_s: float
+    target_s: float  # timing per implementation and shape, roughly
+    with_torch: bool = True
+
+
+def _available_bytes() -> Optional[int]:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def reference_bytes(shape: BenchShape) -> int:
+    """The float64 reference holds the S x S scores of every head, twice."""
+    return 2 * 8 * shape.B * shape.N1 * shape.S * shape.S
+
+
+def _measure(
+    variant: str,
+    impl: str,
+    shape: BenchShape,
+    check: Callable[[], Tuple[CaseResult, Optional[float]]],
+    timed: Callable[[int], Timing],
+    target_s: float,
+) -> Measurement:
+    try:
+        result, single_ms = check()
+    except RouteError as exc:
+        return Measurement(variant, impl, shape, ERROR, reason=str(exc))
+    if result.status != "PASS":
+        return Measurement(
+            variant, impl, shape, EXCLUDED, result, reason=f"not timed: {result.message}"
+        )
+    try:
+        timing = timed(repetitions(single_ms, target_s))
+    except RouteError as exc:
+        return Measurement(variant, impl, shape, ERROR, result, reason=str(exc))
+    return Measurement(variant, impl, shape, TIMED, result, timing)
+
+
+def _measure_shape(
+    shape: BenchShape,
+    programs: Sequence[Tuple[str, Program]],
+    torch: Any,
+    data: Path,
+    settings: SweepSettings,
+) -> List[Measurement]:
+    tensors = write_inputs(shape.case(), data)
+    expected = reference(shape.case(), tensors)
+    out: List[Measurement] = []
+    for variant, program in programs:
+        out.append(
+            _measure(
+                variant,
+                CAPI,
+                shape,
+                partial(routes.capi_check, program, shape, tensors, expected, data),
+                partial(routes.capi_time, program, shape, data),
+                settings.target_s,
+            )
+        )
+    if settings.with_torch:
+        for impl, make in ((SDPA, routes.sdpa_call), (UNFUSED, routes.unfused_call)):
+            call = make(torch, shape, tensors)
+            out.append(
+                _measure(
+                    BASELINE,
+                    impl,
+                    shape,
+                    partial(routes.torch_check, call, shape, tensors, expected),
+                    partial(time_host_calls, call, WARMUP),
+                    settings.target_s,
+                )
+            )
+    return out
+
+
+def run_sweep(
+    shapes: Sequence[BenchShape],
+    programs: Sequence[Tuple[str, Program]],
+    data: Path,
+    settings: SweepSettings,
+    note: Callable[[str], None],
+) -> SweepResult:
+    """`programs`: (variant name, fa_check built against that package), the baseline first."""
+    torch = reference_torch()
+    result = SweepResult()
+    start = time.monotonic()
+    seconds_per_flop: Optional[float] = (
+        None  # of the last shape measured: overheads fade as S grows
+    )
+    available = _available_bytes()
+    data.mkdir(parents=True, exist_ok=True)
+    for shape in shapes:
+        elapsed = time.monotonic() - start
+        if available is not None and reference_bytes(shape) > available // 2:
+            result.skipped.append(
+                Skipped(
+                    shape,
+                    f"the float64 reference would need {reference_bytes(shape) / 2**30:.1f} GiB of "
+                    f"{available / 2**30:.1f} GiB available",
+                )
+            )
+            continue
+        if (
+            seconds_per_flop is not None
+            and elapsed + seconds_per_flop * shape.flops > settings.budget_s
+        ):
+            result.skipped.append(
+                Skipped(
+                    shape,
+                    f"over the time budget (--budget {settings.budget_s:g} s; about "
+                    f"{seconds_per_flop * shape.flops:.0f} s more needed)",
+                )
+            )
+            continue
+        began = time.monotonic()
+        note(f"{shape.name}: checking against float64, then timing")
+        result.measurements += _measure_shape(shape, programs, torch, data, settings)
+        for suffix in ("q", "k", "v", "mask", "out", "smax", "ssum", "manifest"):
+            (data / f"{shape.name}.{suffix}").unlink(missing_ok=True)
+        seconds_per_flop = (time.monotonic() - began) / shape.flops
+    result.duration_s = time.monotonic() - start
+    return result
+
+
+def thread_count() -> int:
+    return len(os.sched_getaffinity(0))

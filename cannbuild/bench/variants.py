@@ -1,0 +1,253 @@
+"""Build variants: ops-transformer at the locked commit with a patch or compile
+definitions, each in a copy of its own (the checkout is never touched), with its own
+build tree, install prefix and stamp, validated before anything is timed.
+
+Compile definitions reach the build as CXXFLAGS (cmake reads it at the first configure,
+and build.sh configures afresh every time): on a real host that is the host-side code
+(tiling, op_api); a kernel-side change needs a patch."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import UsageError
+from ..session import Session
+from ..stamps import digest
+from ..workspace import read_json, write_json_atomic
+from .sweep import BASELINE
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VALUE = re.compile(r"^[A-Za-z0-9_.+-]*$")
+BUILD_TIMEOUT_S = 3600
+FORMAT = "[[variant]] tables with name and a patch (file relative to the TOML) and/or defines = {NAME = value}"
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    name: str
+    patch: Optional[Path]
+    defines: Tuple[Tuple[str, str], ...]
+    origin: str  # the file or flag it came from, for messages
+
+    @property
+    def how(self) -> str:
+        parts = []
+        if self.patch is not None:
+            parts.append(f"patch {self.patch.name}")
+        if self.defines:
+            parts.append(" ".join(f"-D{k}={v}" for k, v in self.defines))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class BuiltVariant:
+    name: str
+    vendor: Optional[Path]  # None: it failed to build or to validate, and is not timed
+    info: Dict[str, Any]
+
+
+def _defines(raw: Any, origin: str, name: str) -> Tuple[Tuple[str, str], ...]:
+    if not isinstance(raw, dict):
+        raise UsageError(
+            f"{origin}: variant {name!r}: defines must be a table.", f"Write {FORMAT}."
+        )
+    out = []
+    for key, value in sorted(raw.items()):
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if not _DEFINE.match(key) or not _VALUE.match(text):
+            raise UsageError(
+                f"{origin}: variant {name!r}: {key}={text} is not a compile definition.",
+                "Use a C identifier and a value of letters, digits, '.', '_', '+' or '-'.",
+            )
+        out.append((key, text))
+    return tuple(out)
+
+
+def _spec(
+    name: Any, patch: Optional[Path], defines: Tuple[Tuple[str, str], ...], origin: str
+) -> VariantSpec:
+    if not isinstance(name, str) or not _NAME.match(name) or name == BASELINE:
+        raise UsageError(
+            f"{origin}: {name!r} is not a variant name.",
+            "Use letters, digits, '.', '_' or '-' (not 'baseline').",
+        )
+    if patch is not None and not patch.is_file():
+        raise UsageError(
+            f"{origin}: variant {name!r}: patch {patch} does not exist.",
+            "Give an existing unified diff.",
+        )
+    if patch is None and not defines:
+        raise UsageError(
+            f"{origin}: variant {name!r} has neither a patch nor defines.", f"Write {FORMAT}."
+        )
+    return VariantSpec(name, patch, defines, origin)
+
+
+def read_variant_file(path: Path) -> List[VariantSpec]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    if not path.is_file():
+        raise UsageError(f"--variants {path}: no such file.", f"Give a TOML file of {FORMAT}.")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(
+            f"--variants {path} is not valid TOML: {exc}.", f"Write {FORMAT}."
+        ) from None
+    rows = data.get("variant")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise UsageError(f"--variants {path}: no [[variant]] tables.", f"Write {FORMAT}.")
+    specs = []
+    for row in rows:
+        unknown = sorted(set(row) - {"name", "patch", "defines", "description"})
+        if unknown:
+            raise UsageError(
+                f"--variants {path}: unknown key {unknown[0]!r} in a [[variant]].",
+                f"Write {FORMAT}.",
+            )
+        patch = (
+            (path.parent / row["patch"]).resolve() if isinstance(row.get("patch"), str) else None
+        )
+        name = row.get("name")
+        specs.append(
+            _spec(name, patch, _defines(row.get("defines", {}), str(path), str(name)), str(path))
+        )
+    return specs
+
+
+def parse_flag(text: str, cwd: Path) -> VariantSpec:
+    origin = f"--build-variant {text!r}"
+    name, sep, rest = text.partition("=")
+    if not sep or not rest:
+        raise UsageError(
+            f"{origin} is not NAME=PATCH or NAME=DEFINE=VALUE.",
+            "e.g. --build-variant q128=FA_TILING_QUERY_BLOCK_ROWS=128",
+        )
+    candidate = (cwd / rest).resolve()
+    if "=" not in rest or candidate.is_file():
+        return _spec(name, candidate, (), origin)
+    pairs: Dict[str, str] = {}
+    for word in rest.split(","):
+        key, eq, value = word.partition("=")
+        if not eq:
+            raise UsageError(
+                f"{origin}: {word!r} is not DEFINE=VALUE.", "e.g. FA_TILING_QUERY_BLOCK_ROWS=128"
+            )
+        pairs[key.strip()] = value.strip()
+    return _spec(name, None, _defines(pairs, origin, name), origin)
+
+
+def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List[VariantSpec]:
+    specs = read_variant_file((cwd / file).resolve()) if file else []
+    specs += [parse_flag(text, cwd) for text in flags]
+    seen = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise UsageError(
+                f"{spec.origin}: variant {spec.name!r} is named twice.",
+                "Give each variant its own name.",
+            )
+        seen.add(spec.name)
+    return specs
+
+
+# ---- building ----
+
+
+def _baseline_steps(session: Session, env: Mapping[str, str]) -> Tuple[Any, Any, str]:
+    """The installed baseline's ops-transformer build and install steps (up to date) and
+    the commit they were built from."""
+    from ..pipeline import plan_session
+    from ..plan import UP_TO_DATE
+
+    steps = plan_session(session, env, ("build", "install"))
+    build = next((s for s in steps if s.spec.repo == "ops-transformer" and s.spec.produces), None)
+    install = next((s for s in steps if s.spec.action == "vendor"), None)
+    stale = [s for s in (build, install) if s is None or s.status != UP_TO_DATE]
+    if build is None or install is None or stale:
+        why = stale[0].reason if stale and stale[0] is not None else "no such step in the recipe"
+        raise UsageError(
+            f"build variants start from the installed ops-transformer, which is not up to date ({why}).",
+            "Run cannbuild install first (with the same flags).",
+        )
+    commit = (build.inputs.get("source") or {}).get("commit")
+    if not commit:
+        raise UsageError(
+            "the ops-transformer build records no commit.", "Run cannbuild install first."
+        )
+    return build, install, commit
+
+
+def _file_sha(path: Optional[Path]) -> Optional[str]:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
+
+
+def build_variants(
+    session: Session,
+    specs: Sequence[VariantSpec],
+    env: Mapping[str, str],
+    note: Callable[[str], None],
+) -> List[BuiltVariant]:
+    from ..locks import WorkspaceLock
+    from .variant_build import VariantPaths, build_one, validate_all
+
+    build, install, commit = _baseline_steps(session, env)
+    out: List[BuiltVariant] = []
+    with WorkspaceLock(session.ws, "cannbuild bench (variants)", session.options.wait, None):
+        built: List[Tuple[VariantSpec, VariantPaths, Dict[str, Any]]] = []
+        for spec in specs:
+            paths = VariantPaths.of(session.ws.root, spec.name)
+            key = digest(
+                {
+                    "build": build.input_hash,
+                    "install": install.input_hash,
+                    "patch": _file_sha(spec.patch),
+                    "defines": list(spec.defines),
+                }
+            )
+            stamp = read_json(paths.stamp)
+            if (
+                isinstance(stamp, dict)
+                and stamp.get("key") == key
+                and paths.library(session).is_file()
+            ):
+                note(f"variant {spec.name}: up to date ({spec.how})")
+                built.append((spec, paths, {"build": "up to date", "key": key}))
+                continue
+            note(f"variant {spec.name}: building ({spec.how}); log {paths.log}")
+            failure = build_one(session, spec, paths, build, install, commit)
+            if failure:
+                note(f"variant {spec.name}: build failed: {failure}")
+                out.append(
+                    BuiltVariant(
+                        spec.name,
+                        None,
+                        {"how": spec.how, "build": f"failed: {failure}", "validation": "not run"},
+                    )
+                )
+                continue
+            write_json_atomic(
+                paths.stamp, {"key": key, "variant": spec.name, "how": spec.how, "commit": commit}
+            )
+            built.append((spec, paths, {"build": "built", "key": key}))
+        verdicts = validate_all(session, [(s.name, p) for s, p, _ in built], note)
+        for spec, paths, info in built:
+            verdict = verdicts[spec.name]
+            ok = verdict == "PASS"
+            out.append(
+                BuiltVariant(
+                    spec.name,
+                    paths.vendor(session) if ok else None,
+                    {"how": spec.how, "build": info["build"], "validation": verdict},
+                )
+            )
+    return out

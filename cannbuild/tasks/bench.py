@@ -1,0 +1,102 @@
+"""The bench task: the built FlashAttention against torch's attention, over shapes and
+build variants, with results.json, report.md and charts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, List, Optional
+
+from invoke import Collection
+
+from .. import ui
+from ..errors import UsageError
+from ._flags import SESSION_FLAGS, cli_task
+from ._session import open_session
+
+DEFAULT_BUDGET_S = 60.0
+TARGET_S = 0.25
+
+
+def _budget(text: Optional[str]) -> float:
+    if text in (None, ""):
+        return DEFAULT_BUDGET_S
+    try:
+        value = float(str(text))
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise UsageError(f"--budget {text!r} is not a number of seconds.", "Use e.g. --budget 60.")
+    return value
+
+
+@cli_task(
+    *SESSION_FLAGS,
+    "shapes",
+    "dtype",
+    "layout",
+    "causal",
+    "budget",
+    "variants",
+    "build_variant",
+    "out",
+    "json",
+)
+def bench(
+    c: Any,
+    shapes: Optional[str] = None,
+    dtype: Optional[str] = None,
+    layout: Optional[str] = None,
+    causal: bool = False,
+    budget: Optional[str] = None,
+    variants: Optional[str] = None,
+    build_variant: Optional[List[str]] = None,
+    out: Optional[str] = None,
+    json: bool = False,
+    **flags: Any,
+) -> None:
+    """Time the installed FlashAttention (C API, torch_npu) against torch's
+    scaled_dot_product_attention and the unfused chain, each judged against float64 first.
+
+    Writes <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
+    pip install 'cannbuild[bench]'). --variants / --build-variant build patched copies of
+    ops-transformer (own build tree, prefix and stamps) and time each against the baseline."""
+    from ..bench import shapes as sh
+    from ..bench.run import BenchRequest, run_bench
+    from ..bench.sweep import SweepSettings
+    from ..bench.variants import build_variants, parse_variants
+    from ..runner import new_run_id
+
+    dims = sh.parse_shapes(shapes) if shapes else sh.default_dims()
+    layouts = sh.parse_layouts(layout) if layout else ("BNSD",)
+    seconds = _budget(budget)
+    specs = parse_variants(variants, build_variant or [], Path.cwd())
+    session = open_session(c, flags)
+    dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
+    request = BenchRequest(
+        shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),
+        settings=SweepSettings(budget_s=seconds, target_s=TARGET_S),
+        out=Path(out).resolve() if out else None,
+        run_id=new_run_id(),
+    )
+    built = build_variants(session, specs, os.environ, ui.note) if specs else []
+    outcome = run_bench(session, request, built, ui.note)
+    if json:
+        ui.print_json(outcome.results)
+        return
+    data = outcome.results
+    timed = [r for r in data["results"] if r["status"] == "timed"]
+    for r in data["results"]:
+        if r["status"] != "timed":
+            ui.note(f"not timed: {r['variant']} {r['impl']} {r['shape']}: {r['reason']}")
+    print(
+        f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
+        f"{len(data['not_run'])} shapes left out"
+    )
+    if data["charts_missing"]:
+        print(f"no charts: {data['charts_missing']}")
+    print(f"results: {outcome.out / 'results.json'}")
+    print(f"report: {outcome.out / 'report.md'}")
+
+
+collection = Collection(bench)
