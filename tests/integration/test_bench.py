@@ -1,0 +1,133 @@
+"""cannbuild bench on the sandbox: results.json, report.md, charts, and that nothing
+wrong is ever timed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LABELS = {
+    "aclnnFlashAttentionScoreV2 (C API)",
+    "torch scaled_dot_product_attention",
+    "torch MatMul->Softmax->MatMul",
+}
+
+
+def _png_size(path: Path):
+    from matplotlib import image
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    pixels = image.imread(str(path))
+    assert len({tuple(p) for p in pixels.reshape(-1, pixels.shape[-1])[::7].tolist()}) > 20
+    return pixels.shape
+
+
+def test_bench_writes_results_a_report_and_charts_of_every_timed_implementation(
+    installed, tmp_path
+):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "out"
+    proc = installed(
+        "bench", "--shapes", "N8S128D64,N8/2S256D64", "--budget", "60", "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert data["schema"] == "cannbuild-bench/1" and data["target"] == "sandbox"
+    assert len(data["package"]["sha256"]) == 64 and set(data["commits"]) == {
+        "opbase",
+        "ops-transformer",
+    }
+    assert [s["name"] for s in data["shapes"]] == [
+        "fp32_bnsd_b1_n8_s128_d64",
+        "fp32_bnsd_b1_n8_kv2_s256_d64",
+    ]
+    assert data["shapes"][1]["flops"] == 4 * 8 * 256 * 256 * 64
+    rows = {(r["shape"], r["impl"]): r for r in data["results"]}
+    assert {impl for _, impl in rows} == {"capi", "sdpa", "unfused"}
+    for (shape, _impl), r in rows.items():
+        assert r["status"] == "timed" and r["check"]["status"] == "PASS", r
+        t = r["timing"]
+        assert t["reps"] == len(t["times_ms"]) >= 3
+        assert t["q1_ms"] <= t["median_ms"] <= t["q3_ms"] and t["tflops"] > 0
+        sdpa = rows[(shape, "sdpa")]["timing"]["median_ms"]
+        assert r["speedup_vs_sdpa"] == pytest.approx(sdpa / t["median_ms"], rel=1e-3)
+    assert rows[("fp32_bnsd_b1_n8_s128_d64", "capi")]["check"]["max_abs_err"] < 1e-5
+    kinds = {(c["kind"], c["group"]): c for c in data["charts"]}
+    assert set(kinds) == {
+        (kind, group)
+        for kind in ("throughput", "speedup")
+        for group in ("fp32 BNSD B1 N8 D64", "fp32 BNSD B1 N8/2 D64")
+    }
+    assert set(kinds[("throughput", "fp32 BNSD B1 N8 D64")]["series"]) == LABELS
+    assert set(kinds[("speedup", "fp32 BNSD B1 N8 D64")]["series"]) == LABELS - {
+        "torch scaled_dot_product_attention"
+    }
+    for chart in data["charts"]:
+        height, width = _png_size(out / chart["file"])[:2]
+        assert width > 400 and height > 200
+    report = (out / "report.md").read_text()
+    assert "| fp32_bnsd_b1_n8_kv2_s256_d64 | aclnnFlashAttentionScoreV2 (C API) |" in report
+    assert all(f"]({c['file']})" in report for c in data["charts"])
+
+
+def test_a_wrong_kernel_is_judged_and_left_out_of_the_timings(cli, tmp_path):
+    """A package whose FlashAttention squares the softmax scale: its output fails the check,
+    so it is listed with the reason and never timed; the torch routes still are."""
+    env = cli.env(CANNBUILD_SANDBOX_FAULT="fa-wrong-scale")
+    assert cli("install", env=env).returncode == 0
+    out = tmp_path / "out"
+    proc = cli("bench", "--shapes", "N8S128D64", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "results.json").read_text())
+    capi = next(r for r in data["results"] if r["impl"] == "capi")
+    assert capi["status"] == "excluded" and capi["timing"] is None
+    assert capi["check"]["status"] == "FAIL" and "exceeds the bound" in capi["reason"]
+    assert {r["impl"] for r in data["results"] if r["status"] == "timed"} == {"sdpa", "unfused"}
+    assert "not timed" in (out / "report.md").read_text()
+
+
+def test_three_variants_build_once_a_wrong_one_is_never_timed_and_a_rerun_builds_nothing(
+    cli, tmp_path
+):
+    assert cli("install").returncode == 0
+    patch = REPO / "bench" / "variants" / "patches" / "key-block-rows-128.diff"
+    args = [
+        "bench",
+        "--shapes",
+        "N8S256D64",
+        "--build-variant",
+        "q32=FA_TILING_QUERY_BLOCK_ROWS=32",
+        "--build-variant",
+        f"kv128={patch}",
+        "--build-variant",
+        "wrong=SANDBOX_FAULT_WRONG_SCALE=1",
+    ]
+    first = cli(*args, "--out", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stderr
+    for name in ("q32", "kv128", "wrong"):
+        assert first.stderr.count(f"variant {name}: building") == 1
+    data = json.loads((tmp_path / "one" / "results.json").read_text())
+    variants = {v["name"]: v for v in data["variants"]}
+    assert variants["wrong"]["validation"].startswith("FAIL")
+    assert variants["q32"]["validation"] == variants["kv128"]["validation"] == "PASS"
+    timed = {r["variant"] for r in data["results"] if r["status"] == "timed"}
+    assert timed == {"baseline", "q32", "kv128"}
+    assert not [r for r in data["results"] if r["variant"] == "wrong"]
+    assert any(c["kind"] == "variants" for c in data["charts"])
+    tiling = cli.ws / "variants" / "kv128" / "src" / "ops-transformer" / "attention"
+    header = tiling / "flash_attention_score" / "op_host" / "flash_attention_score_tiling.h"
+    assert "#define FA_TILING_KEY_BLOCK_ROWS 128" in header.read_text()
+    logs = {n: (cli.ws / "variants" / n / "build.log").stat().st_mtime_ns for n in ("q32", "kv128")}
+
+    again = cli(*args, "--out", str(tmp_path / "two"))
+    assert again.returncode == 0, again.stderr
+    assert "building" not in again.stderr
+    for name in ("q32", "kv128", "wrong"):
+        assert f"variant {name}: up to date" in again.stderr
+    assert logs == {
+        n: (cli.ws / "variants" / n / "build.log").stat().st_mtime_ns for n in ("q32", "kv128")
+    }

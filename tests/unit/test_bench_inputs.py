@@ -1,0 +1,75 @@
+"""bench: shapes, FLOPs, timing summaries and variant files, without a sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cannbuild.bench.shapes import default_dims, parse_shapes, sweep
+from cannbuild.bench.timing import Timing, repetitions
+from cannbuild.bench.variants import parse_variants
+from cannbuild.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_flops_are_4bns2d_and_half_of_that_with_a_causal_mask():
+    (shape,) = sweep([(2, 8, 2, 1024, 128)], ["fp16"], ["BSH"], False)
+    (causal,) = sweep([(2, 8, 2, 1024, 128)], ["fp16"], ["BSH"], True)
+    assert shape.flops == 4 * 2 * 8 * 1024**2 * 128 == 2 * causal.flops
+    assert shape.name == "fp16_bsh_b2_n8_kv2_s1024_d128" and causal.name.endswith("_causal")
+
+
+def test_the_default_sweep_runs_cheapest_first_so_a_budget_cuts_the_largest_s():
+    shapes = sweep(default_dims(), ["fp32"], ["BNSD"], False)
+    assert [s.S for s in shapes] == sorted(s.S for s in shapes)
+    assert {s.S for s in shapes} == {128, 256, 512, 1024, 2048, 4096, 8192}
+    assert {(s.N2, s.D) for s in shapes} == {(8, 64), (8, 128), (2, 64), (2, 128)}
+
+
+def test_shapes_parse_and_a_bad_one_names_the_flag_and_the_format():
+    assert parse_shapes("B2N8/2S1024D64,n4s128d128") == [(2, 8, 2, 1024, 64), (1, 4, 4, 128, 128)]
+    with pytest.raises(UsageError) as err:
+        parse_shapes("N8S1024")
+    assert (
+        "--shapes 'N8S1024'" in err.value.paragraph() and "B1N8/2S1024D64" in err.value.paragraph()
+    )
+    with pytest.raises(UsageError):
+        parse_shapes("N8/3S128D64")  # N1 not a multiple of N2
+
+
+def test_median_iqr_and_tflops_of_a_timing():
+    t = Timing((1.0, 2.0, 3.0, 4.0, 100.0))
+    assert t.median_ms == 3.0 and t.iqr_ms == 2.0
+    assert t.tflops(3e9) == pytest.approx(1.0)
+    assert repetitions(1000.0, 0.25) == 3 and repetitions(0.01, 0.25) == 25
+
+
+def test_the_example_variant_files_parse_into_patches_and_compile_definitions():
+    q = parse_variants("bench/variants/query-block-rows.toml", [], REPO)
+    assert [(v.name, v.defines) for v in q][:1] == [
+        ("q16", (("FA_TILING_QUERY_BLOCK_ROWS", "16"),))
+    ]
+    kv = parse_variants("bench/variants/key-block-rows.toml", ["x=A=1,B=2"], REPO)
+    assert [v.name for v in kv] == ["kv32", "kv128", "x"]
+    assert (
+        kv[1].patch is not None
+        and kv[1].patch.is_file()
+        and kv[2].defines == (("A", "1"), ("B", "2"))
+    )
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["baseline=A=1"], "not a variant name"),
+        (["q=nothing.diff"], "does not exist"),
+        (["q=A=1", "q=B=2"], "named twice"),
+        (["q=A=1;rm -rf"], "not a compile definition"),
+    ],
+)
+def test_a_bad_variant_is_one_paragraph_naming_it(flags, message, tmp_path):
+    with pytest.raises(UsageError) as err:
+        parse_variants(None, flags, tmp_path)
+    assert message in err.value.paragraph()
