@@ -16,6 +16,8 @@
 // Benchmarks add "warmup=W reps=R": after the checked call the operator runs W more
 // times, then R times each between two events recorded on the stream (the time the
 // device reports, aclrtEventElapsedTime), printed first as "TIMES <name> <ms>...".
+// "memory=1" prints "MEM <name> <bytes>": the device memory the checked call held beyond
+// its inputs, as aclrtGetMemInfo reports it (the drop in free HBM).
 
 #include <chrono>
 #include <cstdint>
@@ -137,6 +139,11 @@ double RunCase(const Case &c, aclrtStream stream) {
         std::vector<char> mh = ReadFile(c.Get("mask"), Count(mshape));
         MakeTensor(mask, mshape, ACL_UINT8, 1, &mh);
     }
+    // memory=1 (benchmarks): the call's own device memory (outputs, statistics, workspace) is
+    // the drop in free memory from here, inputs resident, to after the call, all still held.
+    size_t free_inputs = 0, free_peak = 0, total = 0;
+    const bool memory = c.Int("memory") > 0;
+    if (memory) Check(aclrtGetMemInfo(ACL_HBM_MEM, &free_inputs, &total), "aclrtGetMemInfo");
     MakeTensor(out, qshape, dtype, elem, nullptr);
     MakeTensor(smax, stat_shape, ACL_FLOAT, 4, nullptr);
     MakeTensor(ssum, stat_shape, ACL_FLOAT, 4, nullptr);
@@ -183,6 +190,11 @@ double RunCase(const Case &c, aclrtStream stream) {
     const uint64_t workspace_allocated = workspace_size;
     Check(aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream), "aclnnFlashAttentionScoreV2");
     Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+    if (memory) {
+        Check(aclrtGetMemInfo(ACL_HBM_MEM, &free_peak, &total), "aclrtGetMemInfo");
+        std::printf("MEM %s %llu\n", c.Get("name").c_str(),
+                    static_cast<unsigned long long>(free_inputs > free_peak ? free_inputs - free_peak : 0));
+    }
     const double elapsed_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

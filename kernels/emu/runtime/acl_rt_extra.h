@@ -18,21 +18,6 @@ typedef struct aclDataBuffer aclDataBuffer;
 typedef struct aclTensorDesc aclTensorDesc;
 typedef struct aclopAttr aclopAttr;
 
-typedef enum aclrtMemAttr {
-    ACL_DDR_MEM,
-    ACL_HBM_MEM,
-    ACL_DDR_MEM_HUGE,
-    ACL_DDR_MEM_NORMAL,
-    ACL_HBM_MEM_HUGE,
-    ACL_HBM_MEM_NORMAL,
-    ACL_DDR_MEM_P2P_HUGE,
-    ACL_DDR_MEM_P2P_NORMAL,
-    ACL_HBM_MEM_P2P_HUGE,
-    ACL_HBM_MEM_P2P_NORMAL,
-    ACL_HBM_MEM_HUGE1G,
-    ACL_HBM_MEM_P2P_HUGE1G,
-} aclrtMemAttr;
-
 typedef enum {
     ACL_DEVICE_INFO_UNDEFINED = -1,
     ACL_DEVICE_INFO_AI_CORE_NUM = 0,
