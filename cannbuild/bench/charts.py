@@ -8,6 +8,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from .routes import CAPI, LABELS, SDPA
 from .sweep import BASELINE, SweepResult
 
+KINDS = (
+    ("throughput", "tflops", "TFLOP/s"),
+    ("speedup", "speedup", "speedup vs SDPA (x)"),
+    ("memory", "memory", "peak memory beyond the inputs (MiB)"),
+)
 INSTALL_HINT = "pip install 'cannbuild[bench]' (matplotlib), then rerun cannbuild bench"
 
 
@@ -36,13 +41,17 @@ def series(
     result: SweepResult, value: str, capi_only: bool = False
 ) -> Dict[str, Dict[str, List[Tuple[int, float]]]]:
     """{group (dtype/layout/B/N/D): {line label: [(S, value)]}} of the timed results;
-    value is tflops or speedup."""
+    value is tflops, speedup or memory (MiB)."""
     groups: Dict[str, Dict[str, List[Tuple[int, float]]]] = {}
     for m in result.measurements:
         if m.timing is None or (capi_only and m.impl != CAPI):
             continue
         if value == "tflops":
             y = m.timing.tflops(m.shape.flops)
+        elif value == "memory":
+            if m.peak_memory_bytes is None:
+                continue
+            y = m.peak_memory_bytes / 2**20
         else:
             sdpa = result.sdpa_ms(m.shape)
             if not sdpa or m.impl == SDPA:
@@ -54,12 +63,15 @@ def series(
 
 
 def _plot(path: Path, title: str, ylabel: str, lines: Dict[str, List[Tuple[int, float]]]) -> None:
+    """Log-2 S; memory on a log scale too (it grows with S or S² by implementation)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=90)
     for label, points in sorted(lines.items()):
         points = sorted(points)
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
     ax.set_xscale("log", base=2)
+    if "memory" in ylabel and all(p[1] > 0 for points in lines.values() for p in points):
+        ax.set_yscale("log")
     ax.set_xlabel("sequence length S")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -75,13 +87,11 @@ def _slug(text: str) -> str:
 
 
 def write_charts(result: SweepResult, out: Path, has_variants: bool) -> List[Dict[str, Any]]:
-    """Throughput vs S and speedup vs SDPA per group; each variant against the baseline.
+    """Throughput, speedup vs SDPA and peak memory vs S per group; each variant against the baseline.
     Returns [{file, kind, group, series}] for results.json."""
     made: List[Dict[str, Any]] = []
-    for kind, ylabel in (("throughput", "TFLOP/s"), ("speedup", "speedup vs SDPA (x)")):
-        for group, lines in sorted(
-            series(result, "tflops" if kind == "throughput" else "speedup").items()
-        ):
+    for kind, value, ylabel in KINDS:
+        for group, lines in sorted(series(result, value).items()):
             name = f"{kind}-{_slug(group)}.png"
             _plot(out / name, f"{kind}: {group}", ylabel, lines)
             made.append({"file": name, "kind": kind, "group": group, "series": sorted(lines)})

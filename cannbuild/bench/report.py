@@ -8,6 +8,15 @@ from .routes import CAPI, LABELS, SDPA, TORCH_NPU, UNFUSED
 from .sweep import BASELINE, TIMED, SweepResult
 
 SCHEMA = "cannbuild-bench/1"
+MEMORY_NOTE = (
+    "Peak memory is what the checked call needed beyond its inputs, each as its device "
+    "reports it: C API, the drop in free device memory (aclrtGetMemInfo) from inputs resident "
+    "to after the call (outputs, softmax statistics, workspace; on a shared NPU other "
+    "processes' allocations count too); torch_npu, the peak of torch_npu's caching allocator "
+    "(torch.npu.max_memory_allocated) over what was allocated before the call; torch on the "
+    "CPU, how far the process's resident set grew (VmHWM after it minus VmRSS before it), a "
+    "lower bound, since pages reused from earlier calls are not counted. — : not measured."
+)
 
 
 def results_json(
@@ -51,8 +60,8 @@ def report_md(data: Mapping[str, Any]) -> str:
         "torch on the CPU: wall time per call), IQR is the spread; TFLOP/s counts "
         "4·B·N·S²·D per forward (half with a causal mask).",
         "",
-        "| shape | implementation | median ms | IQR ms | TFLOP/s | vs SDPA | check |",
-        "|---|---|---|---|---|---|---|",
+        "| shape | implementation | median ms | IQR ms | TFLOP/s | vs SDPA | peak MiB | check |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     order = {CAPI: 0, TORCH_NPU: 1, SDPA: 2, UNFUSED: 3}
     rows = sorted(
@@ -62,12 +71,14 @@ def report_md(data: Mapping[str, Any]) -> str:
     for r in rows:
         t = r["timing"] or {}
         impl = LABELS[r["impl"]] if r["variant"] == BASELINE else f"variant {r['variant']}"
-        check = r["check"]["status"] if r["check"] else "—"
+        check = r["check"]["status"] if r["check"] else r["status"]
+        peak = r["peak_memory_bytes"]
+        mib = None if peak is None else peak / 2**20
         if r["status"] != TIMED:
             check = f"{check}: {r['reason']}"
         lines.append(
             f"| {r['shape']} | {impl} | {_fmt(t.get('median_ms'), 4)} | {_fmt(t.get('iqr_ms'), 2)} "
-            f"| {_fmt(t.get('tflops'))} | {_fmt(r['speedup_vs_sdpa'])} | {check} |"
+            f"| {_fmt(t.get('tflops'))} | {_fmt(r['speedup_vs_sdpa'])} | {_fmt(mib)} | {check} |"
         )
     if data["variants"]:
         lines += [
@@ -87,9 +98,5 @@ def report_md(data: Mapping[str, Any]) -> str:
         lines.append(f"No charts: {data['charts_missing']}.")
     for chart in data["charts"]:
         lines.append(f"![{chart['kind']} {chart['group']}]({chart['file']})")
-    lines += [
-        "",
-        "Peak memory is not measured yet: `peak_memory_bytes` is null in results.json.",
-        "",
-    ]
+    lines += ["", MEMORY_NOTE, ""]
     return "\n".join(lines)

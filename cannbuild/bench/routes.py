@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from ..validate import capi
 from ..validate.cases import CaseResult, Reference, judge, judge_files, manifest_line, to_bnsd
+from .memory import rss_growth
 from .shapes import BenchShape
 from .timing import WARMUP, Timing
 
@@ -25,6 +26,7 @@ LABELS = {
     UNFUSED: "torch MatMul->Softmax->MatMul",
 }
 _TIMES = re.compile(r"^TIMES (\S+)((?: [-+0-9.eE]+)*)\s*$")
+_MEM = re.compile(r"^MEM (\S+) (\d+)\s*$")
 
 
 class RouteError(Exception):
@@ -62,10 +64,17 @@ def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[A
 
 def capi_check(
     program: Program, shape: BenchShape, tensors: Dict[str, Any], expected: Reference, data: Path
-) -> Tuple[CaseResult, Optional[float]]:
-    """One call through aclnnFlashAttentionScoreV2, judged with softmax statistics."""
-    run, _ = _run(program, shape, data, "")
-    return judge_files(shape.case(), tensors, data, run.kernel_ms, expected), run.kernel_ms
+) -> Tuple[CaseResult, Optional[float], Optional[int]]:
+    """One call through aclnnFlashAttentionScoreV2, judged with softmax statistics, and the
+    device memory it held beyond its inputs (aclrtGetMemInfo)."""
+    run, output = _run(program, shape, data, " memory=1")
+    peak = None
+    for line in output.splitlines():
+        m = _MEM.match(line.strip())
+        if m and m.group(1) == shape.name:
+            peak = int(m.group(2))
+    result = judge_files(shape.case(), tensors, data, run.kernel_ms, expected)
+    return result, run.kernel_ms, peak
 
 
 def capi_time(program: Program, shape: BenchShape, data: Path, reps: int) -> Timing:
@@ -123,10 +132,11 @@ def unfused_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Call
 
 def torch_check(
     call: Callable[[], Any], shape: BenchShape, tensors: Dict[str, Any], expected: Reference
-) -> Tuple[CaseResult, float]:
-    """One call, judged on attentionOut (torch returns no softmax statistics)."""
+) -> Tuple[CaseResult, float, Optional[int]]:
+    """One call, judged on attentionOut (torch returns no softmax statistics), and how far
+    the process's resident set grew during it."""
     start = time.perf_counter()
-    out = call()
+    out, peak = rss_growth(call)
     ms = (time.perf_counter() - start) * 1000.0
     case = dataclasses.replace(shape.case(), layout="BNSD")
-    return judge(case, tensors, out, None, None, ms, expected), ms
+    return judge(case, tensors, out, None, None, ms, expected), ms, peak

@@ -14,9 +14,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..errors import UsageError
 from ..session import Session
+from ..validate import torchnpu
 from ..validate.cases import RULE, why_no_torch
 from ..workspace import point_link, write_atomic, write_json_atomic
 from . import charts, report
+from .npu_route import NpuWorker
 from .routes import Program, RouteError, compile_program
 from .shapes import BenchShape
 from .sweep import BASELINE, SweepResult, SweepSettings, run_sweep
@@ -107,10 +109,18 @@ def run_bench(
                     f"cannbuild bench: {exc}.", "Rerun cannbuild validate to see why."
                 ) from None
             note(f"variant {name}: {exc}; not timed")
-    result = run_sweep(
-        request.shapes, programs, work / "data" / request.run_id, request.settings, note
-    )
     stack = read_python_stack()
+    data_dir = work / "data" / request.run_id
+    npu = None
+    if request.settings.with_torch:
+        target = "sandbox" if session.sandbox is not None else "npu"
+        why_not = torchnpu.unavailable(target, "", stack)
+        npu = NpuWorker(why_not, library, programs[0][1].env, data_dir)
+    try:
+        result = run_sweep(request.shapes, programs, data_dir, request.settings, note, npu)
+    finally:
+        if npu is not None:
+            npu.close()
     meta = {
         "run_id": request.run_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -12,12 +12,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..validate.cases import CaseResult, reference, reference_torch, write_inputs
 from . import routes
-from .routes import CAPI, SDPA, UNFUSED, Program, RouteError
+from .npu_route import NpuWorker, npu_check, npu_time
+from .routes import CAPI, SDPA, TORCH_NPU, UNFUSED, Program, RouteError
 from .shapes import BenchShape
 from .timing import WARMUP, Timing, repetitions, time_host_calls
 
 BASELINE = "baseline"
-TIMED, EXCLUDED, ERROR = "timed", "excluded", "error"
+TIMED, EXCLUDED, ERROR, NOT_RUN = "timed", "excluded", "error", "not run"
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,11 @@ class Measurement:
     variant: str
     impl: str
     shape: BenchShape
-    status: str  # timed | excluded (its output failed the check) | error (it did not run)
+    status: str  # timed | excluded (failed the check) | error (a call failed) | not run
     check: Optional[CaseResult] = None
     timing: Optional[Timing] = None
     reason: str = ""
+    peak_memory_bytes: Optional[int] = None  # of the checked call, beyond its inputs
 
     def to_json(self, sdpa_ms: Optional[float]) -> Dict[str, Any]:
         out: Dict[str, Any] = {
@@ -42,7 +44,7 @@ class Measurement:
             "check": None,
             "timing": None,
             "speedup_vs_sdpa": None,
-            "peak_memory_bytes": None,
+            "peak_memory_bytes": self.peak_memory_bytes,
         }
         if self.check is not None:
             out["check"] = {
@@ -103,12 +105,12 @@ def _measure(
     variant: str,
     impl: str,
     shape: BenchShape,
-    check: Callable[[], Tuple[CaseResult, Optional[float]]],
+    check: Callable[[], Tuple[CaseResult, Optional[float], Optional[int]]],
     timed: Callable[[int], Timing],
     target_s: float,
 ) -> Measurement:
     try:
-        result, single_ms = check()
+        result, single_ms, peak = check()
     except RouteError as exc:
         return Measurement(variant, impl, shape, ERROR, reason=str(exc))
     if result.status != "PASS":
@@ -119,7 +121,7 @@ def _measure(
         timing = timed(repetitions(single_ms, target_s))
     except RouteError as exc:
         return Measurement(variant, impl, shape, ERROR, result, reason=str(exc))
-    return Measurement(variant, impl, shape, TIMED, result, timing)
+    return Measurement(variant, impl, shape, TIMED, result, timing, peak_memory_bytes=peak)
 
 
 def _measure_shape(
@@ -128,6 +130,7 @@ def _measure_shape(
     torch: Any,
     data: Path,
     settings: SweepSettings,
+    npu: Optional[NpuWorker],
 ) -> List[Measurement]:
     tensors = write_inputs(shape.case(), data)
     expected = reference(shape.case(), tensors)
@@ -140,6 +143,20 @@ def _measure_shape(
                 shape,
                 partial(routes.capi_check, program, shape, tensors, expected, data),
                 partial(routes.capi_time, program, shape, data),
+                settings.target_s,
+            )
+        )
+    why_not = npu.unavailable() if npu is not None else None
+    if npu is not None and why_not is not None:
+        out.append(Measurement(BASELINE, TORCH_NPU, shape, NOT_RUN, reason=why_not))
+    elif npu is not None:
+        out.append(
+            _measure(
+                BASELINE,
+                TORCH_NPU,
+                shape,
+                partial(npu_check, npu, shape, tensors, expected),
+                partial(npu_time, npu, shape),
                 settings.target_s,
             )
         )
@@ -165,8 +182,10 @@ def run_sweep(
     data: Path,
     settings: SweepSettings,
     note: Callable[[str], None],
+    npu: Optional[NpuWorker] = None,
 ) -> SweepResult:
-    """`programs`: (variant name, fa_check built against that package), the baseline first."""
+    """`programs`: (variant name, fa_check built against that package), the baseline first;
+    `npu`: the torch_npu route (None: not asked for, as with variants only)."""
     torch = reference_torch()
     result = SweepResult()
     start = time.monotonic()
@@ -198,12 +217,13 @@ def run_sweep(
                 )
             )
             continue
-        began = time.monotonic()
+        began = time.monotonic() - (npu.waited_s if npu is not None else 0.0)
         note(f"{shape.name}: checking against float64, then timing")
-        result.measurements += _measure_shape(shape, programs, torch, data, settings)
+        result.measurements += _measure_shape(shape, programs, torch, data, settings, npu)
         for suffix in ("q", "k", "v", "mask", "out", "smax", "ssum", "manifest"):
             (data / f"{shape.name}.{suffix}").unlink(missing_ok=True)
-        seconds_per_flop = (time.monotonic() - began) / shape.flops
+        ended = time.monotonic() - (npu.waited_s if npu is not None else 0.0)
+        seconds_per_flop = max(ended - began, 0.0) / shape.flops
     result.duration_s = time.monotonic() - start
     return result
 

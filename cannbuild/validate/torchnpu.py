@@ -22,12 +22,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
 from .cases import (
+    AUTOLOAD,
     Case,
     CaseResult,
     judge_files,
@@ -44,6 +45,8 @@ JOB = "job.json"
 RESULT = "result.json"
 LOG = "torch_npu.log"
 WORKER = "import sys; from cannbuild.validate.torchnpu import worker; sys.exit(worker(sys.argv[1]))"
+SERVER = "import sys; from cannbuild.validate.torchnpu import serve; sys.exit(serve(sys.argv[1]))"
+REPLY = "BENCH "  # the prefix of the serve worker's answers on stdout
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,21 @@ class RouteOutcome:
     message: str
     details: Dict[str, Any] = field(default_factory=dict)
     results: Tuple[CaseResult, ...] = ()
+
+
+def start_worker(code: str, data: Path, env: Mapping[str, str], log: IO[str]) -> Any:
+    """A child Python running `code` with the package's env (cannbuild importable), its
+    output to `log`; the bench's `serve` worker also gets a pipe for requests."""
+    child_env = dict(env)
+    package_root = str(Path(__file__).resolve().parents[2])
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
+    )
+    child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    argv = [sys.executable, "-c", code, str(data)]
+    if code == WORKER:
+        return popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+    return popen(argv, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
 
 
 def unavailable(target: Optional[str], no_device_reason: str, stack: PythonStack) -> Optional[str]:
@@ -88,16 +106,9 @@ def run(
     _clear(data)
     tensors = {c.name: write_inputs(c, data) for c in selected}
     (data / JOB).write_text(json.dumps({"device": "npu:0", "cases": [c.name for c in selected]}))
-    child_env = dict(env)
-    package_root = str(Path(__file__).resolve().parents[2])
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
-    )
-    child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
-    argv = [sys.executable, "-c", WORKER, str(data)]
     start = time.monotonic()
     with open(data / LOG, "w") as log:
-        child = popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+        child = start_worker(WORKER, data, env, log)
         try:
             # the float64 references are computed while torch_npu starts and runs the cases
             expected = {c.name: reference(c, tensors[c.name]) for c in selected}
@@ -226,7 +237,7 @@ def _load(torch: Any, case: Case, directory: Path, key: str, heads: int) -> Any:
     return torch.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
-def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: str) -> float:
+def _inputs(torch: Any, case: Case, directory: Path, device: str) -> Tuple[Any, ...]:
     q, k, v = (
         _load(torch, case, directory, key, heads).to(device)
         for key, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))
@@ -234,16 +245,45 @@ def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: s
     mask = None
     if case.causal:
         mask = _load(torch, case, directory, "mask", 0).bool().to(device)
+    return q, k, v, mask
+
+
+def _call(torch_npu: Any, case: Case, inputs: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    q, k, v, mask = inputs
+    return tuple(
+        torch_npu.npu_fusion_attention(
+            q, k, v, case.N1, case.layout, atten_mask=mask, scale=case.scale, keep_prob=1.0
+        )[:3]
+    )
+
+
+def _write_outputs(case: Case, directory: Path, outputs: Tuple[Any, ...]) -> None:
+    for suffix, tensor in zip(("out", "smax", "ssum"), outputs):
+        (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor.cpu()))
+
+
+def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: str) -> float:
+    inputs = _inputs(torch, case, directory, device)
     torch.npu.synchronize()
     start = time.perf_counter()
-    out, smax, ssum = torch_npu.npu_fusion_attention(
-        q, k, v, case.N1, case.layout, atten_mask=mask, scale=case.scale, keep_prob=1.0
-    )[:3]
+    outputs = _call(torch_npu, case, inputs)
     torch.npu.synchronize()
     elapsed_ms = (time.perf_counter() - start) * 1000.0
-    for suffix, tensor in (("out", out), ("smax", smax), ("ssum", ssum)):
-        (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor.cpu()))
+    _write_outputs(case, directory, outputs)
     return elapsed_ms
+
+
+def _import_torch_npu() -> Tuple[Any, Any]:
+    """torch, then torch_npu explicitly: with auto-loading, a torch_npu that fails to load
+    fails `import torch` with torch's generic message in place of the cause."""
+    import warnings
+
+    os.environ[AUTOLOAD] = "0"  # this worker process only
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import torch
+        import torch_npu
+    return torch, torch_npu
 
 
 def worker(folder: str) -> int:
@@ -253,12 +293,7 @@ def worker(folder: str) -> int:
     directory = Path(folder)
     job = json.loads((directory / JOB).read_text())
     try:
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import torch
-            import torch_npu
+        torch, torch_npu = _import_torch_npu()
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
         write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first_lines(exc)}"})
         return 3
@@ -275,4 +310,66 @@ def worker(folder: str) -> int:
         directory / RESULT,
         {"torch_npu": torch_npu.__version__, "cases": runs, "loaded": _op_libraries()},
     )
+    return 0
+
+
+# ---- the bench's worker: one request a line on stdin, one REPLY line each on stdout ----
+
+
+def _reply(answer: Mapping[str, Any]) -> None:
+    sys.stdout.write(REPLY + json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+def _bench_request(
+    torch: Any, torch_npu: Any, case: Case, inputs: Tuple[Any, ...], request: Mapping[str, Any]
+) -> Dict[str, Any]:
+    """reps 0: one call, outputs written for judging, the peak of torch_npu's allocator
+    beyond the inputs; else `warmup` calls, then `reps` each between two NPU events."""
+    reps = int(request.get("reps", 0))
+    if reps == 0:
+        torch.npu.synchronize()
+        torch.npu.reset_peak_memory_stats()
+        before = torch.npu.memory_allocated()
+        start = time.perf_counter()
+        outputs = _call(torch_npu, case, inputs)
+        torch.npu.synchronize()
+        ms = (time.perf_counter() - start) * 1000.0
+        peak = torch.npu.max_memory_allocated() - before
+        _write_outputs(case, Path(request["data"]), outputs)
+        return {"ok": True, "ms": ms, "peak_memory_bytes": peak, "loaded": _op_libraries()}
+    for _ in range(int(request.get("warmup", 1))):
+        _call(torch_npu, case, inputs)
+    begin, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+    times: List[float] = []
+    for _ in range(reps):
+        begin.record()
+        _call(torch_npu, case, inputs)
+        end.record()
+        end.synchronize()
+        times.append(float(begin.elapsed_time(end)))
+    return {"ok": True, "times": times}
+
+
+def serve(folder: str) -> int:
+    """The bench's child process: torch_npu imported once, then requests until stdin closes."""
+    del folder  # each request names its data folder
+    try:
+        torch, torch_npu = _import_torch_npu()
+    except Exception as exc:  # reported to the bench, never a traceback
+        _reply({"error": f"import torch_npu: {_first_lines(exc)}"})
+        return 3
+    _reply({"ready": True, "torch_npu": torch_npu.__version__})
+    held: Optional[Tuple[str, Tuple[Any, ...]]] = None
+    for line in sys.stdin:
+        request = json.loads(line)
+        case = Case(**request["case"])
+        try:
+            if held is None or held[0] != case.name:
+                held = None  # the previous shape's tensors go first
+                held = (case.name, _inputs(torch, case, Path(request["data"]), "npu:0"))
+            answer = _bench_request(torch, torch_npu, case, held[1], request)
+        except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
+            answer = {"ok": False, "error": _first_lines(exc)}
+        _reply(answer)
     return 0

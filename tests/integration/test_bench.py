@@ -7,13 +7,18 @@ import json
 from pathlib import Path
 
 import pytest
+from reference import reference_torch
 
+from cannbuild.host.pystack import read_python_stack
+
+reference_torch()
 REPO = Path(__file__).resolve().parents[2]
+HAS_TORCH_NPU = read_python_stack().torch_npu is not None
 LABELS = {
     "aclnnFlashAttentionScoreV2 (C API)",
     "torch scaled_dot_product_attention",
     "torch MatMul->Softmax->MatMul",
-}
+} | ({"torch_npu.npu_fusion_attention"} if HAS_TORCH_NPU else set())
 
 
 def _png_size(path: Path):
@@ -47,7 +52,12 @@ def test_bench_writes_results_a_report_and_charts_of_every_timed_implementation(
     ]
     assert data["shapes"][1]["flops"] == 4 * 8 * 256 * 256 * 64
     rows = {(r["shape"], r["impl"]): r for r in data["results"]}
-    assert {impl for _, impl in rows} == {"capi", "sdpa", "unfused"}
+    assert {impl for _, impl in rows} == {"capi", "torch_npu", "sdpa", "unfused"}
+    if not HAS_TORCH_NPU:  # the route is reported, with how to get it, and nothing else
+        for shape in ("fp32_bnsd_b1_n8_s128_d64", "fp32_bnsd_b1_n8_kv2_s256_d64"):
+            npu = rows.pop((shape, "torch_npu"))
+            assert npu["status"] == "not run" and npu["timing"] is None
+            assert "pip install torch-npu==" in npu["reason"]
     for (shape, _impl), r in rows.items():
         assert r["status"] == "timed" and r["check"]["status"] == "PASS", r
         t = r["timing"]
@@ -55,14 +65,22 @@ def test_bench_writes_results_a_report_and_charts_of_every_timed_implementation(
         assert t["q1_ms"] <= t["median_ms"] <= t["q3_ms"] and t["tflops"] > 0
         sdpa = rows[(shape, "sdpa")]["timing"]["median_ms"]
         assert r["speedup_vs_sdpa"] == pytest.approx(sdpa / t["median_ms"], rel=1e-3)
+        assert r["peak_memory_bytes"] is not None and r["peak_memory_bytes"] >= 0
     assert rows[("fp32_bnsd_b1_n8_s128_d64", "capi")]["check"]["max_abs_err"] < 1e-5
+    # beyond the inputs the kernel holds attentionOut and the two softmax statistics (fp32)
+    held = 4 * 8 * 256 * 64 + 2 * 4 * 8 * 256 * 8
+    device = ["capi", "torch_npu"] if HAS_TORCH_NPU else ["capi"]
+    for impl in device:
+        peak = rows[("fp32_bnsd_b1_n8_kv2_s256_d64", impl)]["peak_memory_bytes"]
+        assert held <= peak < held + (1 << 20), (impl, peak)
     kinds = {(c["kind"], c["group"]): c for c in data["charts"]}
     assert set(kinds) == {
         (kind, group)
-        for kind in ("throughput", "speedup")
+        for kind in ("throughput", "speedup", "memory")
         for group in ("fp32 BNSD B1 N8 D64", "fp32 BNSD B1 N8/2 D64")
     }
     assert set(kinds[("throughput", "fp32 BNSD B1 N8 D64")]["series"]) == LABELS
+    assert set(kinds[("memory", "fp32 BNSD B1 N8/2 D64")]["series"]) == LABELS
     assert set(kinds[("speedup", "fp32 BNSD B1 N8 D64")]["series"]) == LABELS - {
         "torch scaled_dot_product_attention"
     }
@@ -83,9 +101,11 @@ def test_a_wrong_kernel_is_judged_and_left_out_of_the_timings(cli, tmp_path):
     proc = cli("bench", "--shapes", "N8S128D64", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads((out / "results.json").read_text())
-    capi = next(r for r in data["results"] if r["impl"] == "capi")
-    assert capi["status"] == "excluded" and capi["timing"] is None
-    assert capi["check"]["status"] == "FAIL" and "exceeds the bound" in capi["reason"]
+    same_kernel = ["capi", "torch_npu"] if HAS_TORCH_NPU else ["capi"]
+    for impl in same_kernel:  # torch_npu reaches the same wrong kernel
+        row = next(r for r in data["results"] if r["impl"] == impl)
+        assert row["status"] == "excluded" and row["timing"] is None, row
+        assert row["check"]["status"] == "FAIL" and "exceeds the bound" in row["reason"]
     assert {r["impl"] for r in data["results"] if r["status"] == "timed"} == {"sdpa", "unfused"}
     assert "not timed" in (out / "report.md").read_text()
 
@@ -131,3 +151,30 @@ def test_three_variants_build_once_a_wrong_one_is_never_timed_and_a_rerun_builds
     assert logs == {
         n: (cli.ws / "variants" / n / "build.log").stat().st_mtime_ns for n in ("q32", "kv128")
     }
+
+
+@pytest.mark.skipif(not HAS_TORCH_NPU, reason="torch-npu is not installed")
+def test_a_torch_npu_that_cannot_import_is_reported_not_run_with_the_reason(installed, tmp_path):
+    """A broken torch_npu (here one that shadows the installed one and fails to load, as a
+    missing CANN library does): its route is listed as not run with the import error, no
+    number; every other route is still timed."""
+    shadow = tmp_path / "shadow" / "torch_npu"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        'raise ImportError("libhccl.so: cannot open shared object file")\n'
+    )
+    out = tmp_path / "out"
+    env = installed.env(PYTHONPATH=str(shadow.parent))
+    proc = installed("bench", "--shapes", "N8S128D64", "--out", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "results.json").read_text())
+    npu = next(r for r in data["results"] if r["impl"] == "torch_npu")
+    assert npu["status"] == "not run" and npu["timing"] is None, npu
+    assert "import torch_npu: libhccl.so: cannot open shared object file" in npu["reason"]
+    assert npu["peak_memory_bytes"] is None
+    timed = {r["impl"] for r in data["results"] if r["status"] == "timed"}
+    assert timed == {"capi", "sdpa", "unfused"}
+    assert (
+        "| not run: torch_npu cannot run here: import torch_npu: "
+        in (out / "report.md").read_text()
+    )

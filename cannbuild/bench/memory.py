@@ -1,0 +1,42 @@
+"""Peak memory of one torch call on the CPU: how far the process's resident set grew.
+
+Linux keeps a high-water mark of the resident set (VmHWM) that writing "5" to
+/proc/self/clear_refs resets to the current size, so the peak during a call is
+VmHWM after it minus VmRSS before it.  Pages the allocator reuses from earlier
+calls are already resident and do not count: a lower bound of what the call needs
+beyond its inputs.  None where the kernel does not offer this."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Optional, Tuple
+
+
+def _status_kb(key: str) -> Optional[int]:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _reset_high_water_mark() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_growth(call: Callable[[], Any]) -> Tuple[Any, Optional[int]]:
+    """call()'s result and the bytes the resident set grew by at its peak (None: unknown)."""
+    reset = _reset_high_water_mark()
+    before = _status_kb("VmRSS")
+    result = call()
+    peak = _status_kb("VmHWM")
+    if not reset or before is None or peak is None:
+        return result, None
+    return result, max(peak - before, 0) * 1024
