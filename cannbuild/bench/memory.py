@@ -2,12 +2,15 @@
 
 Linux keeps a high-water mark of the resident set (VmHWM) that writing "5" to
 /proc/self/clear_refs resets to the current size, so the peak during a call is
-VmHWM after it minus VmRSS before it.  Pages the allocator reuses from earlier
-calls are already resident and do not count: a lower bound of what the call needs
+VmHWM after it minus VmRSS before it.  Pages the allocator would reuse from earlier
+calls are already resident and would not count, so glibc first returns its free pages
+(malloc_trim); what reuse remains makes this a lower bound of what the call needs
 beyond its inputs.  None where the kernel does not offer this."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from pathlib import Path
 from typing import Any, Callable, Optional, Tuple
 
@@ -22,6 +25,17 @@ def _status_kb(key: str) -> Optional[int]:
     return None
 
 
+def _return_free_pages() -> None:
+    """glibc's malloc_trim(0): free heap pages back to the kernel (elsewhere: nothing)."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        trim = None
+    if trim is not None:
+        trim(0)
+
+
 def _reset_high_water_mark() -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as f:
@@ -33,6 +47,7 @@ def _reset_high_water_mark() -> bool:
 
 def rss_growth(call: Callable[[], Any]) -> Tuple[Any, Optional[int]]:
     """call()'s result and the bytes the resident set grew by at its peak (None: unknown)."""
+    _return_free_pages()
     reset = _reset_high_water_mark()
     before = _status_kb("VmRSS")
     result = call()

@@ -15,7 +15,7 @@ MEMORY_NOTE = (
     "processes' allocations count too); torch_npu, the peak of torch_npu's caching allocator "
     "(torch.npu.max_memory_allocated) over what was allocated before the call; torch on the "
     "CPU, how far the process's resident set grew (VmHWM after it minus VmRSS before it), a "
-    "lower bound, since pages reused from earlier calls are not counted. — : not measured."
+    "lower bound (freed pages are returned first, but pages still reused are not counted). — : not measured."
 )
 
 
