@@ -56,7 +56,7 @@ class Measurement:
         if self.timing is not None:
             out["timing"] = self.timing.to_json(self.shape.flops)
             if sdpa_ms:
-                out["speedup_vs_sdpa"] = round(sdpa_ms / self.timing.median_ms, 4)
+                out["speedup_vs_sdpa"] = float(f"{sdpa_ms / self.timing.median_ms:.6g}")
         return out
 
 
