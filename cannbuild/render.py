@@ -10,6 +10,7 @@ as a Jinja comment.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -44,6 +45,14 @@ _CI_SYNTAX = {
 }
 
 
+class _QuietCache(jinja2.FileSystemBytecodeCache):
+    """A cache that cannot be written (full disk, read-only folder) only costs a compile."""
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
 def _environment(
     loader: jinja2.BaseLoader,
     quote: bool,
@@ -61,7 +70,7 @@ def _environment(
     if cache is not None:
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache))
+            bytecode_cache = _QuietCache(str(cache))
         except OSError:
             bytecode_cache = None  # a read-only workspace compiles every time; nothing else changes
     env = ImmutableSandboxedEnvironment(

@@ -21,10 +21,11 @@ from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
 from ..render import render_value
 from ..session import Session
+from ..states import Verdict
 from . import capi, cases
 from .cases import RULE, CaseResult
 
-PASS, FAIL, SKIPPED = "PASS", "FAIL", "SKIPPED"
+PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
 
 @dataclass
@@ -363,7 +364,7 @@ def validate_session(
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None
-    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
+    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
         return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
     report = run_validation(inputs)

@@ -86,3 +86,16 @@ def test_a_value_without_template_syntax_renders_as_itself(text):
     from cannbuild.render import render_value
 
     assert render_value(text, {}, "tag") == text
+
+
+def test_a_template_cache_that_cannot_be_written_only_costs_a_compile(tmp_path):
+    import shutil
+
+    from cannbuild.render import file_env
+
+    templates, cache = tmp_path / "t", tmp_path / "cache"
+    templates.mkdir()
+    (templates / "r.j2").write_text("status {{ s }}\n")
+    env = file_env(templates, cache)
+    shutil.rmtree(cache)  # gone (cleaned, or a full disk): writing the cache fails
+    assert env.get_template("r.j2").render(s="OK") == "status OK\n"
