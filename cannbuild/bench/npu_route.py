@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any, Dict, Mapping, Optional, Tuple
 
 from ..proc import kill_group
+from ..states import Verdict
 from ..validate import torchnpu
 from ..validate.cases import CaseResult, Reference, judge_files
 from .routes import RouteError
@@ -122,10 +123,10 @@ def npu_check(
     answer = worker.ask(shape, 0)
     result = judge_files(shape.case(), tensors, worker.data, answer["ms"], expected)
     loaded = [str(p) for p in answer.get("loaded", [])]
-    if result.status == "PASS" and loaded and str(worker.library) not in loaded:
+    if result.status == Verdict.PASS and loaded and str(worker.library) not in loaded:
         result = dataclasses.replace(
             result,
-            status="FAIL",
+            status=Verdict.FAIL,
             message=(
                 f"npu_fusion_attention ran {', '.join(loaded)}, not the package's "
                 f"{worker.library}; put its vendor first in ASCEND_CUSTOM_OPP_PATH"
