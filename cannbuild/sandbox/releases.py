@@ -71,6 +71,9 @@ class OpsTransformerFlavor:
     example_links_opapi_math: bool
     opbase_mode: str  # installed-include | installed-pkg_inc | source
     deps: Tuple[Tuple[str, str], ...] = ()
+    # FlashAttentionScore's head dim limit, as its docs (and tiling) state at that ref:
+    # 512 at the 8.3 pin (c29bc10), 768 from v8.5.0
+    fa_head_dim_max: int = 768
 
 
 OPBASE_2025_11 = OpbaseFlavor(
@@ -118,6 +121,7 @@ OT_2025_11 = OpsTransformerFlavor(
     run_example_soc_check=False,
     example_links_opapi_math=False,
     opbase_mode="installed-include",
+    fa_head_dim_max=512,
 )
 OT_V850 = OpsTransformerFlavor(
     label="tag v8.5.0",

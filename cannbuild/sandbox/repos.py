@@ -128,6 +128,10 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
         fa = kernels / "standin/flash_attention_score"
         copy(fa, "attention/flash_attention_score")
+        render(
+            "ops-transformer/docs/aclnnFlashAttentionScoreV2.md.j2",
+            "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md",
+        )
 
 
 def build_repo(
