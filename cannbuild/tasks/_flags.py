@@ -130,6 +130,13 @@ FLAGS: Dict[str, Flag] = {
         Flag("dry_run", "show what would be done and change nothing", bool),
         Flag("phases", "build, install or both (default both)"),
         Flag("out", "where to write the output"),
+        Flag("dtype", "attention input dtype: fp16, bf16 or fp32 (float16, bfloat16, float32)"),
+        Flag("layout", "attention layout: BNSD, BSND, BSH or SBH"),
+        Flag("batch", "attention batch size (B)"),
+        Flag("heads", "query heads (N1, the headNum of FlashAttentionScore)"),
+        Flag("kv_heads", "key/value heads (N2; default: --heads)"),
+        Flag("seq_len", "sequence length (S)"),
+        Flag("head_dim", "head dim (D)"),
     )
 }
 

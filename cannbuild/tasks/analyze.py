@@ -1,0 +1,140 @@
+"""Tasks that read what the package does: profile (a profiler run read back, fused vs
+unfused attention, a timeline picture)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from invoke import Collection
+
+from .. import ui
+from ..errors import UsageError
+from ._flags import cli_task, make_options
+from ._session import open_session
+
+ANALYZE_FLAGS = (
+    "cann_path",
+    "sysroot",
+    "workspace",
+    "soc",
+    "vendor_name",
+    "recipe",
+    "sandbox",
+    "variant",
+    "cann",
+    "wait",
+)
+SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head_dim")
+
+
+@cli_task(
+    *ANALYZE_FLAGS,
+    *SHAPE_FLAGS,
+    "json",
+    "out",
+    positional=[
+        (
+            "path",
+            "a torch_npu (*_ascend_pt) or msprof (PROF_*) output, a folder of them, or one of "
+            "their files; with --run, the folder the new profile is written to",
+        )
+    ],
+    help={
+        "out": "where the timeline PNG goes (default: PATH with --run, else <workspace>/profile)",
+    },
+    extra=[
+        (
+            "run",
+            False,
+            "first run FlashAttention and the unfused chain under the profiler (NPU or "
+            "--sandbox), writing into PATH, then read it",
+        ),
+        ("level", None, "profiler level for --run: 1 (op types, shapes; default) or 0"),
+        ("iterations", None, "calls of each for --run (default 3)"),
+    ],
+)
+def profile(
+    c: Any,
+    path: str,
+    json: bool = False,
+    out: Optional[str] = None,
+    run: bool = False,
+    level: Optional[str] = None,
+    iterations: Optional[str] = None,
+    **flags: Any,
+) -> None:
+    """Read a profiler run: operator types by device time, fused FlashAttention vs unfused
+    MatMul->Softmax->MatMul chains (and what fusing them would save), a timeline PNG.
+
+    `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
+    npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
+    (on the sandbox the emulated runtime writes the same files), into PATH."""
+    from ..profile import chart
+    from ..profile.summary import summarise
+
+    options = make_options(c, flags)
+    outcome = None
+    if run:
+        outcome = _run(c, flags, Path(path), level, iterations)
+        summary = summarise(outcome.output)
+        target = Path(out).resolve() if out else Path(path).resolve()
+    else:
+        summary = summarise(Path(path))
+        target = Path(out).resolve() if out else options.workspace / "profile"
+    data: Dict[str, Any] = summary.to_json()
+    timeline: Optional[Path] = None
+    note: Optional[str] = None
+    if not summary.analysis.windows:
+        note = "no timeline: no attention op (fused or unfused) on a device stream"
+    elif chart.missing():
+        note = f"no timeline PNG: {chart.missing()}"
+    else:
+        if not out and not run:
+            from ..ownership import claim
+
+            claim(options.workspace, "workspace", "--workspace")
+        timeline = chart.draw_timeline(summary.analysis.windows, target / "timeline.png")
+    data["timeline"] = str(timeline) if timeline else None
+    if note:
+        data["notes"].append(note)
+    if outcome is not None:
+        data["run"] = outcome.to_json()
+    if json:
+        ui.print_json(data)
+    else:
+        ui.print_profile(data)
+
+
+def _run(
+    c: Any, flags: Dict[str, Any], path: Path, level: Optional[str], iterations: Optional[str]
+) -> Any:
+    from ..profile.run import level_name, run_profile, run_shape
+    from ..profile.shape import shape_from_flags
+
+    shape = run_shape(shape_from_flags(flags))
+    lvl = level_name(level)
+    try:
+        count = int(iterations) if iterations else 3
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 1000:
+        raise UsageError(
+            f"--iterations {iterations!r} is not a count from 1 to 1000.", "Example: --iterations 5"
+        )
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"profile --run: {path} is a file; --run writes a new profile into a folder.",
+            "Pass a folder (new or existing; nothing in it is removed).",
+        )
+    session = open_session(c, flags)
+    target = path.resolve()
+    ui.note(
+        f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
+        f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"
+    )
+    return run_profile(session, os.environ, shape, lvl, count, target, "cannbuild profile --run")
+
+
+collection = Collection(profile)
