@@ -137,6 +137,7 @@ FLAGS: Dict[str, Flag] = {
         Flag("kv_heads", "key/value heads (N2; default: --heads)"),
         Flag("seq_len", "sequence length (S)"),
         Flag("head_dim", "head dim (D)"),
+        Flag("profile", "a profiler output to check for unfused attention (what `profile` reads)"),
     )
 }
 

@@ -1,5 +1,5 @@
 """Tasks that read what the package does: profile (a profiler run read back, fused vs
-unfused attention, a timeline picture)."""
+unfused attention, a timeline picture) and diagnose (why FlashAttention is not used)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional
 from invoke import Collection
 
 from .. import ui
-from ..errors import UsageError
+from ..errors import DiagnoseFailed, UsageError
 from ._flags import cli_task, make_options
 from ._session import open_session
 
@@ -137,4 +137,48 @@ def _run(
     return run_profile(session, os.environ, shape, lvl, count, target, "cannbuild profile --run")
 
 
-collection = Collection(profile)
+@cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
+def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags: Any) -> None:
+    """Why FlashAttention would not be used here: registration (package, env, SoC config,
+    exports, which library torch_npu would load), dtype, shape limits (from the
+    operator's docs in the checkout), and with --profile the cause of each unfused chain.
+
+    The env rows read this shell's environment: run it where the framework runs. Exit 1
+    when a row fails."""
+    from ..diagnose import DiagnoseInputs
+    from ..diagnose import diagnose as run_diagnose
+    from ..host.pystack import read_python_stack
+    from ..profile.shape import shape_from_flags
+
+    shape = shape_from_flags(flags)
+    session = open_session(c, flags)
+    toolkit_env = session.host.build_env or {}
+    inputs = DiagnoseInputs(
+        vendor_dir=session.vendor_dir,
+        soc=session.soc,
+        checkout=session.ws.checkout("ops-transformer"),
+        env=dict(os.environ),
+        opp_path=toolkit_env.get("ASCEND_OPP_PATH") or os.environ.get("ASCEND_OPP_PATH"),
+        shape=shape,
+        profile=Path(profile) if profile else None,
+        torch_npu=read_python_stack().torch_npu,
+    )
+    checks = run_diagnose(inputs)
+    failed = any(check.status == "fail" for check in checks)
+    if json:
+        ui.print_json(
+            {
+                "checks": [check.to_json() for check in checks],
+                "shape": shape.to_json(),
+                "vendor": str(session.vendor_dir),
+                "soc": session.soc,
+                "failed": failed,
+            }
+        )
+    else:
+        ui.print_checks(checks, title="cannbuild diagnose")
+    if failed:
+        raise DiagnoseFailed()
+
+
+collection = Collection(profile, diagnose)
