@@ -12,7 +12,7 @@ from invoke import Collection
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
 from ._flags import cli_task, make_options
-from ._session import open_session
+from ._session import DryRunStop, open_session
 
 ANALYZE_FLAGS = (
     "cann_path",
@@ -34,6 +34,7 @@ SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head
     *SHAPE_FLAGS,
     "json",
     "out",
+    "dry_run",
     positional=[
         (
             "path",
@@ -75,9 +76,12 @@ def profile(
     from ..profile.summary import summarise
 
     options = make_options(c, flags)
+    dry_run = bool(flags.pop("dry_run", False))
     outcome = None
     if run:
-        outcome = _run(c, flags, Path(path), level, iterations)
+        outcome = _run(c, flags, Path(path), level, iterations, dry_run)
+        if outcome is None:
+            return
         summary = summarise(outcome.output)
         target = Path(out).resolve() if out else Path(path).resolve()
     else:
@@ -90,6 +94,8 @@ def profile(
         note = "no timeline: no attention op (fused or unfused) on a device stream"
     elif chart.missing():
         note = f"no timeline PNG: {chart.missing()}"
+    elif dry_run:
+        note = f"dry run: would write {target / 'timeline.png'}; nothing was changed"
     else:
         if not out and not run:
             from ..ownership import claim
@@ -108,7 +114,12 @@ def profile(
 
 
 def _run(
-    c: Any, flags: Dict[str, Any], path: Path, level: Optional[str], iterations: Optional[str]
+    c: Any,
+    flags: Dict[str, Any],
+    path: Path,
+    level: Optional[str],
+    iterations: Optional[str],
+    dry_run: bool,
 ) -> Any:
     from ..profile.run import level_name, run_profile, run_shape
     from ..profile.shape import shape_from_flags
@@ -128,8 +139,19 @@ def _run(
             f"profile --run: {path} is a file; --run writes a new profile into a folder.",
             "Pass a folder (new or existing; nothing in it is removed).",
         )
-    session = open_session(c, flags)
+    try:
+        session = open_session(c, {**flags, "dry_run": dry_run})
+    except DryRunStop as stop:
+        ui.note(f"dry run: {stop}. Nothing was changed.")
+        return None
     target = path.resolve()
+    if dry_run:
+        ui.note(
+            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} B={shape.B} "
+            f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into "
+            f"{target}; nothing was changed."
+        )
+        return None
     ui.note(
         f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
         f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"

@@ -84,3 +84,10 @@ def test_profile_run_refuses_a_workspace_without_the_package(cli_for, tmp_path):
     proc = cli("profile", "--run", str(tmp_path / "prof"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "no package is installed" in proc.stderr and "cannbuild install --sandbox" in proc.stderr
+
+
+def test_a_dry_run_says_what_it_would_profile_and_writes_nothing(installed, tmp_path):
+    proc = installed("profile", "--run", str(tmp_path / "prof"), "--head-dim", "64", "--dry-run")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "dry run: would profile" in proc.stderr and "D=64" in proc.stderr
+    assert not (tmp_path / "prof").exists()
