@@ -72,6 +72,15 @@ class StepFailed(CannbuildError):
     meaning = "a fetch or build step failed"
 
 
+class FetchError(StepFailed):
+    """A clone, fetch, download or checkout failed (exit 4, like a failed step)."""
+
+
+class SyncStopped(CannbuildError):
+    """The run is ending (a failed step, Ctrl-C): a repo's sources thread stops at its
+    next stage."""
+
+
 class ValidationFailed(CannbuildError):
     """Validation said FAIL, or SKIPPED where --require-device asks for a verdict."""
 

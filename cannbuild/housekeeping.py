@@ -59,7 +59,7 @@ def remove(root: Path, targets: List[Path]) -> int:
 
 def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
     """What is built, installed and validated in the workspace, and from which commits."""
-    from .lockfile import read_lock
+    from .sources.lock import read_lock
 
     ws = Workspace(root)
     steps = []

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from .errors import UsageError
+from .workspace import write_atomic
 
 MARKER = ".cannbuild-owned"
 
@@ -81,7 +82,6 @@ def _foreign(folder: Path, kind: str) -> Sequence[str]:
 
 def _write_marker(folder: Path, kind: str) -> None:
     from . import __version__
-    from .workspace import write_atomic
 
     text = json.dumps({"kind": kind, "by": f"cannbuild {__version__}"}, sort_keys=True) + "\n"
     write_atomic(folder / MARKER, text.encode())

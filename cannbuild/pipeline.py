@@ -1,24 +1,16 @@
-"""doctor -> resolve -> fetch -> build -> install, as plain functions over plain data.
+"""The steps of a session: their context, their plan, and running them.
 
-`open_session` reads the host and picks the recipe; `sync.syncing_sources` pins and
-checks out the sources (writing or honouring the lock); `run_steps` runs the
-steps that are not up to date, each once its repo is ready.  Tasks call these and
-render what they return.
+`session.open_session` reads the host and picks the recipe; `sources.pinning.syncing_sources`
+pins and checks out the sources (writing or honouring the lock); `run_steps` runs
+the steps that are not up to date, each once its repo is ready.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
-from .errors import DoctorBlocked, UsageError
-from .host.check import FAIL, PASS, WARN, Check
-from .host.doctor import HostReport, read_host
-from .host.toolkit import Toolkit, host_arch
-from .options import Options
 from .overlay import overlay_env
 from .plan import (
     UP_TO_DATE,
@@ -29,7 +21,6 @@ from .plan import (
     plan_all,
     plan_step,
 )
-from .recipes import Recipe, check_requirements, select_recipe
 from .render import command_env, render_value
 from .resources import data_dir
 from .runner import (
@@ -42,227 +33,13 @@ from .runner import (
     run_step,
     skip,
 )
-from .sources import Fetcher, mirror_git_env
-from .sync import Sources, SourceState
+from .session import Session
+from .sources.fetch import mirror_git_env
+from .sources.pinning import Sources, SourceState
 from .workspace import Workspace
-
-if TYPE_CHECKING:
-    from .sandbox import SandboxInfo
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)
 SILENT_WAIT_S = 1.0
-
-
-@dataclass(frozen=True)
-class Session:
-    options: Options
-    ws: Workspace
-    host: HostReport
-    recipe: Recipe
-    toolkit: Toolkit
-    soc: str
-    values: Mapping[str, Any]
-    sandbox: Optional[SandboxInfo] = None
-    sandbox_lease: Optional[Any] = field(default=None, compare=False, repr=False)
-
-    @property
-    def fetcher(self) -> Fetcher:
-        return Fetcher(
-            mirrors=self.options.mirrors, offline=self.options.offline, retries=self.options.retries
-        )
-
-    @property
-    def vendor_dir(self) -> Path:
-        return self.ws.opp / "vendors" / f"{self.options.vendor_name}_transformer"
-
-
-@dataclass(frozen=True)
-class Sandboxed:
-    """The options pointed at the sandbox, its info, and the lease that keeps another run
-    from replacing it while this one uses it (hold it as long as the sandbox is used)."""
-
-    options: Options
-    info: Optional[SandboxInfo] = None
-    created: bool = False
-    lease: Optional[Any] = field(default=None, compare=False, repr=False)
-
-
-def with_sandbox(options: Options) -> Sandboxed:
-    """For --sandbox: create (or reuse) the emulated host and point the options at it."""
-    if not options.sandbox:
-        return Sandboxed(options)
-    assert options.sandbox_dir is not None
-    from .sandbox import create_sandbox, resolve_spec  # a real host never pays for it
-
-    spec = resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
-    if options.workspace in spec.dir.parents:  # the sandbox lives in the workspace: claim it first
-        from .ownership import claim
-
-        claim(options.workspace, "workspace", "--workspace")
-    result = create_sandbox(spec)
-    info = result.info
-    user_prefixes = {prefix for prefix, _ in options.mirrors}
-    mirrors = list(options.mirrors) + [
-        (p, r) for p, r in info.mirrors.items() if p not in user_prefixes
-    ]
-    pointed = options.with_(
-        sysroot=info.sysroot,
-        mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0]))),
-        sandbox_variant=info.variant,
-        sandbox_cann=info.cann,
-    )
-    return Sandboxed(pointed, info, result.created, result.lease)
-
-
-def requirement_checks(recipe: Recipe, host: HostReport) -> List[Check]:
-    """What the recipe needs of this host, as doctor rows: the toolkit's share/info
-    packages and the tools its builds call (gawk: every ops-transformer build.sh pipes
-    its output through it and exits 127 without it)."""
-    checks: List[Check] = []
-    toolkit = host.toolkit
-    if toolkit is not None and toolkit.version is not None:
-        unmet = check_requirements(recipe, toolkit.share_info)
-        if unmet:
-            listed = "; ".join(
-                f"{pkg} {spec} ({'missing' if have is None else f'{have}: {problem}'})"
-                for pkg, spec, have, problem in unmet
-            )
-            checks.append(
-                Check(
-                    "recipe.toolkit",
-                    FAIL,
-                    f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in "
-                    f"share/info: {listed}",
-                    f"Install the CANN {toolkit.version.release} packages that provide them, or "
-                    "pick another recipe with --recipe.",
-                    blocking=True,
-                )
-            )
-        elif recipe.requires:
-            checks.append(
-                Check(
-                    "recipe.toolkit",
-                    PASS,
-                    f"share/info has what recipe {recipe.name} needs "
-                    f"({', '.join(pkg for pkg, _ in recipe.requires)})",
-                )
-            )
-    path = (host.build_env or {}).get("PATH") or os.environ.get("PATH", os.defpath)
-    for tool in recipe.tools:
-        found = shutil.which(tool.name, path=path)
-        if found:
-            checks.append(Check(f"recipe.tool.{tool.name}", PASS, f"{tool.name} at {found}"))
-        else:
-            checks.append(
-                Check(
-                    f"recipe.tool.{tool.name}",
-                    FAIL,
-                    f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
-                    f"Install it: {tool.install}.",
-                    blocking=True,
-                )
-            )
-    return checks
-
-
-def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
-    """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
-    host = read_host(options, env)
-    toolkit = host.toolkit
-    if toolkit is None or toolkit.version is None:
-        return host
-    try:
-        recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
-    except UsageError as exc:
-        row = Check("recipe", WARN, exc.message.rstrip("."), exc.hint or "Pass --recipe.")
-        return replace(host, checks=(*host.checks, row))
-    extra = [
-        Check("recipe", PASS, f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}")
-    ]
-    extra += requirement_checks(recipe, host)
-    needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
-    kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
-    return replace(host, checks=(*kept, *extra))
-
-
-def open_session(
-    options: Options,
-    env: Mapping[str, str],
-    cwd: Path,
-    sandbox: Optional[SandboxInfo] = None,
-    lease: Optional[Any] = None,
-) -> Session:
-    from .ownership import check_replaceable
-
-    check_replaceable(options.workspace, "workspace", "--workspace")  # before any reading
-    host = read_host(options, env)
-    _refuse_blocking(host.checks)
-    toolkit = host.toolkit
-    assert toolkit is not None and toolkit.version is not None and host.soc is not None
-    recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
-    _refuse_blocking(requirement_checks(recipe, host))
-    soc = host.soc.soc
-    if recipe.socs and soc not in recipe.socs:
-        raise UsageError(
-            f"--soc {soc} is not a SoC ops-transformer builds for in recipe {recipe.name} ({recipe.path.name}).",
-            f"Use one of {', '.join(recipe.socs)}.",
-        )
-    ws = Workspace(options.workspace)
-    values = template_values(options, ws, toolkit, soc, recipe, host)
-    return Session(options, ws, host, recipe, toolkit, soc, values, sandbox, lease)
-
-
-def _refuse_blocking(checks: Sequence[Check]) -> None:
-    blocking = [c for c in checks if c.status == FAIL and c.blocking]
-    if blocking:
-        first = blocking[0]
-        raise DoctorBlocked(
-            f"cannot build: doctor check {first.id} failed: {first.detail}.", first.hint
-        )
-
-
-def template_values(
-    options: Options, ws: Workspace, tk: Toolkit, soc: str, recipe: Recipe, host: HostReport
-) -> Dict[str, Any]:
-    assert tk.version is not None
-    names = [r.name for r in recipe.repos]
-    home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
-    values: Dict[str, Any] = {
-        "cann": {
-            "version": tk.version.text,
-            "release": tk.version.release,
-            "train": tk.version.train,
-            "path": str(tk.path),
-            "home": home,
-            "layout": tk.layout,
-        },
-        "arch": host_arch(),
-        "soc": soc,
-        "jobs": options.jobs,
-        "ops": options.ops,
-        "vendor_name": options.vendor_name,
-        "workspace": str(ws.root),
-        "src": {n: str(ws.checkout(n)) for n in names},
-        "third_party": {n: str(ws.checkout(n) / "third_party") for n in names},
-        "opp": str(ws.opp),
-        "stage": str(ws.stage),
-        "overlay": str(ws.overlay),
-        "opbase_install_path": str(_opbase_install_path(options, ws, tk)),
-        "artifacts": {},
-    }
-    values.update(dict(recipe.vars))
-    return values
-
-
-def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:
-    if not options.install_into_toolkit:
-        return ws.stage
-    if (tk.real_path / "share" / "info").is_dir():
-        return tk.real_path
-    raise UsageError(
-        f"--install-into-toolkit: {tk.real_path} has no share/info folder for opbase's installer to merge into.",
-        "Use the default workspace overlay (drop --install-into-toolkit).",
-    )
 
 
 # --- steps -----------------------------------------------------------------------
@@ -345,7 +122,7 @@ def run_steps(
     recipe, ws = session.recipe, session.ws
     logs = RunLogs(ws, run_id or new_run_id())
     actions = ActionContext(
-        toolkit_home=Path(session.values["cann"]["home"]),
+        toolkit_home=session.context.cann.home,
         overlay=ws.overlay,
         stage=ws.stage,
         opp=ws.opp,
@@ -377,46 +154,3 @@ def run_steps(
         if spec.action == "overlay" and ctx.overlay_env is not None:
             use_overlay = True
     return RunResult(logs.run_id, tuple(outcomes), logs.dir)
-
-
-def validation_env(session: Session) -> Dict[str, str]:
-    """The toolkit env plus the custom package's own set_env.bash, as a user would source it."""
-    base = dict(session.host.build_env or os.environ)
-    set_env = session.vendor_dir / "bin" / "set_env.bash"
-    if not set_env.is_file():
-        return base
-    from .host.toolchain import capture_env
-
-    captured = capture_env(set_env, base)
-    return dict(captured.env)
-
-
-@dataclass(frozen=True)
-class ValidationRun:
-    validation: Mapping[str, Any]  # the report's validation part
-    report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
-    reused_from: Optional[str]
-
-
-def validate_session(
-    session: Session,
-    env: Mapping[str, str],
-    case_names: Sequence[str],
-    run_id: str,
-    reuse: bool = False,
-) -> ValidationRun:
-    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
-    from .validate import inputs_for, run_validation, validation_key
-    from .workspace import read_json, write_json_atomic
-
-    inputs = inputs_for(session, env, case_names)
-    key = validation_key(inputs)
-    stamp_file = session.ws.stamps / "validate.json"
-    cached = read_json(stamp_file) if reuse else None
-    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
-        reused_from = cached["run_id"]
-        return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
-    report = run_validation(inputs)
-    validation = report.to_json()
-    write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
-    return ValidationRun(validation, report, None)

@@ -465,7 +465,7 @@ def check_requirements(
     Same rule as the builds' own check_build_dependencies.py: the version is cut
     at the first '-' and compared numerically.
     """
-    problems = []
+    problems: List[Tuple[str, str, Optional[str], str]] = []
     for pkg, spec in recipe.requires:
         have = share_info.get(pkg)
         if have is None:

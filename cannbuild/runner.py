@@ -24,7 +24,7 @@ from .ownership import inside
 from .plan import PlannedStep, digest, write_stamp
 from .proc import kill_group, popen
 from .redact import redact
-from .sources import sha256_file
+from .sources.fetch import sha256_file
 from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
@@ -179,7 +179,7 @@ def back_up_toolkit(
     restore.sh, the way back.  Returns (backup folder, files written, files replaced)."""
 
     from .proc import run as run_process
-    from .sources import sha256_file
+    from .sources.fetch import sha256_file
     from .workspace import write_atomic, write_json_atomic
 
     assert actions.toolkit_target is not None and actions.toolkit_backup is not None
@@ -246,9 +246,9 @@ def run_step(
     progress.started(step, log_path)
     start = time.monotonic()
     for pattern in patterns:
-        for path in glob.glob(pattern):
-            if os.path.isfile(path):
-                os.unlink(inside(ws.root, Path(path), f"an output of {step.name}"))
+        for match in glob.glob(pattern):
+            if os.path.isfile(match):
+                os.unlink(inside(ws.root, Path(match), f"an output of {step.name}"))
     if step.spec.action == "overlay" and actions.overlay_enabled:
         shutil.rmtree(actions.stage, ignore_errors=True)
         actions.stage.mkdir(parents=True)

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CannbuildError
-from .pipeline import RunResult, Session, ValidationRun, run_steps, validate_session
+from .locks import WorkspaceLock
+from .pipeline import RunResult, run_steps
 from .runner import Progress, StepOutcome, new_run_id
-from .workspace import WorkspaceLock, read_json, write_json_atomic
+from .session import Session
+from .validate import ValidationRun, validate_session
+from .workspace import read_json, write_json_atomic
 
 ATTEMPT_FILE = "last-build.json"
 
@@ -151,7 +154,7 @@ def _write_report(
     built: Optional[Mapping[str, Any]],
 ) -> Path:
     from .report import build_report, step_records, write_report
-    from .sync import sources_from_lock
+    from .sources.pinning import sources_from_lock
 
     recipe = session.recipe
     try:
@@ -203,7 +206,7 @@ def run_pipeline(
 ) -> PipelineRun:
     """Sync the sources and run the steps that are not up to date under the workspace lock;
     then (if asked, and the steps succeeded) validate under the same lock; report."""
-    from .sync import syncing_sources
+    from .sources.pinning import syncing_sources
 
     run_id = new_run_id()
     options = session.options

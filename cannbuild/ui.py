@@ -207,6 +207,23 @@ def print_validation(report: Any, report_dir: Any = None, built_from: Any = None
         print(f"report: {report_dir}/report.md")
 
 
+def show_validation(run: Any, as_json: bool = False, report_line: bool = True) -> None:
+    """A validation run: its verdict and cases, the build it judged, the report."""
+    validation = run.validation
+    directory = run.report_dir if report_line else None
+    if as_json:
+        print_json({**validation.validation, "built_from": run.built_from})
+    elif validation.report is not None:
+        print_validation(validation.report, directory, run.built_from)
+    else:
+        note(
+            f"validation: PASS reused from run {validation.reused_from} (nothing it checks has changed)"
+        )
+        print_built_from(run.built_from)
+        if directory is not None:
+            note(f"report: {directory}/report.md")
+
+
 def print_built_from(built_from: Any, stream: TextIO = sys.stdout) -> None:
     if not built_from:
         return

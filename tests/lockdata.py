@@ -1,6 +1,6 @@
 """A small lock shared by the unit tests that read or render locks."""
 
-from cannbuild.lockfile import Lock, LockedArchive, LockedRepo
+from cannbuild.sources.lock import Lock, LockedArchive, LockedRepo
 
 OPBASE_URL = "https://gitcode.com/cann/opbase.git"
 TRANSFORMER_URL = "https://gitcode.com/cann/ops-transformer.git"

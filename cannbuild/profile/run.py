@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import UsageError, ValidationFailed
+from ..proc import kill_group, popen
 from .shape import AttentionShape
 
 RUN_TIMEOUT_S = 900
@@ -139,17 +140,20 @@ def start(
         child_env["CANNBUILD_EMU_PROFILE_LEVEL"] = level
     log = work / LOG
     with open(log, "w") as fh:
+        child = popen(
+            [sys.executable, "-c", WORKER, str(work)],
+            env=child_env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
         try:
-            code: Optional[int] = subprocess.run(
-                [sys.executable, "-c", WORKER, str(work)],
-                env=child_env,
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                timeout=RUN_TIMEOUT_S,
-                check=False,
-            ).returncode
+            code: Optional[int] = child.wait(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            kill_group(child, grace_s=1.0)
             code = None
+        except BaseException:  # Ctrl-C, SIGTERM: the worker and its group go too
+            kill_group(child, grace_s=1.0)
+            raise
     result = _read(work / RESULT)
     if result is None or "error" in result:
         why = (
@@ -193,8 +197,8 @@ def run_profile(
     """Profile the installed package's FlashAttention and the unfused chain, under the
     workspace lock (an install replacing the package mid-run would mix two builds)."""
     from ..host.pystack import read_python_stack
+    from ..locks import WorkspaceLock
     from ..validate import inputs_for, torchnpu
-    from ..workspace import WorkspaceLock
 
     inp = inputs_for(session, env)
     if not inp.library.is_file():
@@ -336,7 +340,7 @@ def worker(folder: str) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import torch
-            import torch_npu  # type: ignore[import-untyped]
+            import torch_npu
     except Exception as exc:  # an import failure is the verdict, reported, never a traceback
         write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first(exc)}"})
         return 3

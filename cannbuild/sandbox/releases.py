@@ -12,7 +12,7 @@ matter (the 8.3 recipe pins "master as of 2025-11-16").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 from ..errors import UsageError
 
@@ -167,7 +167,7 @@ class Commit:
     """One commit of a stand-in repository."""
 
     repo: str
-    flavor: object
+    flavor: Union[OpbaseFlavor, OpsTransformerFlavor]
     date: str
     message: str
     tags: Tuple[str, ...] = ()

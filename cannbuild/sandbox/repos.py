@@ -23,6 +23,7 @@ from .releases import (
     OT_HISTORY,
     OT_V900_OPBASE_PIN_INDEX,
     Commit,
+    OpsTransformerFlavor,
 )
 from .third_party import (
     standin_archives,
@@ -63,7 +64,7 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
     flavor = commit.flavor
     ref, modules, test_only = state_of(flavor)
     archives = {key: a.context() for key, a in standin_archives().items()}
-    ctx = {
+    ctx: Dict[str, Any] = {
         "flavor": flavor,
         "ref": ref,
         "tp": archives,
@@ -119,7 +120,7 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         render("ops-transformer/build.sh.j2", "build.sh", executable=True)
         render("ops-transformer/CMakeLists.txt.j2", "CMakeLists.txt")
         write(work / "version.info", f"Version={flavor.version}\n")
-        if flavor.opbase_mode == "source":
+        if isinstance(flavor, OpsTransformerFlavor) and flavor.opbase_mode == "source":
             render(
                 "ops-transformer/cmake/third_party/opbase.cmake.j2",
                 "cmake/third_party/opbase.cmake",

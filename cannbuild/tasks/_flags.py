@@ -142,6 +142,29 @@ FLAGS: Dict[str, Flag] = {
 }
 
 
+# The options every task that opens a build session takes, and those of the tasks that run steps.
+SESSION_FLAGS = (
+    "cann_path",
+    "sysroot",
+    "workspace",
+    "soc",
+    "jobs",
+    "ops",
+    "vendor_name",
+    "recipe",
+    "lock_file",
+    "locked",
+    "offline",
+    "bundle",
+    "install_into_toolkit",
+    "sandbox",
+    "variant",
+    "cann",
+    "wait",
+)
+RUN_FLAGS = (*SESSION_FLAGS, "force", "verbose", "dry_run")
+
+
 def with_env(flag: Flag, text: str) -> str:
     return f"{text} [env {flag.env}]" if flag.env else text
 

@@ -12,29 +12,8 @@ from invoke import Collection
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
-from ._flags import cli_task, make_options
+from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, make_options
 from ._session import DryRunStop, open_session
-
-SESSION_FLAGS = (
-    "cann_path",
-    "sysroot",
-    "workspace",
-    "soc",
-    "jobs",
-    "ops",
-    "vendor_name",
-    "recipe",
-    "lock_file",
-    "locked",
-    "offline",
-    "bundle",
-    "install_into_toolkit",
-    "sandbox",
-    "variant",
-    "cann",
-    "wait",
-)
-RUN_FLAGS = (*SESSION_FLAGS, "force", "verbose", "dry_run")
 
 
 def _phases(text: Optional[str]) -> List[str]:
@@ -51,7 +30,7 @@ def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
     from ..pipeline import make_plan
-    from ..sync import sources_from_lock
+    from ..sources.pinning import sources_from_lock
 
     sources = sources_from_lock(session)
     steps = make_plan(session, sources, os.environ, phases)
@@ -93,8 +72,8 @@ def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any)
 
 
 def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
-    from ..sync import sync_sources
-    from ..workspace import WorkspaceLock
+    from ..locks import WorkspaceLock
+    from ..sources.pinning import sync_sources
 
     if flags.get("dry_run"):
         try:
@@ -176,13 +155,12 @@ def setup(c: Any, **flags: Any) -> None:
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
     from ..validate import check_verdict
-    from .validate import show_validation
 
     run = run_and_report(c, flags, "cannbuild setup", ["build", "install"], validate=True)
     if run is None:
         return
     assert run.validation is not None
-    show_validation(run, report_line=False)
+    ui.show_validation(run, report_line=False)
     ui.print_made(run)
     check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
@@ -196,7 +174,7 @@ def setup(c: Any, **flags: Any) -> None:
 def bundle(c: Any, out: str, **flags: Any) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
-    from ..bundle import bundle_contents, make_bundle
+    from ..sources.bundle import bundle_contents, make_bundle
     from ..workspace import Workspace
 
     options = make_options(c, flags)

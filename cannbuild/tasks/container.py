@@ -66,7 +66,7 @@ def container(
         render_context,
     )
     from ..container import build as engine_build
-    from ..lockfile import Lock, read_lock, write_lock
+    from ..sources.lock import Lock, read_lock, write_lock
 
     options = make_options(c, flags)
     lock = read_lock(options.lock_file)
@@ -100,6 +100,7 @@ def container(
         return
 
     def pin_base(digest: str) -> Lock:
+        assert lock is not None
         new = pinned(lock, base_name(spec), digest)
         write_lock(options.lock_file, new)
         ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{digest}")

@@ -8,25 +8,8 @@ from typing import Any
 from invoke import Collection
 
 from .. import ui
-from ._flags import cli_task, make_options
+from ._flags import SESSION_FLAGS, cli_task, make_options
 from ._session import DryRunStop, open_session
-from .build import SESSION_FLAGS
-
-
-def show_validation(run: Any, as_json: bool = False, report_line: bool = True) -> None:
-    validation = run.validation
-    directory = run.report_dir if report_line else None
-    if as_json:
-        ui.print_json({**validation.validation, "built_from": run.built_from})
-    elif validation.report is not None:
-        ui.print_validation(validation.report, directory, run.built_from)
-    else:
-        ui.note(
-            f"validation: PASS reused from run {validation.reused_from} (nothing it checks has changed)"
-        )
-        ui.print_built_from(run.built_from)
-        if directory is not None:
-            ui.note(f"report: {directory}/report.md")
 
 
 @cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run")
@@ -57,8 +40,9 @@ def validate(c: Any, json: bool = False, cases: str = "", **flags: Any) -> None:
         return
     session = open_session(c, flags)
     run = run_validate(session, os.environ, names, "cannbuild validate")
-    show_validation(run, as_json=json)
+    ui.show_validation(run, as_json=json)
     publish_summary(run.report_dir)
+    assert run.validation is not None
     check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
 

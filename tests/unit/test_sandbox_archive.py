@@ -69,10 +69,10 @@ def test_the_mirror_serves_real_shaped_archives_with_fixed_bytes():
 
 def test_each_stand_in_declares_the_hashes_of_the_archives_the_mirror_serves(tmp_path):
     """cannbuild reads the stand-ins' cmake/third_party/*.cmake as it reads the real ones."""
-    from cannbuild.archives import discover
     from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
     from cannbuild.sandbox.repos import _render_commit
     from cannbuild.sandbox.third_party import standin_archives
+    from cannbuild.sources.archives import discover
 
     archives = standin_archives()
     served = {a.url: a for a in archives.values()}

@@ -7,16 +7,9 @@ from typing import ClassVar, List
 
 import pytest
 
-from cannbuild.errors import OfflineViolation
-from cannbuild.sources import (
-    Fetcher,
-    FetchError,
-    Nested,
-    ensure_archive,
-    ensure_checkout,
-    resolve_ref,
-    rewrite,
-)
+from cannbuild.errors import FetchError, OfflineViolation
+from cannbuild.sources.checkout import Nested, ensure_archive, ensure_checkout, resolve_ref
+from cannbuild.sources.fetch import Fetcher, rewrite
 from cannbuild.workspace import Workspace
 
 
@@ -338,7 +331,7 @@ def tarball(path: Path, members: dict) -> Path:
 
 
 def test_an_archive_with_one_top_folder_is_unpacked_without_it(tmp_path: Path):
-    from cannbuild.sources import unpack_archive
+    from cannbuild.sources.checkout import unpack_archive
 
     archive = tarball(tmp_path / "m.tar.gz", {"makeself-2.5/makeself.sh": b"#!/bin/sh\n"})
     unpack_archive(archive, tmp_path / "third_party" / "makeself")
@@ -349,7 +342,7 @@ def test_an_archive_with_one_top_folder_is_unpacked_without_it(tmp_path: Path):
 def test_a_zip_with_several_top_entries_is_unpacked_as_it_is(tmp_path: Path):
     import zipfile
 
-    from cannbuild.sources import unpack_archive
+    from cannbuild.sources.checkout import unpack_archive
 
     with zipfile.ZipFile(tmp_path / "include.zip", "w") as zf:
         zf.writestr("include/nlohmann/json.hpp", "// json\n")
@@ -359,7 +352,7 @@ def test_a_zip_with_several_top_entries_is_unpacked_as_it_is(tmp_path: Path):
 
 
 def test_an_archive_member_outside_the_folder_refuses_the_archive(tmp_path: Path):
-    from cannbuild.sources import unpack_archive
+    from cannbuild.sources.checkout import unpack_archive
 
     archive = tarball(tmp_path / "evil.tar.gz", {"top/ok": b"1", "../../escaped": b"2"})
     with pytest.raises(FetchError, match="points outside the folder"):

@@ -19,7 +19,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import (
-    TYPE_CHECKING,
     Any,
     Dict,
     Iterator,
@@ -31,23 +30,20 @@ from typing import (
     Tuple,
 )
 
-from .archives import Needed, check_declared, declared_archives, plan_archives
-from .errors import CannbuildError, LockDrift, OfflineViolation, UsageError
-from .host.toolkit import host_arch
-from .lockfile import (
-    Lock,
-    LockedArchive,
-    LockedRepo,
-    Wanted,
-    drift,
-    read_lock,
-    refuse_drift,
-    write_lock,
-)
-from .recipes import RepoSpec, describe_ref, render_ref
-from .redact import redact
-from .sources import (
+from ..errors import (
+    CannbuildError,
     FetchError,
+    LockDrift,
+    OfflineViolation,
+    SyncStopped,
+    UsageError,
+)
+from ..host.toolkit import host_arch
+from ..recipes import RepoSpec, describe_ref, render_ref
+from ..redact import redact
+from ..session import Session
+from .archives import Needed, check_declared, declared_archives, plan_archives
+from .checkout import (
     Nested,
     Seed,
     archive_path,
@@ -57,11 +53,18 @@ from .sources import (
     ensure_checkout,
     has_commit,
     resolve_ref,
-    rewrite,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .pipeline import Session
+from .fetch import rewrite
+from .lock import (
+    Lock,
+    LockedArchive,
+    LockedRepo,
+    Wanted,
+    drift,
+    read_lock,
+    refuse_drift,
+    write_lock,
+)
 
 LOCKED, REFRESH, RESOLVE = "locked", "refresh", "resolve"
 
@@ -132,10 +135,6 @@ def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
             elif r.name not in old.repos:
                 merged[a.url] = replace(old, repos=(*old.repos, r.name))
     return tuple(merged.values())
-
-
-class SyncStopped(CannbuildError):
-    """The run is ending (a failed step, Ctrl-C): a repo thread stops at its next stage."""
 
 
 class PendingSources:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
-from .errors import UsageError
-from .recipes import ArchiveRule, RepoSpec
-from .redact import redact
-from .sources import Fetcher, FetchError
+from ..errors import FetchError, UsageError
+from ..recipes import ArchiveRule, RepoSpec
+from ..redact import redact
+from .fetch import Fetcher
 
 THIRD_PARTY_DIR = "cmake/third_party"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip")

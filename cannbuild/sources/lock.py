@@ -12,14 +12,15 @@ recipe listed; they are still read, and count as drift: `cannbuild lock` rewrite
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import LockDrift, UsageError
-from .redact import redact
-from .workspace import write_atomic
+from ..errors import LockDrift, UsageError
+from ..redact import redact
+from ..workspace import write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,7 +108,7 @@ def read_lock(path: Path) -> Optional[Lock]:
             "Run `cannbuild lock` to rewrite it.",
         )
     try:
-        return Lock(
+        lock = Lock(
             recipe=data["recipe"],
             recipe_digest=data.get("recipe_digest", ""),
             toolkit_version=data["toolkit_version"],
@@ -122,11 +123,56 @@ def read_lock(path: Path) -> Optional[Lock]:
             container=dict(data.get("container", {})),
             version=int(data["version"]),
         )
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(
             f"lock file {path} is missing or has a malformed field ({exc}).",
             "Delete it and run `cannbuild lock`.",
         ) from exc
+    check_values(path, lock)
+    return lock
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+@=-]*")
+
+
+def check_values(path: Path, lock: Lock) -> None:
+    """Every value a lock carries reaches git, a file name or a Dockerfile: each is checked
+    for its kind (a newline in a URL would become a RUN line)."""
+
+    def bad(key: str, value: Any, want: str) -> UsageError:
+        return UsageError(
+            f"lock file {path}: {key} = {value!r} is not {want}.",
+            "Restore the lock from version control, or delete it and run `cannbuild lock`.",
+        )
+
+    def text(key: str, value: Any, pattern: Optional[re.Pattern] = None, want: str = "") -> None:
+        if not isinstance(value, str) or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise bad(key, value, "a single-line string")
+        if pattern is not None and not pattern.fullmatch(value):
+            raise bad(key, value, want)
+
+    for name in ("recipe", "toolkit_version", "soc"):
+        text(name, getattr(lock, name), _WORD, "a plain word")
+    text("recipe_digest", lock.recipe_digest)
+    text("arch", lock.arch)
+    for repo in lock.repos:
+        text(f"repos {repo.name!r} name", repo.name)
+        text(f"repos {repo.name!r} url", repo.url)
+        if any(c.isspace() for c in repo.url):
+            raise bad(f"repos {repo.name!r} url", repo.url, "a URL without spaces")
+        text(f"repos {repo.name!r} ref", repo.ref)
+        text(f"repos {repo.name!r} commit", repo.commit, _COMMIT, "a 40-hex commit id")
+    for archive in lock.third_party:
+        text(f"third_party {archive.name!r} url", archive.url)
+        if any(c.isspace() for c in archive.url):
+            raise bad(f"third_party {archive.name!r} url", archive.url, "a URL without spaces")
+        text(f"third_party {archive.name!r} sha256", archive.sha256, _SHA256, "a sha256 digest")
+        for checkout in archive.repos:
+            text(f"third_party {archive.name!r} repos", checkout)
+    for key, value in lock.container.items():
+        text(f"container.{key}", value)
 
 
 def write_lock(path: Path, lock: Lock) -> None:

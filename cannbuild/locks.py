@@ -1,0 +1,79 @@
+"""The workspace lock that keeps two runs apart (a sandbox's own lock is in
+sandbox/create.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from typing import Any, Callable, Dict, Optional
+
+from .errors import WorkspaceBusy
+from .ownership import claim
+from .workspace import Workspace, read_json, write_json_atomic
+
+
+class WorkspaceLock:
+    """An exclusive flock on <workspace>/.lock; the kernel drops it if we die.
+
+    A second build either refuses at once, naming the holder, or (wait=True)
+    waits for it.
+    """
+
+    def __init__(
+        self,
+        ws: Workspace,
+        command: str,
+        wait: bool = False,
+        on_wait: Optional[Callable[[str], None]] = None,
+    ) -> None:
+        self.path = ws.root / ".lock"
+        self.info = ws.root / ".lock.info"
+        self.command = command
+        self.wait = wait
+        self.on_wait = on_wait
+        self._fd: Optional[int] = None
+
+    def holder(self) -> Dict[str, Any]:
+        return read_json(self.info) or {}
+
+    def __enter__(self) -> WorkspaceLock:
+        claim(self.path.parent, "workspace", "--workspace")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise
+            holder = self.holder()
+            who = f"pid {holder.get('pid', '?')} ({holder.get('command', 'another cannbuild')}, since {holder.get('started', '?')})"
+            if not self.wait:
+                os.close(fd)
+                raise WorkspaceBusy(
+                    f"the workspace {self.path.parent} is in use by {who}.",
+                    "Wait for it to finish, pass --wait to queue behind it, or use another --workspace.",
+                ) from None
+            if self.on_wait:
+                self.on_wait(who)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        self._fd = fd
+        write_json_atomic(
+            self.info,
+            {
+                "pid": os.getpid(),
+                "command": self.command,
+                "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            },
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.info.unlink()
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

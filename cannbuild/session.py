@@ -1,0 +1,302 @@
+"""A build session: the host read once, the recipe chosen, and the typed build context
+the step templates render from.
+
+`open_session` refuses what makes a build impossible (a blocking doctor row, a recipe
+requirement the host lacks) before anything is written; `with_sandbox` points the
+options at the emulated host (made or reused, with the lease that keeps it in place).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .errors import DoctorBlocked, UsageError
+from .host.check import FAIL, PASS, WARN, Check
+from .host.doctor import HostReport, read_host
+from .host.toolkit import Toolkit, host_arch
+from .options import Options
+from .recipes import Recipe, check_requirements, select_recipe
+from .sources.fetch import Fetcher
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .sandbox import SandboxInfo
+
+
+@dataclass(frozen=True)
+class CannFacts:
+    """The toolkit as templates see it: `{{ cann.release }}`, `{{ cann.home }}`."""
+
+    version: str
+    release: str
+    train: str
+    path: Path  # the toolkit folder found (a link such as /usr/local/Ascend/cann)
+    home: Path  # ASCEND_HOME_PATH after sourcing set_env.sh
+    layout: str  # "cann" (>= 8.5) or "ascend-toolkit" (<= 8.3)
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Every value a step template may use, typed; `as_jinja()` is the one hand-off to
+    the templates (paths as strings, the recipe's [vars] on top)."""
+
+    cann: CannFacts
+    arch: str
+    soc: str
+    jobs: int
+    ops: str
+    vendor_name: str
+    workspace: Path
+    src: Mapping[str, Path]  # repo -> checkout
+    third_party: Mapping[str, Path]  # repo -> its third_party folder
+    opp: Path
+    stage: Path
+    overlay: Path
+    opbase_install_path: Path
+    vars: Tuple[Tuple[str, Any], ...] = ()
+
+    def as_jinja(self) -> Dict[str, Any]:
+        values: Dict[str, Any] = {
+            "cann": {
+                "version": self.cann.version,
+                "release": self.cann.release,
+                "train": self.cann.train,
+                "path": str(self.cann.path),
+                "home": str(self.cann.home),
+                "layout": self.cann.layout,
+            },
+            "arch": self.arch,
+            "soc": self.soc,
+            "jobs": self.jobs,
+            "ops": self.ops,
+            "vendor_name": self.vendor_name,
+            "workspace": str(self.workspace),
+            "src": {name: str(path) for name, path in self.src.items()},
+            "third_party": {name: str(path) for name, path in self.third_party.items()},
+            "opp": str(self.opp),
+            "stage": str(self.stage),
+            "overlay": str(self.overlay),
+            "opbase_install_path": str(self.opbase_install_path),
+            "artifacts": {},
+        }
+        values.update(dict(self.vars))
+        return values
+
+
+@dataclass(frozen=True)
+class Session:
+    options: Options
+    ws: Workspace
+    host: HostReport
+    recipe: Recipe
+    toolkit: Toolkit
+    soc: str
+    context: BuildContext
+    sandbox: Optional[SandboxInfo] = None
+    sandbox_lease: Optional[Any] = field(default=None, compare=False, repr=False)
+
+    @property
+    def fetcher(self) -> Fetcher:
+        return Fetcher(
+            mirrors=self.options.mirrors, offline=self.options.offline, retries=self.options.retries
+        )
+
+    @property
+    def vendor_dir(self) -> Path:
+        return self.ws.opp / "vendors" / f"{self.options.vendor_name}_transformer"
+
+    @property
+    def values(self) -> Dict[str, Any]:
+        """The template values (`context.as_jinja()`)."""
+        return self.context.as_jinja()
+
+
+@dataclass(frozen=True)
+class Sandboxed:
+    """The options pointed at the sandbox, its info, and the lease that keeps another run
+    from replacing it while this one uses it (hold it as long as the sandbox is used)."""
+
+    options: Options
+    info: Optional[SandboxInfo] = None
+    created: bool = False
+    lease: Optional[Any] = field(default=None, compare=False, repr=False)
+
+
+def with_sandbox(options: Options) -> Sandboxed:
+    """For --sandbox: create (or reuse) the emulated host and point the options at it."""
+    if not options.sandbox:
+        return Sandboxed(options)
+    assert options.sandbox_dir is not None
+    from .sandbox import create_sandbox, resolve_spec  # a real host never pays for it
+
+    spec = resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
+    if options.workspace in spec.dir.parents:  # the sandbox lives in the workspace: claim it first
+        from .ownership import claim
+
+        claim(options.workspace, "workspace", "--workspace")
+    result = create_sandbox(spec)
+    info = result.info
+    user_prefixes = {prefix for prefix, _ in options.mirrors}
+    mirrors = list(options.mirrors) + [
+        (p, r) for p, r in info.mirrors.items() if p not in user_prefixes
+    ]
+    pointed = options.with_(
+        sysroot=info.sysroot,
+        mirrors=tuple(sorted(mirrors, key=lambda kv: -len(kv[0]))),
+        sandbox_variant=info.variant,
+        sandbox_cann=info.cann,
+    )
+    return Sandboxed(pointed, info, result.created, result.lease)
+
+
+def requirement_checks(recipe: Recipe, host: HostReport) -> List[Check]:
+    """What the recipe needs of this host, as doctor rows: the toolkit's share/info
+    packages and the tools its builds call (gawk: every ops-transformer build.sh pipes
+    its output through it and exits 127 without it)."""
+    checks: List[Check] = []
+    toolkit = host.toolkit
+    if toolkit is not None and toolkit.version is not None:
+        unmet = check_requirements(recipe, toolkit.share_info)
+        if unmet:
+            listed = "; ".join(
+                f"{pkg} {spec} ({'missing' if have is None else f'{have}: {problem}'})"
+                for pkg, spec, have, problem in unmet
+            )
+            checks.append(
+                Check(
+                    "recipe.toolkit",
+                    FAIL,
+                    f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in "
+                    f"share/info: {listed}",
+                    f"Install the CANN {toolkit.version.release} packages that provide them, or "
+                    "pick another recipe with --recipe.",
+                    blocking=True,
+                )
+            )
+        elif recipe.requires:
+            checks.append(
+                Check(
+                    "recipe.toolkit",
+                    PASS,
+                    f"share/info has what recipe {recipe.name} needs "
+                    f"({', '.join(pkg for pkg, _ in recipe.requires)})",
+                )
+            )
+    path = (host.build_env or {}).get("PATH") or os.environ.get("PATH", os.defpath)
+    for tool in recipe.tools:
+        found = shutil.which(tool.name, path=path)
+        if found:
+            checks.append(Check(f"recipe.tool.{tool.name}", PASS, f"{tool.name} at {found}"))
+        else:
+            checks.append(
+                Check(
+                    f"recipe.tool.{tool.name}",
+                    FAIL,
+                    f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
+                    f"Install it: {tool.install}.",
+                    blocking=True,
+                )
+            )
+    return checks
+
+
+def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
+    """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
+    host = read_host(options, env)
+    toolkit = host.toolkit
+    if toolkit is None or toolkit.version is None:
+        return host
+    try:
+        recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+    except UsageError as exc:
+        row = Check("recipe", WARN, exc.message.rstrip("."), exc.hint or "Pass --recipe.")
+        return replace(host, checks=(*host.checks, row))
+    extra = [
+        Check("recipe", PASS, f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}")
+    ]
+    extra += requirement_checks(recipe, host)
+    needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
+    kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
+    return replace(host, checks=(*kept, *extra))
+
+
+def open_session(
+    options: Options,
+    env: Mapping[str, str],
+    cwd: Path,
+    sandbox: Optional[SandboxInfo] = None,
+    lease: Optional[Any] = None,
+) -> Session:
+    from .ownership import check_replaceable
+
+    check_replaceable(options.workspace, "workspace", "--workspace")  # before any reading
+    host = read_host(options, env)
+    _refuse_blocking(host.checks)
+    toolkit = host.toolkit
+    assert toolkit is not None and toolkit.version is not None and host.soc is not None
+    recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+    _refuse_blocking(requirement_checks(recipe, host))
+    soc = host.soc.soc
+    if recipe.socs and soc not in recipe.socs:
+        raise UsageError(
+            f"--soc {soc} is not a SoC ops-transformer builds for in recipe {recipe.name} ({recipe.path.name}).",
+            f"Use one of {', '.join(recipe.socs)}.",
+        )
+    ws = Workspace(options.workspace)
+    context = build_context(options, ws, toolkit, soc, recipe, host)
+    return Session(options, ws, host, recipe, toolkit, soc, context, sandbox, lease)
+
+
+def _refuse_blocking(checks: Sequence[Check]) -> None:
+    blocking = [c for c in checks if c.status == FAIL and c.blocking]
+    if blocking:
+        first = blocking[0]
+        raise DoctorBlocked(
+            f"cannot build: doctor check {first.id} failed: {first.detail}.", first.hint
+        )
+
+
+def build_context(
+    options: Options, ws: Workspace, tk: Toolkit, soc: str, recipe: Recipe, host: HostReport
+) -> BuildContext:
+    assert tk.version is not None
+    names = [r.name for r in recipe.repos]
+    home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
+    return BuildContext(
+        cann=CannFacts(
+            version=tk.version.text,
+            release=tk.version.release,
+            train=tk.version.train,
+            path=tk.path,
+            home=Path(home),
+            layout=tk.layout,
+        ),
+        arch=host_arch(),
+        soc=soc,
+        jobs=options.jobs,
+        ops=options.ops,
+        vendor_name=options.vendor_name,
+        workspace=ws.root,
+        src={n: ws.checkout(n) for n in names},
+        third_party={n: ws.checkout(n) / "third_party" for n in names},
+        opp=ws.opp,
+        stage=ws.stage,
+        overlay=ws.overlay,
+        opbase_install_path=_opbase_install_path(options, ws, tk),
+        vars=recipe.vars,
+    )
+
+
+def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:
+    if not options.install_into_toolkit:
+        return ws.stage
+    if (tk.real_path / "share" / "info").is_dir():
+        return tk.real_path
+    raise UsageError(
+        f"--install-into-toolkit: {tk.real_path} has no share/info folder for opbase's installer to merge into.",
+        "Use the default workspace overlay (drop --install-into-toolkit).",
+    )

@@ -1,0 +1,229 @@
+"""Offline bundles: git bundles of every locked repository, the third-party
+archives and the lock, in one tar with a sha256 manifest.
+
+Made on a connected machine (`cannbuild bundle OUT.tar`), read on an
+air-gapped one (`cannbuild setup --offline --bundle OUT.tar`): the bundle seeds
+the workspace's git and download caches, so nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List
+
+from ..errors import UsageError
+from ..ownership import inside
+from ..workspace import Workspace
+from .checkout import archive_path, cache_path
+from .fetch import Fetcher, sha256_file
+from .lock import Lock, read_lock
+
+MANIFEST = "manifest.json"
+LOCK_NAME = "cannbuild.lock"
+
+
+def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
+    """Pack what the lock pins; everything must already be in the workspace caches.
+    Members are streamed from disk into a tar beside `out`, renamed into place when
+    complete (bounded memory, never a half-written bundle)."""
+    lock = read_lock(lock_file)
+    if lock is None:
+        raise UsageError(
+            f"cannot bundle: {lock_file} does not exist.",
+            "Run `cannbuild lock` (or `cannbuild fetch`) first.",
+        )
+    fetcher = Fetcher()
+    files: Dict[str, Path] = {}
+    repos = sorted(
+        {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
+    )
+    with tempfile.TemporaryDirectory(dir=str(ws.root)) as tmp:
+        for repo in repos:
+            cache = cache_path(ws, repo)
+            if not cache.exists():
+                raise UsageError(
+                    f"cannot bundle {repo}: it is not in {ws.git_cache}.",
+                    "Run `cannbuild fetch` first.",
+                )
+            target = Path(tmp) / f"{repo}.bundle"
+            fetcher.git(["bundle", "create", "--quiet", str(target), "--all"], cwd=cache)
+            files[f"git/{repo}.bundle"] = target
+        for archive in lock.third_party:
+            path = archive_path(ws, archive.sha256, archive.url)
+            if not path.is_file() or sha256_file(path) != archive.sha256:
+                raise UsageError(
+                    f"cannot bundle {archive.url}: sha256 {archive.sha256} is not in {ws.downloads}.",
+                    "Run `cannbuild fetch` first.",
+                )
+            files[f"downloads/{archive.sha256}/{path.name}"] = path
+        files[LOCK_NAME] = lock_file
+        manifest = {name: sha256_file(path) for name, path in sorted(files.items())}
+        text = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(f".{out.name}.part")
+        try:
+            with tarfile.open(partial, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                for name in sorted([*files, MANIFEST]):
+                    info = tarfile.TarInfo(name)
+                    info.mtime = 0
+                    info.mode = 0o644
+                    if name == MANIFEST:
+                        info.size = len(text)
+                        tar.addfile(info, io.BytesIO(text))
+                        continue
+                    info.size = files[name].stat().st_size
+                    with open(files[name], "rb") as fh:
+                        tar.addfile(info, fh)
+            os.replace(partial, out)
+        finally:
+            partial.unlink(missing_ok=True)
+    return {"path": str(out), "files": len(files) + 1, "bytes": out.stat().st_size, "repos": repos}
+
+
+def bundle_contents(ws: Workspace, lock_file: Path) -> List[str]:
+    """What `make_bundle` would pack (for --dry-run): git repos and archives by name."""
+    lock = read_lock(lock_file)
+    if lock is None:
+        raise UsageError(
+            f"cannot bundle: {lock_file} does not exist.",
+            "Run `cannbuild lock` (or `cannbuild fetch`) first.",
+        )
+    repos = sorted(
+        {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
+    )
+    return [f"git/{r}.bundle" for r in repos] + [a.name for a in lock.third_party] + [LOCK_NAME]
+
+
+def _pin_repo(lock: Lock, name: str) -> str:
+    """`ops-transformer:third_party/opbase` is a commit of opbase's repository."""
+    if ":" not in name:
+        return name
+    locked = lock.repo(name)
+    assert locked is not None
+    for repo in lock.repos:
+        if ":" not in repo.name and repo.url == locked.url:
+            return repo.name
+    return name.split(":")[0]
+
+
+_MEMBER = re.compile(
+    r"(?:git/[A-Za-z0-9][A-Za-z0-9._-]*\.bundle"
+    r"|downloads/[0-9a-f]{64}/[A-Za-z0-9][A-Za-z0-9._+-]*"
+    rf"|{re.escape(LOCK_NAME)})"
+)
+CHUNK = 1 << 20
+
+
+def _bad(bundle: Path, problem: str) -> UsageError:
+    return UsageError(
+        f"--bundle {bundle}: {problem}.",
+        "Pass a file made by `cannbuild bundle`; copy it again, or make a new one if it persists.",
+    )
+
+
+def _manifest(
+    tar: tarfile.TarFile, members: Dict[str, tarfile.TarInfo], bundle: Path
+) -> Dict[str, str]:
+    if MANIFEST not in members or LOCK_NAME not in members:
+        raise _bad(bundle, f"it is not a cannbuild bundle (no {MANIFEST} or {LOCK_NAME})")
+    if members[MANIFEST].size > CHUNK:
+        raise _bad(bundle, f"its {MANIFEST} is {members[MANIFEST].size} bytes, not a manifest")
+    handle = tar.extractfile(members[MANIFEST])
+    assert handle is not None
+    try:
+        manifest = json.loads(handle.read().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(bundle, f"its {MANIFEST} is not JSON ({exc})") from None
+    if not isinstance(manifest, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in manifest.items()
+    ):
+        raise _bad(bundle, f"its {MANIFEST} is not a map of member names to sha256 digests")
+    for name in manifest:  # a strict grammar: no absolute path, no '..', no empty part
+        if not _MEMBER.fullmatch(name):
+            raise _bad(bundle, f"member name {name!r} is not one a bundle holds")
+    if LOCK_NAME not in manifest:
+        raise _bad(bundle, f"its manifest lists no {LOCK_NAME}")
+    return manifest
+
+
+def _stream(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> str:
+    """Copy a member to `target` in chunks (bounded memory); returns its sha256."""
+    handle = tar.extractfile(member)
+    assert handle is not None
+    digest = hashlib.sha256()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with handle, open(target, "wb") as out:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+            out.write(block)
+    return digest.hexdigest()
+
+
+def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
+    """Verify the bundle, fill the caches from it, and return the lock it carries.
+
+    Every member is streamed (bounded memory) into a staging folder under the workspace,
+    to a path built from a strict name grammar and checked to stay inside (with the
+    standard library's tar data filter where this Python has it), and verified against
+    the manifest before any cache is touched."""
+    try:
+        tar = tarfile.open(bundle, mode="r")  # noqa: SIM115 - closed by the with below
+    except (OSError, tarfile.TarError) as exc:
+        raise UsageError(
+            f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
+        ) from exc
+    with tar, tempfile.TemporaryDirectory(dir=str(_ensure(ws.root))) as tmp:
+        members = {m.name: m for m in tar.getmembers() if m.isfile()}
+        manifest = _manifest(tar, members, bundle)
+        staged = Path(tmp) / "staged"
+        data_filter = getattr(tarfile, "data_filter", None)
+        for name, expected in manifest.items():  # verify everything before touching a cache
+            member = members.get(name)
+            if member is None:
+                raise _bad(bundle, f"{name} is missing")
+            if data_filter is not None:
+                try:
+                    data_filter(member, str(staged))
+                except tarfile.TarError as exc:
+                    raise _bad(bundle, f"member {name!r} is refused ({exc})") from None
+            target = inside(staged, staged / name, f"--bundle member {name!r}")
+            if _stream(tar, member, target) != expected:
+                raise _bad(bundle, f"{name} is corrupt (sha256 mismatch)")
+        fetcher = Fetcher()
+        for name in manifest:
+            if name.startswith("git/"):
+                repo = name[len("git/") : -len(".bundle")]
+                cache = cache_path(ws, repo)
+                if not cache.exists():
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    fetcher.git(["init", "--quiet", "--bare", str(cache)])
+                fetcher.git(
+                    ["fetch", "--quiet", "--force", str(staged / name), "+refs/*:refs/*"],
+                    cwd=cache,
+                )
+            elif name.startswith("downloads/"):
+                rel = name[len("downloads/") :]
+                target = inside(ws.downloads, ws.downloads / rel, f"--bundle member {name!r}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged / name, target)
+        try:
+            lock = read_lock(staged / LOCK_NAME)
+        except UsageError as exc:  # name the bundle, not the staging folder it came through
+            raise _bad(bundle, f"its {LOCK_NAME} is broken ({exc.message.rstrip('.')})") from None
+    assert lock is not None
+    return lock
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+__all__ = ["make_bundle", "seed_from_bundle"]

@@ -1,0 +1,261 @@
+"""Mechanism: the git caches, checkouts at a commit, and third-party archives in the
+download cache.
+
+A checkout is cloned into a temporary folder and renamed into place, so an
+interrupted fetch never leaves a half-made tree; archives are verified by sha256 and
+unpacked only when every member stays inside its folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import FetchError
+from ..redact import redact
+from ..workspace import Workspace, read_json, write_json_atomic
+from .fetch import Fetcher, GitFailed, in_parallel, sha256_file
+
+# --- git cache queries ---------------------------------------------------------
+
+
+def cache_path(ws: Workspace, repo: str) -> Path:
+    return ws.git_cache / f"{repo.replace('/', '_')}.git"
+
+
+def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
+    if not cache.exists():
+        return False
+    try:
+        fetcher.git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=cache)
+    except GitFailed:
+        return False
+    return True
+
+
+def resolve_ref(
+    fetcher: Fetcher, cache: Path, ref: Mapping[str, Optional[str]], url: str
+) -> Tuple[str, int]:
+    """A tag, a branch (optionally as of a date) or a commit -> (full commit id, commit time),
+    read in one call to plumbing (`rev-list`, which no user `log.*` setting changes)."""
+    from ..recipes import describe_ref
+
+    if ref.get("tag"):
+        rev = f"refs/tags/{ref['tag']}^{{commit}}"
+    elif ref.get("commit"):
+        rev = f"{ref['commit']}^{{commit}}"
+    else:
+        rev = f"refs/heads/{ref['branch']}"
+    args = ["rev-list", "-1", "--timestamp"]
+    if ref.get("until") and not ref.get("tag") and not ref.get("commit"):
+        args.append(f"--before={ref['until']}")
+    try:
+        out = fetcher.git([*args, rev, "--"], cwd=cache).split()
+    except GitFailed as exc:
+        raise FetchError(
+            f"{describe_ref(ref)} is not in {redact(url)} ({exc.stderr.strip() or 'unknown ref'}).",
+            "Check the recipe's tag/branch for this CANN release, or the mirror you fetch from.",
+        ) from None
+    if len(out) != 2:  # only a date can leave nothing: the branch starts after it
+        raise FetchError(
+            f"{describe_ref(ref)}: {redact(url)} has no commit that old.",
+            "Check the recipe's date for this CANN release, or the mirror you fetch from.",
+        )
+    return out[1], int(out[0])
+
+
+# --- checkouts -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A second clone inside a checkout (opbase source inside ops-transformer >= 9.0)."""
+
+    dest: str
+    cache: Path
+    commit: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A third-party archive put into a checkout where its ref looks for a local copy:
+    copied to `dest`, or unpacked there when `dest` ends with "/"."""
+
+    source: Path
+    dest: str
+    sha256: str
+
+
+def checkout_marker(ws: Workspace, repo: str) -> Path:
+    return ws.src / f".{repo}.checkout.json"
+
+
+def checkout_identity(
+    commit: str, nested: Sequence[Nested], seeds: Sequence[Seed]
+) -> Dict[str, object]:
+    return {
+        "commit": commit,
+        "nested": {n.dest: n.commit for n in nested},
+        "third_party": {s.dest: s.sha256 for s in seeds},
+    }
+
+
+def _clone_at(fetcher: Fetcher, cache: Path, dest: Path, commit: str, url: str) -> None:
+    """A clone of `cache` at `commit` whose origin is the (redacted) upstream URL."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(dest)])
+    fetcher.git(
+        ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=dest
+    )
+    fetcher.git(["remote", "set-url", "origin", redact(url)], cwd=dest)
+
+
+def ensure_checkout(
+    fetcher: Fetcher,
+    ws: Workspace,
+    repo: str,
+    cache: Path,
+    commit: str,
+    url: str,
+    nested: Sequence[Nested] = (),
+    seeds: Sequence[Seed] = (),
+) -> Tuple[Path, bool]:
+    """The checkout at `commit` with its nested clones and seeds; (path, changed)."""
+    dest = ws.checkout(repo)
+    identity = checkout_identity(commit, nested, seeds)
+    marker = checkout_marker(ws, repo)
+    if dest.is_dir() and read_json(marker) == identity:
+        return dest, False
+    ws.src.mkdir(parents=True, exist_ok=True)
+    tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    # the nested clones go to folders of their own, so they run beside the main clone
+    parked = [ws.src / f".{repo}.nested{i}-{os.getpid()}" for i in range(len(nested))]
+    try:
+        clones: List[Callable[[], None]] = [lambda: _clone_at(fetcher, cache, tmp, commit, url)]
+        clones += [
+            functools.partial(_clone_at, fetcher, item.cache, where, item.commit, item.url)
+            for item, where in zip(nested, parked)
+        ]
+        in_parallel(clones)
+        for item, where in zip(nested, parked):
+            target = tmp / item.dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir() and not any(target.iterdir()):
+                target.rmdir()  # an empty placeholder, as `git clone` would accept
+            elif target.exists():
+                raise GitFailed(
+                    ["clone"], 128, f"destination path '{item.dest}' already exists in {repo}"
+                )
+            os.replace(where, target)
+        for seed in seeds:
+            target = tmp / seed.dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if seed.dest.endswith("/"):
+                unpack_archive(seed.source, target)
+            else:
+                shutil.copy2(seed.source, target)
+    except BaseException as exc:  # a timeout or Ctrl-C too: no half-made folder stays
+        for folder in (tmp, *parked):
+            shutil.rmtree(folder, ignore_errors=True)
+        if not isinstance(exc, GitFailed):
+            raise
+        raise FetchError(
+            f"checking out {repo} at {commit[:12]} failed: {exc.stderr.strip()}",
+            "Run cannbuild fetch again; if it persists, delete the workspace's cache/git folder.",
+        ) from None
+    trash = ws.src / f".{repo}.old-{os.getpid()}"
+    if dest.exists():
+        os.replace(dest, trash)
+    os.replace(tmp, dest)
+    write_json_atomic(marker, identity)
+    if trash.exists():
+        shutil.rmtree(trash, ignore_errors=True)
+    return dest, True
+
+
+# --- third-party archives --------------------------------------------------------
+
+
+def archive_path(ws: Workspace, sha256: str, url: str) -> Path:
+    return ws.downloads / sha256 / url.rsplit("/", 1)[-1]
+
+
+def unpack_archive(archive: Path, dest: Path) -> None:
+    """Unpack as CMake's ExternalProject does: a single top-level folder is stripped.
+    Members that would land outside `dest` (absolute, `..`, links) refuse the archive."""
+    import tarfile  # only unpacking pays for them
+    import zipfile
+
+    work = dest.with_name(f".{dest.name}.unpack")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for name in zf.namelist():
+                    _inside(archive, name)
+                zf.extractall(work)
+        else:
+            with tarfile.open(archive) as tar:
+                for member in tar.getmembers():
+                    _inside(archive, member.name)
+                    if member.issym() or member.islnk():
+                        _inside(archive, str(Path(member.name).parent / member.linkname))
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(work, filter="data")
+                else:  # pragma: no cover - a Python without the filter
+                    tar.extractall(work)
+        entries = list(work.iterdir())
+        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else work
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(top, dest)
+    except (OSError, EOFError, ValueError, tarfile.TarError, zipfile.BadZipFile) as exc:
+        raise FetchError(
+            f"cannot unpack {archive.name} into {dest}: {exc}.",
+            "The cached file is damaged: delete it from the workspace's cache/downloads and fetch again.",
+        ) from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _inside(archive: Path, name: str) -> None:
+    path = Path(name)
+    if path.is_absolute() or ".." in path.parts:
+        raise ValueError(f"member {name!r} of {archive.name} points outside the folder")
+
+
+def ensure_archive(
+    fetcher: Fetcher, ws: Workspace, url: str, expected: Optional[str]
+) -> Tuple[Path, str]:
+    """The archive from the download cache, fetched (and verified) when missing."""
+    if expected:
+        cached = archive_path(ws, expected, url)
+        if cached.is_file() and sha256_file(cached) == expected:
+            return cached, expected
+    # per URL: two repos' threads may fetch archives of the same file name at once
+    tag = hashlib.sha256(redact(url).encode()).hexdigest()[:12]
+    tmp = ws.downloads / ".incoming" / f"{tag}-{url.rsplit('/', 1)[-1]}"
+    fetcher.download(url, tmp)
+    actual = sha256_file(tmp)
+    if expected and actual != expected:
+        tmp.unlink(missing_ok=True)
+        raise FetchError(
+            f"{redact(url)} has sha256 {actual}, but {expected} was expected (recipe or lock).",
+            "The file changed upstream or the mirror serves another file; check it, then run "
+            "`cannbuild lock` to re-pin deliberately.",
+        )
+    final = archive_path(ws, actual, url)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, final)
+    return final, actual
