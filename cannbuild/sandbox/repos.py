@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ..render import file_env
 from ..resources import data_dir
@@ -128,7 +128,12 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         for name in ("install.sh", "help.info", "gen_version_info.sh"):
             copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
         fa = kernels / "standin/flash_attention_score"
-        copy(fa, "attention/flash_attention_score")
+        for part in sorted(fa.iterdir()):
+            if part.name != "examples":
+                copy(part, f"attention/flash_attention_score/{part.name}")
+        examples: Sequence[Tuple[str, str]] = getattr(flavor, "examples", ())
+        for name, source in examples:
+            copy(fa / "examples" / source, f"attention/flash_attention_score/examples/{name}")
         render(
             "ops-transformer/docs/aclnnFlashAttentionScoreV2.md.j2",
             "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md",

@@ -114,6 +114,8 @@ class ValidationInputs:
     example_command: str = ""
     example_cwd: Optional[Path] = None
     case_names: Sequence[str] = ()
+    example_lookup: str = "custom-opp"
+    vendor_name: str = "custom"
 
 
 def inputs_for(
@@ -157,6 +159,8 @@ def inputs_for(
         example_command=command or "",
         example_cwd=cwd,
         case_names=case_names,
+        example_lookup=recipe.validate.example_lookup,
+        vendor_name=session.options.vendor_name,
     )
 
 
@@ -188,6 +192,7 @@ def validation_key(inp: ValidationInputs) -> str:
                 "torch_npu": stack.torch_npu,
                 "target": inp.target,
                 "example": inp.example_command,
+                "example_lookup": inp.example_lookup,
                 "home": inp.env.get("ASCEND_HOME_PATH"),
                 "ld": inp.env.get("LD_LIBRARY_PATH"),
             },
@@ -226,13 +231,26 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         check, results = _run_capi(inp, selected)
         checks.append(check)
     if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
-        ex = example.run_example(inp.example_command, inp.example_argv, inp.example_cwd, inp.env)
+        ex = example.run_example(
+            inp.example_command,
+            inp.example_argv,
+            inp.example_cwd,
+            inp.env,
+            inp.example_lookup,
+            inp.vendor_dir,
+            inp.vendor_name,
+        )
         checks.append(
             ValidationCheck(
                 "example",
                 ex.status,
                 ex.message,
-                {"command": ex.command, "exit_code": ex.exit_code, "tail": list(ex.tail)},
+                {
+                    "command": ex.command,
+                    "exit_code": ex.exit_code,
+                    "tail": list(ex.tail),
+                    "examples": [r.to_json() for r in ex.examples],
+                },
             )
         )
     elif inp.example_argv:
