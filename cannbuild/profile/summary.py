@@ -83,10 +83,12 @@ class ProfileSummary:
         return result
 
     def to_json(self) -> Dict[str, Any]:
+        """`profile --json`: exactly the documented schema (ops sorted by total_us;
+        attention.fused and attention.unfused_chains; the files read).  The rest (chain
+        groups, the opportunity, notes) is in `details()`."""
         a = self.analysis
         total = a.total_us
         fused = a.fused
-        top = fused[0].op_type if fused else None
         return {
             "ops": [
                 {
@@ -96,42 +98,50 @@ class ProfileSummary:
                     "mean_us": round(o.mean_us, 3),
                     "max_us": round(o.max_us, 3),
                     "share": round(o.total_us / total, 4) if total else 0.0,
-                    "core": o.core,
                 }
                 for o in a.ops
             ],
             "attention": {
                 "fused": {
-                    "type": top,
+                    "type": fused[0].op_type if fused else None,
                     "count": sum(f.count for f in fused),
                     "total_us": round(sum(f.total_us for f in fused), 3),
-                    "types": [
-                        {"type": f.op_type, "count": f.count, "total_us": round(f.total_us, 3)}
-                        for f in fused
-                    ],
                 },
                 "unfused_chains": {
                     "count": a.chain_count,
                     "total_us": round(a.chain_total_us, 3),
-                    "groups": [
-                        {
-                            "stream": c.stream,
-                            "ops": list(c.ops),
-                            "count": c.count,
-                            "total_us": round(c.total_us, 3),
-                            "input_shapes": c.input_shapes,
-                            "input_dtypes": c.input_dtypes,
-                        }
-                        for c in a.chains
-                    ],
                 },
-                "opportunity": self.opportunity(),
             },
-            "device_total_us": round(total, 3),
-            "kernels": a.kernels,
             "files": [f.to_json() for f in self.files],
-            "notes": list(self.notes),
         }
+
+    def details(self) -> Dict[str, Any]:
+        """What the table view shows: the --json data plus each op's core, each fused
+        type, the chain groups, the fusion opportunity and the notes."""
+        a = self.analysis
+        data = self.to_json()
+        cores = {o.op_type: o.core for o in a.ops}
+        for op in data["ops"]:
+            op["core"] = cores.get(op["type"], "")
+        data["attention"]["fused"]["types"] = [
+            {"type": f.op_type, "count": f.count, "total_us": round(f.total_us, 3)} for f in a.fused
+        ]
+        data["attention"]["unfused_chains"]["groups"] = [
+            {
+                "stream": c.stream,
+                "ops": list(c.ops),
+                "count": c.count,
+                "total_us": round(c.total_us, 3),
+                "input_shapes": c.input_shapes,
+                "input_dtypes": c.input_dtypes,
+            }
+            for c in a.chains
+        ]
+        data["attention"]["opportunity"] = self.opportunity()
+        data["device_total_us"] = round(a.total_us, 3)
+        data["kernels"] = a.kernels
+        data["notes"] = list(self.notes)
+        return data
 
 
 @dataclass(frozen=True)

@@ -72,45 +72,31 @@ def profile(
     `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
     npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
     (on the sandbox the emulated runtime writes the same files), into PATH."""
-    from ..profile import chart
+    from ..profile.report import make_report
     from ..profile.summary import summarise
 
     options = make_options(c, flags)
     dry_run = bool(flags.pop("dry_run", False))
-    outcome = None
     if run:
         outcome = _run(c, flags, Path(path), level, iterations, dry_run)
         if outcome is None:
             return
-        summary = summarise(outcome.output)
-        target = Path(out).resolve() if out else Path(path).resolve()
+        report = make_report(
+            summarise(outcome.output), Path(out or path).resolve(), dry_run, outcome
+        )
     else:
-        summary = summarise(Path(path))
-        target = Path(out).resolve() if out else options.workspace / "profile"
-    data: Dict[str, Any] = summary.to_json()
-    timeline: Optional[Path] = None
-    note: Optional[str] = None
-    if not summary.analysis.windows:
-        note = "no timeline: no attention op (fused or unfused) on a device stream"
-    elif chart.missing():
-        note = f"no timeline PNG: {chart.missing()}"
-    elif dry_run:
-        note = f"dry run: would write {target / 'timeline.png'}; nothing was changed"
-    else:
-        if not out and not run:
-            from ..ownership import claim
-
-            claim(options.workspace, "workspace", "--workspace")
-        timeline = chart.draw_timeline(summary.analysis.windows, target / "timeline.png")
-    data["timeline"] = str(timeline) if timeline else None
-    if note:
-        data["notes"].append(note)
-    if outcome is not None:
-        data["run"] = outcome.to_json()
+        report = make_report(
+            summarise(Path(path)),
+            Path(out).resolve() if out else options.workspace / "profile",
+            dry_run,
+            claim_workspace=None if out else options.workspace,
+        )
     if json:
-        ui.print_json(data)
+        ui.print_json(report.to_json())
+        for line in report.side_notes():
+            ui.note(line)
     else:
-        ui.print_profile(data)
+        ui.print_profile(report.details())
 
 
 def _run(

@@ -92,7 +92,7 @@ def test_op_types_come_from_kernel_names_as_the_cann_tools_derive_them(name, op_
 
 
 def test_the_level0_fixture_shows_fused_and_one_unfused_chain_and_what_fusing_saves():
-    data = summarise(FIX / "torch_npu_2.13_level0").to_json()
+    data = summarise(FIX / "torch_npu_2.13_level0").details()
     assert [o["total_us"] for o in data["ops"]] == sorted(
         (o["total_us"] for o in data["ops"]), reverse=True
     )
@@ -163,17 +163,25 @@ def cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_profile_json_has_the_documented_keys_and_the_timeline(tmp_path):
+def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stderr(tmp_path):
     proc = cli(
         "profile", str(FIX / "torch_npu_2.5_level1"), "--json", "--out", "pics", cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data["ops"][0]) >= {"type", "count", "total_us", "mean_us", "max_us", "share"}
-    assert set(data["attention"]) >= {"fused", "unfused_chains"}
+    assert set(data) == {"ops", "attention", "files"}
+    for op in data["ops"]:
+        assert set(op) == {"type", "count", "total_us", "mean_us", "max_us", "share"}
+    totals = [op["total_us"] for op in data["ops"]]
+    assert totals == sorted(totals, reverse=True)
+    assert set(data["attention"]) == {"fused", "unfused_chains"}
+    assert set(data["attention"]["fused"]) == {"type", "count", "total_us"}
+    assert set(data["attention"]["unfused_chains"]) == {"count", "total_us"}
     assert data["attention"]["unfused_chains"]["count"] == 2
-    assert data["timeline"] == str(tmp_path / "pics" / "timeline.png")
-    assert (tmp_path / "pics" / "timeline.png").is_file()
+    assert data["files"] and all("path" in f for f in data["files"])
+    picture = tmp_path / "pics" / "timeline.png"
+    assert f"timeline: {picture}" in proc.stderr.splitlines()
+    assert picture.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_without_matplotlib_profile_still_reads_and_says_how_to_get_the_picture(tmp_path):
