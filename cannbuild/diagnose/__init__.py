@@ -14,7 +14,7 @@ Three causes, as a CANN engineer checks them by hand:
 - shape: the limits the operator's docs in the checkout state (约束说明: the B, N, S,
   D ranges, Nq/Nkv whole, the layouts), with the file and line each comes from; and
   the head-dim alignment the tiling pads to (16-element fractals of the Cube unit:
-  accepted, but padded, so a warning).
+  accepted, but padded, so a warning; a failure where the docs make it a rule).
 Given a profile, each group of unfused MatMul->Softmax->MatMul chains gets the first
 cause that applies to its shapes and dtype.
 """

@@ -39,6 +39,11 @@ _RANGE = re.compile(
 )
 _DOC_DTYPES = re.compile(r"query.*?数据类型支持([A-Z0-9_、,，\s]+)")
 _FRACTAL = re.compile(r"FRACTAL_NUM\s*=\s*(\d+)")
+# a constraint line that makes D's alignment a rule, as some FA docs state it (MindSpore's
+# flash_attention_score: "D：取值范围为16的倍数，最大值为512")
+_ALIGN_RULE = re.compile(
+    r"^\s*[-*]\s*D\s*[：:].*?(?:(\d+)\s*的(?:整数)?倍数|multiple of\s*(\d+)|(\d+)\s*对齐)"
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class OperatorFacts:
     dtype_source: str
     align: int
     align_source: str
+    align_required: bool = False  # the docs make it a rule (else the tiling only pads)
 
 
 def ops_info(path: Path) -> Optional[Dict[str, object]]:
@@ -80,6 +86,9 @@ def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
         dtypes, source = _doc_dtypes(doc, lines)
     if not dtypes:
         dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
+    rule = _doc_align_rule(doc, lines) if doc else None
+    if rule is not None:
+        return OperatorFacts(limits, tuple(dtypes), source, rule[0], rule[1], True)
     align, align_source = _alignment(checkout)
     return OperatorFacts(limits, tuple(dtypes), source, align, align_source)
 
@@ -112,6 +121,20 @@ def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
                 f"{doc}:{number} ({said})",
             )
     return limits
+
+
+def _doc_align_rule(doc: Path, lines: Sequence[str]) -> Optional[Tuple[int, str]]:
+    inside = False
+    for number, line in enumerate(lines, 1):
+        if line.startswith("## "):
+            inside = "约束" in line or "onstraint" in line
+            continue
+        match = _ALIGN_RULE.match(line) if inside else None
+        if match:
+            value = int(next(g for g in match.groups() if g))
+            said = line.strip().lstrip("-* ").replace("\\~", "~")
+            return value, f"{doc}:{number} ({said})"
+    return None
 
 
 def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:

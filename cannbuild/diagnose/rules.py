@@ -97,6 +97,15 @@ def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
         )
     if d % facts.align:
         padded = -(-d // facts.align) * facts.align
+        if facts.align_required:
+            return Check(
+                "shape.head_dim",
+                FAIL,
+                f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
+                f"require ({facts.align_source})",
+                f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
+                "query/key/value with zeros along D if the model's own is not.",
+            )
         return Check(
             "shape.head_dim",
             WARN,

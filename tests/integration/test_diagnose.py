@@ -1,6 +1,7 @@
 """`cannbuild diagnose --sandbox`: each row fails on a sandbox made wrong on purpose (the
 vendor missing from the path, fp32 asked of a package built without it, head dims the
-checkout's docs reject or the tiling pads) and passes on a right one."""
+checkout's docs reject, make alignment a rule for, or the tiling pads) and passes on a
+right one."""
 
 from __future__ import annotations
 
@@ -58,6 +59,25 @@ def test_head_dims_follow_the_checkouts_docs_and_the_tilings_alignment(installed
     assert unaligned.returncode == 0  # accepted by the operator, padded: a warning
     row = rows(unaligned)["shape.head_dim"]
     assert row["status"] == "warn" and "pads D to 80" in row["detail"] and row["hint"]
+
+
+def test_an_unaligned_head_dim_fails_where_the_checkouts_docs_make_alignment_a_rule(cli):
+    """A sandbox checkout made wrong on purpose: its docs gain the rule some FA docs state
+    (D a multiple of 16), so D=72 is no longer only padded but refused."""
+    assert cli("fetch").returncode == 0
+    doc = cli.ws / "src/ops-transformer/attention/flash_attention_score/docs"
+    doc = doc / "aclnnFlashAttentionScoreV2.md"
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if "D：取值范围" in line) + 1
+    padded = cli("diagnose", "--json", "--head-dim", "72", env=with_vendor(cli))
+    assert rows(padded)["shape.head_dim"]["status"] == "warn"
+    lines.insert(at, "    - D：取值范围为16的倍数。")
+    doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = cli("diagnose", "--json", "--head-dim", "72", env=with_vendor(cli))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    row = rows(proc)["shape.head_dim"]
+    assert row["status"] == "fail" and f"{doc}:{at + 1} (D：取值范围为16的倍数。)" in row["detail"]
+    assert "multiple of 16 (e.g. 80)" in row["hint"]
 
 
 @pytest.mark.skipif(

@@ -228,6 +228,23 @@ def test_an_unaligned_head_dim_is_accepted_but_padded_so_it_warns(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    "rule",
+    ["D：取值范围为16的倍数，最大值为512。", "D: must be a multiple of 16.", "D：需要16对齐。"],
+)
+def test_an_alignment_the_docs_state_as_a_rule_fails_an_unaligned_head_dim(tmp_path, rule):
+    src = checkout(tmp_path / "src", tiling=True)
+    doc = src / "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md"
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    lines.insert(13, f"    -   {rule}")  # after the D range, inside 约束说明
+    doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    check = row(diagnose(inputs(tmp_path, AttentionShape(D=72), src=src)), "shape.head_dim")
+    assert check.status == "fail" and f"{doc}:14 ({rule})" in check.detail
+    assert "multiple of 16 (e.g. 80)" in (check.hint or "")
+    aligned = row(diagnose(inputs(tmp_path, AttentionShape(D=80), src=src)), "shape.head_dim")
+    assert aligned.status == "pass"
+
+
 def test_without_docs_the_limits_are_the_built_in_ones_and_say_so(tmp_path):
     empty = tmp_path / "none"
     empty.mkdir()
