@@ -200,8 +200,8 @@ def _fast_batch(src: _Source) -> List[Any]:
     cut = last.start() + 1
     try:
         batch = json.loads("[" + buf[start:cut] + "]")
-    except ValueError:
-        return []
+    except (ValueError, RecursionError):
+        return []  # the slow path says where
     src.pos = cut
     return batch  # type: ignore[no-any-return]
 
@@ -212,6 +212,10 @@ def _one(src: _Source) -> Tuple[Any, int]:
         start = src.pos
         try:
             element, end = _DECODER.raw_decode(src.buf, start)
+        except RecursionError:
+            raise src.error(
+                start, "an event nested too deeply to be a trace event (thousands of levels)"
+            ) from None
         except json.JSONDecodeError as exc:
             if not src.eof and len(src.buf) - start < MAX_ELEMENT_CHARS:
                 src.fill()  # the element may continue in the next chunk

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -117,14 +118,19 @@ def _columns(
 
 
 def _number(path: Path, line: int, column: str, text: str) -> float:
+    """A time or count cell: a finite number, not negative (nan/inf would make the
+    --json output invalid JSON)."""
     cell = text.strip()  # start times end in a TAB
     try:
-        return float(cell)
+        value = float(cell)
     except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
         raise ProfileFormatError(
-            f"{path} line {line}: {column} is {text!r}, not a number.",
+            f"{path} line {line}: {column} is {text!r}, not a number of 0 or more.",
             "The file is damaged or was edited: the profiler writes numbers in this column.",
         ) from None
+    return value
 
 
 def _check_width(path: Path, line: int, row: Sequence[str], width: int) -> None:

@@ -10,6 +10,7 @@ device task is recognised by its args too (msprof writes `Task Type` on every on
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Tuple
@@ -44,8 +45,8 @@ def read_trace(path: Path, windows: bool = True) -> Tuple[Analysis, TraceInfo]:
         where = locate(path, bad.index)
         raise ProfileFormatError(
             f"{path} line {where.line}: event {bad.index + 1} {bad.what}.",
-            "torch_npu and msprof write `ts` as a string of microseconds and `dur` as a "
-            "number: the file is damaged or was edited.",
+            "torch_npu and msprof write each event as an object, `ts` a string of "
+            "microseconds and `dur` a number: the file is damaged or was edited.",
         ) from None
 
 
@@ -115,9 +116,12 @@ def _stream_key(pid: Any, tid: Any) -> str:
 def _float(event: Dict[str, Any], key: str, index: int) -> float:
     value = event.get(key)
     try:
-        return float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise _BadEvent(index, f"has {key} {value!r}, not a number") from None
+        number = math.nan
+    if not math.isfinite(number) or number < 0:
+        raise _BadEvent(index, f"has {key} {value!r}, not a number of 0 or more")
+    return number
 
 
 def _meta(

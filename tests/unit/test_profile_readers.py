@@ -93,6 +93,8 @@ def copy_with(tmp_path: Path, source: Path, edit) -> Path:
         (lambda b: b.replace(b"Start Time(us)", b"Begin", 1), ["line 1:", "Start Time(us)"]),
         (lambda b: b + b'1,0,"aclnnAdd_AddAiCore_Add,N/A', ["line 15:", "not valid CSV"]),
         (lambda b: b"", ["line 1:", "empty"]),
+        (lambda b: b.replace(b",30.160,", b",nan,", 1), ["line 4:", "Duration(us) is 'nan'"]),
+        (lambda b: b.replace(b",30.160,", b",-3,", 1), ["line 4:", "not a number of 0 or more"]),
     ],
 )
 def test_a_bad_or_cut_kernel_table_is_an_error_naming_the_file_and_line(tmp_path, edit, words):
@@ -164,6 +166,29 @@ def test_an_event_with_a_bad_timestamp_names_the_line_it_starts_on(tmp_path):
     with pytest.raises(ProfileFormatError) as err:
         read_trace(whole)
     assert f"line {start}: event" in err.value.paragraph() and "'soon'" in err.value.paragraph()
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('[{"ph": "X"}, ' + "[" * 100000 + "]" * 100000 + "]", ["column 15", "nested too deeply"]),
+        ('[{"a": ' * 100000 + "1" + "}" * 100000 + "]", ["column 2", "nested too deeply"]),
+        (
+            '[{"ph": "X", "pid": 1, "name": "k", "ts": "1", "dur": NaN, "args": {"Task Type": '
+            '"AI_CORE"}}]',
+            ["event 1 has dur nan"],
+        ),
+    ],
+)
+def test_a_hostile_trace_is_an_error_not_a_crash(tmp_path, text, words):
+    bad = tmp_path / "trace_view.json"
+    bad.write_text(text)
+    with pytest.raises(ProfileFormatError) as err:
+        read_trace(bad)
+    message = err.value.paragraph()
+    assert message.startswith(f"{bad} line 1")
+    for word in words:
+        assert word in message
 
 
 @pytest.mark.parametrize("chunk", [7, 64, 1 << 22])
