@@ -5,15 +5,18 @@ flows, the Ascend Hardware track with FlashAttentionScore, unfused
 MatMul -> Mul -> Softmax -> MatMul chains and other kernels), then times
 `cannbuild profile FILE --json` (the CLI end to end, timeline PNG included) and
 the summariser alone in a fresh process, reporting the median of --runs runs and
-the peak RSS next to the file size.
+the peak RSS next to the file size, wall and CPU time (the machine may be shared).
+Several sizes show the memory stays bounded: RSS does not grow with the file.
 
-    python bench/bench_profile.py [--mb 100] [--runs 5] [--keep]
+    python bench/bench_profile.py [--mb 25 100] [--runs 5] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -21,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import List
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -134,25 +138,33 @@ from pathlib import Path
 start = time.perf_counter()
 from cannbuild.profile.summary import summarise
 s = summarise(Path(sys.argv[1]), timeline=True)
-print(json.dumps({"s": time.perf_counter() - start, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+me = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"s": time.perf_counter() - start, "cpu_s": me.ru_utime + me.ru_stime,
+                  "rss_mb": me.ru_maxrss / 1024,
                   "kernels": s.analysis.kernels, "chains": s.analysis.chain_count}))
 """
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mb", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--keep", action="store_true", help="keep the generated trace")
-    args = parser.parse_args()
-    compile_package()
-    tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-profile-"))
-    trace = tmp / "trace_view.json"
-    events = generate(trace, args.mb)
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _spread(values: List[float]) -> str:
+    return (
+        f"median {statistics.median(values):.2f} s (min {min(values):.2f}, "
+        f"max {max(values):.2f}, n={len(values)})"
+    )
+
+
+def bench(tmp: Path, megabytes: int, runs: int) -> None:
+    trace = tmp / f"{megabytes}mb" / "trace_view.json"
+    trace.parent.mkdir()
+    events = generate(trace, megabytes)
     size = trace.stat().st_size / 1024 / 1024
     print(f"trace: {size:.1f} MB, {events} events ({trace})")
-    inner, rss, cli = [], [], []
-    for _ in range(args.runs):
+    inner, inner_cpu, rss, cli, cli_cpu = [], [], [], [], []
+    for _ in range(runs):
         out = subprocess.run(
             [sys.executable, "-c", SUMMARISE, str(trace)],
             capture_output=True,
@@ -161,24 +173,38 @@ def main() -> None:
         )
         result = json.loads(out.stdout)
         inner.append(result["s"])
+        inner_cpu.append(result["cpu_s"])
         rss.append(result["rss_mb"])
-        start = time.perf_counter()
+        cpu0, start = _cpu_of_children(), time.perf_counter()
         subprocess.run(
-            cannbuild_argv("profile", str(trace), "--json", "--out", str(tmp / "out")),
+            cannbuild_argv("profile", str(trace), "--json", "--out", str(trace.parent / "out")),
             check=True,
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         cli.append(time.perf_counter() - start)
-    print(f"kernels {result['kernels']}, unfused chains {result['chains']}")
-    print(
-        f"summarise (python start-up + import + read): median {statistics.median(inner):.2f} s "
-        f"(min {min(inner):.2f}, max {max(inner):.2f}, n={len(inner)}), peak RSS "
-        f"{statistics.median(rss):.0f} MB for a {size:.0f} MB file"
+        cli_cpu.append(_cpu_of_children() - cpu0)
+    print(f"  kernels {result['kernels']}, unfused chains {result['chains']}")
+    print(f"  summarise (python start-up + import + read), wall: {_spread(inner)}")
+    print(f"  summarise, CPU (user+sys): {_spread(inner_cpu)}")
+    print(f"  summarise, peak RSS: median {statistics.median(rss):.0f} MB for a {size:.0f} MB file")
+    print(f"  cannbuild profile FILE --json (CLI, timeline PNG), wall: {_spread(cli)}")
+    print(f"  cannbuild profile FILE --json, CPU (user+sys): {_spread(cli_cpu)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--mb", type=int, nargs="+", default=[100], help="trace sizes (several: RSS must not grow)"
     )
-    print(
-        f"cannbuild profile FILE --json (CLI, timeline PNG): median {statistics.median(cli):.2f} s "
-        f"(min {min(cli):.2f}, max {max(cli):.2f}, n={len(cli)})"
-    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keep", action="store_true", help="keep the generated traces")
+    args = parser.parse_args()
+    compile_package()
+    tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-profile-"))
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start")
+    for megabytes in args.mb:
+        bench(tmp, megabytes, args.runs)
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 
