@@ -105,11 +105,11 @@ class ProfileSummary:
                 "fused": {
                     "type": fused[0].op_type if fused else None,
                     "count": sum(f.count for f in fused),
-                    "total_us": round(sum(f.total_us for f in fused), 3),
+                    "total_us": round(sum((f.total_us for f in fused), 0.0), 3),
                 },
                 "unfused_chains": {
                     "count": a.chain_count,
-                    "total_us": round(a.chain_total_us, 3),
+                    "total_us": round(float(a.chain_total_us), 3),
                 },
             },
             "files": [f.to_json() for f in self.files],

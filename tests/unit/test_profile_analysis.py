@@ -176,6 +176,8 @@ def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stde
     assert totals == sorted(totals, reverse=True)
     assert set(data["attention"]) == {"fused", "unfused_chains"}
     assert set(data["attention"]["fused"]) == {"type", "count", "total_us"}
+    assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0}
+    assert isinstance(data["attention"]["fused"]["total_us"], float)  # a number type, always
     assert set(data["attention"]["unfused_chains"]) == {"count", "total_us"}
     assert data["attention"]["unfused_chains"]["count"] == 2
     assert data["files"] and all("path" in f for f in data["files"])
