@@ -140,11 +140,6 @@ FLAGS: Dict[str, Flag] = {
         Flag(
             "shapes", "bench: shapes instead of the default sweep, e.g. B1N8/2S1024D64,N8S512D128"
         ),
-        Flag(
-            "dtype",
-            "bench: fp16, bf16 and/or fp32, comma-separated (default fp32 on the sandbox, fp16 on an NPU)",
-        ),
-        Flag("layout", "bench: BNSD and/or BSH, comma-separated (default BNSD)"),
         Flag("causal", "bench: with a causal mask (half the FLOPs)", bool),
         Flag(
             "budget", "bench: seconds the sweep may take; larger shapes are left out (default 60)"
@@ -155,6 +150,22 @@ FLAGS: Dict[str, Flag] = {
             "bench: one build variant, NAME=PATCH_FILE or NAME=DEFINE=VALUE[,DEFINE=VALUE] (repeatable)",
             list,
         ),
+        Flag(
+            "dtype",
+            "attention input dtype: fp16, bf16 or fp32 (float16, bfloat16, float32); bench takes "
+            "several, comma-separated (default fp32 on the sandbox, fp16 on an NPU)",
+        ),
+        Flag(
+            "layout",
+            "attention layout: BNSD, BSND, BSH or SBH; bench takes BNSD and/or BSH, "
+            "comma-separated (default BNSD)",
+        ),
+        Flag("batch", "attention batch size (B)"),
+        Flag("heads", "query heads (N1, the headNum of FlashAttentionScore)"),
+        Flag("kv_heads", "key/value heads (N2; default: --heads)"),
+        Flag("seq_len", "sequence length (S)"),
+        Flag("head_dim", "head dim (D)"),
+        Flag("profile", "a profiler output to check for unfused attention (what `profile` reads)"),
     )
 }
 
