@@ -210,7 +210,16 @@ def main() -> None:
     from .tasks import ns
 
     on_termination()
-    CannbuildProgram(namespace=ns, version=__version__, name="cannbuild", binary="cannbuild").run()
+    try:
+        CannbuildProgram(
+            namespace=ns, version=__version__, name="cannbuild", binary="cannbuild"
+        ).run()
+    except BrokenPipeError:
+        # `cannbuild plan | head`: the reader left.  Stop quietly, as a program killed by
+        # SIGPIPE would (exit 141), and keep Python from complaining at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(128 + signal.SIGPIPE)
 
 
 __all__ = ["EXIT_CODES", "CannbuildProgram", "main"]
