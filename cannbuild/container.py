@@ -144,6 +144,21 @@ def pinned(lock: Lock, base: str, digest: str) -> Lock:
 
 def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
     want_soc = SOCS[spec.variant]
+    if lock.sandbox and not spec.sandbox:
+        raise UsageError(
+            f"{lock_file} was made on cannbuild's emulated Ascend host (--sandbox): it pins the "
+            "stand-in repositories' commits, which no real image can build.",
+            f"Make a lock of the real sources (no CANN needed: cannbuild lock --cann {spec.cann} "
+            f"--soc {want_soc} --lock-file ...), or pass --sandbox for an image of the emulated "
+            "host.",
+        )
+    if spec.sandbox and not lock.sandbox:
+        raise UsageError(
+            f"--sandbox renders an image of the emulated host, but {lock_file} pins real "
+            "upstream commits, which the emulated host does not serve.",
+            "Lock on the sandbox first (cannbuild lock --sandbox --variant ... --cann ...) and "
+            "render from that lock (it is written in the workspace).",
+        )
     if spec.sandbox:
         return
     problems = []
@@ -154,8 +169,8 @@ def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
     if problems:
         raise UsageError(
             f"{lock_file} does not fit this container: {'; '.join(problems)}.",
-            f"Make a lock for it (cannbuild lock --cann-path <CANN {spec.cann}> --soc {want_soc} "
-            "--lock-file ...) and pass it with --lock-file.",
+            f"Make a lock for it (no CANN needed: cannbuild lock --cann {spec.cann} --soc "
+            f"{want_soc} --lock-file ...) and pass it with --lock-file.",
         )
 
 

@@ -116,7 +116,12 @@ def wanted_for(session: Session) -> Wanted:
         repos.append((repo.name, repo.url, describe_ref(ref)))
     archives = recipe.added_archives
     return Wanted(
-        recipe.name, session.toolkit.version_text or "", session.soc, tuple(repos), archives
+        recipe.name,
+        session.toolkit.version_text or "",
+        session.soc,
+        tuple(repos),
+        archives,
+        sandbox=session.sandbox is not None,
     )
 
 
@@ -210,6 +215,7 @@ class PendingSources:
                 third_party=merged_archives(ready),
                 source_date_epoch=max((r.commit_time for r in ready), default=0),
                 container=dict(previous.container) if previous else {},
+                sandbox=session.sandbox is not None,
             )
             if previous is not None and self.problems:
                 notes.append("lock updated: " + "; ".join(self.problems))

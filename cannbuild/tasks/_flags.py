@@ -258,3 +258,18 @@ def make_options(c: Any, values: Mapping[str, Any]) -> Options:
             continue
         cli[flag.field] = value
     return resolve_options(cli, os.environ, config)
+
+
+def lock_to_read(c: Any, values: Mapping[str, Any], options: Options) -> Options:
+    """For tasks that read a lock: without --lock-file (or its env/config), ./cannbuild.lock,
+    else the workspace's, where a --sandbox run writes its lock."""
+    config = c.config.get("cannbuild") or {}
+    given = (
+        values.get("lock_file")
+        or os.environ.get(ENV_PREFIX + "LOCK_FILE")
+        or config.get("lock_file")
+    )
+    fallback = options.workspace / "cannbuild.lock"
+    if given or options.lock_file.exists() or not fallback.is_file():
+        return options
+    return options.with_(lock_file=fallback)

@@ -12,7 +12,7 @@ from invoke import Collection
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
-from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, make_options
+from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, lock_to_read, make_options
 from ._session import DryRunStop, open_session
 
 
@@ -177,7 +177,7 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
     from ..sources.bundle import bundle_contents, make_bundle
     from ..workspace import Workspace
 
-    options = make_options(c, flags)
+    options = lock_to_read(c, flags, make_options(c, flags))
     ws = Workspace(options.workspace)
     target = Path(out).resolve()
     if flags.get("dry_run"):
@@ -244,7 +244,7 @@ def status(c: Any, json: bool = False, **flags: Any) -> None:
     last validation and the last build attempt (reads the workspace only)."""
     from ..housekeeping import workspace_status
 
-    options = make_options(c, flags)
+    options = lock_to_read(c, flags, make_options(c, flags))
     data = workspace_status(options.workspace, options.lock_file)
     if json:
         ui.print_json(data)

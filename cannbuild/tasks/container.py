@@ -13,7 +13,7 @@ from invoke import Collection
 from .. import ui
 from ..errors import NoContainerEngine, StepFailed, UsageError
 from ..ownership import check_writable
-from ._flags import cli_task, make_options
+from ._flags import cli_task, lock_to_read, make_options
 from ._session import on_sandbox
 
 RENDERED_HEADER = "# Rendered by cannbuild"
@@ -68,7 +68,7 @@ def container(
     from ..container import build as engine_build
     from ..sources.lock import Lock, read_lock, write_lock
 
-    options = make_options(c, flags)
+    options = lock_to_read(c, flags, make_options(c, flags))
     lock = read_lock(options.lock_file)
     if lock is None:
         raise UsageError(

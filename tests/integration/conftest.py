@@ -120,6 +120,11 @@ class Cli:
     def ws(self) -> Path:
         return self.cwd / ".cannbuild"
 
+    @property
+    def lock(self) -> Path:
+        """Where a --sandbox run keeps its lock (the workspace, never the project)."""
+        return self.ws / "cannbuild.lock"
+
     def report(self) -> dict:
         return json.loads((self.ws / "reports" / "latest" / "report.json").read_text())
 

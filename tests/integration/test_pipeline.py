@@ -63,7 +63,7 @@ def test_setup_builds_installs_and_validates(cli_for, key):
         assert str(ours.resolve()) in route["loaded_op_libraries"]
     else:
         assert "pip install torch-npu==" in route["message"]
-    lock = (cli.cwd / "cannbuild.lock").read_text()
+    lock = cli.lock.read_text()
     for repo in report["lock"]["repos"]:
         checkout = cli.ws / "src" / repo["name"].replace(":", "/")
         if ":" in repo["name"]:
@@ -162,7 +162,7 @@ def test_a_failing_build_gives_a_digest_with_a_hint_and_resumes(cli):
     log = cli.ws / "logs/latest/opbase-build.log"
     assert (log.is_file() and f"log:     {log.resolve()}" in proc.stderr) or "log:" in proc.stderr
     assert cli.stamp("opbase-build") is None
-    assert (cli.cwd / "cannbuild.lock").is_file()  # the sources resolved; only the step failed
+    assert cli.lock.is_file()  # the sources resolved; only the step failed
     proc = cli("install")
     assert proc.returncode == 0
     assert started_steps(proc.stderr)[0] == "opbase-build"
@@ -213,12 +213,12 @@ def test_opbase_builds_while_ops_transformer_is_fetched_and_a_failed_fetch_resum
     assert "git clone of file:///nonexistent/ops-transformer.git failed" in proc.stderr
     assert started_steps(proc.stderr) == ["opbase-build", "opbase-install"]
     assert cli.stamp("opbase-install") is not None
-    assert not (cli.cwd / "cannbuild.lock").exists()  # resolution never finished
+    assert not cli.lock.exists()  # resolution never finished
     (cli.cwd / "invoke.yaml").unlink()
     proc = cli("install")
     assert proc.returncode == 0, proc.stderr
     assert started_steps(proc.stderr) == ["ops-transformer-build", "ops-transformer-install"]
-    assert (cli.cwd / "cannbuild.lock").is_file()
+    assert cli.lock.is_file()
 
 
 def test_a_step_waiting_for_its_sources_says_so(cli, tmp_path):
@@ -252,7 +252,7 @@ def test_a_step_waiting_for_its_sources_says_so(cli, tmp_path):
 
 def test_locked_refuses_drift_and_names_it(cli):
     assert cli("fetch").returncode == 0
-    lock = cli.cwd / "cannbuild.lock"
+    lock = cli.lock
     lock.write_text(lock.read_text().replace('soc = "ascend910b"', 'soc = "ascend910_93"'))
     proc = cli("build", "--locked")
     assert proc.returncode == 6
@@ -299,10 +299,10 @@ def test_offline_bundle_round_trip_without_network(cli, tmp_path):
     assert proc.returncode == 8
     # the first thing that would download is refused, named as the mirror rewrote it
     assert re.search(r"offline mode: \w+ https://mirror\.invalid/\S+ would need", proc.stderr)
-    assert not (air_gapped.cwd / "cannbuild.lock").exists()
+    assert not air_gapped.lock.exists()
     proc = air_gapped("install", "--offline", "--bundle", str(bundle))
     assert proc.returncode == 0, proc.stderr
-    assert (air_gapped.cwd / "cannbuild.lock").is_file()
+    assert air_gapped.lock.is_file()
     assert air_gapped("install", "--offline").returncode == 0  # the lock and caches now suffice
 
 
@@ -359,7 +359,7 @@ def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
 def test_ctrl_c_in_a_cold_build_keeps_the_lock_its_fetches_resolved(cli):
     err = interrupt_in_cmake(cli, cli.popen("install"))
     assert "interrupted during ops-transformer-build" in err
-    assert (cli.cwd / "cannbuild.lock").is_file()  # every repo was ready before the interrupt
+    assert cli.lock.is_file()  # every repo was ready before the interrupt
     assert cli("install", "--locked").returncode == 0
 
 

@@ -6,6 +6,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from engines import path_without_engines
 from lockdata import sample_lock
 
 LOCK = sample_lock("8.5.0", epoch=1766808000)
+SANDBOX_LOCK = replace(LOCK, sandbox=True)
 
 
 @pytest.fixture
@@ -39,12 +41,8 @@ def lock_file(tmp_path: Path) -> Path:
 
 def render(tmp_path, lock_file, name="ctx", **spec):
     spec = {"variant": "A3", "cann": "8.5.0", **spec}
-    render_context(
-        ContainerSpec(**spec),
-        LOCK if "lock" not in spec else spec.pop("lock"),
-        lock_file,
-        tmp_path / name,
-    )
+    lock = spec.pop("lock", None) or (SANDBOX_LOCK if spec.get("sandbox") else LOCK)
+    render_context(ContainerSpec(**spec), lock, lock_file, tmp_path / name)
     return tmp_path / name
 
 
@@ -212,9 +210,19 @@ def test_a_lock_for_another_cann_or_soc_is_refused(tmp_path, lock_file):
         render(tmp_path, lock_file, variant="A2")
 
 
-def test_the_lock_pins_the_base_by_digest_once_known():
-    from dataclasses import replace
+def test_a_sandbox_lock_renders_only_a_sandbox_image(tmp_path, lock_file):
+    with pytest.raises(UsageError, match="made on cannbuild's emulated Ascend host"):
+        render(tmp_path, lock_file, lock=SANDBOX_LOCK)
+    with pytest.raises(UsageError, match="pins real upstream commits"):
+        render(tmp_path, lock_file, lock=LOCK, sandbox=True)
+    assert not (tmp_path / "ctx").exists()
+    write_lock(lock_file, SANDBOX_LOCK)  # what a --sandbox run leaves in its workspace
+    refused = cannbuild_container(tmp_path, "--variant", "A3", "--lock-file", str(lock_file))
+    assert refused.returncode == 2 and "--sandbox" in refused.stderr, refused.stderr
+    assert not (tmp_path / "container").exists()
 
+
+def test_the_lock_pins_the_base_by_digest_once_known():
     spec = ContainerSpec("A3", "8.5.0")
     assert base_reference(spec, LOCK)[0] == "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
     pinned = replace(
