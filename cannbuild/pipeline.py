@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
+from .cache import compile_cache, with_cache
 from .overlay import overlay_env
 from .plan import (
     UP_TO_DATE,
@@ -22,6 +23,7 @@ from .plan import (
     plan_step,
 )
 from .render import command_env, render_value
+from .reproducible import with_source_date
 from .resources import data_dir
 from .runner import (
     ActionContext,
@@ -132,6 +134,7 @@ def run_steps(
         toolkit_backup=ws.root / "toolkit-backup",
     )
     check_force(recipe, session.options.force)
+    cache = compile_cache(session.options.cache_remote, ws.root, ctx.base_env)  # issue 14
     force = set(session.options.force)
     outcomes: List[StepOutcome] = []
     use_overlay = False
@@ -147,6 +150,7 @@ def run_steps(
             outcomes.append(skip(step, progress))
         else:
             patterns = output_patterns(step, session.values, ws)
+            step = with_source_date(with_cache(step, cache))  # issue 14: ccache, SOURCE_DATE_EPOCH
             outcome = run_step(step, ws, logs, actions, progress, patterns)
             outcomes.append(outcome)
             if outcome.status == "failed":

@@ -206,7 +206,11 @@ def requirement_checks(recipe: Recipe, host: HostReport) -> List[Check]:
 
 def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
     """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
+    from .cache import cache_checks
+
     host = read_host(options, env)
+    cache_rows = cache_checks(options.cache_remote, host.build_env or env)
+    host = replace(host, checks=(*host.checks, *cache_rows))
     toolkit = host.toolkit
     if toolkit is None or toolkit.version is None:
         return host
@@ -240,6 +244,10 @@ def open_session(
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
     _refuse_blocking(requirement_checks(recipe, host))
+    if options.cache_remote:  # a remote no ccache can use stops the build before it starts
+        from .cache import ccache_check
+
+        _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
         raise UsageError(
