@@ -56,6 +56,7 @@ SANDBOX_BASE = "python:3.11-slim-bookworm"
 BUILD_TOOLS = ("ccache", "dos2unix", "gawk", "patch", "pigz")
 SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
 SECRET_ID = "cannbuild-mirrors"
+CACHE_SECRET_ID = "cannbuild-cache-remote"  # the shared ccache remote's URL
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
@@ -72,6 +73,7 @@ class ContainerSpec:
     sandbox: bool = False
     bundle: Optional[Path] = None
     base_digest: Optional[str] = None
+    cannbuild_spec: Optional[str] = None  # how the image installs cannbuild (not from a checkout)
 
 
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
@@ -206,18 +208,26 @@ def source_files(root: Path) -> Optional[List[Path]]:
     )
 
 
-def offline_wheels(root: Optional[Path], arch: str, python: str, into: Path) -> None:
+def offline_wheels(
+    root: Optional[Path], arch: str, python: str, into: Path, spec: Optional[str] = None
+) -> None:
     """cannbuild and its dependencies as wheels for the image's Python and architecture,
     so an air-gapped build installs them with --no-index."""
     into.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    wanted = _requirements(python, arch) + ([] if root else [f"cannbuild=={__version__}"])
+    wanted = _requirements(python, arch)
+    if root is None:
+        assert spec is not None
+        steps_spec = [[*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), spec]]
+    else:
+        steps_spec = []
     steps = [
         [*pip, "download", "--quiet", "--dest", str(into), "--only-binary=:all:",
          "--python-version", python, "--platform", f"manylinux2014_{arch}", *wanted],
     ]  # fmt: skip
     if root is not None:
         steps.append([*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(root)])
+    steps += steps_spec
     for argv in steps:
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
@@ -258,7 +268,7 @@ def _requirements(python: str, arch: str) -> List[str]:
 
 
 def render_context(
-    spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path
+    spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path, cache_remote: bool = False
 ) -> Dict[str, object]:
     """Write the build context into `out` (all or nothing); returns what was rendered."""
     check_spec(spec)
@@ -272,6 +282,13 @@ def render_context(
     templates = file_env(data_dir("templates") / "container")
     root = data_dir("templates").parent
     sources = source_files(root)
+    install = None
+    if sources is None:  # an installed cannbuild: a requirement that resolves, or nothing
+        from .ci import installed_spec, no_install_source
+
+        install = spec.cannbuild_spec or installed_spec()
+        if install is None:
+            raise no_install_source()
     soc = lock.soc if spec.sandbox else SOCS[spec.variant]
     offline = spec.bundle is not None
     extra: List[str] = []
@@ -299,6 +316,8 @@ def render_context(
         "packages": sorted(BUILD_TOOLS + (SANDBOX_TOOLS if spec.sandbox else ())),
         "setup_args": " ".join(shlex.quote(a) for a in ["--locked", "--soc", soc, *extra]),
         "secret_id": SECRET_ID,
+        "cache_secret_id": CACHE_SECRET_ID,
+        "cannbuild_spec": shlex.quote(install) if install else "",
     }
     check_replaceable(out, CONTEXT_KIND, "--out")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -320,7 +339,11 @@ def render_context(
         if spec.bundle is not None:
             shutil.copyfile(spec.bundle, staging / BUNDLE_NAME)
             offline_wheels(
-                root if sources is not None else None, lock.arch, spec.python, staging / "wheels"
+                root if sources is not None else None,
+                lock.arch,
+                spec.python,
+                staging / "wheels",
+                install,
             )
         staging.chmod(0o755)
         mark(staging, CONTEXT_KIND)
@@ -332,7 +355,7 @@ def render_context(
         "dir": str(out),
         "base": base,
         "note": note,
-        "command": build_command("docker", out, lock.arch),
+        "command": build_command("docker", out, lock.arch, cache_remote=cache_remote),
     }
 
 
@@ -349,9 +372,14 @@ def _swap_into_place(staging: Path, out: Path) -> None:
 
 
 def build_command(
-    engine: str, context: Path, arch: str = "x86_64", base: Optional[str] = None
+    engine: str,
+    context: Path,
+    arch: str = "x86_64",
+    base: Optional[str] = None,
+    cache_remote: bool = False,
 ) -> List[str]:
-    """`base` (a digest-pinned reference) overrides the Dockerfile's BASE_IMAGE."""
+    """`base` (a digest-pinned reference) overrides the Dockerfile's BASE_IMAGE;
+    `cache_remote`: pass CANNBUILD_CACHE_REMOTE from the environment as a secret."""
     dest = str(context / "artifacts")
     head = (
         ["podman", "build", "--format", "docker"]
@@ -363,6 +391,8 @@ def build_command(
         "--target", "export", "--output", f"type=local,dest={dest}",
         "--secret", f"id={SECRET_ID},env=CANNBUILD_MIRRORS",
     ]  # fmt: skip
+    if cache_remote:
+        argv += ["--secret", f"id={CACHE_SECRET_ID},env=CANNBUILD_CACHE_REMOTE"]
     if base:
         argv += ["--build-arg", f"BASE_IMAGE={base}"]
     return [*argv, str(context)]
@@ -423,11 +453,16 @@ class BuildResult:
     base_digest: Optional[str]  # set when the base was not pinned before and now is known
 
 
-def build(context: Path, base: str, arch: str) -> BuildResult:
-    """Build the export stage into context/artifacts; pin the base if it was not yet."""
+def build(context: Path, base: str, arch: str, cache_remote: Optional[str] = None) -> BuildResult:
+    """Build the export stage into context/artifacts; pin the base if it was not yet.
+    `cache_remote` reaches the build as a secret (from this process's environment)."""
     engine = find_engine()
+    remote = bool(cache_remote)
+    env = {**os.environ, **({"CANNBUILD_CACHE_REMOTE": cache_remote} if cache_remote else {})}
     if engine is None:
-        command = " ".join(shlex.quote(a) for a in build_command("docker", context, arch))
+        command = " ".join(
+            shlex.quote(a) for a in build_command("docker", context, arch, cache_remote=remote)
+        )
         raise NoContainerEngine(
             "no container engine answers here (docker needs a running daemon with buildx; podman "
             f"needs `podman info` to work). The build command is:\n  {command}",
@@ -437,11 +472,13 @@ def build(context: Path, base: str, arch: str) -> BuildResult:
     if artifacts.exists():  # the local exporter adds to what is there
         shutil.rmtree(artifacts)
     if "@sha256:" in base:  # already pinned: nothing to learn
-        proc = subprocess.run(build_command(engine, context, arch), check=False)
+        argv = build_command(engine, context, arch, cache_remote=remote)
+        proc = subprocess.run(argv, env=env, check=False)
         return BuildResult(engine, proc.returncode, None)
     digest = _digest_before_build(engine, base)
     pinned_base = f"{base}@{digest}" if digest else None
-    proc = subprocess.run(build_command(engine, context, arch, pinned_base), check=False)
+    argv = build_command(engine, context, arch, pinned_base, cache_remote=remote)
+    proc = subprocess.run(argv, env=env, check=False)
     if proc.returncode == 0 and digest is None:
         digest = _digest_after_build(engine, base)
     return BuildResult(engine, proc.returncode, digest)

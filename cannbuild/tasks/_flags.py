@@ -130,6 +130,11 @@ FLAGS: Dict[str, Flag] = {
         Flag("dry_run", "show what would be done and change nothing", bool),
         Flag("phases", "build, install or both (default both)"),
         Flag("out", "where to write the output"),
+        Flag(
+            "cannbuild_spec",
+            "the pip requirement the rendered files install cannbuild with (default: this "
+            "checkout's wheel, written beside them)",
+        ),
     )
 }
 

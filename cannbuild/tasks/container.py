@@ -27,6 +27,7 @@ RENDERED_HEADER = "# Rendered by cannbuild"
     "sandbox",
     "out",
     "dry_run",
+    "cannbuild_spec",
     help={
         "variant": "A2 (910B image) or A3 (default A2)",
         "cann": "CANN version of the base image (default: the lock's)",
@@ -85,6 +86,7 @@ def container(
         sandbox=bool(flags.get("sandbox")),
         bundle=Path(bundle).resolve() if bundle else None,
         base_digest=base_digest,
+        cannbuild_spec=flags.get("cannbuild_spec"),
     )
     check_spec(spec)
     check_lock(spec, lock, options.lock_file)
@@ -109,14 +111,15 @@ def container(
     if base_digest:
         check_writable(options.lock_file, "--lock-file")
         lock = pin_base(base_digest)
-    rendered = render_context(spec, lock, options.lock_file, out)
+    remote = options.cache_remote
+    rendered = render_context(spec, lock, options.lock_file, out, cache_remote=bool(remote))
     ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
     if rendered["note"]:
         ui.note(f"note: {rendered['note']}")
     if not build:
         ui.note("build it with: " + " ".join(rendered["command"]))
         return
-    result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch)
+    result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch, remote)
     if result.returncode:
         raise StepFailed(f"{result.engine} build failed (exit {result.returncode}).")
     if result.base_digest:
@@ -175,37 +178,109 @@ def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **fla
 @cli_task(
     "out",
     "dry_run",
-    help={"out": "file to write (default: the provider's usual path)"},
+    "sandbox",
+    "cannbuild_spec",
+    help={
+        "out": "file to write (default: the provider's usual path at the git top level)",
+        "sandbox": "render for images of the emulated host (locks made with --sandbox; no NPU job)",
+    },
     extra=[
         ("provider", "github", "github or gitlab"),
         ("npu_label", "ascend-npu", "runner label of NPU hosts"),
     ],
 )
 def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags: Any) -> None:
-    """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions."""
-    from ..ci import render_ci
+    """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions.
+
+    It is written at the top level of the git repository you are in (or to --out), and
+    installs the cannbuild that rendered it: this checkout's wheel, written beside it
+    and checked by sha256, or --cannbuild-spec."""
+    from ..ci import (
+        PROVIDERS,
+        WHEEL_DIRS,
+        Install,
+        build_own_wheel,
+        git_toplevel,
+        installed_spec,
+        no_install_source,
+        render_ci,
+        sandbox_locks,
+        sha256_of,
+    )
+    from ..container import source_files
+    from ..resources import data_dir
     from ..workspace import write_atomic
 
-    rendered = render_ci(provider, Path.cwd(), npu_label=npu_label)
+    if provider not in PROVIDERS:
+        raise UsageError(
+            f"--provider {provider!r} is not supported.", f"Use one of {', '.join(PROVIDERS)}."
+        )
     out = flags.get("out")
-    target = Path(out or rendered["path"])
+    if out:
+        target = Path(out).resolve()
+        root = git_toplevel(target.parent) or target.parent
+    else:
+        found = git_toplevel(Path.cwd())
+        if found is None:
+            raise UsageError(
+                f"{Path.cwd()} is not inside a git repository, so there is no top level to "
+                f"write {PROVIDERS[provider][1]} at.",
+                "Run it inside the repository the workflow is for, or pass --out FILE.",
+            )
+        root = found
+        target = root / PROVIDERS[provider][1]
+    sandbox = bool(flags.get("sandbox"))
+    made_on_sandbox = sandbox_locks(root)
+    if made_on_sandbox and not sandbox:
+        raise UsageError(
+            f"{made_on_sandbox[0]} was made on cannbuild's emulated Ascend host (--sandbox): "
+            "its commits are the stand-in repositories', which no real image can build.",
+            "Replace it with a lock of the real sources (cannbuild lock --cann <version> --soc "
+            "<soc> --lock-file ..., no CANN needed), or pass --sandbox for a workflow that "
+            "builds images of the emulated host.",
+        )
+    spec = flags.get("cannbuild_spec")
+    checkout = data_dir("templates").parent
+    wheel_dir = root / WHEEL_DIRS[provider]
+    if spec:
+        install = Install(spec=spec)
+    elif source_files(checkout) is not None:
+        install = Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
+    elif installed_spec():
+        install = Install(spec=installed_spec())
+    else:
+        raise no_install_source()
     if flags.get("dry_run"):
-        extras = "" if out else " and " + ", ".join(rendered["extras"])
-        ui.note(f"dry run: would write {target}{extras}; nothing was changed.")
+        rendered = render_ci(provider, Path.cwd(), install, npu_label=npu_label, sandbox=sandbox)
+        extras = "" if out else " and " + ", ".join(str(root / e) for e in rendered["extras"])
+        wheel = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
+        ui.note(f"dry run: would write {target}{extras}{wheel}; nothing was changed.")
         return
     refuse_foreign_file(target, "--out" if out else "the workflow path")
     check_writable(target, "--out" if out else "the workflow path")
+    if install.wheel:
+        check_writable(wheel_dir, "the wheel folder")
+        wheel = build_own_wheel(checkout, wheel_dir)
+        for old in wheel_dir.glob("cannbuild-*.whl"):  # an older render's wheel
+            if old != wheel:
+                old.unlink()
+        install = Install(
+            wheel=str(wheel.relative_to(root)) if wheel.is_relative_to(root) else str(wheel),
+            sha256=sha256_of(wheel),
+        )
+        ui.note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
+    rendered = render_ci(provider, Path.cwd(), install, npu_label=npu_label, sandbox=sandbox)
     write_atomic(target, rendered["text"].encode())
     ui.note(f"{provider} workflow written to {target}")
     for name, text in rendered["extras"].items():
         if out is not None:
             ui.note(f"with --out, {name} is not written; for actionlint it should say:\n{text}")
             continue
-        if Path(name).exists():
+        if (root / name).exists():
             ui.note(f"{name} exists, left as it is; it should list the runner label {npu_label}")
         else:
-            write_atomic(Path(name), text.encode())
-            ui.note(f"{name} written")
+            write_atomic(root / name, text.encode())
+            ui.note(f"{root / name} written")
 
 
 def refuse_foreign_file(target: Path, what: str) -> None:
