@@ -272,18 +272,36 @@ def run_pipeline(
 
 
 def run_validate(
-    session: Session, env: Mapping[str, str], case_names: Sequence[str], command: str
+    session: Session,
+    env: Mapping[str, str],
+    case_names: Sequence[str],
+    command: str,
+    package: Optional[Path] = None,
 ) -> PipelineRun:
-    """Validate what is installed now, under the workspace lock, and report it, naming the
-    build that made it."""
+    """Validate what is installed now (or the shipped `package`, installed into a scratch
+    prefix), under the workspace lock, and report it, naming the build that made it (or
+    the package and its sha256)."""
     run_id = new_run_id()
     with (
         WorkspaceLock(session.ws, command, session.options.wait, None),
         _reported(session, run_id, command),
     ):
-        validation = validate_session(session, env, case_names, run_id, reuse=False)
-        built = built_from(session)
+        shipped: Optional[Dict[str, Any]] = None
+        target = session
+        if package is not None:
+            from .shipped import install_package
+
+            target, shipped = install_package(session, package)
+        validation = validate_session(target, env, case_names, run_id, reuse=False)
+        built = built_from(session) if package is None else None
         directory = _write_report(
-            session, run_id, command, None, None, validation.validation, built
+            session,
+            run_id,
+            command,
+            None,
+            None,
+            validation.validation,
+            built,
+            package=shipped,
         )
     return PipelineRun(run_id, None, (), validation, directory, made(session), built)

@@ -131,6 +131,11 @@ FLAGS: Dict[str, Flag] = {
         Flag("phases", "build, install or both (default both)"),
         Flag("out", "where to write the output"),
         Flag(
+            "package",
+            "validate this built .run (installed into a scratch prefix under the workspace; "
+            "its sha256 goes into the report) instead of the workspace's install",
+        ),
+        Flag(
             "cannbuild_spec",
             "the pip requirement the rendered files install cannbuild with (default: this "
             "checkout's wheel, written beside them)",
