@@ -253,8 +253,8 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
     if flags.get("dry_run"):
         rendered = render_ci(provider, Path.cwd(), install, npu_label=npu_label, sandbox=sandbox)
         extras = "" if out else " and " + ", ".join(str(root / e) for e in rendered["extras"])
-        wheel = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
-        ui.note(f"dry run: would write {target}{extras}{wheel}; nothing was changed.")
+        also = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
+        ui.note(f"dry run: would write {target}{extras}{also}; nothing was changed.")
         return
     refuse_foreign_file(target, "--out" if out else "the workflow path")
     check_writable(target, "--out" if out else "the workflow path")
