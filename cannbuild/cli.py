@@ -130,7 +130,7 @@ class CannbuildProgram(Program):
             raise Exit
 
     def update_config(self, merge: bool = True) -> None:
-        path = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
+        path: Any = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
         self.config.set_runtime_path(path)
         try:
             self.config.load_runtime(merge=False)

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__
 from .errors import NoContainerEngine, UsageError
@@ -246,7 +246,7 @@ def _requirements(python: str, arch: str) -> List[str]:
     from packaging.markers import default_environment
     from packaging.requirements import Requirement
 
-    env = {
+    env: Dict[str, Any] = {
         **default_environment(),
         "python_version": python,
         "python_full_version": f"{python}.0",
@@ -269,7 +269,7 @@ def _requirements(python: str, arch: str) -> List[str]:
 
 def render_context(
     spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path, cache_remote: bool = False
-) -> Dict[str, object]:
+) -> Dict[str, Any]:
     """Write the build context into `out` (all or nothing); returns what was rendered."""
     check_spec(spec)
     check_lock(spec, lock, lock_file)
@@ -504,9 +504,9 @@ def run_line(
     nodes = sorted((p for p in (sysroot / "dev").glob("davinci*") if index(p) >= 0), key=index)
     for node in nodes:
         argv += ["--device", f"/dev/{node.name}"]
-    for node in ("davinci_manager", "devmm_svm", "hisi_hdc"):
-        if present(f"/dev/{node}"):
-            argv += ["--device", f"/dev/{node}"]
+    for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
+        if present(f"/dev/{name}"):
+            argv += ["--device", f"/dev/{name}"]
     mounts: List[Tuple[str, str]] = []
     if present("/usr/local/dcmi"):
         mounts.append(("/usr/local/dcmi", "/usr/local/dcmi"))
@@ -529,7 +529,8 @@ def run_line(
 def image_for_host(
     facts: Mapping[str, object], python: str = "3.11", os_name: str = "ubuntu22.04"
 ) -> Optional[str]:
-    cann = (facts.get("cann") or {}).get("version")  # type: ignore[union-attr]
+    cann_facts: Any = facts.get("cann") or {}
+    cann = cann_facts.get("version")
     variant = facts.get("variant")
     if not cann or variant not in CHIPS:
         return None

@@ -49,6 +49,20 @@ HINTS: Tuple[Hint, ...] = (
         "above); compare `cannbuild doctor` with the recipe's [toolkit.requires].",
     ),
     Hint(
+        r"Could NOT find (dlog|platform|metadef|runtime|nnopbase|tilingapi)\b",
+        "ops-transformer's CMake (cmake/modules/Find{1}.cmake) found no {1} headers in the toolkit: "
+        "the CANN component that ships them is missing or incomplete. `cannbuild doctor` "
+        "(recipe.toolkit_files row) names the file and the package to install; install it into "
+        "the same toolkit (--install-path as the toolkit's).",
+    ),
+    Hint(
+        r"(dlog_pub\.h|platform/platform_info\.h|register/\w+\.h|exe_graph/\S+\.h|"
+        r"tiling/\S+\.h|acl/acl\.h|aclnn/\S+\.h|opdev/\S+\.h)\S*: No such file or directory",
+        "the compiler did not find the toolkit header {1}: the CANN component that ships it "
+        "(dlog, platform, metadef/register, exe_graph, tiling, runtime or nnopbase) is missing "
+        "or incomplete. `cannbuild doctor` (recipe.toolkit_files row) names the package to install.",
+    ),
+    Hint(
         r"Could NOT find OPBASE",
         "ops-transformer cannot find opbase: up to CANN 8.5 it must be installed in the toolkit (the "
         "recipe's opbase-install step), from 9.0 as source in third_party/opbase.",

@@ -45,6 +45,8 @@ class Options:
     offline: bool = False
     bundle: Optional[Path] = None
     force: Tuple[str, ...] = ()
+    # optional recipe steps to run too (e.g. 9.0's opbase-build): --with-step
+    optional_steps: Tuple[str, ...] = ()
     mirrors: Tuple[Tuple[str, str], ...] = ()
     install_into_toolkit: bool = False
     sandbox: bool = False
@@ -123,7 +125,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
     scalar = (
         (str, os.PathLike, int, float) if name in _INT_FIELDS | _BOOL_FIELDS else (str, os.PathLike)
     )
-    if name not in ("force", "mirrors") and (
+    if name not in ("force", "optional_steps", "mirrors") and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
     ):
         raise UsageError(
@@ -156,7 +158,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
                 f"For example {origin.split()[0]} 8." if name == "jobs" else None,
             )
         return number
-    if name == "force":
+    if name in ("force", "optional_steps"):
         if isinstance(value, str):
             return tuple(v for v in (s.strip() for s in value.split(",")) if v)
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 
 def staged_root(stage: Path) -> Path:
@@ -29,6 +29,27 @@ def staged_root(stage: Path) -> Path:
         found = ", ".join(p.name for p in candidates) or "nothing with share/info"
         raise FileNotFoundError(f"expected one installed package root under {stage}, found {found}")
     return candidates[0]
+
+
+def expose_op_common(stage_root: Path, arch: str, under: str) -> Optional[str]:
+    """Make opbase's op_common headers visible where ops-transformer looks for them.
+
+    opbase installs them under <arch>-linux/pkg_inc only; ops-transformer at the 8.3 pin
+    looks under <arch>-linux/include.  A relative link in the (cannbuild-made) staging tree
+    puts them in both places of the overlay.  Returns what was done, or None."""
+    if under == "pkg_inc":
+        return None
+    archdir = stage_root / f"{arch}-linux"
+    src = archdir / "pkg_inc" / "op_common"
+    dst = archdir / under / "op_common"
+    if not src.is_dir() or os.path.lexists(dst):
+        return None
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.symlink_to(os.path.join("..", "pkg_inc", "op_common"))
+    return (
+        f"opbase installed op_common under {arch}-linux/pkg_inc; ops-transformer looks under "
+        f"{arch}-linux/{under}: exposed it there too"
+    )
 
 
 def build_overlay(toolkit_home: Path, stage_root: Path, overlay: Path) -> int:

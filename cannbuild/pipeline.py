@@ -7,26 +7,28 @@ the steps that are not up to date, each once its repo is ready.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
+from .actions import ActionContext
 from .cache import compile_cache, with_cache
+from .host.toolkit import host_arch
 from .overlay import overlay_env
 from .plan import (
+    NEEDS_RUN,
+    NOT_SELECTED,
     UP_TO_DATE,
     PlannedStep,
     StepContext,
-    check_force,
     hashed_env_values,
-    plan_all,
-    plan_step,
+    recipe_templates,
+    walk,
 )
-from .render import command_env, render_value
+from .recipes import StepSpec
+from .render import render_value
 from .reproducible import with_source_date
-from .resources import data_dir
 from .runner import (
-    ActionContext,
     NoProgress,
     Progress,
     RunLogs,
@@ -38,6 +40,7 @@ from .runner import (
 from .session import Session
 from .sources.fetch import mirror_git_env
 from .sources.pinning import Sources, SourceState
+from .states import Outcome
 from .workspace import Workspace
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)
@@ -68,15 +71,42 @@ def step_context(
         overlay_env=over,
         extra_env=extra,
         recipe=session.recipe.name,
-        templates=command_env(data_dir("templates")),
+        templates=recipe_templates(session.recipe),
     )
 
 
 def make_plan(
     session: Session, sources: Optional[SourceState], env: Mapping[str, str], phases: Sequence[str]
 ) -> List[PlannedStep]:
+    """The plan of the given phases (nothing is run or written)."""
     ctx = step_context(session, sources, env)
-    return plan_all(session.recipe, ctx, session.ws, phases, session.options.force)
+    options = session.options
+    return walk(session.recipe, ctx, session.ws, phases, options.force, options.optional_steps)
+
+
+def plan_session(
+    session: Session, env: Mapping[str, str], phases: Sequence[str]
+) -> List[PlannedStep]:
+    """The plan as `cannbuild plan` shows it: from the lock's sources; before there is a
+    lock every selected step needs a run (its inputs are not known yet)."""
+    from dataclasses import replace
+
+    from .sources.pinning import sources_from_lock
+
+    sources = sources_from_lock(session)
+    steps = make_plan(session, sources, env, phases)
+    if sources is not None:
+        return steps
+    return [
+        s
+        if s.status == NOT_SELECTED  # an optional step nobody asked for stays so
+        else replace(
+            s,
+            status=NEEDS_RUN,
+            reason="sources not fetched or not locked yet (cannbuild fetch)",
+        )
+        for s in steps
+    ]
 
 
 @dataclass(frozen=True)
@@ -87,11 +117,11 @@ class RunResult:
 
     @property
     def failed(self) -> Optional[StepOutcome]:
-        return next((o for o in self.outcomes if o.status == "failed"), None)
+        return next((o for o in self.outcomes if o.status == Outcome.FAILED), None)
 
     @property
     def ran(self) -> List[str]:
-        return [o.name for o in self.outcomes if o.status == "ran"]
+        return [o.name for o in self.outcomes if o.status == Outcome.RAN]
 
 
 def output_patterns(step: PlannedStep, values: Mapping[str, Any], ws: Workspace) -> List[str]:
@@ -117,11 +147,11 @@ def run_steps(
     progress: Optional[Progress] = None,
     run_id: Optional[str] = None,
 ) -> RunResult:
-    """Run each step that is not up to date, in order; a step waits for its own repo
-    only (`sources` may still be fetching the others)."""
+    """Walk the plan and run each step that is not up to date, in order; a step waits for
+    its own repo only (`sources` may still be fetching the others)."""
     progress = progress or NoProgress()
     ctx = step_context(session, None, env)
-    recipe, ws = session.recipe, session.ws
+    recipe, ws, options = session.recipe, session.ws, session.options
     logs = RunLogs(ws, run_id or new_run_id())
     actions = ActionContext(
         toolkit_home=session.context.cann.home,
@@ -130,31 +160,32 @@ def run_steps(
         opp=ws.opp,
         vendor_dir=session.vendor_dir,
         overlay_enabled=ctx.overlay_env is not None,
-        toolkit_target=session.toolkit.real_path if session.options.install_into_toolkit else None,
+        toolkit_target=session.toolkit.real_path if options.install_into_toolkit else None,
         toolkit_backup=ws.root / "toolkit-backup",
+        opbase_headers=recipe.opbase_headers,
+        arch=host_arch(),
     )
-    check_force(recipe, session.options.force)
-    cache = compile_cache(session.options.cache_remote, ws.root, ctx.base_env)  # issue 14
-    force = set(session.options.force)
+    cache = compile_cache(options.cache_remote, ws.root, ctx.base_env)  # ccache, issue 14
     outcomes: List[StepOutcome] = []
-    use_overlay = False
-    for spec in recipe.steps:
-        if spec.phase not in phases:
-            continue
-        if spec.repo and spec.repo not in ctx.sources:
-            if not sources.is_ready(spec.repo, within_s=SILENT_WAIT_S):  # say why nothing moves
-                progress.note(f"{spec.name}: waiting for the {spec.repo} sources to be fetched")
-            ctx = replace(ctx, sources={**ctx.sources, spec.repo: sources.identity_of(spec.repo)})
-        step = plan_step(recipe, spec, ctx, ws, use_overlay, (), spec.name in force)
+
+    def source_of(spec: StepSpec) -> Mapping[str, Any]:
+        assert spec.repo is not None
+        if not sources.is_ready(spec.repo, within_s=SILENT_WAIT_S):  # say why nothing moves
+            progress.note(f"{spec.name}: waiting for the {spec.repo} sources to be fetched")
+        return sources.identity_of(spec.repo)
+
+    def visit(step: PlannedStep) -> bool:
+        if step.status == NOT_SELECTED:
+            progress.note(f"{step.name}: not run ({step.reason})")
+            return True
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))
-        else:
-            patterns = output_patterns(step, session.values, ws)
-            step = with_source_date(with_cache(step, cache))  # issue 14: ccache, SOURCE_DATE_EPOCH
-            outcome = run_step(step, ws, logs, actions, progress, patterns)
-            outcomes.append(outcome)
-            if outcome.status == "failed":
-                break
-        if spec.action == "overlay" and ctx.overlay_env is not None:
-            use_overlay = True
+            return True
+        patterns = output_patterns(step, session.values, ws)
+        step = with_source_date(with_cache(step, cache))  # ccache, SOURCE_DATE_EPOCH (issue 14)
+        outcome = run_step(step, ws, logs, actions, progress, patterns)
+        outcomes.append(outcome)
+        return outcome.status != Outcome.FAILED
+
+    walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     return RunResult(logs.run_id, tuple(outcomes), logs.dir)

@@ -10,25 +10,26 @@ date, skipped in milliseconds.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import jinja2
 
 from .errors import UsageError
-from .recipes import Recipe, StepSpec
+from .recipes import Recipe, StepSpec, template_dirs
 from .redact import redact
 from .render import command_env, render_value
-from .resources import data_dir
-from .workspace import Workspace, read_json, write_json_atomic
+from .stamps import digest, outputs_gone, read_stamp
+from .states import StepStatus
+from .workspace import Workspace
 
-UP_TO_DATE = "up to date"
-NEEDS_RUN = "needs run"
+UP_TO_DATE = StepStatus.UP_TO_DATE
+NEEDS_RUN = StepStatus.NEEDS_RUN
+NOT_SELECTED = StepStatus.NOT_SELECTED
+SELECT = "--with-step"  # (or CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps)
 HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_FAULT")
 JOBS_PLACEHOLDER = "{jobs}"
 
@@ -60,7 +61,7 @@ class PlannedStep:
     env_delta: Mapping[str, str] = field(repr=False)
     inputs: Mapping[str, Any] = field(repr=False)
     input_hash: str = ""
-    status: str = NEEDS_RUN
+    status: StepStatus = NEEDS_RUN
     reason: str = ""
 
     @property
@@ -80,27 +81,15 @@ class PlannedStep:
         }
 
 
-def stamp_path(ws: Workspace, step: str) -> Path:
-    return ws.stamps / f"{step}.json"
-
-
-def read_stamp(ws: Workspace, step: str) -> Optional[Dict[str, Any]]:
-    data = read_json(stamp_path(ws, step))
-    return data if isinstance(data, dict) else None
-
-
-def write_stamp(ws: Workspace, step: str, data: Mapping[str, Any]) -> None:
-    write_json_atomic(stamp_path(ws, step), dict(data))
-
-
-def digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+def recipe_templates(recipe: Recipe) -> Any:
+    """The command environment for a recipe's step templates (one per run)."""
+    return command_env(template_dirs(recipe.path))
 
 
 def _render(
     recipe: Recipe, template: str, values: Mapping[str, Any], what: str, env: Any = None
 ) -> str:
-    env = env or command_env(data_dir("templates"))
+    env = env or recipe_templates(recipe)
     try:
         text = env.get_template(template).render(**values)
     except jinja2.UndefinedError as exc:
@@ -152,6 +141,36 @@ def check_force(recipe: Recipe, force: Sequence[str]) -> None:
         )
 
 
+def check_selection(recipe: Recipe, optional_steps: Sequence[str]) -> None:
+    """The optional steps asked for are optional steps of this recipe, nothing else."""
+    optional = [s.name for s in recipe.steps if s.optional]
+    hint = (
+        f"Optional steps of recipe {recipe.name}: {', '.join(optional)}."
+        if optional
+        else f"Recipe {recipe.name} has no optional steps."
+    )
+    for name in optional_steps:
+        if name in optional:
+            continue
+        if any(s.name == name for s in recipe.steps):
+            raise UsageError(
+                f"{SELECT} {name}: that step always runs in recipe {recipe.name}.", hint
+            )
+        raise UsageError(f"{SELECT} {name}: recipe {recipe.name} has no such step.", hint)
+
+
+def selected(spec: StepSpec, optional_steps: Sequence[str], force: Sequence[str]) -> bool:
+    """An optional step runs only when asked for by name (--with-step, or --force)."""
+    return not spec.optional or spec.name in optional_steps or spec.name in force
+
+
+def not_selected_reason(spec: StepSpec) -> str:
+    return (
+        f"optional: runs only when asked for: --with-step {spec.name} (or "
+        f"CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps in invoke.yaml)"
+    )
+
+
 def plan_step(
     recipe: Recipe,
     spec: StepSpec,
@@ -167,9 +186,13 @@ def plan_step(
     for dep in spec.after:
         artifacts.setdefault(dep, f"<output of {dep}>")
     values["artifacts"] = artifacts
-    command = _render(recipe, spec.command, values, f"step {spec.name!r}")
+    command = _render(recipe, spec.command, values, f"step {spec.name!r}", ctx.templates)
     hashed_command = _render(
-        recipe, spec.command, {**values, "jobs": JOBS_PLACEHOLDER}, f"step {spec.name!r}"
+        recipe,
+        spec.command,
+        {**values, "jobs": JOBS_PLACEHOLDER},
+        f"step {spec.name!r}",
+        ctx.templates,
     )
     try:
         argv = tuple(shlex.split(command))
@@ -229,7 +252,7 @@ def _status(
     missing: Sequence[str],
     upstream_pending: Sequence[str],
     force: bool,
-) -> Tuple[str, str]:
+) -> Tuple[StepStatus, str]:
     if force:
         return NEEDS_RUN, "forced (--force)"
     pending = [d for d in spec.after if d in upstream_pending]
@@ -242,17 +265,9 @@ def _status(
         return NEEDS_RUN, "never built in this workspace"
     if stamp.get("input_hash") != input_hash:
         return NEEDS_RUN, explain_change(stamp.get("inputs", {}), inputs)
-    for artifact in stamp.get("artifacts", []):
-        path = Path(artifact["path"])
-        try:
-            st = path.stat()
-        except OSError:
-            return NEEDS_RUN, f"its output {path.name} is gone"
-        if st.st_size != artifact.get("size") or st.st_mtime_ns != artifact.get("mtime_ns"):
-            return NEEDS_RUN, f"its output {path.name} was changed since it was built"
-    for extra in stamp.get("requires_paths", []):
-        if not Path(extra).exists():
-            return NEEDS_RUN, f"{extra} is gone"
+    gone = outputs_gone(stamp)
+    if gone:
+        return NEEDS_RUN, gone
     return UP_TO_DATE, f"built {stamp.get('finished', '')}; inputs unchanged"
 
 
@@ -298,28 +313,51 @@ def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     return "inputs changed"
 
 
-def plan_all(
+def walk(
     recipe: Recipe,
     ctx: StepContext,
     ws: Workspace,
     phases: Sequence[str],
     force: Sequence[str] = (),
+    optional_steps: Sequence[str] = (),
+    source_of: Optional[Callable[[StepSpec], Mapping[str, Any]]] = None,
+    visit: Optional[Callable[[PlannedStep], bool]] = None,
 ) -> List[PlannedStep]:
-    """Plan every step of the given phases in recipe order (a dry run: nothing is written)."""
+    """The one walk over a recipe's steps, in order, each planned when it is reached.
+
+    A plan (no `visit`): a step that needs a run makes the steps after it need one too,
+    and nothing is written.  A run: each planned step is handed to `visit`, which runs
+    it (or not) and says whether to go on; the steps after it are planned only then,
+    from the stamps it left.  `source_of` gives a repo's checkout identity when a step
+    of that repo is reached (a run waits there for its fetch)."""
     check_force(recipe, force)
+    check_selection(recipe, optional_steps)
     planned: List[PlannedStep] = []
     pending: List[str] = []
     use_overlay = False
     for spec in recipe.steps:
         if spec.phase not in phases:
             continue
+        if source_of is not None and spec.repo and spec.repo not in ctx.sources:
+            ctx = replace(ctx, sources={**ctx.sources, spec.repo: source_of(spec)})
         step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
+        chosen = selected(spec, optional_steps, force)
+        if not chosen:
+            step = replace(step, status=NOT_SELECTED, reason=not_selected_reason(spec))
         planned.append(step)
-        if step.status == NEEDS_RUN:
+        if visit is not None:
+            if not visit(step):
+                break
+        elif step.status == NEEDS_RUN:
             pending.append(spec.name)
-        if spec.action == "overlay":
+        if chosen and switches_to_overlay(spec) and ctx.overlay_env is not None:
             use_overlay = True
     return planned
+
+
+def switches_to_overlay(spec: StepSpec) -> bool:
+    """After opbase's installer (the overlay action), steps run under the overlay."""
+    return spec.action == "overlay"
 
 
 def hashed_env_values(env: Mapping[str, str]) -> Dict[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence, Union
 
 import jinja2
 
@@ -64,8 +64,10 @@ def _environment(
     return env
 
 
-def command_env(search_path: Path) -> jinja2.Environment:
-    return _environment(jinja2.FileSystemLoader(str(search_path)), quote=True)
+def command_env(search_path: Union[Path, Sequence[Path]]) -> jinja2.Environment:
+    """Commands: every value shell-quoted; `search_path` may be several folders."""
+    paths = [search_path] if isinstance(search_path, Path) else list(search_path)
+    return _environment(jinja2.FileSystemLoader([str(p) for p in paths]), quote=True)
 
 
 def file_env(search_path: Path) -> jinja2.Environment:

@@ -69,7 +69,7 @@ def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
 
 def step_records(ws: Workspace, outcomes: Optional[Sequence[Any]], names: Sequence[str]) -> list:
     """This run's outcomes, or (for a standalone validate) what the stamps say."""
-    from .plan import read_stamp
+    from .stamps import read_stamp
 
     if outcomes:
         return [o.to_json() for o in outcomes]

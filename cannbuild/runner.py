@@ -10,30 +10,67 @@ from __future__ import annotations
 import collections
 import glob
 import os
-import shlex
-import shutil
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from .actions import ActionContext, ActionFailed, action_of
 from .errors import Interrupted, signal_number
-from .overlay import build_overlay, staged_root
 from .ownership import inside
-from .plan import PlannedStep, digest, write_stamp
+from .plan import PlannedStep
 from .proc import kill_group, popen
 from .redact import redact
-from .sources.fetch import sha256_file
+from .stamps import artifact_record, write_stamp
+from .states import Outcome
 from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
+FIRST_ERRORS = 3  # error blocks shown in the digest
+ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the compiler's do)
+# What a real failure looks like, wherever it sits in the log: ops-transformer v8.5.0+
+# pipes only stdout through block-buffered gawk, so stderr (the CMake error) comes first
+# and the last lines of the log are the harmless stdout that was held back.
+ERROR_LINE = re.compile(
+    r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
+)
+
+
+def first_errors(
+    lines: Sequence[str],
+    first_line: int = 1,
+    limit: int = FIRST_ERRORS,
+    context: int = ERROR_CONTEXT,
+) -> Tuple[Tuple[int, str], ...]:
+    """The first error-looking lines, each with the indented lines that continue it, as
+    (line number in the log, text); `first_line` is the log line of lines[0]."""
+    found: List[Tuple[int, str]] = []
+    blocks = 0
+    i = 0
+    while i < len(lines) and blocks < limit:
+        if not ERROR_LINE.search(lines[i]):
+            i += 1
+            continue
+        blocks += 1
+        found.append((first_line + i, lines[i].strip()[:300]))
+        i += 1
+        taken = 0
+        while (
+            i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
+        ):
+            if lines[i].strip():
+                found.append((first_line + i, lines[i].strip()[:300]))
+                taken += 1
+            i += 1
+    return tuple(found)
 
 
 @dataclass(frozen=True)
 class StepOutcome:
     name: str
-    status: str  # "ran", "skipped", "failed", "interrupted"
+    status: Outcome
     reason: str
     command: str
     duration_s: float = 0.0
@@ -42,6 +79,7 @@ class StepOutcome:
     tail: Sequence[str] = ()
     hint: Optional[str] = None
     artifacts: Sequence[str] = ()
+    errors: Sequence[Tuple[int, str]] = ()  # first error-looking lines: (log line, text)
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -54,6 +92,7 @@ class StepOutcome:
             "exit_code": self.exit_code,
             "hint": self.hint,
             "artifacts": list(self.artifacts),
+            "first_errors": [{"line": n, "text": redact(t)} for n, t in self.errors],
         }
 
 
@@ -114,10 +153,13 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
-        log.write(f"# step: {step.name}\n# command: {redact(step.command)}\n# cwd: {step.cwd}\n")
-        for key, value in sorted(step.env_delta.items()):
-            log.write(f"# env: {key}={redact(value)}\n")
-        log.write("\n")
+        header = [
+            f"# step: {step.name}",
+            f"# command: {redact(step.command)}",
+            f"# cwd: {step.cwd}",
+        ]
+        header += [f"# env: {k}={redact(v)}" for k, v in sorted(step.env_delta.items())]
+        log.write("\n".join(header) + "\n\n")
         log.flush()
         proc = popen(
             step.argv,
@@ -143,95 +185,18 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             )
             log.write(f"\n# interrupted by {why}: no stamp written\n")
             raise
-    return code, list(tail), every
+    return code, list(tail), every, len(header) + 2
 
 
 @dataclass(frozen=True)
-class ActionContext:
-    """What the post-run actions need: where the toolkit and the overlay are."""
+class Streamed:
+    """What the command left: its exit code, the log's tail, every line (for the hint and
+    the first errors) and the log line of the first output line."""
 
-    toolkit_home: Path
-    overlay: Path
-    stage: Path
-    opp: Path
-    vendor_dir: Path
-    overlay_enabled: bool = True
-    # --install-into-toolkit: the toolkit the installer writes into, and where the files
-    # it replaces are kept
-    toolkit_target: Optional[Path] = None
-    toolkit_backup: Optional[Path] = None
-
-
-def _install_path_arg(argv: Sequence[str], path: Path) -> List[str]:
-    """`argv` with its `--install-path=` value replaced (CANN .run installers all take it)."""
-    swapped = [f"--install-path={path}" if a.startswith("--install-path=") else a for a in argv]
-    if swapped == list(argv):
-        raise OSError(f"{argv[0]}: no --install-path= argument to probe the installer with")
-    return swapped
-
-
-def back_up_toolkit(
-    step: PlannedStep, actions: ActionContext, run_id: str
-) -> Tuple[Path, int, int]:
-    """Before an installer writes into the real toolkit: run it into a scratch prefix to
-    learn what it installs, copy the toolkit files it will replace to
-    `<workspace>/toolkit-backup/<run>/files/`, list every file in manifest.json, and write
-    restore.sh, the way back.  Returns (backup folder, files written, files replaced)."""
-
-    from .proc import run as run_process
-    from .sources.fetch import sha256_file
-    from .workspace import write_atomic, write_json_atomic
-
-    assert actions.toolkit_target is not None and actions.toolkit_backup is not None
-    target = actions.toolkit_target
-    backup = actions.toolkit_backup / run_id
-    scratch = backup / "probe"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    argv = _install_path_arg(step.argv, scratch)
-    probe = run_process(argv, cwd=step.cwd, env=step.env, timeout=1800, merge_stderr=True)
-    if probe.returncode != 0:
-        tail = probe.stdout.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise OSError(f"probing the installer into {scratch} failed: {' | '.join(tail)}")
-    scratch_root = staged_root(scratch)  # where it put them: as it would in the toolkit
-    entries = []
-    restore = [
-        "#!/bin/bash",
-        f"# Undo cannbuild's --install-into-toolkit (run {run_id}) in {target}.",
-        "set -e",
-    ]
-    for path in sorted(p for p in scratch_root.rglob("*") if p.is_file() or p.is_symlink()):
-        rel = path.relative_to(scratch_root)
-        live = target / rel
-        existed = live.is_symlink() or live.exists()
-        entry = {"path": str(rel), "existed": existed}
-        if existed and not live.is_dir():
-            saved = backup / "files" / rel
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(live, saved, follow_symlinks=False)
-            entry["sha256"] = sha256_file(live) if live.is_file() else None
-            restore.append(f"cp -a -- {shlex.quote(str(saved))} {shlex.quote(str(live))}")
-        elif not existed:
-            restore.append(f"rm -f -- {shlex.quote(str(live))}")
-        entries.append(entry)
-    new_dirs = sorted(
-        (
-            d.relative_to(scratch_root)
-            for d in scratch_root.rglob("*")
-            if d.is_dir() and not d.is_symlink()
-        ),
-        key=lambda rel: -len(rel.parts),
-    )
-    for rel in new_dirs:
-        if not (target / rel).exists():
-            restore.append(f"rmdir --ignore-fail-on-non-empty -- {shlex.quote(str(target / rel))}")
-    shutil.rmtree(scratch)
-    write_json_atomic(
-        backup / "manifest.json", {"toolkit": str(target), "run_id": run_id, "files": entries}
-    )
-    write_atomic(backup / "restore.sh", ("\n".join(restore) + "\n").encode())
-    (backup / "restore.sh").chmod(0o755)
-    return backup, len(entries), sum(1 for e in entries if e["existed"])
+    code: int
+    tail: Sequence[str]
+    lines: Sequence[str]
+    first_line: int = 1
 
 
 def run_step(
@@ -242,48 +207,76 @@ def run_step(
     progress: Progress,
     patterns: Sequence[str],
 ) -> StepOutcome:
+    """Clear the step's old outputs, prepare its action, run its command, collect the
+    package it made, finish its action, and only then write its stamp."""
     log_path = logs.for_step(step.name)
     progress.started(step, log_path)
     start = time.monotonic()
-    for pattern in patterns:
-        for path in glob.glob(pattern):
-            if os.path.isfile(path):
-                os.unlink(inside(ws.root, Path(path), f"an output of {step.name}"))
-    if step.spec.action == "overlay" and actions.overlay_enabled:
-        shutil.rmtree(actions.stage, ignore_errors=True)
-        actions.stage.mkdir(parents=True)
-    if step.spec.action == "overlay" and actions.toolkit_target is not None:
-        try:
-            backup, written, replaced = back_up_toolkit(step, actions, logs.run_id)
-        except OSError as exc:
-            outcome = StepOutcome(
-                step.name,
-                "failed",
-                step.reason,
-                step.command,
-                time.monotonic() - start,
-                log_path,
-                1,
-                (f"cannbuild: {exc}",),
-                "Nothing was written to the toolkit. Fix the installer error, or drop "
-                "--install-into-toolkit to use the workspace overlay.",
-            )
-            progress.finished(outcome)
-            return outcome
-        progress.note(
-            f"--install-into-toolkit: {step.name} writes {written} files into "
-            f"{actions.toolkit_target} ({replaced} replace existing ones, kept in {backup}/files); "
-            f"to undo it: bash {backup}/restore.sh"
-        )
-    if step.spec.action == "vendor":
-        shutil.rmtree(actions.vendor_dir, ignore_errors=True)
-        actions.opp.mkdir(parents=True, exist_ok=True)
-    ws.tmp.mkdir(parents=True, exist_ok=True)
+    action = action_of(step)
+    _clear_outputs(step, ws, patterns)
     try:
-        code, tail, lines = _stream(step, log_path, progress)
+        notes = action.prepare(step, actions, logs.run_id) if action else []
+    except ActionFailed as exc:
+        return _failed(step, log_path, progress, start, Streamed(1, (), ()), exc.message, exc.hint)
+    for text in notes:
+        progress.note(text)
+    ws.tmp.mkdir(parents=True, exist_ok=True)
+    streamed = _execute(step, log_path, progress, start)
+    if streamed.code != 0:
+        return _failed(step, log_path, progress, start, streamed)
+    try:
+        artifacts = _collect(step, patterns)
+        notes, requires = action.finish(step, actions) if action else ([], [])
+    except ActionFailed as exc:
+        return _failed(step, log_path, progress, start, streamed, exc.message, exc.hint)
+    _log(log_path, notes)
+    duration = time.monotonic() - start
+    write_stamp(
+        ws,
+        step.name,
+        run_id=logs.run_id,
+        input_hash=step.input_hash,
+        inputs=step.inputs,
+        artifacts=artifacts,
+        requires=requires,
+        duration_s=duration,
+        log=log_path,
+    )
+    outcome = StepOutcome(
+        step.name,
+        Outcome.RAN,
+        step.reason,
+        step.command,
+        duration,
+        log_path,
+        0,
+        tuple(streamed.tail),
+        None,
+        tuple(a["path"] for a in artifacts),
+    )
+    progress.finished(outcome)
+    return outcome
+
+
+def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
+    """A package left from an earlier build must not pass for this one's."""
+    for pattern in patterns:
+        for match in glob.glob(pattern):
+            if os.path.isfile(match):
+                os.unlink(inside(ws.root, Path(match), f"an output of {step.name}"))
+
+
+def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float) -> Streamed:
+    try:
+        code, tail, lines, first_line = _stream(step, log_path, progress)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
-            step.name, "interrupted", step.reason, step.command, time.monotonic() - start, log_path
+            step.name,
+            Outcome.INTERRUPTED,
+            step.reason,
+            step.command,
+            time.monotonic() - start,
+            log_path,
         )
         progress.finished(outcome)
         raise Interrupted(
@@ -293,106 +286,69 @@ def run_step(
             signum=signal_number(exc),
         ) from None
     except OSError as exc:
-        code, tail, lines = 127, [f"cannot start {step.argv[0]}: {exc}"], []
-        with open(log_path, "a", encoding="utf-8") as log:
-            log.write(tail[0] + "\n")
-    duration = time.monotonic() - start
+        message = f"cannot start {step.argv[0]}: {exc}"
+        _log(log_path, [message])
+        return Streamed(127, (message,), ())
+    return Streamed(code, tail, lines, first_line)
 
-    def failed(
-        code: Optional[int],
-        tail: Sequence[str],
-        extra: Optional[str] = None,
-        fallback: str = "See the log for the first error.",
-    ) -> StepOutcome:
-        if extra:
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(f"\n# cannbuild: {extra}\n")
-            tail = [*tail, f"cannbuild: {extra}"][-TAIL_LINES:]
-        from .hints import match_hint  # only a failure pays for the hint table
 
-        outcome = StepOutcome(
-            step.name,
-            "failed",
-            step.reason,
-            step.command,
-            duration,
-            log_path,
-            code,
-            tuple(tail),
-            match_hint(lines or tail) or fallback,
-        )
-        progress.finished(outcome)
-        return outcome
+class _NoPackage(ActionFailed):
+    pass
 
-    if code != 0:
-        return failed(code, tail)
+
+def _collect(step: PlannedStep, patterns: Sequence[str]) -> List[Dict[str, Any]]:
+    """The newest file matching each `produces` pattern, recorded; none is a failure
+    (8.3's build.sh exits 0 on every failure)."""
     artifacts: List[Dict[str, Any]] = []
     for pattern in patterns:
         matches = sorted((p for p in glob.glob(pattern) if os.path.isfile(p)), key=os.path.getmtime)
         if not matches:
             produced = sorted(glob.glob(str(Path(pattern).parent / "*")))
             shown = ", ".join(Path(p).name for p in produced) or "nothing"
-            return failed(
-                0,
-                tail,
+            raise _NoPackage(
                 f"the step exited 0 but produced no {Path(pattern).name} (found: {shown})",
                 "The build did not make the expected package; check --soc and the log.",
             )
-        path = Path(matches[-1])
-        st = path.stat()
-        artifacts.append(
-            {
-                "path": str(path),
-                "sha256": sha256_file(path),
-                "size": st.st_size,
-                "mtime_ns": st.st_mtime_ns,
-            }
-        )
-    requires: List[str] = []
-    try:
-        if step.spec.action == "overlay" and actions.overlay_enabled:
-            root = staged_root(actions.stage)
-            count = build_overlay(actions.toolkit_home, root, actions.overlay)
-            requires.append(str(actions.overlay))
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(
-                    f"\n# cannbuild: overlaid {count} staged files from {root} on {actions.toolkit_home} at {actions.overlay}\n"
-                )
-        if step.spec.action == "vendor":
-            set_env = actions.vendor_dir / "bin" / "set_env.bash"
-            if not set_env.is_file():
-                return failed(0, tail, f"the install finished but {set_env} is missing")
-            requires.append(str(set_env))
-    except OSError as exc:
-        return failed(0, tail, str(exc))
-    outputs = [a["sha256"] for a in artifacts] or [step.input_hash]
-    write_stamp(
-        ws,
-        step.name,
-        {
-            "step": step.name,
-            "run_id": logs.run_id,
-            "input_hash": step.input_hash,
-            "inputs": step.inputs,
-            "artifacts": artifacts,
-            "outputs_digest": digest(outputs),
-            "requires_paths": requires,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "duration_s": round(duration, 3),
-            "log": str(log_path),
-        },
-    )
+        artifacts.append(artifact_record(Path(matches[-1])))
+    return artifacts
+
+
+def _log(log_path: Path, notes: Sequence[str]) -> None:
+    if notes:
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write("".join(f"\n# cannbuild: {text}\n" for text in notes))
+
+
+def _failed(
+    step: PlannedStep,
+    log_path: Path,
+    progress: Progress,
+    start: float,
+    streamed: Streamed,
+    extra: Optional[str] = None,
+    hint: Optional[str] = None,
+) -> StepOutcome:
+    """The failed outcome with its digest: the tail, the first errors anywhere in the log
+    and the hint matched from the known CANN messages."""
+    from .hints import match_hint  # only a failure pays for the hint table
+
+    tail = list(streamed.tail)
+    if extra:
+        _log(log_path, [extra])
+        tail = [*tail, f"cannbuild: {extra}"][-TAIL_LINES:]
+    lines = streamed.lines
+    errors = first_errors(lines, streamed.first_line) if lines else first_errors(tail)
     outcome = StepOutcome(
         step.name,
-        "ran",
+        Outcome.FAILED,
         step.reason,
         step.command,
-        duration,
+        time.monotonic() - start,
         log_path,
-        0,
+        streamed.code,
         tuple(tail),
-        None,
-        tuple(a["path"] for a in artifacts),
+        match_hint(lines or tail) or hint or "See the log for the first error.",
+        errors=errors,
     )
     progress.finished(outcome)
     return outcome
@@ -400,4 +356,4 @@ def run_step(
 
 def skip(step: PlannedStep, progress: Progress) -> StepOutcome:
     progress.skipped(step)
-    return StepOutcome(step.name, "skipped", step.reason, step.command)
+    return StepOutcome(step.name, Outcome.SKIPPED, step.reason, step.command)

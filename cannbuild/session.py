@@ -19,6 +19,7 @@ from .host.check import FAIL, PASS, WARN, Check
 from .host.doctor import HostReport, read_host
 from .host.toolkit import Toolkit, host_arch
 from .options import Options
+from .plan import selected
 from .recipes import Recipe, check_requirements, select_recipe
 from .sources.fetch import Fetcher
 from .workspace import Workspace
@@ -153,11 +154,14 @@ def with_sandbox(options: Options) -> Sandboxed:
     return Sandboxed(pointed, info, result.created, result.lease)
 
 
-def requirement_checks(recipe: Recipe, host: HostReport) -> List[Check]:
+def requirement_checks(
+    recipe: Recipe, host: HostReport, options: Optional[Options] = None
+) -> List[Check]:
     """What the recipe needs of this host, as doctor rows: the toolkit's share/info
-    packages and the tools its builds call (gawk: every ops-transformer build.sh pipes
-    its output through it and exits 127 without it)."""
-    checks: List[Check] = []
+    packages, the files its builds read from the toolkit (for the steps that will run),
+    and the tools its builds call (gawk: every ops-transformer build.sh pipes its output
+    through it and exits 127 without it)."""
+    checks: List[Check] = _contents_checks(recipe, host, options or Options())
     toolkit = host.toolkit
     if toolkit is not None and toolkit.version is not None:
         unmet = check_requirements(recipe, toolkit.share_info)
@@ -204,6 +208,54 @@ def requirement_checks(recipe: Recipe, host: HostReport) -> List[Check]:
     return checks
 
 
+def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List[Check]:
+    """The files the recipe's builds read from the toolkit (recipe [[toolkit.files]]), and
+    where ops-transformer looks for opbase's headers."""
+    from .host.contents import contents_check
+
+    tk = host.toolkit
+    if tk is None or tk.version is None:
+        return []
+    steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
+    home = Path((host.build_env or {}).get("ASCEND_HOME_PATH") or tk.path)
+    checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
+    if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
+        checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
+    return checks
+
+
+def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Check:
+    """opbase installs op_common under pkg_inc; this recipe's ops-transformer looks elsewhere."""
+    where = f"{host_arch()}-linux/{recipe.opbase_headers}"
+    header = home / where / "op_common/op_host/util/opbase_export.h"
+    if header.is_file():
+        return Check(
+            "recipe.opbase_headers",
+            PASS,
+            f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
+        )
+    detail = (
+        f"opbase at recipe {recipe.name}'s ref installs op_common under pkg_inc only, its "
+        f"ops-transformer looks under {where}, and the toolkit has no {where}/op_common"
+    )
+    if into_toolkit:
+        return Check(
+            "recipe.opbase_headers",
+            FAIL,
+            detail + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
+            "Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
+            f"headers under both pkg_inc and {recipe.opbase_headers}.",
+            blocking=True,
+        )
+    return Check(
+        "recipe.opbase_headers",
+        WARN,
+        detail + "; the workspace overlay exposes them under both",
+        "Nothing to do with the default overlay; a toolkit install of this opbase "
+        "(--install-into-toolkit) would not build.",
+    )
+
+
 def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
     """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
     from .cache import cache_checks
@@ -222,7 +274,7 @@ def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostRe
     extra = [
         Check("recipe", PASS, f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}")
     ]
-    extra += requirement_checks(recipe, host)
+    extra += requirement_checks(recipe, host, options)
     needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
     kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
     return replace(host, checks=(*kept, *extra))
@@ -243,7 +295,7 @@ def open_session(
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
-    _refuse_blocking(requirement_checks(recipe, host))
+    _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
         from .cache import ccache_check
 

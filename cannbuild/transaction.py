@@ -61,7 +61,7 @@ class PipelineRun:
 
 def made(session: Session) -> Made:
     """The packages the build steps' stamps record, and the install, if there is one."""
-    from .plan import read_stamp
+    from .stamps import read_stamp
 
     packages: List[Tuple[str, str, str]] = []
     installed = None
@@ -80,7 +80,7 @@ def made(session: Session) -> Made:
 def built_from(session: Session) -> Optional[Dict[str, Any]]:
     """The build behind the installed package: when it finished, from which commits, and
     whether a later build attempt failed (then validation judges the older package)."""
-    from .plan import read_stamp
+    from .stamps import read_stamp
 
     install = next((s for s in session.recipe.steps if s.action == "vendor"), None)
     stamp = read_stamp(session.ws, install.name) if install else None

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from ..errors import SandboxError
+from ..proc import run as run_process
 
 EXEC_MODE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
 
@@ -50,15 +50,7 @@ class CommandLog:
         with open(self.path, "a", encoding="utf-8") as log:
             log.write(f"$ {' '.join(argv)}  (in {cwd or os.getcwd()})\n")
             log.flush()
-            proc = subprocess.run(
-                list(argv),
-                cwd=str(cwd) if cwd else None,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                check=False,
-            )
+            proc = run_process(argv, cwd=cwd, env=env, merge_stderr=True)
             output = proc.stdout.decode("utf-8", "replace")
             log.write(output)
         if proc.returncode != 0:

@@ -46,11 +46,14 @@ class Variant:
     npus: int
     dies: int
     table_name: str  # npu-smi's Name column
+    # PCI subsystem device id (vendor 0x19e5): ascend-deployer tells cards apart by it,
+    # 0x3003 on 910B (A900T) boards, 0x3001 on the A3 board (npu-smi board captures)
+    subsystem_device: str = "3003"
 
 
 VARIANTS = {
     "A2": Variant("A2", "ascend910b", "Ascend910B3", "d802", 8, 1, "910B3"),
-    "A3": Variant("A3", "ascend910_93", "Ascend910_9392", "d803", 8, 2, "Ascend910"),
+    "A3": Variant("A3", "ascend910_93", "Ascend910_9392", "d803", 8, 2, "Ascend910", "3001"),
 }
 
 
@@ -90,7 +93,7 @@ def board(v: Variant, npu: int, chip: int, driver: str) -> Tuple[str, str]:
             ("PCI Vendor ID", "0x19E5"),
             ("PCI Device ID", f"0x{v.pci_device.upper()}"),
             ("Subsystem Vendor ID", "0x19E5"),
-            ("Subsystem Device ID", "0x3001" if v.dies == 2 else "0x3003"),
+            ("Subsystem Device ID", f"0x{v.subsystem_device.upper()}"),
             ("Chip Count", str(v.dies)),
         ]
     )
@@ -119,6 +122,22 @@ def board(v: Variant, npu: int, chip: int, driver: str) -> Tuple[str, str]:
     return whole, per_chip
 
 
+def npu_list(v: Variant) -> str:
+    """`npu-smi info -l`: a Total Count line, then one `NPU ID : n` block per NPU (the
+    fields of the board block that identify the card)."""
+
+    def kv(key: str, value: str) -> str:
+        return f"        {key:<31}: {value}\n"
+
+    text = kv("Total Count", str(v.npus))
+    for npu in range(v.npus):
+        text += "\n" + kv("NPU ID", str(npu))
+        text += kv("Product Name", "IT22HMDA_2_S" if v.dies == 2 else "IT21HMDC_Bin5")
+        text += kv("Serial Number", f"1025C90487{npu:02d}")
+        text += kv("Chip Count", str(v.dies))
+    return text
+
+
 def mapping(v: Variant) -> str:
     head = "        NPU ID                         Chip ID                        Chip Logic ID                  Chip Name\n"
     rows = []
@@ -140,6 +159,8 @@ def lay_out_hardware(sysroot: Path, v: Variant, rel: Release) -> None:
         dev = sysroot / "sys/bus/pci/devices" / f"0000:{b.lower()}:00.0"
         write(dev / "vendor", "0x19e5\n")
         write(dev / "device", f"0x{v.pci_device}\n")
+        write(dev / "subsystem_vendor", "0x19e5\n")
+        write(dev / "subsystem_device", f"0x{v.subsystem_device}\n")
         write(dev / "class", "0x120000\n")
     # device nodes (placeholders: the sandbox cannot mknod) and the DCMI folder containers mount
     for i in range(v.npus * v.dies):
@@ -172,6 +193,7 @@ def lay_out_hardware(sysroot: Path, v: Variant, rel: Release) -> None:
     data = sysroot / "usr/local/share/cannbuild-sandbox/npu-smi"
     write(data / "info.txt", info_table(v, rel.driver))
     write(data / "mapping.txt", mapping(v))
+    write(data / "list.txt", npu_list(v))
     for npu in range(v.npus):
         for chip in range(v.dies):
             whole, per_chip = board(v, npu, chip, rel.driver)

@@ -12,7 +12,7 @@ matter (the 8.3 recipe pins "master as of 2025-11-16").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 from ..errors import UsageError
 
@@ -73,6 +73,11 @@ class OpsTransformerFlavor:
     example_links_opapi_math: bool
     opbase_mode: str  # installed-include | installed-pkg_inc | source
     deps: Tuple[Tuple[str, str], ...] = ()
+    # the real */flash_attention_score/examples/test_aclnn_*.cpp at this ref, each with the
+    # stand-in source (kernels/standin/flash_attention_score/examples) shipped under its name
+    examples: Tuple[Tuple[str, str], ...] = ()
+    example_lookup: str = "custom-opp"  # "opp": only ${ASCEND_OPP_PATH}/vendors (the 8.3 pin)
+    example_summary: bool = True  # "execute samples success" / "Example completed successfully"
 
 
 OPBASE_2025_11 = OpbaseFlavor(
@@ -109,6 +114,9 @@ OPBASE_V900 = OpbaseFlavor(
     finds_ccache=True,
 )
 
+_DENSE = "test_aclnn_flash_attention_score_v2_fp32.cpp"
+_VARLEN = "test_aclnn_flash_attention_score_varlen_v4_fp32.cpp"
+
 OT_2025_11 = OpsTransformerFlavor(
     label="master, November 2025 (the 8.3 commercial guide)",
     version="8.5.0.alpha001",
@@ -122,6 +130,12 @@ OT_2025_11 = OpsTransformerFlavor(
     run_example_soc_check=False,
     example_links_opapi_math=False,
     opbase_mode="installed-include",
+    examples=(
+        ("test_aclnn_flash_attention_score.cpp", _DENSE),
+        ("test_aclnn_flash_attention_varlen_score.cpp", _VARLEN),
+    ),
+    example_lookup="opp",
+    example_summary=False,
 )
 OT_V850 = OpsTransformerFlavor(
     label="tag v8.5.0",
@@ -136,6 +150,7 @@ OT_V850 = OpsTransformerFlavor(
     run_example_soc_check=False,
     example_links_opapi_math=False,
     opbase_mode="installed-pkg_inc",
+    examples=((_DENSE, _DENSE), (_VARLEN, _VARLEN)),
 )
 OT_V900 = OpsTransformerFlavor(
     label="tag v9.0.0",
@@ -159,6 +174,11 @@ OT_V900 = OpsTransformerFlavor(
     example_links_opapi_math=True,
     opbase_mode="source",
     deps=OT_DEPS_90,
+    examples=(
+        ("test_aclnn_flash_attention_score.cpp", _DENSE),
+        (_DENSE, _DENSE),
+        (_VARLEN, _VARLEN),
+    ),
 )
 
 
@@ -167,7 +187,7 @@ class Commit:
     """One commit of a stand-in repository."""
 
     repo: str
-    flavor: object
+    flavor: Union[OpbaseFlavor, OpsTransformerFlavor]
     date: str
     message: str
     tags: Tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ..render import file_env
 from ..resources import data_dir
@@ -23,6 +23,7 @@ from .releases import (
     OT_HISTORY,
     OT_V900_OPBASE_PIN_INDEX,
     Commit,
+    OpsTransformerFlavor,
 )
 from .third_party import (
     standin_archives,
@@ -63,7 +64,7 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
     flavor = commit.flavor
     ref, modules, test_only = state_of(flavor)
     archives = {key: a.context() for key, a in standin_archives().items()}
-    ctx = {
+    ctx: Dict[str, Any] = {
         "flavor": flavor,
         "ref": ref,
         "tp": archives,
@@ -119,7 +120,7 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         render("ops-transformer/build.sh.j2", "build.sh", executable=True)
         render("ops-transformer/CMakeLists.txt.j2", "CMakeLists.txt")
         write(work / "version.info", f"Version={flavor.version}\n")
-        if flavor.opbase_mode == "source":
+        if isinstance(flavor, OpsTransformerFlavor) and flavor.opbase_mode == "source":
             render(
                 "ops-transformer/cmake/third_party/opbase.cmake.j2",
                 "cmake/third_party/opbase.cmake",
@@ -127,7 +128,12 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         for name in ("install.sh", "help.info", "gen_version_info.sh"):
             copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
         fa = kernels / "standin/flash_attention_score"
-        copy(fa, "attention/flash_attention_score")
+        for part in sorted(fa.iterdir()):
+            if part.name != "examples":
+                copy(part, f"attention/flash_attention_score/{part.name}")
+        examples: Sequence[Tuple[str, str]] = getattr(flavor, "examples", ())
+        for name, source in examples:
+            copy(fa / "examples" / source, f"attention/flash_attention_score/examples/{name}")
 
 
 def build_repo(

@@ -47,7 +47,9 @@ class SandboxInfo:
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> SandboxInfo:
         paths = {"dir", "sysroot", "toolkit", "set_env", "mirror"}
-        values = {k: Path(v) if k in paths else v for k, v in data.items() if k != "schema"}
+        values: Dict[str, Any] = {
+            k: Path(v) if k in paths else v for k, v in data.items() if k != "schema"
+        }
         return cls(**values)
 
 

@@ -21,6 +21,18 @@ from .hardware import Variant
 from .releases import OPBASE_V900, Release
 
 COMPONENTS = ("runtime", "compiler", "opp", "toolkit")
+# <arch>-linux/data/platform_config/<SoC>.ini, one per SoC (the A2 and A3 ones among them)
+PLATFORM_CONFIGS = (
+    "Ascend910B1",
+    "Ascend910B2",
+    "Ascend910B3",
+    "Ascend910B4",
+    "Ascend910_9381",
+    "Ascend910_9382",
+    "Ascend910_9391",
+    "Ascend910_9392",
+    "Ascend310P3",
+)
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,7 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         symlink(tk / "pkg_inc", f"{arch}-linux/pkg_inc")
     for link in ("include", "lib64", "conf"):
         symlink(tk / link, f"{arch}-linux/{link}")
+    _lay_out_build_files(tk, rel, v, arch)
     # components and their version files
     for comp in COMPONENTS:
         write(
@@ -156,6 +169,54 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         write(
             archdir / "ascend_ops_install.info",
             f"package_name={package}\nversion={rel.version}\narch={arch}\nos=linux\npath={archdir}\n",
+        )
+
+
+# Stand-ins for the toolkit files the real builds read (the recipes' [[toolkit.files]]):
+# empty headers and libraries where only their presence matters, scripts that say what they are.
+BUILD_FILES = (
+    "{arch}-linux/include/toolchain/dlog_pub.h",
+    "{arch}-linux/lib64/libascendalog.so",
+    "{arch}-linux/include/platform/platform_info.h",
+    "{arch}-linux/lib64/libplatform.so",
+    "{arch}-linux/include/register/register.h",
+    "{arch}-linux/lib64/libregister.so",
+    "{arch}-linux/lib64/libexe_graph.so",
+    "{arch}-linux/include/experiment/runtime/runtime/rt.h",
+    "{arch}-linux/include/tiling/tiling_api.h",
+    "{arch}-linux/lib64/libtiling_api.a",
+)
+BUILD_TOOLS = (
+    "tools/opbuild/op_build",
+    "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++",
+    "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-gcc",
+)
+
+
+def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
+    for rel_path in BUILD_FILES:
+        path = tk / rel_path.format(arch=arch)
+        text = f"/* cannbuild sandbox stand-in: {path.name} */\n" if path.suffix == ".h" else ""
+        write(path, text)
+    for rel_path in BUILD_TOOLS:
+        name = Path(rel_path).name
+        write(
+            tk / rel_path,
+            f"#!/bin/sh\necho 'cannbuild sandbox: {name} is a stand-in and cannot run' >&2\nexit 1\n",
+            executable=True,
+        )
+    # the Ascend C kernel cmake: under <arch>-linux/tikcpp from 8.5, tools/ascend_project before
+    kernel_cmake = (
+        f"{arch}-linux/tikcpp/ascendc_kernel_cmake/cmake"
+        if rel.layout == "cann"
+        else "tools/ascend_project/cmake"
+    )
+    write(tk / kernel_cmake / "README", "cannbuild sandbox stand-in\n")
+    # a real toolkit ships a platform_config ini for every SoC it supports
+    for soc in sorted({*PLATFORM_CONFIGS, v.chip}):
+        write(
+            tk / f"{arch}-linux/data/platform_config/{soc}.ini",
+            f"[version]\nSoC_version={soc}\n",
         )
 
 

@@ -8,12 +8,13 @@ unpacked only when every member stays inside its folder.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import FetchError
 from ..redact import redact
@@ -139,17 +140,12 @@ def ensure_checkout(
     # the nested clones go to folders of their own, so they run beside the main clone
     parked = [ws.src / f".{repo}.nested{i}-{os.getpid()}" for i in range(len(nested))]
     try:
-        in_parallel(
-            [lambda: _clone_at(fetcher, cache, tmp, commit, url)]
-            + [
-                (
-                    lambda item=item, where=where: _clone_at(
-                        fetcher, item.cache, where, item.commit, item.url
-                    )
-                )
-                for item, where in zip(nested, parked)
-            ]
-        )
+        clones: List[Callable[[], None]] = [lambda: _clone_at(fetcher, cache, tmp, commit, url)]
+        clones += [
+            functools.partial(_clone_at, fetcher, item.cache, where, item.commit, item.url)
+            for item, where in zip(nested, parked)
+        ]
+        in_parallel(clones)
         for item, where in zip(nested, parked):
             target = tmp / item.dest
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..errors import FetchError, OfflineViolation
+from ..proc import run
 from ..redact import redact
 
 GIT_TIMEOUT_S = 600
@@ -111,15 +111,7 @@ class Fetcher:
     def git(self, args: Sequence[str], cwd: Optional[Path] = None) -> str:
         env = dict(os.environ)
         env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=str(cwd) if cwd else None,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
+        proc = run(["git", *args], cwd=cwd, env=env, timeout=GIT_TIMEOUT_S)
         if proc.returncode != 0:
             raise GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc.stdout.decode("utf-8", "replace")

@@ -179,8 +179,8 @@ def check_values(path: Path, lock: Lock) -> None:
         if any(c.isspace() for c in archive.url):
             raise bad(f"third_party {archive.name!r} url", archive.url, "a URL without spaces")
         text(f"third_party {archive.name!r} sha256", archive.sha256, _SHA256, "a sha256 digest")
-        for repo in archive.repos:
-            text(f"third_party {archive.name!r} repos", repo)
+        for checkout in archive.repos:
+            text(f"third_party {archive.name!r} repos", checkout)
     for key, value in lock.container.items():
         text(f"container.{key}", value)
     if not isinstance(lock.sandbox, bool):

@@ -95,6 +95,13 @@ FLAGS: Dict[str, Flag] = {
             field="force",
         ),
         Flag(
+            "with_step",
+            "also run this optional recipe step (repeatable), e.g. opbase-build on 9.0; "
+            "`cannbuild plan` lists the optional steps",
+            list,
+            field="optional_steps",
+        ),
+        Flag(
             "install_into_toolkit",
             "install opbase into the real toolkit instead of a workspace overlay (writes outside "
             "the workspace)",
@@ -164,7 +171,7 @@ SESSION_FLAGS = (
     "cann",
     "wait",
 )
-RUN_FLAGS = (*SESSION_FLAGS, "force", "verbose", "dry_run")
+RUN_FLAGS = (*SESSION_FLAGS, "force", "with_step", "verbose", "dry_run")
 
 
 def with_env(flag: Flag, text: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
@@ -29,20 +28,9 @@ def _phases(text: Optional[str]) -> List[str]:
 def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
-    from ..pipeline import make_plan
-    from ..sources.pinning import sources_from_lock
+    from ..pipeline import plan_session
 
-    sources = sources_from_lock(session)
-    steps = make_plan(session, sources, os.environ, phases)
-    if sources is None:
-        steps = [
-            replace(
-                s,
-                status="needs run",
-                reason="sources not fetched or not locked yet (cannbuild fetch)",
-            )
-            for s in steps
-        ]
+    steps = plan_session(session, os.environ, phases)
     if as_json:
         ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
     else:
@@ -63,7 +51,7 @@ def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool
     return True
 
 
-@cli_task(*SESSION_FLAGS, "json", "phases")
+@cli_task(*SESSION_FLAGS, "with_step", "json", "phases")
 def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any) -> None:
     """Show each step: its rendered command, cwd, and whether it must run (and why).
 

@@ -102,6 +102,7 @@ def container(
         return
 
     def pin_base(digest: str) -> Lock:
+        assert lock is not None
         new = pinned(lock, base_name(spec), digest)
         write_lock(options.lock_file, new)
         ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{digest}")

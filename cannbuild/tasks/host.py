@@ -16,7 +16,7 @@ from ._session import on_sandbox
 HOST_FLAGS = ("cann_path", "sysroot", "workspace", "soc", "recipe", "sandbox", "variant", "cann")
 
 
-@cli_task(*HOST_FLAGS, "json")
+@cli_task(*HOST_FLAGS, "with_step", "json")
 def doctor(c: Any, json: bool = False, **flags: Any) -> None:
     """Check the host: toolkit, NPUs and their health, driver, tools, torch. Exit 1 if a
     check fails.

@@ -51,6 +51,7 @@ def validate(
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")
     ui.show_validation(run, as_json=json)
     publish_summary(run.report_dir)
+    assert run.validation is not None
     check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
 

@@ -22,6 +22,7 @@ from ..host.toolkit import host_arch
 from ..render import render_value
 from ..session import Session
 from . import capi, cases, example, torchnpu
+from .cases import RULE, CaseResult
 from .elfcheck import check_library
 
 PASS, FAIL, SKIPPED = "PASS", "FAIL", "SKIPPED"
@@ -42,9 +43,9 @@ class ValidationCheck:
 class ValidationReport:
     target: str
     checks: List[ValidationCheck]
-    cases: List[cases.CaseResult]
+    cases: List[CaseResult]
     duration_s: float = 0.0
-    rule: str = cases.RULE
+    rule: str = RULE
 
     @property
     def status(self) -> str:
@@ -113,6 +114,8 @@ class ValidationInputs:
     example_command: str = ""
     example_cwd: Optional[Path] = None
     case_names: Sequence[str] = ()
+    example_lookup: str = "custom-opp"
+    vendor_name: str = "custom"
 
 
 def inputs_for(
@@ -156,6 +159,8 @@ def inputs_for(
         example_command=command or "",
         example_cwd=cwd,
         case_names=case_names,
+        example_lookup=recipe.validate.example_lookup,
+        vendor_name=session.options.vendor_name,
     )
 
 
@@ -187,6 +192,7 @@ def validation_key(inp: ValidationInputs) -> str:
                 "torch_npu": stack.torch_npu,
                 "target": inp.target,
                 "example": inp.example_command,
+                "example_lookup": inp.example_lookup,
                 "home": inp.env.get("ASCEND_HOME_PATH"),
                 "ld": inp.env.get("LD_LIBRARY_PATH"),
             },
@@ -225,13 +231,26 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         check, results = _run_capi(inp, selected)
         checks.append(check)
     if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
-        ex = example.run_example(inp.example_command, inp.example_argv, inp.example_cwd, inp.env)
+        ex = example.run_example(
+            inp.example_command,
+            inp.example_argv,
+            inp.example_cwd,
+            inp.env,
+            inp.example_lookup,
+            inp.vendor_dir,
+            inp.vendor_name,
+        )
         checks.append(
             ValidationCheck(
                 "example",
                 ex.status,
                 ex.message,
-                {"command": ex.command, "exit_code": ex.exit_code, "tail": list(ex.tail)},
+                {
+                    "command": ex.command,
+                    "exit_code": ex.exit_code,
+                    "tail": list(ex.tail),
+                    "examples": [r.to_json() for r in ex.examples],
+                },
             )
         )
     elif inp.example_argv:
@@ -283,16 +302,16 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     )
     results: List[cases.CaseResult] = []
     for case in selected:
-        run = runs[case.name]
-        if not run.ok:
-            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {run.error}"))
+        case_run = runs[case.name]
+        if not case_run.ok:
+            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {case_run.error}"))
             continue
-        results.append(cases.judge_files(case, tensors[case.name], data, run.kernel_ms))
+        results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
     failed = [r for r in results if r.status == FAIL]
     if failed:
-        first = failed[0]
+        worst = failed[0]
         message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {first.case.name}: {first.message}"
+            f"{len(failed)}/{len(results)} cases FAIL; first: {worst.case.name}: {worst.message}"
         )
         status = FAIL
     else:

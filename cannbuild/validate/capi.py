@@ -13,16 +13,17 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..host.toolkit import host_arch
+from ..proc import run
 from ..resources import data_dir
 from ..workspace import write_atomic
 
 RUN_TIMEOUT_S = 600
+COMPILE_TIMEOUT_S = 600
 _CASE_LINE = re.compile(r"^CASE (\S+) (OK|ERROR)(?: (.*))?$")
 
 
@@ -92,8 +93,8 @@ def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compil
     if binary.is_file() and stamp.is_file() and stamp.read_text() == key.hexdigest():
         return Compiled(True, binary, shown, "(cached)")
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(argv, env=dict(env), capture_output=True, text=True, check=False)
-    output = (proc.stdout + proc.stderr).strip()
+    proc = run(argv, env=env, timeout=COMPILE_TIMEOUT_S)
+    output = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     if proc.returncode != 0:
         return Compiled(False, None, shown, output)
     write_atomic(stamp, key.hexdigest().encode())
@@ -103,16 +104,10 @@ def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compil
 def run_cases(
     binary: Path, manifest: Path, env: Mapping[str, str], names: Sequence[str]
 ) -> Tuple[Dict[str, CaseRun], str, int]:
-    proc = subprocess.run(
-        [str(binary), str(manifest)],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        check=False,
-    )
+    proc = run([str(binary), str(manifest)], env=env, timeout=RUN_TIMEOUT_S)
+    stdout = proc.stdout.decode("utf-8", "replace")
     runs: Dict[str, CaseRun] = {}
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         match = _CASE_LINE.match(line.strip())
         if not match:
             continue
@@ -125,7 +120,7 @@ def run_cases(
             runs[name] = CaseRun(name, True, ms, None)
         else:
             runs[name] = CaseRun(name, False, None, rest)
-    output = (proc.stdout + proc.stderr).strip()
+    output = (stdout + proc.stderr.decode("utf-8", "replace")).strip()
     for name in names:
         if name not in runs:
             last = output.splitlines()[-1] if output else f"exit code {proc.returncode}"

@@ -353,11 +353,12 @@ def judge(
         else:
             result.softmax_sum_err = worst
         if bool((lane_err > limit).any()) and not result.message:
-            idx = [int(i) for i in (lane_err > limit).nonzero()[0]]
+            first_bad: List[int] = [int(i) for i in (lane_err > limit).nonzero()[0]]
+            at = tuple(first_bad)
             result.status = "FAIL"
             result.message = (
-                f"{label} differs from the reference by up to {worst:.3g} (first at (b, n, s) {idx}: "
-                f"got {float(lanes[tuple(idx)][0]):.6g}, want {float(want[tuple(idx)]):.6g})"
+                f"{label} differs from the reference by up to {worst:.3g} (first at (b, n, s) "
+                f"{first_bad}: got {float(lanes[at][0]):.6g}, want {float(want[at]):.6g})"
             )
     if result.status == "PASS":
         result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"

@@ -12,7 +12,9 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ..proc import run
 
 MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 SYSTEM_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
@@ -39,12 +41,13 @@ class LibraryCheck:
 def read_elf(path: Path) -> ElfInfo:
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     with open(path, "rb") as fh:
         elf = ELFFile(fh)
         exported: Set[str] = set()
         dynsym = elf.get_section_by_name(".dynsym")
-        if dynsym is not None:
+        if isinstance(dynsym, SymbolTableSection):
             for sym in dynsym.iter_symbols():
                 if (
                     sym.name
@@ -58,6 +61,7 @@ def read_elf(path: Path) -> ElfInfo:
         for section in elf.iter_sections():
             if not isinstance(section, DynamicSection):
                 continue
+            tag: Any  # pyelftools sets needed/runpath/rpath per tag kind
             for tag in section.iter_tags():
                 if tag.entry.d_tag == "DT_NEEDED":
                     needed.append(tag.needed)
@@ -75,9 +79,7 @@ def system_libraries() -> Dict[str, str]:
     found: Dict[str, str] = {}
     for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
         try:
-            out = subprocess.run(
-                [ldconfig, "-p"], capture_output=True, text=True, timeout=10, check=False
-            ).stdout
+            out = run([ldconfig, "-p"], timeout=10).stdout.decode("utf-8", "replace")
         except (OSError, subprocess.TimeoutExpired):
             continue
         for line in out.splitlines()[1:]:

@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
+from ..proc import kill_group, popen
 from .cases import (
     Case,
     CaseResult,
@@ -96,17 +97,19 @@ def run(
     argv = [sys.executable, "-c", WORKER, str(data)]
     start = time.monotonic()
     with open(data / LOG, "w") as log:
-        child = subprocess.Popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
-        # the float64 references are computed while torch_npu starts and runs the cases
-        expected = {c.name: reference(c, tensors[c.name]) for c in selected}
+        child = popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
         try:
+            # the float64 references are computed while torch_npu starts and runs the cases
+            expected = {c.name: reference(c, tensors[c.name]) for c in selected}
             code: Optional[int] = child.wait(
                 timeout=max(RUN_TIMEOUT_S - (time.monotonic() - start), 1)
             )
         except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+            kill_group(child, grace_s=1.0)
             code = None
+        except BaseException:  # Ctrl-C, SIGTERM: the worker goes too
+            kill_group(child, grace_s=1.0)
+            raise
     details: Dict[str, Any] = {
         "torch_npu": stack.torch_npu,
         "torch": stack.torch,

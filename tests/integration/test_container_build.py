@@ -47,7 +47,14 @@ def test_the_sandbox_image_builds_and_exports_the_packages_and_report(cli, tmp_p
     assert any(name.startswith("cann-ops-transformer") for name in packages), packages
     text = (out / "report" / "report.json").read_text()
     report = json.loads(text)
-    assert report["validation"]["status"] == "PASS", report["validation"]
+    # The base image has no torch, so the numerical check cannot run inside the build: the
+    # verdict says SKIPPED and why (never PASS for what was not checked); the library and
+    # the upstream example (no torch needed) really ran and passed.
+    validation = report["validation"]
+    assert validation["status"] == "SKIPPED", validation
+    assert "torch" in validation["reason"], validation["reason"]
+    ran = {c["id"]: c["status"] for c in validation["checks"]}
+    assert ran["library"] == ran["example"] == "PASS" and ran["capi"] == "SKIPPED", ran
     locked = read_lock(cli.lock)
     assert [r["commit"] for r in report["lock"]["repos"]] == [r.commit for r in locked.repos]
     assert "s3cret" not in text  # the mirror token came in as a secret and stays out

@@ -108,6 +108,8 @@ def first_commit(sandbox: Path, repo: str) -> str:
 
 
 # (repo, ref or "first", flag, accepted?) — the flags cannbuild renders, and known traps.
+# opbase only: ops-transformer's build.sh honours -h before any other flag, so its table
+# (judged by where the run stops) is in test_standin_fidelity.py.
 FLAG_TABLE = [
     ("opbase", "first", "-j8", True),
     ("opbase", "first", "--cann_3rd_lib_path=/tmp", True),
@@ -118,16 +120,8 @@ FLAG_TABLE = [
     ("opbase", "v8.5.0", "--debug", False),
     ("opbase", "v9.0.0", "--pkg", True),
     ("opbase", "v9.0.0", "--foo", False),
-    ("ops-transformer", "first", "--debug", True),
-    ("ops-transformer", "first", "--cann_3rd_lib_path=/tmp", False),
-    ("ops-transformer", "v8.5.0", "--cann_3rd_lib_path=/tmp", True),
-    ("ops-transformer", "v8.5.0", "--debug", False),  # documented, not parsed
-    ("ops-transformer", "v8.5.0", "--tiling_key=1", True),
-    ("ops-transformer", "v9.0.0", "--tiling_key=1", False),
-    ("ops-transformer", "v9.0.0", "--noaicpu", True),
-    ("ops-transformer", "v9.0.0", "--simulator=camodel", True),
-    ("ops-transformer", "v9.0.0", "--vendor_name=acme", True),
-    ("ops-transformer", "v9.0.0", "-j", False),
+    ("opbase", "first", "-s", False),
+    ("opbase", "v8.5.0", "-s", True),  # system tests, accepted from v8.5.0
 ]
 
 

@@ -2,7 +2,8 @@ import json
 import subprocess
 import sys
 
-from cannbuild.host.doctor import python_stack_checks, read_host
+from cannbuild.host.doctor import read_host
+from cannbuild.host.judge_python import python_stack_checks
 from cannbuild.host.pystack import PythonStack, read_python_stack
 from cannbuild.options import resolve_options
 

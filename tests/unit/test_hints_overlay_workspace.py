@@ -34,6 +34,13 @@ from cannbuild.workspace import Workspace, write_atomic
             "tried to download https://x/y.tar.gz",
         ),
         ("x.cpp:3:1: error: expected ';'", "x.cpp:3:1: error: expected ';'"),
+        # what the real ops-transformer configure/compile prints on a toolkit without them
+        ("  Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)", "found no dlog headers"),
+        ("  Could NOT find platform (missing: PLATFORM_INC_DIR)", "Findplatform.cmake"),
+        (
+            "op_host/x.cpp:12:10: fatal error: register/op_def_registry.h: No such file or directory",
+            "toolkit header register/op_def_registry.h",
+        ),
         (
             "    error: downloading 'https://gitcode.com/cann-src-third-party/json/releases/download/"
             "v3.11.3/include.zip' failed",
@@ -156,3 +163,34 @@ def test_atomic_write_gives_the_mode_the_umask_allows(tmp_path: Path):
 )
 def test_a_rerun_says_which_input_changed(old, new, expected):
     assert expected in explain_change(old, new)
+
+
+def test_the_first_errors_anywhere_in_the_log_are_found_with_their_line_numbers():
+    from cannbuild.runner import first_errors
+
+    # v9.0.0: stderr (the CMake error) first, then the block-buffered, stamped stdout
+    log = [
+        "CMake Error at cmake/dependencies.cmake:56 (find_package):",
+        "  Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)",
+        "-- Configuring incomplete, errors occurred!",
+    ] + [f"[2026-03-21 12:00:00] -- line {i} of configure output" for i in range(40)]
+    assert first_errors(log, first_line=7) == (
+        (7, "CMake Error at cmake/dependencies.cmake:56 (find_package):"),
+        (8, "Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)"),
+    )
+    assert first_errors(["all", "fine"]) == ()
+    many = [f"x.cpp:{i}: error: nope" for i in range(20)]
+    assert len(first_errors(many)) == 3
+    # a CMake error keeps the indented lines that say what it is
+    cmake = [
+        "-- verifying file...",
+        "CMake Error at verify-makeself-populate.cmake:29 (message):",
+        "  error: SHA256 hash of",
+        "",
+        "    /w/third_party/pkg/makeself-release-2.5.0-patch1.tar.gz",
+        "",
+        "  does not match expected value",
+        "gmake[2]: *** [makeself-populate-download] Error 1",
+    ]
+    assert [n for n, _ in first_errors(cmake)] == [2, 3, 5, 7]
+    assert first_errors(cmake)[-1][1] == "does not match expected value"

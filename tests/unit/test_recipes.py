@@ -151,6 +151,57 @@ def test_force_names_a_step_of_the_recipe():
     assert "ops-transformer-build" in err.value.paragraph()
 
 
+def test_9_0_builds_no_opbase_package_unless_asked():
+    from cannbuild.plan import check_selection, selected
+
+    nine = load_recipe(RECIPES / "9.0.toml")
+    opbase_build = next(s for s in nine.steps if s.name == "opbase-build")
+    assert opbase_build.optional
+    assert not selected(opbase_build, (), ())
+    assert selected(opbase_build, ("opbase-build",), ())
+    assert selected(opbase_build, (), ("opbase-build",))  # --force asks for it too
+    assert not any(s.optional for s in load_recipe(RECIPES / "8.5.toml").steps)
+    check_selection(nine, ["opbase-build"])
+    with pytest.raises(UsageError, match="always runs in recipe cann-9.0") as err:
+        check_selection(nine, ["ops-transformer-build"])
+    assert "Optional steps of recipe cann-9.0: opbase-build." in err.value.paragraph()
+    with pytest.raises(UsageError, match="has no such step"):
+        check_selection(nine, ["opbase-bild"])
+
+
+def test_a_step_cannot_depend_on_an_optional_one(tmp_path: Path):
+    text = BASE.replace(
+        'command = "steps/opbase-build.j2"', 'command = "steps/opbase-build.j2"\noptional = true', 1
+    )
+    text += (
+        '\n[[steps]]\nname = "later"\nafter = ["opbase-build"]\ncommand = "steps/opbase-build.j2"\n'
+    )
+    with pytest.raises(UsageError, match="runs after 'opbase-build', which is optional"):
+        load_recipe(write_recipe(tmp_path, text))
+
+
+@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0"])
+def test_the_toolkit_files_a_recipe_lists_are_checked_and_a_missing_one_named(tmp_path, train):
+    from cannbuild.host.contents import contents_check
+
+    recipe = load_recipe(RECIPES / f"{train}.toml")
+    steps = [s.name for s in recipe.steps]
+    for entry in recipe.toolkit_files:  # one alternative of each (the last)
+        path = tmp_path / entry.paths[-1].replace("{{ arch }}", "aarch64")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    row = contents_check(recipe.toolkit_files, steps, tmp_path, "aarch64", recipe.name)
+    assert row.status == "pass" and f"all {len(recipe.toolkit_files)} files" in row.detail
+    (tmp_path / "aarch64-linux/include/platform/platform_info.h").unlink()
+    row = contents_check(recipe.toolkit_files, steps, tmp_path, "aarch64", recipe.name)
+    assert row.status == "fail" and row.blocking
+    assert "platform (aarch64-linux/include/platform/platform_info.h; CANN package" in row.detail
+    assert "Findplatform.cmake" in row.detail
+    # only the steps that will run count
+    row = contents_check(recipe.toolkit_files, ["opbase-build"], tmp_path, "aarch64", recipe.name)
+    assert row.status == "pass"
+
+
 @pytest.mark.parametrize("train", ["8.5", "9.0"])
 def test_from_8_5_on_every_archive_a_build_downloads_has_a_place(train):
     """What makes `setup --offline --bundle` possible: nothing is left to download."""

@@ -1,10 +1,5 @@
-"""Recipes: one TOML per CANN release train, read into frozen data and checked.
-
-A recipe names the repositories and how to pin them, the third-party archives,
-the steps (each a Jinja template in templates/), what the toolkit must contain
-and what validation checks.  Adding a recipe file needs no code: pass
-`--recipe path/to/file.toml`, or drop it in `./cannbuild-recipes/`.
-"""
+"""Reading a recipe file: every key checked for its kind, every error naming the file
+and the key."""
 
 from __future__ import annotations
 
@@ -12,132 +7,37 @@ import difflib
 import hashlib
 import re
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .errors import UsageError
-from .resources import data_dir
+from ..errors import UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.9/3.10
     import tomli as tomllib
 
-USER_RECIPE_DIR = "cannbuild-recipes"
-OPBASE_MODES = ("toolkit", "source")
-PHASES = ("build", "install")
-ACTIONS = ("overlay", "vendor")
-
-
-@dataclass(frozen=True)
-class SourcePin:
-    """A second checkout placed inside a repo, at a commit the repo itself pins."""
-
-    repo: str
-    pin_file: str
-    pin_regex: str
-    dest: str
-
-
-@dataclass(frozen=True)
-class ArchiveRule:
-    """What the recipe says of one third-party archive of a repo at its pinned ref.
-
-    `place`: where that ref's CMake accepts a local copy, in the order cannbuild
-    prefers, relative to the checkout ("dir/" = unpacked there); empty when the ref
-    downloads it on every build.  `source` cites the upstream lines that say so.
-    `needed = false`: only other build modes (tests) download it.  `url`, `sha256`,
-    `md5` add the archive or override what the repo's CMake declares."""
-
-    name: str
-    place: Tuple[str, ...]
-    source: str
-    needed: bool = True
-    url: Optional[str] = None
-    sha256: Optional[str] = None
-    md5: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class RepoSpec:
-    name: str
-    url: str
-    tag: Optional[str] = None
-    branch: Optional[str] = None
-    until: Optional[str] = None
-    commit: Optional[str] = None
-    source_pin: Optional[SourcePin] = None
-    third_party: Tuple[ArchiveRule, ...] = ()
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    name: str
-    command: str
-    repo: Optional[str] = None
-    after: Tuple[str, ...] = ()
-    inputs: Tuple[str, ...] = ()
-    produces: Tuple[str, ...] = ()
-    phase: str = "build"
-    action: Optional[str] = None
-    env: Tuple[Tuple[str, str], ...] = ()
-    cwd: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class HostTool:
-    """A program the recipe's builds call that doctor must find on PATH."""
-
-    name: str
-    why: str
-    install: str
-
-
-@dataclass(frozen=True)
-class ValidateSpec:
-    library: str
-    symbols: Tuple[str, ...]
-    example: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Recipe:
-    path: Path
-    digest: str
-    name: str
-    train: str
-    description: str
-    socs: Tuple[str, ...]
-    opbase: str
-    vars: Tuple[Tuple[str, Any], ...]
-    requires: Tuple[Tuple[str, str], ...]
-    repos: Tuple[RepoSpec, ...]
-    steps: Tuple[StepSpec, ...]
-    validate: ValidateSpec
-    image_cann: Optional[str] = None  # the CANN version of this train's container images
-    tools: Tuple[HostTool, ...] = ()
-
-    def repo(self, name: str) -> RepoSpec:
-        for repo in self.repos:
-            if repo.name == name:
-                return repo
-        raise KeyError(name)
-
-    @property
-    def added_archives(self) -> Tuple[Tuple[str, str, Optional[str]], ...]:
-        """(name, url, sha256) of the archives the recipe itself names by URL and places."""
-        seen: Dict[str, Tuple[str, str, Optional[str]]] = {}
-        for repo in self.repos:
-            for rule in repo.third_party:
-                if rule.url and rule.needed and rule.place:
-                    seen.setdefault(rule.url, (rule.name, rule.url, rule.sha256))
-        return tuple(seen.values())
-
+from .model import (
+    ACTIONS,
+    OPBASE_MODES,
+    PHASES,
+    ArchiveRule,
+    HostTool,
+    Recipe,
+    RepoSpec,
+    SourcePin,
+    StepSpec,
+    ToolkitFile,
+    ValidateSpec,
+    template_dirs,
+)
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
-_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann"}
+_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
+# where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
+OPBASE_HEADERS = ("pkg_inc", "include")
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
@@ -154,8 +54,11 @@ _STEP_KEYS = {
     "action",
     "env",
     "cwd",
+    "optional",
 }
-_VALIDATE_KEYS = {"library", "symbols", "example"}
+_VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
+_FILE_KEYS = {"component", "package", "step", "paths", "source"}
+EXAMPLE_LOOKUPS = ("custom-opp", "opp")
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
@@ -221,6 +124,12 @@ def load_recipe(path: Path) -> Recipe:
     opbase = r.get(head, "opbase", str, "[recipe]")
     if opbase not in OPBASE_MODES:
         raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
+    opbase_headers = r.get(head, "opbase_headers", str, "[recipe]", required=False) or "pkg_inc"
+    if opbase_headers not in OPBASE_HEADERS:
+        raise r.fail(
+            "[recipe]",
+            f"opbase_headers = {opbase_headers!r} is not one of {', '.join(OPBASE_HEADERS)}.",
+        )
 
     repos: List[RepoSpec] = []
     for name, table in r.get(data, "repos", dict, "the file").items():
@@ -290,7 +199,7 @@ def load_recipe(path: Path) -> Recipe:
 
     steps: List[StepSpec] = []
     seen: List[str] = []
-    templates = data_dir("templates")
+    search = template_dirs(path)
     for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
         where = f"[[steps]] #{i}"
         r.keys(table, _STEP_KEYS, where)
@@ -305,6 +214,7 @@ def load_recipe(path: Path) -> Recipe:
             action=r.get(table, "action", str, where, required=False),
             env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
             cwd=r.get(table, "cwd", str, where, required=False),
+            optional=bool(r.get(table, "optional", bool, where, required=False)),
         )
         where = f"step {step.name!r}"
         if step.name in seen:
@@ -314,6 +224,12 @@ def load_recipe(path: Path) -> Recipe:
         for dep in step.after:
             if dep not in seen:
                 raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
+            if not step.optional and any(s.name == dep and s.optional for s in steps):
+                raise r.fail(
+                    where,
+                    f"runs after {dep!r}, which is optional and may not run.",
+                    "Make this step optional too, or drop the dependency.",
+                )
         for inp in step.inputs:
             if inp not in _STEP_INPUTS:
                 raise r.fail(
@@ -323,8 +239,9 @@ def load_recipe(path: Path) -> Recipe:
             raise r.fail(where, f"phase {step.phase!r} is not one of {', '.join(PHASES)}.")
         if step.action is not None and step.action not in ACTIONS:
             raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
-        if not (templates / step.command).is_file():
-            raise r.fail(where, f"uses template {step.command!r}, which is not in {templates}.")
+        if not any((d / step.command).is_file() for d in search):
+            shown = ", ".join(str(d) for d in search)
+            raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
         seen.append(step.name)
         steps.append(step)
 
@@ -334,9 +251,16 @@ def load_recipe(path: Path) -> Recipe:
         library=r.get(vtable, "library", str, "[validate]"),
         symbols=r.strings(vtable, "symbols", "[validate]"),
         example=r.get(vtable, "example", str, "[validate]", required=False),
+        example_lookup=r.get(vtable, "example_lookup", str, "[validate]", required=False)
+        or "custom-opp",
     )
+    if validate.example_lookup not in EXAMPLE_LOOKUPS:
+        raise r.fail(
+            "[validate]",
+            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
+        )
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
-    r.keys(toolkit, {"requires"}, "[toolkit]")
+    r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
@@ -355,6 +279,22 @@ def load_recipe(path: Path) -> Recipe:
                 or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
             )
         )
+    files: List[ToolkitFile] = []
+    for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
+        where = f"[[toolkit.files]] #{i}"
+        r.keys(table, _FILE_KEYS, where)
+        entry = ToolkitFile(
+            component=r.get(table, "component", str, where),
+            package=r.get(table, "package", str, where),
+            step=r.get(table, "step", str, where),
+            paths=r.strings(table, "paths", where),
+            source=r.get(table, "source", str, where, required=False) or "",
+        )
+        if not entry.paths:
+            raise r.fail(where, "needs at least one path in 'paths'.")
+        if entry.step not in seen:
+            raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
+        files.append(entry)
     return Recipe(
         path=path,
         digest=hashlib.sha256(raw).hexdigest(),
@@ -370,6 +310,8 @@ def load_recipe(path: Path) -> Recipe:
         validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
         tools=tuple(tools),
+        toolkit_files=tuple(files),
+        opbase_headers=opbase_headers,
     )
 
 
@@ -407,118 +349,3 @@ def _relative(r: _Reader, place: str, where: str) -> str:
             "(a trailing '/' means: unpacked there).",
         )
     return place
-
-
-def recipe_dirs(cwd: Path) -> List[Path]:
-    dirs = [data_dir("recipes")]
-    user = cwd / USER_RECIPE_DIR
-    if user.is_dir():
-        dirs.insert(0, user)
-    return dirs
-
-
-def available(cwd: Path) -> Dict[str, Path]:
-    """train -> recipe file (a user's recipe shadows the shipped one)."""
-    found: Dict[str, Path] = {}
-    for directory in reversed(recipe_dirs(cwd)):
-        for path in sorted(directory.glob("*.toml")):
-            found[path.stem] = path
-    return found
-
-
-def select_recipe(choice: Optional[str], train: Optional[str], cwd: Path) -> Recipe:
-    """By --recipe (a train or a file), else by the toolkit's release train."""
-    if choice and (choice.endswith(".toml") or "/" in choice):
-        path = Path(choice)
-        if not path.is_file():
-            raise UsageError(
-                f"--recipe {choice}: no such file.", "Pass a recipe file or a train such as 9.0."
-            )
-        return load_recipe(path)
-    wanted = choice or train
-    recipes = available(cwd)
-    if wanted is None:
-        raise UsageError(
-            "no recipe can be chosen: the toolkit version is unknown.",
-            f"Pass --recipe with one of {', '.join(recipes)}, or fix the toolkit (cannbuild doctor).",
-        )
-    if wanted not in recipes:
-        raise UsageError(
-            f"there is no recipe for CANN {wanted} ({'--recipe' if choice else 'the toolkit train'}).",
-            f"Recipes exist for {', '.join(recipes)}; pass --recipe with the nearest one, or add "
-            f"{USER_RECIPE_DIR}/{wanted}.toml.",
-        )
-    recipe = load_recipe(recipes[wanted])
-    if recipe.train != wanted:
-        raise UsageError(
-            f"recipe {recipes[wanted]} says train = {recipe.train!r}, but its file name says {wanted!r}.",
-            "Make the two agree.",
-        )
-    return recipe
-
-
-def check_requirements(
-    recipe: Recipe, share_info: Mapping[str, str]
-) -> List[Tuple[str, str, Optional[str], str]]:
-    """Each unmet `share/info` minimum as (package, spec, found version, problem).
-
-    Same rule as the builds' own check_build_dependencies.py: the version is cut
-    at the first '-' and compared numerically.
-    """
-    problems = []
-    for pkg, spec in recipe.requires:
-        have = share_info.get(pkg)
-        if have is None:
-            problems.append((pkg, spec, None, "missing"))
-            continue
-        ok = _satisfies(have.split("-", 1)[0], spec)
-        if ok is None:
-            problems.append((pkg, spec, have, "not numeric"))
-        elif not ok:
-            problems.append((pkg, spec, have, "too old"))
-    return problems
-
-
-def _satisfies(version: str, spec: str) -> Optional[bool]:
-    for op in (">=", "<=", ">", "<", "=="):
-        if spec.startswith(op):
-            want = spec[len(op) :]
-            break
-    else:
-        op, want = "==", spec
-    try:
-        have = [int(p) for p in version.split(".")]
-        need = [int(p) for p in want.split(".")]
-    except ValueError:
-        return None
-    width = max(len(have), len(need))
-    have += [0] * (width - len(have))
-    need += [0] * (width - len(need))
-    return {
-        ">=": have >= need,
-        "<=": have <= need,
-        ">": have > need,
-        "<": have < need,
-        "==": have == need,
-    }[op]
-
-
-def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
-    """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
-    from .render import render_value
-
-    out: Dict[str, Optional[str]] = {}
-    for key in ("tag", "branch", "until", "commit"):
-        value = getattr(repo, key)
-        what = f"[repos.{repo.name}] {key}"
-        out[key] = render_value(value, context, what) if value else None
-    return out
-
-
-def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
-    if ref.get("tag"):
-        return f"tag {ref['tag']}"
-    if ref.get("commit"):
-        return f"commit {ref['commit']}"
-    until = f" as of {ref['until']}" if ref.get("until") else ""
-    return f"branch {ref['branch']}{until}"

@@ -1,0 +1,80 @@
+"""What the toolkit must contain, not just which versions it reports.
+
+`share/info/*/version.info` says which packages claim to be installed; the real
+builds then look for particular files: ops-transformer's `find_package` modules
+(dlog, platform, metadef/register, runtime, nnopbase, tiling) and
+`cmake/config.cmake` (the opbuild tool, the Ascend C kernel cmake), opbase its
+hcc cross toolchain.  A recipe lists them (`[[toolkit.files]]`, read from the
+upstream modules at its refs); a missing one is named with its component and the
+CANN package that ships it, before any build runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Sequence
+
+from .check import FAIL, PASS, SKIP, Check
+
+
+@dataclass(frozen=True)
+class MissingFile:
+    component: str
+    package: str
+    step: str
+    paths: Sequence[str]  # the alternatives looked for, arch filled in
+    source: str
+
+    def describe(self) -> str:
+        where = " or ".join(self.paths)
+        via = f", looked for by {self.source}" if self.source else ""
+        return f"{self.component} ({where}; CANN package {self.package}{via})"
+
+
+def missing_files(
+    files: Sequence[Any], steps: Sequence[str], home: Path, arch: str
+) -> List[MissingFile]:
+    """The recipe's toolkit files (for the steps that will run) that `home` lacks."""
+    missing: List[MissingFile] = []
+    for entry in files:
+        if entry.step not in steps:
+            continue
+        paths = [p.replace("{{ arch }}", arch).replace("{{arch}}", arch) for p in entry.paths]
+        if not any((home / p).exists() for p in paths):
+            missing.append(
+                MissingFile(entry.component, entry.package, entry.step, paths, entry.source)
+            )
+    return missing
+
+
+def contents_check(
+    files: Sequence[Any], steps: Sequence[str], home: Path, arch: str, recipe: str
+) -> Check:
+    wanted = [f for f in files if f.step in steps]
+    if not wanted:
+        return Check(
+            "recipe.toolkit_files",
+            SKIP,
+            f"recipe {recipe} lists no toolkit files for the steps that will run",
+            "Add [[toolkit.files]] to the recipe to have them checked before building.",
+        )
+    missing = missing_files(files, steps, home, arch)
+    if not missing:
+        return Check(
+            "recipe.toolkit_files",
+            PASS,
+            f"all {len(wanted)} files recipe {recipe} needs are in {home}",
+        )
+    packages = sorted({m.package for m in missing})
+    by_step = sorted({m.step for m in missing})
+    return Check(
+        "recipe.toolkit_files",
+        FAIL,
+        f"{home} lacks what {', '.join(by_step)} needs: "
+        + "; ".join(m.describe() for m in missing),
+        f"Install the CANN package{'s' if len(packages) > 1 else ''} {', '.join(packages)} into "
+        "this toolkit (same --install-path). Without them the real build stops at CMake "
+        "configure ('Could NOT find ...') or at compile ('No such file or directory').",
+        blocking=True,
+    )

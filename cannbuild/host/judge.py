@@ -1,0 +1,279 @@
+"""Judge the host's readings: one doctor row per question a CANN engineer would ask,
+with a fix on every row that is not pass."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional
+
+from ..options import Options
+from . import compat
+from .check import FAIL, PASS, SKIP, WARN, Check
+from .judge_npu import npu_checks
+from .judge_python import python_stack_checks
+from .reading import Readings
+from .sysroot import Sysroot
+from .toolchain import CapturedEnv, ToolResult, free_bytes
+from .toolkit import Toolkit, ToolkitSearch, host_arch
+
+GIB = 1 << 30
+DISK_FAIL_BYTES = 1 * GIB
+DISK_WARN_BYTES = 10 * GIB
+
+
+def judge(r: Readings, options: Options) -> List[Check]:
+    toolkit = r.toolkit
+    checks: List[Check] = []
+    checks += _os_checks()
+    checks += _toolkit_checks(r.sysroot, r.search)
+    checks += _env_checks(toolkit, r.captured, r.capture_error, r.env)
+    checks += npu_checks(r, options)
+    checks += _tool_checks(r.tools)
+    checks += _disk_checks(options.workspace)
+    checks += python_stack_checks(r.stack, toolkit, r.env)
+    return checks
+
+
+def _os_checks() -> List[Check]:
+    import distro
+
+    # os-release is on every OS CANN supports; lsb_release and uname cost a process each
+    info = distro.LinuxDistribution(include_lsb=False, include_uname=False)
+    os_id = info.id() or "unknown"
+    version = info.version() or ""
+    name = info.name(pretty=True) or os_id
+    major_minor = ".".join(version.split(".")[:2])
+    if (os_id.lower(), major_minor) in compat.IMAGE_OSES:
+        return [Check("os", PASS, f"{name}")]
+    known = ", ".join(f"{o} {v}" for o, v in compat.IMAGE_OSES)
+    return [
+        Check(
+            "os",
+            WARN,
+            f"{name}: not an OS the official CANN images use",
+            f"Builds usually work elsewhere but are untested upstream; the images use {known}.",
+        )
+    ]
+
+
+def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
+    checks: List[Check] = []
+    tk = search.toolkit
+    if tk is None:
+        if search.explicit_failure:
+            checks.append(
+                Check(
+                    "toolkit",
+                    FAIL,
+                    search.explicit_failure,
+                    "Pass the toolkit folder itself: --cann-path=/usr/local/Ascend/cann (CANN "
+                    ">= 8.5) or --cann-path=/usr/local/Ascend/ascend-toolkit/latest (<= 8.3).",
+                    blocking=True,
+                )
+            )
+        else:
+            by_path: Dict[str, List[str]] = {}
+            for rule, path, _ in search.tried:
+                rules = by_path.setdefault(path, [])
+                if rule not in rules:
+                    rules.append(rule)
+            tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())
+            checks.append(
+                Check(
+                    "toolkit",
+                    FAIL,
+                    f"no CANN toolkit found (looked in {tried or 'nothing'})",
+                    "Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
+                    "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
+                    "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
+                    "(an emulated Ascend host).",
+                    blocking=True,
+                )
+            )
+    else:
+        shown = sysroot.display(tk.path)
+        if tk.version is None:
+            checks.append(
+                Check(
+                    "toolkit",
+                    FAIL,
+                    f"toolkit at {shown} has no readable version "
+                    f"({'; '.join(tk.problems) or 'no version file'})",
+                    "Check <arch>-linux/ascend_toolkit_install.info (version=...) or reinstall the "
+                    "toolkit.",
+                    blocking=True,
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    "toolkit",
+                    PASS,
+                    f"CANN {tk.version} at {shown} ({tk.layout} layout; found by {tk.found_by}; "
+                    f"version from {tk.version_source})",
+                )
+            )
+        for problem in tk.problems if tk.version is not None else ():
+            checks.append(
+                Check(
+                    "toolkit.files",
+                    WARN,
+                    problem,
+                    "The file is malformed; cannbuild read the version elsewhere. Reinstalling "
+                    "the toolkit restores it.",
+                )
+            )
+        arch = host_arch()
+        if tk.arch and tk.arch != arch:
+            checks.append(
+                Check(
+                    "toolkit.arch",
+                    FAIL,
+                    f"toolkit is built for {tk.arch}, this host is {arch}",
+                    f"Install the {arch} toolkit (Ascend-cann-toolkit_<version>_linux-{arch}.run).",
+                    blocking=True,
+                )
+            )
+        if len(search.installs) > 1:
+            listed = ", ".join(sysroot.display(p) for p in search.installs)
+            checks.append(
+                Check("toolkit.installs", PASS, f"{len(search.installs)} installs: {listed}")
+            )
+    for warning in search.warnings:
+        checks.append(
+            Check(
+                "toolkit.env",
+                WARN,
+                warning,
+                "A stale variable from an old set_env.sh; open a new shell or source the "
+                "right set_env.sh.",
+            )
+        )
+    return checks
+
+
+def _env_checks(
+    tk: Optional[Toolkit],
+    captured: Optional[CapturedEnv],
+    capture_error: Optional[str],
+    env: Mapping[str, str],
+) -> List[Check]:
+    if tk is None:
+        return [Check("set_env", SKIP, "no toolkit", "Fix the toolkit row first.")]
+    if tk.set_env is None:
+        return [
+            Check(
+                "set_env",
+                FAIL,
+                f"no set_env.sh next to {tk.path}",
+                "The toolkit install is incomplete; reinstall it (set_env.sh sits in the toolkit "
+                "folder from 8.5, in ascend-toolkit/ before).",
+                blocking=True,
+            )
+        ]
+    if captured is None:
+        return [
+            Check(
+                "set_env",
+                FAIL,
+                f"sourcing {tk.set_env} failed: {capture_error}",
+                f"Run 'bash -x {tk.set_env}' to see where it stops.",
+                blocking=True,
+            )
+        ]
+    checks: List[Check] = []
+    home = captured.env.get("ASCEND_HOME_PATH", "(unset)")
+    if captured.status != 0:
+        last = captured.stderr.splitlines()[-1] if captured.stderr else "no message"
+        checks.append(
+            Check(
+                "set_env",
+                WARN,
+                f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
+                "9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
+                "check that file exists and is complete.",
+            )
+        )
+    else:
+        checks.append(Check("set_env", PASS, f"sourced {tk.set_env.name}: ASCEND_HOME_PATH={home}"))
+    bisheng = shutil.which("bisheng", path=captured.env.get("PATH", ""))
+    if bisheng:
+        checks.append(Check("bisheng", PASS, f"bisheng at {bisheng}"))
+    else:
+        checks.append(
+            Check(
+                "bisheng",
+                FAIL,
+                "bisheng is not on PATH after sourcing set_env.sh",
+                "bisheng ships in the toolkit's compiler (compiler/ccec_compiler/bin); "
+                "reinstall the toolkit with --full.",
+                blocking=True,
+            )
+        )
+    return checks
+
+
+def _tool_checks(tools: List[ToolResult]) -> List[Check]:
+    checks: List[Check] = []
+    for tool in tools:
+        spec = tool.spec
+        cid = f"tool.{spec.name}"
+        bad_status = FAIL if spec.required else WARN
+        if tool.path is None:
+            checks.append(
+                Check(
+                    cid,
+                    bad_status,
+                    f"{spec.name} not found on PATH",
+                    spec.hint,
+                    blocking=spec.required,
+                )
+            )
+        elif tool.error:
+            checks.append(Check(cid, bad_status, tool.error, spec.hint, blocking=spec.required))
+        elif tool.too_old:
+            checks.append(
+                Check(
+                    cid,
+                    bad_status,
+                    f"{spec.name} {tool.version} is older than {spec.minimum}",
+                    spec.hint,
+                    blocking=spec.required,
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    cid, PASS, f"{spec.name} {tool.version or ''} ({tool.path})".replace("  ", " ")
+                )
+            )
+    return checks
+
+
+def _disk_checks(workspace: Path) -> List[Check]:
+    try:
+        free = free_bytes(workspace)
+    except OSError as exc:
+        return [Check("disk", WARN, f"cannot read free space: {exc}", "Check the workspace path.")]
+    shown = f"{free / GIB:.1f} GiB free under {workspace}"
+    if free < DISK_FAIL_BYTES:
+        return [
+            Check(
+                "disk",
+                FAIL,
+                shown,
+                "A build needs several GiB; free space or pass --workspace on a larger disk.",
+                blocking=True,
+            )
+        ]
+    if free < DISK_WARN_BYTES:
+        return [
+            Check(
+                "disk",
+                WARN,
+                shown,
+                "A full ops-transformer build can take 10 GiB; consider --workspace elsewhere.",
+            )
+        ]
+    return [Check("disk", PASS, shown)]

@@ -1,0 +1,269 @@
+"""doctor rows about the NPUs: how many and which, their health, the SoC to build for,
+the kernels package, the driver and firmware and their pairing with CANN."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..options import Options
+from . import compat
+from .check import FAIL, PASS, SKIP, WARN, Check
+from .driver import Driver, firmware_in_range
+from .hardware import Hardware
+from .infofiles import InfoFileError, bracket_list, get_ci, read_kv
+from .reading import Readings
+from .socs import Family
+from .sysroot import Sysroot
+from .toolkit import Toolkit, host_arch, kernel_entries, kernels_package_name
+
+
+def npu_checks(r: Readings, options: Options) -> List[Check]:
+    checks: List[Check] = []
+    checks += _hardware_checks(r.hardware, options)
+    checks += _soc_checks(options, r.hardware, r.soc, r.soc_source)
+    checks += _kernel_checks(r.toolkit, r.soc)
+    checks += _driver_checks(r.sysroot, r.driver, r.toolkit, r.hardware)
+    return checks
+
+
+def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
+    checks: List[Check] = []
+    if hw.mixed:
+        counts = ", ".join(f"{n} x {soc}" for soc, n in sorted(hw.pci_counts.items()))
+        checks.append(
+            Check(
+                "hardware",
+                FAIL,
+                f"mixed NPU families on one host: {counts}",
+                "cannbuild builds for one SoC at a time; pass --soc for the family you target.",
+                blocking=options.soc is None,
+            )
+        )
+    elif hw.family is None:
+        checks.append(
+            Check(
+                "hardware",
+                WARN,
+                "no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
+                "Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
+                "--soc=ascend910_93 (Atlas A3).",
+            )
+        )
+    else:
+        chip = f" ({hw.chip})" if hw.chip else ""
+        smi = f"; npu-smi {hw.npu_smi_version}" if hw.npu_smi_version else ""
+        dies = f", {hw.chip_count} dies" if hw.chip_count != hw.npu_count else ""
+        checks.append(
+            Check(
+                "hardware",
+                PASS,
+                f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
+                f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
+            )
+        )
+    checks += _health_checks(hw)
+    for problem in hw.problems:
+        checks.append(
+            Check(
+                "npu-smi",
+                WARN,
+                problem,
+                "Check the driver: 'npu-smi info' should print the device table "
+                "(in a container, mount /usr/local/bin/npu-smi and the driver).",
+            )
+        )
+    return checks
+
+
+def _health_checks(hw: Hardware) -> List[Check]:
+    """npu-smi's Health column and running processes: a validation on a sick or busy
+    device would judge the device, not the package."""
+    if not hw.health:
+        return []
+    sick = [(npu, h) for npu, h in hw.health if h in ("Alarm", "Critical")]
+    unknown = [(npu, h) for npu, h in hw.health if h not in ("OK", "Warning", "Alarm", "Critical")]
+    warned = [(npu, h) for npu, h in hw.health if h == "Warning"]
+    checks: List[Check] = []
+    listed = lambda rows: ", ".join(f"NPU {npu} {h}" for npu, h in rows)  # noqa: E731
+    if sick:
+        checks.append(
+            Check(
+                "npu.health",
+                FAIL,
+                f"{listed(sick)} (npu-smi info, Health column)",
+                "Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
+                "shows the alarm codes; fix or reset the device (or ask its admin) first.",
+            )
+        )
+    if warned or unknown:
+        checks.append(
+            Check(
+                "npu.health",
+                WARN,
+                f"{listed(warned + unknown)} (npu-smi info, Health column)",
+                "`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
+            )
+        )
+    if not sick and not warned and not unknown:
+        checks.append(Check("npu.health", PASS, f"all {len(hw.health)} NPUs report Health OK"))
+    if hw.processes:
+        busy = sorted({p.npu for p in hw.processes})
+        shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
+        more = f" and {len(hw.processes) - 4} more" if len(hw.processes) > 4 else ""
+        checks.append(
+            Check(
+                "npu.busy",
+                WARN,
+                f"{len(busy)} NPU(s) busy: {shown}{more}",
+                "Timings and memory on a busy device are not comparable; validation runs on "
+                "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
+            )
+        )
+    return checks
+
+
+def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: str) -> List[Check]:
+    if soc is None:
+        return [
+            Check(
+                "soc",
+                FAIL,
+                "no SoC to build for: no --soc and no NPU detected",
+                "Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
+                blocking=True,
+            )
+        ]
+    sources = {"pci": "PCI ids", "npu-smi": "npu-smi", "--soc": "--soc"}
+    checks = [
+        Check("soc", PASS, f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}")
+    ]
+    if options.soc and hw.family is not None and hw.family.soc != options.soc:
+        checks.append(
+            Check(
+                "soc.match",
+                WARN,
+                f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
+                f"The package will only run on {soc.product}; drop --soc to build for this host.",
+            )
+        )
+    return checks
+
+
+def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
+    if tk is None or soc is None:
+        return [Check("kernels", SKIP, "needs a toolkit and a SoC", "Fix the rows above first.")]
+    entries = kernel_entries(tk, soc.soc)
+    if entries:
+        return [Check("kernels", PASS, f"{len(entries)} kernel folders for {soc.soc}")]
+    package = kernels_package_name(tk.version, soc.soc, tk.arch or host_arch())
+    return [
+        Check(
+            "kernels",
+            WARN,
+            f"no kernels package for {soc.soc} in the toolkit",
+            f"Building works without it; running operators needs {package} installed into the "
+            "same path (--install --install-path=<toolkit root>).",
+        )
+    ]
+
+
+def _driver_checks(
+    sysroot: Sysroot, driver: Driver, tk: Optional[Toolkit], hw: Hardware
+) -> List[Check]:
+    checks: List[Check] = []
+    if not driver.present:
+        status = WARN if hw.family is not None else SKIP
+        checks.append(
+            Check(
+                "driver",
+                status,
+                "no driver/version.info",
+                "Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
+                "(in a container, mount /usr/local/Ascend/driver and /etc/ascend_install.info).",
+            )
+        )
+    elif driver.version is None:
+        checks.append(
+            Check(
+                "driver",
+                WARN,
+                "; ".join(driver.problems) or "driver version unreadable",
+                "Reinstall the driver package or check driver/version.info.",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "driver", PASS, f"driver {driver.version} at {sysroot.display(driver.install_path)}"
+            )
+        )
+        checks += _driver_compat(driver, tk)
+    if driver.firmware_version and driver.firmware_range:
+        ok = firmware_in_range(driver.firmware_version, driver.firmware_range)
+        lo, hi = driver.firmware_range
+        if ok is False:
+            checks.append(
+                Check(
+                    "firmware",
+                    WARN,
+                    f"firmware {driver.firmware_version} is outside the driver's range "
+                    f"[{lo}, {hi}]",
+                    "Upgrade the firmware package that matches the driver (npu-smi info -t board "
+                    "shows 'Compatibility').",
+                )
+            )
+        else:
+            checks.append(Check("firmware", PASS, f"firmware {driver.firmware_version}"))
+    return checks
+
+
+def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
+    if tk is None or tk.version is None or driver.version is None:
+        return []
+    if not tk.version.comparable or driver.version.internal:
+        return [
+            Check(
+                "driver.compat",
+                SKIP,
+                "internal build versions cannot be matched to the tables",
+                "Check the pairing in the release notes of that build.",
+            )
+        ]
+    tk_compat: Tuple[str, ...] = ()
+    tk_inner: Optional[str] = None
+    if tk.arch:
+        info = tk.real_path / f"{tk.arch}-linux" / "ascend_toolkit_install.info"
+        try:
+            values = read_kv(info)
+            tk_compat = bracket_list(get_ci(values, "compatible_version"))
+            tk_inner = get_ci(values, "innerversion")
+        except InfoFileError:
+            pass
+    verdict = compat.driver_verdict(
+        tk.version,
+        driver.version,
+        tk_compat,
+        tk_inner,
+        driver.compatible_trains,
+        driver.innerversion,
+    )
+    if verdict.ok:
+        return [Check("driver.compat", PASS, verdict.detail)]
+    if verdict.ok is None:
+        return [
+            Check(
+                "driver.compat",
+                SKIP,
+                verdict.detail,
+                "Check the CANN release notes for the matching Ascend HDK.",
+            )
+        ]
+    return [
+        Check(
+            "driver.compat",
+            WARN,
+            verdict.detail,
+            "Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
+            "list, or install the CANN release that matches this driver.",
+        )
+    ]

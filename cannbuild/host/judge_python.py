@@ -1,0 +1,145 @@
+"""doctor rows about the Python stack: torch, torch_npu, their pairing with each other
+and with CANN, and whether a plain `import torch` works here (read without importing
+torch)."""
+
+from __future__ import annotations
+
+from typing import List, Mapping, Optional
+
+from . import compat
+from .check import FAIL, PASS, SKIP, WARN, Check
+from .pystack import AUTOLOAD, PythonStack, plain_import_problem
+from .toolkit import Toolkit
+
+
+def python_stack_checks(
+    stack: PythonStack, tk: Optional[Toolkit], env: Optional[Mapping[str, str]] = None
+) -> List[Check]:
+    """torch / torch_npu rows from package metadata and `env` (the shell's), never importing torch."""
+    checks: List[Check] = []
+    py = f"{stack.python[0]}.{stack.python[1]}"
+    if stack.torch is None:
+        checks.append(
+            Check(
+                "torch",
+                SKIP,
+                "torch not installed",
+                "Needed only for the validation reference: pip install torch (CPU is enough).",
+            )
+        )
+    else:
+        verdict = compat.python_verdict(stack.torch, stack.python)
+        if verdict.ok is False:
+            checks.append(
+                Check(
+                    "torch",
+                    WARN,
+                    f"torch {stack.torch}: {verdict.detail}",
+                    f"Use a Python torch supports (this is {py}).",
+                )
+            )
+        else:
+            checks.append(Check("torch", PASS, f"torch {stack.torch} on Python {py}"))
+    if stack.torch_npu is None:
+        checks.append(
+            Check(
+                "torch_npu",
+                SKIP,
+                "torch_npu not installed",
+                "Only the torch_npu validation route needs it: pip install torch-npu==<version "
+                "for this CANN>.",
+            )
+        )
+        return checks
+    if stack.torch is None:
+        checks.append(
+            Check(
+                "torch_npu",
+                FAIL,
+                f"torch_npu {stack.torch_npu} is installed without torch",
+                f"pip install torch=={_torch_for(stack.torch_npu)}",
+            )
+        )
+        return checks
+    if not compat.same_torch_line(stack.torch, stack.torch_npu):
+        checks.append(
+            Check(
+                "torch_npu",
+                FAIL,
+                f"torch_npu {stack.torch_npu} does not match torch {stack.torch}",
+                "torch_npu's major.minor.patch must equal torch's (else 'undefined symbol' "
+                f"at import): pip install torch=={_torch_for(stack.torch_npu)}",
+            )
+        )
+        return checks
+    checks.append(_plain_import_check(stack, tk, env or {}))
+    if tk is None or tk.version is None or not tk.version.comparable:
+        checks.append(Check("torch_npu", PASS, f"torch_npu {stack.torch_npu} matches torch"))
+        return checks
+    verdict = compat.torch_npu_verdict(tk.version, stack.torch_npu)
+    if not compat.in_table(stack.torch_npu):
+        listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
+        checks.append(
+            Check(
+                "torch_npu",
+                WARN,
+                verdict.detail,
+                (
+                    f"The tested ones for CANN {tk.version.release}: {', '.join(listed)}. "
+                    if listed
+                    else ""
+                )
+                + "An untested pairing may work: cannbuild validate's torch_npu route checks it "
+                "on this host.",
+            )
+        )
+    elif verdict.ok is False:
+        listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
+        checks.append(
+            Check(
+                "torch_npu",
+                WARN,
+                verdict.detail,
+                f"Install a torch_npu tested with CANN {tk.version.release}: " + ", ".join(listed),
+            )
+        )
+    elif verdict.ok is None:
+        checks.append(
+            Check(
+                "torch_npu",
+                SKIP,
+                verdict.detail,
+                "Check Ascend/pytorch COMPATIBILITY for this CANN.",
+            )
+        )
+    else:
+        checks.append(Check("torch_npu", PASS, verdict.detail))
+    return checks
+
+
+def _plain_import_check(stack: PythonStack, tk: Optional[Toolkit], env: Mapping[str, str]) -> Check:
+    """With torch_npu installed, `import torch` loads it: say whether that works in this shell."""
+    version = stack.torch_npu
+    if env.get(AUTOLOAD) == "0":
+        return Check(
+            "torch_import", PASS, f"{AUTOLOAD}=0: `import torch` does not load torch_npu {version}"
+        )
+    problem = plain_import_problem(stack, env)
+    if problem is None:
+        return Check(
+            "torch_import", PASS, f"`import torch` can load torch_npu {version} in this environment"
+        )
+    source = (
+        f"source {tk.set_env}" if tk is not None and tk.set_env is not None else "source set_env.sh"
+    )
+    return Check(
+        "torch_import",
+        WARN,
+        f"a plain `import torch` fails in this shell: it auto-loads torch_npu {version}, and {problem}",
+        f"{source} before using torch_npu, or set {AUTOLOAD}=0 to import torch without torch_npu "
+        "(cannbuild itself does both where it needs to).",
+    )
+
+
+def _torch_for(torch_npu: str) -> str:
+    return compat.torch_release(torch_npu)

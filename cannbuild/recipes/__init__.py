@@ -1,0 +1,170 @@
+"""Recipes: one TOML per CANN release train, read into frozen data and checked.
+
+A recipe names the repositories and how to pin them, the third-party archives,
+the steps (each a Jinja template in templates/), what the toolkit must contain
+and what validation checks.  Adding a recipe file needs no code: pass
+`--recipe path/to/file.toml`, or drop it in `./cannbuild-recipes/`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..errors import UsageError
+from ..resources import data_dir
+from .model import (
+    ACTIONS,
+    OPBASE_MODES,
+    PHASES,
+    USER_RECIPE_DIR,
+    ArchiveRule,
+    HostTool,
+    Recipe,
+    RepoSpec,
+    SourcePin,
+    StepSpec,
+    ToolkitFile,
+    ValidateSpec,
+    template_dirs,
+)
+from .reader import load_recipe
+
+
+def recipe_dirs(cwd: Path) -> List[Path]:
+    dirs = [data_dir("recipes")]
+    user = cwd / USER_RECIPE_DIR
+    if user.is_dir():
+        dirs.insert(0, user)
+    return dirs
+
+
+def available(cwd: Path) -> Dict[str, Path]:
+    """train -> recipe file (a user's recipe shadows the shipped one)."""
+    found: Dict[str, Path] = {}
+    for directory in reversed(recipe_dirs(cwd)):
+        for path in sorted(directory.glob("*.toml")):
+            found[path.stem] = path
+    return found
+
+
+def select_recipe(choice: Optional[str], train: Optional[str], cwd: Path) -> Recipe:
+    """By --recipe (a train or a file), else by the toolkit's release train."""
+    if choice and (choice.endswith(".toml") or "/" in choice):
+        path = Path(choice)
+        if not path.is_file():
+            raise UsageError(
+                f"--recipe {choice}: no such file.", "Pass a recipe file or a train such as 9.0."
+            )
+        return load_recipe(path)
+    wanted = choice or train
+    recipes = available(cwd)
+    if wanted is None:
+        raise UsageError(
+            "no recipe can be chosen: the toolkit version is unknown.",
+            f"Pass --recipe with one of {', '.join(recipes)}, or fix the toolkit (cannbuild doctor).",
+        )
+    if wanted not in recipes:
+        raise UsageError(
+            f"there is no recipe for CANN {wanted} ({'--recipe' if choice else 'the toolkit train'}).",
+            f"Recipes exist for {', '.join(recipes)}; pass --recipe with the nearest one, or add "
+            f"{USER_RECIPE_DIR}/{wanted}.toml.",
+        )
+    recipe = load_recipe(recipes[wanted])
+    if recipe.train != wanted:
+        raise UsageError(
+            f"recipe {recipes[wanted]} says train = {recipe.train!r}, but its file name says {wanted!r}.",
+            "Make the two agree.",
+        )
+    return recipe
+
+
+def check_requirements(
+    recipe: Recipe, share_info: Mapping[str, str]
+) -> List[Tuple[str, str, Optional[str], str]]:
+    """Each unmet `share/info` minimum as (package, spec, found version, problem).
+
+    Same rule as the builds' own check_build_dependencies.py: the version is cut
+    at the first '-' and compared numerically.
+    """
+    problems: List[Tuple[str, str, Optional[str], str]] = []
+    for pkg, spec in recipe.requires:
+        have = share_info.get(pkg)
+        if have is None:
+            problems.append((pkg, spec, None, "missing"))
+            continue
+        ok = _satisfies(have.split("-", 1)[0], spec)
+        if ok is None:
+            problems.append((pkg, spec, have, "not numeric"))
+        elif not ok:
+            problems.append((pkg, spec, have, "too old"))
+    return problems
+
+
+def _satisfies(version: str, spec: str) -> Optional[bool]:
+    for op in (">=", "<=", ">", "<", "=="):
+        if spec.startswith(op):
+            want = spec[len(op) :]
+            break
+    else:
+        op, want = "==", spec
+    try:
+        have = [int(p) for p in version.split(".")]
+        need = [int(p) for p in want.split(".")]
+    except ValueError:
+        return None
+    width = max(len(have), len(need))
+    have += [0] * (width - len(have))
+    need += [0] * (width - len(need))
+    return {
+        ">=": have >= need,
+        "<=": have <= need,
+        ">": have > need,
+        "<": have < need,
+        "==": have == need,
+    }[op]
+
+
+def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
+    """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
+    from ..render import render_value
+
+    out: Dict[str, Optional[str]] = {}
+    for key in ("tag", "branch", "until", "commit"):
+        value = getattr(repo, key)
+        what = f"[repos.{repo.name}] {key}"
+        out[key] = render_value(value, context, what) if value else None
+    return out
+
+
+def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
+    if ref.get("tag"):
+        return f"tag {ref['tag']}"
+    if ref.get("commit"):
+        return f"commit {ref['commit']}"
+    until = f" as of {ref['until']}" if ref.get("until") else ""
+    return f"branch {ref['branch']}{until}"
+
+
+__all__ = [
+    "ACTIONS",
+    "OPBASE_MODES",
+    "PHASES",
+    "USER_RECIPE_DIR",
+    "ArchiveRule",
+    "HostTool",
+    "Recipe",
+    "RepoSpec",
+    "SourcePin",
+    "StepSpec",
+    "ToolkitFile",
+    "ValidateSpec",
+    "available",
+    "check_requirements",
+    "describe_ref",
+    "load_recipe",
+    "recipe_dirs",
+    "render_ref",
+    "select_recipe",
+    "template_dirs",
+]

@@ -1,0 +1,148 @@
+"""What a recipe says, as frozen data (reader.py reads and checks the TOML)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..resources import data_dir
+
+USER_RECIPE_DIR = "cannbuild-recipes"
+OPBASE_MODES = ("toolkit", "source")
+PHASES = ("build", "install")
+ACTIONS = ("overlay", "vendor")
+
+
+@dataclass(frozen=True)
+class SourcePin:
+    """A second checkout placed inside a repo, at a commit the repo itself pins."""
+
+    repo: str
+    pin_file: str
+    pin_regex: str
+    dest: str
+
+
+@dataclass(frozen=True)
+class ArchiveRule:
+    """What the recipe says of one third-party archive of a repo at its pinned ref.
+
+    `place`: where that ref's CMake accepts a local copy, in the order cannbuild
+    prefers, relative to the checkout ("dir/" = unpacked there); empty when the ref
+    downloads it on every build.  `source` cites the upstream lines that say so.
+    `needed = false`: only other build modes (tests) download it.  `url`, `sha256`,
+    `md5` add the archive or override what the repo's CMake declares."""
+
+    name: str
+    place: Tuple[str, ...]
+    source: str
+    needed: bool = True
+    url: Optional[str] = None
+    sha256: Optional[str] = None
+    md5: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RepoSpec:
+    name: str
+    url: str
+    tag: Optional[str] = None
+    branch: Optional[str] = None
+    until: Optional[str] = None
+    commit: Optional[str] = None
+    source_pin: Optional[SourcePin] = None
+    third_party: Tuple[ArchiveRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolkitFile:
+    """A file the builds read from the toolkit, found by any one of `paths` (relative to
+    ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks."""
+
+    component: str
+    package: str
+    step: str
+    paths: Tuple[str, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    command: str
+    repo: Optional[str] = None
+    after: Tuple[str, ...] = ()
+    inputs: Tuple[str, ...] = ()
+    produces: Tuple[str, ...] = ()
+    phase: str = "build"
+    action: Optional[str] = None
+    env: Tuple[Tuple[str, str], ...] = ()
+    cwd: Optional[str] = None
+    # runs only when asked for (--with-step NAME, CANNBUILD_OPTIONAL_STEPS, or --force NAME);
+    # shown in the plan either way
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """A program the recipe's builds call that doctor must find on PATH."""
+
+    name: str
+    why: str
+    install: str
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    library: str
+    symbols: Tuple[str, ...]
+    example: Optional[str] = None
+    # where the ref's build.sh --run_example looks for the custom package: "custom-opp"
+    # (ASCEND_CUSTOM_OPP_PATH, then ASCEND_OPP_PATH/vendors) or "opp" (ASCEND_OPP_PATH only)
+    example_lookup: str = "custom-opp"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    digest: str
+    name: str
+    train: str
+    description: str
+    socs: Tuple[str, ...]
+    opbase: str
+    vars: Tuple[Tuple[str, Any], ...]
+    requires: Tuple[Tuple[str, str], ...]
+    repos: Tuple[RepoSpec, ...]
+    steps: Tuple[StepSpec, ...]
+    validate: ValidateSpec
+    image_cann: Optional[str] = None  # the CANN version of this train's container images
+    tools: Tuple[HostTool, ...] = ()
+    toolkit_files: Tuple[ToolkitFile, ...] = ()
+    # where ops-transformer looks for opbase's op_common headers: <arch>-linux/<this>; opbase
+    # itself installs them under pkg_inc (since 2025-11-05)
+    opbase_headers: str = "pkg_inc"
+
+    def repo(self, name: str) -> RepoSpec:
+        for repo in self.repos:
+            if repo.name == name:
+                return repo
+        raise KeyError(name)
+
+    @property
+    def added_archives(self) -> Tuple[Tuple[str, str, Optional[str]], ...]:
+        """(name, url, sha256) of the archives the recipe itself names by URL and places."""
+        seen: Dict[str, Tuple[str, str, Optional[str]]] = {}
+        for repo in self.repos:
+            for rule in repo.third_party:
+                if rule.url and rule.needed and rule.place:
+                    seen.setdefault(rule.url, (rule.name, rule.url, rule.sha256))
+        return tuple(seen.values())
+
+
+def template_dirs(recipe_path: Path) -> List[Path]:
+    """Where a recipe's step templates are looked up: beside the recipe first (a user's
+    recipe brings its own, or overrides a shipped one by name), then cannbuild's."""
+    here = recipe_path.resolve().parent
+    return [here, here / "templates", data_dir("templates")]

@@ -1,0 +1,80 @@
+"""What the rest of cannbuild sees of the sources: a repo's checkout identity once it is
+ready (`Sources`), and the state a finished sync leaves (`SourceState`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import (
+    Any,
+    Dict,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+)
+
+from .lock import (
+    Lock,
+    LockedArchive,
+    LockedRepo,
+)
+
+LOCKED, REFRESH, RESOLVE = "locked", "refresh", "resolve"
+
+
+class Sources(Protocol):
+    """What a step needs of the sources: its repo's checkout identity, once it is ready."""
+
+    def identity_of(self, repo: str) -> Mapping[str, Any]: ...
+
+    def is_ready(self, repo: str, within_s: float = 0.0) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SourceState:
+    lock: Lock
+    checkouts: Mapping[str, Path]
+    identities: Mapping[str, Mapping[str, Any]]
+    changed: Sequence[str]
+    lock_written: bool
+    notes: Sequence[str] = field(default=())
+
+    def identity_of(self, repo: str) -> Mapping[str, Any]:
+        return self.identities[repo]
+
+    def is_ready(self, repo: str, within_s: float = 0.0) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class RepoReady:
+    """One repository checked out: what the lock says of it, and the checkout's identity."""
+
+    name: str
+    path: Path
+    identity: Mapping[str, Any]
+    changed: bool
+    locked: Tuple[LockedRepo, ...]  # the repo, then its nested pin if it has one
+    commit_time: int
+    moved: Optional[str]  # "<repo>: tag X moved from A to B", when resolving found that
+    archives: Tuple[LockedArchive, ...] = ()  # the third-party archives put into it
+    notes: Tuple[str, ...] = ()
+
+
+def pin_name(repo: str, dest: str) -> str:
+    return f"{repo}:{dest}"
+
+
+def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
+    """One lock entry per archive URL, naming every checkout it is put into."""
+    merged: Dict[str, LockedArchive] = {}
+    for r in ready:
+        for a in r.archives:
+            old = merged.get(a.url)
+            if old is None:
+                merged[a.url] = a
+            elif r.name not in old.repos:
+                merged[a.url] = replace(old, repos=(*old.repos, r.name))
+    return tuple(merged.values())

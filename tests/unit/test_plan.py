@@ -1,0 +1,204 @@
+"""Plan decisions on a temporary workspace, without running a build: why a step reruns,
+what --force and --with-step do, what a failed step leaves unplanned."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.plan import NEEDS_RUN, NOT_SELECTED, UP_TO_DATE, StepContext, recipe_templates, walk
+from cannbuild.recipes import load_recipe
+from cannbuild.stamps import artifact_record, read_stamp, write_stamp
+from cannbuild.workspace import Workspace
+
+RECIPE = """
+[recipe]
+name = "tiny"
+train = "0.1"
+opbase = "source"
+
+[repos.lib]
+url = "https://example.invalid/lib.git"
+tag = "v1"
+
+[[steps]]
+name = "build"
+repo = "lib"
+command = "steps/build.j2"
+inputs = ["soc"]
+produces = ["out/lib-{{ soc }}.run"]
+
+[[steps]]
+name = "install"
+after = ["build"]
+phase = "install"
+command = "steps/install.j2"
+
+[[steps]]
+name = "docs"
+repo = "lib"
+command = "steps/build.j2"
+optional = true
+
+[validate]
+library = "lib.so"
+symbols = []
+"""
+
+
+@pytest.fixture
+def recipe(tmp_path):
+    folder = tmp_path / "recipes"
+    (folder / "steps").mkdir(parents=True)
+    (folder / "tiny.toml").write_text(RECIPE)
+    # the recipe brings its own step templates, beside it
+    (folder / "steps" / "build.j2").write_text("bash build.sh --soc={{ soc }} -j{{ jobs }}\n")
+    (folder / "steps" / "install.j2").write_text('bash {{ artifacts["build"] }} --quiet\n')
+    return load_recipe(folder / "tiny.toml")
+
+
+def context(recipe, ws: Workspace, commit: str = "a" * 40, soc: str = "ascend910b", jobs: int = 8):
+    src = ws.checkout("lib")
+    return StepContext(
+        values={
+            "soc": soc,
+            "jobs": jobs,
+            "src": {"lib": str(src)},
+            "third_party": {"lib": str(src / "third_party")},
+            "artifacts": {},
+        },
+        sources={"lib": {"commit": commit, "nested": {}, "third_party": {}}},
+        toolkit={"version": "8.5.0", "path": "/usr/local/Ascend/cann"},
+        hashed_env={},
+        base_env={"PATH": "/usr/bin"},
+        overlay_env=None,
+        extra_env={},
+        recipe=recipe.name,
+        templates=recipe_templates(recipe),
+    )
+
+
+def build_all(recipe, ws: Workspace, ctx) -> None:
+    """What a successful run leaves: each selected step's stamp, and build's package."""
+
+    def visit(step) -> bool:
+        artifacts = []
+        if step.name == "build":
+            package = ws.checkout("lib") / "out" / f"lib-{ctx.values['soc']}.run"
+            package.parent.mkdir(parents=True, exist_ok=True)
+            package.write_text("package")
+            artifacts.append(artifact_record(package))
+        if step.status != NOT_SELECTED:
+            write_stamp(
+                ws,
+                step.name,
+                run_id="r1",
+                input_hash=step.input_hash,
+                inputs=step.inputs,
+                artifacts=artifacts,
+                requires=[],
+                duration_s=0.1,
+                log=ws.logs / "x.log",
+            )
+        return True
+
+    walk(recipe, ctx, ws, ("build", "install"), visit=visit)
+
+
+def statuses(steps) -> List[tuple]:
+    return [(s.name, s.status, s.reason) for s in steps]
+
+
+def test_a_fresh_workspace_needs_every_step_and_an_optional_one_only_when_asked(recipe, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    steps = walk(recipe, context(recipe, ws), ws, ("build", "install"))
+    assert [(s.name, s.status) for s in steps] == [
+        ("build", NEEDS_RUN),
+        ("install", NEEDS_RUN),
+        ("docs", NOT_SELECTED),
+    ]
+    assert steps[0].reason == "never built in this workspace"
+    assert steps[1].reason == "runs after build, which needs to run"
+    assert "--with-step docs" in steps[2].reason
+    asked = walk(recipe, context(recipe, ws), ws, ("build", "install"), optional_steps=("docs",))
+    assert asked[2].status == NEEDS_RUN
+    assert not ws.stamps.exists()  # a plan writes nothing
+
+
+def test_after_a_run_everything_is_up_to_date_and_more_jobs_change_nothing(recipe, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    build_all(recipe, ws, context(recipe, ws))
+    steps = walk(recipe, context(recipe, ws, jobs=64), ws, ("build", "install"))
+    assert [s.status for s in steps[:2]] == [UP_TO_DATE, UP_TO_DATE]
+    assert "-j64" in steps[0].command  # rendered with the new -j, hashed without it
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"commit": "b" * 40}, "source commit changed: aaaaaaaaaaaa -> bbbbbbbbbbbb"),
+        ({"soc": "ascend910_93"}, "soc changed: ascend910b -> ascend910_93"),
+    ],
+)
+def test_a_changed_input_reruns_the_step_and_says_which(recipe, tmp_path, change, reason):
+    ws = Workspace(tmp_path / "ws")
+    build_all(recipe, ws, context(recipe, ws))
+    steps = walk(recipe, context(recipe, ws, **change), ws, ("build", "install"))
+    assert steps[0].status == NEEDS_RUN and steps[0].reason == reason
+    assert steps[1].reason == "runs after build, which needs to run"
+
+
+def test_a_package_that_is_gone_or_changed_reruns_its_step(recipe, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ctx = context(recipe, ws)
+    build_all(recipe, ws, ctx)
+    package = ws.checkout("lib") / "out" / "lib-ascend910b.run"
+    package.write_text("someone else's")
+    assert walk(recipe, ctx, ws, ("build",))[0].reason == (
+        "its output lib-ascend910b.run was changed since it was built"
+    )
+    package.unlink()
+    assert walk(recipe, ctx, ws, ("build",))[0].reason == "its output lib-ascend910b.run is gone"
+
+
+def test_force_reruns_one_step_and_an_unknown_step_is_refused(recipe, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    ctx = context(recipe, ws)
+    build_all(recipe, ws, ctx)
+    steps = walk(recipe, ctx, ws, ("build", "install"), force=("install",))
+    assert statuses(steps)[:2] == [
+        ("build", UP_TO_DATE, steps[0].reason),
+        ("install", NEEDS_RUN, "forced (--force)"),
+    ]
+    with pytest.raises(UsageError, match="--force nope"):
+        walk(recipe, ctx, ws, ("build",), force=("nope",))
+    with pytest.raises(UsageError, match="always runs"):
+        walk(recipe, ctx, ws, ("build",), optional_steps=("build",))
+
+
+def test_a_run_plans_each_step_after_the_one_before_ran_and_stops_at_a_failure(recipe, tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    seen = []
+
+    def fail_build(step) -> bool:
+        seen.append((step.name, step.status))
+        return False  # build failed: nothing after it is planned
+
+    walk(recipe, context(recipe, ws), ws, ("build", "install"), visit=fail_build)
+    assert seen == [("build", NEEDS_RUN)]
+    # once build has its stamp, install is planned from it: it still needs a run, not
+    # because build does
+    ctx = context(recipe, ws)
+    build_all(recipe, ws, replace(ctx))
+    (ws.stamps / "install.json").unlink()
+    steps = walk(recipe, ctx, ws, ("build", "install"))
+    assert steps[1].reason == "never built in this workspace"
+    assert read_stamp(ws, "build")["run_id"] == "r1"
+
+
+def test_a_recipe_finds_its_templates_beside_it_before_cannbuilds(recipe):
+    assert Path(recipe.path).parent in [Path(p) for p in recipe_templates(recipe).loader.searchpath]
