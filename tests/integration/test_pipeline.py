@@ -486,6 +486,9 @@ def test_ci_and_container_from_a_sandbox_lock(cli, tmp_path):
         "# Rendered by cannbuild"
     )
     proc = cli("ci", "--provider", "github", sandbox=False)
+    assert proc.returncode == 2 and "not inside a git repository" in proc.stderr
+    subprocess.run(["git", "init", "-q", str(cli.cwd)], check=True)  # the project's repository
+    proc = cli("ci", "--provider", "github", sandbox=False)
     assert proc.returncode == 0, proc.stderr
     assert (cli.cwd / ".github" / "workflows" / "cannbuild.yml").is_file()
     config = cli.cwd / ".github" / "actionlint.yaml"
