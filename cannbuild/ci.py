@@ -21,14 +21,17 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import __version__
 from .errors import UsageError
 from .host.versions import parse_cann_version
+from .ownership import check_writable
+from .proc import run
 from .recipes import available, load_recipe
 from .render import ci_env
 from .resources import data_dir
+from .workspace import write_atomic
 
 PROVIDERS = {
     "github": ("github.yml.j2", ".github/workflows/cannbuild.yml"),
@@ -58,16 +61,11 @@ def git_toplevel(folder: Path) -> Optional[Path]:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
+        proc = run(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
         return None
-    return Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
+    top = proc.stdout.decode("utf-8", "replace").strip()
+    return Path(top) if proc.returncode == 0 and top else None
 
 
 # --- the exact cannbuild -------------------------------------------------------
@@ -137,14 +135,14 @@ def build_own_wheel(root: Path, into: Path, epoch: Optional[int] = None) -> Path
         env.pop("SOURCE_DATE_EPOCH", None)
         if epoch is not None:
             env["SOURCE_DATE_EPOCH"] = str(epoch)
-        proc = subprocess.run(
+        proc = run(
             [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
              str(out), str(staging)],
-            capture_output=True, text=True, env=env, check=False,
+            env=env,
         )  # fmt: skip
         wheels = sorted(out.glob("cannbuild-*.whl")) if out.is_dir() else []
         if proc.returncode != 0 or len(wheels) != 1:
-            tail = " ".join(proc.stderr.strip().splitlines()[-2:])
+            tail = " ".join(proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
             raise UsageError(
                 f"could not build cannbuild's wheel from {root} ({tail or 'no wheel made'}).",
                 "Check that pip can fetch the build backend (hatchling), or pass "
@@ -232,3 +230,139 @@ def sandbox_locks(root: Path) -> List[Path]:
         if lock is not None and lock.sandbox:
             found.append(path)
     return found
+
+
+# --- the ci task ------------------------------------------------------------------
+
+RENDERED_HEADER = "# Rendered by cannbuild"
+
+
+@dataclass(frozen=True)
+class CiRequest:
+    """What `cannbuild ci` was asked for."""
+
+    provider: str = "github"
+    out: Optional[Path] = None
+    npu_label: str = "ascend-npu"
+    sandbox: bool = False
+    cannbuild_spec: Optional[str] = None
+    dry_run: bool = False
+
+
+def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Optional[Path]:
+    """Write the workflow at the top level of the git repository `cwd` is in (or at
+    --out), with the wheel of this cannbuild beside it; returns its path (None on a dry
+    run).  `note` hears what was written and what was left alone."""
+    provider, out = request.provider, request.out
+    if provider not in PROVIDERS:
+        raise UsageError(
+            f"--provider {provider!r} is not supported.", f"Use one of {', '.join(PROVIDERS)}."
+        )
+    if out is not None:
+        target = out.resolve()
+        root = git_toplevel(target.parent) or target.parent
+    else:
+        found = git_toplevel(cwd)
+        if found is None:
+            raise UsageError(
+                f"{cwd} is not inside a git repository, so there is no top level to "
+                f"write {PROVIDERS[provider][1]} at.",
+                "Run it inside the repository the workflow is for, or pass --out FILE.",
+            )
+        root = found
+        target = root / PROVIDERS[provider][1]
+    made_on_sandbox = sandbox_locks(root)
+    if made_on_sandbox and not request.sandbox:
+        raise UsageError(
+            f"{made_on_sandbox[0]} was made on cannbuild's emulated Ascend host (--sandbox): "
+            "its commits are the stand-in repositories', which no real image can build.",
+            "Replace it with a lock of the real sources (cannbuild lock --cann <version> --soc "
+            "<soc> --lock-file ..., no CANN needed), or pass --sandbox for a workflow that "
+            "builds images of the emulated host.",
+        )
+    install = chosen_install(request.cannbuild_spec, provider)
+    wheel_dir = root / WHEEL_DIRS[provider]
+
+    def rendered_with(install: Install) -> Dict[str, Any]:
+        return render_ci(
+            provider, cwd, install, npu_label=request.npu_label, sandbox=request.sandbox
+        )
+
+    if request.dry_run:
+        extras = (
+            ""
+            if out
+            else " and " + ", ".join(str(root / e) for e in rendered_with(install)["extras"])
+        )
+        also = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
+        note(f"dry run: would write {target}{extras}{also}; nothing was changed.")
+        return None
+    what = "--out" if out else "the workflow path"
+    refuse_foreign_file(target, what)
+    check_writable(target, what)
+    if install.wheel:
+        check_writable(wheel_dir, "the wheel folder")
+        wheel = build_own_wheel(data_dir("templates").parent, wheel_dir)
+        for old in wheel_dir.glob("cannbuild-*.whl"):  # an older render's wheel
+            if old != wheel:
+                old.unlink()
+        install = Install(
+            wheel=wheel.relative_to(root).as_posix() if _inside(wheel, root) else str(wheel),
+            sha256=sha256_of(wheel),
+        )
+        note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
+    rendered = rendered_with(install)
+    write_atomic(target, rendered["text"].encode())
+    note(f"{provider} workflow written to {target}")
+    for name, text in rendered["extras"].items():
+        if out is not None:
+            note(f"with --out, {name} is not written; for actionlint it should say:\n{text}")
+        elif (root / name).exists():
+            note(
+                f"{name} exists, left as it is; it should list the runner label {request.npu_label}"
+            )
+        else:
+            write_atomic(root / name, text.encode())
+            note(f"{root / name} written")
+    return target
+
+
+def chosen_install(spec: Optional[str], provider: str) -> Install:
+    """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
+    requirement pip recorded; else no way that resolves: refused."""
+    from .container import source_files
+
+    if spec:
+        return Install(spec=spec)
+    if source_files(data_dir("templates").parent) is not None:
+        return Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
+    recorded = installed_spec()
+    if recorded:
+        return Install(spec=recorded)
+    raise no_install_source()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def refuse_foreign_file(target: Path, what: str) -> None:
+    """A file cannbuild renders replaces only a file it rendered before (its first line
+    says so), never one a user wrote."""
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"{what} {target} cannot be read ({exc.strerror}).") from None
+    if not first.startswith(RENDERED_HEADER):
+        raise UsageError(
+            f"{what} {target} exists and was not rendered by cannbuild (its first line is not "
+            f"'{RENDERED_HEADER} ...'); it is left as it is.",
+            "Pass --out with another file, or move that file away first.",
+        )

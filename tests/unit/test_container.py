@@ -20,9 +20,9 @@ from cannbuild.container import (
     base_reference,
     image_tag,
     render_context,
-    run_line,
     source_files,
 )
+from cannbuild.container_engine import run_line
 from cannbuild.errors import UsageError
 from cannbuild.sources.lock import read_lock, write_lock
 
