@@ -294,6 +294,8 @@ def render_context(
         extra += ["--sandbox", "--variant", spec.variant, "--cann", lock.toolkit_version]
     if offline:
         extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
+    # the lock COPY'd beside the workspace (a --sandbox run would look in the workspace)
+    extra += ["--lock-file", "cannbuild.lock"]
     values = {
         "version": __version__,
         "base": base,

@@ -87,6 +87,7 @@ def test_dockerfile_stages_args_mounts_and_labels(tmp_path, lock_file):
     )
     assert "--mount=type=secret,id=cannbuild-mirrors" in setup
     assert "cannbuild setup --locked --soc ascend910_93" in setup
+    assert setup.split(" && ")[0].rstrip().endswith(" --lock-file cannbuild.lock")  # COPY'd
     copies = [i["value"] for i in parser.structure if i["instruction"] == "COPY"]
     assert copies[-1] == "--from=builder /export/ /"
 
@@ -217,6 +218,11 @@ def test_a_sandbox_lock_renders_only_a_sandbox_image(tmp_path, lock_file):
     with pytest.raises(UsageError, match="pins real upstream commits"):
         render(tmp_path, lock_file, lock=LOCK, sandbox=True)
     assert not (tmp_path / "ctx").exists()
+    # the image's sandbox run reads the lock COPY'd beside its workspace, not one inside it
+    dockerfile = render(tmp_path, lock_file, lock=SANDBOX_LOCK, sandbox=True) / "Dockerfile"
+    assert (
+        "--sandbox --variant A3 --cann 8.5.0 --lock-file cannbuild.lock" in dockerfile.read_text()
+    )
     write_lock(lock_file, SANDBOX_LOCK)  # what a --sandbox run leaves in its workspace
     refused = cannbuild_container(tmp_path, "--variant", "A3", "--lock-file", str(lock_file))
     assert refused.returncode == 2 and "--sandbox" in refused.stderr, refused.stderr
