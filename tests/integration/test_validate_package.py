@@ -39,3 +39,18 @@ def test_a_damaged_or_wrong_package_fails_with_its_name(installed, cli, tmp_path
     not_a_run.write_text("x")
     proc = cli("validate", "--package", str(not_a_run))
     assert proc.returncode == 2 and "is not a .run file" in proc.stderr
+
+
+def test_a_shipped_package_with_a_wrong_kernel_fails_validation(cli_for, tmp_path):
+    builder = cli_for("A2-8.5.0", tmp_path / "builder")
+    faulty = builder("install", env=builder.env(CANNBUILD_SANDBOX_FAULT="fa-wrong-scale"))
+    assert faulty.returncode == 0, faulty.stderr  # it builds and installs: only numbers are off
+    package = next(builder.ws.glob("src/ops-transformer/build_out/cann-ops-transformer-*.run"))
+    checker = cli_for("A2-8.5.0", tmp_path / "checker")
+    proc = checker("validate", "--package", str(package), "--cases", "fp16_bsh_s128_d128_causal")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    report = checker.report()
+    assert report["validation"]["status"] == "FAIL"
+    assert report["package"]["sha256"] == hashlib.sha256(package.read_bytes()).hexdigest()
+    capi = next(c for c in report["validation"]["checks"] if c["id"] == "capi")
+    assert capi["status"] == "FAIL" and "exceeds the bound" in capi["message"]
