@@ -11,20 +11,19 @@ path a library embeds), so the report says where two builds of the same lock dif
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
 import subprocess
 import tarfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import IO, Any, Dict, List, Mapping, Optional
 
 from .proc import run
 
 _DATE_LINE = re.compile(rb"Date of packaging: *([^\s\"$][^\"\n]*)")
 _DATE_VAR = re.compile(rb"^DATE=\"([^\"\n$]+)\"", re.MULTILINE)
-MAX_MEMBER_BYTES = 256 * 1024 * 1024
+HEADER_SCAN_BYTES = 4 * 1024 * 1024  # a makeself header is a few kB of shell
+CHUNK_BYTES = 1024 * 1024
 
 
 def commit_time(checkout: Path) -> Optional[int]:
@@ -61,13 +60,21 @@ def what_varies(
 ) -> List[Dict[str, str]]:
     """Each part of a makeself .run that depends on when or where it was built: the
     header's packaging date, the gzip time, members' build times, members embedding the
-    workspace path.  Empty: nothing found that would differ between two builds."""
-    data = package.read_bytes()
-    start = _split(data)
-    if start is None:
-        return [{"file": package.name, "why": "not a makeself archive with a gzip payload"}]
+    workspace path.  Empty: nothing found that would differ between two builds.  The
+    package is streamed (a built-in ops-transformer package runs to gigabytes)."""
+    with open(package, "rb") as fh:
+        head = fh.read(HEADER_SCAN_BYTES)
+        start = _split(head)
+        if start is None or len(head) < start + 8:
+            return [{"file": package.name, "why": "not a makeself archive with a gzip payload"}]
+        found = _header_varies(head[:start], head[start : start + 8], epoch)
+        fh.seek(start)
+        found += _payload_varies(fh, workspace, epoch)
+    return found
+
+
+def _header_varies(header: bytes, gz_head: bytes, epoch: Optional[int]) -> List[Dict[str, str]]:
     found: List[Dict[str, str]] = []
-    header = data[:start]
     match = _DATE_VAR.search(header) or _DATE_LINE.search(header)
     if match:
         date = match.group(1).decode("utf-8", "replace").strip()
@@ -75,8 +82,7 @@ def what_varies(
             found.append(
                 {"file": "(makeself header)", "why": f"embeds the packaging date {date!r}"}
             )
-    payload = data[start:]
-    gz_time = int.from_bytes(payload[4:8], "little")
+    gz_time = int.from_bytes(gz_head[4:8], "little")
     if gz_time and gz_time != epoch:
         found.append(
             {
@@ -84,26 +90,30 @@ def what_varies(
                 "why": f"carries the time of the tar it compressed ({gz_time})",
             }
         )
+    return found
+
+
+def _payload_varies(
+    stream: IO[bytes], workspace: Optional[Path], epoch: Optional[int]
+) -> List[Dict[str, str]]:
+    found: List[Dict[str, str]] = []
     needle = str(workspace).encode() if workspace else None
     late: List[str] = []
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(payload)) as stream:
-            raw = stream.read()
-        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
-            for member in tar.getmembers():
+        with tarfile.open(fileobj=stream, mode="r|gz") as tar:
+            for member in tar:
                 name = member.name.lstrip("./") or "."
                 if epoch is not None and member.mtime > epoch:
                     late.append(name)
-                if needle and member.isfile() and member.size <= MAX_MEMBER_BYTES:
-                    content = tar.extractfile(member)
-                    if content is not None and needle in content.read():
-                        found.append(
-                            {
-                                "file": name,
-                                "why": f"embeds the workspace path {workspace} (an RPATH, "
-                                "__FILE__ or a configured path)",
-                            }
-                        )
+                content = tar.extractfile(member) if needle and member.isfile() else None
+                if content is not None and needle is not None and _contains(content, needle):
+                    found.append(
+                        {
+                            "file": name,
+                            "why": f"embeds the workspace path {workspace} (an RPATH, "
+                            "__FILE__ or a configured path)",
+                        }
+                    )
     except (OSError, EOFError, tarfile.TarError) as exc:
         found.append({"file": "(payload)", "why": f"cannot be read as tar.gz: {exc}"})
         return found
@@ -116,6 +126,18 @@ def what_varies(
             }
         )
     return found
+
+
+def _contains(content: IO[bytes], needle: bytes) -> bool:
+    """Whether `needle` occurs in the stream, read a chunk at a time."""
+    tail = b""
+    while True:
+        chunk = content.read(CHUNK_BYTES)
+        if not chunk:
+            return False
+        if needle in tail + chunk:
+            return True
+        tail = chunk[-(len(needle) - 1) :] if len(needle) > 1 else b""
 
 
 def _utc_date(epoch: int) -> str:

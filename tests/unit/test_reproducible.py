@@ -44,10 +44,14 @@ def test_what_varies_names_the_date_the_build_times_and_an_embedded_workspace(tm
     content = tmp_path / "payload"
     (content / "lib").mkdir(parents=True)
     (content / "lib" / "libx.so").write_bytes(b"RUNPATH " + str(workspace).encode() + b"/lib64")
+    # read a chunk (1 MiB) at a time: a path across two chunks is found too
+    straddling = b"\0" * (1024 * 1024 - 7) + str(workspace).encode() + b"/include"
+    (content / "lib" / "libbig.so").write_bytes(straddling)
     (content / "install.sh").write_text("exit 0\n")
     package = pack(tmp_path, "p.run", content, epoch=False)  # as the real makeself 2.5.0 packs
     varies = {v["file"]: v["why"] for v in what_varies(package, workspace, EPOCH)}
     assert "embeds the packaging date" in varies["(makeself header)"]
     assert "carries the time of the tar" in varies["(gzip header)"]
     assert f"embeds the workspace path {workspace}" in varies["lib/libx.so"]
+    assert f"embeds the workspace path {workspace}" in varies["lib/libbig.so"]
     assert any("later than SOURCE_DATE_EPOCH" in why for why in varies.values())
