@@ -1,4 +1,5 @@
-"""The rendered CI installs the exact cannbuild that rendered it, and lands at the git top.
+"""The rendered CI installs the exact cannbuild that rendered it, and lands at the git top;
+ci and container from a sandbox lock.
 
 Slow-ish (a wheel build and a fresh venv installing it with its dependencies from the
 package index), so it lives with the integration tests.
@@ -93,3 +94,27 @@ def test_outside_a_git_repository_the_workflow_needs_out(tmp_path):
     proc = cannbuild("ci", "--provider", "gitlab", "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert out.is_file() and list((tmp_path / "flows" / ".gitlab" / "cannbuild").glob("*.whl"))
+
+
+def test_ci_and_container_from_a_sandbox_lock(cli, tmp_path):
+    assert cli("lock").returncode == 0
+    proc = cli("container", "--sandbox", "--out", str(tmp_path / "ctx"), sandbox=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ctx" / "cannbuild-src" / "pyproject.toml").is_file()
+    assert (
+        "cannbuild setup --locked --soc ascend910b --sandbox"
+        in (tmp_path / "ctx" / "Dockerfile").read_text()
+    )
+    proc = cli("ci", "--provider", "gitlab", "--out", str(tmp_path / "gl.yml"), sandbox=False)
+    assert proc.returncode == 0 and (tmp_path / "gl.yml").read_text().startswith(
+        "# Rendered by cannbuild"
+    )
+    subprocess.run(["git", "init", "-q", str(cli.cwd)], check=True)  # the project's repository
+    proc = cli("ci", "--provider", "github", sandbox=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (cli.cwd / ".github" / "workflows" / "cannbuild.yml").is_file()
+    config = cli.cwd / ".github" / "actionlint.yaml"
+    assert "ascend-npu" in config.read_text()
+    config.write_text("self-hosted-runner:\n  labels: [mine]\n")
+    proc = cli("ci", "--provider", "github", sandbox=False)
+    assert "exists, left as it is" in proc.stderr and "mine" in config.read_text()

@@ -472,32 +472,6 @@ def test_container_run_line_for_the_emulated_a3_host(cli_for, tmp_path):
     assert line.replace(" -it ", " -i ") in proc.stderr  # no terminal here: -t would be refused
 
 
-def test_ci_and_container_from_a_sandbox_lock(cli, tmp_path):
-    assert cli("lock").returncode == 0
-    proc = cli("container", "--sandbox", "--out", str(tmp_path / "ctx"), sandbox=False)
-    assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "ctx" / "cannbuild-src" / "pyproject.toml").is_file()
-    assert (
-        "cannbuild setup --locked --soc ascend910b --sandbox"
-        in (tmp_path / "ctx" / "Dockerfile").read_text()
-    )
-    proc = cli("ci", "--provider", "gitlab", "--out", str(tmp_path / "gl.yml"), sandbox=False)
-    assert proc.returncode == 0 and (tmp_path / "gl.yml").read_text().startswith(
-        "# Rendered by cannbuild"
-    )
-    proc = cli("ci", "--provider", "github", sandbox=False)
-    assert proc.returncode == 2 and "not inside a git repository" in proc.stderr
-    subprocess.run(["git", "init", "-q", str(cli.cwd)], check=True)  # the project's repository
-    proc = cli("ci", "--provider", "github", sandbox=False)
-    assert proc.returncode == 0, proc.stderr
-    assert (cli.cwd / ".github" / "workflows" / "cannbuild.yml").is_file()
-    config = cli.cwd / ".github" / "actionlint.yaml"
-    assert "ascend-npu" in config.read_text()
-    config.write_text("self-hosted-runner:\n  labels: [mine]\n")
-    proc = cli("ci", "--provider", "github", sandbox=False)
-    assert "exists, left as it is" in proc.stderr and "mine" in config.read_text()
-
-
 def test_an_unknown_validation_case_fails_before_any_build(cli):
     proc = cli("setup", "--cases", "fp32_bsh_s128_d64_gqa,fp32_bhs_s128")
     assert proc.returncode == 2, proc.stderr
