@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 import time
 
@@ -45,6 +46,18 @@ def test_doctor_says_whether_the_redis_remote_answers(tmp_path):
     answers, detail = probe_remote(f"redis://127.0.0.1:{port}", timeout=1.0)
     assert not answers and "did not answer within 1 s" in detail
     assert time.monotonic() - start < 3  # a bounded wait
+
+
+def test_a_remote_that_never_answers_is_given_up_on_within_the_bound():
+    with socket.socket() as silent:  # accepts connections (the backlog), never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        for url in (f"redis://pw@127.0.0.1:{port}", f"http://u:pw@127.0.0.1:{port}/cache"):
+            start = time.monotonic()
+            answers, detail = probe_remote(url, timeout=1.0)
+            assert not answers and "did not answer within 1 s" in detail, detail
+            assert time.monotonic() - start < 2.5 and "pw" not in detail
 
 
 class _Storage(http.server.BaseHTTPRequestHandler):
