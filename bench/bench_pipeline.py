@@ -2,7 +2,9 @@
 
 * cold `cannbuild setup --sandbox` (A2, CANN 8.5.0) in a fresh workspace, with
   the sandbox already created (its creation is bench_sandbox.py's figure);
-* the no-op rerun of the same setup (every step up to date; validation runs);
+* the no-op rerun of the same setup (every step up to date; validation reused), and
+  with --part noop only that, over --runs interleaved with two floors measured side by
+  side: the Python start-up and `cannbuild --version` (invoke's import and the CLI);
 * `cannbuild validate --sandbox` on an installed workspace;
 * orchestration overhead: cold `cannbuild install` (fetch + build + install: setup
   without its validation, which has no by-hand twin) in an empty workspace vs a shell
@@ -21,7 +23,7 @@
   Instructions are work, not latency: what cannbuild overlaps (the fetch of one
   repo during the other's build) is not credited, and kernel time is not counted.
 
-  python bench/bench_pipeline.py [--runs 3] [--part setup|overhead|instructions]
+  python bench/bench_pipeline.py [--runs 3] [--part setup|noop|overhead|instructions]
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--part", choices=("all", "setup", "overhead", "instructions"), default="all"
+        "--part", choices=("all", "setup", "noop", "overhead", "instructions"), default="all"
     )
     args = parser.parse_args()
     compile_package()
@@ -161,6 +163,8 @@ def main() -> None:
 
     if args.part in ("all", "setup"):
         setup_timings(tmp, sb85, args.runs)
+    if args.part == "noop":
+        noop_timings(tmp, sb85, args.runs)
     if args.part in ("all", "overhead"):
         overhead_timings(tmp, sb85, sb85_hand, "A2", "8.5.0", args.runs)
         overhead_timings(tmp, sb90, sb90, "A3", "9.0.0", args.runs)
@@ -183,6 +187,32 @@ def setup_timings(tmp: Path, sb85: Path, runs: int) -> None:
     print(fmt("setup --sandbox A2 8.5.0, cold", cold_s))
     print(fmt("setup --sandbox, no-op rerun", noop_s, cold_s))
     print(fmt("validate --sandbox", summary(validate)))
+
+
+def noop_timings(tmp: Path, sb85: Path, runs: int) -> None:
+    """The no-op `setup --sandbox` (the target: under 0.3 s median) beside its floors,
+    interleaved so load moves all three alike; wall and CPU (user + sys, children too)."""
+    ws = tmp / "noop"
+    ws.mkdir()
+    env = env_for(sb85)
+    cb(ws, env, "setup", "--sandbox")  # cold, not counted
+    cb(ws, env, "setup", "--sandbox")  # fills the template and third-party caches
+    argvs = {
+        "python -c pass (floor)": [sys.executable, "-c", "pass"],
+        "cannbuild --version (CLI floor)": cannbuild_argv("--version"),
+        "setup --sandbox, no-op": cannbuild_argv("setup", "--sandbox"),
+    }
+    wall: Dict[str, List[float]] = {k: [] for k in argvs}
+    cpu: Dict[str, List[float]] = {k: [] for k in argvs}
+    for _ in range(runs):
+        for name, argv in argvs.items():
+            w, c = run_measured(argv, cwd=ws, env=env, capture_output=True)
+            wall[name].append(w)
+            cpu[name].append(c)
+    floor = summary(wall["python -c pass (floor)"])
+    for name in argvs:
+        print(fmt(name, summary(wall[name]), floor))
+        print(fmt(f"  cpu of {name}", summary(cpu[name])))
 
 
 def sandbox_flags(variant: str, cann: str) -> Tuple[str, ...]:

@@ -8,7 +8,6 @@ cannbuild, so they are not offered; a usage error exits 2 with a did-you-mean;
 
 from __future__ import annotations
 
-import difflib
 import os
 import signal
 import sys
@@ -183,6 +182,8 @@ def _usage_exit(message: str, program: Any) -> None:
                 names += [f"--{n}" if len(n) > 1 else f"-{n}" for n in arg.names]
     elif collection is not None and word:
         names = sorted(collection.task_names)
+    import difflib  # only for a mistyped word
+
     close = difflib.get_close_matches(word, sorted(set(names)), n=1, cutoff=0.7)
     if close:
         hint = f"Did you mean {close[0]}? {hint}"

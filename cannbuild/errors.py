@@ -45,6 +45,15 @@ class UsageError(CannbuildError):
     meaning = "bad flag, config or input file"
 
 
+class ProfileFormatError(UsageError):
+    """A profiler output file (CSV or JSON) that cannot be read: the message names the
+    file and the line."""
+
+
+class DiagnoseFailed(DoctorFailed):
+    """`diagnose` found a cause (its table says which); exit 1 like doctor."""
+
+
 class ToolkitError(CannbuildError):
     """No usable CANN toolkit where the user or the host says it is."""
 

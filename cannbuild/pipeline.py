@@ -71,7 +71,7 @@ def step_context(
         overlay_env=over,
         extra_env=extra,
         recipe=session.recipe.name,
-        templates=recipe_templates(session.recipe),
+        templates=recipe_templates(session.recipe, session.ws.jinja_cache),
     )
 
 

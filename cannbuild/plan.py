@@ -81,9 +81,9 @@ class PlannedStep:
         }
 
 
-def recipe_templates(recipe: Recipe) -> Any:
+def recipe_templates(recipe: Recipe, cache: Optional[Path] = None) -> Any:
     """The command environment for a recipe's step templates (one per run)."""
-    return command_env(template_dirs(recipe.path))
+    return command_env(template_dirs(recipe.path), cache)
 
 
 def _render(

@@ -10,9 +10,10 @@ as a Jinja comment.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import jinja2
 
@@ -44,15 +45,37 @@ _CI_SYNTAX = {
 }
 
 
+class _QuietCache(jinja2.FileSystemBytecodeCache):
+    """A cache that cannot be written (full disk, read-only folder) only costs a compile."""
+
+    def dump_bytecode(self, bucket: Any) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
 def _environment(
-    loader: jinja2.BaseLoader, quote: bool, syntax: Mapping[str, str] = _SHELL_SYNTAX
+    loader: jinja2.BaseLoader,
+    quote: bool,
+    syntax: Mapping[str, str] = _SHELL_SYNTAX,
+    cache: Optional[Path] = None,
 ) -> jinja2.Environment:
     """Jinja's immutable sandbox: a recipe value or template is data, never code
-    (`{{ cycler.__init__.__globals__.os.system(...) }}` is refused, not run)."""
+    (`{{ cycler.__init__.__globals__.os.system(...) }}` is refused, not run).
+
+    `cache` keeps compiled templates (keyed by name and source checksum) between runs:
+    compiling them was most of a no-op rerun's own time."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    bytecode_cache = None
+    if cache is not None:
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            bytecode_cache = _QuietCache(str(cache))
+        except OSError:
+            bytecode_cache = None  # a read-only workspace compiles every time; nothing else changes
     env = ImmutableSandboxedEnvironment(
         loader=loader,
+        bytecode_cache=bytecode_cache,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -64,17 +87,25 @@ def _environment(
     return env
 
 
-def command_env(search_path: Union[Path, Sequence[Path]]) -> jinja2.Environment:
+def command_env(
+    search_path: Union[Path, Sequence[Path]], cache: Optional[Path] = None
+) -> jinja2.Environment:
     """Commands: every value shell-quoted; `search_path` may be several folders."""
     paths = [search_path] if isinstance(search_path, Path) else list(search_path)
-    return _environment(jinja2.FileSystemLoader([str(p) for p in paths]), quote=True)
+    return _environment(jinja2.FileSystemLoader([str(p) for p in paths]), True, cache=cache)
 
 
-def file_env(search_path: Path) -> jinja2.Environment:
-    return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False)
+def file_env(search_path: Path, cache: Optional[Path] = None) -> jinja2.Environment:
+    return _environment(jinja2.FileSystemLoader(str(search_path)), False, cache=cache)
+
+
+# What makes a string a template in the shell syntax (and `\r`, which Jinja normalises).
+_TEMPLATE_MARKS = ("{{", "{%", "{=#", "\r")
 
 
 def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> str:
+    if not quote and not any(mark in template for mark in _TEMPLATE_MARKS):
+        return template  # plain text renders as itself: no environment, no compile
     env = _environment(jinja2.BaseLoader(), quote=quote)
     return env.from_string(template).render(**context)
 

@@ -61,7 +61,7 @@ def build_report(
 def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
     directory = ws.reports / run_id
     write_json_atomic(directory / "report.json", report)
-    template = file_env(data_dir("templates")).get_template("report.md.j2")
+    template = file_env(data_dir("templates"), ws.jinja_cache).get_template("report.md.j2")
     write_atomic(directory / "report.md", template.render(r=report).encode("utf-8"))
     point_link(ws.reports / "latest", run_id)
     return directory

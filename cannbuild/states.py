@@ -31,3 +31,20 @@ class Outcome(Word):
     SKIPPED = "skipped"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+
+
+class Verdict(Word):
+    """What a validation check, a case or a whole validation came to."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    SKIPPED = "SKIPPED"
+
+
+class CheckLevel(Word):
+    """A doctor row's status."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"

@@ -296,3 +296,90 @@ def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
     if data.get("latest_report"):
         lines.append(f"latest report: {data['latest_report']}")
     stream.write("\n".join(lines) + "\n")
+
+
+def print_profile(data: Any, stream: TextIO = sys.stdout, top: int = 20) -> None:
+    """`profile`: the files read, the op table by device time, the attention picture and
+    where the timeline went; paths and notes whole (wrapped, never cut)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console(stream)
+    head: List[str] = []
+    for f in data["files"]:
+        used = ", ".join(f["used_for"]) or "checked"
+        notes = f"; {'; '.join(f['notes'])}" if f["notes"] else ""
+        head += wrap(
+            f"{f['kind']} ({f['records']} records, {used}{notes}): {f['path']}", 4, "", stream
+        )
+    stream.write("\n".join(head) + "\n")
+    ops = data["ops"]
+    total = data["device_total_us"]
+    table = Table(title=f"{data['kernels']} device kernels, {total:.1f} us", title_justify="left")
+    table.add_column("op type", overflow="fold")
+    for col in ("count", "total us", "mean us", "max us", "share"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for op in ops[:top]:
+        table.add_row(
+            escape(op["type"]),
+            str(op["count"]),
+            f"{op['total_us']:.1f}",
+            f"{op['mean_us']:.1f}",
+            f"{op['max_us']:.1f}",
+            f"{op['share'] * 100:.1f}%",
+        )
+    out.print(table)
+    if len(ops) > top:
+        out.print(f"... {len(ops) - top} more op types (--json lists them all)")
+    att = data["attention"]
+    fused, chains, gain = att["fused"], att["unfused_chains"], att["opportunity"]
+    lines = ["attention:"]
+    if fused["count"]:
+        kinds = ", ".join(
+            f"{t['type']} x{t['count']} ({t['total_us']:.1f} us)" for t in fused["types"]
+        )
+        lines += wrap(kinds, 4, "  fused:   ", stream)
+    else:
+        lines.append("  fused:   none (no FlashAttention-family kernel)")
+    if chains["count"]:
+        for g in chains["groups"][:5]:
+            shapes = (
+                f", inputs {g['input_shapes']} {g['input_dtypes']}" if g["input_shapes"] else ""
+            )
+            lines += wrap(
+                f"{g['count']} x {' > '.join(g['ops'])} on {g['stream']}, {g['total_us']:.1f} us{shapes}",
+                4,
+                "  unfused: ",
+                stream,
+            )
+        text = (
+            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device time"
+        )
+        if gain["estimated_saving_us"] is not None:
+            text += (
+                f"; at the {gain['fused_mean_us']:.1f} us per call the fused op ran at here, fusing "
+                f"them would save about {gain['estimated_saving_us']:.1f} us"
+            )
+        lines += wrap(
+            text + " (cannbuild diagnose --profile says why they were not fused)",
+            4,
+            "  gain:    ",
+            stream,
+        )
+    else:
+        lines.append("  unfused: no MatMul -> Softmax -> MatMul chain on any stream")
+    run = data.get("run")
+    if run:
+        lines += wrap(
+            f"run: fused {', '.join(f'{m:.1f}' for m in run['fused_ms'])} ms, unfused "
+            f"{', '.join(f'{m:.1f}' for m in run['unfused_ms'])} ms per call; outputs differ by at "
+            f"most {run['max_abs_diff_fused_vs_unfused']:.3g}; profiler output {run['output']}",
+            2,
+            "",
+            stream,
+        )
+    for note_text in data["notes"]:
+        lines += wrap(note_text, 2, "note: ", stream)
+    if data.get("timeline"):
+        lines.append(f"timeline: {data['timeline']}")
+    stream.write("\n".join(lines) + "\n")

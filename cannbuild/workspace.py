@@ -40,6 +40,16 @@ class Workspace:
         return self.root / "cache" / "git"
 
     @property
+    def jinja_cache(self) -> Path:
+        """Compiled templates (Jinja's bytecode cache), safe to delete."""
+        return self.root / "cache" / "jinja"
+
+    @property
+    def third_party_memo(self) -> Path:
+        """What each locked commit's cmake/third_party/*.cmake say (immutable per commit)."""
+        return self.root / "cache" / "third-party"
+
+    @property
     def downloads(self) -> Path:
         return self.root / "cache" / "downloads"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional
 
-PASS = "pass"
-WARN = "warn"
-FAIL = "fail"
-SKIP = "skip"
+from ..states import CheckLevel
+
+PASS, WARN, FAIL, SKIP = CheckLevel.PASS, CheckLevel.WARN, CheckLevel.FAIL, CheckLevel.SKIP
 
 STATUSES = (PASS, WARN, FAIL, SKIP)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..options import Options
@@ -14,7 +15,7 @@ from .hardware import Hardware, detect_hardware
 from .pystack import PythonStack, read_python_stack
 from .socs import Family, by_soc
 from .sysroot import Sysroot
-from .toolchain import CapturedEnv, ToolResult, capture_env, probe_tools
+from .toolchain import TOOLS, CapturedEnv, ToolResult, capture_env, probe_tools
 from .toolkit import (
     Toolkit,
     ToolkitSearch,
@@ -63,7 +64,7 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
     toolkit = search.toolkit
     with ThreadPoolExecutor(max_workers=4) as pool:
         hw_future = pool.submit(detect_hardware, sysroot, env)
-        tools_future = pool.submit(probe_tools, env)
+        tools_future = pool.submit(probe_tools, env, TOOLS, _tool_memo(options))
         env_future = (
             pool.submit(capture_env, toolkit.set_env, env)
             if toolkit is not None and toolkit.set_env is not None
@@ -97,6 +98,16 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
         soc,
         soc_source,
     )
+
+
+def _tool_memo(options: Options) -> Optional[Path]:
+    """Where tool versions are remembered: in a workspace cannbuild made (doctor never
+    creates or writes into a folder of someone else's)."""
+    from ..ownership import owned
+
+    if not owned(options.workspace, "workspace"):
+        return None
+    return options.workspace / "cache" / "tools.json"
 
 
 def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Family], str]:

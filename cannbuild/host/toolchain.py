@@ -7,6 +7,8 @@ be found.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -84,10 +86,15 @@ class ToolResult:
             return False
 
 
-def probe_tool(spec: ToolSpec, env: Mapping[str, str]) -> ToolResult:
+def probe_tool(
+    spec: ToolSpec, env: Mapping[str, str], known: Optional[Mapping[str, str]] = None
+) -> ToolResult:
     path = shutil.which(spec.name, path=env.get("PATH", os.defpath))
     if path is None:
         return ToolResult(spec, None, None)
+    key = binary_key(spec, path)
+    if key is not None and known and key in known:
+        return ToolResult(spec, path, known[key])
     try:
         proc = run([path, *spec.version_args], timeout=TOOL_TIMEOUT_S, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -99,10 +106,54 @@ def probe_tool(spec: ToolSpec, env: Mapping[str, str]) -> ToolResult:
     return ToolResult(spec, path, match.group(1) if match else None)
 
 
-def probe_tools(env: Mapping[str, str], specs: Sequence[ToolSpec] = TOOLS) -> List[ToolResult]:
-    """Probe in parallel: a dozen `--version` calls must not add up."""
+def probe_tools(
+    env: Mapping[str, str], specs: Sequence[ToolSpec] = TOOLS, memo: Optional[Path] = None
+) -> List[ToolResult]:
+    """Probe in parallel: a dozen `--version` calls must not add up.  With `memo`, a
+    binary's version is asked once and remembered while the file stays the same one."""
+    known = _read_memo(memo)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(lambda s: probe_tool(s, env), specs))
+        results = list(pool.map(lambda s: probe_tool(s, env, known), specs))
+    if memo is not None:
+        seen = {
+            key: r.version
+            for r in results
+            if r.path and r.version and (key := binary_key(r.spec, r.path)) is not None
+        }
+        if seen != known:
+            from ..workspace import write_json_atomic
+
+            with contextlib.suppress(OSError):  # only slower next time
+                write_json_atomic(memo, seen)
+    return results
+
+
+def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
+    """What identifies the file a version was read from: its real path, inode, size and
+    mtime.  None for scripts (a pyenv or ccache shim answers for whatever it points at
+    today), which are always asked."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        with open(real, "rb") as fh:
+            if fh.read(4) != b"\x7fELF":
+                return None
+    except OSError:
+        return None
+    args = " ".join(spec.version_args)
+    return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{args}"
+
+
+def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
+    if memo is None:
+        return {}
+    try:
+        data = json.loads(memo.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 @dataclass(frozen=True)

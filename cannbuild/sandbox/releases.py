@@ -73,6 +73,9 @@ class OpsTransformerFlavor:
     example_links_opapi_math: bool
     opbase_mode: str  # installed-include | installed-pkg_inc | source
     deps: Tuple[Tuple[str, str], ...] = ()
+    # FlashAttentionScore's head dim limit, as its docs (and tiling) state at that ref:
+    # 512 at the 8.3 pin (c29bc10), 768 from v8.5.0
+    fa_head_dim_max: int = 768
     # the real */flash_attention_score/examples/test_aclnn_*.cpp at this ref, each with the
     # stand-in source (kernels/standin/flash_attention_score/examples) shipped under its name
     examples: Tuple[Tuple[str, str], ...] = ()
@@ -130,6 +133,7 @@ OT_2025_11 = OpsTransformerFlavor(
     run_example_soc_check=False,
     example_links_opapi_math=False,
     opbase_mode="installed-include",
+    fa_head_dim_max=512,
     examples=(
         ("test_aclnn_flash_attention_score.cpp", _DENSE),
         ("test_aclnn_flash_attention_varlen_score.cpp", _VARLEN),

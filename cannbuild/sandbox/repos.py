@@ -134,6 +134,10 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         examples: Sequence[Tuple[str, str]] = getattr(flavor, "examples", ())
         for name, source in examples:
             copy(fa / "examples" / source, f"attention/flash_attention_score/examples/{name}")
+        render(
+            "ops-transformer/docs/aclnnFlashAttentionScoreV2.md.j2",
+            "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md",
+        )
 
 
 def build_repo(

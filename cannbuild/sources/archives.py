@@ -14,7 +14,9 @@ entry citing the upstream lines), and may add archives or override a URL or hash
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,11 +226,40 @@ def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
             )
 
 
-def declared_archives(fetcher: Fetcher, cache: Path, commit: str) -> Tuple[Declared, ...]:
-    """What `cmake/third_party/*.cmake` declares at `commit`, read from the git cache."""
-    listing = fetcher.git(["ls-tree", "--name-only", commit, THIRD_PARTY_DIR + "/"], cwd=cache)
-    paths = [p for p in listing.splitlines() if p.endswith(".cmake")]
-    return discover({p: fetcher.git(["show", f"{commit}:{p}"], cwd=cache) for p in paths})
+def declared_archives(
+    fetcher: Fetcher, cache: Path, commit: str, memo: Optional[Path] = None
+) -> Tuple[Declared, ...]:
+    """What `cmake/third_party/*.cmake` declares at `commit`, read from the git cache.
+
+    A commit's files never change, so they are kept in `memo` (one JSON per commit): a
+    no-op rerun reads one file instead of running git once per .cmake file.  The raw
+    files are kept, not the parse, so a newer cannbuild still parses them itself."""
+    files = _remembered(memo, commit)
+    if files is None:
+        listing = fetcher.git(["ls-tree", "--name-only", commit, THIRD_PARTY_DIR + "/"], cwd=cache)
+        paths = [p for p in listing.splitlines() if p.endswith(".cmake")]
+        files = {p: fetcher.git(["show", f"{commit}:{p}"], cwd=cache) for p in paths}
+        if memo is not None:
+            from ..workspace import write_json_atomic
+
+            with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
+                write_json_atomic(memo / f"{commit}.json", files)
+    return discover(files)
+
+
+def _remembered(memo: Optional[Path], commit: str) -> Optional[Dict[str, str]]:
+    """The files remembered for `commit`; None when absent or not what was written."""
+    if memo is None or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
+        return None
+    try:
+        data = json.loads((memo / f"{commit}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        return None
+    return data
 
 
 __all__ = [

@@ -238,7 +238,10 @@ class PendingSources:
         map, verified) and ready to be put where that ref looks for them."""
         session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
         plan = plan_archives(
-            session.recipe.path, repo, commit, declared_archives(fetcher, cache, commit)
+            session.recipe.path,
+            repo,
+            commit,
+            declared_archives(fetcher, cache, commit, ws.third_party_memo),
         )
         notes = [
             f"{repo.name}: {d.where} downloads {redact(d.url)}, of which recipe "

@@ -147,6 +147,14 @@ FLAGS: Dict[str, Flag] = {
             "the pip requirement the rendered files install cannbuild with (default: this "
             "checkout's wheel, written beside them)",
         ),
+        Flag("dtype", "attention input dtype: fp16, bf16 or fp32 (float16, bfloat16, float32)"),
+        Flag("layout", "attention layout: BNSD, BSND, BSH or SBH"),
+        Flag("batch", "attention batch size (B)"),
+        Flag("heads", "query heads (N1, the headNum of FlashAttentionScore)"),
+        Flag("kv_heads", "key/value heads (N2; default: --heads)"),
+        Flag("seq_len", "sequence length (S)"),
+        Flag("head_dim", "head dim (D)"),
+        Flag("profile", "a profiler output to check for unfused attention (what `profile` reads)"),
     )
 }
 

@@ -21,11 +21,11 @@ from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
 from ..render import render_value
 from ..session import Session
-from . import capi, cases, example, torchnpu
+from ..states import Verdict
+from . import capi, cases
 from .cases import RULE, CaseResult
-from .elfcheck import check_library
 
-PASS, FAIL, SKIPPED = "PASS", "FAIL", "SKIPPED"
+PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
 
 @dataclass
@@ -205,6 +205,8 @@ def validation_key(inp: ValidationInputs) -> str:
 def run_validation(inp: ValidationInputs) -> ValidationReport:
     start = time.monotonic()
     checks: List[ValidationCheck] = []
+    from .elfcheck import check_library  # the checks' modules load when they run
+
     lib = check_library(inp.library, inp.symbols, inp.env, host_arch())
     checks.append(
         ValidationCheck(
@@ -231,6 +233,8 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         check, results = _run_capi(inp, selected)
         checks.append(check)
     if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
+        from . import example
+
         ex = example.run_example(
             inp.example_command,
             inp.example_argv,
@@ -260,6 +264,8 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
 
 
 def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> ValidationCheck:
+    from . import torchnpu
+
     """The route users take: torch_npu.npu_fusion_attention, in its own process."""
     from ..host.pystack import read_python_stack
 
@@ -370,7 +376,7 @@ def validate_session(
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None
-    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == "PASS":
+    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
         return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
     report = run_validation(inputs)

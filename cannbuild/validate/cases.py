@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+from ..states import Verdict
 
 RULE = (
     "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
@@ -245,7 +246,9 @@ def judge_files(
     try:
         out, smax, ssum = read_outputs(case, directory)
     except (OSError, RuntimeError, ValueError) as exc:
-        return CaseResult(case, "FAIL", f"the outputs cannot be read: {exc}", kernel_ms=kernel_ms)
+        return CaseResult(
+            case, Verdict.FAIL, f"the outputs cannot be read: {exc}", kernel_ms=kernel_ms
+        )
     return judge(case, tensors, out, smax, ssum, kernel_ms, expected)
 
 
@@ -298,11 +301,11 @@ def judge(
     out, smax, ssum = out.cpu(), smax.cpu().float(), ssum.cpu().float()
     ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
-    result = CaseResult(case, "PASS", kernel_ms=kernel_ms)
+    result = CaseResult(case, Verdict.PASS, kernel_ms=kernel_ms)
     bad = ~torch.isfinite(got)
     if bool(bad.any()):
         idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]
-        result.status = "FAIL"
+        result.status = Verdict.FAIL
         result.message = (
             f"attentionOut has {int(bad.sum())} NaN/Inf values, first at (b, n, s, d) {idx[0]}"
         )
@@ -320,7 +323,7 @@ def judge(
     result.bound = bound
     if result.max_abs_err > bound:
         over = (err > bound).nonzero()[:5]
-        result.status = "FAIL"
+        result.status = Verdict.FAIL
         result.message = (
             f"attentionOut max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
             f"(same-dtype torch error {ref_err:.3g})"
@@ -339,11 +342,11 @@ def judge(
     ):
         lanes = stat.double()
         if not bool(torch.isfinite(lanes).all()):
-            result.status = "FAIL"
+            result.status = Verdict.FAIL
             result.message = result.message or f"{label} has NaN/Inf values"
             continue
         if bool((lanes != lanes[..., :1]).any()):
-            result.status = "FAIL"
+            result.status = Verdict.FAIL
             result.message = result.message or f"{label}'s 8 lanes are not all equal"
         lane_err = (lanes[..., 0] - want).abs()
         limit = STAT_RTOL * want.abs() + STAT_ATOL
@@ -355,12 +358,12 @@ def judge(
         if bool((lane_err > limit).any()) and not result.message:
             first_bad: List[int] = [int(i) for i in (lane_err > limit).nonzero()[0]]
             at = tuple(first_bad)
-            result.status = "FAIL"
+            result.status = Verdict.FAIL
             result.message = (
                 f"{label} differs from the reference by up to {worst:.3g} (first at (b, n, s) "
                 f"{first_bad}: got {float(lanes[at][0]):.6g}, want {float(want[at]):.6g})"
             )
-    if result.status == "PASS":
+    if result.status == Verdict.PASS:
         result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"
     return result
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..proc import run as run_process
+from ..states import Verdict
 
 _RESULT = re.compile(r"mean result\[(\d+)\] is: (\S+)")
 _START = re.compile(r"Start compile and run example file: (\S+)")
@@ -144,19 +145,23 @@ def judge_example(
     if failed:
         why = f"exited {code}" if ended_the_run and code != 0 else "execute samples failed"
         detail = f": {error}" if error else ""
-        return ExampleRun(file, "FAIL", f"{why}{detail}", len(values), "run")
+        return ExampleRun(file, Verdict.FAIL, f"{why}{detail}", len(values), "run")
     if not values:
         detail = f" ({error})" if error else ""
         return ExampleRun(
-            file, "FAIL", f"printed no result values{detail}", 0, "values" if expected else "run"
+            file,
+            Verdict.FAIL,
+            f"printed no result values{detail}",
+            0,
+            "values" if expected else "run",
         )
     if expected is not None:
         problem = judge_values(values, expected)
         if problem:
-            return ExampleRun(file, "FAIL", problem, len(values), "values")
+            return ExampleRun(file, Verdict.FAIL, problem, len(values), "values")
         return ExampleRun(
             file,
-            "PASS",
+            Verdict.PASS,
             f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
             "softmaxSum = 256 everywhere",
             len(values),
@@ -164,10 +169,10 @@ def judge_example(
         )
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
     if bad is not None:
-        return ExampleRun(file, "FAIL", f"result[{bad}] is {values[bad]}", len(values), "run")
+        return ExampleRun(file, Verdict.FAIL, f"result[{bad}] is {values[bad]}", len(values), "run")
     return ExampleRun(
         file,
-        "PASS",
+        Verdict.PASS,
         f"ran and printed {len(values)} finite values; not judged on its values (cannbuild "
         "does not know this example's expected outputs)",
         len(values),
@@ -189,25 +194,25 @@ def judge_run(
         error = stderr_error or _first_error(stdout)
         if code != 0:
             return (
-                "FAIL",
+                Verdict.FAIL,
                 f"the example run exited {code} before any example: {error or 'no output'}",
                 runs,
             )
         return (
-            "FAIL",
+            Verdict.FAIL,
             f"the example run exited 0 but ran no example ({error or 'no example file was announced'})",
             runs,
         )
-    failed = [r for r in runs if r.status == "FAIL"]
+    failed = [r for r in runs if r.status == Verdict.FAIL]
     if failed:
         first = failed[0]
         return (
-            "FAIL",
+            Verdict.FAIL,
             f"{len(failed)}/{len(runs)} examples FAIL; first: {Path(first.file).name}: {first.message}",
             runs,
         )
     if code != 0:
-        return "FAIL", f"every example printed its values, but the run exited {code}", runs
+        return Verdict.FAIL, f"every example printed its values, but the run exited {code}", runs
     by_values = [r for r in runs if r.judged == "values"]
     only_run = [Path(r.file).name for r in runs if r.judged == "run"]
     message = f"{len(runs)}/{len(runs)} examples PASS"
@@ -218,7 +223,7 @@ def judge_run(
         )
     if only_run:
         message += f"; {', '.join(only_run)} judged only by exit and finite values (expected values unknown)"
-    return "PASS", message, runs
+    return Verdict.PASS, message, runs
 
 
 def lookup_skip(
@@ -255,17 +260,19 @@ def run_example(
 ) -> ExampleResult:
     if not (cwd / "build.sh").is_file():
         return ExampleResult(
-            "SKIPPED", f"no ops-transformer checkout at {cwd} (run cannbuild fetch)", command
+            Verdict.SKIPPED, f"no ops-transformer checkout at {cwd} (run cannbuild fetch)", command
         )
     skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
     if skip:
-        return ExampleResult("SKIPPED", skip, command)
+        return ExampleResult(Verdict.SKIPPED, skip, command)
     try:
         proc = run_process(argv, cwd=cwd, env=env, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return ExampleResult("FAIL", f"the example did not finish within {TIMEOUT_S} s", command)
+        return ExampleResult(
+            Verdict.FAIL, f"the example did not finish within {TIMEOUT_S} s", command
+        )
     out = proc.stdout.decode("utf-8", "replace").splitlines()
     err = proc.stderr.decode("utf-8", "replace").splitlines()
     status, message, runs = judge_run(out, err, proc.returncode)
-    tail = tuple((err + out)[-15:]) if status != "PASS" else ()
+    tail = tuple((err + out)[-15:]) if status != Verdict.PASS else ()
     return ExampleResult(status, message, command, proc.returncode, tail, tuple(runs))

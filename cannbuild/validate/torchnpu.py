@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
+from ..states import Verdict
 from .cases import (
     Case,
     CaseResult,
@@ -125,14 +126,19 @@ def run(
         )
         failed = f"the torch_npu {stack.torch_npu} worker failed: {why} (log: {data / LOG})"
         return RouteOutcome(
-            "FAIL", failed, details, tuple(CaseResult(c, "FAIL", failed) for c in selected)
+            Verdict.FAIL,
+            failed,
+            details,
+            tuple(CaseResult(c, Verdict.FAIL, failed) for c in selected),
         )
     results: List[CaseResult] = []
     for case in selected:
         run_info = result["cases"].get(case.name, {"ok": False, "error": "not run"})
         if not run_info.get("ok"):
             results.append(
-                CaseResult(case, "FAIL", f"npu_fusion_attention failed: {run_info.get('error')}")
+                CaseResult(
+                    case, Verdict.FAIL, f"npu_fusion_attention failed: {run_info.get('error')}"
+                )
             )
             continue
         results.append(
@@ -159,14 +165,14 @@ def _verdict(
     version: str,
     details: Dict[str, Any],
 ) -> RouteOutcome:
-    failed = [r for r in results if r.status != "PASS"]
+    failed = [r for r in results if r.status != Verdict.PASS]
     if failed:
         first = failed[0]
         message = (
             f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
             f"npu_fusion_attention; first: {first.case.name}: {first.message}"
         )
-        return RouteOutcome("FAIL", message, details, tuple(results))
+        return RouteOutcome(Verdict.FAIL, message, details, tuple(results))
     ours = str(library.resolve())
     if loaded and ours not in loaded:
         message = (
@@ -174,12 +180,12 @@ def _verdict(
             f"{', '.join(loaded)}, not {ours}; put the package's vendor first in "
             "ASCEND_CUSTOM_OPP_PATH (source its bin/set_env.bash)"
         )
-        return RouteOutcome("FAIL", message, details, tuple(results))
+        return RouteOutcome(Verdict.FAIL, message, details, tuple(results))
     message = (
         f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
         f"npu_fusion_attention ({library.name} of the package)"
     )
-    return RouteOutcome("PASS", message, details, tuple(results))
+    return RouteOutcome(Verdict.PASS, message, details, tuple(results))
 
 
 def _clear(directory: Path) -> None:

@@ -193,3 +193,43 @@ def test_a_file_the_cmake_would_reject_is_refused_naming_the_line(tmp_path):
         check_declared(archive, item, "opbase", "file:///mirror/makeself.tar.gz")
     assert "makeself-fetch.cmake:45" in err.value.message
     assert "fetched as file:///mirror/makeself.tar.gz" in err.value.message
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "HOME": str(cwd),
+        "PATH": "/usr/bin:/bin",
+    }
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_a_commits_declared_archives_are_read_from_git_once_then_remembered(tmp_path):
+    from cannbuild.sources.archives import declared_archives
+    from cannbuild.sources.fetch import Fetcher, GitFailed
+
+    repo = tmp_path / "repo"
+    (repo / "cmake" / "third_party").mkdir(parents=True)
+    (repo / "cmake" / "third_party" / "makeself.cmake").write_text(FETCH_WITH_SHA256)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "x")
+    commit = _git(repo, "rev-parse", "HEAD")
+    memo = tmp_path / "memo"
+    first = declared_archives(Fetcher(), repo, commit, memo)
+    assert [d.url for d in first] == [MAKESELF]
+    assert (memo / f"{commit}.json").is_file()
+    import shutil
+
+    shutil.rmtree(repo / ".git")  # no git to ask: the memo alone answers
+    assert declared_archives(Fetcher(), repo, commit, memo) == first
+    (memo / f"{commit}.json").write_text("[not what was written")
+    with pytest.raises(GitFailed):  # a damaged memo is not trusted: git is asked again
+        declared_archives(Fetcher(), repo, commit, memo)

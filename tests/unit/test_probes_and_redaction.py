@@ -98,3 +98,38 @@ def test_a_recipe_value_cannot_reach_python(tmp_path):
     with pytest.raises(UsageError, match="does not render"):
         render_value(evil, {}, "[repos.opbase] tag")
     assert not (tmp_path / "X").exists()
+
+
+def test_a_tools_version_is_remembered_until_its_binary_changes(tmp_path):
+    import json
+    import os
+    import shutil
+
+    from cannbuild.host.toolchain import ToolSpec, probe_tools
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    make = bin_dir / "make"
+    shutil.copy2(shutil.which("make") or "/usr/bin/make", make)  # a real ELF binary
+    spec = ToolSpec("make", ("--version",))
+    memo = tmp_path / "tools.json"
+    env = {"PATH": str(bin_dir)}
+    (first,) = probe_tools(env, (spec,), memo)
+    assert first.version and first.version[0].isdigit()
+    remembered = json.loads(memo.read_text())
+    assert list(remembered.values()) == [first.version]
+    # what the memo says is what is reported: the binary is not asked again ...
+    memo.write_text(json.dumps({k: "0.1" for k in remembered}))
+    assert probe_tools(env, (spec,), memo)[0].version == "0.1"
+    # ... until the file changes (an upgrade replaces it): then it is asked again
+    os.utime(make, ns=(0, make.stat().st_mtime_ns + 1_000_000_000))
+    assert probe_tools(env, (spec,), memo)[0].version == first.version
+
+
+def test_a_script_is_asked_every_time(tmp_path):
+    from cannbuild.host.toolchain import ToolSpec, binary_key
+
+    shim = tmp_path / "python3"
+    shim.write_text("#!/bin/sh\necho Python 3.9.1\n")
+    shim.chmod(0o755)
+    assert binary_key(ToolSpec("python3", ("--version",)), str(shim)) is None

@@ -64,3 +64,38 @@ def test_redaction_keeps_plain_urls_and_walks_data():
     assert redact("https://gitcode.com/cann/opbase.git") == "https://gitcode.com/cann/opbase.git"
     data = redact_data({"a": ["https://u:p@h/x"], "b": 1})
     assert data == {"a": ["https://***@h/x"], "b": 1}
+
+
+def test_a_cached_template_renders_as_compiled_and_a_changed_one_is_recompiled(tmp_path):
+    from cannbuild.render import file_env
+
+    templates, cache = tmp_path / "t", tmp_path / "cache"
+    templates.mkdir()
+    (templates / "r.j2").write_text("status {{ s }}\n")
+    first = file_env(templates, cache).get_template("r.j2").render(s="PASS")
+    assert first == "status PASS\n" and list(cache.iterdir())
+    # a fresh environment (a later run) takes the compiled code from the cache ...
+    assert file_env(templates, cache).get_template("r.j2").render(s="FAIL") == "status FAIL\n"
+    # ... but never for a template that changed since
+    (templates / "r.j2").write_text("verdict {{ s }}\n")
+    assert file_env(templates, cache).get_template("r.j2").render(s="PASS") == "verdict PASS\n"
+
+
+@pytest.mark.parametrize("text", ["v8.5.0", "build_out/*.run", "a }} b", "50% {x}"])
+def test_a_value_without_template_syntax_renders_as_itself(text):
+    from cannbuild.render import render_value
+
+    assert render_value(text, {}, "tag") == text
+
+
+def test_a_template_cache_that_cannot_be_written_only_costs_a_compile(tmp_path):
+    import shutil
+
+    from cannbuild.render import file_env
+
+    templates, cache = tmp_path / "t", tmp_path / "cache"
+    templates.mkdir()
+    (templates / "r.j2").write_text("status {{ s }}\n")
+    env = file_env(templates, cache)
+    shutil.rmtree(cache)  # gone (cleaned, or a full disk): writing the cache fails
+    assert env.get_template("r.j2").render(s="OK") == "status OK\n"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "aclnn/aclnn_base.h"
@@ -41,11 +42,19 @@ struct aclBoolArray {
     std::vector<bool> values;
 };
 
+// What the profiler is told about the executor's kernel (aclemuSetExecutorKernel).
+struct KernelInfo {
+    std::string api, name, op_type, core;
+    uint32_t block = 0, mix_block = 0;
+    std::string in_shapes, in_dtypes, in_formats, out_shapes, out_dtypes, out_formats;
+};
+
 struct aclOpExecutor {
     aclemuRunFn run = nullptr;
     aclemuReleaseFn release = nullptr;
     void *ctx = nullptr;
     bool repeatable = false;
+    KernelInfo *kernel = nullptr;
 };
 
 namespace {
@@ -65,7 +74,24 @@ int64_t *CopyOut(const std::vector<int64_t> &v) {
 
 void ReleaseExecutor(aclOpExecutor *executor) {
     if (executor->release != nullptr) executor->release(executor->ctx);
+    delete executor->kernel;
     delete executor;
+}
+
+std::string Text(const char *s) { return s != nullptr ? s : ""; }
+
+// Run the executor's kernel, timed by the runtime's profiler when it records.
+aclnnStatus RunProfiled(aclOpExecutor *executor, void *workspace, uint64_t workspaceSize, aclrtStream stream) {
+    const KernelInfo *k = executor->kernel;
+    if (k == nullptr || aclemuProfiling() == 0) return executor->run(executor->ctx, workspace, workspaceSize);
+    uint64_t token = aclemuKernelBegin(k->api.c_str(), stream);
+    aclemuKernelRun(token);
+    aclnnStatus status = executor->run(executor->ctx, workspace, workspaceSize);
+    aclemuKernelDesc desc = {k->name.c_str(),      k->op_type.c_str(),    k->core.c_str(),      k->block,
+                             k->mix_block,         k->in_shapes.c_str(),  k->in_dtypes.c_str(), k->in_formats.c_str(),
+                             k->out_shapes.c_str(), k->out_dtypes.c_str(), k->out_formats.c_str()};
+    if (status == ACLNN_SUCCESS) aclemuKernelEnd(token, &desc);
+    return status;
 }
 
 }  // namespace
@@ -243,7 +269,6 @@ aclOpExecutor *aclemuCreateExecutor(aclemuRunFn run, aclemuReleaseFn release, vo
 }
 
 aclnnStatus aclemuLaunch(aclOpExecutor *executor, void *workspace, uint64_t workspaceSize, aclrtStream stream) {
-    (void)stream;
     if (executor == nullptr) return NullParam("aclnn second phase", "executor");
     if (workspaceSize > 0 && !aclemuIsDeviceRange(workspace, workspaceSize)) {
         aclemuSetRecentErrMsg(
@@ -251,9 +276,29 @@ aclnnStatus aclemuLaunch(aclOpExecutor *executor, void *workspace, uint64_t work
             "(allocate it with aclrtMalloc).");
         return ACLNN_ERR_PARAM_INVALID;
     }
-    aclnnStatus status = executor->run(executor->ctx, workspace, workspaceSize);
+    aclnnStatus status = RunProfiled(executor, workspace, workspaceSize, stream);
     if (!executor->repeatable) ReleaseExecutor(executor);
     return status;
+}
+
+void aclemuSetExecutorKernel(aclOpExecutor *executor, const char *api, const aclemuKernelDesc *desc) {
+    if (executor == nullptr || desc == nullptr) return;
+    auto *k = new (std::nothrow) KernelInfo();
+    if (k == nullptr) return;
+    k->api = Text(api);
+    k->name = Text(desc->name);
+    k->op_type = Text(desc->opType);
+    k->core = Text(desc->coreType);
+    k->block = desc->blockDim;
+    k->mix_block = desc->mixBlockDim;
+    k->in_shapes = Text(desc->inputShapes);
+    k->in_dtypes = Text(desc->inputDtypes);
+    k->in_formats = Text(desc->inputFormats);
+    k->out_shapes = Text(desc->outputShapes);
+    k->out_dtypes = Text(desc->outputDtypes);
+    k->out_formats = Text(desc->outputFormats);
+    delete executor->kernel;
+    executor->kernel = k;
 }
 
 }  // extern "C"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include "acl/acl.h"
 #include "acl_rt_extra.h"
 #include "emu/emu_runtime.h"
+#include "emu_internal.h"
 #include "emu/half.h"
 
 namespace {
@@ -187,6 +189,35 @@ aclError DeviceMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy, b
 
 }  // namespace
 
+namespace emu {
+
+int32_t StreamId(aclrtStream stream) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_streams.find(stream);
+    return it == g_streams.end() ? 0 : it->second;
+}
+
+int CurrentDevice() {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    return g_current_device < 0 ? 0 : g_current_device;
+}
+
+int64_t CubeCores() { return ChipFacts(Config().soc).cube_cores; }
+
+int64_t VectorCores() { return ChipFacts(Config().soc).vector_cores; }
+
+std::string CannVersion() {
+    char real[PATH_MAX];
+    std::string dir = realpath(LibraryDir().c_str(), real) != nullptr ? real : LibraryDir();
+    std::ifstream in(dir + "/../ascend_toolkit_install.info");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("version=", 0) == 0) return line.substr(8);
+    return "";
+}
+
+}  // namespace emu
+
 extern "C" {
 
 void aclemuSetRecentErrMsg(const char *msg) { g_recent_error = msg ? msg : ""; }
@@ -217,13 +248,16 @@ aclError aclInit(const char *configPath) {
 }
 
 aclError aclFinalize() {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (!g_initialised || g_finalised) {
-        SetError("EH0001: aclFinalize without a matching aclInit");
-        return ACL_ERROR_REPEAT_FINALIZE;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (!g_initialised || g_finalised) {
+            SetError("EH0001: aclFinalize without a matching aclInit");
+            return ACL_ERROR_REPEAT_FINALIZE;
+        }
+        g_finalised = true;
+        g_initialised = false;
     }
-    g_finalised = true;
-    g_initialised = false;
+    emu::FlushProfile();  // the profiler's output, as the real one is written when profiling stops
     return ACL_SUCCESS;
 }
 

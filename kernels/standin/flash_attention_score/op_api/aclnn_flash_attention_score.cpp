@@ -7,6 +7,8 @@
 //
 // Like a real package, it only runs on SoCs it carries kernels for: the
 // package's op_impl/ai_core/tbe/kernel/<soc>/ must match the device's SoC.
+// Each executor tells the emulated runtime's profiler what its kernel is (the
+// name, type, core type and tensors a real profiler shows for FlashAttentionScore).
 
 #include "aclnn_flash_attention_score.h"
 
@@ -27,6 +29,10 @@
 
 #ifdef SANDBOX_FAULT_BUILD_FAIL
 static_assert(false, "cannbuild sandbox fault build-fail:ops-transformer");
+#endif
+
+#ifndef FA_HEAD_DIM_MAX
+#define FA_HEAD_DIM_MAX 768  // the limit docs/aclnnFlashAttentionScoreV2.md states for this release
 #endif
 
 namespace {
@@ -86,6 +92,24 @@ std::string FormatName(aclFormat format) {
         case ACL_FORMAT_FRACTAL_NZ: return "FRACTAL_NZ";
         default: return "format " + std::to_string(static_cast<int>(format));
     }
+}
+
+// The profiler's dtype names (GE's: DT_BF16 keeps its prefix).
+std::string DtypeName(aclDataType dtype) {
+    switch (dtype) {
+        case ACL_FLOAT16: return "FLOAT16";
+        case ACL_BF16: return "DT_BF16";
+        case ACL_FLOAT: return "FLOAT";
+        case ACL_UINT8: return "UINT8";
+        case ACL_BOOL: return "BOOL";
+        default: return "DT_UNDEFINED";
+    }
+}
+
+std::string DimList(const std::vector<int64_t> &shape) {
+    std::string s;
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    return s;
 }
 
 std::string ShapeText(const std::vector<int64_t> &shape) {
@@ -184,6 +208,7 @@ aclnnStatus Analyse(const std::string &layout, const Tensor &t, const char *name
 }
 
 struct Request {
+    const char *api;
     const aclTensor *query, *key, *value, *realShift, *dropMask, *attenMask;
     const aclTensor *softmaxMax, *softmaxSum, *attentionOut;
     double scale, keepProb;
@@ -259,6 +284,13 @@ aclnnStatus Prepare(const Request &r, uint64_t *workspaceSize, aclOpExecutor **e
             return Fail(ACLNN_ERR_PARAM_INVALID, "The %s dim num %zu does not match inputLayout %s.", names[i],
                         inputs[i]->shape.size(), layout.c_str());
     }
+#ifdef SANDBOX_FAULT_NO_FP32
+    // the fa-no-fp32 fault: a package whose operator supports FLOAT16 and BFLOAT16 only, as the
+    // FlashAttentionScore of CANN 7.0 did (its op_impl config lists no float either)
+    if (q.dtype != ACL_FLOAT16 && q.dtype != ACL_BF16)
+        return Fail(ACLNN_ERR_PARAM_INVALID, "The query dtype %d is not supported, expected FLOAT16 or BFLOAT16.",
+                    static_cast<int>(q.dtype));
+#endif
     if (q.dtype != ACL_FLOAT && q.dtype != ACL_FLOAT16 && q.dtype != ACL_BF16)
         return Fail(ACLNN_ERR_PARAM_INVALID, "The query dtype %d is not supported, expected FLOAT, FLOAT16 or BFLOAT16.",
                     static_cast<int>(q.dtype));
@@ -294,9 +326,9 @@ aclnnStatus Prepare(const Request &r, uint64_t *workspaceSize, aclOpExecutor **e
     if (dv.D > dk.D)
         return Fail(ACLNN_ERR_PARAM_INVALID, "The value head dim %ld must not exceed the key head dim %ld.",
                     static_cast<long>(dv.D), static_cast<long>(dk.D));
-    if (dq.D > 768 || dq.N > 256)
-        return Fail(ACLNN_ERR_PARAM_INVALID, "D %ld must be <= 768 and N %ld <= 256.", static_cast<long>(dq.D),
-                    static_cast<long>(dq.N));
+    if (dq.D > FA_HEAD_DIM_MAX || dq.N > 256)
+        return Fail(ACLNN_ERR_PARAM_INVALID, "D %ld must be <= %d and N %ld <= 256.", static_cast<long>(dq.D),
+                    FA_HEAD_DIM_MAX, static_cast<long>(dq.N));
     if (dk.N <= 0 || dq.N % dk.N != 0)
         return Fail(ACLNN_ERR_PARAM_INVALID, "n1Size %ld must be a multiple of n2Size %ld.", static_cast<long>(dq.N),
                     static_cast<long>(dk.N));
@@ -390,6 +422,23 @@ aclnnStatus Prepare(const Request &r, uint64_t *workspaceSize, aclOpExecutor **e
         delete ctx;
         return Fail(ACLNN_ERR_INNER_CREATE_EXECUTOR, "failed to create the executor.");
     }
+    // the 12 input slots and 4 outputs a real profiler row of FlashAttentionScore shows
+    const std::string qd = DtypeName(q.dtype);
+    const std::string mask_shape = r.attenMask != nullptr ? DimList(mask.shape) : "";
+    const std::string mask_dtype = r.attenMask != nullptr ? DtypeName(mask.dtype) : "BOOL";
+    const std::string in_shapes =
+        DimList(q.shape) + ";" + DimList(k.shape) + ";" + DimList(v.shape) + ";;;;" + mask_shape + ";;;;;";
+    const std::string in_dtypes = qd + ";" + qd + ";" + qd + ";" + qd + ";UINT8;" + qd + ";" + mask_dtype +
+                                  ";INT64;INT64;INT64;INT64;INT64";
+    const std::string f = FormatName(q.format);
+    const std::string in_formats = f + ";" + f + ";" + f + ";ND;ND;ND;ND;ND;ND;ND;ND;ND";
+    const std::string out_shapes = DimList(smax.shape) + ";" + DimList(ssum.shape) + ";;" + DimList(out.shape);
+    const std::string out_dtypes = "FLOAT;FLOAT;" + qd + ";" + qd;
+    const std::string name = std::string(r.api) + "_FlashAttentionScore_FlashAttentionScore";
+    aclemuKernelDesc desc = {name.c_str(),       "FlashAttentionScore", "MIX_AIC",          0, 0,
+                             in_shapes.c_str(),  in_dtypes.c_str(),     in_formats.c_str(), out_shapes.c_str(),
+                             out_dtypes.c_str(), "ND;ND;ND;ND"};
+    aclemuSetExecutorKernel(*executor, r.api, &desc);
     return ACLNN_SUCCESS;
 }
 
@@ -407,9 +456,9 @@ aclnnStatus aclnnFlashAttentionScoreGetWorkspaceSize(
     (void)paddingMaskOptional;
     (void)prefixOptional;
     (void)softmaxOutOut;
-    Request r{query, key, value, realShiftOptional, dropMaskOptional, attenMaskOptional, softmaxMaxOut,
-              softmaxSumOut, attentionOutOut, scaleValue, keepProb, preTokens, nextTokens, headNum, innerPrecise,
-              sparseMode, 1, inputLayout};
+    Request r{"aclnnFlashAttentionScore", query, key, value, realShiftOptional, dropMaskOptional,
+              attenMaskOptional, softmaxMaxOut, softmaxSumOut, attentionOutOut, scaleValue, keepProb, preTokens,
+              nextTokens, headNum, innerPrecise, sparseMode, 1, inputLayout};
     return Prepare(r, workspaceSize, executor);
 }
 
@@ -432,9 +481,9 @@ aclnnStatus aclnnFlashAttentionScoreV2GetWorkspaceSize(
     (void)qStartIdxOptional;
     (void)kvStartIdxOptional;
     (void)softmaxOutOut;
-    Request r{query, key, value, realShiftOptional, dropMaskOptional, attenMaskOptional, softmaxMaxOut,
-              softmaxSumOut, attentionOutOut, scaleValue, keepProb, preTokens, nextTokens, headNum, innerPrecise,
-              sparseMode, pseType, inputLayout};
+    Request r{"aclnnFlashAttentionScoreV2", query, key, value, realShiftOptional, dropMaskOptional,
+              attenMaskOptional, softmaxMaxOut, softmaxSumOut, attentionOutOut, scaleValue, keepProb, preTokens,
+              nextTokens, headNum, innerPrecise, sparseMode, pseType, inputLayout};
     return Prepare(r, workspaceSize, executor);
 }
 

@@ -1,0 +1,181 @@
+"""What the operator accepts, read where the operator states it: the installed package's
+op_impl config (dtypes per SoC), the operator's docs in the checkout (约束说明: the B, N,
+S, D ranges, each with its file and line), the tiling source (the head-dim padding),
+else a built-in copy of the v8.5.0 docs that says so."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+ENTRY_POINTS = ("aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnFlashAttentionScore")
+OP_TYPE = "FlashAttentionScore"
+OP_DIR = Path("attention") / "flash_attention_score"
+DOCS = ("aclnnFlashAttentionScoreV2.md", "aclnnFlashAttentionScore.md")
+LAYOUTS = ("BSH", "SBH", "BSND", "BNSD")
+ALIGN = 16
+# ops-info dtype words -> cannbuild's
+INFO_DTYPES = {
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float": "fp32",
+    "float32": "fp32",
+    "int8": "int8",
+    "hifloat8": "hifloat8",
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2",
+}
+DOC_DTYPES = {"FLOAT16": "fp16", "BFLOAT16": "bf16", "FLOAT32": "fp32", "FLOAT": "fp32"}
+# what the operator's docs say at v8.5.0/v9.0.0, when no checkout has them
+BUILTIN_SOURCE = "ops-transformer v8.5.0 docs/aclnnFlashAttentionScoreV2.md (no checkout here)"
+BUILTIN_RANGES = {"B": 2 * 1024 * 1024, "N": 256, "S": 1024 * 1024, "D": 768}
+BUILTIN_DTYPES = ("fp16", "bf16", "fp32")
+_RANGE = re.compile(
+    r"^\s*[-*]\s*([BNSD])\s*[：:]\s*(?:取值范围(?:为)?|(?:value )?range(?: is)?:?)\s*"
+    r"(\d+)\s*\\?[~～\-]\s*(\d+)\s*([KkMm]?)"
+)
+_DOC_DTYPES = re.compile(r"query.*?数据类型支持([A-Z0-9_、,，\s]+)")
+_FRACTAL = re.compile(r"FRACTAL_NUM\s*=\s*(\d+)")
+# a constraint line that makes D's alignment a rule, as some FA docs state it (MindSpore's
+# flash_attention_score: "D：取值范围为16的倍数，最大值为512")
+_ALIGN_RULE = re.compile(
+    r"^\s*[-*]\s*D\s*[：:].*?(?:(\d+)\s*的(?:整数)?倍数|multiple of\s*(\d+)|(\d+)\s*对齐)"
+)
+
+
+@dataclass(frozen=True)
+class Limit:
+    axis: str  # B | N | S | D
+    low: int
+    high: int
+    source: str  # file:line (the doc's own words), or the built-in reference
+
+
+@dataclass(frozen=True)
+class OperatorFacts:
+    limits: Dict[str, Limit]
+    dtypes: Tuple[str, ...]
+    dtype_source: str
+    align: int
+    align_source: str
+    align_required: bool = False  # the docs make it a rule (else the tiling only pads)
+
+
+def ops_info(path: Path) -> Optional[Dict[str, object]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def ops_info_path(vendor: Path, soc: str) -> Path:
+    return vendor / "op_impl" / "ai_core" / "tbe" / "config" / soc / f"aic-{soc}-ops-info.json"
+
+
+def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
+    doc, lines = _doc(checkout)
+    limits = _doc_limits(doc, lines) if doc else {}
+    for axis, high in BUILTIN_RANGES.items():
+        limits.setdefault(axis, Limit(axis, 1, high, BUILTIN_SOURCE))
+    dtypes, source = _installed_dtypes(vendor, soc)
+    if not dtypes and doc:
+        dtypes, source = _doc_dtypes(doc, lines)
+    if not dtypes:
+        dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
+    rule = _doc_align_rule(doc, lines) if doc else None
+    if rule is not None:
+        return OperatorFacts(limits, tuple(dtypes), source, rule[0], rule[1], True)
+    align, align_source = _alignment(checkout)
+    return OperatorFacts(limits, tuple(dtypes), source, align, align_source)
+
+
+def _doc(checkout: Path) -> Tuple[Optional[Path], List[str]]:
+    for name in DOCS:
+        path = checkout / OP_DIR / "docs" / name
+        try:
+            return path, path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+    return None, []
+
+
+def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
+    limits: Dict[str, Limit] = {}
+    inside = False
+    for number, line in enumerate(lines, 1):
+        if line.startswith("## "):
+            inside = "约束" in line or "onstraint" in line
+            continue
+        match = _RANGE.match(line) if inside else None
+        if match and match.group(1) not in limits:
+            scale = {"k": 1024, "m": 1024 * 1024}.get(match.group(4).lower(), 1)
+            said = line.strip().lstrip("-* ").replace("\\~", "~")
+            limits[match.group(1)] = Limit(
+                match.group(1),
+                int(match.group(2)),
+                int(match.group(3)) * scale,
+                f"{doc}:{number} ({said})",
+            )
+    return limits
+
+
+def _doc_align_rule(doc: Path, lines: Sequence[str]) -> Optional[Tuple[int, str]]:
+    inside = False
+    for number, line in enumerate(lines, 1):
+        if line.startswith("## "):
+            inside = "约束" in line or "onstraint" in line
+            continue
+        match = _ALIGN_RULE.match(line) if inside else None
+        if match:
+            value = int(next(g for g in match.groups() if g))
+            said = line.strip().lstrip("-* ").replace("\\~", "~")
+            return value, f"{doc}:{number} ({said})"
+    return None
+
+
+def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:
+    for number, line in enumerate(lines, 1):
+        match = _DOC_DTYPES.search(line)
+        if match:
+            words = re.split(r"[、,，\s]+", match.group(1).strip())
+            found = [DOC_DTYPES[w] for w in words if w in DOC_DTYPES]
+            if found:
+                return list(dict.fromkeys(found)), f"{doc}:{number}"
+    return [], ""
+
+
+def _installed_dtypes(vendor: Path, soc: str) -> Tuple[List[str], str]:
+    config = ops_info_path(vendor, soc)
+    info = ops_info(config)
+    op = info.get(OP_TYPE) if info else None
+    if not isinstance(op, dict):
+        return [], ""
+    for key, value in sorted(op.items()):
+        if key.startswith("input") and isinstance(value, dict) and value.get("name") == "query":
+            words = [w.strip().lower() for w in str(value.get("dtype", "")).split(",") if w.strip()]
+            found = [INFO_DTYPES.get(w, w) for w in words]
+            if found:
+                return list(dict.fromkeys(found)), f"{config} (query dtypes)"
+    return [], ""
+
+
+def _alignment(checkout: Path) -> Tuple[int, str]:
+    host = checkout / OP_DIR / "op_host"
+    if host.is_dir():
+        for path in sorted(host.rglob("*.cpp")) + sorted(host.rglob("*.h")):
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            match = _FRACTAL.search(text)
+            if match:
+                line = text.count("\n", 0, match.start()) + 1
+                return int(match.group(1)), f"{path}:{line} (the tiling pads D to FRACTAL_NUM)"
+    return ALIGN, (
+        "the Cube unit's 16-element fractals: ops-transformer's FA tiling pads D with "
+        "AlignUp(dSize, FRACTAL_NUM=16)"
+    )

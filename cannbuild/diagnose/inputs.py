@@ -1,0 +1,26 @@
+"""What diagnose is given: the package, the SoC, the checkout, the user's environment and
+attention shape, and optionally a profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+from ..profile.shape import AttentionShape
+
+
+@dataclass(frozen=True)
+class DiagnoseInputs:
+    vendor_dir: Path
+    soc: str  # the build.sh --soc value: ascend910b
+    checkout: Path  # <workspace>/src/ops-transformer
+    env: Mapping[str, str]  # the user's shell: what torch_npu started from it would see
+    opp_path: Optional[str]  # the toolkit's ASCEND_OPP_PATH (its default vendors)
+    shape: AttentionShape
+    profile: Optional[Path] = None
+    torch_npu: Optional[str] = None  # installed version, from package metadata
+
+    @property
+    def library(self) -> Path:
+        return self.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"

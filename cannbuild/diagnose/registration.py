@@ -1,0 +1,182 @@
+"""Registration: the custom package is installed for this SoC, exports the aclnn entry
+points, and the framework would load it.  torch_npu finds aclnnFlashAttentionScore by
+dlopen of `op_api/lib/libcust_opapi.so` of each ASCEND_CUSTOM_OPP_PATH vendor in order,
+then of the toolkit's default vendors (`opp/vendors/config.ini` load_priority), then the
+toolkit's own libopapi.so (shared reference real-host-findings §4): the first library
+exporting the entry point wins, so a vendor earlier in the path shadows ours."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from ..host.check import FAIL, PASS, Check
+from .facts import ENTRY_POINTS, OP_TYPE, ops_info, ops_info_path
+from .inputs import DiagnoseInputs
+
+
+def registration_checks(inp: DiagnoseInputs) -> List[Check]:
+    vendor = inp.vendor_dir
+    set_env = vendor / "bin" / "set_env.bash"
+    if not inp.library.is_file():
+        return [
+            Check(
+                "registration.package",
+                FAIL,
+                f"no custom package at {vendor} (no op_api/lib/libcust_opapi.so)",
+                "Build and install it: cannbuild install (with --sandbox on the emulated host).",
+            )
+        ]
+    checks = [Check("registration.package", PASS, f"installed at {vendor}")]
+    entries = _path_entries(inp.env.get("ASCEND_CUSTOM_OPP_PATH", ""))
+    ours = _real(vendor)
+    if ours in [_real(Path(e)) for e in entries]:
+        where = [_real(Path(e)) for e in entries].index(ours) + 1
+        checks.append(
+            Check(
+                "registration.env",
+                PASS,
+                f"ASCEND_CUSTOM_OPP_PATH holds the vendor (entry {where} of {len(entries)})",
+            )
+        )
+    else:
+        now = inp.env.get("ASCEND_CUSTOM_OPP_PATH")
+        state = f"is {now!r}" if now else "is not set"
+        checks.append(
+            Check(
+                "registration.env",
+                FAIL,
+                f"ASCEND_CUSTOM_OPP_PATH {state} in this shell, without {vendor}: a framework "
+                "started here does not see the package",
+                f"source {set_env}"
+                if set_env.is_file()
+                else f"export ASCEND_CUSTOM_OPP_PATH={vendor}",
+            )
+        )
+    checks.append(_soc_check(vendor, inp.soc))
+    exported = _exports(inp.library)
+    missing = [s for s in ENTRY_POINTS if s not in (exported or set())]
+    if exported is None or missing:
+        what = (
+            "is not a readable ELF library"
+            if exported is None
+            else f"does not export {', '.join(missing)}"
+        )
+        checks.append(
+            Check(
+                "registration.exports",
+                FAIL,
+                f"{inp.library.name} {what}",
+                "Rebuild and reinstall the package (cannbuild install --force ops-transformer-build); "
+                "cannbuild validate checks the library too.",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "registration.exports",
+                PASS,
+                f"{inp.library.name} exports {', '.join(ENTRY_POINTS)}",
+            )
+        )
+    checks.append(_resolution_check(inp, entries))
+    return checks
+
+
+def _soc_check(vendor: Path, soc: str) -> Check:
+    config = ops_info_path(vendor, soc)
+    kernel = vendor / "op_impl" / "ai_core" / "tbe" / "kernel" / soc / "flash_attention_score"
+    info = ops_info(config)
+    problems = []
+    if info is None:
+        problems.append(f"no op_impl config for {soc} ({config.name})")
+    elif OP_TYPE not in info:
+        problems.append(f"{config.name} does not register {OP_TYPE}")
+    if not kernel.is_dir():
+        problems.append(f"no kernel folder for {soc}")
+    if problems:
+        built = sorted(
+            p.name
+            for p in (vendor / "op_impl" / "ai_core" / "tbe" / "config").glob("*")
+            if p.is_dir()
+        )
+        return Check(
+            "registration.soc",
+            FAIL,
+            f"the package has {'; '.join(problems)} (it was built for {', '.join(built) or 'no SoC'})",
+            f"Rebuild for this SoC: cannbuild install --soc {soc}",
+        )
+    return Check("registration.soc", PASS, f"{OP_TYPE} is configured and has kernels for {soc}")
+
+
+def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
+    """Which library the lookup torch_npu does would take aclnnFlashAttentionScore from."""
+    winner: Optional[Tuple[Path, str, str]] = None  # library, how it was found, its vendor
+    for entry in entries:
+        lib = Path(entry) / "op_api" / "lib" / "libcust_opapi.so"
+        if ENTRY_POINTS[0] in (_exports(lib) or set()):
+            winner = (lib, f"ASCEND_CUSTOM_OPP_PATH entry {entry}", entry)
+            break
+    if winner is None and inp.opp_path:
+        for name in _default_vendors(Path(inp.opp_path)):
+            lib = Path(inp.opp_path) / "vendors" / name / "op_api" / "lib" / "libcust_opapi.so"
+            if ENTRY_POINTS[0] in (_exports(lib) or set()):
+                winner = (lib, f"default vendor {name} of the toolkit", "")
+                break
+    who = f"torch_npu {inp.torch_npu}" if inp.torch_npu else "torch_npu (not installed here)"
+    fix = f"source {inp.vendor_dir / 'bin' / 'set_env.bash'} (it puts the vendor first)"
+    if winner is None:
+        return Check(
+            "registration.resolution",
+            FAIL,
+            f"{who} would find no custom library exporting {ENTRY_POINTS[0]} and fall back to "
+            "the toolkit's built-in operator (libopapi), not this package",
+            fix,
+        )
+    lib, how, entry = winner
+    if _real(lib) == _real(inp.library):
+        return Check(
+            "registration.resolution", PASS, f"{who} would load this package's {lib.name} ({how})"
+        )
+    also = f", or take {entry} out of ASCEND_CUSTOM_OPP_PATH" if entry else ""
+    return Check(
+        "registration.resolution",
+        FAIL,
+        f"{who} would load {lib} ({how}), which shadows this package's {inp.library}",
+        fix + also,
+    )
+
+
+def _default_vendors(opp: Path) -> List[str]:
+    config = opp / "vendors" / "config.ini"
+    try:
+        text = config.read_text(errors="replace")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "load_priority":
+            return [v.strip() for v in value.split(",") if v.strip()]
+    return []
+
+
+def _path_entries(text: str) -> List[str]:
+    return [e for e in text.split(":") if e.strip()]
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(str(path).rstrip("/"))
+
+
+def _exports(lib: Path) -> Optional[set]:
+    from elftools.common.exceptions import ELFError
+
+    from ..validate.elfcheck import read_elf
+
+    if not lib.is_file():
+        return None
+    try:
+        return set(read_elf(lib).exported)
+    except (ELFError, OSError):
+        return None

@@ -1,0 +1,232 @@
+"""The user's dtype and shapes against what the operator accepts, and the cause of each
+unfused chain in a profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from ..host.check import FAIL, PASS, SKIP, WARN, Check
+from ..profile.shape import AttentionShape
+from .facts import LAYOUTS, Limit, OperatorFacts
+
+
+def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
+    if dtype is None:
+        return Check(
+            "dtype",
+            SKIP,
+            f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
+            "Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
+        )
+    if dtype in facts.dtypes:
+        return Check("dtype", PASS, f"{dtype} is supported on {soc} (from {facts.dtype_source})")
+    casts = [d for d in ("bf16", "fp16") if d in facts.dtypes]
+    return Check(
+        "dtype",
+        FAIL,
+        f"{dtype} is not among the dtypes FlashAttentionScore takes on {soc}: "
+        f"{', '.join(facts.dtypes)} (from {facts.dtype_source})",
+        f"Cast query/key/value to {' or '.join(casts) or facts.dtypes[0]} before attention "
+        "(e.g. torch autocast), or install a package whose operator supports it.",
+    )
+
+
+def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
+    checks: List[Check] = []
+    lim = facts.limits
+    if shape.layout is not None:
+        if shape.layout in LAYOUTS:
+            checks.append(
+                Check("shape.layout", PASS, f"{shape.layout} is one of {', '.join(LAYOUTS)}")
+            )
+        else:
+            checks.append(
+                Check(
+                    "shape.layout",
+                    FAIL,
+                    f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
+                    f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
+                )
+            )
+    if shape.D is not None:
+        checks.append(_head_dim(shape.D, lim["D"], facts))
+    if shape.N1 is not None:
+        checks.append(_heads(shape.N1, shape.N2, lim["N"]))
+    for value, axis, cid, name, flag in (
+        (shape.S, "S", "shape.seq_len", "sequence length", "--seq-len"),
+        (shape.B, "B", "shape.batch", "batch", "--batch"),
+    ):
+        if value is not None:
+            checks.append(_in_range(cid, value, lim[axis], name, flag))
+    if not checks:
+        checks.append(
+            Check(
+                "shape",
+                SKIP,
+                f"not checked: the operator takes D {_span(lim['D'])}, N {_span(lim['N'])}, "
+                f"S {_span(lim['S'])} (from {lim['D'].source})",
+                "Pass --head-dim, --heads, --seq-len (and --layout, --kv-heads, --batch) of your attention.",
+            )
+        )
+    return checks
+
+
+def _span(limit: Limit) -> str:
+    return f"{limit.low}..{limit.high}"
+
+
+def _in_range(cid: str, value: int, limit: Limit, name: str, flag: str) -> Check:
+    if limit.low <= value <= limit.high:
+        return Check(cid, PASS, f"{name} {value} is within {_span(limit)} ({limit.source})")
+    return Check(
+        cid,
+        FAIL,
+        f"{name} {value} is outside {_span(limit)}, the operator's limit ({limit.source})",
+        f"Split the work so that {flag} stays within {_span(limit)} (e.g. chunk the sequence or the batch).",
+    )
+
+
+def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
+    if not limit.low <= d <= limit.high:
+        return Check(
+            "shape.head_dim",
+            FAIL,
+            f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
+            f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
+        )
+    if d % facts.align:
+        padded = -(-d // facts.align) * facts.align
+        if facts.align_required:
+            return Check(
+                "shape.head_dim",
+                FAIL,
+                f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
+                f"require ({facts.align_source})",
+                f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
+                "query/key/value with zeros along D if the model's own is not.",
+            )
+        return Check(
+            "shape.head_dim",
+            WARN,
+            f"head dim {d} is not a multiple of {facts.align}: the operator accepts it but pads "
+            f"D to {padded} ({facts.align_source}), so {padded - d} of every {padded} columns are "
+            "wasted work",
+            f"Prefer a head dim that is a multiple of {facts.align} (64, 128), or pad D yourself.",
+        )
+    return Check(
+        "shape.head_dim",
+        PASS,
+        f"head dim {d} is within {_span(limit)} ({limit.source}) and a multiple of {facts.align}",
+    )
+
+
+def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
+    if not limit.low <= n1 <= limit.high:
+        return Check(
+            "shape.heads",
+            FAIL,
+            f"{n1} query heads is outside {_span(limit)} ({limit.source})",
+            f"Split the heads into groups of at most {limit.high}.",
+        )
+    if n2 is not None and (n2 <= 0 or n1 % n2):
+        return Check(
+            "shape.heads",
+            FAIL,
+            f"{n1} query heads is not a multiple of {n2} key/value heads: Nq/Nkv must be a whole "
+            "number (GQA/MQA)",
+            "Use key/value heads that divide the query heads, or repeat key/value heads yourself.",
+        )
+    ratio = f", {n1 // n2} query heads per key/value head" if n2 and n2 != n1 else ""
+    return Check(
+        "shape.heads", PASS, f"{n1} query heads within {_span(limit)}{ratio} ({limit.source})"
+    )
+
+
+def profile_checks(
+    path: Path, facts: OperatorFacts, soc: str, done: Sequence[Check]
+) -> List[Check]:
+    from ..profile.summary import summarise
+
+    summary = summarise(path, timeline=False)
+    a = summary.analysis
+    fused = sum(f.count for f in a.fused)
+    if not a.chains:
+        return [
+            Check(
+                "profile",
+                PASS,
+                f"no unfused MatMul->Softmax->MatMul chain in {path}; fused attention ran {fused} times",
+            )
+        ]
+    # where the fused op ran in the same profile, the package was found there: registration
+    # (this shell's env) is not why those chains were not fused
+    registration = (
+        [c for c in done if c.id.startswith("registration") and c.status == FAIL]
+        if not fused
+        else []
+    )
+    checks = []
+    for i, group in enumerate(a.chains[:5], 1):
+        dims = group.dims()
+        dtype = group.dtype
+        described = " > ".join(group.ops)
+        facts_seen = []
+        if dtype:
+            facts_seen.append(dtype)
+        if dims:
+            facts_seen.append(f"S={dims[0]}, D={dims[2]}")
+        what = (
+            f"{group.count} unfused chain(s) {described} on {group.stream}, "
+            f"{group.total_us:.1f} us" + (f" ({', '.join(facts_seen)})" if facts_seen else "")
+        )
+        cause, fix = _cause(dtype, dims, facts, soc, registration)
+        checks.append(Check(f"profile.chain{i}", FAIL, f"{what}: {cause}", fix))
+    if len(a.chains) > 5:
+        rest = sum(c.count for c in a.chains[5:])
+        checks.append(
+            Check(
+                "profile.more",
+                FAIL,
+                f"{rest} more unfused chains in {len(a.chains) - 5} other groups",
+                "See cannbuild profile --json for all of them.",
+            )
+        )
+    return checks
+
+
+def _cause(
+    dtype: Optional[str],
+    dims: Optional[Tuple[int, int, int]],
+    facts: OperatorFacts,
+    soc: str,
+    registration: Sequence[Check],
+) -> Tuple[str, str]:
+    if dtype and dtype not in facts.dtypes:
+        return (
+            f"cause: dtype {dtype} is not supported on {soc} ({', '.join(facts.dtypes)})",
+            "Cast the attention inputs to fp16 or bf16 (e.g. torch autocast).",
+        )
+    if dims:
+        _s, _skv, d = dims
+        limit = facts.limits["D"]
+        if not limit.low <= d <= limit.high:
+            return (
+                f"cause: head dim {d} is outside {_span(limit)} ({limit.source})",
+                f"Use a head dim within {_span(limit)}.",
+            )
+    if registration:
+        first = registration[0]
+        return (f"cause: registration ({first.id}: {first.detail})", first.hint or "")
+    if dtype is None and dims is None:
+        return (
+            "cause unknown: the profile has no shapes or dtypes (Level0)",
+            "Profile at Level1 (torch_npu: experimental_config profiler_level=Level1, "
+            "record_shapes=True; cannbuild profile --run --level 1) to see them.",
+        )
+    return (
+        "no operator limit applies and the package is found: the model computes attention "
+        "with separate ops",
+        "Call torch_npu.npu_fusion_attention (or the model's flash-attention option) instead of "
+        "matmul/softmax/matmul.",
+    )

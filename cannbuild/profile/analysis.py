@@ -1,0 +1,304 @@
+"""One pass over device kernels: the op table, fused attention, unfused chains and the
+timeline windows, in memory bounded by the number of op types and streams.
+
+Kernels arrive per stream in time order (a file's CSV rows sorted by start, a trace's
+events as written).  The chain finder is a small state machine per stream: a MatMul,
+then only the elementwise ops real graphs put there, a Softmax, the same ops again,
+and a closing MatMul.  Anything else on that stream breaks the candidate.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .ops import category, dtype_word, is_fused_attention, strip_quotes
+
+CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
+MAX_CHAIN = 32  # a "chain" longer than this is not attention
+
+
+@dataclass(frozen=True)
+class Kernel:
+    stream: str
+    name: str
+    op_type: str
+    start_us: float
+    dur_us: float
+    core: str = ""
+    input_shapes: str = ""
+    input_dtypes: str = ""
+
+
+@dataclass(frozen=True)
+class OpStat:
+    op_type: str
+    count: int
+    total_us: float
+    max_us: float
+    core: str = ""
+
+    @property
+    def mean_us(self) -> float:
+        return self.total_us / self.count if self.count else 0.0
+
+    def merged(self, other: OpStat) -> OpStat:
+        return OpStat(
+            self.op_type,
+            self.count + other.count,
+            self.total_us + other.total_us,
+            max(self.max_us, other.max_us),
+            self.core or other.core,
+        )
+
+
+@dataclass(frozen=True)
+class ChainGroup:
+    """Unfused chains with one signature: the op types in order and the first MatMul's
+    inputs (from which the head dim, sequence length and dtype are read)."""
+
+    stream: str
+    ops: Tuple[str, ...]
+    input_shapes: str
+    input_dtypes: str
+    count: int
+    total_us: float
+
+    @property
+    def dtype(self) -> Optional[str]:
+        first = self.input_dtypes.split(";")[0] if self.input_dtypes else ""
+        return dtype_word(first)
+
+    def dims(self) -> Optional[Tuple[int, int, int]]:
+        """(S query, S key, D) from Q·Kᵀ's inputs `...,S,D;...,D,Skv`; None without shapes."""
+        parts = [p for p in strip_quotes(self.input_shapes).split(";") if p.strip()]
+        if len(parts) < 2:
+            return None
+        try:
+            q = [int(x) for x in parts[0].split(",")]
+            k = [int(x) for x in parts[1].split(",")]
+        except ValueError:
+            return None
+        if len(q) < 2 or len(k) < 2:
+            return None
+        return q[-2], k[-1], q[-1]
+
+    def merged(self, other: ChainGroup) -> ChainGroup:
+        return replace(
+            self, count=self.count + other.count, total_us=self.total_us + other.total_us
+        )
+
+
+@dataclass(frozen=True)
+class Span:
+    name: str
+    op_type: str
+    start_us: float
+    dur_us: float
+    attention: bool  # the fused op, or a member of the unfused chain
+
+
+@dataclass(frozen=True)
+class Window:
+    """Kernels of one stream around the first fused call or the first unfused chain."""
+
+    kind: str  # fused | unfused
+    stream: str
+    spans: Tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    ops: Tuple[OpStat, ...] = ()
+    kernels: int = 0
+    total_us: float = 0.0
+    chains: Tuple[ChainGroup, ...] = ()
+    windows: Tuple[Window, ...] = ()
+    out_of_order: int = 0
+
+    @property
+    def fused(self) -> Tuple[OpStat, ...]:
+        return tuple(o for o in self.ops if is_fused_attention(o.op_type))
+
+    @property
+    def chain_count(self) -> int:
+        return sum(c.count for c in self.chains)
+
+    @property
+    def chain_total_us(self) -> float:
+        return sum(c.total_us for c in self.chains)
+
+    def merged(self, other: Analysis) -> Analysis:
+        ops: Dict[str, OpStat] = {o.op_type: o for o in self.ops}
+        for o in other.ops:
+            ops[o.op_type] = ops[o.op_type].merged(o) if o.op_type in ops else o
+        chains: Dict[Tuple[str, ...], ChainGroup] = {_chain_key(c): c for c in self.chains}
+        for c in other.chains:
+            key = _chain_key(c)
+            chains[key] = chains[key].merged(c) if key in chains else c
+        kinds = {w.kind for w in self.windows}
+        windows = self.windows + tuple(w for w in other.windows if w.kind not in kinds)
+        return Analysis(
+            _sorted_ops(ops.values()),
+            self.kernels + other.kernels,
+            self.total_us + other.total_us,
+            tuple(sorted(chains.values(), key=lambda c: -c.total_us)),
+            windows,
+            self.out_of_order + other.out_of_order,
+        )
+
+    def without_windows(self) -> Analysis:
+        return replace(self, windows=())
+
+    def with_windows(self, windows: Sequence[Window]) -> Analysis:
+        return replace(self, windows=tuple(windows))
+
+
+def _chain_key(c: ChainGroup) -> Tuple[str, ...]:
+    return (*c.ops, "|", c.input_shapes, c.input_dtypes)
+
+
+def _sorted_ops(ops: Iterable[OpStat]) -> Tuple[OpStat, ...]:
+    return tuple(sorted(ops, key=lambda o: (-o.total_us, o.op_type)))
+
+
+def op_table_from_statistic(rows: Iterable[OpStat]) -> Analysis:
+    """An op_statistic file alone: the table, no order, so no chains and no timeline."""
+    ops: Dict[str, OpStat] = {}
+    for row in rows:
+        ops[row.op_type] = ops[row.op_type].merged(row) if row.op_type in ops else row
+    return Analysis(
+        _sorted_ops(ops.values()),
+        sum(o.count for o in ops.values()),
+        sum(o.total_us for o in ops.values()),
+    )
+
+
+@dataclass
+class _Pending:
+    kind: str
+    stream: str
+    spans: List[Span]
+    left: int
+
+
+@dataclass
+class _Stream:
+    phase: int = 0  # 0: no candidate, 1: after the first MatMul, 2: after the Softmax
+    chain: List[Kernel] = field(default_factory=list)
+    recent: Deque[Kernel] = field(default_factory=lambda: deque(maxlen=CONTEXT + MAX_CHAIN))
+    last_start: float = float("-inf")
+
+
+class Analyzer:
+    """Feed kernels with `add`; `result()` gives the Analysis."""
+
+    def __init__(self, windows: bool = True) -> None:
+        self._ops: Dict[str, List[float]] = {}  # type -> [count, total, max]
+        self._cores: Dict[str, str] = {}
+        self._streams: Dict[str, _Stream] = {}
+        self._chains: Dict[Tuple[str, ...], ChainGroup] = {}
+        self._pending: List[_Pending] = []
+        self._windows: List[Window] = []
+        self._want_windows = {"fused", "unfused"} if windows else set()
+        self.kernels = 0
+        self.total_us = 0.0
+        self.out_of_order = 0
+
+    def add(self, k: Kernel) -> None:
+        self.kernels += 1
+        self.total_us += k.dur_us
+        stat = self._ops.get(k.op_type)
+        if stat is None:
+            self._ops[k.op_type] = [1, k.dur_us, k.dur_us]
+            if k.core:
+                self._cores[k.op_type] = k.core
+        else:
+            stat[0] += 1
+            stat[1] += k.dur_us
+            if k.dur_us > stat[2]:
+                stat[2] = k.dur_us
+        st = self._streams.get(k.stream)
+        if st is None:
+            st = self._streams[k.stream] = _Stream()
+        if k.start_us < st.last_start:
+            self.out_of_order += 1
+        st.last_start = k.start_us
+        if self._pending:
+            self._feed_pending(k)
+        st.recent.append(k)
+        kind = category(k.op_type)
+        if kind == "fused" and "fused" in self._want_windows:
+            self._open_window("fused", st, [k])
+        self._step(st, k, kind)
+
+    def _step(self, st: _Stream, k: Kernel, kind: str) -> None:
+        if st.phase == 0:
+            if kind == "matmul":
+                st.chain, st.phase = [k], 1
+            return
+        if kind == "between" and len(st.chain) < MAX_CHAIN:
+            st.chain.append(k)
+        elif st.phase == 1 and kind == "softmax":
+            st.chain.append(k)
+            st.phase = 2
+        elif kind == "matmul" and st.phase == 2:
+            st.chain.append(k)
+            self._emit(st, st.chain)
+            st.chain, st.phase = [], 0
+        elif kind == "matmul":  # a MatMul before any Softmax starts a new candidate
+            st.chain, st.phase = [k], 1
+        else:
+            st.chain, st.phase = [], 0
+
+    def _emit(self, st: _Stream, chain: List[Kernel]) -> None:
+        first = chain[0]
+        group = ChainGroup(
+            first.stream,
+            tuple(c.op_type for c in chain),
+            first.input_shapes,
+            first.input_dtypes,
+            1,
+            sum(c.dur_us for c in chain),
+        )
+        key = _chain_key(group)
+        old = self._chains.get(key)
+        self._chains[key] = old.merged(group) if old else group
+        if "unfused" in self._want_windows:
+            self._open_window("unfused", st, chain)
+
+    def _open_window(self, kind: str, st: _Stream, members: List[Kernel]) -> None:
+        self._want_windows.discard(kind)
+        recent = list(st.recent)
+        first = next(i for i in range(len(recent) - 1, -1, -1) if recent[i] is members[0])
+        inside = {id(m) for m in members}
+        spans = [
+            Span(k.name, k.op_type, k.start_us, k.dur_us, id(k) in inside)
+            for k in recent[max(0, first - CONTEXT) :]
+        ]
+        self._pending.append(_Pending(kind, members[0].stream, spans, CONTEXT))
+
+    def _feed_pending(self, k: Kernel) -> None:
+        for pending in self._pending:
+            if pending.stream == k.stream and pending.left > 0:
+                pending.spans.append(Span(k.name, k.op_type, k.start_us, k.dur_us, False))
+                pending.left -= 1
+        done = [p for p in self._pending if p.left == 0]
+        for p in done:
+            self._windows.append(Window(p.kind, p.stream, tuple(p.spans)))
+        self._pending = [p for p in self._pending if p.left > 0]
+
+    def result(self) -> Analysis:
+        windows = self._windows + [Window(p.kind, p.stream, tuple(p.spans)) for p in self._pending]
+        ops = [
+            OpStat(t, int(s[0]), s[1], s[2], self._cores.get(t, "")) for t, s in self._ops.items()
+        ]
+        return Analysis(
+            _sorted_ops(ops),
+            self.kernels,
+            self.total_us,
+            tuple(sorted(self._chains.values(), key=lambda c: -c.total_us)),
+            tuple(sorted(windows, key=lambda w: w.kind)),
+            self.out_of_order,
+        )

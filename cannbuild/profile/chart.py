@@ -1,0 +1,124 @@
+"""The timeline picture: the device stream around the fused op and around an unfused
+chain, side by side when both exist.
+
+matplotlib is optional (`pip install 'cannbuild[bench]'`); without it the picture is
+skipped and the caller says how to get it.  The Agg backend: no display is needed.
+Kept free of profile-specific types beyond `Window`/`Span`, so `bench` can reuse
+`bar_colors` and `save_figure`.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence
+
+from ..workspace import write_atomic
+from .analysis import Span, Window
+from .ops import category
+
+INSTALL_HINT = "pip install 'cannbuild[bench]'"
+COLORS: Dict[str, str] = {
+    "fused": "#d62728",
+    "matmul": "#1f77b4",
+    "softmax": "#ff7f0e",
+    "between": "#9467bd",
+    "other": "#b0b0b0",
+}
+LABELS = {
+    "fused": "fused attention",
+    "matmul": "MatMul",
+    "softmax": "Softmax",
+    "between": "Mul/Cast/TransData/Dropout",
+    "other": "other kernels",
+}
+
+
+def missing() -> Optional[str]:
+    """Why no picture can be drawn here (None when matplotlib is importable)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return f"matplotlib is not installed: {INSTALL_HINT}"
+    return None
+
+
+def pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """PNG bytes written atomically (never a half-written picture)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    write_atomic(path, buf.getvalue())
+    return path
+
+
+def bar_colors(spans: Sequence[Span]) -> Sequence[str]:
+    return [COLORS[category(s.op_type)] for s in spans]
+
+
+def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
+    """One panel per window (fused first), kernels as bars on a microsecond axis."""
+    plt = pyplot()
+    ordered = sorted(windows, key=lambda w: w.kind != "fused")
+    fig, axes = plt.subplots(
+        1, len(ordered), figsize=(7.5 * len(ordered), 3.2), squeeze=False, sharey=True
+    )
+    seen = set()
+    for ax, window in zip(axes[0], ordered):
+        lift = 0
+        t0 = min(s.start_us for s in window.spans)
+        colors = bar_colors(window.spans)
+        for span, color in zip(window.spans, colors):
+            kind = category(span.op_type)
+            label = LABELS[kind] if kind not in seen else None
+            seen.add(kind)
+            y = 0.55 if span.attention else 0.2
+            ax.broken_barh(
+                [(span.start_us - t0, max(span.dur_us, 0.01))],
+                (y, 0.3),
+                facecolors=color,
+                edgecolor="black" if span.attention else "none",
+                linewidth=0.6,
+                label=label,
+            )
+            if span.attention:
+                lift = (lift + 1) % 3  # narrow neighbours' labels at three heights
+                ax.annotate(
+                    span.op_type,
+                    (span.start_us - t0 + span.dur_us / 2, y + 0.32 + 0.12 * lift),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    rotation=30,
+                )
+        members = [s for s in window.spans if s.attention]
+        busy = sum(s.dur_us for s in members)
+        if window.kind == "fused":
+            title = f"fused: {members[0].op_type} ({busy:.1f} us)" if members else "fused"
+        else:
+            title = f"unfused: {' > '.join(s.op_type for s in members)} ({busy:.1f} us)"
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(f"us since {t0:.3f} ({window.stream})", fontsize=8)
+        ax.set_yticks([0.35, 0.7])
+        ax.set_yticklabels(["stream", "attention"], fontsize=8)
+        ax.set_ylim(0, 1.6)
+        ax.grid(axis="x", alpha=0.3)
+    handles, labels = [], []
+    for ax in axes[0]:
+        h, lab = ax.get_legend_handles_labels()
+        handles += h
+        labels += lab
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.subplots_adjust(bottom=0.3)
+    try:
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)

@@ -1,0 +1,93 @@
+"""The attention problem a user names on the command line (dtype, layout, B, N, S, D)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional
+
+from ..errors import UsageError
+
+DTYPES = {
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp32": "fp32",
+    "float32": "fp32",
+    "float": "fp32",
+    "int8": "int8",
+    "hifloat8": "hifloat8",
+    "fp8": "fp8_e4m3",
+    "fp8_e4m3": "fp8_e4m3",
+    "fp8_e5m2": "fp8_e5m2",
+}
+LAYOUTS = ("BNSD", "BSND", "BSH", "SBH", "TND")
+NUMBERS = (
+    ("batch", "B"),
+    ("heads", "N1"),
+    ("kv_heads", "N2"),
+    ("seq_len", "S"),
+    ("head_dim", "D"),
+)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """What is known of the user's attention; None where a flag was not given."""
+
+    dtype: Optional[str] = None
+    layout: Optional[str] = None
+    B: Optional[int] = None
+    N1: Optional[int] = None
+    N2: Optional[int] = None
+    S: Optional[int] = None
+    D: Optional[int] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    def with_defaults(self, **defaults: Any) -> AttentionShape:
+        values = {k: (v if v is not None else defaults.get(k)) for k, v in self.__dict__.items()}
+        if values["N2"] is None:
+            values["N2"] = values["N1"]
+        return AttentionShape(**values)
+
+
+def shape_from_flags(flags: Mapping[str, Any]) -> AttentionShape:
+    """Parse --dtype, --layout, --batch, --heads, --kv-heads, --seq-len, --head-dim."""
+    values: Dict[str, Any] = {}
+    dtype = flags.get("dtype")
+    if dtype:
+        word = DTYPES.get(str(dtype).strip().lower())
+        if word is None:
+            raise UsageError(
+                f"--dtype {dtype!r} is not a dtype cannbuild knows.",
+                "Use fp16, bf16 or fp32 (float16, bfloat16, float32), or int8/fp8/hifloat8.",
+            )
+        values["dtype"] = word
+    layout = flags.get("layout")
+    if layout:
+        upper = str(layout).strip().upper()
+        if upper not in LAYOUTS:
+            raise UsageError(
+                f"--layout {layout!r} is not an attention layout.",
+                "Use BNSD, BSND, BSH or SBH (TND is for the VarLen APIs).",
+            )
+        values["layout"] = upper
+    for flag, key in NUMBERS:
+        text = flags.get(flag)
+        if text is None or text == "":
+            continue
+        try:
+            number = int(str(text).strip())
+        except ValueError:
+            number = 0
+        if number <= 0:
+            option = "--" + flag.replace("_", "-")
+            raise UsageError(
+                f"{option} {text!r} is not a positive whole number.",
+                f"Pass {option} as a count, e.g. {option} 128.",
+            )
+        values[key] = number
+    return AttentionShape(**values)

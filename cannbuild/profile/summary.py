@@ -1,0 +1,261 @@
+"""Find the profiler outputs under a path, read them, and summarise them as plain data.
+
+What is found (profiler-formats.md §1.1, §2.1):
+- torch_npu: `*_ascend_pt/ASCEND_PROFILER_OUTPUT/{kernel_details.csv, op_statistic.csv,
+  operator_details.csv, trace_view.json}`;
+- msprof: `PROF_*/mindstudio_profiler_output/{op_summary_<ts>.csv (and _slice_<i>_),
+  op_statistic_<ts>.csv, msprof_<ts>.json}`;
+- the folders themselves, a folder holding several runs, or one of those files.
+A torch_npu run's own PROF_* copy (kept when data_simplification is off) is not
+counted twice.  Per run the kernel table (kernel_details, else op_summary) gives the
+op table and the chains, op_statistic stands in when it is all there is, and the
+timeline comes from the trace (else from the kernel table).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..errors import UsageError
+from .analysis import Analysis, Analyzer, op_table_from_statistic
+from .tables import read_kernels, read_operator_details, read_statistic
+from .trace import read_trace
+
+TORCH_DIR = "ASCEND_PROFILER_OUTPUT"
+MSPROF_DIR = "mindstudio_profiler_output"
+KINDS = (
+    ("kernel_details", re.compile(r"^kernel_details(_\d+)?\.csv$")),
+    ("op_summary", re.compile(r"^op_summary_(slice_\d+_)?\d{1,20}.*\.csv$")),
+    ("op_statistic", re.compile(r"^op_statistic(_\d{1,20}.*)?\.csv$")),
+    ("operator_details", re.compile(r"^operator_details(_\d+)?\.csv$")),
+    ("trace_view", re.compile(r"^trace_view(_\d+)?\.json$")),
+    ("msprof_json", re.compile(r"^msprof_(slice_\d+_)?\d{1,20}.*\.json$")),
+)
+KERNEL_KINDS = ("kernel_details", "op_summary")
+TRACE_KINDS = ("trace_view", "msprof_json")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    kind: str
+    records: int
+    notes: Tuple[str, ...] = ()
+    used_for: Tuple[str, ...] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "kind": self.kind,
+            "records": self.records,
+            "used_for": list(self.used_for),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    root: Path
+    files: Tuple[SourceFile, ...]
+    analysis: Analysis
+    notes: Tuple[str, ...] = field(default_factory=tuple)
+
+    def opportunity(self) -> Dict[str, Any]:
+        """What the unfused chains cost, and what the fused op would save at the rate it
+        ran at in the same profile (when it ran)."""
+        a = self.analysis
+        total = a.chain_total_us
+        result: Dict[str, Any] = {
+            "chains_us": round(total, 3),
+            "share": round(total / a.total_us, 4) if a.total_us else 0.0,
+            "fused_mean_us": None,
+            "estimated_saving_us": None,
+        }
+        fused = [f for f in a.fused if not f.op_type.endswith("Grad")]
+        if fused and a.chain_count:
+            mean = sum(f.total_us for f in fused) / sum(f.count for f in fused)
+            result["fused_mean_us"] = round(mean, 3)
+            result["estimated_saving_us"] = round(max(total - a.chain_count * mean, 0.0), 3)
+        return result
+
+    def to_json(self) -> Dict[str, Any]:
+        """`profile --json`: exactly the documented schema (ops sorted by total_us;
+        attention.fused and attention.unfused_chains; the files read).  The rest (chain
+        groups, the opportunity, notes) is in `details()`."""
+        a = self.analysis
+        total = a.total_us
+        fused = a.fused
+        return {
+            "ops": [
+                {
+                    "type": o.op_type,
+                    "count": o.count,
+                    "total_us": round(o.total_us, 3),
+                    "mean_us": round(o.mean_us, 3),
+                    "max_us": round(o.max_us, 3),
+                    "share": round(o.total_us / total, 4) if total else 0.0,
+                }
+                for o in a.ops
+            ],
+            "attention": {
+                "fused": {
+                    "type": fused[0].op_type if fused else None,
+                    "count": sum(f.count for f in fused),
+                    "total_us": round(sum((f.total_us for f in fused), 0.0), 3),
+                },
+                "unfused_chains": {
+                    "count": a.chain_count,
+                    "total_us": round(float(a.chain_total_us), 3),
+                },
+            },
+            "files": [f.to_json() for f in self.files],
+        }
+
+    def details(self) -> Dict[str, Any]:
+        """What the table view shows: the --json data plus each op's core, each fused
+        type, the chain groups, the fusion opportunity and the notes."""
+        a = self.analysis
+        data = self.to_json()
+        cores = {o.op_type: o.core for o in a.ops}
+        for op in data["ops"]:
+            op["core"] = cores.get(op["type"], "")
+        data["attention"]["fused"]["types"] = [
+            {"type": f.op_type, "count": f.count, "total_us": round(f.total_us, 3)} for f in a.fused
+        ]
+        data["attention"]["unfused_chains"]["groups"] = [
+            {
+                "stream": c.stream,
+                "ops": list(c.ops),
+                "count": c.count,
+                "total_us": round(c.total_us, 3),
+                "input_shapes": c.input_shapes,
+                "input_dtypes": c.input_dtypes,
+            }
+            for c in a.chains
+        ]
+        data["attention"]["opportunity"] = self.opportunity()
+        data["device_total_us"] = round(a.total_us, 3)
+        data["kernels"] = a.kernels
+        data["notes"] = list(self.notes)
+        return data
+
+
+@dataclass(frozen=True)
+class _Run:
+    folder: Path
+    files: Dict[str, List[Path]]
+
+
+def find_runs(path: Path) -> List[_Run]:
+    """Every profiler output folder under `path` (or the one holding the file `path`)."""
+    if not path.exists():
+        raise UsageError(
+            f"profile: {path} does not exist.",
+            "Pass a torch_npu profiler output (*_ascend_pt), an msprof output (PROF_*), a "
+            "folder holding them, or one of their files.",
+        )
+    if path.is_file():
+        kind = _kind(path.name)
+        if kind is None:
+            raise UsageError(
+                f"profile: {path} is not a profiler file cannbuild reads.",
+                "Pass kernel_details.csv, op_summary_*.csv, op_statistic*.csv, "
+                "operator_details.csv, trace_view.json or msprof_*.json, or their folder.",
+            )
+        return [_Run(path.parent, {kind: [path]})]
+    runs: List[_Run] = []
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        here = Path(folder)
+        if here.name == MSPROF_DIR and _torch_copy(here):
+            continue  # a torch_npu run's raw PROF_* copy: its ASCEND_PROFILER_OUTPUT counts
+        files: Dict[str, List[Path]] = {}
+        for name in sorted(names):
+            kind = _kind(name)
+            if kind is not None:
+                files.setdefault(kind, []).append(here / name)
+        if files:
+            runs.append(_Run(here, files))
+    if not runs:
+        raise UsageError(
+            f"profile: no profiler output under {path}.",
+            "Expected torch_npu's *_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv and "
+            "trace_view.json, or msprof's PROF_*/mindstudio_profiler_output/op_summary_*.csv; "
+            "run `cannbuild profile --run` to make one.",
+        )
+    return runs
+
+
+def _kind(name: str) -> Optional[str]:
+    for kind, pattern in KINDS:
+        if pattern.match(name):
+            return kind
+    return None
+
+
+def _torch_copy(folder: Path) -> bool:
+    """mindstudio_profiler_output inside PROF_* inside a *_ascend_pt run that has its own
+    ASCEND_PROFILER_OUTPUT tables."""
+    run = folder.parent.parent
+    out = run / TORCH_DIR
+    return run.name.endswith("_ascend_pt") and out.is_dir() and any(out.glob("*.csv"))
+
+
+def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
+    runs = find_runs(path)
+    total = Analysis()
+    sources: List[SourceFile] = []
+    notes: List[str] = []
+    for run in runs:
+        analysis, files, run_notes = _summarise_run(run, timeline)
+        total = total.merged(analysis)
+        sources += files
+        notes += run_notes
+    if len(runs) > 1:
+        notes.insert(0, f"{len(runs)} profiler outputs found; their kernels are added together")
+    return ProfileSummary(path, tuple(sources), total, tuple(notes))
+
+
+def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:
+    files: List[SourceFile] = []
+    notes: List[str] = []
+    kernel_kind = next((k for k in KERNEL_KINDS if k in run.files), None)
+    trace_kind = next((k for k in TRACE_KINDS if k in run.files), None)
+    analysis: Optional[Analysis] = None
+    if kernel_kind is not None:
+        analyzer = Analyzer(windows=timeline and trace_kind is None)
+        for path in run.files[kernel_kind]:
+            kernels, info = read_kernels(path)
+            for k in kernels:
+                analyzer.add(k)
+            use = ("ops", "chains") + (("timeline",) if trace_kind is None else ())
+            files.append(SourceFile(path, kernel_kind, info.rows, info.notes, use))
+        analysis = analyzer.result()
+    if trace_kind is not None:
+        trace_total = Analysis()
+        for path in run.files[trace_kind]:
+            part, tinfo = read_trace(path, windows=timeline)
+            trace_total = trace_total.merged(part)
+            use = ("timeline",) if analysis is not None else ("ops", "chains", "timeline")
+            files.append(SourceFile(path, trace_kind, tinfo.device_tasks, tinfo.notes, use))
+        analysis = trace_total if analysis is None else analysis.with_windows(trace_total.windows)
+    for path in run.files.get("op_statistic", []):
+        stats, info = read_statistic(path)
+        if analysis is None:
+            analysis = op_table_from_statistic(stats)
+            files.append(SourceFile(path, "op_statistic", info.rows, info.notes, ("ops",)))
+        else:
+            files.append(SourceFile(path, "op_statistic", info.rows, (), ()))
+    for path in run.files.get("operator_details", []):
+        info = read_operator_details(path)
+        files.append(SourceFile(path, "operator_details", info.rows, (), ()))
+    if analysis is None:
+        analysis = Analysis()
+        notes.append(f"{run.folder}: only host-side tables, no device kernels")
+    if run.folder.name == TORCH_DIR and not (run.folder / "analyse.done").exists():
+        notes.append(f"{run.folder}: no analyse.done: torch_npu may not have finished parsing")
+    return analysis, files, notes

@@ -1,0 +1,284 @@
+"""The profilers' CSV files, read with their real quirks (profiler-formats.md §0, §1.2-1.4,
+§2.2-2.3).
+
+- Two name sets: torch_npu's kernel_details.csv renames msprof's op_summary columns
+  (`Op Name`->`Name`, `OP Type`->`Type`, `Task Type`->`Accelerator Core`, `Task Start
+  Time(us)`->`Start Time(us)`, ...); both are accepted.
+- `Block Dim`/`Mix Block Dim` became `Block Num`/`Mix Block Num`; `Device_id` and
+  `Step Id` come and go with versions and settings.
+- Start times carry a trailing TAB, shapes literal double quotes, empty values `N/A`;
+  torch_npu writes CRLF, msprof LF; operator_details.csv has multi-line cells.
+A cell or row that cannot be read is an error naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ..errors import ProfileFormatError
+from .analysis import Kernel, OpStat
+from .ops import NA, TypeResolver, strip_quotes
+
+# canonical column -> the names it has in kernel_details.csv and op_summary_*.csv
+KERNEL_COLUMNS: Dict[str, Tuple[str, ...]] = {
+    "name": ("Name", "Op Name"),
+    "type": ("Type", "OP Type"),
+    "core": ("Accelerator Core", "Task Type"),
+    "start": ("Start Time(us)", "Task Start Time(us)"),
+    "duration": ("Duration(us)", "Task Duration(us)"),
+    "wait": ("Wait Time(us)", "Task Wait Time(us)"),
+    "block": ("Block Num", "Block Dim"),
+    "mix_block": ("Mix Block Num", "Mix Block Dim"),
+    "stream": ("Stream ID",),
+    "device": ("Device_id",),
+    "step": ("Step Id",),
+    "input_shapes": ("Input Shapes",),
+    "input_dtypes": ("Input Data Types",),
+}
+KERNEL_REQUIRED = ("name", "start", "duration")
+STATISTIC_COLUMNS: Dict[str, Tuple[str, ...]] = {
+    "type": ("OP Type",),
+    "core": ("Core Type",),
+    "count": ("Count",),
+    "total": ("Total Time(us)",),
+    "max": ("Max Time(us)",),
+}
+OPERATOR_DETAILS_REQUIRED = ("Name", "Host Total Duration(us)")
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What reading a table found, for the report's file list."""
+
+    rows: int
+    notes: Tuple[str, ...]
+
+
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], Any]]:
+    """The rows of a CSV file (a real CSV reader: quoted cells may hold commas and line
+    breaks) and the reader, whose line_num says where a row ends."""
+    try:
+        fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+    try:
+        reader = csv.reader(fh, strict=True)
+        yield _rows(path, reader), reader
+    finally:
+        fh.close()
+
+
+def _rows(path: Path, reader: Any) -> Iterator[List[str]]:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ProfileFormatError(
+                f"{path} line {reader.line_num}: not valid CSV ({exc}).",
+                "The file is damaged or was cut short (was the profiler still writing it?).",
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise ProfileFormatError(
+                f"{path} line {reader.line_num + 1}: not UTF-8 text ({exc.reason}).",
+                "The profilers write UTF-8 CSV: the file is damaged or not a profiler table.",
+            ) from None
+        yield row
+
+
+def _columns(
+    path: Path,
+    header: Sequence[str],
+    wanted: Dict[str, Tuple[str, ...]],
+    required: Sequence[str],
+    kind: str,
+) -> Dict[str, int]:
+    index = {name.strip(): i for i, name in enumerate(header)}
+    found: Dict[str, int] = {}
+    for key, names in wanted.items():
+        for name in names:
+            if name in index:
+                found[key] = index[name]
+                break
+    missing = [wanted[k][0] for k in required if k not in found]
+    if missing:
+        raise ProfileFormatError(
+            f"{path} line 1: the header has no {' / '.join(missing)} column "
+            f"(found: {', '.join(h.strip() for h in header) or 'an empty line'}).",
+            f"Expected a {kind} header as torch_npu or msprof write it; is this the right file?",
+        )
+    return found
+
+
+def _number(path: Path, line: int, column: str, text: str) -> float:
+    """A time or count cell: a finite number, not negative (nan/inf would make the
+    --json output invalid JSON)."""
+    cell = text.strip()  # start times end in a TAB
+    try:
+        value = float(cell)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ProfileFormatError(
+            f"{path} line {line}: {column} is {text!r}, not a number of 0 or more.",
+            "The file is damaged or was edited: the profiler writes numbers in this column.",
+        ) from None
+    return value
+
+
+def _check_width(path: Path, line: int, row: Sequence[str], width: int) -> None:
+    if len(row) != width:
+        cut = " (the file was cut short?)" if len(row) < width else ""
+        raise ProfileFormatError(
+            f"{path} line {line}: {len(row)} fields where the header has {width}{cut}.",
+            "Every row of a profiler table has the header's columns: the file is damaged.",
+        )
+
+
+def read_kernels(
+    path: Path, resolve: Optional[TypeResolver] = None
+) -> Tuple[List[Kernel], TableInfo]:
+    """kernel_details.csv or op_summary_*.csv: one Kernel per row."""
+    resolve = resolve or TypeResolver()
+    with _open(path) as (rows, reader):
+        return _read_kernels(path, rows, reader, resolve)
+
+
+def _read_kernels(
+    path: Path, rows: Iterator[List[str]], reader: Any, resolve: TypeResolver
+) -> Tuple[List[Kernel], TableInfo]:
+    header = next(rows, None)
+    if header is None:
+        raise ProfileFormatError(
+            f"{path} line 1: the file is empty.", "Expected a kernel table with a header row."
+        )
+    cols = _columns(path, header, KERNEL_COLUMNS, KERNEL_REQUIRED, "kernel_details/op_summary")
+    width = len(header)
+    kernels: List[Kernel] = []
+    named_types = derived = 0
+    start_line = 2
+    get = _getter(cols)
+    start_name = header[cols["start"]].strip()
+    dur_name = header[cols["duration"]].strip()
+    for row in rows:
+        line = start_line
+        start_line = reader.line_num + 1
+        if not row:
+            continue
+        _check_width(path, line, row, width)
+        name = row[cols["name"]].strip()
+        type_cell = get(row, "type")
+        if type_cell and type_cell != NA:
+            named_types += 1
+        else:
+            derived += 1
+        device = get(row, "device") or "0"
+        stream = get(row, "stream")
+        key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
+        kernels.append(
+            Kernel(
+                key,
+                name,
+                resolve(name, type_cell),
+                _number(path, line, start_name, row[cols["start"]]),
+                _number(path, line, dur_name, row[cols["duration"]]),
+                _na(get(row, "core")),
+                strip_quotes(_na(get(row, "input_shapes"))),
+                _na(get(row, "input_dtypes")),
+            )
+        )
+    notes = []
+    if derived and not named_types:
+        notes.append("Type is N/A (Level0): op types taken from the kernel names")
+    elif derived:
+        notes.append(f"{derived} rows without a Type: op types taken from their names")
+    block = [h.strip() for h in header if h.strip() in ("Block Dim", "Block Num")]
+    if block:
+        notes.append(f"{block[0]} header")
+    if "stream" not in cols:
+        notes.append("no Stream ID column: chains are matched per device")
+    kernels.sort(key=lambda k: (k.stream, k.start_us))
+    return kernels, TableInfo(len(kernels), tuple(notes))
+
+
+def _getter(cols: Dict[str, int]) -> Callable[[Sequence[str], str], str]:
+    def get(row: Sequence[str], key: str) -> str:
+        i = cols.get(key)
+        return row[i].strip() if i is not None else ""
+
+    return get
+
+
+def _na(text: str) -> str:
+    return "" if text == NA else text
+
+
+def read_statistic(path: Path) -> Tuple[List[OpStat], TableInfo]:
+    """op_statistic(.csv|_<ts>.csv): one OpStat per op type and core type."""
+    with _open(path) as (rows, reader):
+        return _read_statistic(path, rows, reader)
+
+
+def _read_statistic(
+    path: Path, rows: Iterator[List[str]], reader: Any
+) -> Tuple[List[OpStat], TableInfo]:
+    header = next(rows, None)
+    if header is None:
+        raise ProfileFormatError(
+            f"{path} line 1: the file is empty.", "Expected an op_statistic header row."
+        )
+    cols = _columns(path, header, STATISTIC_COLUMNS, ("type", "count", "total"), "op_statistic")
+    width = len(header)
+    out: List[OpStat] = []
+    line = 2
+    for row in rows:
+        this, line = line, reader.line_num + 1
+        if not row:
+            continue
+        _check_width(path, this, row, width)
+        count = _number(path, this, "Count", row[cols["count"]])
+        total = _number(path, this, "Total Time(us)", row[cols["total"]])
+        biggest = _number(path, this, "Max Time(us)", row[cols["max"]]) if "max" in cols else 0.0
+        core = row[cols["core"]].strip() if "core" in cols else ""
+        out.append(OpStat(row[cols["type"]].strip(), int(count), total, biggest, core))
+    return out, TableInfo(len(out), ("op statistics only: no kernel order, no chains",))
+
+
+def read_operator_details(path: Path) -> TableInfo:
+    """operator_details.csv (torch ops, multi-line cells): checked and counted."""
+    with _open(path) as (rows, reader):
+        return _read_operator_details(path, rows, reader)
+
+
+def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: Any) -> TableInfo:
+    header = next(rows, None)
+    if header is None:
+        raise ProfileFormatError(
+            f"{path} line 1: the file is empty.", "Expected an operator_details header row."
+        )
+    names = [h.strip() for h in header]
+    missing = [c for c in OPERATOR_DETAILS_REQUIRED if c not in names]
+    if missing:
+        raise ProfileFormatError(
+            f"{path} line 1: the header has no {' / '.join(missing)} column.",
+            "Expected torch_npu's operator_details.csv header.",
+        )
+    width = len(header)
+    total = names.index("Host Total Duration(us)")
+    count = 0
+    line = 2
+    for row in rows:
+        this, line = line, reader.line_num + 1
+        if not row:
+            continue
+        _check_width(path, this, row, width)
+        _number(path, this, "Host Total Duration(us)", row[total])
+        count += 1
+    return TableInfo(count, ())

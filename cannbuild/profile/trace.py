@@ -1,0 +1,160 @@
+"""trace_view.json (torch_npu) and msprof_*.json (msprof): the device tasks, streamed.
+
+Both are one bare JSON array of Chrome-trace events (profiler-formats.md §1.6, §2.5):
+`ts` a string of epoch microseconds, `dur` a float.  Process ids are synthetic: the
+device track is the pid whose `process_name` metadata says `Ascend Hardware`, and its
+threads are streams (`thread_name` `Stream <n>`).  Metadata may come after the events
+and a pid may have no `process_name` at all (Level0 prunes the CANN layer's), so a
+device task is recognised by its args too (msprof writes `Task Type` on every one).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+from ..errors import ProfileFormatError
+from .analysis import Analysis, Analyzer, Kernel
+from .jsonarray import iter_array, locate
+from .ops import TypeResolver
+
+DEVICE_PROCESS = "Ascend Hardware"
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    events: int
+    device_tasks: int
+    tracks: Tuple[str, ...]  # process names seen, in pid order
+    notes: Tuple[str, ...]
+
+
+class _BadEvent(Exception):
+    def __init__(self, index: int, what: str) -> None:
+        super().__init__(what)
+        self.index = index
+        self.what = what
+
+
+def read_trace(path: Path, windows: bool = True) -> Tuple[Analysis, TraceInfo]:
+    try:
+        return _read(path, windows)
+    except _BadEvent as bad:
+        where = locate(path, bad.index)
+        raise ProfileFormatError(
+            f"{path} line {where.line}: event {bad.index + 1} {bad.what}.",
+            "torch_npu and msprof write each event as an object, `ts` a string of "
+            "microseconds and `dur` a number: the file is damaged or was edited.",
+        ) from None
+
+
+def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
+    resolve = TypeResolver()
+    analyzer = Analyzer(windows=windows)
+    process: Dict[Any, str] = {}
+    labels: Dict[Any, str] = {}
+    threads: Dict[Tuple[Any, Any], str] = {}
+    device_pids: set = set()
+    other_pids: set = set()
+    events = device = 0
+    for index, event in enumerate(iter_array(path)):
+        events += 1
+        if not isinstance(event, dict):
+            raise _BadEvent(index, f"is {type(event).__name__}, not an object")
+        ph = event.get("ph")
+        if ph == "X":
+            pid = event.get("pid")
+            if pid in other_pids:
+                continue
+            args = event.get("args")
+            if pid not in device_pids and not (isinstance(args, dict) and "Task Type" in args):
+                continue
+            device += 1
+            name = event.get("name")
+            if not isinstance(name, str):
+                raise _BadEvent(index, "has no name")
+            analyzer.add(
+                Kernel(
+                    _stream_key(pid, event.get("tid")),
+                    name,
+                    resolve(name),
+                    _float(event, "ts", index),
+                    _float(event, "dur", index),
+                    str(args.get("Task Type", "")) if isinstance(args, dict) else "",
+                )
+            )
+        elif ph == "M":
+            _meta(event, process, labels, threads, device_pids, other_pids)
+    analysis = analyzer.result()
+    rename = {
+        _stream_key(pid, tid): f"{labels.get(pid) or process.get(pid) or f'pid {pid}'} / {name}"
+        for (pid, tid), name in threads.items()
+    }
+    if rename:
+        analysis = _relabel(analysis, rename)
+    notes = []
+    unnamed = sorted(str(p) for p in labels if p not in process)
+    if unnamed:
+        notes.append(f"pids without a process_name (Level0 pruning): {', '.join(unnamed)}")
+    if analysis.out_of_order:
+        notes.append(
+            f"{analysis.out_of_order} device tasks out of time order on their stream "
+            "(chains are matched in file order)"
+        )
+    if not device:
+        notes.append("no device tasks (no Ascend Hardware track): was the NPU activity on?")
+    tracks = tuple(process[p] for p in sorted(process, key=str))
+    return analysis, TraceInfo(events, device, tracks, tuple(notes))
+
+
+def _stream_key(pid: Any, tid: Any) -> str:
+    return f"pid {pid} tid {tid}"
+
+
+def _float(event: Dict[str, Any], key: str, index: int) -> float:
+    value = event.get(key)
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or number < 0:
+        raise _BadEvent(index, f"has {key} {value!r}, not a number of 0 or more")
+    return number
+
+
+def _meta(
+    event: Dict[str, Any],
+    process: Dict[Any, str],
+    labels: Dict[Any, str],
+    threads: Dict[Tuple[Any, Any], str],
+    device_pids: set,
+    other_pids: set,
+) -> None:
+    args = event.get("args")
+    if not isinstance(args, dict):
+        return
+    kind = event.get("name")
+    pid = event.get("pid")
+    if kind == "process_name":
+        name = str(args.get("name", ""))
+        process[pid] = name
+        (device_pids if name == DEVICE_PROCESS else other_pids).add(pid)
+    elif kind == "process_labels":
+        labels[pid] = str(args.get("labels", ""))
+    elif kind == "thread_name":
+        threads[(pid, event.get("tid"))] = str(args.get("name", ""))
+
+
+def _relabel(analysis: Analysis, rename: Dict[str, str]) -> Analysis:
+    from dataclasses import replace
+
+    def label(key: str) -> str:
+        return rename.get(key, key)
+
+    return replace(
+        analysis,
+        chains=tuple(replace(c, stream=label(c.stream)) for c in analysis.chains),
+        windows=tuple(replace(w, stream=label(w.stream)) for w in analysis.windows),
+    )

@@ -1,0 +1,192 @@
+"""Tasks that read what the package does: profile (a profiler run read back, fused vs
+unfused attention, a timeline picture) and diagnose (why FlashAttention is not used)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from invoke import Collection
+
+from .. import ui
+from ..errors import DiagnoseFailed, UsageError
+from ._flags import cli_task, make_options
+from ._session import DryRunStop, open_session
+
+ANALYZE_FLAGS = (
+    "cann_path",
+    "sysroot",
+    "workspace",
+    "soc",
+    "vendor_name",
+    "recipe",
+    "sandbox",
+    "variant",
+    "cann",
+    "wait",
+)
+SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head_dim")
+
+
+@cli_task(
+    *ANALYZE_FLAGS,
+    *SHAPE_FLAGS,
+    "json",
+    "out",
+    "dry_run",
+    positional=[
+        (
+            "path",
+            "a torch_npu (*_ascend_pt) or msprof (PROF_*) output, a folder of them, or one of "
+            "their files; with --run, the folder the new profile is written to",
+        )
+    ],
+    help={
+        "out": "where the timeline PNG goes (default: PATH with --run, else <workspace>/profile)",
+    },
+    extra=[
+        (
+            "run",
+            False,
+            "first run FlashAttention and the unfused chain under the profiler (NPU or "
+            "--sandbox), writing into PATH, then read it",
+        ),
+        ("level", None, "profiler level for --run: 1 (op types, shapes; default) or 0"),
+        ("iterations", None, "calls of each for --run (default 3)"),
+    ],
+)
+def profile(
+    c: Any,
+    path: str,
+    json: bool = False,
+    out: Optional[str] = None,
+    run: bool = False,
+    level: Optional[str] = None,
+    iterations: Optional[str] = None,
+    **flags: Any,
+) -> None:
+    """Read a profiler run: operator types by device time, fused FlashAttention vs unfused
+    MatMul->Softmax->MatMul chains (and what fusing them would save), a timeline PNG.
+
+    `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
+    npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
+    (on the sandbox the emulated runtime writes the same files), into PATH."""
+    from ..profile.report import make_report
+    from ..profile.summary import summarise
+
+    options = make_options(c, flags)
+    dry_run = bool(flags.pop("dry_run", False))
+    if run:
+        outcome = _run(c, flags, Path(path), level, iterations, dry_run)
+        if outcome is None:
+            return
+        report = make_report(
+            summarise(outcome.output), Path(out or path).resolve(), dry_run, outcome
+        )
+    else:
+        report = make_report(
+            summarise(Path(path)),
+            Path(out).resolve() if out else options.workspace / "profile",
+            dry_run,
+            claim_workspace=None if out else options.workspace,
+        )
+    if json:
+        ui.print_json(report.to_json())
+        for line in report.side_notes():
+            ui.note(line)
+    else:
+        ui.print_profile(report.details())
+
+
+def _run(
+    c: Any,
+    flags: Dict[str, Any],
+    path: Path,
+    level: Optional[str],
+    iterations: Optional[str],
+    dry_run: bool,
+) -> Any:
+    from ..profile.run import level_name, run_profile, run_shape
+    from ..profile.shape import shape_from_flags
+
+    shape = run_shape(shape_from_flags(flags))
+    lvl = level_name(level)
+    try:
+        count = int(iterations) if iterations else 3
+    except ValueError:
+        count = 0
+    if not 1 <= count <= 1000:
+        raise UsageError(
+            f"--iterations {iterations!r} is not a count from 1 to 1000.", "Example: --iterations 5"
+        )
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"profile --run: {path} is a file; --run writes a new profile into a folder.",
+            "Pass a folder (new or existing; nothing in it is removed).",
+        )
+    try:
+        session = open_session(c, {**flags, "dry_run": dry_run})
+    except DryRunStop as stop:
+        ui.note(f"dry run: {stop}. Nothing was changed.")
+        return None
+    target = path.resolve()
+    if dry_run:
+        ui.note(
+            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} B={shape.B} "
+            f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into "
+            f"{target}; nothing was changed."
+        )
+        return None
+    ui.note(
+        f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
+        f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"
+    )
+    return run_profile(session, os.environ, shape, lvl, count, target, "cannbuild profile --run")
+
+
+@cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
+def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags: Any) -> None:
+    """Why FlashAttention would not be used here: registration (package, env, SoC config,
+    exports, which library torch_npu would load), dtype, shape limits (from the
+    operator's docs in the checkout), and with --profile the cause of each unfused chain.
+
+    The env rows read this shell's environment: run it where the framework runs. Exit 1
+    when a row fails."""
+    from ..diagnose import DiagnoseInputs
+    from ..diagnose import diagnose as run_diagnose
+    from ..host.pystack import read_python_stack
+    from ..profile.shape import shape_from_flags
+
+    shape = shape_from_flags(flags)
+    session = open_session(c, flags)
+    toolkit_env = session.host.build_env or {}
+    inputs = DiagnoseInputs(
+        vendor_dir=session.vendor_dir,
+        soc=session.soc,
+        checkout=session.ws.checkout("ops-transformer"),
+        env=dict(os.environ),
+        opp_path=toolkit_env.get("ASCEND_OPP_PATH") or os.environ.get("ASCEND_OPP_PATH"),
+        shape=shape,
+        profile=Path(profile) if profile else None,
+        torch_npu=read_python_stack().torch_npu,
+    )
+    checks = run_diagnose(inputs)
+    failed = any(check.status == "fail" for check in checks)
+    if json:
+        ui.print_json(
+            {
+                "checks": [check.to_json() for check in checks],
+                "shape": shape.to_json(),
+                "vendor": str(session.vendor_dir),
+                "soc": session.soc,
+                "failed": failed,
+            }
+        )
+    else:
+        ui.print_checks(checks, title="cannbuild diagnose")
+    if failed:
+        raise DiagnoseFailed()
+
+
+collection = Collection(profile, diagnose)

@@ -1,0 +1,214 @@
+"""The op table, fused attention and the unfused-chain finder, on kernel sequences and on
+the fixtures."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Sequence
+
+import pytest
+
+from cannbuild.profile.analysis import Analyzer, Kernel
+from cannbuild.profile.ops import type_from_name
+from cannbuild.profile.summary import summarise
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
+
+
+def run(*streams: Sequence[str], interleave: bool = False) -> Analyzer:
+    """Feed op types as kernels of 1 us, one stream per sequence."""
+    analyzer = Analyzer()
+    kernels: List[Kernel] = []
+    for s, types in enumerate(streams):
+        kernels += [Kernel(f"s{s}", t, t, float(i * 10 + s), 1.0) for i, t in enumerate(types)]
+    if interleave:
+        kernels.sort(key=lambda k: k.start_us)
+    for k in kernels:
+        analyzer.add(k)
+    return analyzer
+
+
+@pytest.mark.parametrize(
+    "types, chains",
+    [
+        (["MatMulV2", "Mul", "SoftmaxV2", "MatMulV2"], 1),
+        (["BatchMatMul", "Mul", "ScaledMaskedSoftmax", "DropOutDoMask", "BatchMatMul"], 1),
+        (["BatchMatMulV3", "Cast", "TransData", "Softmax", "Cast", "BatchMatMulV3"], 1),
+        (["MatMul", "Softmax", "MatMul"], 1),
+        (["MatMulV2", "Relu", "SoftmaxV2", "MatMulV2"], 0),  # Relu is no attention op
+        (["MatMulV2", "Mul", "MatMulV2"], 0),  # no Softmax
+        (["SoftmaxV2", "MatMulV2"], 0),
+        (["MatMulV2", "MatMulV2", "SoftmaxV2", "MatMulV2"], 1),  # the second MatMul starts it
+        (["MatMulV2", "SoftmaxV2", "MatMulV2"] * 3, 3),
+        (["MatMulV2", "SoftmaxV2", "FlashAttentionScore", "MatMulV2"], 0),
+    ],
+)
+def test_the_chain_finder_matches_matmul_softmax_matmul_with_what_real_graphs_put_between(
+    types, chains
+):
+    assert run(types).result().chain_count == chains
+
+
+def test_chains_are_found_per_stream_when_streams_interleave():
+    one = ["MatMulV2", "Mul", "SoftmaxV2", "MatMulV2"]
+    other = ["Add", "Relu", "Add", "Relu"]
+    result = run(one, other, interleave=True).result()
+    assert result.chain_count == 1 and result.chains[0].stream == "s0"
+    assert run(one[:2] + other[1:2] + one[2:]).result().chain_count == 0  # same stream: broken
+
+
+def test_the_op_table_is_sorted_by_device_time_and_counts_every_kernel():
+    analyzer = Analyzer()
+    for i, (t, d) in enumerate([("A", 5.0), ("B", 1.0), ("A", 7.0), ("C", 20.0)]):
+        analyzer.add(Kernel("s", t, t, float(i), d))
+    result = analyzer.result()
+    assert [(o.op_type, o.count, o.total_us, o.max_us) for o in result.ops] == [
+        ("C", 1, 20.0, 20.0),
+        ("A", 2, 12.0, 7.0),
+        ("B", 1, 1.0, 1.0),
+    ]
+    assert result.total_us == 33.0 and result.kernels == 4
+
+
+@pytest.mark.parametrize(
+    "name, op_type",
+    [
+        ("aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore", "FlashAttentionScore"),
+        ("aclnnFlashAttentionScore_TransposeAiCore_Transpose", "Transpose"),
+        ("aclnnMatmul_MatMulV3Common_MatMulV3", "MatMulV3"),
+        ("BatchMatMul96", "BatchMatMul"),
+        ("ScaledMaskedSoftmax98", "ScaledMaskedSoftmax"),
+        ("MatMulV2", "MatMulV2"),
+        ("hcom_allReduce__445_2", "hcom_allReduce__445_2"),
+        ("MEMCPY_ASYNC", "MEMCPY_ASYNC"),
+    ],
+)
+def test_op_types_come_from_kernel_names_as_the_cann_tools_derive_them(name, op_type):
+    assert type_from_name(name) == op_type
+
+
+def test_the_level0_fixture_shows_fused_and_one_unfused_chain_and_what_fusing_saves():
+    data = summarise(FIX / "torch_npu_2.13_level0").details()
+    assert [o["total_us"] for o in data["ops"]] == sorted(
+        (o["total_us"] for o in data["ops"]), reverse=True
+    )
+    fa = data["ops"][0]
+    assert (fa["type"], fa["count"], fa["total_us"], fa["max_us"]) == (
+        "FlashAttentionScore",
+        2,
+        60.06,
+        30.16,
+    )
+    att = data["attention"]
+    assert att["fused"] == {
+        "type": "FlashAttentionScore",
+        "count": 2,
+        "total_us": 60.06,
+        "types": [{"type": "FlashAttentionScore", "count": 2, "total_us": 60.06}],
+    }
+    assert (att["unfused_chains"]["count"], att["unfused_chains"]["total_us"]) == (1, 38.3)
+    assert att["opportunity"]["estimated_saving_us"] == pytest.approx(38.3 - 30.03)
+    assert [f["kind"] for f in data["files"]] == [
+        "kernel_details",
+        "trace_view",
+        "operator_details",
+    ]
+
+
+def test_a_folder_of_runs_adds_them_up():
+    whole = summarise(FIX).analysis
+    parts = [
+        summarise(FIX / d).analysis
+        for d in ("torch_npu_2.13_level0", "torch_npu_2.5_level1", "msprof")
+    ]
+    assert whole.kernels == sum(p.kernels for p in parts) == 29
+    assert whole.chain_count == 3
+
+
+def test_the_timeline_png_shows_fused_and_unfused_side_by_side(tmp_path):
+    pytest.importorskip("matplotlib", reason="the timeline needs matplotlib (cannbuild[bench])")
+    from cannbuild.profile.chart import draw_timeline
+
+    summary = summarise(FIX / "torch_npu_2.13_level0")
+    assert sorted(w.kind for w in summary.analysis.windows) == ["fused", "unfused"]
+    unfused = next(w for w in summary.analysis.windows if w.kind == "unfused")
+    assert [s.op_type for s in unfused.spans if s.attention] == [
+        "BatchMatMulV2",
+        "Mul",
+        "SoftmaxV2",
+        "BatchMatMulV2",
+    ]
+    data = draw_timeline(summary.analysis.windows, tmp_path / "t.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
+    assert width > 2 * height  # two panels side by side
+
+
+def cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "cannbuild", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stderr(tmp_path):
+    proc = cli(
+        "profile", str(FIX / "torch_npu_2.5_level1"), "--json", "--out", "pics", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data) == {"ops", "attention", "files"}
+    for op in data["ops"]:
+        assert set(op) == {"type", "count", "total_us", "mean_us", "max_us", "share"}
+    totals = [op["total_us"] for op in data["ops"]]
+    assert totals == sorted(totals, reverse=True)
+    assert set(data["attention"]) == {"fused", "unfused_chains"}
+    assert set(data["attention"]["fused"]) == {"type", "count", "total_us"}
+    assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0}
+    assert isinstance(data["attention"]["fused"]["total_us"], float)  # a number type, always
+    assert set(data["attention"]["unfused_chains"]) == {"count", "total_us"}
+    assert data["attention"]["unfused_chains"]["count"] == 2
+    assert data["files"] and all("path" in f for f in data["files"])
+    picture = tmp_path / "pics" / "timeline.png"
+    assert f"timeline: {picture}" in proc.stderr.splitlines()
+    assert picture.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_without_matplotlib_profile_still_reads_and_says_how_to_get_the_picture(tmp_path):
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "matplotlib.py").write_text("raise ImportError('blocked for the test')\n")
+    proc = cli(
+        "profile",
+        str(FIX / "torch_npu_2.5_level1"),
+        "--out",
+        "pics",
+        cwd=tmp_path,
+        PYTHONPATH=str(blocker),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pip install 'cannbuild[bench]'" in proc.stdout
+    assert not (tmp_path / "pics").exists()
+
+
+def test_a_cut_file_exits_2_naming_it_without_a_traceback(tmp_path):
+    source = next(
+        (FIX / "torch_npu_2.13_level0").glob("*/ASCEND_PROFILER_OUTPUT/kernel_details.csv")
+    )
+    bad = tmp_path / "kernel_details.csv"
+    bad.write_bytes(source.read_bytes()[:-30])
+    proc = cli("profile", str(bad), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"cannbuild: {bad} line 14:") and "Traceback" not in proc.stderr
