@@ -1,27 +1,46 @@
 """CI workflows rendered from the recipes in use: a matrix over variants and CANN versions.
 
 Each entry renders its container from its own lock (locks/<variant>-<cann>.lock),
-builds with a build cache and uploads the packages and the report; a validation
-job on self-hosted NPU runners runs `setup --require-device`.
+builds it with a build cache (and the shared ccache remote, when the secret is set),
+uploads the packages and the report; a validation job on self-hosted NPU runners
+downloads that very package and runs `validate --package --require-device`, so what is
+validated is what is shipped.  Both jobs install the exact cannbuild that rendered
+the workflow: its wheel, written beside the workflow and checked by sha256, or a
+requirement the user gives (--cannbuild-spec); never a name that does not resolve.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import __version__
 from .errors import UsageError
 from .host.versions import parse_cann_version
+from .ownership import check_writable
+from .proc import run
 from .recipes import available, load_recipe
 from .render import ci_env
 from .resources import data_dir
+from .self_install import (
+    build_own_wheel,
+    installed_spec,
+    no_install_source,
+    sha256_of,
+    source_files,
+)
+from .workspace import write_atomic
 
 PROVIDERS = {
     "github": ("github.yml.j2", ".github/workflows/cannbuild.yml"),
     "gitlab": ("gitlab-ci.yml.j2", ".gitlab-ci.yml"),
 }
+# where the wheel goes, relative to the repository's top level
+WHEEL_DIRS = {"github": ".github/cannbuild", "gitlab": ".gitlab/cannbuild"}
 
 
 def image_versions(cwd: Path) -> List[str]:
@@ -39,12 +58,54 @@ def image_versions(cwd: Path) -> List[str]:
     return sorted(versions, key=versions.__getitem__)
 
 
+def git_toplevel(folder: Path) -> Optional[Path]:
+    """The top level of the git work tree holding `folder` (or its nearest existing parent)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        proc = run(["git", "rev-parse", "--show-toplevel"], cwd=folder, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    top = proc.stdout.decode("utf-8", "replace").strip()
+    return Path(top) if proc.returncode == 0 and top else None
+
+
+# --- the exact cannbuild -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Install:
+    """How a job installs cannbuild: a wheel in the repository (path relative to its top
+    level, with its sha256) or a pip requirement the user gave."""
+
+    wheel: Optional[str] = None
+    sha256: Optional[str] = None
+    spec: Optional[str] = None
+
+    def commands(self, python: str) -> List[str]:
+        if self.wheel:
+            return [
+                f"echo {shlex.quote(f'{self.sha256}  {self.wheel}')} | sha256sum -c -",
+                f"{python} -m pip install {shlex.quote(self.wheel)}",
+            ]
+        assert self.spec
+        return [f"{python} -m pip install {shlex.quote(self.spec)}"]
+
+    def describe(self) -> str:
+        return f"{self.wheel} (sha256 {self.sha256})" if self.wheel else repr(self.spec)
+
+
+# --- the workflow ----------------------------------------------------------------
+
+
 def render_ci(
     provider: str,
     cwd: Path,
+    install: Install,
     variants: Sequence[str] = ("A2", "A3"),
     npu_label: str = "ascend-npu",
     python: str = "3.11",
+    sandbox: bool = False,
 ) -> Dict[str, Any]:
     """The workflow's text and default path, and companion files (path -> text) it needs."""
     if provider not in PROVIDERS:
@@ -67,6 +128,10 @@ def render_ci(
             canns=canns,
             npu_label=npu_label,
             python=python,
+            install=install.commands("python"),
+            install3=install.commands("python3"),
+            installs_from=install.describe(),
+            sandbox=sandbox,
         )
     )
     extras: Dict[str, str] = {}
@@ -77,4 +142,153 @@ def render_ci(
             f"# Rendered by cannbuild {__version__}: the self-hosted NPU runners' labels.\n"
             f"self-hosted-runner:\n  labels: {json.dumps(labels)}\n"
         )
-    return {"path": default_out, "text": text, "extras": extras}
+    return {"path": default_out, "text": text, "extras": extras, "canns": canns}
+
+
+def sandbox_locks(root: Path) -> List[Path]:
+    """The locks under locks/ that were made on the emulated host."""
+    from .sources.lock import read_lock
+
+    found = []
+    for path in sorted((root / "locks").glob("*.lock")):
+        try:
+            lock = read_lock(path)
+        except UsageError:
+            continue  # the container step names a broken lock when it reads it
+        if lock is not None and lock.sandbox:
+            found.append(path)
+    return found
+
+
+# --- the ci task ------------------------------------------------------------------
+
+RENDERED_HEADER = "# Rendered by cannbuild"
+
+
+@dataclass(frozen=True)
+class CiRequest:
+    """What `cannbuild ci` was asked for."""
+
+    provider: str = "github"
+    out: Optional[Path] = None
+    npu_label: str = "ascend-npu"
+    sandbox: bool = False
+    cannbuild_spec: Optional[str] = None
+    dry_run: bool = False
+
+
+def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Optional[Path]:
+    """Write the workflow at the top level of the git repository `cwd` is in (or at
+    --out), with the wheel of this cannbuild beside it; returns its path (None on a dry
+    run).  `note` hears what was written and what was left alone."""
+    provider, out = request.provider, request.out
+    if provider not in PROVIDERS:
+        raise UsageError(
+            f"--provider {provider!r} is not supported.", f"Use one of {', '.join(PROVIDERS)}."
+        )
+    if out is not None:
+        target = out.resolve()
+        root = git_toplevel(target.parent) or target.parent
+    else:
+        found = git_toplevel(cwd)
+        if found is None:
+            raise UsageError(
+                f"{cwd} is not inside a git repository, so there is no top level to "
+                f"write {PROVIDERS[provider][1]} at.",
+                "Run it inside the repository the workflow is for, or pass --out FILE.",
+            )
+        root = found
+        target = root / PROVIDERS[provider][1]
+    made_on_sandbox = sandbox_locks(root)
+    if made_on_sandbox and not request.sandbox:
+        raise UsageError(
+            f"{made_on_sandbox[0]} was made on cannbuild's emulated Ascend host (--sandbox): "
+            "its commits are the stand-in repositories', which no real image can build.",
+            "Replace it with a lock of the real sources (cannbuild lock --cann <version> --soc "
+            "<soc> --lock-file ..., no CANN needed), or pass --sandbox for a workflow that "
+            "builds images of the emulated host.",
+        )
+    install = chosen_install(request.cannbuild_spec, provider)
+    wheel_dir = root / WHEEL_DIRS[provider]
+
+    def rendered_with(install: Install) -> Dict[str, Any]:
+        return render_ci(
+            provider, cwd, install, npu_label=request.npu_label, sandbox=request.sandbox
+        )
+
+    if request.dry_run:
+        extras = (
+            ""
+            if out
+            else " and " + ", ".join(str(root / e) for e in rendered_with(install)["extras"])
+        )
+        also = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
+        note(f"dry run: would write {target}{extras}{also}; nothing was changed.")
+        return None
+    what = "--out" if out else "the workflow path"
+    refuse_foreign_file(target, what)
+    check_writable(target, what)
+    if install.wheel:
+        check_writable(wheel_dir, "the wheel folder")
+        wheel = build_own_wheel(data_dir("templates").parent, wheel_dir)
+        for old in wheel_dir.glob("cannbuild-*.whl"):  # an older render's wheel
+            if old != wheel:
+                old.unlink()
+        install = Install(
+            wheel=wheel.relative_to(root).as_posix() if _inside(wheel, root) else str(wheel),
+            sha256=sha256_of(wheel),
+        )
+        note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
+    rendered = rendered_with(install)
+    write_atomic(target, rendered["text"].encode())
+    note(f"{provider} workflow written to {target}")
+    for name, text in rendered["extras"].items():
+        if out is not None:
+            note(f"with --out, {name} is not written; for actionlint it should say:\n{text}")
+        elif (root / name).exists():
+            note(
+                f"{name} exists, left as it is; it should list the runner label {request.npu_label}"
+            )
+        else:
+            write_atomic(root / name, text.encode())
+            note(f"{root / name} written")
+    return target
+
+
+def chosen_install(spec: Optional[str], provider: str) -> Install:
+    """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
+    requirement pip recorded; else no way that resolves: refused."""
+    if spec:
+        return Install(spec=spec)
+    if source_files(data_dir("templates").parent) is not None:
+        return Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
+    recorded = installed_spec()
+    if recorded:
+        return Install(spec=recorded)
+    raise no_install_source()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def refuse_foreign_file(target: Path, what: str) -> None:
+    """A file cannbuild renders replaces only a file it rendered before (its first line
+    says so), never one a user wrote."""
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"{what} {target} cannot be read ({exc.strerror}).") from None
+    if not first.startswith(RENDERED_HEADER):
+        raise UsageError(
+            f"{what} {target} exists and was not rendered by cannbuild (its first line is not "
+            f"'{RENDERED_HEADER} ...'); it is left as it is.",
+            "Pass --out with another file, or move that file away first.",
+        )

@@ -11,25 +11,27 @@ air-gapped build are whatever the index serves that day).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import __version__
-from .errors import NoContainerEngine, UsageError
+from .container_engine import CACHE_SECRET_ID, SECRET_ID, build_command
+from .errors import StepFailed, UsageError
 from .host.socs import FAMILIES
-from .ownership import check_replaceable, mark
+from .options import Options
+from .ownership import check_replaceable, check_writable, mark
+from .proc import run
 from .render import file_env
 from .resources import data_dir
-from .sources.lock import Lock
+from .self_install import installed_spec, no_install_source, source_files
+from .sources.lock import Lock, read_lock, write_lock
 
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
@@ -55,10 +57,8 @@ SANDBOX_BASE = "python:3.11-slim-bookworm"
 # and ccache for the cache mount.
 BUILD_TOOLS = ("ccache", "dos2unix", "gawk", "patch", "pigz")
 SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
-SECRET_ID = "cannbuild-mirrors"
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 CONTEXT_KIND = "container-context"
 
 
@@ -72,6 +72,7 @@ class ContainerSpec:
     sandbox: bool = False
     bundle: Optional[Path] = None
     base_digest: Optional[str] = None
+    cannbuild_spec: Optional[str] = None  # how the image installs cannbuild (not from a checkout)
 
 
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
@@ -144,6 +145,21 @@ def pinned(lock: Lock, base: str, digest: str) -> Lock:
 
 def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
     want_soc = SOCS[spec.variant]
+    if lock.sandbox and not spec.sandbox:
+        raise UsageError(
+            f"{lock_file} was made on cannbuild's emulated Ascend host (--sandbox): it pins the "
+            "stand-in repositories' commits, which no real image can build.",
+            f"Make a lock of the real sources (no CANN needed: cannbuild lock --cann {spec.cann} "
+            f"--soc {want_soc} --lock-file ...), or pass --sandbox for an image of the emulated "
+            "host.",
+        )
+    if spec.sandbox and not lock.sandbox:
+        raise UsageError(
+            f"--sandbox renders an image of the emulated host, but {lock_file} pins real "
+            "upstream commits, which the emulated host does not serve.",
+            "Lock on the sandbox first (cannbuild lock --sandbox --variant ... --cann ...) and "
+            "render from that lock (it is written in the workspace).",
+        )
     if spec.sandbox:
         return
     problems = []
@@ -154,59 +170,35 @@ def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
     if problems:
         raise UsageError(
             f"{lock_file} does not fit this container: {'; '.join(problems)}.",
-            f"Make a lock for it (cannbuild lock --cann-path <CANN {spec.cann}> --soc {want_soc} "
-            "--lock-file ...) and pass it with --lock-file.",
+            f"Make a lock for it (no CANN needed: cannbuild lock --cann {spec.cann} --soc "
+            f"{want_soc} --lock-file ...) and pass it with --lock-file.",
         )
 
 
-def source_files(root: Path) -> Optional[List[Path]]:
-    """cannbuild's own sources as git tracks them, or None when not running from a checkout.
-
-    Tracked files only: an untracked local recipe (perhaps holding a mirror token)
-    must not end up in an image layer or an exported build cache."""
-    if not (root / "pyproject.toml").is_file():
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "ls-files", "-z", "--cached"],
-            cwd=root,
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise UsageError(
-            f"cannot list cannbuild's sources in {root} with git ({exc}).",
-            "Render from a git checkout of cannbuild, or from an installed cannbuild "
-            "(the image then installs the same version from the package index).",
-        ) from None
-    keep = ("cannbuild/", "templates/", "kernels/", "recipes/")
-    names = {"pyproject.toml", "README.md", "tasks.py"}
-    rels = [p for p in out.decode().split("\0") if p]
-    return sorted(
-        root / rel
-        for rel in rels
-        if (rel.startswith(keep) or rel in names)
-        and "__pycache__" not in rel
-        and (root / rel).is_file()
-    )
-
-
-def offline_wheels(root: Optional[Path], arch: str, python: str, into: Path) -> None:
+def offline_wheels(
+    root: Optional[Path], arch: str, python: str, into: Path, spec: Optional[str] = None
+) -> None:
     """cannbuild and its dependencies as wheels for the image's Python and architecture,
     so an air-gapped build installs them with --no-index."""
     into.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    wanted = _requirements(python, arch) + ([] if root else [f"cannbuild=={__version__}"])
+    wanted = _requirements(python, arch)
+    if root is None:
+        assert spec is not None
+        steps_spec = [[*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), spec]]
+    else:
+        steps_spec = []
     steps = [
         [*pip, "download", "--quiet", "--dest", str(into), "--only-binary=:all:",
          "--python-version", python, "--platform", f"manylinux2014_{arch}", *wanted],
     ]  # fmt: skip
     if root is not None:
         steps.append([*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(root)])
+    steps += steps_spec
     for argv in steps:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        proc = run(argv)
         if proc.returncode != 0:
-            tail = " ".join(proc.stderr.strip().splitlines()[-2:])
+            tail = " ".join(proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
             raise UsageError(
                 f"could not collect the wheels an air-gapped image needs ({tail}).",
                 "Render the context with --bundle on a machine that reaches the package index.",
@@ -242,7 +234,9 @@ def _requirements(python: str, arch: str) -> List[str]:
     return wanted
 
 
-def render_context(spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path) -> Dict[str, Any]:
+def render_context(
+    spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path, cache_remote: bool = False
+) -> Dict[str, Any]:
     """Write the build context into `out` (all or nothing); returns what was rendered."""
     check_spec(spec)
     check_lock(spec, lock, lock_file)
@@ -255,6 +249,11 @@ def render_context(spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path) 
     templates = file_env(data_dir("templates") / "container")
     root = data_dir("templates").parent
     sources = source_files(root)
+    install = None
+    if sources is None:  # an installed cannbuild: a requirement that resolves, or nothing
+        install = spec.cannbuild_spec or installed_spec()
+        if install is None:
+            raise no_install_source()
     soc = lock.soc if spec.sandbox else SOCS[spec.variant]
     offline = spec.bundle is not None
     extra: List[str] = []
@@ -262,6 +261,8 @@ def render_context(spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path) 
         extra += ["--sandbox", "--variant", spec.variant, "--cann", lock.toolkit_version]
     if offline:
         extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
+    # the lock COPY'd beside the workspace (a --sandbox run would look in the workspace)
+    extra += ["--lock-file", "cannbuild.lock"]
     values = {
         "version": __version__,
         "base": base,
@@ -282,6 +283,8 @@ def render_context(spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path) 
         "packages": sorted(BUILD_TOOLS + (SANDBOX_TOOLS if spec.sandbox else ())),
         "setup_args": " ".join(shlex.quote(a) for a in ["--locked", "--soc", soc, *extra]),
         "secret_id": SECRET_ID,
+        "cache_secret_id": CACHE_SECRET_ID,
+        "cannbuild_spec": shlex.quote(install) if install else "",
     }
     check_replaceable(out, CONTEXT_KIND, "--out")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -303,7 +306,11 @@ def render_context(spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path) 
         if spec.bundle is not None:
             shutil.copyfile(spec.bundle, staging / BUNDLE_NAME)
             offline_wheels(
-                root if sources is not None else None, lock.arch, spec.python, staging / "wheels"
+                root if sources is not None else None,
+                lock.arch,
+                spec.python,
+                staging / "wheels",
+                install,
             )
         staging.chmod(0o755)
         mark(staging, CONTEXT_KIND)
@@ -315,7 +322,7 @@ def render_context(spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path) 
         "dir": str(out),
         "base": base,
         "note": note,
-        "command": build_command("docker", out, lock.arch),
+        "command": build_command("docker", out, lock.arch, cache_remote=cache_remote),
     }
 
 
@@ -331,147 +338,6 @@ def _swap_into_place(staging: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def build_command(
-    engine: str, context: Path, arch: str = "x86_64", base: Optional[str] = None
-) -> List[str]:
-    """`base` (a digest-pinned reference) overrides the Dockerfile's BASE_IMAGE."""
-    dest = str(context / "artifacts")
-    head = (
-        ["podman", "build", "--format", "docker"]
-        if engine == "podman"
-        else ["docker", "buildx", "build"]
-    )
-    argv = [
-        *head, "--platform", PLATFORMS.get(arch, f"linux/{arch}"),
-        "--target", "export", "--output", f"type=local,dest={dest}",
-        "--secret", f"id={SECRET_ID},env=CANNBUILD_MIRRORS",
-    ]  # fmt: skip
-    if base:
-        argv += ["--build-arg", f"BASE_IMAGE={base}"]
-    return [*argv, str(context)]
-
-
-def _probe(argv: Sequence[str], timeout: float) -> Optional[subprocess.CompletedProcess[bytes]]:
-    """Run an engine query; None when the engine cannot be run or does not answer in time."""
-    try:
-        return subprocess.run(list(argv), capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
-def _answers(argv: Sequence[str]) -> bool:
-    proc = _probe(argv, 15)
-    return proc is not None and proc.returncode == 0
-
-
-def find_engine() -> Optional[str]:
-    """A container engine that actually answers: a docker client alone is not enough."""
-    if (
-        shutil.which("docker")
-        and _answers(["docker", "buildx", "version"])
-        and _answers(["docker", "info"])
-    ):
-        return "docker"
-    if shutil.which("podman") and _answers(["podman", "info"]):
-        return "podman"
-    return None
-
-
-def _digest_before_build(engine: str, base: str) -> Optional[str]:
-    """Docker: what the registry serves for `base` now (BuildKit pulls bypass the image
-    store, so `docker image inspect` would not see them)."""
-    if engine != "docker":
-        return None
-    raw = _probe(["docker", "buildx", "imagetools", "inspect", "--raw", base], 120)
-    if raw is None or raw.returncode != 0 or not raw.stdout.strip():
-        return None
-    return "sha256:" + hashlib.sha256(raw.stdout).hexdigest()
-
-
-def _digest_after_build(engine: str, base: str) -> Optional[str]:
-    """Podman: the digest of the image the build used (it pulls into its store)."""
-    if engine != "podman":
-        return None
-    proc = _probe(["podman", "image", "inspect", "--format", "{{index .RepoDigests 0}}", base], 30)
-    if proc is None:
-        return None
-    out = proc.stdout.decode("utf-8", "replace").strip()
-    return out.split("@", 1)[1] if "@sha256:" in out else None
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    engine: str
-    returncode: int
-    base_digest: Optional[str]  # set when the base was not pinned before and now is known
-
-
-def build(context: Path, base: str, arch: str) -> BuildResult:
-    """Build the export stage into context/artifacts; pin the base if it was not yet."""
-    engine = find_engine()
-    if engine is None:
-        command = " ".join(shlex.quote(a) for a in build_command("docker", context, arch))
-        raise NoContainerEngine(
-            "no container engine answers here (docker needs a running daemon with buildx; podman "
-            f"needs `podman info` to work). The build command is:\n  {command}",
-            "Run it on a machine with Docker (BuildKit) or Podman; the context is self-contained.",
-        )
-    artifacts = context / "artifacts"
-    if artifacts.exists():  # the local exporter adds to what is there
-        shutil.rmtree(artifacts)
-    if "@sha256:" in base:  # already pinned: nothing to learn
-        proc = subprocess.run(build_command(engine, context, arch), check=False)
-        return BuildResult(engine, proc.returncode, None)
-    digest = _digest_before_build(engine, base)
-    pinned_base = f"{base}@{digest}" if digest else None
-    proc = subprocess.run(build_command(engine, context, arch, pinned_base), check=False)
-    if proc.returncode == 0 and digest is None:
-        digest = _digest_after_build(engine, base)
-    return BuildResult(engine, proc.returncode, digest)
-
-
-# --- docker run for this host -------------------------------------------------------
-
-
-def run_line(
-    sysroot: Path, image: str, driver_path: str = "/usr/local/Ascend", tty: bool = True
-) -> List[str]:
-    """The documented `docker run` for the NPUs this host actually has (-it only with a
-    terminal: docker refuses -t when stdin is not one, as in CI)."""
-
-    def present(path: str) -> bool:
-        return (sysroot / path.lstrip("/")).exists()
-
-    def index(path: Path) -> int:
-        tail = path.name[len("davinci") :]
-        return int(tail) if tail.isdigit() else -1
-
-    argv = ["docker", "run", "--rm", "-it" if tty else "-i"]
-    nodes = sorted((p for p in (sysroot / "dev").glob("davinci*") if index(p) >= 0), key=index)
-    for node in nodes:
-        argv += ["--device", f"/dev/{node.name}"]
-    for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
-        if present(f"/dev/{name}"):
-            argv += ["--device", f"/dev/{name}"]
-    mounts: List[Tuple[str, str]] = []
-    if present("/usr/local/dcmi"):
-        mounts.append(("/usr/local/dcmi", "/usr/local/dcmi"))
-    for smi in ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi"):
-        if present(smi):
-            mounts.append((smi, "/usr/local/bin/npu-smi"))
-            break
-    driver = driver_path.rstrip("/") + "/driver"
-    if present(f"{driver}/lib64"):
-        mounts.append((f"{driver}/lib64/", f"{driver}/lib64/"))
-    if present(f"{driver}/version.info"):
-        mounts.append((f"{driver}/version.info", f"{driver}/version.info"))
-    if present("/etc/ascend_install.info"):
-        mounts.append(("/etc/ascend_install.info", "/etc/ascend_install.info"))
-    for src, dst in mounts:
-        argv += ["-v", f"{src}:{dst}"]
-    return [*argv, image, "bash"]
-
-
 def image_for_host(
     facts: Mapping[str, object], python: str = "3.11", os_name: str = "ubuntu22.04"
 ) -> Optional[str]:
@@ -481,3 +347,91 @@ def image_for_host(
     if not cann or variant not in CHIPS:
         return None
     return cann_image(str(cann), str(variant), os_name, python)
+
+
+# --- the container task -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContainerRequest:
+    """What `cannbuild container` was asked for (None: the lock's or the default)."""
+
+    variant: Optional[str] = None
+    cann: Optional[str] = None
+    os: str = "ubuntu22.04"
+    python: str = "3.11"
+    base: Optional[str] = None
+    base_digest: Optional[str] = None
+    sandbox: bool = False
+    bundle: Optional[Path] = None
+    cannbuild_spec: Optional[str] = None
+    out: Optional[Path] = None
+    build: bool = False
+    dry_run: bool = False
+
+
+def make_container(
+    request: ContainerRequest, options: Options, note: Callable[[str], None]
+) -> Optional[Dict[str, Any]]:
+    """Render the build context from the lock (and build it with an engine that answers,
+    pinning the base image's digest in the lock); None on a dry run.  `note` hears what
+    was done, in order (a build's own output goes to the terminal in between)."""
+    from .container_engine import build as engine_build
+
+    lock_file = options.lock_file
+    lock = read_lock(lock_file)
+    if lock is None:
+        raise UsageError(
+            f"{lock_file} does not exist: the container is rendered from the lock.",
+            "Run `cannbuild lock` (no CANN needed: --cann <version> --soc <soc>), or pass "
+            "--lock-file.",
+        )
+    spec = ContainerSpec(
+        variant=(request.variant or "A2").upper(),
+        cann=request.cann or lock.toolkit_version,
+        os=request.os,
+        python=request.python,
+        base=request.base,
+        sandbox=request.sandbox,
+        bundle=request.bundle.resolve() if request.bundle else None,
+        base_digest=request.base_digest,
+        cannbuild_spec=request.cannbuild_spec,
+    )
+    check_spec(spec)
+    check_lock(spec, lock, lock_file)
+    out = (request.out or Path("container")).resolve()
+    if request.dry_run:
+        reference, _ = base_reference(spec, lock)
+        note(
+            f"dry run: would write the build context {out} (Dockerfile, .dockerignore, "
+            f".hadolint.yaml, cannbuild.lock, cannbuild's sources) FROM {reference}"
+            + (", then build it" if request.build else "")
+            + "; nothing was changed."
+        )
+        return None
+
+    def pin_base(current: Lock, digest: str) -> Lock:
+        new = pinned(current, base_name(spec), digest)
+        write_lock(lock_file, new)
+        note(f"{lock_file}: base image pinned to {base_name(spec)}@{digest}")
+        return new
+
+    check_writable(out, "--out")
+    if request.base_digest:
+        check_writable(lock_file, "--lock-file")
+        lock = pin_base(lock, request.base_digest)
+    remote = options.cache_remote
+    rendered = render_context(spec, lock, lock_file, out, cache_remote=bool(remote))
+    note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
+    if rendered["note"]:
+        note(f"note: {rendered['note']}")
+    if not request.build:
+        note("build it with: " + " ".join(rendered["command"]))
+        return rendered
+    result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch, remote)
+    if result.returncode:
+        raise StepFailed(f"{result.engine} build failed (exit {result.returncode}).")
+    if result.base_digest:
+        pin_base(lock, result.base_digest)
+    note(f"built with {result.engine}; packages and report in {rendered['dir']}/artifacts")
+    return rendered

@@ -56,6 +56,8 @@ class Options:
     require_device: bool = False
     wait: bool = False
     retries: int = 3
+    # the shared ccache storage (redis://, rediss://, http(s)://), config key cache.remote
+    cache_remote: Optional[str] = field(default=None, repr=False)  # may hold a password
 
     @property
     def mirror_map(self) -> Dict[str, str]:
@@ -70,8 +72,51 @@ _BOOL_FIELDS = {"locked", "offline", "install_into_toolkit", "sandbox", "require
 _INT_FIELDS = {"jobs", "retries"}
 
 
+# Nested config sections: `cannbuild: {cache: {remote: URL}}` sets the field cache_remote
+# (env CANNBUILD_CACHE_REMOTE).
+_SECTIONS = {"cache": ("remote",)}
+CACHE_SCHEMES = ("redis://", "rediss://", "http://", "https://")
+
+
 def _field_names() -> Tuple[str, ...]:
     return tuple(f.name for f in fields(Options))
+
+
+def _flatten(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """`cache: {remote: X}` -> `cache_remote: X`; an unknown key inside a section is an error."""
+    flat: Dict[str, Any] = {}
+    for key, value in config.items():
+        if key not in _SECTIONS:
+            flat[key] = value
+            continue
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise UsageError(
+                f"invoke config key cannbuild.{key} is a {type(value).__name__} ({value!r}); "
+                "expected a map.",
+                f"Write `{key}:` then indented keys: {', '.join(_SECTIONS[key])}.",
+            )
+        for sub, item in value.items():
+            if sub not in _SECTIONS[key]:
+                close = difflib.get_close_matches(str(sub), _SECTIONS[key], n=1)
+                raise UsageError(
+                    f"invoke config key cannbuild.{key}.{sub} is not a cannbuild option.",
+                    f"Did you mean cannbuild.{key}.{close[0]}?"
+                    if close
+                    else f"Known keys: {', '.join(f'{key}.{k}' for k in _SECTIONS[key])}.",
+                )
+            flat[f"{key}_{sub}"] = item
+    return flat
+
+
+def _config_name(name: str) -> str:
+    """How the invoke config spells a field: cache_remote is cannbuild.cache.remote."""
+    for section, keys in _SECTIONS.items():
+        for key in keys:
+            if name == f"{section}_{key}":
+                return f"{section}.{key}"
+    return name
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
@@ -135,6 +180,8 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         )
     if name in ("sandbox_variant", "sandbox_cann") and not isinstance(value, str):
         raise UsageError(f"{origin} has value {value!r}; expected a word such as A2 or 8.5.0.")
+    if name == "cache_remote":
+        return _check_cache_remote(str(value).strip(), origin)
     if name == "sandbox_variant":
         text = str(value).strip().upper()
         if text not in SANDBOX_VARIANTS:
@@ -143,6 +190,20 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             )
         return text
     return str(value)
+
+
+def _check_cache_remote(url: str, origin: str) -> Optional[str]:
+    from .redact import redact
+
+    if not url:
+        return None
+    if not url.startswith(CACHE_SCHEMES) or any(c.isspace() or ord(c) < 32 for c in url):
+        raise UsageError(
+            f"{origin} {redact(url)!r} is not a ccache remote storage URL.",
+            "Use redis://HOST:PORT, rediss://HOST:PORT or http(s)://HOST/PATH, with credentials "
+            "in the URL as ccache reads them (redis://PASSWORD@HOST:6379, redis://USER:PASSWORD@HOST).",
+        )
+    return url
 
 
 def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
@@ -200,6 +261,7 @@ def resolve_options(
             "map of option names to values.",
             "In invoke.yaml write `cannbuild:` then indented lines such as `  jobs: 8`.",
         )
+    config = _flatten(config)
     unknown = [k for k in config if k not in names]
     if unknown:
         key = unknown[0]
@@ -217,12 +279,16 @@ def resolve_options(
         elif env.get(env_name) not in (None, ""):
             values[name] = _coerce(name, env[env_name], f"environment variable {env_name}")
         elif config.get(name) is not None:
-            values[name] = _coerce(name, config[name], f"invoke config cannbuild.{name}")
+            values[name] = _coerce(
+                name, config[name], f"invoke config cannbuild.{_config_name(name)}"
+            )
     options = Options(**values)
     if "workspace" not in values:
         options = replace(options, workspace=Path(os.path.abspath(options.workspace)))
     if "lock_file" not in values:
-        options = replace(options, lock_file=Path(os.path.abspath(options.lock_file)))
+        # a sandbox lock pins stand-in commits: it stays in the workspace, not in a project
+        default = options.workspace / "cannbuild.lock" if options.sandbox else options.lock_file
+        options = replace(options, lock_file=Path(os.path.abspath(default)))
     if options.sandbox and options.sandbox_dir is None:
         options = replace(options, sandbox_dir=options.workspace / "sandbox")
     if options.sandbox and "sysroot" not in values:

@@ -41,6 +41,8 @@ KNOWN_ENTRIES = {
         "validate",
         "sandbox",
         "toolkit-backup",
+        "ccache",
+        "cannbuild.lock",
         ".lock",
         ".lock.info",
     },

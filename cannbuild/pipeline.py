@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
 from .actions import ActionContext
+from .cache import compile_cache, with_cache
 from .host.toolkit import host_arch
 from .overlay import overlay_env
 from .plan import (
@@ -26,6 +27,7 @@ from .plan import (
 )
 from .recipes import StepSpec
 from .render import render_value
+from .reproducible import with_source_date
 from .runner import (
     NoProgress,
     Progress,
@@ -163,6 +165,7 @@ def run_steps(
         opbase_headers=recipe.opbase_headers,
         arch=host_arch(),
     )
+    cache = compile_cache(options.cache_remote, ws.root, ctx.base_env)  # ccache, issue 14
     outcomes: List[StepOutcome] = []
 
     def source_of(spec: StepSpec) -> Mapping[str, Any]:
@@ -179,6 +182,7 @@ def run_steps(
             outcomes.append(skip(step, progress))
             return True
         patterns = output_patterns(step, session.values, ws)
+        step = with_source_date(with_cache(step, cache))  # ccache, SOURCE_DATE_EPOCH (issue 14)
         outcome = run_step(step, ws, logs, actions, progress, patterns)
         outcomes.append(outcome)
         return outcome.status != Outcome.FAILED

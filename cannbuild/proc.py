@@ -80,14 +80,21 @@ def run(
     input: Optional[bytes] = None,
     merge_stderr: bool = False,
     capture: bool = True,
+    interactive: bool = False,
 ) -> subprocess.CompletedProcess:
     """Run to completion and return its output (bytes).  On a timeout the whole group is
-    killed and `subprocess.TimeoutExpired` raised; an interrupt kills it too."""
+    killed and `subprocess.TimeoutExpired` raised; an interrupt kills it too.
+    `capture=False` streams the child's output to ours; `interactive` also gives it our
+    stdin (a `docker run -it` the user types into)."""
+    if input is not None:
+        stdin: Output = subprocess.PIPE
+    else:
+        stdin = None if interactive else subprocess.DEVNULL
     proc = popen(
         argv,
         cwd=cwd,
         env=env,
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdin=stdin,
         stdout=subprocess.PIPE if capture else None,
         stderr=(subprocess.STDOUT if merge_stderr else subprocess.PIPE) if capture else None,
     )

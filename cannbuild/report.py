@@ -33,7 +33,11 @@ def build_report(
     build: Optional[Mapping[str, Any]] = None,
     built_from: Optional[Mapping[str, Any]] = None,
     artifacts: Sequence[Mapping[str, Any]] = (),
+    cache: Optional[Mapping[str, Any]] = None,
+    package: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
+    from .cache import summary_line
+
     return redact_data(
         {
             "cannbuild": __version__,
@@ -42,6 +46,8 @@ def build_report(
             "build": dict(build) if build else None,
             "built_from": dict(built_from) if built_from else None,
             "artifacts": [dict(a) for a in artifacts],
+            "cache": {**cache, "line": summary_line(cache)} if cache else None,
+            "package": dict(package) if package else None,
             "host": dict(host),
             "sandbox": dict(sandbox) if sandbox else None,
             "recipe": dict(recipe),

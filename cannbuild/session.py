@@ -258,7 +258,11 @@ def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Che
 
 def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
     """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
+    from .cache import cache_checks
+
     host = read_host(options, env)
+    cache_rows = cache_checks(options.cache_remote, host.build_env or env)
+    host = replace(host, checks=(*host.checks, *cache_rows))
     toolkit = host.toolkit
     if toolkit is None or toolkit.version is None:
         return host
@@ -292,6 +296,10 @@ def open_session(
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
     _refuse_blocking(requirement_checks(recipe, host, options))
+    if options.cache_remote:  # a remote no ccache can use stops the build before it starts
+        from .cache import ccache_check
+
+        _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
         raise UsageError(
@@ -352,3 +360,64 @@ def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:
         f"--install-into-toolkit: {tk.real_path} has no share/info folder for opbase's installer to merge into.",
         "Use the default workspace overlay (drop --install-into-toolkit).",
     )
+
+
+def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: str) -> Session:
+    """A session for `cannbuild lock --cann V --soc S` where CANN V is not installed: a lock
+    needs only the recipe, the version, the SoC and the remote refs (and the third-party
+    archives they download); `setup --locked` checks the toolkit on the build host."""
+    from .host.hardware import Hardware
+    from .host.socs import normalize_soc
+    from .host.versions import parse_cann_version
+
+    check_replaceable_workspace(options)
+    try:
+        version = parse_cann_version(cann)
+    except ValueError:
+        raise UsageError(
+            f"--cann {cann!r} is not a CANN version.",
+            "Give the version the build hosts have, e.g. --cann 9.0.0 or --cann 8.3.RC1.",
+        ) from None
+    if options.soc is None:
+        raise UsageError(
+            "--cann without a toolkit needs --soc: the lock names the SoC it builds for.",
+            "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
+        )
+    recipe = select_recipe(options.recipe, version.train, cwd)
+    if recipe.socs and options.soc not in recipe.socs:
+        raise UsageError(
+            f"--soc {options.soc} is not a SoC ops-transformer builds for in recipe "
+            f"{recipe.name} ({recipe.path.name}).",
+            f"Use one of {', '.join(recipe.socs)}.",
+        )
+    family = normalize_soc(options.soc)
+    where = Path(f"/nonexistent/CANN-{version.text}-not-installed-here")
+    toolkit = Toolkit(
+        path=where,
+        real_path=where,
+        found_by="--cann (no toolkit: lock only)",
+        layout="cann" if (version.major, version.minor) >= (8, 5) else "ascend-toolkit",
+        arch=host_arch(),
+        version=version,
+        version_text=version.text,
+        version_source="--cann",
+        set_env=None,
+    )
+    hardware = Hardware("none", family, None, 0, 0, {}, None, None)
+    host = HostReport(
+        facts={"cann": {"version": version.text, "path": None}, "soc": family.soc},
+        checks=(),
+        toolkit=toolkit,
+        hardware=hardware,
+        soc=family,
+        build_env=dict(env),
+    )
+    ws = Workspace(options.workspace)
+    context = build_context(options, ws, toolkit, family.soc, recipe, host)
+    return Session(options, ws, host, recipe, toolkit, family.soc, context)
+
+
+def check_replaceable_workspace(options: Options) -> None:
+    from .ownership import check_replaceable
+
+    check_replaceable(options.workspace, "workspace", "--workspace")

@@ -152,8 +152,11 @@ def _write_report(
     error: Optional[CannbuildError],
     validation: Optional[Mapping[str, Any]],
     built: Optional[Mapping[str, Any]],
+    cache: Optional[Mapping[str, Any]] = None,
+    package: Optional[Mapping[str, Any]] = None,
 ) -> Path:
     from .report import build_report, step_records, write_report
+    from .reproducible import artifact_record
     from .sources.pinning import sources_from_lock
 
     recipe = session.recipe
@@ -179,11 +182,24 @@ def _write_report(
         build=_build_record(command, result, error),
         built_from=built,
         artifacts=[
-            {"step": step, "path": path, "sha256": sha}
+            artifact_record(path, sha, step, session.ws.root, _epoch(session, step))
             for step, path, sha in made(session).packages
         ],
+        cache=cache or {"status": "not used", "detail": "no build step ran in this run"},
+        package=package,
     )
     return write_report(session.ws, run_id, full)
+
+
+def _epoch(session: Session, step: str) -> Optional[int]:
+    """The SOURCE_DATE_EPOCH that step built with (reproducible.with_source_date)."""
+    import os
+
+    from .reproducible import step_epoch
+
+    spec = next((s for s in session.recipe.steps if s.name == step), None)
+    checkout = session.ws.checkout(spec.repo) if spec is not None and spec.repo else None
+    return step_epoch(os.environ, checkout)
 
 
 @contextlib.contextmanager
@@ -206,12 +222,17 @@ def run_pipeline(
 ) -> PipelineRun:
     """Sync the sources and run the steps that are not up to date under the workspace lock;
     then (if asked, and the steps succeeded) validate under the same lock; report."""
+    from . import cache as compile_cache
     from .sources.pinning import syncing_sources
 
     run_id = new_run_id()
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
     with WorkspaceLock(session.ws, request.command, options.wait, waiting):
+        cache = compile_cache.compile_cache(
+            options.cache_remote, session.ws.root, session.host.build_env or env
+        )
+        stats_before = compile_cache.read_stats(cache)
         with _reported(session, run_id, request.command):
             with syncing_sources(session) as sources:
                 for note in sources.notes:
@@ -234,6 +255,9 @@ def run_pipeline(
                 session, env, request.case_names, run_id, request.reuse_validation
             )
         built = built_from(session) if validation is not None else None
+        cache_record = compile_cache.run_record(
+            cache, stats_before, compile_cache.read_stats(cache), options.cache_remote
+        )
         directory = _write_report(
             session,
             run_id,
@@ -242,23 +266,42 @@ def run_pipeline(
             None,
             validation.validation if validation else None,
             built,
+            cache_record,
         )
     return PipelineRun(run_id, result, notes, validation, directory, made(session), built)
 
 
 def run_validate(
-    session: Session, env: Mapping[str, str], case_names: Sequence[str], command: str
+    session: Session,
+    env: Mapping[str, str],
+    case_names: Sequence[str],
+    command: str,
+    package: Optional[Path] = None,
 ) -> PipelineRun:
-    """Validate what is installed now, under the workspace lock, and report it, naming the
-    build that made it."""
+    """Validate what is installed now (or the shipped `package`, installed into a scratch
+    prefix), under the workspace lock, and report it, naming the build that made it (or
+    the package and its sha256)."""
     run_id = new_run_id()
     with (
         WorkspaceLock(session.ws, command, session.options.wait, None),
         _reported(session, run_id, command),
     ):
-        validation = validate_session(session, env, case_names, run_id, reuse=False)
-        built = built_from(session)
+        shipped: Optional[Dict[str, Any]] = None
+        target = session
+        if package is not None:
+            from .shipped import install_package
+
+            target, shipped = install_package(session, package)
+        validation = validate_session(target, env, case_names, run_id, reuse=False)
+        built = built_from(session) if package is None else None
         directory = _write_report(
-            session, run_id, command, None, None, validation.validation, built
+            session,
+            run_id,
+            command,
+            None,
+            None,
+            validation.validation,
+            built,
+            package=shipped,
         )
     return PipelineRun(run_id, None, (), validation, directory, made(session), built)

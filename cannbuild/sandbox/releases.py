@@ -54,6 +54,8 @@ class OpbaseFlavor:
     default_home_tail: str
     deps: Tuple[Tuple[str, str], ...] = ()
     run_deps: Tuple[Tuple[str, str], ...] = ()
+    # CMakeLists.txt:7-10 from v8.5.0: the ccache PATH finds becomes the compiler launcher
+    finds_ccache: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ OPBASE_V850 = OpbaseFlavor(
     has_pkg=True,
     default_home_tail="latest",
     run_deps=tuple((p, ">=8.5.0") for p, _ in DEPS_85),
+    finds_ccache=True,
 )
 OPBASE_V900 = OpbaseFlavor(
     label="tag v9.0.0",
@@ -111,6 +114,7 @@ OPBASE_V900 = OpbaseFlavor(
     default_home_tail="cann",
     deps=DEPS_85,
     run_deps=DEPS_85,
+    finds_ccache=True,
 )
 
 _DENSE = "test_aclnn_flash_attention_score_v2_fp32.cpp"

@@ -57,7 +57,12 @@ def wanted_for(session: Session) -> Wanted:
         repos.append((repo.name, repo.url, describe_ref(ref)))
     archives = recipe.added_archives
     return Wanted(
-        recipe.name, session.toolkit.version_text or "", session.soc, tuple(repos), archives
+        recipe.name,
+        session.toolkit.version_text or "",
+        session.soc,
+        tuple(repos),
+        archives,
+        sandbox=session.sandbox is not None,
     )
 
 

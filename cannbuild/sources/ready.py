@@ -124,6 +124,7 @@ class PendingSources:
                 third_party=merged_archives(ready),
                 source_date_epoch=max((r.commit_time for r in ready), default=0),
                 container=dict(previous.container) if previous else {},
+                sandbox=session.sandbox is not None,
             )
             if previous is not None and self.problems:
                 notes.append("lock updated: " + "; ".join(self.problems))

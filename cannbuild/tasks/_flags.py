@@ -160,6 +160,16 @@ FLAGS: Dict[str, Flag] = {
             "attention layout: BNSD, BSND, BSH or SBH; bench takes BNSD and/or BSH, "
             "comma-separated (default BNSD)",
         ),
+        Flag(
+            "package",
+            "validate this built .run (installed into a scratch prefix under the workspace; "
+            "its sha256 goes into the report) instead of the workspace's install",
+        ),
+        Flag(
+            "cannbuild_spec",
+            "the pip requirement the rendered files install cannbuild with (default: this "
+            "checkout's wheel, written beside them)",
+        ),
         Flag("batch", "attention batch size (B)"),
         Flag("heads", "query heads (N1, the headNum of FlashAttentionScore)"),
         Flag("kv_heads", "key/value heads (N2; default: --heads)"),
@@ -294,3 +304,18 @@ def make_options(c: Any, values: Mapping[str, Any]) -> Options:
             continue
         cli[flag.field] = value
     return resolve_options(cli, os.environ, config)
+
+
+def lock_to_read(c: Any, values: Mapping[str, Any], options: Options) -> Options:
+    """For tasks that read a lock: without --lock-file (or its env/config), ./cannbuild.lock,
+    else the workspace's, where a --sandbox run writes its lock."""
+    config = c.config.get("cannbuild") or {}
+    given = (
+        values.get("lock_file")
+        or os.environ.get(ENV_PREFIX + "LOCK_FILE")
+        or config.get("lock_file")
+    )
+    fallback = options.workspace / "cannbuild.lock"
+    if given or options.lock_file.exists() or not fallback.is_file():
+        return options
+    return options.with_(lock_file=fallback)

@@ -11,7 +11,7 @@ from invoke import Collection
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
-from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, make_options
+from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, lock_to_read, make_options
 from ._session import DryRunStop, open_session
 
 
@@ -85,10 +85,49 @@ def fetch(c: Any, **flags: Any) -> None:
     _sync(c, flags, "cannbuild fetch", refresh=True)
 
 
-@cli_task(*SESSION_FLAGS, "dry_run")
+@cli_task(
+    *SESSION_FLAGS,
+    "dry_run",
+    help={
+        "cann": "the CANN version to lock for; without --sandbox no toolkit is needed (with "
+        "--soc and, if it is not the version's train, --recipe)"
+    },
+)
 def lock(c: Any, **flags: Any) -> None:
-    """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock."""
+    """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock.
+
+    `--cann 9.0.0 --soc ascend910_93` locks on any machine that reaches the sources (or
+    a mirror), with no CANN installed: `setup --locked` checks the toolkit on the build
+    host."""
+    if flags.get("cann") and not flags.get("sandbox"):
+        _lock_without_toolkit(c, flags)
+        return
     _sync(c, flags, "cannbuild lock", update_lock=True)
+
+
+def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
+    from ..locks import WorkspaceLock
+    from ..session import locking_session
+    from ..sources.pinning import sync_sources
+
+    options = make_options(c, flags)
+    session = locking_session(options, os.environ, Path.cwd(), str(flags["cann"]))
+    if flags.get("dry_run"):
+        names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
+        ui.note(
+            f"dry run: cannbuild lock would resolve {names} for CANN {session.toolkit.version_text} "
+            f"({session.soc}, recipe {session.recipe.name}) and write {options.lock_file}; "
+            "nothing was changed."
+        )
+        return
+    check_writable(options.lock_file, "--lock-file")
+    with WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
+        state = sync_sources(session, update_lock=True)
+    ui.print_sources(state, options.lock_file)
+    ui.note(
+        f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
+        "`cannbuild setup --locked` checks the toolkit on the build host"
+    )
 
 
 def run_and_report(
@@ -165,7 +204,7 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
     from ..sources.bundle import bundle_contents, make_bundle
     from ..workspace import Workspace
 
-    options = make_options(c, flags)
+    options = lock_to_read(c, flags, make_options(c, flags))
     ws = Workspace(options.workspace)
     target = Path(out).resolve()
     if flags.get("dry_run"):
@@ -232,7 +271,7 @@ def status(c: Any, json: bool = False, **flags: Any) -> None:
     last validation and the last build attempt (reads the workspace only)."""
     from ..housekeeping import workspace_status
 
-    options = make_options(c, flags)
+    options = lock_to_read(c, flags, make_options(c, flags))
     data = workspace_status(options.workspace, options.lock_file)
     if json:
         ui.print_json(data)

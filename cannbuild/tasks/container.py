@@ -11,12 +11,8 @@ from typing import Any, Optional
 from invoke import Collection
 
 from .. import ui
-from ..errors import NoContainerEngine, StepFailed, UsageError
-from ..ownership import check_writable
-from ._flags import cli_task, make_options
+from ._flags import cli_task, lock_to_read, make_options
 from ._session import on_sandbox
-
-RENDERED_HEADER = "# Rendered by cannbuild"
 
 
 @cli_task(
@@ -27,6 +23,7 @@ RENDERED_HEADER = "# Rendered by cannbuild"
     "sandbox",
     "out",
     "dry_run",
+    "cannbuild_spec",
     help={
         "variant": "A2 (910B image) or A3 (default A2)",
         "cann": "CANN version of the base image (default: the lock's)",
@@ -56,73 +53,25 @@ def container(
     **flags: Any,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
-    from ..container import (
-        ContainerSpec,
-        base_name,
-        base_reference,
-        check_lock,
-        check_spec,
-        pinned,
-        render_context,
-    )
-    from ..container import build as engine_build
-    from ..sources.lock import Lock, read_lock, write_lock
+    from ..container import ContainerRequest, make_container
 
-    options = make_options(c, flags)
-    lock = read_lock(options.lock_file)
-    if lock is None:
-        raise UsageError(
-            f"{options.lock_file} does not exist: the container is rendered from the lock.",
-            "Run `cannbuild lock` on a host (or sandbox) with this CANN, or pass --lock-file.",
-        )
-    bundle = flags.get("bundle")
-    spec = ContainerSpec(
-        variant=(flags.get("variant") or "A2").upper(),
-        cann=flags.get("cann") or lock.toolkit_version,
+    options = lock_to_read(c, flags, make_options(c, flags))
+    bundle, out = flags.get("bundle"), flags.get("out")
+    request = ContainerRequest(
+        variant=flags.get("variant"),
+        cann=flags.get("cann"),
         os=os,
         python=python,
         base=base,
-        sandbox=bool(flags.get("sandbox")),
-        bundle=Path(bundle).resolve() if bundle else None,
         base_digest=base_digest,
+        sandbox=bool(flags.get("sandbox")),
+        bundle=Path(bundle) if bundle else None,
+        cannbuild_spec=flags.get("cannbuild_spec"),
+        out=Path(out) if out else None,
+        build=build,
+        dry_run=bool(flags.get("dry_run")),
     )
-    check_spec(spec)
-    check_lock(spec, lock, options.lock_file)
-    out = Path(flags.get("out") or "container").resolve()
-    if flags.get("dry_run"):
-        reference, _note = base_reference(spec, lock)
-        ui.note(
-            f"dry run: would write the build context {out} (Dockerfile, .dockerignore, "
-            f".hadolint.yaml, cannbuild.lock, cannbuild's sources) FROM {reference}"
-            + ("" if not build else ", then build it")
-            + "; nothing was changed."
-        )
-        return
-
-    def pin_base(digest: str) -> Lock:
-        assert lock is not None
-        new = pinned(lock, base_name(spec), digest)
-        write_lock(options.lock_file, new)
-        ui.note(f"{options.lock_file}: base image pinned to {base_name(spec)}@{digest}")
-        return new
-
-    check_writable(out, "--out")
-    if base_digest:
-        check_writable(options.lock_file, "--lock-file")
-        lock = pin_base(base_digest)
-    rendered = render_context(spec, lock, options.lock_file, out)
-    ui.note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
-    if rendered["note"]:
-        ui.note(f"note: {rendered['note']}")
-    if not build:
-        ui.note("build it with: " + " ".join(rendered["command"]))
-        return
-    result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch)
-    if result.returncode:
-        raise StepFailed(f"{result.engine} build failed (exit {result.returncode}).")
-    if result.base_digest:
-        pin_base(result.base_digest)
-    ui.note(f"built with {result.engine}; packages and report in {rendered['dir']}/artifacts")
+    make_container(request, options, ui.note)
 
 
 @cli_task(
@@ -137,94 +86,48 @@ def container(
 )
 def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **flags: Any) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
-    import subprocess
-
-    from ..container import find_engine, image_for_host, run_line
-    from ..host.doctor import read_host
-    from ..host.sysroot import Sysroot
+    from ..container_run import host_run_line, run_interactive
 
     options = on_sandbox(make_options(c, flags), dry_run=False)
-    host = read_host(options, os.environ)
-    chosen = image or image_for_host(host.facts)
-    if chosen is None:
-        raise UsageError(
-            "no image for this host: its CANN version or NPU variant is unknown.", "Pass --image."
-        )
-    root = Sysroot.at(options.sysroot)
-    driver = host.facts["driver"]["path"]
-    argv = run_line(
-        root.root,
-        chosen,
-        root.display(Path(driver)) if driver else "/usr/local/Ascend",
-        tty=not exec or sys.stdin.isatty(),
-    )
-    if not exec:
+    argv = host_run_line(options, os.environ, image, tty=not exec or sys.stdin.isatty())
+    if exec:
+        run_interactive(argv)
+    else:
         print(" ".join(shlex.quote(a) for a in argv))
-        return
-    engine = find_engine()
-    if engine is None:
-        raise NoContainerEngine(
-            "no container engine answers here; the command is:\n  "
-            + " ".join(shlex.quote(a) for a in argv),
-            "Run it where Docker or Podman works.",
-        )
-    code = subprocess.run([engine, *argv[1:]], check=False).returncode
-    if code:
-        raise StepFailed(f"{engine} run exited {code}.")
 
 
 @cli_task(
     "out",
     "dry_run",
-    help={"out": "file to write (default: the provider's usual path)"},
+    "sandbox",
+    "cannbuild_spec",
+    help={
+        "out": "file to write (default: the provider's usual path at the git top level)",
+        "sandbox": "render for images of the emulated host (locks made with --sandbox; no NPU job)",
+    },
     extra=[
         ("provider", "github", "github or gitlab"),
         ("npu_label", "ascend-npu", "runner label of NPU hosts"),
     ],
 )
 def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags: Any) -> None:
-    """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions."""
-    from ..ci import render_ci
-    from ..workspace import write_atomic
+    """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions.
 
-    rendered = render_ci(provider, Path.cwd(), npu_label=npu_label)
+    It is written at the top level of the git repository you are in (or to --out), and
+    installs the cannbuild that rendered it: this checkout's wheel, written beside it
+    and checked by sha256, or --cannbuild-spec."""
+    from ..ci import CiRequest, write_ci
+
     out = flags.get("out")
-    target = Path(out or rendered["path"])
-    if flags.get("dry_run"):
-        extras = "" if out else " and " + ", ".join(rendered["extras"])
-        ui.note(f"dry run: would write {target}{extras}; nothing was changed.")
-        return
-    refuse_foreign_file(target, "--out" if out else "the workflow path")
-    check_writable(target, "--out" if out else "the workflow path")
-    write_atomic(target, rendered["text"].encode())
-    ui.note(f"{provider} workflow written to {target}")
-    for name, text in rendered["extras"].items():
-        if out is not None:
-            ui.note(f"with --out, {name} is not written; for actionlint it should say:\n{text}")
-            continue
-        if Path(name).exists():
-            ui.note(f"{name} exists, left as it is; it should list the runner label {npu_label}")
-        else:
-            write_atomic(Path(name), text.encode())
-            ui.note(f"{name} written")
-
-
-def refuse_foreign_file(target: Path, what: str) -> None:
-    """A file cannbuild renders replaces only a file it rendered before (its first line
-    says so), never one a user wrote."""
-    try:
-        with open(target, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UsageError(f"{what} {target} cannot be read ({exc.strerror}).") from None
-    if not first.startswith(RENDERED_HEADER):
-        raise UsageError(
-            f"{what} {target} exists and was not rendered by cannbuild (its first line is not "
-            f"'{RENDERED_HEADER} ...'); it is left as it is.",
-            "Pass --out with another file, or move that file away first.",
-        )
+    request = CiRequest(
+        provider=provider,
+        out=Path(out) if out else None,
+        npu_label=npu_label,
+        sandbox=bool(flags.get("sandbox")),
+        cannbuild_spec=flags.get("cannbuild_spec"),
+        dry_run=bool(flags.get("dry_run")),
+    )
+    write_ci(request, Path.cwd(), ui.note)
 
 
 collection = Collection(container, container_run, ci)

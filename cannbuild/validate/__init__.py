@@ -332,8 +332,20 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
 
 
 def validation_env(session: Session) -> Dict[str, str]:
-    """The toolkit env plus the custom package's own set_env.bash, as a user would source it."""
+    """The toolkit env plus the custom package's own set_env.bash, as a user would source it.
+
+    Where opbase was overlaid on the toolkit (not installed into it), the toolkit env is
+    the overlay's, as the build's was: the package (built without an RPATH, as CANN's
+    package builds are) finds the opbase it was built against only there."""
     base = dict(session.host.build_env or os.environ)
+    overlay = session.ws.overlay
+    overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
+    if overlaid and overlay.is_dir():
+        from ..overlay import overlay_env
+
+        tk = session.toolkit
+        home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
+        base = overlay_env(base, [home, tk.path, tk.real_path], overlay)
     set_env = session.vendor_dir / "bin" / "set_env.bash"
     if not set_env.is_file():
         return base

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 
 import pytest
 
@@ -24,6 +24,16 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_ccache(tmp_path_factory) -> Iterator[Path]:
+    """The stand-in build.sh, like the real one, compiles through the ccache PATH finds:
+    the session's builds get a cache of their own, not the user's ~/.cache/ccache."""
+    folder = tmp_path_factory.getbasetemp() / "ccache"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CCACHE_DIR", str(folder))
+        yield folder
 
 
 @pytest.fixture(scope="session")
@@ -119,6 +129,11 @@ class Cli:
     @property
     def ws(self) -> Path:
         return self.cwd / ".cannbuild"
+
+    @property
+    def lock(self) -> Path:
+        """Where a --sandbox run keeps its lock (the workspace, never the project)."""
+        return self.ws / "cannbuild.lock"
 
     def report(self) -> dict:
         return json.loads((self.ws / "reports" / "latest" / "report.json").read_text())

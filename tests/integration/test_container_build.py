@@ -55,11 +55,11 @@ def test_the_sandbox_image_builds_and_exports_the_packages_and_report(cli, tmp_p
     assert "torch" in validation["reason"], validation["reason"]
     ran = {c["id"]: c["status"] for c in validation["checks"]}
     assert ran["library"] == ran["example"] == "PASS" and ran["capi"] == "SKIPPED", ran
-    locked = read_lock(cli.cwd / "cannbuild.lock")
+    locked = read_lock(cli.lock)
     assert [r["commit"] for r in report["lock"]["repos"]] == [r.commit for r in locked.repos]
     assert "s3cret" not in text  # the mirror token came in as a secret and stays out
     # the build pulled (here: found) the base; the lock now pins it by digest, and so does FROM
-    digest = read_lock(cli.cwd / "cannbuild.lock").container["base_digest"]
+    digest = read_lock(cli.lock).container["base_digest"]
     assert digest.startswith("sha256:") and digest in proc.stderr
     again = cli("container", "--sandbox", "--base", TEST_BASE, "--out", str(ctx), sandbox=False)
     assert again.returncode == 0, again.stderr

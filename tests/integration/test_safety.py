@@ -82,11 +82,12 @@ def test_a_sandbox_folder_holding_someone_elses_files_is_left_untouched(cli, tmp
 
 def test_container_out_dot_in_a_project_is_refused(installed, tmp_path):
     project = someones_files(tmp_path / "project")
-    shutil.copy(installed.cwd / "cannbuild.lock", project / "cannbuild.lock")
+    shutil.copy(installed.lock, project / "cannbuild.lock")
     before = tree_digest(project)
     env = installed.env()
+    argv = ["container", "--sandbox", "--out", ".", "--lock-file", "cannbuild.lock"]
     proc = subprocess.run(
-        [sys.executable, "-m", "cannbuild", "container", "--sandbox", "--out", "."],
+        [sys.executable, "-m", "cannbuild", *argv],
         cwd=project,
         env=env,
         capture_output=True,

@@ -30,7 +30,7 @@ SERVED = {a.url: a for a in standin_archives().values()}
 
 
 def lock_of(cli: Cli) -> dict:
-    return tomllib.loads((cli.cwd / "cannbuild.lock").read_text())
+    return tomllib.loads(cli.lock.read_text())
 
 
 def air_gapped(tmp_path: Path, cli: Cli, name: str = "air") -> Cli:
@@ -143,7 +143,7 @@ def test_8_3_refuses_to_build_offline_naming_what_its_refs_download_every_time(c
 def test_a_lock_from_before_discovery_is_relocked_or_refused_with_locked(cli_for):
     cli = cli_for("A2-8.5.0")
     assert cli("fetch").returncode == 0
-    path = cli.cwd / "cannbuild.lock"
+    path = cli.lock
     text = path.read_text()
     # what cannbuild wrote before it read the archives from the checkouts: version 1,
     # only the makeself archive of the recipe's [[third_party]] list

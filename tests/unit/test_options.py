@@ -56,3 +56,26 @@ def test_mirrors_from_config_mapping_longest_prefix_first():
 def test_sandbox_points_sysroot_into_the_workspace(tmp_path: Path):
     opts = resolve_options({"sandbox": True, "workspace": str(tmp_path)}, {}, {})
     assert opts.sysroot == tmp_path / "sandbox" / "sysroot"
+
+
+def test_a_sandbox_run_keeps_its_lock_in_the_workspace(tmp_path: Path):
+    opts = resolve_options({"sandbox": True, "workspace": str(tmp_path / "ws")}, {}, {})
+    assert opts.lock_file == tmp_path / "ws" / "cannbuild.lock"
+    given = resolve_options({"sandbox": True, "lock_file": str(tmp_path / "l.lock")}, {}, {})
+    assert given.lock_file == tmp_path / "l.lock"
+    assert resolve_options({}, {}, {}).lock_file == Path.cwd() / "cannbuild.lock"
+
+
+def test_the_cache_remote_comes_from_the_nested_config_key_or_the_env():
+    config = {"cache": {"remote": "redis://pw@cache.example:6379"}}
+    assert resolve_options({}, {}, config).cache_remote == "redis://pw@cache.example:6379"
+    env = {"CANNBUILD_CACHE_REMOTE": "https://cache.example/ccache"}
+    assert resolve_options({}, env, config).cache_remote == "https://cache.example/ccache"
+    assert resolve_options({}, {}, {}).cache_remote is None
+    with pytest.raises(UsageError) as typo:
+        resolve_options({}, {}, {"cache": {"remot": "redis://x"}})
+    assert "Did you mean cannbuild.cache.remote?" in typo.value.paragraph()
+    with pytest.raises(UsageError) as err:
+        resolve_options({}, {"CANNBUILD_CACHE_REMOTE": "ftp://u:hunter2@x"}, {})
+    text = err.value.paragraph()
+    assert "CANNBUILD_CACHE_REMOTE" in text and "hunter2" not in text

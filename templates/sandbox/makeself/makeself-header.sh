@@ -5,6 +5,7 @@
 ARCHIVE_LINE=@ARCHIVE_LINE@
 SHA256=@SHA256@
 LABEL="@LABEL@"
+DATE="@DATE@"
 SCRIPT="@SCRIPT@"
 SCRIPT_ARGS="@SCRIPT_ARGS@"
 quiet=n
@@ -45,7 +46,7 @@ case "$action" in
         echo "  $0 [--quiet] [--noexec] [--target DIR] [--list] [--check] [-- install options]"
         if payload | tar tzf - ./help.info >/dev/null 2>&1; then payload | tar xzf - -O ./help.info; fi
         exit 0 ;;
-    info) echo "Identification: $LABEL"; echo "Script: $SCRIPT $SCRIPT_ARGS"; exit 0 ;;
+    info) echo "Identification: $LABEL"; echo "Date of packaging: $DATE"; echo "Script: $SCRIPT $SCRIPT_ARGS"; exit 0 ;;
     list) payload | tar tzf -; exit 0 ;;
     check) verify; exit 0 ;;
 esac

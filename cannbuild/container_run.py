@@ -1,0 +1,87 @@
+"""`docker run` for this host's NPUs and driver: the line, and running it on the user's
+terminal (`cannbuild container-run`)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+from .container import image_for_host
+from .container_engine import find_engine
+from .errors import NoContainerEngine, StepFailed, UsageError
+from .host.doctor import read_host
+from .host.sysroot import Sysroot
+from .options import Options
+from .proc import run
+
+
+def run_line(
+    sysroot: Path, image: str, driver_path: str = "/usr/local/Ascend", tty: bool = True
+) -> List[str]:
+    """The documented `docker run` for the NPUs this host actually has (-it only with a
+    terminal: docker refuses -t when stdin is not one, as in CI)."""
+
+    def present(path: str) -> bool:
+        return (sysroot / path.lstrip("/")).exists()
+
+    def index(path: Path) -> int:
+        tail = path.name[len("davinci") :]
+        return int(tail) if tail.isdigit() else -1
+
+    argv = ["docker", "run", "--rm", "-it" if tty else "-i"]
+    nodes = sorted((p for p in (sysroot / "dev").glob("davinci*") if index(p) >= 0), key=index)
+    for node in nodes:
+        argv += ["--device", f"/dev/{node.name}"]
+    for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
+        if present(f"/dev/{name}"):
+            argv += ["--device", f"/dev/{name}"]
+    mounts: List[Tuple[str, str]] = []
+    if present("/usr/local/dcmi"):
+        mounts.append(("/usr/local/dcmi", "/usr/local/dcmi"))
+    for smi in ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi"):
+        if present(smi):
+            mounts.append((smi, "/usr/local/bin/npu-smi"))
+            break
+    driver = driver_path.rstrip("/") + "/driver"
+    if present(f"{driver}/lib64"):
+        mounts.append((f"{driver}/lib64/", f"{driver}/lib64/"))
+    if present(f"{driver}/version.info"):
+        mounts.append((f"{driver}/version.info", f"{driver}/version.info"))
+    if present("/etc/ascend_install.info"):
+        mounts.append(("/etc/ascend_install.info", "/etc/ascend_install.info"))
+    for src, dst in mounts:
+        argv += ["-v", f"{src}:{dst}"]
+    return [*argv, image, "bash"]
+
+
+def host_run_line(
+    options: Options, env: Mapping[str, str], image: Optional[str], tty: bool
+) -> List[str]:
+    """`docker run` for this host's NPUs and driver, with `image` or the CANN image of the
+    host's CANN version and variant."""
+    host = read_host(options, env)
+    chosen = image or image_for_host(host.facts)
+    if chosen is None:
+        raise UsageError(
+            "no image for this host: its CANN version or NPU variant is unknown.", "Pass --image."
+        )
+    root = Sysroot.at(options.sysroot)
+    driver = host.facts["driver"]["path"]
+    shown = root.display(Path(driver)) if driver else "/usr/local/Ascend"
+    return run_line(root.root, chosen, shown, tty=tty)
+
+
+def run_interactive(argv: Sequence[str]) -> None:
+    """Run the `docker run` line with the engine that answers here, on the user's
+    terminal (the engine replaces `docker`: podman takes the same arguments)."""
+    engine = find_engine()
+    if engine is None:
+        raise NoContainerEngine(
+            "no container engine answers here; the command is:\n  "
+            + " ".join(shlex.quote(a) for a in argv),
+            "Run it where Docker or Podman works.",
+        )
+    code = run([engine, *argv[1:]], capture=False, interactive=True).returncode
+    if code:
+        raise StepFailed(f"{engine} run exited {code}.")

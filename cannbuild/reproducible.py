@@ -1,0 +1,173 @@
+"""Reproducible packages: SOURCE_DATE_EPOCH for the builds, and what makes a .run vary.
+
+Each build step gets SOURCE_DATE_EPOCH (reproducible-builds.org): the environment's, or
+else the committer time of the commit it builds, so the same lock gives the same value
+in every workspace.  The sandbox's makeself reads it; the real makeself 2.5.0 that CANN
+pins does not: its header carries the packaging date, its payload the files' build
+times and the gzip header the time of the tar it compressed.  `what_varies` reads a
+built package and names each such file and why (a date, a build time, the workspace
+path a library embeds), so the report says where two builds of the same lock differ.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any, Dict, List, Mapping, Optional
+
+from .proc import run
+
+_DATE_LINE = re.compile(rb"Date of packaging: *([^\s\"$][^\"\n]*)")
+_DATE_VAR = re.compile(rb"^DATE=\"([^\"\n$]+)\"", re.MULTILINE)
+HEADER_SCAN_BYTES = 4 * 1024 * 1024  # a makeself header is a few kB of shell
+CHUNK_BYTES = 1024 * 1024
+
+
+def commit_time(checkout: Path) -> Optional[int]:
+    """The committer time of the commit checked out in `checkout`, or None."""
+    if not (checkout / ".git").exists():
+        return None
+    try:
+        proc = run(["git", "show", "-s", "--format=%ct", "HEAD"], cwd=checkout, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = proc.stdout.decode().strip()
+    return int(text) if proc.returncode == 0 and text.isdigit() else None
+
+
+def with_source_date(step: Any) -> Any:
+    """The step with SOURCE_DATE_EPOCH set (unless its environment already has one)."""
+    if step.env.get("SOURCE_DATE_EPOCH") or not step.spec.repo:
+        return step
+    when = commit_time(step.cwd)
+    if when is None:
+        return step
+    extra = {"SOURCE_DATE_EPOCH": str(when)}
+    return replace(step, env={**step.env, **extra}, env_delta={**step.env_delta, **extra})
+
+
+def _split(data: bytes) -> Optional[int]:
+    """Where the gzip payload of a makeself archive starts (after the shell header)."""
+    index = data.find(b"\n\x1f\x8b\x08")
+    return index + 1 if index >= 0 else None
+
+
+def what_varies(
+    package: Path, workspace: Optional[Path], epoch: Optional[int]
+) -> List[Dict[str, str]]:
+    """Each part of a makeself .run that depends on when or where it was built: the
+    header's packaging date, the gzip time, members' build times, members embedding the
+    workspace path.  Empty: nothing found that would differ between two builds.  The
+    package is streamed (a built-in ops-transformer package runs to gigabytes)."""
+    with open(package, "rb") as fh:
+        head = fh.read(HEADER_SCAN_BYTES)
+        start = _split(head)
+        if start is None or len(head) < start + 8:
+            return [{"file": package.name, "why": "not a makeself archive with a gzip payload"}]
+        found = _header_varies(head[:start], head[start : start + 8], epoch)
+        fh.seek(start)
+        found += _payload_varies(fh, workspace, epoch)
+    return found
+
+
+def _header_varies(header: bytes, gz_head: bytes, epoch: Optional[int]) -> List[Dict[str, str]]:
+    found: List[Dict[str, str]] = []
+    match = _DATE_VAR.search(header) or _DATE_LINE.search(header)
+    if match:
+        date = match.group(1).decode("utf-8", "replace").strip()
+        if epoch is None or date != _utc_date(epoch):
+            found.append(
+                {"file": "(makeself header)", "why": f"embeds the packaging date {date!r}"}
+            )
+    gz_time = int.from_bytes(gz_head[4:8], "little")
+    if gz_time and gz_time != epoch:
+        found.append(
+            {
+                "file": "(gzip header)",
+                "why": f"carries the time of the tar it compressed ({gz_time})",
+            }
+        )
+    return found
+
+
+def _payload_varies(
+    stream: IO[bytes], workspace: Optional[Path], epoch: Optional[int]
+) -> List[Dict[str, str]]:
+    found: List[Dict[str, str]] = []
+    needle = str(workspace).encode() if workspace else None
+    late: List[str] = []
+    try:
+        with tarfile.open(fileobj=stream, mode="r|gz") as tar:
+            for member in tar:
+                name = member.name.lstrip("./") or "."
+                if epoch is not None and member.mtime > epoch:
+                    late.append(name)
+                content = tar.extractfile(member) if needle and member.isfile() else None
+                if content is not None and needle is not None and _contains(content, needle):
+                    found.append(
+                        {
+                            "file": name,
+                            "why": f"embeds the workspace path {workspace} (an RPATH, "
+                            "__FILE__ or a configured path)",
+                        }
+                    )
+    except (OSError, EOFError, tarfile.TarError) as exc:
+        found.append({"file": "(payload)", "why": f"cannot be read as tar.gz: {exc}"})
+        return found
+    if late:
+        found.append(
+            {
+                "file": late[0] if len(late) == 1 else f"{late[0]} and {len(late) - 1} more",
+                "why": "carries its build time, later than SOURCE_DATE_EPOCH "
+                f"{epoch} (the tar was not made with --mtime)",
+            }
+        )
+    return found
+
+
+def _contains(content: IO[bytes], needle: bytes) -> bool:
+    """Whether `needle` occurs in the stream, read a chunk at a time."""
+    tail = b""
+    while True:
+        chunk = content.read(CHUNK_BYTES)
+        if not chunk:
+            return False
+        if needle in tail + chunk:
+            return True
+        tail = chunk[-(len(needle) - 1) :] if len(needle) > 1 else b""
+
+
+def _utc_date(epoch: int) -> str:
+    """`LC_ALL=C TZ=UTC date -d @epoch`, as the sandbox's makeself writes it."""
+    import time
+
+    return time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(epoch))
+
+
+def artifact_record(
+    path: str, sha256: str, step: str, workspace: Path, epoch: Optional[int]
+) -> Dict[str, Any]:
+    """A report's artifact entry: its sha256 and what in it varies between builds
+    (`epoch`: the SOURCE_DATE_EPOCH its step had)."""
+    record: Dict[str, Any] = {"step": step, "path": path, "sha256": sha256}
+    package = Path(path)
+    if not package.is_file() or package.suffix != ".run":
+        return record
+    try:
+        varies = what_varies(package, workspace, epoch)
+    except OSError as exc:
+        varies = [{"file": package.name, "why": f"cannot be read ({exc.strerror})"}]
+    record["reproducible"] = not varies
+    record["varies"] = varies
+    return record
+
+
+def step_epoch(env: Mapping[str, str], checkout: Optional[Path]) -> Optional[int]:
+    """The SOURCE_DATE_EPOCH `with_source_date` gives a step of that checkout."""
+    given = env.get("SOURCE_DATE_EPOCH", "")
+    if given.strip().isdigit():
+        return int(given)
+    return commit_time(checkout) if checkout is not None else None

@@ -1,0 +1,122 @@
+"""How files cannbuild renders (a container context, a CI workflow) install this very
+cannbuild: from its tracked sources or its wheel when it runs from a checkout, else from
+the VCS requirement pip recorded; never a name that does not resolve."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import List, Optional
+
+from . import __version__
+from .errors import UsageError
+from .proc import run
+
+
+def source_files(root: Path) -> Optional[List[Path]]:
+    """cannbuild's own sources as git tracks them, or None when not running from a checkout.
+
+    Tracked files only: an untracked local recipe (perhaps holding a mirror token)
+    must not end up in an image layer or an exported build cache."""
+    if not (root / "pyproject.toml").is_file():
+        return None
+    try:
+        listed = run(["git", "ls-files", "-z", "--cached"], cwd=root, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        listed = subprocess.CompletedProcess([], 1, b"", str(exc).encode())
+    out = listed.stdout
+    if listed.returncode != 0:
+        why = listed.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise UsageError(
+            f"cannot list cannbuild's sources in {root} with git ({why[0]}).",
+            "Render from a git checkout of cannbuild, or from an installed cannbuild "
+            "with --cannbuild-spec (a requirement the image can install).",
+        )
+    keep = ("cannbuild/", "templates/", "kernels/", "recipes/")
+    names = {"pyproject.toml", "README.md", "tasks.py"}
+    rels = [p for p in out.decode().split("\0") if p]
+    return sorted(
+        root / rel
+        for rel in rels
+        if (rel.startswith(keep) or rel in names)
+        and "__pycache__" not in rel
+        and (root / rel).is_file()
+    )
+
+
+def installed_spec() -> Optional[str]:
+    """A requirement for the installed cannbuild that resolves elsewhere: the VCS URL and
+    commit pip recorded when it was installed from one (PEP 610 direct_url.json)."""
+    from importlib import metadata
+
+    try:
+        text = metadata.distribution("cannbuild").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    vcs = data.get("vcs_info") or {}
+    url = str(data.get("url", ""))
+    if vcs.get("vcs") == "git" and vcs.get("commit_id") and not url.startswith("file:"):
+        return f"cannbuild @ git+{url}@{vcs['commit_id']}"
+    return None
+
+
+def build_own_wheel(root: Path, into: Path, epoch: Optional[int] = None) -> Path:
+    """cannbuild's wheel from its tracked sources (an untracked local recipe, perhaps
+    holding a token, stays out), built reproducibly: the same checkout, the same bytes."""
+    files = source_files(root)
+    if files is None:
+        raise UsageError(f"{root} is not a checkout of cannbuild.")
+    into.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cannbuild-wheel.") as tmp:
+        staging = Path(tmp) / "src"
+        for path in files:
+            target = staging / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+        out = Path(tmp) / "out"
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        env.pop("SOURCE_DATE_EPOCH", None)
+        if epoch is not None:
+            env["SOURCE_DATE_EPOCH"] = str(epoch)
+        proc = run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+             str(out), str(staging)],
+            env=env,
+        )  # fmt: skip
+        wheels = sorted(out.glob("cannbuild-*.whl")) if out.is_dir() else []
+        if proc.returncode != 0 or len(wheels) != 1:
+            tail = " ".join(proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
+            raise UsageError(
+                f"could not build cannbuild's wheel from {root} ({tail or 'no wheel made'}).",
+                "Check that pip can fetch the build backend (hatchling), or pass "
+                "--cannbuild-spec with a requirement your runners can install.",
+            )
+        final = into / wheels[0].name
+        shutil.copyfile(wheels[0], final)
+    return final
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def no_install_source() -> UsageError:
+    return UsageError(
+        f"cannbuild {__version__} is not running from a checkout, and no package index serves "
+        "it: the rendered files would install a cannbuild that does not resolve.",
+        "Pass --cannbuild-spec with a requirement your runners can install (e.g. 'cannbuild "
+        "@ git+https://git.example.com/cannbuild.git@<commit>' or a wheel URL), or render from "
+        "a git checkout of cannbuild (its wheel is then written beside the files).",
+    )

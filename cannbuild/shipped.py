@@ -1,0 +1,86 @@
+"""Validate what is shipped: a built .run package, installed into a scratch prefix.
+
+The NPU job of the rendered CI validates the very package the build job uploaded, not
+a rebuild: `cannbuild validate --package X.run` installs X (as the install step does,
+`--quiet --install-path=`) under <workspace>/validate/package/, and validates that
+install with the host's toolkit.  Its sha256 goes into the report.  The repository's
+own example is not run: it compiles from the source tree, which a package does not
+carry.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+from .errors import UsageError, ValidationFailed
+from .ownership import inside
+from .proc import run
+from .session import Session
+from .sources.fetch import sha256_file
+from .workspace import Workspace
+
+INSTALL_TIMEOUT_S = 1800
+
+
+def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str, Any]]:
+    """Install `package` into a scratch prefix; the session that validates it, and the
+    report's record of it."""
+    package = package.resolve()
+    if not package.is_file() or package.suffix != ".run":
+        raise UsageError(
+            f"--package {package} is not a .run file.",
+            "Pass the custom operator package a build made, e.g. "
+            "build_out/cann-ops-transformer-custom_linux-x86_64.run.",
+        )
+    digest = sha256_file(package)
+    scratch = inside(session.ws.root, session.ws.validate / "package", "the package's prefix")
+    shutil.rmtree(scratch, ignore_errors=True)
+    prefix = scratch / "opp"
+    prefix.mkdir(parents=True)
+    argv = ["bash", str(package), "--quiet", f"--install-path={prefix}"]
+    try:
+        proc = run(
+            argv,
+            cwd=scratch,
+            env={**(session.host.build_env or {}), "TMPDIR": str(scratch)},
+            timeout=INSTALL_TIMEOUT_S,
+            merge_stderr=True,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ValidationFailed(f"--package {package} could not be installed: {exc}.") from None
+    output = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    vendors = sorted((prefix / "vendors").glob("*_transformer")) if proc.returncode == 0 else []
+    if proc.returncode != 0 or len(vendors) != 1:
+        what = (
+            f"exited {proc.returncode}"
+            if proc.returncode
+            else f"installed {len(vendors)} vendor folders under {prefix}/vendors (expected one)"
+        )
+        raise ValidationFailed(
+            f"--package {package} (sha256 {digest}) does not install into a scratch prefix: "
+            f"`{' '.join(argv)}` {what}: {' | '.join(output[-3:])}.",
+            "Check that it is an ops-transformer custom operator package for this host's "
+            "architecture and CANN.",
+        )
+    vendor_name = vendors[0].name[: -len("_transformer")]
+    recipe = session.recipe
+    derived = replace(
+        session,
+        options=session.options.with_(vendor_name=vendor_name),
+        ws=Workspace(scratch),
+        context=replace(session.context, vendor_name=vendor_name, opp=prefix),
+        recipe=replace(recipe, validate=replace(recipe.validate, example=None)),
+    )
+    record = {
+        "path": str(package),
+        "sha256": digest,
+        "installed_into": str(vendors[0]),
+        "vendor_name": vendor_name,
+        "example": "not run: the repository's example compiles from the source tree, which a "
+        "package does not carry",
+    }
+    return derived, record

@@ -1,0 +1,56 @@
+"""`validate --package X.run`: what is validated is what is shipped."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def test_a_shipped_package_is_validated_in_a_workspace_that_never_built_it(installed, cli):
+    package = next(installed.ws.glob("src/ops-transformer/build_out/cann-ops-transformer-*.run"))
+    digest = hashlib.sha256(package.read_bytes()).hexdigest()
+    proc = cli("validate", "--require-device", "--package", str(package))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = cli.report()
+    assert report["validation"]["status"] == "PASS"
+    assert report["package"]["sha256"] == digest and report["package"]["path"] == str(package)
+    assert report["package"]["installed_into"].startswith(str(cli.ws / "validate" / "package"))
+    assert report["built_from"] is None and not (cli.ws / "src").exists()  # nothing was built
+    assert f"(sha256 `{digest}`)" in (cli.ws / "reports" / "latest" / "report.md").read_text()
+    checks = {c["id"] for c in report["validation"]["checks"]}
+    assert "example" not in checks and report["package"]["example"].startswith("not run")
+
+
+def test_a_damaged_or_wrong_package_fails_with_its_name(installed, cli, tmp_path):
+    package = next(installed.ws.glob("src/ops-transformer/build_out/cann-ops-transformer-*.run"))
+    damaged = tmp_path / package.name
+    data = bytearray(package.read_bytes())
+    data[-100] ^= 0xFF  # one payload byte: the archive's own sha256 check refuses it
+    damaged.write_bytes(bytes(data))
+    proc = cli("validate", "--package", str(damaged))
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert (
+        "does not install into a scratch prefix" in proc.stderr and "Traceback" not in proc.stderr
+    )
+    assert hashlib.sha256(bytes(data)).hexdigest() in proc.stderr
+    report = json.loads((cli.ws / "reports" / "latest" / "report.json").read_text())
+    assert report["build"]["status"] == "failed"  # the run still left its report
+    not_a_run = tmp_path / "notes.txt"
+    not_a_run.write_text("x")
+    proc = cli("validate", "--package", str(not_a_run))
+    assert proc.returncode == 2 and "is not a .run file" in proc.stderr
+
+
+def test_a_shipped_package_with_a_wrong_kernel_fails_validation(cli_for, tmp_path):
+    builder = cli_for("A2-8.5.0", tmp_path / "builder")
+    faulty = builder("install", env=builder.env(CANNBUILD_SANDBOX_FAULT="fa-wrong-scale"))
+    assert faulty.returncode == 0, faulty.stderr  # it builds and installs: only numbers are off
+    package = next(builder.ws.glob("src/ops-transformer/build_out/cann-ops-transformer-*.run"))
+    checker = cli_for("A2-8.5.0", tmp_path / "checker")
+    proc = checker("validate", "--package", str(package), "--cases", "fp16_bsh_s128_d128_causal")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    report = checker.report()
+    assert report["validation"]["status"] == "FAIL"
+    assert report["package"]["sha256"] == hashlib.sha256(package.read_bytes()).hexdigest()
+    capi = next(c for c in report["validation"]["checks"] if c["id"] == "capi")
+    assert capi["status"] == "FAIL" and "exceeds the bound" in capi["message"]
