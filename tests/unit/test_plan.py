@@ -202,3 +202,68 @@ def test_a_run_plans_each_step_after_the_one_before_ran_and_stops_at_a_failure(r
 
 def test_a_recipe_finds_its_templates_beside_it_before_cannbuilds(recipe):
     assert Path(recipe.path).parent in [Path(p) for p in recipe_templates(recipe).loader.searchpath]
+
+
+def _planned(recipe, ws: Workspace, name: str):
+    seen = []
+    walk(
+        recipe,
+        context(recipe, ws),
+        ws,
+        ("build", "install"),
+        visit=lambda s: seen.append(s) or True,
+    )
+    return next(s for s in seen if s.name == name)
+
+
+def _action_context(tmp_path: Path, **overrides):
+    from cannbuild.actions import ActionContext
+
+    ws = tmp_path / "ws"
+    values = dict(
+        toolkit_home=tmp_path / "toolkit",
+        overlay=ws / "overlay",
+        stage=ws / "stage",
+        opp=ws / "opp",
+        vendor_dir=ws / "opp" / "vendors" / "custom_transformer",
+    )
+    values.update(overrides)
+    return ActionContext(**values)
+
+
+def test_the_vendor_install_starts_from_a_clean_folder_and_must_leave_set_env(recipe, tmp_path):
+    from cannbuild.actions import ACTIONS, ActionFailed
+
+    ws = Workspace(tmp_path / "ws")
+    step = _planned(recipe, ws, "install")
+    ctx = _action_context(tmp_path)
+    stale = ctx.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an older package")
+    vendor = ACTIONS["vendor"]
+    vendor.prepare(step, ctx, "r1")
+    assert not stale.exists() and ctx.opp.is_dir()  # nothing of the old package survives
+    with pytest.raises(ActionFailed, match="set_env.bash is missing"):
+        vendor.finish(step, ctx)  # an installer that exits 0 without installing fails
+    set_env = ctx.vendor_dir / "bin" / "set_env.bash"
+    set_env.parent.mkdir(parents=True)
+    set_env.write_text("export ASCEND_CUSTOM_OPP_PATH=x\n")
+    assert vendor.finish(step, ctx) == ([], [str(set_env)])  # the stamp then watches it
+
+
+def test_the_overlay_action_stages_into_an_emptied_prefix_and_fails_on_an_empty_stage(
+    recipe, tmp_path
+):
+    from cannbuild.actions import ACTIONS, ActionFailed
+
+    ws = Workspace(tmp_path / "ws")
+    step = _planned(recipe, ws, "build")
+    ctx = _action_context(tmp_path)
+    leftover = ctx.stage / "cann" / "old.h"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("from an earlier install")
+    overlay = ACTIONS["overlay"]
+    overlay.prepare(step, ctx, "r1")
+    assert ctx.stage.is_dir() and not any(ctx.stage.iterdir())
+    with pytest.raises(ActionFailed):
+        overlay.finish(step, ctx)  # the installer staged nothing: no overlay from nothing
