@@ -6,30 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
+from clirun import cannbuild
 
 from cannbuild.options import resolve_options
 from cannbuild.tasks import ns
 from cannbuild.tasks._flags import FLAGS
 
 COMMON_SHORT = {"j": "jobs", "w": "workspace", "v": "verbose"}
-
-
-def cannbuild(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    import os
-
-    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "cannbuild", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def arguments():

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 from typing import List, Sequence
 
 import pytest
+from clirun import cannbuild as cli
 
 from cannbuild.profile.analysis import Analyzer, Kernel
 from cannbuild.profile.ops import type_from_name
@@ -146,21 +145,6 @@ def test_the_timeline_png_shows_fused_and_unfused_side_by_side(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
     assert width > 2 * height  # two panels side by side
-
-
-def cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    import os
-
-    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "cannbuild", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stderr(tmp_path):
