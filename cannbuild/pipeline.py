@@ -51,8 +51,13 @@ SILENT_WAIT_S = 1.0
 
 
 def step_context(
-    session: Session, sources: Optional[SourceState], env: Mapping[str, str]
+    session: Session,
+    sources: Optional[SourceState],
+    env: Mapping[str, str],
+    running: bool = False,
 ) -> StepContext:
+    """`running`: steps will run, so compiled templates may be kept in the workspace (a
+    plan or a dry run writes nothing there)."""
     host = session.host
     tk = session.toolkit
     base = dict(host.build_env or env)
@@ -71,7 +76,7 @@ def step_context(
         overlay_env=over,
         extra_env=extra,
         recipe=session.recipe.name,
-        templates=recipe_templates(session.recipe, session.ws.jinja_cache),
+        templates=recipe_templates(session.recipe, session.ws.jinja_cache if running else None),
     )
 
 
@@ -150,7 +155,7 @@ def run_steps(
     """Walk the plan and run each step that is not up to date, in order; a step waits for
     its own repo only (`sources` may still be fetching the others)."""
     progress = progress or NoProgress()
-    ctx = step_context(session, None, env)
+    ctx = step_context(session, None, env, running=True)
     recipe, ws, options = session.recipe, session.ws, session.options
     logs = RunLogs(ws, run_id or new_run_id())
     actions = ActionContext(
