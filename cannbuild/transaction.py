@@ -223,12 +223,14 @@ def run_pipeline(
     """Sync the sources and run the steps that are not up to date under the workspace lock;
     then (if asked, and the steps succeeded) validate under the same lock; report."""
     from . import cache as compile_cache
+    from .host.toolchain import remember_tools
     from .sources.pinning import syncing_sources
 
     run_id = new_run_id()
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
     with WorkspaceLock(session.ws, request.command, options.wait, waiting):
+        remember_tools(session.ws.tool_memo, session.host.tools)
         cache = compile_cache.compile_cache(
             options.cache_remote, session.ws.root, session.host.build_env or env
         )

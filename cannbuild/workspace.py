@@ -45,6 +45,11 @@ class Workspace:
         return self.root / "cache" / "jinja"
 
     @property
+    def tool_memo(self) -> Path:
+        """Build tools' versions by binary identity (host/toolchain.py)."""
+        return self.root / "cache" / "tools.json"
+
+    @property
     def third_party_memo(self) -> Path:
         """What each locked commit's cmake/third_party/*.cmake say (immutable per commit)."""
         return self.root / "cache" / "third-party"

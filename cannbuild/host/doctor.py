@@ -16,6 +16,7 @@ from .hardware import Hardware
 from .judge import judge
 from .reading import facts_of, read_readings
 from .socs import Family
+from .toolchain import ToolResult
 from .toolkit import Toolkit
 
 
@@ -27,6 +28,7 @@ class HostReport:
     hardware: Hardware
     soc: Optional[Family]
     build_env: Optional[Dict[str, str]] = field(default=None, repr=False)
+    tools: Tuple[ToolResult, ...] = field(default=(), repr=False)
 
     @property
     def failed(self) -> bool:
@@ -51,4 +53,5 @@ def read_host(options: Options, env: Mapping[str, str]) -> HostReport:
         hardware=r.hardware,
         soc=r.soc,
         build_env=r.captured.env if r.captured else None,
+        tools=tuple(r.tools),
     )

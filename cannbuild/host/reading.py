@@ -101,13 +101,14 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
 
 
 def _tool_memo(options: Options) -> Optional[Path]:
-    """Where tool versions are remembered: in a workspace cannbuild made (doctor never
-    creates or writes into a folder of someone else's)."""
+    """Where tool versions are remembered: in a workspace cannbuild made (read here; a
+    run that acts writes it: toolchain.remember_tools)."""
     from ..ownership import owned
+    from ..workspace import Workspace
 
     if not owned(options.workspace, "workspace"):
         return None
-    return options.workspace / "cache" / "tools.json"
+    return Workspace(options.workspace).tool_memo
 
 
 def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Family], str]:

@@ -109,23 +109,26 @@ def probe_tool(
 def probe_tools(
     env: Mapping[str, str], specs: Sequence[ToolSpec] = TOOLS, memo: Optional[Path] = None
 ) -> List[ToolResult]:
-    """Probe in parallel: a dozen `--version` calls must not add up.  With `memo`, a
-    binary's version is asked once and remembered while the file stays the same one."""
+    """Probe in parallel: a dozen `--version` calls must not add up.  A binary named in
+    `memo` (see remember_tools) with the same file identity is not asked again."""
     known = _read_memo(memo)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(lambda s: probe_tool(s, env, known), specs))
-    if memo is not None:
-        seen = {
-            key: r.version
-            for r in results
-            if r.path and r.version and (key := binary_key(r.spec, r.path)) is not None
-        }
-        if seen != known:
-            from ..workspace import write_json_atomic
+        return list(pool.map(lambda s: probe_tool(s, env, known), specs))
 
-            with contextlib.suppress(OSError):  # only slower next time
-                write_json_atomic(memo, seen)
-    return results
+
+def remember_tools(memo: Path, results: Sequence[ToolResult]) -> None:
+    """Keep the versions read from binaries for later runs.  Only runs that act write it
+    (a plan, a dry run or doctor reads it and writes nothing)."""
+    seen = {
+        key: r.version
+        for r in results
+        if r.path and r.version and (key := binary_key(r.spec, r.path)) is not None
+    }
+    if seen and seen != _read_memo(memo):
+        from ..workspace import write_json_atomic
+
+        with contextlib.suppress(OSError):  # only slower next time
+            write_json_atomic(memo, seen)
 
 
 def binary_key(spec: ToolSpec, path: str) -> Optional[str]:

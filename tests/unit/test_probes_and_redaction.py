@@ -105,7 +105,7 @@ def test_a_tools_version_is_remembered_until_its_binary_changes(tmp_path):
     import os
     import shutil
 
-    from cannbuild.host.toolchain import ToolSpec, probe_tools
+    from cannbuild.host.toolchain import ToolSpec, probe_tools, remember_tools
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -116,6 +116,8 @@ def test_a_tools_version_is_remembered_until_its_binary_changes(tmp_path):
     env = {"PATH": str(bin_dir)}
     (first,) = probe_tools(env, (spec,), memo)
     assert first.version and first.version[0].isdigit()
+    assert not memo.exists()  # reading writes nothing; a run that acts remembers
+    remember_tools(memo, [first])
     remembered = json.loads(memo.read_text())
     assert list(remembered.values()) == [first.version]
     # what the memo says is what is reported: the binary is not asked again ...
