@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 ENTRY_POINTS = ("aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnFlashAttentionScore")
 OP_TYPE = "FlashAttentionScore"
@@ -103,17 +103,22 @@ def _doc(checkout: Path) -> Tuple[Optional[Path], List[str]]:
     return None, []
 
 
-def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
-    limits: Dict[str, Limit] = {}
+def _constraint_lines(lines: Sequence[str]) -> Iterator[Tuple[int, str, str]]:
+    """(line number, line, the line as said) inside the doc's constraints sections."""
     inside = False
     for number, line in enumerate(lines, 1):
         if line.startswith("## "):
             inside = "约束" in line or "onstraint" in line
-            continue
-        match = _RANGE.match(line) if inside else None
+        elif inside:
+            yield number, line, line.strip().lstrip("-* ").replace("\\~", "~")
+
+
+def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
+    limits: Dict[str, Limit] = {}
+    for number, line, said in _constraint_lines(lines):
+        match = _RANGE.match(line)
         if match and match.group(1) not in limits:
             scale = {"k": 1024, "m": 1024 * 1024}.get(match.group(4).lower(), 1)
-            said = line.strip().lstrip("-* ").replace("\\~", "~")
             limits[match.group(1)] = Limit(
                 match.group(1),
                 int(match.group(2)),
@@ -124,15 +129,10 @@ def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
 
 
 def _doc_align_rule(doc: Path, lines: Sequence[str]) -> Optional[Tuple[int, str]]:
-    inside = False
-    for number, line in enumerate(lines, 1):
-        if line.startswith("## "):
-            inside = "约束" in line or "onstraint" in line
-            continue
-        match = _ALIGN_RULE.match(line) if inside else None
+    for number, line, said in _constraint_lines(lines):
+        match = _ALIGN_RULE.match(line)
         if match:
             value = int(next(g for g in match.groups() if g))
-            said = line.strip().lstrip("-* ").replace("\\~", "~")
             return value, f"{doc}:{number} ({said})"
     return None
 
