@@ -21,7 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Dict, Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,23 @@ def read_json(path: Path) -> Optional[Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def read_text_map(path: Path) -> Optional[Dict[str, str]]:
+    """A JSON object of strings (a memo cannbuild wrote); None when absent, unreadable or
+    anything else, so a damaged memo is never trusted."""
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        return None
+    return data
+
+
+def remember(path: Path, data: Mapping[str, str]) -> None:
+    """Write a memo; one that cannot be written (full disk, read-only) only costs time."""
+    with contextlib.suppress(OSError):
+        write_json_atomic(path, dict(data))
 
 
 def point_link(link: Path, target: str) -> None:

@@ -7,8 +7,6 @@ be found.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import re
 import shutil
@@ -21,6 +19,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from packaging.version import InvalidVersion, Version
 
 from ..proc import run
+from ..workspace import read_text_map, remember
 
 ENV_CAPTURE_TIMEOUT_S = 30.0
 TOOL_TIMEOUT_S = 10.0
@@ -125,10 +124,7 @@ def remember_tools(memo: Path, results: Sequence[ToolResult]) -> None:
         if r.path and r.version and (key := binary_key(r.spec, r.path)) is not None
     }
     if seen and seen != _read_memo(memo):
-        from ..workspace import write_json_atomic
-
-        with contextlib.suppress(OSError):  # only slower next time
-            write_json_atomic(memo, seen)
+        remember(memo, seen)
 
 
 def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
@@ -148,15 +144,7 @@ def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
 
 
 def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
-    if memo is None:
-        return {}
-    try:
-        data = json.loads(memo.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+    return (read_text_map(memo) if memo is not None else None) or {}
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,7 @@ entry citing the upstream lines), and may add archives or override a URL or hash
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ from urllib.parse import urlsplit
 from ..errors import FetchError, UsageError
 from ..recipes import ArchiveRule, RepoSpec
 from ..redact import redact
+from ..workspace import read_text_map, remember
 from .fetch import Fetcher
 
 THIRD_PARTY_DIR = "cmake/third_party"
@@ -240,10 +239,7 @@ def declared_archives(
         paths = [p for p in listing.splitlines() if p.endswith(".cmake")]
         files = {p: fetcher.git(["show", f"{commit}:{p}"], cwd=cache) for p in paths}
         if memo is not None:
-            from ..workspace import write_json_atomic
-
-            with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
-                write_json_atomic(memo / f"{commit}.json", files)
+            remember(memo / f"{commit}.json", files)
     return discover(files)
 
 
@@ -251,15 +247,7 @@ def _remembered(memo: Optional[Path], commit: str) -> Optional[Dict[str, str]]:
     """The files remembered for `commit`; None when absent or not what was written."""
     if memo is None or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
         return None
-    try:
-        data = json.loads((memo / f"{commit}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-    ):
-        return None
-    return data
+    return read_text_map(memo / f"{commit}.json")
 
 
 __all__ = [
