@@ -1,3 +1,5 @@
-"""`invoke --list` in a checkout: the same collection the `cannbuild` script runs."""
+"""`invoke TASK` in a checkout: the same tasks the `cannbuild` script runs."""
 
-from cannbuild.tasks import ns  # noqa: F401
+from cannbuild.tasks._invoke import namespace
+
+ns = namespace()

@@ -3,16 +3,48 @@ the core and rendering what it returns.
 
 host (doctor, sandbox), build (plan, fetch, lock, build, install, setup, bundle, clean,
 status), validate, bench, container (container, container-run, ci), analyze (profile,
-diagnose).  Every option is declared once, in `_flags.FLAGS`.
+diagnose).  Every option is declared once, in `_flags.FLAGS`; each group module lists
+its tasks in `TASKS`.  Only the group of the task being run is imported (start-up time
+of every run), so `GROUPS` names where each task lives; a test keeps it true.
 """
 
-from invoke import Collection
+from __future__ import annotations
 
-from . import analyze, bench, build, container, host, validate
+import importlib
+from typing import Dict
 
-ns = Collection()
-for _group in (host, build, validate, bench, container, analyze):
-    for _name, _task in _group.collection.tasks.items():
-        ns.add_task(_task, _name)
+from ._flags import TaskSpec
 
-__all__ = ["ns"]
+GROUPS: Dict[str, str] = {
+    "doctor": "host",
+    "sandbox": "host",
+    "plan": "build",
+    "fetch": "build",
+    "lock": "build",
+    "build": "build",
+    "install": "build",
+    "setup": "build",
+    "bundle": "build",
+    "clean": "build",
+    "status": "build",
+    "validate": "validate",
+    "bench": "bench",
+    "container": "container",
+    "container-run": "container",
+    "ci": "container",
+    "profile": "analyze",
+    "diagnose": "analyze",
+}
+
+
+def task(name: str) -> TaskSpec:
+    """The task called `name` (a key of GROUPS), importing only its group."""
+    module = importlib.import_module(f"{__name__}.{GROUPS[name]}")
+    return next(t for t in module.TASKS if t.name == name)
+
+
+def all_tasks() -> Dict[str, TaskSpec]:
+    return {name: task(name) for name in sorted(GROUPS)}
+
+
+__all__ = ["GROUPS", "TaskSpec", "all_tasks", "task"]

@@ -1,6 +1,6 @@
 """Every command-line option, declared once: its help, kind, short form and env name.
 
-A letter means the same in every task: invoke's per-task short flags are off, and only
+A letter means the same in every task: there are no per-task short flags, and only
 the few options below that have a `short` get one (none that write outside the
 workspace or force work).  Options that feed `Options` read `CANNBUILD_<NAME>` too.
 """
@@ -12,8 +12,6 @@ import inspect
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
-
-from invoke import Exit, Task
 
 from ..errors import CannbuildError, signal_number, storage_error
 from ..host.socs import SOC_WORDS
@@ -207,22 +205,52 @@ def with_env(flag: Flag, text: str) -> str:
     return f"{text} [env {flag.env}]" if flag.env else text
 
 
-class CannbuildTask(Task):
-    """A task whose options come from `FLAGS`: no automatic short flags, only the table's."""
+@dataclass(frozen=True)
+class Option:
+    """One option of one task: the table's `Flag` or a task-only one."""
 
-    def get_arguments(self, ignore_unknown_help: Optional[bool] = None) -> Any:
-        texts = dict(self.help)
-        try:
-            return super().get_arguments(ignore_unknown_help)
-        finally:
-            self.help = texts  # invoke pops each text it uses: a second parse would lose them
+    name: str
+    kind: type  # str, bool or list
+    default: Any
+    help: str
+    short: Optional[str] = None
 
-    def arg_opts(self, name: str, default: str, taken_names: Any) -> Dict[str, Any]:
-        opts = super().arg_opts(name, default, taken_names)
-        flag = FLAGS.get(name)
-        if flag is not None and flag.short:
-            opts["names"] = [*opts["names"], flag.short]
-        return opts
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind is not bool
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task as plain data: both front ends (the `cannbuild` script and `invoke` in a
+    checkout) are made from it, so they cannot disagree on a name, letter or default."""
+
+    name: str
+    body: Callable[..., Any]
+    positional: Tuple[Tuple[str, str], ...]
+    options: Tuple[Option, ...]
+
+    @property
+    def doc(self) -> str:
+        return inspect.getdoc(self.body) or ""
+
+    @property
+    def summary(self) -> str:
+        return self.doc.split("\n\n", 1)[0].replace("\n", " ")
+
+
+class TaskExit(Exception):
+    """How a task ends with a code other than 0: the front end prints `message` (if any)
+    and exits with `code`."""
+
+    def __init__(self, message: Optional[str], code: int) -> None:
+        super().__init__(message or "")
+        self.message = message
+        self.code = code
 
 
 def guarded(fn: F) -> F:
@@ -234,14 +262,14 @@ def guarded(fn: F) -> F:
             return fn(c, *args, **kwargs)
         except CannbuildError as exc:
             text = exc.paragraph()
-            raise Exit(f"cannbuild: {text}" if text else None, code=exc.exit_code) from None
+            raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
         except OSError as exc:  # a full disk or a read-only folder under a write
             storage = storage_error(exc)
             if storage is None:
                 raise
-            raise Exit(f"cannbuild: {storage.paragraph()}", code=storage.exit_code) from None
+            raise TaskExit(f"cannbuild: {storage.paragraph()}", storage.exit_code) from None
         except KeyboardInterrupt as exc:
-            raise Exit("cannbuild: interrupted", code=128 + signal_number(exc)) from None
+            raise TaskExit("cannbuild: interrupted", 128 + signal_number(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -251,43 +279,27 @@ def cli_task(
     positional: Iterable[Tuple[str, str]] = (),
     help: Optional[Mapping[str, str]] = None,
     extra: Iterable[Tuple[str, Any, str]] = (),
-) -> Callable[[Callable[..., Any]], CannbuildTask]:
+) -> Callable[[Callable[..., Any]], TaskSpec]:
     """A task taking `positional` (name, help) arguments, the table's options `names`
     (help overridable per task) and task-only `extra` (name, default, help) options.
 
-    The body is `fn(c, *positional, **values)`: every option arrives by name."""
+    The body is `fn(c, *positional, **values)`: every option arrives by name, `c.config`
+    is the invoke-style config (its `cannbuild` key is read by `make_options`)."""
     help = dict(help or {})
-    positional = tuple(positional)
-    extra = tuple(extra)
+    options: List[Option] = []
+    for name in names:
+        flag = FLAGS[name]
+        default: Any = False if flag.kind is bool else [] if flag.kind is list else None
+        text = with_env(flag, help.pop(name, flag.help))
+        options.append(Option(name, flag.kind, default, text, flag.short))
+    for name, default, text in extra:
+        options.append(Option(name, bool if isinstance(default, bool) else str, default, text))
+    if help:
+        raise ValueError(f"help given for options the task does not take: {sorted(help)}")
 
-    def decorate(fn: Callable[..., Any]) -> CannbuildTask:
-        params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        texts: Dict[str, str] = {}
-        for name, text in positional:
-            params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD))
-            texts[name] = text
-        iterable: List[str] = []
-        for name in names:
-            flag = FLAGS[name]
-            default: Any = False if flag.kind is bool else None
-            if flag.kind is list:
-                iterable.append(name)
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
-            texts[name] = with_env(flag, help.pop(name, flag.help))
-        for name, default, text in extra:
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
-            texts[name] = text
-        if help:
-            raise ValueError(f"help given for options the task does not take: {sorted(help)}")
-        body = guarded(fn)
-        body.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        return CannbuildTask(
-            body,
-            name=fn.__name__.replace("_", "-"),
-            help=texts,
-            positional=[n for n, _ in positional],
-            iterable=iterable,
-            auto_shortflags=False,
+    def decorate(fn: Callable[..., Any]) -> TaskSpec:
+        return TaskSpec(
+            fn.__name__.replace("_", "-"), guarded(fn), tuple(positional), tuple(options)
         )
 
     return decorate

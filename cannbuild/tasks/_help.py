@@ -3,13 +3,12 @@ variables and exit codes, never invoke's own machinery."""
 
 from __future__ import annotations
 
-import inspect
 import shutil
 import textwrap
-from typing import Any, Iterable, List, Tuple
+from typing import Iterable, List, Mapping, Tuple
 
 from ..errors import EXIT_CODES
-from ._flags import FLAGS
+from ._flags import FLAGS, TaskSpec
 
 
 def _width() -> int:
@@ -33,13 +32,7 @@ def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
     return out
 
 
-def _summary(task: Any) -> str:
-    doc = inspect.getdoc(task.body) or ""
-    return doc.split("\n\n", 1)[0].replace("\n", " ")
-
-
-def program_help(collection: Any) -> str:
-    tasks = sorted(collection.tasks.items())
+def program_help(tasks: Mapping[str, TaskSpec]) -> str:
     common = [f for f in FLAGS.values() if f.short] + [FLAGS[n] for n in ("sandbox", "dry_run")]
     env_flags = sorted((f for f in FLAGS.values() if f.env), key=lambda f: f.env or "")
     lines = [
@@ -49,7 +42,7 @@ def program_help(collection: Any) -> str:
         "--sandbox runs everything on an emulated host (no NPU, no CANN needed).",
         "",
         "Tasks:",
-        *_columns((name, _summary(task)) for name, task in tasks),
+        *_columns((name, task.summary) for name, task in sorted(tasks.items())),
         "",
         "Common options (same meaning in every task that takes them):",
         *_columns(
@@ -77,24 +70,23 @@ def program_help(collection: Any) -> str:
     return "\n".join(lines)
 
 
-def task_help(task: Any, name: str, context: Any) -> str:
-    doc = inspect.getdoc(task.body) or ""
-    positional = [a for a in context.positional_args]
-    usage = " ".join([f"cannbuild {name}", *(a.name.upper() for a in positional), "[options]"])
+def task_help(task: TaskSpec) -> str:
+    usage = " ".join(
+        [f"cannbuild {task.name}", *(n.upper() for n, _ in task.positional), "[options]"]
+    )
     lines = [f"Usage: {usage}", ""]
-    lines += [textwrap.fill(p, min(_width(), 100)) for p in doc.split("\n\n") if p.strip()]
+    lines += [textwrap.fill(p, min(_width(), 100)) for p in task.doc.split("\n\n") if p.strip()]
     lines.append("")
-    rows = []
-    for arg in positional:
-        rows.append((arg.name.upper(), arg.help or ""))
-    unique_args = {id(a): a for a in context.flags.values() if not a.positional}
-    for arg in sorted(unique_args.values(), key=lambda a: a.name):
-        names = [f"--{arg.name.replace('_', '-')}"]
-        shorts = [n for n in arg.nicknames if len(n) == 1]
-        spelled = ", ".join([*(f"-{s}" for s in shorts), *names])
-        if arg.kind is not bool:
-            spelled += "=VALUE" if arg.kind is str else "=VALUE (repeatable)"
-        rows.append((spelled, arg.help or ""))
+    rows = [(n.upper(), text) for n, text in task.positional]
+    for option in sorted(task.options, key=lambda o: o.name):
+        spelled = f"-{option.short}, {option.option}" if option.short else option.option
+        if option.kind is not bool:
+            spelled += "=VALUE" if option.kind is str else "=VALUE (repeatable)"
+        rows.append((spelled, option.help))
     lines.append("Options:" if rows else "Options: none")
     lines += _columns(rows)
     return "\n".join(lines)
+
+
+def task_list(tasks: Mapping[str, TaskSpec]) -> str:
+    return "\n".join(["Tasks:", *_columns((n, t.summary) for n, t in sorted(tasks.items()))])

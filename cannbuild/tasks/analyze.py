@@ -7,8 +7,6 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from invoke import Collection
-
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
 from ._flags import cli_task, make_options
@@ -189,4 +187,4 @@ def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags:
         raise DiagnoseFailed()
 
 
-collection = Collection(profile, diagnose)
+TASKS = (profile, diagnose)

@@ -7,8 +7,6 @@ import os
 from pathlib import Path
 from typing import Any, List, Optional
 
-from invoke import Collection
-
 from .. import ui
 from ..errors import UsageError
 from ._flags import SESSION_FLAGS, cli_task
@@ -99,4 +97,4 @@ def bench(
     print(f"report: {outcome.out / 'report.md'}")
 
 
-collection = Collection(bench)
+TASKS = (bench,)

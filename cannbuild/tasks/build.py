@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
-from invoke import Collection
-
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
@@ -279,4 +277,4 @@ def status(c: Any, json: bool = False, **flags: Any) -> None:
         ui.print_status(data)
 
 
-collection = Collection(plan, fetch, lock, build, install, setup, bundle, clean, status)
+TASKS = (plan, fetch, lock, build, install, setup, bundle, clean, status)

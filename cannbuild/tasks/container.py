@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from invoke import Collection
-
 from .. import ui
 from ._flags import cli_task, lock_to_read, make_options
 from ._session import on_sandbox
@@ -130,4 +128,4 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
     write_ci(request, Path.cwd(), ui.note)
 
 
-collection = Collection(container, container_run, ci)
+TASKS = (container, container_run, ci)

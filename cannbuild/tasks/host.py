@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from invoke import Collection
-
 from .. import ui
 from ..errors import DoctorFailed, UsageError
 from ._flags import cli_task, make_options
@@ -71,4 +69,4 @@ def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) 
     )
 
 
-collection = Collection(doctor, sandbox)
+TASKS = (doctor, sandbox)

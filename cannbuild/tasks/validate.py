@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from invoke import Collection
-
 from .. import ui
 from ._flags import SESSION_FLAGS, cli_task, make_options
 from ._session import DryRunStop, open_session
@@ -55,4 +53,4 @@ def validate(
     check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
 
-collection = Collection(validate)
+TASKS = (validate,)

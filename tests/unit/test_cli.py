@@ -11,13 +11,17 @@ import pytest
 from clirun import cannbuild
 
 from cannbuild.options import resolve_options
-from cannbuild.tasks import ns
+from cannbuild.tasks import GROUPS, all_tasks
 from cannbuild.tasks._flags import FLAGS
+from cannbuild.tasks._invoke import namespace
 
 COMMON_SHORT = {"j": "jobs", "w": "workspace", "v": "verbose"}
 
 
 def arguments():
+    """Every option of every task, as invoke in a checkout parses them (the `cannbuild`
+    script reads the same `TaskSpec`s, see test_argv.py)."""
+    ns = namespace()
     for name, task in sorted(ns.tasks.items()):
         for arg in task.get_arguments():
             yield name, arg
@@ -45,6 +49,24 @@ def test_every_option_of_every_task_has_help():
     assert missing == []
 
 
+def test_each_task_is_in_the_group_the_script_imports_it_from():
+    import importlib
+
+    found = {}
+    for group in set(GROUPS.values()):
+        for spec in importlib.import_module(f"cannbuild.tasks.{group}").TASKS:
+            found[spec.name] = group
+    assert found == GROUPS
+
+
+def test_the_script_and_invoke_offer_the_same_tasks_and_options():
+    ns = namespace()
+    assert sorted(ns.tasks) == sorted(all_tasks())
+    for name, spec in all_tasks().items():
+        invoke_names = {a.name.replace("-", "_") for a in ns.tasks[name].get_arguments()}
+        assert invoke_names == {o.name for o in spec.options} | {p for p, _ in spec.positional}
+
+
 def test_the_options_table_names_an_env_variable_for_each_options_field():
     from dataclasses import fields
 
@@ -54,7 +76,7 @@ def test_the_options_table_names_an_env_variable_for_each_options_field():
     assert all(f.field in names for f in FLAGS.values() if f.field)
 
 
-@pytest.mark.parametrize("task", sorted(ns.tasks))
+@pytest.mark.parametrize("task", sorted(GROUPS))
 def test_help_works_on_every_task_both_ways(task, tmp_path):
     by_flag = cannbuild(task, "--help", cwd=tmp_path)
     by_word = cannbuild("help", task, cwd=tmp_path)

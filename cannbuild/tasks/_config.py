@@ -1,0 +1,72 @@
+"""The invoke-style config a task reads its `cannbuild` key from, as `invoke TASK` would
+load it: /etc/invoke.*, ~/.invoke.*, ./invoke.*, then --config (or
+INVOKE_RUNTIME_CONFIG), then INVOKE_* variables.
+
+Where none of those files exists (the usual case) the config is empty and invoke is
+not imported; where one does, invoke's own loader reads it, so both entry points
+agree on every file format and merge rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional
+
+from ..errors import UsageError
+
+SUFFIXES = ("yaml", "yml", "json", "py")
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What a task body gets as `c` from the `cannbuild` script: the config (`c.config`),
+    as invoke's Context gives it under `invoke TASK`."""
+
+    config: Any  # a Mapping, or invoke's Config where a config file was read
+
+
+def _candidates(cwd: Path, home: Optional[str]) -> Iterator[Path]:
+    for suffix in SUFFIXES:
+        yield Path(f"/etc/invoke.{suffix}")
+        if home:
+            yield Path(home) / f".invoke.{suffix}"
+        yield cwd / f"invoke.{suffix}"
+
+
+def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> TaskContext:
+    """The merged config; a file that cannot be read is a usage error naming it."""
+    runtime = runtime or env.get("INVOKE_RUNTIME_CONFIG")
+    if not runtime and not any(p.exists() for p in _candidates(cwd, env.get("HOME"))):
+        return TaskContext({})
+    from invoke.config import Config
+
+    try:
+        config = Config()  # reads /etc/invoke.* and ~/.invoke.*
+        config.set_project_location(str(cwd))
+        config.load_project()
+    except Exception as exc:  # yaml's errors, a binary file, a folder: all the user's file
+        found = [p for p in _candidates(cwd, env.get("HOME")) if p.exists()]
+        where = " or ".join(str(p) for p in found) or str(cwd / "invoke.yaml")
+        raise UsageError(
+            f"{where} cannot be read as a config file ({_first_line(exc)}).",
+            "Fix its syntax (YAML: `cannbuild:` then indented `key: value` lines) or remove it.",
+        ) from None
+    config.set_runtime_path(runtime)  # type: ignore[arg-type]  # invoke takes a str too
+    try:
+        config.load_runtime(merge=False)
+    except Exception as exc:
+        raise UsageError(
+            f"--config {runtime} cannot be read ({_first_line(exc)}).",
+            "Pass a YAML file with a `cannbuild:` key.",
+        ) from None
+    config.merge()
+    config.load_shell_env()
+    return TaskContext(config)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else "no detail"
+    return f"{type(exc).__name__}: {text}"
+
+
+__all__ = ["TaskContext", "load_config"]
