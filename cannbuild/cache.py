@@ -16,15 +16,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import ssl
 import subprocess
 import sys
 import sysconfig
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -298,6 +294,9 @@ def summary_line(record: Optional[Mapping[str, Any]]) -> str:
 
 def _redis_answer(url: urllib.parse.SplitResult, timeout: float) -> str:
     """Send AUTH (when the URL has a password) and PING; return the first reply line."""
+    import socket
+    import ssl
+
     host = url.hostname or "localhost"
     port = url.port or 6379
     deadline = time.monotonic() + timeout
@@ -328,7 +327,12 @@ def _redis_answer(url: urllib.parse.SplitResult, timeout: float) -> str:
 
 
 def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, str]:
-    """Whether the storage answers within `timeout`, and what it said (credentials redacted)."""
+    """Whether the storage answers within `timeout`, and what it said (credentials redacted).
+    The network modules are imported here: only doctor with a remote configured pays."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
     parts = urllib.parse.urlsplit(remote)
     shown = redact(remote)
     start = time.monotonic()

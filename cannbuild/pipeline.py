@@ -57,7 +57,7 @@ def step_context(
     running: bool = False,
 ) -> StepContext:
     """`running`: steps will run, so compiled templates may be kept in the workspace (a
-    plan or a dry run writes nothing there)."""
+    plan or a dry run writes nothing there; rendered commands are kept by `run_steps`)."""
     host = session.host
     tk = session.toolkit
     base = dict(host.build_env or env)
@@ -76,7 +76,11 @@ def step_context(
         overlay_env=over,
         extra_env=extra,
         recipe=session.recipe.name,
-        templates=recipe_templates(session.recipe, session.ws.jinja_cache if running else None),
+        templates=recipe_templates(
+            session.recipe,
+            session.ws.jinja_cache if running else None,
+            session.ws.render_memo("steps"),
+        ),
     )
 
 
@@ -193,4 +197,6 @@ def run_steps(
         return outcome.status != Outcome.FAILED
 
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
+    if ctx.templates is not None:
+        ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
     return RunResult(logs.run_id, tuple(outcomes), logs.dir)

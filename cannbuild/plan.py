@@ -16,12 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import jinja2
-
 from .errors import UsageError
 from .recipes import Recipe, StepSpec, template_dirs
 from .redact import redact
-from .render import command_env, render_value
+from .render import TemplateFailure, Templates, render_value
 from .stamps import digest, outputs_gone, read_stamp
 from .states import StepStatus
 from .workspace import Workspace
@@ -46,9 +44,7 @@ class StepContext:
     overlay_env: Optional[Mapping[str, str]]  # after an overlay step (opbase installed)
     extra_env: Mapping[str, str]  # TMPDIR, mirror git config, offline proxies
     recipe: str = ""
-    templates: Any = field(
-        default=None, repr=False, compare=False
-    )  # one jinja2 Environment per run
+    templates: Optional[Templates] = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -81,23 +77,30 @@ class PlannedStep:
         }
 
 
-def recipe_templates(recipe: Recipe, cache: Optional[Path] = None) -> Any:
-    """The command environment for a recipe's step templates (one per run)."""
-    return command_env(template_dirs(recipe.path), cache)
+def recipe_templates(
+    recipe: Recipe, cache: Optional[Path] = None, memo: Optional[Path] = None
+) -> Templates:
+    """A recipe's step templates, one per run: `cache` keeps compiled templates, `memo`
+    rendered commands (see render.Templates)."""
+    return Templates(template_dirs(recipe.path), cache, memo)
 
 
 def _render(
-    recipe: Recipe, template: str, values: Mapping[str, Any], what: str, env: Any = None
+    recipe: Recipe,
+    template: str,
+    values: Mapping[str, Any],
+    what: str,
+    env: Optional[Templates] = None,
 ) -> str:
     env = env or recipe_templates(recipe)
     try:
-        text = env.get_template(template).render(**values)
-    except jinja2.UndefinedError as exc:
-        raise UsageError(
-            f"recipe {recipe.path}: {what} uses a value the template context does not have ({exc.message}).",
-            "Check the template's variables against the recipe's [vars] and the documented context.",
-        ) from None
-    except jinja2.TemplateError as exc:
+        text = env.render(template, values)
+    except TemplateFailure as exc:
+        if exc.undefined:
+            raise UsageError(
+                f"recipe {recipe.path}: {what} uses a value the template context does not have ({exc}).",
+                "Check the template's variables against the recipe's [vars] and the documented context.",
+            ) from None
         raise UsageError(
             f"recipe {recipe.path}: {what} does not render: {exc}.", "Fix the template."
         ) from None

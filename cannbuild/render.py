@@ -6,18 +6,28 @@ values that are themselves rendered command fragments).  Files (shell scripts,
 CMake, Dockerfiles): no quoting.  All use Jinja's immutable sandbox and
 StrictUndefined, and comments are `{=# … #=}` so bash's `${#array[@]}` is not read
 as a Jinja comment.
+
+Jinja is imported only when something is rendered for the first time: a no-op run
+renders recipe values that are plain `{{ name }}` lookups (`_lookup`) and step
+commands it rendered before (`Templates` remembers them with the template files they
+came from), so it does not pay for Jinja's import.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import re
 import shlex
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
-
-import jinja2
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import UsageError
+from .workspace import read_text_map, remember
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 class Raw(str):
@@ -45,12 +55,17 @@ _CI_SYNTAX = {
 }
 
 
-class _QuietCache(jinja2.FileSystemBytecodeCache):
-    """A cache that cannot be written (full disk, read-only folder) only costs a compile."""
+def _bytecode_cache(path: Path) -> Any:
+    import jinja2
 
-    def dump_bytecode(self, bucket: Any) -> None:
-        with contextlib.suppress(OSError):
-            super().dump_bytecode(bucket)
+    class QuietCache(jinja2.FileSystemBytecodeCache):
+        """A cache that cannot be written (full disk, read-only folder) only costs a compile."""
+
+        def dump_bytecode(self, bucket: Any) -> None:
+            with contextlib.suppress(OSError):
+                super().dump_bytecode(bucket)
+
+    return QuietCache(str(path))
 
 
 def _environment(
@@ -64,13 +79,14 @@ def _environment(
 
     `cache` keeps compiled templates (keyed by name and source checksum) between runs:
     compiling them was most of a no-op rerun's own time."""
+    import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     bytecode_cache = None
     if cache is not None:
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            bytecode_cache = _QuietCache(str(cache))
+            bytecode_cache = _bytecode_cache(cache)
         except OSError:
             bytecode_cache = None  # a read-only workspace compiles every time; nothing else changes
     env = ImmutableSandboxedEnvironment(
@@ -91,33 +107,72 @@ def command_env(
     search_path: Union[Path, Sequence[Path]], cache: Optional[Path] = None
 ) -> jinja2.Environment:
     """Commands: every value shell-quoted; `search_path` may be several folders."""
+    import jinja2
+
     paths = [search_path] if isinstance(search_path, Path) else list(search_path)
     return _environment(jinja2.FileSystemLoader([str(p) for p in paths]), True, cache=cache)
 
 
 def file_env(search_path: Path, cache: Optional[Path] = None) -> jinja2.Environment:
+    import jinja2
+
     return _environment(jinja2.FileSystemLoader(str(search_path)), False, cache=cache)
 
 
 # What makes a string a template in the shell syntax (and `\r`, which Jinja normalises).
 _TEMPLATE_MARKS = ("{{", "{%", "{=#", "\r")
+_LOOKUP = re.compile(r"\{\{ *([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*) *\}\}")
+
+
+def _lookup(template: str, context: Mapping[str, Any]) -> Optional[str]:
+    """`template` rendered as plain text when all it does is `{{ name }}` or `{{ a.b }}`
+    lookups of strings and integers in dicts, exactly as Jinja would; None otherwise
+    (filters, blocks, a missing name, anything an attribute would shadow)."""
+    out: List[str] = []
+    pos = 0
+    for match in _LOOKUP.finditer(template):
+        out.append(template[pos : match.start()])
+        value: Any = context
+        for part in match.group(1).split("."):
+            if not isinstance(value, dict) or part not in value or hasattr(value, part):
+                return None
+            value = value[part]
+        if type(value) is not str and type(value) is not int:
+            return None
+        out.append(str(value))
+        pos = match.end()
+    literal = template[pos:]
+    if any(mark in text for text in (*out[::2], literal) for mark in _TEMPLATE_MARKS):
+        return None
+    return "".join(out) + literal
 
 
 def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> str:
-    if not quote and not any(mark in template for mark in _TEMPLATE_MARKS):
-        return template  # plain text renders as itself: no environment, no compile
+    if not quote:
+        text = _lookup(template, context)  # plain text or plain lookups: no Jinja at all
+        if text is not None:
+            return text
+    import jinja2
+
     env = _environment(jinja2.BaseLoader(), quote=quote)
     return env.from_string(template).render(**context)
 
 
 def ci_env(search_path: Path) -> jinja2.Environment:
     """CI workflows are full of `${{ ... }}`: these templates use `[[ ]]` and `[% %]`."""
+    import jinja2
+
     return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False, syntax=_CI_SYNTAX)
 
 
 def render_value(template: str, context: Mapping[str, Any], what: str) -> str:
     """A recipe value (a tag, a cwd, an output pattern) rendered as plain text; a value
     the sandbox refuses or that names an unknown variable is a usage error naming it."""
+    text = _lookup(template, context)
+    if text is not None:
+        return text
+    import jinja2
+
     try:
         return render_string(template, context, quote=False)
     except jinja2.TemplateError as exc:
@@ -126,3 +181,121 @@ def render_value(template: str, context: Mapping[str, Any], what: str) -> str:
             "Recipe values may only use the documented variables (cann, soc, jobs, src, "
             "third_party, vendor_name, ...), not Python.",
         ) from None
+
+
+class TemplateFailure(Exception):
+    """A template that does not render; `undefined`: it used a name the context lacks."""
+
+    def __init__(self, message: str, undefined: bool) -> None:
+        super().__init__(message)
+        self.undefined = undefined
+
+
+def _canonical(value: Any) -> Any:
+    """Context values as JSON that tells apart what renders differently (a `Raw` from a
+    str, a str from an int)."""
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return [type(value).__name__, str(value)]
+
+
+class Templates:
+    """A recipe's step templates (commands, every value shell-quoted), found along
+    `search_path` as Jinja's FileSystemLoader finds them.
+
+    With `memo` (a workspace file) a render is remembered with the template files it
+    read (path and sha256); it is reused while the same name still resolves to the same
+    files with the same contents and the context is the same, so a run that renders
+    nothing new never imports Jinja.  `save()` writes the memo: only runs that act call
+    it (a plan or a dry run changes no file)."""
+
+    def __init__(
+        self,
+        search_path: Sequence[Path],
+        cache: Optional[Path] = None,
+        memo: Optional[Path] = None,
+    ) -> None:
+        self.search_path = tuple(search_path)
+        self.cache = cache
+        self.memo = memo
+        self._known = (read_text_map(memo) if memo is not None else None) or {}
+        self._used: Dict[str, str] = {}
+        self._env: Any = None
+
+    def render(self, name: str, values: Mapping[str, Any]) -> str:
+        key = hashlib.sha256(
+            json.dumps([name, _canonical(values)], sort_keys=True).encode()
+        ).hexdigest()
+        known = self._known.get(key)
+        text = self._still_valid(known) if known is not None else None
+        if text is not None and known is not None:
+            self._used[key] = known
+            return text
+        text, read = self._render(name, values)
+        self._used[key] = json.dumps({"text": text, "files": read}, sort_keys=True)
+        return text
+
+    def save(self) -> None:
+        if self.memo is not None and self._used and self._used != self._known:
+            remember(self.memo, self._used)
+
+    def _find(self, name: str) -> Optional[str]:
+        """The file FileSystemLoader would load for `name`, spelled as it reports it."""
+        import os.path
+
+        for folder in self.search_path:
+            candidate = os.path.normpath(os.path.join(folder, *name.split("/")))
+            if os.path.isfile(candidate):
+                return candidate
+        return None
+
+    def _still_valid(self, entry: str) -> Optional[str]:
+        try:
+            data = json.loads(entry)
+            files: List[Tuple[str, str, str]] = [tuple(f) for f in data["files"]]  # type: ignore[misc]
+            text = data["text"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(text, str):
+            return None
+        for name, path, sha in files:
+            found = self._find(name)
+            if found is None or found != path or _sha256(Path(found)) != sha:
+                return None
+        return text
+
+    def _render(self, name: str, values: Mapping[str, Any]) -> Tuple[str, List[List[str]]]:
+        import jinja2
+
+        if self._env is None:
+            self._env = command_env(list(self.search_path), self.cache)
+        read: List[List[str]] = []
+        loader = self._env.loader
+        original = loader.get_source
+
+        def recording(environment: Any, template: str) -> Any:
+            source, filename, uptodate = original(environment, template)
+            read.append([template, filename, hashlib.sha256(source.encode()).hexdigest()])
+            return source, filename, uptodate
+
+        loader.get_source = recording
+        try:
+            self._env.cache.clear()  # every template of this render is read through the loader
+            return self._env.get_template(name).render(**values), read
+        except jinja2.UndefinedError as exc:
+            raise TemplateFailure(str(exc.message), undefined=True) from None
+        except jinja2.TemplateError as exc:
+            raise TemplateFailure(str(exc), undefined=False) from None
+        finally:
+            loader.get_source = original
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
+    except (OSError, ValueError):
+        return ""

@@ -16,8 +16,6 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 from . import __version__
 from .redact import redact_data
-from .render import file_env
-from .resources import data_dir
 from .workspace import Workspace, point_link, write_atomic, write_json_atomic
 
 
@@ -61,8 +59,9 @@ def build_report(
 def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
     directory = ws.reports / run_id
     write_json_atomic(directory / "report.json", report)
-    template = file_env(data_dir("templates"), ws.jinja_cache).get_template("report.md.j2")
-    write_atomic(directory / "report.md", template.render(r=report).encode("utf-8"))
+    from .report_md import render_markdown
+
+    write_atomic(directory / "report.md", render_markdown(report).encode("utf-8"))
     point_link(ws.reports / "latest", run_id)
     return directory
 

@@ -11,25 +11,52 @@ path a library embeds), so the report says where two builds of the same lock dif
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
-import tarfile
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional
+from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .proc import run
+from .workspace import read_text_map, remember
 
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE_LINE = re.compile(rb"Date of packaging: *([^\s\"$][^\"\n]*)")
 _DATE_VAR = re.compile(rb"^DATE=\"([^\"\n$]+)\"", re.MULTILINE)
 HEADER_SCAN_BYTES = 4 * 1024 * 1024  # a makeself header is a few kB of shell
 CHUNK_BYTES = 1024 * 1024
 
 
-def commit_time(checkout: Path) -> Optional[int]:
-    """The committer time of the commit checked out in `checkout`, or None."""
+def _head(checkout: Path) -> Optional[str]:
+    """The commit a detached checkout is at, read from .git/HEAD (cannbuild checks out
+    locked commits detached); None for anything else."""
+    try:
+        text = (checkout / ".git" / "HEAD").read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return text if _COMMIT.fullmatch(text) else None
+
+
+def commit_time(checkout: Path, memo: Optional[Path] = None) -> Optional[int]:
+    """The committer time of the commit checked out in `checkout`, or None.  With
+    `memo` (a workspace file), a commit's time is read once and remembered: it is part
+    of the commit, so it cannot change."""
     if not (checkout / ".git").exists():
         return None
+    head = _head(checkout) if memo is not None else None
+    if head is not None and memo is not None:
+        known = read_text_map(memo) or {}
+        if known.get(head, "").isdigit():
+            return int(known[head])
+    when = _git_commit_time(checkout)
+    if head is not None and memo is not None and when is not None:
+        remember(memo, {**(read_text_map(memo) or {}), head: str(when)})
+    return when
+
+
+def _git_commit_time(checkout: Path) -> Optional[int]:
     try:
         proc = run(["git", "show", "-s", "--format=%ct", "HEAD"], cwd=checkout, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -96,6 +123,8 @@ def _header_varies(header: bytes, gz_head: bytes, epoch: Optional[int]) -> List[
 def _payload_varies(
     stream: IO[bytes], workspace: Optional[Path], epoch: Optional[int]
 ) -> List[Dict[str, str]]:
+    import tarfile  # only a package not read before is opened
+
     found: List[Dict[str, str]] = []
     needle = str(workspace).encode() if workspace else None
     late: List[str] = []
@@ -147,27 +176,58 @@ def _utc_date(epoch: int) -> str:
     return time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(epoch))
 
 
-def artifact_record(
-    path: str, sha256: str, step: str, workspace: Path, epoch: Optional[int]
-) -> Dict[str, Any]:
-    """A report's artifact entry: its sha256 and what in it varies between builds
-    (`epoch`: the SOURCE_DATE_EPOCH its step had)."""
-    record: Dict[str, Any] = {"step": step, "path": path, "sha256": sha256}
-    package = Path(path)
-    if not package.is_file() or package.suffix != ".run":
-        return record
+def artifact_records(
+    packages: Iterable[Tuple[str, str, str, Optional[int]]],
+    workspace: Path,
+    memo: Optional[Path] = None,
+) -> List[Dict[str, Any]]:
+    """A report's artifact entries, one per (step, path, sha256, epoch): the sha256 and
+    what in the package varies between builds (`epoch`: the SOURCE_DATE_EPOCH its step
+    had).  With `memo`, a package already read (same sha256, workspace and epoch) is
+    not read again; the memo keeps only the entries of these packages."""
+    known = (read_text_map(memo) if memo is not None else None) or {}
+    kept: Dict[str, str] = {}
+    records: List[Dict[str, Any]] = []
+    for step, path, sha256, epoch in packages:
+        record: Dict[str, Any] = {"step": step, "path": path, "sha256": sha256}
+        records.append(record)
+        package = Path(path)
+        if not package.is_file() or package.suffix != ".run":
+            continue
+        key = f"{sha256} {workspace} {epoch}" if _SHA256.fullmatch(sha256) else ""
+        varies = _json_list(known.get(key)) if key else None
+        if varies is None:
+            try:
+                varies = what_varies(package, workspace, epoch)
+            except OSError as exc:
+                varies = [{"file": package.name, "why": f"cannot be read ({exc.strerror})"}]
+                key = ""  # read again next time
+        if key:
+            kept[key] = json.dumps(varies, sort_keys=True)
+        record["reproducible"] = not varies
+        record["varies"] = varies
+    if memo is not None and kept != known:
+        remember(memo, kept)
+    return records
+
+
+def _json_list(text: Optional[str]) -> Optional[List[Dict[str, str]]]:
+    if text is None:
+        return None
     try:
-        varies = what_varies(package, workspace, epoch)
-    except OSError as exc:
-        varies = [{"file": package.name, "why": f"cannot be read ({exc.strerror})"}]
-    record["reproducible"] = not varies
-    record["varies"] = varies
-    return record
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        return None
+    return data
 
 
-def step_epoch(env: Mapping[str, str], checkout: Optional[Path]) -> Optional[int]:
+def step_epoch(
+    env: Mapping[str, str], checkout: Optional[Path], memo: Optional[Path] = None
+) -> Optional[int]:
     """The SOURCE_DATE_EPOCH `with_source_date` gives a step of that checkout."""
     given = env.get("SOURCE_DATE_EPOCH", "")
     if given.strip().isdigit():
         return int(given)
-    return commit_time(checkout) if checkout is not None else None
+    return commit_time(checkout, memo) if checkout is not None else None

@@ -156,7 +156,7 @@ def _write_report(
     package: Optional[Mapping[str, Any]] = None,
 ) -> Path:
     from .report import build_report, step_records, write_report
-    from .reproducible import artifact_record
+    from .reproducible import artifact_records
     from .sources.pinning import sources_from_lock
 
     recipe = session.recipe
@@ -181,10 +181,14 @@ def _write_report(
         sandbox=session.sandbox.to_json() if session.sandbox else None,
         build=_build_record(command, result, error),
         built_from=built,
-        artifacts=[
-            artifact_record(path, sha, step, session.ws.root, _epoch(session, step))
-            for step, path, sha in made(session).packages
-        ],
+        artifacts=artifact_records(
+            [
+                (step, path, sha, _epoch(session, step))
+                for step, path, sha in made(session).packages
+            ],
+            session.ws.root,
+            session.ws.artifact_memo,
+        ),
         cache=cache or {"status": "not used", "detail": "no build step ran in this run"},
         package=package,
     )
@@ -199,7 +203,7 @@ def _epoch(session: Session, step: str) -> Optional[int]:
 
     spec = next((s for s in session.recipe.steps if s.name == step), None)
     checkout = session.ws.checkout(spec.repo) if spec is not None and spec.repo else None
-    return step_epoch(os.environ, checkout)
+    return step_epoch(os.environ, checkout, session.ws.commit_memo)
 
 
 @contextlib.contextmanager

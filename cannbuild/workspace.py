@@ -54,6 +54,22 @@ class Workspace:
         """What each locked commit's cmake/third_party/*.cmake say (immutable per commit)."""
         return self.root / "cache" / "third-party"
 
+    def render_memo(self, kind: str) -> Path:
+        """Rendered step commands ("steps") or validation commands ("validate"), with the
+        template files they came from (render.Templates)."""
+        return self.root / "cache" / "renders" / f"{kind}.json"
+
+    @property
+    def commit_memo(self) -> Path:
+        """Committer time of each checked-out commit (immutable per commit)."""
+        return self.root / "cache" / "commit-times.json"
+
+    @property
+    def artifact_memo(self) -> Path:
+        """What varies in each built package, by sha256 (reproducible.py): reading a
+        package means decompressing it, gigabytes for a built-in ops-transformer."""
+        return self.root / "cache" / "artifacts.json"
+
     @property
     def downloads(self) -> Path:
         return self.root / "cache" / "downloads"

@@ -21,11 +21,9 @@ from ..ownership import claim
 from ..resources import data_dir
 from ..workspace import write_json_atomic
 from .files import CommandLog, write
-from .hardware import VARIANTS, lay_out_hardware
+from .hardware import VARIANTS
 from .releases import UPSTREAM, release
-from .repos import build_repos, build_third_party
 from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info
-from .toolkit import compile_emulation, lay_out_toolkit
 
 LOCK_FILE = ".lock"
 MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
@@ -200,7 +198,12 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
 
 
 def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str, rel: Any) -> SandboxInfo:
-    """Make the sandbox's tree; the caller holds the exclusive lock."""
+    """Make the sandbox's tree; the caller holds the exclusive lock.  (The builders are
+    imported here: a run that reuses its sandbox does not load them.)"""
+    from .hardware import lay_out_hardware
+    from .repos import build_repos, build_third_party
+    from .toolkit import compile_emulation, lay_out_toolkit
+
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
         if target.is_dir() and not target.is_symlink():

@@ -119,8 +119,13 @@ class ValidationInputs:
 
 
 def inputs_for(
-    session: Session, env: Mapping[str, str], case_names: Sequence[str] = ()
+    session: Session,
+    env: Mapping[str, str],
+    case_names: Sequence[str] = (),
+    templates: Optional[Any] = None,
 ) -> ValidationInputs:
+    """What validation judges and with what; `templates` (plan.recipe_templates) renders
+    the repo's example command."""
     import shlex
 
     from ..plan import _render
@@ -144,7 +149,7 @@ def inputs_for(
         )
     argv = command = None
     if recipe.validate.example:
-        command = _render(recipe, recipe.validate.example, values, "[validate] example")
+        command = _render(recipe, recipe.validate.example, values, "[validate] example", templates)
         argv = shlex.split(command)
     cwd = session.ws.checkout("ops-transformer")
     return ValidationInputs(
@@ -370,9 +375,14 @@ def validate_session(
     reuse: bool = False,
 ) -> ValidationRun:
     """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
+    from ..plan import recipe_templates
     from ..workspace import read_json, write_json_atomic
 
-    inputs = inputs_for(session, env, case_names)
+    templates = recipe_templates(
+        session.recipe, session.ws.jinja_cache, session.ws.render_memo("validate")
+    )
+    inputs = inputs_for(session, env, case_names, templates)
+    templates.save()
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None

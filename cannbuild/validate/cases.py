@@ -12,7 +12,6 @@ golden model does.  torch is imported here only: doctor never pays for it.
 
 from __future__ import annotations
 
-import ctypes
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,6 +153,8 @@ def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
 
 def raw_bytes(t: Any) -> bytes:
     t = t.contiguous()
+    import ctypes
+
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 

@@ -201,7 +201,7 @@ def test_a_run_plans_each_step_after_the_one_before_ran_and_stops_at_a_failure(r
 
 
 def test_a_recipe_finds_its_templates_beside_it_before_cannbuilds(recipe):
-    assert Path(recipe.path).parent in [Path(p) for p in recipe_templates(recipe).loader.searchpath]
+    assert Path(recipe.path).parent in recipe_templates(recipe).search_path
 
 
 def _planned(recipe, ws: Workspace, name: str):

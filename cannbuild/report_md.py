@@ -1,0 +1,202 @@
+"""report.md from report.json's data.
+
+Every run writes a report, a no-op rerun included, so this is plain Python rather than
+a Jinja template: rendering it was the one thing that made a no-op import Jinja.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional, Sequence
+
+
+def _cell(text: Any) -> str:
+    """A value inside a table cell: a `|` would end the cell."""
+    return str(text).replace("|", "\\|")
+
+
+def _listed(items: Sequence[str]) -> str:
+    return ", ".join(items)
+
+
+def _build(b: Mapping[str, Any]) -> str:
+    if b.get("status") == "failed":
+        out = "**Build: FAILED**"
+        if b.get("failed_step"):
+            out += f" at step {b.get('failed_step')} (exit {b.get('exit_code')})"
+        out += f" in `{b.get('command')}`.\n"
+        if b.get("error"):
+            out += f"\n{b['error']}\n"
+        if b.get("hint"):
+            out += f"\nHint: {b['hint']}\n"
+        if b.get("log"):
+            out += f"\nLog: `{b['log']}`"
+        if b.get("tail"):
+            out += "\n\n```\n" + "".join(f"{line}\n" for line in b["tail"]) + "```\n"
+        return out + "\n"
+    if b.get("status"):
+        return f"Build: {b['status']} (`{b.get('command')}`).\n"
+    return ""
+
+
+def _validation_line(v: Optional[Mapping[str, Any]]) -> str:
+    if not v:
+        return "**No validation in this run.**"
+    out = f"**Validation: {v.get('status')}** (target: {v.get('target')}, "
+    out += f"{v['duration_s']:.1f} s"
+    if v.get("reused_from"):
+        out += f"; reused from run {v['reused_from']}: nothing it checks has changed"
+    out += ")"
+    if v.get("reason"):
+        out += f": {v['reason']}"
+    return out
+
+
+def _built_from(f: Mapping[str, Any]) -> str:
+    out = f"\nValidated the package installed by {f.get('step')} at {f.get('finished')}"
+    if f.get("run_id"):
+        out += f" (run {f['run_id']})"
+    if f.get("commits"):
+        out += ", built from " + _listed(
+            [f"{repo} `{commit[:12]}`" for repo, commit in f["commits"].items()]
+        )
+    out += "."
+    n = f.get("newer_failed_attempt")
+    if n:
+        out += (
+            f" A later build attempt ({n.get('command')}, run {n.get('run_id')} at "
+            f"{n.get('finished')}) FAILED"
+        )
+        if n.get("failed_step"):
+            out += f" at {n['failed_step']}"
+        out += ": this judges the older package."
+    return out + "\n"
+
+
+def _artifacts(artifacts: Sequence[Mapping[str, Any]]) -> str:
+    rows = ["", "| package | sha256 | reproducible |", "|---|---|---|"]
+    for a in artifacts:
+        if a.get("reproducible"):
+            verdict = "yes"
+        elif a.get("varies"):
+            verdict = "no: " + "; ".join(f"{x['file']} {_cell(x['why'])}" for x in a["varies"])
+        else:
+            verdict = "-"
+        rows.append(f"| `{a.get('path')}` | `{a.get('sha256')}` | {verdict} |")
+    return "\n".join(rows) + "\n"
+
+
+def _host(r: Mapping[str, Any]) -> List[str]:
+    h = r["host"]
+    cann = h["cann"]
+    chip = f", {h['chip']}" if h.get("chip") else ""
+    lines = [
+        "## Host",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| CANN | {cann.get('version')} at `{cann.get('path')}` ({cann.get('layout')} layout, "
+        f"found by {cann.get('found_by')}) |",
+        f"| SoC | {h.get('soc')} ({h.get('variant')}{chip}), {h.get('npu_count')} NPUs |",
+        f"| driver | {h['driver'].get('version') or 'none'} |",
+        f"| torch / torch_npu | {h.get('torch') or '-'} / {h.get('torch_npu') or '-'} |",
+        f"| Python | {h.get('python')} on {h.get('arch')} |",
+    ]
+    s = r.get("sandbox")
+    if s:
+        lines.append(
+            f"| sandbox | {s.get('variant')} with CANN {s.get('cann')} at `{s.get('dir')}` |"
+        )
+    return lines
+
+
+def _sources(r: Mapping[str, Any]) -> List[str]:
+    recipe = r["recipe"]
+    lines = [
+        "",
+        "## Recipe and sources",
+        "",
+        f"Recipe **{recipe.get('name')}** (`{recipe.get('path')}`, sha256 "
+        f"{recipe['digest'][:12]}).",
+    ]
+    lock = r.get("lock")
+    if lock:
+        lines += ["", "| source | ref | commit |", "|---|---|---|"]
+        lines += [f"| {x['name']} | {x['ref']} | `{x['commit'][:12]}` |" for x in lock["repos"]]
+        lines += [
+            f"| {a['name']} | {a['url']} | sha256 `{a['sha256'][:12]}` |"
+            for a in lock["third_party"]
+        ]
+    return lines
+
+
+def _steps(steps: Sequence[Mapping[str, Any]]) -> List[str]:
+    lines = ["", "## Steps", "", "| step | status | duration | log |", "|---|---|---|---|"]
+    for s in steps:
+        duration = "" if s.get("duration_s") is None else f"{s['duration_s']:.1f} s"
+        log = f"`{s['log']}`" if s.get("log") else ""
+        lines.append(f"| {s.get('name')} | {s.get('status')} | {duration} | {log} |")
+    return lines
+
+
+def _figure(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _validation(v: Mapping[str, Any]) -> List[str]:
+    lines = ["## Validation", "", f"Rule: {v.get('rule')}", ""]
+    lines += ["| check | status | detail |", "|---|---|---|"]
+    lines += [f"| {c['id']} | {c['status']} | {_cell(c['message'])} |" for c in v["checks"]]
+    lines += [
+        "",
+        "| case | dtype | layout | B,N1,N2,S,D | mask | max abs err | torch same-dtype err "
+        "| bound | softmax max/sum err | kernel ms | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in v["cases"]:
+        shape = f"{c['B']},{c['N1']},{c['N2']},{c['S']},{c['D']}"
+        softmax = f"{_figure(c['softmax_max_err'], '.2g')} / {_figure(c['softmax_sum_err'], '.2g')}"
+        lines.append(
+            f"| {c['name']} | {c['dtype']} | {c['layout']} | {shape} | "
+            f"{'causal' if c['causal_mask'] else '-'} | {_figure(c['max_abs_err'], '.3g')} | "
+            f"{_figure(c['ref_same_dtype_max_err'], '.3g')} | {_figure(c['bound'], '.3g')} | "
+            f"{softmax} | {_figure(c['kernel_ms'], '.1f')} | {c['status']} |"
+        )
+    lines.append("")
+    for c in v["cases"]:
+        if c["status"] != "FAIL":
+            continue
+        line = f"- **{c['name']}**: {c['message']}"
+        if c.get("first_mismatches"):
+            line += " (first mismatches: " + "; ".join(
+                f"{m['index']} got {m['got']} want {m['want']}" for m in c["first_mismatches"]
+            )
+            line += ")"
+        lines.append(line)
+    return lines
+
+
+def render_markdown(r: Mapping[str, Any]) -> str:
+    v = r.get("validation")
+    head = f"# cannbuild report {r['run_id']}\n\n"
+    head += _build(r.get("build") or {}) + "\n"
+    head += _validation_line(v) + "\n"
+    if r.get("built_from"):
+        head += _built_from(r["built_from"])
+    p = r.get("package")
+    if p:
+        head += (
+            f"\nValidated the shipped package `{p.get('path')}` (sha256 `{p.get('sha256')}`), "
+            f"installed for this check into `{p.get('installed_into')}`.\n"
+        )
+    if r.get("artifacts"):
+        head += _artifacts(r["artifacts"])
+    head += "\n"
+    if r.get("cache"):
+        head += f"{r['cache'].get('line')}\n"
+    body = ["", *_host(r), *_sources(r), *_steps(r["steps"]), ""]
+    if v:
+        body += _validation(v)
+    return head + "\n".join(body) + "\n\n"
+
+
+__all__ = ["render_markdown"]
