@@ -100,9 +100,11 @@ def _core(invocation: Invocation) -> bool:
     if core.get("complete"):
         _complete(invocation.remainder)
         return True
+    halp = core.get("help")
+    if not (halp or core.get("list") or not invocation.calls):
+        return False
     from .tasks._help import program_help, task_help, task_list
 
-    halp = core.get("help")
     if isinstance(halp, str):
         spec = _find(halp)
         if spec is None:
@@ -112,10 +114,8 @@ def _core(invocation: Invocation) -> bool:
     if core.get("list"):
         print(task_list(all_tasks()))
         return True
-    if halp or not invocation.calls:
-        print(program_help(all_tasks()))
-        return True
-    return False
+    print(program_help(all_tasks()))
+    return True
 
 
 def run(argv: Sequence[str]) -> int:

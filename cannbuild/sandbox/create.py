@@ -14,15 +14,13 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 from ..errors import SandboxError, UsageError
 from ..ownership import claim
 from ..resources import data_dir
 from ..workspace import write_json_atomic
 from .files import CommandLog, write
-from .hardware import VARIANTS
-from .releases import UPSTREAM, release
 from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info
 
 LOCK_FILE = ".lock"
@@ -117,6 +115,9 @@ def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -
 
 def plan_sandbox(spec: SandboxSpec) -> str:
     """What `create_sandbox(spec)` would do, without doing it (for --dry-run)."""
+    from .hardware import VARIANTS
+    from .releases import release
+
     if spec.variant not in VARIANTS:
         return f"would refuse: --variant {spec.variant!r} is not a sandbox variant"
     release(spec.cann)
@@ -158,15 +159,15 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     sources; returned with a lease the caller holds while it uses the sandbox.
 
     Concurrent creations of one sandbox wait for each other and all succeed; a sandbox
-    another run holds a lease on is never replaced (SandboxError instead)."""
-    if spec.variant not in VARIANTS:
-        raise SandboxError(
-            f"--variant {spec.variant!r} is not a sandbox variant.", "Use A2 (910B) or A3 (910_93)."
-        )
-    rel = release(spec.cann)
+    another run holds a lease on is never replaced (SandboxError instead).  The key
+    holds the variant and CANN a sandbox was made for, so a sandbox found up to date was
+    made from a valid spec; the spec is checked before anything is made."""
     cxx = check_prerequisites()
     directory = spec.dir.resolve()
     key = sources_key(SandboxSpec(directory, spec.variant, spec.cann), cxx)
+    existing = load_info(directory) if (directory / LOCK_FILE).exists() else None
+    if existing is None or existing.key != key:
+        _check_spec(spec)
     claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
     fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     lease = SandboxLease(fd)
@@ -186,7 +187,7 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
         if existing is not None and existing.key == key:
             fcntl.flock(fd, fcntl.LOCK_SH)
             return CreateResult(existing, created=False, lease=lease)
-        info = _lay_out(spec, directory, key, cxx, rel)
+        info = _lay_out(spec, directory, key, cxx)
         fcntl.flock(fd, fcntl.LOCK_SH)  # keep using what we made
         return CreateResult(info, created=True, lease=lease)
     lease.close()
@@ -197,10 +198,22 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     )
 
 
-def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str, rel: Any) -> SandboxInfo:
+def _check_spec(spec: SandboxSpec) -> None:
+    from .hardware import VARIANTS
+    from .releases import release
+
+    if spec.variant not in VARIANTS:
+        raise SandboxError(
+            f"--variant {spec.variant!r} is not a sandbox variant.", "Use A2 (910B) or A3 (910_93)."
+        )
+    release(spec.cann)  # a CANN the sandbox does not emulate is a usage error naming them
+
+
+def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxInfo:
     """Make the sandbox's tree; the caller holds the exclusive lock.  (The builders are
     imported here: a run that reuses its sandbox does not load them.)"""
-    from .hardware import lay_out_hardware
+    from .hardware import VARIANTS, lay_out_hardware
+    from .releases import UPSTREAM, release
     from .repos import build_repos, build_third_party
     from .toolkit import compile_emulation, lay_out_toolkit
 
@@ -214,6 +227,7 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str, rel: Any) -
         directory / CREATING_MARK, "sandbox creation in progress; an interrupted run leaves this\n"
     )
     log = CommandLog(directory / "create.log")
+    rel = release(spec.cann)
     variant = VARIANTS[spec.variant]
     sysroot = directory / "sysroot"
     emu = compile_emulation(directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version)
