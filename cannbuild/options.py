@@ -252,8 +252,11 @@ def resolve_options(
     cli: Mapping[str, Any],
     env: Mapping[str, str],
     config: Mapping[str, Any],
+    spelled: Optional[Mapping[str, str]] = None,
 ) -> Options:
-    """Merge the sources; `cli` holds only flags the user actually gave."""
+    """Merge the sources; `cli` holds only flags the user actually gave.  `spelled`: how
+    the command line spells a field's flag where it is not the field's name
+    (sandbox_variant is --variant), so an error names the flag the user typed."""
     names = _field_names()
     if not isinstance(config, Mapping):
         raise UsageError(
@@ -272,7 +275,7 @@ def resolve_options(
         )
     values: Dict[str, Any] = {}
     for name in names:
-        flag = "--" + name.replace("_", "-")
+        flag = (spelled or {}).get(name) or "--" + name.replace("_", "-")
         env_name = ENV_PREFIX + name.upper()
         if cli.get(name) is not None and cli.get(name) != ():
             values[name] = _coerce(name, cli[name], flag)

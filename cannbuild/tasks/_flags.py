@@ -315,7 +315,8 @@ def make_options(c: Any, values: Mapping[str, Any]) -> Options:
         if flag is None or flag.field is None or value in (None, False, [], ()):
             continue
         cli[flag.field] = value
-    return resolve_options(cli, os.environ, config)
+    spelled = {f.field: f.option for f in FLAGS.values() if f.field}
+    return resolve_options(cli, os.environ, config, spelled)
 
 
 def lock_to_read(c: Any, values: Mapping[str, Any], options: Options) -> Options:

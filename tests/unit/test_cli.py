@@ -170,3 +170,17 @@ def test_a_reader_that_leaves_early_ends_the_output_quietly(tmp_path, args):
         os.close(write_end)
     assert b"Traceback" not in proc.stderr, proc.stderr.decode()
     assert proc.returncode == 141
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["setup", "--sandbox", "--variant", "A9"], "--variant 'A9'"),
+        (["plan", "--jobs", "many"], "--jobs has value 'many'"),
+    ],
+)
+def test_a_bad_value_is_named_by_the_flag_the_user_typed(args, named, tmp_path):
+    proc = cannbuild(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert named in proc.stderr and "--sandbox-variant" not in proc.stderr
+    assert not (tmp_path / ".cannbuild").exists()
