@@ -35,7 +35,13 @@ def _candidates(cwd: Path, home: Optional[str]) -> Iterator[Path]:
 
 def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> TaskContext:
     """The merged config; a file that cannot be read is a usage error naming it."""
+    given = "--config" if runtime else "INVOKE_RUNTIME_CONFIG"
     runtime = runtime or env.get("INVOKE_RUNTIME_CONFIG")
+    if runtime and not Path(runtime).is_file():
+        raise UsageError(
+            f"{given} {runtime}: no such file.",
+            "Pass a YAML file with a `cannbuild:` key, e.g. --config ci.yaml.",
+        )
     if not runtime and not any(p.exists() for p in _candidates(cwd, env.get("HOME"))):
         return TaskContext({})
     from invoke.config import Config

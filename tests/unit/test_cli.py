@@ -3,6 +3,7 @@ that exit 2 with one paragraph and no traceback."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections import defaultdict
@@ -184,3 +185,16 @@ def test_a_bad_value_is_named_by_the_flag_the_user_typed(args, named, tmp_path):
     assert proc.returncode == 2, proc
     assert named in proc.stderr and "--sandbox-variant" not in proc.stderr
     assert not (tmp_path / ".cannbuild").exists()
+
+
+def test_a_config_file_that_does_not_exist_is_named(tmp_path):
+    proc = cannbuild("--config", str(tmp_path / "ci.yaml"), "status", cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert f"--config {tmp_path / 'ci.yaml'}: no such file" in proc.stderr
+
+
+def test_a_config_file_sets_options_like_invoke_yaml(tmp_path):
+    (tmp_path / "ci.yaml").write_text("cannbuild:\n  workspace: elsewhere\n")
+    proc = cannbuild("--config", "ci.yaml", "status", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc
+    assert json.loads(proc.stdout)["workspace"] == str(tmp_path / "elsewhere")
