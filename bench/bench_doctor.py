@@ -1,6 +1,6 @@
 """Wall time of `cannbuild doctor --json` on a sysroot fixture (issue: doctor <= 0.3 s).
 
-Baseline: `cannbuild --version`, i.e. Python + invoke start-up, so the ratio shows
+Baseline: `cannbuild --version`, i.e. Python + the CLI's start-up, so the ratio shows
 what host reading itself adds.  Run from an activated venv:
 
     python bench/bench_doctor.py [--runs 15]

@@ -4,7 +4,8 @@
   the sandbox already created (its creation is bench_sandbox.py's figure);
 * the no-op rerun of the same setup (every step up to date; validation reused), and
   with --part noop only that, over --runs interleaved with two floors measured side by
-  side: the Python start-up and `cannbuild --version` (invoke's import and the CLI);
+  side: the Python start-up and `cannbuild --version` (the CLI's own start-up: its option
+  table and parser; invoke is not loaded by the `cannbuild` script);
 * `cannbuild validate --sandbox` on an installed workspace;
 * orchestration overhead: cold `cannbuild install` (fetch + build + install: setup
   without its validation, which has no by-hand twin) in an empty workspace vs a shell
