@@ -38,6 +38,23 @@ ERROR_LINE = re.compile(
 )
 
 
+LINE_LIMIT = 300  # characters of one log line shown in the digest
+
+
+def _clip(line: str) -> str:
+    """A log line for the digest: at most LINE_LIMIT characters, always including the
+    error itself (interleaved stdout can put long paths in front of it), with `...`
+    where the front was cut."""
+    text = line.strip()
+    if len(text) <= LINE_LIMIT:
+        return text
+    match = ERROR_LINE.search(text)
+    if match is None or match.end() <= LINE_LIMIT:
+        return text[:LINE_LIMIT]
+    start = max(0, match.start() - LINE_LIMIT // 3)
+    return "..." + text[start : start + LINE_LIMIT - 3]
+
+
 def first_errors(
     lines: Sequence[str],
     first_line: int = 1,
@@ -54,14 +71,14 @@ def first_errors(
             i += 1
             continue
         blocks += 1
-        found.append((first_line + i, lines[i].strip()[:300]))
+        found.append((first_line + i, _clip(lines[i])))
         i += 1
         taken = 0
         while (
             i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
         ):
             if lines[i].strip():
-                found.append((first_line + i, lines[i].strip()[:300]))
+                found.append((first_line + i, _clip(lines[i])))
                 taken += 1
             i += 1
     return tuple(found)

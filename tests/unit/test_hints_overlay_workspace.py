@@ -194,3 +194,17 @@ def test_the_first_errors_anywhere_in_the_log_are_found_with_their_line_numbers(
     ]
     assert [n for n, _ in first_errors(cmake)] == [2, 3, 5, 7]
     assert first_errors(cmake)[-1][1] == "does not match expected value"
+
+
+def test_a_long_log_line_keeps_its_error_in_the_digest():
+    """Block-buffered stdout can put a long line of paths in front of the compiler's
+    error on the same log line: the digest shortens the front, never the error."""
+    from cannbuild.runner import first_errors
+
+    stdout = "[2026-12-01 15:59:12]      dst='" + "/tmp/pytest-of-root/pytest-44/x" * 12 + "'"
+    error = "/w/src/aclnn_flash_attention_score.cpp:31:15: error: static assertion failed"
+    ((number, text),) = first_errors([stdout + error])
+    assert number == 1 and len(text) <= 300
+    assert text.startswith("...") and "error: static assertion failed" in text
+    assert text[3:] in stdout + error
+    assert first_errors(["x" * 400 + " error: at the end"])[0][1].endswith("error: at the end")
