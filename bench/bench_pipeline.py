@@ -5,7 +5,9 @@
 * the no-op rerun of the same setup (every step up to date; validation reused), and
   with --part noop only that, over --runs interleaved with two floors measured side by
   side: the Python start-up and `cannbuild --version` (the CLI's own start-up: its option
-  table and parser; invoke is not loaded by the `cannbuild` script);
+  table and parser; invoke is not loaded by the `cannbuild` script); with --baseline DIR
+  (a checkout of another cannbuild, e.g. `git worktree add /tmp/old <commit>`) that
+  one's no-op too, on a sandbox and workspace of its own, interleaved with the others;
 * `cannbuild validate --sandbox` on an installed workspace;
 * orchestration overhead: cold `cannbuild install` (fetch + build + install: setup
   without its validation, which has no by-hand twin) in an empty workspace vs a shell
@@ -25,6 +27,7 @@
   repo during the other's build) is not credited, and kernel time is not counted.
 
   python bench/bench_pipeline.py [--runs 3] [--part setup|noop|overhead|instructions]
+                                 [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 try:
     import tomllib
@@ -151,21 +154,25 @@ def main() -> None:
     parser.add_argument(
         "--part", choices=("all", "setup", "noop", "overhead", "instructions"), default="all"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="--part noop: also time the no-op of the cannbuild checked out in this folder",
+    )
     args = parser.parse_args()
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-pipeline-"))
     sb85, sb85_hand, sb90 = tmp / "sb-A2-8.5.0", tmp / "sb-A2-8.5.0-by-hand", tmp / "sb-A3-9.0.0"
-    for argv in (
-        sandbox_create_argv(sb85),
-        sandbox_create_argv(sb85_hand),
-        sandbox_create_argv(sb90, "A3", "9.0.0"),
-    ):
+    needed = [sandbox_create_argv(sb85)]
+    if args.part != "noop":
+        needed += [sandbox_create_argv(sb85_hand), sandbox_create_argv(sb90, "A3", "9.0.0")]
+    for argv in needed:
         subprocess.run(argv, check=True, capture_output=True)
 
     if args.part in ("all", "setup"):
         setup_timings(tmp, sb85, args.runs)
     if args.part == "noop":
-        noop_timings(tmp, sb85, args.runs)
+        noop_timings(tmp, sb85, args.runs, args.baseline)
     if args.part in ("all", "overhead"):
         overhead_timings(tmp, sb85, sb85_hand, "A2", "8.5.0", args.runs)
         overhead_timings(tmp, sb90, sb90, "A3", "9.0.0", args.runs)
@@ -190,30 +197,52 @@ def setup_timings(tmp: Path, sb85: Path, runs: int) -> None:
     print(fmt("validate --sandbox", summary(validate)))
 
 
-def noop_timings(tmp: Path, sb85: Path, runs: int) -> None:
+def noop_workspace(folder: Path, env: Dict[str, str]) -> Path:
+    """A workspace whose `setup --sandbox` has run twice: the second fills the caches a
+    run that acts keeps (templates, renders, third-party files)."""
+    folder.mkdir()
+    cb(folder, env, "setup", "--sandbox")  # cold, not counted
+    cb(folder, env, "setup", "--sandbox")
+    return folder
+
+
+def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> None:
     """The no-op `setup --sandbox` (the target: under 0.3 s median) beside its floors,
-    interleaved so load moves all three alike; wall and CPU (user + sys, children too)."""
-    ws = tmp / "noop"
-    ws.mkdir()
+    interleaved so load moves all of them alike; wall and CPU (user + sys, children too)."""
     env = env_for(sb85)
-    cb(ws, env, "setup", "--sandbox")  # cold, not counted
-    cb(ws, env, "setup", "--sandbox")  # fills the template and third-party caches
+    ws = noop_workspace(tmp / "noop", env)
     argvs = {
-        "python -c pass (floor)": [sys.executable, "-c", "pass"],
-        "cannbuild --version (CLI floor)": cannbuild_argv("--version"),
-        "setup --sandbox, no-op": cannbuild_argv("setup", "--sandbox"),
+        "python -c pass (floor)": ([sys.executable, "-c", "pass"], ws, env),
+        "cannbuild --version (CLI floor)": (cannbuild_argv("--version"), ws, env),
+        "setup --sandbox, no-op": (cannbuild_argv("setup", "--sandbox"), ws, env),
     }
+    if baseline is not None:
+        baseline = baseline.resolve()
+        compile_package(baseline)
+        old = env_for(tmp / "sb-baseline")
+        old["PYTHONPATH"] = os.pathsep.join([str(baseline), os.environ.get("PYTHONPATH", "")])
+        subprocess.run(
+            sandbox_create_argv(tmp / "sb-baseline"), check=True, capture_output=True, env=old
+        )
+        name = f"setup --sandbox, no-op ({baseline.name})"
+        argvs[name] = (cannbuild_argv("setup", "--sandbox"), noop_workspace(tmp / "old", old), old)
     wall: Dict[str, List[float]] = {k: [] for k in argvs}
     cpu: Dict[str, List[float]] = {k: [] for k in argvs}
     for _ in range(runs):
-        for name, argv in argvs.items():
-            w, c = run_measured(argv, cwd=ws, env=env, capture_output=True)
+        for name, (argv, cwd, run_env) in argvs.items():
+            w, c = run_measured(argv, cwd=cwd, env=run_env, capture_output=True)
             wall[name].append(w)
             cpu[name].append(c)
     floor = summary(wall["python -c pass (floor)"])
     for name in argvs:
         print(fmt(name, summary(wall[name]), floor))
         print(fmt(f"  cpu of {name}", summary(cpu[name])))
+    if baseline is not None:
+        old_name = f"setup --sandbox, no-op ({baseline.name})"
+        for kind, times in (("wall", wall), ("cpu", cpu)):
+            pairs = zip(times["setup --sandbox, no-op"], times[old_name])
+            ratio = statistics.median(new / old for new, old in pairs)
+            print(f"no-op, this checkout / {baseline.name}: {ratio:.2f}x {kind} (median per round)")
 
 
 def sandbox_flags(variant: str, cann: str) -> Tuple[str, ...]:

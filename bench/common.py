@@ -35,11 +35,12 @@ def run_measured(argv: Sequence[str], **kwargs) -> Tuple[float, float]:
     return wall, cpu
 
 
-def compile_package() -> None:
-    """Write cannbuild's .pyc files, as a non-editable pip install does, so start-up
-    is measured, not byte-compilation (PYTHONDONTWRITEBYTECODE may be set)."""
-    package = Path(__file__).resolve().parents[1] / "cannbuild"
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+def compile_package(checkout: Optional[Path] = None) -> None:
+    """Write cannbuild's .pyc files (this checkout's, or `checkout`'s), as a non-editable
+    pip install does, so start-up is measured, not byte-compilation
+    (PYTHONDONTWRITEBYTECODE may be set)."""
+    root = checkout or Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "cannbuild")], check=True)
 
 
 def time_command(
