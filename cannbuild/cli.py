@@ -61,19 +61,13 @@ def _complete(remainder: Sequence[str]) -> None:
     words = list(remainder[1:])  # without the program name
     names = sorted(GROUPS)
     current = next((task(w) for w in reversed(words) if w in GROUPS), None)
-    flags = (
-        [n for o in current.options for n in (o.option, *([f"-{o.short}"] if o.short else []))]
-        if current
-        else core_names()
-    )
+    flags = [n for o in current.options for n in o.spellings] if current else core_names()
     tail = words[-1] if words else ""
     if not tail.startswith("-"):
         print("\n".join(names))
     elif tail not in flags:
         print("\n".join(f for f in flags if tail == "-" or f.startswith(tail) or tail == "--"))
-    elif current is None or not any(
-        tail in (o.option, f"-{o.short}") and o.takes_value for o in current.options
-    ):
+    elif current is None or not any(tail in o.spellings and o.takes_value for o in current.options):
         print("\n".join(names))
 
 

@@ -14,10 +14,6 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _listed(items: Sequence[str]) -> str:
-    return ", ".join(items)
-
-
 def _build(b: Mapping[str, Any]) -> str:
     if b.get("status") == "failed":
         out = "**Build: FAILED**"
@@ -56,8 +52,8 @@ def _built_from(f: Mapping[str, Any]) -> str:
     if f.get("run_id"):
         out += f" (run {f['run_id']})"
     if f.get("commits"):
-        out += ", built from " + _listed(
-            [f"{repo} `{commit[:12]}`" for repo, commit in f["commits"].items()]
+        out += ", built from " + ", ".join(
+            f"{repo} `{commit[:12]}`" for repo, commit in f["commits"].items()
         )
     out += "."
     n = f.get("newer_failed_attempt")

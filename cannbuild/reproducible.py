@@ -46,13 +46,12 @@ def commit_time(checkout: Path, memo: Optional[Path] = None) -> Optional[int]:
     if not (checkout / ".git").exists():
         return None
     head = _head(checkout) if memo is not None else None
-    if head is not None and memo is not None:
-        known = read_text_map(memo) or {}
-        if known.get(head, "").isdigit():
-            return int(known[head])
+    known = (read_text_map(memo) if memo is not None and head is not None else None) or {}
+    if head is not None and known.get(head, "").isdigit():
+        return int(known[head])
     when = _git_commit_time(checkout)
     if head is not None and memo is not None and when is not None:
-        remember(memo, {**(read_text_map(memo) or {}), head: str(when)})
+        remember(memo, {**known, head: str(when)})
     return when
 
 

@@ -87,8 +87,7 @@ def _option(call: Call, word: str) -> Tuple[Option, Optional[str]]:
     for positional, text in spec.positional:
         if name == "--" + positional.replace("_", "-"):
             return Option(positional, str, None, text), glued
-    names = [o.option for o in spec.options]
-    names += [f"-{o.short}" for o in spec.options if o.short]
+    names = [n for o in spec.options for n in o.spellings]
     names += ["--" + p.replace("_", "-") for p, _ in spec.positional]
     raise ArgvError(f"{spec.name} does not take '{word}'", word, names)
 

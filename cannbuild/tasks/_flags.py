@@ -223,6 +223,11 @@ class Option:
     def takes_value(self) -> bool:
         return self.kind is not bool
 
+    @property
+    def spellings(self) -> Tuple[str, ...]:
+        """How the command line may name it: the long form, then the letter if it has one."""
+        return (self.option, f"-{self.short}") if self.short else (self.option,)
+
 
 @dataclass(frozen=True)
 class TaskSpec:

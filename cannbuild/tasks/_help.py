@@ -79,7 +79,7 @@ def task_help(task: TaskSpec) -> str:
     lines.append("")
     rows = [(n.upper(), text) for n, text in task.positional]
     for option in sorted(task.options, key=lambda o: o.name):
-        spelled = f"-{option.short}, {option.option}" if option.short else option.option
+        spelled = ", ".join(reversed(option.spellings))
         if option.kind is not bool:
             spelled += "=VALUE" if option.kind is str else "=VALUE (repeatable)"
         rows.append((spelled, option.help))
