@@ -3,7 +3,6 @@ charts.  It never builds the baseline: that is `cannbuild install`'s job."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import time
@@ -14,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..errors import UsageError
 from ..session import Session
+from ..sources.fetch import sha256_file
 from ..validate import torchnpu
 from ..validate.cases import RULE, why_no_torch
 from ..workspace import point_link, write_atomic, write_json_atomic
@@ -37,14 +37,6 @@ class BenchOutcome:
     out: Path
     results: Dict[str, Any]
     result: SweepResult
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def package_env(session: Session, vendor: Path) -> Dict[str, str]:
@@ -140,7 +132,7 @@ def run_bench(
         },
         "package": {
             "library": str(library),
-            "sha256": _sha256(library),
+            "sha256": sha256_file(library),
             "built": record.get("finished"),
         },
         "commits": dict(record.get("commits", {})),
