@@ -8,6 +8,8 @@
   table and parser; invoke is not loaded by the `cannbuild` script); with --baseline DIR
   (a checkout of another cannbuild, e.g. `git worktree add /tmp/old <commit>`) that
   one's no-op too, on a sandbox and workspace of its own, interleaved with the others;
+  and the no-op's time after start-up split by bench/noop_parts.py: how much of it goes
+  into creating dataclasses (their generated methods are compiled in every process);
 * `cannbuild validate --sandbox` on an installed workspace;
 * orchestration overhead: cold `cannbuild install` (fetch + build + install: setup
   without its validation, which has no by-hand twin) in an empty workspace vs a shell
@@ -43,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 try:
     import tomllib
@@ -228,21 +230,55 @@ def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> 
         argvs[name] = (cannbuild_argv("setup", "--sandbox"), noop_workspace(tmp / "old", old), old)
     wall: Dict[str, List[float]] = {k: [] for k in argvs}
     cpu: Dict[str, List[float]] = {k: [] for k in argvs}
+    parts: List[Dict[str, Any]] = []
     for _ in range(runs):
         for name, (argv, cwd, run_env) in argvs.items():
             w, c = run_measured(argv, cwd=cwd, env=run_env, capture_output=True)
             wall[name].append(w)
             cpu[name].append(c)
+        parts.append(in_process_parts(ws, env))
     floor = summary(wall["python -c pass (floor)"])
     for name in argvs:
         print(fmt(name, summary(wall[name]), floor))
         print(fmt(f"  cpu of {name}", summary(cpu[name])))
+    print_parts(parts)
     if baseline is not None:
         old_name = f"setup --sandbox, no-op ({baseline.name})"
         for kind, times in (("wall", wall), ("cpu", cpu)):
             pairs = zip(times["setup --sandbox, no-op"], times[old_name])
             ratio = statistics.median(new / old for new, old in pairs)
             print(f"no-op, this checkout / {baseline.name}: {ratio:.2f}x {kind} (median per round)")
+
+
+def in_process_parts(ws: Path, env: Dict[str, str]) -> Dict[str, Any]:
+    """One no-op run through bench/noop_parts.py: its time after interpreter start-up,
+    and the part of it spent creating dataclasses."""
+    script = Path(__file__).resolve().parent / "noop_parts.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "setup", "--sandbox"],
+        cwd=ws,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    parts = json.loads(proc.stdout.strip().splitlines()[-1])
+    if parts["exit"] not in (0, None):
+        raise SystemExit(f"the no-op under noop_parts.py exited {parts['exit']}")
+    return parts
+
+
+def print_parts(parts: List[Dict[str, Any]]) -> None:
+    total = statistics.median(p["total_s"] for p in parts)
+    line = f"in-process no-op (after start-up): median {total * 1000:.1f} ms"
+    if all(p["dataclass_s"] is not None for p in parts):
+        spent = statistics.median(p["dataclass_s"] for p in parts)
+        line += (
+            f", of which creating {int(parts[0]['dataclasses'])} dataclasses"
+            f" {spent * 1000:.1f} ms ({spent / total:.0%});"
+            f" {int(parts[0]['modules'])} cannbuild modules loaded"
+        )
+    print(line)
 
 
 def sandbox_flags(variant: str, cann: str) -> Tuple[str, ...]:
