@@ -96,7 +96,7 @@ class NpuWorker:
         if self.unavailable() is not None:
             raise RouteError(str(self.why_not))
         request = {
-            "case": dataclasses.asdict(shape.case()),
+            "case": dataclasses.asdict(shape),
             "data": str(self.data),
             "reps": reps,
             "warmup": WARMUP,
@@ -121,7 +121,7 @@ def npu_check(
     """One call, judged with softmax statistics; a call that ran another package's kernel
     fails the check (it would time the wrong thing)."""
     answer = worker.ask(shape, 0)
-    result = judge_files(shape.case(), tensors, worker.data, answer["ms"], expected)
+    result = judge_files(shape, tensors, worker.data, answer["ms"], expected)
     loaded = [str(p) for p in answer.get("loaded", [])]
     if result.status == Verdict.PASS and loaded and str(worker.library) not in loaded:
         result = dataclasses.replace(

@@ -52,11 +52,10 @@ def compile_program(vendor: Path, env: Mapping[str, str], workdir: Path) -> Prog
 
 
 def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[Any, str]:
-    case = shape.case()
-    manifest = data / f"{case.name}.manifest"
-    manifest.write_text(manifest_line(case, data) + extra + "\n")
-    runs, output, _code = capi.run_cases(program.binary, manifest, program.env, [case.name])
-    run = runs[case.name]
+    manifest = data / f"{shape.name}.manifest"
+    manifest.write_text(manifest_line(shape, data) + extra + "\n")
+    runs, output, _code = capi.run_cases(program.binary, manifest, program.env, [shape.name])
+    run = runs[shape.name]
     if not run.ok:
         raise RouteError(f"ACL/aclnn error: {run.error}")
     return run, output
@@ -73,7 +72,7 @@ def capi_check(
         m = _MEM.match(line.strip())
         if m and m.group(1) == shape.name:
             peak = int(m.group(2))
-    result = judge_files(shape.case(), tensors, data, run.kernel_ms, expected)
+    result = judge_files(shape, tensors, data, run.kernel_ms, expected)
     return result, run.kernel_ms, peak
 
 
@@ -103,7 +102,7 @@ def _bnsd(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Tuple[Any, 
 
 def sdpa_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callable[[], Any]:
     q, k, v, _ = _bnsd(torch, shape, tensors)
-    scale = shape.case().scale
+    scale = shape.scale
     gqa = shape.N1 != shape.N2
     attention = torch.nn.functional.scaled_dot_product_attention
 
@@ -116,7 +115,7 @@ def sdpa_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callabl
 def unfused_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callable[[], Any]:
     """What a model does without a fused kernel: the S x S scores exist in memory."""
     q, k, v, mask = _bnsd(torch, shape, tensors)
-    scale = shape.case().scale
+    scale = shape.scale
     group = shape.N1 // shape.N2
 
     def call() -> Any:
@@ -138,5 +137,5 @@ def torch_check(
     start = time.perf_counter()
     out, peak = rss_growth(call)
     ms = (time.perf_counter() - start) * 1000.0
-    case = dataclasses.replace(shape.case(), layout="BNSD")
+    case = dataclasses.replace(shape, layout="BNSD")
     return judge(case, tensors, out, None, None, ms, expected), ms, peak

@@ -4,7 +4,7 @@ each shape is judged as."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import List, Sequence, Tuple
 
 from ..errors import UsageError
@@ -18,21 +18,9 @@ SHAPE_HELP = "B1N8/2S1024D64 (B optional, /N2 for GQA), comma-separated"
 
 
 @dataclass(frozen=True)
-class BenchShape:
-    dtype: str
-    layout: str
-    B: int
-    N1: int
-    N2: int
-    S: int
-    D: int
-    causal: bool
-
-    @property
-    def name(self) -> str:
-        gqa = f"_kv{self.N2}" if self.N2 != self.N1 else ""
-        mask = "_causal" if self.causal else ""
-        return f"{self.dtype}_{self.layout.lower()}_b{self.B}_n{self.N1}{gqa}_s{self.S}_d{self.D}{mask}"
+class BenchShape(Case):
+    """A validation case (what the bench judges each timed result by) with what the
+    bench adds: its curve and its FLOPs.  Made by `bench_shape`, which names it."""
 
     @property
     def series(self) -> str:
@@ -48,32 +36,17 @@ class BenchShape:
         full = 4.0 * self.B * self.N1 * self.S * self.S * self.D
         return full / 2 if self.causal else full
 
-    def case(self) -> Case:
-        return Case(
-            self.name,
-            self.dtype,
-            self.layout,
-            self.B,
-            self.N1,
-            self.N2,
-            self.S,
-            self.D,
-            self.causal,
-        )
-
     def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "dtype": self.dtype,
-            "layout": self.layout,
-            "B": self.B,
-            "N1": self.N1,
-            "N2": self.N2,
-            "S": self.S,
-            "D": self.D,
-            "causal": self.causal,
-            "flops": self.flops,
-        }
+        return {**asdict(self), "flops": self.flops}
+
+
+def bench_shape(
+    dtype: str, layout: str, B: int, N1: int, N2: int, S: int, D: int, causal: bool
+) -> BenchShape:
+    gqa = f"_kv{N2}" if N2 != N1 else ""
+    mask = "_causal" if causal else ""
+    name = f"{dtype}_{layout.lower()}_b{B}_n{N1}{gqa}_s{S}_d{D}{mask}"
+    return BenchShape(name, dtype, layout, B, N1, N2, S, D, causal)
 
 
 def _words(text: str, allowed: Sequence[str], flag: str) -> Tuple[str, ...]:
@@ -130,7 +103,7 @@ def sweep(
 ) -> List[BenchShape]:
     """Every combination, cheapest first, so a time budget cuts the largest S."""
     shapes = [
-        BenchShape(dt, lay, b, n1, n2, s, d, causal)
+        bench_shape(dt, lay, b, n1, n2, s, d, causal)
         for (b, n1, n2, s, d) in dims
         for dt in dtypes
         for lay in layouts

@@ -132,8 +132,8 @@ def _measure_shape(
     settings: SweepSettings,
     npu: Optional[NpuWorker],
 ) -> List[Measurement]:
-    tensors = write_inputs(shape.case(), data)
-    expected = reference(shape.case(), tensors)
+    tensors = write_inputs(shape, data)
+    expected = reference(shape, tensors)
     out: List[Measurement] = []
     for variant, program in programs:
         out.append(
