@@ -154,6 +154,8 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
         missing = [p.upper() for p, _ in spec.positional[len(call.args) :]]
         if missing:
             raise ArgvError(f"{spec.name} needs {' '.join(missing)}")
+    if remainder and "complete" not in core:  # only the completion script passes words so
+        raise ArgvError(f"no task takes words after '--' (got '{' '.join(remainder)}')")
     return Invocation(core, calls, remainder)
 
 

@@ -78,6 +78,7 @@ def test_core_options_come_before_the_task():
         (["profile"], "profile needs PATH", None),
         (["status", "extra"], "status takes no argument 'extra'", None),
         (["--config"], "'--config' needs a value", None),
+        (["build", "--", "x"], "no task takes words after '--' (got 'x')", None),
     ],
 )
 def test_a_wrong_word_is_named(argv, says, choice):
@@ -86,6 +87,11 @@ def test_a_wrong_word_is_named(argv, says, choice):
     assert says in str(caught.value)
     if choice:
         assert choice in caught.value.choices
+
+
+def test_words_after_a_double_dash_go_to_the_completion_only():
+    invocation = parse(["--complete", "--", "cannbuild", "bu"], find)
+    assert invocation.remainder == ["cannbuild", "bu"] and not invocation.calls
 
 
 def test_running_a_task_from_the_script_does_not_import_invoke(tmp_path):
