@@ -53,6 +53,12 @@ def test_a_step_template_missing_a_value_names_the_recipe():
         ("curl -H 'Authorization: Bearer abc.def.ghi' https://x", "abc.def.ghi"),
         ("https://x/y?private_token=tok123&z=1", "tok123"),
         ("token ghp_0123456789abcdefghij in the log", "ghp_0123456789abcdefghij"),
+        # each shape alone: none of them may hide behind another's tell-tale character
+        ("github_pat_11ABCDEFG0123456789_abcdef", "github_pat_11ABCDEFG0123456789_abcdef"),
+        ("glpat-abcdefghijklmnop", "glpat-abcdefghijklmnop"),
+        ("export GITLAB_TOKEN=tok456", "tok456"),
+        ("db_password: hunter2", "hunter2"),
+        ("ssh://deploy:key789@host/repo.git", "key789"),
     ],
 )
 def test_credentials_are_redacted(text, hidden):
