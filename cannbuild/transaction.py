@@ -13,7 +13,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CannbuildError
 from .locks import WorkspaceLock
@@ -22,6 +22,9 @@ from .runner import Progress, StepOutcome, new_run_id
 from .session import Session
 from .validate import ValidationRun, validate_session
 from .workspace import read_json, write_json_atomic
+
+if TYPE_CHECKING:
+    from .sources.state import SourceState
 
 ATTEMPT_FILE = "last-build.json"
 
@@ -154,16 +157,19 @@ def _write_report(
     built: Optional[Mapping[str, Any]],
     cache: Optional[Mapping[str, Any]] = None,
     package: Optional[Mapping[str, Any]] = None,
+    sources: Optional[SourceState] = None,
 ) -> Path:
+    """`sources`: what this run made ready (else the lock on disk is read)."""
     from .report import build_report, step_records, write_report
     from .reproducible import artifact_records
     from .sources.pinning import sources_from_lock
 
     recipe = session.recipe
-    try:
-        sources = sources_from_lock(session)
-    except CannbuildError:  # a lock the run could not use: the report still says what ran
-        sources = None
+    if sources is None:
+        try:
+            sources = sources_from_lock(session)
+        except CannbuildError:  # a lock the run could not use: the report still says what ran
+            sources = None
     full = build_report(
         run_id=run_id,
         host=session.host.facts,
@@ -273,6 +279,7 @@ def run_pipeline(
             validation.validation if validation else None,
             built,
             cache_record,
+            sources=state,
         )
     return PipelineRun(run_id, result, notes, validation, directory, made(session), built)
 
