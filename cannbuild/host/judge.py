@@ -76,6 +76,7 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
             by_path: Dict[str, List[str]] = {}
             for rule, path, _ in search.tried:
                 rules = by_path.setdefault(path, [])
+                rule = "default" if rule == f"default {path}" else rule  # not the path twice
                 if rule not in rules:
                     rules.append(rule)
             tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())

@@ -300,3 +300,5 @@ def test_doctor_without_cann_offers_the_sandbox_and_names_each_place_once(tree):
     assert "cannbuild setup --sandbox" in r["toolkit"].hint
     places = [p.split(" (")[0] for p in r["toolkit"].detail.split("looked in ", 1)[1].split("; ")]
     assert len(places) == len(set(places)), r["toolkit"].detail
+    for place in places:  # and once in all: not again as the rule that named it
+        assert r["toolkit"].detail.count(place) == 1, r["toolkit"].detail
