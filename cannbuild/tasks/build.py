@@ -251,6 +251,11 @@ def clean(
         raise UsageError(
             f"--keep {keep!r} is not a whole number >= 1.", "For example --keep 5."
         ) from None
+    if not options.workspace.exists():
+        if flags.get("json"):
+            ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": []})
+        ui.note(f"nothing to clean: {options.workspace} does not exist")
+        return
     targets = clean_plan(options.workspace, runs, sources=include_sources, sandbox=include_sandbox)
     if flags.get("json"):
         ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": [str(p) for p in targets]})

@@ -198,3 +198,22 @@ def test_a_config_file_sets_options_like_invoke_yaml(tmp_path):
     proc = cannbuild("--config", "ci.yaml", "status", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc
     assert json.loads(proc.stdout)["workspace"] == str(tmp_path / "elsewhere")
+
+
+@pytest.mark.parametrize("extra", [(), ("--dry-run",), ("--json",)])
+def test_clean_where_there_is_no_workspace_has_nothing_to_do(tmp_path, extra):
+    proc = cannbuild("clean", *extra, cwd=tmp_path)
+    assert proc.returncode == 0, proc
+    assert "nothing to clean" in proc.stderr and not (tmp_path / ".cannbuild").exists()
+    if "--json" in extra:
+        assert json.loads(proc.stdout)["remove"] == []
+
+
+def test_clean_refuses_a_folder_cannbuild_did_not_make(tmp_path):
+    theirs = tmp_path / "theirs"
+    (theirs / "logs").mkdir(parents=True)
+    (theirs / "logs" / "keep.txt").write_text("someone's\n")
+    proc = cannbuild("clean", "--workspace", str(theirs), cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert "nothing was removed" in proc.stderr
+    assert (theirs / "logs" / "keep.txt").read_text() == "someone's\n"
