@@ -378,28 +378,28 @@ def test_two_builds_on_one_workspace_never_interleave(cli):
     assert "waiting for pid" in err and started_steps(err) == []
 
 
-def interrupt_in_cmake(cli, proc, earlier=()):
+def cmake_cache(cli):
+    """What ops-transformer's CMakeCache.txt is now (None: there is none)."""
+    try:
+        st = (cli.ws / "src/ops-transformer/build/CMakeCache.txt").stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns)
+
+
+def interrupt_in_cmake(cli, proc, cache_before):
     """SIGINT `proc` once a new ops-transformer-build shows cmake at work.
 
     Not by its log: build.sh pipes stdout through block-buffered gawk, so the
-    'cmake config' line reaches the log only when the build ends.  The fresh
-    CMakeCache.txt (build.sh removes build/ first) tells instead."""
-    cache = cli.ws / "src/ops-transformer/build/CMakeCache.txt"
-    started = None  # when the step's log appeared
+    'cmake config' line reaches the log only when the build ends.  build.sh removes
+    build/ and cmake writes a fresh CMakeCache.txt: one that is not `cache_before`
+    (read before `proc` started).  Waiting ends early if `proc` does (the caller's
+    assertion then shows its output)."""
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        new = [
-            p
-            for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")
-            if p.parent not in earlier and p.parent.name != "latest"
-        ]
-        try:
-            if started is None and new:
-                started = new[0].stat().st_mtime
-            if started is not None and cache.stat().st_mtime >= started:
-                break
-        except FileNotFoundError:
-            pass
+    while time.monotonic() < deadline and proc.poll() is None:
+        now = cmake_cache(cli)
+        if now is not None and now != cache_before:
+            break
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     return proc.communicate(timeout=60)[1]
@@ -407,10 +407,10 @@ def interrupt_in_cmake(cli, proc, earlier=()):
 
 def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
     assert cli("build").returncode == 0
+    cache = cmake_cache(cli)
     proc = cli.popen("build", "--force", "ops-transformer-build")
-    first_run = {p.parent for p in (cli.ws / "logs").glob("*/ops-transformer-build.log")}
     before = cli.stamp("ops-transformer-build")["finished"]
-    err = interrupt_in_cmake(cli, proc, first_run)
+    err = interrupt_in_cmake(cli, proc, cache)
     assert proc.returncode == 130, err
     assert "interrupted during ops-transformer-build" in err
     stamp = cli.stamp("ops-transformer-build")
@@ -423,7 +423,7 @@ def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
 
 
 def test_ctrl_c_in_a_cold_build_keeps_the_lock_its_fetches_resolved(cli):
-    err = interrupt_in_cmake(cli, cli.popen("install"))
+    err = interrupt_in_cmake(cli, cli.popen("install"), None)
     assert "interrupted during ops-transformer-build" in err
     assert cli.lock.is_file()  # every repo was ready before the interrupt
     assert cli("install", "--locked").returncode == 0
