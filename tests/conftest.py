@@ -1,4 +1,5 @@
 import ipaddress
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -8,6 +9,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from hosttree import HostTree
+
+
+def pytest_configure(config):
+    """A suite started in the background of a script (`.ci/run &`) inherits SIGINT
+    ignored, and so would every cannbuild it starts; the Ctrl-C tests play a user at a
+    terminal, whose foreground job has SIGINT.  Handled here, the children start with it."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
