@@ -138,7 +138,8 @@ def run(argv: Sequence[str]) -> int:
 
 def on_termination() -> None:
     """SIGTERM and SIGHUP end a run as Ctrl-C does (see errors.SignalInterrupt); a second
-    signal during that cleanup is ignored, so the cleanup finishes."""
+    signal during that cleanup is ignored, so the cleanup finishes.  A signal ignored when
+    cannbuild started stays ignored: `nohup cannbuild setup` must outlive its terminal."""
     seen: List[int] = []
 
     def handler(signum: int, _frame: Any) -> None:
@@ -148,7 +149,8 @@ def on_termination() -> None:
         raise SignalInterrupt(signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, handler)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 import pytest
 
@@ -94,7 +94,13 @@ class Cli:
             timeout=timeout,
         )
 
-    def popen(self, *args: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    def popen(
+        self,
+        *args: str,
+        env: Optional[Dict[str, str]] = None,
+        preexec_fn: Optional[Callable[[], Any]] = None,
+    ) -> subprocess.Popen:
+        """`preexec_fn`: run in the child before cannbuild starts (e.g. what nohup does)."""
         argv = [
             sys.executable,
             "-m",
@@ -113,6 +119,7 @@ class Cli:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=preexec_fn,
         )
 
     def popen_plain(self, *args: str, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:

@@ -215,6 +215,23 @@ def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(c
     assert again.returncode == 0 and "ops-transformer-build built in" in again.stderr
 
 
+def test_a_hang_up_ignored_at_start_does_not_stop_the_build(cli):
+    """`nohup cannbuild build`: the terminal closing must not end the build."""
+    assert cli("build").returncode == 0
+    earlier = set((cli.ws / "logs").glob("*/ops-transformer-build.log"))
+    proc = cli.popen(
+        "build",
+        "--force",
+        "ops-transformer-build",
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    wait_for_cmake(cli, proc, earlier)
+    proc.send_signal(signal.SIGHUP)
+    _out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "ops-transformer-build: done" in err and "interrupted" not in err
+
+
 def test_three_concurrent_creations_of_one_sandbox_all_succeed(cli, tmp_path):
     target = tmp_path / "shared-sandbox"
     procs = [
