@@ -2,7 +2,8 @@
 
 The `cannbuild` script does not import invoke (its import is most of a no-op run's
 start-up); this builds the same tasks, names, letters and defaults from the same
-`TaskSpec`s, and turns a `TaskExit` into invoke's `Exit`.
+`TaskSpec`s, turns a `TaskExit` into invoke's `Exit`, and handles SIGTERM and SIGHUP
+as the script does.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Dict, List
 
 from invoke import Collection, Exit, Task
 
+from ..cli import on_termination
 from . import all_tasks
 from ._flags import TaskExit, TaskSpec
 
@@ -25,6 +27,7 @@ class CannbuildTask(Task):
 
         @functools.wraps(spec.body)
         def body(c: Any, *args: Any, **kwargs: Any) -> Any:
+            on_termination()  # as the script does: SIGTERM/SIGHUP stop the run cleanly
             try:
                 return spec.body(c, *args, **kwargs)
             except TaskExit as exc:

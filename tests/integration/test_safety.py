@@ -197,12 +197,30 @@ def processes_under(folder: Path):
     return alive
 
 
+def invoke_popen(cli, *args: str) -> subprocess.Popen:
+    """`invoke ARGS` as the README runs it in a checkout (tasks.py at its top)."""
+    checkout = Path(__file__).resolve().parents[2]
+    flags = ("--sandbox", "--variant", cli.variant, "--cann", cli.cann)
+    return subprocess.Popen(
+        [sys.executable, "-m", "invoke", "--search-root", str(checkout), *args, *flags],
+        cwd=cli.cwd,
+        env=cli.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("route", ["cannbuild", "invoke"])
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(cli, sig, code):
+def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(
+    cli, sig, code, route
+):
     assert cli("build").returncode == 0
     before = cli.stamp("ops-transformer-build")["finished"]
     earlier = set((cli.ws / "logs").glob("*/ops-transformer-build.log"))
-    proc = cli.popen("build", "--force", "ops-transformer-build")
+    args = ("build", "--force", "ops-transformer-build")
+    proc = cli.popen(*args) if route == "cannbuild" else invoke_popen(cli, *args)
     wait_for_cmake(cli, proc, earlier)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
