@@ -251,14 +251,17 @@ def clean(
         raise UsageError(
             f"--keep {keep!r} is not a whole number >= 1.", "For example --keep 5."
         ) from None
-    if not options.workspace.exists():
-        if flags.get("json"):
-            ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": []})
-        ui.note(f"nothing to clean: {options.workspace} does not exist")
-        return
-    targets = clean_plan(options.workspace, runs, sources=include_sources, sandbox=include_sandbox)
+    exists = options.workspace.exists()
+    targets = (
+        clean_plan(options.workspace, runs, sources=include_sources, sandbox=include_sandbox)
+        if exists
+        else []
+    )
     if flags.get("json"):
         ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": [str(p) for p in targets]})
+    if not exists:
+        ui.note(f"nothing to clean: {options.workspace} does not exist")
+        return
     if flags.get("dry_run"):
         for path in targets:
             ui.note(f"would remove {path}")
