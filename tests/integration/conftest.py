@@ -10,8 +10,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import pytest
 
@@ -148,6 +149,29 @@ class Cli:
     def stamp(self, step: str) -> Optional[dict]:
         path = self.ws / "stamps" / f"{step}.json"
         return json.loads(path.read_text()) if path.exists() else None
+
+    def cmake_cache(self) -> Optional[Tuple[int, int]]:
+        """ops-transformer's CMakeCache.txt as it is now (inode, mtime); None: there is none."""
+        try:
+            st = (self.ws / "src/ops-transformer/build/CMakeCache.txt").stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
+
+    def wait_for_cmake(self, proc: subprocess.Popen, before: Optional[Tuple[int, int]]) -> None:
+        """Until `proc`'s ops-transformer-build has cmake at work: build.sh removes build/
+        and cmake writes a CMakeCache.txt other than `before` (read before `proc` started).
+        Not by the log: build.sh pipes stdout through block-buffered gawk, so its
+        'cmake config' line reaches the log only when the build ends."""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            now = self.cmake_cache()
+            if now is not None and now != before:
+                return
+            if proc.poll() is not None:
+                raise AssertionError(proc.communicate())
+            time.sleep(0.02)
+        raise AssertionError("the build never reached cmake")
 
 
 @pytest.fixture

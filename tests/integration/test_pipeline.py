@@ -378,36 +378,16 @@ def test_two_builds_on_one_workspace_never_interleave(cli):
     assert "waiting for pid" in err and started_steps(err) == []
 
 
-def cmake_cache(cli):
-    """What ops-transformer's CMakeCache.txt is now (None: there is none)."""
-    try:
-        st = (cli.ws / "src/ops-transformer/build/CMakeCache.txt").stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns)
-
-
 def interrupt_in_cmake(cli, proc, cache_before):
-    """SIGINT `proc` once a new ops-transformer-build shows cmake at work.
-
-    Not by its log: build.sh pipes stdout through block-buffered gawk, so the
-    'cmake config' line reaches the log only when the build ends.  build.sh removes
-    build/ and cmake writes a fresh CMakeCache.txt: one that is not `cache_before`
-    (read before `proc` started).  Waiting ends early if `proc` does (the caller's
-    assertion then shows its output)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        now = cmake_cache(cli)
-        if now is not None and now != cache_before:
-            break
-        time.sleep(0.02)
+    """SIGINT `proc` once its ops-transformer-build shows cmake at work; its stderr."""
+    cli.wait_for_cmake(proc, cache_before)
     proc.send_signal(signal.SIGINT)
     return proc.communicate(timeout=60)[1]
 
 
 def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
     assert cli("build").returncode == 0
-    cache = cmake_cache(cli)
+    cache = cli.cmake_cache()
     proc = cli.popen("build", "--force", "ops-transformer-build")
     before = cli.stamp("ops-transformer-build")["finished"]
     err = interrupt_in_cmake(cli, proc, cache)

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -164,24 +163,6 @@ def test_a_vendor_name_that_is_not_a_name_is_refused(cli, name):
     assert not cli.ws.exists()
 
 
-def wait_for_cmake(cli, proc, earlier):
-    """Until a log of this run (not in `earlier`) shows cmake at work."""
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        logs = list((cli.ws / "logs").glob("*/ops-transformer-build.log"))
-        fresh = [
-            p
-            for p in logs
-            if p.parent.name != "latest" and p not in earlier and "cmake config" in p.read_text()
-        ]
-        if fresh:
-            return
-        if proc.poll() is not None:
-            raise AssertionError(proc.communicate())
-        time.sleep(0.05)
-    raise AssertionError("the build never reached cmake")
-
-
 def processes_under(folder: Path):
     alive = []
     for pid in os.listdir("/proc"):
@@ -218,10 +199,10 @@ def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(
 ):
     assert cli("build").returncode == 0
     before = cli.stamp("ops-transformer-build")["finished"]
-    earlier = set((cli.ws / "logs").glob("*/ops-transformer-build.log"))
+    cache = cli.cmake_cache()
     args = ("build", "--force", "ops-transformer-build")
     proc = cli.popen(*args) if route == "cannbuild" else invoke_popen(cli, *args)
-    wait_for_cmake(cli, proc, earlier)
+    cli.wait_for_cmake(proc, cache)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
@@ -236,14 +217,14 @@ def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(
 def test_a_hang_up_ignored_at_start_does_not_stop_the_build(cli):
     """`nohup cannbuild build`: the terminal closing must not end the build."""
     assert cli("build").returncode == 0
-    earlier = set((cli.ws / "logs").glob("*/ops-transformer-build.log"))
+    cache = cli.cmake_cache()
     proc = cli.popen(
         "build",
         "--force",
         "ops-transformer-build",
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
     )
-    wait_for_cmake(cli, proc, earlier)
+    cli.wait_for_cmake(proc, cache)
     proc.send_signal(signal.SIGHUP)
     _out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
