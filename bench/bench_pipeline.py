@@ -218,6 +218,7 @@ def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> 
         "cannbuild --version (CLI floor)": (cannbuild_argv("--version"), ws, env),
         "setup --sandbox, no-op": (cannbuild_argv("setup", "--sandbox"), ws, env),
     }
+    old_name = ""
     if baseline is not None:
         baseline = baseline.resolve()
         compile_package(baseline)
@@ -226,8 +227,12 @@ def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> 
         subprocess.run(
             sandbox_create_argv(tmp / "sb-baseline"), check=True, capture_output=True, env=old
         )
-        name = f"setup --sandbox, no-op ({baseline.name})"
-        argvs[name] = (cannbuild_argv("setup", "--sandbox"), noop_workspace(tmp / "old", old), old)
+        old_name = f"setup --sandbox, no-op ({baseline.name})"
+        argvs[old_name] = (
+            cannbuild_argv("setup", "--sandbox"),
+            noop_workspace(tmp / "old", old),
+            old,
+        )
     wall: Dict[str, List[float]] = {k: [] for k in argvs}
     cpu: Dict[str, List[float]] = {k: [] for k in argvs}
     parts: List[Dict[str, Any]] = []
@@ -243,7 +248,6 @@ def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> 
         print(fmt(f"  cpu of {name}", summary(cpu[name])))
     print_parts(parts)
     if baseline is not None:
-        old_name = f"setup --sandbox, no-op ({baseline.name})"
         for kind, times in (("wall", wall), ("cpu", cpu)):
             pairs = zip(times["setup --sandbox, no-op"], times[old_name])
             ratio = statistics.median(new / old for new, old in pairs)
