@@ -25,8 +25,9 @@ def is_terminal(stream: TextIO = sys.stdout) -> bool:
 
 
 def width(stream: TextIO = sys.stdout) -> int:
-    """The terminal's width; 100 when the output is not a terminal (logs, pipes)."""
-    if not is_terminal(stream):
+    """The terminal's width, or $COLUMNS when set; 100 when the output is not a terminal
+    (logs, pipes) and $COLUMNS is not set."""
+    if not is_terminal(stream) and not os.environ.get("COLUMNS", "").strip().isdigit():
         return 100
     return max(shutil.get_terminal_size((100, 24)).columns, 40)
 

@@ -217,3 +217,12 @@ def test_clean_refuses_a_folder_cannbuild_did_not_make(tmp_path):
     assert proc.returncode == 2, proc
     assert "nothing was removed" in proc.stderr
     assert (theirs / "logs" / "keep.txt").read_text() == "someone's\n"
+
+
+def test_output_to_a_pipe_takes_its_width_from_columns(tmp_path):
+    """`COLUMNS=80 cannbuild doctor | tee log`: 80 wide, not the 100 a pipe gets otherwise."""
+    narrow = cannbuild("doctor", cwd=tmp_path, COLUMNS="80").stdout.splitlines()
+    # a path longer than the room left (this test's own folder) stands whole on its line
+    assert narrow and all(len(line) <= 80 or len(line.split()) == 1 for line in narrow)
+    wide = cannbuild("doctor", cwd=tmp_path, COLUMNS="").stdout.splitlines()
+    assert any(80 < len(line) <= 100 and len(line.split()) > 1 for line in wide)
