@@ -5,8 +5,11 @@ Every folder cannbuild writes into as a whole (a workspace, a sandbox, a contain
 context) carries a marker file it writes when it creates the folder.  A folder is only
 ever emptied, replaced or pruned when it carries the marker of its kind; a non-empty
 folder without one is refused (exit 2), so pointing cannbuild at a project folder
-never costs a file.  Folders made by a cannbuild that predates markers are recognised
-by holding nothing but what cannbuild puts there, and adopted.
+never costs a file.  A folder made by a cannbuild that predates markers is adopted only
+on evidence no one else leaves: it holds nothing but the names cannbuild uses, and one
+file of cannbuild's own format (a step stamp, the workspace lock's holder record, a
+sandbox's sandbox.json, a Dockerfile cannbuild rendered).  Names alone are not enough:
+a project may well have its own `src/` or `logs/`.
 
 Every path derived from user input (a recipe's output patterns, a vendor name, a
 bundle member, a lock value) goes through `inside()` before anything is touched.
@@ -19,14 +22,14 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Set
 
 from .errors import UsageError
 from .workspace import write_atomic
 
 MARKER = ".cannbuild-owned"
 
-# What each kind of folder holds when cannbuild made it (for adopting pre-marker folders).
+# The names cannbuild uses in each kind of folder (a pre-marker folder holds no others).
 KNOWN_ENTRIES = {
     "workspace": {
         "src",
@@ -72,14 +75,43 @@ def owned(folder: Path, kind: str) -> bool:
     return marker_kind(folder) == kind
 
 
-def _foreign(folder: Path, kind: str) -> Sequence[str]:
-    """Entries of `folder` that cannbuild would not have put there."""
-    known = KNOWN_ENTRIES.get(kind, set()) | {MARKER}
+def _entries(folder: Path) -> Sequence[str]:
+    """What `folder` holds, leaving out a marker half-written by an interrupted claim."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
-    return [n for n in names if n not in known and not n.startswith(f".{MARKER}.")]
+    return [n for n in names if n != MARKER and not n.startswith(f".{MARKER}.")]
+
+
+def _json_keys(path: Path) -> Set[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()
+    return set(data) if isinstance(data, dict) else set()
+
+
+def _made_by_cannbuild(folder: Path, kind: str) -> bool:
+    """Whether `folder` holds a file only cannbuild writes, in cannbuild's format."""
+    if kind == "workspace":
+        if {"pid", "command", "started"} <= _json_keys(folder / ".lock.info"):
+            return True
+        try:
+            stamps = sorted((folder / "stamps").glob("*.json"))
+        except OSError:
+            return False
+        return any({"step", "run_id", "input_hash"} <= _json_keys(s) for s in stamps)
+    if kind == "sandbox":
+        return {"schema", "variant", "cann"} <= _json_keys(folder / "sandbox.json")
+    if kind == "container-context":
+        try:
+            with open(folder / "Dockerfile", encoding="utf-8", errors="replace") as f:
+                head = f.read(512)
+        except OSError:
+            return False
+        return "# Rendered by cannbuild " in head
+    return False
 
 
 def _write_marker(folder: Path, kind: str) -> None:
@@ -91,8 +123,9 @@ def _write_marker(folder: Path, kind: str) -> None:
 
 def check_replaceable(folder: Path, kind: str, what: str) -> Path:
     """`folder` may be written, emptied or replaced by cannbuild as a `kind`: it does not
-    exist, is empty, carries the `kind` marker, or holds only what cannbuild puts in such
-    a folder.  Anything else is refused (exit 2) before a byte is touched."""
+    exist, is empty, carries the `kind` marker, or is a pre-marker folder cannbuild made
+    (see the module's docstring).  Anything else is refused (exit 2) before a byte is
+    touched."""
     folder = Path(os.path.abspath(folder))
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise UsageError(
@@ -107,17 +140,27 @@ def check_replaceable(folder: Path, kind: str, what: str) -> Path:
             f"{what} {folder} is a cannbuild {current}, not a {kind}.",
             f"Pass another folder for the {kind}.",
         )
-    foreign = _foreign(folder, kind) if folder.exists() else []
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        )
+    entries = _entries(folder) if folder.exists() else []
+    foreign = [n for n in entries if n not in KNOWN_ENTRIES.get(kind, set())]
+    if entries and not foreign and not _made_by_cannbuild(folder, kind):
         raise UsageError(
-            f"{what} {folder} already holds files cannbuild did not create ({shown}); cannbuild "
+            f"{what} {folder} is not empty and has no {MARKER} marker: its names "
+            f"({_shown(entries)}) are ones cannbuild uses, but nothing "
+            f"there shows cannbuild made it, so nothing there is touched.",
+            f"Pass a new or empty folder as {what}; if an older cannbuild made this "
+            f"{kind}, remove it yourself first.",
+        )
+    if foreign:
+        raise UsageError(
+            f"{what} {folder} already holds files cannbuild did not create ({_shown(foreign)}); cannbuild "
             f"only writes into a {kind} folder it made, so nothing there is touched.",
             f"Pass a new or empty folder as {what}.",
         )
     return folder
+
+
+def _shown(names: Sequence[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def claim(folder: Path, kind: str, what: str) -> Path:
@@ -141,6 +184,15 @@ def mark(folder: Path, kind: str) -> None:
     _write_marker(folder, kind)
 
 
+def require_owned(root: Path, kind: str) -> None:
+    """Refuse (exit 2) unless `root` carries the `kind` marker: the check before removing."""
+    if not owned(root, kind):
+        raise UsageError(
+            f"{root} is not a cannbuild {kind} (no {MARKER} marker): nothing was removed.",
+            f"Point the command at a {kind} cannbuild made.",
+        )
+
+
 def inside(root: Path, path: Path, what: str) -> Path:
     """`path` resolved, refused unless it stays inside `root` (symlinks followed)."""
     base = Path(os.path.realpath(root))
@@ -155,11 +207,7 @@ def inside(root: Path, path: Path, what: str) -> Path:
 
 def remove_inside(root: Path, paths: Iterable[Path], kind: str) -> int:
     """Remove `paths` (files or folders) under the owned folder `root`; returns bytes freed."""
-    if not owned(root, kind):
-        raise UsageError(
-            f"{root} is not a cannbuild {kind} (no {MARKER} marker): nothing was removed.",
-            f"Point the command at a {kind} cannbuild made.",
-        )
+    require_owned(root, kind)
     freed = 0
     for path in paths:
         if path.is_symlink():  # the link itself goes, wherever it points

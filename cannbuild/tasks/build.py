@@ -241,6 +241,7 @@ def clean(
     --include-sandbox); the installed package, stamps and lock stay, so `status` still
     says what was built."""
     from ..housekeeping import clean_plan, remove
+    from ..ownership import require_owned
 
     options = make_options(c, flags)
     try:
@@ -252,6 +253,8 @@ def clean(
             f"--keep {keep!r} is not a whole number >= 1.", "For example --keep 5."
         ) from None
     exists = options.workspace.exists()
+    if exists:  # before listing what would go: a dry run of someone's folder lists nothing
+        require_owned(options.workspace, "workspace")
     targets = (
         clean_plan(options.workspace, runs, sources=include_sources, sandbox=include_sandbox)
         if exists

@@ -1,0 +1,130 @@
+"""What cannbuild takes as its own: a marked folder, an empty one, or a pre-marker folder
+it provably made; never a folder that merely uses the same names."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cannbuild.errors import UsageError
+from cannbuild.locks import WorkspaceLock
+from cannbuild.ownership import MARKER, claim, owned, remove_inside
+from cannbuild.sandbox.spec import SandboxInfo
+from cannbuild.stamps import write_stamp
+from cannbuild.workspace import Workspace
+
+
+def files(root: Path) -> dict:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def premarker(root: Path) -> Path:
+    """A workspace an older cannbuild made: a finished run's lock file and stamp, no marker."""
+    ws = Workspace(root)
+    root.mkdir()
+    with WorkspaceLock(ws, "setup"):
+        pass
+    write_stamp(
+        ws,
+        "fetch-opbase",
+        run_id="20260101-000000-1",
+        input_hash="0" * 64,
+        inputs={},
+        artifacts=[],
+        requires=[],
+        duration_s=1.0,
+        log=root / "logs" / "fetch.log",
+    )
+    (root / "logs").mkdir(exist_ok=True)
+    (root / MARKER).unlink()
+    return root
+
+
+@pytest.mark.parametrize(
+    "theirs",
+    [
+        {"logs/notes.txt": "my notes"},
+        {"src/mine/main.c": "int main(void) { return 0; }"},
+        {"cache/pip/x.whl": "wheel", "stage/README": "mine"},
+        {"stamps/collection.json": '{"stamp": "Penny Black"}'},
+        {".lock.info": '{"pid": 1}'},
+    ],
+    ids=["logs", "src", "cache+stage", "foreign-stamp", "foreign-lock-record"],
+)
+def test_a_folder_using_cannbuilds_names_without_its_evidence_is_refused(tmp_path, theirs):
+    folder = tmp_path / "project"
+    for rel, text in theirs.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    before = files(folder)
+    with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
+        claim(folder, "workspace", "--workspace")
+    with pytest.raises(UsageError, match="no .cannbuild-owned marker"):
+        remove_inside(folder, [folder / "logs"], "workspace")
+    assert files(folder) == before
+    assert not (folder / MARKER).exists()
+
+
+def test_a_workspace_an_older_cannbuild_made_is_adopted(tmp_path):
+    root = premarker(tmp_path / "ws")
+    assert not owned(root, "workspace")
+    claim(root, "workspace", "--workspace")
+    assert owned(root, "workspace")
+
+
+def test_the_lock_record_of_an_interrupted_older_run_is_evidence_enough(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    lock = WorkspaceLock(Workspace(root), "setup")
+    lock.__enter__()  # killed before it released the lock: .lock.info stays
+    assert lock._fd is not None
+    os.close(lock._fd)
+    (root / MARKER).unlink()
+    (root / "logs").mkdir()
+    claim(root, "workspace", "--workspace")
+    assert owned(root, "workspace")
+
+
+def test_a_file_beside_cannbuilds_names_is_refused_even_with_evidence(tmp_path):
+    root = premarker(tmp_path / "ws")
+    (root / "thesis.tex").write_text("mine")
+    with pytest.raises(UsageError, match=r"did not create \(thesis.tex\)"):
+        claim(root, "workspace", "--workspace")
+    assert not (root / MARKER).exists()
+
+
+def test_a_sandbox_is_adopted_by_its_own_record_only(tmp_path):
+    folder = tmp_path / "sb"
+    (folder / "mirror").mkdir(parents=True)
+    with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
+        claim(folder, "sandbox", "--dir")
+    info = SandboxInfo(
+        dir=folder,
+        variant="A2",
+        cann="8.5.0",
+        key="k",
+        sysroot=folder / "sysroot",
+        toolkit=folder / "sysroot/usr/local/Ascend/cann-8.5.0",
+        set_env=folder / "sysroot/usr/local/Ascend/cann-8.5.0/set_env.sh",
+        mirror=folder / "mirror",
+        upstream="https://gitcode.com/cann/",
+        soc="ascend910b",
+        chip="910B3",
+    )
+    (folder / "sandbox.json").write_text(json.dumps(info.to_json()))
+    claim(folder, "sandbox", "--dir")
+    assert owned(folder, "sandbox")
+
+
+def test_a_marked_or_empty_folder_is_claimed_and_another_kind_refused(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    claim(empty, "workspace", "--workspace")
+    assert owned(empty, "workspace")
+    with pytest.raises(UsageError, match="is a cannbuild workspace, not a sandbox"):
+        claim(empty, "sandbox", "--dir")
