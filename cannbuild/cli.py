@@ -13,10 +13,11 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, List, NoReturn, Optional, Sequence
+from typing import List, NoReturn, Optional, Sequence
 
 from . import __version__
-from .errors import EXIT_CODES, CannbuildError, SignalInterrupt, UsageError, signal_number
+from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
+from .signals import on_termination
 from .tasks import GROUPS, TaskSpec, all_tasks, task
 from .tasks._argv import ArgvError, Invocation, core_names, parse, values_for
 from .tasks._flags import TaskExit
@@ -134,23 +135,6 @@ def run(argv: Sequence[str]) -> int:
                 print(exc.message, file=sys.stderr)
             return exc.code
     return 0
-
-
-def on_termination() -> None:
-    """SIGTERM and SIGHUP end a run as Ctrl-C does (see errors.SignalInterrupt); a second
-    signal during that cleanup is ignored, so the cleanup finishes.  A signal ignored when
-    cannbuild started stays ignored: `nohup cannbuild setup` must outlive its terminal."""
-    seen: List[int] = []
-
-    def handler(signum: int, _frame: Any) -> None:
-        if seen:
-            return
-        seen.append(signum)
-        raise SignalInterrupt(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, handler)
 
 
 def main() -> None:

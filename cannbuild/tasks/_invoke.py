@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 from invoke import Collection, Exit, Task
 
-from ..cli import on_termination
+from ..signals import on_termination
 from . import all_tasks
 from ._flags import TaskExit, TaskSpec
 
