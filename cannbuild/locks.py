@@ -67,6 +67,7 @@ class WorkspaceLock:
                 "command": self.command,
                 "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             },
+            durable=False,  # removed at release; a power cut releases the lock anyway
         )
         return self
 
