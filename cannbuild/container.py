@@ -26,7 +26,7 @@ from .container_engine import CACHE_SECRET_ID, SECRET_ID, build_command
 from .errors import StepFailed, UsageError
 from .host.socs import FAMILIES
 from .options import Options
-from .ownership import check_replaceable, check_writable, mark
+from .ownership import MARKER, check_replaceable, check_writable, mark
 from .proc import run
 from .render import file_env
 from .resources import data_dir
@@ -312,6 +312,12 @@ def render_context(
                 staging / "wheels",
                 install,
             )
+        # the image's workspace, marked as cannbuild's before the cache mounts land in it
+        workspace = staging / "workspace"
+        workspace.mkdir()
+        mark(workspace, "workspace")
+        for path in (workspace / MARKER, workspace):
+            os.utime(path, (lock.source_date_epoch, lock.source_date_epoch))
         staging.chmod(0o755)
         mark(staging, CONTEXT_KIND)
         _swap_into_place(staging, out)

@@ -3,13 +3,14 @@ to stay inside them.
 
 Every folder cannbuild writes into as a whole (a workspace, a sandbox, a container
 context) carries a marker file it writes when it creates the folder.  A folder is only
-ever emptied, replaced or pruned when it carries the marker of its kind; a non-empty
-folder without one is refused (exit 2), so pointing cannbuild at a project folder
-never costs a file.  A folder made by a cannbuild that predates markers is adopted only
-on evidence no one else leaves: it holds nothing but the names cannbuild uses, and one
-file of cannbuild's own format (a step stamp, the workspace lock's holder record, a
-sandbox's sandbox.json, a Dockerfile cannbuild rendered).  Names alone are not enough:
-a project may well have its own `src/` or `logs/`.
+ever emptied, replaced or pruned when it carries the marker of its kind; a folder
+without one that holds any file is refused (exit 2), so pointing cannbuild at a project
+folder never costs a file.  A folder made by a cannbuild that predates markers is
+adopted only on evidence no one else leaves: it holds nothing but the names cannbuild
+uses, and one file of cannbuild's own format (a step stamp, the workspace lock's holder
+record, the tool memo, a sandbox's sandbox.json, a Dockerfile cannbuild rendered).
+Names alone are not enough: a project may well have its own `src/` or `logs/`.  Folders
+with no file in them (cache volumes mounted at `ccache/`, say) hold nothing to lose.
 
 Every path derived from user input (a recipe's output patterns, a vendor name, a
 bundle member, a lock value) goes through `inside()` before anything is touched.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Set
@@ -59,6 +61,7 @@ KNOWN_ENTRIES = {
         "cannbuild-bundle.tar",
         "wheels",
         "artifacts",
+        "workspace",
     },
 }
 
@@ -92,10 +95,22 @@ def _json_keys(path: Path) -> Set[str]:
     return set(data) if isinstance(data, dict) else set()
 
 
+def _holds_no_file(folder: Path) -> bool:
+    """Only (empty) folders below `folder`, no file and no symlink: fresh mount points,
+    say; nothing to lose."""
+    for top, dirs, names in os.walk(folder):
+        if names or any(os.path.islink(os.path.join(top, d)) for d in dirs):
+            return False
+    return True
+
+
 def _made_by_cannbuild(folder: Path, kind: str) -> bool:
     """Whether `folder` holds a file only cannbuild writes, in cannbuild's format."""
     if kind == "workspace":
         if {"pid", "command", "started"} <= _json_keys(folder / ".lock.info"):
+            return True
+        tools = _json_keys(folder / "cache" / "tools.json")  # path|inode|size|mtime|flag
+        if tools and all(re.fullmatch(r"/.*\|\d+\|\d+\|\d+\|.*", k) for k in tools):
             return True
         try:
             stamps = sorted((folder / "stamps").glob("*.json"))
@@ -142,7 +157,12 @@ def check_replaceable(folder: Path, kind: str, what: str) -> Path:
         )
     entries = _entries(folder) if folder.exists() else []
     foreign = [n for n in entries if n not in KNOWN_ENTRIES.get(kind, set())]
-    if entries and not foreign and not _made_by_cannbuild(folder, kind):
+    if (
+        entries
+        and not foreign
+        and not _holds_no_file(folder)
+        and not _made_by_cannbuild(folder, kind)
+    ):
         raise UsageError(
             f"{what} {folder} is not empty and has no {MARKER} marker: its names "
             f"({_shown(entries)}) are ones cannbuild uses, but nothing "

@@ -24,6 +24,7 @@ from cannbuild.container import (
 )
 from cannbuild.container_run import run_line
 from cannbuild.errors import UsageError
+from cannbuild.ownership import owned
 from cannbuild.sources.lock import read_lock, write_lock
 
 from engines import path_without_engines
@@ -138,7 +139,10 @@ def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file):
         "Dockerfile",
         "cannbuild-src",
         "cannbuild.lock",
+        "workspace",
     ]
+    assert owned(ctx / "workspace", "workspace")  # the image's workspace, before its mounts
+    assert "COPY workspace/ .cannbuild/" in (ctx / "Dockerfile").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctx")]  # no staging left
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from cannbuild.errors import UsageError
+from cannbuild.host.toolchain import probe_tools, remember_tools
 from cannbuild.locks import WorkspaceLock
 from cannbuild.ownership import MARKER, claim, owned, remove_inside
 from cannbuild.sandbox.spec import SandboxInfo
@@ -101,6 +103,7 @@ def test_a_file_beside_cannbuilds_names_is_refused_even_with_evidence(tmp_path):
 def test_a_sandbox_is_adopted_by_its_own_record_only(tmp_path):
     folder = tmp_path / "sb"
     (folder / "mirror").mkdir(parents=True)
+    (folder / "mirror" / "m.txt").write_text("mine")
     with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
         claim(folder, "sandbox", "--dir")
     info = SandboxInfo(
@@ -128,3 +131,38 @@ def test_a_marked_or_empty_folder_is_claimed_and_another_kind_refused(tmp_path):
     assert owned(empty, "workspace")
     with pytest.raises(UsageError, match="is a cannbuild workspace, not a sandbox"):
         claim(empty, "sandbox", "--dir")
+
+
+def test_fresh_cache_mounts_are_nothing_to_lose_and_are_taken(tmp_path):
+    root = tmp_path / "ws"
+    (root / "ccache").mkdir(parents=True)
+    (root / "cache" / "git").mkdir(parents=True)
+    claim(root, "workspace", "--workspace")
+    assert owned(root, "workspace")
+
+
+def test_a_symlinked_src_is_not_an_empty_folder(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "src").symlink_to(code)
+    with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
+        claim(root, "workspace", "--workspace")
+    assert not (root / MARKER).exists()
+
+
+def test_a_cache_restored_from_an_older_run_is_taken_by_its_tool_memo(tmp_path):
+    """A CI cache restore brings back `cache/` (with cannbuild's tool memo) but no marker."""
+    old = tmp_path / "old"
+    memo = Workspace(old).tool_memo
+    remember_tools(memo, probe_tools(dict(os.environ), memo=memo))  # as a run does
+    assert memo.is_file()
+    restored = tmp_path / "ws"
+    shutil.copytree(old / "cache", restored / "cache")
+    claim(restored, "workspace", "--workspace")
+    assert owned(restored, "workspace")
+    (tmp_path / "mine" / "cache").mkdir(parents=True)
+    (tmp_path / "mine" / "cache" / "tools.json").write_text('{"hammer": "yes"}')
+    with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
+        claim(tmp_path / "mine", "workspace", "--workspace")
