@@ -455,3 +455,16 @@ def test_gitlab_pipeline_parses_and_has_the_jobs(tmp_path):
     assert "CANNBUILD_CACHE_REMOTE" in " ".join(flow["package"]["script"])
     assert json.dumps(flow).count("cannbuild container") == 1
     assert "cannbuild==" not in json.dumps(flow)
+
+
+def test_a_folder_with_only_someones_dockerfile_is_not_taken_for_a_context(tmp_path, lock_file):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "Dockerfile").write_text("FROM debian:12\n")
+    with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
+        render(tmp_path, lock_file, "mine")
+    assert [p.name for p in mine.iterdir()] == ["Dockerfile"]
+    assert (mine / "Dockerfile").read_text() == "FROM debian:12\n"
+    ctx = render(tmp_path, lock_file)  # a context rendered before markers existed is taken
+    (ctx / ".cannbuild-owned").unlink()
+    assert owned(render(tmp_path, lock_file), "container-context")
