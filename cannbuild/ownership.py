@@ -209,7 +209,8 @@ def require_owned(root: Path, kind: str) -> None:
     if not owned(root, kind):
         raise UsageError(
             f"{root} is not a cannbuild {kind} (no {MARKER} marker): nothing was removed.",
-            f"Point the command at a {kind} cannbuild made.",
+            f"Point the command at a {kind} cannbuild made (one made by a cannbuild older "
+            f"than the marker gets it the next time cannbuild builds into it).",
         )
 
 
