@@ -21,13 +21,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Set
 
 from .errors import UsageError
-from .workspace import write_atomic
+from .workspace import Workspace, read_json, write_atomic
 
 MARKER = ".cannbuild-owned"
 
@@ -67,10 +66,7 @@ KNOWN_ENTRIES = {
 
 
 def marker_kind(folder: Path) -> Optional[str]:
-    try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_json(folder / MARKER)
     return data.get("kind") if isinstance(data, dict) else None
 
 
@@ -88,10 +84,7 @@ def _entries(folder: Path) -> Sequence[str]:
 
 
 def _json_keys(path: Path) -> Set[str]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return set()
+    data = read_json(path)
     return set(data) if isinstance(data, dict) else set()
 
 
@@ -109,11 +102,13 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
     if kind == "workspace":
         if {"pid", "command", "started"} <= _json_keys(folder / ".lock.info"):
             return True
-        tools = _json_keys(folder / "cache" / "tools.json")  # path|inode|size|mtime|flag
-        if tools and all(re.fullmatch(r"/.*\|\d+\|\d+\|\d+\|.*", k) for k in tools):
+        from .host.toolchain import is_tool_memo  # only for a folder without the marker
+
+        ws = Workspace(folder)
+        if is_tool_memo(ws.tool_memo):
             return True
         try:
-            stamps = sorted((folder / "stamps").glob("*.json"))
+            stamps = sorted(ws.stamps.glob("*.json"))
         except OSError:
             return False
         return any({"step", "run_id", "input_hash"} <= _json_keys(s) for s in stamps)

@@ -143,6 +143,12 @@ def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
     return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{args}"
 
 
+def is_tool_memo(path: Path) -> bool:
+    """Whether `path` holds a memo remember_tools wrote: keys as binary_key makes them."""
+    memo = read_text_map(path) or {}
+    return bool(memo) and all(re.fullmatch(r"/.*\|\d+\|\d+\|\d+\|.*", k) for k in memo)
+
+
 def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
     return (read_text_map(memo) if memo is not None else None) or {}
 
