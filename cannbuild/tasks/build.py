@@ -253,13 +253,12 @@ def clean(
             f"--keep {keep!r} is not a whole number >= 1.", "For example --keep 5."
         ) from None
     exists = options.workspace.exists()
-    if exists:  # before listing what would go: a dry run of someone's folder lists nothing
-        require_owned(options.workspace, "workspace")
-    targets = (
-        clean_plan(options.workspace, runs, sources=include_sources, sandbox=include_sandbox)
-        if exists
-        else []
-    )
+    targets = []
+    if exists:
+        require_owned(options.workspace, "workspace")  # a dry run of someone's folder lists nothing
+        targets = clean_plan(
+            options.workspace, runs, sources=include_sources, sandbox=include_sandbox
+        )
     if flags.get("json"):
         ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": [str(p) for p in targets]})
     if not exists:
