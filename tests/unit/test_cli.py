@@ -209,14 +209,21 @@ def test_clean_where_there_is_no_workspace_has_nothing_to_do(tmp_path, extra):
         assert json.loads(proc.stdout)["remove"] == []
 
 
-def test_clean_refuses_a_folder_cannbuild_did_not_make(tmp_path):
+@pytest.mark.parametrize(
+    "extra", [(), ("--keep", "1", "--include-sources"), ("--dry-run", "--json")]
+)
+def test_clean_refuses_a_folder_cannbuild_did_not_make(tmp_path, extra):
     theirs = tmp_path / "theirs"
     (theirs / "logs").mkdir(parents=True)
     (theirs / "logs" / "keep.txt").write_text("someone's\n")
-    proc = cannbuild("clean", "--workspace", str(theirs), cwd=tmp_path)
+    (theirs / "src" / "mine").mkdir(parents=True)
+    (theirs / "src" / "mine" / "main.c").write_text("int main(void) { return 0; }\n")
+    proc = cannbuild("clean", *extra, "--workspace", str(theirs), cwd=tmp_path)
     assert proc.returncode == 2, proc
     assert "nothing was removed" in proc.stderr
+    assert "would remove" not in proc.stdout + proc.stderr  # a dry run lists nothing either
     assert (theirs / "logs" / "keep.txt").read_text() == "someone's\n"
+    assert (theirs / "src" / "mine" / "main.c").is_file()
 
 
 def test_output_to_a_pipe_takes_its_width_from_columns(tmp_path):
