@@ -15,16 +15,16 @@ ActionFailed with what to tell the user.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Protocol, Tuple
+
+from msgspec import Struct
 
 from .overlay import build_overlay, expose_op_common, staged_root
 from .plan import PlannedStep
 
 
-@dataclass(frozen=True)
-class ActionContext:
+class ActionContext(Struct, frozen=True):
     """Where the toolkit, the stage, the overlay and the vendor folder are."""
 
     toolkit_home: Path

@@ -21,9 +21,11 @@ import sys
 import sysconfig
 import time
 import urllib.parse
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .host.check import FAIL, PASS, SKIP, WARN, Check
 from .proc import run
@@ -45,8 +47,7 @@ BUILD_SH_OPTION = {"ops-transformer": "--ccache"}
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
 
 
-@dataclass(frozen=True)
-class Ccache:
+class Ccache(Struct, frozen=True):
     path: Path
     version: Tuple[int, ...]
     features: Tuple[str, ...]
@@ -126,8 +127,7 @@ def find_ccache(
     return None, rejected
 
 
-@dataclass(frozen=True)
-class CompileCache:
+class CompileCache(Struct, frozen=True):
     """ccache as the build steps of one workspace use it."""
 
     ccache: Ccache

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from msgspec import Struct
 
 from . import __version__
 from .errors import UsageError
@@ -73,8 +74,7 @@ def git_toplevel(folder: Path) -> Optional[Path]:
 # --- the exact cannbuild -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Install:
+class Install(Struct, frozen=True):
     """How a job installs cannbuild: a wheel in the repository (path relative to its top
     level, with its sha256) or a pip requirement the user gave."""
 
@@ -165,8 +165,7 @@ def sandbox_locks(root: Path) -> List[Path]:
 RENDERED_HEADER = "# Rendered by cannbuild"
 
 
-@dataclass(frozen=True)
-class CiRequest:
+class CiRequest(Struct, frozen=True):
     """What `cannbuild ci` was asked for."""
 
     provider: str = "github"

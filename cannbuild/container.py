@@ -17,9 +17,11 @@ import shlex
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from . import __version__
 from .container_engine import CACHE_SECRET_ID, SECRET_ID, build_command
@@ -62,8 +64,7 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 CONTEXT_KIND = "container-context"
 
 
-@dataclass(frozen=True)
-class ContainerSpec:
+class ContainerSpec(Struct, frozen=True):
     variant: str
     cann: str
     os: str = "ubuntu22.04"
@@ -358,8 +359,7 @@ def image_for_host(
 # --- the container task -----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ContainerRequest:
+class ContainerRequest(Struct, frozen=True):
     """What `cannbuild container` was asked for (None: the lock's or the default)."""
 
     variant: Optional[str] = None

@@ -13,9 +13,10 @@ import os
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
+
+from msgspec import Struct
 
 from .errors import NoContainerEngine
 from .proc import run
@@ -100,8 +101,7 @@ def _digest_after_build(engine: str, base: str) -> Optional[str]:
     return out.split("@", 1)[1] if "@sha256:" in out else None
 
 
-@dataclass(frozen=True)
-class BuildResult:
+class BuildResult(Struct, frozen=True):
     engine: str
     returncode: int
     base_digest: Optional[str]  # set when the base was not pinned before and now is known

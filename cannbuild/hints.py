@@ -7,12 +7,12 @@ matches gives the digest's hint, with `{1}`… filled from the match.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
+from msgspec import Struct
 
-@dataclass(frozen=True)
-class Hint:
+
+class Hint(Struct, frozen=True):
     pattern: str
     text: str
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
+
+from msgspec import Struct, field
+from msgspec.structs import fields, replace
 
 from .errors import UsageError
 from .host.socs import normalize_soc
@@ -30,8 +32,7 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(Struct, frozen=True):
     cann_path: Optional[Path] = None
     sysroot: Path = Path("/")
     workspace: Path = Path(".cannbuild")
@@ -57,7 +58,17 @@ class Options:
     wait: bool = False
     retries: int = 3
     # the shared ccache storage (redis://, rediss://, http(s)://), config key cache.remote
-    cache_remote: Optional[str] = field(default=None, repr=False)  # may hold a password
+    cache_remote: Optional[str] = None  # may hold a password
+
+    def __repr__(self) -> str:
+        """Every field but cache_remote's value: a redis:// or https:// URL may hold a
+        password, and a repr lands in tracebacks and debug logs."""
+        shown = [
+            f"{name}={'<set>' if name == 'cache_remote' else repr(getattr(self, name))}"
+            for name in self.__struct_fields__
+            if name != "cache_remote" or self.cache_remote is not None
+        ]
+        return f"Options({', '.join(shown)})"
 
     @property
     def mirror_map(self) -> Dict[str, str]:

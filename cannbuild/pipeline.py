@@ -7,9 +7,10 @@ the steps that are not up to date, each once its repo is ready.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
+
+from msgspec import Struct
 
 from .actions import ActionContext
 from .cache import compile_cache, with_cache
@@ -98,7 +99,7 @@ def plan_session(
 ) -> List[PlannedStep]:
     """The plan as `cannbuild plan` shows it: from the lock's sources; before there is a
     lock every selected step needs a run (its inputs are not known yet)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from .sources.pinning import sources_from_lock
 
@@ -118,8 +119,7 @@ def plan_session(
     ]
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(Struct, frozen=True):
     run_id: str
     outcomes: Sequence[StepOutcome]
     logs_dir: Path

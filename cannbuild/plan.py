@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .errors import UsageError
 from .recipes import Recipe, StepSpec, template_dirs
@@ -32,8 +34,7 @@ HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_F
 JOBS_PLACEHOLDER = "{jobs}"
 
 
-@dataclass(frozen=True)
-class StepContext:
+class StepContext(Struct, frozen=True):
     """Everything a step's templates and hash can depend on, as plain data."""
 
     values: Mapping[str, Any]  # template context (cann, soc, jobs, src, third_party, ...)
@@ -44,18 +45,17 @@ class StepContext:
     overlay_env: Optional[Mapping[str, str]]  # after an overlay step (opbase installed)
     extra_env: Mapping[str, str]  # TMPDIR, mirror git config, offline proxies
     recipe: str = ""
-    templates: Optional[Templates] = field(default=None, repr=False, compare=False)
+    templates: Optional[Templates] = None
 
 
-@dataclass(frozen=True)
-class PlannedStep:
+class PlannedStep(Struct, frozen=True):
     spec: StepSpec
     command: str
     argv: Tuple[str, ...]
     cwd: Path
-    env: Mapping[str, str] = field(repr=False)
-    env_delta: Mapping[str, str] = field(repr=False)
-    inputs: Mapping[str, Any] = field(repr=False)
+    env: Mapping[str, str]
+    env_delta: Mapping[str, str]
+    inputs: Mapping[str, Any]
     input_hash: str = ""
     status: StepStatus = NEEDS_RUN
     reason: str = ""
@@ -111,8 +111,7 @@ def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: s
     return render_value(text, values, f"recipe {recipe.path}: {what}")
 
 
-@dataclass(frozen=True)
-class Upstream:
+class Upstream(Struct, frozen=True):
     """What the steps a step runs after left in their stamps."""
 
     outputs: Dict[str, Any]  # step -> outputs digest

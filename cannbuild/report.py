@@ -10,9 +10,10 @@ files are written atomically.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence
+
+import msgspec
 
 from . import __version__
 from .redact import redact_data
@@ -49,7 +50,7 @@ def build_report(
             "host": dict(host),
             "sandbox": dict(sandbox) if sandbox else None,
             "recipe": dict(recipe),
-            "lock": asdict(lock) if lock is not None else None,
+            "lock": msgspec.to_builtins(lock) if lock is not None else None,
             "steps": list(steps),
             "validation": dict(validation) if validation else None,
         }

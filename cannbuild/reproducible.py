@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from msgspec.structs import replace
 
 from .proc import run
 from .workspace import read_text_map, remember

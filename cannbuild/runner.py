@@ -13,9 +13,10 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
+
+from msgspec import Struct
 
 from .actions import ActionContext, ActionFailed, action_of
 from .errors import Interrupted, signal_number
@@ -84,8 +85,7 @@ def first_errors(
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class StepOutcome:
+class StepOutcome(Struct, frozen=True):
     name: str
     status: Outcome
     reason: str
@@ -142,13 +142,12 @@ class NoProgress:
         pass
 
 
-@dataclass
-class RunLogs:
+class RunLogs(Struct):
     """`<workspace>/logs/<run-id>/` with `logs/latest` pointing at it."""
 
     ws: Workspace
     run_id: str
-    _linked: bool = field(default=False, init=False)
+    _linked: bool = False
 
     @property
     def dir(self) -> Path:
@@ -205,8 +204,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
     return code, list(tail), every, len(header) + 2
 
 
-@dataclass(frozen=True)
-class Streamed:
+class Streamed(Struct, frozen=True):
     """What the command left: its exit code, the log's tail, every line (for the hint and
     the first errors) and the log line of the first output line."""
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .errors import DoctorBlocked, UsageError
 from .host.check import FAIL, PASS, WARN, Check
@@ -28,8 +30,7 @@ if TYPE_CHECKING:
     from .sandbox import SandboxInfo
 
 
-@dataclass(frozen=True)
-class CannFacts:
+class CannFacts(Struct, frozen=True):
     """The toolkit as templates see it: `{{ cann.release }}`, `{{ cann.home }}`."""
 
     version: str
@@ -40,8 +41,7 @@ class CannFacts:
     layout: str  # "cann" (>= 8.5) or "ascend-toolkit" (<= 8.3)
 
 
-@dataclass(frozen=True)
-class BuildContext:
+class BuildContext(Struct, frozen=True):
     """Every value a step template may use, typed; `as_jinja()` is the one hand-off to
     the templates (paths as strings, the recipe's [vars] on top)."""
 
@@ -88,8 +88,7 @@ class BuildContext:
         return values
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(Struct, frozen=True):
     options: Options
     ws: Workspace
     host: HostReport
@@ -98,7 +97,7 @@ class Session:
     soc: str
     context: BuildContext
     sandbox: Optional[SandboxInfo] = None
-    sandbox_lease: Optional[Any] = field(default=None, compare=False, repr=False)
+    sandbox_lease: Optional[Any] = None
 
     @property
     def fetcher(self) -> Fetcher:
@@ -116,15 +115,14 @@ class Session:
         return self.context.as_jinja()
 
 
-@dataclass(frozen=True)
-class Sandboxed:
+class Sandboxed(Struct, frozen=True):
     """The options pointed at the sandbox, its info, and the lease that keeps another run
     from replacing it while this one uses it (hold it as long as the sandbox is used)."""
 
     options: Options
     info: Optional[SandboxInfo] = None
     created: bool = False
-    lease: Optional[Any] = field(default=None, compare=False, repr=False)
+    lease: Optional[Any] = None
 
 
 def with_sandbox(options: Options) -> Sandboxed:

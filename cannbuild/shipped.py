@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, Tuple
+
+from msgspec.structs import replace
 
 from .errors import UsageError, ValidationFailed
 from .ownership import inside

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from .errors import CannbuildError
 from .locks import WorkspaceLock
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
 ATTEMPT_FILE = "last-build.json"
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(Struct, frozen=True):
     command: str  # what the user ran, e.g. "cannbuild setup"
     phases: Tuple[str, ...] = ("build", "install")
     validate: bool = False
@@ -38,8 +38,7 @@ class RunRequest:
     reuse_validation: bool = False  # take a PASS whose inputs are unchanged
 
 
-@dataclass(frozen=True)
-class Made:
+class Made(Struct, frozen=True):
     """What the workspace now holds, for the closing lines a user acts on."""
 
     packages: Tuple[Tuple[str, str, str], ...]  # (step, .run path, sha256)
@@ -47,8 +46,7 @@ class Made:
     set_env: Optional[Path]
 
 
-@dataclass(frozen=True)
-class PipelineRun:
+class PipelineRun(Struct, frozen=True):
     run_id: str
     result: Optional[RunResult]  # None for a validate-only run
     notes: Tuple[str, ...]  # what resolving the sources found after the steps started

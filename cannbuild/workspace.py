@@ -19,13 +19,13 @@ import contextlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
+from msgspec import Struct
 
-@dataclass(frozen=True)
-class Workspace:
+
+class Workspace(Struct, frozen=True):
     root: Path
 
     @property

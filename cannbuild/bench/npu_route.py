@@ -5,12 +5,13 @@ the C API's, and a call that did not go through the package's own library is not
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import select
 import time
 from pathlib import Path
 from typing import IO, Any, Dict, Mapping, Optional, Tuple
+
+import msgspec
 
 from ..proc import kill_group
 from ..states import Verdict
@@ -96,7 +97,7 @@ class NpuWorker:
         if self.unavailable() is not None:
             raise RouteError(str(self.why_not))
         request = {
-            "case": dataclasses.asdict(shape),
+            "case": msgspec.structs.asdict(shape),
             "data": str(self.data),
             "reps": reps,
             "warmup": WARMUP,
@@ -124,7 +125,7 @@ def npu_check(
     result = judge_files(shape, tensors, worker.data, answer["ms"], expected)
     loaded = [str(p) for p in answer.get("loaded", [])]
     if result.status == Verdict.PASS and loaded and str(worker.library) not in loaded:
-        result = dataclasses.replace(
+        result = msgspec.structs.replace(
             result,
             status=Verdict.FAIL,
             message=(

@@ -5,12 +5,13 @@ timed."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+import msgspec
+from msgspec import Struct
 
 from ..validate import capi
 from ..validate.cases import CaseResult, Reference, judge, judge_files, manifest_line, to_bnsd
@@ -33,8 +34,7 @@ class RouteError(Exception):
     """The implementation could not run the shape (an API error, a crash): not timed."""
 
 
-@dataclass(frozen=True)
-class Program:
+class Program(Struct, frozen=True):
     """fa_check compiled against one installed package (the baseline or a variant)."""
 
     binary: Path
@@ -137,5 +137,5 @@ def torch_check(
     start = time.perf_counter()
     out, peak = rss_growth(call)
     ms = (time.perf_counter() - start) * 1000.0
-    case = dataclasses.replace(shape, layout="BNSD")
+    case = msgspec.structs.replace(shape, layout="BNSD")
     return judge(case, tensors, out, None, None, ms, expected), ms, peak

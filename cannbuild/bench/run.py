@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import platform
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from .. import __version__
 from ..errors import UsageError
@@ -24,16 +25,14 @@ from .shapes import BenchShape
 from .sweep import BASELINE, SweepResult, SweepSettings, run_sweep
 
 
-@dataclass(frozen=True)
-class BenchRequest:
+class BenchRequest(Struct, frozen=True):
     shapes: Tuple[BenchShape, ...]
     settings: SweepSettings
     out: Optional[Path]  # default <workspace>/bench/<run>
     run_id: str
 
 
-@dataclass(frozen=True)
-class BenchOutcome:
+class BenchOutcome(Struct, frozen=True):
     out: Path
     results: Dict[str, Any]
     result: SweepResult

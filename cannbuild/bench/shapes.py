@@ -4,8 +4,9 @@ each shape is judged as."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 from typing import List, Sequence, Tuple
+
+from msgspec.structs import asdict
 
 from ..errors import UsageError
 from ..validate.cases import Case
@@ -17,8 +18,7 @@ _SHAPE = re.compile(r"^(?:B(\d+))?N(\d+)(?:/(\d+))?S(\d+)D(\d+)$", re.IGNORECASE
 SHAPE_HELP = "B1N8/2S1024D64 (B optional, /N2 for GQA), comma-separated"
 
 
-@dataclass(frozen=True)
-class BenchShape(Case):
+class BenchShape(Case, frozen=True):
     """A validation case (what the bench judges each timed result by) with what the
     bench adds: its curve and its FLOPs.  Made by `bench_shape`, which names it."""
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from msgspec import Struct, field
 
 from ..validate.cases import CaseResult, reference, reference_torch, write_inputs
 from . import routes
@@ -21,8 +22,7 @@ BASELINE = "baseline"
 TIMED, EXCLUDED, ERROR, NOT_RUN = "timed", "excluded", "error", "not run"
 
 
-@dataclass(frozen=True)
-class Measurement:
+class Measurement(Struct, frozen=True):
     """One implementation (of one build variant) on one shape."""
 
     variant: str
@@ -60,14 +60,12 @@ class Measurement:
         return out
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(Struct, frozen=True):
     shape: BenchShape
     reason: str
 
 
-@dataclass
-class SweepResult:
+class SweepResult(Struct):
     measurements: List[Measurement] = field(default_factory=list)
     skipped: List[Skipped] = field(default_factory=list)
     duration_s: float = 0.0
@@ -79,8 +77,7 @@ class SweepResult:
         return None
 
 
-@dataclass(frozen=True)
-class SweepSettings:
+class SweepSettings(Struct, frozen=True):
     budget_s: float
     target_s: float  # timing per implementation and shape, roughly
     with_torch: bool = True

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from msgspec import Struct
 
 WARMUP = 1
 MIN_REPS = 3
@@ -27,8 +28,7 @@ def quartiles(values: Sequence[float]) -> tuple:
     return q1, q2, q3
 
 
-@dataclass(frozen=True)
-class Timing:
+class Timing(Struct, frozen=True):
     times_ms: tuple
 
     @property

@@ -7,9 +7,10 @@ import glob
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..plan import _render
 from ..proc import run
@@ -21,8 +22,7 @@ from ..workspace import write_atomic
 BUILD_TIMEOUT_S = 3600
 
 
-@dataclass(frozen=True)
-class VariantPaths:
+class VariantPaths(Struct, frozen=True):
     root: Path
 
     @staticmethod

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..errors import UsageError
 from ..session import Session
@@ -28,8 +29,7 @@ BUILD_TIMEOUT_S = 3600
 FORMAT = "[[variant]] tables with name and a patch (file relative to the TOML) and/or defines = {NAME = value}"
 
 
-@dataclass(frozen=True)
-class VariantSpec:
+class VariantSpec(Struct, frozen=True):
     name: str
     patch: Optional[Path]
     defines: Tuple[Tuple[str, str], ...]
@@ -45,8 +45,7 @@ class VariantSpec:
         return ", ".join(parts)
 
 
-@dataclass(frozen=True)
-class BuiltVariant:
+class BuiltVariant(Struct, frozen=True):
     name: str
     vendor: Optional[Path]  # None: it failed to build or to validate, and is not timed
     info: Dict[str, Any]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 ENTRY_POINTS = ("aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnFlashAttentionScore")
 OP_TYPE = "FlashAttentionScore"
@@ -46,16 +47,14 @@ _ALIGN_RULE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Limit:
+class Limit(Struct, frozen=True):
     axis: str  # B | N | S | D
     low: int
     high: int
     source: str  # file:line (the doc's own words), or the built-in reference
 
 
-@dataclass(frozen=True)
-class OperatorFacts:
+class OperatorFacts(Struct, frozen=True):
     limits: Dict[str, Limit]
     dtypes: Tuple[str, ...]
     dtype_source: str

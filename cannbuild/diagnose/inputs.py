@@ -3,15 +3,15 @@ attention shape, and optionally a profile."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
+
+from msgspec import Struct
 
 from ..profile.shape import AttentionShape
 
 
-@dataclass(frozen=True)
-class DiagnoseInputs:
+class DiagnoseInputs(Struct, frozen=True):
     vendor_dir: Path
     soc: str  # the build.sh --soc value: ascend910b
     checkout: Path  # <workspace>/src/ops-transformer

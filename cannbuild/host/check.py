@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from ..states import CheckLevel
 
@@ -12,8 +14,7 @@ PASS, WARN, FAIL, SKIP = CheckLevel.PASS, CheckLevel.WARN, CheckLevel.FAIL, Chec
 STATUSES = (PASS, WARN, FAIL, SKIP)
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Struct, frozen=True):
     """A pass/warn/fail/skip row; every row that is not pass carries a hint.
 
     `blocking` marks failures that make a build impossible: `setup` stops there.

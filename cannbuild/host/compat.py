@@ -8,9 +8,10 @@ catches that from package metadata alone (reference cann-environment.md §4).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Optional, Tuple
+
+from msgspec import Struct
 
 from .versions import CannVersion, DriverVersion, parse_driver_version
 
@@ -71,8 +72,7 @@ IMAGE_OSES: Tuple[Tuple[str, str], ...] = (
 _TRAIN_RE = re.compile(r"V\d+R\d+C\d+", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     ok: Optional[bool]  # None: nothing published to judge by
     detail: str
 

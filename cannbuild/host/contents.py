@@ -11,15 +11,15 @@ CANN package that ships it, before any build runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Sequence
+
+from msgspec import Struct
 
 from .check import FAIL, PASS, SKIP, Check
 
 
-@dataclass(frozen=True)
-class MissingFile:
+class MissingFile(Struct, frozen=True):
     component: str
     package: str
     step: str

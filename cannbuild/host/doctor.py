@@ -7,8 +7,9 @@ engineer would ask.  Bad input becomes a row, never a crash.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from msgspec import Struct
 
 from ..options import Options
 from .check import FAIL, Check
@@ -20,15 +21,14 @@ from .toolchain import ToolResult
 from .toolkit import Toolkit
 
 
-@dataclass(frozen=True)
-class HostReport:
+class HostReport(Struct, frozen=True):
     facts: Dict[str, Any]
     checks: Tuple[Check, ...]
     toolkit: Optional[Toolkit]
     hardware: Hardware
     soc: Optional[Family]
-    build_env: Optional[Dict[str, str]] = field(default=None, repr=False)
-    tools: Tuple[ToolResult, ...] = field(default=(), repr=False)
+    build_env: Optional[Dict[str, str]] = None
+    tools: Tuple[ToolResult, ...] = ()
 
     @property
     def failed(self) -> bool:

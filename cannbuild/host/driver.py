@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Tuple
+
+from msgspec import Struct
 
 from .infofiles import InfoFileError, bracket_list, get_ci, read_kv
 from .sysroot import Sysroot
@@ -14,8 +15,7 @@ INSTALL_INFO = "/etc/ascend_install.info"
 DEFAULT_INSTALL_PATH = "/usr/local/Ascend"
 
 
-@dataclass(frozen=True)
-class Driver:
+class Driver(Struct, frozen=True):
     install_info: Optional[Path]
     install_path: Path
     version_file: Optional[Path]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..proc import run
 from .infofiles import InfoFileError, read_regular
@@ -31,8 +32,7 @@ NPU_SMI_PATHS = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")
 NPU_SMI_TIMEOUT_S = 3.0
 
 
-@dataclass(frozen=True)
-class Hardware:
+class Hardware(Struct, frozen=True):
     source: str  # "pci", "npu-smi" or "none"
     family: Optional[Family]
     chip: Optional[str]

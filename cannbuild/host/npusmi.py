@@ -8,8 +8,9 @@ NPU named `910B1`…`910B4-1` (reference cann-environment.md §3.2-3.3).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
+
+from msgspec import Struct
 
 from .socs import by_chip, chip_from_table_name
 
@@ -24,8 +25,7 @@ class NpuSmiParseError(ValueError):
     """npu-smi printed something that is not a table cannbuild knows."""
 
 
-@dataclass(frozen=True)
-class ChipRow:
+class ChipRow(Struct, frozen=True):
     npu: int
     chip: int
     phy_id: Optional[int]
@@ -35,16 +35,14 @@ class ChipRow:
     hbm_total_mb: Optional[int]
 
 
-@dataclass(frozen=True)
-class NpuProcess:
+class NpuProcess(Struct, frozen=True):
     npu: int
     chip: Optional[int]
     pid: int
     name: str
 
 
-@dataclass(frozen=True)
-class NpuSmiInfo:
+class NpuSmiInfo(Struct, frozen=True):
     version: Optional[str]
     table: str  # "A2", "A3" or "950"
     chips: Tuple[ChipRow, ...]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+from msgspec import Struct
 
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 # What libtorch_npu.so and its libtensorpipe.so link from the toolkit (DT_NEEDED).
@@ -25,8 +26,7 @@ TORCH_NPU_CANN_LIBRARIES = (
 _DIST_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>[^-]+?)\.(?:dist-info|egg-info)$")
 
 
-@dataclass(frozen=True)
-class PythonStack:
+class PythonStack(Struct, frozen=True):
     python: Tuple[int, int]
     torch: Optional[str]
     torch_npu: Optional[str]

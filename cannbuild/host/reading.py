@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from msgspec import Struct
 
 from ..options import Options
 from .driver import Driver, read_driver
@@ -34,8 +35,7 @@ def detection_env(options: Options, env: Mapping[str, str]) -> Dict[str, str]:
     return dict(env)
 
 
-@dataclass(frozen=True)
-class Readings:
+class Readings(Struct, frozen=True):
     """Everything read from the host, before any of it is judged."""
 
     sysroot: Sysroot

@@ -8,14 +8,14 @@ name.  Names are therefore matched exactly, never by prefix
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
+
+from msgspec import Struct
 
 from ..errors import UsageError
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(Struct, frozen=True):
     soc: str  # the build.sh --soc value
     variant: str  # A2, A3, ...
     product: str

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import List, Mapping, Optional, Union
+
+from msgspec import Struct
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -22,8 +23,7 @@ class SymlinkLoopError(OSError):
     """A path under the sysroot does not resolve within 40 symlink hops."""
 
 
-@dataclass(frozen=True)
-class Sysroot:
+class Sysroot(Struct, frozen=True):
     root: Path = Path("/")
 
     @classmethod

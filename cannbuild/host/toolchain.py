@@ -12,10 +12,10 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
 from ..proc import run
@@ -28,8 +28,7 @@ _IGNORED_VARS = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Struct, frozen=True):
     name: str
     version_args: Tuple[str, ...]
     minimum: Optional[str] = None
@@ -68,8 +67,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(Struct, frozen=True):
     spec: ToolSpec
     path: Optional[str]
     version: Optional[str]
@@ -153,8 +151,7 @@ def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
     return (read_text_map(memo) if memo is not None else None) or {}
 
 
-@dataclass(frozen=True)
-class CapturedEnv:
+class CapturedEnv(Struct, frozen=True):
     env: Dict[str, str]
     status: int
     stderr: str

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
+
+from msgspec import Struct, field
 
 from .infofiles import InfoFileError, get_ci, read_kv, version_cfg_running
 from .sysroot import SymlinkLoopError, Sysroot
@@ -29,15 +30,13 @@ def host_arch() -> str:
     return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Struct, frozen=True):
     rule: str
     path: Path
     explicit: bool = False
 
 
-@dataclass(frozen=True)
-class Toolkit:
+class Toolkit(Struct, frozen=True):
     """A CANN toolkit as found on the host."""
 
     path: Path
@@ -54,8 +53,7 @@ class Toolkit:
     problems: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ToolkitSearch:
+class ToolkitSearch(Struct, frozen=True):
     toolkit: Optional[Toolkit]
     tried: Tuple[Tuple[str, str, str], ...]  # (rule, path, outcome)
     installs: Tuple[Path, ...]

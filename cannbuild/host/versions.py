@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 from typing import Optional, Tuple
+
+from msgspec import Struct
 
 __all__ = [
     "CannVersion",
@@ -49,8 +50,7 @@ class VersionNotComparable(TypeError):
 
 
 @functools.total_ordering
-@dataclass(frozen=True)
-class CannVersion:
+class CannVersion(Struct, frozen=True):
     """A parsed CANN version; order follows the release history."""
 
     text: str
@@ -61,7 +61,7 @@ class CannVersion:
     pre: Optional[str] = None
     pre_n: int = 0
     internal: bool = False
-    _key: Tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _key: Tuple[int, ...] = ()
 
     @property
     def train(self) -> str:
@@ -145,8 +145,7 @@ def _cann_pre_rank(major: int, minor: int, pre: Optional[str]) -> int:
 
 
 @functools.total_ordering
-@dataclass(frozen=True)
-class DriverVersion:
+class DriverVersion(Struct, frozen=True):
     """An Ascend HDK driver version (`24.1.rc3.7`, `25.3.rc1.b061`, `25.5.1`)."""
 
     text: str
@@ -155,7 +154,7 @@ class DriverVersion:
     rc: Optional[int] = None
     patch: Optional[int] = None
     internal: bool = False
-    _key: Tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _key: Tuple[int, ...] = ()
 
     @property
     def series(self) -> str:

@@ -10,8 +10,10 @@ and a closing MatMul.  Anything else on that stream breaks the candidate.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, replace
 from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from .ops import category, dtype_word, is_fused_attention, strip_quotes
 
@@ -19,8 +21,7 @@ CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
 MAX_CHAIN = 32  # a "chain" longer than this is not attention
 
 
-@dataclass(frozen=True)
-class Kernel:
+class Kernel(Struct, frozen=True):
     stream: str
     name: str
     op_type: str
@@ -31,8 +32,7 @@ class Kernel:
     input_dtypes: str = ""
 
 
-@dataclass(frozen=True)
-class OpStat:
+class OpStat(Struct, frozen=True):
     op_type: str
     count: int
     total_us: float
@@ -53,8 +53,7 @@ class OpStat:
         )
 
 
-@dataclass(frozen=True)
-class ChainGroup:
+class ChainGroup(Struct, frozen=True):
     """Unfused chains with one signature: the op types in order and the first MatMul's
     inputs (from which the head dim, sequence length and dtype are read)."""
 
@@ -90,8 +89,7 @@ class ChainGroup:
         )
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(Struct, frozen=True):
     name: str
     op_type: str
     start_us: float
@@ -99,8 +97,7 @@ class Span:
     attention: bool  # the fused op, or a member of the unfused chain
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(Struct, frozen=True):
     """Kernels of one stream around the first fused call or the first unfused chain."""
 
     kind: str  # fused | unfused
@@ -108,8 +105,7 @@ class Window:
     spans: Tuple[Span, ...]
 
 
-@dataclass(frozen=True)
-class Analysis:
+class Analysis(Struct, frozen=True):
     ops: Tuple[OpStat, ...] = ()
     kernels: int = 0
     total_us: float = 0.0
@@ -175,16 +171,14 @@ def op_table_from_statistic(rows: Iterable[OpStat]) -> Analysis:
     )
 
 
-@dataclass
-class _Pending:
+class _Pending(Struct):
     kind: str
     stream: str
     spans: List[Span]
     left: int
 
 
-@dataclass
-class _Stream:
+class _Stream(Struct):
     phase: int = 0  # 0: no candidate, 1: after the first MatMul, 2: after the Softmax
     chain: List[Kernel] = field(default_factory=list)
     recent: Deque[Kernel] = field(default_factory=lambda: deque(maxlen=CONTEXT + MAX_CHAIN))

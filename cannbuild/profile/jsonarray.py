@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Tuple
+
+from msgspec import Struct
 
 from ..errors import ProfileFormatError
 
@@ -30,8 +31,7 @@ _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(Struct, frozen=True):
     line: int
     column: int
 

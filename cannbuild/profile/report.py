@@ -3,17 +3,17 @@ the lines that go with it.  The task layer only prints this."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from msgspec import Struct
 
 from . import chart
 from .run import RunOutcome
 from .summary import ProfileSummary
 
 
-@dataclass(frozen=True)
-class ProfileReport:
+class ProfileReport(Struct, frozen=True):
     summary: ProfileSummary
     timeline: Optional[Path]  # the PNG written, None when none was
     notes: Tuple[str, ...]  # why there is no picture, what a dry run would write

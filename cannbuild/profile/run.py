@@ -25,9 +25,10 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from msgspec import Struct
 
 from ..errors import UsageError, ValidationFailed
 from ..proc import kill_group, popen
@@ -49,8 +50,7 @@ UNFUSED_KERNELS = (
 )
 
 
-@dataclass(frozen=True)
-class RunOutcome:
+class RunOutcome(Struct, frozen=True):
     output: Path  # the *_ascend_pt folder the profiler wrote
     shape: AttentionShape
     level: str

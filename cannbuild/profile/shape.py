@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 from ..errors import UsageError
 
@@ -32,8 +34,7 @@ NUMBERS = (
 )
 
 
-@dataclass(frozen=True)
-class AttentionShape:
+class AttentionShape(Struct, frozen=True):
     """What is known of the user's attention; None where a flag was not given."""
 
     dtype: Optional[str] = None
@@ -45,10 +46,10 @@ class AttentionShape:
     D: Optional[int] = None
 
     def to_json(self) -> Dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
     def with_defaults(self, **defaults: Any) -> AttentionShape:
-        values = {k: (v if v is not None else defaults.get(k)) for k, v in self.__dict__.items()}
+        values = {k: (v if v is not None else defaults.get(k)) for k, v in asdict(self).items()}
         if values["N2"] is None:
             values["N2"] = values["N1"]
         return AttentionShape(**values)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from msgspec import Struct, field
 
 from ..errors import UsageError
 from .analysis import Analysis, Analyzer, op_table_from_statistic
@@ -39,8 +40,7 @@ KERNEL_KINDS = ("kernel_details", "op_summary")
 TRACE_KINDS = ("trace_view", "msprof_json")
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(Struct, frozen=True):
     path: Path
     kind: str
     records: int
@@ -57,8 +57,7 @@ class SourceFile:
         }
 
 
-@dataclass(frozen=True)
-class ProfileSummary:
+class ProfileSummary(Struct, frozen=True):
     root: Path
     files: Tuple[SourceFile, ...]
     analysis: Analysis
@@ -144,8 +143,7 @@ class ProfileSummary:
         return data
 
 
-@dataclass(frozen=True)
-class _Run:
+class _Run(Struct, frozen=True):
     folder: Path
     files: Dict[str, List[Path]]
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..errors import ProfileFormatError
 from .analysis import Kernel, OpStat
@@ -51,8 +52,7 @@ STATISTIC_COLUMNS: Dict[str, Tuple[str, ...]] = {
 OPERATOR_DETAILS_REQUIRED = ("Name", "Host Total Duration(us)")
 
 
-@dataclass(frozen=True)
-class TableInfo:
+class TableInfo(Struct, frozen=True):
     """What reading a table found, for the report's file list."""
 
     rows: int

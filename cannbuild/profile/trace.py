@@ -11,9 +11,10 @@ device task is recognised by its args too (msprof writes `Task Type` on every on
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Tuple
+
+from msgspec import Struct
 
 from ..errors import ProfileFormatError
 from .analysis import Analysis, Analyzer, Kernel
@@ -23,8 +24,7 @@ from .ops import TypeResolver
 DEVICE_PROCESS = "Ascend Hardware"
 
 
-@dataclass(frozen=True)
-class TraceInfo:
+class TraceInfo(Struct, frozen=True):
     events: int
     device_tasks: int
     tracks: Tuple[str, ...]  # process names seen, in pid order
@@ -148,7 +148,7 @@ def _meta(
 
 
 def _relabel(analysis: Analysis, rename: Dict[str, str]) -> Analysis:
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     def label(key: str) -> str:
         return rename.get(key, key)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from msgspec import Struct
 
 from ..resources import data_dir
 
@@ -14,8 +15,7 @@ PHASES = ("build", "install")
 ACTIONS = ("overlay", "vendor")
 
 
-@dataclass(frozen=True)
-class SourcePin:
+class SourcePin(Struct, frozen=True):
     """A second checkout placed inside a repo, at a commit the repo itself pins."""
 
     repo: str
@@ -24,8 +24,7 @@ class SourcePin:
     dest: str
 
 
-@dataclass(frozen=True)
-class ArchiveRule:
+class ArchiveRule(Struct, frozen=True):
     """What the recipe says of one third-party archive of a repo at its pinned ref.
 
     `place`: where that ref's CMake accepts a local copy, in the order cannbuild
@@ -43,8 +42,7 @@ class ArchiveRule:
     md5: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class RepoSpec:
+class RepoSpec(Struct, frozen=True):
     name: str
     url: str
     tag: Optional[str] = None
@@ -55,8 +53,7 @@ class RepoSpec:
     third_party: Tuple[ArchiveRule, ...] = ()
 
 
-@dataclass(frozen=True)
-class ToolkitFile:
+class ToolkitFile(Struct, frozen=True):
     """A file the builds read from the toolkit, found by any one of `paths` (relative to
     ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks."""
 
@@ -67,8 +64,7 @@ class ToolkitFile:
     source: str = ""
 
 
-@dataclass(frozen=True)
-class StepSpec:
+class StepSpec(Struct, frozen=True):
     name: str
     command: str
     repo: Optional[str] = None
@@ -84,8 +80,7 @@ class StepSpec:
     optional: bool = False
 
 
-@dataclass(frozen=True)
-class HostTool:
+class HostTool(Struct, frozen=True):
     """A program the recipe's builds call that doctor must find on PATH."""
 
     name: str
@@ -93,8 +88,7 @@ class HostTool:
     install: str
 
 
-@dataclass(frozen=True)
-class ValidateSpec:
+class ValidateSpec(Struct, frozen=True):
     library: str
     symbols: Tuple[str, ...]
     example: Optional[str] = None
@@ -103,8 +97,7 @@ class ValidateSpec:
     example_lookup: str = "custom-opp"
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(Struct, frozen=True):
     path: Path
     digest: str
     name: str

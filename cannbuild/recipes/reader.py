@@ -7,9 +7,10 @@ import difflib
 import hashlib
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from msgspec.structs import replace
 
 from ..errors import UsageError
 

@@ -12,9 +12,10 @@ import fcntl
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
+
+from msgspec import Struct
 
 from ..errors import SandboxError, UsageError
 from ..ownership import claim
@@ -28,11 +29,10 @@ MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
 SANDBOX_FORMAT = "1"
 
 
-@dataclass(frozen=True)
-class CreateResult:
+class CreateResult(Struct, frozen=True):
     info: SandboxInfo
     created: bool  # False: an identical sandbox was already there
-    lease: Optional[SandboxLease] = field(default=None, compare=False, repr=False)
+    lease: Optional[SandboxLease] = None
 
 
 def _files(root: Path) -> Iterable[Path]:

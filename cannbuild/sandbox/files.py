@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
+
+from msgspec import Struct
 
 from ..errors import SandboxError
 from ..proc import run as run_process
@@ -33,8 +34,7 @@ def symlink(link: Path, target: str) -> None:
     link.symlink_to(target)
 
 
-@dataclass
-class CommandLog:
+class CommandLog(Struct):
     """Every command sandbox creation runs, with its output, in one file."""
 
     path: Path

@@ -6,9 +6,10 @@ version line and counts made consistent with the emulated driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Tuple
+
+from msgspec import Struct
 
 from ..render import file_env
 from ..resources import data_dir
@@ -37,8 +38,7 @@ A3_BUS = (
 )
 
 
-@dataclass(frozen=True)
-class Variant:
+class Variant(Struct, frozen=True):
     name: str
     soc: str
     chip: str

@@ -11,8 +11,9 @@ matter (the 8.3 recipe pins "master as of 2025-11-16").
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple, Union
+
+from msgspec import Struct, field
 
 from ..errors import UsageError
 
@@ -43,8 +44,7 @@ OT_DEPS_90 = (
 )
 
 
-@dataclass(frozen=True)
-class OpbaseFlavor:
+class OpbaseFlavor(Struct, frozen=True):
     label: str
     version: str
     version_dir: str
@@ -58,8 +58,7 @@ class OpbaseFlavor:
     finds_ccache: bool = False
 
 
-@dataclass(frozen=True)
-class OpsTransformerFlavor:
+class OpsTransformerFlavor(Struct, frozen=True):
     label: str
     version: str
     socs: Tuple[str, ...]
@@ -186,8 +185,7 @@ OT_V900 = OpsTransformerFlavor(
 )
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(Struct, frozen=True):
     """One commit of a stand-in repository."""
 
     repo: str
@@ -225,8 +223,7 @@ OT_HISTORY: Tuple[Commit, ...] = (
 OT_V900_OPBASE_PIN_INDEX = 2
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(Struct, frozen=True):
     """A CANN release the sandbox can lay out."""
 
     version: str

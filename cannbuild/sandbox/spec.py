@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional
+
+from msgspec import Struct
+from msgspec.structs import asdict
 
 INFO_FILE = "sandbox.json"
 CREATING_MARK = ".creating"
 SCHEMA = 1
 
 
-@dataclass(frozen=True)
-class SandboxSpec:
+class SandboxSpec(Struct, frozen=True):
     dir: Path
     variant: str = "A2"  # A2 (8 x 910B3) or A3 (8 x 2-die Ascend910_9392)
     cann: str = "8.5.0"
 
 
-@dataclass(frozen=True)
-class SandboxInfo:
+class SandboxInfo(Struct, frozen=True):
     dir: Path
     variant: str
     cann: str

@@ -18,9 +18,10 @@ import struct
 import tarfile
 import zipfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..resources import data_dir
 from .releases import (
@@ -38,8 +39,7 @@ MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
 _RELEASES = UPSTREAM + "cann-src-third-party/"
 
 
-@dataclass(frozen=True)
-class StandinArchive:
+class StandinArchive(Struct, frozen=True):
     key: str
     url: str
     data: bytes

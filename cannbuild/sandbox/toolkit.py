@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from ..host.toolkit import host_arch
 from ..render import file_env
@@ -35,8 +36,7 @@ PLATFORM_CONFIGS = (
 )
 
 
-@dataclass(frozen=True)
-class ToolkitTree:
+class ToolkitTree(Struct, frozen=True):
     root: Path  # <sysroot>/usr/local/Ascend
     install: Path  # the real tree: cann-<ver> or ascend-toolkit/<ver>
     home: Path  # what ASCEND_HOME_PATH is: cann-<ver> or ascend-toolkit/latest

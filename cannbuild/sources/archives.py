@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
+
+from msgspec import Struct
 
 from ..errors import FetchError, UsageError
 from ..recipes import ArchiveRule, RepoSpec
@@ -39,8 +40,7 @@ _HASH = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Declared:
+class Declared(Struct, frozen=True):
     """An archive a repo's CMake downloads, as its `cmake/third_party/*.cmake` declares it."""
 
     name: str
@@ -50,8 +50,7 @@ class Declared:
     sha256: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Needed:
+class Needed(Struct, frozen=True):
     """One archive a repo's build downloads at its pinned commit, and where its copy goes."""
 
     name: str
@@ -63,8 +62,7 @@ class Needed:
     sha256: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class ArchivePlan:
+class ArchivePlan(Struct, frozen=True):
     placed: Tuple[Needed, ...]  # fetched, locked, bundled and put in place
     unplaceable: Tuple[Needed, ...]  # the build downloads them itself, every time
     unknown: Tuple[Declared, ...]  # declared, but the recipe says nothing of them

@@ -12,9 +12,10 @@ import functools
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..errors import FetchError
 from ..redact import redact
@@ -72,8 +73,7 @@ def resolve_ref(
 # --- checkouts -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Nested:
+class Nested(Struct, frozen=True):
     """A second clone inside a checkout (opbase source inside ops-transformer >= 9.0)."""
 
     dest: str
@@ -82,8 +82,7 @@ class Nested:
     url: str
 
 
-@dataclass(frozen=True)
-class Seed:
+class Seed(Struct, frozen=True):
     """A third-party archive put into a checkout where its ref looks for a local copy:
     copied to `dest`, or unpacked there when `dest` ends with "/"."""
 

@@ -13,9 +13,10 @@ import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+
+from msgspec import Struct
 
 from ..errors import FetchError, OfflineViolation
 from ..proc import run
@@ -82,8 +83,7 @@ def mirror_git_env(mirrors: Sequence[Tuple[str, str]], offline: bool) -> Dict[st
     return env
 
 
-@dataclass(frozen=True)
-class Fetcher:
+class Fetcher(Struct, frozen=True):
     mirrors: Tuple[Tuple[str, str], ...] = ()
     offline: bool = False
     retries: int = 3

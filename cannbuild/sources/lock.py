@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from ..errors import LockDrift, UsageError
 from ..redact import redact
@@ -41,24 +43,21 @@ SANDBOX_HEADER = (
 )
 
 
-@dataclass(frozen=True)
-class LockedRepo:
+class LockedRepo(Struct, frozen=True):
     name: str
     url: str
     ref: str
     commit: str
 
 
-@dataclass(frozen=True)
-class LockedArchive:
+class LockedArchive(Struct, frozen=True):
     name: str
     url: str
     sha256: str
     repos: Tuple[str, ...] = ()  # the checkouts it is put into
 
 
-@dataclass(frozen=True)
-class Lock:
+class Lock(Struct, frozen=True):
     recipe: str
     recipe_digest: str
     toolkit_version: str
@@ -191,8 +190,7 @@ def write_lock(path: Path, lock: Lock) -> None:
     write_atomic(path, lock.to_toml().encode("utf-8"))
 
 
-@dataclass(frozen=True)
-class Wanted:
+class Wanted(Struct, frozen=True):
     """What this run would lock, before commits and hashes are known."""
 
     recipe: str

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import (
     Any,
@@ -25,6 +24,8 @@ from typing import (
     Optional,
     Tuple,
 )
+
+from msgspec.structs import replace
 
 from ..errors import (
     CannbuildError,

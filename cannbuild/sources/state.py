@@ -3,7 +3,6 @@ ready (`Sources`), and the state a finished sync leaves (`SourceState`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import (
     Any,
@@ -14,6 +13,9 @@ from typing import (
     Sequence,
     Tuple,
 )
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from .lock import (
     Lock,
@@ -32,8 +34,7 @@ class Sources(Protocol):
     def is_ready(self, repo: str, within_s: float = 0.0) -> bool: ...
 
 
-@dataclass(frozen=True)
-class SourceState:
+class SourceState(Struct, frozen=True):
     lock: Lock
     checkouts: Mapping[str, Path]
     identities: Mapping[str, Mapping[str, Any]]
@@ -48,8 +49,7 @@ class SourceState:
         return True
 
 
-@dataclass(frozen=True)
-class RepoReady:
+class RepoReady(Struct, frozen=True):
     """One repository checked out: what the lock says of it, and the checkout's identity."""
 
     name: str

@@ -6,8 +6,9 @@ positional argument by place or by name, several tasks one after another."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from msgspec import Struct, field
 
 from ._flags import Option, TaskSpec
 
@@ -33,15 +34,13 @@ class ArgvError(Exception):
         self.choices = tuple(choices)
 
 
-@dataclass
-class Call:
+class Call(Struct):
     task: TaskSpec
     args: List[str] = field(default_factory=list)
     values: Dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Invocation:
+class Invocation(Struct):
     core: Dict[str, Any]
     calls: List[Call]
     remainder: List[str]  # after `--`, for --complete

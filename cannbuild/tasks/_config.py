@@ -8,17 +8,17 @@ agree on every file format and merge rule."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
+
+from msgspec import Struct
 
 from ..errors import UsageError
 
 SUFFIXES = ("yaml", "yml", "json", "py")
 
 
-@dataclass(frozen=True)
-class TaskContext:
+class TaskContext(Struct, frozen=True):
     """What a task body gets as `c` from the `cannbuild` script: the config (`c.config`),
     as invoke's Context gives it under `invoke TASK`."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+
+from msgspec import Struct
 
 from ..errors import CannbuildError, signal_number, storage_error
 from ..host.socs import SOC_WORDS
@@ -20,8 +21,7 @@ from ..options import ENV_PREFIX, Options, resolve_options
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(Struct, frozen=True):
     name: str  # the Python name; the option is --name-with-dashes
     help: str
     kind: type = str  # str, bool or list (repeatable)
@@ -205,8 +205,7 @@ def with_env(flag: Flag, text: str) -> str:
     return f"{text} [env {flag.env}]" if flag.env else text
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(Struct, frozen=True):
     """One option of one task: the table's `Flag` or a task-only one."""
 
     name: str
@@ -229,8 +228,7 @@ class Option:
         return (self.option, f"-{self.short}") if self.short else (self.option,)
 
 
-@dataclass(frozen=True)
-class TaskSpec:
+class TaskSpec(Struct, frozen=True):
     """A task as plain data: both front ends (the `cannbuild` script and `invoke` in a
     checkout) are made from it, so they cannot disagree on a name, letter or default."""
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
@@ -28,8 +30,7 @@ from .cases import RULE, CaseResult
 PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
 
-@dataclass
-class ValidationCheck:
+class ValidationCheck(Struct):
     id: str
     status: str
     message: str
@@ -39,8 +40,7 @@ class ValidationCheck:
         return {"id": self.id, "status": self.status, "message": self.message, **self.details}
 
 
-@dataclass
-class ValidationReport:
+class ValidationReport(Struct):
     target: str
     checks: List[ValidationCheck]
     cases: List[CaseResult]
@@ -99,8 +99,7 @@ def check_verdict(validation: Mapping[str, Any], require_device: bool) -> None:
         )
 
 
-@dataclass(frozen=True)
-class ValidationInputs:
+class ValidationInputs(Struct, frozen=True):
     """What validation needs from a session, as plain data."""
 
     vendor_dir: Path
@@ -191,7 +190,7 @@ def validation_key(inp: ValidationInputs) -> str:
     digest.update(
         json.dumps(
             {
-                "cases": [c.__dict__ for c in cases.select(inp.case_names)],
+                "cases": [asdict(c) for c in cases.select(inp.case_names)],
                 "rule": cases.RULE,
                 "torch": stack.torch,
                 "torch_npu": stack.torch_npu,
@@ -360,8 +359,7 @@ def validation_env(session: Session) -> Dict[str, str]:
     return dict(captured.env)
 
 
-@dataclass(frozen=True)
-class ValidationRun:
+class ValidationRun(Struct, frozen=True):
     validation: Mapping[str, Any]  # the report's validation part
     report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
     reused_from: Optional[str]

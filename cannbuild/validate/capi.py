@@ -13,9 +13,10 @@ import hashlib
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..host.toolkit import host_arch
 from ..proc import run
@@ -27,16 +28,14 @@ COMPILE_TIMEOUT_S = 600
 _CASE_LINE = re.compile(r"^CASE (\S+) (OK|ERROR)(?: (.*))?$")
 
 
-@dataclass(frozen=True)
-class Compiled:
+class Compiled(Struct, frozen=True):
     ok: bool
     binary: Optional[Path]
     command: str
     output: str
 
 
-@dataclass(frozen=True)
-class CaseRun:
+class CaseRun(Struct, frozen=True):
     name: str
     ok: bool
     kernel_ms: Optional[float]

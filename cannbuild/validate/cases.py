@@ -13,9 +13,10 @@ golden model does.  torch is imported here only: doctor never pays for it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from msgspec import Struct, field
 
 from ..errors import UsageError
 from ..states import Verdict
@@ -32,8 +33,7 @@ SEED = 0
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
-@dataclass(frozen=True)
-class Case:
+class Case(Struct, frozen=True):
     name: str
     dtype: str  # fp32 | fp16 | bf16
     layout: str  # BNSD | BSH | SBH | BSND
@@ -66,8 +66,7 @@ CASES: Tuple[Case, ...] = (
 )
 
 
-@dataclass
-class CaseResult:
+class CaseResult(Struct):
     case: Case
     status: str  # PASS | FAIL | SKIPPED
     message: str = ""
@@ -253,8 +252,7 @@ def judge_files(
     return judge(case, tensors, out, smax, ssum, kernel_ms, expected)
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(Struct, frozen=True):
     """What a case's outputs are judged against; the same for every route."""
 
     out: Any  # float64 attentionOut, (b, n, s, d)

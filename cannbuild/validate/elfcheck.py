@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from msgspec import Struct, field
 
 from ..proc import run
 
@@ -20,8 +21,7 @@ MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 SYSTEM_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
 
-@dataclass(frozen=True)
-class ElfInfo:
+class ElfInfo(Struct, frozen=True):
     machine: str
     elfclass: int
     exported: Set[str]
@@ -29,8 +29,7 @@ class ElfInfo:
     rpaths: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class LibraryCheck:
+class LibraryCheck(Struct, frozen=True):
     path: Path
     ok: bool
     problems: Tuple[str, ...]

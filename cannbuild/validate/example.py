@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct
 
 from ..proc import run as run_process
 from ..states import Verdict
@@ -49,8 +50,7 @@ LOOKUPS = ("custom-opp", "opp")
 TIMEOUT_S = 600
 
 
-@dataclass(frozen=True)
-class ExampleRun:
+class ExampleRun(Struct, frozen=True):
     """One example file's share of the output, judged."""
 
     file: str
@@ -69,8 +69,7 @@ class ExampleRun:
         }
 
 
-@dataclass(frozen=True)
-class ExampleResult:
+class ExampleResult(Struct, frozen=True):
     status: str  # PASS | FAIL | SKIPPED
     message: str
     command: str

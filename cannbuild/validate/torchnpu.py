@@ -20,9 +20,10 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct, field
 
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
@@ -50,8 +51,7 @@ SERVER = "import sys; from cannbuild.validate.torchnpu import serve; sys.exit(se
 REPLY = "BENCH "  # the prefix of the serve worker's answers on stdout
 
 
-@dataclass(frozen=True)
-class RouteOutcome:
+class RouteOutcome(Struct, frozen=True):
     """What the route found: a verdict, why, and the per-case results."""
 
     status: str  # PASS | FAIL | SKIPPED

@@ -69,7 +69,7 @@ def test_the_script_and_invoke_offer_the_same_tasks_and_options():
 
 
 def test_the_options_table_names_an_env_variable_for_each_options_field():
-    from dataclasses import fields
+    from msgspec.structs import fields
 
     from cannbuild.options import Options
 

@@ -7,12 +7,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
+from msgspec.structs import replace
 
 from cannbuild.ci import Install, render_ci
 from cannbuild.container import (

@@ -32,7 +32,7 @@ def test_matching_inputs_have_no_drift():
 
 
 def test_drift_names_each_difference():
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     wanted = replace(
         WANTED,
@@ -61,7 +61,7 @@ def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
 
 
 def test_a_lock_names_the_checkouts_each_archive_goes_into(tmp_path: Path):
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from cannbuild.sources.lock import LockedArchive
 
@@ -114,7 +114,7 @@ def test_lock_values_are_checked_when_read(tmp_path: Path, old, new, word):
 
 
 def test_a_sandbox_lock_says_so_and_is_drift_for_a_real_build(tmp_path: Path):
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     path = tmp_path / "cannbuild.lock"
     write_lock(path, replace(LOCK, sandbox=True))

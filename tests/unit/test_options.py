@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from cannbuild.errors import UsageError
-from cannbuild.options import resolve_options
+from cannbuild.options import Options, resolve_options
 
 
 def test_cli_beats_env_beats_config_beats_default():
@@ -79,3 +79,11 @@ def test_the_cache_remote_comes_from_the_nested_config_key_or_the_env():
         resolve_options({}, {"CANNBUILD_CACHE_REMOTE": "ftp://u:hunter2@x"}, {})
     text = err.value.paragraph()
     assert "CANNBUILD_CACHE_REMOTE" in text and "hunter2" not in text
+
+
+def test_the_options_repr_names_the_cache_remote_but_never_shows_it():
+    opts = Options(cache_remote="redis://builder:s3cret@cache.example:6379")
+    shown = repr(opts)
+    assert "s3cret" not in shown and "builder" not in shown
+    assert "cache_remote=<set>" in shown and "jobs=" in shown
+    assert "cache_remote" not in repr(Options())

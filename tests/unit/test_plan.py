@@ -3,11 +3,11 @@ what --force and --with-step do, what a failed step leaves unplanned."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import List
 
 import pytest
+from msgspec.structs import replace
 
 from cannbuild.errors import UsageError
 from cannbuild.plan import NEEDS_RUN, NOT_SELECTED, UP_TO_DATE, StepContext, recipe_templates, walk
