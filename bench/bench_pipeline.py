@@ -8,8 +8,8 @@
   table and parser; invoke is not loaded by the `cannbuild` script); with --baseline DIR
   (a checkout of another cannbuild, e.g. `git worktree add /tmp/old <commit>`) that
   one's no-op too, on a sandbox and workspace of its own, interleaved with the others;
-  and the no-op's time after start-up split by bench/noop_parts.py: how much of it goes
-  into creating dataclasses (their generated methods are compiled in every process);
+  and the no-op's time after start-up split by bench/noop_parts.py: imports and the
+  task, the cyclic collector's part of it, and what is left for start-up and exit;
 * `cannbuild validate --sandbox` on an installed workspace;
 * orchestration overhead: cold `cannbuild install` (fetch + build + install: setup
   without its validation, which has no by-hand twin) in an empty workspace vs a shell
@@ -246,7 +246,7 @@ def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> 
     for name in argvs:
         print(fmt(name, summary(wall[name]), floor))
         print(fmt(f"  cpu of {name}", summary(cpu[name])))
-    print_parts(parts)
+    print_parts(parts, summary(wall["setup --sandbox, no-op"])["median_s"])
     if baseline is not None:
         for kind, times in (("wall", wall), ("cpu", cpu)):
             pairs = zip(times["setup --sandbox, no-op"], times[old_name])
@@ -256,7 +256,7 @@ def noop_timings(tmp: Path, sb85: Path, runs: int, baseline: Optional[Path]) -> 
 
 def in_process_parts(ws: Path, env: Dict[str, str]) -> Dict[str, Any]:
     """One no-op run through bench/noop_parts.py: its time after interpreter start-up,
-    and the part of it spent creating dataclasses."""
+    and the part of it the cyclic collector took."""
     script = Path(__file__).resolve().parent / "noop_parts.py"
     proc = subprocess.run(
         [sys.executable, str(script), "setup", "--sandbox"],
@@ -272,16 +272,16 @@ def in_process_parts(ws: Path, env: Dict[str, str]) -> Dict[str, Any]:
     return parts
 
 
-def print_parts(parts: List[Dict[str, Any]]) -> None:
+def print_parts(parts: List[Dict[str, Any]], wall: Optional[float] = None) -> None:
     total = statistics.median(p["total_s"] for p in parts)
-    line = f"in-process no-op (after start-up): median {total * 1000:.1f} ms"
-    if all(p["dataclass_s"] is not None for p in parts):
-        spent = statistics.median(p["dataclass_s"] for p in parts)
-        line += (
-            f", of which creating {int(parts[0]['dataclasses'])} dataclasses"
-            f" {spent * 1000:.1f} ms ({spent / total:.0%});"
-            f" {int(parts[0]['modules'])} cannbuild modules loaded"
-        )
+    spent = statistics.median(p["gc_s"] for p in parts)
+    line = (
+        f"in-process no-op (imports and the task, after start-up): median {total * 1000:.1f} ms,"
+        f" of which {int(parts[0]['collections'])} collections {spent * 1000:.1f} ms;"
+        f" {int(parts[0]['modules'])} cannbuild modules loaded"
+    )
+    if wall is not None:
+        line += f"; start-up and exit (wall minus that) {(wall - total) * 1000:.1f} ms"
     print(line)
 
 

@@ -1,11 +1,12 @@
 """Run `cannbuild ARGS` in this process and print, as one JSON line, its time from
-interpreter start-up done to exit, and how much of it went into creating dataclasses.
+interpreter start-up done to the task's return, and how much of it the cyclic
+collector took.
 
-Why this split: a `@dataclass` execs the source of each method it generates (six
-for a frozen class on Python 3.11, each compiled anew in every process), so the
-records cost time at import whether or not the run does anything.  Measured here
-by timing the standard library's own class processing; bench_pipeline.py --part
-noop runs this beside the plain no-op.
+Why this split: the no-op's own work is small; its time is imports, collections
+during them, and (outside what this script sees) the interpreter's start and exit.
+The collector is set as the console script sets it (cannbuild/interpreter.py), so the
+figure is the one the CLI pays.  bench_pipeline.py --part noop runs this beside the
+plain no-op; the difference to the wall time is start-up and exit.
 
     python bench/noop_parts.py setup --sandbox     (in a workspace, sandbox env set)
 """
@@ -13,7 +14,7 @@ noop runs this beside the plain no-op.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import gc
 import io
 import json
 import sys
@@ -23,34 +24,35 @@ from typing import Any, Dict
 
 def main() -> None:
     start = time.perf_counter()
-    spent = {"seconds": 0.0, "classes": 0}
-    original = getattr(dataclasses, "_process_class", None)
-    if original is not None:  # private, present on 3.9-3.13; otherwise only the total
+    spent = {"seconds": 0.0, "collections": 0, "began": 0.0}
 
-        def timed(cls: Any, *args: Any, **kwargs: Any) -> Any:
-            began = time.perf_counter()
-            try:
-                return original(cls, *args, **kwargs)
-            finally:
-                spent["seconds"] += time.perf_counter() - began
-                spent["classes"] += 1
+    def timed(phase: str, info: Dict[str, Any]) -> None:
+        if phase == "start":
+            spent["began"] = time.perf_counter()
+        else:
+            spent["seconds"] += time.perf_counter() - spent["began"]
+            spent["collections"] += 1
 
-        dataclasses._process_class = timed  # type: ignore[attr-defined]
+    gc.callbacks.append(timed)
+    try:
+        from cannbuild.interpreter import tune_collector
+    except ImportError:  # a checkout from before the collector was set
+        pass
+    else:
+        tune_collector()
+    from cannbuild.cli import run
 
-    from cannbuild.cli import main as cannbuild_main
-
-    sys.argv = ["cannbuild", *sys.argv[1:]]
-    code: Any = 0
+    code: Any = None
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
-            cannbuild_main()
+            code = run(sys.argv[1:])
         except SystemExit as exc:
             code = exc.code
     result: Dict[str, Any] = {
         "exit": code,
         "total_s": time.perf_counter() - start,
-        "dataclass_s": spent["seconds"] if original is not None else None,
-        "dataclasses": spent["classes"],
+        "gc_s": spent["seconds"],
+        "collections": spent["collections"],
         "modules": sum(1 for name in sys.modules if name.split(".")[0] == "cannbuild"),
     }
     print(json.dumps(result))

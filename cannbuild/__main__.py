@@ -1,3 +1,20 @@
-from .cli import main
+"""`python -m cannbuild` and the `cannbuild` console script.
 
-main()
+The collector is set before cli.py and the tasks are imported: the imports are most of
+the objects a short run makes (see interpreter.py).
+"""
+
+from __future__ import annotations
+
+
+def main() -> None:
+    from .interpreter import tune_collector
+
+    tune_collector()
+    from .cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -17,6 +17,7 @@ from typing import List, NoReturn, Optional, Sequence
 
 from . import __version__
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
+from .interpreter import leave
 from .signals import on_termination
 from .tasks import GROUPS, TaskSpec, all_tasks, task
 from .tasks._argv import ArgvError, Invocation, core_names, parse, values_for
@@ -137,7 +138,7 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
-def main() -> None:
+def main() -> NoReturn:
     on_termination()
     try:
         try:
@@ -152,7 +153,7 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = 128 + signal.SIGPIPE
-    sys.exit(code)
+    leave(code)
 
 
 __all__ = ["EXIT_CODES", "main", "run"]
