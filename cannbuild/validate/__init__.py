@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from msgspec import Struct, field
-from msgspec.structs import asdict
+from msgspec.structs import asdict, replace
 
 from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
@@ -122,9 +122,12 @@ def inputs_for(
     env: Mapping[str, str],
     case_names: Sequence[str] = (),
     templates: Optional[Any] = None,
+    package_env: bool = True,
 ) -> ValidationInputs:
     """What validation judges and with what; `templates` (plan.recipe_templates) renders
-    the repo's example command."""
+    the repo's example command.  Without `package_env` the env is the toolkit's, before
+    the package's set_env.bash is sourced: enough for validation_key, and no child
+    process."""
     import shlex
 
     from ..plan import _render
@@ -155,7 +158,7 @@ def inputs_for(
         vendor_dir=session.vendor_dir,
         library=library,
         symbols=recipe.validate.symbols,
-        env=validation_env(session),
+        env=validation_env(session, package_env),
         workdir=session.ws.validate,
         target=target,
         no_device_reason=reason,
@@ -170,7 +173,12 @@ def inputs_for(
 
 def validation_key(inp: ValidationInputs) -> str:
     """What a verdict depends on: the installed package, the program, the cases, the rule,
-    torch, the target.  Same key, same verdict: setup can reuse it."""
+    torch, the target, the toolkit env.  Same key, same verdict: setup can reuse it.
+
+    The env is taken before the package's set_env.bash is sourced (inputs_for without
+    package_env): the script is one of the package's files, whose sizes and times are
+    hashed, and what it exports follows from it and that env.  Sourcing it here was a
+    bash run in every no-op setup."""
     import hashlib
     import json
 
@@ -335,8 +343,9 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
 # --- a session's validation ----------------------------------------------------
 
 
-def validation_env(session: Session) -> Dict[str, str]:
-    """The toolkit env plus the custom package's own set_env.bash, as a user would source it.
+def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]:
+    """The toolkit env plus (with `package_env`) the custom package's own set_env.bash,
+    as a user would source it.
 
     Where opbase was overlaid on the toolkit (not installed into it), the toolkit env is
     the overlay's, as the build's was: the package (built without an RPATH, as CANN's
@@ -351,7 +360,7 @@ def validation_env(session: Session) -> Dict[str, str]:
         home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
         base = overlay_env(base, [home, tk.path, tk.real_path], overlay)
     set_env = session.vendor_dir / "bin" / "set_env.bash"
-    if not set_env.is_file():
+    if not package_env or not set_env.is_file():
         return base
     from ..host.toolchain import capture_env
 
@@ -379,7 +388,7 @@ def validate_session(
     templates = recipe_templates(
         session.recipe, session.ws.jinja_cache, session.ws.render_memo("validate")
     )
-    inputs = inputs_for(session, env, case_names, templates)
+    inputs = inputs_for(session, env, case_names, templates, package_env=False)
     templates.save()
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
@@ -387,7 +396,7 @@ def validate_session(
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
         return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
-    report = run_validation(inputs)
+    report = run_validation(replace(inputs, env=validation_env(session)))
     validation = report.to_json()
     write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
     return ValidationRun(validation, report, None)
