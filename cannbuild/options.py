@@ -7,7 +7,6 @@ Environment variables are `CANNBUILD_<NAME>`; the invoke config key is
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from pathlib import Path
@@ -110,7 +109,9 @@ def _flatten(config: Mapping[str, Any]) -> Dict[str, Any]:
             )
         for sub, item in value.items():
             if sub not in _SECTIONS[key]:
-                close = difflib.get_close_matches(str(sub), _SECTIONS[key], n=1)
+                from difflib import get_close_matches  # only for a mistake
+
+                close = get_close_matches(str(sub), _SECTIONS[key], n=1)
                 raise UsageError(
                     f"invoke config key cannbuild.{key}.{sub} is not a cannbuild option.",
                     f"Did you mean cannbuild.{key}.{close[0]}?"
@@ -279,7 +280,9 @@ def resolve_options(
     unknown = [k for k in config if k not in names]
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(key, names, n=1)
+        from difflib import get_close_matches  # only for a mistake
+
+        close = get_close_matches(key, names, n=1)
         raise UsageError(
             f"invoke config key cannbuild.{key} is not a cannbuild option.",
             f"Did you mean cannbuild.{close[0]}?" if close else f"Known keys: {', '.join(names)}.",

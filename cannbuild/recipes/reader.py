@@ -3,7 +3,6 @@ and the key."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 import sys
@@ -75,7 +74,9 @@ class _Reader:
     def keys(self, table: Mapping[str, Any], allowed: set, where: str) -> None:
         for key in table:
             if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                from difflib import get_close_matches  # only for a mistake
+
+                close = get_close_matches(key, sorted(allowed), n=1)
                 raise self.fail(
                     where,
                     f"has an unknown key {key!r}.",
