@@ -34,12 +34,9 @@ def main() -> None:
             spent["collections"] += 1
 
     gc.callbacks.append(timed)
-    try:
-        from cannbuild.interpreter import tune_collector
-    except ImportError:  # a checkout from before the collector was set
-        pass
-    else:
-        tune_collector()
+    from cannbuild.interpreter import tune_collector
+
+    tune_collector()
     from cannbuild.cli import run
 
     code: Any = None
