@@ -359,13 +359,17 @@ def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]
         tk = session.toolkit
         home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
         base = overlay_env(base, [home, tk.path, tk.real_path], overlay)
+    return with_package_env(session, base) if package_env else base
+
+
+def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str]:
+    """`base` with the custom package's own set_env.bash sourced on top (when installed)."""
     set_env = session.vendor_dir / "bin" / "set_env.bash"
-    if not package_env or not set_env.is_file():
-        return base
+    if not set_env.is_file():
+        return dict(base)
     from ..host.toolchain import capture_env
 
-    captured = capture_env(set_env, base)
-    return dict(captured.env)
+    return dict(capture_env(set_env, base).env)
 
 
 class ValidationRun(Struct, frozen=True):
@@ -396,7 +400,7 @@ def validate_session(
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
         return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
-    report = run_validation(replace(inputs, env=validation_env(session)))
+    report = run_validation(replace(inputs, env=with_package_env(session, inputs.env)))
     validation = report.to_json()
     write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
     return ValidationRun(validation, report, None)
