@@ -1,5 +1,10 @@
 """The CLI as a user runs it, in a process of its own, without the caller's CANNBUILD_*
-settings (unit tests use it for what only a whole process shows: exit codes, help)."""
+settings (unit tests use it for what only a whole process shows: exit codes, help).
+
+Both routes the README names: the `cannbuild` script (`python -m cannbuild`) and
+`invoke TASK` in a checkout (tasks.py at the checkout's top, found with --search-root
+as it would be from the checkout itself).  A hostile-input table runs through both
+(`ROUTES`): the exit code, the paragraph and the files left must be the same."""
 
 from __future__ import annotations
 
@@ -7,16 +12,46 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+ROUTES = ("cannbuild", "invoke")
+
+
+def argv_for(route: str, args: Sequence[str]) -> List[str]:
+    """The command line of `args` through `route`."""
+    if route == "cannbuild":
+        return [sys.executable, "-m", "cannbuild", *args]
+    if route == "invoke":
+        return [sys.executable, "-m", "invoke", "--search-root", str(CHECKOUT), *args]
+    raise ValueError(f"no route {route!r}")
+
+
+def clean_env(**env: str) -> Dict[str, str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    full.update(env)
+    return full
+
+
+def run_route(
+    route: str,
+    *args: str,
+    cwd: Path,
+    timeout: float = 120,
+    env: Optional[Dict[str, str]] = None,
+    **extra_env: str,
+) -> subprocess.CompletedProcess:
+    """`args` through `route` in `cwd`; a hang fails the test (TimeoutExpired) after
+    `timeout` seconds instead of hanging the suite."""
+    return subprocess.run(
+        argv_for(route, args),
+        cwd=cwd,
+        env=env if env is not None else clean_env(**extra_env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def cannbuild(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "cannbuild", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_route("cannbuild", *args, cwd=cwd, **env)
