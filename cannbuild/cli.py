@@ -114,15 +114,17 @@ def _core(invocation: Invocation) -> bool:
     return True
 
 
-def run(argv: Sequence[str]) -> int:
-    """Parse and run; the exit code (a usage error exits here with 2)."""
+def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
+    """Parse and run; the exit code (a usage error exits here with 2).  `project` is the
+    folder whose invoke.yaml is the project config: the cwd for the script, the folder
+    holding tasks.py for `invoke TASK` (as invoke itself reads it)."""
     from .tasks._config import load_config
 
     try:
         invocation = parse(_help_first(list(argv)), _find)
         if _core(invocation):
             return 0
-        context = load_config(invocation.core.get("config"), Path.cwd(), os.environ)
+        context = load_config(invocation.core.get("config"), project or Path.cwd(), os.environ)
     except ArgvError as exc:
         _usage_exit(exc)
     except CannbuildError as exc:  # the config files
@@ -138,11 +140,26 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
-def main() -> NoReturn:
+def check_project_config(runtime: Optional[str], project: Path) -> None:
+    """Exit as `run` would (one paragraph, exit 2) where the config files cannot be read;
+    for `invoke --list ...`, which invoke answers itself after reading them."""
+    from .tasks._config import load_config
+
+    try:
+        load_config(runtime, project, os.environ)
+    except CannbuildError as exc:
+        sys.stderr.write(f"cannbuild: {exc.paragraph()}\n")
+        leave(exc.exit_code)
+
+
+def main(argv: Optional[Sequence[str]] = None, project: Optional[Path] = None) -> NoReturn:
+    """The whole process: `argv` (default: the command line) run to its exit code, a
+    reader that left as 141, an interrupt as 128 + the signal.  tasks.py hands `invoke
+    TASK` here too, so both routes share one grammar and one exit-code table."""
     on_termination()
     try:
         try:
-            code = run(sys.argv[1:])
+            code = run(sys.argv[1:] if argv is None else argv, project)
         except KeyboardInterrupt as exc:
             print("cannbuild: interrupted", file=sys.stderr)
             code = 128 + signal_number(exc)
@@ -156,4 +173,4 @@ def main() -> NoReturn:
     leave(code)
 
 
-__all__ = ["EXIT_CODES", "main", "run"]
+__all__ = ["EXIT_CODES", "check_project_config", "main", "run"]

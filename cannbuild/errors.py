@@ -147,6 +147,47 @@ def storage_error(exc: OSError) -> Optional[StorageError]:
     )
 
 
+# A path that no write or read can use as spelled: too long, through a file or a loop, a
+# file where a folder must go or the other way round.
+PATH_ERRNOS = frozenset(
+    {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EEXIST, errno.EISDIR}
+)
+
+
+def path_error(exc: OSError) -> Optional[UsageError]:
+    """The one-paragraph form of a path the system refused as spelled, or None."""
+    if exc.errno not in PATH_ERRNOS:
+        return None
+    where = f" {_shorten(str(exc.filename))}" if exc.filename else ""
+    return UsageError(
+        f"cannot use the path{where}: {exc.strerror or exc}.",
+        "A file or folder name is at most 255 bytes, a whole path at most 4095 bytes, every "
+        "folder on the way must be a folder and a file must not stand where a folder "
+        "goes: pass another path.",
+    )
+
+
+def write_error(exc: OSError, what: str, path: object) -> CannbuildError:
+    """A folder or file cannbuild was asked to write (`what`, e.g. --out, OUT) that it
+    cannot: a path the system refuses as spelled is a usage error (exit 2), anything
+    else (read-only, not ours, full, a pseudo file system) a storage error (exit 11)."""
+    shown = _shorten(str(path))
+    if exc.errno in PATH_ERRNOS:
+        return UsageError(
+            f"{what} {shown} is not a usable path ({exc.strerror or exc}).",
+            f"Pass {what} as a path of folders (names up to 255 bytes, at most 4095 in all).",
+        )
+    return StorageError(
+        f"{what} {shown} cannot be written ({exc.strerror or exc}).",
+        f"Pass {what} in a folder you can write to.",
+    )
+
+
+def _shorten(text: str, keep: int = 200) -> str:
+    """A path for a message: a 4000-byte one would bury the paragraph."""
+    return text if len(text) <= keep else f"{text[: keep // 2]}...{text[-keep // 2 :]}"
+
+
 class Interrupted(CannbuildError):
     """Ctrl-C (SIGINT); SIGTERM and SIGHUP end the same way with their own codes."""
 

@@ -77,6 +77,38 @@ class Options(Struct, frozen=True):
         return replace(self, **changes)
 
 
+# Linux's limits on a path handed to the kernel: a longer one fails deep inside a task
+# (ENAMETOOLONG) instead of naming the flag.
+NAME_MAX = 255
+PATH_MAX = 4095
+
+
+def check_path(value: Any, origin: str) -> str:
+    """`value` as a path string, refused (exit 2, naming `origin`: the flag, variable or
+    config key) when the kernel could not take it: a NUL byte, a name over NAME_MAX
+    bytes or a path over PATH_MAX bytes, as given or made absolute."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    if "\0" in text:
+        raise UsageError(f"{origin} holds a NUL byte; a path cannot.", "Pass the path without it.")
+    for form in (text, os.path.abspath(os.path.expanduser(text))):
+        raw = os.fsencode(form)
+        if len(raw) > PATH_MAX:
+            raise UsageError(
+                f"{origin} is a path of {len(raw)} bytes{'' if form == text else ' made absolute'};"
+                f" a path is at most {PATH_MAX} bytes.",
+                f"Pass a shorter path as {origin}.",
+            )
+        long_name = next((n for n in raw.split(b"/") if len(n) > NAME_MAX), None)
+        if long_name is not None:
+            raise UsageError(
+                f"{origin} has a name of {len(long_name)} bytes "
+                f"({os.fsdecode(long_name[:40])}...); a file or folder name is at most "
+                f"{NAME_MAX} bytes.",
+                f"Pass a path with shorter names as {origin}.",
+            )
+    return text
+
+
 _PATH_FIELDS = {"cann_path", "sysroot", "workspace", "lock_file", "bundle", "sandbox_dir"}
 _BOOL_FIELDS = {"locked", "offline", "install_into_toolkit", "sandbox", "require_device", "wait"}
 _INT_FIELDS = {"jobs", "retries"}
@@ -145,7 +177,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             f"Give {origin.split()[-1]} one word, number or path.",
         )
     if name in _PATH_FIELDS:
-        return Path(os.path.abspath(os.path.expanduser(str(value))))
+        return Path(os.path.abspath(os.path.expanduser(check_path(value, origin))))
     if name in _BOOL_FIELDS:
         if isinstance(value, bool):
             return value

@@ -7,6 +7,8 @@ wrapped at spaces to the terminal's width (a word longer than the line stays who
 
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import os
 import shutil
@@ -46,10 +48,23 @@ def wrap(text: str, indent: int, first: str = "", stream: TextIO = sys.stdout) -
     return [first + chunks[0], *(" " * indent + c for c in chunks[1:])]
 
 
-def console(stream: TextIO = sys.stdout) -> Any:
+@functools.cache
+def _console_class() -> Any:
     from rich.console import Console
 
-    return Console(file=stream, width=width(stream), highlight=False)
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            """The reader left (`cannbuild validate | head`): rich would exit 1 here; raise
+            the BrokenPipeError so the front end ends the run with 141, like every other
+            write to a closed pipe."""
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return PipeConsole
+
+
+def console(stream: TextIO = sys.stdout) -> Any:
+    return _console_class()(file=stream, width=width(stream), highlight=False)
 
 
 def print_json(data: Any, stream: TextIO = sys.stdout) -> None:
@@ -274,25 +289,35 @@ def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
         lines.append("built:")
         for s in data["steps"]:
             commit = f" from {s['commit'][:12]}" if s.get("commit") else ""
-            lines.append(f"  {s['step']}: {s['finished']}{commit} (run {s['run_id'] or '?'})")
+            state = s.get("state", "built")
+            why = f": {s['reason']} (the next build reruns it)" if s.get("reason") else ""
+            lines.append(
+                f"  {s['step']}: {state}{why}, {s['finished']}{commit} (run {s['run_id'] or '?'})"
+            )
             for a in s["artifacts"]:
                 gone = "" if a["present"] else "  (gone: the next build reruns this step)"
                 lines.append(f"    {a['path']}{gone}")
     else:
         lines.append("nothing built yet")
+    install = data.get("install")
+    if install and install["state"] != "installed":
+        lines.append(f"not installed: {install['step']} must run again ({install['reason']})")
     for item in data["installed"]:
         lines.append(f"installed: {item['vendor']}")
         lines.append(f"  to use it: source {item['set_env']}")
     v = data.get("validation")
     if v:
         reason = f": {v['reason']}" if v.get("reason") else ""
-        lines.append(f"validation: {v['status']} (run {v['run_id']}){reason}")
+        stale = f"; stale: {v['stale']}" if v.get("stale") else ""
+        lines.append(f"validation: {v['status']} (run {v['run_id']}){reason}{stale}")
     last = data.get("last_build")
     if last:
         failed = f" at {last.get('failed_step')}" if last.get("status") == "failed" else ""
+        when = last.get("finished") or f"started {last.get('started')}"
+        detail = f": {last['detail']}" if last.get("detail") else ""
         lines.append(
             f"last build attempt: {last.get('status')}{failed} ({last.get('command')}, "
-            f"{last.get('finished')})"
+            f"{when}){detail}"
         )
     if data.get("latest_report"):
         lines.append(f"latest report: {data['latest_report']}")

@@ -76,15 +76,16 @@ def parse_shapes(text: str) -> List[Tuple[int, int, int, int, int]]:
         m = _SHAPE.match(word)
         if not m:
             raise UsageError(f"--shapes {word!r} is not a shape.", f"Write shapes as {SHAPE_HELP}.")
-        b, n1, n2, s, d = (int(g) if g else None for g in m.groups())
+        b, n1, n2, s, d = (None if g is None else int(g) for g in m.groups())
         assert n1 is not None and s is not None and d is not None
-        n2 = n2 or n1
-        if min(n1, n2, s, d, b or 1) < 1 or n1 % n2:
+        b = 1 if b is None else b  # B and /N2 left out mean 1 and N1; written as 0 they are wrong
+        n2 = n1 if n2 is None else n2
+        if min(b, n1, n2, s, d) < 1 or n1 % n2:
             raise UsageError(
                 f"--shapes {word!r}: sizes must be positive and N1 a multiple of N2 (GQA).",
                 f"Write shapes as {SHAPE_HELP}.",
             )
-        out.append((b or 1, n1, n2, s, d))
+        out.append((b, n1, n2, s, d))
     if not out:
         raise UsageError("--shapes is empty.", f"Write shapes as {SHAPE_HELP}.")
     return out

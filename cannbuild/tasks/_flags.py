@@ -14,9 +14,9 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
-from ..errors import CannbuildError, signal_number, storage_error
+from ..errors import CannbuildError, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
-from ..options import ENV_PREFIX, Options, resolve_options
+from ..options import ENV_PREFIX, Options, check_path, resolve_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,6 +27,7 @@ class Flag(Struct, frozen=True):
     kind: type = str  # str, bool or list (repeatable)
     short: Optional[str] = None
     field: Optional[str] = None  # the Options field it sets (and CANNBUILD_<FIELD>)
+    path: bool = False  # a file or folder: checked against the kernel's limits (check_path)
 
     @property
     def option(self) -> str:
@@ -44,17 +45,20 @@ FLAGS: Dict[str, Flag] = {
             "cann_path",
             "CANN toolkit folder (the one holding set_env.sh), e.g. /usr/local/Ascend/cann",
             field="cann_path",
+            path=True,
         ),
         Flag(
             "sysroot",
             "read the host under this root instead of / (fixtures, sandbox)",
             field="sysroot",
+            path=True,
         ),
         Flag(
             "workspace",
             "where sources, builds, logs and reports go (default ./.cannbuild)",
             short="w",
             field="workspace",
+            path=True,
         ),
         Flag(
             "soc",
@@ -72,7 +76,10 @@ FLAGS: Dict[str, Flag] = {
             field="recipe",
         ),
         Flag(
-            "lock_file", "lock file to read and write (default ./cannbuild.lock)", field="lock_file"
+            "lock_file",
+            "lock file to read and write (default ./cannbuild.lock)",
+            field="lock_file",
+            path=True,
         ),
         Flag("locked", "fail if anything differs from the lock file", bool, field="locked"),
         Flag(
@@ -85,6 +92,7 @@ FLAGS: Dict[str, Flag] = {
             "bundle",
             "offline bundle (from `cannbuild bundle`) to seed the caches from",
             field="bundle",
+            path=True,
         ),
         Flag(
             "force",
@@ -134,7 +142,7 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag("dry_run", "show what would be done and change nothing", bool),
         Flag("phases", "build, install or both (default both)"),
-        Flag("out", "where to write the output"),
+        Flag("out", "where to write the output", path=True),
         Flag(
             "shapes", "bench: shapes instead of the default sweep, e.g. B1N8/2S1024D64,N8S512D128"
         ),
@@ -142,7 +150,11 @@ FLAGS: Dict[str, Flag] = {
         Flag(
             "budget", "bench: seconds the sweep may take; larger shapes are left out (default 60)"
         ),
-        Flag("variants", "bench: a TOML file of build variants (patches or compile definitions)"),
+        Flag(
+            "variants",
+            "bench: a TOML file of build variants (patches or compile definitions)",
+            path=True,
+        ),
         Flag(
             "build_variant",
             "bench: one build variant, NAME=PATCH_FILE or NAME=DEFINE=VALUE[,DEFINE=VALUE] (repeatable)",
@@ -162,6 +174,7 @@ FLAGS: Dict[str, Flag] = {
             "package",
             "validate this built .run (installed into a scratch prefix under the workspace; "
             "its sha256 goes into the report) instead of the workspace's install",
+            path=True,
         ),
         Flag(
             "cannbuild_spec",
@@ -173,9 +186,17 @@ FLAGS: Dict[str, Flag] = {
         Flag("kv_heads", "key/value heads (N2; default: --heads)"),
         Flag("seq_len", "sequence length (S)"),
         Flag("head_dim", "head dim (D)"),
-        Flag("profile", "a profiler output to check for unfused attention (what `profile` reads)"),
+        Flag(
+            "profile",
+            "a profiler output to check for unfused attention (what `profile` reads)",
+            path=True,
+        ),
     )
 }
+
+# Task-only arguments (positional or `extra`) that name a file or folder; a positional
+# named like a path flag (bundle's OUT) is one too.
+PATH_ARGUMENTS = frozenset({"path", "dir"})
 
 
 # The options every task that opens a build session takes, and those of the tasks that run steps.
@@ -213,6 +234,7 @@ class Option(Struct, frozen=True):
     default: Any
     help: str
     short: Optional[str] = None
+    path: bool = False
 
     @property
     def option(self) -> str:
@@ -256,21 +278,39 @@ class TaskExit(Exception):
         self.code = code
 
 
-def guarded(fn: F) -> F:
-    """Turn cannbuild errors into one paragraph and their exit code."""
+def _path_values(
+    paths: Tuple[Tuple[Optional[int], str, str], ...], args: Tuple[Any, ...], kwargs: Any
+) -> Iterable[Tuple[Any, str]]:
+    """The given values of the path-valued arguments, each with its spelling."""
+    for index, name, spelled in paths:
+        if index is not None:
+            value = args[index] if index < len(args) else kwargs.get(name)
+        else:
+            value = kwargs.get(name)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if item not in (None, "", False, True):
+                yield item, spelled
+
+
+def guarded(fn: F, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
+    """Turn cannbuild errors into one paragraph and their exit code.  `paths`: the
+    (place, name, spelling) of each path-valued argument, checked before the task runs
+    (check_path: exit 2 naming the flag, not a traceback where the kernel refuses it)."""
 
     @functools.wraps(fn)
     def wrapper(c: Any, *args: Any, **kwargs: Any) -> Any:
         try:
+            for value, spelled in _path_values(paths, args, kwargs):
+                check_path(value, spelled)
             return fn(c, *args, **kwargs)
         except CannbuildError as exc:
             text = exc.paragraph()
             raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
-        except OSError as exc:  # a full disk or a read-only folder under a write
-            storage = storage_error(exc)
-            if storage is None:
+        except OSError as exc:  # a full disk, a read-only folder, a path the kernel refuses
+            known = storage_error(exc) or path_error(exc)
+            if known is None:
                 raise
-            raise TaskExit(f"cannbuild: {storage.paragraph()}", storage.exit_code) from None
+            raise TaskExit(f"cannbuild: {known.paragraph()}", known.exit_code) from None
         except KeyboardInterrupt as exc:
             raise TaskExit("cannbuild: interrupted", 128 + signal_number(exc)) from None
 
@@ -294,16 +334,22 @@ def cli_task(
         flag = FLAGS[name]
         default: Any = False if flag.kind is bool else [] if flag.kind is list else None
         text = with_env(flag, help.pop(name, flag.help))
-        options.append(Option(name, flag.kind, default, text, flag.short))
+        options.append(Option(name, flag.kind, default, text, flag.short, flag.path))
     for name, default, text in extra:
-        options.append(Option(name, bool if isinstance(default, bool) else str, default, text))
+        kind = bool if isinstance(default, bool) else str
+        options.append(Option(name, kind, default, text, path=name in PATH_ARGUMENTS))
     if help:
         raise ValueError(f"help given for options the task does not take: {sorted(help)}")
 
+    places = tuple(positional)
+    paths = tuple(
+        (i, name, name.upper())
+        for i, (name, _) in enumerate(places)
+        if name in PATH_ARGUMENTS or (name in FLAGS and FLAGS[name].path)
+    ) + tuple((None, o.name, o.option) for o in options if o.path)
+
     def decorate(fn: Callable[..., Any]) -> TaskSpec:
-        return TaskSpec(
-            fn.__name__.replace("_", "-"), guarded(fn), tuple(positional), tuple(options)
-        )
+        return TaskSpec(fn.__name__.replace("_", "-"), guarded(fn, paths), places, tuple(options))
 
     return decorate
 
