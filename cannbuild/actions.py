@@ -14,12 +14,12 @@ ActionFailed with what to tell the user.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Protocol, Tuple
 
 from msgspec import Struct
 
+from . import safefs
 from .overlay import build_overlay, expose_op_common, staged_root
 from .plan import PlannedStep
 
@@ -40,6 +40,12 @@ class ActionContext(Struct, frozen=True):
     toolkit_target: Optional[Path] = None
     toolkit_backup: Optional[Path] = None
 
+    @property
+    def root(self) -> Path:
+        """The workspace that holds the stage, the overlay and opp: nothing below it is
+        removed or made through a link (safefs)."""
+        return self.opp.parent
+
 
 class ActionFailed(Exception):
     def __init__(self, message: str, hint: str) -> None:
@@ -59,8 +65,8 @@ class Action(Protocol):
 class OverlayAction:
     def prepare(self, step: PlannedStep, ctx: ActionContext, run_id: str) -> List[str]:
         if ctx.overlay_enabled:
-            shutil.rmtree(ctx.stage, ignore_errors=True)
-            ctx.stage.mkdir(parents=True)
+            # the installer writes here: a link at the stage is refused, never followed
+            safefs.fresh(ctx.root, ctx.stage, f"{step.name}'s staging prefix")
             return []
         if ctx.toolkit_target is None or ctx.toolkit_backup is None:
             return []
@@ -68,7 +74,7 @@ class OverlayAction:
 
         try:
             backup, written, replaced = back_up_toolkit(
-                step, ctx.toolkit_target, ctx.toolkit_backup / run_id, run_id
+                step, ctx.toolkit_target, ctx.toolkit_backup / run_id, run_id, ctx.root
             )
         except OSError as exc:
             raise ActionFailed(
@@ -88,7 +94,7 @@ class OverlayAction:
         try:
             root = staged_root(ctx.stage)
             exposed = expose_op_common(root, ctx.arch, ctx.opbase_headers)
-            count = build_overlay(ctx.toolkit_home, root, ctx.overlay)
+            count = build_overlay(ctx.toolkit_home, root, ctx.overlay, ctx.root)
         except OSError as exc:
             raise ActionFailed(str(exc), "See the log for the first error.") from None
         notes = [exposed] if exposed else []
@@ -100,8 +106,11 @@ class OverlayAction:
 
 class VendorAction:
     def prepare(self, step: PlannedStep, ctx: ActionContext, run_id: str) -> List[str]:
-        shutil.rmtree(ctx.vendor_dir, ignore_errors=True)
-        ctx.opp.mkdir(parents=True, exist_ok=True)
+        # the installer writes into opp: its folders are checked (made) link-free first
+        what = f"{step.name}'s vendor folder"
+        safefs.remove(ctx.root, ctx.vendor_dir, what, ignore_errors=True)
+        safefs.make_dirs(ctx.root, ctx.opp, what)
+        safefs.check_below(ctx.root, ctx.vendor_dir, what)
         return []
 
     def finish(self, step: PlannedStep, ctx: ActionContext) -> Tuple[List[str], List[str]]:

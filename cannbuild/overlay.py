@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from . import safefs
+
 
 def staged_root(stage: Path) -> Path:
     """The folder the installer filled: <stage>/cann, <stage>/<version_dir>, or <stage> itself."""
@@ -44,7 +46,8 @@ def expose_op_common(stage_root: Path, arch: str, under: str) -> Optional[str]:
     dst = archdir / under / "op_common"
     if not src.is_dir() or os.path.lexists(dst):
         return None
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    # the installer made this tree: a link on the way could lead into the toolkit
+    safefs.make_dirs(stage_root, dst.parent, "the staged opbase tree")
     dst.symlink_to(os.path.join("..", "pkg_inc", "op_common"))
     return (
         f"opbase installed op_common under {arch}-linux/pkg_inc; ops-transformer looks under "
@@ -52,13 +55,15 @@ def expose_op_common(stage_root: Path, arch: str, under: str) -> Optional[str]:
     )
 
 
-def build_overlay(toolkit_home: Path, stage_root: Path, overlay: Path) -> int:
-    """(Re)build `overlay` = toolkit with `stage_root` on top; returns the number of staged files."""
-    if overlay.is_symlink() or overlay.is_file():
-        overlay.unlink()
-    elif overlay.exists():
-        shutil.rmtree(overlay)
-    overlay.mkdir(parents=True)
+def build_overlay(
+    toolkit_home: Path, stage_root: Path, overlay: Path, workspace: Optional[Path] = None
+) -> int:
+    """(Re)build `overlay` = toolkit with `stage_root` on top; returns the number of staged
+    files.  The old overlay is removed without following a link on the way to it
+    (safefs, below `workspace`, by default the overlay's folder)."""
+    owner = workspace if workspace is not None else overlay.parent
+    safefs.remove(owner, overlay, "the toolkit overlay")
+    safefs.make_dirs(owner, overlay, "the toolkit overlay")
     root = Path(os.path.realpath(toolkit_home))
     return _merge(root, stage_root, overlay, root)
 

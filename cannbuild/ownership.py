@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
+import stat
+import tempfile
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Set
 
-from .errors import UsageError
+from .errors import StorageError, UsageError, write_error
 from .workspace import Workspace, read_json, write_atomic
 
 MARKER = ".cannbuild-owned"
@@ -62,7 +63,17 @@ KNOWN_ENTRIES = {
         "artifacts",
         "workspace",
     },
+    # `bench --out`, `profile --out`: what they write (charts are named by their group)
+    "bench-output": {"results.json", "report.md", "*.png"},
+    "profile-output": {"timeline.png"},
 }
+
+
+def _known(name: str, kind: str) -> bool:
+    """Whether `name` is one cannbuild uses in a `kind` folder (a name or a pattern)."""
+    from fnmatch import fnmatchcase
+
+    return any(name == known or fnmatchcase(name, known) for known in KNOWN_ENTRIES.get(kind, ()))
 
 
 def marker_kind(folder: Path) -> Optional[str]:
@@ -114,6 +125,8 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
         return any({"step", "run_id", "input_hash"} <= _json_keys(s) for s in stamps)
     if kind == "sandbox":
         return {"schema", "variant", "cann"} <= _json_keys(folder / "sandbox.json")
+    if kind == "bench-output":
+        return {"schema", "run_id", "results", "sweep_s"} <= _json_keys(folder / "results.json")
     if kind == "container-context":
         try:
             with open(folder / "Dockerfile", encoding="utf-8", errors="replace") as f:
@@ -151,7 +164,7 @@ def check_replaceable(folder: Path, kind: str, what: str) -> Path:
             f"Pass another folder for the {kind}.",
         )
     entries = _entries(folder) if folder.exists() else []
-    foreign = [n for n in entries if n not in KNOWN_ENTRIES.get(kind, set())]
+    foreign = [n for n in entries if not _known(n, kind)]
     if (
         entries
         and not foreign
@@ -186,11 +199,8 @@ def claim(folder: Path, kind: str, what: str) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         mark(folder, kind)
-    except OSError as exc:
-        raise UsageError(
-            f"{what} {folder} cannot be written ({exc.strerror or exc}).",
-            f"Pass a folder you can write to as {what}.",
-        ) from None
+    except OSError as exc:  # read-only or not ours: exit 11; a path refused as spelled: 2
+        raise write_error(exc, what, folder) from None
     return folder
 
 
@@ -210,45 +220,41 @@ def require_owned(root: Path, kind: str) -> None:
 
 
 def inside(root: Path, path: Path, what: str) -> Path:
-    """`path` resolved, refused unless it stays inside `root` (symlinks followed)."""
-    base = Path(os.path.realpath(root))
-    target = Path(os.path.realpath(path))
-    if target != base and base not in target.parents:
-        raise UsageError(
-            f"{what} resolves to {target}, outside {base}.",
-            "cannbuild only writes and removes inside the folders it owns; fix the value.",
-        )
-    return target
+    """`path`, refused unless it stays inside `root` by name (no `..`) and every folder
+    from `root` down to it that exists is a real folder, not a symlink (safefs)."""
+    from . import safefs
+
+    return safefs.check_below(root, path, what)
 
 
 def remove_inside(root: Path, paths: Iterable[Path], kind: str) -> int:
-    """Remove `paths` (files or folders) under the owned folder `root`; returns bytes freed."""
+    """Remove `paths` (files or folders) under the owned folder `root`; returns bytes freed.
+    Every path is checked before any is removed: a link on the way to one of them
+    refuses them all (exit 2), and a link that is itself a path goes, never followed."""
+    from . import safefs
+
     require_owned(root, kind)
+    targets = [safefs.check_below(root, path, "a path to remove") for path in paths]
+    base = Path(os.path.abspath(root))
+    if base in targets:
+        raise UsageError(f"refusing to remove the whole {kind} {root}.")
     freed = 0
-    for path in paths:
-        if path.is_symlink():  # the link itself goes, wherever it points
-            inside(root, path.parent, "a path to remove")
-            path.unlink()
-            continue
-        target = inside(root, path, "a path to remove")
-        if target == Path(os.path.realpath(root)):
-            raise UsageError(f"refusing to remove the whole {kind} {root}.")
+    for target in targets:
         freed += _size(target)
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists() or target.is_symlink():
-            target.unlink()
+        safefs.remove(root, target, "a path to remove")
     return freed
 
 
 def _size(path: Path) -> int:
-    if path.is_file() or path.is_symlink():
-        try:
-            return path.lstat().st_size
-        except OSError:
-            return 0
+    """Bytes under `path`, links counted as themselves (never followed)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return 0
+    if not stat.S_ISDIR(st.st_mode):
+        return st.st_size
     total = 0
-    for dirpath, _dirs, files in os.walk(path):
+    for dirpath, _dirs, files in os.walk(path):  # os.walk does not enter linked folders
         for name in files:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
@@ -256,16 +262,34 @@ def _size(path: Path) -> int:
 
 
 def check_writable(path: Path, what: str) -> Path:
-    """Refuse up front a file cannbuild will write (a lock, a bundle, a workflow) whose
-    folder it cannot write: found after an hour's build, it would lose the result."""
+    """Refuse up front (exit 11) a file cannbuild will write (a lock, a bundle, a
+    workflow) whose folder it cannot write: found after an hour's build, it would lose
+    the result.  The nearest folder that exists is tried with a real file, created and
+    removed: permission bits say nothing to root, and /sys or a read-only mount refuse
+    root too."""
     path = Path(os.path.abspath(path))
     probe = path if path.exists() else path.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     folder = probe if probe.is_dir() else probe.parent
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if probe != path and not probe.is_dir():
         raise UsageError(
-            f"{what} {path} cannot be written: {folder} is read-only or not yours.",
+            f"{what} {path} is not a usable path: {probe} is a file, not a folder.",
+            f"Pass {what} in a folder.",
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise StorageError(
+            f"{what} {path} cannot be written: it is read-only or not yours.",
             f"Pass {what} in a folder you can write to.",
         )
+    try:
+        handle, name = tempfile.mkstemp(prefix=".cannbuild-probe-", dir=folder)
+    except OSError as exc:
+        raise StorageError(
+            f"{what} {path} cannot be written: {folder} refuses a new file "
+            f"({exc.strerror or exc}).",
+            f"Pass {what} in a folder you can write to.",
+        ) from None
+    os.close(handle)
+    os.unlink(name)
     return path

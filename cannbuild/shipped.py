@@ -10,15 +10,14 @@ carry.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, Tuple
 
 from msgspec.structs import replace
 
+from . import safefs
 from .errors import UsageError, ValidationFailed
-from .ownership import inside
 from .proc import run
 from .session import Session
 from .sources.fetch import sha256_file
@@ -38,10 +37,9 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
             "build_out/cann-ops-transformer-custom_linux-x86_64.run.",
         )
     digest = sha256_file(package)
-    scratch = inside(session.ws.root, session.ws.validate / "package", "the package's prefix")
-    shutil.rmtree(scratch, ignore_errors=True)
-    prefix = scratch / "opp"
-    prefix.mkdir(parents=True)
+    what = "the package's scratch prefix"
+    scratch = safefs.fresh(session.ws.root, session.ws.validate / "package", what)
+    prefix = safefs.make_dirs(session.ws.root, scratch / "opp", what)
     argv = ["bash", str(package), "--quiet", f"--install-path={prefix}"]
     try:
         proc = run(

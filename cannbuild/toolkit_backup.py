@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
+from . import safefs
 from .overlay import staged_root
 from .plan import PlannedStep
 from .proc import run as run_process
@@ -25,15 +26,16 @@ def _install_path_arg(argv: Sequence[str], path: Path) -> List[str]:
 
 
 def back_up_toolkit(
-    step: PlannedStep, target: Path, backup: Path, run_id: str
+    step: PlannedStep, target: Path, backup: Path, run_id: str, workspace: Path
 ) -> Tuple[Path, int, int]:
     """Before an installer writes into the real toolkit: run it into a scratch prefix to
     learn what it installs, copy the toolkit files it will replace to
     `<workspace>/toolkit-backup/<run>/files/`, list every file in manifest.json, and write
-    restore.sh, the way back.  Returns (backup folder, files written, files replaced)."""
+    restore.sh, the way back.  Returns (backup folder, files written, files replaced).
+    Nothing below `workspace` is removed or written through a link (safefs)."""
     scratch = backup / "probe"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
+    safefs.remove(workspace, scratch, "the installer's probe prefix", ignore_errors=True)
+    safefs.make_dirs(workspace, scratch, "the installer's probe prefix")
     argv = _install_path_arg(step.argv, scratch)
     probe = run_process(argv, cwd=step.cwd, env=step.env, timeout=1800, merge_stderr=True)
     if probe.returncode != 0:
@@ -53,7 +55,7 @@ def back_up_toolkit(
         entry = {"path": str(rel), "existed": existed}
         if existed and not live.is_dir():
             saved = backup / "files" / rel
-            saved.parent.mkdir(parents=True, exist_ok=True)
+            safefs.make_dirs(workspace, saved.parent, "the toolkit backup")
             shutil.copy2(live, saved, follow_symlinks=False)
             entry["sha256"] = sha256_file(live) if live.is_file() else None
             restore.append(f"cp -a -- {shlex.quote(str(saved))} {shlex.quote(str(live))}")
@@ -71,7 +73,7 @@ def back_up_toolkit(
     for rel in new_dirs:
         if not (target / rel).exists():
             restore.append(f"rmdir --ignore-fail-on-non-empty -- {shlex.quote(str(target / rel))}")
-    shutil.rmtree(scratch)
+    safefs.remove(workspace, scratch, "the installer's probe prefix")
     write_json_atomic(
         backup / "manifest.json", {"toolkit": str(target), "run_id": run_id, "files": entries}
     )

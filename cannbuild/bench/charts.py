@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..workspace import write_atomic
 from .routes import CAPI, LABELS, SDPA
 from .sweep import BASELINE, SweepResult
 
@@ -78,8 +80,10 @@ def _plot(path: Path, title: str, ylabel: str, lines: Dict[str, List[Tuple[int, 
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, metadata={"Software": None})
+    buf = io.BytesIO()  # written atomically: a link at the chart's name is replaced, not followed
+    fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
+    write_atomic(path, buf.getvalue())
 
 
 def _slug(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from .. import __version__
+from .. import __version__, safefs
 from ..errors import UsageError
 from ..session import Session
 from ..sources.fetch import sha256_file
@@ -67,6 +67,17 @@ def bench_dir(session: Session, request: BenchRequest) -> Path:
     return request.out or session.ws.root / "bench" / request.run_id
 
 
+def _output_folder(session: Session, request: BenchRequest) -> Path:
+    """--out is cannbuild's as a bench output (ownership.claim: a folder holding files
+    cannbuild did not write is refused, exit 2); the default <workspace>/bench/<run> is
+    made without following a link in the workspace (safefs)."""
+    from ..ownership import claim
+
+    if request.out is not None:
+        return claim(request.out, "bench-output", "--out")
+    return safefs.make_dirs(session.ws.root, bench_dir(session, request), "the bench folder")
+
+
 def run_bench(
     session: Session,
     request: BenchRequest,
@@ -81,9 +92,10 @@ def run_bench(
     if missing:
         raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
     library, record = installed_baseline(session)
-    out = bench_dir(session, request)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _output_folder(session, request)
     work = session.ws.tmp / "bench"
+    safefs.make_dirs(session.ws.root, work / "data" / request.run_id, "the bench scratch folder")
+    safefs.make_dirs(session.ws.root, work / "programs", "the bench scratch folder")
     programs: List[Tuple[str, Program]] = []
     timed = [(v.name, v.vendor) for v in variants if v.vendor is not None]
     for name, vendor in [(BASELINE, session.vendor_dir), *timed]:

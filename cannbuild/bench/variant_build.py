@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from .. import safefs
 from ..plan import _render
 from ..proc import run
 from ..session import Session
@@ -84,10 +85,12 @@ def build_one(
     """Copy the checkout at `commit`, apply the variant, build and install it; None on
     success, else why not (the log has the rest)."""
     checkout = session.ws.checkout("ops-transformer")
-    for old in (paths.src, paths.opp):
-        if old.exists():
-            shutil.rmtree(old)
-    paths.root.mkdir(parents=True, exist_ok=True)
+    ws, what = session.ws.root, f"the build folder of variant {paths.root.name}"
+    for old in (paths.src, paths.opp):  # a link on the way is refused, never followed
+        safefs.remove(ws, old, what)
+    safefs.make_dirs(ws, paths.root, what)
+    safefs.make_dirs(ws, paths.src.parent, what)
+    safefs.remove(ws, paths.log, what)  # the log is opened for writing: never through a link
     values = _values(session, paths)
     env = dict(build.env)
     if spec.defines:
@@ -130,7 +133,7 @@ def build_one(
             return f"the build made no package ({', '.join(build.spec.produces)})"
         values["artifacts"] = {build.name: produced[-1]}
         command = _render(session.recipe, install.spec.command, values, f"step {install.name!r}")
-        paths.opp.mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs(ws, paths.opp, what)
         return _step(shlex.split(command), paths.root, dict(install.env), log)
 
 
@@ -150,8 +153,9 @@ def validate_all(
 
     if not variants:
         return {}
-    data = session.ws.tmp / "bench" / "validate"
-    shutil.rmtree(data, ignore_errors=True)
+    data = safefs.fresh(
+        session.ws.root, session.ws.tmp / "bench" / "validate", "the variants' validation data"
+    )
     tensors = {c.name: write_inputs(c, data) for c in CASES}
     expected = {c.name: reference(c, tensors[c.name]) for c in CASES}
     manifest = data / "manifest.txt"

@@ -59,10 +59,13 @@ def make_report(
     dry_run: bool = False,
     run: Optional[RunOutcome] = None,
     claim_workspace: Optional[Path] = None,
+    claim_out: bool = False,
 ) -> ProfileReport:
     """Draw the timeline into `target` when there is something to draw and matplotlib is
     there; otherwise say why not (and how to get it).  `claim_workspace`: the default
-    output folder is inside the workspace, which is marked as cannbuild's first."""
+    output folder is inside the workspace, which is marked as cannbuild's first (and
+    the folder made without following a link in it).  `claim_out`: `target` is --out,
+    cannbuild's as a profile output (a folder holding files it did not write: exit 2)."""
     notes: List[str] = []
     timeline: Optional[Path] = None
     why_not = chart.missing()
@@ -73,9 +76,14 @@ def make_report(
     elif dry_run:
         notes.append(f"dry run: would write {target / 'timeline.png'}; nothing was changed")
     else:
+        from ..ownership import claim
+
         if claim_workspace is not None:
-            from ..ownership import claim
+            from .. import safefs
 
             claim(claim_workspace, "workspace", "--workspace")
+            safefs.make_dirs(claim_workspace, target, "the profile folder")
+        elif claim_out:
+            claim(target, "profile-output", "--out")
         timeline = chart.draw_timeline(summary.analysis.windows, target / "timeline.png")
     return ProfileReport(summary, timeline, tuple(notes), run)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -114,11 +113,13 @@ def start(
     sandbox: bool,
     work: Path,
 ) -> RunOutcome:
-    """Run the worker (its job, result and log in `work`) writing the profile into `out`;
-    returns where the profiler wrote."""
+    """Run the worker (its job, result and log in `work`, <workspace>/tmp/profile-run)
+    writing the profile into `out`; returns where the profiler wrote."""
+    from .. import safefs
+
     out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    # the workspace's scratch folder: removed and remade without following a link
+    safefs.fresh(work.parent.parent, work, "profile --run's work folder")
     before = set(out.glob("*_ascend_pt"))
     job = {
         "device": "npu:0",

@@ -8,6 +8,7 @@ unpacked only when every member stays inside its folder.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -17,7 +18,8 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..errors import FetchError
+from .. import safefs
+from ..errors import FetchError, UsageError
 from ..redact import redact
 from ..workspace import Workspace, read_json, write_json_atomic
 from .fetch import Fetcher, GitFailed, in_parallel, sha256_file
@@ -106,9 +108,8 @@ def checkout_identity(
 
 
 def _clone_at(fetcher: Fetcher, cache: Path, dest: Path, commit: str, url: str) -> None:
-    """A clone of `cache` at `commit` whose origin is the (redacted) upstream URL."""
-    if dest.exists():
-        shutil.rmtree(dest)
+    """A clone of `cache` at `commit` whose origin is the (redacted) upstream URL, into
+    the new folder `dest` (its caller removed any old one, through safefs)."""
     fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(dest)])
     fetcher.git(
         ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=dest
@@ -126,18 +127,22 @@ def ensure_checkout(
     nested: Sequence[Nested] = (),
     seeds: Sequence[Seed] = (),
 ) -> Tuple[Path, bool]:
-    """The checkout at `commit` with its nested clones and seeds; (path, changed)."""
+    """The checkout at `commit` with its nested clones and seeds; (path, changed).
+    Nothing below the workspace is removed, replaced or written through a link: a
+    linked `src/` (or a link a checkout holds where a nested clone or seed goes) is
+    refused with exit 2; a link at `src/<repo>` itself is replaced, never followed."""
     dest = ws.checkout(repo)
     identity = checkout_identity(commit, nested, seeds)
     marker = checkout_marker(ws, repo)
-    if dest.is_dir() and read_json(marker) == identity:
+    what = f"the {repo} checkout"
+    safefs.make_dirs(ws.root, ws.src, what)
+    if not dest.is_symlink() and dest.is_dir() and read_json(marker) == identity:
         return dest, False
-    ws.src.mkdir(parents=True, exist_ok=True)
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
     # the nested clones go to folders of their own, so they run beside the main clone
     parked = [ws.src / f".{repo}.nested{i}-{os.getpid()}" for i in range(len(nested))]
+    for folder in (tmp, *parked):
+        safefs.remove(ws.root, folder, what)
     try:
         clones: List[Callable[[], None]] = [lambda: _clone_at(fetcher, cache, tmp, commit, url)]
         clones += [
@@ -147,24 +152,26 @@ def ensure_checkout(
         in_parallel(clones)
         for item, where in zip(nested, parked):
             target = tmp / item.dest
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.is_dir() and not any(target.iterdir()):
+            safefs.make_dirs(ws.root, target.parent, what)
+            if not target.is_symlink() and target.is_dir() and not any(target.iterdir()):
                 target.rmdir()  # an empty placeholder, as `git clone` would accept
-            elif target.exists():
+            elif os.path.lexists(target):
                 raise GitFailed(
                     ["clone"], 128, f"destination path '{item.dest}' already exists in {repo}"
                 )
-            os.replace(where, target)
+            safefs.replace(ws.root, where, target, what)
         for seed in seeds:
             target = tmp / seed.dest
-            target.parent.mkdir(parents=True, exist_ok=True)
+            safefs.make_dirs(ws.root, target.parent, what)
             if seed.dest.endswith("/"):
-                unpack_archive(seed.source, target)
+                unpack_archive(seed.source, target, ws.root)
             else:
+                safefs.remove(ws.root, target, what)  # a link there is never written through
                 shutil.copy2(seed.source, target)
     except BaseException as exc:  # a timeout or Ctrl-C too: no half-made folder stays
         for folder in (tmp, *parked):
-            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(UsageError):  # already refused: that error is raised
+                safefs.remove(ws.root, folder, what, ignore_errors=True)
         if not isinstance(exc, GitFailed):
             raise
         raise FetchError(
@@ -172,12 +179,12 @@ def ensure_checkout(
             "Run cannbuild fetch again; if it persists, delete the workspace's cache/git folder.",
         ) from None
     trash = ws.src / f".{repo}.old-{os.getpid()}"
-    if dest.exists():
-        os.replace(dest, trash)
-    os.replace(tmp, dest)
+    safefs.remove(ws.root, trash, what)
+    if os.path.lexists(dest):
+        safefs.replace(ws.root, dest, trash, what)  # a link goes itself, never followed
+    safefs.replace(ws.root, tmp, dest, what)
     write_json_atomic(marker, identity)
-    if trash.exists():
-        shutil.rmtree(trash, ignore_errors=True)
+    safefs.remove(ws.root, trash, what, ignore_errors=True)
     return dest, True
 
 
@@ -188,16 +195,19 @@ def archive_path(ws: Workspace, sha256: str, url: str) -> Path:
     return ws.downloads / sha256 / url.rsplit("/", 1)[-1]
 
 
-def unpack_archive(archive: Path, dest: Path) -> None:
+def unpack_archive(archive: Path, dest: Path, root: Optional[Path] = None) -> None:
     """Unpack as CMake's ExternalProject does: a single top-level folder is stripped.
-    Members that would land outside `dest` (absolute, `..`, links) refuse the archive."""
+    Members that would land outside `dest` (absolute, `..`, links) refuse the archive.
+    `root`: the workspace `dest` is in (default its folder), where nothing is removed
+    or replaced through a link."""
     import tarfile  # only unpacking pays for them
     import zipfile
 
+    owner = root if root is not None else dest.parent
+    what = f"unpacking {archive.name}"
     work = dest.with_name(f".{dest.name}.unpack")
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    safefs.remove(owner, work, what)
+    safefs.make_dirs(owner, work, what)
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
@@ -216,16 +226,15 @@ def unpack_archive(archive: Path, dest: Path) -> None:
                     tar.extractall(work)
         entries = list(work.iterdir())
         top = entries[0] if len(entries) == 1 and entries[0].is_dir() else work
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(top, dest)
+        safefs.remove(owner, dest, what)
+        safefs.replace(owner, top, dest, what)
     except (OSError, EOFError, ValueError, tarfile.TarError, zipfile.BadZipFile) as exc:
         raise FetchError(
             f"cannot unpack {archive.name} into {dest}: {exc}.",
             "The cached file is damaged: delete it from the workspace's cache/downloads and fetch again.",
         ) from None
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        safefs.remove(owner, work, what, ignore_errors=True)
 
 
 def _inside(archive: Path, name: str) -> None:
@@ -245,7 +254,7 @@ def ensure_archive(
     # per URL: two repos' threads may fetch archives of the same file name at once
     tag = hashlib.sha256(redact(url).encode()).hexdigest()[:12]
     tmp = ws.downloads / ".incoming" / f"{tag}-{url.rsplit('/', 1)[-1]}"
-    fetcher.download(url, tmp)
+    fetcher.download(url, tmp, ws.root)
     actual = sha256_file(tmp)
     if expected and actual != expected:
         tmp.unlink(missing_ok=True)
@@ -255,6 +264,6 @@ def ensure_archive(
             "`cannbuild lock` to re-pin deliberately.",
         )
     final = archive_path(ws, actual, url)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, final)
+    safefs.make_dirs(ws.root, final.parent, "the download cache")
+    safefs.replace(ws.root, tmp, final, "the download cache")
     return final, actual

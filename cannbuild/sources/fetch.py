@@ -127,11 +127,16 @@ class Fetcher(Struct, frozen=True):
             )
         return source
 
-    def fetch_repo(self, cache: Path, url: str) -> None:
+    def fetch_repo(self, cache: Path, url: str, root: Optional[Path] = None) -> None:
         """Mirror every branch and tag of `url` into the bare `cache`.  The first time
         is a bare clone made beside it and renamed into place: no half-made cache is
-        left behind, and it takes half the time of init + fetch."""
+        left behind, and it takes half the time of init + fetch.  `root`: the workspace
+        the cache is in; nothing below it is written or removed through a link."""
+        from .. import safefs
+
         source = self._source(url, "fetching")
+        owner = root if root is not None else cache.parent
+        safefs.check_below(owner, cache, "the git cache", folder=True)
         if cache.exists():
             verb = "fetch"
 
@@ -151,18 +156,18 @@ class Fetcher(Struct, frozen=True):
 
         else:
             verb = "clone"
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            safefs.make_dirs(owner, cache.parent, "the git cache")
             tmp = cache.with_name(cache.name + ".tmp")  # one writer: the workspace lock
 
             def attempt() -> None:
-                shutil.rmtree(tmp, ignore_errors=True)
+                safefs.remove(owner, tmp, "the git cache", ignore_errors=True)
                 try:
                     self.git(["clone", "--quiet", "--bare", source, str(tmp)])
                     # every fetch names its URL; a stored one could hold a credential
                     self.git(["remote", "remove", "origin"], cwd=tmp)
-                    os.replace(tmp, cache)
+                    safefs.replace(owner, tmp, cache, "the git cache")
                 except BaseException:
-                    shutil.rmtree(tmp, ignore_errors=True)
+                    safefs.remove(owner, tmp, "the git cache", ignore_errors=True)
                     raise
 
         try:
@@ -178,9 +183,15 @@ class Fetcher(Struct, frozen=True):
                 _fetch_hint(url, source),
             ) from None
 
-    def download(self, url: str, dest: Path) -> None:
+    def download(self, url: str, dest: Path, root: Optional[Path] = None) -> None:
+        """`url` into `dest` (through a .part file beside it); `root`: the workspace it
+        is in, where nothing is written through a link."""
+        from .. import safefs
+
         source = self._source(url, "downloading")
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        owner = root if root is not None else dest.parent
+        safefs.make_dirs(owner, dest.parent, "the download cache")
+        safefs.remove(owner, dest.with_name(f".{dest.name}.part"), "the download cache")
         tmp = dest.with_name(f".{dest.name}.part")
         try:
             if source.startswith("file://"):  # a local mirror: a copy, no http stack
@@ -195,7 +206,7 @@ class Fetcher(Struct, frozen=True):
                 f"downloading {redact(source)} failed: {redact(str(exc))}.",
                 _fetch_hint(url, source),
             ) from None
-        os.replace(tmp, dest)
+        safefs.replace(owner, tmp, dest, "the download cache")
 
     def _http_get(self, source: str, tmp: Path) -> None:
         import urllib.error  # only downloads pay for the http stack

@@ -171,7 +171,7 @@ class PendingSources:
             if self.mode != LOCKED or not all(
                 has_commit(fetcher, cache, sha) for sha in self._needed_here(repo)
             ):
-                fetcher.fetch_repo(cache, repo.url)
+                fetcher.fetch_repo(cache, repo.url, root=ws.root)
             self._fetch_ok[repo.name] = True
         finally:  # a pin waiting on this cache may look now (or learn that it failed)
             self._fetched[repo.name].set()

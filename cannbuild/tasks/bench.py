@@ -3,6 +3,7 @@ build variants, with results.json, report.md and charts."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, List, Optional
@@ -23,7 +24,7 @@ def _budget(text: Optional[str]) -> float:
         value = float(str(text))
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:  # nan and inf would be written to results.json
         raise UsageError(f"--budget {text!r} is not a number of seconds.", "Use e.g. --budget 60.")
     return value
 
@@ -63,9 +64,12 @@ def bench(
     from ..bench.run import BenchRequest, run_bench
     from ..bench.sweep import SweepSettings
     from ..bench.variants import build_variants, parse_variants
+    from ..ownership import check_replaceable
     from ..runner import new_run_id
 
-    dims = sh.parse_shapes(shapes) if shapes else sh.default_dims()
+    # --out follows the ownership rule: refused before any build or sweep, claimed at the write
+    target = check_replaceable(Path(out), "bench-output", "--out") if out else None
+    dims = sh.parse_shapes(shapes) if shapes is not None else sh.default_dims()
     layouts = sh.parse_layouts(layout) if layout else ("BNSD",)
     seconds = _budget(budget)
     specs = parse_variants(variants, build_variant or [], Path.cwd())
@@ -74,7 +78,7 @@ def bench(
     request = BenchRequest(
         shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),
         settings=SweepSettings(budget_s=seconds, target_s=TARGET_S),
-        out=Path(out).resolve() if out else None,
+        out=target,
         run_id=new_run_id(),
     )
     built = build_variants(session, specs, os.environ, ui.note) if specs else []

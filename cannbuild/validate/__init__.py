@@ -10,7 +10,6 @@ PASS.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -18,6 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from msgspec import Struct, field
 from msgspec.structs import asdict, replace
 
+from .. import safefs
 from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
@@ -298,7 +298,8 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
         return ValidationCheck("capi", SKIPPED, missing_torch), [
             cases.CaseResult(c, SKIPPED, missing_torch) for c in selected
         ]
-    work = inp.workdir
+    # workdir is <workspace>/validate: nothing below the workspace is written through a link
+    work = safefs.make_dirs(inp.workdir.parent, inp.workdir, "the validation folder")
     compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
     if not compiled.ok or compiled.binary is None:
         lines = compiled.output.splitlines()
@@ -310,8 +311,7 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
         return ValidationCheck("capi", FAIL, message, {"command": compiled.command}), [
             cases.CaseResult(c, FAIL, message) for c in selected
         ]
-    data = work / "cases"
-    shutil.rmtree(data, ignore_errors=True)
+    data = safefs.fresh(work.parent, work / "cases", "the validation cases")
     tensors = {c.name: cases.write_inputs(c, data) for c in selected}
     manifest = data / "manifest.txt"
     manifest.write_text("\n".join(cases.manifest_line(c, data) for c in selected) + "\n")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
+from .. import safefs
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
@@ -103,8 +103,8 @@ def run(
 ) -> RouteOutcome:
     """Run every case through torch_npu in a child process and judge the outputs here."""
     stack = read_python_stack()
-    data = workdir / "torch_npu"
-    _clear(data)
+    # workdir is <workspace>/validate: nothing below the workspace is written through a link
+    data = safefs.fresh(workdir.parent, workdir / "torch_npu", "the torch_npu validation data")
     tensors = {c.name: write_inputs(c, data) for c in selected}
     (data / JOB).write_text(json.dumps({"device": "npu:0", "cases": [c.name for c in selected]}))
     start = time.monotonic()
@@ -197,11 +197,6 @@ def _verdict(
         f"npu_fusion_attention ({library.name} of the package)"
     )
     return RouteOutcome(Verdict.PASS, message, details, tuple(results))
-
-
-def _clear(directory: Path) -> None:
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True, exist_ok=True)
 
 
 def _read_result(directory: Path) -> Optional[Dict[str, Any]]:
