@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 ROUTES = ("cannbuild", "invoke")
@@ -39,10 +39,12 @@ def run_route(
     cwd: Path,
     timeout: float = 120,
     env: Optional[Dict[str, str]] = None,
+    preexec_fn: Optional[Callable[[], None]] = None,
     **extra_env: str,
 ) -> subprocess.CompletedProcess:
     """`args` through `route` in `cwd`; a hang fails the test (TimeoutExpired) after
-    `timeout` seconds instead of hanging the suite."""
+    `timeout` seconds instead of hanging the suite.  `preexec_fn` runs in the child
+    before it starts (e.g. a memory cap with resource.setrlimit)."""
     return subprocess.run(
         argv_for(route, args),
         cwd=cwd,
@@ -50,6 +52,7 @@ def run_route(
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 

@@ -9,6 +9,7 @@ and build.sh configures afresh every time): on a real host that is the host-side
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, read_bytes, read_text
 from ..errors import UsageError
 from ..session import Session
 from ..stamps import digest
@@ -76,11 +78,19 @@ def _spec(
             f"{origin}: {name!r} is not a variant name.",
             "Use letters, digits, '.', '_' or '-' (not 'baseline').",
         )
-    if patch is not None and not patch.is_file():
+    if patch is not None and not patch.exists():
         raise UsageError(
             f"{origin}: variant {name!r}: patch {patch} does not exist.",
             "Give an existing unified diff.",
         )
+    if patch is not None:  # a regular file within PATCH_BYTES, before git apply reads it
+        try:
+            os.close(open_regular(patch, f"{origin}: variant {name!r}: patch", PATCH_BYTES))
+        except OSError as exc:
+            raise UsageError(
+                f"{origin}: variant {name!r}: patch {patch} cannot be read ({exc.strerror}).",
+                "Give a readable unified diff.",
+            ) from None
     if patch is None and not defines:
         raise UsageError(
             f"{origin}: variant {name!r} has neither a patch nor defines.", f"Write {FORMAT}."
@@ -94,10 +104,14 @@ def read_variant_file(path: Path) -> List[VariantSpec]:
     else:
         import tomli as tomllib
 
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"--variants {path}: no such file.", f"Give a TOML file of {FORMAT}.")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path, "--variants", CONFIG_BYTES))
+    except OSError as exc:
+        raise UsageError(
+            f"--variants {path} cannot be read ({exc.strerror}).", f"Give a TOML file of {FORMAT}."
+        ) from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(
             f"--variants {path} is not valid TOML: {exc}.", f"Write {FORMAT}."
@@ -187,7 +201,9 @@ def _baseline_steps(session: Session, env: Mapping[str, str]) -> Tuple[Any, Any,
 
 
 def _file_sha(path: Optional[Path]) -> Optional[str]:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
+    if path is None:
+        return None
+    return hashlib.sha256(read_bytes(path, "patch", PATCH_BYTES)).hexdigest()
 
 
 def build_variants(

@@ -45,5 +45,5 @@ def diagnose(inp: DiagnoseInputs) -> List[Check]:
     checks.append(dtype_check(inp.shape.dtype, facts, inp.soc))
     checks += shape_checks(inp.shape, facts)
     if inp.profile is not None:
-        checks += profile_checks(inp.profile, facts, inp.soc, checks)
+        checks += profile_checks(inp.profile, facts, inp.soc, checks, inp.profile_summary)
     return checks

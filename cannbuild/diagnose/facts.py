@@ -12,6 +12,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..bounded import OPERATOR_FILE_BYTES, read_text, walk
+
 ENTRY_POINTS = ("aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnFlashAttentionScore")
 OP_TYPE = "FlashAttentionScore"
 OP_DIR = Path("attention") / "flash_attention_score"
@@ -39,6 +41,7 @@ _RANGE = re.compile(
     r"(\d+)\s*\\?[~～\-]\s*(\d+)\s*([KkMm]?)"
 )
 _DOC_DTYPES = re.compile(r"query.*?数据类型支持([A-Z0-9_、,，\s]+)")
+_SOURCES_HINT = "Pass --workspace with an ops-transformer checkout cannbuild fetched."
 _FRACTAL = re.compile(r"FRACTAL_NUM\s*=\s*(\d+)")
 # a constraint line that makes D's alignment a rule, as some FA docs state it (MindSpore's
 # flash_attention_score: "D：取值范围为16的倍数，最大值为512")
@@ -65,7 +68,7 @@ class OperatorFacts(Struct, frozen=True):
 
 def ops_info(path: Path) -> Optional[Dict[str, object]]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_text(path, "op_impl config", OPERATOR_FILE_BYTES))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -96,7 +99,8 @@ def _doc(checkout: Path) -> Tuple[Optional[Path], List[str]]:
     for name in DOCS:
         path = checkout / OP_DIR / "docs" / name
         try:
-            return path, path.read_text(encoding="utf-8", errors="replace").splitlines()
+            text = read_text(path, "operator doc", OPERATOR_FILE_BYTES, errors="replace")
+            return path, text.splitlines()
         except OSError:
             continue
     return None, []
@@ -165,9 +169,17 @@ def _installed_dtypes(vendor: Path, soc: str) -> Tuple[List[str], str]:
 def _alignment(checkout: Path) -> Tuple[int, str]:
     host = checkout / OP_DIR / "op_host"
     if host.is_dir():
-        for path in sorted(host.rglob("*.cpp")) + sorted(host.rglob("*.h")):
+        found = [
+            folder / name
+            for folder, names in walk(host, "the tiling sources", _SOURCES_HINT)
+            for name in names
+            if name.endswith((".cpp", ".h"))
+        ]
+        for path in sorted(p for p in found if p.suffix == ".cpp") + sorted(
+            p for p in found if p.suffix == ".h"
+        ):
             try:
-                text = path.read_text(errors="replace")
+                text = read_text(path, "tiling source", OPERATOR_FILE_BYTES, errors="replace")
             except OSError:
                 continue
             match = _FRACTAL.search(text)

@@ -4,11 +4,14 @@ attention shape, and optionally a profile."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from msgspec import Struct
 
 from ..profile.shape import AttentionShape
+
+if TYPE_CHECKING:
+    from ..profile.summary import ProfileSummary
 
 
 class DiagnoseInputs(Struct, frozen=True):
@@ -19,6 +22,8 @@ class DiagnoseInputs(Struct, frozen=True):
     opp_path: Optional[str]  # the toolkit's ASCEND_OPP_PATH (its default vendors)
     shape: AttentionShape
     profile: Optional[Path] = None
+    # the profile read before anything else (a bad one is exit 2 before the host is probed)
+    profile_summary: Optional[ProfileSummary] = None
     torch_npu: Optional[str] = None  # installed version, from package metadata
 
     @property

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from ..bounded import OPERATOR_FILE_BYTES, read_text
 from ..host.check import FAIL, PASS, Check
 from .facts import ENTRY_POINTS, OP_TYPE, ops_info, ops_info_path
 from .inputs import DiagnoseInputs
@@ -151,7 +152,7 @@ def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
 def _default_vendors(opp: Path) -> List[str]:
     config = opp / "vendors" / "config.ini"
     try:
-        text = config.read_text(errors="replace")
+        text = read_text(config, "vendors config", OPERATOR_FILE_BYTES, errors="replace")
     except OSError:
         return []
     for line in text.splitlines():

@@ -4,11 +4,14 @@ unfused chain in a profile."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..profile.shape import AttentionShape
 from .facts import LAYOUTS, Limit, OperatorFacts
+
+if TYPE_CHECKING:
+    from ..profile.summary import ProfileSummary
 
 
 def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
@@ -144,11 +147,16 @@ def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
 
 
 def profile_checks(
-    path: Path, facts: OperatorFacts, soc: str, done: Sequence[Check]
+    path: Path,
+    facts: OperatorFacts,
+    soc: str,
+    done: Sequence[Check],
+    summary: Optional[ProfileSummary] = None,
 ) -> List[Check]:
     from ..profile.summary import summarise
 
-    summary = summarise(path, timeline=False)
+    if summary is None:
+        summary = summarise(path, timeline=False)
     a = summary.analysis
     fused = sum(f.count for f in a.fused)
     if not a.chains:

@@ -22,6 +22,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 from msgspec import Struct
 
+from ..bounded import PROFILE_TRACE_BYTES, GiB, open_text
 from ..errors import ProfileFormatError
 
 CHUNK_CHARS = 1 << 22  # 4 Mi characters per read
@@ -29,6 +30,10 @@ MAX_ELEMENT_CHARS = 1 << 24  # one event larger than this is a broken file, not 
 _BOUNDARY = re.compile(r"\}\s*,\s*\{")
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
+_TOO_BIG = (
+    "Profile fewer steps (torch_npu's schedule: fewer active steps); a trace is streamed, "
+    "the bound is the time reading it takes (about 40 s per GiB)."
+)
 
 
 class Position(Struct, frozen=True):
@@ -42,7 +47,11 @@ class _Source:
     def __init__(self, path: Path, chunk_chars: int) -> None:
         self.path = path
         self.chunk_chars = chunk_chars
-        self.fh = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by close()
+        try:
+            self.fh = open_text(path, "profiler trace", PROFILE_TRACE_BYTES, _TOO_BIG, newline="")
+        except OSError as exc:
+            raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+        self.chars = 0  # read so far: a file growing past the bound while read stops too
         self.buf = ""
         self.pos = 0  # next unread char of buf
         self.base_line = 1  # line number of buf[0]
@@ -65,6 +74,12 @@ class _Source:
                 "The profiler writes UTF-8 JSON: the file is damaged or not a profiler trace.",
             ) from None
         self._drop()
+        self.chars += len(chunk)
+        if self.chars > PROFILE_TRACE_BYTES:
+            raise ProfileFormatError(
+                f"{self.path}: grew past {PROFILE_TRACE_BYTES // GiB} GiB while it was read.",
+                _TOO_BIG,
+            )
         if not chunk:
             self.eof = True
             return False

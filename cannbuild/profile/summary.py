@@ -14,13 +14,13 @@ timeline comes from the trace (else from the kernel table).
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from msgspec import Struct, field
 
+from ..bounded import walk
 from ..errors import UsageError
 from .analysis import Analysis, Analyzer, op_table_from_statistic
 from .tables import read_kernels, read_operator_details, read_statistic
@@ -35,6 +35,10 @@ KINDS = (
     ("operator_details", re.compile(r"^operator_details(_\d+)?\.csv$")),
     ("trace_view", re.compile(r"^trace_view(_\d+)?\.json$")),
     ("msprof_json", re.compile(r"^msprof_(slice_\d+_)?\d{1,20}.*\.json$")),
+)
+WALK_HINT = (
+    "Pass the profiler output itself (*_ascend_pt, PROF_*) or a folder holding only "
+    "profiles; symlinked folders are not followed."
 )
 KERNEL_KINDS = ("kernel_details", "op_summary")
 TRACE_KINDS = ("trace_view", "msprof_json")
@@ -156,7 +160,7 @@ def find_runs(path: Path) -> List[_Run]:
             "Pass a torch_npu profiler output (*_ascend_pt), an msprof output (PROF_*), a "
             "folder holding them, or one of their files.",
         )
-    if path.is_file():
+    if not path.is_dir():  # a file, or a FIFO or device the reader then refuses by name
         kind = _kind(path.name)
         if kind is None:
             raise UsageError(
@@ -166,13 +170,11 @@ def find_runs(path: Path) -> List[_Run]:
             )
         return [_Run(path.parent, {kind: [path]})]
     runs: List[_Run] = []
-    for folder, dirs, names in os.walk(path):
-        dirs.sort()
-        here = Path(folder)
+    for here, names in walk(path, "profile: the folder", WALK_HINT):
         if here.name == MSPROF_DIR and _torch_copy(here):
             continue  # a torch_npu run's raw PROF_* copy: its ASCEND_PROFILER_OUTPUT counts
         files: Dict[str, List[Path]] = {}
-        for name in sorted(names):
+        for name in names:
             kind = _kind(name)
             if kind is not None:
                 files.setdefault(kind, []).append(here / name)

@@ -16,11 +16,19 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..bounded import (
+    PROFILE_CSV_BYTES,
+    PROFILE_CSV_LINE_CHARS,
+    PROFILE_CSV_ROW_CHARS,
+    MiB,
+    open_text,
+)
 from ..errors import ProfileFormatError
 from .analysis import Kernel, OpStat
 from .ops import NA, TypeResolver, strip_quotes
@@ -49,6 +57,7 @@ STATISTIC_COLUMNS: Dict[str, Tuple[str, ...]] = {
     "total": ("Total Time(us)",),
     "max": ("Max Time(us)",),
 }
+SHARED_TEXTS = 1 << 16  # distinct cell texts kept once per table (bounds the cache)
 OPERATOR_DETAILS_REQUIRED = ("Name", "Host Total Duration(us)")
 
 
@@ -62,22 +71,68 @@ class TableInfo(Struct, frozen=True):
 @contextlib.contextmanager
 def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], Any]]:
     """The rows of a CSV file (a real CSV reader: quoted cells may hold commas and line
-    breaks) and the reader, whose line_num says where a row ends."""
+    breaks) and the reader, whose line_num says where a row ends.  Only a regular file
+    of at most PROFILE_CSV_BYTES is opened, and no line or row longer than its bound is
+    ever held (bounded.py)."""
     try:
-        fh = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed below
+        fh = open_text(
+            path,
+            "profiler table",
+            PROFILE_CSV_BYTES,
+            "Pass the profile of fewer steps (torch_npu's schedule: fewer active steps), "
+            "or split the table.",
+            encoding="utf-8-sig",
+            newline="",
+        )
     except OSError as exc:
         raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
     try:
-        reader = csv.reader(fh, strict=True)
-        yield _rows(path, reader), reader
+        lines = _Lines(path, fh)
+        reader = csv.reader(lines, strict=True)
+        yield _rows(path, reader, lines), reader
     finally:
         fh.close()
 
 
-def _rows(path: Path, reader: Any) -> Iterator[List[str]]:
+class _Lines:
+    """The file's lines for the CSV reader, read with a bounded readline: a line over
+    PROFILE_CSV_LINE_CHARS, or a row (quoted cells span lines) over
+    PROFILE_CSV_ROW_CHARS, is refused before more of it is read."""
+
+    def __init__(self, path: Path, fh: Any) -> None:
+        self.path = path
+        self.fh = fh
+        self.line = 0
+        self.row_chars = 0  # of the row being read; _rows resets it after each row
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        text: str = self.fh.readline(PROFILE_CSV_LINE_CHARS + 1)
+        if not text:
+            raise StopIteration
+        self.line += 1
+        if len(text) > PROFILE_CSV_LINE_CHARS:
+            raise self._refuse(f"line longer than {PROFILE_CSV_LINE_CHARS // MiB} MiB")
+        self.row_chars += len(text)
+        if self.row_chars > PROFILE_CSV_ROW_CHARS:
+            raise self._refuse(f"row longer than {PROFILE_CSV_ROW_CHARS // MiB} MiB")
+        return text
+
+    def _refuse(self, what: str) -> ProfileFormatError:
+        return ProfileFormatError(
+            f"{self.path} line {self.line}: a {what}, which no profiler writes (cannbuild "
+            "reads lines and rows up to that bound).",
+            "The file is damaged or not a profiler table: pass the profiler's own CSV.",
+        )
+
+
+def _rows(path: Path, reader: Any, lines: _Lines) -> Iterator[List[str]]:
     while True:
         try:
             row = next(reader)
+            lines.row_chars = 0
         except StopIteration:
             return
         except csv.Error as exc:
@@ -162,6 +217,7 @@ def _read_kernels(
     cols = _columns(path, header, KERNEL_COLUMNS, KERNEL_REQUIRED, "kernel_details/op_summary")
     width = len(header)
     kernels: List[Kernel] = []
+    shared = _Shared()
     named_types = derived = 0
     start_line = 2
     get = _getter(cols)
@@ -173,7 +229,7 @@ def _read_kernels(
         if not row:
             continue
         _check_width(path, line, row, width)
-        name = row[cols["name"]].strip()
+        name = shared(row[cols["name"]].strip())
         type_cell = get(row, "type")
         if type_cell and type_cell != NA:
             named_types += 1
@@ -184,14 +240,14 @@ def _read_kernels(
         key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
         kernels.append(
             Kernel(
-                key,
+                shared(key),
                 name,
-                resolve(name, type_cell),
+                shared(resolve(name, type_cell)),
                 _number(path, line, start_name, row[cols["start"]]),
                 _number(path, line, dur_name, row[cols["duration"]]),
-                _na(get(row, "core")),
-                strip_quotes(_na(get(row, "input_shapes"))),
-                _na(get(row, "input_dtypes")),
+                shared(_na(get(row, "core"))),
+                shared(strip_quotes(_na(get(row, "input_shapes")))),
+                shared(_na(get(row, "input_dtypes"))),
             )
         )
     notes = []
@@ -204,8 +260,26 @@ def _read_kernels(
         notes.append(f"{block[0]} header")
     if "stream" not in cols:
         notes.append("no Stream ID column: chains are matched per device")
-    kernels.sort(key=lambda k: (k.stream, k.start_us))
+    # by stream, then time (two stable sorts: no key tuple per kernel at the peak)
+    kernels.sort(key=attrgetter("start_us"))
+    kernels.sort(key=attrgetter("stream"))
     return kernels, TableInfo(len(kernels), tuple(notes))
+
+
+class _Shared:
+    """One copy of each repeated cell text (stream, name, type, shapes, dtypes repeat
+    every step): the rows kept until the sort cost their Kernel, not their strings."""
+
+    def __init__(self) -> None:
+        self._seen: Dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        found = self._seen.get(text)
+        if found is not None:
+            return found
+        if len(self._seen) < SHARED_TEXTS:
+            self._seen[text] = text
+        return text
 
 
 def _getter(cols: Dict[str, int]) -> Callable[[Sequence[str], str], str]:

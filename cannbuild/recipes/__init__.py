@@ -52,7 +52,7 @@ def select_recipe(choice: Optional[str], train: Optional[str], cwd: Path) -> Rec
     """By --recipe (a train or a file), else by the toolkit's release train."""
     if choice and (choice.endswith(".toml") or "/" in choice):
         path = Path(choice)
-        if not path.is_file():
+        if not path.exists():  # a FIFO or device: load_recipe refuses it by name
             raise UsageError(
                 f"--recipe {choice}: no such file.", "Pass a recipe file or a train such as 9.0."
             )

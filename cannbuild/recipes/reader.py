@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
+from ..bounded import CONFIG_BYTES, read_bytes
 from ..errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -106,9 +107,12 @@ class _Reader:
         return tuple(value)
 
 
+_RECIPE_TOO_BIG = "A recipe is a page of TOML (see recipes/*.toml): is this the right file?"
+
+
 def load_recipe(path: Path) -> Recipe:
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, "recipe", CONFIG_BYTES, _RECIPE_TOO_BIG)
     except OSError as exc:
         raise UsageError(
             f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."

@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..errors import UsageError
+from ..bounded import BUNDLE_MEMBERS, open_regular
+from ..errors import UsageError, write_error
 from ..ownership import inside
 from ..workspace import Workspace
 from .checkout import archive_path, cache_path
@@ -44,14 +45,15 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
     repos = sorted(
         {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
     )
+    for repo in repos:  # before anything is made: a workspace never fetched has none
+        if not cache_path(ws, repo).exists():
+            raise UsageError(
+                f"cannot bundle {repo}: it is not in {ws.git_cache}.",
+                "Run `cannbuild fetch` first.",
+            )
     with tempfile.TemporaryDirectory(dir=str(ws.root)) as tmp:
         for repo in repos:
             cache = cache_path(ws, repo)
-            if not cache.exists():
-                raise UsageError(
-                    f"cannot bundle {repo}: it is not in {ws.git_cache}.",
-                    "Run `cannbuild fetch` first.",
-                )
             target = Path(tmp) / f"{repo}.bundle"
             fetcher.git(["bundle", "create", "--quiet", str(target), "--all"], cwd=cache)
             files[f"git/{repo}.bundle"] = target
@@ -66,10 +68,14 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
         files[LOCK_NAME] = lock_file
         manifest = {name: sha256_file(path) for name, path in sorted(files.items())}
         text = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
-        out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(f".{out.name}.part")
         try:
-            with tarfile.open(partial, mode="w", format=tarfile.GNU_FORMAT) as tar:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            sink = open(partial, "wb")  # noqa: SIM115 - closed by the tar below
+        except OSError as exc:  # read-only, not ours (exit 11); a path refused as spelled (2)
+            raise write_error(exc, "OUT", out) from None
+        try:
+            with sink, tarfile.open(fileobj=sink, mode="w", format=tarfile.GNU_FORMAT) as tar:
                 for name in sorted([*files, MANIFEST]):
                     info = tarfile.TarInfo(name)
                     info.mtime = 0
@@ -174,13 +180,17 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
     standard library's tar data filter where this Python has it), and verified against
     the manifest before any cache is touched."""
     try:
-        tar = tarfile.open(bundle, mode="r")  # noqa: SIM115 - closed by the with below
+        # a regular file only: a FIFO would block the open, /dev/zero reads as an empty tar
+        fh = open(open_regular(bundle, "--bundle", None), "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise _unreadable(bundle, exc) from exc
+    try:
+        tar = tarfile.open(fileobj=fh, mode="r")  # noqa: SIM115 - closed by the with below
     except (OSError, tarfile.TarError) as exc:
-        raise UsageError(
-            f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
-        ) from exc
-    with tar, tempfile.TemporaryDirectory(dir=str(_ensure(ws.root))) as tmp:
-        members = {m.name: m for m in tar.getmembers() if m.isfile()}
+        fh.close()
+        raise _unreadable(bundle, exc) from exc
+    with fh, tar, tempfile.TemporaryDirectory(dir=str(_ensure(ws.root))) as tmp:
+        members = {m.name: m for m in _members(tar, bundle) if m.isfile()}
         manifest = _manifest(tar, members, bundle)
         staged = Path(tmp) / "staged"
         data_filter = getattr(tarfile, "data_filter", None)
@@ -219,6 +229,22 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
             raise _bad(bundle, f"its {LOCK_NAME} is broken ({exc.message.rstrip('.')})") from None
     assert lock is not None
     return lock
+
+
+def _unreadable(bundle: Path, exc: Exception) -> UsageError:
+    return UsageError(
+        f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
+    )
+
+
+def _members(tar: tarfile.TarFile, bundle: Path) -> List[tarfile.TarInfo]:
+    """The members' headers, at most BUNDLE_MEMBERS of them (each is kept in memory)."""
+    out: List[tarfile.TarInfo] = []
+    for member in tar:
+        out.append(member)
+        if len(out) > BUNDLE_MEMBERS:
+            raise _bad(bundle, f"it holds more than {BUNDLE_MEMBERS} members, not a bundle's few")
+    return out
 
 
 def _ensure(path: Path) -> Path:

@@ -8,11 +8,13 @@ agree on every file format and merge rule."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
 from msgspec import Struct
 
+from ..bounded import CONFIG_BYTES, open_regular
 from ..errors import UsageError
 
 SUFFIXES = ("yaml", "yml", "json", "py")
@@ -37,12 +39,15 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
     """The merged config; a file that cannot be read is a usage error naming it."""
     given = "--config" if runtime else "INVOKE_RUNTIME_CONFIG"
     runtime = runtime or env.get("INVOKE_RUNTIME_CONFIG")
-    if runtime and not Path(runtime).is_file():
+    if runtime and not Path(runtime).exists():
         raise UsageError(
             f"{given} {runtime}: no such file.",
             "Pass a YAML file with a `cannbuild:` key, e.g. --config ci.yaml.",
         )
-    if not runtime and not any(p.exists() for p in _candidates(cwd, env.get("HOME"))):
+    found = [p for p in _candidates(cwd, env.get("HOME")) if p.exists()]
+    for path in found + ([Path(runtime)] if runtime else []):
+        check_config_file(path, given if runtime and path == Path(runtime) else "config file")
+    if not runtime and not found:
         return TaskContext({})
     from invoke.config import Config
 
@@ -70,9 +75,24 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
     return TaskContext(config)
 
 
+def check_config_file(path: Path, what: str) -> None:
+    """invoke's loader reads a config file whole and blocks on a FIFO: only a regular
+    file of at most CONFIG_BYTES reaches it (bounded.py)."""
+    try:
+        os.close(open_regular(path, what, CONFIG_BYTES, _TOO_BIG))
+    except OSError as exc:
+        raise UsageError(
+            f"{what} {path} cannot be read ({exc.strerror or exc}).",
+            "Fix its permissions or remove it.",
+        ) from None
+
+
+_TOO_BIG = "A config file holds a few `cannbuild:` keys: is this the right file?"
+
+
 def _first_line(exc: Exception) -> str:
     text = str(exc).splitlines()[0] if str(exc) else "no detail"
     return f"{type(exc).__name__}: {text}"
 
 
-__all__ = ["TaskContext", "load_config"]
+__all__ = ["TaskContext", "check_config_file", "load_config"]

@@ -70,24 +70,34 @@ def profile(
     `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
     npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
     (on the sandbox the emulated runtime writes the same files), into PATH."""
+    from ..ownership import check_replaceable
     from ..profile.report import make_report
     from ..profile.summary import summarise
 
     options = make_options(c, flags)
     dry_run = bool(flags.pop("dry_run", False))
+    # --out follows the ownership rule: refused before the profile is read or run
+    target = check_replaceable(Path(out), "profile-output", "--out") if out else None
+    if run and target == Path(os.path.abspath(path)):  # --out PATH: where --run writes anyway
+        target = None
     if run:
         outcome = _run(c, flags, Path(path), level, iterations, dry_run)
         if outcome is None:
             return
         report = make_report(
-            summarise(outcome.output), Path(out or path).resolve(), dry_run, outcome
+            summarise(outcome.output),
+            target or Path(path).resolve(),
+            dry_run,
+            outcome,
+            claim_out=target is not None,
         )
     else:
         report = make_report(
             summarise(Path(path)),
-            Path(out).resolve() if out else options.workspace / "profile",
+            target or options.workspace / "profile",
             dry_run,
-            claim_workspace=None if out else options.workspace,
+            claim_workspace=None if target else options.workspace,
+            claim_out=target is not None,
         )
     if json:
         ui.print_json(report.to_json())
@@ -155,8 +165,11 @@ def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags:
     from ..diagnose import diagnose as run_diagnose
     from ..host.pystack import read_python_stack
     from ..profile.shape import shape_from_flags
+    from ..profile.summary import summarise
 
     shape = shape_from_flags(flags)
+    # the profile first: a bad one is exit 2 naming it, before the host is probed
+    summary = summarise(Path(profile), timeline=False) if profile else None
     session = open_session(c, flags)
     toolkit_env = session.host.build_env or {}
     inputs = DiagnoseInputs(
@@ -167,6 +180,7 @@ def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags:
         opp_path=toolkit_env.get("ASCEND_OPP_PATH") or os.environ.get("ASCEND_OPP_PATH"),
         shape=shape,
         profile=Path(profile) if profile else None,
+        profile_summary=summary,
         torch_npu=read_python_stack().torch_npu,
     )
     checks = run_diagnose(inputs)
