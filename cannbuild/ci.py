@@ -12,6 +12,7 @@ requirement the user gives (--cannbuild-spec); never a name that does not resolv
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from msgspec import Struct
 
 from . import __version__
+from .bounded import first_line
 from .errors import UsageError
 from .host.versions import parse_cann_version
 from .ownership import check_writable
@@ -42,6 +44,8 @@ PROVIDERS = {
 }
 # where the wheel goes, relative to the repository's top level
 WHEEL_DIRS = {"github": ".github/cannbuild", "gitlab": ".gitlab/cannbuild"}
+# a runner label (GitHub runs-on, GitLab tags, actionlint's list): one word
+RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 def image_versions(cwd: Path) -> List[str]:
@@ -50,6 +54,8 @@ def image_versions(cwd: Path) -> List[str]:
         recipe = load_recipe(path)
         if recipe.image_cann:
             try:
+                if recipe.image_cann != recipe.image_cann.strip():  # a newline, a space
+                    raise ValueError(recipe.image_cann)
                 versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
             except ValueError:
                 raise UsageError(
@@ -113,6 +119,7 @@ def render_ci(
             f"--provider {provider!r} is not supported.", f"Use one of {', '.join(PROVIDERS)}."
         )
     template, default_out = PROVIDERS[provider]
+    check_label(npu_label)
     canns = image_versions(cwd)
     if not canns:
         raise UsageError(
@@ -185,6 +192,11 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
         raise UsageError(
             f"--provider {provider!r} is not supported.", f"Use one of {', '.join(PROVIDERS)}."
         )
+    check_label(request.npu_label)
+    if request.cannbuild_spec is not None:
+        from .container import check_requirement
+
+        check_requirement(request.cannbuild_spec)
     if out is not None:
         target = out.resolve()
         root = git_toplevel(target.parent) or target.parent
@@ -254,15 +266,29 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
     return target
 
 
+def check_label(label: str, flag: str = "--npu-label") -> None:
+    """A runner label is one word: it lands in runs-on/tags and actionlint's list."""
+    if not RUNNER_LABEL.fullmatch(label):
+        raise UsageError(
+            f"{flag} {label!r} is not a runner label.",
+            "Use one word of letters, digits, '.', '_' or '-' (100 at most), e.g. ascend-npu.",
+        )
+
+
 def chosen_install(spec: Optional[str], provider: str) -> Install:
     """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
-    requirement pip recorded; else no way that resolves: refused."""
-    if spec:
+    requirement pip recorded; else no way that resolves: refused.  A requirement is one
+    PEP 508 line: it lands in the workflow's run blocks."""
+    from .container import check_requirement
+
+    if spec is not None:
+        check_requirement(spec)
         return Install(spec=spec)
     if source_files(data_dir("templates").parent) is not None:
         return Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
     recorded = installed_spec()
     if recorded:
+        check_requirement(recorded, "the install source pip recorded (direct_url.json)")
         return Install(spec=recorded)
     raise no_install_source()
 
@@ -279,8 +305,7 @@ def refuse_foreign_file(target: Path, what: str) -> None:
     """A file cannbuild renders replaces only a file it rendered before (its first line
     says so), never one a user wrote."""
     try:
-        with open(target, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
+        first = first_line(target, what)  # a regular file, its first 4 KiB line at most
     except FileNotFoundError:
         return
     except OSError as exc:

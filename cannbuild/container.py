@@ -62,6 +62,25 @@ SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 CONTEXT_KIND = "container-context"
+# An image reference as docker and podman parse it (the distribution reference grammar,
+# github.com/distribution/reference regexp.go): [registry[:port]/]path[:tag][@digest], path
+# components lowercase, the tag [\w][\w.-]{0,127}; digests here are sha256 only.  Checked
+# whole: `debian:12\nRUN ...` or `x AS y` would otherwise be a Dockerfile instruction.
+_ALNUM = r"[a-z0-9]+"
+_PATH_COMPONENT = rf"{_ALNUM}(?:(?:[._]|__|-+){_ALNUM})*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+IMAGE_REFERENCE = re.compile(
+    rf"(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    r"(?::(?P<tag>\w[\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?",
+    re.ASCII,
+)
+IMAGE_NAME_MAX = 255  # the grammar's bound on the name (registry and path)
+IMAGE_FORM = (
+    "[registry[:port]/]path[:tag][@sha256:<64 hex>]: path components in lowercase letters "
+    "and digits joined by . _ or -, a tag of letters, digits, _ . - (128 at most), e.g. "
+    "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11 or debian:12"
+)
 
 
 class ContainerSpec(Struct, frozen=True):
@@ -85,30 +104,107 @@ def cann_image(cann: str, variant: str, os_name: str, python: str) -> str:
     return f"{IMAGE_REPO}:{image_tag(cann, variant, os_name, python)}"
 
 
-def check_spec(spec: ContainerSpec) -> None:
-    if spec.variant not in CHIPS:
+def _one_line(value: str) -> bool:
+    return not any(ord(c) < 32 or ord(c) == 127 for c in value)
+
+
+def check_image(reference: str, flag: str = "--base") -> None:
+    """`reference` is an image reference, whole (see IMAGE_REFERENCE)."""
+    found = IMAGE_REFERENCE.fullmatch(reference) if _one_line(reference) else None
+    if found is None or len(found["name"]) > IMAGE_NAME_MAX:
         raise UsageError(
-            f"--variant {spec.variant!r} has no CANN image.", "Use A2 (910B) or A3 (910_93)."
+            f"{flag} {reference!r} is not an image reference.", f"Expected {IMAGE_FORM}."
         )
-    if spec.os not in OSES:
+
+
+def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
+    """`spec` is one PEP 508 requirement on one line (it lands in a Dockerfile RUN line
+    and a workflow's run block, where a newline would start an instruction of its own)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    problem = "it is empty" if not spec.strip() else ""
+    if not problem and not _one_line(spec):
+        problem = "it holds a newline or another control character"
+    if not problem:
+        try:
+            Requirement(spec)
+        except InvalidRequirement as exc:
+            problem = str(exc).splitlines()[0]
+    if problem:
         raise UsageError(
-            f"--os {spec.os!r} is not an OS the CANN images come in.",
+            f"{flag} {spec!r} is not a pip requirement ({problem}).",
+            "Pass one PEP 508 requirement, e.g. cannbuild==1.2.0, "
+            "'cannbuild @ git+https://host/cannbuild.git@<commit>' or "
+            "'cannbuild @ https://host/cannbuild-1.2.0-py3-none-any.whl'.",
+        )
+
+
+def check_cann(cann: str, flag: str = "--cann") -> None:
+    from .host.versions import parse_cann_version
+
+    try:
+        if not _one_line(cann) or cann != cann.strip():
+            raise ValueError(cann)
+        parse_cann_version(cann)
+    except ValueError:
+        raise UsageError(
+            f"{flag} {cann!r} is not a CANN version.",
+            "Use the version as the CANN images' tags spell it, e.g. 8.5.0, 9.0.0 or 8.3.rc1.",
+        ) from None
+
+
+def check_flag_values(
+    variant: str,
+    os_name: str,
+    python: str,
+    base: Optional[str],
+    base_digest: Optional[str],
+    cann: Optional[str],
+    cannbuild_spec: Optional[str],
+) -> None:
+    """Every flag value that reaches the Dockerfile, each against its grammar, before the
+    lock is read or anything is written: a bad one is exit 2 naming the flag."""
+    if variant not in CHIPS:
+        raise UsageError(
+            f"--variant {variant!r} has no CANN image.", "Use A2 (910B) or A3 (910_93)."
+        )
+    if os_name not in OSES:
+        raise UsageError(
+            f"--os {os_name!r} is not an OS the CANN images come in.",
             f"Use one of {', '.join(OSES)}.",
         )
-    if spec.python not in PYTHONS:
+    if python not in PYTHONS:
         raise UsageError(
-            f"--python {spec.python!r} is not a Python the CANN images ship.",
+            f"--python {python!r} is not a Python the CANN images ship.",
             f"Use one of {', '.join(PYTHONS)}.",
         )
+    if cann is not None:
+        check_cann(cann)
+    if base is not None:
+        check_image(base)
+    if base_digest is not None and not DIGEST.fullmatch(base_digest):
+        raise UsageError(
+            f"--base-digest {base_digest!r} is not a sha256 digest.",
+            "Pass sha256: and 64 hex digits, as `docker buildx imagetools inspect IMAGE` prints.",
+        )
+    if cannbuild_spec is not None:
+        check_requirement(cannbuild_spec)
+
+
+def check_spec(spec: ContainerSpec) -> None:
+    check_flag_values(
+        spec.variant,
+        spec.os,
+        spec.python,
+        spec.base,
+        spec.base_digest,
+        spec.cann,
+        spec.cannbuild_spec,
+    )
     if spec.bundle is not None and not spec.bundle.is_file():
         raise UsageError(
             f"--bundle {spec.bundle} is not a file.",
             "Make one with `cannbuild bundle --lock-file ... OUT.tar` and pass its path.",
-        )
-    if spec.base_digest is not None and not DIGEST.fullmatch(spec.base_digest):
-        raise UsageError(
-            f"--base-digest {spec.base_digest!r} is not a sha256 digest.",
-            "Pass sha256: and 64 hex digits, as `docker buildx imagetools inspect IMAGE` prints.",
         )
 
 
@@ -255,6 +351,16 @@ def render_context(
         install = spec.cannbuild_spec or installed_spec()
         if install is None:
             raise no_install_source()
+        if not spec.cannbuild_spec:
+            check_requirement(install, "the install source pip recorded (direct_url.json)")
+    check_image(base, f"the base image (--base, --base-digest or {lock_file} [container])")
+    for label, value in (("source", source), ("revision", revision)):
+        if not _one_line(value) or '"' in value or "\\" in value:
+            raise UsageError(
+                f"{lock_file}: the image {label} {value!r} (its repos' urls and names) cannot "
+                "stand in a Dockerfile LABEL: it holds a quote, a backslash or a newline.",
+                "Restore the lock from version control, or delete it and run `cannbuild lock`.",
+            )
     soc = lock.soc if spec.sandbox else SOCS[spec.variant]
     offline = spec.bundle is not None
     extra: List[str] = []
@@ -384,6 +490,15 @@ def make_container(
     was done, in order (a build's own output goes to the terminal in between)."""
     from .container_engine import build as engine_build
 
+    check_flag_values(
+        (request.variant or "A2").upper(),
+        request.os,
+        request.python,
+        request.base,
+        request.base_digest,
+        request.cann,
+        request.cannbuild_spec,
+    )
     lock_file = options.lock_file
     lock = read_lock(lock_file)
     if lock is None:

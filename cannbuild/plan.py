@@ -20,7 +20,7 @@ from msgspec.structs import replace
 
 from .errors import UsageError
 from .recipes import Recipe, StepSpec, template_dirs
-from .redact import redact
+from .redact import fingerprint, fingerprint_env, redact, redact_env
 from .render import TemplateFailure, Templates, render_value
 from .stamps import digest, outputs_gone, read_stamp
 from .states import StepStatus
@@ -71,7 +71,7 @@ class PlannedStep(Struct, frozen=True):
             "phase": self.spec.phase,
             "command": redact(self.command),
             "cwd": str(self.cwd),
-            "env": {k: redact(v) for k, v in sorted(self.env_delta.items())},
+            "env": dict(sorted(redact_env(self.env_delta).items())),
             "status": self.status,
             "reason": self.reason,
         }
@@ -217,8 +217,10 @@ def plan_step(
 
     inputs: Dict[str, Any] = {
         "recipe": ctx.recipe,
-        "command": hashed_command,
-        "env": step_env,
+        # a secret (by its name, or a credential in a URL) is kept as its hash: a changed
+        # secret still rebuilds, and the stamp holds no secret
+        "command": fingerprint("", hashed_command),
+        "env": fingerprint_env(step_env),
         "env_mode": "overlay" if use_overlay else "toolkit",
         "toolkit": dict(ctx.toolkit),
         "source": dict(ctx.sources.get(spec.repo, {})) if spec.repo else {},
