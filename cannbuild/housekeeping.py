@@ -6,16 +6,71 @@ Both read the workspace only (no host reading, no toolkit): they work anywhere, 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .errors import CannbuildError
 from .ownership import remove_inside
 from .workspace import Workspace, read_json
 
 # What build.sh leaves in a checkout besides the packages (build_out/ keeps those, so
 # the steps stay up to date after a clean).
 BUILD_TREES = ("build", "output")
+ATTEMPT_FILE = "last-build.json"  # under reports/: the last build attempt (transaction.py)
+RUNNING = "running"  # an attempt recorded at its start, before it has finished
+
+
+# what a run killed with -9 leaves behind (sources/checkout.py, sources/fetch.py): a
+# checkout being made, nested clones parked beside it, a replaced checkout on its way
+# out, all named for the run's pid; a bare git clone being made; a download in progress
+_CHECKOUT_TMP = re.compile(r"\.(?P<repo>.+)\.(?:tmp|nested\d+|old)-(?P<pid>\d+)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid > 0
+    return True
+
+
+def _entries(folder: Path) -> List[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError:  # not there, or not a folder
+        return []
+
+
+def leftovers(root: Path) -> List[Path]:
+    """What runs that died (kill -9, a power cut) left half-made in the workspace: only
+    called by a run holding the workspace lock (no other run is writing), and a folder
+    named for a pid is taken only when that process is gone."""
+    ws = Workspace(root)
+    found: List[Path] = []
+    if not ws.src.is_symlink():
+        for path in _entries(ws.src):
+            match = _CHECKOUT_TMP.fullmatch(path.name)
+            if match and int(match["pid"]) != os.getpid() and not _pid_alive(int(match["pid"])):
+                found.append(path)
+    if not ws.git_cache.is_symlink():
+        found += [p for p in _entries(ws.git_cache) if p.name.endswith(".git.tmp")]
+    if not ws.downloads.is_symlink():
+        for path in _entries(ws.downloads):
+            if path.name == ".incoming" and not path.is_symlink():
+                found += _entries(path)
+            elif path.name.startswith(".") and path.name.endswith(".part"):
+                found.append(path)
+    return found
+
+
+def sweep(root: Path) -> List[Path]:
+    """Remove the leftovers of dead runs (the caller holds the workspace lock)."""
+    found = leftovers(root)
+    if found:
+        remove_inside(root, found, "workspace")
+    return found
 
 
 def _runs(folder: Path) -> List[Path]:
@@ -50,6 +105,8 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
         targets += [p for p in (ws.src, ws.git_cache, ws.downloads) if p.exists()]
     if sandbox and (ws.root / "sandbox").exists():
         targets.append(ws.root / "sandbox")
+    covered = [t for t in targets if t.is_dir() and not t.is_symlink()]
+    targets += [p for p in leftovers(root) if not any(c in p.parents for c in covered)]
     return targets
 
 
@@ -57,37 +114,129 @@ def remove(root: Path, targets: List[Path]) -> int:
     return remove_inside(root, targets, "workspace")
 
 
+def step_facts(
+    ws: Workspace, stamp: Mapping[str, Any], seen: Optional[Dict[str, Tuple[str, str]]] = None
+) -> Tuple[str, str]:
+    """What a step's stamp is worth now, from the facts the plan reads without the host:
+    what the step made is still as it made it (`stamps.outputs_gone`, the plan's own
+    check) and the steps it ran after are built, up to date themselves, and still hold
+    the outputs it was built on.  (Whether its inputs changed needs the host: `cannbuild
+    plan` says.)  `seen`: the answers so far, by step."""
+    from .stamps import outputs_gone, read_stamp
+
+    seen = {} if seen is None else seen
+    name = str(stamp.get("step", ""))
+    if name in seen:
+        return seen[name]
+    seen[name] = ("built", "")  # a stamp naming itself upstream ends here
+    gone = outputs_gone(stamp)
+    facts = ("out of date", gone) if gone else ("built", "")
+    upstream = (stamp.get("inputs") or {}).get("upstream") or {}
+    for dep, outputs in sorted(upstream.items()) if not gone else ():
+        before = read_stamp(ws, dep)
+        if before is None:
+            facts = ("out of date", f"runs after {dep}, which has not been built")
+        elif before.get("outputs_digest") != outputs:
+            facts = ("out of date", f"output of {dep} changed")
+        elif step_facts(ws, before, seen)[0] != "built":
+            facts = ("out of date", f"runs after {dep}, which needs to run")
+        else:
+            continue
+        break
+    seen[name] = facts
+    return facts
+
+
+def _is_install(ws: Workspace, stamp: Mapping[str, Any]) -> bool:
+    """The step that installs the package: what it needs to stay up to date is in opp."""
+    vendors = ws.opp / "vendors"
+    return any(vendors in Path(p).parents for p in stamp.get("requires_paths", []))
+
+
+def _lock_held(ws: Workspace) -> bool:
+    """Whether a run holds the workspace lock now (the kernel drops a dead run's flock;
+    a pid could have been reused)."""
+    import fcntl
+
+    try:
+        fd = os.open(ws.root / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock it may have taken
+    return False
+
+
+def _last_attempt(ws: Workspace) -> Optional[Dict[str, Any]]:
+    """The last build attempt; one recorded as started whose process is gone died
+    (kill -9, a power cut): it is shown as interrupted, not as what it never finished."""
+    attempt = read_json(ws.reports / ATTEMPT_FILE)
+    if not isinstance(attempt, dict):
+        return None
+    if attempt.get("status") == RUNNING and not _lock_held(ws):
+        attempt = {
+            **attempt,
+            "status": "interrupted",
+            "detail": f"the run (pid {attempt.get('pid')}) ended without finishing: killed or "
+            "the machine stopped; the next build reruns what it left unfinished",
+        }
+    return attempt
+
+
 def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
-    """What is built, installed and validated in the workspace, and from which commits."""
+    """What is built, installed and validated in the workspace, and from which commits;
+    each only as far as the files behind it are still there.  A lock that cannot be read
+    is an error (exit 2), not "no lock yet"."""
     from .sources.lock import read_lock
 
     ws = Workspace(root)
+    lock = read_lock(lock_file)
     steps = []
+    install: Optional[Dict[str, Any]] = None
+    seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
         stamp = read_json(stamp_path)
         if not isinstance(stamp, dict) or "input_hash" not in stamp:
             continue
         source = (stamp.get("inputs") or {}).get("source") or {}
-        steps.append(
-            {
-                "step": stamp.get("step", stamp_path.stem),
-                "finished": stamp.get("finished"),
-                "run_id": stamp.get("run_id"),
-                "commit": source.get("commit"),
-                "artifacts": [
-                    {"path": a.get("path"), "present": Path(a.get("path", "")).is_file()}
-                    for a in stamp.get("artifacts", [])
-                ],
-            }
-        )
+        state, why = step_facts(ws, {"step": stamp_path.stem, **stamp}, seen)
+        step = {
+            "step": stamp.get("step", stamp_path.stem),
+            "state": state,
+            "reason": why,
+            "finished": stamp.get("finished"),
+            "run_id": stamp.get("run_id"),
+            "commit": source.get("commit"),
+            "artifacts": [
+                {"path": a.get("path"), "present": Path(a.get("path", "")).is_file()}
+                for a in stamp.get("artifacts", [])
+            ],
+        }
+        steps.append(step)
+        if _is_install(ws, stamp):
+            install = step
     validation = read_json(ws.stamps / "validate.json") or {}
-    try:
-        lock = read_lock(lock_file)
-    except CannbuildError:  # a broken lock is reported by the tasks that use it
-        lock = None
     vendors = (
         sorted(p for p in (ws.opp / "vendors").glob("*") if p.is_dir()) if ws.opp.is_dir() else []
     )
+    installed_ok = install is not None and install["state"] == "built"
+    verdict = None
+    if validation:
+        verdict = {
+            "status": (validation.get("validation") or {}).get("status"),
+            "run_id": validation.get("run_id"),
+            "reason": (validation.get("validation") or {}).get("reason"),
+        }
+        if install is None or not installed_ok:
+            verdict["stale"] = "the package it validated is no longer installed" + (
+                f" ({install['reason']})" if install and install["reason"] else ""
+            )
+        elif str(install["run_id"] or "")[:15] > str(validation.get("run_id") or "")[:15]:
+            verdict["stale"] = f"the package was installed again since (run {install['run_id']})"
     return {
         "workspace": str(ws.root),
         "exists": ws.root.is_dir(),
@@ -101,19 +250,20 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
         if lock
         else None,
         "steps": steps,
+        "install": {
+            "step": install["step"],
+            "state": "installed" if installed_ok else "not installed",
+            "reason": install["reason"],
+        }
+        if install
+        else None,
         "installed": [
             {"vendor": str(v), "set_env": str(v / "bin" / "set_env.bash")}
             for v in vendors
-            if (v / "bin" / "set_env.bash").is_file()
+            if installed_ok and (v / "bin" / "set_env.bash").is_file()
         ],
-        "validation": {
-            "status": (validation.get("validation") or {}).get("status"),
-            "run_id": validation.get("run_id"),
-            "reason": (validation.get("validation") or {}).get("reason"),
-        }
-        if validation
-        else None,
-        "last_build": read_json(ws.reports / "last-build.json"),
+        "validation": verdict,
+        "last_build": _last_attempt(ws),
         "latest_report": str(ws.reports / "latest" / "report.md")
         if (ws.reports / "latest").exists()
         else None,

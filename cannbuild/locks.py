@@ -19,7 +19,7 @@ class WorkspaceLock:
     """An exclusive flock on <workspace>/.lock; the kernel drops it if we die.
 
     A second build either refuses at once, naming the holder, or (wait=True)
-    waits for it.
+    waits for it.  Whoever takes it first sweeps the leftovers of dead runs.
     """
 
     def __init__(
@@ -28,12 +28,15 @@ class WorkspaceLock:
         command: str,
         wait: bool = False,
         on_wait: Optional[Callable[[str], None]] = None,
+        sweep: bool = True,
     ) -> None:
+        """`sweep=False`: the caller removes the leftovers itself (`clean` counts them)."""
         self.path = ws.root / ".lock"
         self.info = ws.root / ".lock.info"
         self.command = command
         self.wait = wait
         self.on_wait = on_wait
+        self.sweep = sweep
         self._fd: Optional[int] = None
 
     def holder(self) -> Dict[str, Any]:
@@ -69,7 +72,21 @@ class WorkspaceLock:
             },
             durable=False,  # removed at release; a power cut releases the lock anyway
         )
+        try:
+            if self.sweep:
+                self._sweep()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
+
+    def _sweep(self) -> None:
+        """The first thing a run holding the lock does: remove what runs that died
+        (kill -9) left half-made, which no run is writing now."""
+        from .housekeeping import sweep
+
+        with contextlib.suppress(OSError):  # a file we may not remove stays, as before
+            sweep(self.path.parent)
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:

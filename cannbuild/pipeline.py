@@ -13,7 +13,7 @@ from typing import Any, List, Mapping, Optional, Sequence
 from msgspec import Struct
 
 from .actions import ActionContext
-from .cache import compile_cache, with_cache
+from .cache import CompileCache, compile_cache, with_cache
 from .host.toolkit import host_arch
 from .overlay import overlay_env
 from .plan import (
@@ -155,9 +155,11 @@ def run_steps(
     phases: Sequence[str],
     progress: Optional[Progress] = None,
     run_id: Optional[str] = None,
+    cache: Optional[CompileCache] = None,
 ) -> RunResult:
     """Walk the plan and run each step that is not up to date, in order; a step waits for
-    its own repo only (`sources` may still be fetching the others)."""
+    its own repo only (`sources` may still be fetching the others).  `cache`: the compile
+    cache the run found (its remote asked once, at the start of the run)."""
     progress = progress or NoProgress()
     ctx = step_context(session, None, env, running=True)
     recipe, ws, options = session.recipe, session.ws, session.options
@@ -174,7 +176,8 @@ def run_steps(
         opbase_headers=recipe.opbase_headers,
         arch=host_arch(),
     )
-    cache = compile_cache(options.cache_remote, ws.root, ctx.base_env)  # ccache, issue 14
+    if cache is None:
+        cache = compile_cache(options.cache_remote, ws.root, ctx.base_env)  # ccache, issue 14
     outcomes: List[StepOutcome] = []
 
     def source_of(spec: StepSpec) -> Mapping[str, Any]:

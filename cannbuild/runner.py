@@ -18,13 +18,13 @@ from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from msgspec import Struct
 
+from . import safefs
 from .actions import ActionContext, ActionFailed, action_of
 from .errors import Interrupted, signal_number
-from .ownership import inside
 from .plan import PlannedStep
 from .proc import kill_group, popen
-from .redact import redact
-from .stamps import artifact_record, write_stamp
+from .redact import redact, redact_env
+from .stamps import artifact_record, stamp_path, write_stamp
 from .states import Outcome
 from .workspace import Workspace, point_link
 
@@ -154,7 +154,7 @@ class RunLogs(Struct):
         return self.ws.logs / self.run_id
 
     def for_step(self, name: str) -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs(self.ws.root, self.dir, "the run's log folder")
         if not self._linked:
             point_link(self.ws.logs / "latest", self.run_id)
             self._linked = True
@@ -174,7 +174,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             f"# command: {redact(step.command)}",
             f"# cwd: {step.cwd}",
         ]
-        header += [f"# env: {k}={redact(v)}" for k, v in sorted(step.env_delta.items())]
+        header += [f"# env: {k}={v}" for k, v in sorted(redact_env(step.env_delta).items())]
         log.write("\n".join(header) + "\n\n")
         log.flush()
         proc = popen(
@@ -201,6 +201,9 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             )
             log.write(f"\n# interrupted by {why}: no stamp written\n")
             raise
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
     return code, list(tail), every, len(header) + 2
 
 
@@ -228,6 +231,14 @@ def run_step(
     progress.started(step, log_path)
     start = time.monotonic()
     action = action_of(step)
+    _check_folders(step, ws, patterns)
+    if action is not None:
+        # the action's prepare removes what the old stamp vouches for (the installed
+        # package): a run killed from here on must leave "never built", not "up to
+        # date" (status and plan read the stamps).  A build step's stamp stays: its
+        # package is removed below, which the plan sees, and the stamp says which
+        # commits the installed package came from.
+        safefs.remove(ws.root, stamp_path(ws, step.name), f"{step.name}'s stamp")
     _clear_outputs(step, ws, patterns)
     try:
         notes = action.prepare(step, actions, logs.run_id) if action else []
@@ -235,7 +246,7 @@ def run_step(
         return _failed(step, log_path, progress, start, Streamed(1, (), ()), exc.message, exc.hint)
     for text in notes:
         progress.note(text)
-    ws.tmp.mkdir(parents=True, exist_ok=True)
+    safefs.make_dirs(ws.root, ws.tmp, f"{step.name}'s TMPDIR")
     streamed = _execute(step, log_path, progress, start)
     if streamed.code != 0:
         return _failed(step, log_path, progress, start, streamed)
@@ -273,12 +284,25 @@ def run_step(
     return outcome
 
 
+def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
+    """The folders the step writes into (its checkout, where its packages go) are real
+    folders of the workspace, not links, before its command runs: the command writes
+    where they lead.  (An action's install folders: actions.py.)"""
+    what = f"a folder {step.name} writes into"
+    if ws.root in step.cwd.parents:
+        safefs.check_below(ws.root, step.cwd, what, folder=True)
+    for pattern in patterns:
+        fixed = Path(*[p for p in Path(pattern).parts if not any(c in p for c in "*?[")])
+        folder = fixed.parent if str(fixed) == pattern else fixed
+        safefs.check_below(ws.root, folder, what, folder=True)
+
+
 def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
     """A package left from an earlier build must not pass for this one's."""
     for pattern in patterns:
         for match in glob.glob(pattern):
             if os.path.isfile(match):
-                os.unlink(inside(ws.root, Path(match), f"an output of {step.name}"))
+                safefs.remove(ws.root, Path(match), f"an output of {step.name}")
 
 
 def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float) -> Streamed:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, 
 from msgspec import Struct
 
 from .errors import CannbuildError
+from .housekeeping import ATTEMPT_FILE, RUNNING
 from .locks import WorkspaceLock
 from .pipeline import RunResult, run_steps
 from .runner import Progress, StepOutcome, new_run_id
@@ -26,8 +27,6 @@ from .workspace import read_json, write_json_atomic
 
 if TYPE_CHECKING:
     from .sources.state import SourceState
-
-ATTEMPT_FILE = "last-build.json"
 
 
 class RunRequest(Struct, frozen=True):
@@ -109,6 +108,24 @@ def built_from(session: Session) -> Optional[Dict[str, Any]]:
             k: attempt.get(k) for k in ("run_id", "finished", "command", "failed_step")
         }
     return record
+
+
+def _record_start(session: Session, run_id: str, command: str) -> None:
+    """The attempt as it starts: a run killed with -9 leaves it so, and `status` then
+    says the last attempt was interrupted (its pid is gone), not what the one before
+    it came to."""
+    import os
+
+    write_json_atomic(
+        session.ws.reports / ATTEMPT_FILE,
+        {
+            "run_id": run_id,
+            "command": command,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "pid": os.getpid(),
+            "status": RUNNING,
+        },
+    )
 
 
 def _record_attempt(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
@@ -238,16 +255,27 @@ def run_pipeline(
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
     with WorkspaceLock(session.ws, request.command, options.wait, waiting):
+        _record_start(session, run_id, request.command)
         remember_tools(session.ws.tool_memo, session.host.tools)
         cache = compile_cache.compile_cache(
-            options.cache_remote, session.ws.root, session.host.build_env or env
+            options.cache_remote,
+            session.ws.root,
+            session.host.build_env or env,
+            probe_timeout=compile_cache.PROBE_TIMEOUT_S,
         )
+        if cache is not None and cache.remote_skipped:
+            progress.note(
+                f"compile cache: {cache.remote_skipped}; this run builds without the remote "
+                "(ccache's local cache only)"
+            )
         stats_before = compile_cache.read_stats(cache)
         with _reported(session, run_id, request.command):
             with syncing_sources(session) as sources:
                 for note in sources.notes:
                     progress.note(note)
-                result = run_steps(session, sources, env, request.phases, progress, run_id)
+                result = run_steps(
+                    session, sources, env, request.phases, progress, run_id, cache=cache
+                )
                 state = None
                 if result.failed is not None:
                     # the lock is still written if every repo resolves; a fetch error here

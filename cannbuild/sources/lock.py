@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from msgspec import Struct, field
 from msgspec.structs import asdict
 
+from ..bounded import LOCK_BYTES, read_text
 from ..errors import LockDrift, UsageError
 from ..redact import redact
 from ..workspace import write_atomic
@@ -99,22 +100,27 @@ class Lock(Struct, frozen=True):
         return (SANDBOX_HEADER if self.sandbox else HEADER) + tomli_w.dumps(data)
 
 
+_LOCK_TOO_BIG = "A lock pins a few repos and archives in KBs: restore it, or run `cannbuild lock`."
+
+
 def read_lock(path: Path) -> Optional[Lock]:
     if not path.exists():
         return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path, "lock file", LOCK_BYTES, _LOCK_TOO_BIG))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(
             f"lock file {path} cannot be read: {exc}.",
             "Restore it from version control, or delete it and run `cannbuild lock`.",
         ) from exc
-    if data.get("version") not in READABLE_VERSIONS:
+    version = data.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise UsageError(
             f"lock file {path} has version {data.get('version')!r}; this cannbuild reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))}.",
             "Run `cannbuild lock` to rewrite it.",
         )
+    _check_shape(path, data)
     try:
         lock = Lock(
             recipe=data["recipe"],
@@ -141,6 +147,74 @@ def read_lock(path: Path) -> Optional[Lock]:
     return lock
 
 
+# the keys of a lock and the TOML type each must have (bool is not an int here)
+_TOP = {
+    "version": (int, "a whole number", True),
+    "recipe": (str, "a string", True),
+    "recipe_digest": (str, "a string", False),
+    "toolkit_version": (str, "a string", True),
+    "soc": (str, "a string", True),
+    "arch": (str, "a string", False),
+    "source_date_epoch": (int, "a whole number", False),
+    "sandbox": (bool, "true or false", False),
+    "repos": (list, "an array of tables ([[repos]])", False),
+    "third_party": (list, "an array of tables ([[third_party]])", False),
+    "container": (dict, "a table ([container])", False),
+}
+_ENTRIES = {
+    "repos": {"name": True, "url": True, "ref": True, "commit": True},
+    "third_party": {"name": True, "url": True, "sha256": True, "repos": False},
+}
+
+
+def _check_shape(path: Path, data: Dict[str, Any]) -> None:
+    """Every key of the lock has the type cannbuild writes, named when it has not (a
+    `commit = 42` is a malformed lock, not a missing one)."""
+
+    def bad(key: str, value: Any, want: str) -> UsageError:
+        said = (
+            f"{key} is missing (expected {want})"
+            if value is _MISSING
+            else f"{key} = {f'{value!r}'[:80]} is not {want}"
+        )
+        return UsageError(
+            f"lock file {path}: {said}.",
+            "Restore the lock from version control, or delete it and run `cannbuild lock`.",
+        )
+
+    def typed(value: Any, kind: type) -> bool:
+        return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+    for key, (kind, want, required) in _TOP.items():
+        value = data.get(key, _MISSING)
+        if value is _MISSING and not required:
+            continue
+        if value is _MISSING or not typed(value, kind):
+            raise bad(key, value, want)
+    for section, fields in _ENTRIES.items():
+        for i, entry in enumerate(data.get(section, [])):
+            where = f"{section}[{i}]"
+            if not isinstance(entry, dict):
+                raise bad(where, entry, "a table with " + ", ".join(fields))
+            for name, required in fields.items():
+                value = entry.get(name, _MISSING)
+                if value is _MISSING and not required:
+                    continue
+                if name == "repos":
+                    if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
+                        raise bad(f"{where}.repos", value, "an array of repo names")
+                elif value is _MISSING or not isinstance(value, str):
+                    kinds = {"commit": "a 40-hex commit id", "sha256": "a sha256 digest"}
+                    raise bad(f"{where}.{name}", value, kinds.get(name, "a string"))
+            unknown = sorted(set(entry) - set(fields))
+            if unknown:
+                raise bad(f"{where}.{unknown[0]}", entry[unknown[0]], f"a key of {section}")
+    for key, value in (data.get("container") or {}).items():
+        if not isinstance(value, str):
+            raise bad(f"container.{key}", value, "a string")
+
+
+_MISSING = object()
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+@=-]*")

@@ -222,6 +222,7 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
     "workspace",
     "dry_run",
     "json",
+    "wait",
     extra=[
         ("keep", "10", "logs and reports of this many latest runs are kept (default 10)"),
         ("include_sources", False, "also remove the checkouts and the git and download caches"),
@@ -235,13 +236,17 @@ def clean(
     include_sandbox: bool = False,
     **flags: Any,
 ) -> None:
-    """Remove build trees and the logs and reports of old runs.
+    """Remove build trees, what runs that died left half-made, and the logs and reports
+    of old runs.
 
     The sources cache and the sandbox stay unless asked for (--include-sources,
     --include-sandbox); the installed package, stamps and lock stay, so `status` still
-    says what was built."""
+    says what was built.  Like every task that writes, it holds the workspace lock:
+    exit 7 while a build runs (or --wait for it)."""
     from ..housekeeping import clean_plan, remove
+    from ..locks import WorkspaceLock
     from ..ownership import require_owned
+    from ..workspace import Workspace
 
     options = make_options(c, flags)
     try:
@@ -269,7 +274,13 @@ def clean(
             ui.note(f"would remove {path}")
         ui.note(f"dry run: {len(targets)} paths would be removed; nothing was changed.")
         return
-    freed = remove(options.workspace, targets)
+    ws = Workspace(options.workspace)
+    with WorkspaceLock(ws, "cannbuild clean", options.wait, ui.waiting, sweep=False):
+        # planned again under the lock: a run that held it may have changed what is there
+        targets = clean_plan(
+            options.workspace, runs, sources=include_sources, sandbox=include_sandbox
+        )
+        freed = remove(options.workspace, targets)
     ui.note(f"removed {len(targets)} paths ({freed / 1e6:.1f} MB) from {options.workspace}")
 
 

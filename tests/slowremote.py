@@ -1,0 +1,49 @@
+"""A cache remote that answers, one byte at a time: what a per-read timeout never ends."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def trickling_server(every_s: float = 0.1, lasts_s: float = 60.0) -> Iterator[int]:
+    """A server on 127.0.0.1 that answers every connection one byte every `every_s`
+    seconds: a valid HTTP reply (with 400 bytes of headers) if one waited 42 s at 0.1 s
+    a byte, each byte well within any per-read timeout.  It stops by itself."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    stop = threading.Event()
+    end = time.monotonic() + lasts_s
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            pad = b"X-Pad: " + b"." * 400 + b"\r\n"
+            reply = b"HTTP/1.1 200 OK\r\n" + pad + b"Content-Length: 0\r\n\r\n"
+            for byte in reply:
+                if stop.wait(every_s) or time.monotonic() > end:
+                    return
+                with contextlib.suppress(OSError):
+                    conn.sendall(bytes([byte]))
+
+    def accept() -> None:
+        while not stop.is_set() and time.monotonic() < end:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        listener.close()
