@@ -14,8 +14,9 @@ import subprocess
 import time
 
 import pytest
-from clirun import ROUTES, run_route
 from conftest import SPECS, Cli, base_env
+
+from clirun import ROUTES, run_route
 from slowremote import trickling_server
 
 SANDBOX = ("--sandbox", "--variant", "A2", "--cann", "8.5.0")

@@ -10,16 +10,17 @@ folder back."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 from pathlib import Path
 from typing import Dict, Iterator, Tuple
 
 import pytest
-from clirun import ROUTES, run_route
 from conftest import SPECS, Cli
 from reference import reference_torch
+
+from clirun import ROUTES, run_route
+from usertree import tree_digest, users_folder
 
 reference_torch()
 
@@ -46,24 +47,6 @@ LINKED: Dict[str, Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = {
         ("build", "--force", "opbase-install"),
     ),
 }
-
-
-def tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_symlink():
-            digest.update(b"->" + os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def users_folder(root: Path, files: Tuple[str, ...]) -> Path:
-    for rel in files:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(f"mine: {rel}\n")
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,6 @@
 """The whole pipeline on the sandbox: setup, incremental reruns, faults, locks, offline, concurrency."""
 
-import hashlib
 import json
-import os
 import re
 import signal
 import subprocess
@@ -16,6 +14,7 @@ from reference import reference_torch
 from cannbuild.host.pystack import read_python_stack
 
 from engines import path_without_engines
+from usertree import tree_digest
 
 reference_torch()
 TORCH_NPU = read_python_stack().torch_npu
@@ -27,17 +26,6 @@ def started_steps(stderr: str):
         for line in stderr.splitlines()
         if ": started (" in line
     ]
-
-
-def tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_symlink():
-            digest.update(b"->" + os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 # the examples build.sh --run_example runs at each ref (the real count per tag); the 8.3

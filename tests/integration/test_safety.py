@@ -4,7 +4,6 @@ and ends every bad input with one paragraph and its documented exit code."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -17,18 +16,9 @@ from pathlib import Path
 import pytest
 from reference import reference_torch
 
+from usertree import tree_digest
+
 reference_torch()
-
-
-def tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_symlink():
-            digest.update(b"->" + os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def someones_files(root: Path) -> Path:

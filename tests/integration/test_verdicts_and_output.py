@@ -7,7 +7,6 @@ too) and `validate` names the build it judges; --dry-run changes nothing; the pl
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import pty
@@ -20,21 +19,12 @@ from pathlib import Path
 
 from reference import reference_torch
 
+from usertree import tree_digest
+
 reference_torch()
 
 NO_TORCH = str(Path(__file__).resolve().parents[1] / "no_torch")
 CASE = "fp32_bsh_s128_d64_gqa"
-
-
-def tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_symlink():
-            digest.update(b"->" + os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def test_without_torch_validation_is_skipped_never_pass(installed):

@@ -6,7 +6,6 @@ user's files are left as they were."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import resource
 import shutil
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import pytest
-from clirun import ROUTES, clean_env, run_route
 
 from cannbuild.bounded import (
     PROFILE_CSV_BYTES,
@@ -27,6 +25,9 @@ from cannbuild.bounded import (
     walk,
 )
 from cannbuild.errors import UsageError
+
+from clirun import ROUTES, clean_env, run_route
+from usertree import tree_digest
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
 KERNELS = next((FIX / "torch_npu_2.5_level1").glob("*_ascend_pt")) / "ASCEND_PROFILER_OUTPUT"
@@ -192,29 +193,6 @@ HOSTILE: Dict[str, Case] = {
     "bench-variants-is-a-fifo": _variants_fifo,
     "build-variant-patch-links-to-dev-zero": _build_variant_patch_dev_zero,
 }
-
-
-def tree_digest(root: Path) -> Dict[str, str]:
-    """Every entry under `root` without following a link or opening a FIFO or device:
-    a regular file by its bytes (a sparse file past 64 MiB by size and mtime, reading
-    gigabytes of zeros proves nothing more), a link by its target, the rest by type."""
-    out: Dict[str, str] = {}
-    for folder, dirs, files in os.walk(root):
-        for name in sorted(dirs + files):
-            path = Path(folder) / name
-            st = path.lstat()
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = "link " + os.readlink(path)
-            elif path.is_dir():
-                out[rel] = "dir"
-            elif not path.is_file():
-                out[rel] = f"special {st.st_mode:o}"
-            elif st.st_size > 64 << 20:
-                out[rel] = f"big {st.st_size} {st.st_mtime_ns}"
-            else:
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
 
 
 @pytest.mark.parametrize("route", ROUTES)

@@ -9,12 +9,13 @@ import sys
 from collections import defaultdict
 
 import pytest
-from clirun import cannbuild
 
 from cannbuild.options import resolve_options
 from cannbuild.tasks import GROUPS, all_tasks
 from cannbuild.tasks._flags import FLAGS
 from cannbuild.tasks._invoke import namespace
+
+from clirun import cannbuild
 
 COMMON_SHORT = {"j": "jobs", "w": "workspace", "v": "verbose"}
 

@@ -7,7 +7,6 @@ leftovers of a run killed with -9 are swept by the next run holding the lock and
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -19,8 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from clirun import ROUTES, argv_for, clean_env, run_route
-from slowremote import trickling_server
 
 from cannbuild.cache import (
     CompileCache,
@@ -38,7 +35,10 @@ from cannbuild.stamps import artifact_record, digest, write_stamp
 from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 
+from clirun import ROUTES, argv_for, clean_env, run_route
 from lockdata import sample_lock
+from slowremote import trickling_server
+from usertree import tree_digest
 
 # --- bounded waits ----------------------------------------------------------------
 
@@ -244,15 +244,6 @@ def test_the_next_run_holding_the_lock_removes_what_dead_runs_left(tmp_path):
         assert not path.parent.exists() or not path.exists(), path
     assert not (ws.src / f".opbase.tmp-{DEAD_PID}").exists()
     assert all(path.exists() for path in made["kept"])
-
-
-def tree_digest(root: Path) -> str:
-    out = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        out.update(str(path.relative_to(root)).encode())
-        if path.is_file() and not path.is_symlink():
-            out.update(path.read_bytes())
-    return out.hexdigest()
 
 
 @pytest.mark.parametrize("route", ROUTES)

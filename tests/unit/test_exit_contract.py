@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Dict, Sequence
 
 import pytest
-from clirun import CHECKOUT, ROUTES, clean_env, run_route
 
 from cannbuild.errors import UsageError
 from cannbuild.options import resolve_options
 from cannbuild.sources.lock import write_lock
 from cannbuild.tasks import GROUPS
 
+from clirun import CHECKOUT, ROUTES, clean_env, run_route
 from lockdata import sample_lock
 
 PROFILE = CHECKOUT / "tests" / "fixtures" / "profiler" / "torch_npu_2.13_level0"

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import List, Sequence
 
 import pytest
-from clirun import cannbuild as cli
 
 from cannbuild.profile.analysis import Analyzer, Kernel
 from cannbuild.profile.ops import type_from_name
 from cannbuild.profile.summary import summarise
+
+from clirun import cannbuild as cli
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
 

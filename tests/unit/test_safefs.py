@@ -4,25 +4,14 @@ is left byte for byte as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 
 import pytest
 
 from cannbuild import safefs
 from cannbuild.errors import UsageError
 
-
-def tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_symlink():
-            digest.update(b"->" + os.readlink(path).encode())
-        elif path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+from usertree import tree_digest
 
 
 @pytest.fixture

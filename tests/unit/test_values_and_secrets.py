@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from clirun import ROUTES, run_route
 
 from cannbuild import render
 from cannbuild.errors import UsageError
@@ -25,6 +24,7 @@ from cannbuild.redact import fingerprint, redact_data, redact_env, secret_name
 from cannbuild.render import render_value
 from cannbuild.workspace import Workspace
 
+from clirun import ROUTES, run_route
 from lockdata import sample_lock
 
 HOSTILE_RUN = 60  # seconds: each hostile case is refused in about one; unbounded, minutes
