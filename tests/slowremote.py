@@ -10,10 +10,13 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def trickling_server(every_s: float = 0.1, lasts_s: float = 60.0) -> Iterator[int]:
+def trickling_server(
+    every_s: float = 0.1, lasts_s: float = 60.0, body_bytes: int = 0
+) -> Iterator[int]:
     """A server on 127.0.0.1 that answers every connection one byte every `every_s`
     seconds: a valid HTTP reply (with 400 bytes of headers) if one waited 42 s at 0.1 s
-    a byte, each byte well within any per-read timeout.  It stops by itself."""
+    a byte, each byte well within any per-read timeout.  It stops by itself.
+    `body_bytes`: the headers come at once, then a body of that length trickles."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -23,8 +26,14 @@ def trickling_server(every_s: float = 0.1, lasts_s: float = 60.0) -> Iterator[in
 
     def serve(conn: socket.socket) -> None:
         with conn:
-            pad = b"X-Pad: " + b"." * 400 + b"\r\n"
-            reply = b"HTTP/1.1 200 OK\r\n" + pad + b"Content-Length: 0\r\n\r\n"
+            if body_bytes:
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {body_bytes}\r\n\r\n"
+                with contextlib.suppress(OSError):
+                    conn.sendall(head.encode())
+                reply = b"x" * body_bytes
+            else:
+                pad = b"X-Pad: " + b"." * 400 + b"\r\n"
+                reply = b"HTTP/1.1 200 OK\r\n" + pad + b"Content-Length: 0\r\n\r\n"
             for byte in reply:
                 if stop.wait(every_s) or time.monotonic() > end:
                     return
@@ -38,6 +47,38 @@ def trickling_server(every_s: float = 0.1, lasts_s: float = 60.0) -> Iterator[in
             except OSError:
                 continue
             threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(2)
+        listener.close()
+
+
+@contextlib.contextmanager
+def silent_server(lasts_s: float = 60.0) -> Iterator[int]:
+    """A server on 127.0.0.1 that accepts every connection and never answers (a remote
+    stuck behind a firewall that lets the handshake through).  It stops by itself."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    stop = threading.Event()
+    end = time.monotonic() + lasts_s
+    held = []
+
+    def accept() -> None:
+        while not stop.is_set() and time.monotonic() < end:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            held.append(conn)  # kept open, never read, never answered
+        for conn in held:
+            conn.close()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()

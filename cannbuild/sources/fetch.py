@@ -3,14 +3,27 @@
 It rewrites URLs by the mirror map, retries transient failures with backoff, and in
 offline mode refuses at once, naming the URL.  Proxies come from the environment and
 are never unset; a `user:pass@` in a download URL is sent as basic auth.
+
+Every wait on a remote is bounded (a per-read timeout is not: a mirror that sends one
+byte a second never trips it).  A transfer that moves less than LOW_SPEED_BPS for
+LOW_SPEED_TIME_S is stalled and stopped (curl's --speed-limit/--speed-time; git over
+http gets the same rule as http.lowSpeedLimit/lowSpeedTime); a git command is stopped
+after GIT_TIMEOUT_S; and one repository or archive, its retries and their pauses
+included, costs at most GIT_BUDGET_S / DOWNLOAD_BUDGET_S.  Then: a FetchError (exit 4)
+naming the URL, the bound and the fix.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import socket
+import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
@@ -22,13 +35,27 @@ from ..errors import FetchError, OfflineViolation
 from ..proc import run
 from ..redact import redact
 
+# one git command: a full clone of ops-transformer over a slow but steady link fits
 GIT_TIMEOUT_S = 600
-DOWNLOAD_TIMEOUT_S = 60
+# one repository's clone or fetch, every attempt and backoff pause included: a remote
+# that keeps failing or crawling costs this, not (retries + 1) x GIT_TIMEOUT_S
+GIT_BUDGET_S = 1200
+# a transfer that moves less than LOW_SPEED_BPS on average over the last LOW_SPEED_TIME_S
+# is stalled (curl's rule, and git's http.lowSpeedLimit/lowSpeedTime): no total cap on a
+# transfer that moves, since archives can be large; a trickle is stopped within a minute
+LOW_SPEED_BPS = 1024
+LOW_SPEED_TIME_S = 60.0
+# one archive, every attempt and backoff pause included: a 100 MB archive at 64 KiB/s fits
+DOWNLOAD_BUDGET_S = 1800
+# git subcommands that reach a remote: they get the low-speed rule
+_NETWORK_GIT = frozenset({"clone", "fetch", "ls-remote", "pull", "push"})
 # fetches and clones wait on the network and the disk, not the CPU: a few at once
 MAX_PARALLEL_FETCHES = 4
 
 T = TypeVar("T")
 
+# curl's message when git's http.lowSpeedLimit/lowSpeedTime stops a transfer
+_TOO_SLOW = re.compile(r"Operation too slow|transfer rate dropped", re.IGNORECASE)
 _TRANSIENT = re.compile(
     r"Could not resolve host|Connection timed out|Connection reset|Operation timed out|"
     r"RPC failed|early EOF|remote end hung up|unable to access|Failed to connect|"
@@ -96,7 +123,10 @@ class Fetcher(Struct, frozen=True):
         url: str,
         attempt: Callable[[], None],
         transient: Callable[[Exception], bool],
+        deadline: float = float("inf"),
     ) -> None:
+        """`attempt` until it succeeds, a failure is not transient, the retries are used
+        up, or the pause before the next one would end past `deadline` (monotonic)."""
         delay = self.base_delay_s
         for i in range(self.retries + 1):
             try:
@@ -105,13 +135,30 @@ class Fetcher(Struct, frozen=True):
             except Exception as exc:  # classified below; non-transient errors re-raise
                 if i == self.retries or not transient(exc):
                     raise
+                if time.monotonic() + delay >= deadline:
+                    raise  # the budget is spent: no attempt would have time left
                 self.sleep(delay)
                 delay *= 2
 
-    def git(self, args: Sequence[str], cwd: Optional[Path] = None) -> str:
+    def git(
+        self, args: Sequence[str], cwd: Optional[Path] = None, timeout: float = GIT_TIMEOUT_S
+    ) -> str:
+        """Run git; a command still running after `timeout` s is stopped (with all it
+        started) and raises GitTimedOut, a GitFailed."""
         env = dict(os.environ)
         env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
-        proc = run(["git", *args], cwd=cwd, env=env, timeout=GIT_TIMEOUT_S)
+        argv = ["git"]
+        if args and args[0] in _NETWORK_GIT:
+            argv += [
+                "-c",
+                f"http.lowSpeedLimit={LOW_SPEED_BPS}",
+                "-c",
+                f"http.lowSpeedTime={int(LOW_SPEED_TIME_S)}",
+            ]
+        try:
+            proc = run([*argv, *args], cwd=cwd, env=env, timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            raise GitTimedOut(args, timeout) from None
         if proc.returncode != 0:
             raise GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
         return proc.stdout.decode("utf-8", "replace")
@@ -127,16 +174,25 @@ class Fetcher(Struct, frozen=True):
             )
         return source
 
-    def fetch_repo(self, cache: Path, url: str, root: Optional[Path] = None) -> None:
+    def fetch_repo(
+        self, cache: Path, url: str, root: Optional[Path] = None, budget_s: float = GIT_BUDGET_S
+    ) -> None:
         """Mirror every branch and tag of `url` into the bare `cache`.  The first time
         is a bare clone made beside it and renamed into place: no half-made cache is
         left behind, and it takes half the time of init + fetch.  `root`: the workspace
-        the cache is in; nothing below it is written or removed through a link."""
+        the cache is in; nothing below it is written or removed through a link.
+        `budget_s`: what the fetch may take, retries included (each git command also
+        stops at GIT_TIMEOUT_S, and a stalled http transfer within LOW_SPEED_TIME_S)."""
         from .. import safefs
 
         source = self._source(url, "fetching")
         owner = root if root is not None else cache.parent
         safefs.check_below(owner, cache, "the git cache", folder=True)
+        deadline = time.monotonic() + budget_s
+
+        def left() -> float:
+            return min(float(GIT_TIMEOUT_S), deadline - time.monotonic())
+
         if cache.exists():
             verb = "fetch"
 
@@ -152,6 +208,7 @@ class Fetcher(Struct, frozen=True):
                         "+refs/tags/*:refs/tags/*",
                     ],
                     cwd=cache,
+                    timeout=left(),
                 )
 
         else:
@@ -162,73 +219,261 @@ class Fetcher(Struct, frozen=True):
             def attempt() -> None:
                 safefs.remove(owner, tmp, "the git cache", ignore_errors=True)
                 try:
-                    self.git(["clone", "--quiet", "--bare", source, str(tmp)])
+                    self.git(["clone", "--quiet", "--bare", source, str(tmp)], timeout=left())
                     # every fetch names its URL; a stored one could hold a credential
-                    self.git(["remote", "remove", "origin"], cwd=tmp)
+                    self.git(["remote", "remove", "origin"], cwd=tmp, timeout=left())
                     safefs.replace(owner, tmp, cache, "the git cache")
-                except BaseException:
+                except BaseException:  # a killed git too: its half-written clone goes
                     safefs.remove(owner, tmp, "the git cache", ignore_errors=True)
                     raise
 
+        def transient(exc: Exception) -> bool:
+            if isinstance(exc, GitTimedOut):
+                return True  # a slow remote: another attempt, while the budget lasts
+            return isinstance(exc, GitFailed) and bool(_TRANSIENT.search(exc.stderr))
+
         try:
-            self._retrying(
-                f"git {verb}",
-                source,
-                attempt,
-                lambda e: isinstance(e, GitFailed) and bool(_TRANSIENT.search(e.stderr)),
-            )
-        except GitFailed as exc:
+            self._retrying(f"git {verb}", source, attempt, transient, deadline)
+        except GitTimedOut as exc:
             raise FetchError(
-                f"git {verb} of {redact(source)} failed (exit {exc.code}): {redact(exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else 'no message')}.",
+                f"git {verb} of {redact(source)} did not finish within {_secs(exc.timeout_s)} "
+                f"and was stopped (a git command may take {_secs(GIT_TIMEOUT_S)}, a fetch with "
+                f"its retries {_secs(budget_s)}).",
+                _slow_hint(url, source),
+            ) from None
+        except GitFailed as exc:
+            stderr = exc.stderr.strip()
+            if _TOO_SLOW.search(stderr):
+                raise FetchError(
+                    f"git {verb} of {redact(source)} stalled: {_stall_rule(LOW_SPEED_BPS, LOW_SPEED_TIME_S)}.",
+                    _slow_hint(url, source),
+                ) from None
+            raise FetchError(
+                f"git {verb} of {redact(source)} failed (exit {exc.code}): {redact(stderr.splitlines()[-1] if stderr else 'no message')}.",
                 _fetch_hint(url, source),
             ) from None
 
-    def download(self, url: str, dest: Path, root: Optional[Path] = None) -> None:
+    def download(
+        self,
+        url: str,
+        dest: Path,
+        root: Optional[Path] = None,
+        *,
+        low_speed_bps: int = LOW_SPEED_BPS,
+        low_speed_time_s: float = LOW_SPEED_TIME_S,
+        budget_s: float = DOWNLOAD_BUDGET_S,
+    ) -> None:
         """`url` into `dest` (through a .part file beside it); `root`: the workspace it
-        is in, where nothing is written through a link."""
+        is in, where nothing is written through a link.  A transfer under
+        `low_speed_bps` on average over the last `low_speed_time_s` is stalled and tried
+        again; all attempts and pauses together stop at `budget_s`."""
+        import http.client  # only downloads pay for the http stack
+
         from .. import safefs
 
         source = self._source(url, "downloading")
         owner = root if root is not None else dest.parent
         safefs.make_dirs(owner, dest.parent, "the download cache")
-        safefs.remove(owner, dest.with_name(f".{dest.name}.part"), "the download cache")
         tmp = dest.with_name(f".{dest.name}.part")
+        safefs.remove(owner, tmp, "the download cache")
         try:
             if source.startswith("file://"):  # a local mirror: a copy, no http stack
                 from urllib.parse import unquote, urlsplit
 
                 shutil.copyfile(unquote(urlsplit(source).path), tmp)
             else:
-                self._http_get(source, tmp)
-        except OSError as exc:  # urllib's URLError and HTTPError are OSErrors too
-            tmp.unlink(missing_ok=True)
+                rule = _Rule(low_speed_bps, low_speed_time_s, budget_s)
+                self._http_get(source, tmp, rule)
+        except Stalled as exc:
+            safefs.remove(owner, tmp, "the download cache", ignore_errors=True)
             raise FetchError(
-                f"downloading {redact(source)} failed: {redact(str(exc))}.",
+                f"downloading {redact(source)} gave up: {exc.reason}.", _slow_hint(url, source)
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError: OSErrors
+            safefs.remove(owner, tmp, "the download cache", ignore_errors=True)
+            raise FetchError(
+                f"downloading {redact(source)} failed: {redact(str(exc) or type(exc).__name__)}.",
                 _fetch_hint(url, source),
             ) from None
         safefs.replace(owner, tmp, dest, "the download cache")
 
-    def _http_get(self, source: str, tmp: Path) -> None:
-        import urllib.error  # only downloads pay for the http stack
-        import urllib.request
+    def _http_get(self, source: str, tmp: Path, rule: _Rule) -> None:
+        import http.client
+        import urllib.error
 
         request = _request(source)
+        deadline = time.monotonic() + rule.budget_s
 
         def attempt() -> None:
-            try:
-                resp = urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S)
-            except urllib.error.HTTPError as exc:
-                exc.close()  # the error holds the open response
-                raise
-            with resp, open(tmp, "wb") as out:
-                shutil.copyfileobj(resp, out)
+            with _Watch(rule, deadline) as watch:
+                try:
+                    resp = watch.opener().open(request, timeout=watch.socket_timeout())
+                except urllib.error.HTTPError as exc:
+                    exc.close()  # the error holds the open response
+                    raise
+                with resp, open(tmp, "wb") as out:
+                    for block in iter(lambda: resp.read(1 << 16), b""):
+                        out.write(block)
+                        watch.arrived(len(block))
 
         def transient(exc: Exception) -> bool:
+            if isinstance(exc, Stalled):
+                return not exc.budget_spent
             if isinstance(exc, urllib.error.HTTPError):
                 return exc.code >= 500
-            return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError))
+            return isinstance(
+                exc,
+                (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException),
+            )
 
-        self._retrying("download", source, attempt, transient)
+        self._retrying("download", source, attempt, transient, deadline)
+
+
+class Stalled(Exception):
+    """A download stopped by its low-speed rule or its budget; `reason` says which."""
+
+    def __init__(self, reason: str, budget_spent: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.budget_spent = budget_spent
+
+
+class _Rule(Struct, frozen=True):
+    """The bounds of one download: the low-speed limit and the budget for all attempts."""
+
+    low_speed_bps: int
+    low_speed_time_s: float
+    budget_s: float
+
+
+class _Watch:
+    """Watches one download attempt from a thread of its own and stops it (shuts its
+    sockets down, which wakes a read blocked in another thread) when it stalls or the
+    budget ends: connecting, the TLS handshake, the headers and the body alike, where a
+    socket timeout bounds only each read.  (The name lookup is bounded by the
+    resolver's own timeouts.)"""
+
+    def __init__(self, rule: _Rule, deadline: float) -> None:
+        self.rule = rule
+        self.deadline = deadline
+        self.received = 0  # body bytes; written by the downloading thread only
+        self.verdict: Optional[Stalled] = None
+        self._socks: List[socket.socket] = []
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="download-watch", daemon=True)
+
+    def __enter__(self) -> _Watch:
+        self._start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        with self._lock:
+            self._done.set()
+            for sock in self._socks:
+                sock.close()
+            self._socks.clear()
+        self._thread.join()
+        if self.verdict is not None:  # whatever the stopped read raised, or a cut body
+            raise self.verdict from None
+
+    def arrived(self, n: int) -> None:
+        self.received += n
+
+    def socket_timeout(self) -> float:
+        """Per read, a backstop only: the watch stops a stalled transfer first."""
+        return 2 * self.rule.low_speed_time_s + 1
+
+    def attach(self, sock: socket.socket) -> None:
+        """Watch a connection (a redirect or a proxy opens more than one)."""
+        with self._lock:
+            own = sock.dup()  # shutdown acts on the connection, whichever fd names it
+            self._socks.append(own)
+            if self.verdict is not None or self._done.is_set():
+                _shut(own)
+
+    def opener(self) -> Any:
+        import http.client
+        import urllib.request
+
+        watch = self
+
+        def watched(cls: Any) -> Any:
+            def make(host: str, **kwargs: Any) -> Any:
+                conn = cls(host, **kwargs)
+
+                def create(address: Any, timeout: Any = None, source: Any = None) -> Any:
+                    connect_s = min(watch.rule.low_speed_time_s, watch.left())
+                    sock = socket.create_connection(address, max(connect_s, 0.001), source)
+                    sock.settimeout(timeout)
+                    watch.attach(sock)
+                    return sock
+
+                conn._create_connection = create  # http.client's own hook for it
+                return conn
+
+            return make
+
+        class Http(urllib.request.HTTPHandler):
+            def http_open(self, req: Any) -> Any:
+                return self.do_open(watched(http.client.HTTPConnection), req)
+
+        class Https(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                context = getattr(self, "_context", None)  # the handler's own, as urllib's
+                return self.do_open(watched(http.client.HTTPSConnection), req, context=context)
+
+        return urllib.request.build_opener(Http(), Https())
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def _watch(self) -> None:
+        window = self.rule.low_speed_time_s
+        tick = max(0.05, min(1.0, window / 10))
+        samples = collections.deque([(self._start, 0)])
+        while not self._done.wait(min(tick, max(self.left(), 0.0))):
+            now, got = time.monotonic(), self.received
+            samples.append((now, got))
+            while len(samples) > 1 and samples[1][0] <= now - window:
+                samples.popleft()  # samples[0]: the last one at least `window` ago
+            then, before = samples[0]
+            if now >= self.deadline:
+                self._stop(
+                    Stalled(
+                        f"it was still running after {_secs(self.rule.budget_s)}, the budget "
+                        "for one download with its retries",
+                        budget_spent=True,
+                    )
+                )
+                return
+            if now - then >= window and got - before < self.rule.low_speed_bps * window:
+                self._stop(Stalled(_stall_rule(self.rule.low_speed_bps, window)))
+                return
+
+    def _stop(self, verdict: Stalled) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return  # it finished in time
+            self.verdict = verdict
+            for sock in self._socks:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _secs(seconds: float) -> str:
+    return f"{round(seconds)} s" if seconds >= 10 else f"{max(seconds, 0.0):.2g} s"
+
+
+def _stall_rule(bps: int, window: float) -> str:
+    total = bps * window
+    amount = f"{total / 1024:g} KiB" if total >= 1024 else f"{total:g} bytes"
+    return f"less than {amount} arrived in {_secs(window)} (the low-speed limit, {bps} bytes/s)"
 
 
 def _request(source: str) -> Any:
@@ -258,6 +503,41 @@ class GitFailed(Exception):
         super().__init__(f"git {' '.join(args)} exited {code}")
         self.code = code
         self.stderr = stderr
+
+
+class GitTimedOut(GitFailed, FetchError):
+    """A git command stopped at its timeout (it and all it started were killed).  A
+    GitFailed to the callers that handle those, and a FetchError (exit 4, one paragraph)
+    wherever it is not caught: never a raw TimeoutExpired."""
+
+    def __init__(self, args: Sequence[str], timeout_s: float) -> None:
+        verb = args[0] if args else ""
+        said = f"git {verb} did not finish within {_secs(timeout_s)} and was stopped"
+        super().__init__(args, 124, said)
+        self.timeout_s = max(timeout_s, 0.0)
+        self.message = f"{said}."
+        self.hint = (
+            "Retry; if it happens again, check the disk the workspace is on and, for a "
+            "remote, the network (a mirror rule in cannbuild.mirrors for a slow one)."
+        )
+
+
+def _slow_hint(url: str, source: str) -> str:
+    """What to do about a remote that is too slow or stalls."""
+    if source != url:
+        where = (
+            f"The mirror map rewrote {redact(url)}: check that mirror (cannbuild.mirrors in "
+            "invoke.yaml) or point the rule at a faster one"
+        )
+    else:
+        where = (
+            "Add a mirror rule for it (cannbuild.mirrors in invoke.yaml: "
+            "{'https://gitcode.com/': 'https://your-mirror/'})"
+        )
+    return (
+        f"{where}, build offline from a bundle (`cannbuild bundle OUT.tar` on a connected "
+        "machine, then --offline --bundle OUT.tar), or retry when the remote is faster."
+    )
 
 
 def _fetch_hint(url: str, source: str) -> str:
