@@ -194,7 +194,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
         )
     check_label(request.npu_label)
     if request.cannbuild_spec is not None:
-        from .container import check_requirement
+        from .grammars import check_requirement
 
         check_requirement(request.cannbuild_spec)
     if out is not None:
@@ -279,7 +279,7 @@ def chosen_install(spec: Optional[str], provider: str) -> Install:
     """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
     requirement pip recorded; else no way that resolves: refused.  A requirement is one
     PEP 508 line: it lands in the workflow's run blocks."""
-    from .container import check_requirement
+    from .grammars import check_requirement
 
     if spec is not None:
         check_requirement(spec)

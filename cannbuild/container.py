@@ -26,6 +26,7 @@ from msgspec.structs import replace
 from . import __version__
 from .container_engine import CACHE_SECRET_ID, SECRET_ID, build_command
 from .errors import StepFailed, UsageError
+from .grammars import check_cann, check_image, check_requirement, one_line
 from .host.socs import FAMILIES
 from .options import Options
 from .ownership import MARKER, check_replaceable, check_writable, mark
@@ -62,25 +63,6 @@ SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 CONTEXT_KIND = "container-context"
-# An image reference as docker and podman parse it (the distribution reference grammar,
-# github.com/distribution/reference regexp.go): [registry[:port]/]path[:tag][@digest], path
-# components lowercase, the tag [\w][\w.-]{0,127}; digests here are sha256 only.  Checked
-# whole: `debian:12\nRUN ...` or `x AS y` would otherwise be a Dockerfile instruction.
-_ALNUM = r"[a-z0-9]+"
-_PATH_COMPONENT = rf"{_ALNUM}(?:(?:[._]|__|-+){_ALNUM})*"
-_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
-IMAGE_REFERENCE = re.compile(
-    rf"(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
-    r"(?::(?P<tag>\w[\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?",
-    re.ASCII,
-)
-IMAGE_NAME_MAX = 255  # the grammar's bound on the name (registry and path)
-IMAGE_FORM = (
-    "[registry[:port]/]path[:tag][@sha256:<64 hex>]: path components in lowercase letters "
-    "and digits joined by . _ or -, a tag of letters, digits, _ . - (128 at most), e.g. "
-    "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11 or debian:12"
-)
 
 
 class ContainerSpec(Struct, frozen=True):
@@ -102,55 +84,6 @@ def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
 
 def cann_image(cann: str, variant: str, os_name: str, python: str) -> str:
     return f"{IMAGE_REPO}:{image_tag(cann, variant, os_name, python)}"
-
-
-def _one_line(value: str) -> bool:
-    return not any(ord(c) < 32 or ord(c) == 127 for c in value)
-
-
-def check_image(reference: str, flag: str = "--base") -> None:
-    """`reference` is an image reference, whole (see IMAGE_REFERENCE)."""
-    found = IMAGE_REFERENCE.fullmatch(reference) if _one_line(reference) else None
-    if found is None or len(found["name"]) > IMAGE_NAME_MAX:
-        raise UsageError(
-            f"{flag} {reference!r} is not an image reference.", f"Expected {IMAGE_FORM}."
-        )
-
-
-def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
-    """`spec` is one PEP 508 requirement on one line (it lands in a Dockerfile RUN line
-    and a workflow's run block, where a newline would start an instruction of its own)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    problem = "it is empty" if not spec.strip() else ""
-    if not problem and not _one_line(spec):
-        problem = "it holds a newline or another control character"
-    if not problem:
-        try:
-            Requirement(spec)
-        except InvalidRequirement as exc:
-            problem = str(exc).splitlines()[0]
-    if problem:
-        raise UsageError(
-            f"{flag} {spec!r} is not a pip requirement ({problem}).",
-            "Pass one PEP 508 requirement, e.g. cannbuild==1.2.0, "
-            "'cannbuild @ git+https://host/cannbuild.git@<commit>' or "
-            "'cannbuild @ https://host/cannbuild-1.2.0-py3-none-any.whl'.",
-        )
-
-
-def check_cann(cann: str, flag: str = "--cann") -> None:
-    from .host.versions import parse_cann_version
-
-    try:
-        if not _one_line(cann) or cann != cann.strip():
-            raise ValueError(cann)
-        parse_cann_version(cann)
-    except ValueError:
-        raise UsageError(
-            f"{flag} {cann!r} is not a CANN version.",
-            "Use the version as the CANN images' tags spell it, e.g. 8.5.0, 9.0.0 or 8.3.rc1.",
-        ) from None
 
 
 def check_flag_values(
@@ -355,7 +288,7 @@ def render_context(
             check_requirement(install, "the install source pip recorded (direct_url.json)")
     check_image(base, f"the base image (--base, --base-digest or {lock_file} [container])")
     for label, value in (("source", source), ("revision", revision)):
-        if not _one_line(value) or '"' in value or "\\" in value:
+        if not one_line(value) or '"' in value or "\\" in value:
             raise UsageError(
                 f"{lock_file}: the image {label} {value!r} (its repos' urls and names) cannot "
                 "stand in a Dockerfile LABEL: it holds a quote, a backslash or a newline.",

@@ -448,7 +448,7 @@ def test_a_flag_value_that_would_break_the_workflow_is_refused(tmp_path, route, 
     ],
 )
 def test_image_references_docker_takes_are_accepted(reference):
-    from cannbuild.container import check_image
+    from cannbuild.grammars import check_image
 
     check_image(reference)
 
@@ -462,6 +462,6 @@ def test_image_references_docker_takes_are_accepted(reference):
     ],
 )
 def test_pip_requirements_are_accepted(spec):
-    from cannbuild.container import check_requirement
+    from cannbuild.grammars import check_requirement
 
     check_requirement(spec)
