@@ -19,21 +19,19 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
-import urllib.parse
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from msgspec import Struct
 from msgspec.structs import replace
 
+from .cache_probe import probe_remote
 from .host.check import FAIL, PASS, SKIP, WARN, Check
 from .proc import run
 from .redact import redact
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
 RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage
-PROBE_TIMEOUT_S = 3.0  # the overall bound on asking the remote (doctor, and each build run)
 # ccache's own bounds on its remote (storage attributes, ccache >= 4.4; defaults 100 ms and
 # 10 s): a remote that turns slow during a build costs each compile about a second, not
 # minutes (the HTTP backend's operation timeout is per read: the probe at the start of a
@@ -324,151 +322,6 @@ def summary_line(record: Optional[Mapping[str, Any]]) -> str:
 
 
 # --- doctor ---------------------------------------------------------------------
-
-
-class _Deadline:
-    """One overall deadline for a probe: every socket operation gets what is left of it,
-    so a remote that trickles a byte at a time still costs at most the deadline (a
-    socket timeout alone is per operation)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out")
-        return left
-
-    def recv_line(self, sock: Any, limit: int = 4096) -> bytes:
-        """Bytes up to the first CRLF, read before the deadline."""
-        data = b""
-        while b"\r\n" not in data and len(data) < limit:
-            sock.settimeout(self.left())
-            chunk = sock.recv(limit - len(data))
-            if not chunk:
-                break
-            data += chunk
-        self.left()  # the last byte came too late: the probe promised this bound
-        return data.split(b"\r\n", 1)[0]
-
-
-def _connect(url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline) -> Any:
-    import socket
-    import ssl
-
-    host = url.hostname or "localhost"
-    sock = socket.create_connection((host, url.port or default_port), timeout=deadline.left())
-    if url.scheme in ("rediss", "https"):
-        sock.settimeout(deadline.left())
-        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-    return sock
-
-
-def _redis_answer(url: urllib.parse.SplitResult, deadline: _Deadline) -> str:
-    """Send AUTH (when the URL has a password) and PING; return the first reply line."""
-    sock = _connect(url, 6379, deadline)
-    try:
-        commands = []
-        userinfo = url.netloc.rpartition("@")[0]
-        if userinfo:  # as ccache reads it: [[USERNAME:]PASSWORD@]
-            user, colon, password = userinfo.partition(":")
-            words = ["AUTH", user, password] if colon else ["AUTH", user]
-            commands.append([urllib.parse.unquote(w) for w in words])
-        commands.append(["PING"])
-        reply = ""
-        for words in commands:
-            payload = f"*{len(words)}\r\n" + "".join(
-                f"${len(w.encode())}\r\n{w}\r\n" for w in words
-            )
-            sock.settimeout(deadline.left())
-            sock.sendall(payload.encode())
-            reply = deadline.recv_line(sock, 256).decode("utf-8", "replace")
-            if reply.startswith("-"):
-                return reply
-        return reply
-    finally:
-        sock.close()
-
-
-def _http_status(url: urllib.parse.SplitResult, deadline: _Deadline) -> int:
-    """HEAD the storage's URL and return the status code of the reply's first line.  By
-    hand on a socket, as ccache reaches it (no proxy), so that every read is bounded by
-    the deadline."""
-    import base64
-
-    host = url.hostname or ""
-    shown_host = f"[{host}]" if ":" in host else host
-    if url.port:
-        shown_host += f":{url.port}"
-    lines = [f"HEAD {url.path or '/'} HTTP/1.1", f"Host: {shown_host}", "Connection: close"]
-    if url.username is not None:
-        user = urllib.parse.unquote(url.username)
-        password = urllib.parse.unquote(url.password or "")
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        lines.append(f"Authorization: Basic {token}")
-    sock = _connect(url, 443 if url.scheme == "https" else 80, deadline)
-    try:
-        sock.settimeout(deadline.left())
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        status = deadline.recv_line(sock).decode("latin-1").split()
-    finally:
-        sock.close()
-    if len(status) < 2 or not status[0].startswith("HTTP/") or not status[1].isdigit():
-        raise ValueError(f"not an HTTP reply: {' '.join(status)[:80]!r}")
-    return int(status[1])
-
-
-def _bounded(work: Callable[[], T], seconds: float) -> T:
-    """`work` in a thread of its own, given up on after `seconds`: a name lookup cannot be
-    interrupted, so the deadline holds even while the resolver waits."""
-    import threading
-
-    outcome: List[Any] = []
-
-    def target() -> None:
-        try:
-            outcome.append((True, work()))
-        except BaseException as exc:  # handed to the caller
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=target, name="cache-probe", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if not outcome:
-        raise TimeoutError("timed out")
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
-
-
-def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, str]:
-    """Whether the storage answers within `timeout` (overall: connecting, the name
-    lookup and every read), and what it said (credentials redacted)."""
-    import ssl
-
-    url = remote.split("|", 1)[0]  # ccache attributes (|connect-timeout=...) are not the URL
-    parts = urllib.parse.urlsplit(url)
-    shown = redact(url)
-    start = time.monotonic()
-    deadline = _Deadline(timeout)
-    try:
-        if parts.scheme in ("redis", "rediss"):
-            reply = _bounded(lambda: _redis_answer(parts, deadline), timeout)
-            took = time.monotonic() - start
-            if reply == "+PONG":
-                return True, f"{shown} answered PING in {took * 1000:.0f} ms"
-            return False, f"{shown} answered {reply[:80]!r} to PING"
-        code = _bounded(lambda: _http_status(parts, deadline), timeout)
-        took = time.monotonic() - start
-        if code in (401, 403):
-            return False, f"{shown} answered HTTP {code}: it refuses these credentials"
-        return True, f"{shown} answered HTTP {code} in {took * 1000:.0f} ms"
-    except ValueError as exc:  # a port that answers, but not as a storage
-        return False, f"{shown} did not answer as a cache storage ({redact(str(exc))})"
-    except (OSError, ssl.SSLError) as exc:
-        return False, f"{shown} did not answer within {timeout:.0f} s ({redact(str(exc))})"
 
 
 def cache_checks(

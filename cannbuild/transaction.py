@@ -248,6 +248,7 @@ def run_pipeline(
     """Sync the sources and run the steps that are not up to date under the workspace lock;
     then (if asked, and the steps succeeded) validate under the same lock; report."""
     from . import cache as compile_cache
+    from .cache_probe import PROBE_TIMEOUT_S
     from .host.toolchain import remember_tools
     from .sources.pinning import syncing_sources
 
@@ -261,7 +262,7 @@ def run_pipeline(
             options.cache_remote,
             session.ws.root,
             session.host.build_env or env,
-            probe_timeout=compile_cache.PROBE_TIMEOUT_S,
+            probe_timeout=PROBE_TIMEOUT_S,
         )
         if cache is not None and cache.remote_skipped:
             progress.note(

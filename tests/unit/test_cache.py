@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from cannbuild.cache import cache_checks, probe_remote, run_record, summary_line
+from cannbuild.cache import cache_checks, run_record, summary_line
+from cannbuild.cache_probe import probe_remote
 from cannbuild.host.check import FAIL, SKIP, WARN
 
 from sharedcache import redis_server, running_redis

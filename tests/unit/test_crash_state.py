@@ -23,10 +23,10 @@ from cannbuild.cache import (
     CompileCache,
     compile_cache,
     find_ccache,
-    probe_remote,
     run_record,
     summary_line,
 )
+from cannbuild.cache_probe import probe_remote
 from cannbuild.housekeeping import workspace_status
 from cannbuild.locks import WorkspaceLock
 from cannbuild.ownership import claim
