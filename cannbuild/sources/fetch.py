@@ -15,15 +15,11 @@ naming the URL, the bound and the fix.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import hashlib
 import os
 import re
 import shutil
-import socket
 import subprocess
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
@@ -34,6 +30,7 @@ from msgspec import Struct
 from ..errors import FetchError, OfflineViolation
 from ..proc import run
 from ..redact import redact
+from .transfer import Stalled, TransferRule, TransferWatch, secs, stall_rule
 
 # one git command: a full clone of ops-transformer over a slow but steady link fits
 GIT_TIMEOUT_S = 600
@@ -236,16 +233,16 @@ class Fetcher(Struct, frozen=True):
             self._retrying(f"git {verb}", source, attempt, transient, deadline)
         except GitTimedOut as exc:
             raise FetchError(
-                f"git {verb} of {redact(source)} did not finish within {_secs(exc.timeout_s)} "
-                f"and was stopped (a git command may take {_secs(GIT_TIMEOUT_S)}, a fetch with "
-                f"its retries {_secs(budget_s)}).",
+                f"git {verb} of {redact(source)} did not finish within {secs(exc.timeout_s)} "
+                f"and was stopped (a git command may take {secs(GIT_TIMEOUT_S)}, a fetch with "
+                f"its retries {secs(budget_s)}).",
                 _slow_hint(url, source),
             ) from None
         except GitFailed as exc:
             stderr = exc.stderr.strip()
             if _TOO_SLOW.search(stderr):
                 raise FetchError(
-                    f"git {verb} of {redact(source)} stalled: {_stall_rule(LOW_SPEED_BPS, LOW_SPEED_TIME_S)}.",
+                    f"git {verb} of {redact(source)} stalled: {stall_rule(LOW_SPEED_BPS, LOW_SPEED_TIME_S)}.",
                     _slow_hint(url, source),
                 ) from None
             raise FetchError(
@@ -282,7 +279,7 @@ class Fetcher(Struct, frozen=True):
 
                 shutil.copyfile(unquote(urlsplit(source).path), tmp)
             else:
-                rule = _Rule(low_speed_bps, low_speed_time_s, budget_s)
+                rule = TransferRule(low_speed_bps, low_speed_time_s, budget_s)
                 self._http_get(source, tmp, rule)
         except Stalled as exc:
             safefs.remove(owner, tmp, "the download cache", ignore_errors=True)
@@ -297,7 +294,7 @@ class Fetcher(Struct, frozen=True):
             ) from None
         safefs.replace(owner, tmp, dest, "the download cache")
 
-    def _http_get(self, source: str, tmp: Path, rule: _Rule) -> None:
+    def _http_get(self, source: str, tmp: Path, rule: TransferRule) -> None:
         import http.client
         import urllib.error
 
@@ -305,7 +302,7 @@ class Fetcher(Struct, frozen=True):
         deadline = time.monotonic() + rule.budget_s
 
         def attempt() -> None:
-            with _Watch(rule, deadline) as watch:
+            with TransferWatch(rule, deadline) as watch:
                 try:
                     resp = watch.opener().open(request, timeout=watch.socket_timeout())
                 except urllib.error.HTTPError as exc:
@@ -327,153 +324,6 @@ class Fetcher(Struct, frozen=True):
             )
 
         self._retrying("download", source, attempt, transient, deadline)
-
-
-class Stalled(Exception):
-    """A download stopped by its low-speed rule or its budget; `reason` says which."""
-
-    def __init__(self, reason: str, budget_spent: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.budget_spent = budget_spent
-
-
-class _Rule(Struct, frozen=True):
-    """The bounds of one download: the low-speed limit and the budget for all attempts."""
-
-    low_speed_bps: int
-    low_speed_time_s: float
-    budget_s: float
-
-
-class _Watch:
-    """Watches one download attempt from a thread of its own and stops it (shuts its
-    sockets down, which wakes a read blocked in another thread) when it stalls or the
-    budget ends: connecting, the TLS handshake, the headers and the body alike, where a
-    socket timeout bounds only each read.  (The name lookup is bounded by the
-    resolver's own timeouts.)"""
-
-    def __init__(self, rule: _Rule, deadline: float) -> None:
-        self.rule = rule
-        self.deadline = deadline
-        self.received = 0  # body bytes; written by the downloading thread only
-        self.verdict: Optional[Stalled] = None
-        self._socks: List[socket.socket] = []
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="download-watch", daemon=True)
-
-    def __enter__(self) -> _Watch:
-        self._start = time.monotonic()
-        self._thread.start()
-        return self
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        with self._lock:
-            self._done.set()
-            for sock in self._socks:
-                sock.close()
-            self._socks.clear()
-        self._thread.join()
-        if self.verdict is not None:  # whatever the stopped read raised, or a cut body
-            raise self.verdict from None
-
-    def arrived(self, n: int) -> None:
-        self.received += n
-
-    def socket_timeout(self) -> float:
-        """Per read, a backstop only: the watch stops a stalled transfer first."""
-        return 2 * self.rule.low_speed_time_s + 1
-
-    def attach(self, sock: socket.socket) -> None:
-        """Watch a connection (a redirect or a proxy opens more than one)."""
-        with self._lock:
-            own = sock.dup()  # shutdown acts on the connection, whichever fd names it
-            self._socks.append(own)
-            if self.verdict is not None or self._done.is_set():
-                _shut(own)
-
-    def opener(self) -> Any:
-        import http.client
-        import urllib.request
-
-        watch = self
-
-        def watched(cls: Any) -> Any:
-            def make(host: str, **kwargs: Any) -> Any:
-                conn = cls(host, **kwargs)
-
-                def create(address: Any, timeout: Any = None, source: Any = None) -> Any:
-                    connect_s = min(watch.rule.low_speed_time_s, watch.left())
-                    sock = socket.create_connection(address, max(connect_s, 0.001), source)
-                    sock.settimeout(timeout)
-                    watch.attach(sock)
-                    return sock
-
-                conn._create_connection = create  # http.client's own hook for it
-                return conn
-
-            return make
-
-        class Http(urllib.request.HTTPHandler):
-            def http_open(self, req: Any) -> Any:
-                return self.do_open(watched(http.client.HTTPConnection), req)
-
-        class Https(urllib.request.HTTPSHandler):
-            def https_open(self, req: Any) -> Any:
-                context = getattr(self, "_context", None)  # the handler's own, as urllib's
-                return self.do_open(watched(http.client.HTTPSConnection), req, context=context)
-
-        return urllib.request.build_opener(Http(), Https())
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def _watch(self) -> None:
-        window = self.rule.low_speed_time_s
-        tick = max(0.05, min(1.0, window / 10))
-        samples = collections.deque([(self._start, 0)])
-        while not self._done.wait(min(tick, max(self.left(), 0.0))):
-            now, got = time.monotonic(), self.received
-            samples.append((now, got))
-            while len(samples) > 1 and samples[1][0] <= now - window:
-                samples.popleft()  # samples[0]: the last one at least `window` ago
-            then, before = samples[0]
-            if now >= self.deadline:
-                self._stop(
-                    Stalled(
-                        f"it was still running after {_secs(self.rule.budget_s)}, the budget "
-                        "for one download with its retries",
-                        budget_spent=True,
-                    )
-                )
-                return
-            if now - then >= window and got - before < self.rule.low_speed_bps * window:
-                self._stop(Stalled(_stall_rule(self.rule.low_speed_bps, window)))
-                return
-
-    def _stop(self, verdict: Stalled) -> None:
-        with self._lock:
-            if self._done.is_set():
-                return  # it finished in time
-            self.verdict = verdict
-            for sock in self._socks:
-                _shut(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-def _secs(seconds: float) -> str:
-    return f"{round(seconds)} s" if seconds >= 10 else f"{max(seconds, 0.0):.2g} s"
-
-
-def _stall_rule(bps: int, window: float) -> str:
-    total = bps * window
-    amount = f"{total / 1024:g} KiB" if total >= 1024 else f"{total:g} bytes"
-    return f"less than {amount} arrived in {_secs(window)} (the low-speed limit, {bps} bytes/s)"
 
 
 def _request(source: str) -> Any:
@@ -512,7 +362,7 @@ class GitTimedOut(GitFailed, FetchError):
 
     def __init__(self, args: Sequence[str], timeout_s: float) -> None:
         verb = args[0] if args else ""
-        said = f"git {verb} did not finish within {_secs(timeout_s)} and was stopped"
+        said = f"git {verb} did not finish within {secs(timeout_s)} and was stopped"
         super().__init__(args, 124, said)
         self.timeout_s = max(timeout_s, 0.0)
         self.message = f"{said}."
