@@ -166,6 +166,14 @@ def open_text(
     return open(fd, encoding=encoding, newline=newline)
 
 
+def head(path: Path, what: str, max_bytes: int) -> bytes:
+    """The first `max_bytes` bytes (fewer when it is shorter) of a regular file of any
+    size: enough to recognise a file's format without reading it."""
+    fd = open_regular(path, what, None)
+    with io.FileIO(fd, "r") as fh:
+        return _read_at_most(fh, max_bytes)
+
+
 def first_line(path: Path, what: str, max_bytes: int = FIRST_LINE_BYTES) -> str:
     """The first line (at most `max_bytes` of it) of a regular file of any size."""
     fd = open_regular(path, what, None)
@@ -249,6 +257,7 @@ __all__ = [
     "WALK_FOLDERS",
     "WALK_NAMES",
     "first_line",
+    "head",
     "open_regular",
     "open_text",
     "read_bytes",

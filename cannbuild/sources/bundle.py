@@ -13,12 +13,13 @@ import io
 import json
 import os
 import re
+import stat
 import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..bounded import BUNDLE_MEMBERS, open_regular
+from ..bounded import BUNDLE_MEMBERS, head, open_regular
 from ..errors import UsageError, write_error
 from ..ownership import inside
 from ..workspace import Workspace
@@ -87,10 +88,53 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
                     info.size = files[name].stat().st_size
                     with open(files[name], "rb") as fh:
                         tar.addfile(info, fh)
+            refuse_foreign_out(out)  # again: a file may have been put there meanwhile
             os.replace(partial, out)
         finally:
             partial.unlink(missing_ok=True)
     return {"path": str(out), "files": len(files) + 1, "bytes": out.stat().st_size, "repos": repos}
+
+
+def refuse_foreign_out(out: Path) -> None:
+    """`bundle OUT` replaces only a bundle cannbuild made, never a user's file, as `ci
+    --out` only replaces a workflow it rendered; a link at OUT is refused whatever it
+    points at (writing through it would replace the file it names).  Exit 2, nothing
+    touched."""
+    try:
+        mode = os.lstat(out).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:  # a path the kernel refuses as spelled (2), not ours (11)
+        raise write_error(exc, "OUT", out) from None
+    hint = "Pass OUT as a new file (or one `cannbuild bundle` wrote), or move that one away first."
+    if stat.S_ISLNK(mode):
+        raise UsageError(
+            f"OUT {out} is a symlink (to {os.readlink(out)}); cannbuild does not write "
+            "through a link, so it is left as it is.",
+            hint,
+        )
+    if not stat.S_ISREG(mode) or not _is_bundle(out):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a file"
+        raise UsageError(
+            f"OUT {out} is {kind} cannbuild did not make (not a bundle of its own); "
+            "it is left as it is.",
+            hint,
+        )
+
+
+def _is_bundle(path: Path) -> bool:
+    """Whether `path` starts as `make_bundle` writes a tar: its first member is the lock
+    or the manifest, a regular file with mtime 0 and no owner name (what a user's own
+    tar of a project holding a cannbuild.lock does not have).  Only the first header
+    (512 bytes) is read."""
+    try:
+        first = head(path, "OUT", tarfile.BLOCKSIZE)
+        info = tarfile.TarInfo.frombuf(first, "utf-8", "surrogateescape")
+    except (OSError, UsageError, tarfile.TarError):
+        return False
+    return (
+        info.name in (LOCK_NAME, MANIFEST) and info.isfile() and info.mtime == 0 and not info.uname
+    )
 
 
 def bundle_contents(ws: Workspace, lock_file: Path) -> List[str]:

@@ -199,12 +199,13 @@ def setup(c: Any, **flags: Any) -> None:
 def bundle(c: Any, out: str, **flags: Any) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
-    from ..sources.bundle import bundle_contents, make_bundle
+    from ..sources.bundle import bundle_contents, make_bundle, refuse_foreign_out
     from ..workspace import Workspace
 
     options = lock_to_read(c, flags, make_options(c, flags))
     ws = Workspace(options.workspace)
-    target = Path(out).resolve()
+    target = Path(os.path.abspath(out))  # not resolved: a link at OUT is refused, not followed
+    refuse_foreign_out(target)
     if flags.get("dry_run"):
         names = bundle_contents(ws, options.lock_file)
         ui.note(
