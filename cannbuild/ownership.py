@@ -27,26 +27,14 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence, Set
 
 from .errors import StorageError, UsageError, write_error
-from .workspace import Workspace, read_json, write_atomic
+from .workspace import FOLDERS, LATEST_LINKS, Workspace, read_json, write_atomic
 
 MARKER = ".cannbuild-owned"
 
 # The names cannbuild uses in each kind of folder (a pre-marker folder holds no others).
 KNOWN_ENTRIES = {
     "workspace": {
-        "src",
-        "cache",
-        "stage",
-        "overlay",
-        "opp",
-        "stamps",
-        "logs",
-        "reports",
-        "tmp",
-        "validate",
-        "sandbox",
-        "toolkit-backup",
-        "ccache",
+        *(name for name in FOLDERS if "/" not in name),
         "cannbuild.lock",
         ".lock",
         ".lock.info",
@@ -157,7 +145,7 @@ def check_replaceable(folder: Path, kind: str, what: str) -> Path:
         )
     current = marker_kind(folder)
     if current == kind:
-        return folder
+        return _layout_checked(folder, kind, what)
     if current is not None:
         raise UsageError(
             f"{what} {folder} is a cannbuild {current}, not a {kind}.",
@@ -184,7 +172,40 @@ def check_replaceable(folder: Path, kind: str, what: str) -> Path:
             f"only writes into a {kind} folder it made, so nothing there is touched.",
             f"Pass a new or empty folder as {what}.",
         )
+    return _layout_checked(folder, kind, what)
+
+
+def _layout_checked(folder: Path, kind: str, what: str) -> Path:
+    if kind == "workspace" and folder.is_dir():
+        check_layout(folder, what)
     return folder
+
+
+def check_layout(root: Path, what: str = "--workspace") -> None:
+    """Refuse (exit 2, naming it) a link or a file at a folder of the workspace that runs
+    write files into (workspace.FOLDERS), when a run takes the workspace and before it
+    writes anything: one check here, not one per file written.  Deeper paths go through
+    safefs as they are written or removed.  Only the `latest` links cannbuild makes,
+    naming a run folder beside them, are links it keeps."""
+    from . import safefs
+
+    for name in FOLDERS:
+        safefs.check_below(root, root / name, what, folder=True)
+    for name in LATEST_LINKS:
+        link = root / name
+        try:
+            target = os.readlink(link)
+        except FileNotFoundError:
+            continue
+        except OSError:  # there, and not a link (EINVAL): a folder or a file of someone's
+            target = None
+        if target is None or "/" in target or target in (".", ".."):
+            raise UsageError(
+                f"{what}: {link} is not the link to a run folder beside it that cannbuild "
+                f"makes ({'not a link' if target is None else f'a link to {target}'}); "
+                "nothing there was touched.",
+                f"Remove it (rm {link}) and rerun; cannbuild makes it again.",
+            )
 
 
 def _shown(names: Sequence[str]) -> str:

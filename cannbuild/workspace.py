@@ -24,6 +24,37 @@ from typing import Any, Dict, Mapping, Optional
 
 from msgspec import Struct
 
+# The folders runs write files into, by the fixed names cannbuild gives them: the top of
+# the workspace and the caches' folders (a run's own logs/<run> and reports/<run> are
+# made new).  Each must be a real folder or absent when a run takes the workspace
+# (ownership.check_layout): a link there would have a run write where it leads.
+FOLDERS = (
+    "src",
+    "cache",
+    "stage",
+    "overlay",
+    "opp",
+    "stamps",
+    "logs",
+    "reports",
+    "tmp",
+    "validate",
+    "sandbox",
+    "toolkit-backup",
+    "ccache",
+    "bench",
+    "profile",
+    "variants",
+    "cache/git",
+    "cache/downloads",
+    "cache/downloads/.incoming",
+    "cache/renders",
+    "cache/jinja",
+    "cache/third-party",
+)
+# The links cannbuild itself makes (point_link): `latest`, naming a run folder beside it.
+LATEST_LINKS = ("logs/latest", "reports/latest", "bench/latest")
+
 
 class Workspace(Struct, frozen=True):
     root: Path
