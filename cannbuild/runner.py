@@ -285,12 +285,15 @@ def run_step(
 
 
 def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
-    """The folders the step writes into (its checkout, where its packages go) are real
-    folders of the workspace, not links, before its command runs: the command writes
-    where they lead.  (An action's install folders: actions.py.)"""
+    """The folders the step writes into (its checkout, the scratch folders its command
+    removes and makes again, where its packages go) are real folders of the workspace,
+    not links, before its command runs: the command writes where they lead.  (An
+    action's install folders: actions.py.)"""
     what = f"a folder {step.name} writes into"
     if ws.root in step.cwd.parents:
         safefs.check_below(ws.root, step.cwd, what, folder=True)
+        for name in step.spec.scratch:
+            safefs.check_below(ws.root, step.cwd / name, what, folder=True)
     for pattern in patterns:
         fixed = Path(*[p for p in Path(pattern).parts if not any(c in p for c in "*?[")])
         folder = fixed.parent if str(fixed) == pattern else fixed

@@ -71,6 +71,10 @@ class StepSpec(Struct, frozen=True):
     after: Tuple[str, ...] = ()
     inputs: Tuple[str, ...] = ()
     produces: Tuple[str, ...] = ()
+    # folders the command removes and makes again by name in its cwd (build.sh's clean:
+    # build/, output/; build_out/): a link there is refused before the step runs, or the
+    # build would run, and delete, where it leads
+    scratch: Tuple[str, ...] = ()
     phase: str = "build"
     action: Optional[str] = None
     env: Tuple[Tuple[str, str], ...] = ()

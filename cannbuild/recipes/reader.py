@@ -51,6 +51,7 @@ _STEP_KEYS = {
     "after",
     "inputs",
     "produces",
+    "scratch",
     "phase",
     "action",
     "env",
@@ -216,6 +217,9 @@ def load_recipe(path: Path) -> Recipe:
             after=r.strings(table, "after", where),
             inputs=r.strings(table, "inputs", where),
             produces=r.strings(table, "produces", where),
+            scratch=tuple(
+                _relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)
+            ),
             phase=r.get(table, "phase", str, where, required=False) or "build",
             action=r.get(table, "action", str, where, required=False),
             env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
@@ -344,13 +348,13 @@ def _hex(r: _Reader, table: Mapping[str, Any], key: str, where: str) -> Optional
     return value
 
 
-def _relative(r: _Reader, place: str, where: str) -> str:
+def _relative(r: _Reader, place: str, where: str, key: str = "place") -> str:
     """A place inside the checkout: relative, without `..`."""
     parts = PurePosixPath(place).parts
     if not place or place.startswith("/") or ".." in parts or "\\" in place:
         raise r.fail(
             where,
-            f"place {place!r} is not a path inside the checkout.",
+            f"{key} {place!r} is not a path inside the checkout.",
             "Write it relative to the repository root, e.g. 'third_party/pkg/x.tar.gz' "
             "(a trailing '/' means: unpacked there).",
         )
