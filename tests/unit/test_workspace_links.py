@@ -192,23 +192,41 @@ def bundle_to(project: Path, route: str, out: Path) -> subprocess.CompletedProce
     )
 
 
+def _users_file(out: Path, project: Path) -> None:
+    users_folder(out.parent, [out.name])
+
+
+def _empty_file(out: Path, project: Path) -> None:
+    out.write_bytes(b"")
+
+
 def _users_tar(out: Path, project: Path) -> None:
     """A user's own tar of a project, its lock first: not a bundle cannbuild made."""
     with tarfile.open(out, "w") as tar:
         tar.add(project / "cannbuild.lock", arcname="cannbuild.lock")
 
 
-OUTS: Dict[str, Callable[[Path, Path], Path]] = {
-    "a user's file": lambda out, p: users_folder(out.parent, [out.name]) / out.name,
-    "an empty file": lambda out, p: out.write_bytes(b"") and out or out,
-    "a user's tar holding a cannbuild.lock": lambda out, p: _users_tar(out, p) or out,
-    "a folder": lambda out, p: users_folder(out, ["a.txt"]),
-    "a link to a user's file": lambda out, p: (
-        users_folder(out.parent, ["mine.yml"]) and out.symlink_to("mine.yml") or out
-    ),
-    "a link to a cannbuild bundle": lambda out, p: (
-        shutil.copy(p / "made.tar", out.parent / "old.tar") and out.symlink_to("old.tar") or out
-    ),
+def _folder(out: Path, project: Path) -> None:
+    users_folder(out, ["a.txt"])
+
+
+def _link_to_users_file(out: Path, project: Path) -> None:
+    users_folder(out.parent, ["mine.yml"])
+    out.symlink_to("mine.yml")
+
+
+def _link_to_a_bundle(out: Path, project: Path) -> None:
+    shutil.copy(project / "made.tar", out.parent / "old.tar")
+    out.symlink_to("old.tar")
+
+
+OUTS: Dict[str, Callable[[Path, Path], None]] = {
+    "a user's file": _users_file,
+    "an empty file": _empty_file,
+    "a user's tar holding a cannbuild.lock": _users_tar,
+    "a folder": _folder,
+    "a link to a user's file": _link_to_users_file,
+    "a link to a cannbuild bundle": _link_to_a_bundle,
 }
 
 
@@ -237,3 +255,67 @@ def test_bundle_out_at_a_bundle_cannbuild_made_is_replaced(bundling, tmp_path, r
     assert out.stat().st_ino != inode  # a new file renamed into place
     with tarfile.open(out) as tar:
         assert "manifest.json" in tar.getnames()
+
+
+# --- a build step's scratch folders (build.sh's clean: build/, build_out/, output/) ------
+
+SCRATCH = ("build", "build_out", "output")
+# what opbase's build.sh does in build/ (a CMake configure): it deletes and writes there
+BUILD_SH = "mkdir -p build output && rm -f build/CMakeCache.txt && echo new > build/CMakeCache.txt"
+
+
+@pytest.mark.parametrize("name", ["build", "build_out", "output"])
+def test_a_link_at_a_build_steps_scratch_folder_is_refused_before_it_runs(world, name):
+    from cannbuild.actions import ActionContext
+    from cannbuild.plan import PlannedStep
+    from cannbuild.recipes.model import StepSpec
+    from cannbuild.runner import NoProgress, RunLogs, run_step
+
+    ws, mine = world
+    checkout = ws.checkout("opbase")
+    checkout.mkdir()
+    link = put_link(ws, f"src/opbase/{name}", mine)
+    step = PlannedStep(
+        spec=StepSpec("opbase-build", "steps/opbase-build.j2", repo="opbase", scratch=SCRATCH),
+        command=BUILD_SH,
+        argv=("sh", "-c", BUILD_SH),
+        cwd=checkout,
+        env=dict(os.environ),
+        env_delta={},
+        inputs={},
+    )
+    actions = ActionContext(
+        toolkit_home=ws.root / "toolkit",
+        overlay=ws.overlay,
+        stage=ws.stage,
+        opp=ws.opp,
+        vendor_dir=ws.opp / "vendors" / "custom_transformer",
+    )
+    before = tree_digest(mine)
+    with pytest.raises(UsageError) as refused:
+        run_step(step, ws, RunLogs(ws, RUN), actions, NoProgress(), [])
+    assert str(link) in refused.value.message and "symlink" in refused.value.message
+    assert tree_digest(mine) == before
+
+
+def test_the_shipped_build_steps_declare_what_build_sh_removes():
+    from cannbuild.recipes import load_recipe
+    from cannbuild.resources import data_dir
+
+    for path in sorted(data_dir("recipes").glob("*.toml")):
+        recipe = load_recipe(path)
+        for step in recipe.steps:
+            if step.repo and step.produces:
+                assert set(SCRATCH) <= set(step.scratch), (path.name, step.name)
+
+
+@pytest.mark.parametrize("value", ["../elsewhere", "/tmp/build", ""])
+def test_a_scratch_folder_outside_the_checkout_is_refused(tmp_path, value):
+    from cannbuild.recipes import load_recipe
+    from cannbuild.resources import data_dir
+
+    shipped = (data_dir("recipes") / "8.5.toml").read_text()
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text(shipped.replace('scratch = ["build"', f'scratch = ["{value}", "build"', 1))
+    with pytest.raises(UsageError, match=f"scratch '{value}' is not a path inside the checkout"):
+        load_recipe(recipe)
