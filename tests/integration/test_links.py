@@ -46,6 +46,17 @@ LINKED: Dict[str, Tuple[str, Tuple[str, ...], Tuple[str, ...]]] = {
         ("cann/share/info/opbase/version.info", "notes.txt"),
         ("build", "--force", "opbase-install"),
     ),
+    # folders a run only writes files into (reports, memos, stamps): refused when the
+    # run takes the workspace, before the first write
+    "reports-build": ("reports", ("last-build.json", "20250101-000000-1/report.json"), ("build",)),
+    "cache-build": ("cache", ("artifacts.json", "commit-times.json", "tools.json"), ("build",)),
+    "stamps-build": ("stamps", ("opbase-build.json", "notes.txt"), ("build",)),
+    # a folder build.sh removes and remakes in the checkout: refused before the step runs
+    "checkout-build-force": (
+        "src/opbase/build",
+        ("CMakeCache.txt", "notes.txt"),
+        ("build", "--force", "opbase-build"),
+    ),
 }
 
 
