@@ -8,7 +8,8 @@ StrictUndefined, and comments are `{=# … #=}` so bash's `${#array[@]}` is not 
 as a Jinja comment.
 
 Templates are data a user may hand us, so the sandbox also bounds what they compute
-(render_bounds.py): past a bound the render fails naming it, exit 2.
+(render_bounds.py, enforced by the environment of render_sandbox.py): past a bound the
+render fails naming it, exit 2.
 
 Jinja is imported only when something is rendered for the first time: a no-op run
 renders recipe values that are plain `{{ name }}` lookups (`_lookup`) and step
@@ -37,14 +38,8 @@ from typing import (
 )
 
 from .errors import UsageError
-from .render_bounds import (
-    COMPILED_AS,
-    MAX_COMMAND_CHARS,
-    MAX_VALUE_CHARS,
-    bounded_classes,
-    counted,
-    short,
-)
+from .render_bounds import COMPILED_AS, MAX_COMMAND_CHARS, MAX_VALUE_CHARS, counted, short
+from .render_sandbox import bounded_classes
 from .workspace import read_text_map, remember
 
 if TYPE_CHECKING:

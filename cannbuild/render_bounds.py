@@ -4,19 +4,20 @@ Templates are data a user may hand us (a recipe, the step templates beside it), 
 sandbox bounds what they compute: arithmetic, string and list sizes, format widths,
 ranges, and the text a render and a recipe value may come to (the MAX_* constants below).
 Past a bound, the render fails with a TemplateError naming it (exit 2 where a recipe is
-rendered), before the machine's memory or a minute of CPU is spent.  Loops are bounded
-through `range` (per call and per render); a loop over a long string or list is not
-counted, but every value it can build is.  `render.py` makes its environments from
-`bounded_classes()`; Jinja is imported only when that is first called.
+rendered), before the machine's memory or a minute of CPU is spent.  Work is bounded per
+render too: the items its loops and filters go through, and the characters its checked
+operations read and build (each within the bounds, ten thousand of them are not).
+The checks are here; `render_sandbox.py` makes the Jinja environment that calls them, and
+`render.py` its environments from that.  Jinja is imported here only to raise a refusal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-import functools
 import re
 import string
-from typing import Any, Dict, List, Mapping, NoReturn, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, NoReturn, Optional, Tuple
 
 # --- what a template may compute ------------------------------------------------------
 # One rendered recipe value (a tag, a cwd, an env entry, an output pattern).  Linux refuses
@@ -35,22 +36,35 @@ MAX_RENDER_CHARS = 1024 * 1024
 MAX_ITEMS = 10_000
 # The range items one render may loop over in all (nested loops multiply).
 MAX_RANGE_ITEMS = 100_000
+# The items one render may go through in all: every pass of a `{% for %}` (nested loops
+# multiply, a recursive loop's inner passes count) and every item a filter walks (map, sort,
+# unique, join, ...).  A step template loops over a few ops; 10**5 passes take well under
+# a second, two nested loops over a 9000-item list took minutes.
+MAX_LOOP_ITEMS = 100_000
+# The characters (or items) the checked operations of one render read and build in all:
+# each result is within MAX_TEXT_CHARS, but ten thousand of them (a `map` that pads each
+# item) took 2.5 GB before the list was refused.  Real renders handle under 100 KiB; a
+# refused one stops at a few times this in memory.
+MAX_BUILT_CHARS = 16 * 1024 * 1024
 # An integer a template computes: about 1200 digits.  `10 ** 10000000` would cost half a
 # minute of CPU to print (Python then refuses, past 4300 digits).
 MAX_INT_BITS = 4096
 # Compiled templates are cached by name and source; a change to what the environment
-# compiles into them (intercepted operators, finalize) must not load older code.
-COMPILED_AS = "bounded-1"
+# compiles into them (intercepted operators, counted loops and `~`) must not load older code.
+COMPILED_AS = "bounded-2"
 
 
 class _Budget:
-    """What one render has used so far: range items looped over, characters output."""
+    """What one render has used so far: range items, characters output, items looped
+    over, characters read and built."""
 
-    __slots__ = ("chars", "items")
+    __slots__ = ("built", "chars", "items", "loops")
 
     def __init__(self) -> None:
         self.items = 0
         self.chars = 0
+        self.loops = 0
+        self.built = 0
 
 
 _BUDGET: contextvars.ContextVar[Optional[_Budget]] = contextvars.ContextVar(
@@ -62,6 +76,48 @@ def _refuse(what: str, bound: int, name: str) -> NoReturn:
     from jinja2.exceptions import SecurityError
 
     raise SecurityError(f"{what}: over the bound of {bound} ({name} in cannbuild/render_bounds.py)")
+
+
+@contextlib.contextmanager
+def budgeted() -> Iterator[None]:
+    """The budget of one render, from its start to its end."""
+    token = _BUDGET.set(_Budget())
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def _charge(loops: int = 0, built: int = 0) -> None:
+    """Work the current render does, counted (none outside a bounded render)."""
+    budget = _BUDGET.get()
+    if budget is None:
+        return
+    budget.loops += loops
+    budget.built += built
+    if budget.loops > MAX_LOOP_ITEMS:
+        _refuse("the items this render loops over", MAX_LOOP_ITEMS, "MAX_LOOP_ITEMS")
+    if budget.built > MAX_BUILT_CHARS:
+        _refuse("what this render reads and builds", MAX_BUILT_CHARS, "MAX_BUILT_CHARS")
+
+
+def loop_items(iterable: Any) -> Any:
+    """What a `{% for %}` or a filter goes through, counted against the render's bound: a
+    sized value up front (all of it is gone through), an iterator item by item."""
+    if _BUDGET.get() is None:
+        return iterable
+    try:
+        size = len(iterable)
+    except TypeError:  # a filter's generator: counted as it is consumed
+        return _counting(iter(iterable))
+    _charge(loops=size)
+    return iterable
+
+
+def _counting(items: Any) -> Any:
+    for item in items:
+        _charge(loops=1)
+        yield item
 
 
 def short(value: Any) -> str:
@@ -101,12 +157,16 @@ def _weight(value: Any, limit: int = MAX_TEXT_CHARS) -> int:
     return total
 
 
-def _check_result(value: Any, what: str) -> Any:
-    """`value` when it is within the bounds on what a template builds."""
+def _check_result(value: Any, what: str, charge: bool = True) -> Any:
+    """`value` when it is within the bounds on what a template builds; with `charge`, its
+    size counts against what the render builds in all."""
+    size = 0
     if isinstance(value, str):
-        if len(value) > MAX_TEXT_CHARS:
-            _refuse(f"{what} makes {len(value)} characters", MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
+        size = len(value)
+        if size > MAX_TEXT_CHARS:
+            _refuse(f"{what} makes {size} characters", MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
     elif _is_int(value):
+        size = value.bit_length() // 3 + 1
         if value.bit_length() > MAX_INT_BITS:
             _refuse(
                 f"{what} makes a {value.bit_length()}-bit integer", MAX_INT_BITS, "MAX_INT_BITS"
@@ -114,8 +174,11 @@ def _check_result(value: Any, what: str) -> Any:
     elif isinstance(value, (list, tuple, set, frozenset, dict)):
         if len(value) > MAX_ITEMS:
             _refuse(f"{what} makes {len(value)} items", MAX_ITEMS, "MAX_ITEMS")
-        if _weight(value) > MAX_TEXT_CHARS:
+        size = _weight(value)
+        if size > MAX_TEXT_CHARS:
             _refuse(f"{what} makes a value this long", MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
+    if charge:
+        _charge(built=size)
     return value
 
 
@@ -231,10 +294,17 @@ def _check_call(obj: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tupl
     """The arguments of a call from a template, checked (a macro's too: recursion that
     doubles a string stops at the bound); str methods that pad or multiply are bounded
     before they run."""
+    read = 0
     for value in (*args, *kwargs.values()):
-        if isinstance(value, (str, list, tuple, dict)) and _weight(value) > MAX_TEXT_CHARS:
-            _refuse("a call's argument is too long", MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
+        if isinstance(value, (str, list, tuple, dict)):
+            weight = _weight(value)
+            read += weight
+            if weight > MAX_TEXT_CHARS:
+                _refuse("a call's argument is too long", MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
     owner = getattr(obj, "__self__", None)
+    if isinstance(owner, str):
+        read += len(owner)
+    _charge(built=read)  # a method that scans a long string, in a loop
     if not isinstance(owner, str):
         return args
     name = getattr(obj, "__name__", "")
@@ -256,41 +326,6 @@ def _check_call(obj: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tupl
         widest = max((_weight(v) for v in first.values()), default=1)
         _check_text(len(owner) * max(widest, 1), what)
     return args
-
-
-def _bounded_filter(name: str, func: Any) -> Any:
-    """A Jinja filter whose arguments and result are checked: the ones that pad, repeat
-    or join (center, indent, format, join, replace, batch, slice) before they run."""
-    skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
-
-    @functools.wraps(func)
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        head, rest = args[:skip], list(args[skip:])
-        what = f"the {name} filter"
-        value = rest[0] if rest else None
-        if name == "center" and len(rest) > 1 and _is_int(rest[1]):
-            _check_text(rest[1], what)
-        elif name == "indent" and isinstance(value, str):
-            width = rest[1] if len(rest) > 1 else kwargs.get("width", 4)
-            pad = width if _is_int(width) else len(str(width))
-            _check_text(len(value) + (value.count("\n") + 1) * pad, what)
-        elif name == "format" and isinstance(value, str):
-            _check_percent(value, kwargs or tuple(rest[1:]), what)
-        elif name == "join" and rest:
-            rest[0] = _bounded_items(value, what)
-            _check_join(rest[1] if len(rest) > 1 else kwargs.get("d", ""), rest[0], what)
-        elif name == "replace" and len(rest) >= 3:
-            _check_replace(rest[0], rest[1], rest[2], what)
-        elif (
-            name in ("batch", "slice")
-            and len(rest) > 1
-            and _is_int(rest[1])
-            and rest[1] > MAX_ITEMS
-        ):
-            _refuse(f"{what} of {rest[1]}", MAX_ITEMS, "MAX_ITEMS")
-        return _check_result(func(*head, *rest, **kwargs), what)
-
-    return bounded
 
 
 def _bounded_range(*args: int) -> range:
@@ -318,6 +353,13 @@ def counted(value: Any) -> Any:
     return value
 
 
+def _concat(join: Any, values: Tuple[Any, ...]) -> Any:
+    """`a ~ b ~ c`: bounded before it is joined (each `~` of `s ~ s ~ s` would otherwise
+    multiply a string Python then builds)."""
+    _check_text(sum(_weight(v) for v in values), "a ~ concatenation")
+    return _check_result(join(values), "a ~ concatenation")
+
+
 def _joined(parts: Any) -> str:
     """A render's text, refused past the bound while it is being joined."""
     out: List[str] = []
@@ -328,70 +370,3 @@ def _joined(parts: Any) -> str:
             _refuse("the rendered text", MAX_RENDER_CHARS, "MAX_RENDER_CHARS")
         out.append(part)
     return "".join(out)
-
-
-@functools.cache
-def bounded_classes() -> Tuple[Any, Any]:
-    """(environment class, template class): Jinja's immutable sandbox with every binary
-    operator, call, str.format and filter checked against the bounds above.  Made on
-    first use: importing Jinja is what a no-op run avoids."""
-    import jinja2
-    from jinja2.exceptions import TemplateRuntimeError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    from jinja2.utils import Namespace
-
-    class BoundedTemplate(jinja2.Template):
-        def render(self, *args: Any, **kwargs: Any) -> str:
-            token = _BUDGET.set(_Budget())
-            try:
-                return super().render(*args, **kwargs)
-            except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as exc:
-                # 1 // 0, 'a' - 1, range(10 ** 100), a macro that calls itself forever
-                raise TemplateRuntimeError(f"{type(exc).__name__}: {exc}") from None
-            finally:
-                _BUDGET.reset(token)
-
-    class BoundedNamespace(Namespace):
-        def __setitem__(self, name: str, value: Any) -> None:
-            super().__setitem__(name, _check_result(value, f"namespace value {name!r}"))
-
-    class BoundedSandbox(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset(("+", "-", "*", "/", "//", "**", "%"))
-        template_class = BoundedTemplate
-        concat = staticmethod(_joined)
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.globals["range"] = _bounded_range
-            self.globals["namespace"] = BoundedNamespace
-            self.globals.pop("lipsum", None)  # lipsum(n=10**9): nothing a build needs
-            for name, func in list(self.filters.items()):
-                self.filters[name] = _bounded_filter(name, func)
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            _check_binop(operator, left, right)
-            result = self.binop_table[operator](left, right)
-            return _check_result(result, f"{short(left)} {operator} {short(right)}")
-
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-            args = _check_call(__obj, args, kwargs)
-            result = super().call(__context, __obj, *args, **kwargs)
-            return _check_result(result, f"{short(__obj)}(...)")
-
-        def wrap_str_format(self, value: Any) -> Any:
-            wrapped = super().wrap_str_format(value)
-            if wrapped is None:
-                return None
-            fmt = value.__self__
-            mapping = value.__name__ == "format_map"
-
-            @functools.wraps(wrapped)
-            def bounded(*args: Any, **kwargs: Any) -> Any:
-                data = args[0] if mapping and args else (*args, *kwargs.values())
-                what = f"{short(fmt)}.{value.__name__}(...)"
-                _check_str_format(fmt, data, what)
-                return _check_result(wrapped(*args, **kwargs), what)
-
-            return bounded
-
-    return BoundedSandbox, BoundedTemplate

@@ -1,0 +1,199 @@
+"""What one render may do in all (issue 25): the items its loops and filters go through,
+and what its checked operations read and build; and the arguments that set a filter's
+size, checked before it runs.
+
+Each hostile template renders in a child process capped at 1 GiB of address space with a
+timeout, so a bound that no longer holds fails the test (MemoryError, a traceback or the
+timeout) instead of taking the machine's memory or hanging the suite."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from cannbuild.render import render_value
+
+from clirun import ROUTES, run_route
+
+CAP = 1 << 30  # bytes of address space the child may map
+HOSTILE_RUN = 30  # seconds: each case is refused in well under one; unbounded, minutes
+
+CHILD = """
+import sys
+from cannbuild.errors import UsageError
+from cannbuild.render import render_value
+try:
+    render_value(sys.argv[1], {"soc": "ascend910b", "jobs": 8}, "[repos.lib] tag")
+except UsageError as exc:
+    print(exc.message)
+    sys.exit(2)
+"""
+
+
+def capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
+
+
+@pytest.mark.parametrize(
+    "template, bound",
+    [
+        # nested loops over a long string / a list: were a CPU hang, killed at 60 s
+        (
+            "{% set s = 'a'*100000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",
+            "MAX_LOOP_ITEMS",
+        ),
+        (
+            "{% set r = range(9000)|list %}{% for a in r %}{% for b in r %}{% endfor %}"
+            "{% endfor %}",
+            "MAX_LOOP_ITEMS",
+        ),
+        # a recursive loop's inner passes (`loop(s)`) count too
+        (
+            "{% set s = 'a'*100000 %}{% for a in range(5000)|list recursive %}"
+            "{% if a is number %}{{ loop(s) }}{% endif %}{% endfor %}",
+            "MAX_LOOP_ITEMS",
+        ),
+        # a loop over a filter's generator, counted as it is consumed
+        (
+            "{% set r = range(9000)|list %}{% for a in r %}{% for b in r|select %}{% endfor %}"
+            "{% endfor %}",
+            "MAX_LOOP_ITEMS",
+        ),
+        # filters that walk their input, in a loop
+        ("{% set r = range(9000)|list %}{% for i in r %}{{ r|sum }}{% endfor %}", "MAX_LOOP_ITEMS"),
+        # sizes set by a filter's arguments: tojson(indent) was 32 s and 4.8 GB
+        ("{{ {'a': 1}|tojson(indent=999999999) }}", "MAX_TEXT_CHARS"),
+        ("{{ range(9000)|list|tojson(indent='x' * 200000) }}", "MAX_TEXT_CHARS"),
+        ("{{ ('a ' * 100000)|wordwrap(1, wrapstring='x' * 20000) }}", "MAX_TEXT_CHARS"),
+        ("{{ ('a.com ' * 40000)|urlize(target='t' * 100000) }}", "MAX_TEXT_CHARS"),
+        # each item within the bounds, ten thousand of them: was a 2.5 GB peak
+        ("{{ range(10000)|map('string')|map('center', 260000)|list }}", "MAX_BUILT_CHARS"),
+        ("{% for i in range(9000) %}{% set x = 'x' * 200000 %}{% endfor %}", "MAX_BUILT_CHARS"),
+        # a filter or method that scans a long string, over and over
+        (
+            "{% set s = 'a ' * 100000 %}{% for i in range(9000) %}{{ s|wordcount }}{% endfor %}",
+            "MAX_BUILT_CHARS",
+        ),
+        ("{% set s = 'a' * 250000 %}{% for i in range(9000) %}{{ s.count('b') }}{% endfor %}",
+         "MAX_BUILT_CHARS"),
+        # `~` joined unchecked: five of these built 125 MB, six 625 MB
+        ("{% set a = 'x' * 200000 %}{% set b = a ~ a ~ a ~ a ~ a %}{{ b|length }}",
+         "MAX_TEXT_CHARS"),
+    ],
+    ids=[
+        "string-loops",
+        "list-loops",
+        "recursive-loop",
+        "generator-loop",
+        "sum-in-loop",
+        "tojson-indent",
+        "tojson-indent-string",
+        "wordwrap",
+        "urlize",
+        "map-center",
+        "repeat-in-loop",
+        "wordcount-in-loop",
+        "count-in-loop",
+        "concat",
+    ],
+)  # fmt: skip
+def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bound):
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, template],
+        capture_output=True,
+        text=True,
+        timeout=HOSTILE_RUN,
+        preexec_fn=capped,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "Traceback" not in out, out
+    assert "[repos.lib] tag" in out and bound in out, out
+
+
+RECIPE = """
+[recipe]
+name = "tiny"
+train = "8.5"
+opbase = "source"
+
+[repos.lib]
+url = "https://example.invalid/lib.git"
+tag = "v1"
+
+[[steps]]
+name = "build"
+repo = "lib"
+command = "steps/build.j2"
+env = {{ EXTRA = {extra} }}
+
+[validate]
+library = "lib.so"
+symbols = []
+"""
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(
+    "value, bound",
+    [
+        (
+            "{% set s = 'a'*100000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}",
+            "MAX_LOOP_ITEMS",
+        ),
+        ("{{ range(10000)|map('string')|map('center',260000)|list }}", "MAX_BUILT_CHARS"),
+        ("{{ {'a':1}|tojson(indent=999999999) }}", "MAX_TEXT_CHARS"),
+    ],
+    ids=["nested-loops", "map-center", "tojson-indent"],
+)
+def test_a_recipe_value_past_the_render_budget_is_exit_2_within_a_memory_cap(
+    tree, tmp_path, route, value, bound
+):
+    tree.toolkit_cann("8.5.0")
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / "build.j2").write_text("bash build.sh --soc={{ soc }}\n")
+    recipe = tmp_path / "tiny.toml"
+    recipe.write_text(RECIPE.format(extra=json.dumps(value)))
+    proc = run_route(
+        route,
+        "plan", "--sysroot", str(tree.root), "--soc", "ascend910b", "--recipe", str(recipe),
+        cwd=tmp_path,
+        timeout=HOSTILE_RUN,
+        preexec_fn=capped,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "Traceback" not in out, out
+    for needle in (str(recipe), "step 'build'", bound):
+        assert needle in out, out
+
+
+OPS = {"ops": ["flash_attention", "mla", "nsa"], "soc": "ascend910b", "deps": {"a": "1", "b": "2"}}
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% for op in ops %}{{ op }}{{ ',' if not loop.last }}{% endfor %}",
+        "{% for op in ops|select('ne', 'mla') %}{{ loop.index }}/{{ loop.length }}:{{ op }} "
+        "{% endfor %}",
+        "{% for op in ops if op != 'nsa' %}{{ op|upper }}{% else %}none{% endfor %}",
+        "{% for k, v in deps|dictsort %}{{ k ~ '=' ~ v }};{% endfor %}",
+        "{% for x in [1, [2, [3]]] recursive %}({% if x is iterable %}{{ loop(x) }}"
+        "{% else %}{{ x }}{% endif %}){% endfor %}",
+        "{{ deps|tojson }}|{{ deps|tojson(indent=2) }}",
+        "{{ ops|map('upper')|join('-') }} {{ ops|sort|reverse|list }} {{ [3, 1, 3]|unique|sum }}",
+        "{{ 'some words to wrap' | wordwrap(6) }} {{ 'see https://x.invalid' | urlize }}",
+        "{{ soc ~ '-' ~ ops|length ~ ops[0][:5] }} {{ ops|batch(2)|list }} {{ ops|groupby('0') }}",
+    ],
+)
+def test_ordinary_templates_render_as_in_jinjas_own_sandbox(template):
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    own = ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+    assert render_value(template, OPS, "x") == own.from_string(template).render(**OPS)
