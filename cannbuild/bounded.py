@@ -174,10 +174,12 @@ def first_line(path: Path, what: str, max_bytes: int = FIRST_LINE_BYTES) -> str:
         return fh.readline(max_bytes).decode("utf-8", "replace")
 
 
-def parse_toml(text: str, path: Path, what: str, hint: str) -> Dict[str, Any]:
+def parse_toml(
+    text: str, path: Path, what: str, hint: str, problem: str = "is not valid TOML"
+) -> Dict[str, Any]:
     """`text` (the file at `path`) as TOML; invalid TOML, or nesting deeper than the
     parser's recursion (`a = [[[[...` fits thousands of levels in a few KB), is a
-    UsageError naming the file instead of a traceback."""
+    UsageError naming the file (`{what} {path} {problem}: why.`), not a traceback."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:
@@ -189,7 +191,7 @@ def parse_toml(text: str, path: Path, what: str, hint: str) -> Dict[str, Any]:
         detail = str(exc)
     except RecursionError:
         detail = "arrays or inline tables nested too deeply to read"
-    raise UsageError(f"{what} {path} is not valid TOML: {detail}.", hint)
+    raise UsageError(f"{what} {path} {problem}: {detail}.", hint)
 
 
 def walk(

@@ -105,7 +105,7 @@ def read_lock(path: Path) -> Optional[Lock]:
         text = read_text(path, "lock file", LOCK_BYTES, _LOCK_TOO_BIG)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"lock file {path} cannot be read: {exc}.", hint) from exc
-    data = parse_toml(text, path, "lock file", hint)
+    data = parse_toml(text, path, "lock file", hint, "cannot be read")
     version = data.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise UsageError(
