@@ -15,8 +15,9 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 from pathlib import Path
-from typing import IO, Iterator, List, Optional, Tuple
+from typing import IO, Any, Dict, Iterator, List, Optional, Tuple
 
 from .errors import UsageError
 
@@ -181,6 +182,26 @@ def first_line(path: Path, what: str, max_bytes: int = FIRST_LINE_BYTES) -> str:
         return fh.readline(max_bytes).decode("utf-8", "replace")
 
 
+def parse_toml(
+    text: str, path: Path, what: str, hint: str, problem: str = "is not valid TOML"
+) -> Dict[str, Any]:
+    """`text` (the file at `path`) as TOML; invalid TOML, or nesting deeper than the
+    parser's recursion (`a = [[[[...` fits thousands of levels in a few KB), is a
+    UsageError naming the file (`{what} {path} {problem}: why.`), not a traceback."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        detail = str(exc)
+    except RecursionError:
+        detail = "arrays or inline tables nested too deeply to read"
+    raise UsageError(f"{what} {path} {problem}: {detail}.", hint)
+
+
 def walk(
     root: Path,
     what: str,
@@ -260,6 +281,7 @@ __all__ = [
     "head",
     "open_regular",
     "open_text",
+    "parse_toml",
     "read_bytes",
     "read_text",
     "walk",

@@ -18,6 +18,7 @@ from typing import List, NoReturn, Optional, Sequence
 from . import __version__
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
 from .interpreter import leave
+from .redact import redact
 from .signals import on_termination
 from .tasks import GROUPS, TaskSpec, all_tasks, task
 from .tasks._argv import ArgvError, Invocation, core_names, parse, values_for
@@ -45,6 +46,12 @@ def _help_first(argv: List[str]) -> List[str]:
     return argv
 
 
+def _say(paragraph: str) -> None:
+    """An error paragraph on stderr: it may quote a value the user gave (a mirror URL
+    with its password, a token on the command line), so it is redacted like a log."""
+    sys.stderr.write(redact(paragraph) + "\n")
+
+
 def _usage_exit(error: ArgvError) -> NoReturn:
     """One paragraph, a did-you-mean and exit 2."""
     import difflib  # only for a mistyped word
@@ -54,7 +61,7 @@ def _usage_exit(error: ArgvError) -> NoReturn:
     close = difflib.get_close_matches(error.word, sorted(set(choices)), n=1, cutoff=0.7)
     if close:
         hint = f"Did you mean {close[0]}? {hint}"
-    sys.stderr.write(f"cannbuild: {str(error).rstrip('.!')}. {hint}\n")
+    _say(f"cannbuild: {str(error).rstrip('.!')}. {hint}")
     sys.exit(USAGE_EXIT)
 
 
@@ -128,14 +135,14 @@ def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
     except ArgvError as exc:
         _usage_exit(exc)
     except CannbuildError as exc:  # the config files
-        sys.stderr.write(f"cannbuild: {exc.paragraph()}\n")
+        _say(f"cannbuild: {exc.paragraph()}")
         return exc.exit_code
     for call in invocation.calls:
         try:
             call.task.body(context, *call.args, **values_for(call))
         except TaskExit as exc:
             if exc.message:
-                print(exc.message, file=sys.stderr)
+                _say(exc.message)
             return exc.code
     return 0
 
@@ -148,7 +155,7 @@ def check_project_config(runtime: Optional[str], project: Path) -> None:
     try:
         load_config(runtime, project, os.environ)
     except CannbuildError as exc:
-        sys.stderr.write(f"cannbuild: {exc.paragraph()}\n")
+        _say(f"cannbuild: {exc.paragraph()}")
         leave(exc.exit_code)
 
 

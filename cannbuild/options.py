@@ -112,6 +112,24 @@ def check_path(value: Any, origin: str) -> str:
 _PATH_FIELDS = {"cann_path", "sysroot", "workspace", "lock_file", "bundle", "sandbox_dir"}
 _BOOL_FIELDS = {"locked", "offline", "install_into_toolkit", "sandbox", "require_device", "wait"}
 _INT_FIELDS = {"jobs", "retries"}
+# --jobs reaches build.sh as -jN (make, ninja): past the cores of any host it only starves
+# the machine of memory, and 10**20 is a typo
+MAX_JOBS = 4096
+# values that reach a build script or a folder name as one word (an example of each): a
+# newline or a tab in one is a paste gone wrong, never a SoC or an operator
+_WORD_FIELDS = {
+    "soc": "A2",
+    "ops": "flash_attention_score",
+    "vendor_name": "custom",
+    "sandbox_variant": "A2",
+    "sandbox_cann": "8.5.0",
+}
+
+
+def _shown(value: Any) -> str:
+    """A value in an error paragraph, at most a line of it (--jobs 99999...9)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # Nested config sections: `cannbuild: {cache: {remote: URL}}` sets the field cache_remote
@@ -195,11 +213,14 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
             number = int(str(value).strip())
         except ValueError:
             number = -1
-        if number < (1 if name == "jobs" else 0):
+        if name == "jobs" and not 1 <= number <= MAX_JOBS:
             raise UsageError(
-                f"{origin} has value {value!r}; expected a whole number of at least "
-                f"{1 if name == 'jobs' else 0}.",
-                f"For example {origin.split()[0]} 8." if name == "jobs" else None,
+                f"{origin} has value {_shown(value)}; expected a whole number from 1 to {MAX_JOBS}.",
+                f"For example {origin.split()[-1]} 8.",
+            )
+        if number < 0:
+            raise UsageError(
+                f"{origin} has value {_shown(value)}; expected a whole number of at least 0."
             )
         return number
     if name in ("force", "optional_steps"):
@@ -214,6 +235,16 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         return tuple(value)
     if name == "mirrors":
         return _coerce_mirrors(value, origin)
+    if name in _WORD_FIELDS and any(ord(ch) < 32 or ord(ch) == 127 for ch in str(value)):
+        raise UsageError(
+            f"{origin} has value {value!r}, which holds a control character (a newline, a tab).",
+            f"Give {origin.split()[-1]} as one word, e.g. {_WORD_FIELDS[name]}.",
+        )
+    if name == "ops" and not all(op.strip() for op in str(value).split(",")):
+        raise UsageError(
+            f"{origin} has value {value!r}; expected operator names separated by commas.",
+            f"For example {origin.split()[-1]} flash_attention_score (the default).",
+        )
     if name == "soc":
         return normalize_soc(str(value), flag=origin).soc
     if name == "vendor_name" and not _VENDOR_NAME.fullmatch(str(value)):

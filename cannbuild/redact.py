@@ -4,27 +4,42 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping
 
 # userinfo runs to the last @ of the authority: a password may hold an @ itself
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/\s'\"]*)@")
 # a name that ends in one of these words: GITHUB_TOKEN, PRIVATE-TOKEN, db_password, X-Api-Key,
 # SIGNING_KEY (in text: NAME=value, NAME: value)
-_SECRET_NAMES = (
-    r"[A-Za-z0-9_.-]*(?:token|password|passwd|pwd|secret|api[_-]?key|access[_-]?key|[_-]key)"
+_ENDS_SECRET = re.compile(
+    r"(?i)[A-Za-z0-9_.-]*(?:token|password|passwd|pwd|secret|api[_-]?key|access[_-]?key|[_-]key)"
 )
-# a variable or key NAME whose value is a secret, whatever the value looks like:
-# *PASSWORD*, *PASSWD*, *PASSPHRASE*, *TOKEN*, *SECRET*, *CREDENTIAL*, *_KEY, *APIKEY
-_SECRET_NAME = re.compile(
-    r"(?i)passw(?:or)?d|passphrase|token|secret|credential|(?:^|[_.-])key$|apikey$"
+# a variable or key NAME whose value is a secret, whatever the value looks like, by a
+# part of it: *PASSWORD*, *PASSWD*, *PASSPHRASE*, *TOKEN*, *SECRET*, *CREDENTIAL*
+_HOLDS_SECRET = re.compile(r"(?i)passw(?:or)?d|passphrase|token|secret|credential")
+# ... or by a whole word of it (words split at _ - . and camelCase): API_KEY_ID (an AWS
+# key id is half a credential), KEY_FILE, PRIVATE_KEY_PEM, NPM_AUTH, Authorization,
+# DB_PASS, SESSION_COOKIE.  As words only: PASSTHROUGH, BYPASS, AUTHOR, KEYBOARD and
+# MONKEY are no secrets.  A session id alone is not (SESSION_MANAGER, TMUX_SESSION).
+_SECRET_WORDS = frozenset(
+    {"key", "pass", "auth", "authorization", "oauth", "private", "privkey", "apikey"}
+    | {"cookie", "cookies", "sessionid", "sshpass"}
 )
+# a word of a NAME: runs of capitals (API in APIKey), capitalised or lowercase words, digits
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# NAME: value and NAME=value in text: the NAME and its separator (a name starts where no
+# name character is before it: a run of them is tried once, not from each of its
+# characters), then the value, read only after a NAME that says it is a secret (a value
+# read after `https:` would swallow the `?token=...` in it); a header's scheme
+# (Authorization: Bearer ***) is left to the header rule
+_NAMED = re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)(?P<sep>:\s*|=)")
+_VALUE = {
+    ":": re.compile(r"(?!\*\*\*|(?i:bearer|basic|token)\s)[^\s'\",}]+"),
+    "=": re.compile(r"(?!\*\*\*)[^\s&'\";]+"),
+}
 MASK = "***"
 _TOKENS = (
     # Authorization: Bearer x / PRIVATE-TOKEN: x / X-Api-Key: x (HTTP headers in curl lines, logs)
     re.compile(r"(?i)\b(authorization:\s*(?:bearer|basic|token)\s+)[^\s'\"]+"),
-    re.compile(rf"(?i)\b({_SECRET_NAMES}:\s*)(?!\*\*\*)[^\s'\",}}]+"),
-    # NAME=value in a query string, a shell line or an env dump: ?token=, export GITHUB_TOKEN=
-    re.compile(rf"(?i)\b({_SECRET_NAMES}=)(?!\*\*\*)[^\s&'\";]+"),
     # well-known token shapes wherever they stand
     re.compile(r"\b(ghp|gho|ghu|ghs|ghr|github_pat|glpat|gldt)[-_][A-Za-z0-9_-]{10,}"),
 )
@@ -38,17 +53,53 @@ def redact(text: str) -> str:
     if "@" in text:
         text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}***@", text)
     if ":" in text or "=" in text:
-        for pattern in _TOKENS[:3]:
-            text = pattern.sub(lambda m: f"{m.group(1)}***", text)
+        text = _TOKENS[0].sub(lambda m: f"{m.group(1)}***", text)
+        text = _mask_named(text)
     if "gh" in text or "gl" in text or "github_pat" in text:
-        text = _TOKENS[3].sub("***", text)
+        text = _TOKENS[1].sub("***", text)
     return text
+
+
+def _mask_named(text: str) -> str:
+    """NAME: value / NAME=value (a query string, a shell line, an env dump, a header) with
+    the value masked where NAME says it is a secret."""
+    parts: List[str] = []
+    pos = 0
+    for head in _NAMED.finditer(text):
+        if head.start() < pos or not _named_secret_in_text(head["name"], head["sep"]):
+            continue
+        value = _VALUE[head["sep"][0]].match(text, head.end())
+        if value is not None:
+            parts += [text[pos : head.end()], MASK]
+            pos = value.end()
+    return "".join(parts) + text[pos:] if parts else text
+
+
+def _words(name: str) -> List[str]:
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def _secret_word(words: List[str]) -> bool:
+    # PWD alone is the shell's folder; DB_PWD and MYSQL_PWD are passwords
+    return bool(_SECRET_WORDS.intersection(words)) or ("pwd" in words and len(words) > 1)
 
 
 def secret_name(name: str) -> bool:
     """Whether a variable or key called `name` holds a secret (DB_PASSWORD, MY_API_TOKEN,
-    AWS_SECRET_ACCESS_KEY, SIGNING_KEY): its value is never shown, whatever it looks like."""
-    return bool(_SECRET_NAME.search(name))
+    AWS_SECRET_ACCESS_KEY, API_KEY_ID, NPM_AUTH): its value is never shown, whatever it
+    looks like."""
+    return bool(_HOLDS_SECRET.search(name)) or _secret_word(_words(name))
+
+
+def _named_secret_in_text(name: str, sep: str) -> bool:
+    """secret_name for a NAME in free text, where prose has `keys: a, b` and
+    `tokenizer: fast`: a lone lowercase word before a colon is a secret only as a name
+    ending in token, password, secret... (`token: x`, `password: x`)."""
+    if _ENDS_SECRET.fullmatch(name):
+        return True
+    if sep != "=" and name.isalpha() and name.islower():
+        return False
+    return _secret_word(_words(name))
 
 
 def _masked(name: Any, value: Any) -> bool:

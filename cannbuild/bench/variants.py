@@ -11,13 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, read_bytes, read_text
+from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, parse_toml, read_bytes, read_text
 from ..errors import UsageError
 from ..session import Session
 from ..stamps import digest
@@ -99,23 +98,19 @@ def _spec(
 
 
 def read_variant_file(path: Path) -> List[VariantSpec]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        import tomli as tomllib
-
     if not path.exists():
         raise UsageError(f"--variants {path}: no such file.", f"Give a TOML file of {FORMAT}.")
     try:
-        data = tomllib.loads(read_text(path, "--variants", CONFIG_BYTES))
+        text = read_text(path, "--variants", CONFIG_BYTES)
     except OSError as exc:
         raise UsageError(
             f"--variants {path} cannot be read ({exc.strerror}).", f"Give a TOML file of {FORMAT}."
         ) from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise UsageError(
             f"--variants {path} is not valid TOML: {exc}.", f"Write {FORMAT}."
         ) from None
+    data = parse_toml(text, path, "--variants", f"Write {FORMAT}.")
     rows = data.get("variant")
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise UsageError(f"--variants {path}: no [[variant]] tables.", f"Write {FORMAT}.")

@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
-from ..bounded import CONFIG_BYTES, read_bytes
+from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
 from ..errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.9/3.10
-    import tomli as tomllib
-
 from .model import (
     ACTIONS,
     OPBASE_MODES,
@@ -118,12 +111,12 @@ def load_recipe(path: Path) -> Recipe:
         raise UsageError(
             f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."
         ) from exc
+    hint = "Fix the file; see recipes/*.toml."
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(
-            f"recipe {path} is not valid TOML: {exc}.", "Fix the file; see recipes/*.toml."
-        ) from exc
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"recipe {path} is not valid TOML: {exc}.", hint) from None
+    data = parse_toml(text, path, "recipe", hint)
     r = _Reader(path)
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")

@@ -13,22 +13,16 @@ recipe listed; they are still read, and count as drift: `cannbuild lock` rewrite
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import asdict
 
-from ..bounded import LOCK_BYTES, read_text
+from ..bounded import LOCK_BYTES, parse_toml, read_text
 from ..errors import LockDrift, UsageError
 from ..redact import redact
 from ..workspace import write_atomic
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 LOCK_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -106,13 +100,12 @@ _LOCK_TOO_BIG = "A lock pins a few repos and archives in KBs: restore it, or run
 def read_lock(path: Path) -> Optional[Lock]:
     if not path.exists():
         return None
+    hint = "Restore it from version control, or delete it and run `cannbuild lock`."
     try:
-        data = tomllib.loads(read_text(path, "lock file", LOCK_BYTES, _LOCK_TOO_BIG))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(
-            f"lock file {path} cannot be read: {exc}.",
-            "Restore it from version control, or delete it and run `cannbuild lock`.",
-        ) from exc
+        text = read_text(path, "lock file", LOCK_BYTES, _LOCK_TOO_BIG)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"lock file {path} cannot be read: {exc}.", hint) from exc
+    data = parse_toml(text, path, "lock file", hint, "cannot be read")
     version = data.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise UsageError(

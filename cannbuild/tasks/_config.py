@@ -9,15 +9,28 @@ agree on every file format and merge rule."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from msgspec import Struct
 
-from ..bounded import CONFIG_BYTES, open_regular
+from ..bounded import CONFIG_BYTES, open_regular, read_bytes
 from ..errors import UsageError
 
 SUFFIXES = ("yaml", "yml", "json", "py")
+# What invoke's loader may be handed (it builds the whole document, then merges and
+# `repr`s it).  A YAML alias stands for its whole anchored node: nine levels of
+# `&a [*a, *a, ...]` in 200 bytes are 9**9 nodes, minutes and gigabytes.  Real
+# invoke.yaml files use no aliases, so a few for shared values are plenty.
+MAX_CONFIG_ALIASES = 100
+# invoke merges and copies a config one recursion per level: a config is two or three
+# levels deep (`cannbuild:` then `key: value`); 600 levels were a RecursionError.
+MAX_CONFIG_DEPTH = 64
+# Characters of scalars plus one per node, aliases expanded: an alias-free file is at
+# most about twice its size, so only aliases reach this (2 per level for 50 levels pass
+# the alias count and would still be 2**50 nodes).
+MAX_CONFIG_EXPANDED = 4 * CONFIG_BYTES
 
 
 class TaskContext(Struct, frozen=True):
@@ -77,17 +90,95 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
 
 def check_config_file(path: Path, what: str) -> None:
     """invoke's loader reads a config file whole and blocks on a FIFO: only a regular
-    file of at most CONFIG_BYTES reaches it (bounded.py)."""
+    file of at most CONFIG_BYTES reaches it (bounded.py), and a YAML or JSON one only
+    within the bounds above.  A .py config is code the user wrote; invoke runs it."""
     try:
-        os.close(open_regular(path, what, CONFIG_BYTES, _TOO_BIG))
+        if path.suffix in (".yaml", ".yml", ".json"):
+            data = read_bytes(path, what, CONFIG_BYTES, _TOO_BIG)
+        else:
+            os.close(open_regular(path, what, CONFIG_BYTES, _TOO_BIG))
+            return
     except OSError as exc:
         raise UsageError(
             f"{what} {path} cannot be read ({exc.strerror or exc}).",
             "Fix its permissions or remove it.",
         ) from None
+    found = _json_shape(data) if path.suffix == ".json" else _yaml_shape(data)
+    if found:
+        raise UsageError(
+            f"{what} {path} holds {found}; cannbuild hands invoke a config of at most "
+            f"{MAX_CONFIG_ALIASES} aliases, {MAX_CONFIG_DEPTH} levels and "
+            f"{_EXPANDED} with its aliases expanded.",
+            "A config holds a few `cannbuild:` keys: write the values out instead.",
+        )
 
 
+_EXPANDED = f"{MAX_CONFIG_EXPANDED >> 20} M characters"
 _TOO_BIG = "A config file holds a few `cannbuild:` keys: is this the right file?"
+
+
+def _yaml_shape(data: bytes) -> Optional[str]:
+    """What in a YAML document is past a bound, read as parser events (nothing is
+    built, and the walk stops at the first bound); None if nothing is, or if it is not
+    valid YAML (invoke's loader then words the syntax error)."""
+    from invoke.util import yaml
+
+    aliases = 0
+    weights: Dict[str, int] = {}  # anchor -> its node's size, aliases expanded
+    open_nodes: List[List[Any]] = []  # [anchor, size so far] of each unclosed collection
+    total = 0
+    try:
+        for event in yaml.parse(data, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(open_nodes) >= MAX_CONFIG_DEPTH:
+                    return f"more than {MAX_CONFIG_DEPTH} levels of nesting"
+                open_nodes.append([event.anchor, 1])
+                continue
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_CONFIG_ALIASES:
+                    return f"more than {MAX_CONFIG_ALIASES} aliases (*name)"
+                if any(node[0] == event.anchor for node in open_nodes):
+                    return f"an alias *{event.anchor} inside the node it names (a loop)"
+                weight = weights.get(event.anchor, 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                weight = 1 + len(event.value)
+                if event.anchor:
+                    weights[event.anchor] = weight
+            elif isinstance(event, yaml.CollectionEndEvent):
+                anchor, weight = open_nodes.pop()
+                if anchor:
+                    weights[anchor] = weight
+            else:
+                continue
+            if open_nodes:
+                open_nodes[-1][1] += weight
+                size = open_nodes[-1][1]
+            else:  # a document's root
+                total += weight
+                size = total
+            if size > MAX_CONFIG_EXPANDED:
+                return f"more than {_EXPANDED} once its aliases are expanded"
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+# a JSON string (its brackets are text), then any bracket outside one
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_shape(data: bytes) -> Optional[str]:
+    """Nesting past MAX_CONFIG_DEPTH in a JSON file (json.load recurses once per level
+    and invoke's merge again): the brackets outside strings, counted."""
+    depth = 0
+    text = _JSON_STRING.sub("", data.decode("utf-8", "replace"))
+    for match in _JSON_BRACKET.finditer(text):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_CONFIG_DEPTH:
+            return f"more than {MAX_CONFIG_DEPTH} levels of nesting"
+    return None
 
 
 def _first_line(exc: Exception) -> str:

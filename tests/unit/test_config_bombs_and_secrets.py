@@ -1,0 +1,345 @@
+"""Hostile config files, secrets by a word of their name and out-of-range option values
+(issue 25): each is one `cannbuild:` paragraph and exit 2 on both routes, in bounded time
+and memory, never a traceback, and a secret never reaches stdout, stderr, a plan, a step
+log or a stamp."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import pytest
+
+from cannbuild.plan import StepContext, recipe_templates, walk
+from cannbuild.recipes import load_recipe
+from cannbuild.redact import redact, secret_name
+from cannbuild.workspace import Workspace
+
+from clirun import CHECKOUT, ROUTES, clean_env, run_route
+
+HANG_GUARD = 30  # seconds: each case is refused in about one; the bombs ran for minutes
+MEMORY_CAP = 1 << 30  # the bombs grew past 2.8 GB
+
+
+def capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def refused_once(proc: subprocess.CompletedProcess, *named: str) -> None:
+    """Exit 2, no traceback, one `cannbuild:` paragraph holding each of `named`."""
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "Traceback" not in out, out
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cannbuild: "), proc.stderr
+    for word in named:
+        assert word in lines[0], lines[0]
+
+
+# --- YAML and JSON config files: aliases, loops, nesting ----------------------------------
+
+
+def _alias_levels(levels: int, width: int) -> str:
+    """`levels` anchors, each a list of `width` aliases of the one before: width**levels."""
+    lines = [f"a0: &a0 [{', '.join(['x'] * width)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\ncannbuild: {}\n"
+
+
+CONFIG_BOMBS: Dict[str, Callable[[], str]] = {
+    # the finding: 9 levels of 9 aliases, 9**10 nodes in 400 bytes (hung, 2.8 GB, MemoryError)
+    "alias-bomb.yaml": lambda: _alias_levels(9, 9),
+    # 100 aliases pass the alias count, but 2 per level for 50 levels are 2**51 nodes
+    "doubling-aliases.yaml": lambda: _alias_levels(50, 2),
+    # more aliases than any config needs, each harmless alone
+    "many-aliases.yml": lambda: "x: &x 1\nl: [" + ", ".join(["*x"] * 101) + "]\n",
+    # an alias inside the node it names: invoke's merge would recurse forever
+    "loop.yaml": lambda: "a: &a {b: *a}\ncannbuild: {}\n",
+    # nested flow collections: the composer and invoke's merge recurse per level
+    "deep.yaml": lambda: "a: " + "[" * 300 + "]" * 300 + "\ncannbuild: {}\n",
+    "deep-maps.yaml": lambda: "a: " + "{b: " * 200 + "1" + "}" * 200 + "\ncannbuild: {}\n",
+    # the parser's scanner is quadratic in flow depth: the walk stops at the bound
+    "very-deep.yaml": lambda: "a: " + "[" * 100_000 + "]" * 100_000 + "\n",
+    # json.load reads 600 levels; invoke's merge then was a RecursionError traceback
+    "deep.json": lambda: '{"a": ' * 600 + "1" + "}" * 600,
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", sorted(CONFIG_BOMBS))
+def test_a_config_bomb_is_refused_naming_the_file_in_bounded_memory(route, name, tmp_path):
+    """Each was a hang, a MemoryError or a RecursionError traceback, or loaded whole
+    (deep.yaml, deep-maps.yaml); very-deep.yaml guards the walk stopping at the bound."""
+    (tmp_path / name).write_text(CONFIG_BOMBS[name]())
+    proc = run_route(
+        route, "--config", name, "status", "-w", "ws",
+        cwd=tmp_path, timeout=HANG_GUARD, preexec_fn=capped,
+    )  # fmt: skip
+    refused_once(proc, f"--config {name}")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_alias_bomb_in_the_project_invoke_yaml_is_refused_on_both_routes(route, tmp_path):
+    """invoke reads the invoke.yaml beside tasks.py, the script the one in its cwd: a copy
+    of tasks.py with the bomb beside it, found from that folder on both routes."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(CHECKOUT / "tasks.py", project / "tasks.py")
+    (project / "invoke.yaml").write_text(_alias_levels(9, 9))
+    head = ["-m", "cannbuild"] if route == "cannbuild" else ["-m", "invoke"]
+    proc = subprocess.run(
+        [sys.executable, *head, "status", "-w", str(tmp_path / "ws")],
+        cwd=project, env=clean_env(), capture_output=True, text=True,
+        timeout=HANG_GUARD, preexec_fn=capped,
+    )  # fmt: skip
+    # under the cap a MemoryError was caught and worded as unreadable: the bound is named
+    refused_once(proc, str(project / "invoke.yaml"), "aliases expanded")
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("shared.yaml", "base: &j 3\ncannbuild:\n  jobs: *j\n  soc: &s A2\nother: [*s, *s]\n"),
+        ("nested.json", '{"cannbuild": {"jobs": 3}, "x": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}'),
+    ],
+)
+def test_a_config_with_a_few_aliases_or_brackets_in_strings_is_still_read(name, text, tmp_path):
+    (tmp_path / name).write_text(text)
+    proc = run_route(
+        "cannbuild", "--config", name, "status", "-w", "ws", cwd=tmp_path, timeout=HANG_GUARD
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- TOML nested past the parser's recursion ----------------------------------------------
+
+DEEP_TOML = {
+    "arrays": "a = " + "[" * 100_000 + "]" * 100_000 + "\n",
+    "inline-tables": "a = " + "{x = " * 100_000 + "1" + "}" * 100_000 + "\n",
+}
+TOML_READERS = {
+    "recipe": (["lock", "--cann", "9.0.0", "--soc", "A2", "--recipe", "deep.toml"], "recipe"),
+    "lock": (["status", "--lock-file", "deep.toml"], "lock file"),
+    "variants": (["bench", "--variants", "deep.toml"], "--variants"),
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("reader", sorted(TOML_READERS))
+@pytest.mark.parametrize("shape", sorted(DEEP_TOML))
+def test_deeply_nested_toml_is_refused_naming_the_file(route, reader, shape, tmp_path):
+    (tmp_path / "deep.toml").write_text(DEEP_TOML[shape])
+    args, what = TOML_READERS[reader]
+    proc = run_route(route, *args, "-w", "ws", cwd=tmp_path, timeout=HANG_GUARD)
+    refused_once(proc, what, "deep.toml", "nested too deeply")
+
+
+# --- secrets known by a word of their name ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, secret",
+    [
+        ("API_KEY_ID", True),  # an AWS key id is half a credential
+        ("AWS_ACCESS_KEY_ID", True),
+        ("KEY_FILE", True),
+        ("PRIVATE_KEY_PEM", True),
+        ("privateKey", True),
+        ("NPM_AUTH", True),
+        ("AUTH_TOKEN", True),
+        ("Authorization", True),
+        ("OAUTH_CLIENT", True),
+        ("PASS", True),
+        ("DB_PASS", True),
+        ("SSHPASS", True),
+        ("MYSQL_PWD", True),
+        ("SESSION_COOKIE", True),
+        ("CREDENTIALS_JSON", True),
+        ("PASSTHROUGH", False),
+        ("BYPASS", False),
+        ("COMPASS_DIR", False),
+        ("AUTHOR", False),
+        ("AUTHOR_NAME", False),
+        ("KEYBOARD", False),
+        ("MONKEY", False),
+        ("PWD", False),
+        ("OLDPWD", False),
+        ("SESSION_MANAGER", False),
+        ("PRIVATEER", False),
+    ],
+)
+def test_a_secret_is_known_by_a_word_of_its_name(name, secret):
+    assert secret_name(name) is secret
+
+
+@pytest.mark.parametrize(
+    "text, hidden",
+    [
+        ("export API_KEY_ID=AKIA0123456789", "AKIA0123456789"),
+        ("NPM_AUTH: bnBtOnNlY3JldA==", "bnBtOnNlY3JldA=="),
+        ("DB_PASS=hunter2hunter2 make", "hunter2hunter2"),
+        ("https://x/y?key=k3yk3y&z=1", "k3yk3y"),
+        ("Authorization: s3cr3tvalue", "s3cr3tvalue"),
+        ("Authorization: Bearer abc.def.ghi", "abc.def.ghi"),
+        ("https://mirror.example/x.git?private_key=pk123", "pk123"),
+    ],
+)
+def test_a_secret_named_in_text_is_redacted(text, hidden):
+    out = redact(text)
+    assert hidden not in out and "***" in out, out
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "Known keys: cann_path, sysroot, workspace.",
+        "key: value",
+        "author: Alice",
+        "PASSTHROUGH=1 BYPASS=yes",
+        "https://gitcode.com:443/cann/opbase.git",
+    ],
+)
+def test_text_with_no_secret_name_is_left_alone(plain):
+    assert redact(plain) == plain
+
+
+SECRETS = {
+    "API_KEY_ID": "AKIAsecretkeyid01",
+    "PRIVATE_KEY_PEM": "pem-secret-body-02",
+    "NPM_AUTH": "npm-secret-auth-03",
+    "PASS": "plain-secret-pass-04",
+    "Authorization": "Bearer bearer-secret-05",
+}
+
+SECRET_RECIPE = """
+[recipe]
+name = "tiny"
+train = "8.5"
+opbase = "source"
+
+[repos.lib]
+url = "https://example.invalid/lib.git"
+tag = "v1"
+
+[[steps]]
+name = "build"
+repo = "lib"
+command = "steps/build.j2"
+env = {{ {env}, CC = "gcc" }}
+
+[validate]
+library = "lib.so"
+symbols = []
+"""
+
+
+def secret_recipe(folder: Path) -> Path:
+    (folder / "steps").mkdir(parents=True, exist_ok=True)
+    (folder / "steps" / "build.j2").write_text('bash -c "true"\n')
+    env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in SECRETS.items())
+    path = folder / "tiny.toml"
+    path.write_text(SECRET_RECIPE.format(env=env))
+    return path
+
+
+def leaked(text: str) -> List[str]:
+    return [v for v in SECRETS.values() if v in text or v.split()[-1] in text]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_secrets_by_name_are_hidden_in_plan_json_on_both_routes(route, tree, tmp_path):
+    tree.toolkit_cann("8.5.0")
+    recipe = secret_recipe(tmp_path / "recipes")
+    proc = run_route(
+        route, "plan", "--json", "--sysroot", str(tree.root), "--soc", "ascend910b",
+        "--recipe", str(recipe), cwd=tmp_path, timeout=HANG_GUARD,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert leaked(proc.stdout + proc.stderr) == []
+    env = json.loads(proc.stdout)["steps"][0]["env"]
+    assert {k: env[k] for k in SECRETS} == {k: "***" for k in SECRETS}
+    assert env["CC"] == "gcc"
+
+
+def test_secrets_by_name_are_hidden_in_the_step_log_and_the_stamp(tmp_path):
+    from cannbuild.actions import ActionContext
+    from cannbuild.runner import NoProgress, RunLogs, run_step
+
+    ws = Workspace(tmp_path / "ws")
+    recipe = load_recipe(secret_recipe(tmp_path / "recipes"))
+    src = ws.checkout("lib")
+    src.mkdir(parents=True, exist_ok=True)
+    ctx = StepContext(
+        values={"soc": "ascend910b", "jobs": 2, "src": {"lib": str(src)}},
+        sources={"lib": {"commit": "a" * 40, "nested": {}, "third_party": {}}},
+        toolkit={"version": "8.5.0", "path": "/usr/local/Ascend/cann"},
+        hashed_env={},
+        base_env={"PATH": "/usr/bin:/bin"},
+        overlay_env=None,
+        extra_env={},
+        recipe=recipe.name,
+        templates=recipe_templates(recipe),
+    )
+    step = walk(recipe, ctx, ws, ("build",))[0]
+    actions = ActionContext(
+        toolkit_home=tmp_path / "toolkit",
+        overlay=ws.root / "overlay",
+        stage=ws.root / "stage",
+        opp=ws.root / "opp",
+        vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
+    )
+    outcome = run_step(step, ws, RunLogs(ws, "r1"), actions, NoProgress(), [])
+    log = outcome.log.read_text()
+    assert outcome.exit_code == 0, log
+    assert "# env: API_KEY_ID=***\n" in log and "# env: NPM_AUTH=***\n" in log
+    assert leaked(log) == []
+    assert leaked((ws.stamps / "build.json").read_text()) == []
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_mirror_password_in_an_error_paragraph_is_redacted(route, tmp_path):
+    """An invalid mirror rule quotes the URL it was given: with its password redacted."""
+    (tmp_path / "ci.yaml").write_text(
+        "cannbuild:\n  mirrors:\n    'https://bob:mirr0rs3cr3t@git.example.com/': ''\n"
+    )
+    proc = run_route(
+        route, "--config", "ci.yaml", "lock", "--cann", "9.0.0", "--soc", "A2", "-w", "ws",
+        cwd=tmp_path, timeout=HANG_GUARD,
+    )  # fmt: skip
+    refused_once(proc, "mirrors", "https://***@git.example.com/")
+    assert "mirr0rs3cr3t" not in proc.stdout + proc.stderr
+
+
+# --- option values: --jobs, --soc, --ops ----------------------------------------------------
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--jobs", "99999999999999999999999"),
+        ("--jobs", "4097"),
+        ("--jobs", "0"),
+        ("--soc", "A2\n"),
+        ("--soc", "A2\t"),
+        ("--ops", ""),
+        ("--ops", "flash_attention_score,,"),
+        ("--ops", "flash_attention_score\n"),
+    ],
+    ids=["jobs-huge", "jobs-4097", "jobs-0", "soc-newline", "soc-tab", "ops-empty",
+         "ops-empty-names", "ops-newline"],
+)  # fmt: skip
+def test_an_out_of_range_or_control_character_value_is_refused_naming_the_flag(
+    route, flag, value, tmp_path
+):
+    soc = [] if flag == "--soc" else ["--soc", "A2"]
+    proc = run_route(
+        route, "lock", "--cann", "9.0.0", *soc, flag, value, "-w", "ws",
+        cwd=tmp_path, timeout=HANG_GUARD,
+    )  # fmt: skip
+    refused_once(proc, flag)
