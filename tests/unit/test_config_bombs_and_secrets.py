@@ -21,6 +21,7 @@ from cannbuild.redact import redact, secret_name
 from cannbuild.workspace import Workspace
 
 from clirun import CHECKOUT, ROUTES, clean_env, run_route
+from tinyrecipe import tiny_recipe
 
 HANG_GUARD = 30  # seconds: each case is refused in about one; the bombs ran for minutes
 MEMORY_CAP = 1 << 30  # the bombs grew past 2.8 GB
@@ -216,34 +217,13 @@ SECRETS = {
     "Authorization": "Bearer bearer-secret-05",
 }
 
-SECRET_RECIPE = """
-[recipe]
-name = "tiny"
-train = "8.5"
-opbase = "source"
-
-[repos.lib]
-url = "https://example.invalid/lib.git"
-tag = "v1"
-
-[[steps]]
-name = "build"
-repo = "lib"
-command = "steps/build.j2"
-env = {{ {env}, CC = "gcc" }}
-
-[validate]
-library = "lib.so"
-symbols = []
-"""
-
 
 def secret_recipe(folder: Path) -> Path:
     (folder / "steps").mkdir(parents=True, exist_ok=True)
     (folder / "steps" / "build.j2").write_text('bash -c "true"\n')
     env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in SECRETS.items())
     path = folder / "tiny.toml"
-    path.write_text(SECRET_RECIPE.format(env=env))
+    path.write_text(tiny_recipe(f'{env}, CC = "gcc"'))
     return path
 
 

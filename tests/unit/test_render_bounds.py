@@ -18,6 +18,7 @@ import pytest
 from cannbuild.render import render_value
 
 from clirun import ROUTES, run_route
+from tinyrecipe import tiny_recipe
 
 CAP = 1 << 30  # bytes of address space the child may map
 HOSTILE_RUN = 30  # seconds: each case is refused in well under one; unbounded, minutes
@@ -115,28 +116,6 @@ def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bou
     assert "[repos.lib] tag" in out and bound in out, out
 
 
-RECIPE = """
-[recipe]
-name = "tiny"
-train = "8.5"
-opbase = "source"
-
-[repos.lib]
-url = "https://example.invalid/lib.git"
-tag = "v1"
-
-[[steps]]
-name = "build"
-repo = "lib"
-command = "steps/build.j2"
-env = {{ EXTRA = {extra} }}
-
-[validate]
-library = "lib.so"
-symbols = []
-"""
-
-
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize(
     "value, bound",
@@ -157,7 +136,7 @@ def test_a_recipe_value_past_the_render_budget_is_exit_2_within_a_memory_cap(
     (tmp_path / "steps").mkdir()
     (tmp_path / "steps" / "build.j2").write_text("bash build.sh --soc={{ soc }}\n")
     recipe = tmp_path / "tiny.toml"
-    recipe.write_text(RECIPE.format(extra=json.dumps(value)))
+    recipe.write_text(tiny_recipe(f"EXTRA = {json.dumps(value)}"))
     proc = run_route(
         route,
         "plan", "--sysroot", str(tree.root), "--soc", "ascend910b", "--recipe", str(recipe),

@@ -26,6 +26,7 @@ from cannbuild.workspace import Workspace
 
 from clirun import ROUTES, run_route
 from lockdata import sample_lock
+from tinyrecipe import tiny_recipe
 
 HOSTILE_RUN = 60  # seconds: each hostile case is refused in about one; unbounded, minutes
 
@@ -54,27 +55,6 @@ def refused(proc: subprocess.CompletedProcess, *needles: str) -> None:
 
 # --- recipe values are bounded data ----------------------------------------------------
 
-RECIPE = """
-[recipe]
-name = "tiny"
-train = "8.5"
-opbase = "source"
-
-[repos.lib]
-url = "https://example.invalid/lib.git"
-tag = "v1"
-
-[[steps]]
-name = "build"
-repo = "lib"
-command = "steps/build.j2"
-env = {{ EXTRA = {extra} }}
-
-[validate]
-library = "lib.so"
-symbols = []
-"""
-
 
 def write_recipe(
     folder: Path, extra: str, command: str = "bash build.sh --soc={{ soc }}\n"
@@ -82,7 +62,7 @@ def write_recipe(
     (folder / "steps").mkdir(parents=True, exist_ok=True)
     (folder / "steps" / "build.j2").write_text(command)
     path = folder / "tiny.toml"
-    path.write_text(RECIPE.format(extra=json.dumps(extra)))
+    path.write_text(tiny_recipe(f"EXTRA = {json.dumps(extra)}"))
     return path
 
 
@@ -280,28 +260,6 @@ def test_env_and_data_hide_values_by_name_and_credentials_by_shape():
     }
 
 
-SECRET_RECIPE = """
-[recipe]
-name = "tiny"
-train = "8.5"
-opbase = "source"
-
-[repos.lib]
-url = "https://example.invalid/lib.git"
-tag = "v1"
-
-[[steps]]
-name = "build"
-repo = "lib"
-command = "steps/build.j2"
-env = {{ DB_PASSWORD = "{password}", MY_API_TOKEN = "tok-{password}", PIP_INDEX_URL = "https://bob:{password}@pypi.example/simple", CC = "gcc" }}
-
-[validate]
-library = "lib.so"
-symbols = []
-"""
-
-
 def planned_with_secret(tmp_path: Path, password: str, ws: Workspace):
     folder = tmp_path / "recipes"
     (folder / "steps").mkdir(parents=True, exist_ok=True)
@@ -309,7 +267,12 @@ def planned_with_secret(tmp_path: Path, password: str, ws: Workspace):
     (folder / "steps" / "build.j2").write_text(
         """bash -c {{ 'printf %s "$DB_PASSWORD" | sha256sum' | q }}\n"""
     )
-    (folder / "tiny.toml").write_text(SECRET_RECIPE.format(password=password))
+    (folder / "tiny.toml").write_text(
+        tiny_recipe(
+            f'DB_PASSWORD = "{password}", MY_API_TOKEN = "tok-{password}", '
+            f'PIP_INDEX_URL = "https://bob:{password}@pypi.example/simple", CC = "gcc"'
+        )
+    )
     recipe = load_recipe(folder / "tiny.toml")
     src = ws.checkout("lib")
     src.mkdir(parents=True, exist_ok=True)
