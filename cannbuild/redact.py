@@ -37,6 +37,10 @@ _VALUE = {
     "=": re.compile(r"(?!\*\*\*)[^\s&'\";]+"),
 }
 MASK = "***"
+# git's configuration by environment (what `cannbuild.mirrors` sets for git inside the
+# builds): GIT_CONFIG_KEY_0 names a setting, `url.<mirror>.insteadOf`, not a key that is a
+# secret; its value is shown with the mirror's credentials redacted, as any text is.
+_GIT_CONFIG_ENV = re.compile(r"GIT_CONFIG_(?:KEY|VALUE)_\d+|GIT_CONFIG_COUNT")
 _TOKENS = (
     # Authorization: Bearer x / PRIVATE-TOKEN: x / X-Api-Key: x (HTTP headers in curl lines, logs)
     re.compile(r"(?i)\b(authorization:\s*(?:bearer|basic|token)\s+)[^\s'\"]+"),
@@ -88,6 +92,8 @@ def secret_name(name: str) -> bool:
     """Whether a variable or key called `name` holds a secret (DB_PASSWORD, MY_API_TOKEN,
     AWS_SECRET_ACCESS_KEY, API_KEY_ID, NPM_AUTH): its value is never shown, whatever it
     looks like."""
+    if _GIT_CONFIG_ENV.fullmatch(name):
+        return False
     return bool(_HOLDS_SECRET.search(name)) or _secret_word(_words(name))
 
 

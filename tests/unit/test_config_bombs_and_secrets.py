@@ -172,6 +172,8 @@ def test_deeply_nested_toml_is_refused_naming_the_file(route, reader, shape, tmp
         ("OLDPWD", False),
         ("SESSION_MANAGER", False),
         ("PRIVATEER", False),
+        ("GIT_CONFIG_KEY_0", False),  # names url.<mirror>.insteadOf; its text is redacted
+        ("GIT_CONFIG_VALUE_0", False),
     ],
 )
 def test_a_secret_is_known_by_a_word_of_its_name(name, secret):
