@@ -3,6 +3,15 @@ chooses (a hostile value, a secret), for the cases that render recipe values."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from cannbuild.actions import ActionContext
+from cannbuild.plan import PlannedStep, StepContext, recipe_templates, walk
+from cannbuild.recipes import load_recipe
+from cannbuild.runner import NoProgress, RunLogs, StepOutcome, run_step
+from cannbuild.workspace import Workspace
+
 TEMPLATE = """
 [recipe]
 name = "tiny"
@@ -28,3 +37,35 @@ symbols = []
 def tiny_recipe(env: str) -> str:
     """The recipe's text, its step's env table holding `env` (TOML `KEY = value, ...`)."""
     return TEMPLATE.format(env=env)
+
+
+def build_step(recipe_file: Path, ws: Workspace) -> PlannedStep:
+    """The tiny recipe's `build` step as the plan walk makes it (its env, command, stamp
+    inputs), against a checkout folder in `ws` and an 8.5.0 toolkit."""
+    recipe = load_recipe(recipe_file)
+    src = ws.checkout("lib")
+    src.mkdir(parents=True, exist_ok=True)
+    ctx = StepContext(
+        values={"soc": "ascend910b", "jobs": 2, "src": {"lib": str(src)}},
+        sources={"lib": {"commit": "a" * 40, "nested": {}, "third_party": {}}},
+        toolkit={"version": "8.5.0", "path": "/usr/local/Ascend/cann"},
+        hashed_env={},
+        base_env={"PATH": os.environ["PATH"]},
+        overlay_env=None,
+        extra_env={},
+        recipe=recipe.name,
+        templates=recipe_templates(recipe),
+    )
+    return walk(recipe, ctx, ws, ("build",))[0]
+
+
+def run_alone(step: PlannedStep, ws: Workspace, toolkit_home: Path) -> StepOutcome:
+    """Run `step` as a build runs it (its log, its stamp), outside any pipeline."""
+    actions = ActionContext(
+        toolkit_home=toolkit_home,
+        overlay=ws.root / "overlay",
+        stage=ws.root / "stage",
+        opp=ws.root / "opp",
+        vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
+    )
+    return run_step(step, ws, RunLogs(ws, "r1"), actions, NoProgress(), [])

@@ -15,13 +15,11 @@ from typing import Callable, Dict, List
 
 import pytest
 
-from cannbuild.plan import StepContext, recipe_templates, walk
-from cannbuild.recipes import load_recipe
 from cannbuild.redact import redact, secret_name
 from cannbuild.workspace import Workspace
 
 from clirun import CHECKOUT, ROUTES, clean_env, run_route
-from tinyrecipe import tiny_recipe
+from tinyrecipe import build_step, run_alone, tiny_recipe
 
 HANG_GUARD = 30  # seconds: each case is refused in about one; the bombs ran for minutes
 MEMORY_CAP = 1 << 30  # the bombs grew past 2.8 GB
@@ -249,33 +247,10 @@ def test_secrets_by_name_are_hidden_in_plan_json_on_both_routes(route, tree, tmp
 
 
 def test_secrets_by_name_are_hidden_in_the_step_log_and_the_stamp(tmp_path):
-    from cannbuild.actions import ActionContext
-    from cannbuild.runner import NoProgress, RunLogs, run_step
 
     ws = Workspace(tmp_path / "ws")
-    recipe = load_recipe(secret_recipe(tmp_path / "recipes"))
-    src = ws.checkout("lib")
-    src.mkdir(parents=True, exist_ok=True)
-    ctx = StepContext(
-        values={"soc": "ascend910b", "jobs": 2, "src": {"lib": str(src)}},
-        sources={"lib": {"commit": "a" * 40, "nested": {}, "third_party": {}}},
-        toolkit={"version": "8.5.0", "path": "/usr/local/Ascend/cann"},
-        hashed_env={},
-        base_env={"PATH": "/usr/bin:/bin"},
-        overlay_env=None,
-        extra_env={},
-        recipe=recipe.name,
-        templates=recipe_templates(recipe),
-    )
-    step = walk(recipe, ctx, ws, ("build",))[0]
-    actions = ActionContext(
-        toolkit_home=tmp_path / "toolkit",
-        overlay=ws.root / "overlay",
-        stage=ws.root / "stage",
-        opp=ws.root / "opp",
-        vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
-    )
-    outcome = run_step(step, ws, RunLogs(ws, "r1"), actions, NoProgress(), [])
+    step = build_step(secret_recipe(tmp_path / "recipes"), ws)
+    outcome = run_alone(step, ws, tmp_path / "toolkit")
     log = outcome.log.read_text()
     assert outcome.exit_code == 0, log
     assert "# env: API_KEY_ID=***\n" in log and "# env: NPM_AUTH=***\n" in log

@@ -18,15 +18,13 @@ import pytest
 
 from cannbuild import render
 from cannbuild.errors import UsageError
-from cannbuild.plan import StepContext, recipe_templates, walk
-from cannbuild.recipes import load_recipe
 from cannbuild.redact import fingerprint, redact_data, redact_env, secret_name
 from cannbuild.render import render_value
 from cannbuild.workspace import Workspace
 
 from clirun import ROUTES, run_route
 from lockdata import sample_lock
-from tinyrecipe import tiny_recipe
+from tinyrecipe import build_step, run_alone, tiny_recipe
 
 HOSTILE_RUN = 60  # seconds: each hostile case is refused in about one; unbounded, minutes
 
@@ -273,26 +271,10 @@ def planned_with_secret(tmp_path: Path, password: str, ws: Workspace):
             f'PIP_INDEX_URL = "https://bob:{password}@pypi.example/simple", CC = "gcc"'
         )
     )
-    recipe = load_recipe(folder / "tiny.toml")
-    src = ws.checkout("lib")
-    src.mkdir(parents=True, exist_ok=True)
-    ctx = StepContext(
-        values={"soc": "ascend910b", "jobs": 2, "src": {"lib": str(src)}},
-        sources={"lib": {"commit": "a" * 40, "nested": {}, "third_party": {}}},
-        toolkit={"version": "8.5.0", "path": "/usr/local/Ascend/cann"},
-        hashed_env={},
-        base_env={"PATH": os.environ["PATH"]},
-        overlay_env=None,
-        extra_env={},
-        recipe=recipe.name,
-        templates=recipe_templates(recipe),
-    )
-    return walk(recipe, ctx, ws, ("build",))[0]
+    return build_step(folder / "tiny.toml", ws)
 
 
 def test_a_secret_by_name_is_hidden_in_the_plan_the_log_and_the_stamp(tmp_path):
-    from cannbuild.actions import ActionContext
-    from cannbuild.runner import NoProgress, RunLogs, run_step
 
     ws = Workspace(tmp_path / "ws")
     password = "hunter2hunter2"
@@ -303,14 +285,7 @@ def test_a_secret_by_name_is_hidden_in_the_plan_the_log_and_the_stamp(tmp_path):
     assert step.to_json()["env"]["MY_API_TOKEN"] == "***"
     assert step.to_json()["env"]["PIP_INDEX_URL"] == "https://***@pypi.example/simple"
 
-    actions = ActionContext(
-        toolkit_home=tmp_path / "toolkit",
-        overlay=ws.root / "overlay",
-        stage=ws.root / "stage",
-        opp=ws.root / "opp",
-        vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
-    )
-    outcome = run_step(step, ws, RunLogs(ws, "r1"), actions, NoProgress(), [])
+    outcome = run_alone(step, ws, tmp_path / "toolkit")
     log = outcome.log.read_text()
     assert outcome.exit_code == 0, log
     assert hashlib.sha256(password.encode()).hexdigest() in log  # the step got the real value
