@@ -6,7 +6,7 @@ import contextlib
 import socket
 import threading
 import time
-from typing import Iterator
+from typing import Callable, Iterator, List
 
 
 @contextlib.contextmanager
@@ -17,10 +17,6 @@ def trickling_server(
     seconds: a valid HTTP reply (with 400 bytes of headers) if one waited 42 s at 0.1 s
     a byte, each byte well within any per-read timeout.  It stops by itself.
     `body_bytes`: the headers come at once, then a body of that length trickles."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.1)
     stop = threading.Event()
     end = time.monotonic() + lasts_s
 
@@ -40,35 +36,36 @@ def trickling_server(
                 with contextlib.suppress(OSError):
                     conn.sendall(bytes([byte]))
 
-    def accept() -> None:
-        while not stop.is_set() and time.monotonic() < end:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    def start(conn: socket.socket) -> None:
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(2)
-        listener.close()
+    with _serving(start, stop, end) as port:
+        yield port
 
 
 @contextlib.contextmanager
 def silent_server(lasts_s: float = 60.0) -> Iterator[int]:
     """A server on 127.0.0.1 that accepts every connection and never answers (a remote
     stuck behind a firewall that lets the handshake through).  It stops by itself."""
+    held: List[socket.socket] = []  # kept open, never read, never answered
+    try:
+        with _serving(held.append, threading.Event(), time.monotonic() + lasts_s) as port:
+            yield port
+    finally:
+        for conn in held:
+            conn.close()
+
+
+@contextlib.contextmanager
+def _serving(
+    on_connection: Callable[[socket.socket], None], stop: threading.Event, end: float
+) -> Iterator[int]:
+    """A listener on 127.0.0.1 whose connections go to `on_connection` until `stop` is
+    set or the monotonic time `end`; yields its port."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     listener.settimeout(0.1)
-    stop = threading.Event()
-    end = time.monotonic() + lasts_s
-    held = []
 
     def accept() -> None:
         while not stop.is_set() and time.monotonic() < end:
@@ -76,9 +73,7 @@ def silent_server(lasts_s: float = 60.0) -> Iterator[int]:
                 conn, _ = listener.accept()
             except OSError:
                 continue
-            held.append(conn)  # kept open, never read, never answered
-        for conn in held:
-            conn.close()
+            on_connection(conn)
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
