@@ -27,7 +27,7 @@ from .host.versions import parse_cann_version
 from .ownership import check_writable
 from .proc import run
 from .recipes import available, load_recipe
-from .render import ci_env
+from .render.templates import ci_env
 from .resources import data_dir
 from .self_install import (
     build_own_wheel,
@@ -194,7 +194,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
         )
     check_label(request.npu_label)
     if request.cannbuild_spec is not None:
-        from .grammars import check_requirement
+        from .render.grammars import check_requirement
 
         check_requirement(request.cannbuild_spec)
     if out is not None:
@@ -279,7 +279,7 @@ def chosen_install(spec: Optional[str], provider: str) -> Install:
     """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
     requirement pip recorded; else no way that resolves: refused.  A requirement is one
     PEP 508 line: it lands in the workflow's run blocks."""
-    from .grammars import check_requirement
+    from .render.grammars import check_requirement
 
     if spec is not None:
         check_requirement(spec)

@@ -122,7 +122,7 @@ def step_facts(
     check) and the steps it ran after are built, up to date themselves, and still hold
     the outputs it was built on.  (Whether its inputs changed needs the host: `cannbuild
     plan` says.)  `seen`: the answers so far, by step."""
-    from .stamps import outputs_gone, read_stamp
+    from .build.stamps import outputs_gone, read_stamp
 
     seen = {} if seen is None else seen
     name = str(stamp.get("step", ""))

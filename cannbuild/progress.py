@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Mapping, Optional, TextIO
 
 from . import ui
-from .plan import PlannedStep
-from .runner import StepOutcome
+from .build.plan import PlannedStep
+from .build.runner import StepOutcome
 
 _MARK = {"ran": "done", "failed": "FAILED", "interrupted": "interrupted", "skipped": "up to date"}
 HEARTBEAT_S = 60.0

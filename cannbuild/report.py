@@ -35,7 +35,7 @@ def build_report(
     cache: Optional[Mapping[str, Any]] = None,
     package: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    from .cache import summary_line
+    from .build.compile_cache import summary_line
 
     return redact_data(
         {
@@ -69,7 +69,7 @@ def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
 
 def step_records(ws: Workspace, outcomes: Optional[Sequence[Any]], names: Sequence[str]) -> list:
     """This run's outcomes, or (for a standalone validate) what the stamps say."""
-    from .stamps import read_stamp
+    from .build.stamps import read_stamp
 
     if outcomes:
         return [o.to_json() for o in outcomes]

@@ -17,9 +17,9 @@ from typing import Any, Dict, Tuple
 from msgspec.structs import replace
 
 from . import safefs
+from .build.session import Session
 from .errors import UsageError, ValidationFailed
 from .proc import run
-from .session import Session
 from .sources.fetch import sha256_file
 from .workspace import Workspace
 

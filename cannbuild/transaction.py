@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, 
 
 from msgspec import Struct
 
+from .build.runner import Progress, StepOutcome, new_run_id
+from .build.session import Session
+from .build.steps import RunResult, run_steps
 from .errors import CannbuildError
 from .housekeeping import ATTEMPT_FILE, RUNNING
 from .locks import WorkspaceLock
-from .pipeline import RunResult, run_steps
-from .runner import Progress, StepOutcome, new_run_id
-from .session import Session
 from .validate import ValidationRun, validate_session
 from .workspace import read_json, write_json_atomic
 
@@ -61,7 +61,7 @@ class PipelineRun(Struct, frozen=True):
 
 def made(session: Session) -> Made:
     """The packages the build steps' stamps record, and the install, if there is one."""
-    from .stamps import read_stamp
+    from .build.stamps import read_stamp
 
     packages: List[Tuple[str, str, str]] = []
     installed = None
@@ -80,7 +80,7 @@ def made(session: Session) -> Made:
 def built_from(session: Session) -> Optional[Dict[str, Any]]:
     """The build behind the installed package: when it finished, from which commits, and
     whether a later build attempt failed (then validation judges the older package)."""
-    from .stamps import read_stamp
+    from .build.stamps import read_stamp
 
     install = next((s for s in session.recipe.steps if s.action == "vendor"), None)
     stamp = read_stamp(session.ws, install.name) if install else None
@@ -175,8 +175,8 @@ def _write_report(
     sources: Optional[SourceState] = None,
 ) -> Path:
     """`sources`: what this run made ready (else the lock on disk is read)."""
+    from .build.reproducible import artifact_records
     from .report import build_report, step_records, write_report
-    from .reproducible import artifact_records
     from .sources.pinning import sources_from_lock
 
     recipe = session.recipe
@@ -220,7 +220,7 @@ def _epoch(session: Session, step: str) -> Optional[int]:
     """The SOURCE_DATE_EPOCH that step built with (reproducible.with_source_date)."""
     import os
 
-    from .reproducible import step_epoch
+    from .build.reproducible import step_epoch
 
     spec = next((s for s in session.recipe.steps if s.name == step), None)
     checkout = session.ws.checkout(spec.repo) if spec is not None and spec.repo else None
@@ -247,8 +247,8 @@ def run_pipeline(
 ) -> PipelineRun:
     """Sync the sources and run the steps that are not up to date under the workspace lock;
     then (if asked, and the steps succeeded) validate under the same lock; report."""
-    from . import cache as compile_cache
-    from .cache_probe import PROBE_TIMEOUT_S
+    from .build import compile_cache
+    from .build.cache_probe import PROBE_TIMEOUT_S
     from .host.toolchain import remember_tools
     from .sources.pinning import syncing_sources
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cannbuild.actions import ActionContext
-from cannbuild.plan import PlannedStep, StepContext, recipe_templates, walk
+from cannbuild.build.actions import ActionContext
+from cannbuild.build.plan import PlannedStep, StepContext, recipe_templates, walk
+from cannbuild.build.runner import NoProgress, RunLogs, StepOutcome, run_step
 from cannbuild.recipes import load_recipe
-from cannbuild.runner import NoProgress, RunLogs, StepOutcome, run_step
 from cannbuild.workspace import Workspace
 
 TEMPLATE = """

@@ -12,8 +12,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from .. import __version__, safefs
+from ..build.session import Session
 from ..errors import UsageError
-from ..session import Session
 from ..sources.fetch import sha256_file
 from ..validate import torchnpu
 from ..validate.cases import RULE, why_no_torch

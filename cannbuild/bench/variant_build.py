@@ -13,9 +13,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from .. import safefs
-from ..plan import _render
+from ..build.plan import _render
+from ..build.session import Session
 from ..proc import run
-from ..session import Session
 from ..validate import capi
 from ..validate.cases import CASES, judge_files, manifest_line, reference, write_inputs
 from ..workspace import write_atomic
@@ -138,7 +138,7 @@ def build_one(
 
 
 def _render_inline(session: Session, text: str, values: Dict[str, Any]) -> str:
-    from ..render import render_value
+    from ..render.templates import render_value
 
     return render_value(text, values, f"recipe {session.recipe.path}: produces")
 

@@ -17,9 +17,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, parse_toml, read_bytes, read_text
+from ..build.session import Session
+from ..build.stamps import digest
 from ..errors import UsageError
-from ..session import Session
-from ..stamps import digest
 from ..workspace import read_json, write_json_atomic
 from .sweep import BASELINE
 
@@ -174,8 +174,8 @@ def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List
 def _baseline_steps(session: Session, env: Mapping[str, str]) -> Tuple[Any, Any, str]:
     """The installed baseline's ops-transformer build and install steps (up to date) and
     the commit they were built from."""
-    from ..pipeline import plan_session
-    from ..plan import UP_TO_DATE
+    from ..build.plan import UP_TO_DATE
+    from ..build.steps import plan_session
 
     steps = plan_session(session, env, ("build", "install"))
     build = next((s for s in steps if s.spec.repo == "ops-transformer" and s.spec.produces), None)

@@ -127,7 +127,7 @@ def _satisfies(version: str, spec: str) -> Optional[bool]:
 
 def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
-    from ..render import render_value
+    from ..render.templates import render_value
 
     out: Dict[str, Optional[str]] = {}
     for key in ("tag", "branch", "until", "commit"):

@@ -11,7 +11,7 @@ from typing import List, Tuple
 
 from msgspec import Struct
 
-from ..render import file_env
+from ..render.templates import file_env
 from ..resources import data_dir
 from .files import write
 from .releases import Release

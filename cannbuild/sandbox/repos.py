@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
-from ..render import file_env
+from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, write
 from .releases import (

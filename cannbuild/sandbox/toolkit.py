@@ -15,7 +15,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..host.toolkit import host_arch
-from ..render import file_env
+from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, symlink, write
 from .hardware import Variant

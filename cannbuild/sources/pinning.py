@@ -27,11 +27,11 @@ from typing import (
 
 from msgspec.structs import replace
 
+from ..build.session import Session
 from ..errors import (
     CannbuildError,
 )
 from ..recipes import RepoSpec, describe_ref, render_ref
-from ..session import Session
 from .checkout import (
     Nested,
     Seed,

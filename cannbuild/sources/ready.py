@@ -19,6 +19,7 @@ from typing import (
     Tuple,
 )
 
+from ..build.session import Session
 from ..errors import (
     FetchError,
     LockDrift,
@@ -29,7 +30,6 @@ from ..errors import (
 from ..host.toolkit import host_arch
 from ..recipes import RepoSpec, describe_ref, render_ref
 from ..redact import redact
-from ..session import Session
 from .archives import Needed, check_declared, declared_archives, plan_archives
 from .checkout import (
     Nested,

@@ -19,7 +19,7 @@ def sandboxed(options: Options, dry_run: bool) -> Any:
     """The options pointed at the sandbox (made or reused) when --sandbox is given, with
     its info and lease (`pipeline.Sandboxed`).  A dry run never makes one: it stops,
     saying it would."""
-    from ..session import Sandboxed, with_sandbox
+    from ..build.session import Sandboxed, with_sandbox
 
     if not options.sandbox:
         return Sandboxed(options)
@@ -44,7 +44,7 @@ def on_sandbox(options: Options, dry_run: bool) -> Options:
 
 
 def open_session(c: Any, flags: Mapping[str, Any]) -> Any:
-    from ..session import open_session as open_
+    from ..build.session import open_session as open_
 
     made = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))
     return open_(made.options, os.environ, Path.cwd(), made.info, made.lease)

@@ -64,8 +64,8 @@ def bench(
     from ..bench.run import BenchRequest, run_bench
     from ..bench.sweep import SweepSettings
     from ..bench.variants import build_variants, parse_variants
+    from ..build.runner import new_run_id
     from ..ownership import check_replaceable
-    from ..runner import new_run_id
 
     # --out follows the ownership rule: refused before any build or sweep, claimed at the write
     target = check_replaceable(Path(out), "bench-output", "--out") if out else None

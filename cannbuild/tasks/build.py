@@ -26,7 +26,7 @@ def _phases(text: Optional[str]) -> List[str]:
 def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
-    from ..pipeline import plan_session
+    from ..build.steps import plan_session
 
     steps = plan_session(session, os.environ, phases)
     if as_json:
@@ -104,8 +104,8 @@ def lock(c: Any, **flags: Any) -> None:
 
 
 def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
+    from ..build.session import locking_session
     from ..locks import WorkspaceLock
-    from ..session import locking_session
     from ..sources.pinning import sync_sources
 
     options = make_options(c, flags)

@@ -51,7 +51,7 @@ def container(
     **flags: Any,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
-    from ..container import ContainerRequest, make_container
+    from ..container.context import ContainerRequest, make_container
 
     options = lock_to_read(c, flags, make_options(c, flags))
     bundle, out = flags.get("bundle"), flags.get("out")
@@ -84,7 +84,7 @@ def container(
 )
 def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **flags: Any) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
-    from ..container_run import host_run_line, run_interactive
+    from ..container.run import host_run_line, run_interactive
 
     options = on_sandbox(make_options(c, flags), dry_run=False)
     argv = host_run_line(options, os.environ, image, tty=not exec or sys.stdin.isatty())

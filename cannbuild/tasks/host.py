@@ -21,7 +21,7 @@ def doctor(c: Any, json: bool = False, **flags: Any) -> None:
 
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
-    from ..session import doctor_report
+    from ..build.requirements import doctor_report
 
     options = on_sandbox(make_options(c, flags), dry_run=False)
     report = doctor_report(options, os.environ, Path.cwd())

@@ -18,11 +18,11 @@ from msgspec import Struct, field
 from msgspec.structs import asdict, replace
 
 from .. import safefs
+from ..build.session import Session
 from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
-from ..render import render_value
-from ..session import Session
+from ..render.templates import render_value
 from ..states import Verdict
 from . import capi, cases
 from .cases import RULE, CaseResult
@@ -130,7 +130,7 @@ def inputs_for(
     process."""
     import shlex
 
-    from ..plan import _render
+    from ..build.plan import _render
 
     recipe = session.recipe
     values = dict(session.values)
@@ -354,7 +354,7 @@ def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]
     overlay = session.ws.overlay
     overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
     if overlaid and overlay.is_dir():
-        from ..overlay import overlay_env
+        from ..build.overlay import overlay_env
 
         tk = session.toolkit
         home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
@@ -386,7 +386,7 @@ def validate_session(
     reuse: bool = False,
 ) -> ValidationRun:
     """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
-    from ..plan import recipe_templates
+    from ..build.plan import recipe_templates
     from ..workspace import read_json, write_json_atomic
 
     templates = recipe_templates(

@@ -11,7 +11,7 @@ from typing import Optional
 
 import pytest
 
-from cannbuild.cache import find_ccache
+from cannbuild.build.compile_cache import find_ccache
 
 from sharedcache import redis_server, running_redis
 

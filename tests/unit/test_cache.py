@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from cannbuild.cache import cache_checks, run_record, summary_line
-from cannbuild.cache_probe import probe_remote
+from cannbuild.build.cache_probe import probe_remote
+from cannbuild.build.compile_cache import cache_checks, run_record, summary_line
 from cannbuild.host.check import FAIL, SKIP, WARN
 
 from sharedcache import redis_server, running_redis

@@ -15,14 +15,14 @@ from dockerfile_parse import DockerfileParser
 from msgspec.structs import replace
 
 from cannbuild.ci import Install, render_ci
-from cannbuild.container import (
+from cannbuild.container.context import (
     ContainerSpec,
     base_reference,
     image_tag,
     render_context,
     source_files,
 )
-from cannbuild.container_run import run_line
+from cannbuild.container.run import run_line
 from cannbuild.errors import UsageError
 from cannbuild.ownership import owned
 from cannbuild.sources.lock import read_lock, write_lock

@@ -19,19 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from cannbuild.cache import (
+from cannbuild.build.cache_probe import probe_remote
+from cannbuild.build.compile_cache import (
     CompileCache,
     compile_cache,
     find_ccache,
     run_record,
     summary_line,
 )
-from cannbuild.cache_probe import probe_remote
+from cannbuild.build.stamps import artifact_record, digest, write_stamp
 from cannbuild.housekeeping import workspace_status
 from cannbuild.locks import WorkspaceLock
 from cannbuild.ownership import claim
 from cannbuild.sources.lock import write_lock
-from cannbuild.stamps import artifact_record, digest, write_stamp
 from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 

@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
+from cannbuild.build.overlay import build_overlay, overlay_env, staged_root
+from cannbuild.build.plan import explain_change
 from cannbuild.errors import WorkspaceBusy
 from cannbuild.hints import match_hint
 from cannbuild.locks import WorkspaceLock
-from cannbuild.overlay import build_overlay, overlay_env, staged_root
-from cannbuild.plan import explain_change
 from cannbuild.workspace import Workspace, write_atomic
 
 
@@ -166,7 +166,7 @@ def test_a_rerun_says_which_input_changed(old, new, expected):
 
 
 def test_the_first_errors_anywhere_in_the_log_are_found_with_their_line_numbers():
-    from cannbuild.runner import first_errors
+    from cannbuild.build.runner import first_errors
 
     # v9.0.0: stderr (the CMake error) first, then the block-buffered, stamped stdout
     log = [
@@ -199,7 +199,7 @@ def test_the_first_errors_anywhere_in_the_log_are_found_with_their_line_numbers(
 def test_a_long_log_line_keeps_its_error_in_the_digest():
     """Block-buffered stdout can put a long line of paths in front of the compiler's
     error on the same log line: the digest shortens the front, never the error."""
-    from cannbuild.runner import first_errors
+    from cannbuild.build.runner import first_errors
 
     stdout = "[2026-12-01 15:59:12]      dst='" + "/tmp/pytest-of-root/pytest-44/x" * 12 + "'"
     error = "/w/src/aclnn_flash_attention_score.cpp:31:15: error: static assertion failed"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from cannbuild.build.stamps import write_stamp
 from cannbuild.errors import UsageError
 from cannbuild.host.toolchain import probe_tools, remember_tools
 from cannbuild.locks import WorkspaceLock
 from cannbuild.ownership import MARKER, claim, owned, remove_inside
 from cannbuild.sandbox.spec import SandboxInfo
-from cannbuild.stamps import write_stamp
 from cannbuild.workspace import Workspace
 
 

@@ -9,10 +9,17 @@ from typing import List
 import pytest
 from msgspec.structs import replace
 
+from cannbuild.build.plan import (
+    NEEDS_RUN,
+    NOT_SELECTED,
+    UP_TO_DATE,
+    StepContext,
+    recipe_templates,
+    walk,
+)
+from cannbuild.build.stamps import artifact_record, read_stamp, write_stamp
 from cannbuild.errors import UsageError
-from cannbuild.plan import NEEDS_RUN, NOT_SELECTED, UP_TO_DATE, StepContext, recipe_templates, walk
 from cannbuild.recipes import load_recipe
-from cannbuild.stamps import artifact_record, read_stamp, write_stamp
 from cannbuild.workspace import Workspace
 
 RECIPE = """
@@ -217,7 +224,7 @@ def _planned(recipe, ws: Workspace, name: str):
 
 
 def _action_context(tmp_path: Path, **overrides):
-    from cannbuild.actions import ActionContext
+    from cannbuild.build.actions import ActionContext
 
     ws = tmp_path / "ws"
     values = dict(
@@ -232,7 +239,7 @@ def _action_context(tmp_path: Path, **overrides):
 
 
 def test_the_vendor_install_starts_from_a_clean_folder_and_must_leave_set_env(recipe, tmp_path):
-    from cannbuild.actions import ACTIONS, ActionFailed
+    from cannbuild.build.actions import ACTIONS, ActionFailed
 
     ws = Workspace(tmp_path / "ws")
     step = _planned(recipe, ws, "install")
@@ -254,7 +261,7 @@ def test_the_vendor_install_starts_from_a_clean_folder_and_must_leave_set_env(re
 def test_the_overlay_action_stages_into_an_emptied_prefix_and_fails_on_an_empty_stage(
     recipe, tmp_path
 ):
-    from cannbuild.actions import ACTIONS, ActionFailed
+    from cannbuild.build.actions import ACTIONS, ActionFailed
 
     ws = Workspace(tmp_path / "ws")
     step = _planned(recipe, ws, "build")

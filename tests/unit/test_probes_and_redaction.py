@@ -11,7 +11,7 @@ import pytest
 from cannbuild.errors import UsageError
 from cannbuild.options import resolve_options
 from cannbuild.redact import redact
-from cannbuild.render import render_value
+from cannbuild.render.templates import render_value
 
 from hosttree import clean_env, write
 

@@ -142,7 +142,7 @@ def test_requirements_use_the_builds_own_version_rule():
 
 
 def test_force_names_a_step_of_the_recipe():
-    from cannbuild.plan import check_force
+    from cannbuild.build.plan import check_force
 
     recipe = load_recipe(RECIPES / "8.5.toml")
     check_force(recipe, ["opbase-build", "ops-transformer-install"])
@@ -152,7 +152,7 @@ def test_force_names_a_step_of_the_recipe():
 
 
 def test_9_0_builds_no_opbase_package_unless_asked():
-    from cannbuild.plan import check_selection, selected
+    from cannbuild.build.plan import check_selection, selected
 
     nine = load_recipe(RECIPES / "9.0.toml")
     opbase_build = next(s for s in nine.steps if s.name == "opbase-build")

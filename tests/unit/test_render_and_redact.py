@@ -5,7 +5,7 @@ import pytest
 from cannbuild.errors import UsageError
 from cannbuild.recipes import load_recipe
 from cannbuild.redact import redact, redact_data
-from cannbuild.render import render_string
+from cannbuild.render.templates import render_string
 from cannbuild.resources import data_dir
 
 
@@ -32,7 +32,7 @@ def test_undefined_template_values_are_errors_not_empty_strings():
 
 
 def test_a_step_template_missing_a_value_names_the_recipe():
-    from cannbuild.plan import _render
+    from cannbuild.build.plan import _render
 
     recipe = load_recipe(data_dir("recipes") / "8.5.toml")
     with pytest.raises(UsageError) as err:
@@ -73,7 +73,7 @@ def test_redaction_keeps_plain_urls_and_walks_data():
 
 
 def test_a_cached_template_renders_as_compiled_and_a_changed_one_is_recompiled(tmp_path):
-    from cannbuild.render import file_env
+    from cannbuild.render.templates import file_env
 
     templates, cache = tmp_path / "t", tmp_path / "cache"
     templates.mkdir()
@@ -89,7 +89,7 @@ def test_a_cached_template_renders_as_compiled_and_a_changed_one_is_recompiled(t
 
 @pytest.mark.parametrize("text", ["v8.5.0", "build_out/*.run", "a }} b", "50% {x}"])
 def test_a_value_without_template_syntax_renders_as_itself(text):
-    from cannbuild.render import render_value
+    from cannbuild.render.templates import render_value
 
     assert render_value(text, {}, "tag") == text
 
@@ -97,7 +97,7 @@ def test_a_value_without_template_syntax_renders_as_itself(text):
 def test_a_template_cache_that_cannot_be_written_only_costs_a_compile(tmp_path):
     import shutil
 
-    from cannbuild.render import file_env
+    from cannbuild.render.templates import file_env
 
     templates, cache = tmp_path / "t", tmp_path / "cache"
     templates.mkdir()

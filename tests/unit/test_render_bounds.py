@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from cannbuild.render import render_value
+from cannbuild.render.templates import render_value
 
 from clirun import ROUTES, run_route
 from tinyrecipe import tiny_recipe
@@ -26,7 +26,7 @@ HOSTILE_RUN = 30  # seconds: each case is refused in well under one; unbounded, 
 CHILD = """
 import sys
 from cannbuild.errors import UsageError
-from cannbuild.render import render_value
+from cannbuild.render.templates import render_value
 try:
     render_value(sys.argv[1], {"soc": "ascend910b", "jobs": 8}, "[repos.lib] tag")
 except UsageError as exc:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cannbuild.render import Raw, Templates, _lookup, render_string
+from cannbuild.render.templates import Raw, Templates, _lookup, render_string
 
 CONTEXT = {
     "cann": {"version": "8.5.0", "home": "/opt/cann"},
@@ -129,7 +129,7 @@ def test_a_remembered_render_does_not_import_jinja(tmp_path):
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from cannbuild.render import Templates\n"
+        "from cannbuild.render.templates import Templates\n"
         "t = Templates([Path(p) for p in sys.argv[1:3]], memo=Path(sys.argv[3]))\n"
         "print(t.render('steps/build.sh.j2', {'soc': 'ascend910b', 'jobs': 8}), end='')\n"
         "print('jinja2' in sys.modules)\n"

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from cannbuild.reproducible import what_varies
+from cannbuild.build.reproducible import what_varies
 from cannbuild.resources import data_dir
 
 MAKESELF = data_dir("templates") / "sandbox" / "makeself" / "makeself.sh"
@@ -65,7 +65,7 @@ def _sha256(path: Path) -> str:
 
 
 def test_a_package_is_read_once_per_sha256_and_the_memo_keeps_only_current_ones(tmp_path):
-    from cannbuild.reproducible import artifact_records
+    from cannbuild.build.reproducible import artifact_records
 
     workspace, memo = tmp_path / "ws", tmp_path / "artifacts.json"
     content = tmp_path / "payload"
@@ -89,7 +89,7 @@ def test_a_package_is_read_once_per_sha256_and_the_memo_keeps_only_current_ones(
 
 
 def test_a_checkouts_commit_time_is_remembered_by_commit(tmp_path):
-    from cannbuild.reproducible import commit_time
+    from cannbuild.build.reproducible import commit_time
 
     repo, memo = tmp_path / "repo", tmp_path / "commits.json"
     env = {

@@ -16,10 +16,10 @@ from typing import Dict
 
 import pytest
 
-from cannbuild import render
 from cannbuild.errors import UsageError
 from cannbuild.redact import fingerprint, redact_data, redact_env, secret_name
-from cannbuild.render import render_value
+from cannbuild.render.templates import render_value
+from cannbuild.render import templates as render
 from cannbuild.workspace import Workspace
 
 from clirun import ROUTES, run_route
@@ -386,7 +386,7 @@ def test_a_flag_value_that_would_break_the_workflow_is_refused(tmp_path, route, 
     ],
 )
 def test_image_references_docker_takes_are_accepted(reference):
-    from cannbuild.grammars import check_image
+    from cannbuild.render.grammars import check_image
 
     check_image(reference)
 
@@ -400,6 +400,6 @@ def test_image_references_docker_takes_are_accepted(reference):
     ],
 )
 def test_pip_requirements_are_accepted(spec):
-    from cannbuild.grammars import check_requirement
+    from cannbuild.render.grammars import check_requirement
 
     check_requirement(spec)

@@ -266,10 +266,10 @@ BUILD_SH = "mkdir -p build output && rm -f build/CMakeCache.txt && echo new > bu
 
 @pytest.mark.parametrize("name", ["build", "build_out", "output"])
 def test_a_link_at_a_build_steps_scratch_folder_is_refused_before_it_runs(world, name):
-    from cannbuild.actions import ActionContext
-    from cannbuild.plan import PlannedStep
+    from cannbuild.build.actions import ActionContext
+    from cannbuild.build.plan import PlannedStep
+    from cannbuild.build.runner import NoProgress, RunLogs, run_step
     from cannbuild.recipes.model import StepSpec
-    from cannbuild.runner import NoProgress, RunLogs, run_step
 
     ws, mine = world
     checkout = ws.checkout("opbase")

@@ -12,9 +12,15 @@ from typing import Any, List, Mapping, Optional, Sequence
 
 from msgspec import Struct
 
+from ..host.toolkit import host_arch
+from ..recipes import StepSpec
+from ..render.templates import render_value
+from ..sources.fetch import mirror_git_env
+from ..sources.pinning import Sources, SourceState
+from ..states import Outcome
+from ..workspace import Workspace
 from .actions import ActionContext
-from .cache import CompileCache, compile_cache, with_cache
-from .host.toolkit import host_arch
+from .compile_cache import CompileCache, compile_cache, with_cache
 from .overlay import overlay_env
 from .plan import (
     NEEDS_RUN,
@@ -26,8 +32,6 @@ from .plan import (
     recipe_templates,
     walk,
 )
-from .recipes import StepSpec
-from .render import render_value
 from .reproducible import with_source_date
 from .runner import (
     NoProgress,
@@ -39,10 +43,6 @@ from .runner import (
     skip,
 )
 from .session import Session
-from .sources.fetch import mirror_git_env
-from .sources.pinning import Sources, SourceState
-from .states import Outcome
-from .workspace import Workspace
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)
 SILENT_WAIT_S = 1.0
@@ -101,7 +101,7 @@ def plan_session(
     lock every selected step needs a run (its inputs are not known yet)."""
     from msgspec.structs import replace
 
-    from .sources.pinning import sources_from_lock
+    from ..sources.pinning import sources_from_lock
 
     sources = sources_from_lock(session)
     steps = make_plan(session, sources, env, phases)
@@ -136,7 +136,7 @@ class RunResult(Struct, frozen=True):
 def output_patterns(step: PlannedStep, values: Mapping[str, Any], ws: Workspace) -> List[str]:
     """The step's `produces` globs, each checked to stay inside the workspace: the runner
     deletes what they match before the step runs."""
-    from .ownership import inside
+    from ..ownership import inside
 
     patterns = []
     for raw in step.spec.produces:

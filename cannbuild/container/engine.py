@@ -18,8 +18,8 @@ from typing import List, Optional, Sequence
 
 from msgspec import Struct
 
-from .errors import NoContainerEngine
-from .proc import run
+from ..errors import NoContainerEngine
+from ..proc import run
 
 SECRET_ID = "cannbuild-mirrors"
 CACHE_SECRET_ID = "cannbuild-cache-remote"  # the shared ccache remote's URL

@@ -1,5 +1,5 @@
 """Cannbuild's Jinja sandbox: Jinja's immutable sandbox with every binary operator, call,
-`str.format`, filter, `{% for %}` and `~` checked against the bounds in render_bounds.py.
+`str.format`, filter, `{% for %}` and `~` checked against the bounds in render/bounds.py.
 
 Loops and `~` are compiled to go through the environment (`BoundedCodeGenerator`), as
 operators and calls already do in Jinja's sandbox.  Jinja is imported only when
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Dict, List, Mapping, Tuple
 
-from .render_bounds import (
+from .bounds import (
     MAX_ITEMS,
     MAX_TEXT_CHARS,
     _bounded_items,

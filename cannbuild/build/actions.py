@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Protocol, Tuple
 
 from msgspec import Struct
 
-from . import safefs
+from .. import safefs
 from .overlay import build_overlay, expose_op_common, staged_root
 from .plan import PlannedStep
 

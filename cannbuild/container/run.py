@@ -7,13 +7,13 @@ import shlex
 from pathlib import Path
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from .container import image_for_host
-from .container_engine import find_engine
-from .errors import NoContainerEngine, StepFailed, UsageError
-from .host.doctor import read_host
-from .host.sysroot import Sysroot
-from .options import Options
-from .proc import run
+from ..errors import NoContainerEngine, StepFailed, UsageError
+from ..host.doctor import read_host
+from ..host.sysroot import Sysroot
+from ..options import Options
+from ..proc import run
+from .context import image_for_host
+from .engine import find_engine
 
 
 def run_line(

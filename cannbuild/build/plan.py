@@ -18,13 +18,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 from msgspec.structs import replace
 
-from .errors import UsageError
-from .recipes import Recipe, StepSpec, template_dirs
-from .redact import fingerprint, fingerprint_env, redact, redact_env
-from .render import TemplateFailure, Templates, render_value
+from ..errors import UsageError
+from ..recipes import Recipe, StepSpec, template_dirs
+from ..redact import fingerprint, fingerprint_env, redact, redact_env
+from ..render.templates import TemplateFailure, Templates, render_value
+from ..states import StepStatus
+from ..workspace import Workspace
 from .stamps import digest, outputs_gone, read_stamp
-from .states import StepStatus
-from .workspace import Workspace
 
 UP_TO_DATE = StepStatus.UP_TO_DATE
 NEEDS_RUN = StepStatus.NEEDS_RUN

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .sources.fetch import sha256_file
-from .workspace import Workspace, read_json, write_json_atomic
+from ..sources.fetch import sha256_file
+from ..workspace import Workspace, read_json, write_json_atomic
 
 
 def stamp_path(ws: Workspace, step: str) -> Path:

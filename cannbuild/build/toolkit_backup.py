@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from . import safefs
+from .. import safefs
+from ..proc import run as run_process
+from ..sources.fetch import sha256_file
+from ..workspace import write_atomic, write_json_atomic
 from .overlay import staged_root
 from .plan import PlannedStep
-from .proc import run as run_process
-from .sources.fetch import sha256_file
-from .workspace import write_atomic, write_json_atomic
 
 
 def _install_path_arg(argv: Sequence[str], path: Path) -> List[str]:

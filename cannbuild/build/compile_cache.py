@@ -25,10 +25,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 from msgspec import Struct
 from msgspec.structs import replace
 
+from ..host.check import FAIL, PASS, SKIP, WARN, Check
+from ..proc import run
+from ..redact import redact
 from .cache_probe import probe_remote
-from .host.check import FAIL, PASS, SKIP, WARN, Check
-from .proc import run
-from .redact import redact
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
 RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage

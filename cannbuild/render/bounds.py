@@ -7,7 +7,7 @@ Past a bound, the render fails with a TemplateError naming it (exit 2 where a re
 rendered), before the machine's memory or a minute of CPU is spent.  Work is bounded per
 render too: the items its loops and filters go through, and the characters its checked
 operations read and build (each within the bounds, ten thousand of them are not).
-The checks are here; `render_sandbox.py` makes the Jinja environment that calls them, and
+The checks are here; `render/sandbox.py` makes the Jinja environment that calls them, and
 `render.py` its environments from that.  Jinja is imported here only to raise a refusal.
 """
 
@@ -75,7 +75,7 @@ _BUDGET: contextvars.ContextVar[Optional[_Budget]] = contextvars.ContextVar(
 def _refuse(what: str, bound: int, name: str) -> NoReturn:
     from jinja2.exceptions import SecurityError
 
-    raise SecurityError(f"{what}: over the bound of {bound} ({name} in cannbuild/render_bounds.py)")
+    raise SecurityError(f"{what}: over the bound of {bound} ({name} in cannbuild/render/bounds.py)")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from typing import Any, Callable, List, Tuple, TypeVar
 
-from .redact import redact
+from ..redact import redact
 
 PROBE_TIMEOUT_S = 3.0  # the overall bound on asking the remote (doctor, and each build run)
 T = TypeVar("T")

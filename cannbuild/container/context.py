@@ -23,18 +23,18 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 from msgspec.structs import replace
 
-from . import __version__
-from .container_engine import CACHE_SECRET_ID, SECRET_ID, build_command
-from .errors import StepFailed, UsageError
-from .grammars import check_cann, check_image, check_requirement, one_line
-from .host.socs import FAMILIES
-from .options import Options
-from .ownership import MARKER, check_replaceable, check_writable, mark
-from .proc import run
-from .render import file_env
-from .resources import data_dir
-from .self_install import installed_spec, no_install_source, source_files
-from .sources.lock import Lock, read_lock, write_lock
+from .. import __version__
+from ..errors import StepFailed, UsageError
+from ..host.socs import FAMILIES
+from ..options import Options
+from ..ownership import MARKER, check_replaceable, check_writable, mark
+from ..proc import run
+from ..render.grammars import check_cann, check_image, check_requirement, one_line
+from ..render.templates import file_env
+from ..resources import data_dir
+from ..self_install import installed_spec, no_install_source, source_files
+from ..sources.lock import Lock, read_lock, write_lock
+from .engine import CACHE_SECRET_ID, SECRET_ID, build_command
 
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
@@ -421,7 +421,7 @@ def make_container(
     """Render the build context from the lock (and build it with an engine that answers,
     pinning the base image's digest in the lock); None on a dry run.  `note` hears what
     was done, in order (a build's own output goes to the terminal in between)."""
-    from .container_engine import build as engine_build
+    from .engine import build as engine_build
 
     check_flag_values(
         (request.variant or "A2").upper(),

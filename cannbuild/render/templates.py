@@ -8,7 +8,7 @@ StrictUndefined, and comments are `{=# … #=}` so bash's `${#array[@]}` is not 
 as a Jinja comment.
 
 Templates are data a user may hand us, so the sandbox also bounds what they compute
-(render_bounds.py, enforced by the environment of render_sandbox.py): past a bound the
+(render/bounds.py, enforced by the environment of render/sandbox.py): past a bound the
 render fails naming it, exit 2.
 
 Jinja is imported only when something is rendered for the first time: a no-op run
@@ -37,10 +37,10 @@ from typing import (
     Union,
 )
 
-from .errors import UsageError
-from .render_bounds import COMPILED_AS, MAX_COMMAND_CHARS, MAX_VALUE_CHARS, counted, short
-from .render_sandbox import bounded_classes
-from .workspace import read_text_map, remember
+from ..errors import UsageError
+from ..workspace import read_text_map, remember
+from .bounds import COMPILED_AS, MAX_COMMAND_CHARS, MAX_VALUE_CHARS, counted, short
+from .sandbox import bounded_classes
 
 if TYPE_CHECKING:
     import jinja2
@@ -203,12 +203,12 @@ def render_value(template: str, context: Mapping[str, Any], what: str) -> str:
                 f"{what} = {short(template)} does not render: {exc}.",
                 "Recipe values may only use the documented variables (cann, soc, jobs, src, "
                 "third_party, vendor_name, ...), not Python, and stay within the bounds "
-                "cannbuild/render.py states.",
+                "cannbuild/render/templates.py states.",
             ) from None
     if len(text) > MAX_VALUE_CHARS:
         raise UsageError(
             f"{what} = {short(template)} renders {len(text)} characters, over the bound of "
-            f"{MAX_VALUE_CHARS} for one recipe value (MAX_VALUE_CHARS in cannbuild/render_bounds.py).",
+            f"{MAX_VALUE_CHARS} for one recipe value (MAX_VALUE_CHARS in cannbuild/render/bounds.py).",
             "A tag, path or env entry is a short string; check the recipe.",
         )
     return text
@@ -271,7 +271,7 @@ class Templates:
         if len(text) > MAX_COMMAND_CHARS:
             raise TemplateFailure(
                 f"{name} renders {len(text)} characters, over the bound of {MAX_COMMAND_CHARS} "
-                "for one step command (MAX_COMMAND_CHARS in cannbuild/render_bounds.py)",
+                "for one step command (MAX_COMMAND_CHARS in cannbuild/render/bounds.py)",
                 undefined=False,
             )
         self._used[key] = entry

@@ -19,8 +19,8 @@ from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
-from .proc import run
-from .workspace import read_text_map, remember
+from ..proc import run
+from ..workspace import read_text_map, remember
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from . import safefs
+from .. import safefs
 
 
 def staged_root(stage: Path) -> Path:

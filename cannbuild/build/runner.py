@@ -18,15 +18,15 @@ from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from msgspec import Struct
 
-from . import safefs
+from .. import safefs
+from ..errors import Interrupted, signal_number
+from ..proc import kill_group, popen
+from ..redact import redact, redact_env
+from ..states import Outcome
+from ..workspace import Workspace, point_link
 from .actions import ActionContext, ActionFailed, action_of
-from .errors import Interrupted, signal_number
 from .plan import PlannedStep
-from .proc import kill_group, popen
-from .redact import redact, redact_env
 from .stamps import artifact_record, stamp_path, write_stamp
-from .states import Outcome
-from .workspace import Workspace, point_link
 
 TAIL_LINES = 30
 FIRST_ERRORS = 3  # error blocks shown in the digest
@@ -372,7 +372,7 @@ def _failed(
 ) -> StepOutcome:
     """The failed outcome with its digest: the tail, the first errors anywhere in the log
     and the hint matched from the known CANN messages."""
-    from .hints import match_hint  # only a failure pays for the hint table
+    from ..hints import match_hint  # only a failure pays for the hint table
 
     tail = list(streamed.tail)
     if extra:

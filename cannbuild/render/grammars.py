@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
 
 # An image reference as docker and podman parse it (the distribution reference grammar,
 # github.com/distribution/reference regexp.go): [registry[:port]/]path[:tag][@digest], path
@@ -69,7 +69,7 @@ def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
 
 
 def check_cann(cann: str, flag: str = "--cann") -> None:
-    from .host.versions import parse_cann_version
+    from ..host.versions import parse_cann_version
 
     try:
         if not one_line(cann) or cann != cann.strip():

@@ -1,0 +1,148 @@
+"""What a recipe needs of the host, as doctor rows, checked before anything is built.
+
+`open_session` refuses a blocking row from here before the workspace is touched; `doctor`
+shows the same rows beside the host's own (`doctor_report`), so the row a failed build's hint
+names is the one doctor printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import List, Mapping, Optional
+
+from msgspec.structs import replace
+
+from ..errors import UsageError
+from ..host.check import FAIL, PASS, WARN, Check
+from ..host.contents import contents_check
+from ..host.doctor import HostReport, read_host
+from ..host.toolkit import host_arch
+from ..options import Options
+from ..recipes import Recipe, check_requirements, select_recipe
+from .plan import selected
+
+
+def requirement_checks(
+    recipe: Recipe, host: HostReport, options: Optional[Options] = None
+) -> List[Check]:
+    """What the recipe needs of this host, as doctor rows: the toolkit's share/info
+    packages, the files its builds read from the toolkit (for the steps that will run),
+    and the tools its builds call (gawk: every ops-transformer build.sh pipes its output
+    through it and exits 127 without it)."""
+    checks: List[Check] = _contents_checks(recipe, host, options or Options())
+    toolkit = host.toolkit
+    if toolkit is not None and toolkit.version is not None:
+        unmet = check_requirements(recipe, toolkit.share_info)
+        if unmet:
+            listed = "; ".join(
+                f"{pkg} {spec} ({'missing' if have is None else f'{have}: {problem}'})"
+                for pkg, spec, have, problem in unmet
+            )
+            checks.append(
+                Check(
+                    "recipe.toolkit",
+                    FAIL,
+                    f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in "
+                    f"share/info: {listed}",
+                    f"Install the CANN {toolkit.version.release} packages that provide them, or "
+                    "pick another recipe with --recipe.",
+                    blocking=True,
+                )
+            )
+        elif recipe.requires:
+            checks.append(
+                Check(
+                    "recipe.toolkit",
+                    PASS,
+                    f"share/info has what recipe {recipe.name} needs "
+                    f"({', '.join(pkg for pkg, _ in recipe.requires)})",
+                )
+            )
+    path = (host.build_env or {}).get("PATH") or os.environ.get("PATH", os.defpath)
+    for tool in recipe.tools:
+        found = shutil.which(tool.name, path=path)
+        if found:
+            checks.append(Check(f"recipe.tool.{tool.name}", PASS, f"{tool.name} at {found}"))
+        else:
+            checks.append(
+                Check(
+                    f"recipe.tool.{tool.name}",
+                    FAIL,
+                    f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
+                    f"Install it: {tool.install}.",
+                    blocking=True,
+                )
+            )
+    return checks
+
+
+def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List[Check]:
+    """The files the recipe's builds read from the toolkit (recipe [[toolkit.files]]), and
+    where ops-transformer looks for opbase's headers."""
+    tk = host.toolkit
+    if tk is None or tk.version is None:
+        return []
+    steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
+    home = Path((host.build_env or {}).get("ASCEND_HOME_PATH") or tk.path)
+    checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
+    if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
+        checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
+    return checks
+
+
+def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Check:
+    """opbase installs op_common under pkg_inc; this recipe's ops-transformer looks elsewhere."""
+    where = f"{host_arch()}-linux/{recipe.opbase_headers}"
+    header = home / where / "op_common/op_host/util/opbase_export.h"
+    if header.is_file():
+        return Check(
+            "recipe.opbase_headers",
+            PASS,
+            f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
+        )
+    detail = (
+        f"opbase at recipe {recipe.name}'s ref installs op_common under pkg_inc only, its "
+        f"ops-transformer looks under {where}, and the toolkit has no {where}/op_common"
+    )
+    if into_toolkit:
+        return Check(
+            "recipe.opbase_headers",
+            FAIL,
+            detail + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
+            "Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
+            f"headers under both pkg_inc and {recipe.opbase_headers}.",
+            blocking=True,
+        )
+    return Check(
+        "recipe.opbase_headers",
+        WARN,
+        detail + "; the workspace overlay exposes them under both",
+        "Nothing to do with the default overlay; a toolkit install of this opbase "
+        "(--install-into-toolkit) would not build.",
+    )
+
+
+def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
+    """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
+    from .compile_cache import cache_checks
+
+    host = read_host(options, env)
+    cache_rows = cache_checks(options.cache_remote, host.build_env or env)
+    host = replace(host, checks=(*host.checks, *cache_rows))
+    toolkit = host.toolkit
+    if toolkit is None or toolkit.version is None:
+        return host
+    try:
+        recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+    except UsageError as exc:
+        row = Check("recipe", WARN, exc.message.rstrip("."), exc.hint or "Pass --recipe.")
+        return replace(host, checks=(*host.checks, row))
+    extra = [
+        Check("recipe", PASS, f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}")
+    ]
+    extra += requirement_checks(recipe, host, options)
+    needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
+    kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
+    return replace(host, checks=(*kept, *extra))
