@@ -1,0 +1,211 @@
+"""The shape of the package, measured the same way every time: module sizes, `Any` in
+annotations, imports inside functions, comment density, and import cycles at any scope.
+
+  python bench/house.py [--json]
+
+An import cycle "at any scope" counts an edge for every `import` in a module, whether at
+the top or inside a function (a lazy import still ties the two modules together), and
+ignores only imports under `if TYPE_CHECKING:`, which never run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import sys
+import tokenize
+from pathlib import Path
+from typing import AbstractSet, Dict, List, Set
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cannbuild"
+
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, is_package: bool, level: int, name: str) -> str:
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def _type_checking_nodes(tree: ast.AST) -> Set[int]:
+    skip: Set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                for sub in ast.walk(child):
+                    skip.add(id(sub))
+    return skip
+
+
+class Module:
+    def __init__(
+        self, path: Path, package: Path = PACKAGE, known: AbstractSet[str] = frozenset()
+    ) -> None:
+        self.path = path
+        self.known = known
+        self.name = module_name(path, package)
+        self.source = path.read_text()
+        self.tree = ast.parse(self.source)
+        self.lines = len(self.source.splitlines())
+        self.edges: Set[str] = set()
+        self.local_imports = 0
+        skip = _type_checking_nodes(self.tree)
+        funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
+        inside: Set[int] = set()
+        for fn in ast.walk(self.tree):
+            if isinstance(fn, funcs):
+                for sub in ast.walk(fn):
+                    if sub is not fn:
+                        inside.add(id(sub))
+        for node in ast.walk(self.tree):
+            if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if id(node) in inside:
+                self.local_imports += 1
+            for target in self._targets(node):
+                # importing a.b.c runs a/__init__ and a/b/__init__ first: edges too, but
+                # not to the packages this module sits in (they ran before it anyway)
+                parts = target.split(".")
+                for n in range(2, len(parts) + 1):
+                    edge = ".".join(parts[:n])
+                    if n == len(parts) or not self.name.startswith(edge + "."):
+                        self.edges.add(edge)
+
+    def _targets(self, node: ast.AST) -> List[str]:
+        is_package = self.path.name == "__init__.py"
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names if a.name.startswith("cannbuild")]
+        assert isinstance(node, ast.ImportFrom)
+        if node.level:
+            base = _resolve(self.name, is_package, node.level, node.module or "")
+        else:
+            base = node.module or ""
+        if not base.startswith("cannbuild"):
+            return []
+        # `from pkg import x`: x is a submodule (an edge to it) or a name pkg/__init__ defines
+        return [
+            f"{base}.{a.name}" if f"{base}.{a.name}" in self.known else base for a in node.names
+        ]
+
+    def any_count(self) -> int:
+        count = 0
+        for node in ast.walk(self.tree):
+            annotations: List[ast.AST] = []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                every = args.posonlyargs + args.args + args.kwonlyargs
+                every += [a for a in (args.vararg, args.kwarg) if a is not None]
+                annotations += [a.annotation for a in every if a.annotation is not None]
+                if node.returns is not None:
+                    annotations.append(node.returns)
+            elif isinstance(node, ast.AnnAssign):
+                annotations.append(node.annotation)
+            for ann in annotations:
+                text = ast.unparse(ann)
+                count += sum(1 for tok in _names(text) if tok == "Any")
+        return count
+
+    def comment_lines(self) -> int:
+        tokens = tokenize.generate_tokens(io.StringIO(self.source).readline)
+        return sum(1 for t in tokens if t.type == tokenize.COMMENT)
+
+
+def _names(text: str) -> List[str]:
+    try:
+        tree = ast.parse(text.strip("'\""), mode="eval")
+    except SyntaxError:
+        return []
+    return [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)] + [
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+    ]
+
+
+def cycles(modules: Dict[str, Module]) -> List[List[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    graph = {
+        name: sorted({e for e in m.edges if e in modules and e != name})
+        for name, m in modules.items()
+    }
+    # a package's __init__ importing its own submodules is not a cycle back to it
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    found: List[List[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def measure(package: Path = PACKAGE) -> Dict[str, object]:
+    paths = sorted(package.rglob("*.py"))
+    known = {module_name(p, package) for p in paths}
+    modules = {m.name: m for m in (Module(p, package, known) for p in paths)}
+    code = sum(m.lines for m in modules.values())
+    comments = sum(m.comment_lines() for m in modules.values())
+    largest = max(modules.values(), key=lambda m: m.lines)
+    flat = [m for m in modules.values() if m.path.parent == package and m.name != package.name]
+    return {
+        "modules": len(modules),
+        "flat_modules": len(flat),
+        "lines": code,
+        "largest": {"module": largest.name, "lines": largest.lines},
+        "over_500": sorted(m.name for m in modules.values() if m.lines > 500),
+        "any_in_annotations": sum(m.any_count() for m in modules.values()),
+        "function_local_imports": sum(m.local_imports for m in modules.values()),
+        "comment_lines_per_100": round(100 * comments / code, 1),
+        "cycles": cycles(modules),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--package", type=Path, default=PACKAGE, help="another checkout's cannbuild/"
+    )
+    args = parser.parse_args()
+    figures = measure(args.package.resolve())
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for key, value in figures.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

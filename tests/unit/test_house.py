@@ -1,0 +1,52 @@
+"""The package's shape stays readable: no module over 500 lines and no import cycle at any
+scope (bench/house.py counts a lazy import as an edge, as a reader must)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _house():
+    spec = importlib.util.spec_from_file_location("house", ROOT / "bench" / "house.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["house"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_module_is_over_500_lines_and_no_import_makes_a_cycle():
+    figures = _house().measure()
+    assert figures["over_500"] == []
+    assert figures["cycles"] == []
+
+
+def test_a_lazy_import_back_into_a_package_is_a_cycle(tmp_path):
+    """The measure can fail: a function-local import closing a loop is found, and an import
+    under TYPE_CHECKING (which never runs) is not."""
+    pkg = tmp_path / "cannbuild"
+    (pkg / "inner").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "inner" / "__init__.py").write_text("from .a import A\n")
+    (pkg / "inner" / "a.py").write_text("A = 1\n")
+    (pkg / "top.py").write_text("from .inner import A\n")
+    (pkg / "inner" / "b.py").write_text(
+        textwrap.dedent(
+            """
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from ..top import A
+            """
+        )
+    )
+    house = _house()
+    assert house.measure(pkg)["cycles"] == []
+    (pkg / "inner" / "a.py").write_text("A = 1\ndef f():\n    from ..top import A\n    return A\n")
+    assert house.measure(pkg)["cycles"] == [
+        ["cannbuild.inner", "cannbuild.inner.a", "cannbuild.top"]
+    ]
