@@ -1,0 +1,63 @@
+"""cannbuild.lazy: a module declared at the top is imported by the first attribute read,
+once, and reads and writes through the declaration reach the real module."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from cannbuild.lazy import lazy_module
+
+
+def _module(tmp_path, monkeypatch, name: str, body: str) -> None:
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def test_the_module_is_imported_by_the_first_attribute_read(tmp_path, monkeypatch):
+    _module(tmp_path, monkeypatch, "lazy_target_a", "VALUE = 41\n")
+    proxy = lazy_module("lazy_target_a")
+    assert "lazy_target_a" not in sys.modules
+    assert "not imported yet" in repr(proxy)
+    assert proxy.VALUE == 41
+    real = sys.modules["lazy_target_a"]
+    real.VALUE = 42  # set on the module: seen through the declaration
+    assert proxy.VALUE == 42
+    monkeypatch.setattr(proxy, "VALUE", 43)  # set through the declaration: on the module
+    assert real.VALUE == 43
+    monkeypatch.undo()
+    assert real.VALUE == 42
+
+
+def test_threads_that_race_import_the_module_once(tmp_path, monkeypatch):
+    """Every thread gets the one module, whose body ran once, however the reads interleave."""
+    body = "import builtins\nbuiltins.lazy_target_runs = getattr(builtins, 'lazy_target_runs', 0) + 1\n"
+    _module(tmp_path, monkeypatch, "lazy_target_b", body + "VALUE = object()\n")
+    import builtins
+
+    monkeypatch.setattr(builtins, "lazy_target_runs", 0, raising=False)
+    proxy = lazy_module("lazy_target_b")
+    start = threading.Barrier(8)
+    seen = []
+
+    def read() -> None:
+        start.wait()
+        seen.append(proxy.VALUE)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert builtins.lazy_target_runs == 1
+    assert len(seen) == 8 and all(v is sys.modules["lazy_target_b"].VALUE for v in seen)
+
+
+def test_a_missing_module_fails_at_the_read_not_at_the_declaration():
+    proxy = lazy_module("cannbuild_no_such_module")
+    with pytest.raises(ModuleNotFoundError) as info:
+        _ = proxy.anything
+    assert info.value.name == "cannbuild_no_such_module"
