@@ -1,11 +1,16 @@
 """The shape of the package, measured the same way every time: module sizes, `Any` in
-annotations, imports inside functions, comment density, and import cycles at any scope.
+annotations, imports inside functions, lazy declarations, comment density, and import
+cycles at any scope.
 
   python bench/house.py [--json]
 
 An import cycle "at any scope" counts an edge for every `import` in a module, whether at
 the top or inside a function (a lazy import still ties the two modules together), and
-ignores only imports under `if TYPE_CHECKING:`, which never run.
+for every `lazy_module("cannbuild.x")` (cannbuild/lazy.py) or `importlib.import_module`
+of a constant name; it ignores only imports under `if TYPE_CHECKING:`, which never run.
+An import done inside a function, by statement or by one of those calls, is a
+function-local import; a `lazy_module` declaration at module level is counted apart
+(`lazy_declarations`): it is read at the top, but it is lazy all the same.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class Module:
         self.lines = len(self.source.splitlines())
         self.edges: Set[str] = set()
         self.local_imports = 0
+        self.lazy_declarations = 0
         skip = _type_checking_nodes(self.tree)
         funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
         inside: Set[int] = set()
@@ -65,11 +71,19 @@ class Module:
                     if sub is not fn:
                         inside.add(id(sub))
         for node in ast.walk(self.tree):
-            if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
+            if id(node) in skip:
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                targets = self._targets(node)
+            elif isinstance(node, ast.Call) and _call_name(node) in IMPORTING_CALLS:
+                targets = [t for t in _constant_arg(node) if t.startswith("cannbuild")]
+                if id(node) not in inside and _call_name(node) == "lazy_module":
+                    self.lazy_declarations += 1
+            else:
                 continue
             if id(node) in inside:
                 self.local_imports += 1
-            for target in self._targets(node):
+            for target in targets:
                 # importing a.b.c runs a/__init__ and a/b/__init__ first: edges too, but
                 # not to the packages this module sits in (they ran before it anyway)
                 parts = target.split(".")
@@ -115,6 +129,25 @@ class Module:
     def comment_lines(self) -> int:
         tokens = tokenize.generate_tokens(io.StringIO(self.source).readline)
         return sum(1 for t in tokens if t.type == tokenize.COMMENT)
+
+
+# calls that import the module they name: cannbuild/lazy.py's proxy, and importlib's
+IMPORTING_CALLS = ("lazy_module", "import_module")
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _constant_arg(node: ast.Call) -> List[str]:
+    """The module a call names, when its first argument is a string constant."""
+    if node.args and isinstance(node.args[0], ast.Constant):
+        value = node.args[0].value
+        return [value] if isinstance(value, str) else []
+    return []
 
 
 def _names(text: str) -> List[str]:
@@ -186,6 +219,7 @@ def measure(package: Path = PACKAGE) -> Dict[str, object]:
         "over_500": sorted(m.name for m in modules.values() if m.lines > 500),
         "any_in_annotations": sum(m.any_count() for m in modules.values()),
         "function_local_imports": sum(m.local_imports for m in modules.values()),
+        "lazy_declarations": sum(m.lazy_declarations for m in modules.values()),
         "comment_lines_per_100": round(100 * comments / code, 1),
         "cycles": cycles(modules),
     }

@@ -50,3 +50,40 @@ def test_a_lazy_import_back_into_a_package_is_a_cycle(tmp_path):
     assert house.measure(pkg)["cycles"] == [
         ["cannbuild.inner", "cannbuild.inner.a", "cannbuild.top"]
     ]
+
+
+def test_a_lazy_module_declaration_is_an_edge_and_counted_apart(tmp_path):
+    """`lazy_module("cannbuild.x")` ties two modules as an import does (a cycle through it
+    is found); declared at the top it is a lazy declaration, called inside a function it
+    is a function-local import."""
+    pkg = tmp_path / "cannbuild"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "lazy.py").write_text("def lazy_module(name):\n    return name\n")
+    (pkg / "a.py").write_text("from .b import B\n")
+    top = """
+        from typing import TYPE_CHECKING
+        from .lazy import lazy_module
+        if TYPE_CHECKING:
+            from . import a
+        else:
+            a = lazy_module("cannbuild.a")
+        B = 1
+        """
+    (pkg / "b.py").write_text(textwrap.dedent(top))
+    house = _house()
+    figures = house.measure(pkg)
+    assert figures["cycles"] == [["cannbuild.a", "cannbuild.b"]]
+    assert (figures["lazy_declarations"], figures["function_local_imports"]) == (1, 0)
+    inside = """
+        from .lazy import lazy_module
+        def a():
+            return lazy_module("cannbuild.a")
+        B = 1
+        """
+    (pkg / "b.py").write_text(textwrap.dedent(inside))
+    figures = house.measure(pkg)
+    assert figures["cycles"] == [["cannbuild.a", "cannbuild.b"]]
+    assert (figures["lazy_declarations"], figures["function_local_imports"]) == (0, 1)
+    (pkg / "b.py").write_text("B = 1\n")
+    assert house.measure(pkg)["cycles"] == []
