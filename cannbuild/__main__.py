@@ -6,14 +6,20 @@ the objects a short run makes (see interpreter.py).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .interpreter import tune_collector
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    from . import cli
+else:  # imported by main(), once the collector is tuned
+    cli = lazy_module("cannbuild.cli")
+
 
 def main() -> None:
-    from .interpreter import tune_collector
-
     tune_collector()
-    from .cli import main as cli_main
-
-    cli_main()
+    cli.main()
 
 
 if __name__ == "__main__":

@@ -17,9 +17,18 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import IO, Any, Dict, Iterator, List, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from .errors import UsageError
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+else:  # only a TOML file read pays for the parser
+    tomllib = lazy_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -188,11 +197,6 @@ def parse_toml(
     """`text` (the file at `path`) as TOML; invalid TOML, or nesting deeper than the
     parser's recursion (`a = [[[[...` fits thousands of levels in a few KB), is a
     UsageError naming the file (`{what} {path} {problem}: why.`), not a traceback."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        import tomli as tomllib
-
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -27,6 +27,7 @@ from .host.versions import parse_cann_version
 from .ownership import check_writable
 from .proc import run
 from .recipes import available, load_recipe
+from .render.grammars import check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
 from .self_install import (
@@ -36,6 +37,7 @@ from .self_install import (
     sha256_of,
     source_files,
 )
+from .sources.lock import read_lock
 from .workspace import write_atomic
 
 PROVIDERS = {
@@ -154,8 +156,6 @@ def render_ci(
 
 def sandbox_locks(root: Path) -> List[Path]:
     """The locks under locks/ that were made on the emulated host."""
-    from .sources.lock import read_lock
-
     found = []
     for path in sorted((root / "locks").glob("*.lock")):
         try:
@@ -194,8 +194,6 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
         )
     check_label(request.npu_label)
     if request.cannbuild_spec is not None:
-        from .render.grammars import check_requirement
-
         check_requirement(request.cannbuild_spec)
     if out is not None:
         target = out.resolve()
@@ -279,8 +277,6 @@ def chosen_install(spec: Optional[str], provider: str) -> Install:
     """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
     requirement pip recorded; else no way that resolves: refused.  A requirement is one
     PEP 508 line: it lands in the workflow's run blocks."""
-    from .render.grammars import check_requirement
-
     if spec is not None:
         check_requirement(spec)
         return Install(spec=spec)

@@ -13,16 +13,31 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import List, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, List, NoReturn, Optional, Sequence
 
 from . import __version__
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
 from .interpreter import leave
+from .lazy import lazy_module
 from .redact import redact
 from .signals import on_termination
 from .tasks import GROUPS, TaskSpec, all_tasks, task
 from .tasks._argv import ArgvError, Invocation, core_names, parse, values_for
+from .tasks._config import load_config
 from .tasks._flags import TaskExit
+from .tasks._help import program_help, task_help, task_list
+
+if TYPE_CHECKING:
+    import difflib
+    import logging
+
+    from invoke import exceptions as invoke_exceptions
+    from invoke.completion import complete as invoke_complete
+else:  # only a mistyped word, --debug or the completion script pays for these
+    difflib = lazy_module("difflib")
+    logging = lazy_module("logging")
+    invoke_exceptions = lazy_module("invoke.exceptions")
+    invoke_complete = lazy_module("invoke.completion.complete")
 
 USAGE_EXIT = UsageError.exit_code
 HINT = "Run `cannbuild --help` for the tasks, `cannbuild help TASK` for a task's options."
@@ -54,8 +69,6 @@ def _say(paragraph: str) -> None:
 
 def _usage_exit(error: ArgvError) -> NoReturn:
     """One paragraph, a did-you-mean and exit 2."""
-    import difflib  # only for a mistyped word
-
     hint = HINT
     choices = error.choices or (sorted(GROUPS) if error.word and error.word[0] != "-" else ())
     close = difflib.get_close_matches(error.word, sorted(set(choices)), n=1, cutoff=0.7)
@@ -84,20 +97,15 @@ def _core(invocation: Invocation) -> bool:
     """Carry out the core options; True when that was the whole job."""
     core = invocation.core
     if core.get("debug"):
-        import logging
-
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
     if core.get("version"):
         print(f"cannbuild {__version__}")
         return True
     shell = core.get("print-completion-script")
     if shell:
-        from invoke.completion.complete import print_completion_script
-        from invoke.exceptions import ParseError
-
         try:
-            print_completion_script(shell=shell, names=["cannbuild"])
-        except ParseError as exc:
+            invoke_complete.print_completion_script(shell=shell, names=["cannbuild"])
+        except invoke_exceptions.ParseError as exc:
             raise ArgvError(str(exc)) from None
         return True
     if core.get("complete"):
@@ -106,8 +114,6 @@ def _core(invocation: Invocation) -> bool:
     halp = core.get("help")
     if not (halp or core.get("list") or not invocation.calls):
         return False
-    from .tasks._help import program_help, task_help, task_list
-
     if isinstance(halp, str):
         spec = _find(halp)
         if spec is None:
@@ -125,8 +131,6 @@ def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
     """Parse and run; the exit code (a usage error exits here with 2).  `project` is the
     folder whose invoke.yaml is the project config: the cwd for the script, the folder
     holding tasks.py for `invoke TASK` (as invoke itself reads it)."""
-    from .tasks._config import load_config
-
     try:
         invocation = parse(_help_first(list(argv)), _find)
         if _core(invocation):
@@ -150,8 +154,6 @@ def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
 def check_project_config(runtime: Optional[str], project: Path) -> None:
     """Exit as `run` would (one paragraph, exit 2) where the config files cannot be read;
     for `invoke --list ...`, which invoke answers itself after reading them."""
-    from .tasks._config import load_config
-
     try:
         load_config(runtime, project, os.environ)
     except CannbuildError as exc:

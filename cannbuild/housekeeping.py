@@ -5,13 +5,22 @@ Both read the workspace only (no host reading, no toolkit): they work anywhere, 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
+from .lazy import lazy_module
 from .ownership import remove_inside
 from .workspace import Workspace, read_json
+
+if TYPE_CHECKING:
+    from .build import stamps
+    from .sources import lock as lockfile
+else:  # for status; `clean` does not load them
+    stamps = lazy_module("cannbuild.build.stamps")
+    lockfile = lazy_module("cannbuild.sources.lock")
 
 # What build.sh leaves in a checkout besides the packages (build_out/ keeps those, so
 # the steps stay up to date after a clean).
@@ -122,18 +131,16 @@ def step_facts(
     check) and the steps it ran after are built, up to date themselves, and still hold
     the outputs it was built on.  (Whether its inputs changed needs the host: `cannbuild
     plan` says.)  `seen`: the answers so far, by step."""
-    from .build.stamps import outputs_gone, read_stamp
-
     seen = {} if seen is None else seen
     name = str(stamp.get("step", ""))
     if name in seen:
         return seen[name]
     seen[name] = ("built", "")  # a stamp naming itself upstream ends here
-    gone = outputs_gone(stamp)
+    gone = stamps.outputs_gone(stamp)
     facts = ("out of date", gone) if gone else ("built", "")
     upstream = (stamp.get("inputs") or {}).get("upstream") or {}
     for dep, outputs in sorted(upstream.items()) if not gone else ():
-        before = read_stamp(ws, dep)
+        before = stamps.read_stamp(ws, dep)
         if before is None:
             facts = ("out of date", f"runs after {dep}, which has not been built")
         elif before.get("outputs_digest") != outputs:
@@ -156,8 +163,6 @@ def _is_install(ws: Workspace, stamp: Mapping[str, Any]) -> bool:
 def _lock_held(ws: Workspace) -> bool:
     """Whether a run holds the workspace lock now (the kernel drops a dead run's flock;
     a pid could have been reused)."""
-    import fcntl
-
     try:
         fd = os.open(ws.root / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -191,10 +196,8 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
     """What is built, installed and validated in the workspace, and from which commits;
     each only as far as the files behind it are still there.  A lock that cannot be read
     is an error (exit 2), not "no lock yet"."""
-    from .sources.lock import read_lock
-
     ws = Workspace(root)
-    lock = read_lock(lock_file)
+    lock = lockfile.read_lock(lock_file)
     steps = []
     install: Optional[Dict[str, Any]] = None
     seen: Dict[str, Tuple[str, str]] = {}

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Dict, Optional
 
 from .errors import WorkspaceBusy
+from .housekeeping import sweep
 from .ownership import claim
 from .workspace import Workspace, read_json, write_json_atomic
 
@@ -83,8 +84,6 @@ class WorkspaceLock:
     def _sweep(self) -> None:
         """The first thing a run holding the lock does: remove what runs that died
         (kill -9) left half-made, which no run is writing now."""
-        from .housekeeping import sweep
-
         with contextlib.suppress(OSError):  # a file we may not remove stays, as before
             sweep(self.path.parent)
 

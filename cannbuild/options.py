@@ -10,13 +10,20 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import fields, replace
 
 from .errors import UsageError
 from .host.socs import normalize_soc
+from .lazy import lazy_module
+from .redact import redact
+
+if TYPE_CHECKING:
+    import difflib
+else:  # only a mistake pays for it
+    difflib = lazy_module("difflib")
 
 ENV_PREFIX = "CANNBUILD_"
 _VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
@@ -159,9 +166,7 @@ def _flatten(config: Mapping[str, Any]) -> Dict[str, Any]:
             )
         for sub, item in value.items():
             if sub not in _SECTIONS[key]:
-                from difflib import get_close_matches  # only for a mistake
-
-                close = get_close_matches(str(sub), _SECTIONS[key], n=1)
+                close = difflib.get_close_matches(str(sub), _SECTIONS[key], n=1)
                 raise UsageError(
                     f"invoke config key cannbuild.{key}.{sub} is not a cannbuild option.",
                     f"Did you mean cannbuild.{key}.{close[0]}?"
@@ -268,8 +273,6 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
 
 
 def _check_cache_remote(url: str, origin: str) -> Optional[str]:
-    from .redact import redact
-
     if not url:
         return None
     if not url.startswith(CACHE_SCHEMES) or any(c.isspace() or ord(c) < 32 for c in url):
@@ -343,9 +346,7 @@ def resolve_options(
     unknown = [k for k in config if k not in names]
     if unknown:
         key = unknown[0]
-        from difflib import get_close_matches  # only for a mistake
-
-        close = get_close_matches(key, names, n=1)
+        close = difflib.get_close_matches(key, names, n=1)
         raise UsageError(
             f"invoke config key cannbuild.{key} is not a cannbuild option.",
             f"Did you mean cannbuild.{close[0]}?" if close else f"Known keys: {', '.join(names)}.",

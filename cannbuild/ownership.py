@@ -23,11 +23,19 @@ import json
 import os
 import stat
 import tempfile
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Set
 
+from . import __version__, safefs
 from .errors import StorageError, UsageError, write_error
+from .lazy import lazy_module
 from .workspace import FOLDERS, LATEST_LINKS, Workspace, read_json, write_atomic
+
+if TYPE_CHECKING:
+    from .host import toolchain
+else:  # only for a folder without the marker
+    toolchain = lazy_module("cannbuild.host.toolchain")
 
 MARKER = ".cannbuild-owned"
 
@@ -59,8 +67,6 @@ KNOWN_ENTRIES = {
 
 def _known(name: str, kind: str) -> bool:
     """Whether `name` is one cannbuild uses in a `kind` folder (a name or a pattern)."""
-    from fnmatch import fnmatchcase
-
     return any(name == known or fnmatchcase(name, known) for known in KNOWN_ENTRIES.get(kind, ()))
 
 
@@ -101,10 +107,8 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
     if kind == "workspace":
         if {"pid", "command", "started"} <= _json_keys(folder / ".lock.info"):
             return True
-        from .host.toolchain import is_tool_memo  # only for a folder without the marker
-
         ws = Workspace(folder)
-        if is_tool_memo(ws.tool_memo):
+        if toolchain.is_tool_memo(ws.tool_memo):
             return True
         try:
             stamps = sorted(ws.stamps.glob("*.json"))
@@ -126,8 +130,6 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
 
 
 def _write_marker(folder: Path, kind: str) -> None:
-    from . import __version__
-
     text = json.dumps({"kind": kind, "by": f"cannbuild {__version__}"}, sort_keys=True) + "\n"
     write_atomic(folder / MARKER, text.encode())
 
@@ -187,8 +189,6 @@ def check_layout(root: Path, what: str = "--workspace") -> None:
     writes anything: one check here, not one per file written.  Deeper paths go through
     safefs as they are written or removed.  Only the `latest` links cannbuild makes,
     naming a run folder beside them, are links it keeps."""
-    from . import safefs
-
     for name in FOLDERS:
         safefs.check_below(root, root / name, what, folder=True)
     for name in LATEST_LINKS:
@@ -243,8 +243,6 @@ def require_owned(root: Path, kind: str) -> None:
 def inside(root: Path, path: Path, what: str) -> Path:
     """`path`, refused unless it stays inside `root` by name (no `..`) and every folder
     from `root` down to it that exists is a real folder, not a symlink (safefs)."""
-    from . import safefs
-
     return safefs.check_below(root, path, what)
 
 
@@ -252,8 +250,6 @@ def remove_inside(root: Path, paths: Iterable[Path], kind: str) -> int:
     """Remove `paths` (files or folders) under the owned folder `root`; returns bytes freed.
     Every path is checked before any is removed: a link on the way to one of them
     refuses them all (exit 2), and a link that is itself a path goes, never followed."""
-    from . import safefs
-
     require_owned(root, kind)
     targets = [safefs.check_below(root, path, "a path to remove") for path in paths]
     base = Path(os.path.abspath(root))

@@ -16,7 +16,10 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import msgspec
 
 from . import __version__
+from .build.compile_cache import summary_line
+from .build.stamps import read_stamp
 from .redact import redact_data
+from .report_md import render_markdown
 from .workspace import Workspace, point_link, write_atomic, write_json_atomic
 
 
@@ -35,8 +38,6 @@ def build_report(
     cache: Optional[Mapping[str, Any]] = None,
     package: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    from .build.compile_cache import summary_line
-
     return redact_data(
         {
             "cannbuild": __version__,
@@ -60,8 +61,6 @@ def build_report(
 def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
     directory = ws.reports / run_id
     write_json_atomic(directory / "report.json", report)
-    from .report_md import render_markdown
-
     write_atomic(directory / "report.md", render_markdown(report).encode("utf-8"))
     point_link(ws.reports / "latest", run_id)
     return directory
@@ -69,8 +68,6 @@ def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
 
 def step_records(ws: Workspace, outcomes: Optional[Sequence[Any]], names: Sequence[str]) -> list:
     """This run's outcomes, or (for a standalone validate) what the stamps say."""
-    from .build.stamps import read_stamp
-
     if outcomes:
         return [o.to_json() for o in outcomes]
     records = []

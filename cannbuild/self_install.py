@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import List, Optional
 
@@ -53,8 +54,6 @@ def source_files(root: Path) -> Optional[List[Path]]:
 def installed_spec() -> Optional[str]:
     """A requirement for the installed cannbuild that resolves elsewhere: the VCS URL and
     commit pip recorded when it was installed from one (PEP 610 direct_url.json)."""
-    from importlib import metadata
-
     try:
         text = metadata.distribution("cannbuild").read_text("direct_url.json")
     except metadata.PackageNotFoundError:

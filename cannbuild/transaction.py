@@ -10,18 +10,27 @@ is older than the last build attempt.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from .build import compile_cache
+from .build.cache_probe import PROBE_TIMEOUT_S
+from .build.reproducible import artifact_records, step_epoch
 from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
+from .build.stamps import read_stamp
 from .build.steps import RunResult, run_steps
 from .errors import CannbuildError
+from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING
 from .locks import WorkspaceLock
+from .report import build_report, step_records, write_report
+from .shipped import install_package
+from .sources.pinning import sources_from_lock, syncing_sources
 from .validate import ValidationRun, validate_session
 from .workspace import read_json, write_json_atomic
 
@@ -61,8 +70,6 @@ class PipelineRun(Struct, frozen=True):
 
 def made(session: Session) -> Made:
     """The packages the build steps' stamps record, and the install, if there is one."""
-    from .build.stamps import read_stamp
-
     packages: List[Tuple[str, str, str]] = []
     installed = None
     for spec in session.recipe.steps:
@@ -80,8 +87,6 @@ def made(session: Session) -> Made:
 def built_from(session: Session) -> Optional[Dict[str, Any]]:
     """The build behind the installed package: when it finished, from which commits, and
     whether a later build attempt failed (then validation judges the older package)."""
-    from .build.stamps import read_stamp
-
     install = next((s for s in session.recipe.steps if s.action == "vendor"), None)
     stamp = read_stamp(session.ws, install.name) if install else None
     if stamp is None:
@@ -114,8 +119,6 @@ def _record_start(session: Session, run_id: str, command: str) -> None:
     """The attempt as it starts: a run killed with -9 leaves it so, and `status` then
     says the last attempt was interrupted (its pid is gone), not what the one before
     it came to."""
-    import os
-
     write_json_atomic(
         session.ws.reports / ATTEMPT_FILE,
         {
@@ -175,10 +178,6 @@ def _write_report(
     sources: Optional[SourceState] = None,
 ) -> Path:
     """`sources`: what this run made ready (else the lock on disk is read)."""
-    from .build.reproducible import artifact_records
-    from .report import build_report, step_records, write_report
-    from .sources.pinning import sources_from_lock
-
     recipe = session.recipe
     if sources is None:
         try:
@@ -218,10 +217,6 @@ def _write_report(
 
 def _epoch(session: Session, step: str) -> Optional[int]:
     """The SOURCE_DATE_EPOCH that step built with (reproducible.with_source_date)."""
-    import os
-
-    from .build.reproducible import step_epoch
-
     spec = next((s for s in session.recipe.steps if s.name == step), None)
     checkout = session.ws.checkout(spec.repo) if spec is not None and spec.repo else None
     return step_epoch(os.environ, checkout, session.ws.commit_memo)
@@ -247,11 +242,6 @@ def run_pipeline(
 ) -> PipelineRun:
     """Sync the sources and run the steps that are not up to date under the workspace lock;
     then (if asked, and the steps succeeded) validate under the same lock; report."""
-    from .build import compile_cache
-    from .build.cache_probe import PROBE_TIMEOUT_S
-    from .host.toolchain import remember_tools
-    from .sources.pinning import syncing_sources
-
     run_id = new_run_id()
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
@@ -329,8 +319,6 @@ def run_validate(
         shipped: Optional[Dict[str, Any]] = None
         target = session
         if package is not None:
-            from .shipped import install_package
-
             target, shipped = install_package(session, package)
         validation = validate_session(target, env, case_names, run_id, reuse=False)
         built = built_from(session) if package is None else None

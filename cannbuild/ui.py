@@ -14,9 +14,20 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import Any, Iterable, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, TextIO
 
 from .host.check import Check
+from .lazy import lazy_module
+from .redact import redact
+
+if TYPE_CHECKING:
+    from rich import console as rich_console
+    from rich import markup
+    from rich import table as rich_table
+else:  # only what prints a table pays for rich
+    rich_console = lazy_module("rich.console")
+    markup = lazy_module("rich.markup")
+    rich_table = lazy_module("rich.table")
 
 _COLOR = {"pass": "32", "warn": "33", "fail": "1;31", "skip": "2", "PASS": "32", "FAIL": "1;31"}
 _COLOR.update({"SKIPPED": "33", "up to date": "32", "needs run": "33"})
@@ -50,9 +61,7 @@ def wrap(text: str, indent: int, first: str = "", stream: TextIO = sys.stdout) -
 
 @functools.cache
 def _console_class() -> Any:
-    from rich.console import Console
-
-    class PipeConsole(Console):
+    class PipeConsole(rich_console.Console):
         def on_broken_pipe(self) -> None:
             """The reader left (`cannbuild validate | head`): rich would exit 1 here; raise
             the BrokenPipeError so the front end ends the run with 141, like every other
@@ -109,8 +118,6 @@ def waiting(who: str) -> None:
 
 def print_plan(session: Any, steps: Sequence[Any], stream: TextIO = sys.stdout) -> None:
     """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
-    from .redact import redact
-
     recipe = session.recipe
     lines = [
         f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
@@ -138,8 +145,6 @@ def print_sources(state: Any, lock_file: Any) -> None:
 
 
 def digest_lines(outcome: Any) -> List[str]:
-    from .redact import redact
-
     lines = [
         f"step {outcome.name} FAILED (exit {outcome.exit_code}) after {outcome.duration_s:.1f}s",
         f"  command: {redact(outcome.command)}",
@@ -186,22 +191,19 @@ def print_made(run: Any, stream: TextIO = sys.stderr) -> None:
 def print_validation(report: Any, report_dir: Any = None, built_from: Any = None) -> None:
     out = console()
     style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
-    from rich.markup import escape
-    from rich.table import Table
-
     headline = f"validation: {report.status} (target {report.target})"
     if report.reason:
         headline += f": {report.reason}"
-    out.print(escape(headline), style=style.get(report.status, ""), overflow="fold")
-    checks = Table(show_header=True)
+    out.print(markup.escape(headline), style=style.get(report.status, ""), overflow="fold")
+    checks = rich_table.Table(show_header=True)
     checks.add_column("check", no_wrap=True)
     checks.add_column("status", no_wrap=True)
     checks.add_column("detail", overflow="fold")
     for c in report.checks:
-        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", escape(c.message))
+        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", markup.escape(c.message))
     out.print(checks)
     if report.cases:
-        table = Table()
+        table = rich_table.Table()
         table.add_column("case", overflow="fold")
         for col in ("max err", "bound", "ms", "verdict"):
             table.add_column(col, no_wrap=True)
@@ -217,7 +219,9 @@ def print_validation(report: Any, report_dir: Any = None, built_from: Any = None
         out.print(table)
         for r in report.cases:
             if r.status == "FAIL":
-                out.print(f"[bold red]FAIL[/] {escape(r.case.name)}: {escape(r.message)}")
+                out.print(
+                    f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
+                )
     print_built_from(built_from)
     if report_dir is not None:
         print(f"report: {report_dir}/report.md")
@@ -327,9 +331,6 @@ def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
 def print_profile(data: Any, stream: TextIO = sys.stdout, top: int = 20) -> None:
     """`profile`: the files read, the op table by device time, the attention picture and
     where the timeline went; paths and notes whole (wrapped, never cut)."""
-    from rich.markup import escape
-    from rich.table import Table
-
     out = console(stream)
     head: List[str] = []
     for f in data["files"]:
@@ -341,13 +342,15 @@ def print_profile(data: Any, stream: TextIO = sys.stdout, top: int = 20) -> None
     stream.write("\n".join(head) + "\n")
     ops = data["ops"]
     total = data["device_total_us"]
-    table = Table(title=f"{data['kernels']} device kernels, {total:.1f} us", title_justify="left")
+    table = rich_table.Table(
+        title=f"{data['kernels']} device kernels, {total:.1f} us", title_justify="left"
+    )
     table.add_column("op type", overflow="fold")
     for col in ("count", "total us", "mean us", "max us", "share"):
         table.add_column(col, justify="right", no_wrap=True)
     for op in ops[:top]:
         table.add_row(
-            escape(op["type"]),
+            markup.escape(op["type"]),
             str(op["count"]),
             f"{op['total_us']:.1f}",
             f"{op['mean_us']:.1f}",

@@ -10,6 +10,8 @@ from ..workspace import write_atomic
 from .routes import CAPI, LABELS, SDPA
 from .sweep import BASELINE, SweepResult
 
+# Optional, imported where its absence is handled: matplotlib (why_no_matplotlib(); _pyplot()
+# chooses the Agg backend before importing matplotlib.pyplot).
 KINDS = (
     ("throughput", "tflops", "TFLOP/s"),
     ("speedup", "speedup", "speedup vs SDPA (x)"),

@@ -14,7 +14,11 @@ from msgspec import Struct
 from .. import __version__, safefs
 from ..build.session import Session
 from ..errors import UsageError
+from ..host.pystack import read_python_stack
+from ..host.toolchain import capture_env
+from ..ownership import claim
 from ..sources.fetch import sha256_file
+from ..transaction import built_from
 from ..validate import torchnpu
 from ..validate.cases import RULE, why_no_torch
 from ..workspace import point_link, write_atomic, write_json_atomic
@@ -44,14 +48,10 @@ def package_env(session: Session, vendor: Path) -> Dict[str, str]:
     set_env = vendor / "bin" / "set_env.bash"
     if not set_env.is_file():
         return base
-    from ..host.toolchain import capture_env
-
     return dict(capture_env(set_env, base).env)
 
 
 def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
-    from ..transaction import built_from
-
     record = built_from(session)
     library = session.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
     if record is None or not library.is_file():
@@ -71,8 +71,6 @@ def _output_folder(session: Session, request: BenchRequest) -> Path:
     """--out is cannbuild's as a bench output (ownership.claim: a folder holding files
     cannbuild did not write is refused, exit 2); the default <workspace>/bench/<run> is
     made without following a link in the workspace (safefs)."""
-    from ..ownership import claim
-
     if request.out is not None:
         return claim(request.out, "bench-output", "--out")
     return safefs.make_dirs(session.ws.root, bench_dir(session, request), "the bench folder")
@@ -86,8 +84,6 @@ def run_bench(
 ) -> BenchOutcome:
     """variants: `BuiltVariant`s, built and validated (one without a vendor dir failed and
     is reported, not timed); the baseline is the workspace's own install."""
-    from ..host.pystack import read_python_stack
-
     missing = why_no_torch()
     if missing:
         raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")

@@ -16,9 +16,12 @@ from .. import safefs
 from ..build.plan import _render
 from ..build.session import Session
 from ..proc import run
+from ..render.templates import render_value
 from ..validate import capi
 from ..validate.cases import CASES, judge_files, manifest_line, reference, write_inputs
 from ..workspace import write_atomic
+from .routes import RouteError, compile_program
+from .run import package_env
 
 BUILD_TIMEOUT_S = 3600
 
@@ -138,8 +141,6 @@ def build_one(
 
 
 def _render_inline(session: Session, text: str, values: Dict[str, Any]) -> str:
-    from ..render.templates import render_value
-
     return render_value(text, values, f"recipe {session.recipe.path}: produces")
 
 
@@ -148,9 +149,6 @@ def validate_all(
 ) -> Dict[str, str]:
     """Each variant's package on the validation cases through the C API, judged as
     `cannbuild validate` judges; the references are computed once for all."""
-    from .routes import RouteError, compile_program
-    from .run import package_env
-
     if not variants:
         return {}
     data = safefs.fresh(

@@ -17,11 +17,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, parse_toml, read_bytes, read_text
+from ..build.plan import UP_TO_DATE
 from ..build.session import Session
 from ..build.stamps import digest
+from ..build.steps import plan_session
 from ..errors import UsageError
+from ..locks import WorkspaceLock
 from ..workspace import read_json, write_json_atomic
 from .sweep import BASELINE
+from .variant_build import VariantPaths, build_one, validate_all
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -174,9 +178,6 @@ def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List
 def _baseline_steps(session: Session, env: Mapping[str, str]) -> Tuple[Any, Any, str]:
     """The installed baseline's ops-transformer build and install steps (up to date) and
     the commit they were built from."""
-    from ..build.plan import UP_TO_DATE
-    from ..build.steps import plan_session
-
     steps = plan_session(session, env, ("build", "install"))
     build = next((s for s in steps if s.spec.repo == "ops-transformer" and s.spec.produces), None)
     install = next((s for s in steps if s.spec.action == "vendor"), None)
@@ -207,9 +208,6 @@ def build_variants(
     env: Mapping[str, str],
     note: Callable[[str], None],
 ) -> List[BuiltVariant]:
-    from ..locks import WorkspaceLock
-    from .variant_build import VariantPaths, build_one, validate_all
-
     build, install, commit = _baseline_steps(session, env)
     out: List[BuiltVariant] = []
     with WorkspaceLock(session.ws, "cannbuild bench (variants)", session.options.wait, None):

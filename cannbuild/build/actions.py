@@ -22,6 +22,7 @@ from msgspec import Struct
 from .. import safefs
 from .overlay import build_overlay, expose_op_common, staged_root
 from .plan import PlannedStep
+from .toolkit_backup import back_up_toolkit
 
 
 class ActionContext(Struct, frozen=True):
@@ -70,8 +71,6 @@ class OverlayAction:
             return []
         if ctx.toolkit_target is None or ctx.toolkit_backup is None:
             return []
-        from .toolkit_backup import back_up_toolkit
-
         try:
             backup, written, replaced = back_up_toolkit(
                 step, ctx.toolkit_target, ctx.toolkit_backup / run_id, run_id, ctx.root

@@ -8,11 +8,21 @@ thread given up on at the deadline (a resolver cannot be interrupted).
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 import urllib.parse
-from typing import Any, Callable, List, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Tuple, TypeVar
 
+from ..lazy import lazy_module
 from ..redact import redact
+
+if TYPE_CHECKING:
+    import base64
+    import ssl
+else:  # only a probe of a remote cache pays for these
+    base64 = lazy_module("base64")
+    ssl = lazy_module("ssl")
 
 PROBE_TIMEOUT_S = 3.0  # the overall bound on asking the remote (doctor, and each build run)
 T = TypeVar("T")
@@ -46,9 +56,6 @@ class _Deadline:
 
 
 def _connect(url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline) -> Any:
-    import socket
-    import ssl
-
     host = url.hostname or "localhost"
     sock = socket.create_connection((host, url.port or default_port), timeout=deadline.left())
     if url.scheme in ("rediss", "https"):
@@ -87,8 +94,6 @@ def _http_status(url: urllib.parse.SplitResult, deadline: _Deadline) -> int:
     """HEAD the storage's URL and return the status code of the reply's first line.  By
     hand on a socket, as ccache reaches it (no proxy), so that every read is bounded by
     the deadline."""
-    import base64
-
     host = url.hostname or ""
     shown_host = f"[{host}]" if ":" in host else host
     if url.port:
@@ -114,8 +119,6 @@ def _http_status(url: urllib.parse.SplitResult, deadline: _Deadline) -> int:
 def _bounded(work: Callable[[], T], seconds: float) -> T:
     """`work` in a thread of its own, given up on after `seconds`: a name lookup cannot be
     interrupted, so the deadline holds even while the resolver waits."""
-    import threading
-
     outcome: List[Any] = []
 
     def target() -> None:
@@ -138,8 +141,6 @@ def _bounded(work: Callable[[], T], seconds: float) -> T:
 def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, str]:
     """Whether the storage answers within `timeout` (overall: connecting, the name
     lookup and every read), and what it said (credentials redacted)."""
-    import ssl
-
     url = remote.split("|", 1)[0]  # ccache attributes (|connect-timeout=...) are not the URL
     parts = urllib.parse.urlsplit(url)
     shown = redact(url)

@@ -14,13 +14,20 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
-from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
+from ..lazy import lazy_module
 from ..proc import run
 from ..workspace import read_text_map, remember
+
+if TYPE_CHECKING:
+    import tarfile
+else:  # only a package not read before is opened
+    tarfile = lazy_module("tarfile")
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -123,8 +130,6 @@ def _header_varies(header: bytes, gz_head: bytes, epoch: Optional[int]) -> List[
 def _payload_varies(
     stream: IO[bytes], workspace: Optional[Path], epoch: Optional[int]
 ) -> List[Dict[str, str]]:
-    import tarfile  # only a package not read before is opened
-
     found: List[Dict[str, str]] = []
     needle = str(workspace).encode() if workspace else None
     late: List[str] = []
@@ -171,8 +176,6 @@ def _contains(content: IO[bytes], needle: bytes) -> bool:
 
 def _utc_date(epoch: int) -> str:
     """`LC_ALL=C TZ=UTC date -d @epoch`, as the sandbox's makeself writes it."""
-    import time
-
     return time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(epoch))
 
 

@@ -21,6 +21,7 @@ from ..host.doctor import HostReport, read_host
 from ..host.toolkit import host_arch
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
+from .compile_cache import cache_checks
 from .plan import selected
 
 
@@ -126,8 +127,6 @@ def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Che
 
 def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
     """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
-    from .compile_cache import cache_checks
-
     host = read_host(options, env)
     cache_rows = cache_checks(options.cache_remote, host.build_env or env)
     host = replace(host, checks=(*host.checks, *cache_rows))

@@ -20,6 +20,7 @@ from msgspec import Struct
 
 from .. import safefs
 from ..errors import Interrupted, signal_number
+from ..hints import match_hint
 from ..proc import kill_group, popen
 from ..redact import redact, redact_env
 from ..states import Outcome
@@ -372,8 +373,6 @@ def _failed(
 ) -> StepOutcome:
     """The failed outcome with its digest: the tail, the first errors anywhere in the log
     and the hint matched from the known CANN messages."""
-    from ..hints import match_hint  # only a failure pays for the hint table
-
     tail = list(streamed.tail)
     if extra:
         _log(log_path, [extra])

@@ -16,15 +16,23 @@ from msgspec import Struct
 from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, Check
 from ..host.doctor import HostReport, read_host
+from ..host.hardware import Hardware
+from ..host.socs import normalize_soc
 from ..host.toolkit import Toolkit, host_arch
+from ..host.versions import parse_cann_version
+from ..lazy import lazy_module
 from ..options import Options
+from ..ownership import check_replaceable, claim
 from ..recipes import Recipe, select_recipe
 from ..sources.fetch import Fetcher
 from ..workspace import Workspace
+from .compile_cache import ccache_check
 from .requirements import requirement_checks
 
 if TYPE_CHECKING:
-    from ..sandbox import SandboxInfo
+    from ..sandbox import SandboxInfo, create
+else:  # a real host never pays for it
+    create = lazy_module("cannbuild.sandbox.create")
 
 
 class CannFacts(Struct, frozen=True):
@@ -127,14 +135,10 @@ def with_sandbox(options: Options) -> Sandboxed:
     if not options.sandbox:
         return Sandboxed(options)
     assert options.sandbox_dir is not None
-    from ..sandbox import create_sandbox, resolve_spec  # a real host never pays for it
-
-    spec = resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
+    spec = create.resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
     if options.workspace in spec.dir.parents:  # the sandbox lives in the workspace: claim it first
-        from ..ownership import claim
-
         claim(options.workspace, "workspace", "--workspace")
-    result = create_sandbox(spec)
+    result = create.create_sandbox(spec)
     info = result.info
     user_prefixes = {prefix for prefix, _ in options.mirrors}
     mirrors = list(options.mirrors) + [
@@ -156,8 +160,6 @@ def open_session(
     sandbox: Optional[SandboxInfo] = None,
     lease: Optional[Any] = None,
 ) -> Session:
-    from ..ownership import check_replaceable
-
     check_replaceable(options.workspace, "workspace", "--workspace")  # before any reading
     host = read_host(options, env)
     _refuse_blocking(host.checks)
@@ -166,8 +168,6 @@ def open_session(
     recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
-        from .compile_cache import ccache_check
-
         _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
@@ -235,10 +235,6 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
     """A session for `cannbuild lock --cann V --soc S` where CANN V is not installed: a lock
     needs only the recipe, the version, the SoC and the remote refs (and the third-party
     archives they download); `setup --locked` checks the toolkit on the build host."""
-    from ..host.hardware import Hardware
-    from ..host.socs import normalize_soc
-    from ..host.versions import parse_cann_version
-
     check_replaceable_workspace(options)
     try:
         version = parse_cann_version(cann)
@@ -287,6 +283,4 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
 
 
 def check_replaceable_workspace(options: Options) -> None:
-    from ..ownership import check_replaceable
-
     check_replaceable(options.workspace, "workspace", "--workspace")

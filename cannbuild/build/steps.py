@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..host.toolkit import host_arch
+from ..ownership import inside
 from ..recipes import StepSpec
 from ..render.templates import render_value
 from ..sources.fetch import mirror_git_env
-from ..sources.pinning import Sources, SourceState
+from ..sources.pinning import Sources, SourceState, sources_from_lock
 from ..states import Outcome
 from ..workspace import Workspace
 from .actions import ActionContext
@@ -99,10 +101,6 @@ def plan_session(
 ) -> List[PlannedStep]:
     """The plan as `cannbuild plan` shows it: from the lock's sources; before there is a
     lock every selected step needs a run (its inputs are not known yet)."""
-    from msgspec.structs import replace
-
-    from ..sources.pinning import sources_from_lock
-
     sources = sources_from_lock(session)
     steps = make_plan(session, sources, env, phases)
     if sources is not None:
@@ -136,8 +134,6 @@ class RunResult(Struct, frozen=True):
 def output_patterns(step: PlannedStep, values: Mapping[str, Any], ws: Workspace) -> List[str]:
     """The step's `produces` globs, each checked to stay inside the workspace: the runner
     deletes what they match before the step runs."""
-    from ..ownership import inside
-
     patterns = []
     for raw in step.spec.produces:
         what = f"step {step.name!r} produces"

@@ -17,11 +17,14 @@ import shlex
 import shutil
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
 
 from .. import __version__
 from ..errors import StepFailed, UsageError
@@ -35,6 +38,7 @@ from ..resources import data_dir
 from ..self_install import installed_spec, no_install_source, source_files
 from ..sources.lock import Lock, read_lock, write_lock
 from .engine import CACHE_SECRET_ID, SECRET_ID, build_command
+from .engine import build as engine_build
 
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
@@ -238,11 +242,6 @@ def offline_wheels(
 def _requirements(python: str, arch: str) -> List[str]:
     """cannbuild's dependencies as the image's Python sees them (pip would judge the
     markers by the Python rendering the context)."""
-    from importlib import metadata
-
-    from packaging.markers import default_environment
-    from packaging.requirements import Requirement
-
     env: Dict[str, Any] = {
         **default_environment(),
         "python_version": python,
@@ -421,8 +420,6 @@ def make_container(
     """Render the build context from the lock (and build it with an engine that answers,
     pinning the base image's digest in the lock); None on a dry run.  `note` hears what
     was done, in order (a build's own output goes to the terminal in between)."""
-    from .engine import build as engine_build
-
     check_flag_values(
         (request.variant or "A2").upper(),
         request.os,

@@ -11,8 +11,11 @@ import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from elftools.common.exceptions import ELFError
+
 from ..bounded import OPERATOR_FILE_BYTES, read_text
 from ..host.check import FAIL, PASS, Check
+from ..validate.elfcheck import read_elf
 from .facts import ENTRY_POINTS, OP_TYPE, ops_info, ops_info_path
 from .inputs import DiagnoseInputs
 
@@ -171,10 +174,6 @@ def _real(path: Path) -> str:
 
 
 def _exports(lib: Path) -> Optional[set]:
-    from elftools.common.exceptions import ELFError
-
-    from ..validate.elfcheck import read_elf
-
     if not lib.is_file():
         return None
     try:

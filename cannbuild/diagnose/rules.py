@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..profile.shape import AttentionShape
+from ..profile.summary import summarise
 from .facts import LAYOUTS, Limit, OperatorFacts
 
 if TYPE_CHECKING:
@@ -153,8 +154,6 @@ def profile_checks(
     done: Sequence[Check],
     summary: Optional[ProfileSummary] = None,
 ) -> List[Check]:
-    from ..profile.summary import summarise
-
     if summary is None:
         summary = summarise(path, timeline=False)
     a = summary.analysis

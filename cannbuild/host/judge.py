@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
+import distro
+
 from ..options import Options
 from . import compat
 from .check import FAIL, PASS, SKIP, WARN, Check
@@ -36,8 +38,6 @@ def judge(r: Readings, options: Options) -> List[Check]:
 
 
 def _os_checks() -> List[Check]:
-    import distro
-
     # os-release is on every OS CANN supports; lsb_release and uname cost a process each
     info = distro.LinuxDistribution(include_lsb=False, include_uname=False)
     os_id = info.id() or "unknown"

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from ..options import Options
+from ..ownership import owned
+from ..workspace import Workspace
 from .driver import Driver, read_driver
 from .hardware import Hardware, detect_hardware
 from .pystack import PythonStack, read_python_stack
@@ -103,9 +105,6 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
 def _tool_memo(options: Options) -> Optional[Path]:
     """Where tool versions are remembered: in a workspace cannbuild made (read here; a
     run that acts writes it: toolchain.remember_tools)."""
-    from ..ownership import owned
-    from ..workspace import Workspace
-
     if not owned(options.workspace, "workspace"):
         return None
     return Workspace(options.workspace).tool_memo

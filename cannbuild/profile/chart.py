@@ -17,6 +17,8 @@ from ..workspace import write_atomic
 from .analysis import Span, Window
 from .ops import category
 
+# Optional, imported where its absence is handled: matplotlib (missing(); pyplot() chooses
+# the Agg backend before importing matplotlib.pyplot).
 INSTALL_HINT = "pip install 'cannbuild[bench]'"
 COLORS: Dict[str, str] = {
     "fused": "#d62728",

@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from msgspec import Struct
 
+from .. import safefs
+from ..ownership import claim
 from . import chart
 from .run import RunOutcome
 from .summary import ProfileSummary
@@ -76,11 +78,7 @@ def make_report(
     elif dry_run:
         notes.append(f"dry run: would write {target / 'timeline.png'}; nothing was changed")
     else:
-        from ..ownership import claim
-
         if claim_workspace is not None:
-            from .. import safefs
-
             claim(claim_workspace, "workspace", "--workspace")
             safefs.make_dirs(claim_workspace, target, "the profile folder")
         elif claim_out:

@@ -18,21 +18,31 @@ process with the package's env (as torchnpu.py runs the validation route).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
+from .. import safefs
 from ..errors import UsageError, ValidationFailed
+from ..host.pystack import read_python_stack
+from ..locks import WorkspaceLock
 from ..proc import kill_group, popen
+from ..validate import inputs_for, torchnpu
+from ..validate.cases import Case, make_inputs, to_bnsd
+from ..workspace import write_json_atomic
 from .shape import AttentionShape
 
+# Optional, imported where its absence is handled: torch and torch_npu (worker(), in the
+# child process only).
 RUN_TIMEOUT_S = 900
 JOB = "job.json"
 RESULT = "result.json"
@@ -115,8 +125,6 @@ def start(
 ) -> RunOutcome:
     """Run the worker (its job, result and log in `work`, <workspace>/tmp/profile-run)
     writing the profile into `out`; returns where the profiler wrote."""
-    from .. import safefs
-
     out.mkdir(parents=True, exist_ok=True)
     # the workspace's scratch folder: removed and remade without following a link
     safefs.fresh(work.parent.parent, work, "profile --run's work folder")
@@ -197,10 +205,6 @@ def run_profile(
 ) -> RunOutcome:
     """Profile the installed package's FlashAttention and the unfused chain, under the
     workspace lock (an install replacing the package mid-run would mix two builds)."""
-    from ..host.pystack import read_python_stack
-    from ..locks import WorkspaceLock
-    from ..validate import inputs_for, torchnpu
-
     inp = inputs_for(session, env)
     if not inp.library.is_file():
         raise UsageError(
@@ -231,8 +235,6 @@ class _Recorder:
     """The emulated runtime's profiler, for ops that run in torch on the CPU."""
 
     def __init__(self) -> None:
-        import ctypes
-
         class Desc(ctypes.Structure):
             _fields_ = [
                 ("name", ctypes.c_char_p),
@@ -304,8 +306,6 @@ def _unfused(torch: Any, q: Any, k: Any, v: Any, scale: float, rec: Any, stream:
 
 
 def _inputs(torch: Any, shape: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
-    from ..validate.cases import Case, make_inputs, to_bnsd
-
     case = Case(
         "profile",
         shape["dtype"],
@@ -330,14 +330,10 @@ def _inputs(torch: Any, shape: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
 
 def worker(folder: str) -> int:
     """The child process: run the job in `folder`, write result.json."""
-    from ..workspace import write_json_atomic
-
     directory = Path(folder)
     job = json.loads((directory / JOB).read_text())
     shape = job["shape"]
     try:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import torch
@@ -403,8 +399,6 @@ def _profile(
                 ref = _unfused(torch, qn, kn, vn, scale, None, 0)
                 torch.npu.synchronize()
                 unfused_ms.append((time.perf_counter() - begin) * 1000.0)
-    from ..validate.cases import to_bnsd
-
     fused_bnsd = to_bnsd(
         out.cpu(), shape["layout"], shape["B"], shape["N1"], shape["S"], shape["D"]
     )

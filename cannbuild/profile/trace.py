@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, Tuple
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..errors import ProfileFormatError
 from .analysis import Analysis, Analyzer, Kernel
@@ -148,8 +149,6 @@ def _meta(
 
 
 def _relabel(analysis: Analysis, rename: Dict[str, str]) -> Analysis:
-    from msgspec.structs import replace
-
     def label(key: str) -> str:
         return rename.get(key, key)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import UsageError
+from ..render.templates import render_value
 from ..resources import data_dir
 from .model import (
     ACTIONS,
@@ -127,8 +128,6 @@ def _satisfies(version: str, spec: str) -> Optional[bool]:
 
 def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
-    from ..render.templates import render_value
-
     out: Dict[str, Optional[str]] = {}
     for key in ("tag", "branch", "until", "commit"):
         value = getattr(repo, key)

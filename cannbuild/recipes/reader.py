@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
 from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
 from ..errors import UsageError
+from ..lazy import lazy_module
 from .model import (
     ACTIONS,
     OPBASE_MODES,
@@ -26,6 +27,11 @@ from .model import (
     ValidateSpec,
     template_dirs,
 )
+
+if TYPE_CHECKING:
+    import difflib
+else:  # only a mistake pays for it
+    difflib = lazy_module("difflib")
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
@@ -69,9 +75,7 @@ class _Reader:
     def keys(self, table: Mapping[str, Any], allowed: set, where: str) -> None:
         for key in table:
             if key not in allowed:
-                from difflib import get_close_matches  # only for a mistake
-
-                close = get_close_matches(key, sorted(allowed), n=1)
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
                 raise self.fail(
                     where,
                     f"has an unknown key {key!r}.",

@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import re
+import reprlib
 import string
-from typing import Any, Dict, Iterator, List, Mapping, NoReturn, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, NoReturn, Optional, Tuple
+
+from ..lazy import lazy_module
+
+if TYPE_CHECKING:
+    from jinja2 import exceptions as jinja_exceptions
+else:  # only a refused render pays for it
+    jinja_exceptions = lazy_module("jinja2.exceptions")
 
 # --- what a template may compute ------------------------------------------------------
 # One rendered recipe value (a tag, a cwd, an env entry, an output pattern).  Linux refuses
@@ -73,9 +82,9 @@ _BUDGET: contextvars.ContextVar[Optional[_Budget]] = contextvars.ContextVar(
 
 
 def _refuse(what: str, bound: int, name: str) -> NoReturn:
-    from jinja2.exceptions import SecurityError
-
-    raise SecurityError(f"{what}: over the bound of {bound} ({name} in cannbuild/render/bounds.py)")
+    raise jinja_exceptions.SecurityError(
+        f"{what}: over the bound of {bound} ({name} in cannbuild/render/bounds.py)"
+    )
 
 
 @contextlib.contextmanager
@@ -122,8 +131,6 @@ def _counting(items: Any) -> Any:
 
 def short(value: Any) -> str:
     """`value` for a message, cut to a line."""
-    import reprlib
-
     short = reprlib.Repr()
     short.maxstring = short.maxother = short.maxlong = 60
     return short.repr(value)
@@ -272,8 +279,6 @@ def _bounded_items(value: Any, what: str) -> Any:
     """`value` as a list when it is an iterator (a join would consume it unseen)."""
     if isinstance(value, (str, list, tuple, dict, set, frozenset)):
         return value
-    import itertools
-
     items = list(itertools.islice(iter(value), MAX_ITEMS + 1))
     if len(items) > MAX_ITEMS:
         _refuse(f"{what} is over {MAX_ITEMS} items", MAX_ITEMS, "MAX_ITEMS")

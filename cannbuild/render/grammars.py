@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from ..errors import UsageError
+from ..host.versions import parse_cann_version
 
 # An image reference as docker and podman parse it (the distribution reference grammar,
 # github.com/distribution/reference regexp.go): [registry[:port]/]path[:tag][@digest], path
@@ -49,8 +52,6 @@ def check_image(reference: str, flag: str = "--base") -> None:
 def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
     """`spec` is one PEP 508 requirement on one line (it lands in a Dockerfile RUN line
     and a workflow's run block, where a newline would start an instruction of its own)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
     problem = "it is empty" if not spec.strip() else ""
     if not problem and not one_line(spec):
         problem = "it holds a newline or another control character"
@@ -69,8 +70,6 @@ def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
 
 
 def check_cann(cann: str, flag: str = "--cann") -> None:
-    from ..host.versions import parse_cann_version
-
     try:
         if not one_line(cann) or cann != cann.strip():
             raise ValueError(cann)

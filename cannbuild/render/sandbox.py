@@ -9,8 +9,9 @@ operators and calls already do in Jinja's sandbox.  Jinja is imported only when
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
 
+from ..lazy import lazy_module
 from .bounds import (
     MAX_ITEMS,
     MAX_TEXT_CHARS,
@@ -34,6 +35,21 @@ from .bounds import (
     loop_items,
     short,
 )
+
+if TYPE_CHECKING:
+    import jinja2
+    from jinja2 import compiler as jinja_compiler
+    from jinja2 import exceptions as jinja_exceptions
+    from jinja2 import runtime as jinja_runtime
+    from jinja2 import sandbox as jinja_sandbox
+    from jinja2 import utils as jinja_utils
+else:  # Jinja is imported when bounded_classes() is first called
+    jinja2 = lazy_module("jinja2")
+    jinja_compiler = lazy_module("jinja2.compiler")
+    jinja_exceptions = lazy_module("jinja2.exceptions")
+    jinja_runtime = lazy_module("jinja2.runtime")
+    jinja_sandbox = lazy_module("jinja2.sandbox")
+    jinja_utils = lazy_module("jinja2.utils")
 
 # Filters that go through every item of their input: counted against MAX_LOOP_ITEMS.
 _WALKING_FILTERS = frozenset((
@@ -129,9 +145,7 @@ def _bounded_filter(name: str, func: Any) -> Any:
 
 
 def _is_undefined(value: Any) -> bool:
-    from jinja2 import Undefined
-
-    return isinstance(value, Undefined)
+    return isinstance(value, jinja2.Undefined)
 
 
 @functools.cache
@@ -139,14 +153,8 @@ def bounded_classes() -> Tuple[Any, Any]:
     """(environment class, template class): Jinja's immutable sandbox with every binary
     operator, call, str.format and filter checked against the bounds above.  Made on
     first use: importing Jinja is what a no-op run avoids."""
-    import jinja2
-    from jinja2.compiler import CodeGenerator, optimizeconst
-    from jinja2.exceptions import TemplateRuntimeError
-    from jinja2.runtime import LoopContext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    from jinja2.utils import Namespace
 
-    class BoundedCodeGenerator(CodeGenerator):
+    class BoundedCodeGenerator(jinja_compiler.CodeGenerator):
         """Every `{% for %}` iterates `environment.loop_items(...)`, and every `~` joins
         through `environment.concat_values`, so both are counted like the operators are.
         (Jinja allows no node types of our own: the loop's iterable is known by identity.)"""
@@ -163,7 +171,7 @@ def bounded_classes() -> Tuple[Any, Any]:
             self.write(")")
             return None
 
-        @optimizeconst
+        @jinja_compiler.optimizeconst
         def visit_Concat(self, node: Any, frame: Any) -> None:
             # Jinja's own choice of join, with the values checked before it runs
             if frame.eval_ctx.volatile:
@@ -185,14 +193,16 @@ def bounded_classes() -> Tuple[Any, Any]:
                     return super().render(*args, **kwargs)
                 except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as exc:
                     # 1 // 0, 'a' - 1, range(10 ** 100), a macro that calls itself forever
-                    raise TemplateRuntimeError(f"{type(exc).__name__}: {exc}") from None
+                    raise jinja_exceptions.TemplateRuntimeError(
+                        f"{type(exc).__name__}: {exc}"
+                    ) from None
 
-    class BoundedNamespace(Namespace):
+    class BoundedNamespace(jinja_utils.Namespace):
         def __setitem__(self, name: str, value: Any) -> None:
             what = f"namespace value {name!r}"
             super().__setitem__(name, _check_result(value, what, charge=False))
 
-    class BoundedSandbox(ImmutableSandboxedEnvironment):
+    class BoundedSandbox(jinja_sandbox.ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset(("+", "-", "*", "/", "//", "**", "%"))
         template_class = BoundedTemplate
         code_generator_class = BoundedCodeGenerator
@@ -215,7 +225,8 @@ def bounded_classes() -> Tuple[Any, Any]:
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
             args = _check_call(__obj, args, kwargs)
-            if isinstance(__obj, LoopContext) and args:  # `loop(children)` of a recursive loop
+            # `loop(children)` of a recursive loop
+            if isinstance(__obj, jinja_runtime.LoopContext) and args:
                 args = (loop_items(args[0]), *args[1:])
             result = super().call(__context, __obj, *args, **kwargs)
             return _check_result(result, f"{short(__obj)}(...)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os.path
 import re
 import shlex
 from pathlib import Path
@@ -38,12 +39,15 @@ from typing import (
 )
 
 from ..errors import UsageError
+from ..lazy import lazy_module
 from ..workspace import read_text_map, remember
 from .bounds import COMPILED_AS, MAX_COMMAND_CHARS, MAX_VALUE_CHARS, counted, short
 from .sandbox import bounded_classes
 
 if TYPE_CHECKING:
     import jinja2
+else:  # Jinja is imported on the first render that needs it
+    jinja2 = lazy_module("jinja2")
 
 
 class Raw(str):
@@ -76,8 +80,6 @@ _CI_SYNTAX = {
 
 
 def _bytecode_cache(path: Path) -> Any:
-    import jinja2
-
     class QuietCache(jinja2.FileSystemBytecodeCache):
         """A cache that cannot be written (full disk, read-only folder) only costs a compile."""
 
@@ -102,8 +104,6 @@ def _environment(
 
     `cache` keeps compiled templates (keyed by name and source checksum) between runs:
     compiling them was most of a no-op rerun's own time."""
-    import jinja2
-
     bytecode_cache = None
     if cache is not None:
         try:
@@ -130,15 +130,11 @@ def command_env(
     search_path: Union[Path, Sequence[Path]], cache: Optional[Path] = None
 ) -> jinja2.Environment:
     """Commands: every value shell-quoted; `search_path` may be several folders."""
-    import jinja2
-
     paths = [search_path] if isinstance(search_path, Path) else list(search_path)
     return _environment(jinja2.FileSystemLoader([str(p) for p in paths]), True, cache=cache)
 
 
 def file_env(search_path: Path, cache: Optional[Path] = None) -> jinja2.Environment:
-    import jinja2
-
     return _environment(jinja2.FileSystemLoader(str(search_path)), False, cache=cache)
 
 
@@ -175,16 +171,12 @@ def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> 
         text = _lookup(template, context)  # plain text or plain lookups: no Jinja at all
         if text is not None:
             return text
-    import jinja2
-
     env = _environment(jinja2.BaseLoader(), quote=quote)
     return env.from_string(template).render(**context)
 
 
 def ci_env(search_path: Path) -> jinja2.Environment:
     """CI workflows are full of `${{ ... }}`: these templates use `[[ ]]` and `[% %]`."""
-    import jinja2
-
     return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False, syntax=_CI_SYNTAX)
 
 
@@ -194,8 +186,6 @@ def render_value(template: str, context: Mapping[str, Any], what: str) -> str:
     MAX_VALUE_CHARS is a usage error naming it."""
     text = _lookup(template, context)
     if text is None:
-        import jinja2
-
         try:
             text = render_string(template, context, quote=False)
         except jinja2.TemplateError as exc:
@@ -283,8 +273,6 @@ class Templates:
 
     def _find(self, name: str) -> Optional[str]:
         """The file FileSystemLoader would load for `name`, spelled as it reports it."""
-        import os.path
-
         for folder in self.search_path:
             candidate = os.path.normpath(os.path.join(folder, *name.split("/")))
             if os.path.isfile(candidate):
@@ -307,8 +295,6 @@ class Templates:
         return text
 
     def _render(self, name: str, values: Mapping[str, Any]) -> Tuple[str, List[List[str]]]:
-        import jinja2
-
         if self._env is None:
             self._env = command_env(list(self.search_path), self.cache)
         read: List[List[str]] = []

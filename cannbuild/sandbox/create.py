@@ -10,19 +10,29 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from msgspec import Struct
 
 from ..errors import SandboxError, UsageError
+from ..lazy import lazy_module
 from ..ownership import claim
 from ..resources import data_dir
 from ..workspace import write_json_atomic
 from .files import CommandLog, write
 from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info
+
+if TYPE_CHECKING:
+    from . import hardware, releases, repos, toolkit
+else:  # the tables and builders: a reused sandbox does not load them
+    hardware = lazy_module("cannbuild.sandbox.hardware")
+    releases = lazy_module("cannbuild.sandbox.releases")
+    repos = lazy_module("cannbuild.sandbox.repos")
+    toolkit = lazy_module("cannbuild.sandbox.toolkit")
 
 LOCK_FILE = ".lock"
 MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
@@ -85,8 +95,6 @@ DEFAULT_CANN = "8.5.0"
 def recorded_spec(directory: Path) -> Optional[SandboxSpec]:
     """The variant and CANN a sandbox folder was made with (even if its sources changed
     since, which only means it is remade the same)."""
-    import json
-
     try:
         data = json.loads((directory / INFO_FILE).read_text(encoding="utf-8"))
         return SandboxSpec(directory, str(data["variant"]), str(data["cann"]))
@@ -115,12 +123,9 @@ def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -
 
 def plan_sandbox(spec: SandboxSpec) -> str:
     """What `create_sandbox(spec)` would do, without doing it (for --dry-run)."""
-    from .hardware import VARIANTS
-    from .releases import release
-
-    if spec.variant not in VARIANTS:
+    if spec.variant not in hardware.VARIANTS:
         return f"would refuse: --variant {spec.variant!r} is not a sandbox variant"
-    release(spec.cann)
+    releases.release(spec.cann)
     directory = spec.dir.resolve()
     existing = load_info(directory)
     cxx = find_cxx() or ""
@@ -199,24 +204,16 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
 
 
 def _check_spec(spec: SandboxSpec) -> None:
-    from .hardware import VARIANTS
-    from .releases import release
-
-    if spec.variant not in VARIANTS:
+    if spec.variant not in hardware.VARIANTS:
         raise SandboxError(
             f"--variant {spec.variant!r} is not a sandbox variant.", "Use A2 (910B) or A3 (910_93)."
         )
-    release(spec.cann)  # a CANN the sandbox does not emulate is a usage error naming them
+    releases.release(spec.cann)  # a CANN the sandbox does not emulate is a usage error naming them
 
 
 def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxInfo:
     """Make the sandbox's tree; the caller holds the exclusive lock.  (The builders are
-    imported here: a run that reuses its sandbox does not load them.)"""
-    from .hardware import VARIANTS, lay_out_hardware
-    from .releases import UPSTREAM, release
-    from .repos import build_repos, build_third_party
-    from .toolkit import compile_emulation, lay_out_toolkit
-
+    imported on first use, here: a run that reuses its sandbox does not load them.)"""
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
         if target.is_dir() and not target.is_symlink():
@@ -227,15 +224,17 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxI
         directory / CREATING_MARK, "sandbox creation in progress; an interrupted run leaves this\n"
     )
     log = CommandLog(directory / "create.log")
-    rel = release(spec.cann)
-    variant = VARIANTS[spec.variant]
+    rel = releases.release(spec.cann)
+    variant = hardware.VARIANTS[spec.variant]
     sysroot = directory / "sysroot"
-    emu = compile_emulation(directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version)
+    emu = toolkit.compile_emulation(
+        directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version
+    )
     mirror = directory / "mirror"
-    tree = lay_out_toolkit(sysroot, rel, variant, emu, cxx, network=mirror.as_uri() + "/")
-    lay_out_hardware(sysroot, variant, rel)
-    build_repos(mirror, directory / ".build" / "repos", log)
-    build_third_party(mirror)
+    tree = toolkit.lay_out_toolkit(sysroot, rel, variant, emu, cxx, network=mirror.as_uri() + "/")
+    hardware.lay_out_hardware(sysroot, variant, rel)
+    repos.build_repos(mirror, directory / ".build" / "repos", log)
+    repos.build_third_party(mirror)
     info = SandboxInfo(
         dir=directory,
         variant=spec.variant,
@@ -245,7 +244,7 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxI
         toolkit=tree.home,
         set_env=tree.set_env,
         mirror=mirror,
-        upstream=UPSTREAM,
+        upstream=releases.UPSTREAM,
         soc=variant.soc,
         chip=variant.chip,
     )

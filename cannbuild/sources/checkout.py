@@ -13,16 +13,24 @@ import functools
 import hashlib
 import os
 import shutil
+import zipfile
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
 from .. import safefs
 from ..errors import FetchError, UsageError
+from ..lazy import lazy_module
+from ..recipes import describe_ref
 from ..redact import redact
 from ..workspace import Workspace, read_json, write_json_atomic
 from .fetch import Fetcher, GitFailed, in_parallel, sha256_file
+
+if TYPE_CHECKING:
+    import tarfile
+else:  # only unpacking pays for it
+    tarfile = lazy_module("tarfile")
 
 # --- git cache queries ---------------------------------------------------------
 
@@ -46,8 +54,6 @@ def resolve_ref(
 ) -> Tuple[str, int]:
     """A tag, a branch (optionally as of a date) or a commit -> (full commit id, commit time),
     read in one call to plumbing (`rev-list`, which no user `log.*` setting changes)."""
-    from ..recipes import describe_ref
-
     if ref.get("tag"):
         rev = f"refs/tags/{ref['tag']}^{{commit}}"
     elif ref.get("commit"):
@@ -200,9 +206,6 @@ def unpack_archive(archive: Path, dest: Path, root: Optional[Path] = None) -> No
     Members that would land outside `dest` (absolute, `..`, links) refuse the archive.
     `root`: the workspace `dest` is in (default its folder), where nothing is removed
     or replaced through a link."""
-    import tarfile  # only unpacking pays for them
-    import zipfile
-
     owner = root if root is not None else dest.parent
     what = f"unpacking {archive.name}"
     work = dest.with_name(f".{dest.name}.unpack")

@@ -23,14 +23,28 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from msgspec import Struct
 
+from .. import safefs
 from ..errors import FetchError, OfflineViolation
+from ..lazy import lazy_module
 from ..proc import run
 from ..redact import redact
 from .transfer import Stalled, TransferRule, TransferWatch, secs, stall_rule
+
+if TYPE_CHECKING:
+    import base64
+    from http import client as http_client
+    from urllib import error as urllib_error
+    from urllib import request as urllib_request
+else:  # only downloads pay for the http stack
+    base64 = lazy_module("base64")
+    http_client = lazy_module("http.client")
+    urllib_error = lazy_module("urllib.error")
+    urllib_request = lazy_module("urllib.request")
 
 # one git command: a full clone of ops-transformer over a slow but steady link fits
 GIT_TIMEOUT_S = 600
@@ -180,8 +194,6 @@ class Fetcher(Struct, frozen=True):
         the cache is in; nothing below it is written or removed through a link.
         `budget_s`: what the fetch may take, retries included (each git command also
         stops at GIT_TIMEOUT_S, and a stalled http transfer within LOW_SPEED_TIME_S)."""
-        from .. import safefs
-
         source = self._source(url, "fetching")
         owner = root if root is not None else cache.parent
         safefs.check_below(owner, cache, "the git cache", folder=True)
@@ -264,10 +276,6 @@ class Fetcher(Struct, frozen=True):
         is in, where nothing is written through a link.  A transfer under
         `low_speed_bps` on average over the last `low_speed_time_s` is stalled and tried
         again; all attempts and pauses together stop at `budget_s`."""
-        import http.client  # only downloads pay for the http stack
-
-        from .. import safefs
-
         source = self._source(url, "downloading")
         owner = root if root is not None else dest.parent
         safefs.make_dirs(owner, dest.parent, "the download cache")
@@ -275,8 +283,6 @@ class Fetcher(Struct, frozen=True):
         safefs.remove(owner, tmp, "the download cache")
         try:
             if source.startswith("file://"):  # a local mirror: a copy, no http stack
-                from urllib.parse import unquote, urlsplit
-
                 shutil.copyfile(unquote(urlsplit(source).path), tmp)
             else:
                 rule = TransferRule(low_speed_bps, low_speed_time_s, budget_s)
@@ -286,7 +292,7 @@ class Fetcher(Struct, frozen=True):
             raise FetchError(
                 f"downloading {redact(source)} gave up: {exc.reason}.", _slow_hint(url, source)
             ) from None
-        except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError: OSErrors
+        except (OSError, http_client.HTTPException) as exc:  # URLError, HTTPError: OSErrors
             safefs.remove(owner, tmp, "the download cache", ignore_errors=True)
             raise FetchError(
                 f"downloading {redact(source)} failed: {redact(str(exc) or type(exc).__name__)}.",
@@ -295,9 +301,6 @@ class Fetcher(Struct, frozen=True):
         safefs.replace(owner, tmp, dest, "the download cache")
 
     def _http_get(self, source: str, tmp: Path, rule: TransferRule) -> None:
-        import http.client
-        import urllib.error
-
         request = _request(source)
         deadline = time.monotonic() + rule.budget_s
 
@@ -305,7 +308,7 @@ class Fetcher(Struct, frozen=True):
             with TransferWatch(rule, deadline) as watch:
                 try:
                     resp = watch.opener().open(request, timeout=watch.socket_timeout())
-                except urllib.error.HTTPError as exc:
+                except urllib_error.HTTPError as exc:
                     exc.close()  # the error holds the open response
                     raise
                 with resp, open(tmp, "wb") as out:
@@ -316,11 +319,11 @@ class Fetcher(Struct, frozen=True):
         def transient(exc: Exception) -> bool:
             if isinstance(exc, Stalled):
                 return not exc.budget_spent
-            if isinstance(exc, urllib.error.HTTPError):
+            if isinstance(exc, urllib_error.HTTPError):
                 return exc.code >= 500
             return isinstance(
                 exc,
-                (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException),
+                (urllib_error.URLError, TimeoutError, ConnectionError, http_client.HTTPException),
             )
 
         self._retrying("download", source, attempt, transient, deadline)
@@ -329,18 +332,14 @@ class Fetcher(Struct, frozen=True):
 def _request(source: str) -> Any:
     """A request for `source`; a `user:pass@` in it is sent as HTTP basic auth, as git
     does, never as part of the host name (and never to where a redirect points)."""
-    import base64
-    import urllib.request
-    from urllib.parse import unquote, urlsplit, urlunsplit
-
     parts = urlsplit(source)
     if parts.username is None and parts.password is None:
-        return urllib.request.Request(source)
+        return urllib_request.Request(source)
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
     netloc = host if parts.port is None else f"{host}:{parts.port}"
-    request = urllib.request.Request(urlunsplit(parts._replace(netloc=netloc)))
+    request = urllib_request.Request(urlunsplit(parts._replace(netloc=netloc)))
     user = unquote(parts.username or "")
     password = unquote(parts.password or "")
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")

@@ -14,15 +14,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import asdict
 
 from ..bounded import LOCK_BYTES, parse_toml, read_text
 from ..errors import LockDrift, UsageError
+from ..lazy import lazy_module
 from ..redact import redact
 from ..workspace import write_atomic
+
+if TYPE_CHECKING:
+    import tomli_w
+else:  # only writers pay for it
+    tomli_w = lazy_module("tomli_w")
 
 LOCK_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -89,8 +95,6 @@ class Lock(Struct, frozen=True):
         }
         if self.container:
             data["container"] = dict(sorted(self.container.items()))
-        import tomli_w  # only writers pay for it
-
         return (SANDBOX_HEADER if self.sandbox else HEADER) + tomli_w.dumps(data)
 
 

@@ -16,6 +16,7 @@ import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import (
+    TYPE_CHECKING,
     Any,
     Dict,
     Iterator,
@@ -31,6 +32,7 @@ from ..build.session import Session
 from ..errors import (
     CannbuildError,
 )
+from ..lazy import lazy_module
 from ..recipes import RepoSpec, describe_ref, render_ref
 from .checkout import (
     Nested,
@@ -48,6 +50,11 @@ from .lock import (
 )
 from .ready import PendingSources
 from .state import LOCKED, REFRESH, RESOLVE, Sources, SourceState, pin_name
+
+if TYPE_CHECKING:
+    from . import bundle
+else:  # only --bundle pays for it
+    bundle = lazy_module("cannbuild.sources.bundle")
 
 
 def wanted_for(session: Session) -> Wanted:
@@ -81,9 +88,7 @@ def syncing_sources(
     notes: List[str] = []
     bundled: Optional[Lock] = None
     if options.bundle is not None:
-        from .bundle import seed_from_bundle
-
-        bundled = seed_from_bundle(ws, options.bundle)
+        bundled = bundle.seed_from_bundle(ws, options.bundle)
         notes.append(f"seeded caches from {options.bundle}")
     existing = read_lock(options.lock_file) or bundled
     problems = drift(existing, wanted_for(session)) if existing else ["there is no lock file"]

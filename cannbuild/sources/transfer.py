@@ -14,9 +14,18 @@ import contextlib
 import socket
 import threading
 import time
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from msgspec import Struct
+
+from ..lazy import lazy_module
+
+if TYPE_CHECKING:
+    from http import client as http_client
+    from urllib import request as urllib_request
+else:  # only downloads pay for the http stack
+    http_client = lazy_module("http.client")
+    urllib_request = lazy_module("urllib.request")
 
 
 class Stalled(Exception):
@@ -84,9 +93,6 @@ class TransferWatch:
                 _shut(own)
 
     def opener(self) -> Any:
-        import http.client
-        import urllib.request
-
         watch = self
 
         def watched(cls: Any) -> Any:
@@ -105,16 +111,16 @@ class TransferWatch:
 
             return make
 
-        class Http(urllib.request.HTTPHandler):
+        class Http(urllib_request.HTTPHandler):
             def http_open(self, req: Any) -> Any:
-                return self.do_open(watched(http.client.HTTPConnection), req)
+                return self.do_open(watched(http_client.HTTPConnection), req)
 
-        class Https(urllib.request.HTTPSHandler):
+        class Https(urllib_request.HTTPSHandler):
             def https_open(self, req: Any) -> Any:
                 context = getattr(self, "_context", None)  # the handler's own, as urllib's
-                return self.do_open(watched(http.client.HTTPSConnection), req, context=context)
+                return self.do_open(watched(http_client.HTTPSConnection), req, context=context)
 
-        return urllib.request.build_opener(Http(), Https())
+        return urllib_request.build_opener(Http(), Https())
 
     def left(self) -> float:
         return self.deadline - time.monotonic()

@@ -11,12 +11,20 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, open_regular, read_bytes
 from ..errors import UsageError
+from ..lazy import lazy_module
+
+if TYPE_CHECKING:
+    from invoke import config as invoke_config
+    from invoke import util as invoke_util
+else:  # only a config file found pays for invoke
+    invoke_config = lazy_module("invoke.config")
+    invoke_util = lazy_module("invoke.util")
 
 SUFFIXES = ("yaml", "yml", "json", "py")
 # What invoke's loader may be handed (it builds the whole document, then merges and
@@ -62,10 +70,8 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
         check_config_file(path, given if runtime and path == Path(runtime) else "config file")
     if not runtime and not found:
         return TaskContext({})
-    from invoke.config import Config
-
     try:
-        config = Config()  # reads /etc/invoke.* and ~/.invoke.*
+        config = invoke_config.Config()  # reads /etc/invoke.* and ~/.invoke.*
         config.set_project_location(str(cwd))
         config.load_project()
     except Exception as exc:  # yaml's errors, a binary file, a folder: all the user's file
@@ -121,31 +127,29 @@ def _yaml_shape(data: bytes) -> Optional[str]:
     """What in a YAML document is past a bound, read as parser events (nothing is
     built, and the walk stops at the first bound); None if nothing is, or if it is not
     valid YAML (invoke's loader then words the syntax error)."""
-    from invoke.util import yaml
-
     aliases = 0
     weights: Dict[str, int] = {}  # anchor -> its node's size, aliases expanded
     open_nodes: List[List[Any]] = []  # [anchor, size so far] of each unclosed collection
     total = 0
     try:
-        for event in yaml.parse(data, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.CollectionStartEvent):
+        for event in invoke_util.yaml.parse(data, Loader=invoke_util.yaml.SafeLoader):
+            if isinstance(event, invoke_util.yaml.CollectionStartEvent):
                 if len(open_nodes) >= MAX_CONFIG_DEPTH:
                     return f"more than {MAX_CONFIG_DEPTH} levels of nesting"
                 open_nodes.append([event.anchor, 1])
                 continue
-            if isinstance(event, yaml.AliasEvent):
+            if isinstance(event, invoke_util.yaml.AliasEvent):
                 aliases += 1
                 if aliases > MAX_CONFIG_ALIASES:
                     return f"more than {MAX_CONFIG_ALIASES} aliases (*name)"
                 if any(node[0] == event.anchor for node in open_nodes):
                     return f"an alias *{event.anchor} inside the node it names (a loop)"
                 weight = weights.get(event.anchor, 1)
-            elif isinstance(event, yaml.ScalarEvent):
+            elif isinstance(event, invoke_util.yaml.ScalarEvent):
                 weight = 1 + len(event.value)
                 if event.anchor:
                     weights[event.anchor] = weight
-            elif isinstance(event, yaml.CollectionEndEvent):
+            elif isinstance(event, invoke_util.yaml.CollectionEndEvent):
                 anchor, weight = open_nodes.pop()
                 if anchor:
                     weights[anchor] = weight
@@ -159,7 +163,7 @@ def _yaml_shape(data: bytes) -> Optional[str]:
                 size = total
             if size > MAX_CONFIG_EXPANDED:
                 return f"more than {_EXPANDED} once its aliases are expanded"
-    except yaml.YAMLError:
+    except invoke_util.yaml.YAMLError:
         return None
     return None
 

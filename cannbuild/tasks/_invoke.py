@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional
 
 from invoke import Collection, Exit, Program, Task
 
+from ..cli import check_project_config, main
 from ..signals import on_termination
 from . import all_tasks
 from ._flags import TaskExit, TaskSpec
@@ -137,8 +138,6 @@ def take_over(tasks_file: str) -> None:
     program = _loading_program()
     if program is None:
         return
-    from ..cli import check_project_config, main
-
     project = Path(os.path.dirname(os.path.abspath(tasks_file)))
     argv = cannbuild_argv(program)
     if argv is None:  # invoke lists or completes: a broken config is still exit 2, not a traceback

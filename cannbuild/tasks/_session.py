@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import ui
+from ..lazy import lazy_module
 from ..options import Options
 from ._flags import make_options
+
+if TYPE_CHECKING:
+    from ..build import session
+    from ..sandbox import create
+else:
+    session = lazy_module("cannbuild.build.session")
+    create = lazy_module("cannbuild.sandbox.create")
 
 
 class DryRunStop(Exception):
@@ -19,19 +27,17 @@ def sandboxed(options: Options, dry_run: bool) -> Any:
     """The options pointed at the sandbox (made or reused) when --sandbox is given, with
     its info and lease (`pipeline.Sandboxed`).  A dry run never makes one: it stops,
     saying it would."""
-    from ..build.session import Sandboxed, with_sandbox
-
     if not options.sandbox:
-        return Sandboxed(options)
+        return session.Sandboxed(options)
     if dry_run:
-        from ..sandbox import plan_sandbox, resolve_spec
-
         assert options.sandbox_dir is not None
-        spec = resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
-        plan = plan_sandbox(spec)
+        spec = create.resolve_spec(
+            options.sandbox_dir, options.sandbox_variant, options.sandbox_cann
+        )
+        plan = create.plan_sandbox(spec)
         if not plan.startswith("up to date"):
             raise DryRunStop(f"the sandbox: {plan}")
-    made = with_sandbox(options)
+    made = session.with_sandbox(options)
     if made.created and made.info is not None:
         ui.note(
             f"sandbox created: {made.info.variant} host with CANN {made.info.cann} at {made.info.dir}"
@@ -44,7 +50,5 @@ def on_sandbox(options: Options, dry_run: bool) -> Options:
 
 
 def open_session(c: Any, flags: Mapping[str, Any]) -> Any:
-    from ..build.session import open_session as open_
-
     made = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))
-    return open_(made.options, os.environ, Path.cwd(), made.info, made.lease)
+    return session.open_session(made.options, os.environ, Path.cwd(), made.info, made.lease)

@@ -5,12 +5,29 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
+from ..lazy import lazy_module
+from ..ownership import check_replaceable
 from ._flags import cli_task, make_options
 from ._session import DryRunStop, open_session
+
+if TYPE_CHECKING:
+    from .. import diagnose as diagnosis
+    from ..host import pystack
+    from ..profile import report as profile_report
+    from ..profile import run as profile_run
+    from ..profile import shape as profile_shape
+    from ..profile import summary as profile_summary
+else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    diagnosis = lazy_module("cannbuild.diagnose")
+    pystack = lazy_module("cannbuild.host.pystack")
+    profile_report = lazy_module("cannbuild.profile.report")
+    profile_run = lazy_module("cannbuild.profile.run")
+    profile_shape = lazy_module("cannbuild.profile.shape")
+    profile_summary = lazy_module("cannbuild.profile.summary")
 
 ANALYZE_FLAGS = (
     "cann_path",
@@ -70,10 +87,6 @@ def profile(
     `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
     npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
     (on the sandbox the emulated runtime writes the same files), into PATH."""
-    from ..ownership import check_replaceable
-    from ..profile.report import make_report
-    from ..profile.summary import summarise
-
     options = make_options(c, flags)
     dry_run = bool(flags.pop("dry_run", False))
     # --out follows the ownership rule: refused before the profile is read or run
@@ -84,16 +97,16 @@ def profile(
         outcome = _run(c, flags, Path(path), level, iterations, dry_run)
         if outcome is None:
             return
-        report = make_report(
-            summarise(outcome.output),
+        report = profile_report.make_report(
+            profile_summary.summarise(outcome.output),
             target or Path(path).resolve(),
             dry_run,
             outcome,
             claim_out=target is not None,
         )
     else:
-        report = make_report(
-            summarise(Path(path)),
+        report = profile_report.make_report(
+            profile_summary.summarise(Path(path)),
             target or options.workspace / "profile",
             dry_run,
             claim_workspace=None if target else options.workspace,
@@ -115,11 +128,8 @@ def _run(
     iterations: Optional[str],
     dry_run: bool,
 ) -> Any:
-    from ..profile.run import level_name, run_profile, run_shape
-    from ..profile.shape import shape_from_flags
-
-    shape = run_shape(shape_from_flags(flags))
-    lvl = level_name(level)
+    shape = profile_run.run_shape(profile_shape.shape_from_flags(flags))
+    lvl = profile_run.level_name(level)
     try:
         count = int(iterations) if iterations else 3
     except ValueError:
@@ -150,7 +160,9 @@ def _run(
         f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
         f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"
     )
-    return run_profile(session, os.environ, shape, lvl, count, target, "cannbuild profile --run")
+    return profile_run.run_profile(
+        session, os.environ, shape, lvl, count, target, "cannbuild profile --run"
+    )
 
 
 @cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
@@ -161,18 +173,12 @@ def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags:
 
     The env rows read this shell's environment: run it where the framework runs. Exit 1
     when a row fails."""
-    from ..diagnose import DiagnoseInputs
-    from ..diagnose import diagnose as run_diagnose
-    from ..host.pystack import read_python_stack
-    from ..profile.shape import shape_from_flags
-    from ..profile.summary import summarise
-
-    shape = shape_from_flags(flags)
+    shape = profile_shape.shape_from_flags(flags)
     # the profile first: a bad one is exit 2 naming it, before the host is probed
-    summary = summarise(Path(profile), timeline=False) if profile else None
+    summary = profile_summary.summarise(Path(profile), timeline=False) if profile else None
     session = open_session(c, flags)
     toolkit_env = session.host.build_env or {}
-    inputs = DiagnoseInputs(
+    inputs = diagnosis.DiagnoseInputs(
         vendor_dir=session.vendor_dir,
         soc=session.soc,
         checkout=session.ws.checkout("ops-transformer"),
@@ -181,9 +187,9 @@ def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags:
         shape=shape,
         profile=Path(profile) if profile else None,
         profile_summary=summary,
-        torch_npu=read_python_stack().torch_npu,
+        torch_npu=pystack.read_python_stack().torch_npu,
     )
-    checks = run_diagnose(inputs)
+    checks = diagnosis.diagnose(inputs)
     failed = any(check.status == "fail" for check in checks)
     if json:
         ui.print_json(

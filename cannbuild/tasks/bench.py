@@ -6,12 +6,27 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from .. import ui
 from ..errors import UsageError
+from ..lazy import lazy_module
+from ..ownership import check_replaceable
 from ._flags import SESSION_FLAGS, cli_task
 from ._session import open_session
+
+if TYPE_CHECKING:
+    from ..bench import run as bench_run
+    from ..bench import shapes as sh
+    from ..bench import sweep
+    from ..bench import variants as bench_variants
+    from ..build import runner
+else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    sh = lazy_module("cannbuild.bench.shapes")
+    bench_run = lazy_module("cannbuild.bench.run")
+    sweep = lazy_module("cannbuild.bench.sweep")
+    bench_variants = lazy_module("cannbuild.bench.variants")
+    runner = lazy_module("cannbuild.build.runner")
 
 DEFAULT_BUDGET_S = 60.0
 TARGET_S = 0.25
@@ -60,29 +75,22 @@ def bench(
     Writes <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
     pip install 'cannbuild[bench]'). --variants / --build-variant build patched copies of
     ops-transformer (own build tree, prefix and stamps) and time each against the baseline."""
-    from ..bench import shapes as sh
-    from ..bench.run import BenchRequest, run_bench
-    from ..bench.sweep import SweepSettings
-    from ..bench.variants import build_variants, parse_variants
-    from ..build.runner import new_run_id
-    from ..ownership import check_replaceable
-
     # --out follows the ownership rule: refused before any build or sweep, claimed at the write
     target = check_replaceable(Path(out), "bench-output", "--out") if out else None
     dims = sh.parse_shapes(shapes) if shapes is not None else sh.default_dims()
     layouts = sh.parse_layouts(layout) if layout else ("BNSD",)
     seconds = _budget(budget)
-    specs = parse_variants(variants, build_variant or [], Path.cwd())
+    specs = bench_variants.parse_variants(variants, build_variant or [], Path.cwd())
     session = open_session(c, flags)
     dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
-    request = BenchRequest(
+    request = bench_run.BenchRequest(
         shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),
-        settings=SweepSettings(budget_s=seconds, target_s=TARGET_S),
+        settings=sweep.SweepSettings(budget_s=seconds, target_s=TARGET_S),
         out=target,
-        run_id=new_run_id(),
+        run_id=runner.new_run_id(),
     )
-    built = build_variants(session, specs, os.environ, ui.note) if specs else []
-    outcome = run_bench(session, request, built, ui.note)
+    built = bench_variants.build_variants(session, specs, os.environ, ui.note) if specs else []
+    outcome = bench_run.run_bench(session, request, built, ui.note)
     if json:
         ui.print_json(outcome.results)
         return

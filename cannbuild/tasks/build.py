@@ -4,13 +4,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 
 from .. import ui
 from ..errors import StepFailed, UsageError
-from ..ownership import check_writable
+from ..lazy import lazy_module
+from ..ownership import check_writable, require_owned
+from ..workspace import Workspace
 from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, lock_to_read, make_options
 from ._session import DryRunStop, open_session
+
+if TYPE_CHECKING:
+    from .. import housekeeping, locks, transaction
+    from .. import progress as progress_ui
+    from .. import validate as validation
+    from ..build import session as build_session
+    from ..build import steps as build_steps
+    from ..sources import bundle as bundles
+    from ..sources import pinning
+    from ..validate import cases as validation_cases
+else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    housekeeping = lazy_module("cannbuild.housekeeping")
+    locks = lazy_module("cannbuild.locks")
+    progress_ui = lazy_module("cannbuild.progress")
+    transaction = lazy_module("cannbuild.transaction")
+    validation = lazy_module("cannbuild.validate")
+    build_session = lazy_module("cannbuild.build.session")
+    build_steps = lazy_module("cannbuild.build.steps")
+    bundles = lazy_module("cannbuild.sources.bundle")
+    pinning = lazy_module("cannbuild.sources.pinning")
+    validation_cases = lazy_module("cannbuild.validate.cases")
 
 
 def _phases(text: Optional[str]) -> List[str]:
@@ -26,9 +49,7 @@ def _phases(text: Optional[str]) -> List[str]:
 def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
-    from ..build.steps import plan_session
-
-    steps = plan_session(session, os.environ, phases)
+    steps = build_steps.plan_session(session, os.environ, phases)
     if as_json:
         ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
     else:
@@ -58,9 +79,6 @@ def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any)
 
 
 def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
-    from ..locks import WorkspaceLock
-    from ..sources.pinning import sync_sources
-
     if flags.get("dry_run"):
         try:
             session = open_session(c, flags)
@@ -72,8 +90,8 @@ def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
         return
     session = open_session(c, flags)
     check_writable(session.options.lock_file, "--lock-file")
-    with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = sync_sources(session, **how)
+    with locks.WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
+        state = pinning.sync_sources(session, **how)
     ui.print_sources(state, session.options.lock_file)
 
 
@@ -104,12 +122,8 @@ def lock(c: Any, **flags: Any) -> None:
 
 
 def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
-    from ..build.session import locking_session
-    from ..locks import WorkspaceLock
-    from ..sources.pinning import sync_sources
-
     options = make_options(c, flags)
-    session = locking_session(options, os.environ, Path.cwd(), str(flags["cann"]))
+    session = build_session.locking_session(options, os.environ, Path.cwd(), str(flags["cann"]))
     if flags.get("dry_run"):
         names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
         ui.note(
@@ -119,8 +133,8 @@ def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
         )
         return
     check_writable(options.lock_file, "--lock-file")
-    with WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
-        state = sync_sources(session, update_lock=True)
+    with locks.WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
+        state = pinning.sync_sources(session, update_lock=True)
     ui.print_sources(state, options.lock_file)
     ui.note(
         f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
@@ -133,13 +147,9 @@ def run_and_report(
 ) -> Any:
     """The build transaction, rendered: progress, the digest of a failed step, what was
     made and how to use it."""
-    from ..progress import ConsoleProgress, publish_summary
-    from ..transaction import RunRequest, run_pipeline
-    from ..validate.cases import select
-
     force = list(flags.get("force") or [])
     names = [n.strip() for n in (flags.get("cases") or "").split(",") if n.strip()]
-    select(names)  # a typo fails before any build, not after it
+    validation_cases.select(names)  # a typo fails before any build, not after it
     revalidate = "validate" in force
     flags = {**flags, "force": [f for f in force if f != "validate"]}
     if _dry(c, flags, phases, command):
@@ -148,12 +158,12 @@ def run_and_report(
     check_writable(session.options.lock_file, "--lock-file")
     if validate:
         ui.print_doctor_summary(session.host)
-    progress = ConsoleProgress(verbose=bool(flags.get("verbose")))
-    request = RunRequest(command, tuple(phases), validate, tuple(names), not revalidate)
-    run = run_pipeline(session, os.environ, request, progress)
+    progress = progress_ui.ConsoleProgress(verbose=bool(flags.get("verbose")))
+    request = transaction.RunRequest(command, tuple(phases), validate, tuple(names), not revalidate)
+    run = transaction.run_pipeline(session, os.environ, request, progress)
     for text in run.notes:
         progress.note(text)  # what resolving found: a moved tag, an updated lock
-    publish_summary(run.report_dir)
+    progress_ui.publish_summary(run.report_dir)
     if run.failed is not None:
         ui.note(f"report: {run.report_dir}/report.md")
         raise StepFailed()
@@ -179,15 +189,13 @@ def setup(c: Any, **flags: Any) -> None:
     """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker.
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
-    from ..validate import check_verdict
-
     run = run_and_report(c, flags, "cannbuild setup", ["build", "install"], validate=True)
     if run is None:
         return
     assert run.validation is not None
     ui.show_validation(run, report_line=False)
     ui.print_made(run)
-    check_verdict(run.validation.validation, make_options(c, flags).require_device)
+    validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
 
 @cli_task(
@@ -199,21 +207,18 @@ def setup(c: Any, **flags: Any) -> None:
 def bundle(c: Any, out: str, **flags: Any) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
-    from ..sources.bundle import bundle_contents, make_bundle, refuse_foreign_out
-    from ..workspace import Workspace
-
     options = lock_to_read(c, flags, make_options(c, flags))
     ws = Workspace(options.workspace)
     target = Path(os.path.abspath(out))  # not resolved: a link at OUT is refused, not followed
-    refuse_foreign_out(target)
+    bundles.refuse_foreign_out(target)
     if flags.get("dry_run"):
-        names = bundle_contents(ws, options.lock_file)
+        names = bundles.bundle_contents(ws, options.lock_file)
         ui.note(
             f"dry run: would write {target} with: " + ", ".join(names) + "; nothing was changed."
         )
         return
     check_writable(target, "OUT")
-    summary = make_bundle(ws, options.lock_file, target)
+    summary = bundles.make_bundle(ws, options.lock_file, target)
     ui.note(
         f"bundle written: {summary['path']} ({summary['files']} files, {summary['bytes'] / 1e6:.1f} MB)"
     )
@@ -244,11 +249,6 @@ def clean(
     --include-sandbox); the installed package, stamps and lock stay, so `status` still
     says what was built.  Like every task that writes, it holds the workspace lock:
     exit 7 while a build runs (or --wait for it)."""
-    from ..housekeeping import clean_plan, remove
-    from ..locks import WorkspaceLock
-    from ..ownership import require_owned
-    from ..workspace import Workspace
-
     options = make_options(c, flags)
     try:
         runs = int(keep)
@@ -262,7 +262,7 @@ def clean(
     targets = []
     if exists:
         require_owned(options.workspace, "workspace")  # a dry run of someone's folder lists nothing
-        targets = clean_plan(
+        targets = housekeeping.clean_plan(
             options.workspace, runs, sources=include_sources, sandbox=include_sandbox
         )
     if flags.get("json"):
@@ -276,12 +276,12 @@ def clean(
         ui.note(f"dry run: {len(targets)} paths would be removed; nothing was changed.")
         return
     ws = Workspace(options.workspace)
-    with WorkspaceLock(ws, "cannbuild clean", options.wait, ui.waiting, sweep=False):
+    with locks.WorkspaceLock(ws, "cannbuild clean", options.wait, ui.waiting, sweep=False):
         # planned again under the lock: a run that held it may have changed what is there
-        targets = clean_plan(
+        targets = housekeeping.clean_plan(
             options.workspace, runs, sources=include_sources, sandbox=include_sandbox
         )
-        freed = remove(options.workspace, targets)
+        freed = housekeeping.remove(options.workspace, targets)
     ui.note(f"removed {len(targets)} paths ({freed / 1e6:.1f} MB) from {options.workspace}")
 
 
@@ -289,10 +289,8 @@ def clean(
 def status(c: Any, json: bool = False, **flags: Any) -> None:
     """What this workspace holds: what is built and installed, from which commits, the
     last validation and the last build attempt (reads the workspace only)."""
-    from ..housekeeping import workspace_status
-
     options = lock_to_read(c, flags, make_options(c, flags))
-    data = workspace_status(options.workspace, options.lock_file)
+    data = housekeeping.workspace_status(options.workspace, options.lock_file)
     if json:
         ui.print_json(data)
     else:

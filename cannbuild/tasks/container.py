@@ -6,11 +6,21 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .. import ui
+from ..lazy import lazy_module
 from ._flags import cli_task, lock_to_read, make_options
 from ._session import on_sandbox
+
+if TYPE_CHECKING:
+    from .. import ci as workflows
+    from ..container import context as container_context
+    from ..container import run as container_runner
+else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    workflows = lazy_module("cannbuild.ci")
+    container_context = lazy_module("cannbuild.container.context")
+    container_runner = lazy_module("cannbuild.container.run")
 
 
 @cli_task(
@@ -51,11 +61,9 @@ def container(
     **flags: Any,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
-    from ..container.context import ContainerRequest, make_container
-
     options = lock_to_read(c, flags, make_options(c, flags))
     bundle, out = flags.get("bundle"), flags.get("out")
-    request = ContainerRequest(
+    request = container_context.ContainerRequest(
         variant=flags.get("variant"),
         cann=flags.get("cann"),
         os=os,
@@ -69,7 +77,7 @@ def container(
         build=build,
         dry_run=bool(flags.get("dry_run")),
     )
-    make_container(request, options, ui.note)
+    container_context.make_container(request, options, ui.note)
 
 
 @cli_task(
@@ -84,12 +92,12 @@ def container(
 )
 def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **flags: Any) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
-    from ..container.run import host_run_line, run_interactive
-
     options = on_sandbox(make_options(c, flags), dry_run=False)
-    argv = host_run_line(options, os.environ, image, tty=not exec or sys.stdin.isatty())
+    argv = container_runner.host_run_line(
+        options, os.environ, image, tty=not exec or sys.stdin.isatty()
+    )
     if exec:
-        run_interactive(argv)
+        container_runner.run_interactive(argv)
     else:
         print(" ".join(shlex.quote(a) for a in argv))
 
@@ -114,10 +122,8 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
     It is written at the top level of the git repository you are in (or to --out), and
     installs the cannbuild that rendered it: this checkout's wheel, written beside it
     and checked by sha256, or --cannbuild-spec."""
-    from ..ci import CiRequest, write_ci
-
     out = flags.get("out")
-    request = CiRequest(
+    request = workflows.CiRequest(
         provider=provider,
         out=Path(out) if out else None,
         npu_label=npu_label,
@@ -125,7 +131,7 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
         cannbuild_spec=flags.get("cannbuild_spec"),
         dry_run=bool(flags.get("dry_run")),
     )
-    write_ci(request, Path.cwd(), ui.note)
+    workflows.write_ci(request, Path.cwd(), ui.note)
 
 
 TASKS = (container, container_run, ci)

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import ui
 from ..errors import DoctorFailed, UsageError
+from ..lazy import lazy_module
 from ._flags import cli_task, make_options
 from ._session import on_sandbox
+
+if TYPE_CHECKING:
+    from .. import sandbox as sandboxes
+    from ..build import requirements
+else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    sandboxes = lazy_module("cannbuild.sandbox")
+    requirements = lazy_module("cannbuild.build.requirements")
 
 HOST_FLAGS = ("cann_path", "sysroot", "workspace", "soc", "recipe", "sandbox", "variant", "cann")
 
@@ -21,10 +29,8 @@ def doctor(c: Any, json: bool = False, **flags: Any) -> None:
 
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
-    from ..build.requirements import doctor_report
-
     options = on_sandbox(make_options(c, flags), dry_run=False)
-    report = doctor_report(options, os.environ, Path.cwd())
+    report = requirements.doctor_report(options, os.environ, Path.cwd())
     if json:
         ui.print_json(report.to_json())
     else:
@@ -45,21 +51,19 @@ def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) 
 
     A folder that already holds a sandbox of another variant or CANN is not replaced:
     pass the same --variant/--cann, or another --dir."""
-    from ..sandbox import SandboxSpec, create_sandbox, plan_sandbox
-
     if action != "create":
         raise UsageError(
             f"sandbox {action!r}: the only action is create.",
             "Run: cannbuild sandbox create --dir D",
         )
     options = make_options(c, flags)
-    spec = SandboxSpec(
+    spec = sandboxes.SandboxSpec(
         Path(dir).resolve(), options.sandbox_variant or "A2", options.sandbox_cann or "8.5.0"
     )
     if flags.get("dry_run"):
-        ui.note(f"dry run: {plan_sandbox(spec)}; nothing was changed")
+        ui.note(f"dry run: {sandboxes.plan_sandbox(spec)}; nothing was changed")
         return
-    result = create_sandbox(spec)
+    result = sandboxes.create_sandbox(spec)
     info = result.info
     state = "created" if result.created else "already up to date"
     ui.note(

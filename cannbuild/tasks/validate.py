@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .. import ui
+from ..lazy import lazy_module
 from ._flags import SESSION_FLAGS, cli_task, make_options
 from ._session import DryRunStop, open_session
+
+if TYPE_CHECKING:
+    from .. import progress, transaction
+    from .. import validate as validation
+    from ..validate import cases as validation_cases
+else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    progress = lazy_module("cannbuild.progress")
+    transaction = lazy_module("cannbuild.transaction")
+    validation = lazy_module("cannbuild.validate")
+    validation_cases = lazy_module("cannbuild.validate.cases")
 
 
 @cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package")
@@ -21,13 +32,8 @@ def validate(
     PASS only when the numerical check ran on every case and passed; SKIPPED (no NPU, no
     torch) says why and how to make it run, and exits 5 with --require-device.  With
     --package, what is checked is that package as shipped (CI's NPU job)."""
-    from ..progress import publish_summary
-    from ..transaction import run_validate
-    from ..validate import check_verdict
-    from ..validate.cases import select
-
     names = [n.strip() for n in (cases or "").split(",") if n.strip()]
-    selected = select(names)  # a typo fails before anything runs
+    selected = validation_cases.select(names)  # a typo fails before anything runs
     if flags.get("dry_run"):
         try:
             session = open_session(c, flags)
@@ -44,13 +50,13 @@ def validate(
         return
     session = open_session(c, flags)
     shipped = Path(package) if package else None
-    run = run_validate(session, os.environ, names, "cannbuild validate", shipped)
+    run = transaction.run_validate(session, os.environ, names, "cannbuild validate", shipped)
     if shipped is not None:
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")
     ui.show_validation(run, as_json=json)
-    publish_summary(run.report_dir)
+    progress.publish_summary(run.report_dir)
     assert run.validation is not None
-    check_verdict(run.validation.validation, make_options(c, flags).require_device)
+    validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
 
 
 TASKS = (validate,)

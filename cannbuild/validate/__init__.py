@@ -9,23 +9,39 @@ PASS.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shlex
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from msgspec import Struct, field
 from msgspec.structs import asdict, replace
 
 from .. import safefs
+from ..build.overlay import overlay_env
+from ..build.plan import _render, recipe_templates
 from ..build.session import Session
 from ..errors import ValidationFailed
+from ..host.pystack import read_python_stack
 from ..host.sysroot import Sysroot
+from ..host.toolchain import capture_env
 from ..host.toolkit import host_arch
+from ..lazy import lazy_module
 from ..render.templates import render_value
 from ..states import Verdict
+from ..workspace import read_json, write_json_atomic
 from . import capi, cases
 from .cases import RULE, CaseResult
+
+if TYPE_CHECKING:
+    from . import elfcheck, example, torchnpu
+else:  # the checks' modules load when they run
+    elfcheck = lazy_module("cannbuild.validate.elfcheck")
+    example = lazy_module("cannbuild.validate.example")
+    torchnpu = lazy_module("cannbuild.validate.torchnpu")
 
 PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
@@ -128,10 +144,6 @@ def inputs_for(
     the repo's example command.  Without `package_env` the env is the toolkit's, before
     the package's set_env.bash is sourced: enough for validation_key, and no child
     process."""
-    import shlex
-
-    from ..build.plan import _render
-
     recipe = session.recipe
     values = dict(session.values)
     library = session.ws.opp / render_value(
@@ -179,11 +191,6 @@ def validation_key(inp: ValidationInputs) -> str:
     package_env): the script is one of the package's files, whose sizes and times are
     hashed, and what it exports follows from it and that env.  Sourcing it here was a
     bash run in every no-op setup."""
-    import hashlib
-    import json
-
-    from ..host.pystack import read_python_stack
-
     digest = hashlib.sha256()
     files = (
         sorted(p for p in inp.vendor_dir.rglob("*") if p.is_file())
@@ -217,9 +224,7 @@ def validation_key(inp: ValidationInputs) -> str:
 def run_validation(inp: ValidationInputs) -> ValidationReport:
     start = time.monotonic()
     checks: List[ValidationCheck] = []
-    from .elfcheck import check_library  # the checks' modules load when they run
-
-    lib = check_library(inp.library, inp.symbols, inp.env, host_arch())
+    lib = elfcheck.check_library(inp.library, inp.symbols, inp.env, host_arch())
     checks.append(
         ValidationCheck(
             "library",
@@ -245,8 +250,6 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         check, results = _run_capi(inp, selected)
         checks.append(check)
     if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
-        from . import example
-
         ex = example.run_example(
             inp.example_command,
             inp.example_argv,
@@ -276,11 +279,7 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
 
 
 def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> ValidationCheck:
-    from . import torchnpu
-
     """The route users take: torch_npu.npu_fusion_attention, in its own process."""
-    from ..host.pystack import read_python_stack
-
     why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
     if why_not is None and not inp.library.is_file():
         why_not = "not run: the operator library is missing (see the library check)"
@@ -354,8 +353,6 @@ def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]
     overlay = session.ws.overlay
     overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
     if overlaid and overlay.is_dir():
-        from ..build.overlay import overlay_env
-
         tk = session.toolkit
         home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
         base = overlay_env(base, [home, tk.path, tk.real_path], overlay)
@@ -367,8 +364,6 @@ def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str
     set_env = session.vendor_dir / "bin" / "set_env.bash"
     if not set_env.is_file():
         return dict(base)
-    from ..host.toolchain import capture_env
-
     return dict(capture_env(set_env, base).env)
 
 
@@ -386,9 +381,6 @@ def validate_session(
     reuse: bool = False,
 ) -> ValidationRun:
     """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
-    from ..build.plan import recipe_templates
-    from ..workspace import read_json, write_json_atomic
-
     templates = recipe_templates(
         session.recipe, session.ws.jinja_cache, session.ws.render_memo("validate")
     )

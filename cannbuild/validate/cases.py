@@ -13,13 +13,23 @@ golden model does.  torch is imported here only: doctor never pays for it.
 from __future__ import annotations
 
 import math
+import os
+import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
 from ..errors import UsageError
+from ..lazy import lazy_module
 from ..states import Verdict
+
+if TYPE_CHECKING:
+    import ctypes
+else:  # only raw_bytes() pays for it
+    ctypes = lazy_module("ctypes")
+# Optional, imported where its absence is handled: torch (reference_torch(), with
+# torch_npu's auto-loading off while it imports).
 
 RULE = (
     "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
@@ -110,9 +120,6 @@ def reference_torch() -> Any:
     Once torch_npu is installed, a plain `import torch` loads it too, and that fails
     (RuntimeError) wherever the CANN libraries are not on the loader path; the reference
     never needs it.  The torch_npu route runs in its own process (torchnpu.py)."""
-    import os
-    import warnings
-
     saved = os.environ.get(AUTOLOAD)
     os.environ[AUTOLOAD] = "0"  # read once, while `import torch` runs
     try:
@@ -152,8 +159,6 @@ def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
 
 def raw_bytes(t: Any) -> bytes:
     t = t.contiguous()
-    import ctypes
-
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 

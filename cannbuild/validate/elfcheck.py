@@ -13,6 +13,10 @@ import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 from msgspec import Struct, field
 
 from ..proc import run
@@ -38,10 +42,6 @@ class LibraryCheck(Struct, frozen=True):
 
 
 def read_elf(path: Path) -> ElfInfo:
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
     with open(path, "rb") as fh:
         elf = ELFFile(fh)
         exported: Set[str] = set()
@@ -93,8 +93,6 @@ def system_libraries() -> Dict[str, str]:
 
 
 def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
-    from elftools.common.exceptions import ELFError
-
     for directory in dirs:
         candidate = os.path.join(directory, name)
         if os.path.isfile(candidate):
@@ -109,8 +107,6 @@ def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
 def check_library(
     path: Path, symbols: Sequence[str], env: Mapping[str, str], host_arch: str
 ) -> LibraryCheck:
-    from elftools.common.exceptions import ELFError
-
     if not path.is_file():
         return LibraryCheck(path, False, (f"{path} does not exist",))
     try:

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -29,6 +30,7 @@ from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
 from ..states import Verdict
+from ..workspace import write_json_atomic
 from .cases import (
     AUTOLOAD,
     Case,
@@ -42,6 +44,8 @@ from .cases import (
     write_inputs,
 )
 
+# Optional, imported where its absence is handled: torch and torch_npu (_import_torch_npu(),
+# in the worker process only).
 RUN_TIMEOUT_S = 600
 JOB = "job.json"
 RESULT = "result.json"
@@ -277,8 +281,6 @@ def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: s
 def _import_torch_npu() -> Tuple[Any, Any]:
     """torch, then torch_npu explicitly: with auto-loading, a torch_npu that fails to load
     fails `import torch` with torch's generic message in place of the cause."""
-    import warnings
-
     os.environ[AUTOLOAD] = "0"  # this worker process only
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -289,8 +291,6 @@ def _import_torch_npu() -> Tuple[Any, Any]:
 
 def worker(folder: str) -> int:
     """The child process: run the job in `folder`, write result.json; 3 if torch_npu cannot load."""
-    from ..workspace import write_json_atomic
-
     directory = Path(folder)
     job = json.loads((directory / JOB).read_text())
     try:
