@@ -47,7 +47,7 @@ def leftovers(root: Path) -> List[Path]:
     """What runs that died (kill -9, a power cut) left half-made in the workspace: only
     called by a run holding the workspace lock (no other run is writing), and a folder
     named for a pid is taken only when that process is gone."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     found: List[Path] = []
     if not ws.src.is_symlink():
         for path in _entries(ws.src):
@@ -89,7 +89,7 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
     """The paths `clean` removes: build trees, tmp and validation scratch, the logs and
     reports of all but the last `keep` runs (and never the latest); with `sources` the
     checkouts and caches, with `sandbox` the workspace's sandbox."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     targets: List[Path] = []
     if ws.src.is_dir() and not sources:
         for checkout in sorted(ws.src.iterdir()):
@@ -193,7 +193,7 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
     is an error (exit 2), not "no lock yet"."""
     from .sources.lock import read_lock
 
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     lock = read_lock(lock_file)
     steps = []
     install: Optional[Dict[str, Any]] = None

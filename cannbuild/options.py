@@ -31,7 +31,7 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-class Options(Struct, frozen=True):
+class Options(Struct, frozen=True, kw_only=True):
     cann_path: Optional[Path] = None
     sysroot: Path = Path("/")
     workspace: Path = Path(".cannbuild")

@@ -103,7 +103,7 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
             return True
         from .host.toolchain import is_tool_memo  # only for a folder without the marker
 
-        ws = Workspace(folder)
+        ws = Workspace(root=folder)
         if is_tool_memo(ws.tool_memo):
             return True
         try:

@@ -70,7 +70,7 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
     derived = replace(
         session,
         options=session.options.with_(vendor_name=vendor_name),
-        ws=Workspace(scratch),
+        ws=Workspace(root=scratch),
         context=replace(session.context, vendor_name=vendor_name, opp=prefix),
         recipe=replace(recipe, validate=replace(recipe.validate, example=None)),
     )

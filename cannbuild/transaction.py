@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .sources.state import SourceState
 
 
-class RunRequest(Struct, frozen=True):
+class RunRequest(Struct, frozen=True, kw_only=True):
     command: str  # what the user ran, e.g. "cannbuild setup"
     phases: Tuple[str, ...] = ("build", "install")
     validate: bool = False
@@ -37,7 +37,7 @@ class RunRequest(Struct, frozen=True):
     reuse_validation: bool = False  # take a PASS whose inputs are unchanged
 
 
-class Made(Struct, frozen=True):
+class Made(Struct, frozen=True, kw_only=True):
     """What the workspace now holds, for the closing lines a user acts on."""
 
     packages: Tuple[Tuple[str, str, str], ...]  # (step, .run path, sha256)
@@ -45,7 +45,7 @@ class Made(Struct, frozen=True):
     set_env: Optional[Path]
 
 
-class PipelineRun(Struct, frozen=True):
+class PipelineRun(Struct, frozen=True, kw_only=True):
     run_id: str
     result: Optional[RunResult]  # None for a validate-only run
     notes: Tuple[str, ...]  # what resolving the sources found after the steps started
@@ -74,7 +74,11 @@ def made(session: Session) -> Made:
         if spec.action == "vendor":
             installed = session.vendor_dir
     set_env = installed / "bin" / "set_env.bash" if installed else None
-    return Made(tuple(packages), installed, set_env if set_env and set_env.is_file() else None)
+    return Made(
+        packages=tuple(packages),
+        installed=installed,
+        set_env=set_env if set_env and set_env.is_file() else None,
+    )
 
 
 def built_from(session: Session) -> Optional[Dict[str, Any]]:
@@ -308,7 +312,15 @@ def run_pipeline(
             cache_record,
             sources=state,
         )
-    return PipelineRun(run_id, result, notes, validation, directory, made(session), built)
+    return PipelineRun(
+        run_id=run_id,
+        result=result,
+        notes=notes,
+        validation=validation,
+        report_dir=directory,
+        made=made(session),
+        built_from=built,
+    )
 
 
 def run_validate(
@@ -344,4 +356,12 @@ def run_validate(
             built,
             package=shipped,
         )
-    return PipelineRun(run_id, None, (), validation, directory, made(session), built)
+    return PipelineRun(
+        run_id=run_id,
+        result=None,
+        notes=(),
+        validation=validation,
+        report_dir=directory,
+        made=made(session),
+        built_from=built,
+    )

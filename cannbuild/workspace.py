@@ -56,7 +56,7 @@ FOLDERS = (
 LATEST_LINKS = ("logs/latest", "reports/latest", "bench/latest")
 
 
-class Workspace(Struct, frozen=True):
+class Workspace(Struct, frozen=True, kw_only=True):
     root: Path
 
     @property

@@ -140,4 +140,4 @@ def npu_time(worker: NpuWorker, shape: BenchShape, reps: int) -> Timing:
     times = tuple(float(t) for t in worker.ask(shape, reps)["times"])
     if len(times) != reps:
         raise RouteError(f"torch_npu answered {len(times)} timings for {reps} calls")
-    return Timing(times)
+    return Timing(times_ms=times)

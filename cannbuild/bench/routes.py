@@ -34,7 +34,7 @@ class RouteError(Exception):
     """The implementation could not run the shape (an API error, a crash): not timed."""
 
 
-class Program(Struct, frozen=True):
+class Program(Struct, frozen=True, kw_only=True):
     """fa_check compiled against one installed package (the baseline or a variant)."""
 
     binary: Path
@@ -48,7 +48,7 @@ def compile_program(vendor: Path, env: Mapping[str, str], workdir: Path) -> Prog
         lines = compiled.output.splitlines()
         first = next((line for line in lines if "error" in line), compiled.output[-300:])
         raise RouteError(f"fa_check does not compile against {vendor}: {first}")
-    return Program(compiled.binary, capi.library_env(env), compiled.command)
+    return Program(binary=compiled.binary, env=capi.library_env(env), command=compiled.command)
 
 
 def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[Any, str]:
@@ -84,7 +84,7 @@ def capi_time(program: Program, shape: BenchShape, data: Path, reps: int) -> Tim
         if m and m.group(1) == shape.name:
             times = tuple(float(t) for t in m.group(2).split())
             if len(times) == reps:
-                return Timing(times)
+                return Timing(times_ms=times)
     raise RouteError(f"fa_check printed no event timings for {shape.name}")
 
 

@@ -25,14 +25,14 @@ from .shapes import BenchShape
 from .sweep import BASELINE, SweepResult, SweepSettings, run_sweep
 
 
-class BenchRequest(Struct, frozen=True):
+class BenchRequest(Struct, frozen=True, kw_only=True):
     shapes: Tuple[BenchShape, ...]
     settings: SweepSettings
     out: Optional[Path]  # default <workspace>/bench/<run>
     run_id: str
 
 
-class BenchOutcome(Struct, frozen=True):
+class BenchOutcome(Struct, frozen=True, kw_only=True):
     out: Path
     results: Dict[str, Any]
     result: SweepResult
@@ -170,4 +170,4 @@ def run_bench(
     write_atomic(out / "report.md", report.report_md(data).encode())
     if request.out is None:
         point_link(session.ws.root / "bench" / "latest", request.run_id)
-    return BenchOutcome(out, data, result)
+    return BenchOutcome(out=out, results=data, result=result)

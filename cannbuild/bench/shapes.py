@@ -18,7 +18,7 @@ _SHAPE = re.compile(r"^(?:B(\d+))?N(\d+)(?:/(\d+))?S(\d+)D(\d+)$", re.IGNORECASE
 SHAPE_HELP = "B1N8/2S1024D64 (B optional, /N2 for GQA), comma-separated"
 
 
-class BenchShape(Case, frozen=True):
+class BenchShape(Case, frozen=True, kw_only=True):
     """A validation case (what the bench judges each timed result by) with what the
     bench adds: its curve and its FLOPs.  Made by `bench_shape`, which names it."""
 
@@ -46,7 +46,9 @@ def bench_shape(
     gqa = f"_kv{N2}" if N2 != N1 else ""
     mask = "_causal" if causal else ""
     name = f"{dtype}_{layout.lower()}_b{B}_n{N1}{gqa}_s{S}_d{D}{mask}"
-    return BenchShape(name, dtype, layout, B, N1, N2, S, D, causal)
+    return BenchShape(
+        name=name, dtype=dtype, layout=layout, B=B, N1=N1, N2=N2, S=S, D=D, causal=causal
+    )
 
 
 def _words(text: str, allowed: Sequence[str], flag: str) -> Tuple[str, ...]:

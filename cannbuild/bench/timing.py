@@ -28,7 +28,7 @@ def quartiles(values: Sequence[float]) -> tuple:
     return q1, q2, q3
 
 
-class Timing(Struct, frozen=True):
+class Timing(Struct, frozen=True, kw_only=True):
     times_ms: tuple
 
     @property
@@ -65,4 +65,4 @@ def time_host_calls(fn: Callable[[], Any], warmup: int, reps: int) -> Timing:
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1000.0)
-    return Timing(tuple(times))
+    return Timing(times_ms=tuple(times))

@@ -23,12 +23,12 @@ from ..workspace import write_atomic
 BUILD_TIMEOUT_S = 3600
 
 
-class VariantPaths(Struct, frozen=True):
+class VariantPaths(Struct, frozen=True, kw_only=True):
     root: Path
 
     @staticmethod
     def of(workspace: Path, name: str) -> VariantPaths:
-        return VariantPaths(workspace / "variants" / name)
+        return VariantPaths(root=workspace / "variants" / name)
 
     @property
     def src(self) -> Path:

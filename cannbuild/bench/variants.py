@@ -30,7 +30,7 @@ BUILD_TIMEOUT_S = 3600
 FORMAT = "[[variant]] tables with name and a patch (file relative to the TOML) and/or defines = {NAME = value}"
 
 
-class VariantSpec(Struct, frozen=True):
+class VariantSpec(Struct, frozen=True, kw_only=True):
     name: str
     patch: Optional[Path]
     defines: Tuple[Tuple[str, str], ...]
@@ -46,7 +46,7 @@ class VariantSpec(Struct, frozen=True):
         return ", ".join(parts)
 
 
-class BuiltVariant(Struct, frozen=True):
+class BuiltVariant(Struct, frozen=True, kw_only=True):
     name: str
     vendor: Optional[Path]  # None: it failed to build or to validate, and is not timed
     info: Dict[str, Any]
@@ -94,7 +94,7 @@ def _spec(
         raise UsageError(
             f"{origin}: variant {name!r} has neither a patch nor defines.", f"Write {FORMAT}."
         )
-    return VariantSpec(name, patch, defines, origin)
+    return VariantSpec(name=name, patch=patch, defines=defines, origin=origin)
 
 
 def read_variant_file(path: Path) -> List[VariantSpec]:
@@ -239,9 +239,13 @@ def build_variants(
                 note(f"variant {spec.name}: build failed: {failure}")
                 out.append(
                     BuiltVariant(
-                        spec.name,
-                        None,
-                        {"how": spec.how, "build": f"failed: {failure}", "validation": "not run"},
+                        name=spec.name,
+                        vendor=None,
+                        info={
+                            "how": spec.how,
+                            "build": f"failed: {failure}",
+                            "validation": "not run",
+                        },
                     )
                 )
                 continue
@@ -255,9 +259,9 @@ def build_variants(
             ok = verdict == "PASS"
             out.append(
                 BuiltVariant(
-                    spec.name,
-                    paths.vendor(session) if ok else None,
-                    {"how": spec.how, "build": info["build"], "validation": verdict},
+                    name=spec.name,
+                    vendor=paths.vendor(session) if ok else None,
+                    info={"how": spec.how, "build": info["build"], "validation": verdict},
                 )
             )
     return out

@@ -24,7 +24,7 @@ from .overlay import build_overlay, expose_op_common, staged_root
 from .plan import PlannedStep
 
 
-class ActionContext(Struct, frozen=True):
+class ActionContext(Struct, frozen=True, kw_only=True):
     """Where the toolkit, the stage, the overlay and the vendor folder are."""
 
     toolkit_home: Path

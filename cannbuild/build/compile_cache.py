@@ -51,7 +51,7 @@ T = TypeVar("T")
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
 
 
-class Ccache(Struct, frozen=True):
+class Ccache(Struct, frozen=True, kw_only=True):
     path: Path
     version: Tuple[int, ...]
     features: Tuple[str, ...]
@@ -81,9 +81,9 @@ def probe_ccache(path: Path) -> Optional[Ccache]:
         return None
     features = re.search(r"^Features:(.*)$", text, re.MULTILINE)
     return Ccache(
-        path,
-        tuple(int(g) for g in match.groups() if g is not None),
-        tuple(features.group(1).split()) if features else (),
+        path=path,
+        version=tuple(int(g) for g in match.groups() if g is not None),
+        features=tuple(features.group(1).split()) if features else (),
     )
 
 
@@ -131,7 +131,7 @@ def find_ccache(
     return None, rejected
 
 
-class CompileCache(Struct, frozen=True):
+class CompileCache(Struct, frozen=True, kw_only=True):
     """ccache as the build steps of one workspace use it."""
 
     ccache: Ccache
@@ -203,7 +203,13 @@ def compile_cache(
     if probe_timeout is not None:
         answers, detail = probe_remote(remote, probe_timeout)
         skipped = "" if answers else detail
-    return CompileCache(found, remote, workspace / "ccache", workspace, skipped)
+    return CompileCache(
+        ccache=found,
+        remote=remote,
+        directory=workspace / "ccache",
+        base_dir=workspace,
+        remote_skipped=skipped,
+    )
 
 
 def with_cache(step: Any, cache: Optional[CompileCache]) -> Any:
@@ -340,44 +346,44 @@ def ccache_check(
     why = "; ".join(rejected)
     if found is not None:
         return Check(
-            "cache.ccache",
-            PASS,
-            f"ccache {found.version_text} at {found.path} "
+            id="cache.ccache",
+            status=PASS,
+            detail=f"ccache {found.version_text} at {found.path} "
             f"({', '.join(f for f in found.features if f.endswith('-storage')) or 'local only'})",
         )
     if remote:
         return Check(
-            "cache.ccache",
-            FAIL,
-            f"cannbuild.cache.remote is set but no usable ccache was found"
+            id="cache.ccache",
+            status=FAIL,
+            detail=f"cannbuild.cache.remote is set but no usable ccache was found"
             f"{': ' + why if why else ' (none on PATH)'}",
-            f"{INSTALL_HINT}; or unset cannbuild.cache.remote / CANNBUILD_CACHE_REMOTE.",
+            hint=f"{INSTALL_HINT}; or unset cannbuild.cache.remote / CANNBUILD_CACHE_REMOTE.",
             blocking=True,
         )
     return Check(
-        "cache.ccache",
-        WARN,
-        f"no ccache >= 4.4{': ' + why if why else ' on PATH'}: builds cannot share "
+        id="cache.ccache",
+        status=WARN,
+        detail=f"no ccache >= 4.4{': ' + why if why else ' on PATH'}: builds cannot share "
         "compile work through a remote cache",
-        f"{INSTALL_HINT}.",
+        hint=f"{INSTALL_HINT}.",
     )
 
 
 def remote_check(remote: Optional[str]) -> Check:
     if not remote:
         return Check(
-            "cache.remote",
-            SKIP,
-            "no shared compile cache configured",
-            "Set cache: {remote: redis://HOST:6379} under cannbuild: in invoke.yaml, or "
+            id="cache.remote",
+            status=SKIP,
+            detail="no shared compile cache configured",
+            hint="Set cache: {remote: redis://HOST:6379} under cannbuild: in invoke.yaml, or "
             "CANNBUILD_CACHE_REMOTE, to share compile work between build hosts and CI runners.",
         )
     answers, detail = probe_remote(remote)
     return Check(
-        "cache.remote",
-        PASS if answers else WARN,
-        detail,
-        None
+        id="cache.remote",
+        status=PASS if answers else WARN,
+        detail=detail,
+        hint=None
         if answers
         else "Builds still run (ccache falls back to its local cache) but share nothing: check "
         "the URL, the password and that the runner reaches the host and port.",

@@ -34,7 +34,7 @@ HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_F
 JOBS_PLACEHOLDER = "{jobs}"
 
 
-class StepContext(Struct, frozen=True):
+class StepContext(Struct, frozen=True, kw_only=True):
     """Everything a step's templates and hash can depend on, as plain data."""
 
     values: Mapping[str, Any]  # template context (cann, soc, jobs, src, third_party, ...)
@@ -48,7 +48,7 @@ class StepContext(Struct, frozen=True):
     templates: Optional[Templates] = None
 
 
-class PlannedStep(Struct, frozen=True):
+class PlannedStep(Struct, frozen=True, kw_only=True):
     spec: StepSpec
     command: str
     argv: Tuple[str, ...]
@@ -111,7 +111,7 @@ def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: s
     return render_value(text, values, f"recipe {recipe.path}: {what}")
 
 
-class Upstream(Struct, frozen=True):
+class Upstream(Struct, frozen=True, kw_only=True):
     """What the steps a step runs after left in their stamps."""
 
     outputs: Dict[str, Any]  # step -> outputs digest
@@ -131,7 +131,7 @@ def _upstream(ws: Workspace, spec: StepSpec) -> Upstream:
         outputs[dep] = stamp.get("outputs_digest")
         if stamp.get("artifacts"):
             artifacts[dep] = stamp["artifacts"][0]["path"]
-    return Upstream(outputs, artifacts, missing)
+    return Upstream(outputs=outputs, artifacts=artifacts, missing=missing)
 
 
 def check_force(recipe: Recipe, force: Sequence[str]) -> None:

@@ -85,7 +85,7 @@ def first_errors(
     return tuple(found)
 
 
-class StepOutcome(Struct, frozen=True):
+class StepOutcome(Struct, frozen=True, kw_only=True):
     name: str
     status: Outcome
     reason: str
@@ -142,7 +142,7 @@ class NoProgress:
         pass
 
 
-class RunLogs(Struct):
+class RunLogs(Struct, kw_only=True):
     """`<workspace>/logs/<run-id>/` with `logs/latest` pointing at it."""
 
     ws: Workspace
@@ -207,7 +207,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
     return code, list(tail), every, len(header) + 2
 
 
-class Streamed(Struct, frozen=True):
+class Streamed(Struct, frozen=True, kw_only=True):
     """What the command left: its exit code, the log's tail, every line (for the hint and
     the first errors) and the log line of the first output line."""
 
@@ -243,7 +243,15 @@ def run_step(
     try:
         notes = action.prepare(step, actions, logs.run_id) if action else []
     except ActionFailed as exc:
-        return _failed(step, log_path, progress, start, Streamed(1, (), ()), exc.message, exc.hint)
+        return _failed(
+            step,
+            log_path,
+            progress,
+            start,
+            Streamed(code=1, tail=(), lines=()),
+            exc.message,
+            exc.hint,
+        )
     for text in notes:
         progress.note(text)
     safefs.make_dirs(ws.root, ws.tmp, f"{step.name}'s TMPDIR")
@@ -269,16 +277,16 @@ def run_step(
         log=log_path,
     )
     outcome = StepOutcome(
-        step.name,
-        Outcome.RAN,
-        step.reason,
-        step.command,
-        duration,
-        log_path,
-        0,
-        tuple(streamed.tail),
-        None,
-        tuple(a["path"] for a in artifacts),
+        name=step.name,
+        status=Outcome.RAN,
+        reason=step.reason,
+        command=step.command,
+        duration_s=duration,
+        log=log_path,
+        exit_code=0,
+        tail=tuple(streamed.tail),
+        hint=None,
+        artifacts=tuple(a["path"] for a in artifacts),
     )
     progress.finished(outcome)
     return outcome
@@ -313,12 +321,12 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
         code, tail, lines, first_line = _stream(step, log_path, progress)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
-            step.name,
-            Outcome.INTERRUPTED,
-            step.reason,
-            step.command,
-            time.monotonic() - start,
-            log_path,
+            name=step.name,
+            status=Outcome.INTERRUPTED,
+            reason=step.reason,
+            command=step.command,
+            duration_s=time.monotonic() - start,
+            log=log_path,
         )
         progress.finished(outcome)
         raise Interrupted(
@@ -330,8 +338,8 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
     except OSError as exc:
         message = f"cannot start {step.argv[0]}: {exc}"
         _log(log_path, [message])
-        return Streamed(127, (message,), ())
-    return Streamed(code, tail, lines, first_line)
+        return Streamed(code=127, tail=(message,), lines=())
+    return Streamed(code=code, tail=tail, lines=lines, first_line=first_line)
 
 
 class _NoPackage(ActionFailed):
@@ -381,15 +389,15 @@ def _failed(
     lines = streamed.lines
     errors = first_errors(lines, streamed.first_line) if lines else first_errors(tail)
     outcome = StepOutcome(
-        step.name,
-        Outcome.FAILED,
-        step.reason,
-        step.command,
-        time.monotonic() - start,
-        log_path,
-        streamed.code,
-        tuple(tail),
-        match_hint(lines or tail) or hint or "See the log for the first error.",
+        name=step.name,
+        status=Outcome.FAILED,
+        reason=step.reason,
+        command=step.command,
+        duration_s=time.monotonic() - start,
+        log=log_path,
+        exit_code=streamed.code,
+        tail=tuple(tail),
+        hint=match_hint(lines or tail) or hint or "See the log for the first error.",
         errors=errors,
     )
     progress.finished(outcome)
@@ -398,4 +406,6 @@ def _failed(
 
 def skip(step: PlannedStep, progress: Progress) -> StepOutcome:
     progress.skipped(step)
-    return StepOutcome(step.name, Outcome.SKIPPED, step.reason, step.command)
+    return StepOutcome(
+        name=step.name, status=Outcome.SKIPPED, reason=step.reason, command=step.command
+    )

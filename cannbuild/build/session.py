@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..sandbox import SandboxInfo
 
 
-class CannFacts(Struct, frozen=True):
+class CannFacts(Struct, frozen=True, kw_only=True):
     """The toolkit as templates see it: `{{ cann.release }}`, `{{ cann.home }}`."""
 
     version: str
@@ -38,7 +38,7 @@ class CannFacts(Struct, frozen=True):
     layout: str  # "cann" (>= 8.5) or "ascend-toolkit" (<= 8.3)
 
 
-class BuildContext(Struct, frozen=True):
+class BuildContext(Struct, frozen=True, kw_only=True):
     """Every value a step template may use, typed; `as_jinja()` is the one hand-off to
     the templates (paths as strings, the recipe's [vars] on top)."""
 
@@ -85,7 +85,7 @@ class BuildContext(Struct, frozen=True):
         return values
 
 
-class Session(Struct, frozen=True):
+class Session(Struct, frozen=True, kw_only=True):
     options: Options
     ws: Workspace
     host: HostReport
@@ -112,7 +112,7 @@ class Session(Struct, frozen=True):
         return self.context.as_jinja()
 
 
-class Sandboxed(Struct, frozen=True):
+class Sandboxed(Struct, frozen=True, kw_only=True):
     """The options pointed at the sandbox, its info, and the lease that keeps another run
     from replacing it while this one uses it (hold it as long as the sandbox is used)."""
 
@@ -125,7 +125,7 @@ class Sandboxed(Struct, frozen=True):
 def with_sandbox(options: Options) -> Sandboxed:
     """For --sandbox: create (or reuse) the emulated host and point the options at it."""
     if not options.sandbox:
-        return Sandboxed(options)
+        return Sandboxed(options=options)
     assert options.sandbox_dir is not None
     from ..sandbox import create_sandbox, resolve_spec  # a real host never pays for it
 
@@ -146,7 +146,7 @@ def with_sandbox(options: Options) -> Sandboxed:
         sandbox_variant=info.variant,
         sandbox_cann=info.cann,
     )
-    return Sandboxed(pointed, info, result.created, result.lease)
+    return Sandboxed(options=pointed, info=info, created=result.created, lease=result.lease)
 
 
 def open_session(
@@ -175,9 +175,19 @@ def open_session(
             f"--soc {soc} is not a SoC ops-transformer builds for in recipe {recipe.name} ({recipe.path.name}).",
             f"Use one of {', '.join(recipe.socs)}.",
         )
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, soc, recipe, host)
-    return Session(options, ws, host, recipe, toolkit, soc, context, sandbox, lease)
+    return Session(
+        options=options,
+        ws=ws,
+        host=host,
+        recipe=recipe,
+        toolkit=toolkit,
+        soc=soc,
+        context=context,
+        sandbox=sandbox,
+        sandbox_lease=lease,
+    )
 
 
 def _refuse_blocking(checks: Sequence[Check]) -> None:
@@ -272,7 +282,16 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
         version_source="--cann",
         set_env=None,
     )
-    hardware = Hardware("none", family, None, 0, 0, {}, None, None)
+    hardware = Hardware(
+        source="none",
+        family=family,
+        chip=None,
+        npu_count=0,
+        chip_count=0,
+        pci_counts={},
+        npu_smi=None,
+        npu_smi_version=None,
+    )
     host = HostReport(
         facts={"cann": {"version": version.text, "path": None}, "soc": family.soc},
         checks=(),
@@ -281,9 +300,17 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
         soc=family,
         build_env=dict(env),
     )
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, family.soc, recipe, host)
-    return Session(options, ws, host, recipe, toolkit, family.soc, context)
+    return Session(
+        options=options,
+        ws=ws,
+        host=host,
+        recipe=recipe,
+        toolkit=toolkit,
+        soc=family.soc,
+        context=context,
+    )
 
 
 def check_replaceable_workspace(options: Options) -> None:

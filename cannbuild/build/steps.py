@@ -119,7 +119,7 @@ def plan_session(
     ]
 
 
-class RunResult(Struct, frozen=True):
+class RunResult(Struct, frozen=True, kw_only=True):
     run_id: str
     outcomes: Sequence[StepOutcome]
     logs_dir: Path
@@ -163,7 +163,7 @@ def run_steps(
     progress = progress or NoProgress()
     ctx = step_context(session, None, env, running=True)
     recipe, ws, options = session.recipe, session.ws, session.options
-    logs = RunLogs(ws, run_id or new_run_id())
+    logs = RunLogs(ws=ws, run_id=run_id or new_run_id())
     actions = ActionContext(
         toolkit_home=session.context.cann.home,
         overlay=ws.overlay,
@@ -202,4 +202,4 @@ def run_steps(
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
-    return RunResult(logs.run_id, tuple(outcomes), logs.dir)
+    return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)

@@ -101,7 +101,7 @@ def _digest_after_build(engine: str, base: str) -> Optional[str]:
     return out.split("@", 1)[1] if "@sha256:" in out else None
 
 
-class BuildResult(Struct, frozen=True):
+class BuildResult(Struct, frozen=True, kw_only=True):
     engine: str
     returncode: int
     base_digest: Optional[str]  # set when the base was not pinned before and now is known
@@ -127,11 +127,13 @@ def build(context: Path, base: str, arch: str, cache_remote: Optional[str] = Non
         shutil.rmtree(artifacts)
     if "@sha256:" in base:  # already pinned: nothing to learn
         argv = build_command(engine, context, arch, cache_remote=remote)
-        return BuildResult(engine, run(argv, env=env, capture=False).returncode, None)
+        return BuildResult(
+            engine=engine, returncode=run(argv, env=env, capture=False).returncode, base_digest=None
+        )
     digest = _digest_before_build(engine, base)
     pinned_base = f"{base}@{digest}" if digest else None
     argv = build_command(engine, context, arch, pinned_base, cache_remote=remote)
     proc = run(argv, env=env, capture=False)  # the engine's progress goes to the terminal
     if proc.returncode == 0 and digest is None:
         digest = _digest_after_build(engine, base)
-    return BuildResult(engine, proc.returncode, digest)
+    return BuildResult(engine=engine, returncode=proc.returncode, base_digest=digest)

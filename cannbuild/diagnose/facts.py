@@ -50,14 +50,14 @@ _ALIGN_RULE = re.compile(
 )
 
 
-class Limit(Struct, frozen=True):
+class Limit(Struct, frozen=True, kw_only=True):
     axis: str  # B | N | S | D
     low: int
     high: int
     source: str  # file:line (the doc's own words), or the built-in reference
 
 
-class OperatorFacts(Struct, frozen=True):
+class OperatorFacts(Struct, frozen=True, kw_only=True):
     limits: Dict[str, Limit]
     dtypes: Tuple[str, ...]
     dtype_source: str
@@ -82,7 +82,7 @@ def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
     doc, lines = _doc(checkout)
     limits = _doc_limits(doc, lines) if doc else {}
     for axis, high in BUILTIN_RANGES.items():
-        limits.setdefault(axis, Limit(axis, 1, high, BUILTIN_SOURCE))
+        limits.setdefault(axis, Limit(axis=axis, low=1, high=high, source=BUILTIN_SOURCE))
     dtypes, source = _installed_dtypes(vendor, soc)
     if not dtypes and doc:
         dtypes, source = _doc_dtypes(doc, lines)
@@ -90,9 +90,22 @@ def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
         dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
     rule = _doc_align_rule(doc, lines) if doc else None
     if rule is not None:
-        return OperatorFacts(limits, tuple(dtypes), source, rule[0], rule[1], True)
+        return OperatorFacts(
+            limits=limits,
+            dtypes=tuple(dtypes),
+            dtype_source=source,
+            align=rule[0],
+            align_source=rule[1],
+            align_required=True,
+        )
     align, align_source = _alignment(checkout)
-    return OperatorFacts(limits, tuple(dtypes), source, align, align_source)
+    return OperatorFacts(
+        limits=limits,
+        dtypes=tuple(dtypes),
+        dtype_source=source,
+        align=align,
+        align_source=align_source,
+    )
 
 
 def _doc(checkout: Path) -> Tuple[Optional[Path], List[str]]:
@@ -123,10 +136,10 @@ def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
         if match and match.group(1) not in limits:
             scale = {"k": 1024, "m": 1024 * 1024}.get(match.group(4).lower(), 1)
             limits[match.group(1)] = Limit(
-                match.group(1),
-                int(match.group(2)),
-                int(match.group(3)) * scale,
-                f"{doc}:{number} ({said})",
+                axis=match.group(1),
+                low=int(match.group(2)),
+                high=int(match.group(3)) * scale,
+                source=f"{doc}:{number} ({said})",
             )
     return limits
 

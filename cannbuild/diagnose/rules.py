@@ -17,20 +17,24 @@ if TYPE_CHECKING:
 def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
     if dtype is None:
         return Check(
-            "dtype",
-            SKIP,
-            f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
-            "Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
+            id="dtype",
+            status=SKIP,
+            detail=f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
+            hint="Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
         )
     if dtype in facts.dtypes:
-        return Check("dtype", PASS, f"{dtype} is supported on {soc} (from {facts.dtype_source})")
+        return Check(
+            id="dtype",
+            status=PASS,
+            detail=f"{dtype} is supported on {soc} (from {facts.dtype_source})",
+        )
     casts = [d for d in ("bf16", "fp16") if d in facts.dtypes]
     return Check(
-        "dtype",
-        FAIL,
-        f"{dtype} is not among the dtypes FlashAttentionScore takes on {soc}: "
+        id="dtype",
+        status=FAIL,
+        detail=f"{dtype} is not among the dtypes FlashAttentionScore takes on {soc}: "
         f"{', '.join(facts.dtypes)} (from {facts.dtype_source})",
-        f"Cast query/key/value to {' or '.join(casts) or facts.dtypes[0]} before attention "
+        hint=f"Cast query/key/value to {' or '.join(casts) or facts.dtypes[0]} before attention "
         "(e.g. torch autocast), or install a package whose operator supports it.",
     )
 
@@ -41,15 +45,19 @@ def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
     if shape.layout is not None:
         if shape.layout in LAYOUTS:
             checks.append(
-                Check("shape.layout", PASS, f"{shape.layout} is one of {', '.join(LAYOUTS)}")
+                Check(
+                    id="shape.layout",
+                    status=PASS,
+                    detail=f"{shape.layout} is one of {', '.join(LAYOUTS)}",
+                )
             )
         else:
             checks.append(
                 Check(
-                    "shape.layout",
-                    FAIL,
-                    f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
-                    f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
+                    id="shape.layout",
+                    status=FAIL,
+                    detail=f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
+                    hint=f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
                 )
             )
     if shape.D is not None:
@@ -65,11 +73,11 @@ def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
     if not checks:
         checks.append(
             Check(
-                "shape",
-                SKIP,
-                f"not checked: the operator takes D {_span(lim['D'])}, N {_span(lim['N'])}, "
+                id="shape",
+                status=SKIP,
+                detail=f"not checked: the operator takes D {_span(lim['D'])}, N {_span(lim['N'])}, "
                 f"S {_span(lim['S'])} (from {lim['D'].source})",
-                "Pass --head-dim, --heads, --seq-len (and --layout, --kv-heads, --batch) of your attention.",
+                hint="Pass --head-dim, --heads, --seq-len (and --layout, --kv-heads, --batch) of your attention.",
             )
         )
     return checks
@@ -81,68 +89,72 @@ def _span(limit: Limit) -> str:
 
 def _in_range(cid: str, value: int, limit: Limit, name: str, flag: str) -> Check:
     if limit.low <= value <= limit.high:
-        return Check(cid, PASS, f"{name} {value} is within {_span(limit)} ({limit.source})")
+        return Check(
+            id=cid, status=PASS, detail=f"{name} {value} is within {_span(limit)} ({limit.source})"
+        )
     return Check(
-        cid,
-        FAIL,
-        f"{name} {value} is outside {_span(limit)}, the operator's limit ({limit.source})",
-        f"Split the work so that {flag} stays within {_span(limit)} (e.g. chunk the sequence or the batch).",
+        id=cid,
+        status=FAIL,
+        detail=f"{name} {value} is outside {_span(limit)}, the operator's limit ({limit.source})",
+        hint=f"Split the work so that {flag} stays within {_span(limit)} (e.g. chunk the sequence or the batch).",
     )
 
 
 def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
     if not limit.low <= d <= limit.high:
         return Check(
-            "shape.head_dim",
-            FAIL,
-            f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
-            f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
+            id="shape.head_dim",
+            status=FAIL,
+            detail=f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
+            hint=f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
         )
     if d % facts.align:
         padded = -(-d // facts.align) * facts.align
         if facts.align_required:
             return Check(
-                "shape.head_dim",
-                FAIL,
-                f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
+                id="shape.head_dim",
+                status=FAIL,
+                detail=f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
                 f"require ({facts.align_source})",
-                f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
+                hint=f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
                 "query/key/value with zeros along D if the model's own is not.",
             )
         return Check(
-            "shape.head_dim",
-            WARN,
-            f"head dim {d} is not a multiple of {facts.align}: the operator accepts it but pads "
+            id="shape.head_dim",
+            status=WARN,
+            detail=f"head dim {d} is not a multiple of {facts.align}: the operator accepts it but pads "
             f"D to {padded} ({facts.align_source}), so {padded - d} of every {padded} columns are "
             "wasted work",
-            f"Prefer a head dim that is a multiple of {facts.align} (64, 128), or pad D yourself.",
+            hint=f"Prefer a head dim that is a multiple of {facts.align} (64, 128), or pad D yourself.",
         )
     return Check(
-        "shape.head_dim",
-        PASS,
-        f"head dim {d} is within {_span(limit)} ({limit.source}) and a multiple of {facts.align}",
+        id="shape.head_dim",
+        status=PASS,
+        detail=f"head dim {d} is within {_span(limit)} ({limit.source}) and a multiple of {facts.align}",
     )
 
 
 def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
     if not limit.low <= n1 <= limit.high:
         return Check(
-            "shape.heads",
-            FAIL,
-            f"{n1} query heads is outside {_span(limit)} ({limit.source})",
-            f"Split the heads into groups of at most {limit.high}.",
+            id="shape.heads",
+            status=FAIL,
+            detail=f"{n1} query heads is outside {_span(limit)} ({limit.source})",
+            hint=f"Split the heads into groups of at most {limit.high}.",
         )
     if n2 is not None and (n2 <= 0 or n1 % n2):
         return Check(
-            "shape.heads",
-            FAIL,
-            f"{n1} query heads is not a multiple of {n2} key/value heads: Nq/Nkv must be a whole "
+            id="shape.heads",
+            status=FAIL,
+            detail=f"{n1} query heads is not a multiple of {n2} key/value heads: Nq/Nkv must be a whole "
             "number (GQA/MQA)",
-            "Use key/value heads that divide the query heads, or repeat key/value heads yourself.",
+            hint="Use key/value heads that divide the query heads, or repeat key/value heads yourself.",
         )
     ratio = f", {n1 // n2} query heads per key/value head" if n2 and n2 != n1 else ""
     return Check(
-        "shape.heads", PASS, f"{n1} query heads within {_span(limit)}{ratio} ({limit.source})"
+        id="shape.heads",
+        status=PASS,
+        detail=f"{n1} query heads within {_span(limit)}{ratio} ({limit.source})",
     )
 
 
@@ -162,9 +174,9 @@ def profile_checks(
     if not a.chains:
         return [
             Check(
-                "profile",
-                PASS,
-                f"no unfused MatMul->Softmax->MatMul chain in {path}; fused attention ran {fused} times",
+                id="profile",
+                status=PASS,
+                detail=f"no unfused MatMul->Softmax->MatMul chain in {path}; fused attention ran {fused} times",
             )
         ]
     # where the fused op ran in the same profile, the package was found there: registration
@@ -189,15 +201,17 @@ def profile_checks(
             f"{group.total_us:.1f} us" + (f" ({', '.join(facts_seen)})" if facts_seen else "")
         )
         cause, fix = _cause(dtype, dims, facts, soc, registration)
-        checks.append(Check(f"profile.chain{i}", FAIL, f"{what}: {cause}", fix))
+        checks.append(
+            Check(id=f"profile.chain{i}", status=FAIL, detail=f"{what}: {cause}", hint=fix)
+        )
     if len(a.chains) > 5:
         rest = sum(c.count for c in a.chains[5:])
         checks.append(
             Check(
-                "profile.more",
-                FAIL,
-                f"{rest} more unfused chains in {len(a.chains) - 5} other groups",
-                "See cannbuild profile --json for all of them.",
+                id="profile.more",
+                status=FAIL,
+                detail=f"{rest} more unfused chains in {len(a.chains) - 5} other groups",
+                hint="See cannbuild profile --json for all of them.",
             )
         )
     return checks

@@ -14,7 +14,7 @@ PASS, WARN, FAIL, SKIP = CheckLevel.PASS, CheckLevel.WARN, CheckLevel.FAIL, Chec
 STATUSES = (PASS, WARN, FAIL, SKIP)
 
 
-class Check(Struct, frozen=True):
+class Check(Struct, frozen=True, kw_only=True):
     """A pass/warn/fail/skip row; every row that is not pass carries a hint.
 
     `blocking` marks failures that make a build impossible: `setup` stops there.

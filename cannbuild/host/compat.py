@@ -72,7 +72,7 @@ IMAGE_OSES: Tuple[Tuple[str, str], ...] = (
 _TRAIN_RE = re.compile(r"V\d+R\d+C\d+", re.IGNORECASE)
 
 
-class Verdict(Struct, frozen=True):
+class Verdict(Struct, frozen=True, kw_only=True):
     ok: Optional[bool]  # None: nothing published to judge by
     detail: str
 
@@ -95,16 +95,16 @@ def driver_verdict(
     if release in DRIVERS_FOR_CANN:
         listed = DRIVERS_FOR_CANN[release]
         if any(_match_driver(e, driver) for e in listed):
-            return Verdict(True, f"driver {driver} is listed for CANN {release}")
+            return Verdict(ok=True, detail=f"driver {driver} is listed for CANN {release}")
         return Verdict(
-            False,
-            f"driver {driver} is not among the HDK versions published for CANN {release} "
+            ok=False,
+            detail=f"driver {driver} is not among the HDK versions published for CANN {release} "
             f"({', '.join(listed)})",
         )
     if release in MIN_DRIVER_FOR_CANN:
         minimum = parse_driver_version(MIN_DRIVER_FOR_CANN[release].lower())
         ok = not driver.internal and driver >= minimum
-        return Verdict(ok, f"CANN {release} needs HDK >= {MIN_DRIVER_FOR_CANN[release]}")
+        return Verdict(ok=ok, detail=f"CANN {release} needs HDK >= {MIN_DRIVER_FOR_CANN[release]}")
     # No published row: fall back to the release-train ids both packages carry.
     tk_train = _train(toolkit_inner)
     drv_train = _train(driver_inner)
@@ -112,11 +112,11 @@ def driver_verdict(
         ok = tk_train in _trains(driver_compatible) or drv_train in _trains(toolkit_compatible)
         how = "accept" if ok else "do not accept"
         return Verdict(
-            ok,
-            f"no published pairing for CANN {release}; the packages' release trains "
+            ok=ok,
+            detail=f"no published pairing for CANN {release}; the packages' release trains "
             f"({tk_train} toolkit, {drv_train} driver) {how} each other",
         )
-    return Verdict(None, f"no published driver pairing for CANN {release}")
+    return Verdict(ok=None, detail=f"no published driver pairing for CANN {release}")
 
 
 def _train(inner: Optional[str]) -> Optional[str]:
@@ -165,20 +165,20 @@ def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
     if not in_table(torch_npu):
         newest, newest_cann = _newest_row()
         return Verdict(
-            None,
-            f"torch_npu {torch_npu} is not in the table (Ascend/pytorch COMPATIBILITY lists "
+            ok=None,
+            detail=f"torch_npu {torch_npu} is not in the table (Ascend/pytorch COMPATIBILITY lists "
             f"torch_npu up to {newest}, for CANN {newest_cann}): no tested pairing with CANN "
             f"{release} is published",
         )
     listed = TORCH_NPU_FOR_CANN.get(release)
     if listed is None:
-        return Verdict(None, f"no published torch_npu list for CANN {release}")
+        return Verdict(ok=None, detail=f"no published torch_npu list for CANN {release}")
     base = base_version(torch_npu)
     if base in listed:
-        return Verdict(True, f"torch_npu {torch_npu} is tested with CANN {release}")
+        return Verdict(ok=True, detail=f"torch_npu {torch_npu} is tested with CANN {release}")
     return Verdict(
-        False,
-        f"torch_npu {torch_npu} is not in the tested list for CANN {release} ({', '.join(listed)})",
+        ok=False,
+        detail=f"torch_npu {torch_npu} is not in the tested list for CANN {release} ({', '.join(listed)})",
     )
 
 
@@ -195,11 +195,11 @@ def python_verdict(torch: str, python: Tuple[int, int]) -> Verdict:
     line = ".".join(base_version(torch).split(".")[:2])
     bounds = PYTHON_FOR_TORCH.get(line)
     if bounds is None:
-        return Verdict(None, f"no published Python range for torch {line}")
+        return Verdict(ok=None, detail=f"no published Python range for torch {line}")
     lo, hi = bounds
     ok = lo <= python <= hi
     return Verdict(
-        ok,
-        f"torch {line} supports Python {lo[0]}.{lo[1]}-{hi[0]}.{hi[1]}; "
+        ok=ok,
+        detail=f"torch {line} supports Python {lo[0]}.{lo[1]}-{hi[0]}.{hi[1]}; "
         f"this is Python {python[0]}.{python[1]}",
     )

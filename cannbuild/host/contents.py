@@ -19,7 +19,7 @@ from msgspec import Struct
 from .check import FAIL, PASS, SKIP, Check
 
 
-class MissingFile(Struct, frozen=True):
+class MissingFile(Struct, frozen=True, kw_only=True):
     component: str
     package: str
     step: str
@@ -43,7 +43,13 @@ def missing_files(
         paths = [p.replace("{{ arch }}", arch).replace("{{arch}}", arch) for p in entry.paths]
         if not any((home / p).exists() for p in paths):
             missing.append(
-                MissingFile(entry.component, entry.package, entry.step, paths, entry.source)
+                MissingFile(
+                    component=entry.component,
+                    package=entry.package,
+                    step=entry.step,
+                    paths=paths,
+                    source=entry.source,
+                )
             )
     return missing
 
@@ -54,26 +60,26 @@ def contents_check(
     wanted = [f for f in files if f.step in steps]
     if not wanted:
         return Check(
-            "recipe.toolkit_files",
-            SKIP,
-            f"recipe {recipe} lists no toolkit files for the steps that will run",
-            "Add [[toolkit.files]] to the recipe to have them checked before building.",
+            id="recipe.toolkit_files",
+            status=SKIP,
+            detail=f"recipe {recipe} lists no toolkit files for the steps that will run",
+            hint="Add [[toolkit.files]] to the recipe to have them checked before building.",
         )
     missing = missing_files(files, steps, home, arch)
     if not missing:
         return Check(
-            "recipe.toolkit_files",
-            PASS,
-            f"all {len(wanted)} files recipe {recipe} needs are in {home}",
+            id="recipe.toolkit_files",
+            status=PASS,
+            detail=f"all {len(wanted)} files recipe {recipe} needs are in {home}",
         )
     packages = sorted({m.package for m in missing})
     by_step = sorted({m.step for m in missing})
     return Check(
-        "recipe.toolkit_files",
-        FAIL,
-        f"{home} lacks what {', '.join(by_step)} needs: "
+        id="recipe.toolkit_files",
+        status=FAIL,
+        detail=f"{home} lacks what {', '.join(by_step)} needs: "
         + "; ".join(m.describe() for m in missing),
-        f"Install the CANN package{'s' if len(packages) > 1 else ''} {', '.join(packages)} into "
+        hint=f"Install the CANN package{'s' if len(packages) > 1 else ''} {', '.join(packages)} into "
         "this toolkit (same --install-path). Without them the real build stops at CMake "
         "configure ('Could NOT find ...') or at compile ('No such file or directory').",
         blocking=True,

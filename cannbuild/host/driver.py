@@ -15,7 +15,7 @@ INSTALL_INFO = "/etc/ascend_install.info"
 DEFAULT_INSTALL_PATH = "/usr/local/Ascend"
 
 
-class Driver(Struct, frozen=True):
+class Driver(Struct, frozen=True, kw_only=True):
     install_info: Optional[Path]
     install_path: Path
     version_file: Optional[Path]

@@ -32,7 +32,7 @@ NPU_SMI_PATHS = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")
 NPU_SMI_TIMEOUT_S = 3.0
 
 
-class Hardware(Struct, frozen=True):
+class Hardware(Struct, frozen=True, kw_only=True):
     source: str  # "pci", "npu-smi" or "none"
     family: Optional[Family]
     chip: Optional[str]

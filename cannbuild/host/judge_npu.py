@@ -32,20 +32,20 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
         counts = ", ".join(f"{n} x {soc}" for soc, n in sorted(hw.pci_counts.items()))
         checks.append(
             Check(
-                "hardware",
-                FAIL,
-                f"mixed NPU families on one host: {counts}",
-                "cannbuild builds for one SoC at a time; pass --soc for the family you target.",
+                id="hardware",
+                status=FAIL,
+                detail=f"mixed NPU families on one host: {counts}",
+                hint="cannbuild builds for one SoC at a time; pass --soc for the family you target.",
                 blocking=options.soc is None,
             )
         )
     elif hw.family is None:
         checks.append(
             Check(
-                "hardware",
-                WARN,
-                "no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
-                "Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
+                id="hardware",
+                status=WARN,
+                detail="no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
+                hint="Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
                 "--soc=ascend910_93 (Atlas A3).",
             )
         )
@@ -55,9 +55,9 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
         dies = f", {hw.chip_count} dies" if hw.chip_count != hw.npu_count else ""
         checks.append(
             Check(
-                "hardware",
-                PASS,
-                f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
+                id="hardware",
+                status=PASS,
+                detail=f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
                 f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
             )
         )
@@ -65,10 +65,10 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
     for problem in hw.problems:
         checks.append(
             Check(
-                "npu-smi",
-                WARN,
-                problem,
-                "Check the driver: 'npu-smi info' should print the device table "
+                id="npu-smi",
+                status=WARN,
+                detail=problem,
+                hint="Check the driver: 'npu-smi info' should print the device table "
                 "(in a container, mount /usr/local/bin/npu-smi and the driver).",
             )
         )
@@ -88,34 +88,38 @@ def _health_checks(hw: Hardware) -> List[Check]:
     if sick:
         checks.append(
             Check(
-                "npu.health",
-                FAIL,
-                f"{listed(sick)} (npu-smi info, Health column)",
-                "Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
+                id="npu.health",
+                status=FAIL,
+                detail=f"{listed(sick)} (npu-smi info, Health column)",
+                hint="Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
                 "shows the alarm codes; fix or reset the device (or ask its admin) first.",
             )
         )
     if warned or unknown:
         checks.append(
             Check(
-                "npu.health",
-                WARN,
-                f"{listed(warned + unknown)} (npu-smi info, Health column)",
-                "`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
+                id="npu.health",
+                status=WARN,
+                detail=f"{listed(warned + unknown)} (npu-smi info, Health column)",
+                hint="`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
             )
         )
     if not sick and not warned and not unknown:
-        checks.append(Check("npu.health", PASS, f"all {len(hw.health)} NPUs report Health OK"))
+        checks.append(
+            Check(
+                id="npu.health", status=PASS, detail=f"all {len(hw.health)} NPUs report Health OK"
+            )
+        )
     if hw.processes:
         busy = sorted({p.npu for p in hw.processes})
         shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
         more = f" and {len(hw.processes) - 4} more" if len(hw.processes) > 4 else ""
         checks.append(
             Check(
-                "npu.busy",
-                WARN,
-                f"{len(busy)} NPU(s) busy: {shown}{more}",
-                "Timings and memory on a busy device are not comparable; validation runs on "
+                id="npu.busy",
+                status=WARN,
+                detail=f"{len(busy)} NPU(s) busy: {shown}{more}",
+                hint="Timings and memory on a busy device are not comparable; validation runs on "
                 "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
             )
         )
@@ -126,24 +130,28 @@ def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: s
     if soc is None:
         return [
             Check(
-                "soc",
-                FAIL,
-                "no SoC to build for: no --soc and no NPU detected",
-                "Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
+                id="soc",
+                status=FAIL,
+                detail="no SoC to build for: no --soc and no NPU detected",
+                hint="Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
                 blocking=True,
             )
         ]
     sources = {"pci": "PCI ids", "npu-smi": "npu-smi", "--soc": "--soc"}
     checks = [
-        Check("soc", PASS, f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}")
+        Check(
+            id="soc",
+            status=PASS,
+            detail=f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}",
+        )
     ]
     if options.soc and hw.family is not None and hw.family.soc != options.soc:
         checks.append(
             Check(
-                "soc.match",
-                WARN,
-                f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
-                f"The package will only run on {soc.product}; drop --soc to build for this host.",
+                id="soc.match",
+                status=WARN,
+                detail=f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
+                hint=f"The package will only run on {soc.product}; drop --soc to build for this host.",
             )
         )
     return checks
@@ -151,17 +159,26 @@ def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: s
 
 def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
     if tk is None or soc is None:
-        return [Check("kernels", SKIP, "needs a toolkit and a SoC", "Fix the rows above first.")]
+        return [
+            Check(
+                id="kernels",
+                status=SKIP,
+                detail="needs a toolkit and a SoC",
+                hint="Fix the rows above first.",
+            )
+        ]
     entries = kernel_entries(tk, soc.soc)
     if entries:
-        return [Check("kernels", PASS, f"{len(entries)} kernel folders for {soc.soc}")]
+        return [
+            Check(id="kernels", status=PASS, detail=f"{len(entries)} kernel folders for {soc.soc}")
+        ]
     package = kernels_package_name(tk.version, soc.soc, tk.arch or host_arch())
     return [
         Check(
-            "kernels",
-            WARN,
-            f"no kernels package for {soc.soc} in the toolkit",
-            f"Building works without it; running operators needs {package} installed into the "
+            id="kernels",
+            status=WARN,
+            detail=f"no kernels package for {soc.soc} in the toolkit",
+            hint=f"Building works without it; running operators needs {package} installed into the "
             "same path (--install --install-path=<toolkit root>).",
         )
     ]
@@ -175,26 +192,28 @@ def _driver_checks(
         status = WARN if hw.family is not None else SKIP
         checks.append(
             Check(
-                "driver",
-                status,
-                "no driver/version.info",
-                "Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
+                id="driver",
+                status=status,
+                detail="no driver/version.info",
+                hint="Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
                 "(in a container, mount /usr/local/Ascend/driver and /etc/ascend_install.info).",
             )
         )
     elif driver.version is None:
         checks.append(
             Check(
-                "driver",
-                WARN,
-                "; ".join(driver.problems) or "driver version unreadable",
-                "Reinstall the driver package or check driver/version.info.",
+                id="driver",
+                status=WARN,
+                detail="; ".join(driver.problems) or "driver version unreadable",
+                hint="Reinstall the driver package or check driver/version.info.",
             )
         )
     else:
         checks.append(
             Check(
-                "driver", PASS, f"driver {driver.version} at {sysroot.display(driver.install_path)}"
+                id="driver",
+                status=PASS,
+                detail=f"driver {driver.version} at {sysroot.display(driver.install_path)}",
             )
         )
         checks += _driver_compat(driver, tk)
@@ -204,16 +223,18 @@ def _driver_checks(
         if ok is False:
             checks.append(
                 Check(
-                    "firmware",
-                    WARN,
-                    f"firmware {driver.firmware_version} is outside the driver's range "
+                    id="firmware",
+                    status=WARN,
+                    detail=f"firmware {driver.firmware_version} is outside the driver's range "
                     f"[{lo}, {hi}]",
-                    "Upgrade the firmware package that matches the driver (npu-smi info -t board "
+                    hint="Upgrade the firmware package that matches the driver (npu-smi info -t board "
                     "shows 'Compatibility').",
                 )
             )
         else:
-            checks.append(Check("firmware", PASS, f"firmware {driver.firmware_version}"))
+            checks.append(
+                Check(id="firmware", status=PASS, detail=f"firmware {driver.firmware_version}")
+            )
     return checks
 
 
@@ -223,10 +244,10 @@ def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
     if not tk.version.comparable or driver.version.internal:
         return [
             Check(
-                "driver.compat",
-                SKIP,
-                "internal build versions cannot be matched to the tables",
-                "Check the pairing in the release notes of that build.",
+                id="driver.compat",
+                status=SKIP,
+                detail="internal build versions cannot be matched to the tables",
+                hint="Check the pairing in the release notes of that build.",
             )
         ]
     tk_compat: Tuple[str, ...] = ()
@@ -248,22 +269,22 @@ def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
         driver.innerversion,
     )
     if verdict.ok:
-        return [Check("driver.compat", PASS, verdict.detail)]
+        return [Check(id="driver.compat", status=PASS, detail=verdict.detail)]
     if verdict.ok is None:
         return [
             Check(
-                "driver.compat",
-                SKIP,
-                verdict.detail,
-                "Check the CANN release notes for the matching Ascend HDK.",
+                id="driver.compat",
+                status=SKIP,
+                detail=verdict.detail,
+                hint="Check the CANN release notes for the matching Ascend HDK.",
             )
         ]
     return [
         Check(
-            "driver.compat",
-            WARN,
-            verdict.detail,
-            "Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
+            id="driver.compat",
+            status=WARN,
+            detail=verdict.detail,
+            hint="Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
             "list, or install the CANN release that matches this driver.",
         )
     ]

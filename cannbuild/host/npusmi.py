@@ -25,7 +25,7 @@ class NpuSmiParseError(ValueError):
     """npu-smi printed something that is not a table cannbuild knows."""
 
 
-class ChipRow(Struct, frozen=True):
+class ChipRow(Struct, frozen=True, kw_only=True):
     npu: int
     chip: int
     phy_id: Optional[int]
@@ -35,14 +35,14 @@ class ChipRow(Struct, frozen=True):
     hbm_total_mb: Optional[int]
 
 
-class NpuProcess(Struct, frozen=True):
+class NpuProcess(Struct, frozen=True, kw_only=True):
     npu: int
     chip: Optional[int]
     pid: int
     name: str
 
 
-class NpuSmiInfo(Struct, frozen=True):
+class NpuSmiInfo(Struct, frozen=True, kw_only=True):
     version: Optional[str]
     table: str  # "A2", "A3" or "950"
     chips: Tuple[ChipRow, ...]
@@ -123,7 +123,7 @@ def parse_info(text: str) -> NpuSmiInfo:
         raise NpuSmiParseError(
             f"npu-smi info printed no NPU table cannbuild can read (first line: {shown!r})"
         )
-    return NpuSmiInfo(version, table, tuple(chips), tuple(processes))
+    return NpuSmiInfo(version=version, table=table, chips=tuple(chips), processes=tuple(processes))
 
 
 def _process_row(cells: List[str]) -> Optional[NpuProcess]:
@@ -134,7 +134,7 @@ def _process_row(cells: List[str]) -> Optional[NpuProcess]:
     if not ids or not ids[0].isdigit() or not cells[1].isdigit():
         return None
     chip = int(ids[1]) if len(ids) > 1 and ids[1].isdigit() else None
-    return NpuProcess(int(ids[0]), chip, int(cells[1]), cells[2])
+    return NpuProcess(npu=int(ids[0]), chip=chip, pid=int(cells[1]), name=cells[2])
 
 
 def parse_board(text: str) -> Dict[str, str]:

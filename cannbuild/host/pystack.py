@@ -26,7 +26,7 @@ TORCH_NPU_CANN_LIBRARIES = (
 _DIST_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>[^-]+?)\.(?:dist-info|egg-info)$")
 
 
-class PythonStack(Struct, frozen=True):
+class PythonStack(Struct, frozen=True, kw_only=True):
     python: Tuple[int, int]
     torch: Optional[str]
     torch_npu: Optional[str]

@@ -35,7 +35,7 @@ def detection_env(options: Options, env: Mapping[str, str]) -> Dict[str, str]:
     return dict(env)
 
 
-class Readings(Struct, frozen=True):
+class Readings(Struct, frozen=True, kw_only=True):
     """Everything read from the host, before any of it is judged."""
 
     sysroot: Sysroot
@@ -86,17 +86,17 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
     driver = read_driver(sysroot)
     soc, soc_source = _effective_soc(options, hardware)
     return Readings(
-        sysroot,
-        env,
-        search,
-        hardware,
-        tools,
-        captured,
-        capture_error,
-        stack,
-        driver,
-        soc,
-        soc_source,
+        sysroot=sysroot,
+        env=env,
+        search=search,
+        hardware=hardware,
+        tools=tools,
+        captured=captured,
+        capture_error=capture_error,
+        stack=stack,
+        driver=driver,
+        soc=soc,
+        soc_source=soc_source,
     )
 
 
@@ -108,7 +108,7 @@ def _tool_memo(options: Options) -> Optional[Path]:
 
     if not owned(options.workspace, "workspace"):
         return None
-    return Workspace(options.workspace).tool_memo
+    return Workspace(root=options.workspace).tool_memo
 
 
 def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Family], str]:

@@ -15,7 +15,7 @@ from msgspec import Struct
 from ..errors import UsageError
 
 
-class Family(Struct, frozen=True):
+class Family(Struct, frozen=True, kw_only=True):
     soc: str  # the build.sh --soc value
     variant: str  # A2, A3, ...
     product: str
@@ -26,11 +26,11 @@ class Family(Struct, frozen=True):
 
 FAMILIES: Tuple[Family, ...] = (
     Family(
-        "ascend910b",
-        "A2",
-        "Atlas A2",
-        "d802",
-        (
+        soc="ascend910b",
+        variant="A2",
+        product="Atlas A2",
+        pci_device="d802",
+        chips=(
             "Ascend910B1",
             "Ascend910B2",
             "Ascend910B2C",
@@ -40,11 +40,11 @@ FAMILIES: Tuple[Family, ...] = (
         ),
     ),
     Family(
-        "ascend910_93",
-        "A3",
-        "Atlas A3",
-        "d803",
-        (
+        soc="ascend910_93",
+        variant="A3",
+        product="Atlas A3",
+        pci_device="d803",
+        chips=(
             "Ascend910_9391",
             "Ascend910_9392",
             "Ascend910_9381",
@@ -56,19 +56,25 @@ FAMILIES: Tuple[Family, ...] = (
         dies_per_npu=2,
     ),
     Family(
-        "ascend910",
-        "910",
-        "Atlas 800/900 (Ascend 910)",
-        "d801",
-        ("Ascend910A", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA", "Ascend910B"),
+        soc="ascend910",
+        variant="910",
+        product="Atlas 800/900 (Ascend 910)",
+        pci_device="d801",
+        chips=("Ascend910A", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA", "Ascend910B"),
     ),
-    Family("ascend950", "950", "Ascend 950", "d806", ("Ascend950PR", "Ascend950DT")),
     Family(
-        "ascend310p",
-        "310P",
-        "Atlas inference (310P)",
-        "d500",
-        ("Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"),
+        soc="ascend950",
+        variant="950",
+        product="Ascend 950",
+        pci_device="d806",
+        chips=("Ascend950PR", "Ascend950DT"),
+    ),
+    Family(
+        soc="ascend310p",
+        variant="310P",
+        product="Atlas inference (310P)",
+        pci_device="d500",
+        chips=("Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"),
     ),
 )
 

@@ -23,12 +23,12 @@ class SymlinkLoopError(OSError):
     """A path under the sysroot does not resolve within 40 symlink hops."""
 
 
-class Sysroot(Struct, frozen=True):
+class Sysroot(Struct, frozen=True, kw_only=True):
     root: Path = Path("/")
 
     @classmethod
     def at(cls, root: PathLike) -> Sysroot:
-        return cls(Path(os.path.abspath(root)))
+        return cls(root=Path(os.path.abspath(root)))
 
     @property
     def is_host(self) -> bool:

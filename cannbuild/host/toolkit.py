@@ -30,13 +30,13 @@ def host_arch() -> str:
     return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
 
 
-class Candidate(Struct, frozen=True):
+class Candidate(Struct, frozen=True, kw_only=True):
     rule: str
     path: Path
     explicit: bool = False
 
 
-class Toolkit(Struct, frozen=True):
+class Toolkit(Struct, frozen=True, kw_only=True):
     """A CANN toolkit as found on the host."""
 
     path: Path
@@ -53,7 +53,7 @@ class Toolkit(Struct, frozen=True):
     problems: Tuple[str, ...] = ()
 
 
-class ToolkitSearch(Struct, frozen=True):
+class ToolkitSearch(Struct, frozen=True, kw_only=True):
     toolkit: Optional[Toolkit]
     tried: Tuple[Tuple[str, str, str], ...]  # (rule, path, outcome)
     installs: Tuple[Path, ...]
@@ -68,13 +68,15 @@ def candidates(
     found: List[Candidate] = []
     notes: List[str] = []
     if cann_path is not None:
-        found.append(Candidate("--cann-path", sysroot.from_user(cann_path), explicit=True))
+        found.append(
+            Candidate(rule="--cann-path", path=sysroot.from_user(cann_path), explicit=True)
+        )
     for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
         if env.get(var):
-            found.append(Candidate(var, sysroot.from_user(env[var])))
+            found.append(Candidate(rule=var, path=sysroot.from_user(env[var])))
     if env.get("ASCEND_OPP_PATH"):
         opp = sysroot.from_user(env["ASCEND_OPP_PATH"])
-        found.append(Candidate("dirname(ASCEND_OPP_PATH)", opp.parent))
+        found.append(Candidate(rule="dirname(ASCEND_OPP_PATH)", path=opp.parent))
     roots = [sysroot.path(r) for r in DEFAULT_ROOTS]
     home = sysroot.home(env)
     if home is not None:
@@ -96,10 +98,10 @@ def candidates(
         base = sysroot.from_user(install_path)
         rule = f"installer record {sysroot.display(record)}"
         for sub in ("cann", "ascend-toolkit/latest", "latest"):
-            found.append(Candidate(rule, base / sub))
+            found.append(Candidate(rule=rule, path=base / sub))
     for root in roots:
         for sub in ("cann", "ascend-toolkit/latest", "latest"):
-            found.append(Candidate(f"default {sysroot.display(root / sub)}", root / sub))
+            found.append(Candidate(rule=f"default {sysroot.display(root / sub)}", path=root / sub))
     return found, notes
 
 
@@ -166,8 +168,18 @@ def find_toolkit(
             continue
         tried.append((cand.rule, shown, "toolkit"))
         toolkit = read_toolkit(sysroot, cand.path, real, cand.rule)
-        return ToolkitSearch(toolkit, tuple(tried), list_installs(sysroot, env), tuple(warnings))
-    return ToolkitSearch(None, tuple(tried), list_installs(sysroot, env), tuple(warnings))
+        return ToolkitSearch(
+            toolkit=toolkit,
+            tried=tuple(tried),
+            installs=list_installs(sysroot, env),
+            warnings=tuple(warnings),
+        )
+    return ToolkitSearch(
+        toolkit=None,
+        tried=tuple(tried),
+        installs=list_installs(sysroot, env),
+        warnings=tuple(warnings),
+    )
 
 
 def _explicit_fail(
@@ -180,10 +192,10 @@ def _explicit_fail(
     warnings: List[str],
 ) -> ToolkitSearch:
     return ToolkitSearch(
-        None,
-        tuple(tried),
-        list_installs(sysroot, env),
-        tuple(warnings),
+        toolkit=None,
+        tried=tuple(tried),
+        installs=list_installs(sysroot, env),
+        warnings=tuple(warnings),
         explicit_failure=f"{cand.rule} {shown} {problem}",
     )
 

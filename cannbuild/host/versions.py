@@ -50,7 +50,7 @@ class VersionNotComparable(TypeError):
 
 
 @functools.total_ordering
-class CannVersion(Struct, frozen=True):
+class CannVersion(Struct, frozen=True, kw_only=True):
     """A parsed CANN version; order follows the release history."""
 
     text: str
@@ -122,12 +122,31 @@ def parse_cann_version(text: str) -> CannVersion:
         phase, number = (0, rc) if rc is not None else (1, patch)
         pre_rank = _cann_pre_rank(major, minor, pre)
         key = (major, minor, phase, int(number or 0), pre_rank, pre_n if pre_rank < 0 else 0)
-        return CannVersion(raw, major, minor, rc, patch, pre, pre_n, False, key)
+        return CannVersion(
+            text=raw,
+            major=major,
+            minor=minor,
+            rc=rc,
+            patch=patch,
+            pre=pre,
+            pre_n=pre_n,
+            internal=False,
+            _key=key,
+        )
     m = _CANN_INTERNAL_RE.match(raw)
     if m:
         rc = int(m["rc"]) if m["rc"] is not None else None
         patch = int(m["patch"]) if m["patch"] is not None else None
-        return CannVersion(raw, int(m["major"]), int(m["minor"]), rc, patch, None, 0, True)
+        return CannVersion(
+            text=raw,
+            major=int(m["major"]),
+            minor=int(m["minor"]),
+            rc=rc,
+            patch=patch,
+            pre=None,
+            pre_n=0,
+            internal=True,
+        )
     raise ValueError(
         f"{raw!r} is not a CANN version. Expected forms like 8.0.RC1, 8.0.RC2.alpha003, "
         "8.0.0.beta1, 8.5.0, 8.5.0-beta.1 or 9.0.0 (internal builds like 8.0.T63 are read "
@@ -145,7 +164,7 @@ def _cann_pre_rank(major: int, minor: int, pre: Optional[str]) -> int:
 
 
 @functools.total_ordering
-class DriverVersion(Struct, frozen=True):
+class DriverVersion(Struct, frozen=True, kw_only=True):
     """An Ascend HDK driver version (`24.1.rc3.7`, `25.3.rc1.b061`, `25.5.1`)."""
 
     text: str
@@ -205,10 +224,12 @@ def parse_driver_version(text: str) -> DriverVersion:
         pre_rank = {"alpha": -2, "beta": -1}.get(pre, 0)
         sub = int(m["pre_n"] or m["build"] or m["sub"] or 0)
         key = (major, minor, phase, int(number or 0), pre_rank, sub)
-        return DriverVersion(raw, major, minor, rc, patch, False, key)
+        return DriverVersion(
+            text=raw, major=major, minor=minor, rc=rc, patch=patch, internal=False, _key=key
+        )
     m = _DRIVER_INTERNAL_RE.match(raw)
     if m:
-        return DriverVersion(raw, int(m["major"]), int(m["minor"]), internal=True)
+        return DriverVersion(text=raw, major=int(m["major"]), minor=int(m["minor"]), internal=True)
     raise ValueError(
         f"{raw!r} is not an Ascend driver version. Expected forms like 24.1.rc3, 24.1.rc3.7, "
         "25.3.rc1.b061, 25.2.0 or 25.5.1."

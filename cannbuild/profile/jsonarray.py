@@ -36,7 +36,7 @@ _TOO_BIG = (
 )
 
 
-class Position(Struct, frozen=True):
+class Position(Struct, frozen=True, kw_only=True):
     line: int
     column: int
 
@@ -101,8 +101,8 @@ class _Source:
         head = self.buf[:index]
         newlines = head.count("\n")
         if newlines:
-            return Position(self.base_line + newlines, len(head) - head.rfind("\n"))
-        return Position(self.base_line, self.base_col + len(head))
+            return Position(line=self.base_line + newlines, column=len(head) - head.rfind("\n"))
+        return Position(line=self.base_line, column=self.base_col + len(head))
 
     def skip_space(self) -> None:
         while True:
@@ -136,7 +136,7 @@ def locate(path: Path, index: int) -> Position:
     for _element, (i, position) in _positions(path):
         if i == index:
             return position
-    return Position(0, 0)
+    return Position(line=0, column=0)
 
 
 def _positions(path: Path) -> Iterator[Tuple[Any, Any]]:

@@ -49,7 +49,7 @@ UNFUSED_KERNELS = (
 )
 
 
-class RunOutcome(Struct, frozen=True):
+class RunOutcome(Struct, frozen=True, kw_only=True):
     output: Path  # the *_ascend_pt folder the profiler wrote
     shape: AttentionShape
     level: str
@@ -176,13 +176,13 @@ def start(
             "rebuild it (its runtime writes the files at aclFinalize).",
         )
     return RunOutcome(
-        made[-1],
-        shape,
-        level,
-        tuple(result.get("fused_ms", ())),
-        tuple(result.get("unfused_ms", ())),
-        result.get("max_abs_diff"),
-        log,
+        output=made[-1],
+        shape=shape,
+        level=level,
+        fused_ms=tuple(result.get("fused_ms", ())),
+        unfused_ms=tuple(result.get("unfused_ms", ())),
+        max_abs_diff=result.get("max_abs_diff"),
+        log=log,
     )
 
 
@@ -307,15 +307,15 @@ def _inputs(torch: Any, shape: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
     from ..validate.cases import Case, make_inputs, to_bnsd
 
     case = Case(
-        "profile",
-        shape["dtype"],
-        shape["layout"],
-        shape["B"],
-        shape["N1"],
-        shape["N2"],
-        shape["S"],
-        shape["D"],
-        False,
+        name="profile",
+        dtype=shape["dtype"],
+        layout=shape["layout"],
+        B=shape["B"],
+        N1=shape["N1"],
+        N2=shape["N2"],
+        S=shape["S"],
+        D=shape["D"],
+        causal=False,
     )
     t = make_inputs(case)
     B, N1, N2, S, D = case.B, case.N1, case.N2, case.S, case.D

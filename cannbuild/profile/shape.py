@@ -34,7 +34,7 @@ NUMBERS = (
 )
 
 
-class AttentionShape(Struct, frozen=True):
+class AttentionShape(Struct, frozen=True, kw_only=True):
     """What is known of the user's attention; None where a flag was not given."""
 
     dtype: Optional[str] = None

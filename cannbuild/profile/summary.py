@@ -44,7 +44,7 @@ KERNEL_KINDS = ("kernel_details", "op_summary")
 TRACE_KINDS = ("trace_view", "msprof_json")
 
 
-class SourceFile(Struct, frozen=True):
+class SourceFile(Struct, frozen=True, kw_only=True):
     path: Path
     kind: str
     records: int
@@ -61,7 +61,7 @@ class SourceFile(Struct, frozen=True):
         }
 
 
-class ProfileSummary(Struct, frozen=True):
+class ProfileSummary(Struct, frozen=True, kw_only=True):
     root: Path
     files: Tuple[SourceFile, ...]
     analysis: Analysis
@@ -147,7 +147,7 @@ class ProfileSummary(Struct, frozen=True):
         return data
 
 
-class _Run(Struct, frozen=True):
+class _Run(Struct, frozen=True, kw_only=True):
     folder: Path
     files: Dict[str, List[Path]]
 
@@ -168,7 +168,7 @@ def find_runs(path: Path) -> List[_Run]:
                 "Pass kernel_details.csv, op_summary_*.csv, op_statistic*.csv, "
                 "operator_details.csv, trace_view.json or msprof_*.json, or their folder.",
             )
-        return [_Run(path.parent, {kind: [path]})]
+        return [_Run(folder=path.parent, files={kind: [path]})]
     runs: List[_Run] = []
     for here, names in walk(path, "profile: the folder", WALK_HINT):
         if here.name == MSPROF_DIR and _torch_copy(here):
@@ -179,7 +179,7 @@ def find_runs(path: Path) -> List[_Run]:
             if kind is not None:
                 files.setdefault(kind, []).append(here / name)
         if files:
-            runs.append(_Run(here, files))
+            runs.append(_Run(folder=here, files=files))
     if not runs:
         raise UsageError(
             f"profile: no profiler output under {path}.",
@@ -217,7 +217,7 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
         notes += run_notes
     if len(runs) > 1:
         notes.insert(0, f"{len(runs)} profiler outputs found; their kernels are added together")
-    return ProfileSummary(path, tuple(sources), total, tuple(notes))
+    return ProfileSummary(root=path, files=tuple(sources), analysis=total, notes=tuple(notes))
 
 
 def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:
@@ -233,7 +233,11 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
             for k in kernels:
                 analyzer.add(k)
             use = ("ops", "chains") + (("timeline",) if trace_kind is None else ())
-            files.append(SourceFile(path, kernel_kind, info.rows, info.notes, use))
+            files.append(
+                SourceFile(
+                    path=path, kind=kernel_kind, records=info.rows, notes=info.notes, used_for=use
+                )
+            )
         analysis = analyzer.result()
     if trace_kind is not None:
         trace_total = Analysis()
@@ -241,18 +245,38 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
             part, tinfo = read_trace(path, windows=timeline)
             trace_total = trace_total.merged(part)
             use = ("timeline",) if analysis is not None else ("ops", "chains", "timeline")
-            files.append(SourceFile(path, trace_kind, tinfo.device_tasks, tinfo.notes, use))
+            files.append(
+                SourceFile(
+                    path=path,
+                    kind=trace_kind,
+                    records=tinfo.device_tasks,
+                    notes=tinfo.notes,
+                    used_for=use,
+                )
+            )
         analysis = trace_total if analysis is None else analysis.with_windows(trace_total.windows)
     for path in run.files.get("op_statistic", []):
         stats, info = read_statistic(path)
         if analysis is None:
             analysis = op_table_from_statistic(stats)
-            files.append(SourceFile(path, "op_statistic", info.rows, info.notes, ("ops",)))
+            files.append(
+                SourceFile(
+                    path=path,
+                    kind="op_statistic",
+                    records=info.rows,
+                    notes=info.notes,
+                    used_for=("ops",),
+                )
+            )
         else:
-            files.append(SourceFile(path, "op_statistic", info.rows, (), ()))
+            files.append(
+                SourceFile(path=path, kind="op_statistic", records=info.rows, notes=(), used_for=())
+            )
     for path in run.files.get("operator_details", []):
         info = read_operator_details(path)
-        files.append(SourceFile(path, "operator_details", info.rows, (), ()))
+        files.append(
+            SourceFile(path=path, kind="operator_details", records=info.rows, notes=(), used_for=())
+        )
     if analysis is None:
         analysis = Analysis()
         notes.append(f"{run.folder}: only host-side tables, no device kernels")

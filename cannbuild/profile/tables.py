@@ -61,7 +61,7 @@ SHARED_TEXTS = 1 << 16  # distinct cell texts kept once per table (bounds the ca
 OPERATOR_DETAILS_REQUIRED = ("Name", "Host Total Duration(us)")
 
 
-class TableInfo(Struct, frozen=True):
+class TableInfo(Struct, frozen=True, kw_only=True):
     """What reading a table found, for the report's file list."""
 
     rows: int
@@ -240,14 +240,14 @@ def _read_kernels(
         key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
         kernels.append(
             Kernel(
-                shared(key),
-                name,
-                shared(resolve(name, type_cell)),
-                _number(path, line, start_name, row[cols["start"]]),
-                _number(path, line, dur_name, row[cols["duration"]]),
-                shared(_na(get(row, "core"))),
-                shared(strip_quotes(_na(get(row, "input_shapes")))),
-                shared(_na(get(row, "input_dtypes"))),
+                stream=shared(key),
+                name=name,
+                op_type=shared(resolve(name, type_cell)),
+                start_us=_number(path, line, start_name, row[cols["start"]]),
+                dur_us=_number(path, line, dur_name, row[cols["duration"]]),
+                core=shared(_na(get(row, "core"))),
+                input_shapes=shared(strip_quotes(_na(get(row, "input_shapes")))),
+                input_dtypes=shared(_na(get(row, "input_dtypes"))),
             )
         )
     notes = []
@@ -263,7 +263,7 @@ def _read_kernels(
     # by stream, then time (two stable sorts: no key tuple per kernel at the peak)
     kernels.sort(key=attrgetter("start_us"))
     kernels.sort(key=attrgetter("stream"))
-    return kernels, TableInfo(len(kernels), tuple(notes))
+    return kernels, TableInfo(rows=len(kernels), notes=tuple(notes))
 
 
 class _Shared:
@@ -321,8 +321,16 @@ def _read_statistic(
         total = _number(path, this, "Total Time(us)", row[cols["total"]])
         biggest = _number(path, this, "Max Time(us)", row[cols["max"]]) if "max" in cols else 0.0
         core = row[cols["core"]].strip() if "core" in cols else ""
-        out.append(OpStat(row[cols["type"]].strip(), int(count), total, biggest, core))
-    return out, TableInfo(len(out), ("op statistics only: no kernel order, no chains",))
+        out.append(
+            OpStat(
+                op_type=row[cols["type"]].strip(),
+                count=int(count),
+                total_us=total,
+                max_us=biggest,
+                core=core,
+            )
+        )
+    return out, TableInfo(rows=len(out), notes=("op statistics only: no kernel order, no chains",))
 
 
 def read_operator_details(path: Path) -> TableInfo:
@@ -355,4 +363,4 @@ def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: Any) -
         _check_width(path, this, row, width)
         _number(path, this, "Host Total Duration(us)", row[total])
         count += 1
-    return TableInfo(count, ())
+    return TableInfo(rows=count, notes=())

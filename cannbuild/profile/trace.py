@@ -24,7 +24,7 @@ from .ops import TypeResolver
 DEVICE_PROCESS = "Ascend Hardware"
 
 
-class TraceInfo(Struct, frozen=True):
+class TraceInfo(Struct, frozen=True, kw_only=True):
     events: int
     device_tasks: int
     tracks: Tuple[str, ...]  # process names seen, in pid order
@@ -77,12 +77,12 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
                 raise _BadEvent(index, "has no name")
             analyzer.add(
                 Kernel(
-                    _stream_key(pid, event.get("tid")),
-                    name,
-                    resolve(name),
-                    _float(event, "ts", index),
-                    _float(event, "dur", index),
-                    str(args.get("Task Type", "")) if isinstance(args, dict) else "",
+                    stream=_stream_key(pid, event.get("tid")),
+                    name=name,
+                    op_type=resolve(name),
+                    start_us=_float(event, "ts", index),
+                    dur_us=_float(event, "dur", index),
+                    core=str(args.get("Task Type", "")) if isinstance(args, dict) else "",
                 )
             )
         elif ph == "M":
@@ -106,7 +106,9 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     if not device:
         notes.append("no device tasks (no Ascend Hardware track): was the NPU activity on?")
     tracks = tuple(process[p] for p in sorted(process, key=str))
-    return analysis, TraceInfo(events, device, tracks, tuple(notes))
+    return analysis, TraceInfo(
+        events=events, device_tasks=device, tracks=tracks, notes=tuple(notes)
+    )
 
 
 def _stream_key(pid: Any, tid: Any) -> str:

@@ -34,7 +34,7 @@ def symlink(link: Path, target: str) -> None:
     link.symlink_to(target)
 
 
-class CommandLog(Struct):
+class CommandLog(Struct, kw_only=True):
     """Every command sandbox creation runs, with its output, in one file."""
 
     path: Path

@@ -38,7 +38,7 @@ A3_BUS = (
 )
 
 
-class Variant(Struct, frozen=True):
+class Variant(Struct, frozen=True, kw_only=True):
     name: str
     soc: str
     chip: str
@@ -52,8 +52,25 @@ class Variant(Struct, frozen=True):
 
 
 VARIANTS = {
-    "A2": Variant("A2", "ascend910b", "Ascend910B3", "d802", 8, 1, "910B3"),
-    "A3": Variant("A3", "ascend910_93", "Ascend910_9392", "d803", 8, 2, "Ascend910", "3001"),
+    "A2": Variant(
+        name="A2",
+        soc="ascend910b",
+        chip="Ascend910B3",
+        pci_device="d802",
+        npus=8,
+        dies=1,
+        table_name="910B3",
+    ),
+    "A3": Variant(
+        name="A3",
+        soc="ascend910_93",
+        chip="Ascend910_9392",
+        pci_device="d803",
+        npus=8,
+        dies=2,
+        table_name="Ascend910",
+        subsystem_device="3001",
+    ),
 }
 
 

@@ -44,7 +44,7 @@ OT_DEPS_90 = (
 )
 
 
-class OpbaseFlavor(Struct, frozen=True):
+class OpbaseFlavor(Struct, frozen=True, kw_only=True):
     label: str
     version: str
     version_dir: str
@@ -58,7 +58,7 @@ class OpbaseFlavor(Struct, frozen=True):
     finds_ccache: bool = False
 
 
-class OpsTransformerFlavor(Struct, frozen=True):
+class OpsTransformerFlavor(Struct, frozen=True, kw_only=True):
     label: str
     version: str
     socs: Tuple[str, ...]
@@ -185,7 +185,7 @@ OT_V900 = OpsTransformerFlavor(
 )
 
 
-class Commit(Struct, frozen=True):
+class Commit(Struct, frozen=True, kw_only=True):
     """One commit of a stand-in repository."""
 
     repo: str
@@ -197,33 +197,61 @@ class Commit(Struct, frozen=True):
 
 
 OPBASE_HISTORY: Tuple[Commit, ...] = (
-    Commit("opbase", OPBASE_2025_11, "2025-11-11T10:59:02+08:00", "add third party download path"),
-    Commit("opbase", OPBASE_V850, "2025-12-26T12:00:00+08:00", "release 8.5.0", ("v8.5.0",)),
-    Commit("opbase", OPBASE_V900, "2026-02-28T12:00:00+08:00", "log reporting changes"),
     Commit(
-        "opbase",
-        OPBASE_V900,
-        "2026-03-20T12:00:00+08:00",
-        "release 9.0.0",
-        ("v9.0.0",),
+        repo="opbase",
+        flavor=OPBASE_2025_11,
+        date="2025-11-11T10:59:02+08:00",
+        message="add third party download path",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V850,
+        date="2025-12-26T12:00:00+08:00",
+        message="release 8.5.0",
+        tags=("v8.5.0",),
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-02-28T12:00:00+08:00",
+        message="log reporting changes",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-03-20T12:00:00+08:00",
+        message="release 9.0.0",
+        tags=("v9.0.0",),
         note="Release 9.0.0.",
     ),
 )
 OT_HISTORY: Tuple[Commit, ...] = (
     Commit(
-        "ops-transformer",
-        OT_2025_11,
-        "2025-11-15T19:15:16+08:00",
-        "nsa_select_attention_infer: rename",
+        repo="ops-transformer",
+        flavor=OT_2025_11,
+        date="2025-11-15T19:15:16+08:00",
+        message="nsa_select_attention_infer: rename",
     ),
-    Commit("ops-transformer", OT_V850, "2025-12-27T12:00:00+08:00", "release 8.5.0", ("v8.5.0",)),
-    Commit("ops-transformer", OT_V900, "2026-03-21T12:00:00+08:00", "release 9.0.0", ("v9.0.0",)),
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V850,
+        date="2025-12-27T12:00:00+08:00",
+        message="release 8.5.0",
+        tags=("v8.5.0",),
+    ),
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V900,
+        date="2026-03-21T12:00:00+08:00",
+        message="release 9.0.0",
+        tags=("v9.0.0",),
+    ),
 )
 # ops-transformer v9.0.0 pins this opbase commit (not the v9.0.0 tag), as the real one does.
 OT_V900_OPBASE_PIN_INDEX = 2
 
 
-class Release(Struct, frozen=True):
+class Release(Struct, frozen=True, kw_only=True):
     """A CANN release the sandbox can lay out."""
 
     version: str

@@ -14,13 +14,13 @@ CREATING_MARK = ".creating"
 SCHEMA = 1
 
 
-class SandboxSpec(Struct, frozen=True):
+class SandboxSpec(Struct, frozen=True, kw_only=True):
     dir: Path
     variant: str = "A2"  # A2 (8 x 910B3) or A3 (8 x 2-die Ascend910_9392)
     cann: str = "8.5.0"
 
 
-class SandboxInfo(Struct, frozen=True):
+class SandboxInfo(Struct, frozen=True, kw_only=True):
     dir: Path
     variant: str
     cann: str

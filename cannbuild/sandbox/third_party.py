@@ -39,7 +39,7 @@ MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
 _RELEASES = UPSTREAM + "cann-src-third-party/"
 
 
-class StandinArchive(Struct, frozen=True):
+class StandinArchive(Struct, frozen=True, kw_only=True):
     key: str
     url: str
     data: bytes
@@ -164,21 +164,21 @@ def standin_archives() -> Dict[str, StandinArchive]:
 
     json_header = _stub("nlohmann json 3.11.3") + "#define NLOHMANN_JSON_VERSION_MAJOR 3\n"
     archives = [
-        StandinArchive("makeself", MAKESELF_URL, makeself),
+        StandinArchive(key="makeself", url=MAKESELF_URL, data=makeself),
         StandinArchive(
-            "protobuf",
-            _RELEASES + "protobuf/releases/download/v25.1/protobuf-25.1.tar.gz",
-            protobuf("25.1", "4025001"),
+            key="protobuf",
+            url=_RELEASES + "protobuf/releases/download/v25.1/protobuf-25.1.tar.gz",
+            data=protobuf("25.1", "4025001"),
         ),
         StandinArchive(
-            "protobuf313",
-            _RELEASES + "protobuf/releases/download/v3.13.0/protobuf-3.13.0.tar.gz",
-            protobuf("3.13.0", "3013000"),
+            key="protobuf313",
+            url=_RELEASES + "protobuf/releases/download/v3.13.0/protobuf-3.13.0.tar.gz",
+            data=protobuf("3.13.0", "3013000"),
         ),
         StandinArchive(
-            "abseil",
-            _RELEASES + "abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz",
-            _source_tree(
+            key="abseil",
+            url=_RELEASES + "abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz",
+            data=_source_tree(
                 "abseil-cpp-20230802.1",
                 {
                     "CMakeLists.txt": "# cannbuild sandbox stand-in for abseil-cpp 20230802.1\n",
@@ -189,19 +189,19 @@ def standin_archives() -> Dict[str, StandinArchive]:
             ),
         ),
         StandinArchive(
-            "eigen34",
-            _RELEASES + "eigen/releases/download/3.4.0/eigen-3.4.0.tar.gz",
-            eigen("3.4.0"),
+            key="eigen34",
+            url=_RELEASES + "eigen/releases/download/3.4.0/eigen-3.4.0.tar.gz",
+            data=eigen("3.4.0"),
         ),
         StandinArchive(
-            "eigen50",
-            _RELEASES + "eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz",
-            eigen("5.0.0"),
+            key="eigen50",
+            url=_RELEASES + "eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz",
+            data=eigen("5.0.0"),
         ),
         StandinArchive(
-            "json",
-            _RELEASES + "json/releases/download/v3.11.3/include.zip",
-            _zip(
+            key="json",
+            url=_RELEASES + "json/releases/download/v3.11.3/include.zip",
+            data=_zip(
                 {
                     "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
                     "include/nlohmann/json.hpp": json_header,

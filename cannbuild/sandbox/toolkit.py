@@ -36,7 +36,7 @@ PLATFORM_CONFIGS = (
 )
 
 
-class ToolkitTree(Struct, frozen=True):
+class ToolkitTree(Struct, frozen=True, kw_only=True):
     root: Path  # <sysroot>/usr/local/Ascend
     install: Path  # the real tree: cann-<ver> or ascend-toolkit/<ver>
     home: Path  # what ASCEND_HOME_PATH is: cann-<ver> or ascend-toolkit/latest

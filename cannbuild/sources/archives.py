@@ -40,7 +40,7 @@ _HASH = re.compile(
 )
 
 
-class Declared(Struct, frozen=True):
+class Declared(Struct, frozen=True, kw_only=True):
     """An archive a repo's CMake downloads, as its `cmake/third_party/*.cmake` declares it."""
 
     name: str
@@ -50,7 +50,7 @@ class Declared(Struct, frozen=True):
     sha256: Optional[str] = None
 
 
-class Needed(Struct, frozen=True):
+class Needed(Struct, frozen=True, kw_only=True):
     """One archive a repo's build downloads at its pinned commit, and where its copy goes."""
 
     name: str
@@ -62,7 +62,7 @@ class Needed(Struct, frozen=True):
     sha256: Optional[str] = None
 
 
-class ArchivePlan(Struct, frozen=True):
+class ArchivePlan(Struct, frozen=True, kw_only=True):
     placed: Tuple[Needed, ...]  # fetched, locked, bundled and put in place
     unplaceable: Tuple[Needed, ...]  # the build downloads them itself, every time
     unknown: Tuple[Declared, ...]  # declared, but the recipe says nothing of them
@@ -128,15 +128,19 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
             if url in found:
                 old = found[url]
                 found[url] = Declared(
-                    old.name,
-                    url,
-                    old.where,
-                    old.md5 or facts.get("md5"),
-                    old.sha256 or facts.get("sha256"),
+                    name=old.name,
+                    url=url,
+                    where=old.where,
+                    md5=old.md5 or facts.get("md5"),
+                    sha256=old.sha256 or facts.get("sha256"),
                 )
             else:
                 found[url] = Declared(
-                    archive_name(url), url, facts["where"], facts.get("md5"), facts.get("sha256")
+                    name=archive_name(url),
+                    url=url,
+                    where=facts["where"],
+                    md5=facts.get("md5"),
+                    sha256=facts.get("sha256"),
                 )
     return tuple(found.values())
 
@@ -192,7 +196,7 @@ def plan_archives(
         )
         (placed if item.place else unplaceable).append(item)
     unknown = tuple(d for d in declared if d.name not in covered)
-    return ArchivePlan(tuple(placed), tuple(unplaceable), unknown)
+    return ArchivePlan(placed=tuple(placed), unplaceable=tuple(unplaceable), unknown=unknown)
 
 
 def _listed(declared: Sequence[Declared]) -> str:

@@ -75,7 +75,7 @@ def resolve_ref(
 # --- checkouts -----------------------------------------------------------------
 
 
-class Nested(Struct, frozen=True):
+class Nested(Struct, frozen=True, kw_only=True):
     """A second clone inside a checkout (opbase source inside ops-transformer >= 9.0)."""
 
     dest: str
@@ -84,7 +84,7 @@ class Nested(Struct, frozen=True):
     url: str
 
 
-class Seed(Struct, frozen=True):
+class Seed(Struct, frozen=True, kw_only=True):
     """A third-party archive put into a checkout where its ref looks for a local copy:
     copied to `dest`, or unpacked there when `dest` ends with "/"."""
 

@@ -107,7 +107,7 @@ def mirror_git_env(mirrors: Sequence[Tuple[str, str]], offline: bool) -> Dict[st
     return env
 
 
-class Fetcher(Struct, frozen=True):
+class Fetcher(Struct, frozen=True, kw_only=True):
     mirrors: Tuple[Tuple[str, str], ...] = ()
     offline: bool = False
     retries: int = 3
@@ -279,7 +279,11 @@ class Fetcher(Struct, frozen=True):
 
                 shutil.copyfile(unquote(urlsplit(source).path), tmp)
             else:
-                rule = TransferRule(low_speed_bps, low_speed_time_s, budget_s)
+                rule = TransferRule(
+                    low_speed_bps=low_speed_bps,
+                    low_speed_time_s=low_speed_time_s,
+                    budget_s=budget_s,
+                )
                 self._http_get(source, tmp, rule)
         except Stalled as exc:
             safefs.remove(owner, tmp, "the download cache", ignore_errors=True)

@@ -38,21 +38,21 @@ SANDBOX_HEADER = (
 )
 
 
-class LockedRepo(Struct, frozen=True):
+class LockedRepo(Struct, frozen=True, kw_only=True):
     name: str
     url: str
     ref: str
     commit: str
 
 
-class LockedArchive(Struct, frozen=True):
+class LockedArchive(Struct, frozen=True, kw_only=True):
     name: str
     url: str
     sha256: str
     repos: Tuple[str, ...] = ()  # the checkouts it is put into
 
 
-class Lock(Struct, frozen=True):
+class Lock(Struct, frozen=True, kw_only=True):
     recipe: str
     recipe_digest: str
     toolkit_version: str
@@ -257,7 +257,7 @@ def write_lock(path: Path, lock: Lock) -> None:
     write_atomic(path, lock.to_toml().encode("utf-8"))
 
 
-class Wanted(Struct, frozen=True):
+class Wanted(Struct, frozen=True, kw_only=True):
     """What this run would lock, before commits and hashes are known."""
 
     recipe: str

@@ -58,11 +58,11 @@ def wanted_for(session: Session) -> Wanted:
         repos.append((repo.name, repo.url, describe_ref(ref)))
     archives = recipe.added_archives
     return Wanted(
-        recipe.name,
-        session.toolkit.version_text or "",
-        session.soc,
-        tuple(repos),
-        archives,
+        recipe=recipe.name,
+        toolkit_version=session.toolkit.version_text or "",
+        soc=session.soc,
+        repos=tuple(repos),
+        archives=archives,
         sandbox=session.sandbox is not None,
     )
 
@@ -145,13 +145,17 @@ def sources_from_lock(session: Session) -> Optional[SourceState]:
             pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
             if pinned is None:
                 return None
-            nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
+            nested.append(
+                Nested(dest=repo.source_pin.dest, cache=Path(), commit=pinned.commit, url="")
+            )
         seeds = locked_seeds(session, repo, lock)
         if seeds is None:
             return None
         identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
     checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
-    return SourceState(lock, checkouts, identities, (), False)
+    return SourceState(
+        lock=lock, checkouts=checkouts, identities=identities, changed=(), lock_written=False
+    )
 
 
 def locked_seeds(session: Session, repo: RepoSpec, lock: Lock) -> Optional[List[Seed]]:
@@ -166,7 +170,9 @@ def locked_seeds(session: Session, repo: RepoSpec, lock: Lock) -> Optional[List[
         if index is None:
             return None
         path = archive_path(session.ws, archive.sha256, archive.url)
-        ordered.append((index, Seed(path, rules[index].place[0], archive.sha256)))
+        ordered.append(
+            (index, Seed(source=path, dest=rules[index].place[0], sha256=archive.sha256))
+        )
     return [seed for _, seed in sorted(ordered, key=lambda pair: pair[0])]
 
 

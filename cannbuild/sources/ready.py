@@ -134,12 +134,12 @@ class PendingSources:
             assert self.existing is not None
             lock = self.existing
         self._state = SourceState(
-            lock,
-            {r.name: r.path for r in ready},
-            {r.name: r.identity for r in ready},
-            [r.name for r in ready if r.changed],
-            written,
-            tuple(notes),
+            lock=lock,
+            checkouts={r.name: r.path for r in ready},
+            identities={r.name: r.identity for r in ready},
+            changed=[r.name for r in ready if r.changed],
+            lock_written=written,
+            notes=tuple(notes),
         )
         return self._state
 
@@ -199,7 +199,9 @@ class PendingSources:
                         "Check upstream; run `cannbuild lock` to accept the new commit on purpose.",
                     )
                 commit = locked.commit
-        entries = [LockedRepo(repo.name, redact(repo.url), describe_ref(ref), commit)]
+        entries = [
+            LockedRepo(name=repo.name, url=redact(repo.url), ref=describe_ref(ref), commit=commit)
+        ]
         nested: List[Nested] = []
         if repo.source_pin:
             entry = self._pin(repo, commit, cache)
@@ -207,10 +209,10 @@ class PendingSources:
             pin = repo.source_pin
             nested.append(
                 Nested(
-                    pin.dest,
-                    cache_path(ws, pin.repo),
-                    entry.commit,
-                    session.recipe.repo(pin.repo).url,
+                    dest=pin.dest,
+                    cache=cache_path(ws, pin.repo),
+                    commit=entry.commit,
+                    url=session.recipe.repo(pin.repo).url,
                 )
             )
         self._stage(repo)
@@ -220,15 +222,15 @@ class PendingSources:
             fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
         )
         return RepoReady(
-            repo.name,
-            path,
-            checkout_identity(commit, nested, seeds),
-            changed,
-            tuple(entries),
-            when,
-            moved,
-            tuple(archives),
-            tuple(notes),
+            name=repo.name,
+            path=path,
+            identity=checkout_identity(commit, nested, seeds),
+            changed=changed,
+            locked=tuple(entries),
+            commit_time=when,
+            moved=moved,
+            archives=tuple(archives),
+            notes=tuple(notes),
         )
 
     def _archives(
@@ -268,8 +270,10 @@ class PendingSources:
                 self._stage(repo)
                 path, sha = ensure_archive(fetcher, ws, item.url, expected)
             check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
-            seeds.append(Seed(path, item.place, sha))
-            archives.append(LockedArchive(item.name, redact(item.url), sha, (repo.name,)))
+            seeds.append(Seed(source=path, dest=item.place, sha256=sha))
+            archives.append(
+                LockedArchive(name=item.name, url=redact(item.url), sha256=sha, repos=(repo.name,))
+            )
         return seeds, archives, notes
 
     def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
@@ -323,5 +327,8 @@ class PendingSources:
                 "Check the mirror serves the whole repository, or pin another commit.",
             )
         return LockedRepo(
-            pin_name(repo.name, pin.dest), redact(source.url), f"pinned by {pin.pin_file}", pinned
+            name=pin_name(repo.name, pin.dest),
+            url=redact(source.url),
+            ref=f"pinned by {pin.pin_file}",
+            commit=pinned,
         )

@@ -28,7 +28,7 @@ class Stalled(Exception):
         self.budget_spent = budget_spent
 
 
-class TransferRule(Struct, frozen=True):
+class TransferRule(Struct, frozen=True, kw_only=True):
     """The bounds of one download: the low-speed limit and the budget for all attempts."""
 
     low_speed_bps: int

@@ -34,13 +34,13 @@ class ArgvError(Exception):
         self.choices = tuple(choices)
 
 
-class Call(Struct):
+class Call(Struct, kw_only=True):
     task: TaskSpec
     args: List[str] = field(default_factory=list)
     values: Dict[str, Any] = field(default_factory=dict)
 
 
-class Invocation(Struct):
+class Invocation(Struct, kw_only=True):
     core: Dict[str, Any]
     calls: List[Call]
     remainder: List[str]  # after `--`, for --complete
@@ -85,7 +85,7 @@ def _option(call: Call, word: str) -> Tuple[Option, Optional[str]]:
                 return option, rest.removeprefix("=")
     for positional, text in spec.positional:
         if name == "--" + positional.replace("_", "-"):
-            return Option(positional, str, None, text), glued
+            return Option(name=positional, kind=str, default=None, help=text), glued
     names = [n for o in spec.options for n in o.spellings]
     names += ["--" + p.replace("_", "-") for p, _ in spec.positional]
     raise ArgvError(f"{spec.name} does not take '{word}'", word, names)
@@ -125,7 +125,7 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
         spec = find(words[i])
         if spec is None:
             raise ArgvError(f"there is no task '{words[i]}'", words[i])
-        call = Call(spec)
+        call = Call(task=spec)
         calls.append(call)
         i += 1
         while i < len(words):
@@ -155,7 +155,7 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
             raise ArgvError(f"{spec.name} needs {' '.join(missing)}")
     if remainder and "complete" not in core:  # only the completion script passes words so
         raise ArgvError(f"no task takes words after '--' (got '{' '.join(remainder)}')")
-    return Invocation(core, calls, remainder)
+    return Invocation(core=core, calls=calls, remainder=remainder)
 
 
 def values_for(call: Call) -> Dict[str, Any]:

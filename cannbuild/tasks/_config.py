@@ -33,7 +33,7 @@ MAX_CONFIG_DEPTH = 64
 MAX_CONFIG_EXPANDED = 4 * CONFIG_BYTES
 
 
-class TaskContext(Struct, frozen=True):
+class TaskContext(Struct, frozen=True, kw_only=True):
     """What a task body gets as `c` from the `cannbuild` script: the config (`c.config`),
     as invoke's Context gives it under `invoke TASK`."""
 
@@ -61,7 +61,7 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
     for path in found + ([Path(runtime)] if runtime else []):
         check_config_file(path, given if runtime and path == Path(runtime) else "config file")
     if not runtime and not found:
-        return TaskContext({})
+        return TaskContext(config={})
     from invoke.config import Config
 
     try:
@@ -85,7 +85,7 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
         ) from None
     config.merge()
     config.load_shell_env()
-    return TaskContext(config)
+    return TaskContext(config=config)
 
 
 def check_config_file(path: Path, what: str) -> None:

@@ -22,7 +22,7 @@ def sandboxed(options: Options, dry_run: bool) -> Any:
     from ..build.session import Sandboxed, with_sandbox
 
     if not options.sandbox:
-        return Sandboxed(options)
+        return Sandboxed(options=options)
     if dry_run:
         from ..sandbox import plan_sandbox, resolve_spec
 

@@ -149,7 +149,13 @@ def run_and_report(
     if validate:
         ui.print_doctor_summary(session.host)
     progress = ConsoleProgress(verbose=bool(flags.get("verbose")))
-    request = RunRequest(command, tuple(phases), validate, tuple(names), not revalidate)
+    request = RunRequest(
+        command=command,
+        phases=tuple(phases),
+        validate=validate,
+        case_names=tuple(names),
+        reuse_validation=not revalidate,
+    )
     run = run_pipeline(session, os.environ, request, progress)
     for text in run.notes:
         progress.note(text)  # what resolving found: a moved tag, an updated lock
@@ -203,7 +209,7 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
     from ..workspace import Workspace
 
     options = lock_to_read(c, flags, make_options(c, flags))
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     target = Path(os.path.abspath(out))  # not resolved: a link at OUT is refused, not followed
     refuse_foreign_out(target)
     if flags.get("dry_run"):
@@ -275,7 +281,7 @@ def clean(
             ui.note(f"would remove {path}")
         ui.note(f"dry run: {len(targets)} paths would be removed; nothing was changed.")
         return
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     with WorkspaceLock(ws, "cannbuild clean", options.wait, ui.waiting, sweep=False):
         # planned again under the lock: a run that held it may have changed what is there
         targets = clean_plan(

@@ -54,7 +54,9 @@ def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) 
         )
     options = make_options(c, flags)
     spec = SandboxSpec(
-        Path(dir).resolve(), options.sandbox_variant or "A2", options.sandbox_cann or "8.5.0"
+        dir=Path(dir).resolve(),
+        variant=options.sandbox_variant or "A2",
+        cann=options.sandbox_cann or "8.5.0",
     )
     if flags.get("dry_run"):
         ui.note(f"dry run: {plan_sandbox(spec)}; nothing was changed")

@@ -30,7 +30,7 @@ from .cases import RULE, CaseResult
 PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
 
-class ValidationCheck(Struct):
+class ValidationCheck(Struct, kw_only=True):
     id: str
     status: str
     message: str
@@ -40,7 +40,7 @@ class ValidationCheck(Struct):
         return {"id": self.id, "status": self.status, "message": self.message, **self.details}
 
 
-class ValidationReport(Struct):
+class ValidationReport(Struct, kw_only=True):
     target: str
     checks: List[ValidationCheck]
     cases: List[CaseResult]
@@ -99,7 +99,7 @@ def check_verdict(validation: Mapping[str, Any], require_device: bool) -> None:
         )
 
 
-class ValidationInputs(Struct, frozen=True):
+class ValidationInputs(Struct, frozen=True, kw_only=True):
     """What validation needs from a session, as plain data."""
 
     vendor_dir: Path
@@ -222,23 +222,27 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
     lib = check_library(inp.library, inp.symbols, inp.env, host_arch())
     checks.append(
         ValidationCheck(
-            "library",
-            PASS if lib.ok else FAIL,
-            f"{inp.library.name} exports {', '.join(lib.exported)}; all dependencies resolve"
+            id="library",
+            status=PASS if lib.ok else FAIL,
+            message=f"{inp.library.name} exports {', '.join(lib.exported)}; all dependencies resolve"
             if lib.ok
             else "; ".join(lib.problems),
-            {"path": str(inp.library), "resolved": lib.resolved},
+            details={"path": str(inp.library), "resolved": lib.resolved},
         )
     )
     selected = cases.select(inp.case_names)
     results: List[cases.CaseResult] = []
     if inp.target is None:
-        checks.append(ValidationCheck("capi", SKIPPED, inp.no_device_reason))
-        results = [cases.CaseResult(c, SKIPPED, inp.no_device_reason) for c in selected]
+        checks.append(ValidationCheck(id="capi", status=SKIPPED, message=inp.no_device_reason))
+        results = [
+            cases.CaseResult(case=c, status=SKIPPED, message=inp.no_device_reason) for c in selected
+        ]
     elif not inp.library.is_file():
         checks.append(
             ValidationCheck(
-                "capi", SKIPPED, "not run: the operator library is missing (see the library check)"
+                id="capi",
+                status=SKIPPED,
+                message="not run: the operator library is missing (see the library check)",
             )
         )
     else:
@@ -258,10 +262,10 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         )
         checks.append(
             ValidationCheck(
-                "example",
-                ex.status,
-                ex.message,
-                {
+                id="example",
+                status=ex.status,
+                message=ex.message,
+                details={
                     "command": ex.command,
                     "exit_code": ex.exit_code,
                     "tail": list(ex.tail),
@@ -270,9 +274,14 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
             )
         )
     elif inp.example_argv:
-        checks.append(ValidationCheck("example", SKIPPED, inp.no_device_reason))
+        checks.append(ValidationCheck(id="example", status=SKIPPED, message=inp.no_device_reason))
     checks.append(_torch_npu_check(inp, selected))
-    return ValidationReport(inp.target or "none", checks, results, time.monotonic() - start)
+    return ValidationReport(
+        target=inp.target or "none",
+        checks=checks,
+        cases=results,
+        duration_s=time.monotonic() - start,
+    )
 
 
 def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> ValidationCheck:
@@ -287,16 +296,18 @@ def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> V
     if why_not is None:
         why_not = cases.why_no_torch()
     if why_not:
-        return ValidationCheck("torch_npu", SKIPPED, why_not)
+        return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
     outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
-    return ValidationCheck("torch_npu", outcome.status, outcome.message, outcome.details)
+    return ValidationCheck(
+        id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
+    )
 
 
 def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     missing_torch = cases.why_no_torch()
     if missing_torch:
-        return ValidationCheck("capi", SKIPPED, missing_torch), [
-            cases.CaseResult(c, SKIPPED, missing_torch) for c in selected
+        return ValidationCheck(id="capi", status=SKIPPED, message=missing_torch), [
+            cases.CaseResult(case=c, status=SKIPPED, message=missing_torch) for c in selected
         ]
     # workdir is <workspace>/validate: nothing below the workspace is written through a link
     work = safefs.make_dirs(inp.workdir.parent, inp.workdir, "the validation folder")
@@ -308,9 +319,9 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
             next((line for line in lines if "error" in line), compiled.output[-300:]),
         )
         message = f"fa_check does not compile and link against the package: {first}"
-        return ValidationCheck("capi", FAIL, message, {"command": compiled.command}), [
-            cases.CaseResult(c, FAIL, message) for c in selected
-        ]
+        return ValidationCheck(
+            id="capi", status=FAIL, message=message, details={"command": compiled.command}
+        ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
     data = safefs.fresh(work.parent, work / "cases", "the validation cases")
     tensors = {c.name: cases.write_inputs(c, data) for c in selected}
     manifest = data / "manifest.txt"
@@ -322,7 +333,11 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     for case in selected:
         case_run = runs[case.name]
         if not case_run.ok:
-            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {case_run.error}"))
+            results.append(
+                cases.CaseResult(
+                    case=case, status=FAIL, message=f"ACL/aclnn error: {case_run.error}"
+                )
+            )
             continue
         results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
     failed = [r for r in results if r.status == FAIL]
@@ -336,7 +351,10 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
         message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
         status = PASS
     return ValidationCheck(
-        "capi", status, message, {"command": compiled.command, "exit_code": code}
+        id="capi",
+        status=status,
+        message=message,
+        details={"command": compiled.command, "exit_code": code},
     ), results
 
 
@@ -372,7 +390,7 @@ def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str
     return dict(capture_env(set_env, base).env)
 
 
-class ValidationRun(Struct, frozen=True):
+class ValidationRun(Struct, frozen=True, kw_only=True):
     validation: Mapping[str, Any]  # the report's validation part
     report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
     reused_from: Optional[str]
@@ -399,8 +417,12 @@ def validate_session(
     cached = read_json(stamp_file) if reuse else None
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
-        return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
+        return ValidationRun(
+            validation=dict(cached["validation"], reused_from=reused_from),
+            report=None,
+            reused_from=reused_from,
+        )
     report = run_validation(replace(inputs, env=with_package_env(session, inputs.env)))
     validation = report.to_json()
     write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
-    return ValidationRun(validation, report, None)
+    return ValidationRun(validation=validation, report=report, reused_from=None)

@@ -28,14 +28,14 @@ COMPILE_TIMEOUT_S = 600
 _CASE_LINE = re.compile(r"^CASE (\S+) (OK|ERROR)(?: (.*))?$")
 
 
-class Compiled(Struct, frozen=True):
+class Compiled(Struct, frozen=True, kw_only=True):
     ok: bool
     binary: Optional[Path]
     command: str
     output: str
 
 
-class CaseRun(Struct, frozen=True):
+class CaseRun(Struct, frozen=True, kw_only=True):
     name: str
     ok: bool
     kernel_ms: Optional[float]
@@ -90,14 +90,14 @@ def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compil
             key.update(path.read_bytes())
     stamp = workdir / "fa_check.key"
     if binary.is_file() and stamp.is_file() and stamp.read_text() == key.hexdigest():
-        return Compiled(True, binary, shown, "(cached)")
+        return Compiled(ok=True, binary=binary, command=shown, output="(cached)")
     workdir.mkdir(parents=True, exist_ok=True)
     proc = run(argv, env=env, timeout=COMPILE_TIMEOUT_S)
     output = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     if proc.returncode != 0:
-        return Compiled(False, None, shown, output)
+        return Compiled(ok=False, binary=None, command=shown, output=output)
     write_atomic(stamp, key.hexdigest().encode())
-    return Compiled(True, binary, shown, output)
+    return Compiled(ok=True, binary=binary, command=shown, output=output)
 
 
 def run_cases(
@@ -116,14 +116,19 @@ def run_cases(
                 ms: Optional[float] = float(rest)
             except ValueError:
                 ms = None
-            runs[name] = CaseRun(name, True, ms, None)
+            runs[name] = CaseRun(name=name, ok=True, kernel_ms=ms, error=None)
         else:
-            runs[name] = CaseRun(name, False, None, rest)
+            runs[name] = CaseRun(name=name, ok=False, kernel_ms=None, error=rest)
     output = (stdout + proc.stderr.decode("utf-8", "replace")).strip()
     for name in names:
         if name not in runs:
             last = output.splitlines()[-1] if output else f"exit code {proc.returncode}"
-            runs[name] = CaseRun(name, False, None, f"fa_check did not run this case ({last})")
+            runs[name] = CaseRun(
+                name=name,
+                ok=False,
+                kernel_ms=None,
+                error=f"fa_check did not run this case ({last})",
+            )
     return runs, output, proc.returncode
 
 

@@ -33,7 +33,7 @@ SEED = 0
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
-class Case(Struct, frozen=True):
+class Case(Struct, frozen=True, kw_only=True):
     name: str
     dtype: str  # fp32 | fp16 | bf16
     layout: str  # BNSD | BSH | SBH | BSND
@@ -50,23 +50,25 @@ class Case(Struct, frozen=True):
 
 
 # Every dtype in BNSD and BSH; S = 1, 128, 513, 2048; D = 64, 128; GQA (N1 = 2 N2); masked and not.
+# fmt: off
 CASES: Tuple[Case, ...] = (
-    Case("fp16_bnsd_s1_d64_gqa", "fp16", "BNSD", 1, 4, 2, 1, 64, False),
-    Case("fp16_bsh_s128_d128_causal", "fp16", "BSH", 2, 2, 2, 128, 128, True),
-    Case("fp16_bnsd_s513_d64_causal", "fp16", "BNSD", 1, 4, 4, 513, 64, True),
-    Case("fp16_bsh_s2048_d128", "fp16", "BSH", 1, 2, 2, 2048, 128, False),
-    Case("bf16_bnsd_s128_d64_gqa_causal", "bf16", "BNSD", 1, 4, 2, 128, 64, True),
-    Case("bf16_bsh_s513_d128_gqa", "bf16", "BSH", 1, 2, 1, 513, 128, False),
-    Case("bf16_bsh_s2048_d64_causal", "bf16", "BSH", 1, 2, 2, 2048, 64, True),
-    Case("bf16_bnsd_s1_d128_causal", "bf16", "BNSD", 1, 2, 2, 1, 128, True),
-    Case("fp32_bnsd_s2048_d128_gqa", "fp32", "BNSD", 1, 2, 1, 2048, 128, False),
-    Case("fp32_bsh_s1_d128_causal", "fp32", "BSH", 1, 2, 2, 1, 128, True),
-    Case("fp32_bnsd_s513_d64_gqa_causal", "fp32", "BNSD", 1, 4, 2, 513, 64, True),
-    Case("fp32_bsh_s128_d64_gqa", "fp32", "BSH", 1, 2, 1, 128, 64, False),
+    Case(name="fp16_bnsd_s1_d64_gqa", dtype="fp16", layout="BNSD", B=1, N1=4, N2=2, S=1, D=64, causal=False),
+    Case(name="fp16_bsh_s128_d128_causal", dtype="fp16", layout="BSH", B=2, N1=2, N2=2, S=128, D=128, causal=True),
+    Case(name="fp16_bnsd_s513_d64_causal", dtype="fp16", layout="BNSD", B=1, N1=4, N2=4, S=513, D=64, causal=True),
+    Case(name="fp16_bsh_s2048_d128", dtype="fp16", layout="BSH", B=1, N1=2, N2=2, S=2048, D=128, causal=False),
+    Case(name="bf16_bnsd_s128_d64_gqa_causal", dtype="bf16", layout="BNSD", B=1, N1=4, N2=2, S=128, D=64, causal=True),
+    Case(name="bf16_bsh_s513_d128_gqa", dtype="bf16", layout="BSH", B=1, N1=2, N2=1, S=513, D=128, causal=False),
+    Case(name="bf16_bsh_s2048_d64_causal", dtype="bf16", layout="BSH", B=1, N1=2, N2=2, S=2048, D=64, causal=True),
+    Case(name="bf16_bnsd_s1_d128_causal", dtype="bf16", layout="BNSD", B=1, N1=2, N2=2, S=1, D=128, causal=True),
+    Case(name="fp32_bnsd_s2048_d128_gqa", dtype="fp32", layout="BNSD", B=1, N1=2, N2=1, S=2048, D=128, causal=False),
+    Case(name="fp32_bsh_s1_d128_causal", dtype="fp32", layout="BSH", B=1, N1=2, N2=2, S=1, D=128, causal=True),
+    Case(name="fp32_bnsd_s513_d64_gqa_causal", dtype="fp32", layout="BNSD", B=1, N1=4, N2=2, S=513, D=64, causal=True),
+    Case(name="fp32_bsh_s128_d64_gqa", dtype="fp32", layout="BSH", B=1, N1=2, N2=1, S=128, D=64, causal=False),
 )
+# fmt: on
 
 
-class CaseResult(Struct):
+class CaseResult(Struct, kw_only=True):
     case: Case
     status: str  # PASS | FAIL | SKIPPED
     message: str = ""
@@ -247,12 +249,15 @@ def judge_files(
         out, smax, ssum = read_outputs(case, directory)
     except (OSError, RuntimeError, ValueError) as exc:
         return CaseResult(
-            case, Verdict.FAIL, f"the outputs cannot be read: {exc}", kernel_ms=kernel_ms
+            case=case,
+            status=Verdict.FAIL,
+            message=f"the outputs cannot be read: {exc}",
+            kernel_ms=kernel_ms,
         )
     return judge(case, tensors, out, smax, ssum, kernel_ms, expected)
 
 
-class Reference(Struct, frozen=True):
+class Reference(Struct, frozen=True, kw_only=True):
     """What a case's outputs are judged against; the same for every route."""
 
     out: Any  # float64 attentionOut, (b, n, s, d)
@@ -301,7 +306,7 @@ def judge(
     out = out.cpu()
     ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
-    result = CaseResult(case, Verdict.PASS, kernel_ms=kernel_ms)
+    result = CaseResult(case=case, status=Verdict.PASS, kernel_ms=kernel_ms)
     bad = ~torch.isfinite(got)
     if bool(bad.any()):
         idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]

@@ -21,7 +21,7 @@ MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 SYSTEM_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
 
-class ElfInfo(Struct, frozen=True):
+class ElfInfo(Struct, frozen=True, kw_only=True):
     machine: str
     elfclass: int
     exported: Set[str]
@@ -29,7 +29,7 @@ class ElfInfo(Struct, frozen=True):
     rpaths: Tuple[str, ...]
 
 
-class LibraryCheck(Struct, frozen=True):
+class LibraryCheck(Struct, frozen=True, kw_only=True):
     path: Path
     ok: bool
     problems: Tuple[str, ...]
@@ -70,7 +70,13 @@ def read_elf(path: Path) -> ElfInfo:
                     rpaths.extend(tag.rpath.split(":"))
         origin = str(path.parent)
         rpaths = [r.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for r in rpaths if r]
-        return ElfInfo(elf["e_machine"], elf.elfclass, exported, tuple(needed), tuple(rpaths))
+        return ElfInfo(
+            machine=elf["e_machine"],
+            elfclass=elf.elfclass,
+            exported=exported,
+            needed=tuple(needed),
+            rpaths=tuple(rpaths),
+        )
 
 
 def system_libraries() -> Dict[str, str]:
@@ -112,11 +118,13 @@ def check_library(
     from elftools.common.exceptions import ELFError
 
     if not path.is_file():
-        return LibraryCheck(path, False, (f"{path} does not exist",))
+        return LibraryCheck(path=path, ok=False, problems=(f"{path} does not exist",))
     try:
         info = read_elf(path)
     except (ELFError, OSError) as exc:
-        return LibraryCheck(path, False, (f"{path.name} is not a readable ELF file ({exc})",))
+        return LibraryCheck(
+            path=path, ok=False, problems=(f"{path.name} is not a readable ELF file ({exc})",)
+        )
     problems: List[str] = []
     want_machine = MACHINES.get(host_arch)
     if want_machine and info.machine != want_machine:
@@ -153,9 +161,9 @@ def check_library(
             except (ELFError, OSError):
                 problems.append(f"{hit} (needed by {owner}) is not a readable ELF file")
     return LibraryCheck(
-        path,
-        not problems,
-        tuple(problems),
-        tuple(sorted(s for s in symbols if s in info.exported)),
-        resolved,
+        path=path,
+        ok=not problems,
+        problems=tuple(problems),
+        exported=tuple(sorted(s for s in symbols if s in info.exported)),
+        resolved=resolved,
     )

@@ -50,7 +50,7 @@ LOOKUPS = ("custom-opp", "opp")
 TIMEOUT_S = 600
 
 
-class ExampleRun(Struct, frozen=True):
+class ExampleRun(Struct, frozen=True, kw_only=True):
     """One example file's share of the output, judged."""
 
     file: str
@@ -69,7 +69,7 @@ class ExampleRun(Struct, frozen=True):
         }
 
 
-class ExampleResult(Struct, frozen=True):
+class ExampleResult(Struct, frozen=True, kw_only=True):
     status: str  # PASS | FAIL | SKIPPED
     message: str
     command: str
@@ -144,38 +144,52 @@ def judge_example(
     if failed:
         why = f"exited {code}" if ended_the_run and code != 0 else "execute samples failed"
         detail = f": {error}" if error else ""
-        return ExampleRun(file, Verdict.FAIL, f"{why}{detail}", len(values), "run")
+        return ExampleRun(
+            file=file,
+            status=Verdict.FAIL,
+            message=f"{why}{detail}",
+            values=len(values),
+            judged="run",
+        )
     if not values:
         detail = f" ({error})" if error else ""
         return ExampleRun(
-            file,
-            Verdict.FAIL,
-            f"printed no result values{detail}",
-            0,
-            "values" if expected else "run",
+            file=file,
+            status=Verdict.FAIL,
+            message=f"printed no result values{detail}",
+            values=0,
+            judged="values" if expected else "run",
         )
     if expected is not None:
         problem = judge_values(values, expected)
         if problem:
-            return ExampleRun(file, Verdict.FAIL, problem, len(values), "values")
+            return ExampleRun(
+                file=file, status=Verdict.FAIL, message=problem, values=len(values), judged="values"
+            )
         return ExampleRun(
-            file,
-            Verdict.PASS,
-            f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
+            file=file,
+            status=Verdict.PASS,
+            message=f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
             "softmaxSum = 256 everywhere",
-            len(values),
-            "values",
+            values=len(values),
+            judged="values",
         )
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
     if bad is not None:
-        return ExampleRun(file, Verdict.FAIL, f"result[{bad}] is {values[bad]}", len(values), "run")
+        return ExampleRun(
+            file=file,
+            status=Verdict.FAIL,
+            message=f"result[{bad}] is {values[bad]}",
+            values=len(values),
+            judged="run",
+        )
     return ExampleRun(
-        file,
-        Verdict.PASS,
-        f"ran and printed {len(values)} finite values; not judged on its values (cannbuild "
+        file=file,
+        status=Verdict.PASS,
+        message=f"ran and printed {len(values)} finite values; not judged on its values (cannbuild "
         "does not know this example's expected outputs)",
-        len(values),
-        "run",
+        values=len(values),
+        judged="run",
     )
 
 
@@ -259,19 +273,30 @@ def run_example(
 ) -> ExampleResult:
     if not (cwd / "build.sh").is_file():
         return ExampleResult(
-            Verdict.SKIPPED, f"no ops-transformer checkout at {cwd} (run cannbuild fetch)", command
+            status=Verdict.SKIPPED,
+            message=f"no ops-transformer checkout at {cwd} (run cannbuild fetch)",
+            command=command,
         )
     skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
     if skip:
-        return ExampleResult(Verdict.SKIPPED, skip, command)
+        return ExampleResult(status=Verdict.SKIPPED, message=skip, command=command)
     try:
         proc = run_process(argv, cwd=cwd, env=env, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return ExampleResult(
-            Verdict.FAIL, f"the example did not finish within {TIMEOUT_S} s", command
+            status=Verdict.FAIL,
+            message=f"the example did not finish within {TIMEOUT_S} s",
+            command=command,
         )
     out = proc.stdout.decode("utf-8", "replace").splitlines()
     err = proc.stderr.decode("utf-8", "replace").splitlines()
     status, message, runs = judge_run(out, err, proc.returncode)
     tail = tuple((err + out)[-15:]) if status != Verdict.PASS else ()
-    return ExampleResult(status, message, command, proc.returncode, tail, tuple(runs))
+    return ExampleResult(
+        status=status,
+        message=message,
+        command=command,
+        exit_code=proc.returncode,
+        tail=tail,
+        examples=tuple(runs),
+    )

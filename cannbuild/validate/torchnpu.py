@@ -51,7 +51,7 @@ SERVER = "import sys; from cannbuild.validate.torchnpu import serve; sys.exit(se
 REPLY = "BENCH "  # the prefix of the serve worker's answers on stdout
 
 
-class RouteOutcome(Struct, frozen=True):
+class RouteOutcome(Struct, frozen=True, kw_only=True):
     """What the route found: a verdict, why, and the per-case results."""
 
     status: str  # PASS | FAIL | SKIPPED
@@ -137,10 +137,12 @@ def run(
         )
         failed = f"the torch_npu {stack.torch_npu} worker failed: {why} (log: {data / LOG})"
         return RouteOutcome(
-            Verdict.FAIL,
-            failed,
-            details,
-            tuple(CaseResult(c, Verdict.FAIL, failed) for c in selected),
+            status=Verdict.FAIL,
+            message=failed,
+            details=details,
+            results=tuple(
+                CaseResult(case=c, status=Verdict.FAIL, message=failed) for c in selected
+            ),
         )
     results: List[CaseResult] = []
     for case in selected:
@@ -148,7 +150,9 @@ def run(
         if not run_info.get("ok"):
             results.append(
                 CaseResult(
-                    case, Verdict.FAIL, f"npu_fusion_attention failed: {run_info.get('error')}"
+                    case=case,
+                    status=Verdict.FAIL,
+                    message=f"npu_fusion_attention failed: {run_info.get('error')}",
                 )
             )
             continue
@@ -183,7 +187,9 @@ def _verdict(
             f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
             f"npu_fusion_attention; first: {first.case.name}: {first.message}"
         )
-        return RouteOutcome(Verdict.FAIL, message, details, tuple(results))
+        return RouteOutcome(
+            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
+        )
     ours = str(library.resolve())
     if loaded and ours not in loaded:
         message = (
@@ -191,12 +197,16 @@ def _verdict(
             f"{', '.join(loaded)}, not {ours}; put the package's vendor first in "
             "ASCEND_CUSTOM_OPP_PATH (source its bin/set_env.bash)"
         )
-        return RouteOutcome(Verdict.FAIL, message, details, tuple(results))
+        return RouteOutcome(
+            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
+        )
     message = (
         f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
         f"npu_fusion_attention ({library.name} of the package)"
     )
-    return RouteOutcome(Verdict.PASS, message, details, tuple(results))
+    return RouteOutcome(
+        status=Verdict.PASS, message=message, details=details, results=tuple(results)
+    )
 
 
 def _read_result(directory: Path) -> Optional[Dict[str, Any]]:
