@@ -91,7 +91,7 @@ def _core(invocation: Invocation) -> bool:
         print(f"cannbuild {__version__}")
         return True
     shell = core.get("print-completion-script")
-    if shell:
+    if isinstance(shell, str) and shell:
         from invoke.completion.complete import print_completion_script
         from invoke.exceptions import ParseError
 
@@ -131,7 +131,9 @@ def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
         invocation = parse(_help_first(list(argv)), _find)
         if _core(invocation):
             return 0
-        context = load_config(invocation.core.get("config"), project or Path.cwd(), os.environ)
+        config = invocation.core.get("config")  # an option that takes a value: a str
+        runtime = config if isinstance(config, str) else None
+        context = load_config(runtime, project or Path.cwd(), os.environ)
     except ArgvError as exc:
         _usage_exit(exc)
     except CannbuildError as exc:  # the config files

@@ -25,13 +25,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
 from ..errors import UsageError, ValidationFailed
 from ..proc import kill_group, popen
 from .shape import AttentionShape
+
+if TYPE_CHECKING:
+    from ..build.session import Session
 
 RUN_TIMEOUT_S = 900
 JOB = "job.json"
@@ -187,7 +190,7 @@ def start(
 
 
 def run_profile(
-    session: Any,
+    session: Session,
     env: Mapping[str, str],
     shape: AttentionShape,
     level: str,

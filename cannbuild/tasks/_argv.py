@@ -6,11 +6,11 @@ positional argument by place or by name, several tasks one after another."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
-from ._flags import Option, TaskSpec
+from ._flags import FlagValue, Option, TaskSpec
 
 # Core options, before the first task: (names, takes a value, help).
 CORE: Tuple[Tuple[Tuple[str, ...], bool, str], ...] = (
@@ -37,11 +37,11 @@ class ArgvError(Exception):
 class Call(Struct, kw_only=True):
     task: TaskSpec
     args: List[str] = field(default_factory=list)
-    values: Dict[str, Any] = field(default_factory=dict)
+    values: Dict[str, FlagValue] = field(default_factory=dict)
 
 
 class Invocation(Struct, kw_only=True):
-    core: Dict[str, Any]
+    core: Dict[str, Union[str, bool]]
     calls: List[Call]
     remainder: List[str]  # after `--`, for --complete
 
@@ -91,11 +91,13 @@ def _option(call: Call, word: str) -> Tuple[Option, Optional[str]]:
     raise ArgvError(f"{spec.name} does not take '{word}'", word, names)
 
 
-def _set(call: Call, option: Option, value: Any) -> None:
+def _set(call: Call, option: Option, value: str) -> None:
     if any(option.name == p for p, _ in call.task.positional):
         call.args.append(value)
     elif option.kind is list:
-        call.values.setdefault(option.name, []).append(value)
+        given = call.values.setdefault(option.name, [])
+        assert isinstance(given, list)
+        given.append(value)
     else:
         call.values[option.name] = value
 
@@ -103,7 +105,7 @@ def _set(call: Call, option: Option, value: Any) -> None:
 def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Invocation:
     """`argv` without the program name.  `find` gives the task of a name, or None."""
     words = list(argv)
-    core: Dict[str, Any] = {}
+    core: Dict[str, Union[str, bool]] = {}
     remainder: List[str] = []
     if "--" in words:
         cut = words.index("--")
@@ -135,7 +137,7 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
                 if not option.takes_value:
                     if value is not None:
                         raise ArgvError(f"'{option.option}' is a switch and takes no value")
-                    _set(call, option, True)
+                    call.values[option.name] = True  # a switch: never positional, never a list
                 elif value is None:
                     if i + 1 >= len(words):
                         raise ArgvError(f"'{option.option}' of {spec.name} needs a value")
@@ -158,10 +160,13 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
     return Invocation(core=core, calls=calls, remainder=remainder)
 
 
-def values_for(call: Call) -> Dict[str, Any]:
+def values_for(call: Call) -> Dict[str, FlagValue]:
     """Every option of the task by name, the given ones set and the rest at their default
     (as the task functions expect)."""
-    out = {o.name: (list(o.default) if o.kind is list else o.default) for o in call.task.options}
+    out: Dict[str, FlagValue] = {
+        o.name: (list(o.default) if isinstance(o.default, list) else o.default)
+        for o in call.task.options
+    }
     out.update(call.values)
     return out
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Protocol
 
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, open_regular, read_bytes
+from ..decoded import JSONValue
 from ..errors import UsageError
 
 SUFFIXES = ("yaml", "yml", "json", "py")
@@ -37,7 +38,15 @@ class TaskContext(Struct, frozen=True, kw_only=True):
     """What a task body gets as `c` from the `cannbuild` script: the config (`c.config`),
     as invoke's Context gives it under `invoke TASK`."""
 
-    config: Any  # a Mapping, or invoke's Config where a config file was read
+    config: JSONValue  # a Mapping, or invoke's Config where a config file was read
+
+
+class Context(Protocol):
+    """What a task body reads of its `c`: a `TaskContext` from the `cannbuild` script,
+    invoke's Context under `invoke TASK`; only its config."""
+
+    @property
+    def config(self) -> JSONValue: ...
 
 
 def _candidates(cwd: Path, home: Optional[str]) -> Iterator[Path]:

@@ -10,15 +10,18 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from msgspec import Struct
 
 from ..errors import CannbuildError, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, Options, check_path, resolve_options
+from ._config import Context
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., None])
+# what an option arrives as: a value, a switch, a repeated option's values, or unset
+FlagValue = Union[None, bool, str, List[str]]
 
 
 class Flag(Struct, frozen=True, kw_only=True):
@@ -257,7 +260,7 @@ class Option(Struct, frozen=True, kw_only=True):
 
     name: str
     kind: type  # str, bool or list
-    default: Any
+    default: FlagValue
     help: str
     short: Optional[str] = None
     path: bool = False
@@ -281,7 +284,7 @@ class TaskSpec(Struct, frozen=True, kw_only=True):
     checkout) are made from it, so they cannot disagree on a name, letter or default."""
 
     name: str
-    body: Callable[..., Any]
+    body: Callable[..., None]
     positional: Tuple[Tuple[str, str], ...]
     options: Tuple[Option, ...]
 
@@ -305,8 +308,10 @@ class TaskExit(Exception):
 
 
 def _path_values(
-    paths: Tuple[Tuple[Optional[int], str, str], ...], args: Tuple[Any, ...], kwargs: Any
-) -> Iterable[Tuple[Any, str]]:
+    paths: Tuple[Tuple[Optional[int], str, str], ...],
+    args: Tuple[FlagValue, ...],
+    kwargs: Mapping[str, FlagValue],
+) -> Iterable[Tuple[object, str]]:
     """The given values of the path-valued arguments, each with its spelling."""
     for index, name, spelled in paths:
         if index is not None:
@@ -324,7 +329,7 @@ def guarded(fn: F, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
     (check_path: exit 2 naming the flag, not a traceback where the kernel refuses it)."""
 
     @functools.wraps(fn)
-    def wrapper(c: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
         try:
             for value, spelled in _path_values(paths, args, kwargs):
                 check_path(value, spelled)
@@ -347,8 +352,8 @@ def cli_task(
     *names: str,
     positional: Iterable[Tuple[str, str]] = (),
     help: Optional[Mapping[str, str]] = None,
-    extra: Iterable[Tuple[str, Any, str]] = (),
-) -> Callable[[Callable[..., Any]], TaskSpec]:
+    extra: Iterable[Tuple[str, FlagValue, str]] = (),
+) -> Callable[[Callable[..., None]], TaskSpec]:
     """A task taking `positional` (name, help) arguments, the table's options `names`
     (help overridable per task) and task-only `extra` (name, default, help) options.
 
@@ -358,7 +363,7 @@ def cli_task(
     options: List[Option] = []
     for name in names:
         flag = FLAGS[name]
-        default: Any = False if flag.kind is bool else [] if flag.kind is list else None
+        default: FlagValue = False if flag.kind is bool else [] if flag.kind is list else None
         text = with_env(flag, help.pop(name, flag.help))
         options.append(
             Option(
@@ -385,7 +390,7 @@ def cli_task(
         if name in PATH_ARGUMENTS or (name in FLAGS and FLAGS[name].path)
     ) + tuple((None, o.name, o.option) for o in options if o.path)
 
-    def decorate(fn: Callable[..., Any]) -> TaskSpec:
+    def decorate(fn: Callable[..., None]) -> TaskSpec:
         return TaskSpec(
             name=fn.__name__.replace("_", "-"),
             body=guarded(fn, paths),
@@ -396,11 +401,27 @@ def cli_task(
     return decorate
 
 
-def make_options(c: Any, values: Mapping[str, Any]) -> Options:
+def text_of(flags: Mapping[str, FlagValue], name: str) -> Optional[str]:
+    """The value of an option that takes one (None when it is not given)."""
+    value = flags.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"option {name} takes one value, got {value!r}")
+
+
+def list_of(flags: Mapping[str, FlagValue], name: str) -> List[str]:
+    """The values of an option that may be repeated (none when it is not given)."""
+    value = flags.get(name) or []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TypeError(f"option {name} may be repeated, got {value!r}")
+
+
+def make_options(c: Context, values: Mapping[str, FlagValue]) -> Options:
     """`Options` from the given option values (those the user set), the environment and
     the `cannbuild` key of invoke.yaml."""
     config = c.config.get("cannbuild") or {}
-    cli: Dict[str, Any] = {}
+    cli: Dict[str, FlagValue] = {}
     for name, value in values.items():
         flag = FLAGS.get(name)
         if flag is None or flag.field is None or value in (None, False, [], ()):
@@ -410,7 +431,7 @@ def make_options(c: Any, values: Mapping[str, Any]) -> Options:
     return resolve_options(cli, os.environ, config, spelled)
 
 
-def lock_to_read(c: Any, values: Mapping[str, Any], options: Options) -> Options:
+def lock_to_read(c: Context, values: Mapping[str, FlagValue], options: Options) -> Options:
     """For tasks that read a lock: without --lock-file (or its env/config), ./cannbuild.lock,
     else the workspace's, where a --sandbox run writes its lock."""
     config = c.config.get("cannbuild") or {}

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from .. import ui
 from ..options import Options
-from ._flags import make_options
+from ._config import Context
+from ._flags import FlagValue, make_options
+
+if TYPE_CHECKING:
+    from ..build.session import Sandboxed, Session
 
 
 class DryRunStop(Exception):
     """A dry run that cannot go further without changing something; the message says what."""
 
 
-def sandboxed(options: Options, dry_run: bool) -> Any:
+def sandboxed(options: Options, dry_run: bool) -> Sandboxed:
     """The options pointed at the sandbox (made or reused) when --sandbox is given, with
     its info and lease (`pipeline.Sandboxed`).  A dry run never makes one: it stops,
     saying it would."""
@@ -43,7 +47,7 @@ def on_sandbox(options: Options, dry_run: bool) -> Options:
     return sandboxed(options, dry_run).options
 
 
-def open_session(c: Any, flags: Mapping[str, Any]) -> Any:
+def open_session(c: Context, flags: Mapping[str, FlagValue]) -> Session:
     from ..build.session import open_session as open_
 
     made = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))

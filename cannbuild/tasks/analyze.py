@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
-from ._flags import cli_task, make_options
+from ._config import Context
+from ._flags import FlagValue, cli_task, make_options
 from ._session import DryRunStop, open_session
+
+if TYPE_CHECKING:
+    from ..profile.run import RunOutcome
 
 ANALYZE_FLAGS = (
     "cann_path",
@@ -55,14 +59,14 @@ SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head
     ],
 )
 def profile(
-    c: Any,
+    c: Context,
     path: str,
     json: bool = False,
     out: Optional[str] = None,
     run: bool = False,
     level: Optional[str] = None,
     iterations: Optional[str] = None,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Read a profiler run: operator types by device time, fused FlashAttention vs unfused
     MatMul->Softmax->MatMul chains (and what fusing them would save), a timeline PNG.
@@ -108,13 +112,13 @@ def profile(
 
 
 def _run(
-    c: Any,
-    flags: Dict[str, Any],
+    c: Context,
+    flags: Dict[str, FlagValue],
     path: Path,
     level: Optional[str],
     iterations: Optional[str],
     dry_run: bool,
-) -> Any:
+) -> Optional[RunOutcome]:
     from ..profile.run import level_name, run_profile, run_shape
     from ..profile.shape import shape_from_flags
 
@@ -154,7 +158,9 @@ def _run(
 
 
 @cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
-def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags: Any) -> None:
+def diagnose(
+    c: Context, json: bool = False, profile: Optional[str] = None, **flags: FlagValue
+) -> None:
     """Why FlashAttention would not be used here: registration (package, env, SoC config,
     exports, which library torch_npu would load), dtype, shape limits (from the
     operator's docs in the checkout), and with --profile the cause of each unfused chain.

@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from .. import ui
 from ..errors import UsageError
-from ._flags import SESSION_FLAGS, cli_task
+from ._config import Context
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
 from ._session import open_session
 
 DEFAULT_BUDGET_S = 60.0
@@ -42,7 +43,7 @@ def _budget(text: Optional[str]) -> float:
     "json",
 )
 def bench(
-    c: Any,
+    c: Context,
     shapes: Optional[str] = None,
     dtype: Optional[str] = None,
     layout: Optional[str] = None,
@@ -52,7 +53,7 @@ def bench(
     build_variant: Optional[List[str]] = None,
     out: Optional[str] = None,
     json: bool = False,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Time the installed FlashAttention (C API, torch_npu) against torch's
     scaled_dot_product_attention and the unfused chain, each judged against float64 first.

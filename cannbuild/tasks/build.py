@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from .. import ui
 from ..errors import StepFailed, UsageError
 from ..ownership import check_writable
-from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, lock_to_read, make_options
+from ._config import Context
+from ._flags import (
+    RUN_FLAGS,
+    SESSION_FLAGS,
+    FlagValue,
+    cli_task,
+    list_of,
+    lock_to_read,
+    make_options,
+    text_of,
+)
 from ._session import DryRunStop, open_session
+
+if TYPE_CHECKING:
+    from ..build.session import Session
+    from ..transaction import PipelineRun
 
 
 def _phases(text: Optional[str]) -> List[str]:
@@ -23,7 +37,7 @@ def _phases(text: Optional[str]) -> List[str]:
     return phases
 
 
-def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
+def show_plan(session: Session, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
     from ..build.steps import plan_session
@@ -35,7 +49,7 @@ def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
         ui.print_plan(session, steps)
 
 
-def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool:
+def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: str) -> bool:
     """For --dry-run: show what would run, change nothing; True when it was a dry run."""
     if not flags.get("dry_run"):
         return False
@@ -50,14 +64,14 @@ def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool
 
 
 @cli_task(*SESSION_FLAGS, "with_step", "json", "phases")
-def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any) -> None:
+def plan(c: Context, json: bool = False, phases: Optional[str] = None, **flags: FlagValue) -> None:
     """Show each step: its rendered command, cwd, and whether it must run (and why).
 
     Commands are printed whole, as they would run."""
     show_plan(open_session(c, flags), _phases(phases), as_json=json)
 
 
-def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
+def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool) -> None:
     from ..locks import WorkspaceLock
     from ..sources.pinning import sync_sources
 
@@ -78,7 +92,7 @@ def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
 
 
 @cli_task(*SESSION_FLAGS, "dry_run")
-def fetch(c: Any, **flags: Any) -> None:
+def fetch(c: Context, **flags: FlagValue) -> None:
     """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
     _sync(c, flags, "cannbuild fetch", refresh=True)
 
@@ -91,7 +105,7 @@ def fetch(c: Any, **flags: Any) -> None:
         "--soc and, if it is not the version's train, --recipe)"
     },
 )
-def lock(c: Any, **flags: Any) -> None:
+def lock(c: Context, **flags: FlagValue) -> None:
     """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock.
 
     `--cann 9.0.0 --soc ascend910_93` locks on any machine that reaches the sources (or
@@ -103,7 +117,7 @@ def lock(c: Any, **flags: Any) -> None:
     _sync(c, flags, "cannbuild lock", update_lock=True)
 
 
-def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
+def _lock_without_toolkit(c: Context, flags: Mapping[str, FlagValue]) -> None:
     from ..build.session import locking_session
     from ..locks import WorkspaceLock
     from ..sources.pinning import sync_sources
@@ -129,16 +143,20 @@ def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
 
 
 def run_and_report(
-    c: Any, flags: Mapping[str, Any], command: str, phases: List[str], validate: bool = False
-) -> Any:
+    c: Context,
+    flags: Mapping[str, FlagValue],
+    command: str,
+    phases: List[str],
+    validate: bool = False,
+) -> Optional[PipelineRun]:
     """The build transaction, rendered: progress, the digest of a failed step, what was
     made and how to use it."""
     from ..progress import ConsoleProgress, publish_summary
     from ..transaction import RunRequest, run_pipeline
     from ..validate.cases import select
 
-    force = list(flags.get("force") or [])
-    names = [n.strip() for n in (flags.get("cases") or "").split(",") if n.strip()]
+    force = list_of(flags, "force")
+    names = [n.strip() for n in (text_of(flags, "cases") or "").split(",") if n.strip()]
     select(names)  # a typo fails before any build, not after it
     revalidate = "validate" in force
     flags = {**flags, "force": [f for f in force if f != "validate"]}
@@ -169,19 +187,19 @@ def run_and_report(
 
 
 @cli_task(*RUN_FLAGS)
-def build(c: Any, **flags: Any) -> None:
+def build(c: Context, **flags: FlagValue) -> None:
     """Build opbase, then the ops-transformer package (skipping what is up to date)."""
     run_and_report(c, flags, "cannbuild build", ["build"])
 
 
 @cli_task(*RUN_FLAGS)
-def install(c: Any, **flags: Any) -> None:
+def install(c: Context, **flags: FlagValue) -> None:
     """Build if needed, then install the package under <workspace>/opp."""
     run_and_report(c, flags, "cannbuild install", ["build", "install"])
 
 
 @cli_task(*RUN_FLAGS, "require_device", "cases")
-def setup(c: Any, **flags: Any) -> None:
+def setup(c: Context, **flags: FlagValue) -> None:
     """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker.
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
@@ -202,7 +220,7 @@ def setup(c: Any, **flags: Any) -> None:
     "dry_run",
     positional=[("out", "the bundle file to write, e.g. cann-8.5.tar")],
 )
-def bundle(c: Any, out: str, **flags: Any) -> None:
+def bundle(c: Context, out: str, **flags: FlagValue) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
     from ..sources.bundle import bundle_contents, make_bundle, refuse_foreign_out
@@ -237,11 +255,11 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
     ],
 )
 def clean(
-    c: Any,
+    c: Context,
     keep: str = "10",
     include_sources: bool = False,
     include_sandbox: bool = False,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Remove build trees, what runs that died left half-made, and the logs and reports
     of old runs.
@@ -292,7 +310,7 @@ def clean(
 
 
 @cli_task("workspace", "lock_file", "json")
-def status(c: Any, json: bool = False, **flags: Any) -> None:
+def status(c: Context, json: bool = False, **flags: FlagValue) -> None:
     """What this workspace holds: what is built and installed, from which commits, the
     last validation and the last build attempt (reads the workspace only)."""
     from ..housekeeping import workspace_status

@@ -6,10 +6,11 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from .. import ui
-from ._flags import cli_task, lock_to_read, make_options
+from ._config import Context
+from ._flags import FlagValue, cli_task, lock_to_read, make_options, text_of
 from ._session import on_sandbox
 
 
@@ -42,29 +43,29 @@ from ._session import on_sandbox
     ],
 )
 def container(
-    c: Any,
+    c: Context,
     os: str = "ubuntu22.04",
     python: str = "3.11",
     base: Optional[str] = None,
     base_digest: Optional[str] = None,
     build: bool = False,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
     from ..container.context import ContainerRequest, make_container
 
     options = lock_to_read(c, flags, make_options(c, flags))
-    bundle, out = flags.get("bundle"), flags.get("out")
+    bundle, out = text_of(flags, "bundle"), text_of(flags, "out")
     request = ContainerRequest(
-        variant=flags.get("variant"),
-        cann=flags.get("cann"),
+        variant=text_of(flags, "variant"),
+        cann=text_of(flags, "cann"),
         os=os,
         python=python,
         base=base,
         base_digest=base_digest,
         sandbox=bool(flags.get("sandbox")),
         bundle=Path(bundle) if bundle else None,
-        cannbuild_spec=flags.get("cannbuild_spec"),
+        cannbuild_spec=text_of(flags, "cannbuild_spec"),
         out=Path(out) if out else None,
         build=build,
         dry_run=bool(flags.get("dry_run")),
@@ -82,7 +83,9 @@ def container(
         ("exec", False, "run it instead of printing it"),
     ],
 )
-def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **flags: Any) -> None:
+def container_run(
+    c: Context, image: Optional[str] = None, exec: bool = False, **flags: FlagValue
+) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
     from ..container.run import host_run_line, run_interactive
 
@@ -108,7 +111,9 @@ def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **fla
         ("npu_label", "ascend-npu", "runner label of NPU hosts"),
     ],
 )
-def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags: Any) -> None:
+def ci(
+    c: Context, provider: str = "github", npu_label: str = "ascend-npu", **flags: FlagValue
+) -> None:
     """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions.
 
     It is written at the top level of the git repository you are in (or to --out), and
@@ -116,13 +121,13 @@ def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags:
     and checked by sha256, or --cannbuild-spec."""
     from ..ci import CiRequest, write_ci
 
-    out = flags.get("out")
+    out = text_of(flags, "out")
     request = CiRequest(
         provider=provider,
         out=Path(out) if out else None,
         npu_label=npu_label,
         sandbox=bool(flags.get("sandbox")),
-        cannbuild_spec=flags.get("cannbuild_spec"),
+        cannbuild_spec=text_of(flags, "cannbuild_spec"),
         dry_run=bool(flags.get("dry_run")),
     )
     write_ci(request, Path.cwd(), ui.note)

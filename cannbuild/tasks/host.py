@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from .. import ui
 from ..errors import DoctorFailed, UsageError
-from ._flags import cli_task, make_options
+from ._config import Context
+from ._flags import FlagValue, cli_task, make_options
 from ._session import on_sandbox
 
 HOST_FLAGS = ("cann_path", "sysroot", "workspace", "soc", "recipe", "sandbox", "variant", "cann")
 
 
 @cli_task(*HOST_FLAGS, "with_step", "json")
-def doctor(c: Any, json: bool = False, **flags: Any) -> None:
+def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
     """Check the host: toolkit, NPUs and their health, driver, tools, torch. Exit 1 if a
     check fails.
 
@@ -40,7 +40,7 @@ def doctor(c: Any, json: bool = False, **flags: Any) -> None:
     positional=[("action", "create (the only action)")],
     extra=[("dir", ".cannbuild/sandbox", "where to create the emulated host")],
 )
-def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) -> None:
+def sandbox(c: Context, action: str, dir: str = ".cannbuild/sandbox", **flags: FlagValue) -> None:
     """`sandbox create --dir D --variant A2|A3 --cann VERSION`: an emulated Ascend host.
 
     A folder that already holds a sandbox of another variant or CANN is not replaced:
