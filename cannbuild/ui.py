@@ -14,9 +14,23 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import Any, Iterable, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
+from .decoded import JSONValue
 from .host.check import Check
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from .build.plan import PlannedStep
+    from .build.runner import StepOutcome
+    from .build.session import Session
+    from .host.doctor import HostReport
+    from .sources.state import SourceState
+    from .transaction import PipelineRun
+    from .validate import ValidationReport
 
 _COLOR = {"pass": "32", "warn": "33", "fail": "1;31", "skip": "2", "PASS": "32", "FAIL": "1;31"}
 _COLOR.update({"SKIPPED": "33", "up to date": "32", "needs run": "33"})
@@ -49,7 +63,7 @@ def wrap(text: str, indent: int, first: str = "", stream: TextIO = sys.stdout) -
 
 
 @functools.cache
-def _console_class() -> Any:
+def _console_class() -> Type[Console]:
     from rich.console import Console
 
     class PipeConsole(Console):
@@ -63,11 +77,11 @@ def _console_class() -> Any:
     return PipeConsole
 
 
-def console(stream: TextIO = sys.stdout) -> Any:
+def console(stream: TextIO = sys.stdout) -> Console:
     return _console_class()(file=stream, width=width(stream), highlight=False)
 
 
-def print_json(data: Any, stream: TextIO = sys.stdout) -> None:
+def print_json(data: object, stream: TextIO = sys.stdout) -> None:
     stream.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
@@ -107,7 +121,7 @@ def waiting(who: str) -> None:
     note(f"waiting for {who} to release the workspace ...")
 
 
-def print_plan(session: Any, steps: Sequence[Any], stream: TextIO = sys.stdout) -> None:
+def print_plan(session: Session, steps: Sequence[PlannedStep], stream: TextIO = sys.stdout) -> None:
     """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
     from .redact import redact
 
@@ -125,7 +139,7 @@ def print_plan(session: Any, steps: Sequence[Any], stream: TextIO = sys.stdout) 
     stream.write("\n".join(lines))
 
 
-def print_sources(state: Any, lock_file: Any) -> None:
+def print_sources(state: SourceState, lock_file: Path) -> None:
     for note_text in state.notes:
         note(note_text)
     for repo in state.lock.repos:
@@ -137,7 +151,7 @@ def print_sources(state: Any, lock_file: Any) -> None:
     note(f"lock {lock_file} {written}; checkouts updated: {changed}")
 
 
-def digest_lines(outcome: Any) -> List[str]:
+def digest_lines(outcome: StepOutcome) -> List[str]:
     from .redact import redact
 
     lines = [
@@ -156,12 +170,12 @@ def digest_lines(outcome: Any) -> List[str]:
     return lines
 
 
-def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
+def print_digest(outcome: StepOutcome, stream: TextIO = sys.stderr) -> None:
     stream.write("\n" + "\n".join(digest_lines(outcome)) + "\n")
     stream.flush()
 
 
-def print_made(run: Any, stream: TextIO = sys.stderr) -> None:
+def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     """The closing lines of build/install/setup: each step, what was made, how to use it."""
     lines: List[str] = []
     if run.result is not None and run.result.outcomes:
@@ -183,7 +197,11 @@ def print_made(run: Any, stream: TextIO = sys.stderr) -> None:
     stream.flush()
 
 
-def print_validation(report: Any, report_dir: Any = None, built_from: Any = None) -> None:
+def print_validation(
+    report: ValidationReport,
+    report_dir: Optional[Path] = None,
+    built_from: Optional[Mapping[str, JSONValue]] = None,
+) -> None:
     out = console()
     style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
     from rich.markup import escape
@@ -223,9 +241,10 @@ def print_validation(report: Any, report_dir: Any = None, built_from: Any = None
         print(f"report: {report_dir}/report.md")
 
 
-def show_validation(run: Any, as_json: bool = False, report_line: bool = True) -> None:
+def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:
     """A validation run: its verdict and cases, the build it judged, the report."""
     validation = run.validation
+    assert validation is not None  # a run that validated
     directory = run.report_dir if report_line else None
     if as_json:
         print_json({**validation.validation, "built_from": run.built_from})
@@ -240,7 +259,9 @@ def show_validation(run: Any, as_json: bool = False, report_line: bool = True) -
             note(f"report: {directory}/report.md")
 
 
-def print_built_from(built_from: Any, stream: TextIO = sys.stdout) -> None:
+def print_built_from(
+    built_from: Optional[Mapping[str, JSONValue]], stream: TextIO = sys.stdout
+) -> None:
     if not built_from:
         return
     commits = ", ".join(f"{repo} {sha[:12]}" for repo, sha in built_from.get("commits", {}).items())
@@ -263,7 +284,7 @@ def print_built_from(built_from: Any, stream: TextIO = sys.stdout) -> None:
     stream.write("\n".join(lines) + "\n")
 
 
-def print_doctor_summary(host: Any) -> None:
+def print_doctor_summary(host: HostReport) -> None:
     """setup's first lines: the host in one line, then every check that is not pass."""
     facts = host.facts
     note(
@@ -275,7 +296,7 @@ def print_doctor_summary(host: Any) -> None:
             note(f"  doctor {check.status}: {check.id}: {check.detail} ({check.hint})")
 
 
-def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
+def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> None:
     lines = [f"workspace {data['workspace']}" + ("" if data["exists"] else " (does not exist yet)")]
     lock = data.get("lock")
     if lock:
@@ -324,7 +345,9 @@ def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
     stream.write("\n".join(lines) + "\n")
 
 
-def print_profile(data: Any, stream: TextIO = sys.stdout, top: int = 20) -> None:
+def print_profile(
+    data: Mapping[str, JSONValue], stream: TextIO = sys.stdout, top: int = 20
+) -> None:
     """`profile`: the files read, the op table by device time, the attention picture and
     where the timeline went; paths and notes whole (wrapped, never cut)."""
     from rich.markup import escape

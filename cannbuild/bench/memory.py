@@ -12,7 +12,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from pathlib import Path
-from typing import Any, Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple, TypeVar
+
+T = TypeVar("T")
 
 
 def _status_kb(key: str) -> Optional[int]:
@@ -45,7 +47,7 @@ def _reset_high_water_mark() -> bool:
         return False
 
 
-def rss_growth(call: Callable[[], Any]) -> Tuple[Any, Optional[int]]:
+def rss_growth(call: Callable[[], T]) -> Tuple[T, Optional[int]]:
     """call()'s result and the bytes the resident set grew by at its peak (None: unknown)."""
     _return_free_pages()
     reset = _reset_high_water_mark()

@@ -7,7 +7,8 @@ import os
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
@@ -34,8 +35,8 @@ class Measurement(Struct, frozen=True, kw_only=True):
     reason: str = ""
     peak_memory_bytes: Optional[int] = None  # of the checked call, beyond its inputs
 
-    def to_json(self, sdpa_ms: Optional[float]) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
+    def to_json(self, sdpa_ms: Optional[float]) -> Dict[str, object]:
+        out: Dict[str, object] = {
             "variant": self.variant,
             "impl": self.impl,
             "shape": self.shape.name,
@@ -139,7 +140,7 @@ def _measure(
 def _measure_shape(
     shape: BenchShape,
     programs: Sequence[Tuple[str, Program]],
-    torch: Any,
+    torch: ModuleType,
     data: Path,
     settings: SweepSettings,
     npu: Optional[NpuWorker],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from msgspec import Struct
 
@@ -43,7 +43,7 @@ class Timing(Struct, frozen=True, kw_only=True):
     def tflops(self, flops: float) -> float:
         return flops / (self.median_ms * 1e-3) / 1e12
 
-    def to_json(self, flops: float) -> Dict[str, Any]:
+    def to_json(self, flops: float) -> Dict[str, object]:
         q1, _, q3 = quartiles(self.times_ms)
         return {
             "reps": len(self.times_ms),
@@ -56,7 +56,7 @@ class Timing(Struct, frozen=True, kw_only=True):
         }
 
 
-def time_host_calls(fn: Callable[[], Any], warmup: int, reps: int) -> Timing:
+def time_host_calls(fn: Callable[[], object], warmup: int, reps: int) -> Timing:
     """Wall time of each call of a synchronous (CPU) function."""
     for _ in range(warmup):
         fn()

@@ -25,15 +25,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from msgspec import Struct
 
+from ..decoded import JSONObject, JSONValue
 from ..errors import UsageError, ValidationFailed
 from ..proc import kill_group, popen
 from .shape import AttentionShape
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from ..build.session import Session
 
 RUN_TIMEOUT_S = 900
@@ -61,7 +65,7 @@ class RunOutcome(Struct, frozen=True, kw_only=True):
     max_abs_diff: Optional[float]
     log: Path
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "output": str(self.output),
             "shape": self.shape.to_json(),
@@ -219,7 +223,7 @@ def run_profile(
         return start(shape, level, iterations, inp.env, out, inp.target == "sandbox", work)
 
 
-def _read(path: Path) -> Optional[Dict[str, Any]]:
+def _read(path: Path) -> Optional[JSONObject]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -259,7 +263,13 @@ class _Recorder:
         lib.aclemuKernelEnd.argtypes = [ctypes.c_uint64, ctypes.POINTER(Desc)]
         self.lib = lib
 
-    def run(self, kernel: Tuple[str, str, str, str], stream: int, fn: Any, *inputs: Any) -> Any:
+    def run(
+        self,
+        kernel: Tuple[str, str, str, str],
+        stream: int,
+        fn: Callable[..., Tensor],
+        *inputs: Union[Tensor, float],
+    ) -> Tensor:
         api, name, op_type, core = kernel
         token = self.lib.aclemuKernelBegin(api.encode(), stream)
         self.lib.aclemuKernelRun(token)
@@ -283,11 +293,11 @@ class _Recorder:
         return result
 
 
-def _dims(t: Any) -> str:
+def _dims(t: Union[Tensor, float]) -> str:
     return ",".join(str(d) for d in t.shape) if hasattr(t, "shape") else ""
 
 
-def _dtype(t: Any) -> str:
+def _dtype(t: Union[Tensor, float]) -> str:
     if not hasattr(t, "dtype"):
         return "FLOAT"  # a Python scalar (Muls' scale)
     return {"torch.float16": "FLOAT16", "torch.bfloat16": "DT_BF16", "torch.float32": "FLOAT"}.get(
@@ -295,7 +305,15 @@ def _dtype(t: Any) -> str:
     )
 
 
-def _unfused(torch: Any, q: Any, k: Any, v: Any, scale: float, rec: Any, stream: int) -> Any:
+def _unfused(
+    torch: ModuleType,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float,
+    rec: Optional[_Recorder],
+    stream: int,
+) -> Tensor:
     """softmax(q·kᵀ·scale)·v as separate ops (BNSD, k/v already repeated for GQA)."""
     kt = k.transpose(-1, -2)
     if rec is None:
@@ -306,7 +324,9 @@ def _unfused(torch: Any, q: Any, k: Any, v: Any, scale: float, rec: Any, stream:
     return rec.run(UNFUSED_KERNELS[3], stream, torch.matmul, probs, v)
 
 
-def _inputs(torch: Any, shape: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
+def _inputs(
+    torch: ModuleType, shape: Mapping[str, JSONValue]
+) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
     from ..validate.cases import Case, make_inputs, to_bnsd
 
     case = Case(
@@ -358,8 +378,11 @@ def worker(folder: str) -> int:
 
 
 def _profile(
-    torch: Any, torch_npu: Any, job: Dict[str, Any], shape: Dict[str, Any]
-) -> Dict[str, Any]:
+    torch: ModuleType,
+    torch_npu: ModuleType,
+    job: Mapping[str, JSONValue],
+    shape: Mapping[str, JSONValue],
+) -> Dict[str, object]:
     device = job["device"]
     torch.npu.set_device(device)
     t, qb, kb, vb = _inputs(torch, shape)
@@ -368,7 +391,7 @@ def _profile(
     fused_ms: List[float] = []
     unfused_ms: List[float] = []
 
-    def fused() -> Any:
+    def fused() -> Tensor:
         begin = time.perf_counter()
         out = torch_npu.npu_fusion_attention(
             q, k, v, shape["N1"], shape["layout"], scale=scale, keep_prob=1.0

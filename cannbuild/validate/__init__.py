@@ -12,17 +12,18 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import asdict, replace
 
 from .. import safefs
 from ..build.session import Session
+from ..decoded import JSONValue
 from ..errors import ValidationFailed
 from ..host.sysroot import Sysroot
 from ..host.toolkit import host_arch
-from ..render.templates import render_value
+from ..render.templates import Templates, render_value
 from ..states import Verdict
 from . import capi, cases
 from .cases import RULE, CaseResult
@@ -34,9 +35,9 @@ class ValidationCheck(Struct, kw_only=True):
     id: str
     status: str
     message: str
-    details: Dict[str, Any] = field(default_factory=dict)
+    details: Dict[str, object] = field(default_factory=dict)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {"id": self.id, "status": self.status, "message": self.message, **self.details}
 
 
@@ -75,7 +76,7 @@ class ValidationReport(Struct, kw_only=True):
                 return f"{check.id}: {check.message}"
         return "the numerical FlashAttention check did not run on every case"
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "status": self.status,
             "reason": self.reason,
@@ -87,7 +88,7 @@ class ValidationReport(Struct, kw_only=True):
         }
 
 
-def check_verdict(validation: Mapping[str, Any], require_device: bool) -> None:
+def check_verdict(validation: Mapping[str, JSONValue], require_device: bool) -> None:
     """Raise ValidationFailed (exit 5) for FAIL, and for SKIPPED when the caller needs a
     verdict (CI on NPU hosts); the report has already been shown."""
     status = validation.get("status")
@@ -121,7 +122,7 @@ def inputs_for(
     session: Session,
     env: Mapping[str, str],
     case_names: Sequence[str] = (),
-    templates: Optional[Any] = None,
+    templates: Optional[Templates] = None,
     package_env: bool = True,
 ) -> ValidationInputs:
     """What validation judges and with what; `templates` (plan.recipe_templates) renders
@@ -303,7 +304,9 @@ def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> V
     )
 
 
-def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
+def _run_capi(
+    inp: ValidationInputs, selected: Sequence[cases.Case]
+) -> Tuple[ValidationCheck, List[CaseResult]]:
     missing_torch = cases.why_no_torch()
     if missing_torch:
         return ValidationCheck(id="capi", status=SKIPPED, message=missing_torch), [
@@ -391,8 +394,8 @@ def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str
 
 
 class ValidationRun(Struct, frozen=True, kw_only=True):
-    validation: Mapping[str, Any]  # the report's validation part
-    report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
+    validation: Mapping[str, JSONValue]  # the report's validation part
+    report: Optional[ValidationReport]  # the ValidationReport; None when a PASS verdict was reused
     reused_from: Optional[str]
 
 

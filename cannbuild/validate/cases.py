@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
 from ..errors import UsageError
 from ..states import Verdict
+
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 RULE = (
     "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
@@ -79,9 +84,9 @@ class CaseResult(Struct, kw_only=True):
     softmax_max_err: Optional[float] = None
     softmax_sum_err: Optional[float] = None
     kernel_ms: Optional[float] = None
-    mismatches: List[Dict[str, Any]] = field(default_factory=list)
+    mismatches: List[Dict[str, object]] = field(default_factory=list)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         c = self.case
         return {
             "name": c.name,
@@ -106,7 +111,7 @@ class CaseResult(Struct, kw_only=True):
         }
 
 
-def reference_torch() -> Any:
+def reference_torch() -> ModuleType:
     """torch for the CPU reference, without the device backends it would auto-load.
 
     Once torch_npu is installed, a plain `import torch` loads it too, and that fails
@@ -129,7 +134,7 @@ def reference_torch() -> Any:
     return torch
 
 
-def torch_dtype(torch: Any, name: str) -> Any:
+def torch_dtype(torch: ModuleType, name: str) -> torch.dtype:
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
@@ -142,7 +147,7 @@ def layout_shape(layout: str, B: int, N: int, S: int, D: int) -> Tuple[int, ...]
     }[layout]
 
 
-def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
+def to_bnsd(x: Tensor, layout: str, B: int, N: int, S: int, D: int) -> Tensor:
     if layout == "BNSD":
         return x
     if layout == "BSND":
@@ -152,14 +157,14 @@ def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
     return x.reshape(S, B, N, D).permute(1, 2, 0, 3)
 
 
-def raw_bytes(t: Any) -> bytes:
+def raw_bytes(t: Tensor) -> bytes:
     t = t.contiguous()
     import ctypes
 
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 
-def make_inputs(case: Case) -> Dict[str, Any]:
+def make_inputs(case: Case) -> Dict[str, Tensor]:
     """Seeded random q/k/v in the case's layout and dtype, and the causal mask."""
     torch = reference_torch()
     gen = torch.Generator().manual_seed(SEED + sum(map(ord, case.name)))
@@ -175,7 +180,7 @@ def make_inputs(case: Case) -> Dict[str, Any]:
     return tensors
 
 
-def write_inputs(case: Case, directory: Path) -> Dict[str, Any]:
+def write_inputs(case: Case, directory: Path) -> Dict[str, Tensor]:
     """The inputs as raw files for fa_check; returns the tensors."""
     tensors = make_inputs(case)
     directory.mkdir(parents=True, exist_ok=True)
@@ -213,8 +218,8 @@ def manifest_line(case: Case, directory: Path) -> str:
 
 
 def _attention(
-    q: Any, k: Any, v: Any, scale: float, mask: Optional[Any], group: int
-) -> Tuple[Any, Any]:
+    q: Tensor, k: Tensor, v: Tensor, scale: float, mask: Optional[Tensor], group: int
+) -> Tuple[Tensor, Tensor]:
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     scores = (q * scale) @ k.transpose(-1, -2)
@@ -224,7 +229,7 @@ def _attention(
     return probs @ v, scores
 
 
-def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
+def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
     """attentionOut (case layout and dtype), softmaxMax and softmaxSum as written by fa_check."""
     torch = reference_torch()
     base = directory / case.name
@@ -240,7 +245,7 @@ def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
 
 def judge_files(
     case: Case,
-    tensors: Dict[str, Any],
+    tensors: Dict[str, Tensor],
     directory: Path,
     kernel_ms: Optional[float],
     expected: Optional[Reference] = None,
@@ -260,14 +265,14 @@ def judge_files(
 class Reference(Struct, frozen=True, kw_only=True):
     """What a case's outputs are judged against; the same for every route."""
 
-    out: Any  # float64 attentionOut, (b, n, s, d)
-    softmax_max: Any  # float64 (b, n, s)
-    softmax_sum: Any
+    out: Tensor  # float64 attentionOut, (b, n, s, d)
+    softmax_max: Tensor  # float64 (b, n, s)
+    softmax_sum: Tensor
     same_dtype_err: float  # max|same-dtype torch attention - out|
     noise: float  # 2 * ... rounding noise of the kernel dtype, see RULE
 
 
-def reference(case: Case, tensors: Dict[str, Any]) -> Reference:
+def reference(case: Case, tensors: Dict[str, Tensor]) -> Reference:
     """The float64 reference and the same-dtype torch error for one case (the costly part)."""
     torch = reference_torch()
     dt = torch_dtype(torch, case.dtype)
@@ -292,10 +297,10 @@ def reference(case: Case, tensors: Dict[str, Any]) -> Reference:
 
 def judge(
     case: Case,
-    tensors: Dict[str, Any],
-    out: Any,
-    smax: Optional[Any],
-    ssum: Optional[Any],
+    tensors: Dict[str, Tensor],
+    out: Tensor,
+    smax: Optional[Tensor],
+    ssum: Optional[Tensor],
     kernel_ms: Optional[float],
     expected: Optional[Reference] = None,
 ) -> CaseResult:

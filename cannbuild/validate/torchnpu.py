@@ -20,11 +20,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
 from .. import safefs
+from ..decoded import JSONObject, JSONValue
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
@@ -42,6 +44,11 @@ from .cases import (
     write_inputs,
 )
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    Inputs = Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]  # q, k, v and the mask
+
 RUN_TIMEOUT_S = 600
 JOB = "job.json"
 RESULT = "result.json"
@@ -56,11 +63,13 @@ class RouteOutcome(Struct, frozen=True, kw_only=True):
 
     status: str  # PASS | FAIL | SKIPPED
     message: str
-    details: Dict[str, Any] = field(default_factory=dict)
+    details: Dict[str, object] = field(default_factory=dict)
     results: Tuple[CaseResult, ...] = ()
 
 
-def start_worker(code: str, data: Path, env: Mapping[str, str], log: IO[str]) -> Any:
+def start_worker(
+    code: str, data: Path, env: Mapping[str, str], log: IO[str]
+) -> subprocess.Popen[bytes]:
     """A child Python running `code` with the package's env (cannbuild importable), its
     output to `log`; the bench's `serve` worker also gets a pipe for requests."""
     child_env = dict(env)
@@ -122,7 +131,7 @@ def run(
         except BaseException:  # Ctrl-C, SIGTERM: the worker goes too
             kill_group(child, grace_s=1.0)
             raise
-    details: Dict[str, Any] = {
+    details: Dict[str, object] = {
         "torch_npu": stack.torch_npu,
         "torch": stack.torch,
         "log": str(data / LOG),
@@ -178,7 +187,7 @@ def _verdict(
     library: Path,
     loaded: Sequence[str],
     version: str,
-    details: Dict[str, Any],
+    details: Dict[str, object],
 ) -> RouteOutcome:
     failed = [r for r in results if r.status != Verdict.PASS]
     if failed:
@@ -209,7 +218,7 @@ def _verdict(
     )
 
 
-def _read_result(directory: Path) -> Optional[Dict[str, Any]]:
+def _read_result(directory: Path) -> Optional[JSONObject]:
     try:
         data = json.loads((directory / RESULT).read_text())
     except (OSError, ValueError):
@@ -239,7 +248,7 @@ def _op_libraries() -> List[str]:
     return sorted(os.path.realpath(p) for p in found)
 
 
-def _load(torch: Any, case: Case, directory: Path, key: str, heads: int) -> Any:
+def _load(torch: ModuleType, case: Case, directory: Path, key: str, heads: int) -> Tensor:
     raw = bytearray((directory / f"{case.name}.{key}").read_bytes())
     if key == "mask":
         return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
@@ -248,7 +257,7 @@ def _load(torch: Any, case: Case, directory: Path, key: str, heads: int) -> Any:
     return torch.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
-def _inputs(torch: Any, case: Case, directory: Path, device: str) -> Tuple[Any, ...]:
+def _inputs(torch: ModuleType, case: Case, directory: Path, device: str) -> Inputs:
     q, k, v = (
         _load(torch, case, directory, key, heads).to(device)
         for key, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))
@@ -259,7 +268,7 @@ def _inputs(torch: Any, case: Case, directory: Path, device: str) -> Tuple[Any, 
     return q, k, v, mask
 
 
-def _call(torch_npu: Any, case: Case, inputs: Tuple[Any, ...]) -> Tuple[Any, ...]:
+def _call(torch_npu: ModuleType, case: Case, inputs: Inputs) -> Tuple[Tensor, ...]:
     q, k, v, mask = inputs
     return tuple(
         torch_npu.npu_fusion_attention(
@@ -268,12 +277,14 @@ def _call(torch_npu: Any, case: Case, inputs: Tuple[Any, ...]) -> Tuple[Any, ...
     )
 
 
-def _write_outputs(case: Case, directory: Path, outputs: Tuple[Any, ...]) -> None:
+def _write_outputs(case: Case, directory: Path, outputs: Tuple[Tensor, ...]) -> None:
     for suffix, tensor in zip(("out", "smax", "ssum"), outputs):
         (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor.cpu()))
 
 
-def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: str) -> float:
+def _run_case(
+    torch: ModuleType, torch_npu: ModuleType, case: Case, directory: Path, device: str
+) -> float:
     inputs = _inputs(torch, case, directory, device)
     torch.npu.synchronize()
     start = time.perf_counter()
@@ -284,7 +295,7 @@ def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: s
     return elapsed_ms
 
 
-def _import_torch_npu() -> Tuple[Any, Any]:
+def _import_torch_npu() -> Tuple[ModuleType, ModuleType]:
     """torch, then torch_npu explicitly: with auto-loading, a torch_npu that fails to load
     fails `import torch` with torch's generic message in place of the cause."""
     import warnings
@@ -308,7 +319,7 @@ def worker(folder: str) -> int:
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
         write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first_lines(exc)}"})
         return 3
-    runs: Dict[str, Dict[str, Any]] = {}
+    runs: Dict[str, Dict[str, object]] = {}
     for case in select(job["cases"]):
         try:
             runs[case.name] = {
@@ -327,14 +338,18 @@ def worker(folder: str) -> int:
 # ---- the bench's worker: one request a line on stdin, one REPLY line each on stdout ----
 
 
-def _reply(answer: Mapping[str, Any]) -> None:
+def _reply(answer: Mapping[str, object]) -> None:
     sys.stdout.write(REPLY + json.dumps(answer) + "\n")
     sys.stdout.flush()
 
 
 def _bench_request(
-    torch: Any, torch_npu: Any, case: Case, inputs: Tuple[Any, ...], request: Mapping[str, Any]
-) -> Dict[str, Any]:
+    torch: ModuleType,
+    torch_npu: ModuleType,
+    case: Case,
+    inputs: Inputs,
+    request: Mapping[str, JSONValue],
+) -> Dict[str, object]:
     """reps 0: one call, outputs written for judging, the peak of torch_npu's allocator
     beyond the inputs; else `warmup` calls, then `reps` each between two NPU events."""
     reps = int(request.get("reps", 0))
@@ -371,7 +386,7 @@ def serve(folder: str) -> int:
         _reply({"error": f"import torch_npu: {_first_lines(exc)}"})
         return 3
     _reply({"ready": True, "torch_npu": torch_npu.__version__})
-    held: Optional[Tuple[str, Tuple[Any, ...]]] = None
+    held: Optional[Tuple[str, Inputs]] = None
     for line in sys.stdin:
         request = json.loads(line)
         case = Case(**request["case"])
