@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -52,7 +52,7 @@ class PipelineRun(Struct, frozen=True, kw_only=True):
     validation: Optional[ValidationRun]
     report_dir: Path
     made: Made
-    built_from: Optional[Mapping[str, Any]] = None  # the build that made what was validated
+    built_from: Optional[Mapping[str, object]] = None  # the build that made what was validated
 
     @property
     def failed(self) -> Optional[StepOutcome]:
@@ -81,7 +81,7 @@ def made(session: Session) -> Made:
     )
 
 
-def built_from(session: Session) -> Optional[Dict[str, Any]]:
+def built_from(session: Session) -> Optional[Dict[str, object]]:
     """The build behind the installed package: when it finished, from which commits, and
     whether a later build attempt failed (then validation judges the older package)."""
     from .build.stamps import read_stamp
@@ -96,7 +96,7 @@ def built_from(session: Session) -> Optional[Dict[str, Any]]:
         commit = (step_stamp.get("inputs", {}).get("source") or {}).get("commit")
         if spec.repo and commit:
             commits[spec.repo] = commit
-    record: Dict[str, Any] = {
+    record: Dict[str, object] = {
         "step": install.name if install else None,
         "finished": stamp.get("finished"),
         "run_id": stamp.get("run_id"),
@@ -147,11 +147,11 @@ def _record_attempt(session: Session, run_id: str, command: str, failed: Optiona
 
 def _build_record(
     command: str, result: Optional[RunResult], error: Optional[CannbuildError]
-) -> Dict[str, Any]:
+) -> Dict[str, object]:
     if result is None and error is None:
         return {"command": command, "status": "not run (validation only)"}
     failed = result.failed if result is not None else None
-    record: Dict[str, Any] = {"command": command, "status": "ok"}
+    record: Dict[str, object] = {"command": command, "status": "ok"}
     if failed is not None:
         record.update(
             status="failed",
@@ -172,10 +172,10 @@ def _write_report(
     command: str,
     result: Optional[RunResult],
     error: Optional[CannbuildError],
-    validation: Optional[Mapping[str, Any]],
-    built: Optional[Mapping[str, Any]],
-    cache: Optional[Mapping[str, Any]] = None,
-    package: Optional[Mapping[str, Any]] = None,
+    validation: Optional[Mapping[str, object]],
+    built: Optional[Mapping[str, object]],
+    cache: Optional[Mapping[str, object]] = None,
+    package: Optional[Mapping[str, object]] = None,
     sources: Optional[SourceState] = None,
 ) -> Path:
     """`sources`: what this run made ready (else the lock on disk is read)."""
@@ -338,7 +338,7 @@ def run_validate(
         WorkspaceLock(session.ws, command, session.options.wait, None),
         _reported(session, run_id, command),
     ):
-        shipped: Optional[Dict[str, Any]] = None
+        shipped: Optional[Dict[str, str]] = None
         target = session
         if package is not None:
             from .shipped import install_package

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 from msgspec.structs import replace
 
+from ..decoded import JSONValue
 from ..errors import UsageError
 from ..recipes import Recipe, StepSpec, template_dirs
 from ..redact import fingerprint, fingerprint_env, redact, redact_env
@@ -38,7 +39,7 @@ class StepContext(Struct, frozen=True, kw_only=True):
     """Everything a step's templates and hash can depend on, as plain data."""
 
     values: Mapping[str, Any]  # template context (cann, soc, jobs, src, third_party, ...)
-    sources: Mapping[str, Mapping[str, Any]]  # repo -> identity (commit, nested, third_party)
+    sources: Mapping[str, Mapping[str, object]]  # repo -> identity (commit, nested, third_party)
     toolkit: Mapping[str, str]  # version, path
     hashed_env: Mapping[str, str]
     base_env: Mapping[str, str]  # what steps run under before the overlay
@@ -55,7 +56,7 @@ class PlannedStep(Struct, frozen=True, kw_only=True):
     cwd: Path
     env: Mapping[str, str]
     env_delta: Mapping[str, str]
-    inputs: Mapping[str, Any]
+    inputs: Mapping[str, JSONValue]  # what the stamp records
     input_hash: str = ""
     status: StepStatus = NEEDS_RUN
     reason: str = ""
@@ -64,7 +65,7 @@ class PlannedStep(Struct, frozen=True, kw_only=True):
     def name(self) -> str:
         return self.spec.name
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "name": self.name,
             "repo": self.spec.repo,
@@ -88,7 +89,7 @@ def recipe_templates(
 def _render(
     recipe: Recipe,
     template: str,
-    values: Mapping[str, Any],
+    values: Mapping[str, object],
     what: str,
     env: Optional[Templates] = None,
 ) -> str:
@@ -107,20 +108,20 @@ def _render(
     return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
-def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: str) -> str:
+def _render_inline(recipe: Recipe, text: str, values: Mapping[str, object], what: str) -> str:
     return render_value(text, values, f"recipe {recipe.path}: {what}")
 
 
 class Upstream(Struct, frozen=True, kw_only=True):
     """What the steps a step runs after left in their stamps."""
 
-    outputs: Dict[str, Any]  # step -> outputs digest
+    outputs: Dict[str, object]  # step -> outputs digest
     artifacts: Dict[str, str]  # step -> path of its first artifact (the package it built)
     missing: List[str]  # steps not built yet
 
 
 def _upstream(ws: Workspace, spec: StepSpec) -> Upstream:
-    outputs: Dict[str, Any] = {}
+    outputs: Dict[str, object] = {}
     artifacts: Dict[str, str] = {}
     missing: List[str] = []
     for dep in spec.after:
@@ -215,7 +216,7 @@ def plan_step(
     env = {**base, **ctx.extra_env, **step_env}
     delta = {k: v for k, v in env.items() if os.environ.get(k) != v}
 
-    inputs: Dict[str, Any] = {
+    inputs: Dict[str, object] = {
         "recipe": ctx.recipe,
         # a secret (by its name, or a credential in a URL) is kept as its hash: a changed
         # secret still rebuilds, and the stamp holds no secret
@@ -251,7 +252,7 @@ def plan_step(
 def _status(
     ws: Workspace,
     spec: StepSpec,
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, object],
     input_hash: str,
     missing: Sequence[str],
     upstream_pending: Sequence[str],
@@ -275,7 +276,7 @@ def _status(
     return UP_TO_DATE, f"built {stamp.get('finished', '')}; inputs unchanged"
 
 
-def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+def explain_change(old: Mapping[str, JSONValue], new: Mapping[str, JSONValue]) -> str:
     """Which input changed, in the words a CANN engineer would use."""
     if old.get("toolkit") != new.get("toolkit"):
         o, n = old.get("toolkit", {}), new.get("toolkit", {})
@@ -324,7 +325,7 @@ def walk(
     phases: Sequence[str],
     force: Sequence[str] = (),
     optional_steps: Sequence[str] = (),
-    source_of: Optional[Callable[[StepSpec], Mapping[str, Any]]] = None,
+    source_of: Optional[Callable[[StepSpec], Mapping[str, object]]] = None,
     visit: Optional[Callable[[PlannedStep], bool]] = None,
 ) -> List[PlannedStep]:
     """The one walk over a recipe's steps, in order, each planned when it is reached.
