@@ -15,6 +15,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from msgspec import Struct, field
 from msgspec.structs import fields, replace
 
+from .decoded import JSONValue
 from .errors import UsageError
 from .host.socs import normalize_soc
 
@@ -73,7 +74,7 @@ class Options(Struct, frozen=True, kw_only=True):
     def mirror_map(self) -> Dict[str, str]:
         return dict(self.mirrors)
 
-    def with_(self, **changes: Any) -> Options:
+    def with_(self, **changes: object) -> Options:
         return replace(self, **changes)
 
 
@@ -83,7 +84,7 @@ NAME_MAX = 255
 PATH_MAX = 4095
 
 
-def check_path(value: Any, origin: str) -> str:
+def check_path(value: object, origin: str) -> str:
     """`value` as a path string, refused (exit 2, naming `origin`: the flag, variable or
     config key) when the kernel could not take it: a NUL byte, a name over NAME_MAX
     bytes or a path over PATH_MAX bytes, as given or made absolute."""
@@ -126,7 +127,7 @@ _WORD_FIELDS = {
 }
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A value in an error paragraph, at most a line of it (--jobs 99999...9)."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -142,9 +143,9 @@ def _field_names() -> Tuple[str, ...]:
     return tuple(f.name for f in fields(Options))
 
 
-def _flatten(config: Mapping[str, Any]) -> Dict[str, Any]:
+def _flatten(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     """`cache: {remote: X}` -> `cache_remote: X`; an unknown key inside a section is an error."""
-    flat: Dict[str, Any] = {}
+    flat: Dict[str, JSONValue] = {}
     for key, value in config.items():
         if key not in _SECTIONS:
             flat[key] = value
@@ -181,7 +182,7 @@ def _config_name(name: str) -> str:
     return name
 
 
-def _coerce(name: str, value: Any, origin: str) -> Any:
+def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     if value is None:
         return None
     scalar = (
@@ -281,7 +282,7 @@ def _check_cache_remote(url: str, origin: str) -> Optional[str]:
     return url
 
 
-def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
+def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
     example = "https://gitcode.com/=https://git.example.com/gitcode/"
     if isinstance(value, Mapping):
         items = list(value.items())
@@ -324,9 +325,9 @@ def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
 
 
 def resolve_options(
-    cli: Mapping[str, Any],
+    cli: Mapping[str, object],
     env: Mapping[str, str],
-    config: Mapping[str, Any],
+    config: Mapping[str, JSONValue],
     spelled: Optional[Mapping[str, str]] = None,
 ) -> Options:
     """Merge the sources; `cli` holds only flags the user actually gave.  `spelled`: how

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Dict, Mapping, Tuple
 
 from msgspec import Struct
 
@@ -53,9 +53,9 @@ def read_trace(path: Path, windows: bool = True) -> Tuple[Analysis, TraceInfo]:
 def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     resolve = TypeResolver()
     analyzer = Analyzer(windows=windows)
-    process: Dict[Any, str] = {}
-    labels: Dict[Any, str] = {}
-    threads: Dict[Tuple[Any, Any], str] = {}
+    process: Dict[object, str] = {}  # pid -> name (pids and tids as the file has them)
+    labels: Dict[object, str] = {}
+    threads: Dict[Tuple[object, object], str] = {}
     device_pids: set = set()
     other_pids: set = set()
     events = device = 0
@@ -111,11 +111,11 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     )
 
 
-def _stream_key(pid: Any, tid: Any) -> str:
+def _stream_key(pid: object, tid: object) -> str:
     return f"pid {pid} tid {tid}"
 
 
-def _float(event: Dict[str, Any], key: str, index: int) -> float:
+def _float(event: Mapping[str, object], key: str, index: int) -> float:
     value = event.get(key)
     try:
         number = float(value)  # type: ignore[arg-type]
@@ -127,10 +127,10 @@ def _float(event: Dict[str, Any], key: str, index: int) -> float:
 
 
 def _meta(
-    event: Dict[str, Any],
-    process: Dict[Any, str],
-    labels: Dict[Any, str],
-    threads: Dict[Tuple[Any, Any], str],
+    event: Mapping[str, object],
+    process: Dict[object, str],
+    labels: Dict[object, str],
+    threads: Dict[Tuple[object, object], str],
     device_pids: set,
     other_pids: set,
 ) -> None:
