@@ -20,9 +20,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 from msgspec import Struct
+
+from .decoded import JSONValue
 
 # The folders runs write files into, by the fixed names cannbuild gives them: the top of
 # the workspace and the caches' folders (a run's own logs/<run> and reports/<run> are
@@ -173,12 +175,12 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any, durable: bool = True) -> None:
+def write_json_atomic(path: Path, data: object, durable: bool = True) -> None:
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
     write_atomic(path, text.encode(), durable)
 
 
-def read_json(path: Path) -> Optional[Any]:
+def read_json(path: Path) -> JSONValue:  # None when absent or not JSON
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -14,7 +14,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -98,7 +98,7 @@ class StepOutcome(Struct, frozen=True, kw_only=True):
     artifacts: Sequence[str] = ()
     errors: Sequence[Tuple[int, str]] = ()  # first error-looking lines: (log line, text)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "name": self.name,
             "status": self.status,
@@ -286,7 +286,7 @@ def run_step(
         exit_code=0,
         tail=tuple(streamed.tail),
         hint=None,
-        artifacts=tuple(a["path"] for a in artifacts),
+        artifacts=tuple(str(a["path"]) for a in artifacts),
     )
     progress.finished(outcome)
     return outcome
@@ -346,10 +346,10 @@ class _NoPackage(ActionFailed):
     pass
 
 
-def _collect(step: PlannedStep, patterns: Sequence[str]) -> List[Dict[str, Any]]:
+def _collect(step: PlannedStep, patterns: Sequence[str]) -> List[Dict[str, object]]:
     """The newest file matching each `produces` pattern, recorded; none is a failure
     (8.3's build.sh exits 0 on every failure)."""
-    artifacts: List[Dict[str, Any]] = []
+    artifacts: List[Dict[str, object]] = []
     for pattern in patterns:
         matches = sorted((p for p in glob.glob(pattern) if os.path.isfile(p)), key=os.path.getmtime)
         if not matches:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..decoded import JSONValue
 from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, Check
 from ..host.doctor import HostReport, read_host
@@ -25,6 +26,7 @@ from .requirements import requirement_checks
 
 if TYPE_CHECKING:
     from ..sandbox import SandboxInfo
+    from ..sandbox.create import SandboxLease
 
 
 class CannFacts(Struct, frozen=True, kw_only=True):
@@ -55,9 +57,9 @@ class BuildContext(Struct, frozen=True, kw_only=True):
     stage: Path
     overlay: Path
     opbase_install_path: Path
-    vars: Tuple[Tuple[str, Any], ...] = ()
+    vars: Tuple[Tuple[str, JSONValue], ...] = ()  # the recipe's [vars], as TOML has them
 
-    def as_jinja(self) -> Dict[str, Any]:
+    def as_jinja(self) -> Dict[str, Any]:  # the template context: keys of several kinds
         values: Dict[str, Any] = {
             "cann": {
                 "version": self.cann.version,
@@ -94,7 +96,7 @@ class Session(Struct, frozen=True, kw_only=True):
     soc: str
     context: BuildContext
     sandbox: Optional[SandboxInfo] = None
-    sandbox_lease: Optional[Any] = None
+    sandbox_lease: Optional[SandboxLease] = None
 
     @property
     def fetcher(self) -> Fetcher:
@@ -119,7 +121,7 @@ class Sandboxed(Struct, frozen=True, kw_only=True):
     options: Options
     info: Optional[SandboxInfo] = None
     created: bool = False
-    lease: Optional[Any] = None
+    lease: Optional[SandboxLease] = None
 
 
 def with_sandbox(options: Options) -> Sandboxed:
@@ -154,7 +156,7 @@ def open_session(
     env: Mapping[str, str],
     cwd: Path,
     sandbox: Optional[SandboxInfo] = None,
-    lease: Optional[Any] = None,
+    lease: Optional[SandboxLease] = None,
 ) -> Session:
     from ..ownership import check_replaceable
 

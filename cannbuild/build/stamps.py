@@ -12,8 +12,9 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
+from ..decoded import JSONObject, JSONValue
 from ..sources.fetch import sha256_file
 from ..workspace import Workspace, read_json, write_json_atomic
 
@@ -22,17 +23,17 @@ def stamp_path(ws: Workspace, step: str) -> Path:
     return ws.stamps / f"{step}.json"
 
 
-def read_stamp(ws: Workspace, step: str) -> Optional[Dict[str, Any]]:
+def read_stamp(ws: Workspace, step: str) -> Optional[JSONObject]:
     data = read_json(stamp_path(ws, step))
     return data if isinstance(data, dict) else None
 
 
-def digest(data: Any) -> str:
+def digest(data: object) -> str:
     """The hash of plain data, stable across runs (sorted keys)."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def artifact_record(path: Path) -> Dict[str, Any]:
+def artifact_record(path: Path) -> Dict[str, object]:
     st = path.stat()
     return {
         "path": str(path),
@@ -48,8 +49,8 @@ def write_stamp(
     *,
     run_id: str,
     input_hash: str,
-    inputs: Mapping[str, Any],
-    artifacts: Sequence[Mapping[str, Any]],
+    inputs: Mapping[str, object],
+    artifacts: Sequence[Mapping[str, object]],
     requires: Sequence[str],
     duration_s: float,
     log: Path,
@@ -72,7 +73,7 @@ def write_stamp(
     )
 
 
-def outputs_gone(stamp: Mapping[str, Any]) -> Optional[str]:
+def outputs_gone(stamp: Mapping[str, JSONValue]) -> Optional[str]:
     """Why what the stamped step made is no longer as it made it, or None."""
     for artifact in stamp.get("artifacts", []):
         path = Path(artifact["path"])

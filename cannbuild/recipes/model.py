@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from msgspec import Struct
 
+from ..decoded import JSONValue
 from ..resources import data_dir
 
 USER_RECIPE_DIR = "cannbuild-recipes"
@@ -109,7 +110,7 @@ class Recipe(Struct, frozen=True, kw_only=True):
     description: str
     socs: Tuple[str, ...]
     opbase: str
-    vars: Tuple[Tuple[str, Any], ...]
+    vars: Tuple[Tuple[str, JSONValue], ...]  # [vars], as TOML has them
     requires: Tuple[Tuple[str, str], ...]
     repos: Tuple[RepoSpec, ...]
     steps: Tuple[StepSpec, ...]

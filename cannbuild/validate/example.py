@@ -17,7 +17,7 @@ import math
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -59,7 +59,7 @@ class ExampleRun(Struct, frozen=True, kw_only=True):
     values: int
     judged: str  # "values": against known expected values; "run": exit and finite values only
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "file": self.file,
             "status": self.status,
