@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple, Union
 
 from msgspec import Struct
 
 from ..bounded import PROFILE_TRACE_BYTES, GiB, open_text
+from ..decoded import JSONValue
 from ..errors import ProfileFormatError
 
 CHUNK_CHARS = 1 << 22  # 4 Mi characters per read
@@ -124,7 +125,11 @@ class _Source:
         )
 
 
-def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[Any]:
+# an element's place: its index, or with exact positions (index, where it starts)
+Where = Union[int, Tuple[int, Position]]
+
+
+def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[JSONValue]:
     """Yield the elements of the top-level JSON array in `path`, holding one chunk."""
     for element, _index in _elements(path, chunk_chars, exact=False):
         yield element
@@ -133,17 +138,17 @@ def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[Any]:
 def locate(path: Path, index: int) -> Position:
     """Line and column where element `index` (0-based) starts: for error messages about
     an event the fast path parsed without positions."""
-    for _element, (i, position) in _positions(path):
-        if i == index:
-            return position
+    for _element, where in _positions(path):
+        if isinstance(where, tuple) and where[0] == index:  # exact: always (index, where)
+            return where[1]
     return Position(line=0, column=0)
 
 
-def _positions(path: Path) -> Iterator[Tuple[Any, Any]]:
+def _positions(path: Path) -> Iterator[Tuple[JSONValue, Where]]:
     yield from _elements(path, CHUNK_CHARS, exact=True)
 
 
-def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[Any, Any]]:
+def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[JSONValue, Where]]:
     src = _Source(path, chunk_chars)
     try:
         yield from _walk(src, exact)
@@ -151,7 +156,7 @@ def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[Any, 
         src.close()
 
 
-def _walk(src: _Source, exact: bool) -> Iterator[Tuple[Any, Any]]:
+def _walk(src: _Source, exact: bool) -> Iterator[Tuple[JSONValue, Where]]:
     src.fill()
     if src.buf.startswith("\ufeff"):
         src.pos = 1
@@ -201,7 +206,7 @@ def _walk(src: _Source, exact: bool) -> Iterator[Tuple[Any, Any]]:
         raise src.error(src.pos, "unexpected text after the closing ']' of the event array")
 
 
-def _fast_batch(src: _Source) -> List[Any]:
+def _fast_batch(src: _Source) -> List[JSONValue]:
     """The complete events from the read position to the last `}, {` in the buffer,
     parsed at once; [] when that does not parse (the slow path then takes over)."""
     buf = src.buf
@@ -221,7 +226,7 @@ def _fast_batch(src: _Source) -> List[Any]:
     return batch  # type: ignore[no-any-return]
 
 
-def _one(src: _Source) -> Tuple[Any, int]:
+def _one(src: _Source) -> Tuple[JSONValue, int]:
     """One element at the read position, reading more of the file while it is cut."""
     while True:
         start = src.pos

@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
 from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
+from ..decoded import JSONValue
 from ..errors import UsageError
 from .model import (
     ACTIONS,
@@ -66,7 +67,7 @@ class _Reader:
     def fail(self, where: str, problem: str, hint: Optional[str] = None) -> UsageError:
         return UsageError(f"recipe {self.path}: {where} {problem}", hint)
 
-    def keys(self, table: Mapping[str, Any], allowed: set, where: str) -> None:
+    def keys(self, table: Mapping[str, JSONValue], allowed: set, where: str) -> None:
         for key in table:
             if key not in allowed:
                 from difflib import get_close_matches  # only for a mistake
@@ -81,8 +82,13 @@ class _Reader:
                 )
 
     def get(
-        self, table: Mapping[str, Any], key: str, kind: type, where: str, required: bool = True
-    ) -> Any:
+        self,
+        table: Mapping[str, JSONValue],
+        key: str,
+        kind: type,
+        where: str,
+        required: bool = True,
+    ) -> JSONValue:
         if key not in table:
             if required:
                 raise self.fail(where, f"needs a {key!r} key.")
@@ -94,7 +100,7 @@ class _Reader:
             )
         return value
 
-    def strings(self, table: Mapping[str, Any], key: str, where: str) -> Tuple[str, ...]:
+    def strings(self, table: Mapping[str, JSONValue], key: str, where: str) -> Tuple[str, ...]:
         value = self.get(table, key, list, where, required=False) or []
         if not all(isinstance(v, str) for v in value):
             raise self.fail(where, f"key {key!r} should be a list of strings.")
@@ -160,7 +166,7 @@ def _read(path: Path) -> bytes:
         ) from exc
 
 
-def _opbase(r: _Reader, head: Mapping[str, Any]) -> Tuple[str, str]:
+def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
     """[recipe]'s opbase mode and where its headers are (`opbase`, `opbase_headers`)."""
     opbase = r.get(head, "opbase", str, "[recipe]")
     if opbase not in OPBASE_MODES:
@@ -174,7 +180,7 @@ def _opbase(r: _Reader, head: Mapping[str, Any]) -> Tuple[str, str]:
     return opbase, opbase_headers
 
 
-def _repo(r: _Reader, name: str, table: Mapping[str, Any]) -> RepoSpec:
+def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
     where = f"[repos.{name}]"
     r.keys(table, _REPO_KEYS, where)
     refs = [k for k in ("tag", "branch", "commit") if k in table]
@@ -199,7 +205,7 @@ def _repo(r: _Reader, name: str, table: Mapping[str, Any]) -> RepoSpec:
     )
 
 
-def _source_pin(r: _Reader, table: Mapping[str, Any], where: str) -> SourcePin:
+def _source_pin(r: _Reader, table: Mapping[str, JSONValue], where: str) -> SourcePin:
     ptable = r.get(table, "opbase_source", dict, where)
     r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
     pin = SourcePin(**{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS})
@@ -211,7 +217,7 @@ def _source_pin(r: _Reader, table: Mapping[str, Any], where: str) -> SourcePin:
 
 
 def _add_recipe_archives(
-    r: _Reader, data: Mapping[str, Any], repos: List[RepoSpec], names: Set[str]
+    r: _Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
 ) -> List[RepoSpec]:
     """The older, recipe-wide form: an archive the recipe adds to the repos it names."""
     added: Dict[str, List[ArchiveRule]] = {}
@@ -239,7 +245,7 @@ def _add_recipe_archives(
 
 
 def _steps(
-    r: _Reader, data: Mapping[str, Any], search: List[Path], names: Set[str]
+    r: _Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
 ) -> List[StepSpec]:
     steps: List[StepSpec] = []
     for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
@@ -249,7 +255,7 @@ def _steps(
     return steps
 
 
-def _step(r: _Reader, table: Mapping[str, Any], where: str) -> StepSpec:
+def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
     r.keys(table, _STEP_KEYS, where)
     return StepSpec(
         name=r.get(table, "name", str, where),
@@ -300,7 +306,7 @@ def _check_step(
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
 
 
-def _validate(r: _Reader, data: Mapping[str, Any]) -> ValidateSpec:
+def _validate(r: _Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
     vtable = r.get(data, "validate", dict, "the file")
     r.keys(vtable, _VALIDATE_KEYS, "[validate]")
     validate = ValidateSpec(
@@ -318,7 +324,7 @@ def _validate(r: _Reader, data: Mapping[str, Any]) -> ValidateSpec:
     return validate
 
 
-def _host_tools(r: _Reader, data: Mapping[str, Any]) -> List[HostTool]:
+def _host_tools(r: _Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
     tools: List[HostTool] = []
@@ -340,7 +346,7 @@ def _host_tools(r: _Reader, data: Mapping[str, Any]) -> List[HostTool]:
 
 
 def _toolkit_files(
-    r: _Reader, toolkit: Mapping[str, Any], step_names: Set[str]
+    r: _Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
 ) -> List[ToolkitFile]:
     files: List[ToolkitFile] = []
     for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
@@ -361,7 +367,7 @@ def _toolkit_files(
     return files
 
 
-def _archive_rule(r: _Reader, table: Any, where: str) -> ArchiveRule:
+def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
     if not isinstance(table, dict):
         raise r.fail(where, f"should be a table, got {type(table).__name__}.")
     r.keys(table, _RULE_KEYS, where)
@@ -377,7 +383,7 @@ def _archive_rule(r: _Reader, table: Any, where: str) -> ArchiveRule:
     )
 
 
-def _hex(r: _Reader, table: Mapping[str, Any], key: str, where: str) -> Optional[str]:
+def _hex(r: _Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
     value = r.get(table, key, str, where, required=False)
     if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
         raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
