@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from typing import Any, Callable, List, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Tuple, TypeVar
 
 from ..redact import redact
+
+if TYPE_CHECKING:
+    import socket
 
 PROBE_TIMEOUT_S = 3.0  # the overall bound on asking the remote (doctor, and each build run)
 T = TypeVar("T")
@@ -32,7 +35,7 @@ class _Deadline:
             raise TimeoutError("timed out")
         return left
 
-    def recv_line(self, sock: Any, limit: int = 4096) -> bytes:
+    def recv_line(self, sock: socket.socket, limit: int = 4096) -> bytes:
         """Bytes up to the first CRLF, read before the deadline."""
         data = b""
         while b"\r\n" not in data and len(data) < limit:
@@ -45,7 +48,9 @@ class _Deadline:
         return data.split(b"\r\n", 1)[0]
 
 
-def _connect(url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline) -> Any:
+def _connect(
+    url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline
+) -> socket.socket:
     import socket
     import ssl
 

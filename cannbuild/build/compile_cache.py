@@ -20,7 +20,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -29,6 +29,9 @@ from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..proc import run
 from ..redact import redact
 from .cache_probe import probe_remote
+
+if TYPE_CHECKING:
+    from .plan import PlannedStep
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
 RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage
@@ -212,7 +215,7 @@ def compile_cache(
     )
 
 
-def with_cache(step: Any, cache: Optional[CompileCache]) -> Any:
+def with_cache(step: PlannedStep, cache: Optional[CompileCache]) -> PlannedStep:
     """The planned step as it runs with the compile cache: its env, and the ccache option of
     the build.sh that takes one.  The input hash is untouched: a cache never makes a new
     package."""
@@ -262,7 +265,7 @@ def run_record(
     before: Optional[Mapping[str, int]],
     after: Optional[Mapping[str, int]],
     remote: Optional[str] = None,
-) -> Dict[str, Any]:
+) -> Dict[str, object]:
     """The report's `cache` entry: this run's local/remote hits and misses."""
     if remote is None and cache is None:
         return {
@@ -276,7 +279,7 @@ def run_record(
             "remote": redact(remote or ""),
             "detail": "a remote is set but no ccache >= 4.4 with that storage was found",
         }
-    record: Dict[str, Any] = {
+    record: Dict[str, object] = {
         "status": "on",
         "ccache": str(cache.ccache.path),
         "version": cache.ccache.version_text,

@@ -15,12 +15,15 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
 from ..proc import run
 from ..workspace import read_text_map, remember
+
+if TYPE_CHECKING:
+    from .plan import PlannedStep
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -65,7 +68,7 @@ def _git_commit_time(checkout: Path) -> Optional[int]:
     return int(text) if proc.returncode == 0 and text.isdigit() else None
 
 
-def with_source_date(step: Any) -> Any:
+def with_source_date(step: PlannedStep) -> PlannedStep:
     """The step with SOURCE_DATE_EPOCH set (unless its environment already has one)."""
     if step.env.get("SOURCE_DATE_EPOCH") or not step.spec.repo:
         return step
@@ -180,16 +183,16 @@ def artifact_records(
     packages: Iterable[Tuple[str, str, str, Optional[int]]],
     workspace: Path,
     memo: Optional[Path] = None,
-) -> List[Dict[str, Any]]:
+) -> List[Dict[str, object]]:
     """A report's artifact entries, one per (step, path, sha256, epoch): the sha256 and
     what in the package varies between builds (`epoch`: the SOURCE_DATE_EPOCH its step
     had).  With `memo`, a package already read (same sha256, workspace and epoch) is
     not read again; the memo keeps only the entries of these packages."""
     known = (read_text_map(memo) if memo is not None else None) or {}
     kept: Dict[str, str] = {}
-    records: List[Dict[str, Any]] = []
+    records: List[Dict[str, object]] = []
     for step, path, sha256, epoch in packages:
-        record: Dict[str, Any] = {"step": step, "path": path, "sha256": sha256}
+        record: Dict[str, object] = {"step": step, "path": path, "sha256": sha256}
         records.append(record)
         package = Path(path)
         if not package.is_file() or package.suffix != ".run":

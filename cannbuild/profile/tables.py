@@ -18,7 +18,17 @@ import csv
 import math
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from msgspec import Struct
 
@@ -32,6 +42,9 @@ from ..bounded import (
 from ..errors import ProfileFormatError
 from .analysis import Kernel, OpStat
 from .ops import NA, TypeResolver, strip_quotes
+
+if TYPE_CHECKING:
+    from _csv import Reader as CsvReader
 
 # canonical column -> the names it has in kernel_details.csv and op_summary_*.csv
 KERNEL_COLUMNS: Dict[str, Tuple[str, ...]] = {
@@ -69,7 +82,7 @@ class TableInfo(Struct, frozen=True, kw_only=True):
 
 
 @contextlib.contextmanager
-def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], Any]]:
+def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], CsvReader]]:
     """The rows of a CSV file (a real CSV reader: quoted cells may hold commas and line
     breaks) and the reader, whose line_num says where a row ends.  Only a regular file
     of at most PROFILE_CSV_BYTES is opened, and no line or row longer than its bound is
@@ -99,7 +112,7 @@ class _Lines:
     PROFILE_CSV_LINE_CHARS, or a row (quoted cells span lines) over
     PROFILE_CSV_ROW_CHARS, is refused before more of it is read."""
 
-    def __init__(self, path: Path, fh: Any) -> None:
+    def __init__(self, path: Path, fh: IO[str]) -> None:
         self.path = path
         self.fh = fh
         self.line = 0
@@ -128,7 +141,7 @@ class _Lines:
         )
 
 
-def _rows(path: Path, reader: Any, lines: _Lines) -> Iterator[List[str]]:
+def _rows(path: Path, reader: CsvReader, lines: _Lines) -> Iterator[List[str]]:
     while True:
         try:
             row = next(reader)
@@ -207,7 +220,7 @@ def read_kernels(
 
 
 def _read_kernels(
-    path: Path, rows: Iterator[List[str]], reader: Any, resolve: TypeResolver
+    path: Path, rows: Iterator[List[str]], reader: CsvReader, resolve: TypeResolver
 ) -> Tuple[List[Kernel], TableInfo]:
     header = next(rows, None)
     if header is None:
@@ -301,7 +314,7 @@ def read_statistic(path: Path) -> Tuple[List[OpStat], TableInfo]:
 
 
 def _read_statistic(
-    path: Path, rows: Iterator[List[str]], reader: Any
+    path: Path, rows: Iterator[List[str]], reader: CsvReader
 ) -> Tuple[List[OpStat], TableInfo]:
     header = next(rows, None)
     if header is None:
@@ -339,7 +352,7 @@ def read_operator_details(path: Path) -> TableInfo:
         return _read_operator_details(path, rows, reader)
 
 
-def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: Any) -> TableInfo:
+def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: CsvReader) -> TableInfo:
     header = next(rows, None)
     if header is None:
         raise ProfileFormatError(
