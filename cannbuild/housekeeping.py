@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
+from .decoded import JSONObject, JSONValue
 from .ownership import remove_inside
 from .workspace import Workspace, read_json
 
@@ -115,7 +116,7 @@ def remove(root: Path, targets: List[Path]) -> int:
 
 
 def step_facts(
-    ws: Workspace, stamp: Mapping[str, Any], seen: Optional[Dict[str, Tuple[str, str]]] = None
+    ws: Workspace, stamp: Mapping[str, JSONValue], seen: Optional[Dict[str, Tuple[str, str]]] = None
 ) -> Tuple[str, str]:
     """What a step's stamp is worth now, from the facts the plan reads without the host:
     what the step made is still as it made it (`stamps.outputs_gone`, the plan's own
@@ -147,7 +148,7 @@ def step_facts(
     return facts
 
 
-def _is_install(ws: Workspace, stamp: Mapping[str, Any]) -> bool:
+def _is_install(ws: Workspace, stamp: Mapping[str, JSONValue]) -> bool:
     """The step that installs the package: what it needs to stay up to date is in opp."""
     vendors = ws.opp / "vendors"
     return any(vendors in Path(p).parents for p in stamp.get("requires_paths", []))
@@ -171,7 +172,7 @@ def _lock_held(ws: Workspace) -> bool:
     return False
 
 
-def _last_attempt(ws: Workspace) -> Optional[Dict[str, Any]]:
+def _last_attempt(ws: Workspace) -> Optional[JSONObject]:
     """The last build attempt; one recorded as started whose process is gone died
     (kill -9, a power cut): it is shown as interrupted, not as what it never finished."""
     attempt = read_json(ws.reports / ATTEMPT_FILE)
@@ -187,7 +188,7 @@ def _last_attempt(ws: Workspace) -> Optional[Dict[str, Any]]:
     return attempt
 
 
-def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
+def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
     """What is built, installed and validated in the workspace, and from which commits;
     each only as far as the files behind it are still there.  A lock that cannot be read
     is an error (exit 2), not "no lock yet"."""
@@ -196,7 +197,7 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
     ws = Workspace(root=root)
     lock = read_lock(lock_file)
     steps = []
-    install: Optional[Dict[str, Any]] = None
+    install: Optional[JSONObject] = None  # its step's entry, the stamp's values
     seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
         stamp = read_json(stamp_path)

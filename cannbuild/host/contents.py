@@ -12,11 +12,14 @@ CANN package that ships it, before any build runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import TYPE_CHECKING, List, Sequence
 
 from msgspec import Struct
 
 from .check import FAIL, PASS, SKIP, Check
+
+if TYPE_CHECKING:
+    from ..recipes.model import ToolkitFile
 
 
 class MissingFile(Struct, frozen=True, kw_only=True):
@@ -33,7 +36,7 @@ class MissingFile(Struct, frozen=True, kw_only=True):
 
 
 def missing_files(
-    files: Sequence[Any], steps: Sequence[str], home: Path, arch: str
+    files: Sequence[ToolkitFile], steps: Sequence[str], home: Path, arch: str
 ) -> List[MissingFile]:
     """The recipe's toolkit files (for the steps that will run) that `home` lacks."""
     missing: List[MissingFile] = []
@@ -55,7 +58,7 @@ def missing_files(
 
 
 def contents_check(
-    files: Sequence[Any], steps: Sequence[str], home: Path, arch: str, recipe: str
+    files: Sequence[ToolkitFile], steps: Sequence[str], home: Path, arch: str, recipe: str
 ) -> Check:
     wanted = [f for f in files if f.step in steps]
     if not wanted:

@@ -51,7 +51,7 @@ class SourceFile(Struct, frozen=True, kw_only=True):
     notes: Tuple[str, ...] = ()
     used_for: Tuple[str, ...] = ()
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "path": str(self.path),
             "kind": self.kind,
@@ -67,12 +67,12 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
     analysis: Analysis
     notes: Tuple[str, ...] = field(default_factory=tuple)
 
-    def opportunity(self) -> Dict[str, Any]:
+    def opportunity(self) -> Dict[str, object]:
         """What the unfused chains cost, and what the fused op would save at the rate it
         ran at in the same profile (when it ran)."""
         a = self.analysis
         total = a.chain_total_us
-        result: Dict[str, Any] = {
+        result: Dict[str, object] = {
             "chains_us": round(total, 3),
             "share": round(total / a.total_us, 4) if a.total_us else 0.0,
             "fused_mean_us": None,

@@ -9,6 +9,8 @@ from typing import Any, Dict, Optional
 from msgspec import Struct
 from msgspec.structs import asdict
 
+from ..decoded import JSONObject
+
 INFO_FILE = "sandbox.json"
 CREATING_MARK = ".creating"
 SCHEMA = 1
@@ -38,14 +40,14 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
         """URL rewrite rules that send upstream fetches to the sandbox's repositories."""
         return {self.upstream: self.mirror.as_uri() + "/"}
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         data = asdict(self)
         data = {k: str(v) if isinstance(v, Path) else v for k, v in data.items()}
         data["schema"] = SCHEMA
         return data
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> SandboxInfo:
+    def from_json(cls, data: JSONObject) -> SandboxInfo:
         paths = {"dir", "sysroot", "toolkit", "set_env", "mirror"}
         values: Dict[str, Any] = {
             k: Path(v) if k in paths else v for k, v in data.items() if k != "schema"
