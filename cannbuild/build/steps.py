@@ -103,7 +103,7 @@ def plan_session(
 
     from ..sources.pinning import sources_from_lock
 
-    sources = sources_from_lock(session)
+    sources = sources_from_lock(session.source_request())
     steps = make_plan(session, sources, env, phases)
     if sources is not None:
         return steps

@@ -73,7 +73,7 @@ def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
     session = open_session(c, flags)
     check_writable(session.options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = sync_sources(session, **how)
+        state = sync_sources(session.source_request(), **how)
     ui.print_sources(state, session.options.lock_file)
 
 
@@ -120,7 +120,7 @@ def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
         return
     check_writable(options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
-        state = sync_sources(session, update_lock=True)
+        state = sync_sources(session.source_request(), update_lock=True)
     ui.print_sources(state, options.lock_file)
     ui.note(
         f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
