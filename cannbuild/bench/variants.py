@@ -17,9 +17,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, parse_toml, read_bytes, read_text
+from ..build.plan import UP_TO_DATE
+from ..build.runner import new_run_id
 from ..build.session import Session
+from ..build.steps import plan_session
+from ..build.variant import Variant
 from ..errors import UsageError
+from ..locks import WorkspaceLock
+from ..sources.pinning import sources_from_lock
 from .sweep import BASELINE
+from .variant_build import VariantProgress, build_one, validate_all
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -172,9 +179,6 @@ def _baseline_commit(session: Session, env: Mapping[str, str]) -> str:
     """The commit of the installed ops-transformer the variants start from; its build and
     install steps must be up to date (the bench task brings the workspace up to date
     before it builds variants)."""
-    from ..build.plan import UP_TO_DATE
-    from ..build.steps import plan_session
-
     steps = plan_session(session, env, ("build", "install"))
     build = next((s for s in steps if s.spec.repo == "ops-transformer" and s.spec.produces), None)
     install = next((s for s in steps if s.spec.action == "vendor"), None)
@@ -207,12 +211,6 @@ def build_variants(
 ) -> List[BuiltVariant]:
     """Each variant walked as a plan over its own copy and prefix (build/variant.py):
     built where its inputs changed, up to date otherwise; then all validated."""
-    from ..build.runner import new_run_id
-    from ..build.variant import Variant
-    from ..locks import WorkspaceLock
-    from ..sources.pinning import sources_from_lock
-    from .variant_build import VariantProgress, build_one, validate_all
-
     commit = _baseline_commit(session, env)
     sources = sources_from_lock(session.source_request())
     if sources is None:  # the plan above found the lock: only a race with `lock` gets here

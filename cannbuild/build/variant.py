@@ -15,7 +15,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -103,7 +103,7 @@ def variant_context(
     )
 
 
-def _git(argv: List[str], cwd: Path, env: Mapping[str, str], log: Any) -> Optional[str]:
+def _git(argv: List[str], cwd: Path, env: Mapping[str, str], log: TextIO) -> Optional[str]:
     log.write(f"$ {shlex.join(argv)}  (in {cwd})\n")
     log.flush()
     try:
