@@ -1,4 +1,6 @@
-"""Opening a session from the command line: the sandbox (made or reused) and the host."""
+"""Opening a session from the command line (the sandbox, made or reused, and the host), and
+running the build transaction on it: for build and install, and before bench, profile --run
+and diagnose use the workspace."""
 
 from __future__ import annotations
 
