@@ -46,6 +46,16 @@ class StepContext(Struct, frozen=True):
     extra_env: Mapping[str, str]  # TMPDIR, mirror git config, offline proxies
     recipe: str = ""
     templates: Optional[Templates] = None
+    # a plan over part of the recipe (a build variant, build/variant.py) walks only these
+    # steps; the others are another plan's, their stamps read in `given`'s workspace
+    walked: Optional[Tuple[str, ...]] = None
+    given: Optional[Workspace] = None
+
+    def stamps_of(self, ws: Workspace, step: str) -> Workspace:
+        """Where `step`'s stamp is: this plan's workspace, or the one that built it."""
+        if self.walked is None or step in self.walked or self.given is None:
+            return ws
+        return self.given
 
 
 class PlannedStep(Struct, frozen=True):
@@ -119,12 +129,12 @@ class Upstream(Struct, frozen=True):
     missing: List[str]  # steps not built yet
 
 
-def _upstream(ws: Workspace, spec: StepSpec) -> Upstream:
+def _upstream(ws: Workspace, spec: StepSpec, ctx: StepContext) -> Upstream:
     outputs: Dict[str, Any] = {}
     artifacts: Dict[str, str] = {}
     missing: List[str] = []
     for dep in spec.after:
-        stamp = read_stamp(ws, dep)
+        stamp = read_stamp(ctx.stamps_of(ws, dep), dep)
         if stamp is None:
             missing.append(dep)
             continue
@@ -183,7 +193,7 @@ def plan_step(
     force: bool,
 ) -> PlannedStep:
     values = dict(ctx.values)
-    upstream = _upstream(ws, spec)
+    upstream = _upstream(ws, spec, ctx)
     artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
         artifacts.setdefault(dep, f"<output of {dep}>")
@@ -293,6 +303,8 @@ def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
             )
         if o.get("nested") != n.get("nested"):
             return "pinned opbase source changed"
+        if o.get("patch") != n.get("patch"):
+            return "patch changed"
         return "third-party archives changed"
     if old.get("upstream") != new.get("upstream"):
         changed = sorted(
@@ -330,7 +342,8 @@ def walk(
     """The one walk over a recipe's steps, in order, each planned when it is reached.
 
     A plan (no `visit`): a step that needs a run makes the steps after it need one too,
-    and nothing is written.  A run: each planned step is handed to `visit`, which runs
+    and nothing is written (`ctx.walked`: only those steps; the others are taken as
+    built).  A run: each planned step is handed to `visit`, which runs
     it (or not) and says whether to go on; the steps after it are planned only then,
     from the stamps it left.  `source_of` gives a repo's checkout identity when a step
     of that repo is reached (a run waits there for its fetch)."""
@@ -342,18 +355,19 @@ def walk(
     for spec in recipe.steps:
         if spec.phase not in phases:
             continue
-        if source_of is not None and spec.repo and spec.repo not in ctx.sources:
-            ctx = replace(ctx, sources={**ctx.sources, spec.repo: source_of(spec)})
-        step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
         chosen = selected(spec, optional_steps, force)
-        if not chosen:
-            step = replace(step, status=NOT_SELECTED, reason=not_selected_reason(spec))
-        planned.append(step)
-        if visit is not None:
-            if not visit(step):
-                break
-        elif step.status == NEEDS_RUN:
-            pending.append(spec.name)
+        if ctx.walked is None or spec.name in ctx.walked:  # a variant takes the rest as built
+            if source_of is not None and spec.repo and spec.repo not in ctx.sources:
+                ctx = replace(ctx, sources={**ctx.sources, spec.repo: source_of(spec)})
+            step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
+            if not chosen:
+                step = replace(step, status=NOT_SELECTED, reason=not_selected_reason(spec))
+            planned.append(step)
+            if visit is not None:
+                if not visit(step):
+                    break
+            elif step.status == NEEDS_RUN:
+                pending.append(spec.name)
         if chosen and switches_to_overlay(spec) and ctx.overlay_env is not None:
             use_overlay = True
     return planned

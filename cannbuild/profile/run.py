@@ -186,6 +186,17 @@ def start(
     )
 
 
+def check_profiler(session: Any, env: Mapping[str, str]) -> None:
+    """torch_npu on an NPU or the sandbox, or exit 2 saying why not (before any build)."""
+    from ..host.pystack import read_python_stack
+    from ..validate import inputs_for, torchnpu
+
+    inp = inputs_for(session, env, package_env=False)
+    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
+    if why_not:
+        raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
+
+
 def run_profile(
     session: Any,
     env: Mapping[str, str],
@@ -197,9 +208,8 @@ def run_profile(
 ) -> RunOutcome:
     """Profile the installed package's FlashAttention and the unfused chain, under the
     workspace lock (an install replacing the package mid-run would mix two builds)."""
-    from ..host.pystack import read_python_stack
     from ..locks import WorkspaceLock
-    from ..validate import inputs_for, torchnpu
+    from ..validate import inputs_for
 
     inp = inputs_for(session, env)
     if not inp.library.is_file():
@@ -208,9 +218,7 @@ def run_profile(
             "Build and install it first: cannbuild install"
             + (" --sandbox" if session.sandbox is not None else ""),
         )
-    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
-    if why_not:
-        raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
+    check_profiler(session, env)
     with WorkspaceLock(session.ws, command, session.options.wait, None):
         work = session.ws.tmp / "profile-run"
         return start(shape, level, iterations, inp.env, out, inp.target == "sandbox", work)

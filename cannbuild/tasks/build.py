@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
 from .. import ui
-from ..errors import StepFailed, UsageError
+from ..errors import UsageError
 from ..ownership import check_writable
 from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, lock_to_read, make_options
-from ._session import DryRunStop, open_session
+from ._session import DryRunStop, open_session, run_build
 
 
 def _phases(text: Optional[str]) -> List[str]:
@@ -73,7 +73,7 @@ def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
     session = open_session(c, flags)
     check_writable(session.options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = sync_sources(session, **how)
+        state = sync_sources(session.source_request(), **how)
     ui.print_sources(state, session.options.lock_file)
 
 
@@ -120,7 +120,7 @@ def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
         return
     check_writable(options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
-        state = sync_sources(session, update_lock=True)
+        state = sync_sources(session.source_request(), update_lock=True)
     ui.print_sources(state, options.lock_file)
     ui.note(
         f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
@@ -133,8 +133,8 @@ def run_and_report(
 ) -> Any:
     """The build transaction, rendered: progress, the digest of a failed step, what was
     made and how to use it."""
-    from ..progress import ConsoleProgress, publish_summary
-    from ..transaction import RunRequest, run_pipeline
+    from ..progress import ConsoleProgress
+    from ..transaction import RunRequest
     from ..validate.cases import select
 
     force = list(flags.get("force") or [])
@@ -150,13 +150,7 @@ def run_and_report(
         ui.print_doctor_summary(session.host)
     progress = ConsoleProgress(verbose=bool(flags.get("verbose")))
     request = RunRequest(command, tuple(phases), validate, tuple(names), not revalidate)
-    run = run_pipeline(session, os.environ, request, progress)
-    for text in run.notes:
-        progress.note(text)  # what resolving found: a moved tag, an updated lock
-    publish_summary(run.report_dir)
-    if run.failed is not None:
-        ui.note(f"report: {run.report_dir}/report.md")
-        raise StepFailed()
+    run = run_build(session, request, progress)
     if run.validation is None:
         ui.print_made(run)
     return run
