@@ -30,7 +30,10 @@ UP_TO_DATE = StepStatus.UP_TO_DATE
 NEEDS_RUN = StepStatus.NEEDS_RUN
 NOT_SELECTED = StepStatus.NOT_SELECTED
 SELECT = "--with-step"  # (or CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps)
+# Compiler variables change the binaries without changing the command line; the sandbox's fault
+# switch changes what its stand-in tools do.
 HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_FAULT")
+# `-j` is rendered as this in the hashed command: more cores do not make a new package.
 JOBS_PLACEHOLDER = "{jobs}"
 
 
@@ -114,6 +117,7 @@ def _render(
         raise UsageError(
             f"recipe {recipe.path}: {what} does not render: {exc}.", "Fix the template."
         ) from None
+    # A template may wrap a long command over lines; it runs as one shell-style command line.
     return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
@@ -138,8 +142,13 @@ def _upstream(ws: Workspace, spec: StepSpec, ctx: StepContext) -> Upstream:
         if stamp is None:
             missing.append(dep)
             continue
+        # A step's inputs include the outputs of the steps it runs after, by digest: a rebuilt
+        # opbase package reruns the ops-transformer steps that take it.
         outputs[dep] = stamp.get("outputs_digest")
         if stamp.get("artifacts"):
+            # The first artifact is the package the step built, which an install template runs:
+            # `bash {{ artifacts["opbase-build"] }} --full --quiet ...`
+            # (templates/steps/opbase-install.j2).
             artifacts[dep] = stamp["artifacts"][0]["path"]
     return Upstream(outputs, artifacts, missing)
 
@@ -196,9 +205,11 @@ def plan_step(
     upstream = _upstream(ws, spec, ctx)
     artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
+        # Planned before its dependency ran: a placeholder keeps the command renderable.
         artifacts.setdefault(dep, f"<output of {dep}>")
     values["artifacts"] = artifacts
     command = _render(recipe, spec.command, values, f"step {spec.name!r}", ctx.templates)
+    # The same command with `{jobs}` for -j: that is what the input hash sees.
     hashed_command = _render(
         recipe,
         spec.command,
@@ -221,8 +232,11 @@ def plan_step(
     step_env = {
         k: _render_inline(recipe, v, values, f"step {spec.name!r} env {k}") for k, v in spec.env
     }
+    # Steps after the overlay step build against the overlay (the toolkit with the staged opbase on
+    # top, build/overlay.py); the ones before against the toolkit itself.
     base = ctx.overlay_env if (use_overlay and ctx.overlay_env is not None) else ctx.base_env
     env = {**base, **ctx.extra_env, **step_env}
+    # Only what differs from cannbuild's own environment is shown and recorded.
     delta = {k: v for k, v in env.items() if os.environ.get(k) != v}
 
     inputs: Dict[str, Any] = {
@@ -237,6 +251,7 @@ def plan_step(
         "upstream": upstream.outputs,
         "hashed_env": dict(ctx.hashed_env),
     }
+    # `soc`, `ops`, `vendor_name`: only a step that declares one is rebuilt when it changes.
     for name in spec.inputs:
         inputs[name] = values[name]
     input_hash = digest(inputs)
@@ -267,6 +282,8 @@ def _status(
     upstream_pending: Sequence[str],
     force: bool,
 ) -> Tuple[StepStatus, str]:
+    # Most specific reason first: a step whose upstream reruns or was never built must run whatever
+    # its own stamp says.
     if force:
         return NEEDS_RUN, "forced (--force)"
     pending = [d for d in spec.after if d in upstream_pending]
@@ -287,6 +304,8 @@ def _status(
 
 def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """Which input changed, in the words a CANN engineer would use."""
+    # The order asks the questions a CANN engineer would: toolkit, SoC, op list, sources, then the
+    # steps before it, the command, the environment, the recipe.
     if old.get("toolkit") != new.get("toolkit"):
         o, n = old.get("toolkit", {}), new.get("toolkit", {})
         return f"toolkit changed: CANN {o.get('version')} at {o.get('path')} -> {n.get('version')} at {n.get('path')}"
@@ -366,6 +385,7 @@ def walk(
             if visit is not None:
                 if not visit(step):
                     break
+            # In a plan nothing runs, so a step that needs a run makes its dependents need one too.
             elif step.status == NEEDS_RUN:
                 pending.append(spec.name)
         if chosen and switches_to_overlay(spec) and ctx.overlay_env is not None:

@@ -56,6 +56,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
     for repo in recipe.repos:
         ref = render_ref(repo, request.values)
         repos.append((repo.name, repo.url, describe_ref(ref)))
+    # Archives the recipe names by URL itself are part of what the lock must match.
     archives = recipe.added_archives
     return Wanted(
         recipe.name,
@@ -86,12 +87,14 @@ def syncing_sources(
         bundled = seed_from_bundle(ws, request.bundle)
         notes.append(f"seeded caches from {request.bundle}")
     existing = read_lock(request.lock_file) or bundled
+    # Drift = the lock was written for another recipe, ref or archive set than this run asks for.
     problems = drift(existing, wanted_for(request)) if existing else ["there is no lock file"]
     if request.locked and problems:
         raise refuse_drift(request.lock_file, problems)
     written = False
     if existing is not None and not problems and not update_lock:
         mode = REFRESH if refresh and not request.offline else LOCKED
+        # A bundle's lock becomes this workspace's lock the first time it is used.
         if existing is bundled and not request.lock_file.exists():
             write_lock(request.lock_file, existing)
             written = True
@@ -104,6 +107,8 @@ def syncing_sources(
         pool,
         mode,
         existing,
+        # These become the "lock updated: ..." note, which reports changes to this workspace's own
+        # lock; a bundle's lock never was one, so its drift goes unlisted.
         [] if mode != RESOLVE or existing is bundled else problems,
         notes,
         written,
@@ -142,6 +147,8 @@ def sources_from_lock(request: SourceRequest) -> Optional[SourceState]:
             return None
         nested = []
         if repo.source_pin:
+            # A nested checkout (ops-transformer v9.0's `third_party/opbase` at OPBASE_TAG_ID) is
+            # locked under its own pin name.
             pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
             if pinned is None:
                 return None
@@ -163,6 +170,7 @@ def locked_seeds(request: SourceRequest, repo: RepoSpec, lock: Lock) -> Optional
         if repo.name not in archive.repos:
             continue
         index = next((i for i, r in enumerate(rules) if r.name == archive.name), None)
+        # A locked archive the recipe no longer places makes the lock stale for this recipe.
         if index is None:
             return None
         path = archive_path(request.ws, archive.sha256, archive.url)

@@ -168,6 +168,8 @@ class PendingSources:
         locked = self.existing.repo(repo.name) if self.existing else None
         try:
             self._stage(repo)
+            # A locked run fetches only when the cache lacks a commit the lock names: a no-op rerun
+            # touches no network.
             if self.mode != LOCKED or not all(
                 has_commit(fetcher, cache, sha) for sha in self._needed_here(repo)
             ):
@@ -184,6 +186,8 @@ class PendingSources:
             commit = locked.commit
         else:
             commit, when = resolve_ref(fetcher, cache, ref, repo.url)
+            # A tag that now names another commit than the lock records is reported, never followed
+            # silently: the lock is what keeps builds the same.
             if (
                 locked
                 and ref.get("tag")
@@ -191,6 +195,8 @@ class PendingSources:
                 and locked.commit != commit
             ):
                 moved = f"{repo.name}: {describe_ref(ref)} moved from {locked.commit[:12]} to {commit[:12]}"
+            # `cannbuild fetch` refreshes the cache to notice a moved tag, but keeps building the
+            # locked commit.
             if self.mode == REFRESH:
                 assert locked is not None
                 if moved and request.locked:
@@ -249,6 +255,8 @@ class PendingSources:
             f"[[repos.{repo.name}.third_party]] with the place this ref takes a copy)"
             for d in plan.unknown
         ]
+        # Offline, an archive the ref downloads with no local-copy spot (an empty `place`) would
+        # make the build reach the network; refused before anything runs.
         if request.offline and plan.unplaceable:
             listed = "; ".join(
                 f"{i.name} ({redact(i.url)}, {i.where}; {i.source})" for i in plan.unplaceable
@@ -264,9 +272,11 @@ class PendingSources:
         archives: List[LockedArchive] = []
         for item in plan.placed:
             expected = self._expected_sha256(repo, commit, item)
+            # Two repos may need one archive (makeself): one download, the other thread waits.
             with self._download_lock(item.url):
                 self._stage(repo)
                 path, sha = ensure_archive(fetcher, ws, item.url, expected)
+            # The hash the ref's CMake declares must hold too, or the build itself would refuse it.
             check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
             seeds.append(Seed(path, item.place, sha))
             archives.append(LockedArchive(item.name, redact(item.url), sha, (repo.name,)))
@@ -274,6 +284,7 @@ class PendingSources:
 
     def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
         locked = self.existing.archive(item.url) if self.existing else None
+        # Locked or refreshing: the lock's sha256 is the only one accepted.
         if self.mode != RESOLVE:
             if locked is None:
                 raise LockDrift(
@@ -297,6 +308,8 @@ class PendingSources:
         assert pin is not None
         source = request.recipe.repo(pin.repo)
         if self.mode == RESOLVE:
+            # ops-transformer v9.0: `set(OPBASE_TAG_ID <40 hex>)` in
+            # cmake/third_party/opbase.cmake.
             text = fetcher.git(["show", f"{commit}:{pin.pin_file}"], cwd=cache)
             match = re.search(pin.pin_regex, text)
             if not match:
@@ -310,12 +323,15 @@ class PendingSources:
             entry = self.existing.repo(pin_name(repo.name, pin.dest))
             assert entry is not None
             pinned = entry.commit
+        # The pinned repo's cache is filled by that repo's own thread; wait for it.
         self._fetched[pin.repo].wait()
         if not self._fetch_ok.get(pin.repo):
             raise FetchError(
                 f"{repo.name} pins {pin.repo} {pinned[:12]}, but fetching {pin.repo} failed.",
                 f"See the error for {pin.repo}.",
             )
+        # The build runs `git checkout <pin>` in its third_party/opbase offline, so the commit must
+        # be in the cache cannbuild clones from.
         if not has_commit(fetcher, cache_path(request.ws, pin.repo), pinned):
             raise FetchError(
                 f"{pin.pin_file} at {repo.name} {commit[:12]} pins {pin.repo} {pinned[:12]}, "
