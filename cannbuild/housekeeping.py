@@ -24,6 +24,8 @@ RUNNING = "running"  # an attempt recorded at its start, before it has finished
 # what a run killed with -9 leaves behind (sources/checkout.py, sources/fetch.py): a
 # checkout being made, nested clones parked beside it, a replaced checkout on its way
 # out, all named for the run's pid; a bare git clone being made; a download in progress
+# `.ops-transformer.tmp-4242`, `.ops-transformer.nested0-4242`, `.opbase.old-4242` (names
+# ensure_checkout makes).
 _CHECKOUT_TMP = re.compile(r"\.(?P<repo>.+)\.(?:tmp|nested\d+|old)-(?P<pid>\d+)")
 
 
@@ -32,6 +34,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    # EPERM: the pid exists but belongs to someone else, so it is alive; a pid too large for kill()
+    # never was one.
     except (PermissionError, OverflowError):
         return pid > 0
     return True
@@ -53,13 +57,16 @@ def leftovers(root: Path) -> List[Path]:
     if not ws.src.is_symlink():
         for path in _entries(ws.src):
             match = _CHECKOUT_TMP.fullmatch(path.name)
+            # Our own pid's folders are this run's, and a live pid's belong to a run still working.
             if match and int(match["pid"]) != os.getpid() and not _pid_alive(int(match["pid"])):
                 found.append(path)
     if not ws.git_cache.is_symlink():
+        # `<repo>.git.tmp`: a bare clone fetch_repo had not yet renamed into place.
         found += [p for p in _entries(ws.git_cache) if p.name.endswith(".git.tmp")]
     if not ws.downloads.is_symlink():
         for path in _entries(ws.downloads):
             if path.name == ".incoming" and not path.is_symlink():
+                # Downloads in flight: `.incoming/<tag>-<file>` and `.<file>.part`.
                 found += _entries(path)
             elif path.name.startswith(".") and path.name.endswith(".part"):
                 found.append(path)
@@ -101,6 +108,7 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
     for folder in (ws.logs, ws.reports):
         runs = _runs(folder)
         latest = _latest(folder)
+        # Runs are folders named `YYYYmmdd-HHMMSS-<pid>`, so the sorted order is their age.
         targets += [r for r in runs[: max(len(runs) - keep, 0)] if r.name != latest]
     if sources:
         targets += [p for p in (ws.src, ws.git_cache, ws.downloads) if p.exists()]

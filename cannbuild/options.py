@@ -20,6 +20,9 @@ from .errors import UsageError
 from .host.socs import normalize_soc
 
 ENV_PREFIX = "CANNBUILD_"
+# The vendor name becomes `opp/vendors/<name>_transformer` and the package file name
+# (`cann-ops-transformer-<name>_linux-<arch>.run`), and build.sh passes it to CMake as VENDOR_NAME:
+# a word, no path or shell characters.
 _VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
 SANDBOX_VARIANTS = ("A2", "A3")
 DEFAULT_SANDBOX_CANN = "8.5.0"
@@ -27,6 +30,8 @@ DEFAULT_SANDBOX_CANN = "8.5.0"
 
 def default_jobs() -> int:
     try:
+        # The CPUs this process may run on (taskset or a cpuset may allow fewer than the machine
+        # has).
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # pragma: no cover - non-Linux
         return os.cpu_count() or 1
@@ -188,6 +193,8 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     scalar = (
         (str, os.PathLike, int, float) if name in _INT_FIELDS | _BOOL_FIELDS else (str, os.PathLike)
     )
+    # A TOML or YAML config may give a list or a table where one value belongs; say so, not a
+    # confusing error further on.
     if name not in ("force", "optional_steps", "mirrors") and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
     ):
@@ -201,6 +208,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
+        # The spellings YAML, TOML and shell variables use for yes and no.
         if text in ("1", "true", "yes", "on"):
             return True
         if text in ("0", "false", "no", "off", ""):
@@ -226,6 +234,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
         return number
     if name in ("force", "optional_steps"):
         if isinstance(value, str):
+            # `CANNBUILD_FORCE=opbase-build,ops-transformer-build` in the environment.
             return tuple(v for v in (s.strip() for s in value.split(",")) if v)
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise UsageError(
@@ -288,6 +297,7 @@ def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
         items = list(value.items())
     elif isinstance(value, str):
         items = []
+        # `CANNBUILD_MIRRORS=https://gitcode.com/=https://git.example.com/gitcode/,...` form.
         for part in value.split(","):
             if not part.strip():
                 continue

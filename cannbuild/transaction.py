@@ -186,7 +186,7 @@ def _write_report(
     recipe = session.recipe
     if sources is None:
         try:
-            sources = sources_from_lock(session)
+            sources = sources_from_lock(session.source_request())
         except CannbuildError:  # a lock the run could not use: the report still says what ran
             sources = None
     full = build_report(
@@ -275,7 +275,7 @@ def run_pipeline(
             )
         stats_before = compile_cache.read_stats(cache)
         with _reported(session, run_id, request.command):
-            with syncing_sources(session) as sources:
+            with syncing_sources(session.source_request()) as sources:
                 for note in sources.notes:
                     progress.note(note)
                 result = run_steps(

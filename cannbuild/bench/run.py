@@ -1,5 +1,5 @@
 """A bench run on an installed workspace: programs, the sweep, results.json, report.md,
-charts.  It never builds the baseline: that is `cannbuild install`'s job."""
+charts.  It builds nothing: the bench task brings the workspace up to date first."""
 
 from __future__ import annotations
 
@@ -63,6 +63,13 @@ def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
     return library, record
 
 
+def check_torch() -> None:
+    """torch is every route's reference: without it, exit 2 before anything is built."""
+    missing = why_no_torch()
+    if missing:
+        raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
+
+
 def bench_dir(session: Session, request: BenchRequest) -> Path:
     return request.out or session.ws.root / "bench" / request.run_id
 
@@ -88,9 +95,7 @@ def run_bench(
     is reported, not timed); the baseline is the workspace's own install."""
     from ..host.pystack import read_python_stack
 
-    missing = why_no_torch()
-    if missing:
-        raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
+    check_torch()
     library, record = installed_baseline(session)
     out = _output_folder(session, request)
     work = session.ws.tmp / "bench"

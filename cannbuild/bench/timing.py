@@ -8,7 +8,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from msgspec import Struct
 
+# One untimed call first: the first call pays for kernel loading and allocation.
 WARMUP = 1
+# At least three calls, so one unlucky call cannot be the median; at most 25, which bounds what one
+# fast shape costs.
 MIN_REPS = 3
 MAX_REPS = 25
 
@@ -24,6 +27,8 @@ def quartiles(values: Sequence[float]) -> tuple:
     ordered = sorted(values)
     if len(ordered) < 2:
         return ordered[0], ordered[0], ordered[0]
+    # `inclusive`: quartiles interpolated between the samples themselves, which suits a handful of
+    # repetitions.
     q1, q2, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
     return q1, q2, q3
 

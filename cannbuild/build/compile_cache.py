@@ -51,6 +51,7 @@ INSTALL_HINT = (
 # that PATH finds.
 BUILD_SH_OPTION = {"ops-transformer": "--ccache"}
 T = TypeVar("T")
+# The first line of `ccache --version`: `ccache version 4.9.1`.
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -65,6 +66,7 @@ class Ccache(Struct, frozen=True, kw_only=True):
 
     def supports(self, url: str) -> bool:
         scheme = url.split(":", 1)[0].lower()
+        # rediss:// is Redis over TLS, served by the same redis-storage backend.
         wanted = {"redis": "redis-storage", "rediss": "redis-storage"}.get(scheme, "http-storage")
         return self.version >= MINIMUM and wanted in self.features
 
@@ -82,6 +84,8 @@ def probe_ccache(path: Path) -> Optional[Ccache]:
     match = _VERSION.search(text)
     if proc.returncode != 0 or not match:
         return None
+    # ccache lists its storage backends on a `Features:` line, e.g.
+    #   Features: avx2 file-storage http-storage redis+unix-storage redis-storage
     features = re.search(r"^Features:(.*)$", text, re.MULTILINE)
     return Ccache(
         path=path,
@@ -154,6 +158,8 @@ class CompileCache(Struct, frozen=True, kw_only=True):
         its own), or nothing when the remote did not answer at the start of the run."""
         if self.remote_skipped:
             return ""
+        # ccache's remote syntax: `<url>|<attribute>=<value>|...`; an attribute the user wrote
+        # wins.
         given = {a.split("=", 1)[0] for a in self.remote.split("|")[1:]}
         extra = "".join(f"|{k}={v}" for k, v in CCACHE_REMOTE_ATTRIBUTES if k not in given)
         return self.remote + extra
@@ -161,18 +167,24 @@ class CompileCache(Struct, frozen=True, kw_only=True):
     def env(self, base_path: str) -> Dict[str, str]:
         return {
             "CCACHE_DIR": str(self.directory),
+            # CCACHE_REMOTE_STORAGE from 4.7, CCACHE_SECONDARY_STORAGE before.
             f"CCACHE_{self.ccache.storage_option.upper()}": self.storage,
             "CCACHE_BASEDIR": str(self.base_dir),
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_COMPILERCHECK": "content",
+            # CMake (>= 3.17) takes CMAKE_<LANG>_COMPILER_LAUNCHER from the environment too;
+            # ops-transformer also gets `--ccache` (BUILD_SH_OPTION).
             "CMAKE_C_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
             "CMAKE_CXX_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
+            # First on PATH: opbase's find_program(ccache) and ops-transformer's `which ccache`
+            # find this one, not another of the host's.
             "PATH": f"{self.bin_dir}{os.pathsep}{base_path}" if base_path else str(self.bin_dir),
         }
 
     def prepare(self) -> None:
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         link = self.bin_dir / "ccache"
+        # Swapped in by rename, so a build that looks the link up never sees it missing.
         if not (link.is_symlink() and os.readlink(link) == str(self.ccache.path)):
             tmp = self.bin_dir / f".ccache.{os.getpid()}"
             tmp.unlink(missing_ok=True)

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# A makeself header carries the date as text and as a shell assignment; a value starting with `$`
+# (`Date of packaging: $DATE`, the line that prints the variable) is not a date.
 _DATE_LINE = re.compile(rb"Date of packaging: *([^\s\"$][^\"\n]*)")
 _DATE_VAR = re.compile(rb"^DATE=\"([^\"\n$]+)\"", re.MULTILINE)
 HEADER_SCAN_BYTES = 4 * 1024 * 1024  # a makeself header is a few kB of shell
@@ -37,6 +39,7 @@ def _head(checkout: Path) -> Optional[str]:
     """The commit a detached checkout is at, read from .git/HEAD (cannbuild checks out
     locked commits detached); None for anything else."""
     try:
+        # A detached HEAD file holds the bare commit id; a branch checkout holds `ref: refs/...`.
         text = (checkout / ".git" / "HEAD").read_text(encoding="ascii").strip()
     except (OSError, ValueError):
         return None
@@ -61,6 +64,7 @@ def commit_time(checkout: Path, memo: Optional[Path] = None) -> Optional[int]:
 
 def _git_commit_time(checkout: Path) -> Optional[int]:
     try:
+        # %ct: the committer time in Unix seconds, the form SOURCE_DATE_EPOCH takes.
         proc = run(["git", "show", "-s", "--format=%ct", "HEAD"], cwd=checkout, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -81,6 +85,7 @@ def with_source_date(step: PlannedStep) -> PlannedStep:
 
 def _split(data: bytes) -> Optional[int]:
     """Where the gzip payload of a makeself archive starts (after the shell header)."""
+    # The shell header ends with a newline, then the gzip magic 1f 8b and method 08 (deflate).
     index = data.find(b"\n\x1f\x8b\x08")
     return index + 1 if index >= 0 else None
 
@@ -112,6 +117,7 @@ def _header_varies(header: bytes, gz_head: bytes, epoch: Optional[int]) -> List[
             found.append(
                 {"file": "(makeself header)", "why": f"embeds the packaging date {date!r}"}
             )
+    # Bytes 4-7 of a gzip header are MTIME, little-endian (RFC 1952); 0 means none recorded.
     gz_time = int.from_bytes(gz_head[4:8], "little")
     if gz_time and gz_time != epoch:
         found.append(
@@ -132,6 +138,7 @@ def _payload_varies(
     needle = str(workspace).encode() if workspace else None
     late: List[str] = []
     try:
+        # `r|gz`: a forward-only stream, so a gigabyte package is never held or seeked.
         with tarfile.open(fileobj=stream, mode="r|gz") as tar:
             for member in tar:
                 name = member.name.lstrip("./") or "."
@@ -169,6 +176,7 @@ def _contains(content: IO[bytes], needle: bytes) -> bool:
             return False
         if needle in tail + chunk:
             return True
+        # Keep the last len(needle) - 1 bytes: a path split across two chunks is still found.
         tail = chunk[-(len(needle) - 1) :] if len(needle) > 1 else b""
 
 
@@ -176,6 +184,7 @@ def _utc_date(epoch: int) -> str:
     """`LC_ALL=C TZ=UTC date -d @epoch`, as the sandbox's makeself writes it."""
     import time
 
+    # %e pads the day with a space, as `date` prints it (`Thu Mar  5 ...`).
     return time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(epoch))
 
 
@@ -197,6 +206,7 @@ def artifact_records(
         package = Path(path)
         if not package.is_file() or package.suffix != ".run":
             continue
+        # Only a real sha256 makes a memo key; anything else is read every time.
         key = f"{sha256} {workspace} {epoch}" if _SHA256.fullmatch(sha256) else ""
         varies = _json_list(known.get(key)) if key else None
         if varies is None:

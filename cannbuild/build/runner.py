@@ -28,12 +28,18 @@ from .actions import ActionContext, ActionFailed, action_of
 from .plan import PlannedStep
 from .stamps import artifact_record, stamp_path, write_stamp
 
+# The digest's tail; the first errors are searched in the whole log.
 TAIL_LINES = 30
 FIRST_ERRORS = 3  # error blocks shown in the digest
 ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the compiler's do)
 # What a real failure looks like, wherever it sits in the log: ops-transformer v8.5.0+
 # pipes only stdout through block-buffered gawk, so stderr (the CMake error) comes first
 # and the last lines of the log are the harmless stdout that was held back.
+# What each alternative catches:
+#   CMake Error at cmake/dependencies.cmake:56 (find_package):
+#   flash_attention_score_def.cpp:1:10: fatal error: register/op_def_registry.h: No such ...
+#   Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)
+#   error: downloading '...' failed / Each download failed!  (CMake's download step)
 ERROR_LINE = re.compile(
     r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
 )
@@ -52,6 +58,7 @@ def _clip(line: str) -> str:
     match = ERROR_LINE.search(text)
     if match is None or match.end() <= LINE_LIMIT:
         return text[:LINE_LIMIT]
+    # A third of the window before the error, for the path or file it names.
     start = max(0, match.start() - LINE_LIMIT // 3)
     return "..." + text[start : start + LINE_LIMIT - 3]
 
@@ -75,6 +82,7 @@ def first_errors(
         found.append((first_line + i, _clip(lines[i])))
         i += 1
         taken = 0
+        # CMake indents the lines that explain an error under it; a blank line may sit between.
         while (
             i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
         ):
@@ -162,6 +170,7 @@ class RunLogs(Struct, kw_only=True):
 
 
 def new_run_id() -> str:
+    # Seconds are not unique enough for two runs started together; the pid is.
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
@@ -182,20 +191,26 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             cwd=step.cwd,
             env=step.env,
             stdout=subprocess.PIPE,
+            # One stream: the log keeps the order the child wrote in, stderr beside stdout (its
+            # CMake errors often come first, since gawk holds back only stdout).
             stderr=subprocess.STDOUT,
         )
         try:
             assert proc.stdout is not None
             for raw in proc.stdout:
+                # Compiler and build.sh output is not always UTF-8 (locale-dependent messages).
                 line = redact(raw.decode("utf-8", "replace").rstrip("\n"))
                 log.write(line + "\n")
                 progress.output(line)
                 tail.append(line)
+                # Enough for a whole FA example run, which prints 73,728 or 110,592 `mean result`
+                # lines (reference real-host-findings.md §1); beyond that only the log has them.
                 if len(every) < 200_000:
                     every.append(line)
             code = proc.wait()
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             kill_group(proc)
+            # Ctrl-C is signal 2, SIGTERM 15, SIGHUP 1.
             why = {2: "the user (Ctrl-C)", 15: "SIGTERM", 1: "SIGHUP"}.get(
                 signal_number(exc), "a signal"
             )
@@ -204,6 +219,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
         finally:
             if proc.stdout is not None:
                 proc.stdout.close()
+    # The header lines and the blank line after them come before the command's first line.
     return code, list(tail), every, len(header) + 2
 
 
@@ -303,6 +319,7 @@ def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
         for name in step.spec.scratch:
             safefs.check_below(ws.root, step.cwd / name, what, folder=True)
     for pattern in patterns:
+        # The fixed part of a `produces` pattern: `build_out/cann-opbase_*.run` -> `build_out`.
         fixed = Path(*[p for p in Path(pattern).parts if not any(c in p for c in "*?[")])
         folder = fixed.parent if str(fixed) == pattern else fixed
         safefs.check_below(ws.root, folder, what, folder=True)
@@ -310,6 +327,8 @@ def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
 
 def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
     """A package left from an earlier build must not pass for this one's."""
+    # ops-transformer's build.sh deletes build/ and output/ but keeps build_out/, so packages of
+    # earlier builds would pile up there and one of them could pass for this run's.
     for pattern in patterns:
         for match in glob.glob(pattern):
             if os.path.isfile(match):
@@ -338,6 +357,7 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
     except OSError as exc:
         message = f"cannot start {step.argv[0]}: {exc}"
         _log(log_path, [message])
+        # 127, as a shell reports a command it cannot find or run.
         return Streamed(code=127, tail=(message,), lines=())
     return Streamed(code=code, tail=tail, lines=lines, first_line=first_line)
 
@@ -351,6 +371,7 @@ def _collect(step: PlannedStep, patterns: Sequence[str]) -> List[Dict[str, objec
     (8.3's build.sh exits 0 on every failure)."""
     artifacts: List[Dict[str, object]] = []
     for pattern in patterns:
+        # The newest, should one pattern match more than one file of this run.
         matches = sorted((p for p in glob.glob(pattern) if os.path.isfile(p)), key=os.path.getmtime)
         if not matches:
             produced = sorted(glob.glob(str(Path(pattern).parent / "*")))

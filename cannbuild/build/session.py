@@ -21,6 +21,7 @@ from ..host.toolkit import Toolkit, host_arch
 from ..options import Options
 from ..recipes import Recipe, select_recipe
 from ..sources.fetch import Fetcher
+from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .requirements import requirement_checks
 
@@ -112,6 +113,23 @@ class Session(Struct, frozen=True, kw_only=True):
     def values(self) -> Dict[str, Any]:
         """The template values (`context.as_jinja()`)."""
         return self.context.as_jinja()
+
+    def source_request(self) -> SourceRequest:
+        """What the sources read of this session, and nothing else."""
+        options = self.options
+        return SourceRequest(
+            recipe=self.recipe,
+            values=self.values,
+            toolkit_version=self.toolkit.version_text or "",
+            soc=self.soc,
+            sandbox=self.sandbox is not None,
+            ws=self.ws,
+            fetcher=self.fetcher,
+            lock_file=options.lock_file,
+            locked=options.locked,
+            offline=options.offline,
+            bundle=options.bundle,
+        )
 
 
 class Sandboxed(Struct, frozen=True, kw_only=True):

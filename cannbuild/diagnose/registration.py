@@ -19,6 +19,9 @@ from .inputs import DiagnoseInputs
 
 def registration_checks(inp: DiagnoseInputs) -> List[Check]:
     vendor = inp.vendor_dir
+    # The custom installer run with `--install-path` (as templates/steps/ops-transformer-install.j2
+    # does) writes this script, which exports ASCEND_CUSTOM_OPP_PATH (reference
+    # cann-build-systems.md §2.5).
     set_env = vendor / "bin" / "set_env.bash"
     if not inp.library.is_file():
         return [
@@ -32,6 +35,7 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
     checks = [Check(id="registration.package", status=PASS, detail=f"installed at {vendor}")]
     entries = _path_entries(inp.env.get("ASCEND_CUSTOM_OPP_PATH", ""))
     ours = _real(vendor)
+    # Compared resolved: the path may reach the vendor through a link or with a trailing `/`.
     if ours in [_real(Path(e)) for e in entries]:
         where = [_real(Path(e)) for e in entries].index(ours) + 1
         checks.append(
@@ -86,6 +90,8 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
 
 
 def _soc_check(vendor: Path, soc: str) -> Check:
+    # An A2 build has kernels only under `kernel/ascend910b/`; on an A3 the operator finds no
+    # kernel (reference cann-environment.md §6: "A2 vs A3 build").
     config = ops_info_path(vendor, soc)
     kernel = vendor / "op_impl" / "ai_core" / "tbe" / "kernel" / soc / "flash_attention_score"
     info = ops_info(config)
@@ -118,11 +124,14 @@ def _soc_check(vendor: Path, soc: str) -> Check:
 def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
     """Which library the lookup torch_npu does would take aclnnFlashAttentionScore from."""
     winner: Optional[Tuple[Path, str, str]] = None  # library, how it was found, its vendor
+    # The custom paths in order: the first library exporting the entry point wins.
     for entry in entries:
         lib = Path(entry) / "op_api" / "lib" / "libcust_opapi.so"
         if ENTRY_POINTS[0] in (_exports(lib) or set()):
             winner = (lib, f"ASCEND_CUSTOM_OPP_PATH entry {entry}", entry)
             break
+    # Then the toolkit's own vendors, in `vendors/config.ini` load_priority order, which the custom
+    # installer appends each vendor to.
     if winner is None and inp.opp_path:
         for name in _default_vendors(Path(inp.opp_path)):
             lib = Path(inp.opp_path) / "vendors" / name / "op_api" / "lib" / "libcust_opapi.so"
@@ -162,6 +171,7 @@ def _default_vendors(opp: Path) -> List[str]:
     except OSError:
         return []
     for line in text.splitlines():
+        # One line `load_priority=<vendor>,<vendor>,...`, first tried first.
         key, _, value = line.partition("=")
         if key.strip() == "load_priority":
             return [v.strip() for v in value.split(",") if v.strip()]

@@ -22,12 +22,17 @@ def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
             detail=f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
             hint="Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
         )
+    # facts.dtypes come from the installed package's op_impl config when there is one
+    # (`aic-<soc>-ops-info.json`, the query input's dtype list), so this is what the package on
+    # this host accepts, not what the docs promise.
     if dtype in facts.dtypes:
         return Check(
             id="dtype",
             status=PASS,
             detail=f"{dtype} is supported on {soc} (from {facts.dtype_source})",
         )
+    # FlashAttentionScore takes FLOAT16, BFLOAT16 and FLOAT32 on A2/A3 (reference
+    # cann-build-systems.md §3.5): a cast to half precision is the usual way in.
     casts = [d for d in ("bf16", "fp16") if d in facts.dtypes]
     return Check(
         id="dtype",
@@ -43,6 +48,7 @@ def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
     checks: List[Check] = []
     lim = facts.limits
     if shape.layout is not None:
+        # BSH, SBH, BSND, BNSD; TND belongs to aclnnFlashAttentionVarLenScore.
         if shape.layout in LAYOUTS:
             checks.append(
                 Check(
@@ -64,6 +70,8 @@ def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
         checks.append(_head_dim(shape.D, lim["D"], facts))
     if shape.N1 is not None:
         checks.append(_heads(shape.N1, shape.N2, lim["N"]))
+    # The docs' ranges: B 1-2M, S 1-1M (each from the doc line that says so when a checkout has the
+    # docs, else the built-in v8.5.0 copy).
     for value, axis, cid, name, flag in (
         (shape.S, "S", "shape.seq_len", "sequence length", "--seq-len"),
         (shape.B, "B", "shape.batch", "batch", "--batch"),
@@ -101,6 +109,7 @@ def _in_range(cid: str, value: int, limit: Limit, name: str, flag: str) -> Check
 
 
 def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
+    # D 1-768 in the docs (<= 128 for FP8).
     if not limit.low <= d <= limit.high:
         return Check(
             id="shape.head_dim",
@@ -108,6 +117,8 @@ def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
             detail=f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
             hint=f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
         )
+    # The tiling pads D up to FRACTAL_NUM (16) with AlignUp(dSize, FRACTAL_NUM): an unaligned D
+    # runs, on padded work.  Only a doc line that makes alignment a rule turns this into FAIL.
     if d % facts.align:
         padded = -(-d // facts.align) * facts.align
         if facts.align_required:
@@ -142,6 +153,8 @@ def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
             detail=f"{n1} query heads is outside {_span(limit)} ({limit.source})",
             hint=f"Split the heads into groups of at most {limit.high}.",
         )
+    # GQA needs whole groups of query heads per key/value head: the tiling rejects n1Size not a
+    # multiple of n2Size (op_host/arch22/flash_attention_score_tiling_general.cpp).
     if n2 is not None and (n2 <= 0 or n1 % n2):
         return Check(
             id="shape.heads",
@@ -187,6 +200,8 @@ def profile_checks(
         else []
     )
     checks = []
+    # Chains are grouped by their ops, input shapes and dtypes, heaviest first; five groups show
+    # the pattern, the rest are counted.
     for i, group in enumerate(a.chains[:5], 1):
         dims = group.dims()
         dtype = group.dtype
@@ -224,6 +239,9 @@ def _cause(
     soc: str,
     registration: Sequence[Check],
 ) -> Tuple[str, str]:
+    # Most certain cause first: an unsupported dtype or a D out of range keeps the fused op from
+    # ever being picked; only then is the package's registration blamed; a Level0 profile has no
+    # shapes or dtypes to judge by.
     if dtype and dtype not in facts.dtypes:
         return (
             f"cause: dtype {dtype} is not supported on {soc} ({', '.join(facts.dtypes)})",

@@ -33,6 +33,8 @@ TORCH_NPU_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
 
 # Python versions each torch line supports (same source).
 PYTHON_FOR_TORCH: Mapping[str, Tuple[Tuple[int, int], Tuple[int, int]]] = MappingProxyType(
+    # torch 2.11 and later (Python 3.10-3.14 in the same file) have no row yet, so python_verdict
+    # answers "no published range" for them.
     {
         "2.1": ((3, 8), (3, 11)),
         "2.2": ((3, 8), (3, 10)),
@@ -52,13 +54,16 @@ PYTHON_FOR_TORCH: Mapping[str, Tuple[Tuple[int, int], Tuple[int, int]]] = Mappin
 DRIVERS_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
     {
         "8.1.RC1": ("25.0.RC1",),
+        # MindIE 2.1.RC1's list for 8.2.RC1 (reference cann-environment.md §4.2).
         "8.2.RC1": ("25.2.0", "25.0.RC1", "24.1.0", "24.1.RC3", "24.1.RC2"),
         "8.3.RC1": ("25.3.RC1",),
+        # The 8.5.0 release note says `25.5.X, 25.3.X, 25.2.X, 25.0.X`.
         "8.5.0": ("25.5.X", "25.3.X", "25.2.X", "25.0.X"),
         "8.5.2": ("26.0.RC1", "25.5.2", "25.5.1"),
         "9.0.0": ("26.0.RC1", "25.5.2", "25.5.1"),
     }
 )
+# Only a floor is published for 8.0.RC1: A2 inference needs HDK >= 24.1.RC1.
 MIN_DRIVER_FOR_CANN: Mapping[str, str] = MappingProxyType({"8.0.RC1": "24.1.RC1"})
 
 # OSes of the official CANN container images (Ascend/cann-container-image).
@@ -69,6 +74,8 @@ IMAGE_OSES: Tuple[Tuple[str, str], ...] = (
     ("openeuler", "24.03"),
 )
 
+# A release train inside an `innerversion` / `Innerversion` value: `V100R001C23SPC002B212` ->
+# `V100R001C23` (driver 25.3.rc1, CANN 8.3.RC2 both carry C23).
 _TRAIN_RE = re.compile(r"V\d+R\d+C\d+", re.IGNORECASE)
 
 
@@ -80,6 +87,7 @@ class Verdict(Struct, frozen=True, kw_only=True):
 def _match_driver(entry: str, driver: DriverVersion) -> bool:
     if entry.endswith(".X"):
         return driver.series == entry[:-2]
+    # `release` drops build tails, so driver `25.3.rc1.b061` matches the listed `25.3.RC1`.
     return driver.release.upper() == entry.upper()
 
 
@@ -106,6 +114,9 @@ def driver_verdict(
         ok = not driver.internal and driver >= minimum
         return Verdict(ok=ok, detail=f"CANN {release} needs HDK >= {MIN_DRIVER_FOR_CANN[release]}")
     # No published row: fall back to the release-train ids both packages carry.
+    # A heuristic: every official pairing checked passes one of the two tests below, not
+    # always both; CANN 8.5.0 (C25) with driver 25.3.rc1 (C23) passes only the second, as
+    # the toolkit's compatible_version lists C23 (reference cann-environment.md §4.2).
     tk_train = _train(toolkit_inner)
     drv_train = _train(driver_inner)
     if tk_train and drv_train:
@@ -132,6 +143,7 @@ def _trains(items: Tuple[str, ...]) -> Tuple[str, ...]:
 
 def base_version(version: str) -> str:
     """`2.7.1.post2.dev20250724+cpu` -> `2.7.1.post2` (what the table lists)."""
+    # Wheels in the wild: `2.7.1.dev20250724`, `2.5.1.post1.dev20250619`, `2.7.1+cpu`.
     text = version.split("+", 1)[0]
     text = re.sub(r"\.dev\d*$", "", text)
     return text

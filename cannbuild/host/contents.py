@@ -43,7 +43,9 @@ def missing_files(
     for entry in files:
         if entry.step not in steps:
             continue
+        # Recipes write `{{ arch }}-linux/include/...`; the arch is filled in without Jinja.
         paths = [p.replace("{{ arch }}", arch).replace("{{arch}}", arch) for p in entry.paths]
+        # Any one of the alternatives will do: a file may sit in another folder at another release.
         if not any((home / p).exists() for p in paths):
             missing.append(
                 MissingFile(
@@ -75,6 +77,7 @@ def contents_check(
             status=PASS,
             detail=f"all {len(wanted)} files recipe {recipe} needs are in {home}",
         )
+    # The packages to install, not the files: that is what the user can act on.
     packages = sorted({m.package for m in missing})
     by_step = sorted({m.step for m in missing})
     return Check(

@@ -18,6 +18,8 @@ from .toolchain import CapturedEnv, ToolResult, free_bytes
 from .toolkit import Toolkit, ToolkitSearch, host_arch
 
 GIB = 1 << 30
+# Under 1 GiB a build cannot finish, so doctor blocks; under 10 GiB it only advises, the figure its
+# hint gives for a full ops-transformer build.
 DISK_FAIL_BYTES = 1 * GIB
 DISK_WARN_BYTES = 10 * GIB
 
@@ -43,6 +45,7 @@ def _os_checks() -> List[Check]:
     os_id = info.id() or "unknown"
     version = info.version() or ""
     name = info.name(pretty=True) or os_id
+    # Image tags name the OS as `ubuntu22.04` or `openeuler24.03`: id plus major.minor.
     major_minor = ".".join(version.split(".")[:2])
     if (os_id.lower(), major_minor) in compat.IMAGE_OSES:
         return [Check(id="os", status=PASS, detail=f"{name}")]
@@ -115,6 +118,8 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
                     f"version from {tk.version_source})",
                 )
             )
+        # Only when the version was found elsewhere: a malformed file is then a warning, not the
+        # blocking row above.
         for problem in tk.problems if tk.version is not None else ():
             checks.append(
                 Check(
@@ -126,6 +131,8 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
                 )
             )
         arch = host_arch()
+        # `<arch>-linux/` names the toolkit's arch; an x86_64 toolkit on an aarch64 host cannot
+        # build.
         if tk.arch and tk.arch != arch:
             checks.append(
                 Check(
@@ -191,6 +198,9 @@ def _env_checks(
         ]
     checks: List[Check] = []
     home = captured.env.get("ASCEND_HOME_PATH", "(unset)")
+    # The 9.x set_env.sh greps driver_install_path_param from /etc/ascend_install.info under `set
+    # -euo pipefail`; a missing key aborts the sourcing part way (reference cann-environment.md
+    # §1.3), hence the hint.
     if captured.status != 0:
         last = captured.stderr.splitlines()[-1] if captured.stderr else "no message"
         checks.append(
@@ -210,6 +220,8 @@ def _env_checks(
                 detail=f"sourced {tk.set_env.name}: ASCEND_HOME_PATH={home}",
             )
         )
+    # ops-transformer's build.sh stops with `Error: bisheng compilation tool not found` unless
+    # setenv.bash put bisheng on PATH (reference cann-build-systems.md §2.1).
     bisheng = shutil.which("bisheng", path=captured.env.get("PATH", ""))
     if bisheng:
         checks.append(Check(id="bisheng", status=PASS, detail=f"bisheng at {bisheng}"))
@@ -232,6 +244,7 @@ def _tool_checks(tools: List[ToolResult]) -> List[Check]:
     for tool in tools:
         spec = tool.spec
         cid = f"tool.{spec.name}"
+        # A tool the recipes need blocks the build; an optional one (ccache, say) only warns.
         bad_status = FAIL if spec.required else WARN
         if tool.path is None:
             checks.append(

@@ -28,6 +28,8 @@ def npu_checks(r: Readings, options: Options) -> List[Check]:
 
 def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
     checks: List[Check] = []
+    # One build targets one `--soc`; with the families mixed none is the obvious pick, so the row
+    # blocks only until the user names one.
     if hw.mixed:
         counts = ", ".join(f"{n} x {soc}" for soc, n in sorted(hw.pci_counts.items()))
         checks.append(
@@ -52,6 +54,7 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
     else:
         chip = f" ({hw.chip})" if hw.chip else ""
         smi = f"; npu-smi {hw.npu_smi_version}" if hw.npu_smi_version else ""
+        # An A3 counts two dies per NPU (8 NPUs, 16 dies); the A2 has one, so nothing to add.
         dies = f", {hw.chip_count} dies" if hw.chip_count != hw.npu_count else ""
         checks.append(
             Check(
@@ -80,6 +83,9 @@ def _health_checks(hw: Hardware) -> List[Check]:
     device would judge the device, not the package."""
     if not hw.health:
         return []
+    # npu-smi's Health values are OK, Warning, Alarm and Critical; Huawei's ascend-deployer refuses
+    # to go on at anything but OK and warns on busy devices (reference real-host-findings.md §5).
+    # Only Alarm and Critical fail here.
     sick = [(npu, h) for npu, h in hw.health if h in ("Alarm", "Critical")]
     unknown = [(npu, h) for npu, h in hw.health if h not in ("OK", "Warning", "Alarm", "Critical")]
     warned = [(npu, h) for npu, h in hw.health if h == "Warning"]
@@ -110,6 +116,7 @@ def _health_checks(hw: Hardware) -> List[Check]:
                 id="npu.health", status=PASS, detail=f"all {len(hw.health)} NPUs report Health OK"
             )
         )
+    # The process section's rows, `| <npu>       <chip>   | <pid> | <name> | <MB> |` on an A3.
     if hw.processes:
         busy = sorted({p.npu for p in hw.processes})
         shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
@@ -145,6 +152,8 @@ def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: s
             detail=f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}",
         )
     ]
+    # The A2 and A3 use the same toolkit: only `--soc` and the ops package differ, so a package
+    # built for the other family builds fine and then finds no kernel on this host.
     if options.soc and hw.family is not None and hw.family.soc != options.soc:
         checks.append(
             Check(
@@ -168,6 +177,7 @@ def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
             )
         ]
     entries = kernel_entries(tk, soc.soc)
+    # A kernel folder per op (ops_oam and config aside) means the SoC's ops package is installed.
     if entries:
         return [
             Check(id="kernels", status=PASS, detail=f"{len(entries)} kernel folders for {soc.soc}")
@@ -189,6 +199,7 @@ def _driver_checks(
 ) -> List[Check]:
     checks: List[Check] = []
     if not driver.present:
+        # A build-only host has neither NPU nor driver; a missing driver matters only next to NPUs.
         status = WARN if hw.family is not None else SKIP
         checks.append(
             Check(
@@ -217,6 +228,8 @@ def _driver_checks(
             )
         )
         checks += _driver_compat(driver, tk)
+    # The driver's `compatible_version_fw=[7.0.0,8.9.9]` against the firmware `Version=`;
+    # `npu-smi info -t board` prints `Compatibility : OK` when the two agree.
     if driver.firmware_version and driver.firmware_range:
         ok = firmware_in_range(driver.firmware_version, driver.firmware_range)
         lo, hi = driver.firmware_range
@@ -241,6 +254,7 @@ def _driver_checks(
 def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
     if tk is None or tk.version is None or driver.version is None:
         return []
+    # `8.0.T63`-style builds have no row in any published table.
     if not tk.version.comparable or driver.version.internal:
         return [
             Check(
@@ -253,6 +267,8 @@ def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
     tk_compat: Tuple[str, ...] = ()
     tk_inner: Optional[str] = None
     if tk.arch:
+        # The toolkit's own train list: `compatible_version=[V100R001C15],...,[V100R001C23]` and
+        # `innerversion=V100R001C23SPC002B210` (tests/fixtures/host/ascend_toolkit_install.info.*).
         info = tk.real_path / f"{tk.arch}-linux" / "ascend_toolkit_install.info"
         try:
             values = read_kv(info)

@@ -53,6 +53,7 @@ def python_stack_checks(
             )
         )
         return checks
+    # A torch_npu wheel pins its torch (`Requires-Dist: torch==2.13.0.*` in torch-npu 2.13.0).
     if stack.torch is None:
         checks.append(
             Check(
@@ -63,6 +64,8 @@ def python_stack_checks(
             )
         )
         return checks
+    # A torch / torch_npu ABI mismatch surfaces at import as `libtorch_npu.so: undefined symbol:
+    # _ZN5torch10ValueErrorC1EPKcz` (Ascend/pytorch issue 35).
     if not compat.same_torch_line(stack.torch, stack.torch_npu):
         checks.append(
             Check(
@@ -75,12 +78,15 @@ def python_stack_checks(
         )
         return checks
     checks.append(_plain_import_check(stack, tk, env or {}))
+    # An internal CANN build has no table row; the torch line check above is all there is.
     if tk is None or tk.version is None or not tk.version.comparable:
         checks.append(
             Check(id="torch_npu", status=PASS, detail=f"torch_npu {stack.torch_npu} matches torch")
         )
         return checks
     verdict = compat.torch_npu_verdict(tk.version, stack.torch_npu)
+    # The public table stops at torch_npu 2.12.0 (CANN 9.1.0); 2.13 and 2.14 exist on PyPI with no
+    # row, so "not listed" only warns (reference real-host-findings.md §4).
     if not compat.in_table(stack.torch_npu):
         listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
         checks.append(
@@ -125,6 +131,8 @@ def python_stack_checks(
 def _plain_import_check(stack: PythonStack, tk: Optional[Toolkit], env: Mapping[str, str]) -> Check:
     """With torch_npu installed, `import torch` loads it: say whether that works in this shell."""
     version = stack.torch_npu
+    # torch then skips loading torch_npu, whose absent CANN libraries would fail the import with
+    # `Failed to load the backend extension: torch_npu ... TORCH_DEVICE_BACKEND_AUTOLOAD=0`.
     if env.get(AUTOLOAD) == "0":
         return Check(
             id="torch_import",

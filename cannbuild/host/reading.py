@@ -114,6 +114,7 @@ def _tool_memo(options: Options) -> Optional[Path]:
 def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Family], str]:
     if options.soc:
         return by_soc(options.soc), "--soc"
+    # A mixed host names no SoC: the user picks one with --soc (doctor's hardware row says so).
     if hardware.family is not None and not hardware.mixed:
         return hardware.family, hardware.source
     return None, "none"

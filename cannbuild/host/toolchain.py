@@ -24,7 +24,9 @@ from ..workspace import read_text_map, remember
 ENV_CAPTURE_TIMEOUT_S = 30.0
 TOOL_TIMEOUT_S = 10.0
 
+# bash's own per-shell variables: they differ on every run and say nothing about the toolkit.
 _IGNORED_VARS = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING"})
+# The first dotted number of `cmake version 3.28.3`, `Python 3.10.12`, `git version 2.34.1`.
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 
 
@@ -36,6 +38,9 @@ class ToolSpec(Struct, frozen=True, kw_only=True):
     hint: str = ""
 
 
+# The minimums opbase's and ops-transformer's docs and install_deps.sh state: cmake >= 3.16, gcc
+# >= 7.3.0, python >= 3.7, patch >= 2.7, pigz >= 2.4 (optional), plus dos2unix and makeself
+# (reference cann-build-systems.md §1.4, §2.6).
 TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec(
         name="cmake",
@@ -44,6 +49,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         required=True,
         hint="install cmake >= 3.16 (pip install cmake)",
     ),
+    # `-dumpversion` may print only `7` on gcc >= 7; `-dumpfullversion` prints all three numbers.
     ToolSpec(
         name="gcc",
         version_args=("-dumpfullversion", "-dumpversion"),
@@ -221,6 +227,9 @@ def capture_env(
     script: Path, base: Mapping[str, str], timeout: float = ENV_CAPTURE_TIMEOUT_S
 ) -> CapturedEnv:
     """Source `script` in a clean bash and return the resulting environment."""
+    # The script's own output goes to /dev/null and its stdin is closed, so an echo or a prompt in
+    # it cannot corrupt or stall the capture; its status travels as a NUL-ended pseudo variable,
+    # and `env -0` separates values that may contain newlines.
     body = 'source "$1" >/dev/null </dev/null; s=$?; printf "__CANNBUILD_STATUS=%s\\0" "$s"; env -0'
     proc = run(
         ["bash", "-c", body, "cannbuild-set-env", str(script)],
@@ -229,6 +238,7 @@ def capture_env(
     )
     env: Dict[str, str] = {}
     status = proc.returncode
+    # `BASH_FUNC_<name>%%` entries are bash's exported functions, not variables set_env.sh sets.
     for entry in proc.stdout.decode("utf-8", "replace").split("\0"):
         if "=" not in entry:
             continue

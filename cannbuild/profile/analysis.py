@@ -66,11 +66,14 @@ class ChainGroup(Struct, frozen=True, kw_only=True):
 
     @property
     def dtype(self) -> Optional[str]:
+        # The first input's dtype is the query's: `FLOAT16;FLOAT16` -> fp16.
         first = self.input_dtypes.split(";")[0] if self.input_dtypes else ""
         return dtype_word(first)
 
     def dims(self) -> Optional[Tuple[int, int, int]]:
         """(S query, S key, D) from Q·Kᵀ's inputs `...,S,D;...,D,Skv`; None without shapes."""
+        # Q·Kᵀ of an unfused chain, as msprof-analyze's 2023 sample prints it:
+        # `"12,1024,512;12,512,1024"` -> query (..., S=1024, D=512), key (..., D, Skv=1024).
         parts = [p for p in strip_quotes(self.input_shapes).split(";") if p.strip()]
         if len(parts) < 2:
             return None
@@ -79,6 +82,7 @@ class ChainGroup(Struct, frozen=True, kw_only=True):
             k = [int(x) for x in parts[1].split(",")]
         except ValueError:
             return None
+        # A rank-1 input has no (rows, columns) to read.
         if len(q) < 2 or len(k) < 2:
             return None
         return q[-2], k[-1], q[-1]
@@ -134,6 +138,7 @@ class Analysis(Struct, frozen=True, kw_only=True):
             key = _chain_key(c)
             chains[key] = chains[key].merged(c) if key in chains else c
         kinds = {w.kind for w in self.windows}
+        # One timeline window of each kind: the first seen wins.
         windows = self.windows + tuple(w for w in other.windows if w.kind not in kinds)
         return Analysis(
             ops=_sorted_ops(ops.values()),
@@ -163,6 +168,7 @@ def op_table_from_statistic(rows: Iterable[OpStat]) -> Analysis:
     """An op_statistic file alone: the table, no order, so no chains and no timeline."""
     ops: Dict[str, OpStat] = {}
     for row in rows:
+        # msprof writes one op_statistic row per op type and core type; merged per op type here.
         ops[row.op_type] = ops[row.op_type].merged(row) if row.op_type in ops else row
     return Analysis(
         ops=_sorted_ops(ops.values()),
@@ -216,6 +222,8 @@ class Analyzer:
         st = self._streams.get(k.stream)
         if st is None:
             st = self._streams[k.stream] = _Stream()
+        # File order is kept (chains are matched in it); a task that starts before the previous one
+        # on its stream is only counted, for the report's note.
         if k.start_us < st.last_start:
             self.out_of_order += 1
         st.last_start = k.start_us
@@ -223,15 +231,20 @@ class Analyzer:
             self._feed_pending(k)
         st.recent.append(k)
         kind = category(k.op_type)
+        # The first fused call opens the "fused" timeline window; later ones only count.
         if kind == "fused" and "fused" in self._want_windows:
             self._open_window("fused", st, [k])
         self._step(st, k, kind)
 
     def _step(self, st: _Stream, k: Kernel, kind: str) -> None:
+        # The state machine of the module docstring (Huawei's FlashAttentionFusionPass pattern):
+        #   phase 0 --MatMul--> 1 --Softmax--> 2 --MatMul--> emit a chain, back to 0
+        # with "between" ops (Mul, Cast, TransData, DropOutDoMask, ...) allowed in 1 and 2.
         if st.phase == 0:
             if kind == "matmul":
                 st.chain, st.phase = [k], 1
             return
+        # MAX_CHAIN bounds the ops kept: a longer run of elementwise ops is not one attention.
         if kind == "between" and len(st.chain) < MAX_CHAIN:
             st.chain.append(k)
         elif st.phase == 1 and kind == "softmax":
@@ -265,6 +278,8 @@ class Analyzer:
     def _open_window(self, kind: str, st: _Stream, members: List[Kernel]) -> None:
         self._want_windows.discard(kind)
         recent = list(st.recent)
+        # The latest occurrence of the chain's first kernel in the recent buffer: the buffer holds
+        # CONTEXT kernels before the chain plus the chain itself.
         first = next(i for i in range(len(recent) - 1, -1, -1) if recent[i] is members[0])
         inside = {id(m) for m in members}
         spans = [

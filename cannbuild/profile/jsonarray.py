@@ -28,6 +28,7 @@ from ..errors import ProfileFormatError
 
 CHUNK_CHARS = 1 << 22  # 4 Mi characters per read
 MAX_ELEMENT_CHARS = 1 << 24  # one event larger than this is a broken file, not a big event
+# Between two events: torch_npu's json.dumps writes `}, {`, msprof's writer `},{`.
 _BOUNDARY = re.compile(r"\}\s*,\s*\{")
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
@@ -49,6 +50,7 @@ class _Source:
         self.path = path
         self.chunk_chars = chunk_chars
         try:
+            # newline="" leaves `\r\n` untranslated, so columns count what the file holds.
             self.fh = open_text(path, "profiler trace", PROFILE_TRACE_BYTES, _TOO_BIG, newline="")
         except OSError as exc:
             raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
@@ -158,6 +160,7 @@ def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[JSONV
 
 def _walk(src: _Source, exact: bool) -> Iterator[Tuple[JSONValue, Where]]:
     src.fill()
+    # A UTF-8 BOM before the `[`.
     if src.buf.startswith("\ufeff"):
         src.pos = 1
     first = src.peek()
@@ -211,12 +214,15 @@ def _fast_batch(src: _Source) -> List[JSONValue]:
     parsed at once; [] when that does not parse (the slow path then takes over)."""
     buf = src.buf
     start = src.pos
+    # Only the buffer's last 64 KiB is searched: an event is far smaller, so a boundary is there
+    # unless the chunk ends inside one huge event (then the slow path reads it).
     window = max(start, len(buf) - (1 << 16))
     last = None
     for last in _BOUNDARY.finditer(buf, window):  # noqa: B007 - the last match is wanted
         pass
     if last is None or last.start() < start:
         return []
+    # Keep the `}` of the last complete event; the `, {` after it starts the next batch.
     cut = last.start() + 1
     try:
         batch = json.loads("[" + buf[start:cut] + "]")
@@ -237,6 +243,8 @@ def _one(src: _Source) -> Tuple[JSONValue, int]:
                 start, "an event nested too deeply to be a trace event (thousands of levels)"
             ) from None
         except json.JSONDecodeError as exc:
+            # A parse error may only mean the event continues past the chunk: read more, up to
+            # MAX_ELEMENT_CHARS for one event.
             if not src.eof and len(src.buf) - start < MAX_ELEMENT_CHARS:
                 src.fill()  # the element may continue in the next chunk
                 continue

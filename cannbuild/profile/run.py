@@ -48,6 +48,7 @@ WORKER = "import sys; from cannbuild.profile.run import worker; sys.exit(worker(
 DEFAULTS = {"dtype": "fp16", "layout": "BNSD", "B": 1, "N1": 8, "S": 512, "D": 128}
 LEVELS = {"0": "Level0", "1": "Level1", "level0": "Level0", "level1": "Level1"}
 # the kernels torch_npu launches on an NPU for the unfused attention's torch ops
+# (names as a real 2026 torch_npu run shows them, profiler-formats.md §3)
 UNFUSED_KERNELS = (
     ("aclnnMatmul", "aclnnMatmul_BatchMatMulNd_BatchMatMulV2", "BatchMatMulV2", "AI_CORE"),
     ("aclnnMuls", "aclnnMuls_MulAiCore_Mul", "Mul", "AI_VECTOR_CORE"),
@@ -79,6 +80,8 @@ class RunOutcome(Struct, frozen=True, kw_only=True):
 
 def level_name(text: Optional[str]) -> str:
     if not text:
+        # Level1 unless asked: Level0, torch_npu's default, leaves Type and the shapes N/A and
+        # writes no op_statistic, so diagnose could not name a chain's cause.
         return "Level1"
     level = LEVELS.get(str(text).strip().lower())
     if level is None:
@@ -139,10 +142,12 @@ def start(
     (work / JOB).write_text(json.dumps(job))
     child_env = dict(env)
     package_root = str(Path(__file__).resolve().parents[2])
+    # The worker imports cannbuild from this checkout, whatever the package's env says.
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
     )
     child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    # The emulated runtime's own profiler switches: where it writes *_ascend_pt and at what level.
     if sandbox:
         child_env["CANNBUILD_EMU_PROFILE_DIR"] = str(out)
         child_env["CANNBUILD_EMU_PROFILE_LEVEL"] = level
@@ -174,6 +179,8 @@ def start(
             "The same route is checked by `cannbuild validate`: run it to see whether the "
             "package works through torch_npu at all.",
         )
+    # The profiler names its folder `<host>_<pid>_<timestamp>_ascend_pt`; this run's is the new
+    # one.
     made = sorted(set(out.glob("*_ascend_pt")) - before)
     if not made:
         raise ValidationFailed(
@@ -193,6 +200,17 @@ def start(
     )
 
 
+def check_profiler(session: Session, env: Mapping[str, str]) -> None:
+    """torch_npu on an NPU or the sandbox, or exit 2 saying why not (before any build)."""
+    from ..host.pystack import read_python_stack
+    from ..validate import inputs_for, torchnpu
+
+    inp = inputs_for(session, env, package_env=False)
+    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
+    if why_not:
+        raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
+
+
 def run_profile(
     session: Session,
     env: Mapping[str, str],
@@ -204,9 +222,8 @@ def run_profile(
 ) -> RunOutcome:
     """Profile the installed package's FlashAttention and the unfused chain, under the
     workspace lock (an install replacing the package mid-run would mix two builds)."""
-    from ..host.pystack import read_python_stack
     from ..locks import WorkspaceLock
-    from ..validate import inputs_for, torchnpu
+    from ..validate import inputs_for
 
     inp = inputs_for(session, env)
     if not inp.library.is_file():
@@ -215,9 +232,7 @@ def run_profile(
             "Build and install it first: cannbuild install"
             + (" --sandbox" if session.sandbox is not None else ""),
         )
-    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
-    if why_not:
-        raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
+    check_profiler(session, env)
     with WorkspaceLock(session.ws, command, session.options.wait, None):
         work = session.ws.tmp / "profile-run"
         return start(shape, level, iterations, inp.env, out, inp.target == "sandbox", work)
@@ -240,6 +255,8 @@ class _Recorder:
     def __init__(self) -> None:
         import ctypes
 
+        # The emulated runtime's kernel record, matching the C struct its aclemuKernelEnd
+        # takes.
         class Desc(ctypes.Structure):
             _fields_ = [
                 ("name", ctypes.c_char_p),
@@ -280,6 +297,7 @@ class _Recorder:
             name.encode(),
             op_type.encode(),
             core.encode(),
+            # Block Dim / Mix Block Dim 0: nothing to report for an op that ran on the CPU.
             0,
             0,
             shapes.encode(),
@@ -300,6 +318,7 @@ def _dims(t: Union[Tensor, float]) -> str:
 def _dtype(t: Union[Tensor, float]) -> str:
     if not hasattr(t, "dtype"):
         return "FLOAT"  # a Python scalar (Muls' scale)
+    # The dtype words real kernel_details files use: FLOAT16, DT_BF16, FLOAT.
     return {"torch.float16": "FLOAT16", "torch.bfloat16": "DT_BF16", "torch.float32": "FLOAT"}.get(
         str(t.dtype), str(t.dtype).replace("torch.", "").upper()
     )
@@ -393,6 +412,8 @@ def _profile(
 
     def fused() -> Tensor:
         begin = time.perf_counter()
+        # npu_fusion_attention returns (attention_out, softmax_max, softmax_sum, softmax_out,
+        # seed, offset, mask_len); only the output is compared.
         out = torch_npu.npu_fusion_attention(
             q, k, v, shape["N1"], shape["layout"], scale=scale, keep_prob=1.0
         )[0]
@@ -411,6 +432,7 @@ def _profile(
             unfused_ms.append((time.perf_counter() - begin) * 1000.0)
     else:
         prof = torch_npu.profiler
+        # No PMU columns (AiCoreNone): the op table and the chains need none.
         config = prof._ExperimentalConfig(
             profiler_level=getattr(prof.ProfilerLevel, job["level"]),
             aic_metrics=prof.AiCMetrics.AiCoreNone,
@@ -418,6 +440,7 @@ def _profile(
         qn, kn, vn = (x.to(device) for x in (qb, kb, vb))
         with prof.profile(
             activities=[prof.ProfilerActivity.CPU, prof.ProfilerActivity.NPU],
+            # Shapes only above Level0: at Level0 the shape cells are N/A whatever is recorded.
             record_shapes=job["level"] != "Level0",
             experimental_config=config,
             on_trace_ready=prof.tensorboard_trace_handler(job["out"]),

@@ -29,8 +29,12 @@ from .trace import read_trace
 TORCH_DIR = "ASCEND_PROFILER_OUTPUT"
 MSPROF_DIR = "mindstudio_profiler_output"
 KINDS = (
+    # torch_npu's kernel_details.csv (a `_<n>` suffix is accepted too); msprof's
+    # `op_summary_20260323031749.csv`, split into `op_summary_slice_<i>_<ts>.csv` above 1,000,000
+    # rows; torch_npu's own matching regexes accept `^op_summary_\d{1,20}.*\.csv` the same way.
     ("kernel_details", re.compile(r"^kernel_details(_\d+)?\.csv$")),
     ("op_summary", re.compile(r"^op_summary_(slice_\d+_)?\d{1,20}.*\.csv$")),
+    # op_statistic.csv (torch_npu's copy) or `op_statistic_<ts>.csv` (msprof's).
     ("op_statistic", re.compile(r"^op_statistic(_\d{1,20}.*)?\.csv$")),
     ("operator_details", re.compile(r"^operator_details(_\d+)?\.csv$")),
     ("trace_view", re.compile(r"^trace_view(_\d+)?\.json$")),
@@ -78,10 +82,14 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
             "fused_mean_us": None,
             "estimated_saving_us": None,
         }
+        # The backward pass (FlashAttentionScoreGrad) does other work; only forward calls set the
+        # rate a chain would run at fused.
         fused = [f for f in a.fused if not f.op_type.endswith("Grad")]
         if fused and a.chain_count:
             mean = sum(f.total_us for f in fused) / sum(f.count for f in fused)
             result["fused_mean_us"] = round(mean, 3)
+            # The saving: what the chains took, less as many fused calls at the fused op's mean
+            # duration; never below zero.
             result["estimated_saving_us"] = round(max(total - a.chain_count * mean, 0.0), 3)
         return result
 
@@ -171,6 +179,8 @@ def find_runs(path: Path) -> List[_Run]:
         return [_Run(folder=path.parent, files={kind: [path]})]
     runs: List[_Run] = []
     for here, names in walk(path, "profile: the folder", WALK_HINT):
+        # With data_simplification off, a torch_npu run keeps msprof's raw `PROF_*` copy next to
+        # its ASCEND_PROFILER_OUTPUT: the same kernels twice.
         if here.name == MSPROF_DIR and _torch_copy(here):
             continue  # a torch_npu run's raw PROF_* copy: its ASCEND_PROFILER_OUTPUT counts
         files: Dict[str, List[Path]] = {}
@@ -223,10 +233,13 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
 def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:
     files: List[SourceFile] = []
     notes: List[str] = []
+    # kernel_details first: at Level0 its names carry the types, and it is what survives
+    # torch_npu's default data_simplification (which deletes PROF_*/mindstudio_profiler_output).
     kernel_kind = next((k for k in KERNEL_KINDS if k in run.files), None)
     trace_kind = next((k for k in TRACE_KINDS if k in run.files), None)
     analysis: Optional[Analysis] = None
     if kernel_kind is not None:
+        # A trace, when there is one, draws the timeline from the device's own stream order.
         analyzer = Analyzer(windows=timeline and trace_kind is None)
         for path in run.files[kernel_kind]:
             kernels, info = read_kernels(path)
@@ -255,6 +268,8 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
                 )
             )
         analysis = trace_total if analysis is None else analysis.with_windows(trace_total.windows)
+    # op_statistic comes only from Level1/Level2 runs; it is the op table only when no kernel table
+    # or trace is there, since its totals cannot give order or chains.
     for path in run.files.get("op_statistic", []):
         stats, info = read_statistic(path)
         if analysis is None:
@@ -280,6 +295,7 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
     if analysis is None:
         analysis = Analysis()
         notes.append(f"{run.folder}: only host-side tables, no device kernels")
+    # torch_npu writes an empty `analyse.done` once parsing has finished.
     if run.folder.name == TORCH_DIR and not (run.folder / "analyse.done").exists():
         notes.append(f"{run.folder}: no analyse.done: torch_npu may not have finished parsing")
     return analysis, files, notes

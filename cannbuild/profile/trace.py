@@ -21,6 +21,8 @@ from .analysis import Analysis, Analyzer, Kernel
 from .jsonarray import iter_array, locate
 from .ops import TypeResolver
 
+# msprof's device track: `{"name":"process_name","pid":2113568,"args":{"name":"Ascend
+# Hardware"},"ph":"M"}`; its `process_labels` say `NPU 0` (`NPU` in 2024 files).
 DEVICE_PROCESS = "Ascend Hardware"
 
 
@@ -66,9 +68,14 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
         ph = event.get("ph")
         if ph == "X":
             pid = event.get("pid")
+            # Python, CANN and Overlap Analysis events are `X` events too (`aten::matmul`,
+            # `AscendCL@aclnnMatmul`, `Computing`); their pids are skipped once named.
             if pid in other_pids:
                 continue
             args = event.get("args")
+            # Before its `process_name` is seen, a device task is known by its args, which msprof
+            # writes on every NPU task:
+            #   "args": {"Model Id": 4294967295, "Task Type": "MIX_AIC", "Physic Stream Id": 46}
             if pid not in device_pids and not (isinstance(args, dict) and "Task Type" in args):
                 continue
             device += 1
@@ -77,8 +84,12 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
                 raise _BadEvent(index, "has no name")
             analyzer.add(
                 Kernel(
+                    # One stream per (pid, tid): on the device track `tid` is the logic stream id.
                     stream=_stream_key(pid, event.get("tid")),
                     name=name,
+                    # `ts` is a string of epoch microseconds, `"1774232269411629.250"`; as a float
+                    # it keeps 0.25 us steps at such values (2**50 < ts < 2**51); `dur` is a float
+                    # already.
                     op_type=resolve(name),
                     start_us=_float(event, "ts", index),
                     dur_us=_float(event, "dur", index),
@@ -88,6 +99,7 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
         elif ph == "M":
             _meta(event, process, labels, threads, device_pids, other_pids)
     analysis = analyzer.result()
+    # Streams are shown as `<labels or process name> / <thread name>`: `NPU 0 / Stream 2`.
     rename = {
         _stream_key(pid, tid): f"{labels.get(pid) or process.get(pid) or f'pid {pid}'} / {name}"
         for (pid, tid), name in threads.items()
@@ -95,6 +107,8 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     if rename:
         analysis = _relabel(analysis, rename)
     notes = []
+    # At Level0 torch_npu drops the CANN `process_name` but keeps that pid's `process_labels` and
+    # `thread_name`: it prunes by event name, not by pid (profiler-formats.md §1.6).
     unnamed = sorted(str(p) for p in labels if p not in process)
     if unnamed:
         notes.append(f"pids without a process_name (Level0 pruning): {', '.join(unnamed)}")
@@ -139,6 +153,7 @@ def _meta(
         return
     kind = event.get("name")
     pid = event.get("pid")
+    # `process_sort_index` and the other metadata only order tracks in a viewer.
     if kind == "process_name":
         name = str(args.get("name", ""))
         process[pid] = name

@@ -31,12 +31,19 @@ from .model import (
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
 _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
+# The 8.3 pair disagrees: opbase 868d751 installs op_common under `<arch>-linux/pkg_inc` (upstream
+# commit 32b4a5c), while ops-transformer c29bc10's FindOPBASE.cmake:19 searches
+# `<arch>-linux/include`; recipes/8.3.toml says `include` (reference real-host-findings.md §1).
 # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
 OPBASE_HEADERS = ("pkg_inc", "include")
+# `until` bounds a branch; `opbase_source` is the nested pin (ops-transformer v9.0 pins opbase by
+# OPBASE_TAG_ID in cmake/third_party/opbase.cmake).
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
+# The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
 _RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
+# Lengths of a sha256 and an md5 digest in hex.
 _HEX = {"sha256": 64, "md5": 32}
 _STEP_KEYS = {
     "name",
@@ -54,7 +61,12 @@ _STEP_KEYS = {
 }
 _VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
 _FILE_KEYS = {"component", "package", "step", "paths", "source"}
+# Where the ops-transformer example looks for the custom package: 8.3's build.sh only in
+# `${ASCEND_OPP_PATH}/vendors/<vendor>_transformer` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
+# (:504) also in ASCEND_CUSTOM_OPP_PATH.
 EXAMPLE_LOOKUPS = ("custom-opp", "opp")
+# The run's values a step may declare as inputs: each one joins the step's input hash
+# (build/plan.py), so changing it reruns the step.
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
@@ -70,6 +82,7 @@ class _Reader:
     def keys(self, table: Mapping[str, JSONValue], allowed: set, where: str) -> None:
         for key in table:
             if key not in allowed:
+                # difflib costs an import on every load; a typo is the only time it is needed.
                 from difflib import get_close_matches  # only for a mistake
 
                 close = get_close_matches(key, sorted(allowed), n=1)
@@ -139,6 +152,8 @@ def load_recipe(path: Path) -> Recipe:
     files = _toolkit_files(r, toolkit, {step.name for step in steps})
     return Recipe(
         path=path,
+        # The digest of the bytes as read, which the lock and the run report record: it tells two
+        # recipes of one name apart.
         digest=hashlib.sha256(raw).hexdigest(),
         name=r.get(head, "name", str, "[recipe]"),
         train=r.get(head, "train", str, "[recipe]"),
@@ -183,6 +198,8 @@ def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
 def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
     where = f"[repos.{name}]"
     r.keys(table, _REPO_KEYS, where)
+    # A ref is a tag, a branch (with an optional `until` commit bound) or a commit id, one of
+    # them.
     refs = [k for k in ("tag", "branch", "commit") if k in table]
     if len(refs) != 1:
         raise r.fail(where, "needs exactly one of tag, branch or commit.")
@@ -209,6 +226,8 @@ def _source_pin(r: _Reader, table: Mapping[str, JSONValue], where: str) -> Sourc
     ptable = r.get(table, "opbase_source", dict, where)
     r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
     pin = SourcePin(**{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS})
+    # Compiled now so a bad pattern fails at load with the recipe's name, not mid-fetch:
+    #   pin_regex = 'set\(OPBASE_TAG_ID\s+([0-9a-f]{40})\)'
     try:
         re.compile(pin.pin_regex)
     except re.error as exc:
@@ -281,6 +300,8 @@ def _check_step(
     """A step against the steps before it, the repos and the templates."""
     where = f"step {step.name!r}"
     seen = [s.name for s in earlier]
+    # `after` may only name earlier steps: the file order is then already a valid run order,
+    # and a cycle cannot be written.
     if step.name in seen:
         raise r.fail(where, "is defined twice.")
     if step.repo is not None and step.repo not in names:
@@ -301,6 +322,8 @@ def _check_step(
         raise r.fail(where, f"phase {step.phase!r} is not one of {', '.join(PHASES)}.")
     if step.action is not None and step.action not in ACTIONS:
         raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
+    # The template must exist under one of the recipe's template folders now, not when the step
+    # runs.
     if not any((d / step.command).is_file() for d in search):
         shown = ", ".join(str(d) for d in search)
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
@@ -361,6 +384,7 @@ def _toolkit_files(
         )
         if not entry.paths:
             raise r.fail(where, "needs at least one path in 'paths'.")
+        # A toolkit file is checked only when its step will run; the step must exist to tell.
         if entry.step not in step_names:
             raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
         files.append(entry)
@@ -385,6 +409,7 @@ def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
 
 def _hex(r: _Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
     value = r.get(table, key, str, where, required=False)
+    # Lower case only, the form hashlib's hexdigest() compares against.
     if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
         raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
     return value
@@ -393,6 +418,8 @@ def _hex(r: _Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Op
 def _relative(r: _Reader, place: str, where: str, key: str = "place") -> str:
     """A place inside the checkout: relative, without `..`."""
     parts = PurePosixPath(place).parts
+    # A place is joined to the checkout: an absolute path, `..` or a backslash could put a file
+    # outside it.
     if not place or place.startswith("/") or ".." in parts or "\\" in place:
         raise r.fail(
             where,

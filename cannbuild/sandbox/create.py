@@ -42,12 +42,14 @@ def _files(root: Path) -> Iterable[Path]:
 def sources_key(spec: SandboxSpec, cxx: str) -> str:
     """Hash of the spec and of everything a sandbox is made from."""
     digest = hashlib.sha256()
+    # The compiler is part of the key: another one builds other emulation libraries.
     digest.update(f"{SANDBOX_FORMAT}|{spec.variant}|{spec.cann}|{spec.dir}|{cxx}".encode())
     package = Path(__file__).resolve().parent
     roots = [
         data_dir("templates") / "sandbox",
         data_dir("kernels") / "emu",
         data_dir("kernels") / "standin",
+        # cannbuild's own sandbox code too: a changed emulator means a sandbox made anew.
         package,
     ]
     for root in roots:
@@ -175,6 +177,9 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
     fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     lease = SandboxLease(fd)
+    # flock cannot turn a shared lock into an exclusive one atomically: drop it, try the exclusive
+    # one without waiting, and look again.  A run using the sandbox holds its shared lock
+    # throughout, so after three rounds the answer is "in use", not "wait longer".
     for _attempt in range(3):
         fcntl.flock(fd, fcntl.LOCK_SH)  # waits while another run creates it
         existing = load_info(directory)
@@ -221,6 +226,7 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxI
     from .repos import build_repos, build_third_party
     from .toolkit import compile_emulation, lay_out_toolkit
 
+    # Only the managed entries go: the lock file and anything the user put there stay.
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
         if target.is_dir() and not target.is_symlink():

@@ -12,7 +12,9 @@ from msgspec.structs import asdict
 from ..decoded import JSONObject
 
 INFO_FILE = "sandbox.json"
+# Written first, removed last by create.py: its presence means a creation was cut short.
 CREATING_MARK = ".creating"
+# A sandbox.json of another schema is treated as no sandbox: it is remade, never misread.
 SCHEMA = 1
 
 
@@ -38,6 +40,8 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
     @property
     def mirrors(self) -> Dict[str, str]:
         """URL rewrite rules that send upstream fetches to the sandbox's repositories."""
+        # `https://gitcode.com/` -> `file://<sandbox>/mirror/`: the stand-in repos and archives sit
+        # at the paths the real URLs name.
         return {self.upstream: self.mirror.as_uri() + "/"}
 
     def to_json(self) -> Dict[str, object]:
@@ -58,6 +62,7 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
 def load_info(directory: Path) -> Optional[SandboxInfo]:
     """The finished sandbox at `directory`, or None if there is none (or only half of one)."""
     info = directory / INFO_FILE
+    # A half-made sandbox (the mark still there) is no sandbox: create_sandbox remakes it.
     if not info.is_file() or (directory / CREATING_MARK).exists():
         return None
     try:

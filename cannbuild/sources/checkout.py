@@ -35,6 +35,7 @@ def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
     if not cache.exists():
         return False
     try:
+        # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
         fetcher.git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=cache)
     except GitFailed:
         return False
@@ -49,6 +50,7 @@ def resolve_ref(
     from ..recipes import describe_ref
 
     if ref.get("tag"):
+        # `^{commit}`: a tag object peeled to the commit it tags, which is what gets locked.
         rev = f"refs/tags/{ref['tag']}^{{commit}}"
     elif ref.get("commit"):
         rev = f"{ref['commit']}^{{commit}}"
@@ -56,6 +58,8 @@ def resolve_ref(
         rev = f"refs/heads/{ref['branch']}"
     args = ["rev-list", "-1", "--timestamp"]
     if ref.get("until") and not ref.get("tag") and not ref.get("commit"):
+        # `until` on a branch: the last commit before that date, the 8.3 recipe's "master as of
+        # 2025-11-16" (a branch moves on; the date pins what the guide built).
         args.append(f"--before={ref['until']}")
     try:
         out = fetcher.git([*args, rev, "--"], cwd=cache).split()
@@ -102,6 +106,7 @@ def checkout_identity(
 ) -> Dict[str, object]:
     return {
         "commit": commit,
+        # The identity a step's input hash takes: commit, nested pins and the archives put in.
         "nested": {n.dest: n.commit for n in nested},
         "third_party": {s.dest: s.sha256 for s in seeds},
     }
@@ -110,10 +115,13 @@ def checkout_identity(
 def _clone_at(fetcher: Fetcher, cache: Path, dest: Path, commit: str, url: str) -> None:
     """A clone of `cache` at `commit` whose origin is the (redacted) upstream URL, into
     the new folder `dest` (its caller removed any old one, through safefs)."""
+    # From the local cache, never the network: the fetch stage already filled it.
     fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(dest)])
     fetcher.git(
         ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=dest
     )
+    # The clone's origin names upstream (without credentials), not the local cache path, so a
+    # build's own `git` calls see the real remote.
     fetcher.git(["remote", "set-url", "origin", redact(url)], cwd=dest)
 
 
@@ -136,6 +144,7 @@ def ensure_checkout(
     marker = checkout_marker(ws, repo)
     what = f"the {repo} checkout"
     safefs.make_dirs(ws.root, ws.src, what)
+    # Same commit, same nested pins, same archives as the marker records: nothing to do.
     if not dest.is_symlink() and dest.is_dir() and read_json(marker) == identity:
         return dest, False
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
@@ -154,6 +163,8 @@ def ensure_checkout(
             target = tmp / item.dest
             safefs.make_dirs(ws.root, target.parent, what)
             if not target.is_symlink() and target.is_dir() and not any(target.iterdir()):
+                # An empty folder there (a placeholder a checkout may carry) is accepted, as `git
+                # clone` accepts an empty target; anything else is refused.
                 target.rmdir()  # an empty placeholder, as `git clone` would accept
             elif os.path.lexists(target):
                 raise GitFailed(
@@ -192,6 +203,7 @@ def ensure_checkout(
 
 
 def archive_path(ws: Workspace, sha256: str, url: str) -> Path:
+    # Content-addressed by sha256, under the URL's file name the build expects.
     return ws.downloads / sha256 / url.rsplit("/", 1)[-1]
 
 
@@ -218,13 +230,18 @@ def unpack_archive(archive: Path, dest: Path, root: Optional[Path] = None) -> No
             with tarfile.open(archive) as tar:
                 for member in tar.getmembers():
                     _inside(archive, member.name)
+                    # A link member is checked by where it points, relative to its own folder.
                     if member.issym() or member.islnk():
                         _inside(archive, str(Path(member.name).parent / member.linkname))
+                # Python >= 3.12 (and security releases before it) has the `data` filter, which
+                # also refuses device files and strips set-uid bits.
                 if hasattr(tarfile, "data_filter"):
                     tar.extractall(work, filter="data")
                 else:  # pragma: no cover - a Python without the filter
                     tar.extractall(work)
         entries = list(work.iterdir())
+        # CMake's ExternalProject strips a single top folder (`protobuf-25.1/`); a flat archive
+        # (json's include.zip holds `include/` and `single_include/`) is kept as it is.
         top = entries[0] if len(entries) == 1 and entries[0].is_dir() else work
         safefs.remove(owner, dest, what)
         safefs.replace(owner, top, dest, what)

@@ -53,6 +53,9 @@ T = TypeVar("T")
 
 # curl's message when git's http.lowSpeedLimit/lowSpeedTime stops a transfer
 _TOO_SLOW = re.compile(r"Operation too slow|transfer rate dropped", re.IGNORECASE)
+# Failures worth another attempt: name lookup, resets, timeouts, git's `RPC failed` / `early EOF`
+# on a dropped connection, HTTP 5xx, TLS hiccups.  A 404 or an auth error is not: retrying cannot
+# change it.
 _TRANSIENT = re.compile(
     r"Could not resolve host|Connection timed out|Connection reset|Operation timed out|"
     r"RPC failed|early EOF|remote end hung up|unable to access|Failed to connect|"
@@ -134,6 +137,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                     raise
                 if time.monotonic() + delay >= deadline:
                     raise  # the budget is spent: no attempt would have time left
+                # Exponential backoff: 1 s, 2 s, 4 s with the defaults.
                 self.sleep(delay)
                 delay *= 2
 
@@ -143,6 +147,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
         """Run git; a command still running after `timeout` s is stopped (with all it
         started) and raises GitTimedOut, a GitFailed."""
         env = dict(os.environ)
+        # Never prompt: a credential prompt would hang a build; the URL or the mirror carries one.
         env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
         argv = ["git"]
         if args and args[0] in _NETWORK_GIT:
@@ -201,6 +206,8 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                         "--prune",
                         "--force",
                         source,
+                        # Force-update every branch and tag, prune deleted ones: the cache mirrors
+                        # upstream.
                         "+refs/heads/*:refs/heads/*",
                         "+refs/tags/*:refs/tags/*",
                     ],
@@ -274,6 +281,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
         tmp = dest.with_name(f".{dest.name}.part")
         safefs.remove(owner, tmp, "the download cache")
         try:
+            # The sandbox's mirror and a copy on a shared disk are `file://` URLs.
             if source.startswith("file://"):  # a local mirror: a copy, no http stack
                 from urllib.parse import unquote, urlsplit
 
@@ -321,6 +329,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
             if isinstance(exc, Stalled):
                 return not exc.budget_spent
             if isinstance(exc, urllib.error.HTTPError):
+                # 4xx will not change on a retry; 5xx may.
                 return exc.code >= 500
             return isinstance(
                 exc,
@@ -348,6 +357,7 @@ def _request(source: str) -> Any:
     user = unquote(parts.username or "")
     password = unquote(parts.password or "")
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    # `add_unredirected_header`: a redirect to another host does not carry the credential.
     request.add_unredirected_header("Authorization", f"Basic {token}")
     return request
 

@@ -1,8 +1,11 @@
-"""Opening a session from the command line: the sandbox (made or reused) and the host."""
+"""Opening a session from the command line (the sandbox, made or reused, and the host), and
+running the build transaction on it: for build and install, and before bench, profile --run
+and diagnose use the workspace."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -13,6 +16,8 @@ from ._flags import FlagValue, make_options
 
 if TYPE_CHECKING:
     from ..build.session import Sandboxed, Session
+    from ..progress import ConsoleProgress
+    from ..transaction import PipelineRun, RunRequest
 
 
 class DryRunStop(Exception):
@@ -52,3 +57,56 @@ def open_session(c: Context, flags: Mapping[str, FlagValue]) -> Session:
 
     made = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))
     return open_(made.options, os.environ, Path.cwd(), made.info, made.lease)
+
+
+def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) -> PipelineRun:
+    """The build transaction (`transaction.run_pipeline`: the workspace lock, the sources
+    under --locked and --offline, the steps, the report) as every task runs it; a failed
+    step ends the task with its digest (the progress showed it) and exit 4."""
+    from ..errors import StepFailed
+    from ..progress import publish_summary
+    from ..transaction import run_pipeline
+
+    run = run_pipeline(session, os.environ, request, progress)
+    for text in run.notes:
+        progress.note(text)  # what resolving found: a moved tag, an updated lock
+    publish_summary(run.report_dir)
+    if run.failed is not None:
+        ui.note(f"report: {run.report_dir}/report.md")
+        raise StepFailed()
+    return run
+
+
+def bring_up_to_date(session: Session, command: str, as_json: bool, verbose: bool = False) -> None:
+    """Before bench, profile --run and diagnose use the workspace, the steps that are not
+    up to date run (the walk `cannbuild install` runs), and one line says so: on stdout
+    before the task's own output, on stderr under --json (stdout is the JSON alone)."""
+    from ..ownership import check_writable
+    from ..progress import ConsoleProgress
+    from ..transaction import RunRequest
+
+    check_writable(session.options.lock_file, "--lock-file")
+    progress = ConsoleProgress(verbose=verbose, show_skipped=False)
+    run = run_build(session, RunRequest(command=command), progress)
+    ran = run.result.ran if run.result is not None else []
+    count = len(run.result.outcomes) if run.result is not None else 0
+    line = (
+        f"workspace brought up to date first: ran {', '.join(ran)} (report {run.report_dir})"
+        if ran
+        else f"workspace up to date: all {count} steps were, nothing was built"
+    )
+    stream = sys.stderr if as_json else sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
+
+
+def would_bring_up_to_date(session: Session) -> str:
+    """What a dry run says `bring_up_to_date` would do (nothing is run or written)."""
+    from ..build.plan import NEEDS_RUN
+    from ..build.steps import plan_session
+
+    steps = plan_session(session, os.environ, ("build", "install"))
+    needed = [s.name for s in steps if s.status == NEEDS_RUN]
+    if not needed:
+        return "the workspace is up to date"
+    return f"the workspace would be brought up to date first (would run {', '.join(needed)})"

@@ -10,24 +10,14 @@ from typing import TYPE_CHECKING, Dict, Optional
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
 from ._config import Context
-from ._flags import FlagValue, cli_task, make_options
-from ._session import DryRunStop, open_session
+from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
+from ._session import DryRunStop, bring_up_to_date, open_session, would_bring_up_to_date
 
 if TYPE_CHECKING:
     from ..profile.run import RunOutcome
 
-ANALYZE_FLAGS = (
-    "cann_path",
-    "sysroot",
-    "workspace",
-    "soc",
-    "vendor_name",
-    "recipe",
-    "sandbox",
-    "variant",
-    "cann",
-    "wait",
-)
+# profile --run and diagnose bring the workspace up to date first: the build's own flags
+ANALYZE_FLAGS = SESSION_FLAGS
 SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head_dim")
 
 
@@ -73,7 +63,8 @@ def profile(
 
     `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
     npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
-    (on the sandbox the emulated runtime writes the same files), into PATH."""
+    (on the sandbox the emulated runtime writes the same files), into PATH, after
+    bringing the workspace up to date (as `cannbuild install`), saying so."""
     from ..ownership import check_replaceable
     from ..profile.report import make_report
     from ..profile.summary import summarise
@@ -85,7 +76,7 @@ def profile(
     if run and target == Path(os.path.abspath(path)):  # --out PATH: where --run writes anyway
         target = None
     if run:
-        outcome = _run(c, flags, Path(path), level, iterations, dry_run)
+        outcome = _run(c, flags, Path(path), level, iterations, dry_run, json)
         if outcome is None:
             return
         report = make_report(
@@ -118,8 +109,9 @@ def _run(
     level: Optional[str],
     iterations: Optional[str],
     dry_run: bool,
+    as_json: bool,
 ) -> Optional[RunOutcome]:
-    from ..profile.run import level_name, run_profile, run_shape
+    from ..profile.run import check_profiler, level_name, run_profile, run_shape
     from ..profile.shape import shape_from_flags
 
     shape = run_shape(shape_from_flags(flags))
@@ -145,11 +137,13 @@ def _run(
     target = path.resolve()
     if dry_run:
         ui.note(
-            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} B={shape.B} "
-            f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into "
-            f"{target}; nothing was changed."
+            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} "
+            f"B={shape.B} N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, "
+            f"{lvl}) into {target}; {would_bring_up_to_date(session)}; nothing was changed."
         )
         return None
+    check_profiler(session, os.environ)  # before a build it would not use
+    bring_up_to_date(session, "cannbuild profile --run", as_json)
     ui.note(
         f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
         f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"
@@ -165,7 +159,8 @@ def diagnose(
     exports, which library torch_npu would load), dtype, shape limits (from the
     operator's docs in the checkout), and with --profile the cause of each unfused chain.
 
-    The env rows read this shell's environment: run it where the framework runs. Exit 1
+    The workspace is brought up to date first (as `cannbuild install`), saying so. The
+    env rows read this shell's environment: run it where the framework runs. Exit 1
     when a row fails."""
     from ..diagnose import DiagnoseInputs
     from ..diagnose import diagnose as run_diagnose
@@ -177,6 +172,7 @@ def diagnose(
     # the profile first: a bad one is exit 2 naming it, before the host is probed
     summary = summarise(Path(profile), timeline=False) if profile else None
     session = open_session(c, flags)
+    bring_up_to_date(session, "cannbuild diagnose", json)
     toolkit_env = session.host.build_env or {}
     inputs = DiagnoseInputs(
         vendor_dir=session.vendor_dir,

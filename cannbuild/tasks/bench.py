@@ -12,7 +12,7 @@ from .. import ui
 from ..errors import UsageError
 from ._config import Context
 from ._flags import SESSION_FLAGS, FlagValue, cli_task
-from ._session import open_session
+from ._session import bring_up_to_date, open_session
 
 DEFAULT_BUDGET_S = 60.0
 TARGET_S = 0.25
@@ -58,11 +58,12 @@ def bench(
     """Time the installed FlashAttention (C API, torch_npu) against torch's
     scaled_dot_product_attention and the unfused chain, each judged against float64 first.
 
-    Writes <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
+    Brings the workspace up to date first (as `cannbuild install`), saying so. Writes
+    <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
     pip install 'cannbuild[bench]'). --variants / --build-variant build patched copies of
     ops-transformer (own build tree, prefix and stamps) and time each against the baseline."""
     from ..bench import shapes as sh
-    from ..bench.run import BenchRequest, run_bench
+    from ..bench.run import BenchRequest, check_torch, run_bench
     from ..bench.sweep import SweepSettings
     from ..bench.variants import build_variants, parse_variants
     from ..build.runner import new_run_id
@@ -75,6 +76,8 @@ def bench(
     seconds = _budget(budget)
     specs = parse_variants(variants, build_variant or [], Path.cwd())
     session = open_session(c, flags)
+    check_torch()  # before a build it would not use
+    bring_up_to_date(session, "cannbuild bench", json)
     dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
     request = BenchRequest(
         shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from .. import ui
-from ..errors import StepFailed, UsageError
+from ..errors import UsageError
 from ..ownership import check_writable
 from ._config import Context
 from ._flags import (
@@ -20,7 +20,7 @@ from ._flags import (
     make_options,
     text_of,
 )
-from ._session import DryRunStop, open_session
+from ._session import DryRunStop, open_session, run_build
 
 if TYPE_CHECKING:
     from ..build.session import Session
@@ -87,7 +87,7 @@ def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool)
     session = open_session(c, flags)
     check_writable(session.options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = sync_sources(session, **how)
+        state = sync_sources(session.source_request(), **how)
     ui.print_sources(state, session.options.lock_file)
 
 
@@ -134,7 +134,7 @@ def _lock_without_toolkit(c: Context, flags: Mapping[str, FlagValue]) -> None:
         return
     check_writable(options.lock_file, "--lock-file")
     with WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
-        state = sync_sources(session, update_lock=True)
+        state = sync_sources(session.source_request(), update_lock=True)
     ui.print_sources(state, options.lock_file)
     ui.note(
         f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
@@ -151,8 +151,8 @@ def run_and_report(
 ) -> Optional[PipelineRun]:
     """The build transaction, rendered: progress, the digest of a failed step, what was
     made and how to use it."""
-    from ..progress import ConsoleProgress, publish_summary
-    from ..transaction import RunRequest, run_pipeline
+    from ..progress import ConsoleProgress
+    from ..transaction import RunRequest
     from ..validate.cases import select
 
     force = list_of(flags, "force")
@@ -174,13 +174,7 @@ def run_and_report(
         case_names=tuple(names),
         reuse_validation=not revalidate,
     )
-    run = run_pipeline(session, os.environ, request, progress)
-    for text in run.notes:
-        progress.note(text)  # what resolving found: a moved tag, an updated lock
-    publish_summary(run.report_dir)
-    if run.failed is not None:
-        ui.note(f"report: {run.report_dir}/report.md")
-        raise StepFailed()
+    run = run_build(session, request, progress)
     if run.validation is None:
         ui.print_made(run)
     return run

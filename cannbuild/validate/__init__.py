@@ -142,6 +142,7 @@ def inputs_for(
     if session.sandbox is not None:
         target: Optional[str] = "sandbox"
         reason = ""
+    # NPUs seen on the real host; a --sysroot tree's NPUs are files, not devices.
     elif hw.npu_count > 0 and Sysroot.at(session.options.sysroot).is_host:
         target, reason = "npu", ""
     else:
@@ -193,6 +194,8 @@ def validation_key(inp: ValidationInputs) -> str:
     )
     for path in files:
         st = path.stat()
+        # Size and mtime of every installed file, not contents: cheap, and a reinstall rewrites the
+        # times.
         digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
     digest.update(capi.fa_check_source().read_bytes())
     stack = read_python_stack()
@@ -206,6 +209,8 @@ def validation_key(inp: ValidationInputs) -> str:
                 "target": inp.target,
                 "example": inp.example_command,
                 "example_lookup": inp.example_lookup,
+                # Where the toolkit is and what the loader searches decide which libraries the
+                # checks load.
                 "home": inp.env.get("ASCEND_HOME_PATH"),
                 "ld": inp.env.get("LD_LIBRARY_PATH"),
             },
@@ -317,6 +322,7 @@ def _run_capi(
     compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
     if not compiled.ok or compiled.binary is None:
         lines = compiled.output.splitlines()
+        # The linker's `undefined reference to ...` names the missing symbol; else the first error.
         first = next(
             (line for line in lines if "undefined reference" in line),
             next((line for line in lines if "error" in line), compiled.output[-300:]),
@@ -373,6 +379,8 @@ def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]
     package builds are) finds the opbase it was built against only there."""
     base = dict(session.host.build_env or os.environ)
     overlay = session.ws.overlay
+    # Recipes that put opbase into the toolkit (<= 8.5) install it into the overlay unless
+    # --install-into-toolkit was given.
     overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
     if overlaid and overlay.is_dir():
         from ..build.overlay import overlay_env
@@ -418,6 +426,7 @@ def validate_session(
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None
+    # Only a PASS is reused: a FAIL or SKIPPED verdict is always worked out again.
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
         return ValidationRun(

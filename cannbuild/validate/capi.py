@@ -25,6 +25,8 @@ from ..workspace import write_atomic
 
 RUN_TIMEOUT_S = 600
 COMPILE_TIMEOUT_S = 600
+# fa_check.cpp prints one line per case: `CASE <name> OK <ms>` or `CASE <name> ERROR <api> <code>
+# <aclGetRecentErrMsg()>`.
 _CASE_LINE = re.compile(r"^CASE (\S+) (OK|ERROR)(?: (.*))?$")
 
 
@@ -48,6 +50,12 @@ def fa_check_source() -> Path:
 
 def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List[str]:
     lib = vendor / "op_api" / "lib"
+    # build.sh's g++ line for a custom-package example (reference cann-build-systems.md §3.3):
+    #   -I <vendor>/op_api/include -I $ASCEND_HOME_PATH/include -L <vendor>/op_api/lib
+    #   -L $ASCEND_HOME_PATH/lib64 -lopapi_math -lcust_opapi -lascendcl -lnnopbase
+    #   -I .../aclnnop -lc_sec -Wl,-rpath=<vendor>/op_api/lib
+    # libopapi_math.so comes from the SoC's ops package, not the custom .run: the L0 APIs the
+    # operator calls live there.
     return [
         cxx,
         "-std=c++17",
@@ -84,6 +92,7 @@ def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compil
     binary = workdir / "fa_check"
     argv = compile_command(vendor, home, binary, cxx)
     shown = " ".join(argv)
+    # Same compile line, same fa_check.cpp and same libcust_opapi.so: reuse the binary.
     key = hashlib.sha256(shown.encode())
     for path in (fa_check_source(), vendor / "op_api" / "lib" / "libcust_opapi.so"):
         with contextlib.suppress(OSError):
@@ -120,6 +129,8 @@ def run_cases(
         else:
             runs[name] = CaseRun(name=name, ok=False, kernel_ms=None, error=rest)
     output = (stdout + proc.stderr.decode("utf-8", "replace")).strip()
+    # A case with no CASE line crashed fa_check or was never reached; the last line printed is the
+    # best clue.
     for name in names:
         if name not in runs:
             last = output.splitlines()[-1] if output else f"exit code {proc.returncode}"
@@ -134,5 +145,6 @@ def run_cases(
 
 def library_env(env: Mapping[str, str]) -> Dict[str, str]:
     out = dict(env)
+    # One thread per CPU this process may use, unless the caller set it.
     out.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     return out

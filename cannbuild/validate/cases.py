@@ -34,6 +34,8 @@ MASKED = -40000.0
 FP32_FLOOR = 1e-5
 STAT_RTOL = 1e-3
 STAT_ATOL = 1e-4
+# Each case's generator is seeded with SEED + the sum of its name's characters: different inputs
+# per case, the same ones on every run and route.
 SEED = 0
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
@@ -54,6 +56,8 @@ class Case(Struct, frozen=True, kw_only=True):
         return 1.0 / math.sqrt(self.D)
 
 
+# S = 1 is a decode-sized query; 513 is one past 512, a length no tile divides (the FA tiling pads
+# S, reference cann-build-systems.md §3.5).
 # Every dtype in BNSD and BSH; S = 1, 128, 513, 2048; D = 64, 128; GQA (N1 = 2 N2); masked and not.
 # fmt: off
 CASES: Tuple[Case, ...] = (
@@ -173,9 +177,12 @@ def make_inputs(case: Case) -> Dict[str, Tensor]:
         name: torch.randn(
             layout_shape(case.layout, case.B, heads, case.S, case.D), generator=gen
         ).to(dt)
+        # Drawn in this order from one generator: changing the order changes every input.
         for name, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))  # in this order
     }
     if case.causal:
+        # 1 above the diagonal = masked, as _attention below applies it; a uint8 [S, S] matrix, the
+        # attenMask form FA's example passes (reference cann-build-systems.md §3.4).
         tensors["mask"] = torch.triu(torch.ones(case.S, case.S, dtype=torch.uint8), diagonal=1)
     return tensors
 
@@ -202,6 +209,8 @@ def manifest_line(case: Case, directory: Path) -> str:
         f"S2={case.S}",
         f"D={case.D}",
         f"scale={case.scale!r}",
+        # sparseMode 0 and preTokens / nextTokens = INT32_MAX: no band limit, the values
+        # ops-transformer's own FA example passes; the mask alone makes a case causal.
         "sparse=0",
         "pre=2147483647",
         "next=2147483647",
@@ -220,6 +229,7 @@ def manifest_line(case: Case, directory: Path) -> str:
 def _attention(
     q: Tensor, k: Tensor, v: Tensor, scale: float, mask: Optional[Tensor], group: int
 ) -> Tuple[Tensor, Tensor]:
+    # GQA: key/value head j serves query heads j*group ... (j+1)*group - 1.
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     scores = (q * scale) @ k.transpose(-1, -2)
@@ -239,6 +249,8 @@ def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
     )
     smax = torch.frombuffer(bytearray(base.with_suffix(".smax").read_bytes()), dtype=torch.float32)
     ssum = torch.frombuffer(bytearray(base.with_suffix(".ssum").read_bytes()), dtype=torch.float32)
+    # softmaxMax / softmaxSum are float32 [B, N1, S, 8]: the same value in 8 lanes, as the
+    # example's [1, 1, 256, 8] shows.
     stats = (case.B, case.N1, case.S, 8)
     return out.reshape(shape), smax.reshape(stats), ssum.reshape(stats)
 
@@ -285,12 +297,15 @@ def reference(case: Case, tensors: Dict[str, Tensor]) -> Reference:
     ref, scores = _attention(q.double(), k.double(), v.double(), case.scale, mask, group)
     same, _ = _attention(q, k, v, case.scale, mask, group)
     want_max = scores.max(dim=-1).values
+    # softmaxSum is the row sum of exp(score - row max): the stabilised softmax denominator.
     want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
     return Reference(
         out=ref,
         softmax_max=want_max,
         softmax_sum=want_sum,
         same_dtype_err=(same.double() - ref).abs().max().item(),
+        # `+ 0.3 - 0.3` in the kernel dtype leaves only its rounding: the noise floor of the dtype
+        # at these magnitudes (flash-attention's Hopper tests).
         noise=((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max().item(),
     )
 
@@ -312,6 +327,7 @@ def judge(
     ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
     result = CaseResult(case=case, status=Verdict.PASS, kernel_ms=kernel_ms)
+    # NaN or Inf anywhere fails at once: an error bound means nothing there.
     bad = ~torch.isfinite(got)
     if bool(bad.any()):
         idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]
@@ -354,6 +370,7 @@ def judge(
             result.status = Verdict.FAIL
             result.message = result.message or f"{label} has NaN/Inf values"
             continue
+        # The 8 lanes must agree; a kernel that fills only some of them is broken.
         if bool((lanes != lanes[..., :1]).any()):
             result.status = Verdict.FAIL
             result.message = result.message or f"{label}'s 8 lanes are not all equal"

@@ -24,15 +24,24 @@ from msgspec import Struct
 from ..proc import run as run_process
 from ..states import Verdict
 
+# The examples' `printf("mean result[%ld] is: %f\n", ...)`: `mean result[0] is: 1.000000`. build.sh
+# prefixes every stdout line with a `[YYYY-mm-dd HH:MM:SS] ` stamp, hence search.
 _RESULT = re.compile(r"mean result\[(\d+)\] is: (\S+)")
+# build.sh's announcement before it compiles each `test_aclnn_*.cpp` in turn.
 _START = re.compile(r"Start compile and run example file: (\S+)")
+# build.sh's own verdict per example: `run test_aclnn_<op>, execute samples success`.
 _FAILED = re.compile(r"execute samples failed")
 _SUCCESS = re.compile(r"execute samples success")
+# What a compile or link failure of an example prints (g++ and ld messages, ACL errors).
 _ERROR = re.compile(
     r"error:|Error:|ERROR|No such file or directory|undefined reference|cannot find -l"
 )
 S, D, B, N = 256, 128, 1, 1
 # (label, count, expected value, relative tolerance) in print order
+# 32,768 attentionOut values (S x D), then 2,048 each of softmaxMax and softmaxSum (S x 8 lanes):
+# 36,864 lines per example.  With all-ones q/k/v every score is D x scale = 128/sqrt(128) ~ 11.3137
+# (the row max), each of the S equal scores adds exp(0) to the sum (256), and the output averages
+# rows of ones (1.0).
 ALL_ONES = (
     ("attentionOut", S * B * N * D, 1.0, 1e-5),
     ("softmaxMax", B * N * S * 8, D / math.sqrt(D), 1e-4),
@@ -94,6 +103,7 @@ def judge_values(
     values: Sequence[float], expected: Sequence[Tuple[str, int, float, float]]
 ) -> Optional[str]:
     """None when the printed numbers are right; otherwise what is wrong."""
+    # A short count means the example stopped part way or printed something else.
     want = sum(n for _, n, _, _ in expected)
     if len(values) != want:
         labels = ", ".join(label for label, _, _, _ in expected)
@@ -138,7 +148,11 @@ def judge_example(
     `stderr_error`: the first error on stderr, which arrives apart from stdout."""
     name = Path(file).name
     values = _values(lines)
+    # The script's exit code belongs to the last example it ran: earlier ones only have their own
+    # `execute samples failed`.
     failed = any(_FAILED.search(line) for line in lines) or (ended_the_run and code != 0)
+    # stderr is not interleaved (v8.5.0 / v9.0.0 pipe only stdout through gawk), so its first error
+    # is credited to the example that ended the run.
     error = _first_error(lines) or (stderr_error if ended_the_run else None)
     expected = KNOWN_EXAMPLES.get(name)
     if failed:
@@ -203,6 +217,7 @@ def judge_run(
         judge_example(file, lines, i == len(parts) - 1, code, stderr_error)
         for i, (file, lines) in enumerate(parts)
     ]
+    # No announcement at all: build.sh stopped before its first example (setup, compile).
     if not runs:
         error = stderr_error or _first_error(stdout)
         if code != 0:
@@ -224,6 +239,7 @@ def judge_run(
             f"{len(failed)}/{len(runs)} examples FAIL; first: {Path(first.file).name}: {first.message}",
             runs,
         )
+    # 8.3's build.sh exits 0 on every failure, but a later ref's non-zero exit still counts.
     if code != 0:
         return Verdict.FAIL, f"every example printed its values, but the run exited {code}", runs
     by_values = [r for r in runs if r.judged == "values"]
@@ -248,6 +264,8 @@ def lookup_skip(
         return None
     opp = env.get("ASCEND_OPP_PATH", "")
     looked = Path(opp) / "vendors" / f"{vendor_name}_transformer" if opp else None
+    # The 8.3 build.sh looks only in `${ASCEND_OPP_PATH}/vendors/${VENDOR}_transformer`
+    # (build.sh:391-392); v8.5.0 (:450) and v9.0.0 (:504) also honour ASCEND_CUSTOM_OPP_PATH.
     if looked is not None and looked.exists() and looked.resolve() == vendor_dir.resolve():
         return None
     where = f"$ASCEND_OPP_PATH/vendors/{vendor_name}_transformer" + (
@@ -291,6 +309,7 @@ def run_example(
     out = proc.stdout.decode("utf-8", "replace").splitlines()
     err = proc.stderr.decode("utf-8", "replace").splitlines()
     status, message, runs = judge_run(out, err, proc.returncode)
+    # stderr first: it holds the error while stdout holds the buffered tail.
     tail = tuple((err + out)[-15:]) if status != Verdict.PASS else ()
     return ExampleResult(
         status=status,

@@ -55,6 +55,7 @@ RESULT = "result.json"
 LOG = "torch_npu.log"
 WORKER = "import sys; from cannbuild.validate.torchnpu import worker; sys.exit(worker(sys.argv[1]))"
 SERVER = "import sys; from cannbuild.validate.torchnpu import serve; sys.exit(serve(sys.argv[1]))"
+# Only lines with this prefix are answers: torch_npu and the runtime may print to stdout too.
 REPLY = "BENCH "  # the prefix of the serve worker's answers on stdout
 
 
@@ -200,6 +201,9 @@ def _verdict(
             status=Verdict.FAIL, message=message, details=details, results=tuple(results)
         )
     ours = str(library.resolve())
+    # torch_npu takes the first `libcust_opapi.so` exporting the entry point, custom paths first,
+    # then the default vendors, then the toolkit's libopapi.so (reference real-host-findings.md
+    # §4): passing cases through another vendor prove nothing about this package.
     if loaded and ours not in loaded:
         message = (
             f"npu_fusion_attention ran, but not through this package: the process loaded "
@@ -240,9 +244,12 @@ def _op_libraries() -> List[str]:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return []
+    # A /proc/self/maps line: `<range> <perms> <offset> <dev> <inode>  <path>`; the sixth field is
+    # the mapped file.
     found = {
         line.split(None, 5)[5].strip()
         for line in maps.splitlines()
+        # `libcust_opapi.so` of a vendor, the toolkit's `libopapi.so` or `libopapi_*.so`.
         if len(line.split(None, 5)) == 6 and "opapi" in line.rsplit("/", 1)[-1]
     }
     return sorted(os.path.realpath(p) for p in found)
@@ -251,6 +258,7 @@ def _op_libraries() -> List[str]:
 def _load(torch: ModuleType, case: Case, directory: Path, key: str, heads: int) -> Tensor:
     raw = bytearray((directory / f"{case.name}.{key}").read_bytes())
     if key == "mask":
+        # The causal mask file is uint8 [S, S]; the worker passes it on as a bool tensor.
         return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
     dtype = torch_dtype(torch, case.dtype)
     shape = layout_shape(case.layout, case.B, heads, case.S, case.D)
@@ -270,6 +278,7 @@ def _inputs(torch: ModuleType, case: Case, directory: Path, device: str) -> Inpu
 
 def _call(torch_npu: ModuleType, case: Case, inputs: Inputs) -> Tuple[Tensor, ...]:
     q, k, v, mask = inputs
+    # (attention_out, softmax_max, softmax_sum): the first three of the seven outputs.
     return tuple(
         torch_npu.npu_fusion_attention(
             q, k, v, case.N1, case.layout, atten_mask=mask, scale=case.scale, keep_prob=1.0
@@ -300,6 +309,7 @@ def _import_torch_npu() -> Tuple[ModuleType, ModuleType]:
     fails `import torch` with torch's generic message in place of the cause."""
     import warnings
 
+    # Set before `import torch`, which reads it once at import.
     os.environ[AUTOLOAD] = "0"  # this worker process only
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -366,6 +376,7 @@ def _bench_request(
         return {"ok": True, "ms": ms, "peak_memory_bytes": peak, "loaded": _op_libraries()}
     for _ in range(int(request.get("warmup", 1))):
         _call(torch_npu, case, inputs)
+    # NPU events time the device work alone, without the host's launch overhead.
     begin, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
     times: List[float] = []
     for _ in range(reps):
@@ -392,6 +403,8 @@ def serve(folder: str) -> int:
         case = Case(**request["case"])
         try:
             if held is None or held[0] != case.name:
+                # Dropped before the next case's tensors are made, so two shapes never share device
+                # memory.
                 held = None  # the previous shape's tensors go first
                 held = (case.name, _inputs(torch, case, Path(request["data"]), "npu:0"))
             answer = _bench_request(torch, torch_npu, case, held[1], request)

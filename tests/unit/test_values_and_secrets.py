@@ -18,8 +18,8 @@ import pytest
 
 from cannbuild.errors import UsageError
 from cannbuild.redact import fingerprint, redact_data, redact_env, secret_name
-from cannbuild.render.templates import render_value
 from cannbuild.render import templates as render
+from cannbuild.render.templates import render_value
 from cannbuild.workspace import Workspace
 
 from clirun import ROUTES, run_route
