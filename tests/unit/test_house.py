@@ -24,7 +24,7 @@ def _house():
 
 @pytest.fixture(scope="module")
 def figures():
-    return _house().measure()
+    return _house().measure(comments=False)
 
 
 def test_no_module_is_over_500_lines_and_no_import_makes_a_cycle(figures):
