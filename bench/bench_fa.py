@@ -58,7 +58,9 @@ def main() -> None:
     env["OMP_NUM_THREADS"] = str(args.threads)
     compiled = capi.compile_check(vendor, env, tmp / "fa")
 
-    case = cases.Case("bench", "fp32", "BNSD", 1, 8, 8, 1024, 64, False)
+    case = cases.Case(
+        name="bench", dtype="fp32", layout="BNSD", B=1, N1=8, N2=8, S=1024, D=64, causal=False
+    )
     tensors = cases.write_inputs(case, tmp / "data")
     manifest = tmp / "m.txt"
     manifest.write_text((cases.manifest_line(case, tmp / "data") + "\n") * args.runs)
@@ -86,7 +88,9 @@ def main() -> None:
     )
     print(f"  ratio operator / torch: {ours_ms / torch_ms:.2f}x (target <= 3x)")
 
-    long_case = cases.Case("long", "fp32", "BNSD", 1, 1, 1, 8192, 64, False)
+    long_case = cases.Case(
+        name="long", dtype="fp32", layout="BNSD", B=1, N1=1, N2=1, S=8192, D=64, causal=False
+    )
     cases.write_inputs(long_case, tmp / "long")
     long_manifest = tmp / "long.txt"
     long_manifest.write_text(cases.manifest_line(long_case, tmp / "long") + "\n")

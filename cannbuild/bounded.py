@@ -17,8 +17,9 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Iterator, List, Optional, Tuple
 
+from .decoded import JSONObject
 from .errors import UsageError
 from .lazy import lazy_module
 
@@ -193,7 +194,7 @@ def first_line(path: Path, what: str, max_bytes: int = FIRST_LINE_BYTES) -> str:
 
 def parse_toml(
     text: str, path: Path, what: str, hint: str, problem: str = "is not valid TOML"
-) -> Dict[str, Any]:
+) -> JSONObject:
     """`text` (the file at `path`) as TOML; invalid TOML, or nesting deeper than the
     parser's recursion (`a = [[[[...` fits thousands of levels in a few KB), is a
     UsageError naming the file (`{what} {path} {problem}: why.`), not a traceback."""

@@ -82,7 +82,7 @@ def git_toplevel(folder: Path) -> Optional[Path]:
 # --- the exact cannbuild -------------------------------------------------------
 
 
-class Install(Struct, frozen=True):
+class Install(Struct, frozen=True, kw_only=True):
     """How a job installs cannbuild: a wheel in the repository (path relative to its top
     level, with its sha256) or a pip requirement the user gave."""
 
@@ -172,7 +172,7 @@ def sandbox_locks(root: Path) -> List[Path]:
 RENDERED_HEADER = "# Rendered by cannbuild"
 
 
-class CiRequest(Struct, frozen=True):
+class CiRequest(Struct, frozen=True, kw_only=True):
     """What `cannbuild ci` was asked for."""
 
     provider: str = "github"

@@ -102,7 +102,7 @@ def _core(invocation: Invocation) -> bool:
         print(f"cannbuild {__version__}")
         return True
     shell = core.get("print-completion-script")
-    if shell:
+    if isinstance(shell, str) and shell:
         try:
             invoke_complete.print_completion_script(shell=shell, names=["cannbuild"])
         except invoke_exceptions.ParseError as exc:
@@ -135,7 +135,9 @@ def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
         invocation = parse(_help_first(list(argv)), _find)
         if _core(invocation):
             return 0
-        context = load_config(invocation.core.get("config"), project or Path.cwd(), os.environ)
+        config = invocation.core.get("config")  # an option that takes a value: a str
+        runtime = config if isinstance(config, str) else None
+        context = load_config(runtime, project or Path.cwd(), os.environ)
     except ArgvError as exc:
         _usage_exit(exc)
     except CannbuildError as exc:  # the config files

@@ -126,6 +126,8 @@ class StorageError(CannbuildError):
     meaning = "a file could not be written (disk full, read-only, no permission)"
 
 
+# Failures the user fixes on the disk, not in the command: full (ENOSPC), over quota (EDQUOT),
+# read-only (EROFS), not theirs to write (EACCES, EPERM).
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT})
 
 
@@ -196,6 +198,8 @@ class Interrupted(CannbuildError):
 
     def __init__(self, message: str = "", hint: Optional[str] = None, signum: int = 2) -> None:
         super().__init__(message, hint)
+        # The shell's convention: 128 + the signal number (130 for SIGINT, 143 SIGTERM, 129
+        # SIGHUP).
         self.exit_code = 128 + signum
 
 
@@ -211,6 +215,7 @@ class SignalInterrupt(KeyboardInterrupt):
 
 def signal_number(exc: BaseException) -> int:
     """The signal behind an interrupt: SIGINT for a plain KeyboardInterrupt."""
+    # A plain KeyboardInterrupt is Python's Ctrl-C, SIGINT = 2.
     return getattr(exc, "signum", 2)
 
 

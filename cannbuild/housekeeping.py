@@ -9,8 +9,9 @@ import fcntl
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
+from .decoded import JSONObject, JSONValue
 from .lazy import lazy_module
 from .ownership import remove_inside
 from .workspace import Workspace, read_json
@@ -32,6 +33,8 @@ RUNNING = "running"  # an attempt recorded at its start, before it has finished
 # what a run killed with -9 leaves behind (sources/checkout.py, sources/fetch.py): a
 # checkout being made, nested clones parked beside it, a replaced checkout on its way
 # out, all named for the run's pid; a bare git clone being made; a download in progress
+# `.ops-transformer.tmp-4242`, `.ops-transformer.nested0-4242`, `.opbase.old-4242` (names
+# ensure_checkout makes).
 _CHECKOUT_TMP = re.compile(r"\.(?P<repo>.+)\.(?:tmp|nested\d+|old)-(?P<pid>\d+)")
 
 
@@ -40,6 +43,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    # EPERM: the pid exists but belongs to someone else, so it is alive; a pid too large for kill()
+    # never was one.
     except (PermissionError, OverflowError):
         return pid > 0
     return True
@@ -56,18 +61,21 @@ def leftovers(root: Path) -> List[Path]:
     """What runs that died (kill -9, a power cut) left half-made in the workspace: only
     called by a run holding the workspace lock (no other run is writing), and a folder
     named for a pid is taken only when that process is gone."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     found: List[Path] = []
     if not ws.src.is_symlink():
         for path in _entries(ws.src):
             match = _CHECKOUT_TMP.fullmatch(path.name)
+            # Our own pid's folders are this run's, and a live pid's belong to a run still working.
             if match and int(match["pid"]) != os.getpid() and not _pid_alive(int(match["pid"])):
                 found.append(path)
     if not ws.git_cache.is_symlink():
+        # `<repo>.git.tmp`: a bare clone fetch_repo had not yet renamed into place.
         found += [p for p in _entries(ws.git_cache) if p.name.endswith(".git.tmp")]
     if not ws.downloads.is_symlink():
         for path in _entries(ws.downloads):
             if path.name == ".incoming" and not path.is_symlink():
+                # Downloads in flight: `.incoming/<tag>-<file>` and `.<file>.part`.
                 found += _entries(path)
             elif path.name.startswith(".") and path.name.endswith(".part"):
                 found.append(path)
@@ -98,7 +106,7 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
     """The paths `clean` removes: build trees, tmp and validation scratch, the logs and
     reports of all but the last `keep` runs (and never the latest); with `sources` the
     checkouts and caches, with `sandbox` the workspace's sandbox."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     targets: List[Path] = []
     if ws.src.is_dir() and not sources:
         for checkout in sorted(ws.src.iterdir()):
@@ -109,6 +117,7 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
     for folder in (ws.logs, ws.reports):
         runs = _runs(folder)
         latest = _latest(folder)
+        # Runs are folders named `YYYYmmdd-HHMMSS-<pid>`, so the sorted order is their age.
         targets += [r for r in runs[: max(len(runs) - keep, 0)] if r.name != latest]
     if sources:
         targets += [p for p in (ws.src, ws.git_cache, ws.downloads) if p.exists()]
@@ -124,7 +133,7 @@ def remove(root: Path, targets: List[Path]) -> int:
 
 
 def step_facts(
-    ws: Workspace, stamp: Mapping[str, Any], seen: Optional[Dict[str, Tuple[str, str]]] = None
+    ws: Workspace, stamp: Mapping[str, JSONValue], seen: Optional[Dict[str, Tuple[str, str]]] = None
 ) -> Tuple[str, str]:
     """What a step's stamp is worth now, from the facts the plan reads without the host:
     what the step made is still as it made it (`stamps.outputs_gone`, the plan's own
@@ -154,7 +163,7 @@ def step_facts(
     return facts
 
 
-def _is_install(ws: Workspace, stamp: Mapping[str, Any]) -> bool:
+def _is_install(ws: Workspace, stamp: Mapping[str, JSONValue]) -> bool:
     """The step that installs the package: what it needs to stay up to date is in opp."""
     vendors = ws.opp / "vendors"
     return any(vendors in Path(p).parents for p in stamp.get("requires_paths", []))
@@ -176,7 +185,7 @@ def _lock_held(ws: Workspace) -> bool:
     return False
 
 
-def _last_attempt(ws: Workspace) -> Optional[Dict[str, Any]]:
+def _last_attempt(ws: Workspace) -> Optional[JSONObject]:
     """The last build attempt; one recorded as started whose process is gone died
     (kill -9, a power cut): it is shown as interrupted, not as what it never finished."""
     attempt = read_json(ws.reports / ATTEMPT_FILE)
@@ -192,14 +201,14 @@ def _last_attempt(ws: Workspace) -> Optional[Dict[str, Any]]:
     return attempt
 
 
-def workspace_status(root: Path, lock_file: Path) -> Dict[str, Any]:
+def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
     """What is built, installed and validated in the workspace, and from which commits;
     each only as far as the files behind it are still there.  A lock that cannot be read
     is an error (exit 2), not "no lock yet"."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     lock = lockfile.read_lock(lock_file)
     steps = []
-    install: Optional[Dict[str, Any]] = None
+    install: Optional[JSONObject] = None  # its step's entry, the stamp's values
     seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
         stamp = read_json(stamp_path)

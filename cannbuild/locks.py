@@ -8,8 +8,9 @@ import errno
 import fcntl
 import os
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Callable, Optional
 
+from .decoded import JSONObject
 from .errors import WorkspaceBusy
 from .housekeeping import sweep
 from .ownership import claim
@@ -40,7 +41,7 @@ class WorkspaceLock:
         self.sweep = sweep
         self._fd: Optional[int] = None
 
-    def holder(self) -> Dict[str, Any]:
+    def holder(self) -> JSONObject:
         return read_json(self.info) or {}
 
     def __enter__(self) -> WorkspaceLock:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 from msgspec import Struct, field
 from msgspec.structs import fields, replace
 
+from .decoded import JSONValue
 from .errors import UsageError
 from .host.socs import normalize_soc
 from .lazy import lazy_module
@@ -26,6 +27,9 @@ else:  # only a mistake pays for it
     difflib = lazy_module("difflib")
 
 ENV_PREFIX = "CANNBUILD_"
+# The vendor name becomes `opp/vendors/<name>_transformer` and the package file name
+# (`cann-ops-transformer-<name>_linux-<arch>.run`), and build.sh passes it to CMake as VENDOR_NAME:
+# a word, no path or shell characters.
 _VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
 SANDBOX_VARIANTS = ("A2", "A3")
 DEFAULT_SANDBOX_CANN = "8.5.0"
@@ -33,12 +37,14 @@ DEFAULT_SANDBOX_CANN = "8.5.0"
 
 def default_jobs() -> int:
     try:
+        # The CPUs this process may run on (taskset or a cpuset may allow fewer than the machine
+        # has).
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # pragma: no cover - non-Linux
         return os.cpu_count() or 1
 
 
-class Options(Struct, frozen=True):
+class Options(Struct, frozen=True, kw_only=True):
     cann_path: Optional[Path] = None
     sysroot: Path = Path("/")
     workspace: Path = Path(".cannbuild")
@@ -80,7 +86,7 @@ class Options(Struct, frozen=True):
     def mirror_map(self) -> Dict[str, str]:
         return dict(self.mirrors)
 
-    def with_(self, **changes: Any) -> Options:
+    def with_(self, **changes: object) -> Options:
         return replace(self, **changes)
 
 
@@ -90,7 +96,7 @@ NAME_MAX = 255
 PATH_MAX = 4095
 
 
-def check_path(value: Any, origin: str) -> str:
+def check_path(value: object, origin: str) -> str:
     """`value` as a path string, refused (exit 2, naming `origin`: the flag, variable or
     config key) when the kernel could not take it: a NUL byte, a name over NAME_MAX
     bytes or a path over PATH_MAX bytes, as given or made absolute."""
@@ -133,7 +139,7 @@ _WORD_FIELDS = {
 }
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """A value in an error paragraph, at most a line of it (--jobs 99999...9)."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -149,9 +155,9 @@ def _field_names() -> Tuple[str, ...]:
     return tuple(f.name for f in fields(Options))
 
 
-def _flatten(config: Mapping[str, Any]) -> Dict[str, Any]:
+def _flatten(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     """`cache: {remote: X}` -> `cache_remote: X`; an unknown key inside a section is an error."""
-    flat: Dict[str, Any] = {}
+    flat: Dict[str, JSONValue] = {}
     for key, value in config.items():
         if key not in _SECTIONS:
             flat[key] = value
@@ -186,12 +192,14 @@ def _config_name(name: str) -> str:
     return name
 
 
-def _coerce(name: str, value: Any, origin: str) -> Any:
+def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     if value is None:
         return None
     scalar = (
         (str, os.PathLike, int, float) if name in _INT_FIELDS | _BOOL_FIELDS else (str, os.PathLike)
     )
+    # A TOML or YAML config may give a list or a table where one value belongs; say so, not a
+    # confusing error further on.
     if name not in ("force", "optional_steps", "mirrors") and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
     ):
@@ -205,6 +213,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower()
+        # The spellings YAML, TOML and shell variables use for yes and no.
         if text in ("1", "true", "yes", "on"):
             return True
         if text in ("0", "false", "no", "off", ""):
@@ -230,6 +239,7 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         return number
     if name in ("force", "optional_steps"):
         if isinstance(value, str):
+            # `CANNBUILD_FORCE=opbase-build,ops-transformer-build` in the environment.
             return tuple(v for v in (s.strip() for s in value.split(",")) if v)
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise UsageError(
@@ -284,12 +294,13 @@ def _check_cache_remote(url: str, origin: str) -> Optional[str]:
     return url
 
 
-def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
+def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
     example = "https://gitcode.com/=https://git.example.com/gitcode/"
     if isinstance(value, Mapping):
         items = list(value.items())
     elif isinstance(value, str):
         items = []
+        # `CANNBUILD_MIRRORS=https://gitcode.com/=https://git.example.com/gitcode/,...` form.
         for part in value.split(","):
             if not part.strip():
                 continue
@@ -327,9 +338,9 @@ def _coerce_mirrors(value: Any, origin: str) -> Tuple[Tuple[str, str], ...]:
 
 
 def resolve_options(
-    cli: Mapping[str, Any],
+    cli: Mapping[str, object],
     env: Mapping[str, str],
-    config: Mapping[str, Any],
+    config: Mapping[str, JSONValue],
     spelled: Optional[Mapping[str, str]] = None,
 ) -> Options:
     """Merge the sources; `cli` holds only flags the user actually gave.  `spelled`: how

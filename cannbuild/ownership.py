@@ -107,7 +107,7 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
     if kind == "workspace":
         if {"pid", "command", "started"} <= _json_keys(folder / ".lock.info"):
             return True
-        ws = Workspace(folder)
+        ws = Workspace(root=folder)
         if toolchain.is_tool_memo(ws.tool_memo):
             return True
         try:

@@ -25,8 +25,10 @@ Output = Union[int, IO[Any], None]
 def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the child's whole group, SIGKILL what is left after `grace_s`, and wait
     until no member of the group is alive."""
+    # start_new_session makes the child a group leader: its pid is the group id.
     pgid = proc.pid
     with contextlib.suppress(ProcessLookupError, PermissionError):
+        # SIGTERM first: build.sh, CMake and make may clean up their temporary files.
         os.killpg(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
@@ -44,6 +46,7 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
 
 def group_alive(pgid: int) -> bool:
     try:
+        # Signal 0 only asks whether any member of the group still exists.
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
@@ -55,6 +58,8 @@ def popen(
     *,
     cwd: Optional[Union[str, os.PathLike]] = None,
     env: Optional[Mapping[str, str]] = None,
+    # No stdin by default: a child that asks a question (install_deps.sh's `read -p`) gets
+    # end-of-file at once instead of waiting forever.
     stdin: Output = subprocess.DEVNULL,
     stdout: Output = subprocess.PIPE,
     stderr: Output = subprocess.PIPE,
@@ -67,6 +72,8 @@ def popen(
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
+        # A session and group of its own: the terminal's Ctrl-C reaches cannbuild, which then stops
+        # the whole group itself, in order.
         start_new_session=True,
     )
 

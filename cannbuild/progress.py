@@ -37,8 +37,10 @@ class ConsoleProgress:
         verbose: bool = False,
         github: Optional[bool] = None,
         heartbeat_s: float = HEARTBEAT_S,
+        show_skipped: bool = True,
     ) -> None:
         self.stream = stream
+        self.show_skipped = show_skipped  # False: the caller sums up what was up to date
         self.github = under_github_actions() if github is None else github
         self.verbose = verbose or self.github  # a group is collapsed: the output costs nothing
         self.live = (stream.isatty() if live is None else live) and not self.verbose
@@ -115,7 +117,8 @@ class ConsoleProgress:
                 ui.print_digest(outcome, self.stream)
 
     def skipped(self, step: PlannedStep) -> None:
-        self._line(f"{step.name}: up to date, skipped")
+        if self.show_skipped:
+            self._line(f"{step.name}: up to date, skipped")
 
     def note(self, text: str) -> None:
         self._line(text)

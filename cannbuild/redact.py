@@ -33,6 +33,9 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # (Authorization: Bearer ***) is left to the header rule
 _NAMED = re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)(?P<sep>:\s*|=)")
 _VALUE = {
+    # After `NAME:` the value ends at a blank, quote, comma or `}` (YAML, headers, JSON-ish text);
+    # after `NAME=` at a blank, quote, `&` (the next query parameter) or `;` (the next shell
+    # command).  An already masked `***` is left alone.
     ":": re.compile(r"(?!\*\*\*|(?i:bearer|basic|token)\s)[^\s'\",}]+"),
     "=": re.compile(r"(?!\*\*\*)[^\s&'\";]+"),
 }
@@ -45,6 +48,8 @@ _TOKENS = (
     # Authorization: Bearer x / PRIVATE-TOKEN: x / X-Api-Key: x (HTTP headers in curl lines, logs)
     re.compile(r"(?i)\b(authorization:\s*(?:bearer|basic|token)\s+)[^\s'\"]+"),
     # well-known token shapes wherever they stand
+    # GitHub's token prefixes (ghp_ personal, gho_ OAuth, ghu_/ghs_ app, ghr_ refresh, github_pat_
+    # fine-grained) and GitLab's (glpat- personal, gldt- deploy).
     re.compile(r"\b(ghp|gho|ghu|ghs|ghr|github_pat|glpat|gldt)[-_][A-Za-z0-9_-]{10,}"),
 )
 
@@ -70,6 +75,7 @@ def _mask_named(text: str) -> str:
     parts: List[str] = []
     pos = 0
     for head in _NAMED.finditer(text):
+        # A name inside a value already masked is skipped.
         if head.start() < pos or not _named_secret_in_text(head["name"], head["sep"]):
             continue
         value = _VALUE[head["sep"][0]].match(text, head.end())
@@ -112,6 +118,8 @@ def _masked(name: Any, value: Any) -> bool:
     return (
         isinstance(name, str)
         and secret_name(name)
+        # TOML's `password = 1234` is an int; `type(...) is int` leaves out True/False, which no
+        # secret is.
         and ((isinstance(value, str) and value != "") or type(value) is int)
     )
 
@@ -130,6 +138,8 @@ def fingerprint(name: str, text: str) -> str:
     shown = MASK if _masked(name, text) else redact(text)
     if shown == text:
         return text
+    # Salted with the name, and not a bare sha256 of the secret, which a lookup table could reverse
+    # for a common password.
     digest = hashlib.sha256(f"cannbuild-secret\0{name}\0{text}".encode()).hexdigest()
     return f"{shown} (sha256:{digest})"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
 import msgspec
 
@@ -22,22 +22,26 @@ from .redact import redact_data
 from .report_md import render_markdown
 from .workspace import Workspace, point_link, write_atomic, write_json_atomic
 
+if TYPE_CHECKING:
+    from .build.runner import StepOutcome
+    from .sources.lock import Lock
+
 
 def build_report(
     *,
     run_id: str,
-    host: Mapping[str, Any],
-    recipe: Mapping[str, Any],
-    lock: Optional[Any],
-    steps: Sequence[Mapping[str, Any]],
-    validation: Optional[Mapping[str, Any]],
-    sandbox: Optional[Mapping[str, Any]] = None,
-    build: Optional[Mapping[str, Any]] = None,
-    built_from: Optional[Mapping[str, Any]] = None,
-    artifacts: Sequence[Mapping[str, Any]] = (),
-    cache: Optional[Mapping[str, Any]] = None,
-    package: Optional[Mapping[str, Any]] = None,
-) -> Dict[str, Any]:
+    host: Mapping[str, object],
+    recipe: Mapping[str, object],
+    lock: Optional[Lock],
+    steps: Sequence[Mapping[str, object]],
+    validation: Optional[Mapping[str, object]],
+    sandbox: Optional[Mapping[str, object]] = None,
+    build: Optional[Mapping[str, object]] = None,
+    built_from: Optional[Mapping[str, object]] = None,
+    artifacts: Sequence[Mapping[str, object]] = (),
+    cache: Optional[Mapping[str, object]] = None,
+    package: Optional[Mapping[str, object]] = None,
+) -> Dict[str, object]:
     return redact_data(
         {
             "cannbuild": __version__,
@@ -58,7 +62,7 @@ def build_report(
     )
 
 
-def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
+def write_report(ws: Workspace, run_id: str, report: Mapping[str, object]) -> Path:
     directory = ws.reports / run_id
     write_json_atomic(directory / "report.json", report)
     write_atomic(directory / "report.md", render_markdown(report).encode("utf-8"))
@@ -66,7 +70,9 @@ def write_report(ws: Workspace, run_id: str, report: Mapping[str, Any]) -> Path:
     return directory
 
 
-def step_records(ws: Workspace, outcomes: Optional[Sequence[Any]], names: Sequence[str]) -> list:
+def step_records(
+    ws: Workspace, outcomes: Optional[Sequence[StepOutcome]], names: Sequence[str]
+) -> List[Dict[str, object]]:
     """This run's outcomes, or (for a standalone validate) what the stamps say."""
     if outcomes:
         return [o.to_json() for o in outcomes]

@@ -30,6 +30,8 @@ from .errors import UsageError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# O_DIRECTORY fails on anything but a folder, O_NOFOLLOW on a symlink at the last component: open()
+# itself does the check, with no window between check and use.
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FIX = (
     "cannbuild never writes or removes through a link in a folder it owns, so nothing "
@@ -101,6 +103,8 @@ def _open_child(fd: int, name: str, at: Path, what: str) -> Optional[int]:
     except FileNotFoundError:
         return None
     except OSError as exc:
+        # ELOOP: O_NOFOLLOW met a symlink; ENOTDIR: a file.  lstat below tells which, for the
+        # message.
         if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Dict, Tuple
 
 from msgspec.structs import replace
 
@@ -26,7 +26,7 @@ from .workspace import Workspace
 INSTALL_TIMEOUT_S = 1800
 
 
-def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str, Any]]:
+def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str, str]]:
     """Install `package` into a scratch prefix; the session that validates it, and the
     report's record of it."""
     package = package.resolve()
@@ -70,7 +70,7 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
     derived = replace(
         session,
         options=session.options.with_(vendor_name=vendor_name),
-        ws=Workspace(scratch),
+        ws=Workspace(root=scratch),
         context=replace(session.context, vendor_name=vendor_name, opp=prefix),
         recipe=replace(recipe, validate=replace(recipe.validate, example=None)),
     )

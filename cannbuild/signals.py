@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import signal
-from typing import Any, List
+from types import FrameType
+from typing import List, Optional
 
 from .errors import SignalInterrupt
 
@@ -15,7 +16,7 @@ def on_termination() -> None:
     cannbuild started stays ignored: `nohup cannbuild setup` must outlive its terminal."""
     seen: List[int] = []
 
-    def handler(signum: int, _frame: Any) -> None:
+    def handler(signum: int, _frame: Optional[FrameType]) -> None:
         if seen:
             return
         seen.append(signum)

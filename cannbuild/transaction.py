@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .sources.state import SourceState
 
 
-class RunRequest(Struct, frozen=True):
+class RunRequest(Struct, frozen=True, kw_only=True):
     command: str  # what the user ran, e.g. "cannbuild setup"
     phases: Tuple[str, ...] = ("build", "install")
     validate: bool = False
@@ -46,7 +46,7 @@ class RunRequest(Struct, frozen=True):
     reuse_validation: bool = False  # take a PASS whose inputs are unchanged
 
 
-class Made(Struct, frozen=True):
+class Made(Struct, frozen=True, kw_only=True):
     """What the workspace now holds, for the closing lines a user acts on."""
 
     packages: Tuple[Tuple[str, str, str], ...]  # (step, .run path, sha256)
@@ -54,14 +54,14 @@ class Made(Struct, frozen=True):
     set_env: Optional[Path]
 
 
-class PipelineRun(Struct, frozen=True):
+class PipelineRun(Struct, frozen=True, kw_only=True):
     run_id: str
     result: Optional[RunResult]  # None for a validate-only run
     notes: Tuple[str, ...]  # what resolving the sources found after the steps started
     validation: Optional[ValidationRun]
     report_dir: Path
     made: Made
-    built_from: Optional[Mapping[str, Any]] = None  # the build that made what was validated
+    built_from: Optional[Mapping[str, object]] = None  # the build that made what was validated
 
     @property
     def failed(self) -> Optional[StepOutcome]:
@@ -81,10 +81,14 @@ def made(session: Session) -> Made:
         if spec.action == "vendor":
             installed = session.vendor_dir
     set_env = installed / "bin" / "set_env.bash" if installed else None
-    return Made(tuple(packages), installed, set_env if set_env and set_env.is_file() else None)
+    return Made(
+        packages=tuple(packages),
+        installed=installed,
+        set_env=set_env if set_env and set_env.is_file() else None,
+    )
 
 
-def built_from(session: Session) -> Optional[Dict[str, Any]]:
+def built_from(session: Session) -> Optional[Dict[str, object]]:
     """The build behind the installed package: when it finished, from which commits, and
     whether a later build attempt failed (then validation judges the older package)."""
     install = next((s for s in session.recipe.steps if s.action == "vendor"), None)
@@ -97,7 +101,7 @@ def built_from(session: Session) -> Optional[Dict[str, Any]]:
         commit = (step_stamp.get("inputs", {}).get("source") or {}).get("commit")
         if spec.repo and commit:
             commits[spec.repo] = commit
-    record: Dict[str, Any] = {
+    record: Dict[str, object] = {
         "step": install.name if install else None,
         "finished": stamp.get("finished"),
         "run_id": stamp.get("run_id"),
@@ -146,11 +150,11 @@ def _record_attempt(session: Session, run_id: str, command: str, failed: Optiona
 
 def _build_record(
     command: str, result: Optional[RunResult], error: Optional[CannbuildError]
-) -> Dict[str, Any]:
+) -> Dict[str, object]:
     if result is None and error is None:
         return {"command": command, "status": "not run (validation only)"}
     failed = result.failed if result is not None else None
-    record: Dict[str, Any] = {"command": command, "status": "ok"}
+    record: Dict[str, object] = {"command": command, "status": "ok"}
     if failed is not None:
         record.update(
             status="failed",
@@ -171,17 +175,17 @@ def _write_report(
     command: str,
     result: Optional[RunResult],
     error: Optional[CannbuildError],
-    validation: Optional[Mapping[str, Any]],
-    built: Optional[Mapping[str, Any]],
-    cache: Optional[Mapping[str, Any]] = None,
-    package: Optional[Mapping[str, Any]] = None,
+    validation: Optional[Mapping[str, object]],
+    built: Optional[Mapping[str, object]],
+    cache: Optional[Mapping[str, object]] = None,
+    package: Optional[Mapping[str, object]] = None,
     sources: Optional[SourceState] = None,
 ) -> Path:
     """`sources`: what this run made ready (else the lock on disk is read)."""
     recipe = session.recipe
     if sources is None:
         try:
-            sources = sources_from_lock(session)
+            sources = sources_from_lock(session.source_request())
         except CannbuildError:  # a lock the run could not use: the report still says what ran
             sources = None
     full = build_report(
@@ -261,7 +265,7 @@ def run_pipeline(
             )
         stats_before = compile_cache.read_stats(cache)
         with _reported(session, run_id, request.command):
-            with syncing_sources(session) as sources:
+            with syncing_sources(session.source_request()) as sources:
                 for note in sources.notes:
                     progress.note(note)
                 result = run_steps(
@@ -298,7 +302,15 @@ def run_pipeline(
             cache_record,
             sources=state,
         )
-    return PipelineRun(run_id, result, notes, validation, directory, made(session), built)
+    return PipelineRun(
+        run_id=run_id,
+        result=result,
+        notes=notes,
+        validation=validation,
+        report_dir=directory,
+        made=made(session),
+        built_from=built,
+    )
 
 
 def run_validate(
@@ -316,7 +328,7 @@ def run_validate(
         WorkspaceLock(session.ws, command, session.options.wait, None),
         _reported(session, run_id, command),
     ):
-        shipped: Optional[Dict[str, Any]] = None
+        shipped: Optional[Dict[str, str]] = None
         target = session
         if package is not None:
             target, shipped = install_package(session, package)
@@ -332,4 +344,12 @@ def run_validate(
             built,
             package=shipped,
         )
-    return PipelineRun(run_id, None, (), validation, directory, made(session), built)
+    return PipelineRun(
+        run_id=run_id,
+        result=None,
+        notes=(),
+        validation=validation,
+        report_dir=directory,
+        made=made(session),
+        built_from=built,
+    )

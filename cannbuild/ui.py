@@ -14,16 +14,28 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
+from .decoded import JSONValue
 from .host.check import Check
 from .lazy import lazy_module
 from .redact import redact
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich import console as rich_console
     from rich import markup
     from rich import table as rich_table
+    from rich.console import Console
+
+    from .build.plan import PlannedStep
+    from .build.runner import StepOutcome
+    from .build.session import Session
+    from .host.doctor import HostReport
+    from .sources.state import SourceState
+    from .transaction import PipelineRun
+    from .validate import ValidationReport
 else:  # only what prints a table pays for rich
     rich_console = lazy_module("rich.console")
     markup = lazy_module("rich.markup")
@@ -60,7 +72,7 @@ def wrap(text: str, indent: int, first: str = "", stream: TextIO = sys.stdout) -
 
 
 @functools.cache
-def _console_class() -> Any:
+def _console_class() -> Type[Console]:
     class PipeConsole(rich_console.Console):
         def on_broken_pipe(self) -> None:
             """The reader left (`cannbuild validate | head`): rich would exit 1 here; raise
@@ -72,11 +84,11 @@ def _console_class() -> Any:
     return PipeConsole
 
 
-def console(stream: TextIO = sys.stdout) -> Any:
+def console(stream: TextIO = sys.stdout) -> Console:
     return _console_class()(file=stream, width=width(stream), highlight=False)
 
 
-def print_json(data: Any, stream: TextIO = sys.stdout) -> None:
+def print_json(data: object, stream: TextIO = sys.stdout) -> None:
     stream.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
@@ -116,7 +128,7 @@ def waiting(who: str) -> None:
     note(f"waiting for {who} to release the workspace ...")
 
 
-def print_plan(session: Any, steps: Sequence[Any], stream: TextIO = sys.stdout) -> None:
+def print_plan(session: Session, steps: Sequence[PlannedStep], stream: TextIO = sys.stdout) -> None:
     """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
     recipe = session.recipe
     lines = [
@@ -132,7 +144,7 @@ def print_plan(session: Any, steps: Sequence[Any], stream: TextIO = sys.stdout) 
     stream.write("\n".join(lines))
 
 
-def print_sources(state: Any, lock_file: Any) -> None:
+def print_sources(state: SourceState, lock_file: Path) -> None:
     for note_text in state.notes:
         note(note_text)
     for repo in state.lock.repos:
@@ -144,7 +156,7 @@ def print_sources(state: Any, lock_file: Any) -> None:
     note(f"lock {lock_file} {written}; checkouts updated: {changed}")
 
 
-def digest_lines(outcome: Any) -> List[str]:
+def digest_lines(outcome: StepOutcome) -> List[str]:
     lines = [
         f"step {outcome.name} FAILED (exit {outcome.exit_code}) after {outcome.duration_s:.1f}s",
         f"  command: {redact(outcome.command)}",
@@ -161,12 +173,12 @@ def digest_lines(outcome: Any) -> List[str]:
     return lines
 
 
-def print_digest(outcome: Any, stream: TextIO = sys.stderr) -> None:
+def print_digest(outcome: StepOutcome, stream: TextIO = sys.stderr) -> None:
     stream.write("\n" + "\n".join(digest_lines(outcome)) + "\n")
     stream.flush()
 
 
-def print_made(run: Any, stream: TextIO = sys.stderr) -> None:
+def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     """The closing lines of build/install/setup: each step, what was made, how to use it."""
     lines: List[str] = []
     if run.result is not None and run.result.outcomes:
@@ -188,7 +200,11 @@ def print_made(run: Any, stream: TextIO = sys.stderr) -> None:
     stream.flush()
 
 
-def print_validation(report: Any, report_dir: Any = None, built_from: Any = None) -> None:
+def print_validation(
+    report: ValidationReport,
+    report_dir: Optional[Path] = None,
+    built_from: Optional[Mapping[str, JSONValue]] = None,
+) -> None:
     out = console()
     style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
     headline = f"validation: {report.status} (target {report.target})"
@@ -227,9 +243,10 @@ def print_validation(report: Any, report_dir: Any = None, built_from: Any = None
         print(f"report: {report_dir}/report.md")
 
 
-def show_validation(run: Any, as_json: bool = False, report_line: bool = True) -> None:
+def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:
     """A validation run: its verdict and cases, the build it judged, the report."""
     validation = run.validation
+    assert validation is not None  # a run that validated
     directory = run.report_dir if report_line else None
     if as_json:
         print_json({**validation.validation, "built_from": run.built_from})
@@ -244,7 +261,9 @@ def show_validation(run: Any, as_json: bool = False, report_line: bool = True) -
             note(f"report: {directory}/report.md")
 
 
-def print_built_from(built_from: Any, stream: TextIO = sys.stdout) -> None:
+def print_built_from(
+    built_from: Optional[Mapping[str, JSONValue]], stream: TextIO = sys.stdout
+) -> None:
     if not built_from:
         return
     commits = ", ".join(f"{repo} {sha[:12]}" for repo, sha in built_from.get("commits", {}).items())
@@ -267,7 +286,7 @@ def print_built_from(built_from: Any, stream: TextIO = sys.stdout) -> None:
     stream.write("\n".join(lines) + "\n")
 
 
-def print_doctor_summary(host: Any) -> None:
+def print_doctor_summary(host: HostReport) -> None:
     """setup's first lines: the host in one line, then every check that is not pass."""
     facts = host.facts
     note(
@@ -279,7 +298,7 @@ def print_doctor_summary(host: Any) -> None:
             note(f"  doctor {check.status}: {check.id}: {check.detail} ({check.hint})")
 
 
-def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
+def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> None:
     lines = [f"workspace {data['workspace']}" + ("" if data["exists"] else " (does not exist yet)")]
     lock = data.get("lock")
     if lock:
@@ -328,7 +347,9 @@ def print_status(data: Any, stream: TextIO = sys.stdout) -> None:
     stream.write("\n".join(lines) + "\n")
 
 
-def print_profile(data: Any, stream: TextIO = sys.stdout, top: int = 20) -> None:
+def print_profile(
+    data: Mapping[str, JSONValue], stream: TextIO = sys.stdout, top: int = 20
+) -> None:
     """`profile`: the files read, the op table by device time, the attention picture and
     where the timeline went; paths and notes whole (wrapped, never cut)."""
     out = console(stream)

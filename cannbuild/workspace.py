@@ -20,9 +20,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 from msgspec import Struct
+
+from .decoded import JSONValue
 
 # The folders runs write files into, by the fixed names cannbuild gives them: the top of
 # the workspace and the caches' folders (a run's own logs/<run> and reports/<run> are
@@ -56,7 +58,7 @@ FOLDERS = (
 LATEST_LINKS = ("logs/latest", "reports/latest", "bench/latest")
 
 
-class Workspace(Struct, frozen=True):
+class Workspace(Struct, frozen=True, kw_only=True):
     root: Path
 
     @property
@@ -143,9 +145,11 @@ def _umask() -> int:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
+                # `Umask: 0022` in /proc/self/status (Linux 4.7 and later), an octal number.
                 return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
+    # Without /proc: the usual default, which gives 0644 files.
     return 0o022
 
 
@@ -158,6 +162,7 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
     outlive a power cut (the lock's holder record, removed when the lock is released):
     each fsync costs a no-op run 3-10 ms of waiting on the disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # In the target's own folder: os.replace is atomic only within one file system.
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
     try:
         os.fchmod(fd, 0o666 & ~_umask())
@@ -166,6 +171,7 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        # rename(2) swaps the name in one step: a reader sees the old file or the new, never half.
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -173,12 +179,12 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any, durable: bool = True) -> None:
+def write_json_atomic(path: Path, data: object, durable: bool = True) -> None:
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
     write_atomic(path, text.encode(), durable)
 
 
-def read_json(path: Path) -> Optional[Any]:
+def read_json(path: Path) -> JSONValue:  # None when absent or not JSON
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -205,6 +211,7 @@ def remember(path: Path, data: Mapping[str, str]) -> None:
 def point_link(link: Path, target: str) -> None:
     """Atomically (re)point a symlink such as logs/latest."""
     link.parent.mkdir(parents=True, exist_ok=True)
+    # A new link beside the old, renamed over it: `logs/latest` is never missing for a moment.
     tmp = link.with_name(f".{link.name}.{os.getpid()}")
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()

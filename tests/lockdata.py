@@ -9,12 +9,19 @@ TRANSFORMER_URL = "https://gitcode.com/cann/ops-transformer.git"
 def sample_lock(cann: str, *, pinned_opbase: bool = False, epoch: int = 1700000000) -> Lock:
     """A lock for tag v<cann> on A3; `pinned_opbase` adds ops-transformer's own opbase pin."""
     repos = [
-        LockedRepo("opbase", OPBASE_URL, f"tag v{cann}", "a" * 40),
-        LockedRepo("ops-transformer", TRANSFORMER_URL, f"tag v{cann}", "b" * 40),
+        LockedRepo(name="opbase", url=OPBASE_URL, ref=f"tag v{cann}", commit="a" * 40),
+        LockedRepo(
+            name="ops-transformer", url=TRANSFORMER_URL, ref=f"tag v{cann}", commit="b" * 40
+        ),
     ]
     if pinned_opbase:
         repos.append(
-            LockedRepo("ops-transformer:third_party/opbase", OPBASE_URL, "pinned", "c" * 40)
+            LockedRepo(
+                name="ops-transformer:third_party/opbase",
+                url=OPBASE_URL,
+                ref="pinned",
+                commit="c" * 40,
+            )
         )
     return Lock(
         recipe="cann-" + ".".join(cann.split(".")[:2]),
@@ -23,6 +30,8 @@ def sample_lock(cann: str, *, pinned_opbase: bool = False, epoch: int = 17000000
         soc="ascend910_93",
         arch="x86_64",
         repos=tuple(repos),
-        third_party=(LockedArchive("makeself", "https://x/makeself.tar.gz", "d" * 64),),
+        third_party=(
+            LockedArchive(name="makeself", url="https://x/makeself.tar.gz", sha256="d" * 64),
+        ),
         source_date_epoch=epoch,
     )

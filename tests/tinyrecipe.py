@@ -68,4 +68,4 @@ def run_alone(step: PlannedStep, ws: Workspace, toolkit_home: Path) -> StepOutco
         opp=ws.root / "opp",
         vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
     )
-    return run_step(step, ws, RunLogs(ws, "r1"), actions, NoProgress(), [])
+    return run_step(step, ws, RunLogs(ws=ws, run_id="r1"), actions, NoProgress(), [])

@@ -12,11 +12,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from pathlib import Path
-from typing import Any, Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple, TypeVar
+
+T = TypeVar("T")
 
 
 def _status_kb(key: str) -> Optional[int]:
     try:
+        # `/proc/self/status` lines look like `VmRSS:       123456 kB`: the number, in KiB.
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(key + ":"):
                 return int(line.split()[1])
@@ -39,13 +42,14 @@ def _return_free_pages() -> None:
 def _reset_high_water_mark() -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as f:
+            # "5" resets the peak resident set (VmHWM) to the current size (proc(5), clear_refs).
             f.write("5")
         return True
     except OSError:
         return False
 
 
-def rss_growth(call: Callable[[], Any]) -> Tuple[Any, Optional[int]]:
+def rss_growth(call: Callable[[], T]) -> Tuple[T, Optional[int]]:
     """call()'s result and the bytes the resident set grew by at its peak (None: unknown)."""
     _return_free_pages()
     reset = _reset_high_water_mark()
@@ -54,4 +58,5 @@ def rss_growth(call: Callable[[], Any]) -> Tuple[Any, Optional[int]]:
     peak = _status_kb("VmHWM")
     if not reset or before is None or peak is None:
         return result, None
+    # Both are KiB: the growth over the call, never negative.
     return result, max(peak - before, 0) * 1024

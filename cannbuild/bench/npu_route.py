@@ -9,10 +9,11 @@ import json
 import select
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, Mapping, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 import msgspec
 
+from ..decoded import JSONObject
 from ..proc import kill_group
 from ..states import Verdict
 from ..validate import torchnpu
@@ -20,6 +21,9 @@ from ..validate.cases import CaseResult, Reference, judge_files
 from .routes import RouteError
 from .shapes import BenchShape
 from .timing import WARMUP, Timing
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 REQUEST_TIMEOUT_S = 600  # the import, or one request
 
@@ -60,7 +64,7 @@ class NpuWorker:
         self.close()
         return RouteError(self.why_not)
 
-    def _answer(self) -> Dict[str, Any]:
+    def _answer(self) -> JSONObject:
         deadline = time.monotonic() + REQUEST_TIMEOUT_S
         out = self._child.stdout
         while True:
@@ -93,7 +97,7 @@ class NpuWorker:
             self._ready = True
         return self.why_not
 
-    def ask(self, shape: BenchShape, reps: int) -> Dict[str, Any]:
+    def ask(self, shape: BenchShape, reps: int) -> JSONObject:
         if self.unavailable() is not None:
             raise RouteError(str(self.why_not))
         request = {
@@ -116,7 +120,7 @@ class NpuWorker:
 def npu_check(
     worker: NpuWorker,
     shape: BenchShape,
-    tensors: Dict[str, Any],
+    tensors: Dict[str, Tensor],
     expected: Reference,
 ) -> Tuple[CaseResult, Optional[float], Optional[int]]:
     """One call, judged with softmax statistics; a call that ran another package's kernel
@@ -140,4 +144,4 @@ def npu_time(worker: NpuWorker, shape: BenchShape, reps: int) -> Timing:
     times = tuple(float(t) for t in worker.ask(shape, reps)["times"])
     if len(times) != reps:
         raise RouteError(f"torch_npu answered {len(times)} timings for {reps} calls")
-    return Timing(times)
+    return Timing(times_ms=times)

@@ -8,16 +8,21 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 import msgspec
 from msgspec import Struct
 
 from ..validate import capi
+from ..validate.capi import CaseRun
 from ..validate.cases import CaseResult, Reference, judge, judge_files, manifest_line, to_bnsd
 from .memory import rss_growth
 from .shapes import BenchShape
 from .timing import WARMUP, Timing
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 CAPI, TORCH_NPU, SDPA, UNFUSED = "capi", "torch_npu", "sdpa", "unfused"
 LABELS = {
@@ -34,7 +39,7 @@ class RouteError(Exception):
     """The implementation could not run the shape (an API error, a crash): not timed."""
 
 
-class Program(Struct, frozen=True):
+class Program(Struct, frozen=True, kw_only=True):
     """fa_check compiled against one installed package (the baseline or a variant)."""
 
     binary: Path
@@ -48,10 +53,10 @@ def compile_program(vendor: Path, env: Mapping[str, str], workdir: Path) -> Prog
         lines = compiled.output.splitlines()
         first = next((line for line in lines if "error" in line), compiled.output[-300:])
         raise RouteError(f"fa_check does not compile against {vendor}: {first}")
-    return Program(compiled.binary, capi.library_env(env), compiled.command)
+    return Program(binary=compiled.binary, env=capi.library_env(env), command=compiled.command)
 
 
-def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[Any, str]:
+def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[CaseRun, str]:
     manifest = data / f"{shape.name}.manifest"
     manifest.write_text(manifest_line(shape, data) + extra + "\n")
     runs, output, _code = capi.run_cases(program.binary, manifest, program.env, [shape.name])
@@ -62,7 +67,11 @@ def _run(program: Program, shape: BenchShape, data: Path, extra: str) -> Tuple[A
 
 
 def capi_check(
-    program: Program, shape: BenchShape, tensors: Dict[str, Any], expected: Reference, data: Path
+    program: Program,
+    shape: BenchShape,
+    tensors: Dict[str, Tensor],
+    expected: Reference,
+    data: Path,
 ) -> Tuple[CaseResult, Optional[float], Optional[int]]:
     """One call through aclnnFlashAttentionScoreV2, judged with softmax statistics, and the
     device memory it held beyond its inputs (aclrtGetMemInfo)."""
@@ -84,14 +93,16 @@ def capi_time(program: Program, shape: BenchShape, data: Path, reps: int) -> Tim
         if m and m.group(1) == shape.name:
             times = tuple(float(t) for t in m.group(2).split())
             if len(times) == reps:
-                return Timing(times)
+                return Timing(times_ms=times)
     raise RouteError(f"fa_check printed no event timings for {shape.name}")
 
 
 # ---- torch on the CPU (the sandbox) ----
 
 
-def _bnsd(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
+def _bnsd(
+    torch: ModuleType, shape: BenchShape, tensors: Dict[str, Tensor]
+) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
     q, k, v = (
         to_bnsd(tensors[name], shape.layout, shape.B, n, shape.S, shape.D)
         for name, n in (("q", shape.N1), ("k", shape.N2), ("v", shape.N2))
@@ -100,25 +111,29 @@ def _bnsd(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Tuple[Any, 
     return q, k, v, mask
 
 
-def sdpa_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callable[[], Any]:
+def sdpa_call(
+    torch: ModuleType, shape: BenchShape, tensors: Dict[str, Tensor]
+) -> Callable[[], Tensor]:
     q, k, v, _ = _bnsd(torch, shape, tensors)
     scale = shape.scale
     gqa = shape.N1 != shape.N2
     attention = torch.nn.functional.scaled_dot_product_attention
 
-    def call() -> Any:
+    def call() -> Tensor:
         return attention(q, k, v, is_causal=shape.causal, scale=scale, enable_gqa=gqa)
 
     return call
 
 
-def unfused_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Callable[[], Any]:
+def unfused_call(
+    torch: ModuleType, shape: BenchShape, tensors: Dict[str, Tensor]
+) -> Callable[[], Tensor]:
     """What a model does without a fused kernel: the S x S scores exist in memory."""
     q, k, v, mask = _bnsd(torch, shape, tensors)
     scale = shape.scale
     group = shape.N1 // shape.N2
 
-    def call() -> Any:
+    def call() -> Tensor:
         kk = k.repeat_interleave(group, dim=1) if group > 1 else k
         vv = v.repeat_interleave(group, dim=1) if group > 1 else v
         scores = torch.matmul(q, kk.transpose(-1, -2)) * scale
@@ -130,7 +145,7 @@ def unfused_call(torch: Any, shape: BenchShape, tensors: Dict[str, Any]) -> Call
 
 
 def torch_check(
-    call: Callable[[], Any], shape: BenchShape, tensors: Dict[str, Any], expected: Reference
+    call: Callable[[], Tensor], shape: BenchShape, tensors: Dict[str, Tensor], expected: Reference
 ) -> Tuple[CaseResult, float, Optional[int]]:
     """One call, judged on attentionOut (torch returns no softmax statistics), and how far
     the process's resident set grew during it."""

@@ -1,5 +1,5 @@
 """A bench run on an installed workspace: programs, the sweep, results.json, report.md,
-charts.  It never builds the baseline: that is `cannbuild install`'s job."""
+charts.  It builds nothing: the bench task brings the workspace up to date first."""
 
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ from .shapes import BenchShape
 from .sweep import BASELINE, SweepResult, SweepSettings, run_sweep
 
 
-class BenchRequest(Struct, frozen=True):
+class BenchRequest(Struct, frozen=True, kw_only=True):
     shapes: Tuple[BenchShape, ...]
     settings: SweepSettings
     out: Optional[Path]  # default <workspace>/bench/<run>
     run_id: str
 
 
-class BenchOutcome(Struct, frozen=True):
+class BenchOutcome(Struct, frozen=True, kw_only=True):
     out: Path
     results: Dict[str, Any]
     result: SweepResult
@@ -63,6 +63,13 @@ def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
     return library, record
 
 
+def check_torch() -> None:
+    """torch is every route's reference: without it, exit 2 before anything is built."""
+    missing = why_no_torch()
+    if missing:
+        raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
+
+
 def bench_dir(session: Session, request: BenchRequest) -> Path:
     return request.out or session.ws.root / "bench" / request.run_id
 
@@ -84,9 +91,7 @@ def run_bench(
 ) -> BenchOutcome:
     """variants: `BuiltVariant`s, built and validated (one without a vendor dir failed and
     is reported, not timed); the baseline is the workspace's own install."""
-    missing = why_no_torch()
-    if missing:
-        raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
+    check_torch()
     library, record = installed_baseline(session)
     out = _output_folder(session, request)
     work = session.ws.tmp / "bench"
@@ -166,4 +171,4 @@ def run_bench(
     write_atomic(out / "report.md", report.report_md(data).encode())
     if request.out is None:
         point_link(session.ws.root / "bench" / "latest", request.run_id)
-    return BenchOutcome(out, data, result)
+    return BenchOutcome(out=out, results=data, result=result)

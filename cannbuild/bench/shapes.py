@@ -11,14 +11,16 @@ from msgspec.structs import asdict
 from ..errors import UsageError
 from ..validate.cases import Case
 
+# The dtypes FlashAttentionScore takes on A2/A3; FP8 and HIFLOAT8 are 950-only.
 DTYPES = ("fp16", "bf16", "fp32")
 LAYOUTS = ("BNSD", "BSH")
 DEFAULT_S = tuple(2**i for i in range(7, 14))  # 128 ... 8192
+# `B1N8/2S1024D64`: B (optional) 1, N1 8, N2 2 (GQA, optional), S 1024, D 64.
 _SHAPE = re.compile(r"^(?:B(\d+))?N(\d+)(?:/(\d+))?S(\d+)D(\d+)$", re.IGNORECASE)
 SHAPE_HELP = "B1N8/2S1024D64 (B optional, /N2 for GQA), comma-separated"
 
 
-class BenchShape(Case, frozen=True):
+class BenchShape(Case, frozen=True, kw_only=True):
     """A validation case (what the bench judges each timed result by) with what the
     bench adds: its curve and its FLOPs.  Made by `bench_shape`, which names it."""
 
@@ -33,6 +35,8 @@ class BenchShape(Case, frozen=True):
     @property
     def flops(self) -> float:
         """Forward FLOPs, 4*B*N*S^2*D (two matmuls), halved for a causal mask."""
+        # flash-attention's own benchmark counts forward FLOPs the same way: two matmuls of 2*S*S*D
+        # each per head, half of them masked out when causal.
         full = 4.0 * self.B * self.N1 * self.S * self.S * self.D
         return full / 2 if self.causal else full
 
@@ -46,7 +50,9 @@ def bench_shape(
     gqa = f"_kv{N2}" if N2 != N1 else ""
     mask = "_causal" if causal else ""
     name = f"{dtype}_{layout.lower()}_b{B}_n{N1}{gqa}_s{S}_d{D}{mask}"
-    return BenchShape(name, dtype, layout, B, N1, N2, S, D, causal)
+    return BenchShape(
+        name=name, dtype=dtype, layout=layout, B=B, N1=N1, N2=N2, S=S, D=D, causal=causal
+    )
 
 
 def _words(text: str, allowed: Sequence[str], flag: str) -> Tuple[str, ...]:
@@ -102,6 +108,7 @@ def sweep(
     layouts: Sequence[str],
     causal: bool,
 ) -> List[BenchShape]:
+    # Sorted by S first: a time budget that runs out drops the largest sequences, not a dtype.
     """Every combination, cheapest first, so a time budget cuts the largest S."""
     shapes = [
         bench_shape(dt, lay, b, n1, n2, s, d, causal)

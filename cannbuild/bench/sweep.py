@@ -7,7 +7,8 @@ import os
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
@@ -22,7 +23,7 @@ BASELINE = "baseline"
 TIMED, EXCLUDED, ERROR, NOT_RUN = "timed", "excluded", "error", "not run"
 
 
-class Measurement(Struct, frozen=True):
+class Measurement(Struct, frozen=True, kw_only=True):
     """One implementation (of one build variant) on one shape."""
 
     variant: str
@@ -34,8 +35,8 @@ class Measurement(Struct, frozen=True):
     reason: str = ""
     peak_memory_bytes: Optional[int] = None  # of the checked call, beyond its inputs
 
-    def to_json(self, sdpa_ms: Optional[float]) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
+    def to_json(self, sdpa_ms: Optional[float]) -> Dict[str, object]:
+        out: Dict[str, object] = {
             "variant": self.variant,
             "impl": self.impl,
             "shape": self.shape.name,
@@ -60,12 +61,12 @@ class Measurement(Struct, frozen=True):
         return out
 
 
-class Skipped(Struct, frozen=True):
+class Skipped(Struct, frozen=True, kw_only=True):
     shape: BenchShape
     reason: str
 
 
-class SweepResult(Struct):
+class SweepResult(Struct, kw_only=True):
     measurements: List[Measurement] = field(default_factory=list)
     skipped: List[Skipped] = field(default_factory=list)
     duration_s: float = 0.0
@@ -77,7 +78,7 @@ class SweepResult(Struct):
         return None
 
 
-class SweepSettings(Struct, frozen=True):
+class SweepSettings(Struct, frozen=True, kw_only=True):
     budget_s: float
     target_s: float  # timing per implementation and shape, roughly
     with_torch: bool = True
@@ -109,22 +110,37 @@ def _measure(
     try:
         result, single_ms, peak = check()
     except RouteError as exc:
-        return Measurement(variant, impl, shape, ERROR, reason=str(exc))
+        return Measurement(variant=variant, impl=impl, shape=shape, status=ERROR, reason=str(exc))
     if result.status != "PASS":
         return Measurement(
-            variant, impl, shape, EXCLUDED, result, reason=f"not timed: {result.message}"
+            variant=variant,
+            impl=impl,
+            shape=shape,
+            status=EXCLUDED,
+            check=result,
+            reason=f"not timed: {result.message}",
         )
     try:
         timing = timed(repetitions(single_ms, target_s))
     except RouteError as exc:
-        return Measurement(variant, impl, shape, ERROR, result, reason=str(exc))
-    return Measurement(variant, impl, shape, TIMED, result, timing, peak_memory_bytes=peak)
+        return Measurement(
+            variant=variant, impl=impl, shape=shape, status=ERROR, check=result, reason=str(exc)
+        )
+    return Measurement(
+        variant=variant,
+        impl=impl,
+        shape=shape,
+        status=TIMED,
+        check=result,
+        timing=timing,
+        peak_memory_bytes=peak,
+    )
 
 
 def _measure_shape(
     shape: BenchShape,
     programs: Sequence[Tuple[str, Program]],
-    torch: Any,
+    torch: ModuleType,
     data: Path,
     settings: SweepSettings,
     npu: Optional[NpuWorker],
@@ -145,7 +161,11 @@ def _measure_shape(
         )
     why_not = npu.unavailable() if npu is not None else None
     if npu is not None and why_not is not None:
-        out.append(Measurement(BASELINE, TORCH_NPU, shape, NOT_RUN, reason=why_not))
+        out.append(
+            Measurement(
+                variant=BASELINE, impl=TORCH_NPU, shape=shape, status=NOT_RUN, reason=why_not
+            )
+        )
     elif npu is not None:
         out.append(
             _measure(
@@ -196,8 +216,8 @@ def run_sweep(
         if available is not None and reference_bytes(shape) > available // 2:
             result.skipped.append(
                 Skipped(
-                    shape,
-                    f"the float64 reference would need {reference_bytes(shape) / 2**30:.1f} GiB of "
+                    shape=shape,
+                    reason=f"the float64 reference would need {reference_bytes(shape) / 2**30:.1f} GiB of "
                     f"{available / 2**30:.1f} GiB available",
                 )
             )
@@ -208,8 +228,8 @@ def run_sweep(
         ):
             result.skipped.append(
                 Skipped(
-                    shape,
-                    f"over the time budget (--budget {settings.budget_s:g} s; about "
+                    shape=shape,
+                    reason=f"over the time budget (--budget {settings.budget_s:g} s; about "
                     f"{seconds_per_flop * shape.flops:.0f} s more needed)",
                 )
             )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from msgspec import Struct
 
+# One untimed call first: the first call pays for kernel loading and allocation.
 WARMUP = 1
+# At least three calls, so one unlucky call cannot be the median; at most 25, which bounds what one
+# fast shape costs.
 MIN_REPS = 3
 MAX_REPS = 25
 
@@ -24,11 +27,13 @@ def quartiles(values: Sequence[float]) -> tuple:
     ordered = sorted(values)
     if len(ordered) < 2:
         return ordered[0], ordered[0], ordered[0]
+    # `inclusive`: quartiles interpolated between the samples themselves, which suits a handful of
+    # repetitions.
     q1, q2, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
     return q1, q2, q3
 
 
-class Timing(Struct, frozen=True):
+class Timing(Struct, frozen=True, kw_only=True):
     times_ms: tuple
 
     @property
@@ -43,7 +48,7 @@ class Timing(Struct, frozen=True):
     def tflops(self, flops: float) -> float:
         return flops / (self.median_ms * 1e-3) / 1e12
 
-    def to_json(self, flops: float) -> Dict[str, Any]:
+    def to_json(self, flops: float) -> Dict[str, object]:
         q1, _, q3 = quartiles(self.times_ms)
         return {
             "reps": len(self.times_ms),
@@ -56,7 +61,7 @@ class Timing(Struct, frozen=True):
         }
 
 
-def time_host_calls(fn: Callable[[], Any], warmup: int, reps: int) -> Timing:
+def time_host_calls(fn: Callable[[], object], warmup: int, reps: int) -> Timing:
     """Wall time of each call of a synchronous (CPU) function."""
     for _ in range(warmup):
         fn()
@@ -65,4 +70,4 @@ def time_host_calls(fn: Callable[[], Any], warmup: int, reps: int) -> Timing:
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1000.0)
-    return Timing(tuple(times))
+    return Timing(times_ms=tuple(times))

@@ -18,23 +18,23 @@ from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, parse_toml, read_bytes, read_text
 from ..build.plan import UP_TO_DATE
+from ..build.runner import new_run_id
 from ..build.session import Session
-from ..build.stamps import digest
 from ..build.steps import plan_session
+from ..build.variant import Variant
 from ..errors import UsageError
 from ..locks import WorkspaceLock
-from ..workspace import read_json, write_json_atomic
+from ..sources.pinning import sources_from_lock
 from .sweep import BASELINE
-from .variant_build import VariantPaths, build_one, validate_all
+from .variant_build import VariantProgress, build_one, validate_all
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.+-]*$")
-BUILD_TIMEOUT_S = 3600
 FORMAT = "[[variant]] tables with name and a patch (file relative to the TOML) and/or defines = {NAME = value}"
 
 
-class VariantSpec(Struct, frozen=True):
+class VariantSpec(Struct, frozen=True, kw_only=True):
     name: str
     patch: Optional[Path]
     defines: Tuple[Tuple[str, str], ...]
@@ -50,7 +50,7 @@ class VariantSpec(Struct, frozen=True):
         return ", ".join(parts)
 
 
-class BuiltVariant(Struct, frozen=True):
+class BuiltVariant(Struct, frozen=True, kw_only=True):
     name: str
     vendor: Optional[Path]  # None: it failed to build or to validate, and is not timed
     info: Dict[str, Any]
@@ -98,7 +98,7 @@ def _spec(
         raise UsageError(
             f"{origin}: variant {name!r} has neither a patch nor defines.", f"Write {FORMAT}."
         )
-    return VariantSpec(name, patch, defines, origin)
+    return VariantSpec(name=name, patch=patch, defines=defines, origin=origin)
 
 
 def read_variant_file(path: Path) -> List[VariantSpec]:
@@ -175,9 +175,10 @@ def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List
 # ---- building ----
 
 
-def _baseline_steps(session: Session, env: Mapping[str, str]) -> Tuple[Any, Any, str]:
-    """The installed baseline's ops-transformer build and install steps (up to date) and
-    the commit they were built from."""
+def _baseline_commit(session: Session, env: Mapping[str, str]) -> str:
+    """The commit of the installed ops-transformer the variants start from; its build and
+    install steps must be up to date (the bench task brings the workspace up to date
+    before it builds variants)."""
     steps = plan_session(session, env, ("build", "install"))
     build = next((s for s in steps if s.spec.repo == "ops-transformer" and s.spec.produces), None)
     install = next((s for s in steps if s.spec.action == "vendor"), None)
@@ -193,7 +194,7 @@ def _baseline_steps(session: Session, env: Mapping[str, str]) -> Tuple[Any, Any,
         raise UsageError(
             "the ops-transformer build records no commit.", "Run cannbuild install first."
         )
-    return build, install, commit
+    return str(commit)
 
 
 def _file_sha(path: Optional[Path]) -> Optional[str]:
@@ -208,54 +209,51 @@ def build_variants(
     env: Mapping[str, str],
     note: Callable[[str], None],
 ) -> List[BuiltVariant]:
-    build, install, commit = _baseline_steps(session, env)
+    """Each variant walked as a plan over its own copy and prefix (build/variant.py):
+    built where its inputs changed, up to date otherwise; then all validated."""
+    commit = _baseline_commit(session, env)
+    sources = sources_from_lock(session.source_request())
+    if sources is None:  # the plan above found the lock: only a race with `lock` gets here
+        raise UsageError("the workspace's lock changed under this run.", "Run bench again.")
+    run_id = new_run_id()
     out: List[BuiltVariant] = []
     with WorkspaceLock(session.ws, "cannbuild bench (variants)", session.options.wait, None):
-        built: List[Tuple[VariantSpec, VariantPaths, Dict[str, Any]]] = []
+        built: List[Tuple[VariantSpec, Variant, str]] = []
         for spec in specs:
-            paths = VariantPaths.of(session.ws.root, spec.name)
-            key = digest(
-                {
-                    "build": build.input_hash,
-                    "install": install.input_hash,
-                    "patch": _file_sha(spec.patch),
-                    "defines": list(spec.defines),
-                }
+            variant = Variant(
+                root=session.ws.root / "variants" / spec.name,
+                patch=spec.patch,
+                patch_sha256=_file_sha(spec.patch),
+                defines=spec.defines,
             )
-            stamp = read_json(paths.stamp)
-            if (
-                isinstance(stamp, dict)
-                and stamp.get("key") == key
-                and paths.library(session).is_file()
-            ):
-                note(f"variant {spec.name}: up to date ({spec.how})")
-                built.append((spec, paths, {"build": "up to date", "key": key}))
-                continue
-            note(f"variant {spec.name}: building ({spec.how}); log {paths.log}")
-            failure = build_one(session, spec, paths, build, install, commit)
+            progress = VariantProgress(spec.name, spec.how, note)
+            failure = build_one(session, variant, sources, env, progress, run_id)
             if failure:
                 note(f"variant {spec.name}: build failed: {failure}")
                 out.append(
                     BuiltVariant(
-                        spec.name,
-                        None,
-                        {"how": spec.how, "build": f"failed: {failure}", "validation": "not run"},
+                        name=spec.name,
+                        vendor=None,
+                        info={
+                            "how": spec.how,
+                            "build": f"failed: {failure}",
+                            "validation": "not run",
+                        },
                     )
                 )
                 continue
-            write_json_atomic(
-                paths.stamp, {"key": key, "variant": spec.name, "how": spec.how, "commit": commit}
-            )
-            built.append((spec, paths, {"build": "built", "key": key}))
-        verdicts = validate_all(session, [(s.name, p) for s, p, _ in built], note)
-        for spec, paths, info in built:
+            if not progress.building:
+                note(f"variant {spec.name}: up to date ({spec.how}; ops-transformer {commit[:12]})")
+            built.append((spec, variant, "built" if progress.building else "up to date"))
+        verdicts = validate_all(session, [v for _, v, _ in built], note)
+        for spec, variant, how_built in built:
             verdict = verdicts[spec.name]
             ok = verdict == "PASS"
             out.append(
                 BuiltVariant(
-                    spec.name,
-                    paths.vendor(session) if ok else None,
-                    {"how": spec.how, "build": info["build"], "validation": verdict},
+                    name=spec.name,
+                    vendor=variant.vendor_dir(session.options.vendor_name) if ok else None,
+                    info={"how": spec.how, "build": how_built, "validation": verdict},
                 )
             )
     return out

@@ -25,7 +25,7 @@ from .plan import PlannedStep
 from .toolkit_backup import back_up_toolkit
 
 
-class ActionContext(Struct, frozen=True):
+class ActionContext(Struct, frozen=True, kw_only=True):
     """Where the toolkit, the stage, the overlay and the vendor folder are."""
 
     toolkit_home: Path

@@ -42,7 +42,7 @@ class _Deadline:
             raise TimeoutError("timed out")
         return left
 
-    def recv_line(self, sock: Any, limit: int = 4096) -> bytes:
+    def recv_line(self, sock: socket.socket, limit: int = 4096) -> bytes:
         """Bytes up to the first CRLF, read before the deadline."""
         data = b""
         while b"\r\n" not in data and len(data) < limit:
@@ -55,7 +55,9 @@ class _Deadline:
         return data.split(b"\r\n", 1)[0]
 
 
-def _connect(url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline) -> Any:
+def _connect(
+    url: urllib.parse.SplitResult, default_port: int, deadline: _Deadline
+) -> socket.socket:
     host = url.hostname or "localhost"
     sock = socket.create_connection((host, url.port or default_port), timeout=deadline.left())
     if url.scheme in ("rediss", "https"):
@@ -77,12 +79,17 @@ def _redis_answer(url: urllib.parse.SplitResult, deadline: _Deadline) -> str:
         commands.append(["PING"])
         reply = ""
         for words in commands:
+            # RESP, Redis's wire format: an array of N bulk strings, `*N\r\n` then
+            # `$<bytes>\r\n<word>\r\n` per word (AUTH's password may hold any byte, so lengths, not
+            # spaces, delimit).
             payload = f"*{len(words)}\r\n" + "".join(
                 f"${len(w.encode())}\r\n{w}\r\n" for w in words
             )
             sock.settimeout(deadline.left())
             sock.sendall(payload.encode())
             reply = deadline.recv_line(sock, 256).decode("utf-8", "replace")
+            # A reply starting `-` is an error (`-NOAUTH`, `-WRONGPASS`): no point sending PING
+            # after.
             if reply.startswith("-"):
                 return reply
         return reply
@@ -111,6 +118,7 @@ def _http_status(url: urllib.parse.SplitResult, deadline: _Deadline) -> int:
         status = deadline.recv_line(sock).decode("latin-1").split()
     finally:
         sock.close()
+    # A status line: `HTTP/1.1 200 OK`.
     if len(status) < 2 or not status[0].startswith("HTTP/") or not status[1].isdigit():
         raise ValueError(f"not an HTTP reply: {' '.join(status)[:80]!r}")
     return int(status[1])
@@ -151,10 +159,13 @@ def probe_remote(remote: str, timeout: float = PROBE_TIMEOUT_S) -> Tuple[bool, s
             reply = _bounded(lambda: _redis_answer(parts, deadline), timeout)
             took = time.monotonic() - start
             if reply == "+PONG":
+                # `+PONG` is a healthy server's simple-string reply.
                 return True, f"{shown} answered PING in {took * 1000:.0f} ms"
             return False, f"{shown} answered {reply[:80]!r} to PING"
         code = _bounded(lambda: _http_status(parts, deadline), timeout)
         took = time.monotonic() - start
+        # Any other status shows a server there (a 404 for the bare storage URL included); only a
+        # refused credential makes the remote unusable.
         if code in (401, 403):
             return False, f"{shown} answered HTTP {code}: it refuses these credentials"
         return True, f"{shown} answered HTTP {code} in {took * 1000:.0f} ms"

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -29,6 +29,9 @@ from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..proc import run
 from ..redact import redact
 from .cache_probe import probe_remote
+
+if TYPE_CHECKING:
+    from .plan import PlannedStep
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
 RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage
@@ -48,10 +51,11 @@ INSTALL_HINT = (
 # that PATH finds.
 BUILD_SH_OPTION = {"ops-transformer": "--ccache"}
 T = TypeVar("T")
+# The first line of `ccache --version`: `ccache version 4.9.1`.
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
 
 
-class Ccache(Struct, frozen=True):
+class Ccache(Struct, frozen=True, kw_only=True):
     path: Path
     version: Tuple[int, ...]
     features: Tuple[str, ...]
@@ -62,6 +66,7 @@ class Ccache(Struct, frozen=True):
 
     def supports(self, url: str) -> bool:
         scheme = url.split(":", 1)[0].lower()
+        # rediss:// is Redis over TLS, served by the same redis-storage backend.
         wanted = {"redis": "redis-storage", "rediss": "redis-storage"}.get(scheme, "http-storage")
         return self.version >= MINIMUM and wanted in self.features
 
@@ -79,11 +84,13 @@ def probe_ccache(path: Path) -> Optional[Ccache]:
     match = _VERSION.search(text)
     if proc.returncode != 0 or not match:
         return None
+    # ccache lists its storage backends on a `Features:` line, e.g.
+    #   Features: avx2 file-storage http-storage redis+unix-storage redis-storage
     features = re.search(r"^Features:(.*)$", text, re.MULTILINE)
     return Ccache(
-        path,
-        tuple(int(g) for g in match.groups() if g is not None),
-        tuple(features.group(1).split()) if features else (),
+        path=path,
+        version=tuple(int(g) for g in match.groups() if g is not None),
+        features=tuple(features.group(1).split()) if features else (),
     )
 
 
@@ -131,7 +138,7 @@ def find_ccache(
     return None, rejected
 
 
-class CompileCache(Struct, frozen=True):
+class CompileCache(Struct, frozen=True, kw_only=True):
     """ccache as the build steps of one workspace use it."""
 
     ccache: Ccache
@@ -151,6 +158,8 @@ class CompileCache(Struct, frozen=True):
         its own), or nothing when the remote did not answer at the start of the run."""
         if self.remote_skipped:
             return ""
+        # ccache's remote syntax: `<url>|<attribute>=<value>|...`; an attribute the user wrote
+        # wins.
         given = {a.split("=", 1)[0] for a in self.remote.split("|")[1:]}
         extra = "".join(f"|{k}={v}" for k, v in CCACHE_REMOTE_ATTRIBUTES if k not in given)
         return self.remote + extra
@@ -158,18 +167,24 @@ class CompileCache(Struct, frozen=True):
     def env(self, base_path: str) -> Dict[str, str]:
         return {
             "CCACHE_DIR": str(self.directory),
+            # CCACHE_REMOTE_STORAGE from 4.7, CCACHE_SECONDARY_STORAGE before.
             f"CCACHE_{self.ccache.storage_option.upper()}": self.storage,
             "CCACHE_BASEDIR": str(self.base_dir),
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_COMPILERCHECK": "content",
+            # CMake (>= 3.17) takes CMAKE_<LANG>_COMPILER_LAUNCHER from the environment too;
+            # ops-transformer also gets `--ccache` (BUILD_SH_OPTION).
             "CMAKE_C_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
             "CMAKE_CXX_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
+            # First on PATH: opbase's find_program(ccache) and ops-transformer's `which ccache`
+            # find this one, not another of the host's.
             "PATH": f"{self.bin_dir}{os.pathsep}{base_path}" if base_path else str(self.bin_dir),
         }
 
     def prepare(self) -> None:
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         link = self.bin_dir / "ccache"
+        # Swapped in by rename, so a build that looks the link up never sees it missing.
         if not (link.is_symlink() and os.readlink(link) == str(self.ccache.path)):
             tmp = self.bin_dir / f".ccache.{os.getpid()}"
             tmp.unlink(missing_ok=True)
@@ -203,10 +218,16 @@ def compile_cache(
     if probe_timeout is not None:
         answers, detail = probe_remote(remote, probe_timeout)
         skipped = "" if answers else detail
-    return CompileCache(found, remote, workspace / "ccache", workspace, skipped)
+    return CompileCache(
+        ccache=found,
+        remote=remote,
+        directory=workspace / "ccache",
+        base_dir=workspace,
+        remote_skipped=skipped,
+    )
 
 
-def with_cache(step: Any, cache: Optional[CompileCache]) -> Any:
+def with_cache(step: PlannedStep, cache: Optional[CompileCache]) -> PlannedStep:
     """The planned step as it runs with the compile cache: its env, and the ccache option of
     the build.sh that takes one.  The input hash is untouched: a cache never makes a new
     package."""
@@ -256,7 +277,7 @@ def run_record(
     before: Optional[Mapping[str, int]],
     after: Optional[Mapping[str, int]],
     remote: Optional[str] = None,
-) -> Dict[str, Any]:
+) -> Dict[str, object]:
     """The report's `cache` entry: this run's local/remote hits and misses."""
     if remote is None and cache is None:
         return {
@@ -270,7 +291,7 @@ def run_record(
             "remote": redact(remote or ""),
             "detail": "a remote is set but no ccache >= 4.4 with that storage was found",
         }
-    record: Dict[str, Any] = {
+    record: Dict[str, object] = {
         "status": "on",
         "ccache": str(cache.ccache.path),
         "version": cache.ccache.version_text,
@@ -340,44 +361,44 @@ def ccache_check(
     why = "; ".join(rejected)
     if found is not None:
         return Check(
-            "cache.ccache",
-            PASS,
-            f"ccache {found.version_text} at {found.path} "
+            id="cache.ccache",
+            status=PASS,
+            detail=f"ccache {found.version_text} at {found.path} "
             f"({', '.join(f for f in found.features if f.endswith('-storage')) or 'local only'})",
         )
     if remote:
         return Check(
-            "cache.ccache",
-            FAIL,
-            f"cannbuild.cache.remote is set but no usable ccache was found"
+            id="cache.ccache",
+            status=FAIL,
+            detail=f"cannbuild.cache.remote is set but no usable ccache was found"
             f"{': ' + why if why else ' (none on PATH)'}",
-            f"{INSTALL_HINT}; or unset cannbuild.cache.remote / CANNBUILD_CACHE_REMOTE.",
+            hint=f"{INSTALL_HINT}; or unset cannbuild.cache.remote / CANNBUILD_CACHE_REMOTE.",
             blocking=True,
         )
     return Check(
-        "cache.ccache",
-        WARN,
-        f"no ccache >= 4.4{': ' + why if why else ' on PATH'}: builds cannot share "
+        id="cache.ccache",
+        status=WARN,
+        detail=f"no ccache >= 4.4{': ' + why if why else ' on PATH'}: builds cannot share "
         "compile work through a remote cache",
-        f"{INSTALL_HINT}.",
+        hint=f"{INSTALL_HINT}.",
     )
 
 
 def remote_check(remote: Optional[str]) -> Check:
     if not remote:
         return Check(
-            "cache.remote",
-            SKIP,
-            "no shared compile cache configured",
-            "Set cache: {remote: redis://HOST:6379} under cannbuild: in invoke.yaml, or "
+            id="cache.remote",
+            status=SKIP,
+            detail="no shared compile cache configured",
+            hint="Set cache: {remote: redis://HOST:6379} under cannbuild: in invoke.yaml, or "
             "CANNBUILD_CACHE_REMOTE, to share compile work between build hosts and CI runners.",
         )
     answers, detail = probe_remote(remote)
     return Check(
-        "cache.remote",
-        PASS if answers else WARN,
-        detail,
-        None
+        id="cache.remote",
+        status=PASS if answers else WARN,
+        detail=detail,
+        hint=None
         if answers
         else "Builds still run (ccache falls back to its local cache) but share nothing: check "
         "the URL, the password and that the runner reaches the host and port.",

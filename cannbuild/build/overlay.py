@@ -20,6 +20,8 @@ from .. import safefs
 
 def staged_root(stage: Path) -> Path:
     """The folder the installer filled: <stage>/cann, <stage>/<version_dir>, or <stage> itself."""
+    # opbase's .run installs into `<install-path>/cann/` (reference cann-build-systems.md §1.3);
+    # the `share/info/opbase/` it writes marks the root whichever folder it chose.
     if (stage / "share" / "info").is_dir():
         return stage
     candidates = (
@@ -39,6 +41,7 @@ def expose_op_common(stage_root: Path, arch: str, under: str) -> Optional[str]:
     opbase installs them under <arch>-linux/pkg_inc only; ops-transformer at the 8.3 pin
     looks under <arch>-linux/include.  A relative link in the (cannbuild-made) staging tree
     puts them in both places of the overlay.  Returns what was done, or None."""
+    # 8.5 and later recipes keep `pkg_inc`, where both repos agree.
     if under == "pkg_inc":
         return None
     archdir = stage_root / f"{arch}-linux"
@@ -79,9 +82,12 @@ def _merge(real: Path, staged: Path, dst: Path, root: Path) -> int:
         s = staged / name
         out = dst / name
         if os.path.lexists(s):
+            # A folder both trees have is merged, entry by entry, so staged files sit beside links
+            # to the toolkit's own.
             if s.is_dir() and not s.is_symlink() and r.is_dir():
                 out.mkdir()
                 count += _merge(Path(os.path.realpath(r)), s, out, root)
+            # Only the staged package has it: copied whole (a few of opbase's folders).
             elif s.is_dir() and not s.is_symlink():
                 shutil.copytree(s, out, symlinks=True)
                 count += sum(1 for _ in out.rglob("*"))
@@ -94,6 +100,8 @@ def _merge(real: Path, staged: Path, dst: Path, root: Path) -> int:
             # e.g. lib64 -> x86_64-linux/lib64: keep it relative, so it reaches the overlay's copy
             out.symlink_to(os.readlink(r))
         else:
+            # Everything the package does not replace stays the toolkit's own file, by absolute
+            # link.
             out.symlink_to(os.path.realpath(r))
     return count
 
@@ -107,12 +115,16 @@ def overlay_env(env: Mapping[str, str], toolkit_paths: List[Path], overlay: Path
     """Rewrite every value that points into the toolkit so it points into the overlay."""
     prefixes: List[Tuple[str, str]] = []
     for path in toolkit_paths:
+        # The env may name the toolkit as found (`ascend-toolkit/latest`, `cann`) or resolved
+        # (`cann-9.0.0`): both are rewritten.
         for variant in {str(path), os.path.realpath(path)}:
             prefixes.append((variant.rstrip("/"), str(overlay)))
+    # Longest prefix first, should one of the toolkit's paths lie inside another.
     prefixes.sort(key=lambda kv: -len(kv[0]))
     real_roots = sorted({os.path.realpath(p) for p in toolkit_paths}, key=len, reverse=True)
     out: Dict[str, str] = {}
     for key, value in env.items():
+        # PATH-like values are `:`-joined lists; each entry is rewritten on its own.
         out[key] = ":".join(
             _rewrite(part, prefixes, real_roots, overlay) for part in value.split(":")
         )

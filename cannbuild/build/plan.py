@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 from msgspec.structs import replace
 
+from ..decoded import JSONValue
 from ..errors import UsageError
 from ..recipes import Recipe, StepSpec, template_dirs
 from ..redact import fingerprint, fingerprint_env, redact, redact_env
@@ -30,15 +31,18 @@ UP_TO_DATE = StepStatus.UP_TO_DATE
 NEEDS_RUN = StepStatus.NEEDS_RUN
 NOT_SELECTED = StepStatus.NOT_SELECTED
 SELECT = "--with-step"  # (or CANNBUILD_OPTIONAL_STEPS, cannbuild.optional_steps)
+# Compiler variables change the binaries without changing the command line; the sandbox's fault
+# switch changes what its stand-in tools do.
 HASHED_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CANNBUILD_SANDBOX_FAULT")
+# `-j` is rendered as this in the hashed command: more cores do not make a new package.
 JOBS_PLACEHOLDER = "{jobs}"
 
 
-class StepContext(Struct, frozen=True):
+class StepContext(Struct, frozen=True, kw_only=True):
     """Everything a step's templates and hash can depend on, as plain data."""
 
     values: Mapping[str, Any]  # template context (cann, soc, jobs, src, third_party, ...)
-    sources: Mapping[str, Mapping[str, Any]]  # repo -> identity (commit, nested, third_party)
+    sources: Mapping[str, Mapping[str, object]]  # repo -> identity (commit, nested, third_party)
     toolkit: Mapping[str, str]  # version, path
     hashed_env: Mapping[str, str]
     base_env: Mapping[str, str]  # what steps run under before the overlay
@@ -46,16 +50,26 @@ class StepContext(Struct, frozen=True):
     extra_env: Mapping[str, str]  # TMPDIR, mirror git config, offline proxies
     recipe: str = ""
     templates: Optional[Templates] = None
+    # a plan over part of the recipe (a build variant, build/variant.py) walks only these
+    # steps; the others are another plan's, their stamps read in `given`'s workspace
+    walked: Optional[Tuple[str, ...]] = None
+    given: Optional[Workspace] = None
+
+    def stamps_of(self, ws: Workspace, step: str) -> Workspace:
+        """Where `step`'s stamp is: this plan's workspace, or the one that built it."""
+        if self.walked is None or step in self.walked or self.given is None:
+            return ws
+        return self.given
 
 
-class PlannedStep(Struct, frozen=True):
+class PlannedStep(Struct, frozen=True, kw_only=True):
     spec: StepSpec
     command: str
     argv: Tuple[str, ...]
     cwd: Path
     env: Mapping[str, str]
     env_delta: Mapping[str, str]
-    inputs: Mapping[str, Any]
+    inputs: Mapping[str, JSONValue]  # what the stamp records
     input_hash: str = ""
     status: StepStatus = NEEDS_RUN
     reason: str = ""
@@ -64,7 +78,7 @@ class PlannedStep(Struct, frozen=True):
     def name(self) -> str:
         return self.spec.name
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "name": self.name,
             "repo": self.spec.repo,
@@ -88,7 +102,7 @@ def recipe_templates(
 def _render(
     recipe: Recipe,
     template: str,
-    values: Mapping[str, Any],
+    values: Mapping[str, object],
     what: str,
     env: Optional[Templates] = None,
 ) -> str:
@@ -104,34 +118,40 @@ def _render(
         raise UsageError(
             f"recipe {recipe.path}: {what} does not render: {exc}.", "Fix the template."
         ) from None
+    # A template may wrap a long command over lines; it runs as one shell-style command line.
     return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
-def _render_inline(recipe: Recipe, text: str, values: Mapping[str, Any], what: str) -> str:
+def _render_inline(recipe: Recipe, text: str, values: Mapping[str, object], what: str) -> str:
     return render_value(text, values, f"recipe {recipe.path}: {what}")
 
 
-class Upstream(Struct, frozen=True):
+class Upstream(Struct, frozen=True, kw_only=True):
     """What the steps a step runs after left in their stamps."""
 
-    outputs: Dict[str, Any]  # step -> outputs digest
+    outputs: Dict[str, object]  # step -> outputs digest
     artifacts: Dict[str, str]  # step -> path of its first artifact (the package it built)
     missing: List[str]  # steps not built yet
 
 
-def _upstream(ws: Workspace, spec: StepSpec) -> Upstream:
-    outputs: Dict[str, Any] = {}
+def _upstream(ws: Workspace, spec: StepSpec, ctx: StepContext) -> Upstream:
+    outputs: Dict[str, object] = {}
     artifacts: Dict[str, str] = {}
     missing: List[str] = []
     for dep in spec.after:
-        stamp = read_stamp(ws, dep)
+        stamp = read_stamp(ctx.stamps_of(ws, dep), dep)
         if stamp is None:
             missing.append(dep)
             continue
+        # A step's inputs include the outputs of the steps it runs after, by digest: a rebuilt
+        # opbase package reruns the ops-transformer steps that take it.
         outputs[dep] = stamp.get("outputs_digest")
         if stamp.get("artifacts"):
+            # The first artifact is the package the step built, which an install template runs:
+            # `bash {{ artifacts["opbase-build"] }} --full --quiet ...`
+            # (templates/steps/opbase-install.j2).
             artifacts[dep] = stamp["artifacts"][0]["path"]
-    return Upstream(outputs, artifacts, missing)
+    return Upstream(outputs=outputs, artifacts=artifacts, missing=missing)
 
 
 def check_force(recipe: Recipe, force: Sequence[str]) -> None:
@@ -183,12 +203,14 @@ def plan_step(
     force: bool,
 ) -> PlannedStep:
     values = dict(ctx.values)
-    upstream = _upstream(ws, spec)
+    upstream = _upstream(ws, spec, ctx)
     artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
+        # Planned before its dependency ran: a placeholder keeps the command renderable.
         artifacts.setdefault(dep, f"<output of {dep}>")
     values["artifacts"] = artifacts
     command = _render(recipe, spec.command, values, f"step {spec.name!r}", ctx.templates)
+    # The same command with `{jobs}` for -j: that is what the input hash sees.
     hashed_command = _render(
         recipe,
         spec.command,
@@ -211,11 +233,14 @@ def plan_step(
     step_env = {
         k: _render_inline(recipe, v, values, f"step {spec.name!r} env {k}") for k, v in spec.env
     }
+    # Steps after the overlay step build against the overlay (the toolkit with the staged opbase on
+    # top, build/overlay.py); the ones before against the toolkit itself.
     base = ctx.overlay_env if (use_overlay and ctx.overlay_env is not None) else ctx.base_env
     env = {**base, **ctx.extra_env, **step_env}
+    # Only what differs from cannbuild's own environment is shown and recorded.
     delta = {k: v for k, v in env.items() if os.environ.get(k) != v}
 
-    inputs: Dict[str, Any] = {
+    inputs: Dict[str, object] = {
         "recipe": ctx.recipe,
         # a secret (by its name, or a credential in a URL) is kept as its hash: a changed
         # secret still rebuilds, and the stamp holds no secret
@@ -227,6 +252,7 @@ def plan_step(
         "upstream": upstream.outputs,
         "hashed_env": dict(ctx.hashed_env),
     }
+    # `soc`, `ops`, `vendor_name`: only a step that declares one is rebuilt when it changes.
     for name in spec.inputs:
         inputs[name] = values[name]
     input_hash = digest(inputs)
@@ -251,12 +277,14 @@ def plan_step(
 def _status(
     ws: Workspace,
     spec: StepSpec,
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, object],
     input_hash: str,
     missing: Sequence[str],
     upstream_pending: Sequence[str],
     force: bool,
 ) -> Tuple[StepStatus, str]:
+    # Most specific reason first: a step whose upstream reruns or was never built must run whatever
+    # its own stamp says.
     if force:
         return NEEDS_RUN, "forced (--force)"
     pending = [d for d in spec.after if d in upstream_pending]
@@ -275,8 +303,10 @@ def _status(
     return UP_TO_DATE, f"built {stamp.get('finished', '')}; inputs unchanged"
 
 
-def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+def explain_change(old: Mapping[str, JSONValue], new: Mapping[str, JSONValue]) -> str:
     """Which input changed, in the words a CANN engineer would use."""
+    # The order asks the questions a CANN engineer would: toolkit, SoC, op list, sources, then the
+    # steps before it, the command, the environment, the recipe.
     if old.get("toolkit") != new.get("toolkit"):
         o, n = old.get("toolkit", {}), new.get("toolkit", {})
         return f"toolkit changed: CANN {o.get('version')} at {o.get('path')} -> {n.get('version')} at {n.get('path')}"
@@ -293,6 +323,8 @@ def explain_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
             )
         if o.get("nested") != n.get("nested"):
             return "pinned opbase source changed"
+        if o.get("patch") != n.get("patch"):
+            return "patch changed"
         return "third-party archives changed"
     if old.get("upstream") != new.get("upstream"):
         changed = sorted(
@@ -324,13 +356,14 @@ def walk(
     phases: Sequence[str],
     force: Sequence[str] = (),
     optional_steps: Sequence[str] = (),
-    source_of: Optional[Callable[[StepSpec], Mapping[str, Any]]] = None,
+    source_of: Optional[Callable[[StepSpec], Mapping[str, object]]] = None,
     visit: Optional[Callable[[PlannedStep], bool]] = None,
 ) -> List[PlannedStep]:
     """The one walk over a recipe's steps, in order, each planned when it is reached.
 
     A plan (no `visit`): a step that needs a run makes the steps after it need one too,
-    and nothing is written.  A run: each planned step is handed to `visit`, which runs
+    and nothing is written (`ctx.walked`: only those steps; the others are taken as
+    built).  A run: each planned step is handed to `visit`, which runs
     it (or not) and says whether to go on; the steps after it are planned only then,
     from the stamps it left.  `source_of` gives a repo's checkout identity when a step
     of that repo is reached (a run waits there for its fetch)."""
@@ -342,18 +375,20 @@ def walk(
     for spec in recipe.steps:
         if spec.phase not in phases:
             continue
-        if source_of is not None and spec.repo and spec.repo not in ctx.sources:
-            ctx = replace(ctx, sources={**ctx.sources, spec.repo: source_of(spec)})
-        step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
         chosen = selected(spec, optional_steps, force)
-        if not chosen:
-            step = replace(step, status=NOT_SELECTED, reason=not_selected_reason(spec))
-        planned.append(step)
-        if visit is not None:
-            if not visit(step):
-                break
-        elif step.status == NEEDS_RUN:
-            pending.append(spec.name)
+        if ctx.walked is None or spec.name in ctx.walked:  # a variant takes the rest as built
+            if source_of is not None and spec.repo and spec.repo not in ctx.sources:
+                ctx = replace(ctx, sources={**ctx.sources, spec.repo: source_of(spec)})
+            step = plan_step(recipe, spec, ctx, ws, use_overlay, pending, spec.name in force)
+            if not chosen:
+                step = replace(step, status=NOT_SELECTED, reason=not_selected_reason(spec))
+            planned.append(step)
+            if visit is not None:
+                if not visit(step):
+                    break
+            # In a plan nothing runs, so a step that needs a run makes its dependents need one too.
+            elif step.status == NEEDS_RUN:
+                pending.append(spec.name)
         if chosen and switches_to_overlay(spec) and ctx.overlay_env is not None:
             use_overlay = True
     return planned

@@ -16,7 +16,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
@@ -26,11 +26,15 @@ from ..workspace import read_text_map, remember
 
 if TYPE_CHECKING:
     import tarfile
+
+    from .plan import PlannedStep
 else:  # only a package not read before is opened
     tarfile = lazy_module("tarfile")
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# A makeself header carries the date as text and as a shell assignment; a value starting with `$`
+# (`Date of packaging: $DATE`, the line that prints the variable) is not a date.
 _DATE_LINE = re.compile(rb"Date of packaging: *([^\s\"$][^\"\n]*)")
 _DATE_VAR = re.compile(rb"^DATE=\"([^\"\n$]+)\"", re.MULTILINE)
 HEADER_SCAN_BYTES = 4 * 1024 * 1024  # a makeself header is a few kB of shell
@@ -41,6 +45,7 @@ def _head(checkout: Path) -> Optional[str]:
     """The commit a detached checkout is at, read from .git/HEAD (cannbuild checks out
     locked commits detached); None for anything else."""
     try:
+        # A detached HEAD file holds the bare commit id; a branch checkout holds `ref: refs/...`.
         text = (checkout / ".git" / "HEAD").read_text(encoding="ascii").strip()
     except (OSError, ValueError):
         return None
@@ -65,6 +70,7 @@ def commit_time(checkout: Path, memo: Optional[Path] = None) -> Optional[int]:
 
 def _git_commit_time(checkout: Path) -> Optional[int]:
     try:
+        # %ct: the committer time in Unix seconds, the form SOURCE_DATE_EPOCH takes.
         proc = run(["git", "show", "-s", "--format=%ct", "HEAD"], cwd=checkout, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -72,7 +78,7 @@ def _git_commit_time(checkout: Path) -> Optional[int]:
     return int(text) if proc.returncode == 0 and text.isdigit() else None
 
 
-def with_source_date(step: Any) -> Any:
+def with_source_date(step: PlannedStep) -> PlannedStep:
     """The step with SOURCE_DATE_EPOCH set (unless its environment already has one)."""
     if step.env.get("SOURCE_DATE_EPOCH") or not step.spec.repo:
         return step
@@ -85,6 +91,7 @@ def with_source_date(step: Any) -> Any:
 
 def _split(data: bytes) -> Optional[int]:
     """Where the gzip payload of a makeself archive starts (after the shell header)."""
+    # The shell header ends with a newline, then the gzip magic 1f 8b and method 08 (deflate).
     index = data.find(b"\n\x1f\x8b\x08")
     return index + 1 if index >= 0 else None
 
@@ -116,6 +123,7 @@ def _header_varies(header: bytes, gz_head: bytes, epoch: Optional[int]) -> List[
             found.append(
                 {"file": "(makeself header)", "why": f"embeds the packaging date {date!r}"}
             )
+    # Bytes 4-7 of a gzip header are MTIME, little-endian (RFC 1952); 0 means none recorded.
     gz_time = int.from_bytes(gz_head[4:8], "little")
     if gz_time and gz_time != epoch:
         found.append(
@@ -134,6 +142,7 @@ def _payload_varies(
     needle = str(workspace).encode() if workspace else None
     late: List[str] = []
     try:
+        # `r|gz`: a forward-only stream, so a gigabyte package is never held or seeked.
         with tarfile.open(fileobj=stream, mode="r|gz") as tar:
             for member in tar:
                 name = member.name.lstrip("./") or "."
@@ -171,11 +180,13 @@ def _contains(content: IO[bytes], needle: bytes) -> bool:
             return False
         if needle in tail + chunk:
             return True
+        # Keep the last len(needle) - 1 bytes: a path split across two chunks is still found.
         tail = chunk[-(len(needle) - 1) :] if len(needle) > 1 else b""
 
 
 def _utc_date(epoch: int) -> str:
     """`LC_ALL=C TZ=UTC date -d @epoch`, as the sandbox's makeself writes it."""
+    # %e pads the day with a space, as `date` prints it (`Thu Mar  5 ...`).
     return time.strftime("%a %b %e %H:%M:%S UTC %Y", time.gmtime(epoch))
 
 
@@ -183,20 +194,21 @@ def artifact_records(
     packages: Iterable[Tuple[str, str, str, Optional[int]]],
     workspace: Path,
     memo: Optional[Path] = None,
-) -> List[Dict[str, Any]]:
+) -> List[Dict[str, object]]:
     """A report's artifact entries, one per (step, path, sha256, epoch): the sha256 and
     what in the package varies between builds (`epoch`: the SOURCE_DATE_EPOCH its step
     had).  With `memo`, a package already read (same sha256, workspace and epoch) is
     not read again; the memo keeps only the entries of these packages."""
     known = (read_text_map(memo) if memo is not None else None) or {}
     kept: Dict[str, str] = {}
-    records: List[Dict[str, Any]] = []
+    records: List[Dict[str, object]] = []
     for step, path, sha256, epoch in packages:
-        record: Dict[str, Any] = {"step": step, "path": path, "sha256": sha256}
+        record: Dict[str, object] = {"step": step, "path": path, "sha256": sha256}
         records.append(record)
         package = Path(path)
         if not package.is_file() or package.suffix != ".run":
             continue
+        # Only a real sha256 makes a memo key; anything else is read every time.
         key = f"{sha256} {workspace} {epoch}" if _SHA256.fullmatch(sha256) else ""
         varies = _json_list(known.get(key)) if key else None
         if varies is None:

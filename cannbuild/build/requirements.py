@@ -43,11 +43,11 @@ def requirement_checks(
             )
             checks.append(
                 Check(
-                    "recipe.toolkit",
-                    FAIL,
-                    f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in "
+                    id="recipe.toolkit",
+                    status=FAIL,
+                    detail=f"the toolkit at {toolkit.path} lacks what recipe {recipe.name} needs in "
                     f"share/info: {listed}",
-                    f"Install the CANN {toolkit.version.release} packages that provide them, or "
+                    hint=f"Install the CANN {toolkit.version.release} packages that provide them, or "
                     "pick another recipe with --recipe.",
                     blocking=True,
                 )
@@ -55,9 +55,9 @@ def requirement_checks(
         elif recipe.requires:
             checks.append(
                 Check(
-                    "recipe.toolkit",
-                    PASS,
-                    f"share/info has what recipe {recipe.name} needs "
+                    id="recipe.toolkit",
+                    status=PASS,
+                    detail=f"share/info has what recipe {recipe.name} needs "
                     f"({', '.join(pkg for pkg, _ in recipe.requires)})",
                 )
             )
@@ -65,14 +65,16 @@ def requirement_checks(
     for tool in recipe.tools:
         found = shutil.which(tool.name, path=path)
         if found:
-            checks.append(Check(f"recipe.tool.{tool.name}", PASS, f"{tool.name} at {found}"))
+            checks.append(
+                Check(id=f"recipe.tool.{tool.name}", status=PASS, detail=f"{tool.name} at {found}")
+            )
         else:
             checks.append(
                 Check(
-                    f"recipe.tool.{tool.name}",
-                    FAIL,
-                    f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
-                    f"Install it: {tool.install}.",
+                    id=f"recipe.tool.{tool.name}",
+                    status=FAIL,
+                    detail=f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
+                    hint=f"Install it: {tool.install}.",
                     blocking=True,
                 )
             )
@@ -99,9 +101,9 @@ def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Che
     header = home / where / "op_common/op_host/util/opbase_export.h"
     if header.is_file():
         return Check(
-            "recipe.opbase_headers",
-            PASS,
-            f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
+            id="recipe.opbase_headers",
+            status=PASS,
+            detail=f"the toolkit ships {where}/op_common, where ops-transformer looks for opbase",
         )
     detail = (
         f"opbase at recipe {recipe.name}'s ref installs op_common under pkg_inc only, its "
@@ -109,18 +111,19 @@ def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Che
     )
     if into_toolkit:
         return Check(
-            "recipe.opbase_headers",
-            FAIL,
-            detail + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
-            "Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
+            id="recipe.opbase_headers",
+            status=FAIL,
+            detail=detail
+            + ": with --install-into-toolkit the build stops at 'Could NOT find OPBASE'",
+            hint="Drop --install-into-toolkit: cannbuild's workspace overlay exposes opbase's "
             f"headers under both pkg_inc and {recipe.opbase_headers}.",
             blocking=True,
         )
     return Check(
-        "recipe.opbase_headers",
-        WARN,
-        detail + "; the workspace overlay exposes them under both",
-        "Nothing to do with the default overlay; a toolkit install of this opbase "
+        id="recipe.opbase_headers",
+        status=WARN,
+        detail=detail + "; the workspace overlay exposes them under both",
+        hint="Nothing to do with the default overlay; a toolkit install of this opbase "
         "(--install-into-toolkit) would not build.",
     )
 
@@ -136,10 +139,19 @@ def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostRe
     try:
         recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
     except UsageError as exc:
-        row = Check("recipe", WARN, exc.message.rstrip("."), exc.hint or "Pass --recipe.")
+        row = Check(
+            id="recipe",
+            status=WARN,
+            detail=exc.message.rstrip("."),
+            hint=exc.hint or "Pass --recipe.",
+        )
         return replace(host, checks=(*host.checks, row))
     extra = [
-        Check("recipe", PASS, f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}")
+        Check(
+            id="recipe",
+            status=PASS,
+            detail=f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}",
+        )
     ]
     extra += requirement_checks(recipe, host, options)
     needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}

@@ -14,7 +14,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Deque, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -29,12 +29,18 @@ from .actions import ActionContext, ActionFailed, action_of
 from .plan import PlannedStep
 from .stamps import artifact_record, stamp_path, write_stamp
 
+# The digest's tail; the first errors are searched in the whole log.
 TAIL_LINES = 30
 FIRST_ERRORS = 3  # error blocks shown in the digest
 ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the compiler's do)
 # What a real failure looks like, wherever it sits in the log: ops-transformer v8.5.0+
 # pipes only stdout through block-buffered gawk, so stderr (the CMake error) comes first
 # and the last lines of the log are the harmless stdout that was held back.
+# What each alternative catches:
+#   CMake Error at cmake/dependencies.cmake:56 (find_package):
+#   flash_attention_score_def.cpp:1:10: fatal error: register/op_def_registry.h: No such ...
+#   Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)
+#   error: downloading '...' failed / Each download failed!  (CMake's download step)
 ERROR_LINE = re.compile(
     r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
 )
@@ -53,6 +59,7 @@ def _clip(line: str) -> str:
     match = ERROR_LINE.search(text)
     if match is None or match.end() <= LINE_LIMIT:
         return text[:LINE_LIMIT]
+    # A third of the window before the error, for the path or file it names.
     start = max(0, match.start() - LINE_LIMIT // 3)
     return "..." + text[start : start + LINE_LIMIT - 3]
 
@@ -76,6 +83,7 @@ def first_errors(
         found.append((first_line + i, _clip(lines[i])))
         i += 1
         taken = 0
+        # CMake indents the lines that explain an error under it; a blank line may sit between.
         while (
             i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
         ):
@@ -86,7 +94,7 @@ def first_errors(
     return tuple(found)
 
 
-class StepOutcome(Struct, frozen=True):
+class StepOutcome(Struct, frozen=True, kw_only=True):
     name: str
     status: Outcome
     reason: str
@@ -99,7 +107,7 @@ class StepOutcome(Struct, frozen=True):
     artifacts: Sequence[str] = ()
     errors: Sequence[Tuple[int, str]] = ()  # first error-looking lines: (log line, text)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "name": self.name,
             "status": self.status,
@@ -143,7 +151,7 @@ class NoProgress:
         pass
 
 
-class RunLogs(Struct):
+class RunLogs(Struct, kw_only=True):
     """`<workspace>/logs/<run-id>/` with `logs/latest` pointing at it."""
 
     ws: Workspace
@@ -163,6 +171,7 @@ class RunLogs(Struct):
 
 
 def new_run_id() -> str:
+    # Seconds are not unique enough for two runs started together; the pid is.
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
@@ -183,20 +192,26 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             cwd=step.cwd,
             env=step.env,
             stdout=subprocess.PIPE,
+            # One stream: the log keeps the order the child wrote in, stderr beside stdout (its
+            # CMake errors often come first, since gawk holds back only stdout).
             stderr=subprocess.STDOUT,
         )
         try:
             assert proc.stdout is not None
             for raw in proc.stdout:
+                # Compiler and build.sh output is not always UTF-8 (locale-dependent messages).
                 line = redact(raw.decode("utf-8", "replace").rstrip("\n"))
                 log.write(line + "\n")
                 progress.output(line)
                 tail.append(line)
+                # Enough for a whole FA example run, which prints 73,728 or 110,592 `mean result`
+                # lines (reference real-host-findings.md §1); beyond that only the log has them.
                 if len(every) < 200_000:
                     every.append(line)
             code = proc.wait()
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             kill_group(proc)
+            # Ctrl-C is signal 2, SIGTERM 15, SIGHUP 1.
             why = {2: "the user (Ctrl-C)", 15: "SIGTERM", 1: "SIGHUP"}.get(
                 signal_number(exc), "a signal"
             )
@@ -205,10 +220,11 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
         finally:
             if proc.stdout is not None:
                 proc.stdout.close()
+    # The header lines and the blank line after them come before the command's first line.
     return code, list(tail), every, len(header) + 2
 
 
-class Streamed(Struct, frozen=True):
+class Streamed(Struct, frozen=True, kw_only=True):
     """What the command left: its exit code, the log's tail, every line (for the hint and
     the first errors) and the log line of the first output line."""
 
@@ -244,7 +260,15 @@ def run_step(
     try:
         notes = action.prepare(step, actions, logs.run_id) if action else []
     except ActionFailed as exc:
-        return _failed(step, log_path, progress, start, Streamed(1, (), ()), exc.message, exc.hint)
+        return _failed(
+            step,
+            log_path,
+            progress,
+            start,
+            Streamed(code=1, tail=(), lines=()),
+            exc.message,
+            exc.hint,
+        )
     for text in notes:
         progress.note(text)
     safefs.make_dirs(ws.root, ws.tmp, f"{step.name}'s TMPDIR")
@@ -270,16 +294,16 @@ def run_step(
         log=log_path,
     )
     outcome = StepOutcome(
-        step.name,
-        Outcome.RAN,
-        step.reason,
-        step.command,
-        duration,
-        log_path,
-        0,
-        tuple(streamed.tail),
-        None,
-        tuple(a["path"] for a in artifacts),
+        name=step.name,
+        status=Outcome.RAN,
+        reason=step.reason,
+        command=step.command,
+        duration_s=duration,
+        log=log_path,
+        exit_code=0,
+        tail=tuple(streamed.tail),
+        hint=None,
+        artifacts=tuple(str(a["path"]) for a in artifacts),
     )
     progress.finished(outcome)
     return outcome
@@ -296,6 +320,7 @@ def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
         for name in step.spec.scratch:
             safefs.check_below(ws.root, step.cwd / name, what, folder=True)
     for pattern in patterns:
+        # The fixed part of a `produces` pattern: `build_out/cann-opbase_*.run` -> `build_out`.
         fixed = Path(*[p for p in Path(pattern).parts if not any(c in p for c in "*?[")])
         folder = fixed.parent if str(fixed) == pattern else fixed
         safefs.check_below(ws.root, folder, what, folder=True)
@@ -303,6 +328,8 @@ def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
 
 def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
     """A package left from an earlier build must not pass for this one's."""
+    # ops-transformer's build.sh deletes build/ and output/ but keeps build_out/, so packages of
+    # earlier builds would pile up there and one of them could pass for this run's.
     for pattern in patterns:
         for match in glob.glob(pattern):
             if os.path.isfile(match):
@@ -314,12 +341,12 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
         code, tail, lines, first_line = _stream(step, log_path, progress)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
-            step.name,
-            Outcome.INTERRUPTED,
-            step.reason,
-            step.command,
-            time.monotonic() - start,
-            log_path,
+            name=step.name,
+            status=Outcome.INTERRUPTED,
+            reason=step.reason,
+            command=step.command,
+            duration_s=time.monotonic() - start,
+            log=log_path,
         )
         progress.finished(outcome)
         raise Interrupted(
@@ -331,19 +358,21 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
     except OSError as exc:
         message = f"cannot start {step.argv[0]}: {exc}"
         _log(log_path, [message])
-        return Streamed(127, (message,), ())
-    return Streamed(code, tail, lines, first_line)
+        # 127, as a shell reports a command it cannot find or run.
+        return Streamed(code=127, tail=(message,), lines=())
+    return Streamed(code=code, tail=tail, lines=lines, first_line=first_line)
 
 
 class _NoPackage(ActionFailed):
     pass
 
 
-def _collect(step: PlannedStep, patterns: Sequence[str]) -> List[Dict[str, Any]]:
+def _collect(step: PlannedStep, patterns: Sequence[str]) -> List[Dict[str, object]]:
     """The newest file matching each `produces` pattern, recorded; none is a failure
     (8.3's build.sh exits 0 on every failure)."""
-    artifacts: List[Dict[str, Any]] = []
+    artifacts: List[Dict[str, object]] = []
     for pattern in patterns:
+        # The newest, should one pattern match more than one file of this run.
         matches = sorted((p for p in glob.glob(pattern) if os.path.isfile(p)), key=os.path.getmtime)
         if not matches:
             produced = sorted(glob.glob(str(Path(pattern).parent / "*")))
@@ -380,15 +409,15 @@ def _failed(
     lines = streamed.lines
     errors = first_errors(lines, streamed.first_line) if lines else first_errors(tail)
     outcome = StepOutcome(
-        step.name,
-        Outcome.FAILED,
-        step.reason,
-        step.command,
-        time.monotonic() - start,
-        log_path,
-        streamed.code,
-        tuple(tail),
-        match_hint(lines or tail) or hint or "See the log for the first error.",
+        name=step.name,
+        status=Outcome.FAILED,
+        reason=step.reason,
+        command=step.command,
+        duration_s=time.monotonic() - start,
+        log=log_path,
+        exit_code=streamed.code,
+        tail=tuple(tail),
+        hint=match_hint(lines or tail) or hint or "See the log for the first error.",
         errors=errors,
     )
     progress.finished(outcome)
@@ -397,4 +426,6 @@ def _failed(
 
 def skip(step: PlannedStep, progress: Progress) -> StepOutcome:
     progress.skipped(step)
-    return StepOutcome(step.name, Outcome.SKIPPED, step.reason, step.command)
+    return StepOutcome(
+        name=step.name, status=Outcome.SKIPPED, reason=step.reason, command=step.command
+    )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..decoded import JSONValue
 from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, Check
 from ..host.doctor import HostReport, read_host
@@ -25,17 +26,19 @@ from ..options import Options
 from ..ownership import check_replaceable, claim
 from ..recipes import Recipe, select_recipe
 from ..sources.fetch import Fetcher
+from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .compile_cache import ccache_check
 from .requirements import requirement_checks
 
 if TYPE_CHECKING:
     from ..sandbox import SandboxInfo, create
+    from ..sandbox.create import SandboxLease
 else:  # a real host never pays for it
     create = lazy_module("cannbuild.sandbox.create")
 
 
-class CannFacts(Struct, frozen=True):
+class CannFacts(Struct, frozen=True, kw_only=True):
     """The toolkit as templates see it: `{{ cann.release }}`, `{{ cann.home }}`."""
 
     version: str
@@ -46,7 +49,7 @@ class CannFacts(Struct, frozen=True):
     layout: str  # "cann" (>= 8.5) or "ascend-toolkit" (<= 8.3)
 
 
-class BuildContext(Struct, frozen=True):
+class BuildContext(Struct, frozen=True, kw_only=True):
     """Every value a step template may use, typed; `as_jinja()` is the one hand-off to
     the templates (paths as strings, the recipe's [vars] on top)."""
 
@@ -63,9 +66,9 @@ class BuildContext(Struct, frozen=True):
     stage: Path
     overlay: Path
     opbase_install_path: Path
-    vars: Tuple[Tuple[str, Any], ...] = ()
+    vars: Tuple[Tuple[str, JSONValue], ...] = ()  # the recipe's [vars], as TOML has them
 
-    def as_jinja(self) -> Dict[str, Any]:
+    def as_jinja(self) -> Dict[str, Any]:  # the template context: keys of several kinds
         values: Dict[str, Any] = {
             "cann": {
                 "version": self.cann.version,
@@ -93,7 +96,7 @@ class BuildContext(Struct, frozen=True):
         return values
 
 
-class Session(Struct, frozen=True):
+class Session(Struct, frozen=True, kw_only=True):
     options: Options
     ws: Workspace
     host: HostReport
@@ -102,7 +105,7 @@ class Session(Struct, frozen=True):
     soc: str
     context: BuildContext
     sandbox: Optional[SandboxInfo] = None
-    sandbox_lease: Optional[Any] = None
+    sandbox_lease: Optional[SandboxLease] = None
 
     @property
     def fetcher(self) -> Fetcher:
@@ -119,21 +122,38 @@ class Session(Struct, frozen=True):
         """The template values (`context.as_jinja()`)."""
         return self.context.as_jinja()
 
+    def source_request(self) -> SourceRequest:
+        """What the sources read of this session, and nothing else."""
+        options = self.options
+        return SourceRequest(
+            recipe=self.recipe,
+            values=self.values,
+            toolkit_version=self.toolkit.version_text or "",
+            soc=self.soc,
+            sandbox=self.sandbox is not None,
+            ws=self.ws,
+            fetcher=self.fetcher,
+            lock_file=options.lock_file,
+            locked=options.locked,
+            offline=options.offline,
+            bundle=options.bundle,
+        )
 
-class Sandboxed(Struct, frozen=True):
+
+class Sandboxed(Struct, frozen=True, kw_only=True):
     """The options pointed at the sandbox, its info, and the lease that keeps another run
     from replacing it while this one uses it (hold it as long as the sandbox is used)."""
 
     options: Options
     info: Optional[SandboxInfo] = None
     created: bool = False
-    lease: Optional[Any] = None
+    lease: Optional[SandboxLease] = None
 
 
 def with_sandbox(options: Options) -> Sandboxed:
     """For --sandbox: create (or reuse) the emulated host and point the options at it."""
     if not options.sandbox:
-        return Sandboxed(options)
+        return Sandboxed(options=options)
     assert options.sandbox_dir is not None
     spec = create.resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
     if options.workspace in spec.dir.parents:  # the sandbox lives in the workspace: claim it first
@@ -150,7 +170,7 @@ def with_sandbox(options: Options) -> Sandboxed:
         sandbox_variant=info.variant,
         sandbox_cann=info.cann,
     )
-    return Sandboxed(pointed, info, result.created, result.lease)
+    return Sandboxed(options=pointed, info=info, created=result.created, lease=result.lease)
 
 
 def open_session(
@@ -158,7 +178,7 @@ def open_session(
     env: Mapping[str, str],
     cwd: Path,
     sandbox: Optional[SandboxInfo] = None,
-    lease: Optional[Any] = None,
+    lease: Optional[SandboxLease] = None,
 ) -> Session:
     check_replaceable(options.workspace, "workspace", "--workspace")  # before any reading
     host = read_host(options, env)
@@ -175,9 +195,19 @@ def open_session(
             f"--soc {soc} is not a SoC ops-transformer builds for in recipe {recipe.name} ({recipe.path.name}).",
             f"Use one of {', '.join(recipe.socs)}.",
         )
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, soc, recipe, host)
-    return Session(options, ws, host, recipe, toolkit, soc, context, sandbox, lease)
+    return Session(
+        options=options,
+        ws=ws,
+        host=host,
+        recipe=recipe,
+        toolkit=toolkit,
+        soc=soc,
+        context=context,
+        sandbox=sandbox,
+        sandbox_lease=lease,
+    )
 
 
 def _refuse_blocking(checks: Sequence[Check]) -> None:
@@ -268,7 +298,16 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
         version_source="--cann",
         set_env=None,
     )
-    hardware = Hardware("none", family, None, 0, 0, {}, None, None)
+    hardware = Hardware(
+        source="none",
+        family=family,
+        chip=None,
+        npu_count=0,
+        chip_count=0,
+        pci_counts={},
+        npu_smi=None,
+        npu_smi_version=None,
+    )
     host = HostReport(
         facts={"cann": {"version": version.text, "path": None}, "soc": family.soc},
         checks=(),
@@ -277,9 +316,17 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
         soc=family,
         build_env=dict(env),
     )
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, family.soc, recipe, host)
-    return Session(options, ws, host, recipe, toolkit, family.soc, context)
+    return Session(
+        options=options,
+        ws=ws,
+        host=host,
+        recipe=recipe,
+        toolkit=toolkit,
+        soc=family.soc,
+        context=context,
+    )
 
 
 def check_replaceable_workspace(options: Options) -> None:

@@ -12,8 +12,9 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
+from ..decoded import JSONObject, JSONValue
 from ..sources.fetch import sha256_file
 from ..workspace import Workspace, read_json, write_json_atomic
 
@@ -22,17 +23,19 @@ def stamp_path(ws: Workspace, step: str) -> Path:
     return ws.stamps / f"{step}.json"
 
 
-def read_stamp(ws: Workspace, step: str) -> Optional[Dict[str, Any]]:
+def read_stamp(ws: Workspace, step: str) -> Optional[JSONObject]:
+    # A stamp that is not a JSON object (hand-edited, truncated) counts as no stamp: rebuild.
     data = read_json(stamp_path(ws, step))
     return data if isinstance(data, dict) else None
 
 
-def digest(data: Any) -> str:
+def digest(data: object) -> str:
     """The hash of plain data, stable across runs (sorted keys)."""
+    # default=str: a Path or another non-JSON value hashes by its text.
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def artifact_record(path: Path) -> Dict[str, Any]:
+def artifact_record(path: Path) -> Dict[str, object]:
     st = path.stat()
     return {
         "path": str(path),
@@ -48,12 +51,14 @@ def write_stamp(
     *,
     run_id: str,
     input_hash: str,
-    inputs: Mapping[str, Any],
-    artifacts: Sequence[Mapping[str, Any]],
+    inputs: Mapping[str, object],
+    artifacts: Sequence[Mapping[str, object]],
     requires: Sequence[str],
     duration_s: float,
     log: Path,
 ) -> None:
+    # The step's outputs are its artifacts' contents; a step without artifacts (an install) passes
+    # on its input hash, so steps after it still notice a change upstream of it.
     outputs: List[str] = [str(a["sha256"]) for a in artifacts] or [input_hash]
     write_json_atomic(
         stamp_path(ws, step),
@@ -72,7 +77,7 @@ def write_stamp(
     )
 
 
-def outputs_gone(stamp: Mapping[str, Any]) -> Optional[str]:
+def outputs_gone(stamp: Mapping[str, JSONValue]) -> Optional[str]:
     """Why what the stamped step made is no longer as it made it, or None."""
     for artifact in stamp.get("artifacts", []):
         path = Path(artifact["path"])
@@ -80,8 +85,12 @@ def outputs_gone(stamp: Mapping[str, Any]) -> Optional[str]:
             st = path.stat()
         except OSError:
             return f"its output {path.name} is gone"
+        # Size and mtime, not the sha256: checking costs a stat per artifact, so a no-op plan stays
+        # fast; a rebuilt artifact of the same size still gets a new mtime.
         if st.st_size != artifact.get("size") or st.st_mtime_ns != artifact.get("mtime_ns"):
             return f"its output {path.name} was changed since it was built"
+    # Paths the step's result lives in besides its artifacts: the toolkit overlay an opbase install
+    # made (actions.py); deleting it reruns the step.
     for extra in stamp.get("requires_paths", []):
         if not Path(extra).exists():
             return f"{extra} is gone"

@@ -13,6 +13,7 @@ from typing import Any, List, Mapping, Optional, Sequence
 from msgspec import Struct
 from msgspec.structs import replace
 
+from .. import safefs
 from ..host.toolkit import host_arch
 from ..ownership import inside
 from ..recipes import StepSpec
@@ -45,6 +46,7 @@ from .runner import (
     skip,
 )
 from .session import Session
+from .variant import Variant, make_copy, variant_context
 
 # a step waiting this long for its repo's fetch says so (a short wait is not news)
 SILENT_WAIT_S = 1.0
@@ -101,7 +103,7 @@ def plan_session(
 ) -> List[PlannedStep]:
     """The plan as `cannbuild plan` shows it: from the lock's sources; before there is a
     lock every selected step needs a run (its inputs are not known yet)."""
-    sources = sources_from_lock(session)
+    sources = sources_from_lock(session.source_request())
     steps = make_plan(session, sources, env, phases)
     if sources is not None:
         return steps
@@ -117,7 +119,7 @@ def plan_session(
     ]
 
 
-class RunResult(Struct, frozen=True):
+class RunResult(Struct, frozen=True, kw_only=True):
     run_id: str
     outcomes: Sequence[StepOutcome]
     logs_dir: Path
@@ -152,35 +154,48 @@ def run_steps(
     progress: Optional[Progress] = None,
     run_id: Optional[str] = None,
     cache: Optional[CompileCache] = None,
+    variant: Optional[Variant] = None,
 ) -> RunResult:
     """Walk the plan and run each step that is not up to date, in order; a step waits for
     its own repo only (`sources` may still be fetching the others).  `cache`: the compile
-    cache the run found (its remote asked once, at the start of the run)."""
+    cache the run found (its remote asked once, at the start of the run).  `variant`: the
+    walk over a variant's copy and prefix instead (build/variant.py), in its own folder."""
     progress = progress or NoProgress()
     ctx = step_context(session, None, env, running=True)
     recipe, ws, options = session.recipe, session.ws, session.options
-    logs = RunLogs(ws, run_id or new_run_id())
+    vendor_dir = session.vendor_dir
+    if variant is not None:
+        ctx = variant_context(ctx, session.context, variant, recipe, session.ws)
+        safefs.make_dirs(ws.root, variant.root, f"the build folder of variant {variant.name}")
+        ws, vendor_dir = variant.ws, variant.vendor_dir(options.vendor_name)
+    logs = RunLogs(ws=ws, run_id=run_id or new_run_id())
     actions = ActionContext(
         toolkit_home=session.context.cann.home,
-        overlay=ws.overlay,
+        overlay=session.ws.overlay,
         stage=ws.stage,
         opp=ws.opp,
-        vendor_dir=session.vendor_dir,
+        vendor_dir=vendor_dir,
         overlay_enabled=ctx.overlay_env is not None,
-        toolkit_target=session.toolkit.real_path if options.install_into_toolkit else None,
+        toolkit_target=(
+            session.toolkit.real_path if options.install_into_toolkit and variant is None else None
+        ),
         toolkit_backup=ws.root / "toolkit-backup",
         opbase_headers=recipe.opbase_headers,
         arch=host_arch(),
     )
-    if cache is None:
-        cache = compile_cache(options.cache_remote, ws.root, ctx.base_env)  # ccache, issue 14
+    if cache is None:  # ccache, issue 14 (a variant shares the workspace's)
+        cache = compile_cache(options.cache_remote, session.ws.root, ctx.base_env)
     outcomes: List[StepOutcome] = []
+    copied: List[str] = []  # the variant's repo, once its copy is made in this run
 
     def source_of(spec: StepSpec) -> Mapping[str, Any]:
         assert spec.repo is not None
         if not sources.is_ready(spec.repo, within_s=SILENT_WAIT_S):  # say why nothing moves
             progress.note(f"{spec.name}: waiting for the {spec.repo} sources to be fetched")
-        return sources.identity_of(spec.repo)
+        identity = sources.identity_of(spec.repo)
+        if variant is not None and spec.repo == variant.repo:
+            return variant.identity(identity)
+        return identity
 
     def visit(step: PlannedStep) -> bool:
         if step.status == NOT_SELECTED:
@@ -189,7 +204,13 @@ def run_steps(
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))
             return True
-        patterns = output_patterns(step, session.values, ws)
+        if variant is not None and step.spec.repo == variant.repo and not copied:
+            failed = _copy(session, variant, step, logs)
+            if failed is not None:
+                outcomes.append(failed)
+                return False
+            copied.append(variant.repo)
+        patterns = output_patterns(step, ctx.values, ws)
         step = with_source_date(with_cache(step, cache))  # ccache, SOURCE_DATE_EPOCH (issue 14)
         outcome = run_step(step, ws, logs, actions, progress, patterns)
         outcomes.append(outcome)
@@ -198,4 +219,26 @@ def run_steps(
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
-    return RunResult(logs.run_id, tuple(outcomes), logs.dir)
+    return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)
+
+
+def _copy(
+    session: Session, variant: Variant, step: PlannedStep, logs: RunLogs
+) -> Optional[StepOutcome]:
+    """The variant's fresh copy of the checkout its step builds, before the step runs
+    (the failed outcome of that step when it cannot be made)."""
+    commit = str((step.inputs.get("source") or {}).get("commit", ""))
+    log = logs.for_step(f"{step.name}.copy")
+    checkout = session.ws.checkout(variant.repo)
+    failure = make_copy(variant, checkout, commit, step.env, log, session.ws.root)
+    if failure is None:
+        return None
+    return StepOutcome(
+        name=step.name,
+        status=Outcome.FAILED,
+        reason=step.reason,
+        command=step.command,
+        log=log,
+        tail=(failure,),
+        hint=f"The copy of {checkout} for variant {variant.name} could not be made; see the log.",
+    )

@@ -69,7 +69,7 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 CONTEXT_KIND = "container-context"
 
 
-class ContainerSpec(Struct, frozen=True):
+class ContainerSpec(Struct, frozen=True, kw_only=True):
     variant: str
     cann: str
     os: str = "ubuntu22.04"
@@ -397,7 +397,7 @@ def image_for_host(
 # --- the container task -----------------------------------------------------------
 
 
-class ContainerRequest(Struct, frozen=True):
+class ContainerRequest(Struct, frozen=True, kw_only=True):
     """What `cannbuild container` was asked for (None: the lock's or the default)."""
 
     variant: Optional[str] = None

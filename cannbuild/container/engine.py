@@ -23,6 +23,7 @@ from ..proc import run
 
 SECRET_ID = "cannbuild-mirrors"
 CACHE_SECRET_ID = "cannbuild-cache-remote"  # the shared ccache remote's URL
+# BuildKit's platform names for the two arches CANN ships.
 PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 
 
@@ -37,6 +38,7 @@ def build_command(
     `cache_remote`: pass CANNBUILD_CACHE_REMOTE from the environment as a secret."""
     dest = str(context / "artifacts")
     head = (
+        # `--format docker`: the image format `docker buildx` makes; podman's default is OCI.
         ["podman", "build", "--format", "docker"]
         if engine == "podman"
         else ["docker", "buildx", "build"]
@@ -44,6 +46,8 @@ def build_command(
     argv = [
         *head, "--platform", PLATFORMS.get(arch, f"linux/{arch}"),
         "--target", "export", "--output", f"type=local,dest={dest}",
+        # The mirror map reaches the build as a secret: its URLs may hold credentials, which a
+        # build-arg would leave in the image history.
         "--secret", f"id={SECRET_ID},env=CANNBUILD_MIRRORS",
     ]  # fmt: skip
     if cache_remote:
@@ -70,6 +74,8 @@ def find_engine() -> Optional[str]:
     """A container engine that actually answers: a docker client alone is not enough."""
     if (
         shutil.which("docker")
+        # A docker client without a running daemon fails `info`; the build runs `docker buildx
+        # build`, so buildx must answer too.
         and _answers(["docker", "buildx", "version"])
         and _answers(["docker", "info"])
     ):
@@ -87,6 +93,7 @@ def _digest_before_build(engine: str, base: str) -> Optional[str]:
     raw = _probe(["docker", "buildx", "imagetools", "inspect", "--raw", base], 120)
     if raw is None or raw.returncode != 0 or not raw.stdout.strip():
         return None
+    # The digest of the manifest bytes the registry serves is the image's `@sha256:` pin.
     return "sha256:" + hashlib.sha256(raw.stdout).hexdigest()
 
 
@@ -98,10 +105,11 @@ def _digest_after_build(engine: str, base: str) -> Optional[str]:
     if proc is None:
         return None
     out = proc.stdout.decode("utf-8", "replace").strip()
+    # `quay.io/ascend/cann@sha256:...`: the digest after the `@`.
     return out.split("@", 1)[1] if "@sha256:" in out else None
 
 
-class BuildResult(Struct, frozen=True):
+class BuildResult(Struct, frozen=True, kw_only=True):
     engine: str
     returncode: int
     base_digest: Optional[str]  # set when the base was not pinned before and now is known
@@ -127,11 +135,13 @@ def build(context: Path, base: str, arch: str, cache_remote: Optional[str] = Non
         shutil.rmtree(artifacts)
     if "@sha256:" in base:  # already pinned: nothing to learn
         argv = build_command(engine, context, arch, cache_remote=remote)
-        return BuildResult(engine, run(argv, env=env, capture=False).returncode, None)
+        return BuildResult(
+            engine=engine, returncode=run(argv, env=env, capture=False).returncode, base_digest=None
+        )
     digest = _digest_before_build(engine, base)
     pinned_base = f"{base}@{digest}" if digest else None
     argv = build_command(engine, context, arch, pinned_base, cache_remote=remote)
     proc = run(argv, env=env, capture=False)  # the engine's progress goes to the terminal
     if proc.returncode == 0 and digest is None:
         digest = _digest_after_build(engine, base)
-    return BuildResult(engine, proc.returncode, digest)
+    return BuildResult(engine=engine, returncode=proc.returncode, base_digest=digest)

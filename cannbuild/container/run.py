@@ -29,7 +29,15 @@ def run_line(
         tail = path.name[len("davinci") :]
         return int(tail) if tail.isdigit() else -1
 
+    # The documented line (Ascend/cann-container-image README, opbase quick_install.md):
+    #   docker run --device /dev/davinci0 --device /dev/davinci_manager --device /dev/devmm_svm
+    #     --device /dev/hisi_hdc -v /usr/local/dcmi:/usr/local/dcmi
+    #     -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi
+    #     -v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/
+    #     -v /usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info
+    #     -v /etc/ascend_install.info:/etc/ascend_install.info -it <image> bash
     argv = ["docker", "run", "--rm", "-it" if tty else "-i"]
+    # One node per die: davinci0-7 on an A2 server, davinci0-15 on an A3.
     nodes = sorted((p for p in (sysroot / "dev").glob("davinci*") if index(p) >= 0), key=index)
     for node in nodes:
         argv += ["--device", f"/dev/{node.name}"]
@@ -39,11 +47,14 @@ def run_line(
     mounts: List[Tuple[str, str]] = []
     if present("/usr/local/dcmi"):
         mounts.append(("/usr/local/dcmi", "/usr/local/dcmi"))
+    # The driver installs npu-smi in both places; the image expects it in /usr/local/bin.
     for smi in ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi"):
         if present(smi):
             mounts.append((smi, "/usr/local/bin/npu-smi"))
             break
     driver = driver_path.rstrip("/") + "/driver"
+    # The driver's libraries and version file, not the whole driver folder: no image carries a
+    # driver, and torch_npu's get_cann_version(DRIVER) reads version.info plus the record.
     if present(f"{driver}/lib64"):
         mounts.append((f"{driver}/lib64/", f"{driver}/lib64/"))
     if present(f"{driver}/version.info"):

@@ -14,13 +14,19 @@ from msgspec import Struct
 
 from ..bounded import OPERATOR_FILE_BYTES, read_text, walk
 
+# The aclnn two-phase entry points a package must export for FA to be callable.
 ENTRY_POINTS = ("aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnFlashAttentionScore")
 OP_TYPE = "FlashAttentionScore"
 OP_DIR = Path("attention") / "flash_attention_score"
+# V2 first: the doc the built-in facts below were copied from (BUILTIN_SOURCE).
 DOCS = ("aclnnFlashAttentionScoreV2.md", "aclnnFlashAttentionScore.md")
+# The layouts the non-VarLen APIs take (docs/aclnnFlashAttentionScoreV2.md).
 LAYOUTS = ("BSH", "SBH", "BSND", "BNSD")
+# The Cube unit works on 16-element fractals; the tiling's FRACTAL_NUM, read below when the sources
+# are at hand.
 ALIGN = 16
 # ops-info dtype words -> cannbuild's
+# The words `dtype` lists use in aic-<soc>-ops-info.json (`"float16,bfloat16,float"`).
 INFO_DTYPES = {
     "float16": "fp16",
     "bfloat16": "bf16",
@@ -34,14 +40,22 @@ INFO_DTYPES = {
 DOC_DTYPES = {"FLOAT16": "fp16", "BFLOAT16": "bf16", "FLOAT32": "fp32", "FLOAT": "fp32"}
 # what the operator's docs say at v8.5.0/v9.0.0, when no checkout has them
 BUILTIN_SOURCE = "ops-transformer v8.5.0 docs/aclnnFlashAttentionScoreV2.md (no checkout here)"
+# The v8.5.0 docs' B 1-2M, N 1-256, S 1-1M, D 1-768.
 BUILTIN_RANGES = {"B": 2 * 1024 * 1024, "N": 256, "S": 1024 * 1024, "D": 768}
 BUILTIN_DTYPES = ("fp16", "bf16", "fp32")
+# A bullet of the 约束说明 section, as tests/unit/test_diagnose_rules.py models the doc:
+#       -   D：取值范围为1\~768。
+# (取值范围为 = "the value range is"; an English `range is` is taken too).  `\~` is
+# Markdown's escaped tilde; K / M scale the upper bound by 1024 / 1024**2.
 _RANGE = re.compile(
     r"^\s*[-*]\s*([BNSD])\s*[：:]\s*(?:取值范围(?:为)?|(?:value )?range(?: is)?:?)\s*"
     r"(\d+)\s*\\?[~～\-]\s*(\d+)\s*([KkMm]?)"
 )
+# `- query（aclTensor\*，计算输入）：数据类型支持FLOAT16、BFLOAT16、FLOAT32，...`
+# (数据类型支持 = "data types supported"), the query parameter's line.
 _DOC_DTYPES = re.compile(r"query.*?数据类型支持([A-Z0-9_、,，\s]+)")
 _SOURCES_HINT = "Pass --workspace with an ops-transformer checkout cannbuild fetched."
+# `FRACTAL_NUM = 16` in the tiling sources.
 _FRACTAL = re.compile(r"FRACTAL_NUM\s*=\s*(\d+)")
 # a constraint line that makes D's alignment a rule, as some FA docs state it (MindSpore's
 # flash_attention_score: "D：取值范围为16的倍数，最大值为512")
@@ -50,14 +64,14 @@ _ALIGN_RULE = re.compile(
 )
 
 
-class Limit(Struct, frozen=True):
+class Limit(Struct, frozen=True, kw_only=True):
     axis: str  # B | N | S | D
     low: int
     high: int
     source: str  # file:line (the doc's own words), or the built-in reference
 
 
-class OperatorFacts(Struct, frozen=True):
+class OperatorFacts(Struct, frozen=True, kw_only=True):
     limits: Dict[str, Limit]
     dtypes: Tuple[str, ...]
     dtype_source: str
@@ -82,7 +96,7 @@ def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
     doc, lines = _doc(checkout)
     limits = _doc_limits(doc, lines) if doc else {}
     for axis, high in BUILTIN_RANGES.items():
-        limits.setdefault(axis, Limit(axis, 1, high, BUILTIN_SOURCE))
+        limits.setdefault(axis, Limit(axis=axis, low=1, high=high, source=BUILTIN_SOURCE))
     dtypes, source = _installed_dtypes(vendor, soc)
     if not dtypes and doc:
         dtypes, source = _doc_dtypes(doc, lines)
@@ -90,9 +104,22 @@ def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
         dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
     rule = _doc_align_rule(doc, lines) if doc else None
     if rule is not None:
-        return OperatorFacts(limits, tuple(dtypes), source, rule[0], rule[1], True)
+        return OperatorFacts(
+            limits=limits,
+            dtypes=tuple(dtypes),
+            dtype_source=source,
+            align=rule[0],
+            align_source=rule[1],
+            align_required=True,
+        )
     align, align_source = _alignment(checkout)
-    return OperatorFacts(limits, tuple(dtypes), source, align, align_source)
+    return OperatorFacts(
+        limits=limits,
+        dtypes=tuple(dtypes),
+        dtype_source=source,
+        align=align,
+        align_source=align_source,
+    )
 
 
 def _doc(checkout: Path) -> Tuple[Optional[Path], List[str]]:
@@ -110,9 +137,11 @@ def _constraint_lines(lines: Sequence[str]) -> Iterator[Tuple[int, str, str]]:
     """(line number, line, the line as said) inside the doc's constraints sections."""
     inside = False
     for number, line in enumerate(lines, 1):
+        # `## 约束说明` ("constraints") in the Chinese docs, `## Constraints` in the English ones.
         if line.startswith("## "):
             inside = "约束" in line or "onstraint" in line
         elif inside:
+            # The section's bullet text as the doc words it, without the list marker.
             yield number, line, line.strip().lstrip("-* ").replace("\\~", "~")
 
 
@@ -123,10 +152,10 @@ def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
         if match and match.group(1) not in limits:
             scale = {"k": 1024, "m": 1024 * 1024}.get(match.group(4).lower(), 1)
             limits[match.group(1)] = Limit(
-                match.group(1),
-                int(match.group(2)),
-                int(match.group(3)) * scale,
-                f"{doc}:{number} ({said})",
+                axis=match.group(1),
+                low=int(match.group(2)),
+                high=int(match.group(3)) * scale,
+                source=f"{doc}:{number} ({said})",
             )
     return limits
 
@@ -157,6 +186,7 @@ def _installed_dtypes(vendor: Path, soc: str) -> Tuple[List[str], str]:
     op = info.get(OP_TYPE) if info else None
     if not isinstance(op, dict):
         return [], ""
+    # ops-info entries name their tensors: `"input0": {"name": "query", "dtype": "float16,..."}`.
     for key, value in sorted(op.items()):
         if key.startswith("input") and isinstance(value, dict) and value.get("name") == "query":
             words = [w.strip().lower() for w in str(value.get("dtype", "")).split(",") if w.strip()]
@@ -169,6 +199,7 @@ def _installed_dtypes(vendor: Path, soc: str) -> Tuple[List[str], str]:
 def _alignment(checkout: Path) -> Tuple[int, str]:
     host = checkout / OP_DIR / "op_host"
     if host.is_dir():
+        # .cpp first: the tiling defines FRACTAL_NUM there; a header may only use it.
         found = [
             folder / name
             for folder, names in walk(host, "the tiling sources", _SOURCES_HINT)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..profile.summary import ProfileSummary
 
 
-class DiagnoseInputs(Struct, frozen=True):
+class DiagnoseInputs(Struct, frozen=True, kw_only=True):
     vendor_dir: Path
     soc: str  # the build.sh --soc value: ascend910b
     checkout: Path  # <workspace>/src/ops-transformer

@@ -22,26 +22,30 @@ from .inputs import DiagnoseInputs
 
 def registration_checks(inp: DiagnoseInputs) -> List[Check]:
     vendor = inp.vendor_dir
+    # The custom installer run with `--install-path` (as templates/steps/ops-transformer-install.j2
+    # does) writes this script, which exports ASCEND_CUSTOM_OPP_PATH (reference
+    # cann-build-systems.md §2.5).
     set_env = vendor / "bin" / "set_env.bash"
     if not inp.library.is_file():
         return [
             Check(
-                "registration.package",
-                FAIL,
-                f"no custom package at {vendor} (no op_api/lib/libcust_opapi.so)",
-                "Build and install it: cannbuild install (with --sandbox on the emulated host).",
+                id="registration.package",
+                status=FAIL,
+                detail=f"no custom package at {vendor} (no op_api/lib/libcust_opapi.so)",
+                hint="Build and install it: cannbuild install (with --sandbox on the emulated host).",
             )
         ]
-    checks = [Check("registration.package", PASS, f"installed at {vendor}")]
+    checks = [Check(id="registration.package", status=PASS, detail=f"installed at {vendor}")]
     entries = _path_entries(inp.env.get("ASCEND_CUSTOM_OPP_PATH", ""))
     ours = _real(vendor)
+    # Compared resolved: the path may reach the vendor through a link or with a trailing `/`.
     if ours in [_real(Path(e)) for e in entries]:
         where = [_real(Path(e)) for e in entries].index(ours) + 1
         checks.append(
             Check(
-                "registration.env",
-                PASS,
-                f"ASCEND_CUSTOM_OPP_PATH holds the vendor (entry {where} of {len(entries)})",
+                id="registration.env",
+                status=PASS,
+                detail=f"ASCEND_CUSTOM_OPP_PATH holds the vendor (entry {where} of {len(entries)})",
             )
         )
     else:
@@ -49,11 +53,11 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
         state = f"is {now!r}" if now else "is not set"
         checks.append(
             Check(
-                "registration.env",
-                FAIL,
-                f"ASCEND_CUSTOM_OPP_PATH {state} in this shell, without {vendor}: a framework "
+                id="registration.env",
+                status=FAIL,
+                detail=f"ASCEND_CUSTOM_OPP_PATH {state} in this shell, without {vendor}: a framework "
                 "started here does not see the package",
-                f"source {set_env}"
+                hint=f"source {set_env}"
                 if set_env.is_file()
                 else f"export ASCEND_CUSTOM_OPP_PATH={vendor}",
             )
@@ -69,19 +73,19 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
         )
         checks.append(
             Check(
-                "registration.exports",
-                FAIL,
-                f"{inp.library.name} {what}",
-                "Rebuild and reinstall the package (cannbuild install --force ops-transformer-build); "
+                id="registration.exports",
+                status=FAIL,
+                detail=f"{inp.library.name} {what}",
+                hint="Rebuild and reinstall the package (cannbuild install --force ops-transformer-build); "
                 "cannbuild validate checks the library too.",
             )
         )
     else:
         checks.append(
             Check(
-                "registration.exports",
-                PASS,
-                f"{inp.library.name} exports {', '.join(ENTRY_POINTS)}",
+                id="registration.exports",
+                status=PASS,
+                detail=f"{inp.library.name} exports {', '.join(ENTRY_POINTS)}",
             )
         )
     checks.append(_resolution_check(inp, entries))
@@ -89,6 +93,8 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
 
 
 def _soc_check(vendor: Path, soc: str) -> Check:
+    # An A2 build has kernels only under `kernel/ascend910b/`; on an A3 the operator finds no
+    # kernel (reference cann-environment.md §6: "A2 vs A3 build").
     config = ops_info_path(vendor, soc)
     kernel = vendor / "op_impl" / "ai_core" / "tbe" / "kernel" / soc / "flash_attention_score"
     info = ops_info(config)
@@ -106,22 +112,29 @@ def _soc_check(vendor: Path, soc: str) -> Check:
             if p.is_dir()
         )
         return Check(
-            "registration.soc",
-            FAIL,
-            f"the package has {'; '.join(problems)} (it was built for {', '.join(built) or 'no SoC'})",
-            f"Rebuild for this SoC: cannbuild install --soc {soc}",
+            id="registration.soc",
+            status=FAIL,
+            detail=f"the package has {'; '.join(problems)} (it was built for {', '.join(built) or 'no SoC'})",
+            hint=f"Rebuild for this SoC: cannbuild install --soc {soc}",
         )
-    return Check("registration.soc", PASS, f"{OP_TYPE} is configured and has kernels for {soc}")
+    return Check(
+        id="registration.soc",
+        status=PASS,
+        detail=f"{OP_TYPE} is configured and has kernels for {soc}",
+    )
 
 
 def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
     """Which library the lookup torch_npu does would take aclnnFlashAttentionScore from."""
     winner: Optional[Tuple[Path, str, str]] = None  # library, how it was found, its vendor
+    # The custom paths in order: the first library exporting the entry point wins.
     for entry in entries:
         lib = Path(entry) / "op_api" / "lib" / "libcust_opapi.so"
         if ENTRY_POINTS[0] in (_exports(lib) or set()):
             winner = (lib, f"ASCEND_CUSTOM_OPP_PATH entry {entry}", entry)
             break
+    # Then the toolkit's own vendors, in `vendors/config.ini` load_priority order, which the custom
+    # installer appends each vendor to.
     if winner is None and inp.opp_path:
         for name in _default_vendors(Path(inp.opp_path)):
             lib = Path(inp.opp_path) / "vendors" / name / "op_api" / "lib" / "libcust_opapi.so"
@@ -132,23 +145,25 @@ def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
     fix = f"source {inp.vendor_dir / 'bin' / 'set_env.bash'} (it puts the vendor first)"
     if winner is None:
         return Check(
-            "registration.resolution",
-            FAIL,
-            f"{who} would find no custom library exporting {ENTRY_POINTS[0]} and fall back to "
+            id="registration.resolution",
+            status=FAIL,
+            detail=f"{who} would find no custom library exporting {ENTRY_POINTS[0]} and fall back to "
             "the toolkit's built-in operator (libopapi), not this package",
-            fix,
+            hint=fix,
         )
     lib, how, entry = winner
     if _real(lib) == _real(inp.library):
         return Check(
-            "registration.resolution", PASS, f"{who} would load this package's {lib.name} ({how})"
+            id="registration.resolution",
+            status=PASS,
+            detail=f"{who} would load this package's {lib.name} ({how})",
         )
     also = f", or take {entry} out of ASCEND_CUSTOM_OPP_PATH" if entry else ""
     return Check(
-        "registration.resolution",
-        FAIL,
-        f"{who} would load {lib} ({how}), which shadows this package's {inp.library}",
-        fix + also,
+        id="registration.resolution",
+        status=FAIL,
+        detail=f"{who} would load {lib} ({how}), which shadows this package's {inp.library}",
+        hint=fix + also,
     )
 
 
@@ -159,6 +174,7 @@ def _default_vendors(opp: Path) -> List[str]:
     except OSError:
         return []
     for line in text.splitlines():
+        # One line `load_priority=<vendor>,<vendor>,...`, first tried first.
         key, _, value = line.partition("=")
         if key.strip() == "load_priority":
             return [v.strip() for v in value.split(",") if v.strip()]

@@ -18,20 +18,29 @@ if TYPE_CHECKING:
 def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
     if dtype is None:
         return Check(
-            "dtype",
-            SKIP,
-            f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
-            "Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
+            id="dtype",
+            status=SKIP,
+            detail=f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
+            hint="Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
         )
+    # facts.dtypes come from the installed package's op_impl config when there is one
+    # (`aic-<soc>-ops-info.json`, the query input's dtype list), so this is what the package on
+    # this host accepts, not what the docs promise.
     if dtype in facts.dtypes:
-        return Check("dtype", PASS, f"{dtype} is supported on {soc} (from {facts.dtype_source})")
+        return Check(
+            id="dtype",
+            status=PASS,
+            detail=f"{dtype} is supported on {soc} (from {facts.dtype_source})",
+        )
+    # FlashAttentionScore takes FLOAT16, BFLOAT16 and FLOAT32 on A2/A3 (reference
+    # cann-build-systems.md §3.5): a cast to half precision is the usual way in.
     casts = [d for d in ("bf16", "fp16") if d in facts.dtypes]
     return Check(
-        "dtype",
-        FAIL,
-        f"{dtype} is not among the dtypes FlashAttentionScore takes on {soc}: "
+        id="dtype",
+        status=FAIL,
+        detail=f"{dtype} is not among the dtypes FlashAttentionScore takes on {soc}: "
         f"{', '.join(facts.dtypes)} (from {facts.dtype_source})",
-        f"Cast query/key/value to {' or '.join(casts) or facts.dtypes[0]} before attention "
+        hint=f"Cast query/key/value to {' or '.join(casts) or facts.dtypes[0]} before attention "
         "(e.g. torch autocast), or install a package whose operator supports it.",
     )
 
@@ -40,23 +49,30 @@ def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
     checks: List[Check] = []
     lim = facts.limits
     if shape.layout is not None:
+        # BSH, SBH, BSND, BNSD; TND belongs to aclnnFlashAttentionVarLenScore.
         if shape.layout in LAYOUTS:
             checks.append(
-                Check("shape.layout", PASS, f"{shape.layout} is one of {', '.join(LAYOUTS)}")
+                Check(
+                    id="shape.layout",
+                    status=PASS,
+                    detail=f"{shape.layout} is one of {', '.join(LAYOUTS)}",
+                )
             )
         else:
             checks.append(
                 Check(
-                    "shape.layout",
-                    FAIL,
-                    f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
-                    f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
+                    id="shape.layout",
+                    status=FAIL,
+                    detail=f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
+                    hint=f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
                 )
             )
     if shape.D is not None:
         checks.append(_head_dim(shape.D, lim["D"], facts))
     if shape.N1 is not None:
         checks.append(_heads(shape.N1, shape.N2, lim["N"]))
+    # The docs' ranges: B 1-2M, S 1-1M (each from the doc line that says so when a checkout has the
+    # docs, else the built-in v8.5.0 copy).
     for value, axis, cid, name, flag in (
         (shape.S, "S", "shape.seq_len", "sequence length", "--seq-len"),
         (shape.B, "B", "shape.batch", "batch", "--batch"),
@@ -66,11 +82,11 @@ def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
     if not checks:
         checks.append(
             Check(
-                "shape",
-                SKIP,
-                f"not checked: the operator takes D {_span(lim['D'])}, N {_span(lim['N'])}, "
+                id="shape",
+                status=SKIP,
+                detail=f"not checked: the operator takes D {_span(lim['D'])}, N {_span(lim['N'])}, "
                 f"S {_span(lim['S'])} (from {lim['D'].source})",
-                "Pass --head-dim, --heads, --seq-len (and --layout, --kv-heads, --batch) of your attention.",
+                hint="Pass --head-dim, --heads, --seq-len (and --layout, --kv-heads, --batch) of your attention.",
             )
         )
     return checks
@@ -82,68 +98,77 @@ def _span(limit: Limit) -> str:
 
 def _in_range(cid: str, value: int, limit: Limit, name: str, flag: str) -> Check:
     if limit.low <= value <= limit.high:
-        return Check(cid, PASS, f"{name} {value} is within {_span(limit)} ({limit.source})")
+        return Check(
+            id=cid, status=PASS, detail=f"{name} {value} is within {_span(limit)} ({limit.source})"
+        )
     return Check(
-        cid,
-        FAIL,
-        f"{name} {value} is outside {_span(limit)}, the operator's limit ({limit.source})",
-        f"Split the work so that {flag} stays within {_span(limit)} (e.g. chunk the sequence or the batch).",
+        id=cid,
+        status=FAIL,
+        detail=f"{name} {value} is outside {_span(limit)}, the operator's limit ({limit.source})",
+        hint=f"Split the work so that {flag} stays within {_span(limit)} (e.g. chunk the sequence or the batch).",
     )
 
 
 def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
+    # D 1-768 in the docs (<= 128 for FP8).
     if not limit.low <= d <= limit.high:
         return Check(
-            "shape.head_dim",
-            FAIL,
-            f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
-            f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
+            id="shape.head_dim",
+            status=FAIL,
+            detail=f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
+            hint=f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
         )
+    # The tiling pads D up to FRACTAL_NUM (16) with AlignUp(dSize, FRACTAL_NUM): an unaligned D
+    # runs, on padded work.  Only a doc line that makes alignment a rule turns this into FAIL.
     if d % facts.align:
         padded = -(-d // facts.align) * facts.align
         if facts.align_required:
             return Check(
-                "shape.head_dim",
-                FAIL,
-                f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
+                id="shape.head_dim",
+                status=FAIL,
+                detail=f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
                 f"require ({facts.align_source})",
-                f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
+                hint=f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
                 "query/key/value with zeros along D if the model's own is not.",
             )
         return Check(
-            "shape.head_dim",
-            WARN,
-            f"head dim {d} is not a multiple of {facts.align}: the operator accepts it but pads "
+            id="shape.head_dim",
+            status=WARN,
+            detail=f"head dim {d} is not a multiple of {facts.align}: the operator accepts it but pads "
             f"D to {padded} ({facts.align_source}), so {padded - d} of every {padded} columns are "
             "wasted work",
-            f"Prefer a head dim that is a multiple of {facts.align} (64, 128), or pad D yourself.",
+            hint=f"Prefer a head dim that is a multiple of {facts.align} (64, 128), or pad D yourself.",
         )
     return Check(
-        "shape.head_dim",
-        PASS,
-        f"head dim {d} is within {_span(limit)} ({limit.source}) and a multiple of {facts.align}",
+        id="shape.head_dim",
+        status=PASS,
+        detail=f"head dim {d} is within {_span(limit)} ({limit.source}) and a multiple of {facts.align}",
     )
 
 
 def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
     if not limit.low <= n1 <= limit.high:
         return Check(
-            "shape.heads",
-            FAIL,
-            f"{n1} query heads is outside {_span(limit)} ({limit.source})",
-            f"Split the heads into groups of at most {limit.high}.",
+            id="shape.heads",
+            status=FAIL,
+            detail=f"{n1} query heads is outside {_span(limit)} ({limit.source})",
+            hint=f"Split the heads into groups of at most {limit.high}.",
         )
+    # GQA needs whole groups of query heads per key/value head: the tiling rejects n1Size not a
+    # multiple of n2Size (op_host/arch22/flash_attention_score_tiling_general.cpp).
     if n2 is not None and (n2 <= 0 or n1 % n2):
         return Check(
-            "shape.heads",
-            FAIL,
-            f"{n1} query heads is not a multiple of {n2} key/value heads: Nq/Nkv must be a whole "
+            id="shape.heads",
+            status=FAIL,
+            detail=f"{n1} query heads is not a multiple of {n2} key/value heads: Nq/Nkv must be a whole "
             "number (GQA/MQA)",
-            "Use key/value heads that divide the query heads, or repeat key/value heads yourself.",
+            hint="Use key/value heads that divide the query heads, or repeat key/value heads yourself.",
         )
     ratio = f", {n1 // n2} query heads per key/value head" if n2 and n2 != n1 else ""
     return Check(
-        "shape.heads", PASS, f"{n1} query heads within {_span(limit)}{ratio} ({limit.source})"
+        id="shape.heads",
+        status=PASS,
+        detail=f"{n1} query heads within {_span(limit)}{ratio} ({limit.source})",
     )
 
 
@@ -161,9 +186,9 @@ def profile_checks(
     if not a.chains:
         return [
             Check(
-                "profile",
-                PASS,
-                f"no unfused MatMul->Softmax->MatMul chain in {path}; fused attention ran {fused} times",
+                id="profile",
+                status=PASS,
+                detail=f"no unfused MatMul->Softmax->MatMul chain in {path}; fused attention ran {fused} times",
             )
         ]
     # where the fused op ran in the same profile, the package was found there: registration
@@ -174,6 +199,8 @@ def profile_checks(
         else []
     )
     checks = []
+    # Chains are grouped by their ops, input shapes and dtypes, heaviest first; five groups show
+    # the pattern, the rest are counted.
     for i, group in enumerate(a.chains[:5], 1):
         dims = group.dims()
         dtype = group.dtype
@@ -188,15 +215,17 @@ def profile_checks(
             f"{group.total_us:.1f} us" + (f" ({', '.join(facts_seen)})" if facts_seen else "")
         )
         cause, fix = _cause(dtype, dims, facts, soc, registration)
-        checks.append(Check(f"profile.chain{i}", FAIL, f"{what}: {cause}", fix))
+        checks.append(
+            Check(id=f"profile.chain{i}", status=FAIL, detail=f"{what}: {cause}", hint=fix)
+        )
     if len(a.chains) > 5:
         rest = sum(c.count for c in a.chains[5:])
         checks.append(
             Check(
-                "profile.more",
-                FAIL,
-                f"{rest} more unfused chains in {len(a.chains) - 5} other groups",
-                "See cannbuild profile --json for all of them.",
+                id="profile.more",
+                status=FAIL,
+                detail=f"{rest} more unfused chains in {len(a.chains) - 5} other groups",
+                hint="See cannbuild profile --json for all of them.",
             )
         )
     return checks
@@ -209,6 +238,9 @@ def _cause(
     soc: str,
     registration: Sequence[Check],
 ) -> Tuple[str, str]:
+    # Most certain cause first: an unsupported dtype or a D out of range keeps the fused op from
+    # ever being picked; only then is the package's registration blamed; a Level0 profile has no
+    # shapes or dtypes to judge by.
     if dtype and dtype not in facts.dtypes:
         return (
             f"cause: dtype {dtype} is not supported on {soc} ({', '.join(facts.dtypes)})",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Dict, Optional
 
 from msgspec import Struct
 from msgspec.structs import asdict
@@ -14,7 +14,7 @@ PASS, WARN, FAIL, SKIP = CheckLevel.PASS, CheckLevel.WARN, CheckLevel.FAIL, Chec
 STATUSES = (PASS, WARN, FAIL, SKIP)
 
 
-class Check(Struct, frozen=True):
+class Check(Struct, frozen=True, kw_only=True):
     """A pass/warn/fail/skip row; every row that is not pass carries a hint.
 
     `blocking` marks failures that make a build impossible: `setup` stops there.
@@ -32,6 +32,6 @@ class Check(Struct, frozen=True):
         if self.status != PASS and not self.hint:
             raise ValueError(f"check {self.id!r} is {self.status} but has no hint")
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         data = asdict(self)
         return data

@@ -33,6 +33,8 @@ TORCH_NPU_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
 
 # Python versions each torch line supports (same source).
 PYTHON_FOR_TORCH: Mapping[str, Tuple[Tuple[int, int], Tuple[int, int]]] = MappingProxyType(
+    # torch 2.11 and later (Python 3.10-3.14 in the same file) have no row yet, so python_verdict
+    # answers "no published range" for them.
     {
         "2.1": ((3, 8), (3, 11)),
         "2.2": ((3, 8), (3, 10)),
@@ -52,13 +54,16 @@ PYTHON_FOR_TORCH: Mapping[str, Tuple[Tuple[int, int], Tuple[int, int]]] = Mappin
 DRIVERS_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
     {
         "8.1.RC1": ("25.0.RC1",),
+        # MindIE 2.1.RC1's list for 8.2.RC1 (reference cann-environment.md §4.2).
         "8.2.RC1": ("25.2.0", "25.0.RC1", "24.1.0", "24.1.RC3", "24.1.RC2"),
         "8.3.RC1": ("25.3.RC1",),
+        # The 8.5.0 release note says `25.5.X, 25.3.X, 25.2.X, 25.0.X`.
         "8.5.0": ("25.5.X", "25.3.X", "25.2.X", "25.0.X"),
         "8.5.2": ("26.0.RC1", "25.5.2", "25.5.1"),
         "9.0.0": ("26.0.RC1", "25.5.2", "25.5.1"),
     }
 )
+# Only a floor is published for 8.0.RC1: A2 inference needs HDK >= 24.1.RC1.
 MIN_DRIVER_FOR_CANN: Mapping[str, str] = MappingProxyType({"8.0.RC1": "24.1.RC1"})
 
 # OSes of the official CANN container images (Ascend/cann-container-image).
@@ -69,10 +74,12 @@ IMAGE_OSES: Tuple[Tuple[str, str], ...] = (
     ("openeuler", "24.03"),
 )
 
+# A release train inside an `innerversion` / `Innerversion` value: `V100R001C23SPC002B212` ->
+# `V100R001C23` (driver 25.3.rc1, CANN 8.3.RC2 both carry C23).
 _TRAIN_RE = re.compile(r"V\d+R\d+C\d+", re.IGNORECASE)
 
 
-class Verdict(Struct, frozen=True):
+class Verdict(Struct, frozen=True, kw_only=True):
     ok: Optional[bool]  # None: nothing published to judge by
     detail: str
 
@@ -80,6 +87,7 @@ class Verdict(Struct, frozen=True):
 def _match_driver(entry: str, driver: DriverVersion) -> bool:
     if entry.endswith(".X"):
         return driver.series == entry[:-2]
+    # `release` drops build tails, so driver `25.3.rc1.b061` matches the listed `25.3.RC1`.
     return driver.release.upper() == entry.upper()
 
 
@@ -95,28 +103,31 @@ def driver_verdict(
     if release in DRIVERS_FOR_CANN:
         listed = DRIVERS_FOR_CANN[release]
         if any(_match_driver(e, driver) for e in listed):
-            return Verdict(True, f"driver {driver} is listed for CANN {release}")
+            return Verdict(ok=True, detail=f"driver {driver} is listed for CANN {release}")
         return Verdict(
-            False,
-            f"driver {driver} is not among the HDK versions published for CANN {release} "
+            ok=False,
+            detail=f"driver {driver} is not among the HDK versions published for CANN {release} "
             f"({', '.join(listed)})",
         )
     if release in MIN_DRIVER_FOR_CANN:
         minimum = parse_driver_version(MIN_DRIVER_FOR_CANN[release].lower())
         ok = not driver.internal and driver >= minimum
-        return Verdict(ok, f"CANN {release} needs HDK >= {MIN_DRIVER_FOR_CANN[release]}")
+        return Verdict(ok=ok, detail=f"CANN {release} needs HDK >= {MIN_DRIVER_FOR_CANN[release]}")
     # No published row: fall back to the release-train ids both packages carry.
+    # A heuristic: every official pairing checked passes one of the two tests below, not
+    # always both; CANN 8.5.0 (C25) with driver 25.3.rc1 (C23) passes only the second, as
+    # the toolkit's compatible_version lists C23 (reference cann-environment.md §4.2).
     tk_train = _train(toolkit_inner)
     drv_train = _train(driver_inner)
     if tk_train and drv_train:
         ok = tk_train in _trains(driver_compatible) or drv_train in _trains(toolkit_compatible)
         how = "accept" if ok else "do not accept"
         return Verdict(
-            ok,
-            f"no published pairing for CANN {release}; the packages' release trains "
+            ok=ok,
+            detail=f"no published pairing for CANN {release}; the packages' release trains "
             f"({tk_train} toolkit, {drv_train} driver) {how} each other",
         )
-    return Verdict(None, f"no published driver pairing for CANN {release}")
+    return Verdict(ok=None, detail=f"no published driver pairing for CANN {release}")
 
 
 def _train(inner: Optional[str]) -> Optional[str]:
@@ -132,6 +143,7 @@ def _trains(items: Tuple[str, ...]) -> Tuple[str, ...]:
 
 def base_version(version: str) -> str:
     """`2.7.1.post2.dev20250724+cpu` -> `2.7.1.post2` (what the table lists)."""
+    # Wheels in the wild: `2.7.1.dev20250724`, `2.5.1.post1.dev20250619`, `2.7.1+cpu`.
     text = version.split("+", 1)[0]
     text = re.sub(r"\.dev\d*$", "", text)
     return text
@@ -165,20 +177,20 @@ def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
     if not in_table(torch_npu):
         newest, newest_cann = _newest_row()
         return Verdict(
-            None,
-            f"torch_npu {torch_npu} is not in the table (Ascend/pytorch COMPATIBILITY lists "
+            ok=None,
+            detail=f"torch_npu {torch_npu} is not in the table (Ascend/pytorch COMPATIBILITY lists "
             f"torch_npu up to {newest}, for CANN {newest_cann}): no tested pairing with CANN "
             f"{release} is published",
         )
     listed = TORCH_NPU_FOR_CANN.get(release)
     if listed is None:
-        return Verdict(None, f"no published torch_npu list for CANN {release}")
+        return Verdict(ok=None, detail=f"no published torch_npu list for CANN {release}")
     base = base_version(torch_npu)
     if base in listed:
-        return Verdict(True, f"torch_npu {torch_npu} is tested with CANN {release}")
+        return Verdict(ok=True, detail=f"torch_npu {torch_npu} is tested with CANN {release}")
     return Verdict(
-        False,
-        f"torch_npu {torch_npu} is not in the tested list for CANN {release} ({', '.join(listed)})",
+        ok=False,
+        detail=f"torch_npu {torch_npu} is not in the tested list for CANN {release} ({', '.join(listed)})",
     )
 
 
@@ -195,11 +207,11 @@ def python_verdict(torch: str, python: Tuple[int, int]) -> Verdict:
     line = ".".join(base_version(torch).split(".")[:2])
     bounds = PYTHON_FOR_TORCH.get(line)
     if bounds is None:
-        return Verdict(None, f"no published Python range for torch {line}")
+        return Verdict(ok=None, detail=f"no published Python range for torch {line}")
     lo, hi = bounds
     ok = lo <= python <= hi
     return Verdict(
-        ok,
-        f"torch {line} supports Python {lo[0]}.{lo[1]}-{hi[0]}.{hi[1]}; "
+        ok=ok,
+        detail=f"torch {line} supports Python {lo[0]}.{lo[1]}-{hi[0]}.{hi[1]}; "
         f"this is Python {python[0]}.{python[1]}",
     )

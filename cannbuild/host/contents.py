@@ -12,14 +12,17 @@ CANN package that ships it, before any build runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import TYPE_CHECKING, List, Sequence
 
 from msgspec import Struct
 
 from .check import FAIL, PASS, SKIP, Check
 
+if TYPE_CHECKING:
+    from ..recipes.model import ToolkitFile
 
-class MissingFile(Struct, frozen=True):
+
+class MissingFile(Struct, frozen=True, kw_only=True):
     component: str
     package: str
     step: str
@@ -33,47 +36,56 @@ class MissingFile(Struct, frozen=True):
 
 
 def missing_files(
-    files: Sequence[Any], steps: Sequence[str], home: Path, arch: str
+    files: Sequence[ToolkitFile], steps: Sequence[str], home: Path, arch: str
 ) -> List[MissingFile]:
     """The recipe's toolkit files (for the steps that will run) that `home` lacks."""
     missing: List[MissingFile] = []
     for entry in files:
         if entry.step not in steps:
             continue
+        # Recipes write `{{ arch }}-linux/include/...`; the arch is filled in without Jinja.
         paths = [p.replace("{{ arch }}", arch).replace("{{arch}}", arch) for p in entry.paths]
+        # Any one of the alternatives will do: a file may sit in another folder at another release.
         if not any((home / p).exists() for p in paths):
             missing.append(
-                MissingFile(entry.component, entry.package, entry.step, paths, entry.source)
+                MissingFile(
+                    component=entry.component,
+                    package=entry.package,
+                    step=entry.step,
+                    paths=paths,
+                    source=entry.source,
+                )
             )
     return missing
 
 
 def contents_check(
-    files: Sequence[Any], steps: Sequence[str], home: Path, arch: str, recipe: str
+    files: Sequence[ToolkitFile], steps: Sequence[str], home: Path, arch: str, recipe: str
 ) -> Check:
     wanted = [f for f in files if f.step in steps]
     if not wanted:
         return Check(
-            "recipe.toolkit_files",
-            SKIP,
-            f"recipe {recipe} lists no toolkit files for the steps that will run",
-            "Add [[toolkit.files]] to the recipe to have them checked before building.",
+            id="recipe.toolkit_files",
+            status=SKIP,
+            detail=f"recipe {recipe} lists no toolkit files for the steps that will run",
+            hint="Add [[toolkit.files]] to the recipe to have them checked before building.",
         )
     missing = missing_files(files, steps, home, arch)
     if not missing:
         return Check(
-            "recipe.toolkit_files",
-            PASS,
-            f"all {len(wanted)} files recipe {recipe} needs are in {home}",
+            id="recipe.toolkit_files",
+            status=PASS,
+            detail=f"all {len(wanted)} files recipe {recipe} needs are in {home}",
         )
+    # The packages to install, not the files: that is what the user can act on.
     packages = sorted({m.package for m in missing})
     by_step = sorted({m.step for m in missing})
     return Check(
-        "recipe.toolkit_files",
-        FAIL,
-        f"{home} lacks what {', '.join(by_step)} needs: "
+        id="recipe.toolkit_files",
+        status=FAIL,
+        detail=f"{home} lacks what {', '.join(by_step)} needs: "
         + "; ".join(m.describe() for m in missing),
-        f"Install the CANN package{'s' if len(packages) > 1 else ''} {', '.join(packages)} into "
+        hint=f"Install the CANN package{'s' if len(packages) > 1 else ''} {', '.join(packages)} into "
         "this toolkit (same --install-path). Without them the real build stops at CMake "
         "configure ('Could NOT find ...') or at compile ('No such file or directory').",
         blocking=True,

@@ -21,7 +21,7 @@ from .toolchain import ToolResult
 from .toolkit import Toolkit
 
 
-class HostReport(Struct, frozen=True):
+class HostReport(Struct, frozen=True, kw_only=True):
     facts: Dict[str, Any]
     checks: Tuple[Check, ...]
     toolkit: Optional[Toolkit]

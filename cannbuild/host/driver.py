@@ -11,11 +11,15 @@ from .infofiles import InfoFileError, bracket_list, get_ci, read_kv
 from .sysroot import Sysroot
 from .versions import DriverVersion, parse_driver_version
 
+# Written by the driver installer (tests/fixtures/host/ascend_install.info):
+#   Driver_Install_Path_Param=/usr/local/Ascend
+#   Firmware_Install_Path_Param=/usr/local/Ascend
+# Containers often lack it (reference cann-environment.md §5), hence the default below.
 INSTALL_INFO = "/etc/ascend_install.info"
 DEFAULT_INSTALL_PATH = "/usr/local/Ascend"
 
 
-class Driver(Struct, frozen=True):
+class Driver(Struct, frozen=True, kw_only=True):
     install_info: Optional[Path]
     install_path: Path
     version_file: Optional[Path]
@@ -43,6 +47,7 @@ def read_driver(sysroot: Sysroot) -> Driver:
         install_info = info_path
         try:
             values = read_kv(info_path)
+            # The driver then lives in `<param>/driver/`, its firmware in `<param>/firmware/`.
             install_param = get_ci(values, "Driver_Install_Path_Param") or install_param
             firmware_param = get_ci(values, "Firmware_Install_Path_Param") or firmware_param
         except InfoFileError as exc:
@@ -56,10 +61,16 @@ def read_driver(sysroot: Sysroot) -> Driver:
     if version_file.exists():
         try:
             values = read_kv(version_file)
+            # `package_version=25.3.rc1` names the HDK release; older files lack it and carry only
+            # `Version=` (the 24.1.rc1 sample in reference cann-environment.md §1.7).
             version_text = get_ci(values, "package_version") or get_ci(values, "Version")
             innerversion = get_ci(values, "Innerversion")
+            # `compatible_version=[V100R001C19],...,[V100R001C23]`: the CANN trains this driver
+            # takes.
             trains = bracket_list(get_ci(values, "compatible_version"))
             fw = get_ci(values, "compatible_version_fw")
+            # `compatible_version_fw=[7.0.0,8.9.9]`: the firmware `Version=` range the driver
+            # accepts.
             if fw and fw.startswith("[") and "," in fw:
                 lo, _, hi = fw.strip("[]").partition(",")
                 fw_range = (lo.strip(), hi.strip())
@@ -75,6 +86,9 @@ def read_driver(sysroot: Sysroot) -> Driver:
     firmware_version = None
     if firmware_file.exists():
         try:
+            # The firmware's `Version=7.1.0.11.220` is what the driver's range bounds; its
+            # `package_version=23.0.7` is the HDK release
+            # (tests/fixtures/host/firmware-version.info.23.0.7).
             firmware_version = get_ci(read_kv(firmware_file), "Version")
         except InfoFileError as exc:
             problems.append(f"{sysroot.display(firmware_file)} {exc.problem}")

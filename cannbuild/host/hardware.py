@@ -27,12 +27,17 @@ from .npusmi import soc_from_board as _soc_from_board
 from .socs import HUAWEI_PCI_VENDOR, Family, by_chip, by_pci_device, by_soc
 from .sysroot import Sysroot
 
+# Each PCI function has `vendor` (`0x19e5`) and `device` (`0xd802`) files here; npu-smi itself
+# derives the chip type from the same device id (npu_common.c npu_init_ep_chip_type).
 PCI_DEVICES = "/sys/bus/pci/devices"
+# The driver installs npu-smi into both directories; containers bind-mount one of them
+# (`-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi` in the CANN image docs).
 NPU_SMI_PATHS = ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi")
+# Per call: doctor runs `npu-smi info` and at most one `-t board` query after it.
 NPU_SMI_TIMEOUT_S = 3.0
 
 
-class Hardware(Struct, frozen=True):
+class Hardware(Struct, frozen=True, kw_only=True):
     source: str  # "pci", "npu-smi" or "none"
     family: Optional[Family]
     chip: Optional[str]
@@ -60,6 +65,7 @@ def scan_pci(sysroot: Sysroot) -> Dict[str, int]:
         return {}
     for dev in devices:
         try:
+            # Each file holds one line such as `0x19e5`, so 64 bytes is ample.
             vendor = read_regular(dev / "vendor", 64).decode("ascii").strip().lower()
             if vendor.removeprefix("0x") != HUAWEI_PCI_VENDOR:
                 continue
@@ -102,6 +108,7 @@ def detect_hardware(sysroot: Sysroot, env: Mapping[str, str]) -> Hardware:
     chip_count = 0
     if pci:
         source = "pci"
+        # A mixed host keeps the family with the most functions and reports the mix (`mixed`).
         soc, chip_count = max(pci.items(), key=lambda kv: kv[1])
         family = by_soc(soc)
     elif info is not None:
@@ -112,6 +119,8 @@ def detect_hardware(sysroot: Sysroot, env: Mapping[str, str]) -> Hardware:
     chip: Optional[str] = None
     npu_count = 0
     if family is not None:
+        # An A3 shows one PCI function per die, two per NPU (16 on an 8-NPU server); a lone
+        # function still counts as one NPU.
         npu_count = max(chip_count // family.dies_per_npu, 1 if chip_count else 0)
     if info is not None:
         table_family = _family_from_table(info)
@@ -120,6 +129,7 @@ def detect_hardware(sysroot: Sysroot, env: Mapping[str, str]) -> Hardware:
                 f"PCI ids say {family.product} but npu-smi's table looks like "
                 f"{table_family.product}"
             )
+        # The table lists NPUs directly, so its count wins over the PCI estimate.
         npu_count = info.npu_count
         chip = chip_name_from_table(info)
         if chip is None and npu_smi is not None:
@@ -146,6 +156,7 @@ HEALTH_ORDER = ("OK", "Warning", "Alarm", "Critical")
 def _health(info: NpuSmiInfo) -> Tuple[Tuple[int, str], ...]:
     worst: Dict[int, str] = {}
     for chip in info.chips:
+        # A Health value outside the four known ones ranks worse than Critical.
         rank = HEALTH_ORDER.index(chip.health) if chip.health in HEALTH_ORDER else len(HEALTH_ORDER)
         current = worst.get(chip.npu)
         if current is None or rank > (
@@ -167,6 +178,7 @@ def _family_from_table(info: NpuSmiInfo) -> Optional[Family]:
 def _chip_from_board(
     npu_smi: Path, info: NpuSmiInfo, env: Mapping[str, str], problems: List[str]
 ) -> Optional[str]:
+    # `-t board -i N -c 0` prints the chip identity (Chip Name, NPU Name or Chip Type) of NPU N.
     first = min(c.npu for c in info.chips)
     try:
         board = parse_board(

@@ -12,8 +12,12 @@ import stat
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+# Real version files are a dozen lines (tests/fixtures/host/driver-version.info.25.3.rc1); anything
+# past 1 MiB is not one.
 _MAX_INFO_BYTES = 1 << 20
 
+# The list syntax of `compatible_version=[V100R001C19],[V100R001C20]` and of version.cfg's
+# `[7.6.0.1.220:8.0.0]`.
 _BRACKET_RE = re.compile(r"\[([^\]]*)\]")
 
 
@@ -35,6 +39,7 @@ def read_regular(path: Path, limit: int = _MAX_INFO_BYTES) -> bytes:
     except OSError as exc:
         raise InfoFileError(path, f"cannot be read ({exc.strerror or exc})") from exc
     try:
+        # Checked on the open descriptor, not the path, so a swap between check and read is moot.
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InfoFileError(path, "is not a regular file (a FIFO, socket or device)")
         os.set_blocking(fd, True)
@@ -60,9 +65,12 @@ def read_kv(path: Path) -> Dict[str, str]:
     values: Dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
+        # Lines look like `Driver_Install_Path_Param=/usr/local/Ascend` or `version=8.2.RC1`;
+        # version.cfg opens with `# version: 1.0`, hence the comment skip.
         if not line or line.startswith("#") or "=" not in line:
             continue
         key, _, value = line.partition("=")
+        # Quotes are dropped: version.info writes `required_package_amct_acl_version="8.5"`.
         values[key.strip()] = value.strip().strip('"').strip("'")
     return values
 
@@ -86,6 +94,8 @@ def version_cfg_running(values: Dict[str, str], package: str = "toolkit") -> Opt
     match = _BRACKET_RE.search(raw)
     if not match or ":" not in match.group(1):
         return None
+    # version.cfg's `*_installed_version` may list several `[..][..]`; a running version has
+    # one, whose CANN version follows the last colon (the component version precedes it).
     return match.group(1).rsplit(":", 1)[1].strip() or None
 
 

@@ -20,6 +20,8 @@ from .toolchain import CapturedEnv, ToolResult, free_bytes
 from .toolkit import Toolkit, ToolkitSearch, host_arch
 
 GIB = 1 << 30
+# Under 1 GiB a build cannot finish, so doctor blocks; under 10 GiB it only advises, the figure its
+# hint gives for a full ops-transformer build.
 DISK_FAIL_BYTES = 1 * GIB
 DISK_WARN_BYTES = 10 * GIB
 
@@ -43,16 +45,17 @@ def _os_checks() -> List[Check]:
     os_id = info.id() or "unknown"
     version = info.version() or ""
     name = info.name(pretty=True) or os_id
+    # Image tags name the OS as `ubuntu22.04` or `openeuler24.03`: id plus major.minor.
     major_minor = ".".join(version.split(".")[:2])
     if (os_id.lower(), major_minor) in compat.IMAGE_OSES:
-        return [Check("os", PASS, f"{name}")]
+        return [Check(id="os", status=PASS, detail=f"{name}")]
     known = ", ".join(f"{o} {v}" for o, v in compat.IMAGE_OSES)
     return [
         Check(
-            "os",
-            WARN,
-            f"{name}: not an OS the official CANN images use",
-            f"Builds usually work elsewhere but are untested upstream; the images use {known}.",
+            id="os",
+            status=WARN,
+            detail=f"{name}: not an OS the official CANN images use",
+            hint=f"Builds usually work elsewhere but are untested upstream; the images use {known}.",
         )
     ]
 
@@ -64,10 +67,10 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
         if search.explicit_failure:
             checks.append(
                 Check(
-                    "toolkit",
-                    FAIL,
-                    search.explicit_failure,
-                    "Pass the toolkit folder itself: --cann-path=/usr/local/Ascend/cann (CANN "
+                    id="toolkit",
+                    status=FAIL,
+                    detail=search.explicit_failure,
+                    hint="Pass the toolkit folder itself: --cann-path=/usr/local/Ascend/cann (CANN "
                     ">= 8.5) or --cann-path=/usr/local/Ascend/ascend-toolkit/latest (<= 8.3).",
                     blocking=True,
                 )
@@ -82,10 +85,10 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
             tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())
             checks.append(
                 Check(
-                    "toolkit",
-                    FAIL,
-                    f"no CANN toolkit found (looked in {tried or 'nothing'})",
-                    "Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
+                    id="toolkit",
+                    status=FAIL,
+                    detail=f"no CANN toolkit found (looked in {tried or 'nothing'})",
+                    hint="Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
                     "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
                     "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
                     "(an emulated Ascend host).",
@@ -97,11 +100,11 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
         if tk.version is None:
             checks.append(
                 Check(
-                    "toolkit",
-                    FAIL,
-                    f"toolkit at {shown} has no readable version "
+                    id="toolkit",
+                    status=FAIL,
+                    detail=f"toolkit at {shown} has no readable version "
                     f"({'; '.join(tk.problems) or 'no version file'})",
-                    "Check <arch>-linux/ascend_toolkit_install.info (version=...) or reinstall the "
+                    hint="Check <arch>-linux/ascend_toolkit_install.info (version=...) or reinstall the "
                     "toolkit.",
                     blocking=True,
                 )
@@ -109,45 +112,53 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
         else:
             checks.append(
                 Check(
-                    "toolkit",
-                    PASS,
-                    f"CANN {tk.version} at {shown} ({tk.layout} layout; found by {tk.found_by}; "
+                    id="toolkit",
+                    status=PASS,
+                    detail=f"CANN {tk.version} at {shown} ({tk.layout} layout; found by {tk.found_by}; "
                     f"version from {tk.version_source})",
                 )
             )
+        # Only when the version was found elsewhere: a malformed file is then a warning, not the
+        # blocking row above.
         for problem in tk.problems if tk.version is not None else ():
             checks.append(
                 Check(
-                    "toolkit.files",
-                    WARN,
-                    problem,
-                    "The file is malformed; cannbuild read the version elsewhere. Reinstalling "
+                    id="toolkit.files",
+                    status=WARN,
+                    detail=problem,
+                    hint="The file is malformed; cannbuild read the version elsewhere. Reinstalling "
                     "the toolkit restores it.",
                 )
             )
         arch = host_arch()
+        # `<arch>-linux/` names the toolkit's arch; an x86_64 toolkit on an aarch64 host cannot
+        # build.
         if tk.arch and tk.arch != arch:
             checks.append(
                 Check(
-                    "toolkit.arch",
-                    FAIL,
-                    f"toolkit is built for {tk.arch}, this host is {arch}",
-                    f"Install the {arch} toolkit (Ascend-cann-toolkit_<version>_linux-{arch}.run).",
+                    id="toolkit.arch",
+                    status=FAIL,
+                    detail=f"toolkit is built for {tk.arch}, this host is {arch}",
+                    hint=f"Install the {arch} toolkit (Ascend-cann-toolkit_<version>_linux-{arch}.run).",
                     blocking=True,
                 )
             )
         if len(search.installs) > 1:
             listed = ", ".join(sysroot.display(p) for p in search.installs)
             checks.append(
-                Check("toolkit.installs", PASS, f"{len(search.installs)} installs: {listed}")
+                Check(
+                    id="toolkit.installs",
+                    status=PASS,
+                    detail=f"{len(search.installs)} installs: {listed}",
+                )
             )
     for warning in search.warnings:
         checks.append(
             Check(
-                "toolkit.env",
-                WARN,
-                warning,
-                "A stale variable from an old set_env.sh; open a new shell or source the "
+                id="toolkit.env",
+                status=WARN,
+                detail=warning,
+                hint="A stale variable from an old set_env.sh; open a new shell or source the "
                 "right set_env.sh.",
             )
         )
@@ -161,14 +172,16 @@ def _env_checks(
     env: Mapping[str, str],
 ) -> List[Check]:
     if tk is None:
-        return [Check("set_env", SKIP, "no toolkit", "Fix the toolkit row first.")]
+        return [
+            Check(id="set_env", status=SKIP, detail="no toolkit", hint="Fix the toolkit row first.")
+        ]
     if tk.set_env is None:
         return [
             Check(
-                "set_env",
-                FAIL,
-                f"no set_env.sh next to {tk.path}",
-                "The toolkit install is incomplete; reinstall it (set_env.sh sits in the toolkit "
+                id="set_env",
+                status=FAIL,
+                detail=f"no set_env.sh next to {tk.path}",
+                hint="The toolkit install is incomplete; reinstall it (set_env.sh sits in the toolkit "
                 "folder from 8.5, in ascend-toolkit/ before).",
                 blocking=True,
             )
@@ -176,38 +189,49 @@ def _env_checks(
     if captured is None:
         return [
             Check(
-                "set_env",
-                FAIL,
-                f"sourcing {tk.set_env} failed: {capture_error}",
-                f"Run 'bash -x {tk.set_env}' to see where it stops.",
+                id="set_env",
+                status=FAIL,
+                detail=f"sourcing {tk.set_env} failed: {capture_error}",
+                hint=f"Run 'bash -x {tk.set_env}' to see where it stops.",
                 blocking=True,
             )
         ]
     checks: List[Check] = []
     home = captured.env.get("ASCEND_HOME_PATH", "(unset)")
+    # The 9.x set_env.sh greps driver_install_path_param from /etc/ascend_install.info under `set
+    # -euo pipefail`; a missing key aborts the sourcing part way (reference cann-environment.md
+    # §1.3), hence the hint.
     if captured.status != 0:
         last = captured.stderr.splitlines()[-1] if captured.stderr else "no message"
         checks.append(
             Check(
-                "set_env",
-                WARN,
-                f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
-                "9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
+                id="set_env",
+                status=WARN,
+                detail=f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
+                hint="9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
                 "check that file exists and is complete.",
             )
         )
     else:
-        checks.append(Check("set_env", PASS, f"sourced {tk.set_env.name}: ASCEND_HOME_PATH={home}"))
+        checks.append(
+            Check(
+                id="set_env",
+                status=PASS,
+                detail=f"sourced {tk.set_env.name}: ASCEND_HOME_PATH={home}",
+            )
+        )
+    # ops-transformer's build.sh stops with `Error: bisheng compilation tool not found` unless
+    # setenv.bash put bisheng on PATH (reference cann-build-systems.md §2.1).
     bisheng = shutil.which("bisheng", path=captured.env.get("PATH", ""))
     if bisheng:
-        checks.append(Check("bisheng", PASS, f"bisheng at {bisheng}"))
+        checks.append(Check(id="bisheng", status=PASS, detail=f"bisheng at {bisheng}"))
     else:
         checks.append(
             Check(
-                "bisheng",
-                FAIL,
-                "bisheng is not on PATH after sourcing set_env.sh",
-                "bisheng ships in the toolkit's compiler (compiler/ccec_compiler/bin); "
+                id="bisheng",
+                status=FAIL,
+                detail="bisheng is not on PATH after sourcing set_env.sh",
+                hint="bisheng ships in the toolkit's compiler (compiler/ccec_compiler/bin); "
                 "reinstall the toolkit with --full.",
                 blocking=True,
             )
@@ -220,33 +244,44 @@ def _tool_checks(tools: List[ToolResult]) -> List[Check]:
     for tool in tools:
         spec = tool.spec
         cid = f"tool.{spec.name}"
+        # A tool the recipes need blocks the build; an optional one (ccache, say) only warns.
         bad_status = FAIL if spec.required else WARN
         if tool.path is None:
             checks.append(
                 Check(
-                    cid,
-                    bad_status,
-                    f"{spec.name} not found on PATH",
-                    spec.hint,
+                    id=cid,
+                    status=bad_status,
+                    detail=f"{spec.name} not found on PATH",
+                    hint=spec.hint,
                     blocking=spec.required,
                 )
             )
         elif tool.error:
-            checks.append(Check(cid, bad_status, tool.error, spec.hint, blocking=spec.required))
+            checks.append(
+                Check(
+                    id=cid,
+                    status=bad_status,
+                    detail=tool.error,
+                    hint=spec.hint,
+                    blocking=spec.required,
+                )
+            )
         elif tool.too_old:
             checks.append(
                 Check(
-                    cid,
-                    bad_status,
-                    f"{spec.name} {tool.version} is older than {spec.minimum}",
-                    spec.hint,
+                    id=cid,
+                    status=bad_status,
+                    detail=f"{spec.name} {tool.version} is older than {spec.minimum}",
+                    hint=spec.hint,
                     blocking=spec.required,
                 )
             )
         else:
             checks.append(
                 Check(
-                    cid, PASS, f"{spec.name} {tool.version or ''} ({tool.path})".replace("  ", " ")
+                    id=cid,
+                    status=PASS,
+                    detail=f"{spec.name} {tool.version or ''} ({tool.path})".replace("  ", " "),
                 )
             )
     return checks
@@ -256,25 +291,32 @@ def _disk_checks(workspace: Path) -> List[Check]:
     try:
         free = free_bytes(workspace)
     except OSError as exc:
-        return [Check("disk", WARN, f"cannot read free space: {exc}", "Check the workspace path.")]
+        return [
+            Check(
+                id="disk",
+                status=WARN,
+                detail=f"cannot read free space: {exc}",
+                hint="Check the workspace path.",
+            )
+        ]
     shown = f"{free / GIB:.1f} GiB free under {workspace}"
     if free < DISK_FAIL_BYTES:
         return [
             Check(
-                "disk",
-                FAIL,
-                shown,
-                "A build needs several GiB; free space or pass --workspace on a larger disk.",
+                id="disk",
+                status=FAIL,
+                detail=shown,
+                hint="A build needs several GiB; free space or pass --workspace on a larger disk.",
                 blocking=True,
             )
         ]
     if free < DISK_WARN_BYTES:
         return [
             Check(
-                "disk",
-                WARN,
-                shown,
-                "A full ops-transformer build can take 10 GiB; consider --workspace elsewhere.",
+                id="disk",
+                status=WARN,
+                detail=shown,
+                hint="A full ops-transformer build can take 10 GiB; consider --workspace elsewhere.",
             )
         ]
-    return [Check("disk", PASS, shown)]
+    return [Check(id="disk", status=PASS, detail=shown)]

@@ -28,36 +28,39 @@ def npu_checks(r: Readings, options: Options) -> List[Check]:
 
 def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
     checks: List[Check] = []
+    # One build targets one `--soc`; with the families mixed none is the obvious pick, so the row
+    # blocks only until the user names one.
     if hw.mixed:
         counts = ", ".join(f"{n} x {soc}" for soc, n in sorted(hw.pci_counts.items()))
         checks.append(
             Check(
-                "hardware",
-                FAIL,
-                f"mixed NPU families on one host: {counts}",
-                "cannbuild builds for one SoC at a time; pass --soc for the family you target.",
+                id="hardware",
+                status=FAIL,
+                detail=f"mixed NPU families on one host: {counts}",
+                hint="cannbuild builds for one SoC at a time; pass --soc for the family you target.",
                 blocking=options.soc is None,
             )
         )
     elif hw.family is None:
         checks.append(
             Check(
-                "hardware",
-                WARN,
-                "no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
-                "Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
+                id="hardware",
+                status=WARN,
+                detail="no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
+                hint="Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
                 "--soc=ascend910_93 (Atlas A3).",
             )
         )
     else:
         chip = f" ({hw.chip})" if hw.chip else ""
         smi = f"; npu-smi {hw.npu_smi_version}" if hw.npu_smi_version else ""
+        # An A3 counts two dies per NPU (8 NPUs, 16 dies); the A2 has one, so nothing to add.
         dies = f", {hw.chip_count} dies" if hw.chip_count != hw.npu_count else ""
         checks.append(
             Check(
-                "hardware",
-                PASS,
-                f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
+                id="hardware",
+                status=PASS,
+                detail=f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
                 f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
             )
         )
@@ -65,10 +68,10 @@ def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
     for problem in hw.problems:
         checks.append(
             Check(
-                "npu-smi",
-                WARN,
-                problem,
-                "Check the driver: 'npu-smi info' should print the device table "
+                id="npu-smi",
+                status=WARN,
+                detail=problem,
+                hint="Check the driver: 'npu-smi info' should print the device table "
                 "(in a container, mount /usr/local/bin/npu-smi and the driver).",
             )
         )
@@ -80,6 +83,9 @@ def _health_checks(hw: Hardware) -> List[Check]:
     device would judge the device, not the package."""
     if not hw.health:
         return []
+    # npu-smi's Health values are OK, Warning, Alarm and Critical; Huawei's ascend-deployer refuses
+    # to go on at anything but OK and warns on busy devices (reference real-host-findings.md §5).
+    # Only Alarm and Critical fail here.
     sick = [(npu, h) for npu, h in hw.health if h in ("Alarm", "Critical")]
     unknown = [(npu, h) for npu, h in hw.health if h not in ("OK", "Warning", "Alarm", "Critical")]
     warned = [(npu, h) for npu, h in hw.health if h == "Warning"]
@@ -88,34 +94,39 @@ def _health_checks(hw: Hardware) -> List[Check]:
     if sick:
         checks.append(
             Check(
-                "npu.health",
-                FAIL,
-                f"{listed(sick)} (npu-smi info, Health column)",
-                "Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
+                id="npu.health",
+                status=FAIL,
+                detail=f"{listed(sick)} (npu-smi info, Health column)",
+                hint="Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
                 "shows the alarm codes; fix or reset the device (or ask its admin) first.",
             )
         )
     if warned or unknown:
         checks.append(
             Check(
-                "npu.health",
-                WARN,
-                f"{listed(warned + unknown)} (npu-smi info, Health column)",
-                "`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
+                id="npu.health",
+                status=WARN,
+                detail=f"{listed(warned + unknown)} (npu-smi info, Health column)",
+                hint="`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
             )
         )
     if not sick and not warned and not unknown:
-        checks.append(Check("npu.health", PASS, f"all {len(hw.health)} NPUs report Health OK"))
+        checks.append(
+            Check(
+                id="npu.health", status=PASS, detail=f"all {len(hw.health)} NPUs report Health OK"
+            )
+        )
+    # The process section's rows, `| <npu>       <chip>   | <pid> | <name> | <MB> |` on an A3.
     if hw.processes:
         busy = sorted({p.npu for p in hw.processes})
         shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
         more = f" and {len(hw.processes) - 4} more" if len(hw.processes) > 4 else ""
         checks.append(
             Check(
-                "npu.busy",
-                WARN,
-                f"{len(busy)} NPU(s) busy: {shown}{more}",
-                "Timings and memory on a busy device are not comparable; validation runs on "
+                id="npu.busy",
+                status=WARN,
+                detail=f"{len(busy)} NPU(s) busy: {shown}{more}",
+                hint="Timings and memory on a busy device are not comparable; validation runs on "
                 "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
             )
         )
@@ -126,24 +137,30 @@ def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: s
     if soc is None:
         return [
             Check(
-                "soc",
-                FAIL,
-                "no SoC to build for: no --soc and no NPU detected",
-                "Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
+                id="soc",
+                status=FAIL,
+                detail="no SoC to build for: no --soc and no NPU detected",
+                hint="Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
                 blocking=True,
             )
         ]
     sources = {"pci": "PCI ids", "npu-smi": "npu-smi", "--soc": "--soc"}
     checks = [
-        Check("soc", PASS, f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}")
+        Check(
+            id="soc",
+            status=PASS,
+            detail=f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}",
+        )
     ]
+    # The A2 and A3 use the same toolkit: only `--soc` and the ops package differ, so a package
+    # built for the other family builds fine and then finds no kernel on this host.
     if options.soc and hw.family is not None and hw.family.soc != options.soc:
         checks.append(
             Check(
-                "soc.match",
-                WARN,
-                f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
-                f"The package will only run on {soc.product}; drop --soc to build for this host.",
+                id="soc.match",
+                status=WARN,
+                detail=f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
+                hint=f"The package will only run on {soc.product}; drop --soc to build for this host.",
             )
         )
     return checks
@@ -151,17 +168,27 @@ def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: s
 
 def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
     if tk is None or soc is None:
-        return [Check("kernels", SKIP, "needs a toolkit and a SoC", "Fix the rows above first.")]
+        return [
+            Check(
+                id="kernels",
+                status=SKIP,
+                detail="needs a toolkit and a SoC",
+                hint="Fix the rows above first.",
+            )
+        ]
     entries = kernel_entries(tk, soc.soc)
+    # A kernel folder per op (ops_oam and config aside) means the SoC's ops package is installed.
     if entries:
-        return [Check("kernels", PASS, f"{len(entries)} kernel folders for {soc.soc}")]
+        return [
+            Check(id="kernels", status=PASS, detail=f"{len(entries)} kernel folders for {soc.soc}")
+        ]
     package = kernels_package_name(tk.version, soc.soc, tk.arch or host_arch())
     return [
         Check(
-            "kernels",
-            WARN,
-            f"no kernels package for {soc.soc} in the toolkit",
-            f"Building works without it; running operators needs {package} installed into the "
+            id="kernels",
+            status=WARN,
+            detail=f"no kernels package for {soc.soc} in the toolkit",
+            hint=f"Building works without it; running operators needs {package} installed into the "
             "same path (--install --install-path=<toolkit root>).",
         )
     ]
@@ -172,66 +199,76 @@ def _driver_checks(
 ) -> List[Check]:
     checks: List[Check] = []
     if not driver.present:
+        # A build-only host has neither NPU nor driver; a missing driver matters only next to NPUs.
         status = WARN if hw.family is not None else SKIP
         checks.append(
             Check(
-                "driver",
-                status,
-                "no driver/version.info",
-                "Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
+                id="driver",
+                status=status,
+                detail="no driver/version.info",
+                hint="Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
                 "(in a container, mount /usr/local/Ascend/driver and /etc/ascend_install.info).",
             )
         )
     elif driver.version is None:
         checks.append(
             Check(
-                "driver",
-                WARN,
-                "; ".join(driver.problems) or "driver version unreadable",
-                "Reinstall the driver package or check driver/version.info.",
+                id="driver",
+                status=WARN,
+                detail="; ".join(driver.problems) or "driver version unreadable",
+                hint="Reinstall the driver package or check driver/version.info.",
             )
         )
     else:
         checks.append(
             Check(
-                "driver", PASS, f"driver {driver.version} at {sysroot.display(driver.install_path)}"
+                id="driver",
+                status=PASS,
+                detail=f"driver {driver.version} at {sysroot.display(driver.install_path)}",
             )
         )
         checks += _driver_compat(driver, tk)
+    # The driver's `compatible_version_fw=[7.0.0,8.9.9]` against the firmware `Version=`;
+    # `npu-smi info -t board` prints `Compatibility : OK` when the two agree.
     if driver.firmware_version and driver.firmware_range:
         ok = firmware_in_range(driver.firmware_version, driver.firmware_range)
         lo, hi = driver.firmware_range
         if ok is False:
             checks.append(
                 Check(
-                    "firmware",
-                    WARN,
-                    f"firmware {driver.firmware_version} is outside the driver's range "
+                    id="firmware",
+                    status=WARN,
+                    detail=f"firmware {driver.firmware_version} is outside the driver's range "
                     f"[{lo}, {hi}]",
-                    "Upgrade the firmware package that matches the driver (npu-smi info -t board "
+                    hint="Upgrade the firmware package that matches the driver (npu-smi info -t board "
                     "shows 'Compatibility').",
                 )
             )
         else:
-            checks.append(Check("firmware", PASS, f"firmware {driver.firmware_version}"))
+            checks.append(
+                Check(id="firmware", status=PASS, detail=f"firmware {driver.firmware_version}")
+            )
     return checks
 
 
 def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
     if tk is None or tk.version is None or driver.version is None:
         return []
+    # `8.0.T63`-style builds have no row in any published table.
     if not tk.version.comparable or driver.version.internal:
         return [
             Check(
-                "driver.compat",
-                SKIP,
-                "internal build versions cannot be matched to the tables",
-                "Check the pairing in the release notes of that build.",
+                id="driver.compat",
+                status=SKIP,
+                detail="internal build versions cannot be matched to the tables",
+                hint="Check the pairing in the release notes of that build.",
             )
         ]
     tk_compat: Tuple[str, ...] = ()
     tk_inner: Optional[str] = None
     if tk.arch:
+        # The toolkit's own train list: `compatible_version=[V100R001C15],...,[V100R001C23]` and
+        # `innerversion=V100R001C23SPC002B210` (tests/fixtures/host/ascend_toolkit_install.info.*).
         info = tk.real_path / f"{tk.arch}-linux" / "ascend_toolkit_install.info"
         try:
             values = read_kv(info)
@@ -248,22 +285,22 @@ def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
         driver.innerversion,
     )
     if verdict.ok:
-        return [Check("driver.compat", PASS, verdict.detail)]
+        return [Check(id="driver.compat", status=PASS, detail=verdict.detail)]
     if verdict.ok is None:
         return [
             Check(
-                "driver.compat",
-                SKIP,
-                verdict.detail,
-                "Check the CANN release notes for the matching Ascend HDK.",
+                id="driver.compat",
+                status=SKIP,
+                detail=verdict.detail,
+                hint="Check the CANN release notes for the matching Ascend HDK.",
             )
         ]
     return [
         Check(
-            "driver.compat",
-            WARN,
-            verdict.detail,
-            "Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
+            id="driver.compat",
+            status=WARN,
+            detail=verdict.detail,
+            hint="Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
             "list, or install the CANN release that matches this driver.",
         )
     ]

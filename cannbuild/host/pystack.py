@@ -13,6 +13,7 @@ from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
+# torch's switch for loading installed device backends (torch_npu) at `import torch`.
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 # What libtorch_npu.so and its libtensorpipe.so link from the toolkit (DT_NEEDED).
 TORCH_NPU_CANN_LIBRARIES = (
@@ -23,10 +24,12 @@ TORCH_NPU_CANN_LIBRARIES = (
     "libgraph.so",
     "libacl_tdt_channel.so",
 )
+# `torch-2.7.1+cpu.dist-info`, `torch_npu-2.7.1.dev20250724.dist-info`: the folder name
+# writes the project's `-` as `_` and a version holds no `-`, so the first `-` splits them.
 _DIST_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>[^-]+?)\.(?:dist-info|egg-info)$")
 
 
-class PythonStack(Struct, frozen=True):
+class PythonStack(Struct, frozen=True, kw_only=True):
     python: Tuple[int, int]
     torch: Optional[str]
     torch_npu: Optional[str]

@@ -37,7 +37,7 @@ def detection_env(options: Options, env: Mapping[str, str]) -> Dict[str, str]:
     return dict(env)
 
 
-class Readings(Struct, frozen=True):
+class Readings(Struct, frozen=True, kw_only=True):
     """Everything read from the host, before any of it is judged."""
 
     sysroot: Sysroot
@@ -88,17 +88,17 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
     driver = read_driver(sysroot)
     soc, soc_source = _effective_soc(options, hardware)
     return Readings(
-        sysroot,
-        env,
-        search,
-        hardware,
-        tools,
-        captured,
-        capture_error,
-        stack,
-        driver,
-        soc,
-        soc_source,
+        sysroot=sysroot,
+        env=env,
+        search=search,
+        hardware=hardware,
+        tools=tools,
+        captured=captured,
+        capture_error=capture_error,
+        stack=stack,
+        driver=driver,
+        soc=soc,
+        soc_source=soc_source,
     )
 
 
@@ -107,12 +107,13 @@ def _tool_memo(options: Options) -> Optional[Path]:
     run that acts writes it: toolchain.remember_tools)."""
     if not owned(options.workspace, "workspace"):
         return None
-    return Workspace(options.workspace).tool_memo
+    return Workspace(root=options.workspace).tool_memo
 
 
 def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Family], str]:
     if options.soc:
         return by_soc(options.soc), "--soc"
+    # A mixed host names no SoC: the user picks one with --soc (doctor's hardware row says so).
     if hardware.family is not None and not hardware.mixed:
         return hardware.family, hardware.source
     return None, "none"

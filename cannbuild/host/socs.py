@@ -15,7 +15,7 @@ from msgspec import Struct
 from ..errors import UsageError
 
 
-class Family(Struct, frozen=True):
+class Family(Struct, frozen=True, kw_only=True):
     soc: str  # the build.sh --soc value
     variant: str  # A2, A3, ...
     product: str
@@ -24,13 +24,18 @@ class Family(Struct, frozen=True):
     dies_per_npu: int = 1
 
 
+# The families of reference cann-environment.md §3.1: chip names as aclrtGetSocName spells
+# them (opbase op_kernel_lib.cpp socOpMap, torch_npu NpuVariables.h), the PCI device id
+# sysfs shows, and the ops-transformer build.sh `--soc` value.  Ascend910_9363 appears only
+# in torch_npu's list.  The A3 puts two dies behind each NPU: two chip rows per NPU in
+# `npu-smi info` and 16 PCI functions on an 8-NPU server.
 FAMILIES: Tuple[Family, ...] = (
     Family(
-        "ascend910b",
-        "A2",
-        "Atlas A2",
-        "d802",
-        (
+        soc="ascend910b",
+        variant="A2",
+        product="Atlas A2",
+        pci_device="d802",
+        chips=(
             "Ascend910B1",
             "Ascend910B2",
             "Ascend910B2C",
@@ -40,11 +45,11 @@ FAMILIES: Tuple[Family, ...] = (
         ),
     ),
     Family(
-        "ascend910_93",
-        "A3",
-        "Atlas A3",
-        "d803",
-        (
+        soc="ascend910_93",
+        variant="A3",
+        product="Atlas A3",
+        pci_device="d803",
+        chips=(
             "Ascend910_9391",
             "Ascend910_9392",
             "Ascend910_9381",
@@ -56,22 +61,31 @@ FAMILIES: Tuple[Family, ...] = (
         dies_per_npu=2,
     ),
     Family(
-        "ascend910",
-        "910",
-        "Atlas 800/900 (Ascend 910)",
-        "d801",
-        ("Ascend910A", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA", "Ascend910B"),
+        soc="ascend910",
+        variant="910",
+        product="Atlas 800/900 (Ascend 910)",
+        pci_device="d801",
+        # opbase's socOpMap sends the bare `Ascend910B` to `ascend910/`: an old-910 name, and a
+        # prefix of the A2's `Ascend910B3`.
+        chips=("Ascend910A", "Ascend910ProA", "Ascend910ProB", "Ascend910PremiumA", "Ascend910B"),
     ),
-    Family("ascend950", "950", "Ascend 950", "d806", ("Ascend950PR", "Ascend950DT")),
     Family(
-        "ascend310p",
-        "310P",
-        "Atlas inference (310P)",
-        "d500",
-        ("Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"),
+        soc="ascend950",
+        variant="950",
+        product="Ascend 950",
+        pci_device="d806",
+        chips=("Ascend950PR", "Ascend950DT"),
+    ),
+    Family(
+        soc="ascend310p",
+        variant="310P",
+        product="Atlas inference (310P)",
+        pci_device="d500",
+        chips=("Ascend310P1", "Ascend310P3", "Ascend310P5", "Ascend310P7"),
     ),
 )
 
+# sysfs `vendor` reads `0x19e5` (`npu-smi info -t board` prints it as `PCI Vendor ID : 0x19E5`).
 HUAWEI_PCI_VENDOR = "19e5"
 
 
@@ -83,6 +97,7 @@ def by_soc(soc: str) -> Optional[Family]:
 
 
 def by_pci_device(device: str) -> Optional[Family]:
+    # sysfs `device` reads `0xd802`; case and `0x` are dropped so `0xD802` matches too.
     dev = device.strip().lower().removeprefix("0x")
     for fam in FAMILIES:
         if fam.pci_device == dev:
@@ -101,6 +116,8 @@ def by_chip(chip: str) -> Optional[Family]:
 
 def chip_from_table_name(name: str) -> Optional[str]:
     """npu-smi's Name column: `910B3` -> `Ascend910B3`; `Ascend910` (A3) -> None."""
+    # The A2 table prints `910B3` without the `Ascend` that chip names carry; the A3 table
+    # prints `Ascend910`, which names no chip until the board block adds `NPU Name : 9392`.
     candidate = name if name.lower().startswith("ascend") else f"Ascend{name}"
     fam = by_chip(candidate)
     if fam is None:
@@ -137,8 +154,12 @@ def normalize_soc(value: str, flag: str = "--soc") -> Family:
     raw = value.strip()
     lowered = raw.lower()
     lowered = _SOC_ALIASES.get(lowered, lowered)
+    # Exact case first: `Ascend910B` is an old-910 chip, while `ascend910b` (lower case) is the
+    # A2's `--soc` value.
     exact = next((f for f in FAMILIES if raw in f.chips), None)
     fam = exact or by_soc(lowered) or by_chip(raw)
+    # `ascend910_9391` style: vllm-ascend's SOC_VERSION spelling, which ops-transformer's
+    # build.sh also accepts because it matches `--soc` values as lower-case substrings.
     if fam is None and re.fullmatch(r"ascend910_93\d\d", lowered):
         fam = by_soc("ascend910_93")
     if fam is None:

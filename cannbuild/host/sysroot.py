@@ -16,6 +16,7 @@ from msgspec import Struct
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# Linux's own limit: path resolution fails with ELOOP after 40 links.
 _MAX_SYMLINK_HOPS = 40
 
 
@@ -23,12 +24,12 @@ class SymlinkLoopError(OSError):
     """A path under the sysroot does not resolve within 40 symlink hops."""
 
 
-class Sysroot(Struct, frozen=True):
+class Sysroot(Struct, frozen=True, kw_only=True):
     root: Path = Path("/")
 
     @classmethod
     def at(cls, root: PathLike) -> Sysroot:
-        return cls(Path(os.path.abspath(root)))
+        return cls(root=Path(os.path.abspath(root)))
 
     @property
     def is_host(self) -> bool:
@@ -49,6 +50,7 @@ class Sysroot(Struct, frozen=True):
         Values already inside the root (what a sandbox `set_env.sh` exports) are
         kept; other absolute values are taken as host paths under the root.
         """
+        # `~/Ascend` from a flag or HOME-relative config works as the shell would expand it.
         p = Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
         if self.is_host or self.contains(p):
             return p
@@ -94,10 +96,14 @@ class Sysroot(Struct, frozen=True):
                 if hops > _MAX_SYMLINK_HOPS:
                     raise SymlinkLoopError(f"too many levels of symbolic links at {p}")
                 target = PurePosixPath(os.readlink(current))
+                # `latest -> /usr/local/Ascend/cann` on an emulated host means the root's copy, not
+                # the build machine's own /usr/local/Ascend.
                 if target.is_absolute():
                     resolved = []
                     parts = list(target.parts[1:]) + parts
                 else:
+                    # `acllib -> ../8.2.RC2/runtime`: relative links resolve against the folder
+                    # they sit in.
                     parts = list(target.parts) + parts
             else:
                 resolved.append(part)
@@ -105,6 +111,7 @@ class Sysroot(Struct, frozen=True):
 
     def home(self, env: Mapping[str, str]) -> Optional[Path]:
         home = env.get("HOME")
+        # A relative or unset HOME names no folder to look in.
         return self.path(home) if home and home.startswith("/") else None
 
     def which(self, name: str, env: Mapping[str, str], extra: List[str]) -> Optional[Path]:
@@ -114,6 +121,7 @@ class Sysroot(Struct, frozen=True):
             path = self.path(candidate)
             if path.is_file() and os.access(path, os.X_OK):
                 return path
+        # An emulated host must not find the build machine's real npu-smi or toolkit tools.
         if self.is_host:
             found = shutil.which(name, path=env.get("PATH", os.defpath))
             return Path(found) if found else None

@@ -24,11 +24,13 @@ from ..workspace import read_text_map, remember
 ENV_CAPTURE_TIMEOUT_S = 30.0
 TOOL_TIMEOUT_S = 10.0
 
+# bash's own per-shell variables: they differ on every run and say nothing about the toolkit.
 _IGNORED_VARS = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING"})
+# The first dotted number of `cmake version 3.28.3`, `Python 3.10.12`, `git version 2.34.1`.
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 
 
-class ToolSpec(Struct, frozen=True):
+class ToolSpec(Struct, frozen=True, kw_only=True):
     name: str
     version_args: Tuple[str, ...]
     minimum: Optional[str] = None
@@ -36,38 +38,96 @@ class ToolSpec(Struct, frozen=True):
     hint: str = ""
 
 
+# The minimums opbase's and ops-transformer's docs and install_deps.sh state: cmake >= 3.16, gcc
+# >= 7.3.0, python >= 3.7, patch >= 2.7, pigz >= 2.4 (optional), plus dos2unix and makeself
+# (reference cann-build-systems.md §1.4, §2.6).
 TOOLS: Tuple[ToolSpec, ...] = (
-    ToolSpec("cmake", ("--version",), "3.16", True, "install cmake >= 3.16 (pip install cmake)"),
-    ToolSpec("gcc", ("-dumpfullversion", "-dumpversion"), "7.3", True, "apt install gcc g++"),
-    ToolSpec("g++", ("-dumpfullversion", "-dumpversion"), "7.3", True, "apt install g++"),
-    ToolSpec("python3", ("--version",), "3.7", True, "install python3 >= 3.7"),
-    ToolSpec("git", ("--version",), None, True, "apt install git"),
-    ToolSpec("make", ("--version",), None, True, "apt install make"),
-    ToolSpec("patch", ("--version",), "2.7", False, "apt install patch"),
     ToolSpec(
-        "pigz", ("--version",), "2.4", False, "apt install pigz (packaging falls back to gzip)"
+        name="cmake",
+        version_args=("--version",),
+        minimum="3.16",
+        required=True,
+        hint="install cmake >= 3.16 (pip install cmake)",
     ),
-    ToolSpec("dos2unix", ("--version",), None, False, "apt install dos2unix"),
+    # `-dumpversion` may print only `7` on gcc >= 7; `-dumpfullversion` prints all three numbers.
     ToolSpec(
-        "makeself",
-        ("--version",),
-        None,
-        False,
-        "apt install makeself (the repos otherwise use the copy in their third-party downloads)",
+        name="gcc",
+        version_args=("-dumpfullversion", "-dumpversion"),
+        minimum="7.3",
+        required=True,
+        hint="apt install gcc g++",
     ),
-    ToolSpec("ccache", ("--version",), None, False, "apt install ccache to speed up rebuilds"),
     ToolSpec(
-        "gawk",
-        ("--version",),
-        None,
-        False,
-        "apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
+        name="g++",
+        version_args=("-dumpfullversion", "-dumpversion"),
+        minimum="7.3",
+        required=True,
+        hint="apt install g++",
+    ),
+    ToolSpec(
+        name="python3",
+        version_args=("--version",),
+        minimum="3.7",
+        required=True,
+        hint="install python3 >= 3.7",
+    ),
+    ToolSpec(
+        name="git", version_args=("--version",), minimum=None, required=True, hint="apt install git"
+    ),
+    ToolSpec(
+        name="make",
+        version_args=("--version",),
+        minimum=None,
+        required=True,
+        hint="apt install make",
+    ),
+    ToolSpec(
+        name="patch",
+        version_args=("--version",),
+        minimum="2.7",
+        required=False,
+        hint="apt install patch",
+    ),
+    ToolSpec(
+        name="pigz",
+        version_args=("--version",),
+        minimum="2.4",
+        required=False,
+        hint="apt install pigz (packaging falls back to gzip)",
+    ),
+    ToolSpec(
+        name="dos2unix",
+        version_args=("--version",),
+        minimum=None,
+        required=False,
+        hint="apt install dos2unix",
+    ),
+    ToolSpec(
+        name="makeself",
+        version_args=("--version",),
+        minimum=None,
+        required=False,
+        hint="apt install makeself (the repos otherwise use the copy in their third-party downloads)",
+    ),
+    ToolSpec(
+        name="ccache",
+        version_args=("--version",),
+        minimum=None,
+        required=False,
+        hint="apt install ccache to speed up rebuilds",
+    ),
+    ToolSpec(
+        name="gawk",
+        version_args=("--version",),
+        minimum=None,
+        required=False,
+        hint="apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
         "and exits 127 without it",
     ),
 )
 
 
-class ToolResult(Struct, frozen=True):
+class ToolResult(Struct, frozen=True, kw_only=True):
     spec: ToolSpec
     path: Optional[str]
     version: Optional[str]
@@ -88,19 +148,22 @@ def probe_tool(
 ) -> ToolResult:
     path = shutil.which(spec.name, path=env.get("PATH", os.defpath))
     if path is None:
-        return ToolResult(spec, None, None)
+        return ToolResult(spec=spec, path=None, version=None)
     key = binary_key(spec, path)
     if key is not None and known and key in known:
-        return ToolResult(spec, path, known[key])
+        return ToolResult(spec=spec, path=path, version=known[key])
     try:
         proc = run([path, *spec.version_args], timeout=TOOL_TIMEOUT_S, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return ToolResult(
-            spec, path, None, f"'{spec.name} {' '.join(spec.version_args)}' failed: {exc}"
+            spec=spec,
+            path=path,
+            version=None,
+            error=f"'{spec.name} {' '.join(spec.version_args)}' failed: {exc}",
         )
     text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     match = _VERSION_RE.search(text)
-    return ToolResult(spec, path, match.group(1) if match else None)
+    return ToolResult(spec=spec, path=path, version=match.group(1) if match else None)
 
 
 def probe_tools(
@@ -151,7 +214,7 @@ def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
     return (read_text_map(memo) if memo is not None else None) or {}
 
 
-class CapturedEnv(Struct, frozen=True):
+class CapturedEnv(Struct, frozen=True, kw_only=True):
     env: Dict[str, str]
     status: int
     stderr: str
@@ -164,6 +227,9 @@ def capture_env(
     script: Path, base: Mapping[str, str], timeout: float = ENV_CAPTURE_TIMEOUT_S
 ) -> CapturedEnv:
     """Source `script` in a clean bash and return the resulting environment."""
+    # The script's own output goes to /dev/null and its stdin is closed, so an echo or a prompt in
+    # it cannot corrupt or stall the capture; its status travels as a NUL-ended pseudo variable,
+    # and `env -0` separates values that may contain newlines.
     body = 'source "$1" >/dev/null </dev/null; s=$?; printf "__CANNBUILD_STATUS=%s\\0" "$s"; env -0'
     proc = run(
         ["bash", "-c", body, "cannbuild-set-env", str(script)],
@@ -172,6 +238,7 @@ def capture_env(
     )
     env: Dict[str, str] = {}
     status = proc.returncode
+    # `BASH_FUNC_<name>%%` entries are bash's exported functions, not variables set_env.sh sets.
     for entry in proc.stdout.decode("utf-8", "replace").split("\0"):
         if "=" not in entry:
             continue
@@ -182,7 +249,9 @@ def capture_env(
         if key in _IGNORED_VARS or key.startswith("BASH_FUNC_"):
             continue
         env[key] = value
-    return CapturedEnv(env, status, proc.stderr.decode("utf-8", "replace").strip())
+    return CapturedEnv(
+        env=env, status=status, stderr=proc.stderr.decode("utf-8", "replace").strip()
+    )
 
 
 def free_bytes(path: Path) -> int:

@@ -20,23 +20,28 @@ from .infofiles import InfoFileError, get_ci, read_kv, version_cfg_running
 from .sysroot import SymlinkLoopError, Sysroot
 from .versions import CannVersion, parse_cann_version
 
+# A root install lives here; a non-root one under `$HOME/Ascend`, added from the env below.
 DEFAULT_ROOTS = ("/usr/local/Ascend",)
+# The CANN installer's record, one line `Install_Path=<root>`; a non-root install writes
+# `$HOME/Ascend/ascend_cann_install.info` instead (reference cann-environment.md §1.1).
 INSTALLER_RECORD = "/etc/Ascend/ascend_cann_install.info"
+# The real tree of the >= 8.5 layout: `/usr/local/Ascend/cann-8.5.0`, with `cann -> cann-8.5.0`.
 _CANN_DIR_RE = re.compile(r"^cann-(\d.*)$")
 
 
 def host_arch() -> str:
     machine = os.uname().machine.lower()  # what platform.machine() reads, without its import
+    # Some systems report `arm64`; CANN's folders say `aarch64-linux` (reference §1.2, §7).
     return {"arm64": "aarch64", "amd64": "x86_64"}.get(machine, machine)
 
 
-class Candidate(Struct, frozen=True):
+class Candidate(Struct, frozen=True, kw_only=True):
     rule: str
     path: Path
     explicit: bool = False
 
 
-class Toolkit(Struct, frozen=True):
+class Toolkit(Struct, frozen=True, kw_only=True):
     """A CANN toolkit as found on the host."""
 
     path: Path
@@ -53,7 +58,7 @@ class Toolkit(Struct, frozen=True):
     problems: Tuple[str, ...] = ()
 
 
-class ToolkitSearch(Struct, frozen=True):
+class ToolkitSearch(Struct, frozen=True, kw_only=True):
     toolkit: Optional[Toolkit]
     tried: Tuple[Tuple[str, str, str], ...]  # (rule, path, outcome)
     installs: Tuple[Path, ...]
@@ -67,14 +72,22 @@ def candidates(
     """All places to look, in the documented order, plus problems met on the way."""
     found: List[Candidate] = []
     notes: List[str] = []
+    # Order of reference cann-environment.md §7: what the user said, then the environment
+    # set_env.sh exported, then the installer record, then the default roots.  The env comes before
+    # the record because the record may name another install than the one sourced (sgl-kernel-npu
+    # issue 485); ops-transformer's build.sh also tries -p, ASCEND_HOME_PATH, then dirname
+    # ASCEND_OPP_PATH.
     if cann_path is not None:
-        found.append(Candidate("--cann-path", sysroot.from_user(cann_path), explicit=True))
+        found.append(
+            Candidate(rule="--cann-path", path=sysroot.from_user(cann_path), explicit=True)
+        )
     for var in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
         if env.get(var):
-            found.append(Candidate(var, sysroot.from_user(env[var])))
+            found.append(Candidate(rule=var, path=sysroot.from_user(env[var])))
+    # set_env.sh exports ASCEND_OPP_PATH=${ASCEND_TOOLKIT_HOME}/opp.
     if env.get("ASCEND_OPP_PATH"):
         opp = sysroot.from_user(env["ASCEND_OPP_PATH"])
-        found.append(Candidate("dirname(ASCEND_OPP_PATH)", opp.parent))
+        found.append(Candidate(rule="dirname(ASCEND_OPP_PATH)", path=opp.parent))
     roots = [sysroot.path(r) for r in DEFAULT_ROOTS]
     home = sysroot.home(env)
     if home is not None:
@@ -95,11 +108,13 @@ def candidates(
             continue
         base = sysroot.from_user(install_path)
         rule = f"installer record {sysroot.display(record)}"
+        # `cann` (>= 8.5), `ascend-toolkit/latest` (<= 8.3; kept as a link to `cann` in 9.0 images)
+        # and `latest` (opbase v8.5.0's default ASCEND_HOME_PATH, ops-transformer's last fallback).
         for sub in ("cann", "ascend-toolkit/latest", "latest"):
-            found.append(Candidate(rule, base / sub))
+            found.append(Candidate(rule=rule, path=base / sub))
     for root in roots:
         for sub in ("cann", "ascend-toolkit/latest", "latest"):
-            found.append(Candidate(f"default {sysroot.display(root / sub)}", root / sub))
+            found.append(Candidate(rule=f"default {sysroot.display(root / sub)}", path=root / sub))
     return found, notes
 
 
@@ -116,6 +131,8 @@ def list_installs(sysroot: Sysroot, env: Mapping[str, str]) -> Tuple[Path, ...]:
         except OSError:
             entries = []
         for entry in entries:
+            # `cann-<ver>` folders only: the `cann` link itself does not match, and a link named
+            # `cann-...` would list the same install twice.
             if _CANN_DIR_RE.match(entry.name) and entry.is_dir() and not entry.is_symlink():
                 installs.append(entry)
         farm = root / "ascend-toolkit"
@@ -124,6 +141,8 @@ def list_installs(sysroot: Sysroot, env: Mapping[str, str]) -> Tuple[Path, ...]:
         except OSError:
             subdirs = []
         for entry in subdirs:
+            # `latest` is a folder of links to `../<ver>/...` (<= 8.3) or a link to `cann`
+            # (8.5 on); names that are no version (set_env.sh, a stray file) are skipped below.
             if entry.name == "latest" or entry.is_symlink() or not entry.is_dir():
                 continue
             try:
@@ -152,6 +171,7 @@ def find_toolkit(
                 return _explicit_fail(cand, shown, outcome, tried, sysroot, env, warnings)
             warnings.append(f"{cand.rule}: {shown} is a symlink loop")
             continue
+        # Two rules often reach one tree (ASCEND_HOME_PATH and the default `latest`); read it once.
         key = (cand.path, real)
         if key in seen:
             continue
@@ -161,13 +181,25 @@ def find_toolkit(
             tried.append((cand.rule, shown, problem))
             if cand.explicit:
                 return _explicit_fail(cand, shown, problem, tried, sysroot, env, warnings)
+            # Only a variable the user's shell exported is worth a warning: a stale
+            # ASCEND_HOME_PATH is the classic way to build against the wrong toolkit.
             if cand.rule in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "dirname(ASCEND_OPP_PATH)"):
                 warnings.append(f"{cand.rule} points at {shown}, which {problem}")
             continue
         tried.append((cand.rule, shown, "toolkit"))
         toolkit = read_toolkit(sysroot, cand.path, real, cand.rule)
-        return ToolkitSearch(toolkit, tuple(tried), list_installs(sysroot, env), tuple(warnings))
-    return ToolkitSearch(None, tuple(tried), list_installs(sysroot, env), tuple(warnings))
+        return ToolkitSearch(
+            toolkit=toolkit,
+            tried=tuple(tried),
+            installs=list_installs(sysroot, env),
+            warnings=tuple(warnings),
+        )
+    return ToolkitSearch(
+        toolkit=None,
+        tried=tuple(tried),
+        installs=list_installs(sysroot, env),
+        warnings=tuple(warnings),
+    )
 
 
 def _explicit_fail(
@@ -180,10 +212,10 @@ def _explicit_fail(
     warnings: List[str],
 ) -> ToolkitSearch:
     return ToolkitSearch(
-        None,
-        tuple(tried),
-        list_installs(sysroot, env),
-        tuple(warnings),
+        toolkit=None,
+        tried=tuple(tried),
+        installs=list_installs(sysroot, env),
+        warnings=tuple(warnings),
         explicit_failure=f"{cand.rule} {shown} {problem}",
     )
 
@@ -197,6 +229,8 @@ def _not_a_toolkit(real: Path) -> Optional[str]:
         names = {p.name for p in real.iterdir()}
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
+    # `<arch>-linux/` exists in both layouts and `version.cfg` in a <= 8.3 `latest`; torch_npu
+    # refuses a home without `runtime/` and `compiler/`, so either one marks a toolkit too.
     if any(n.endswith("-linux") for n in names) or "version.cfg" in names:
         return None
     if "runtime" in names or "compiler" in names:
@@ -214,6 +248,7 @@ def read_toolkit(sysroot: Sysroot, path: Path, real: Path, rule: str) -> Toolkit
             version = parse_cann_version(version_text)
         except ValueError as exc:
             problems.append(f"{source}: {exc}")
+    # The layout follows the resolved folder (`cann-8.5.0`) or the name it was reached by (`cann`).
     layout = "cann" if (_CANN_DIR_RE.match(real.name) or path.name == "cann") else "ascend-toolkit"
     return Toolkit(
         path=path,
@@ -235,6 +270,8 @@ def _toolkit_arch(real: Path) -> Optional[str]:
     arches = sorted(
         p.name[: -len("-linux")]
         for p in real.glob("*-linux")
+        # `arm64-linux -> aarch64-linux` is an alias link in the 8.2 `latest` farm
+        # (tests/fixtures/host/ls-ascend-toolkit-latest-8.2.txt); the host's arch wins if present.
         if p.is_dir() and p.name != "arm64-linux"
     )
     if host_arch() in arches:
@@ -245,6 +282,8 @@ def _toolkit_arch(real: Path) -> Optional[str]:
 def _read_version(
     sysroot: Sysroot, path: Path, real: Path, arch: Optional[str], problems: List[str]
 ) -> Tuple[Optional[str], Optional[str]]:
+    # The order of reference cann-environment.md §7 step 2, most reliable first.  The install
+    # record says `version=8.2.RC1` (tests/fixtures/host/ascend_toolkit_install.info.a3-cann8.2).
     if arch:
         info = real / f"{arch}-linux" / "ascend_toolkit_install.info"
         if info.exists():
@@ -259,6 +298,9 @@ def _read_version(
                 )
             except InfoFileError as exc:
                 problems.append(f"{sysroot.display(info)} {exc.problem}")
+    # <= 8.3 fallback: `toolkit_running_version=[7.6.0.1.220:8.0.0]`, CANN version after the colon.
+    # `latest/version.cfg` is a real file beside the links, so the path as given is read before the
+    # resolved one, and only the first that exists.
     for cfg in (path / "version.cfg", real / "version.cfg"):
         if cfg.exists():
             try:
@@ -278,6 +320,8 @@ def _read_version(
         except InfoFileError as exc:
             problems.append(f"{sysroot.display(info)} {exc.problem}")
             continue
+        # `version_dir=8.5.0` names the CANN release; `Version=` is often the component's own
+        # number (`Version=8.5.0.2.220` in opp/version.info), which _parses rejects.
         value = get_ci(values, "version_dir") or get_ci(values, "Version")
         if value and _parses(value):
             return value, f"{comp}/version.info"
@@ -301,6 +345,7 @@ def _version_from_name(real: Path, path: Path) -> Optional[str]:
         return match.group(1)
     if _parses(real.name):
         return real.name
+    # <= 8.3 `latest/runtime -> ../8.2.RC2/runtime`: the folder before `runtime` is the version.
     runtime = path / "runtime"
     if runtime.is_symlink():
         target = Path(os.readlink(runtime))
@@ -311,6 +356,8 @@ def _version_from_name(real: Path, path: Path) -> Optional[str]:
 
 def _find_set_env(path: Path, real: Path) -> Optional[Path]:
     for candidate in (
+        # `<root>/cann/set_env.sh` (>= 8.5); `ascend-toolkit/set_env.sh` sits beside `latest`;
+        # `bin/setenv.bash` is what ops-transformer's build.sh sources from the package path.
         path / "set_env.sh",
         real / "set_env.sh",
         path.parent / "set_env.sh",
@@ -323,6 +370,8 @@ def _find_set_env(path: Path, real: Path) -> Optional[Path]:
 
 def _share_info(real: Path, problems: List[str]) -> Dict[str, str]:
     result: Dict[str, str] = {}
+    # `share/info/<pkg>/version.info` is what the repos' configure reads
+    # (check_build_dependencies.py): opbase >= 8.5 needs runtime, metadef, bisheng-compiler, ...
     base = real / "share" / "info"
     if not base.is_dir():
         return result
@@ -353,6 +402,7 @@ def _components(real: Path) -> Dict[str, str]:
 
 
 def kernels_dir(toolkit: Toolkit, soc: str) -> Path:
+    # Kernels install into the toolkit tree per SoC: `.../tbe/kernel/ascend910b/`.
     return toolkit.real_path / "opp" / "built-in" / "op_impl" / "ai_core" / "tbe" / "kernel" / soc
 
 
@@ -363,6 +413,8 @@ def kernel_entries(toolkit: Toolkit, soc: str) -> List[str]:
         names = sorted(p.name for p in base.iterdir())
     except OSError:
         return []
+    # A toolkit without the ops package carries only `ops_oam` there, and every compute op then
+    # fails with `AclOpKernelInit failed` / 561103 (reference cann-environment.md §1.5).
     return [n for n in names if n not in ("ops_oam", "config")]
 
 
@@ -378,6 +430,9 @@ def kernels_package_name(version: Optional[CannVersion], soc: str, arch: str) ->
             5,
         )
     )
+    # Package names of reference cann-environment.md §1.5: before 8.5
+    # `Ascend-cann-kernels-910b_...` / `Atlas-A3-cann-kernels_...`; from 8.5
+    # `Ascend-cann-910b-ops_...` / `Ascend-cann-A3-ops_...`.
     if soc == "ascend910_93":
         if new_scheme:
             return f"Ascend-cann-A3-ops_{ver}_linux-{arch}.run"

@@ -27,21 +27,31 @@ __all__ = [
     "parse_driver_version",
 ]
 
+# Released forms: `8.0.RC1`, `8.2.RC1` (ascend_toolkit_install.info `version=`), `8.0.0`,
+# `8.0.RC2.alpha003`, `8.0.0.beta1`, `8.5.0-beta.1`, `9.0.0-beta.2`; image tags lower-case
+# them (`8.1.rc1`), hence IGNORECASE.  This is the key reference cann-environment.md §2
+# recommends after checking it against every version seen there.
 _CANN_RE = re.compile(
     r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:RC(?P<rc>\d+)|(?P<patch>\d+))"
     r"(?:[.-](?P<pre>alpha|beta|rc)\.?(?P<pre_n>\d*))?$",
     re.IGNORECASE,
 )
+# Internal builds seen in the wild: `8.0.T63` (version.cfg `[7.6.T13.0.B094:8.0.T63]`),
+# `8.2.RC1.B020`, `9.2.0.b2`.
 _CANN_INTERNAL_RE = re.compile(
     r"^(?P<major>\d+)\.(?P<minor>\d+)\."
     r"(?:T(?P<t>\d+)|(?:RC(?P<rc>\d+)|(?P<patch>\d+))\.(?P<b>[Bb])(?P<b_n>\d+))$",
     re.IGNORECASE,
 )
+# Driver versions: `Version=` lines (`24.1.rc2.2`, `25.0.rc1.1`, `25.2.0`, `25.5.1`) and
+# npu-smi banners (`24.1.rc3.7`, `25.3.rc1.b061`); the alphaN/betaN tails are forms
+# torch_npu's DriverVersionToNum accepts.
 _DRIVER_RE = re.compile(
     r"^(?P<major>\d+)\.(?P<minor>\d+)\.(?:rc(?P<rc>\d+)|(?P<patch>\d+))"
     r"(?:\.(?:(?P<pre>alpha|beta)(?P<pre_n>\d+)|b(?P<build>\d+)|(?P<sub>\d+)))?$",
     re.IGNORECASE,
 )
+# `M.m.Tn` is the internal driver form DriverVersionToNum knows; any dotted tail is kept.
 _DRIVER_INTERNAL_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)\.T(?P<t>\d+)(?:\.\w+)*$", re.I)
 
 
@@ -50,7 +60,7 @@ class VersionNotComparable(TypeError):
 
 
 @functools.total_ordering
-class CannVersion(Struct, frozen=True):
+class CannVersion(Struct, frozen=True, kw_only=True):
     """A parsed CANN version; order follows the release history."""
 
     text: str
@@ -119,15 +129,38 @@ def parse_cann_version(text: str) -> CannVersion:
         patch = int(m["patch"]) if m["patch"] is not None else None
         pre = m["pre"].lower() if m["pre"] else None
         pre_n = int(m["pre_n"]) if m["pre_n"] else 0
+        # Phase 0 for RCn, 1 for a patch number: every RC of a train sorts before its X.Y.0.
         phase, number = (0, rc) if rc is not None else (1, patch)
         pre_rank = _cann_pre_rank(major, minor, pre)
+        # Only a pre-release's own number orders it (alpha001 < alpha002); a release ignores it.
+        # This is the release history, not torch_npu's VersionToNum, which puts 8.0.RC2.alpha003
+        # after 8.0.RC2.
         key = (major, minor, phase, int(number or 0), pre_rank, pre_n if pre_rank < 0 else 0)
-        return CannVersion(raw, major, minor, rc, patch, pre, pre_n, False, key)
+        return CannVersion(
+            text=raw,
+            major=major,
+            minor=minor,
+            rc=rc,
+            patch=patch,
+            pre=pre,
+            pre_n=pre_n,
+            internal=False,
+            _key=key,
+        )
     m = _CANN_INTERNAL_RE.match(raw)
     if m:
         rc = int(m["rc"]) if m["rc"] is not None else None
         patch = int(m["patch"]) if m["patch"] is not None else None
-        return CannVersion(raw, int(m["major"]), int(m["minor"]), rc, patch, None, 0, True)
+        return CannVersion(
+            text=raw,
+            major=int(m["major"]),
+            minor=int(m["minor"]),
+            rc=rc,
+            patch=patch,
+            pre=None,
+            pre_n=0,
+            internal=True,
+        )
     raise ValueError(
         f"{raw!r} is not a CANN version. Expected forms like 8.0.RC1, 8.0.RC2.alpha003, "
         "8.0.0.beta1, 8.5.0, 8.5.0-beta.1 or 9.0.0 (internal builds like 8.0.T63 are read "
@@ -138,6 +171,8 @@ def parse_cann_version(text: str) -> CannVersion:
 def _cann_pre_rank(major: int, minor: int, pre: Optional[str]) -> int:
     if pre is None:
         return 0
+    # From 8.5 the scheme is SemVer-like (hicann/release-management directory names), and
+    # torch_npu's VersionV2ToNum weighs alpha < beta < rc < release the same way.
     if (major, minor) >= (8, 5):
         return {"alpha": -3, "beta": -2, "rc": -1}[pre]
     # Before 8.5 a community betaN / rcN is the commercial release itself.
@@ -145,7 +180,7 @@ def _cann_pre_rank(major: int, minor: int, pre: Optional[str]) -> int:
 
 
 @functools.total_ordering
-class DriverVersion(Struct, frozen=True):
+class DriverVersion(Struct, frozen=True, kw_only=True):
     """An Ascend HDK driver version (`24.1.rc3.7`, `25.3.rc1.b061`, `25.5.1`)."""
 
     text: str
@@ -201,14 +236,18 @@ def parse_driver_version(text: str) -> DriverVersion:
         rc = int(m["rc"]) if m["rc"] is not None else None
         patch = int(m["patch"]) if m["patch"] is not None else None
         phase, number = (0, rc) if rc is not None else (1, patch)
+        # A `.alphaN` / `.betaN` tail ranks below its release; a `.7`, `.1` or `.b061` tail
+        # numbers a build of it and ranks above the bare `24.1.rc3`.
         pre = (m["pre"] or "").lower()
         pre_rank = {"alpha": -2, "beta": -1}.get(pre, 0)
         sub = int(m["pre_n"] or m["build"] or m["sub"] or 0)
         key = (major, minor, phase, int(number or 0), pre_rank, sub)
-        return DriverVersion(raw, major, minor, rc, patch, False, key)
+        return DriverVersion(
+            text=raw, major=major, minor=minor, rc=rc, patch=patch, internal=False, _key=key
+        )
     m = _DRIVER_INTERNAL_RE.match(raw)
     if m:
-        return DriverVersion(raw, int(m["major"]), int(m["minor"]), internal=True)
+        return DriverVersion(text=raw, major=int(m["major"]), minor=int(m["minor"]), internal=True)
     raise ValueError(
         f"{raw!r} is not an Ascend driver version. Expected forms like 24.1.rc3, 24.1.rc3.7, "
         "25.3.rc1.b061, 25.2.0 or 25.5.1."

@@ -21,7 +21,7 @@ CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
 MAX_CHAIN = 32  # a "chain" longer than this is not attention
 
 
-class Kernel(Struct, frozen=True):
+class Kernel(Struct, frozen=True, kw_only=True):
     stream: str
     name: str
     op_type: str
@@ -32,7 +32,7 @@ class Kernel(Struct, frozen=True):
     input_dtypes: str = ""
 
 
-class OpStat(Struct, frozen=True):
+class OpStat(Struct, frozen=True, kw_only=True):
     op_type: str
     count: int
     total_us: float
@@ -45,15 +45,15 @@ class OpStat(Struct, frozen=True):
 
     def merged(self, other: OpStat) -> OpStat:
         return OpStat(
-            self.op_type,
-            self.count + other.count,
-            self.total_us + other.total_us,
-            max(self.max_us, other.max_us),
-            self.core or other.core,
+            op_type=self.op_type,
+            count=self.count + other.count,
+            total_us=self.total_us + other.total_us,
+            max_us=max(self.max_us, other.max_us),
+            core=self.core or other.core,
         )
 
 
-class ChainGroup(Struct, frozen=True):
+class ChainGroup(Struct, frozen=True, kw_only=True):
     """Unfused chains with one signature: the op types in order and the first MatMul's
     inputs (from which the head dim, sequence length and dtype are read)."""
 
@@ -66,11 +66,14 @@ class ChainGroup(Struct, frozen=True):
 
     @property
     def dtype(self) -> Optional[str]:
+        # The first input's dtype is the query's: `FLOAT16;FLOAT16` -> fp16.
         first = self.input_dtypes.split(";")[0] if self.input_dtypes else ""
         return dtype_word(first)
 
     def dims(self) -> Optional[Tuple[int, int, int]]:
         """(S query, S key, D) from Q·Kᵀ's inputs `...,S,D;...,D,Skv`; None without shapes."""
+        # Q·Kᵀ of an unfused chain, as msprof-analyze's 2023 sample prints it:
+        # `"12,1024,512;12,512,1024"` -> query (..., S=1024, D=512), key (..., D, Skv=1024).
         parts = [p for p in strip_quotes(self.input_shapes).split(";") if p.strip()]
         if len(parts) < 2:
             return None
@@ -79,6 +82,7 @@ class ChainGroup(Struct, frozen=True):
             k = [int(x) for x in parts[1].split(",")]
         except ValueError:
             return None
+        # A rank-1 input has no (rows, columns) to read.
         if len(q) < 2 or len(k) < 2:
             return None
         return q[-2], k[-1], q[-1]
@@ -89,7 +93,7 @@ class ChainGroup(Struct, frozen=True):
         )
 
 
-class Span(Struct, frozen=True):
+class Span(Struct, frozen=True, kw_only=True):
     name: str
     op_type: str
     start_us: float
@@ -97,7 +101,7 @@ class Span(Struct, frozen=True):
     attention: bool  # the fused op, or a member of the unfused chain
 
 
-class Window(Struct, frozen=True):
+class Window(Struct, frozen=True, kw_only=True):
     """Kernels of one stream around the first fused call or the first unfused chain."""
 
     kind: str  # fused | unfused
@@ -105,7 +109,7 @@ class Window(Struct, frozen=True):
     spans: Tuple[Span, ...]
 
 
-class Analysis(Struct, frozen=True):
+class Analysis(Struct, frozen=True, kw_only=True):
     ops: Tuple[OpStat, ...] = ()
     kernels: int = 0
     total_us: float = 0.0
@@ -134,14 +138,15 @@ class Analysis(Struct, frozen=True):
             key = _chain_key(c)
             chains[key] = chains[key].merged(c) if key in chains else c
         kinds = {w.kind for w in self.windows}
+        # One timeline window of each kind: the first seen wins.
         windows = self.windows + tuple(w for w in other.windows if w.kind not in kinds)
         return Analysis(
-            _sorted_ops(ops.values()),
-            self.kernels + other.kernels,
-            self.total_us + other.total_us,
-            tuple(sorted(chains.values(), key=lambda c: -c.total_us)),
-            windows,
-            self.out_of_order + other.out_of_order,
+            ops=_sorted_ops(ops.values()),
+            kernels=self.kernels + other.kernels,
+            total_us=self.total_us + other.total_us,
+            chains=tuple(sorted(chains.values(), key=lambda c: -c.total_us)),
+            windows=windows,
+            out_of_order=self.out_of_order + other.out_of_order,
         )
 
     def without_windows(self) -> Analysis:
@@ -163,22 +168,23 @@ def op_table_from_statistic(rows: Iterable[OpStat]) -> Analysis:
     """An op_statistic file alone: the table, no order, so no chains and no timeline."""
     ops: Dict[str, OpStat] = {}
     for row in rows:
+        # msprof writes one op_statistic row per op type and core type; merged per op type here.
         ops[row.op_type] = ops[row.op_type].merged(row) if row.op_type in ops else row
     return Analysis(
-        _sorted_ops(ops.values()),
-        sum(o.count for o in ops.values()),
-        sum(o.total_us for o in ops.values()),
+        ops=_sorted_ops(ops.values()),
+        kernels=sum(o.count for o in ops.values()),
+        total_us=sum(o.total_us for o in ops.values()),
     )
 
 
-class _Pending(Struct):
+class _Pending(Struct, kw_only=True):
     kind: str
     stream: str
     spans: List[Span]
     left: int
 
 
-class _Stream(Struct):
+class _Stream(Struct, kw_only=True):
     phase: int = 0  # 0: no candidate, 1: after the first MatMul, 2: after the Softmax
     chain: List[Kernel] = field(default_factory=list)
     recent: Deque[Kernel] = field(default_factory=lambda: deque(maxlen=CONTEXT + MAX_CHAIN))
@@ -216,6 +222,8 @@ class Analyzer:
         st = self._streams.get(k.stream)
         if st is None:
             st = self._streams[k.stream] = _Stream()
+        # File order is kept (chains are matched in it); a task that starts before the previous one
+        # on its stream is only counted, for the report's note.
         if k.start_us < st.last_start:
             self.out_of_order += 1
         st.last_start = k.start_us
@@ -223,15 +231,20 @@ class Analyzer:
             self._feed_pending(k)
         st.recent.append(k)
         kind = category(k.op_type)
+        # The first fused call opens the "fused" timeline window; later ones only count.
         if kind == "fused" and "fused" in self._want_windows:
             self._open_window("fused", st, [k])
         self._step(st, k, kind)
 
     def _step(self, st: _Stream, k: Kernel, kind: str) -> None:
+        # The state machine of the module docstring (Huawei's FlashAttentionFusionPass pattern):
+        #   phase 0 --MatMul--> 1 --Softmax--> 2 --MatMul--> emit a chain, back to 0
+        # with "between" ops (Mul, Cast, TransData, DropOutDoMask, ...) allowed in 1 and 2.
         if st.phase == 0:
             if kind == "matmul":
                 st.chain, st.phase = [k], 1
             return
+        # MAX_CHAIN bounds the ops kept: a longer run of elementwise ops is not one attention.
         if kind == "between" and len(st.chain) < MAX_CHAIN:
             st.chain.append(k)
         elif st.phase == 1 and kind == "softmax":
@@ -249,12 +262,12 @@ class Analyzer:
     def _emit(self, st: _Stream, chain: List[Kernel]) -> None:
         first = chain[0]
         group = ChainGroup(
-            first.stream,
-            tuple(c.op_type for c in chain),
-            first.input_shapes,
-            first.input_dtypes,
-            1,
-            sum(c.dur_us for c in chain),
+            stream=first.stream,
+            ops=tuple(c.op_type for c in chain),
+            input_shapes=first.input_shapes,
+            input_dtypes=first.input_dtypes,
+            count=1,
+            total_us=sum(c.dur_us for c in chain),
         )
         key = _chain_key(group)
         old = self._chains.get(key)
@@ -265,34 +278,57 @@ class Analyzer:
     def _open_window(self, kind: str, st: _Stream, members: List[Kernel]) -> None:
         self._want_windows.discard(kind)
         recent = list(st.recent)
+        # The latest occurrence of the chain's first kernel in the recent buffer: the buffer holds
+        # CONTEXT kernels before the chain plus the chain itself.
         first = next(i for i in range(len(recent) - 1, -1, -1) if recent[i] is members[0])
         inside = {id(m) for m in members}
         spans = [
-            Span(k.name, k.op_type, k.start_us, k.dur_us, id(k) in inside)
+            Span(
+                name=k.name,
+                op_type=k.op_type,
+                start_us=k.start_us,
+                dur_us=k.dur_us,
+                attention=id(k) in inside,
+            )
             for k in recent[max(0, first - CONTEXT) :]
         ]
-        self._pending.append(_Pending(kind, members[0].stream, spans, CONTEXT))
+        self._pending.append(
+            _Pending(kind=kind, stream=members[0].stream, spans=spans, left=CONTEXT)
+        )
 
     def _feed_pending(self, k: Kernel) -> None:
         for pending in self._pending:
             if pending.stream == k.stream and pending.left > 0:
-                pending.spans.append(Span(k.name, k.op_type, k.start_us, k.dur_us, False))
+                pending.spans.append(
+                    Span(
+                        name=k.name,
+                        op_type=k.op_type,
+                        start_us=k.start_us,
+                        dur_us=k.dur_us,
+                        attention=False,
+                    )
+                )
                 pending.left -= 1
         done = [p for p in self._pending if p.left == 0]
         for p in done:
-            self._windows.append(Window(p.kind, p.stream, tuple(p.spans)))
+            self._windows.append(Window(kind=p.kind, stream=p.stream, spans=tuple(p.spans)))
         self._pending = [p for p in self._pending if p.left > 0]
 
     def result(self) -> Analysis:
-        windows = self._windows + [Window(p.kind, p.stream, tuple(p.spans)) for p in self._pending]
+        windows = self._windows + [
+            Window(kind=p.kind, stream=p.stream, spans=tuple(p.spans)) for p in self._pending
+        ]
         ops = [
-            OpStat(t, int(s[0]), s[1], s[2], self._cores.get(t, "")) for t, s in self._ops.items()
+            OpStat(
+                op_type=t, count=int(s[0]), total_us=s[1], max_us=s[2], core=self._cores.get(t, "")
+            )
+            for t, s in self._ops.items()
         ]
         return Analysis(
-            _sorted_ops(ops),
-            self.kernels,
-            self.total_us,
-            tuple(sorted(self._chains.values(), key=lambda c: -c.total_us)),
-            tuple(sorted(windows, key=lambda w: w.kind)),
-            self.out_of_order,
+            ops=_sorted_ops(ops),
+            kernels=self.kernels,
+            total_us=self.total_us,
+            chains=tuple(sorted(self._chains.values(), key=lambda c: -c.total_us)),
+            windows=tuple(sorted(windows, key=lambda w: w.kind)),
+            out_of_order=self.out_of_order,
         )

@@ -18,15 +18,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple, Union
 
 from msgspec import Struct
 
 from ..bounded import PROFILE_TRACE_BYTES, GiB, open_text
+from ..decoded import JSONValue
 from ..errors import ProfileFormatError
 
 CHUNK_CHARS = 1 << 22  # 4 Mi characters per read
 MAX_ELEMENT_CHARS = 1 << 24  # one event larger than this is a broken file, not a big event
+# Between two events: torch_npu's json.dumps writes `}, {`, msprof's writer `},{`.
 _BOUNDARY = re.compile(r"\}\s*,\s*\{")
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
@@ -36,7 +38,7 @@ _TOO_BIG = (
 )
 
 
-class Position(Struct, frozen=True):
+class Position(Struct, frozen=True, kw_only=True):
     line: int
     column: int
 
@@ -48,6 +50,7 @@ class _Source:
         self.path = path
         self.chunk_chars = chunk_chars
         try:
+            # newline="" leaves `\r\n` untranslated, so columns count what the file holds.
             self.fh = open_text(path, "profiler trace", PROFILE_TRACE_BYTES, _TOO_BIG, newline="")
         except OSError as exc:
             raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
@@ -101,8 +104,8 @@ class _Source:
         head = self.buf[:index]
         newlines = head.count("\n")
         if newlines:
-            return Position(self.base_line + newlines, len(head) - head.rfind("\n"))
-        return Position(self.base_line, self.base_col + len(head))
+            return Position(line=self.base_line + newlines, column=len(head) - head.rfind("\n"))
+        return Position(line=self.base_line, column=self.base_col + len(head))
 
     def skip_space(self) -> None:
         while True:
@@ -124,7 +127,11 @@ class _Source:
         )
 
 
-def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[Any]:
+# an element's place: its index, or with exact positions (index, where it starts)
+Where = Union[int, Tuple[int, Position]]
+
+
+def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[JSONValue]:
     """Yield the elements of the top-level JSON array in `path`, holding one chunk."""
     for element, _index in _elements(path, chunk_chars, exact=False):
         yield element
@@ -133,17 +140,17 @@ def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[Any]:
 def locate(path: Path, index: int) -> Position:
     """Line and column where element `index` (0-based) starts: for error messages about
     an event the fast path parsed without positions."""
-    for _element, (i, position) in _positions(path):
-        if i == index:
-            return position
-    return Position(0, 0)
+    for _element, where in _positions(path):
+        if isinstance(where, tuple) and where[0] == index:  # exact: always (index, where)
+            return where[1]
+    return Position(line=0, column=0)
 
 
-def _positions(path: Path) -> Iterator[Tuple[Any, Any]]:
+def _positions(path: Path) -> Iterator[Tuple[JSONValue, Where]]:
     yield from _elements(path, CHUNK_CHARS, exact=True)
 
 
-def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[Any, Any]]:
+def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[JSONValue, Where]]:
     src = _Source(path, chunk_chars)
     try:
         yield from _walk(src, exact)
@@ -151,8 +158,9 @@ def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[Any, 
         src.close()
 
 
-def _walk(src: _Source, exact: bool) -> Iterator[Tuple[Any, Any]]:
+def _walk(src: _Source, exact: bool) -> Iterator[Tuple[JSONValue, Where]]:
     src.fill()
+    # A UTF-8 BOM before the `[`.
     if src.buf.startswith("\ufeff"):
         src.pos = 1
     first = src.peek()
@@ -201,17 +209,20 @@ def _walk(src: _Source, exact: bool) -> Iterator[Tuple[Any, Any]]:
         raise src.error(src.pos, "unexpected text after the closing ']' of the event array")
 
 
-def _fast_batch(src: _Source) -> List[Any]:
+def _fast_batch(src: _Source) -> List[JSONValue]:
     """The complete events from the read position to the last `}, {` in the buffer,
     parsed at once; [] when that does not parse (the slow path then takes over)."""
     buf = src.buf
     start = src.pos
+    # Only the buffer's last 64 KiB is searched: an event is far smaller, so a boundary is there
+    # unless the chunk ends inside one huge event (then the slow path reads it).
     window = max(start, len(buf) - (1 << 16))
     last = None
     for last in _BOUNDARY.finditer(buf, window):  # noqa: B007 - the last match is wanted
         pass
     if last is None or last.start() < start:
         return []
+    # Keep the `}` of the last complete event; the `, {` after it starts the next batch.
     cut = last.start() + 1
     try:
         batch = json.loads("[" + buf[start:cut] + "]")
@@ -221,7 +232,7 @@ def _fast_batch(src: _Source) -> List[Any]:
     return batch  # type: ignore[no-any-return]
 
 
-def _one(src: _Source) -> Tuple[Any, int]:
+def _one(src: _Source) -> Tuple[JSONValue, int]:
     """One element at the read position, reading more of the file while it is cut."""
     while True:
         start = src.pos
@@ -232,6 +243,8 @@ def _one(src: _Source) -> Tuple[Any, int]:
                 start, "an event nested too deeply to be a trace event (thousands of levels)"
             ) from None
         except json.JSONDecodeError as exc:
+            # A parse error may only mean the event continues past the chunk: read more, up to
+            # MAX_ELEMENT_CHARS for one event.
             if not src.eof and len(src.buf) - start < MAX_ELEMENT_CHARS:
                 src.fill()  # the element may continue in the next chunk
                 continue

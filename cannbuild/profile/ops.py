@@ -15,21 +15,30 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
+# What both profilers write in any cell that does not apply, at every level.
 NA = "N/A"
 
+# The FlashAttentionFusionPass lists [BatchMatMulV2, BatchMatMul, MatMul, MatMulV2]; newer CANN
+# also runs `aclnnMatmul_MatMulV3Common_MatMulV3` (Type MatMulV3).
 MATMUL = frozenset(
     {"MatMul", "MatMulV2", "MatMulV3", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"}
 )
+# [Softmax, SoftmaxV2] in the pass; GE-era graphs fuse scale and mask into ScaledMaskedSoftmax
+# (`ScaledMaskedSoftmax98` in msprof-analyze's unfused sample).
 SOFTMAX = frozenset({"Softmax", "SoftmaxV2", "ScaledMaskedSoftmax"})
 # what real graphs put between the MatMuls and the Softmax (scale, mask, casts, layout
 # changes, dropout); Add/Adds: the additive mask of `scores + mask * -10000`
 BETWEEN = frozenset(
     {"Mul", "Muls", "Add", "Adds", "Cast", "TransData", "DropOutDoMask", "MaskedFill"}
 )
+# The inference op whose type lacks "flashattention" but which fuses attention all the same.
 FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 
 # GE-style node names: the op type followed by the node's number
+# `BatchMatMul96`, `ScaledMaskedSoftmax98`, `DropOutDoMask99`. The type must end in a letter, so
+# `MatMulV27` (which could be MatMulV2, node 7) is not split and stays whole.
 _GE_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9]*?[A-Za-z])(\d+)$")
+# Only known types are split off: an unknown name ending in digits may be no GE name.
 _KNOWN = MATMUL | SOFTMAX | BETWEEN | {"Transpose", "Reshape", "ZerosLike", "Add"}
 
 
@@ -57,6 +66,9 @@ def type_from_name(name: str) -> str:
     name `<Type><n>` -> Type when Type is a known op; otherwise the name itself."""
     if name.upper() == name:  # runtime task names (MEMCPY_ASYNC, EVENT_RECORD)
         return name
+    # aclnn names are `aclnn<Api>_<KernelImpl>_<OpType>`:
+    # `aclnnInplaceZero_ZerosLikeAiCore_ZerosLike` -> ZerosLike.  A last segment of digits is no
+    # type: the old HCCL name `hcom_allReduce__445_2` stays whole.
     if "_" in name:
         last = name.rsplit("_", 1)[1]
         if last and not last.isdigit():
@@ -88,6 +100,7 @@ def dtype_word(cell: str) -> Optional[str]:
     text = cell.strip().upper()
     if not text or text == NA:
         return None
+    # Real files mix `DT_BF16` with `FLOAT16` and `FLOAT` (msprof's number_mapping.cpp names).
     if text.startswith("DT_"):
         text = text[3:]
     return {
@@ -111,6 +124,8 @@ def strip_quotes(cell: str) -> str:
     """Shape cells carry literal double quotes ("4096,2,512;..."): Huawei's tools strip
     them, so do we."""
     text = cell.strip()
+    # The Python writer wraps the joined shapes in quotes, which CSV quoting then doubles: raw
+    # `"""4096,2,512;..."""`, read back as `"4096,2,512;..."`.
     while len(text) >= 2 and text[0] == '"' and text[-1] == '"':
         text = text[1:-1]
     return text

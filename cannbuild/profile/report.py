@@ -15,7 +15,7 @@ from .run import RunOutcome
 from .summary import ProfileSummary
 
 
-class ProfileReport(Struct, frozen=True):
+class ProfileReport(Struct, frozen=True, kw_only=True):
     summary: ProfileSummary
     timeline: Optional[Path]  # the PNG written, None when none was
     notes: Tuple[str, ...]  # why there is no picture, what a dry run would write
@@ -84,4 +84,4 @@ def make_report(
         elif claim_out:
             claim(target, "profile-output", "--out")
         timeline = chart.draw_timeline(summary.analysis.windows, target / "timeline.png")
-    return ProfileReport(summary, timeline, tuple(notes), run)
+    return ProfileReport(summary=summary, timeline=timeline, notes=tuple(notes), run=run)

@@ -27,11 +27,13 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from msgspec import Struct
 
 from .. import safefs
+from ..decoded import JSONObject, JSONValue
 from ..errors import UsageError, ValidationFailed
 from ..host.pystack import read_python_stack
 from ..locks import WorkspaceLock
@@ -41,8 +43,14 @@ from ..validate.cases import Case, make_inputs, to_bnsd
 from ..workspace import write_json_atomic
 from .shape import AttentionShape
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..build.session import Session
+
 # Optional, imported where its absence is handled: torch and torch_npu (worker(), in the
 # child process only).
+
 RUN_TIMEOUT_S = 900
 JOB = "job.json"
 RESULT = "result.json"
@@ -51,6 +59,7 @@ WORKER = "import sys; from cannbuild.profile.run import worker; sys.exit(worker(
 DEFAULTS = {"dtype": "fp16", "layout": "BNSD", "B": 1, "N1": 8, "S": 512, "D": 128}
 LEVELS = {"0": "Level0", "1": "Level1", "level0": "Level0", "level1": "Level1"}
 # the kernels torch_npu launches on an NPU for the unfused attention's torch ops
+# (names as a real 2026 torch_npu run shows them, profiler-formats.md §3)
 UNFUSED_KERNELS = (
     ("aclnnMatmul", "aclnnMatmul_BatchMatMulNd_BatchMatMulV2", "BatchMatMulV2", "AI_CORE"),
     ("aclnnMuls", "aclnnMuls_MulAiCore_Mul", "Mul", "AI_VECTOR_CORE"),
@@ -59,7 +68,7 @@ UNFUSED_KERNELS = (
 )
 
 
-class RunOutcome(Struct, frozen=True):
+class RunOutcome(Struct, frozen=True, kw_only=True):
     output: Path  # the *_ascend_pt folder the profiler wrote
     shape: AttentionShape
     level: str
@@ -68,7 +77,7 @@ class RunOutcome(Struct, frozen=True):
     max_abs_diff: Optional[float]
     log: Path
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "output": str(self.output),
             "shape": self.shape.to_json(),
@@ -82,6 +91,8 @@ class RunOutcome(Struct, frozen=True):
 
 def level_name(text: Optional[str]) -> str:
     if not text:
+        # Level1 unless asked: Level0, torch_npu's default, leaves Type and the shapes N/A and
+        # writes no op_statistic, so diagnose could not name a chain's cause.
         return "Level1"
     level = LEVELS.get(str(text).strip().lower())
     if level is None:
@@ -140,10 +151,12 @@ def start(
     (work / JOB).write_text(json.dumps(job))
     child_env = dict(env)
     package_root = str(Path(__file__).resolve().parents[2])
+    # The worker imports cannbuild from this checkout, whatever the package's env says.
     child_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
     )
     child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    # The emulated runtime's own profiler switches: where it writes *_ascend_pt and at what level.
     if sandbox:
         child_env["CANNBUILD_EMU_PROFILE_DIR"] = str(out)
         child_env["CANNBUILD_EMU_PROFILE_LEVEL"] = level
@@ -175,6 +188,8 @@ def start(
             "The same route is checked by `cannbuild validate`: run it to see whether the "
             "package works through torch_npu at all.",
         )
+    # The profiler names its folder `<host>_<pid>_<timestamp>_ascend_pt`; this run's is the new
+    # one.
     made = sorted(set(out.glob("*_ascend_pt")) - before)
     if not made:
         raise ValidationFailed(
@@ -184,18 +199,26 @@ def start(
             "rebuild it (its runtime writes the files at aclFinalize).",
         )
     return RunOutcome(
-        made[-1],
-        shape,
-        level,
-        tuple(result.get("fused_ms", ())),
-        tuple(result.get("unfused_ms", ())),
-        result.get("max_abs_diff"),
-        log,
+        output=made[-1],
+        shape=shape,
+        level=level,
+        fused_ms=tuple(result.get("fused_ms", ())),
+        unfused_ms=tuple(result.get("unfused_ms", ())),
+        max_abs_diff=result.get("max_abs_diff"),
+        log=log,
     )
 
 
+def check_profiler(session: Session, env: Mapping[str, str]) -> None:
+    """torch_npu on an NPU or the sandbox, or exit 2 saying why not (before any build)."""
+    inp = inputs_for(session, env, package_env=False)
+    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
+    if why_not:
+        raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
+
+
 def run_profile(
-    session: Any,
+    session: Session,
     env: Mapping[str, str],
     shape: AttentionShape,
     level: str,
@@ -212,15 +235,13 @@ def run_profile(
             "Build and install it first: cannbuild install"
             + (" --sandbox" if session.sandbox is not None else ""),
         )
-    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
-    if why_not:
-        raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
+    check_profiler(session, env)
     with WorkspaceLock(session.ws, command, session.options.wait, None):
         work = session.ws.tmp / "profile-run"
         return start(shape, level, iterations, inp.env, out, inp.target == "sandbox", work)
 
 
-def _read(path: Path) -> Optional[Dict[str, Any]]:
+def _read(path: Path) -> Optional[JSONObject]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -235,6 +256,8 @@ class _Recorder:
     """The emulated runtime's profiler, for ops that run in torch on the CPU."""
 
     def __init__(self) -> None:
+        # The emulated runtime's kernel record, matching the C struct its aclemuKernelEnd
+        # takes.
         class Desc(ctypes.Structure):
             _fields_ = [
                 ("name", ctypes.c_char_p),
@@ -258,7 +281,13 @@ class _Recorder:
         lib.aclemuKernelEnd.argtypes = [ctypes.c_uint64, ctypes.POINTER(Desc)]
         self.lib = lib
 
-    def run(self, kernel: Tuple[str, str, str, str], stream: int, fn: Any, *inputs: Any) -> Any:
+    def run(
+        self,
+        kernel: Tuple[str, str, str, str],
+        stream: int,
+        fn: Callable[..., Tensor],
+        *inputs: Union[Tensor, float],
+    ) -> Tensor:
         api, name, op_type, core = kernel
         token = self.lib.aclemuKernelBegin(api.encode(), stream)
         self.lib.aclemuKernelRun(token)
@@ -269,6 +298,7 @@ class _Recorder:
             name.encode(),
             op_type.encode(),
             core.encode(),
+            # Block Dim / Mix Block Dim 0: nothing to report for an op that ran on the CPU.
             0,
             0,
             shapes.encode(),
@@ -282,19 +312,28 @@ class _Recorder:
         return result
 
 
-def _dims(t: Any) -> str:
+def _dims(t: Union[Tensor, float]) -> str:
     return ",".join(str(d) for d in t.shape) if hasattr(t, "shape") else ""
 
 
-def _dtype(t: Any) -> str:
+def _dtype(t: Union[Tensor, float]) -> str:
     if not hasattr(t, "dtype"):
         return "FLOAT"  # a Python scalar (Muls' scale)
+    # The dtype words real kernel_details files use: FLOAT16, DT_BF16, FLOAT.
     return {"torch.float16": "FLOAT16", "torch.bfloat16": "DT_BF16", "torch.float32": "FLOAT"}.get(
         str(t.dtype), str(t.dtype).replace("torch.", "").upper()
     )
 
 
-def _unfused(torch: Any, q: Any, k: Any, v: Any, scale: float, rec: Any, stream: int) -> Any:
+def _unfused(
+    torch: ModuleType,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float,
+    rec: Optional[_Recorder],
+    stream: int,
+) -> Tensor:
     """softmax(q·kᵀ·scale)·v as separate ops (BNSD, k/v already repeated for GQA)."""
     kt = k.transpose(-1, -2)
     if rec is None:
@@ -305,17 +344,19 @@ def _unfused(torch: Any, q: Any, k: Any, v: Any, scale: float, rec: Any, stream:
     return rec.run(UNFUSED_KERNELS[3], stream, torch.matmul, probs, v)
 
 
-def _inputs(torch: Any, shape: Dict[str, Any]) -> Tuple[Any, Any, Any, Any]:
+def _inputs(
+    torch: ModuleType, shape: Mapping[str, JSONValue]
+) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
     case = Case(
-        "profile",
-        shape["dtype"],
-        shape["layout"],
-        shape["B"],
-        shape["N1"],
-        shape["N2"],
-        shape["S"],
-        shape["D"],
-        False,
+        name="profile",
+        dtype=shape["dtype"],
+        layout=shape["layout"],
+        B=shape["B"],
+        N1=shape["N1"],
+        N2=shape["N2"],
+        S=shape["S"],
+        D=shape["D"],
+        causal=False,
     )
     t = make_inputs(case)
     B, N1, N2, S, D = case.B, case.N1, case.N2, case.S, case.D
@@ -351,8 +392,11 @@ def worker(folder: str) -> int:
 
 
 def _profile(
-    torch: Any, torch_npu: Any, job: Dict[str, Any], shape: Dict[str, Any]
-) -> Dict[str, Any]:
+    torch: ModuleType,
+    torch_npu: ModuleType,
+    job: Mapping[str, JSONValue],
+    shape: Mapping[str, JSONValue],
+) -> Dict[str, object]:
     device = job["device"]
     torch.npu.set_device(device)
     t, qb, kb, vb = _inputs(torch, shape)
@@ -361,8 +405,10 @@ def _profile(
     fused_ms: List[float] = []
     unfused_ms: List[float] = []
 
-    def fused() -> Any:
+    def fused() -> Tensor:
         begin = time.perf_counter()
+        # npu_fusion_attention returns (attention_out, softmax_max, softmax_sum, softmax_out,
+        # seed, offset, mask_len); only the output is compared.
         out = torch_npu.npu_fusion_attention(
             q, k, v, shape["N1"], shape["layout"], scale=scale, keep_prob=1.0
         )[0]
@@ -381,6 +427,7 @@ def _profile(
             unfused_ms.append((time.perf_counter() - begin) * 1000.0)
     else:
         prof = torch_npu.profiler
+        # No PMU columns (AiCoreNone): the op table and the chains need none.
         config = prof._ExperimentalConfig(
             profiler_level=getattr(prof.ProfilerLevel, job["level"]),
             aic_metrics=prof.AiCMetrics.AiCoreNone,
@@ -388,6 +435,7 @@ def _profile(
         qn, kn, vn = (x.to(device) for x in (qb, kb, vb))
         with prof.profile(
             activities=[prof.ProfilerActivity.CPU, prof.ProfilerActivity.NPU],
+            # Shapes only above Level0: at Level0 the shape cells are N/A whatever is recorded.
             record_shapes=job["level"] != "Level0",
             experimental_config=config,
             on_trace_ready=prof.tensorboard_trace_handler(job["out"]),

@@ -9,6 +9,8 @@ from msgspec.structs import asdict
 
 from ..errors import UsageError
 
+# FlashAttentionScore takes FLOAT16, BFLOAT16 and FLOAT32; the FP8 and HIFLOAT8 forms are 950-only
+# (reference cann-build-systems.md §3.5).
 DTYPES = {
     "fp16": "fp16",
     "float16": "fp16",
@@ -24,6 +26,7 @@ DTYPES = {
     "fp8_e4m3": "fp8_e4m3",
     "fp8_e5m2": "fp8_e5m2",
 }
+# FlashAttentionScore's layouts; TND is the VarLen APIs' (same section).
 LAYOUTS = ("BNSD", "BSND", "BSH", "SBH", "TND")
 NUMBERS = (
     ("batch", "B"),
@@ -34,7 +37,7 @@ NUMBERS = (
 )
 
 
-class AttentionShape(Struct, frozen=True):
+class AttentionShape(Struct, frozen=True, kw_only=True):
     """What is known of the user's attention; None where a flag was not given."""
 
     dtype: Optional[str] = None
@@ -51,6 +54,7 @@ class AttentionShape(Struct, frozen=True):
     def with_defaults(self, **defaults: Any) -> AttentionShape:
         values = {k: (v if v is not None else defaults.get(k)) for k, v in asdict(self).items()}
         if values["N2"] is None:
+            # No --kv-heads: plain multi-head attention, N2 = N1 (GQA needs N1 a multiple of N2).
             values["N2"] = values["N1"]
         return AttentionShape(**values)
 

@@ -29,8 +29,12 @@ from .trace import read_trace
 TORCH_DIR = "ASCEND_PROFILER_OUTPUT"
 MSPROF_DIR = "mindstudio_profiler_output"
 KINDS = (
+    # torch_npu's kernel_details.csv (a `_<n>` suffix is accepted too); msprof's
+    # `op_summary_20260323031749.csv`, split into `op_summary_slice_<i>_<ts>.csv` above 1,000,000
+    # rows; torch_npu's own matching regexes accept `^op_summary_\d{1,20}.*\.csv` the same way.
     ("kernel_details", re.compile(r"^kernel_details(_\d+)?\.csv$")),
     ("op_summary", re.compile(r"^op_summary_(slice_\d+_)?\d{1,20}.*\.csv$")),
+    # op_statistic.csv (torch_npu's copy) or `op_statistic_<ts>.csv` (msprof's).
     ("op_statistic", re.compile(r"^op_statistic(_\d{1,20}.*)?\.csv$")),
     ("operator_details", re.compile(r"^operator_details(_\d+)?\.csv$")),
     ("trace_view", re.compile(r"^trace_view(_\d+)?\.json$")),
@@ -44,14 +48,14 @@ KERNEL_KINDS = ("kernel_details", "op_summary")
 TRACE_KINDS = ("trace_view", "msprof_json")
 
 
-class SourceFile(Struct, frozen=True):
+class SourceFile(Struct, frozen=True, kw_only=True):
     path: Path
     kind: str
     records: int
     notes: Tuple[str, ...] = ()
     used_for: Tuple[str, ...] = ()
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "path": str(self.path),
             "kind": self.kind,
@@ -61,27 +65,31 @@ class SourceFile(Struct, frozen=True):
         }
 
 
-class ProfileSummary(Struct, frozen=True):
+class ProfileSummary(Struct, frozen=True, kw_only=True):
     root: Path
     files: Tuple[SourceFile, ...]
     analysis: Analysis
     notes: Tuple[str, ...] = field(default_factory=tuple)
 
-    def opportunity(self) -> Dict[str, Any]:
+    def opportunity(self) -> Dict[str, object]:
         """What the unfused chains cost, and what the fused op would save at the rate it
         ran at in the same profile (when it ran)."""
         a = self.analysis
         total = a.chain_total_us
-        result: Dict[str, Any] = {
+        result: Dict[str, object] = {
             "chains_us": round(total, 3),
             "share": round(total / a.total_us, 4) if a.total_us else 0.0,
             "fused_mean_us": None,
             "estimated_saving_us": None,
         }
+        # The backward pass (FlashAttentionScoreGrad) does other work; only forward calls set the
+        # rate a chain would run at fused.
         fused = [f for f in a.fused if not f.op_type.endswith("Grad")]
         if fused and a.chain_count:
             mean = sum(f.total_us for f in fused) / sum(f.count for f in fused)
             result["fused_mean_us"] = round(mean, 3)
+            # The saving: what the chains took, less as many fused calls at the fused op's mean
+            # duration; never below zero.
             result["estimated_saving_us"] = round(max(total - a.chain_count * mean, 0.0), 3)
         return result
 
@@ -147,7 +155,7 @@ class ProfileSummary(Struct, frozen=True):
         return data
 
 
-class _Run(Struct, frozen=True):
+class _Run(Struct, frozen=True, kw_only=True):
     folder: Path
     files: Dict[str, List[Path]]
 
@@ -168,9 +176,11 @@ def find_runs(path: Path) -> List[_Run]:
                 "Pass kernel_details.csv, op_summary_*.csv, op_statistic*.csv, "
                 "operator_details.csv, trace_view.json or msprof_*.json, or their folder.",
             )
-        return [_Run(path.parent, {kind: [path]})]
+        return [_Run(folder=path.parent, files={kind: [path]})]
     runs: List[_Run] = []
     for here, names in walk(path, "profile: the folder", WALK_HINT):
+        # With data_simplification off, a torch_npu run keeps msprof's raw `PROF_*` copy next to
+        # its ASCEND_PROFILER_OUTPUT: the same kernels twice.
         if here.name == MSPROF_DIR and _torch_copy(here):
             continue  # a torch_npu run's raw PROF_* copy: its ASCEND_PROFILER_OUTPUT counts
         files: Dict[str, List[Path]] = {}
@@ -179,7 +189,7 @@ def find_runs(path: Path) -> List[_Run]:
             if kind is not None:
                 files.setdefault(kind, []).append(here / name)
         if files:
-            runs.append(_Run(here, files))
+            runs.append(_Run(folder=here, files=files))
     if not runs:
         raise UsageError(
             f"profile: no profiler output under {path}.",
@@ -217,23 +227,30 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
         notes += run_notes
     if len(runs) > 1:
         notes.insert(0, f"{len(runs)} profiler outputs found; their kernels are added together")
-    return ProfileSummary(path, tuple(sources), total, tuple(notes))
+    return ProfileSummary(root=path, files=tuple(sources), analysis=total, notes=tuple(notes))
 
 
 def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:
     files: List[SourceFile] = []
     notes: List[str] = []
+    # kernel_details first: at Level0 its names carry the types, and it is what survives
+    # torch_npu's default data_simplification (which deletes PROF_*/mindstudio_profiler_output).
     kernel_kind = next((k for k in KERNEL_KINDS if k in run.files), None)
     trace_kind = next((k for k in TRACE_KINDS if k in run.files), None)
     analysis: Optional[Analysis] = None
     if kernel_kind is not None:
+        # A trace, when there is one, draws the timeline from the device's own stream order.
         analyzer = Analyzer(windows=timeline and trace_kind is None)
         for path in run.files[kernel_kind]:
             kernels, info = read_kernels(path)
             for k in kernels:
                 analyzer.add(k)
             use = ("ops", "chains") + (("timeline",) if trace_kind is None else ())
-            files.append(SourceFile(path, kernel_kind, info.rows, info.notes, use))
+            files.append(
+                SourceFile(
+                    path=path, kind=kernel_kind, records=info.rows, notes=info.notes, used_for=use
+                )
+            )
         analysis = analyzer.result()
     if trace_kind is not None:
         trace_total = Analysis()
@@ -241,21 +258,44 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
             part, tinfo = read_trace(path, windows=timeline)
             trace_total = trace_total.merged(part)
             use = ("timeline",) if analysis is not None else ("ops", "chains", "timeline")
-            files.append(SourceFile(path, trace_kind, tinfo.device_tasks, tinfo.notes, use))
+            files.append(
+                SourceFile(
+                    path=path,
+                    kind=trace_kind,
+                    records=tinfo.device_tasks,
+                    notes=tinfo.notes,
+                    used_for=use,
+                )
+            )
         analysis = trace_total if analysis is None else analysis.with_windows(trace_total.windows)
+    # op_statistic comes only from Level1/Level2 runs; it is the op table only when no kernel table
+    # or trace is there, since its totals cannot give order or chains.
     for path in run.files.get("op_statistic", []):
         stats, info = read_statistic(path)
         if analysis is None:
             analysis = op_table_from_statistic(stats)
-            files.append(SourceFile(path, "op_statistic", info.rows, info.notes, ("ops",)))
+            files.append(
+                SourceFile(
+                    path=path,
+                    kind="op_statistic",
+                    records=info.rows,
+                    notes=info.notes,
+                    used_for=("ops",),
+                )
+            )
         else:
-            files.append(SourceFile(path, "op_statistic", info.rows, (), ()))
+            files.append(
+                SourceFile(path=path, kind="op_statistic", records=info.rows, notes=(), used_for=())
+            )
     for path in run.files.get("operator_details", []):
         info = read_operator_details(path)
-        files.append(SourceFile(path, "operator_details", info.rows, (), ()))
+        files.append(
+            SourceFile(path=path, kind="operator_details", records=info.rows, notes=(), used_for=())
+        )
     if analysis is None:
         analysis = Analysis()
         notes.append(f"{run.folder}: only host-side tables, no device kernels")
+    # torch_npu writes an empty `analyse.done` once parsing has finished.
     if run.folder.name == TORCH_DIR and not (run.folder / "analyse.done").exists():
         notes.append(f"{run.folder}: no analyse.done: torch_npu may not have finished parsing")
     return analysis, files, notes

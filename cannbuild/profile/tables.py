@@ -18,7 +18,17 @@ import csv
 import math
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from msgspec import Struct
 
@@ -33,7 +43,13 @@ from ..errors import ProfileFormatError
 from .analysis import Kernel, OpStat
 from .ops import NA, TypeResolver, strip_quotes
 
+if TYPE_CHECKING:
+    from _csv import Reader as CsvReader
+
 # canonical column -> the names it has in kernel_details.csv and op_summary_*.csv
+# The two headers this maps, torch_npu 2.13 at Level0 and msprof's op_summary:
+#   Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),...
+#   Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),...
 KERNEL_COLUMNS: Dict[str, Tuple[str, ...]] = {
     "name": ("Name", "Op Name"),
     "type": ("Type", "OP Type"),
@@ -41,15 +57,22 @@ KERNEL_COLUMNS: Dict[str, Tuple[str, ...]] = {
     "start": ("Start Time(us)", "Task Start Time(us)"),
     "duration": ("Duration(us)", "Task Duration(us)"),
     "wait": ("Wait Time(us)", "Task Wait Time(us)"),
+    # msprof renamed Block Dim to Block Num on 2026-01-28, torch_npu between 2.8.0 and 2.10.0:
+    # files of both spellings exist.
     "block": ("Block Num", "Block Dim"),
     "mix_block": ("Mix Block Num", "Mix Block Dim"),
+    # op_summary and Level1 kernel_details have a Stream ID; torch_npu's Level0 table has none.
     "stream": ("Stream ID",),
+    # torch_npu <= 2.5.1 writes no Device_id; `Step Id` appears only when steps were scheduled.
     "device": ("Device_id",),
     "step": ("Step Id",),
     "input_shapes": ("Input Shapes",),
     "input_dtypes": ("Input Data Types",),
 }
+# Enough to place a kernel in time and name it; every other column is optional.
 KERNEL_REQUIRED = ("name", "start", "duration")
+# `Device_id,OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),
+# Ratio(%)`; msprof's older Python path wrote `Model Name` where `Device_id` is.
 STATISTIC_COLUMNS: Dict[str, Tuple[str, ...]] = {
     "type": ("OP Type",),
     "core": ("Core Type",),
@@ -61,7 +84,7 @@ SHARED_TEXTS = 1 << 16  # distinct cell texts kept once per table (bounds the ca
 OPERATOR_DETAILS_REQUIRED = ("Name", "Host Total Duration(us)")
 
 
-class TableInfo(Struct, frozen=True):
+class TableInfo(Struct, frozen=True, kw_only=True):
     """What reading a table found, for the report's file list."""
 
     rows: int
@@ -69,7 +92,7 @@ class TableInfo(Struct, frozen=True):
 
 
 @contextlib.contextmanager
-def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], Any]]:
+def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], CsvReader]]:
     """The rows of a CSV file (a real CSV reader: quoted cells may hold commas and line
     breaks) and the reader, whose line_num says where a row ends.  Only a regular file
     of at most PROFILE_CSV_BYTES is opened, and no line or row longer than its bound is
@@ -81,6 +104,8 @@ def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], Any]]:
             PROFILE_CSV_BYTES,
             "Pass the profile of fewer steps (torch_npu's schedule: fewer active steps), "
             "or split the table.",
+            # utf-8-sig drops a BOM; newline="" is what the csv module needs to keep a quoted
+            # cell's own `\r\n` (operator_details.csv splits its cells with `";\r\n"`).
             encoding="utf-8-sig",
             newline="",
         )
@@ -88,6 +113,7 @@ def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], Any]]:
         raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
     try:
         lines = _Lines(path, fh)
+        # strict: a stray quote is an error with a line number, not a silently merged row.
         reader = csv.reader(lines, strict=True)
         yield _rows(path, reader, lines), reader
     finally:
@@ -99,7 +125,7 @@ class _Lines:
     PROFILE_CSV_LINE_CHARS, or a row (quoted cells span lines) over
     PROFILE_CSV_ROW_CHARS, is refused before more of it is read."""
 
-    def __init__(self, path: Path, fh: Any) -> None:
+    def __init__(self, path: Path, fh: IO[str]) -> None:
         self.path = path
         self.fh = fh
         self.line = 0
@@ -128,15 +154,17 @@ class _Lines:
         )
 
 
-def _rows(path: Path, reader: Any, lines: _Lines) -> Iterator[List[str]]:
+def _rows(path: Path, reader: CsvReader, lines: _Lines) -> Iterator[List[str]]:
     while True:
         try:
             row = next(reader)
+            # A row is complete: the next one gets its own size bound.
             lines.row_chars = 0
         except StopIteration:
             return
         except csv.Error as exc:
             raise ProfileFormatError(
+                # line_num is where the reader stopped, the last line of a multi-line row.
                 f"{path} line {reader.line_num}: not valid CSV ({exc}).",
                 "The file is damaged or was cut short (was the profiler still writing it?).",
             ) from None
@@ -175,6 +203,8 @@ def _columns(
 def _number(path: Path, line: int, column: str, text: str) -> float:
     """A time or count cell: a finite number, not negative (nan/inf would make the
     --json output invalid JSON)."""
+    # torch_npu writes `1774235537533009.500<TAB>` unquoted; older files quote it as
+    # `"1699529623122090.8<TAB>"`, which the CSV reader unquotes.
     cell = text.strip()  # start times end in a TAB
     try:
         value = float(cell)
@@ -207,7 +237,7 @@ def read_kernels(
 
 
 def _read_kernels(
-    path: Path, rows: Iterator[List[str]], reader: Any, resolve: TypeResolver
+    path: Path, rows: Iterator[List[str]], reader: CsvReader, resolve: TypeResolver
 ) -> Tuple[List[Kernel], TableInfo]:
     header = next(rows, None)
     if header is None:
@@ -225,29 +255,37 @@ def _read_kernels(
     dur_name = header[cols["duration"]].strip()
     for row in rows:
         line = start_line
+        # line_num is the last line of this row, so the next row starts after it.
         start_line = reader.line_num + 1
+        # A blank line reads as [].
         if not row:
             continue
         _check_width(path, line, row, width)
         name = shared(row[cols["name"]].strip())
         type_cell = get(row, "type")
+        # At Level0 every Type is N/A and the type comes from the name
+        # (`aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore`).
         if type_cell and type_cell != NA:
             named_types += 1
         else:
             derived += 1
+        # No Device_id column (torch_npu <= 2.5.1) means one device.
         device = get(row, "device") or "0"
         stream = get(row, "stream")
+        # HCCL rows have `Stream ID` N/A (msprof adds them without task or stream ids).
         key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
         kernels.append(
             Kernel(
-                shared(key),
-                name,
-                shared(resolve(name, type_cell)),
-                _number(path, line, start_name, row[cols["start"]]),
-                _number(path, line, dur_name, row[cols["duration"]]),
-                shared(_na(get(row, "core"))),
-                shared(strip_quotes(_na(get(row, "input_shapes")))),
-                shared(_na(get(row, "input_dtypes"))),
+                stream=shared(key),
+                name=name,
+                op_type=shared(resolve(name, type_cell)),
+                start_us=_number(path, line, start_name, row[cols["start"]]),
+                dur_us=_number(path, line, dur_name, row[cols["duration"]]),
+                core=shared(_na(get(row, "core"))),
+                # Python-written shapes keep literal quotes after CSV parsing: raw
+                # `"""4096,2,512;..."""`.
+                input_shapes=shared(strip_quotes(_na(get(row, "input_shapes")))),
+                input_dtypes=shared(_na(get(row, "input_dtypes"))),
             )
         )
     notes = []
@@ -255,6 +293,7 @@ def _read_kernels(
         notes.append("Type is N/A (Level0): op types taken from the kernel names")
     elif derived:
         notes.append(f"{derived} rows without a Type: op types taken from their names")
+    # Which spelling a file uses tells roughly which profiler version wrote it.
     block = [h.strip() for h in header if h.strip() in ("Block Dim", "Block Num")]
     if block:
         notes.append(f"{block[0]} header")
@@ -263,7 +302,7 @@ def _read_kernels(
     # by stream, then time (two stable sorts: no key tuple per kernel at the peak)
     kernels.sort(key=attrgetter("start_us"))
     kernels.sort(key=attrgetter("stream"))
-    return kernels, TableInfo(len(kernels), tuple(notes))
+    return kernels, TableInfo(rows=len(kernels), notes=tuple(notes))
 
 
 class _Shared:
@@ -301,7 +340,7 @@ def read_statistic(path: Path) -> Tuple[List[OpStat], TableInfo]:
 
 
 def _read_statistic(
-    path: Path, rows: Iterator[List[str]], reader: Any
+    path: Path, rows: Iterator[List[str]], reader: CsvReader
 ) -> Tuple[List[OpStat], TableInfo]:
     header = next(rows, None)
     if header is None:
@@ -321,8 +360,18 @@ def _read_statistic(
         total = _number(path, this, "Total Time(us)", row[cols["total"]])
         biggest = _number(path, this, "Max Time(us)", row[cols["max"]]) if "max" in cols else 0.0
         core = row[cols["core"]].strip() if "core" in cols else ""
-        out.append(OpStat(row[cols["type"]].strip(), int(count), total, biggest, core))
-    return out, TableInfo(len(out), ("op statistics only: no kernel order, no chains",))
+        # `Count` is written as a whole number (`105`); `int` drops a `.0` if one appears.
+        out.append(
+            OpStat(
+                op_type=row[cols["type"]].strip(),
+                count=int(count),
+                total_us=total,
+                max_us=biggest,
+                core=core,
+            )
+        )
+    # op_statistic comes only from Level1/Level2 runs and holds totals per op type.
+    return out, TableInfo(rows=len(out), notes=("op statistics only: no kernel order, no chains",))
 
 
 def read_operator_details(path: Path) -> TableInfo:
@@ -331,7 +380,7 @@ def read_operator_details(path: Path) -> TableInfo:
         return _read_operator_details(path, rows, reader)
 
 
-def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: Any) -> TableInfo:
+def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: CsvReader) -> TableInfo:
     header = next(rows, None)
     if header is None:
         raise ProfileFormatError(
@@ -353,6 +402,7 @@ def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: Any) -
         if not row:
             continue
         _check_width(path, this, row, width)
+        # The one number this table gives: host time per torch op.
         _number(path, this, "Host Total Duration(us)", row[total])
         count += 1
-    return TableInfo(count, ())
+    return TableInfo(rows=count, notes=())

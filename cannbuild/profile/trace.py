@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Dict, Mapping, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -22,10 +22,12 @@ from .analysis import Analysis, Analyzer, Kernel
 from .jsonarray import iter_array, locate
 from .ops import TypeResolver
 
+# msprof's device track: `{"name":"process_name","pid":2113568,"args":{"name":"Ascend
+# Hardware"},"ph":"M"}`; its `process_labels` say `NPU 0` (`NPU` in 2024 files).
 DEVICE_PROCESS = "Ascend Hardware"
 
 
-class TraceInfo(Struct, frozen=True):
+class TraceInfo(Struct, frozen=True, kw_only=True):
     events: int
     device_tasks: int
     tracks: Tuple[str, ...]  # process names seen, in pid order
@@ -54,9 +56,9 @@ def read_trace(path: Path, windows: bool = True) -> Tuple[Analysis, TraceInfo]:
 def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     resolve = TypeResolver()
     analyzer = Analyzer(windows=windows)
-    process: Dict[Any, str] = {}
-    labels: Dict[Any, str] = {}
-    threads: Dict[Tuple[Any, Any], str] = {}
+    process: Dict[object, str] = {}  # pid -> name (pids and tids as the file has them)
+    labels: Dict[object, str] = {}
+    threads: Dict[Tuple[object, object], str] = {}
     device_pids: set = set()
     other_pids: set = set()
     events = device = 0
@@ -67,9 +69,14 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
         ph = event.get("ph")
         if ph == "X":
             pid = event.get("pid")
+            # Python, CANN and Overlap Analysis events are `X` events too (`aten::matmul`,
+            # `AscendCL@aclnnMatmul`, `Computing`); their pids are skipped once named.
             if pid in other_pids:
                 continue
             args = event.get("args")
+            # Before its `process_name` is seen, a device task is known by its args, which msprof
+            # writes on every NPU task:
+            #   "args": {"Model Id": 4294967295, "Task Type": "MIX_AIC", "Physic Stream Id": 46}
             if pid not in device_pids and not (isinstance(args, dict) and "Task Type" in args):
                 continue
             device += 1
@@ -78,17 +85,22 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
                 raise _BadEvent(index, "has no name")
             analyzer.add(
                 Kernel(
-                    _stream_key(pid, event.get("tid")),
-                    name,
-                    resolve(name),
-                    _float(event, "ts", index),
-                    _float(event, "dur", index),
-                    str(args.get("Task Type", "")) if isinstance(args, dict) else "",
+                    # One stream per (pid, tid): on the device track `tid` is the logic stream id.
+                    stream=_stream_key(pid, event.get("tid")),
+                    name=name,
+                    # `ts` is a string of epoch microseconds, `"1774232269411629.250"`; as a float
+                    # it keeps 0.25 us steps at such values (2**50 < ts < 2**51); `dur` is a float
+                    # already.
+                    op_type=resolve(name),
+                    start_us=_float(event, "ts", index),
+                    dur_us=_float(event, "dur", index),
+                    core=str(args.get("Task Type", "")) if isinstance(args, dict) else "",
                 )
             )
         elif ph == "M":
             _meta(event, process, labels, threads, device_pids, other_pids)
     analysis = analyzer.result()
+    # Streams are shown as `<labels or process name> / <thread name>`: `NPU 0 / Stream 2`.
     rename = {
         _stream_key(pid, tid): f"{labels.get(pid) or process.get(pid) or f'pid {pid}'} / {name}"
         for (pid, tid), name in threads.items()
@@ -96,6 +108,8 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     if rename:
         analysis = _relabel(analysis, rename)
     notes = []
+    # At Level0 torch_npu drops the CANN `process_name` but keeps that pid's `process_labels` and
+    # `thread_name`: it prunes by event name, not by pid (profiler-formats.md §1.6).
     unnamed = sorted(str(p) for p in labels if p not in process)
     if unnamed:
         notes.append(f"pids without a process_name (Level0 pruning): {', '.join(unnamed)}")
@@ -107,14 +121,16 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     if not device:
         notes.append("no device tasks (no Ascend Hardware track): was the NPU activity on?")
     tracks = tuple(process[p] for p in sorted(process, key=str))
-    return analysis, TraceInfo(events, device, tracks, tuple(notes))
+    return analysis, TraceInfo(
+        events=events, device_tasks=device, tracks=tracks, notes=tuple(notes)
+    )
 
 
-def _stream_key(pid: Any, tid: Any) -> str:
+def _stream_key(pid: object, tid: object) -> str:
     return f"pid {pid} tid {tid}"
 
 
-def _float(event: Dict[str, Any], key: str, index: int) -> float:
+def _float(event: Mapping[str, object], key: str, index: int) -> float:
     value = event.get(key)
     try:
         number = float(value)  # type: ignore[arg-type]
@@ -126,10 +142,10 @@ def _float(event: Dict[str, Any], key: str, index: int) -> float:
 
 
 def _meta(
-    event: Dict[str, Any],
-    process: Dict[Any, str],
-    labels: Dict[Any, str],
-    threads: Dict[Tuple[Any, Any], str],
+    event: Mapping[str, object],
+    process: Dict[object, str],
+    labels: Dict[object, str],
+    threads: Dict[Tuple[object, object], str],
     device_pids: set,
     other_pids: set,
 ) -> None:
@@ -138,6 +154,7 @@ def _meta(
         return
     kind = event.get("name")
     pid = event.get("pid")
+    # `process_sort_index` and the other metadata only order tracks in a viewer.
     if kind == "process_name":
         name = str(args.get("name", ""))
         process[pid] = name

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from msgspec import Struct
 
+from ..decoded import JSONValue
 from ..resources import data_dir
 
 USER_RECIPE_DIR = "cannbuild-recipes"
@@ -15,7 +16,7 @@ PHASES = ("build", "install")
 ACTIONS = ("overlay", "vendor")
 
 
-class SourcePin(Struct, frozen=True):
+class SourcePin(Struct, frozen=True, kw_only=True):
     """A second checkout placed inside a repo, at a commit the repo itself pins."""
 
     repo: str
@@ -24,7 +25,7 @@ class SourcePin(Struct, frozen=True):
     dest: str
 
 
-class ArchiveRule(Struct, frozen=True):
+class ArchiveRule(Struct, frozen=True, kw_only=True):
     """What the recipe says of one third-party archive of a repo at its pinned ref.
 
     `place`: where that ref's CMake accepts a local copy, in the order cannbuild
@@ -42,7 +43,7 @@ class ArchiveRule(Struct, frozen=True):
     md5: Optional[str] = None
 
 
-class RepoSpec(Struct, frozen=True):
+class RepoSpec(Struct, frozen=True, kw_only=True):
     name: str
     url: str
     tag: Optional[str] = None
@@ -53,7 +54,7 @@ class RepoSpec(Struct, frozen=True):
     third_party: Tuple[ArchiveRule, ...] = ()
 
 
-class ToolkitFile(Struct, frozen=True):
+class ToolkitFile(Struct, frozen=True, kw_only=True):
     """A file the builds read from the toolkit, found by any one of `paths` (relative to
     ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks."""
 
@@ -64,7 +65,7 @@ class ToolkitFile(Struct, frozen=True):
     source: str = ""
 
 
-class StepSpec(Struct, frozen=True):
+class StepSpec(Struct, frozen=True, kw_only=True):
     name: str
     command: str
     repo: Optional[str] = None
@@ -84,7 +85,7 @@ class StepSpec(Struct, frozen=True):
     optional: bool = False
 
 
-class HostTool(Struct, frozen=True):
+class HostTool(Struct, frozen=True, kw_only=True):
     """A program the recipe's builds call that doctor must find on PATH."""
 
     name: str
@@ -92,7 +93,7 @@ class HostTool(Struct, frozen=True):
     install: str
 
 
-class ValidateSpec(Struct, frozen=True):
+class ValidateSpec(Struct, frozen=True, kw_only=True):
     library: str
     symbols: Tuple[str, ...]
     example: Optional[str] = None
@@ -101,7 +102,7 @@ class ValidateSpec(Struct, frozen=True):
     example_lookup: str = "custom-opp"
 
 
-class Recipe(Struct, frozen=True):
+class Recipe(Struct, frozen=True, kw_only=True):
     path: Path
     digest: str
     name: str
@@ -109,7 +110,7 @@ class Recipe(Struct, frozen=True):
     description: str
     socs: Tuple[str, ...]
     opbase: str
-    vars: Tuple[Tuple[str, Any], ...]
+    vars: Tuple[Tuple[str, JSONValue], ...]  # [vars], as TOML has them
     requires: Tuple[Tuple[str, str], ...]
     repos: Tuple[RepoSpec, ...]
     steps: Tuple[StepSpec, ...]

@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
 from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
+from ..decoded import JSONValue
 from ..errors import UsageError
 from ..lazy import lazy_module
 from .model import (
@@ -30,18 +31,25 @@ from .model import (
 
 if TYPE_CHECKING:
     import difflib
-else:  # only a mistake pays for it
+else:  # difflib costs an import on every load; only a mistake (a key not known) needs it
     difflib = lazy_module("difflib")
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
 _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
+# The 8.3 pair disagrees: opbase 868d751 installs op_common under `<arch>-linux/pkg_inc` (upstream
+# commit 32b4a5c), while ops-transformer c29bc10's FindOPBASE.cmake:19 searches
+# `<arch>-linux/include`; recipes/8.3.toml says `include` (reference real-host-findings.md §1).
 # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
 OPBASE_HEADERS = ("pkg_inc", "include")
+# `until` bounds a branch; `opbase_source` is the nested pin (ops-transformer v9.0 pins opbase by
+# OPBASE_TAG_ID in cmake/third_party/opbase.cmake).
 _REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
+# The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
 _RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
+# Lengths of a sha256 and an md5 digest in hex.
 _HEX = {"sha256": 64, "md5": 32}
 _STEP_KEYS = {
     "name",
@@ -59,7 +67,12 @@ _STEP_KEYS = {
 }
 _VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
 _FILE_KEYS = {"component", "package", "step", "paths", "source"}
+# Where the ops-transformer example looks for the custom package: 8.3's build.sh only in
+# `${ASCEND_OPP_PATH}/vendors/<vendor>_transformer` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
+# (:504) also in ASCEND_CUSTOM_OPP_PATH.
 EXAMPLE_LOOKUPS = ("custom-opp", "opp")
+# The run's values a step may declare as inputs: each one joins the step's input hash
+# (build/plan.py), so changing it reruns the step.
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
@@ -72,7 +85,7 @@ class _Reader:
     def fail(self, where: str, problem: str, hint: Optional[str] = None) -> UsageError:
         return UsageError(f"recipe {self.path}: {where} {problem}", hint)
 
-    def keys(self, table: Mapping[str, Any], allowed: set, where: str) -> None:
+    def keys(self, table: Mapping[str, JSONValue], allowed: set, where: str) -> None:
         for key in table:
             if key not in allowed:
                 close = difflib.get_close_matches(key, sorted(allowed), n=1)
@@ -85,8 +98,13 @@ class _Reader:
                 )
 
     def get(
-        self, table: Mapping[str, Any], key: str, kind: type, where: str, required: bool = True
-    ) -> Any:
+        self,
+        table: Mapping[str, JSONValue],
+        key: str,
+        kind: type,
+        where: str,
+        required: bool = True,
+    ) -> JSONValue:
         if key not in table:
             if required:
                 raise self.fail(where, f"needs a {key!r} key.")
@@ -98,7 +116,7 @@ class _Reader:
             )
         return value
 
-    def strings(self, table: Mapping[str, Any], key: str, where: str) -> Tuple[str, ...]:
+    def strings(self, table: Mapping[str, JSONValue], key: str, where: str) -> Tuple[str, ...]:
         value = self.get(table, key, list, where, required=False) or []
         if not all(isinstance(v, str) for v in value):
             raise self.fail(where, f"key {key!r} should be a list of strings.")
@@ -109,12 +127,9 @@ _RECIPE_TOO_BIG = "A recipe is a page of TOML (see recipes/*.toml): is this the 
 
 
 def load_recipe(path: Path) -> Recipe:
-    try:
-        raw = read_bytes(path, "recipe", CONFIG_BYTES, _RECIPE_TOO_BIG)
-    except OSError as exc:
-        raise UsageError(
-            f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."
-        ) from exc
+    """The recipe at `path`, every table checked in the file's order (the first mistake is
+    the one reported)."""
+    raw = _read(path)
     hint = "Fix the file; see recipes/*.toml."
     try:
         text = raw.decode("utf-8")
@@ -125,185 +140,23 @@ def load_recipe(path: Path) -> Recipe:
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")
     r.keys(head, _RECIPE_KEYS, "[recipe]")
-    opbase = r.get(head, "opbase", str, "[recipe]")
-    if opbase not in OPBASE_MODES:
-        raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
-    opbase_headers = r.get(head, "opbase_headers", str, "[recipe]", required=False) or "pkg_inc"
-    if opbase_headers not in OPBASE_HEADERS:
-        raise r.fail(
-            "[recipe]",
-            f"opbase_headers = {opbase_headers!r} is not one of {', '.join(OPBASE_HEADERS)}.",
-        )
-
-    repos: List[RepoSpec] = []
-    for name, table in r.get(data, "repos", dict, "the file").items():
-        where = f"[repos.{name}]"
-        r.keys(table, _REPO_KEYS, where)
-        refs = [k for k in ("tag", "branch", "commit") if k in table]
-        if len(refs) != 1:
-            raise r.fail(where, "needs exactly one of tag, branch or commit.")
-        if "until" in table and "branch" not in table:
-            raise r.fail(where, "has 'until', which only applies to a branch.")
-        pin = None
-        if "opbase_source" in table:
-            ptable = r.get(table, "opbase_source", dict, where)
-            r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
-            pin = SourcePin(
-                **{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS}
-            )
-            try:
-                re.compile(pin.pin_regex)
-            except re.error as exc:
-                raise r.fail(
-                    f"{where}.opbase_source", f"pin_regex is not a valid regex: {exc}."
-                ) from exc
-        rules = [
-            _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
-            for i, rule in enumerate(
-                r.get(table, "third_party", list, where, required=False) or [], 1
-            )
-        ]
-        repos.append(
-            RepoSpec(
-                name=name,
-                url=r.get(table, "url", str, where),
-                tag=r.get(table, "tag", str, where, required=False),
-                branch=r.get(table, "branch", str, where, required=False),
-                until=r.get(table, "until", str, where, required=False),
-                commit=r.get(table, "commit", str, where, required=False),
-                source_pin=pin,
-                third_party=tuple(rules),
-            )
-        )
-    names = {repo.name for repo in repos}
-
-    # the older, recipe-wide form: an archive the recipe adds to the repos it names
-    added: Dict[str, List[ArchiveRule]] = {}
-    for i, table in enumerate(
-        r.get(data, "third_party", list, "the file", required=False) or [], 1
-    ):
-        where = f"[[third_party]] #{i}"
-        r.keys(table, _THIRD_KEYS, where)
-        dest = _relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
-        rule = ArchiveRule(
-            name=r.get(table, "name", str, where),
-            place=(dest,),
-            source=f"the recipe's {where}",
-            url=r.get(table, "url", str, where),
-            sha256=_hex(r, table, "sha256", where),
-        )
-        for repo in r.strings(table, "repos", where):
-            if repo not in names:
-                raise r.fail(where, f"names repo {repo!r}, which [repos] does not define.")
-            added.setdefault(repo, []).append(rule)
+    opbase, opbase_headers = _opbase(r, head)
     repos = [
-        replace(repo, third_party=repo.third_party + tuple(added.get(repo.name, ())))
-        for repo in repos
+        _repo(r, name, table) for name, table in r.get(data, "repos", dict, "the file").items()
     ]
-
-    steps: List[StepSpec] = []
-    seen: List[str] = []
-    search = template_dirs(path)
-    for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
-        where = f"[[steps]] #{i}"
-        r.keys(table, _STEP_KEYS, where)
-        step = StepSpec(
-            name=r.get(table, "name", str, where),
-            command=r.get(table, "command", str, where),
-            repo=r.get(table, "repo", str, where, required=False),
-            after=r.strings(table, "after", where),
-            inputs=r.strings(table, "inputs", where),
-            produces=r.strings(table, "produces", where),
-            scratch=tuple(
-                _relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)
-            ),
-            phase=r.get(table, "phase", str, where, required=False) or "build",
-            action=r.get(table, "action", str, where, required=False),
-            env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
-            cwd=r.get(table, "cwd", str, where, required=False),
-            optional=bool(r.get(table, "optional", bool, where, required=False)),
-        )
-        where = f"step {step.name!r}"
-        if step.name in seen:
-            raise r.fail(where, "is defined twice.")
-        if step.repo is not None and step.repo not in names:
-            raise r.fail(where, f"names repo {step.repo!r}, which [repos] does not define.")
-        for dep in step.after:
-            if dep not in seen:
-                raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
-            if not step.optional and any(s.name == dep and s.optional for s in steps):
-                raise r.fail(
-                    where,
-                    f"runs after {dep!r}, which is optional and may not run.",
-                    "Make this step optional too, or drop the dependency.",
-                )
-        for inp in step.inputs:
-            if inp not in _STEP_INPUTS:
-                raise r.fail(
-                    where, f"input {inp!r} is not one of {', '.join(sorted(_STEP_INPUTS))}."
-                )
-        if step.phase not in PHASES:
-            raise r.fail(where, f"phase {step.phase!r} is not one of {', '.join(PHASES)}.")
-        if step.action is not None and step.action not in ACTIONS:
-            raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
-        if not any((d / step.command).is_file() for d in search):
-            shown = ", ".join(str(d) for d in search)
-            raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
-        seen.append(step.name)
-        steps.append(step)
-
-    vtable = r.get(data, "validate", dict, "the file")
-    r.keys(vtable, _VALIDATE_KEYS, "[validate]")
-    validate = ValidateSpec(
-        library=r.get(vtable, "library", str, "[validate]"),
-        symbols=r.strings(vtable, "symbols", "[validate]"),
-        example=r.get(vtable, "example", str, "[validate]", required=False),
-        example_lookup=r.get(vtable, "example_lookup", str, "[validate]", required=False)
-        or "custom-opp",
-    )
-    if validate.example_lookup not in EXAMPLE_LOOKUPS:
-        raise r.fail(
-            "[validate]",
-            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
-        )
+    names = {repo.name for repo in repos}
+    repos = _add_recipe_archives(r, data, repos, names)
+    steps = _steps(r, data, template_dirs(path), names)
+    validate = _validate(r, data)
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
     r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
-    host = r.get(data, "host", dict, "the file", required=False) or {}
-    r.keys(host, {"tools"}, "[host]")
-    tools: List[HostTool] = []
-    for i, table in enumerate(r.get(host, "tools", list, "[host]", required=False) or [], 1):
-        where = f"[[host.tools]] #{i}"
-        if not isinstance(table, dict):
-            raise r.fail(where, "should be a table with name, why and install.")
-        r.keys(table, _TOOL_KEYS, where)
-        name = r.get(table, "name", str, where)
-        tools.append(
-            HostTool(
-                name=name,
-                why=r.get(table, "why", str, where),
-                install=r.get(table, "install", str, where, required=False)
-                or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
-            )
-        )
-    files: List[ToolkitFile] = []
-    for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
-        where = f"[[toolkit.files]] #{i}"
-        r.keys(table, _FILE_KEYS, where)
-        entry = ToolkitFile(
-            component=r.get(table, "component", str, where),
-            package=r.get(table, "package", str, where),
-            step=r.get(table, "step", str, where),
-            paths=r.strings(table, "paths", where),
-            source=r.get(table, "source", str, where, required=False) or "",
-        )
-        if not entry.paths:
-            raise r.fail(where, "needs at least one path in 'paths'.")
-        if entry.step not in seen:
-            raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
-        files.append(entry)
+    tools = _host_tools(r, data)
+    files = _toolkit_files(r, toolkit, {step.name for step in steps})
     return Recipe(
         path=path,
+        # The digest of the bytes as read, which the lock and the run report record: it tells two
+        # recipes of one name apart.
         digest=hashlib.sha256(raw).hexdigest(),
         name=r.get(head, "name", str, "[recipe]"),
         train=r.get(head, "train", str, "[recipe]"),
@@ -322,7 +175,226 @@ def load_recipe(path: Path) -> Recipe:
     )
 
 
-def _archive_rule(r: _Reader, table: Any, where: str) -> ArchiveRule:
+def _read(path: Path) -> bytes:
+    try:
+        return read_bytes(path, "recipe", CONFIG_BYTES, _RECIPE_TOO_BIG)
+    except OSError as exc:
+        raise UsageError(
+            f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."
+        ) from exc
+
+
+def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
+    """[recipe]'s opbase mode and where its headers are (`opbase`, `opbase_headers`)."""
+    opbase = r.get(head, "opbase", str, "[recipe]")
+    if opbase not in OPBASE_MODES:
+        raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
+    opbase_headers = r.get(head, "opbase_headers", str, "[recipe]", required=False) or "pkg_inc"
+    if opbase_headers not in OPBASE_HEADERS:
+        raise r.fail(
+            "[recipe]",
+            f"opbase_headers = {opbase_headers!r} is not one of {', '.join(OPBASE_HEADERS)}.",
+        )
+    return opbase, opbase_headers
+
+
+def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
+    where = f"[repos.{name}]"
+    r.keys(table, _REPO_KEYS, where)
+    # A ref is a tag, a branch (with an optional `until` commit bound) or a commit id, one of
+    # them.
+    refs = [k for k in ("tag", "branch", "commit") if k in table]
+    if len(refs) != 1:
+        raise r.fail(where, "needs exactly one of tag, branch or commit.")
+    if "until" in table and "branch" not in table:
+        raise r.fail(where, "has 'until', which only applies to a branch.")
+    pin = _source_pin(r, table, where) if "opbase_source" in table else None
+    rules = [
+        _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
+        for i, rule in enumerate(r.get(table, "third_party", list, where, required=False) or [], 1)
+    ]
+    return RepoSpec(
+        name=name,
+        url=r.get(table, "url", str, where),
+        tag=r.get(table, "tag", str, where, required=False),
+        branch=r.get(table, "branch", str, where, required=False),
+        until=r.get(table, "until", str, where, required=False),
+        commit=r.get(table, "commit", str, where, required=False),
+        source_pin=pin,
+        third_party=tuple(rules),
+    )
+
+
+def _source_pin(r: _Reader, table: Mapping[str, JSONValue], where: str) -> SourcePin:
+    ptable = r.get(table, "opbase_source", dict, where)
+    r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
+    pin = SourcePin(**{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS})
+    # Compiled now so a bad pattern fails at load with the recipe's name, not mid-fetch:
+    #   pin_regex = 'set\(OPBASE_TAG_ID\s+([0-9a-f]{40})\)'
+    try:
+        re.compile(pin.pin_regex)
+    except re.error as exc:
+        raise r.fail(f"{where}.opbase_source", f"pin_regex is not a valid regex: {exc}.") from exc
+    return pin
+
+
+def _add_recipe_archives(
+    r: _Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
+) -> List[RepoSpec]:
+    """The older, recipe-wide form: an archive the recipe adds to the repos it names."""
+    added: Dict[str, List[ArchiveRule]] = {}
+    for i, table in enumerate(
+        r.get(data, "third_party", list, "the file", required=False) or [], 1
+    ):
+        where = f"[[third_party]] #{i}"
+        r.keys(table, _THIRD_KEYS, where)
+        dest = _relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
+        rule = ArchiveRule(
+            name=r.get(table, "name", str, where),
+            place=(dest,),
+            source=f"the recipe's {where}",
+            url=r.get(table, "url", str, where),
+            sha256=_hex(r, table, "sha256", where),
+        )
+        for repo in r.strings(table, "repos", where):
+            if repo not in names:
+                raise r.fail(where, f"names repo {repo!r}, which [repos] does not define.")
+            added.setdefault(repo, []).append(rule)
+    return [
+        replace(repo, third_party=repo.third_party + tuple(added.get(repo.name, ())))
+        for repo in repos
+    ]
+
+
+def _steps(
+    r: _Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
+) -> List[StepSpec]:
+    steps: List[StepSpec] = []
+    for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
+        step = _step(r, table, f"[[steps]] #{i}")
+        _check_step(r, step, steps, search, names)
+        steps.append(step)
+    return steps
+
+
+def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
+    r.keys(table, _STEP_KEYS, where)
+    return StepSpec(
+        name=r.get(table, "name", str, where),
+        command=r.get(table, "command", str, where),
+        repo=r.get(table, "repo", str, where, required=False),
+        after=r.strings(table, "after", where),
+        inputs=r.strings(table, "inputs", where),
+        produces=r.strings(table, "produces", where),
+        scratch=tuple(
+            _relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)
+        ),
+        phase=r.get(table, "phase", str, where, required=False) or "build",
+        action=r.get(table, "action", str, where, required=False),
+        env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
+        cwd=r.get(table, "cwd", str, where, required=False),
+        optional=bool(r.get(table, "optional", bool, where, required=False)),
+    )
+
+
+def _check_step(
+    r: _Reader, step: StepSpec, earlier: List[StepSpec], search: List[Path], names: Set[str]
+) -> None:
+    """A step against the steps before it, the repos and the templates."""
+    where = f"step {step.name!r}"
+    seen = [s.name for s in earlier]
+    # `after` may only name earlier steps: the file order is then already a valid run order,
+    # and a cycle cannot be written.
+    if step.name in seen:
+        raise r.fail(where, "is defined twice.")
+    if step.repo is not None and step.repo not in names:
+        raise r.fail(where, f"names repo {step.repo!r}, which [repos] does not define.")
+    for dep in step.after:
+        if dep not in seen:
+            raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
+        if not step.optional and any(s.name == dep and s.optional for s in earlier):
+            raise r.fail(
+                where,
+                f"runs after {dep!r}, which is optional and may not run.",
+                "Make this step optional too, or drop the dependency.",
+            )
+    for inp in step.inputs:
+        if inp not in _STEP_INPUTS:
+            raise r.fail(where, f"input {inp!r} is not one of {', '.join(sorted(_STEP_INPUTS))}.")
+    if step.phase not in PHASES:
+        raise r.fail(where, f"phase {step.phase!r} is not one of {', '.join(PHASES)}.")
+    if step.action is not None and step.action not in ACTIONS:
+        raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
+    # The template must exist under one of the recipe's template folders now, not when the step
+    # runs.
+    if not any((d / step.command).is_file() for d in search):
+        shown = ", ".join(str(d) for d in search)
+        raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
+
+
+def _validate(r: _Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
+    vtable = r.get(data, "validate", dict, "the file")
+    r.keys(vtable, _VALIDATE_KEYS, "[validate]")
+    validate = ValidateSpec(
+        library=r.get(vtable, "library", str, "[validate]"),
+        symbols=r.strings(vtable, "symbols", "[validate]"),
+        example=r.get(vtable, "example", str, "[validate]", required=False),
+        example_lookup=r.get(vtable, "example_lookup", str, "[validate]", required=False)
+        or "custom-opp",
+    )
+    if validate.example_lookup not in EXAMPLE_LOOKUPS:
+        raise r.fail(
+            "[validate]",
+            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
+        )
+    return validate
+
+
+def _host_tools(r: _Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
+    host = r.get(data, "host", dict, "the file", required=False) or {}
+    r.keys(host, {"tools"}, "[host]")
+    tools: List[HostTool] = []
+    for i, table in enumerate(r.get(host, "tools", list, "[host]", required=False) or [], 1):
+        where = f"[[host.tools]] #{i}"
+        if not isinstance(table, dict):
+            raise r.fail(where, "should be a table with name, why and install.")
+        r.keys(table, _TOOL_KEYS, where)
+        name = r.get(table, "name", str, where)
+        tools.append(
+            HostTool(
+                name=name,
+                why=r.get(table, "why", str, where),
+                install=r.get(table, "install", str, where, required=False)
+                or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
+            )
+        )
+    return tools
+
+
+def _toolkit_files(
+    r: _Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
+) -> List[ToolkitFile]:
+    files: List[ToolkitFile] = []
+    for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
+        where = f"[[toolkit.files]] #{i}"
+        r.keys(table, _FILE_KEYS, where)
+        entry = ToolkitFile(
+            component=r.get(table, "component", str, where),
+            package=r.get(table, "package", str, where),
+            step=r.get(table, "step", str, where),
+            paths=r.strings(table, "paths", where),
+            source=r.get(table, "source", str, where, required=False) or "",
+        )
+        if not entry.paths:
+            raise r.fail(where, "needs at least one path in 'paths'.")
+        # A toolkit file is checked only when its step will run; the step must exist to tell.
+        if entry.step not in step_names:
+            raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
+        files.append(entry)
+    return files
+
+
+def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
     if not isinstance(table, dict):
         raise r.fail(where, f"should be a table, got {type(table).__name__}.")
     r.keys(table, _RULE_KEYS, where)
@@ -338,8 +410,9 @@ def _archive_rule(r: _Reader, table: Any, where: str) -> ArchiveRule:
     )
 
 
-def _hex(r: _Reader, table: Mapping[str, Any], key: str, where: str) -> Optional[str]:
+def _hex(r: _Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
     value = r.get(table, key, str, where, required=False)
+    # Lower case only, the form hashlib's hexdigest() compares against.
     if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
         raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
     return value
@@ -348,6 +421,8 @@ def _hex(r: _Reader, table: Mapping[str, Any], key: str, where: str) -> Optional
 def _relative(r: _Reader, place: str, where: str, key: str = "place") -> str:
     """A place inside the checkout: relative, without `..`."""
     parts = PurePosixPath(place).parts
+    # A place is joined to the checkout: an absolute path, `..` or a backslash could put a file
+    # outside it.
     if not place or place.startswith("/") or ".." in parts or "\\" in place:
         raise r.fail(
             where,

@@ -19,12 +19,26 @@ import itertools
 import re
 import reprlib
 import string
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, NoReturn, Optional, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NoReturn,
+    Optional,
+    Sized,
+    Tuple,
+    TypeVar,
+    cast,
+)
 
 from ..lazy import lazy_module
 
 if TYPE_CHECKING:
     from jinja2 import exceptions as jinja_exceptions
+    from typing_extensions import TypeGuard
 else:  # only a refused render pays for it
     jinja_exceptions = lazy_module("jinja2.exceptions")
 
@@ -61,6 +75,8 @@ MAX_INT_BITS = 4096
 # Compiled templates are cached by name and source; a change to what the environment
 # compiles into them (intercepted operators, counted loops and `~`) must not load older code.
 COMPILED_AS = "bounded-2"
+
+T = TypeVar("T")
 
 
 class _Budget:
@@ -110,37 +126,36 @@ def _charge(loops: int = 0, built: int = 0) -> None:
         _refuse("what this render reads and builds", MAX_BUILT_CHARS, "MAX_BUILT_CHARS")
 
 
-def loop_items(iterable: Any) -> Any:
+def loop_items(iterable: object) -> object:
     """What a `{% for %}` or a filter goes through, counted against the render's bound: a
     sized value up front (all of it is gone through), an iterator item by item."""
     if _BUDGET.get() is None:
         return iterable
-    try:
-        size = len(iterable)
-    except TypeError:  # a filter's generator: counted as it is consumed
-        return _counting(iter(iterable))
-    _charge(loops=size)
+    if not isinstance(iterable, Sized):  # a filter's generator: counted as it is consumed
+        # what is not iterable, iter() refuses, as the loop or the filter itself would
+        return _counting(iter(cast(Iterable[object], iterable)))
+    _charge(loops=len(iterable))
     return iterable
 
 
-def _counting(items: Any) -> Any:
+def _counting(items: Iterator[T]) -> Iterator[T]:
     for item in items:
         _charge(loops=1)
         yield item
 
 
-def short(value: Any) -> str:
+def short(value: object) -> str:
     """`value` for a message, cut to a line."""
     short = reprlib.Repr()
     short.maxstring = short.maxother = short.maxlong = 60
     return short.repr(value)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _weight(value: Any, limit: int = MAX_TEXT_CHARS) -> int:
+def _weight(value: object, limit: int = MAX_TEXT_CHARS) -> int:
     """About how many characters `value` prints as, counted until past `limit` (so at most
     about `limit` items are visited): a list holding one long string many times is long,
     though its len() is not."""
@@ -164,7 +179,7 @@ def _weight(value: Any, limit: int = MAX_TEXT_CHARS) -> int:
     return total
 
 
-def _check_result(value: Any, what: str, charge: bool = True) -> Any:
+def _check_result(value: T, what: str, charge: bool = True) -> T:
     """`value` when it is within the bounds on what a template builds; with `charge`, its
     size counts against what the render builds in all."""
     size = 0
@@ -194,7 +209,7 @@ def _check_text(size: int, what: str) -> None:
         _refuse(f"{what} would make {size} characters", MAX_TEXT_CHARS, "MAX_TEXT_CHARS")
 
 
-def _check_repeat(seq: Any, times: Any, what: str) -> None:
+def _check_repeat(seq: object, times: object, what: str) -> None:
     """`seq * times`: a string or a list repeated."""
     if not _is_int(times) or times <= 0:
         return
@@ -206,7 +221,7 @@ def _check_repeat(seq: Any, times: Any, what: str) -> None:
         _check_text(_weight(seq) * times, what)
 
 
-def _check_binop(operator: str, left: Any, right: Any) -> None:
+def _check_binop(operator: str, left: object, right: object) -> None:
     what = f"{short(left)} {operator} {short(right)}"
     if operator == "**" and _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
         if (abs(left).bit_length() - 1) * right > MAX_INT_BITS:
@@ -228,7 +243,7 @@ def _check_binop(operator: str, left: Any, right: Any) -> None:
 _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.)", re.S)
 
 
-def _values(data: Any) -> List[Any]:
+def _values(data: object) -> List[object]:
     if isinstance(data, Mapping):
         return list(data.values())
     if isinstance(data, tuple):
@@ -237,7 +252,7 @@ def _values(data: Any) -> List[Any]:
 
 
 def _check_formatting(
-    fmt: str, fields: int, widths: List[int], from_args: bool, data: Any, what: str
+    fmt: str, fields: int, widths: List[int], from_args: bool, data: object, what: str
 ) -> None:
     """A format of `fields` fields with these widths (and widths taken from the
     arguments, `from_args`) applied to `data`: bounded before Python pads anything."""
@@ -251,7 +266,7 @@ def _check_formatting(
     _check_text(size, what)
 
 
-def _check_percent(fmt: str, data: Any, what: str) -> None:
+def _check_percent(fmt: str, data: object, what: str) -> None:
     fields, widths, star = 0, [], False
     for width, precision, _ in _PERCENT_SPEC.findall(fmt):
         fields += 1
@@ -263,7 +278,7 @@ def _check_percent(fmt: str, data: Any, what: str) -> None:
     _check_formatting(fmt, fields, widths, star, data, what)
 
 
-def _check_str_format(fmt: str, data: Any, what: str) -> None:
+def _check_str_format(fmt: str, data: object, what: str) -> None:
     fields, widths, nested = 0, [], False
     for _, field, spec, _ in string.Formatter().parse(fmt):
         if field is None:
@@ -275,27 +290,30 @@ def _check_str_format(fmt: str, data: Any, what: str) -> None:
     _check_formatting(fmt, fields, widths, nested, data, what)
 
 
-def _bounded_items(value: Any, what: str) -> Any:
+def _bounded_items(value: object, what: str) -> Sized:
     """`value` as a list when it is an iterator (a join would consume it unseen)."""
     if isinstance(value, (str, list, tuple, dict, set, frozenset)):
         return value
-    items = list(itertools.islice(iter(value), MAX_ITEMS + 1))
+    # join's argument: iter() refuses what is not iterable, as the join itself would
+    items = list(itertools.islice(iter(cast(Iterable[object], value)), MAX_ITEMS + 1))
     if len(items) > MAX_ITEMS:
         _refuse(f"{what} is over {MAX_ITEMS} items", MAX_ITEMS, "MAX_ITEMS")
     return items
 
 
-def _check_join(sep: Any, items: Any, what: str) -> None:
+def _check_join(sep: object, items: Sized, what: str) -> None:
     _check_text(_weight(items) + len(str(sep)) * len(items), what)
 
 
-def _check_replace(text: Any, old: Any, new: Any, what: str) -> None:
+def _check_replace(text: object, old: object, new: object, what: str) -> None:
     if isinstance(text, str) and isinstance(old, str) and isinstance(new, str):
         count = text.count(old) if old else len(text) + 1
         _check_text(len(text) + count * len(new), what)
 
 
-def _check_call(obj: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Any, ...]:
+def _check_call(
+    obj: object, args: Tuple[object, ...], kwargs: Mapping[str, object]
+) -> Tuple[object, ...]:
     """The arguments of a call from a template, checked (a macro's too: recursion that
     doubles a string stops at the bound); str methods that pad or multiply are bounded
     before they run."""
@@ -314,11 +332,11 @@ def _check_call(obj: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tupl
         return args
     name = getattr(obj, "__name__", "")
     what = f"{short(owner)}.{name}(...)"
-    first: Any = args[0] if args else None
+    first = args[0] if args else None
     if name in ("center", "ljust", "rjust", "zfill") and _is_int(first):
         _check_text(first, what)
     elif name == "expandtabs":
-        tab: Any = kwargs.get("tabsize", first if args else 8)
+        tab = kwargs.get("tabsize", first if args else 8)
         if _is_int(tab):
             _check_text(len(owner) + owner.count("\t") * max(tab, 0), what)
     elif name == "replace" and len(args) >= 2:
@@ -347,7 +365,7 @@ def _bounded_range(*args: int) -> range:
     return numbers
 
 
-def counted(value: Any) -> Any:
+def counted(value: T) -> T:
     """Each `{{ ... }}` output, counted against the render's bound (output inside a
     `{% set %}` block or a loop is counted too)."""
     budget = _BUDGET.get()
@@ -358,14 +376,14 @@ def counted(value: Any) -> Any:
     return value
 
 
-def _concat(join: Any, values: Tuple[Any, ...]) -> Any:
+def _concat(join: Callable[[Tuple[object, ...]], str], values: Tuple[object, ...]) -> str:
     """`a ~ b ~ c`: bounded before it is joined (each `~` of `s ~ s ~ s` would otherwise
     multiply a string Python then builds)."""
     _check_text(sum(_weight(v) for v in values), "a ~ concatenation")
     return _check_result(join(values), "a ~ concatenation")
 
 
-def _joined(parts: Any) -> str:
+def _joined(parts: Iterable[str]) -> str:
     """A render's text, refused past the bound while it is being joined."""
     out: List[str] = []
     total = 0

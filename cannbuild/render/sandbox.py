@@ -9,7 +9,7 @@ operators and calls already do in Jinja's sandbox.  Jinja is imported only when
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple, Type
 
 from ..lazy import lazy_module
 from .bounds import (
@@ -38,11 +38,15 @@ from .bounds import (
 
 if TYPE_CHECKING:
     import jinja2
+    from jinja2 import Template, nodes
     from jinja2 import compiler as jinja_compiler
     from jinja2 import exceptions as jinja_exceptions
     from jinja2 import runtime as jinja_runtime
     from jinja2 import sandbox as jinja_sandbox
     from jinja2 import utils as jinja_utils
+    from jinja2.compiler import Frame
+    from jinja2.runtime import Context
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 else:  # Jinja is imported when bounded_classes() is first called
     jinja2 = lazy_module("jinja2")
     jinja_compiler = lazy_module("jinja2.compiler")
@@ -63,14 +67,14 @@ _GLANCING_FILTERS = frozenset((
 ))  # fmt: skip
 
 
-def _width(value: Any) -> int:
+def _width(value: object) -> int:
     """What an indent or a separator argument adds: an int of spaces or a string."""
     if _is_int(value):
         return max(value, 0)
     return len(value) if isinstance(value, str) else 0
 
 
-def _indented_size(value: Any, indent: int) -> int:
+def _indented_size(value: object, indent: int) -> int:
     """About how many characters `value` takes as JSON indented by `indent` per level
     (each item on a line of its own), counted until past MAX_TEXT_CHARS."""
     total = 0
@@ -86,16 +90,19 @@ def _indented_size(value: Any, indent: int) -> int:
     return total
 
 
-def _check_filter_args(name: str, rest: List[Any], kwargs: Dict[str, Any], what: str) -> None:
+def _check_filter_args(
+    name: str, rest: List[object], kwargs: Mapping[str, object], what: str
+) -> None:
     """Arguments that set how much a filter makes (a width, an indent, a count), checked
     before it runs: `tojson(indent=999999999)` took 4.8 GB before its result was refused."""
     value = rest[0] if rest else None
 
-    def arg(position: int, keyword: str, default: Any = None) -> Any:
+    def arg(position: int, keyword: str, default: object = None) -> object:
         return rest[position] if len(rest) > position else kwargs.get(keyword, default)
 
-    if name == "center" and _is_int(arg(1, "width")):
-        _check_text(arg(1, "width"), what)
+    width = arg(1, "width")
+    if name == "center" and _is_int(width):
+        _check_text(width, what)
     elif name == "indent" and isinstance(value, str):
         _check_text(len(value) + (value.count("\n") + 1) * _width(arg(1, "width", 4)), what)
     elif name == "format" and isinstance(value, str):
@@ -104,9 +111,9 @@ def _check_filter_args(name: str, rest: List[Any], kwargs: Dict[str, Any], what:
         _check_replace(rest[0], rest[1], rest[2], what)
     elif name == "tojson":
         _check_text(_indented_size(value, _width(arg(1, "indent"))), what)
-    elif name == "wordwrap" and isinstance(value, str) and _is_int(arg(1, "width", 79)):
+    elif name == "wordwrap" and isinstance(value, str) and _is_int(wrap := arg(1, "width", 79)):
         # a line holds a whole word or `width` characters
-        lines = len(value.split()) + len(value) // max(arg(1, "width", 79), 1) + 1
+        lines = len(value.split()) + len(value) // max(wrap, 1) + 1
         lines += value.count("\n")
         _check_text(len(value) + lines * max(_width(arg(3, "wrapstring")), 1), what)
     elif name == "urlize" and isinstance(value, str):
@@ -119,7 +126,7 @@ def _check_filter_args(name: str, rest: List[Any], kwargs: Dict[str, Any], what:
             _refuse(f"{what} of {count}", MAX_ITEMS, "MAX_ITEMS")
 
 
-def _bounded_filter(name: str, func: Any) -> Any:
+def _bounded_filter(name: str, func: Callable[..., object]) -> Callable[..., object]:
     """A Jinja filter whose arguments and result are checked: the arguments that set a
     size before it runs, the items it goes through and what it reads and makes against
     the render's bounds."""
@@ -128,7 +135,7 @@ def _bounded_filter(name: str, func: Any) -> Any:
     reads = name not in _GLANCING_FILTERS
 
     @functools.wraps(func)
-    def bounded(*args: Any, **kwargs: Any) -> Any:
+    def bounded(*args: object, **kwargs: object) -> object:
         head, rest = args[:skip], list(args[skip:])
         what = f"the {name} filter"
         if rest and reads:
@@ -137,19 +144,19 @@ def _bounded_filter(name: str, func: Any) -> Any:
                 rest[0] = loop_items(rest[0])
         _check_filter_args(name, rest, kwargs, what)
         if name == "join" and rest:
-            rest[0] = _bounded_items(rest[0], what)
-            _check_join(rest[1] if len(rest) > 1 else kwargs.get("d", ""), rest[0], what)
+            items = rest[0] = _bounded_items(rest[0], what)
+            _check_join(rest[1] if len(rest) > 1 else kwargs.get("d", ""), items, what)
         return _check_result(func(*head, *rest, **kwargs), what)
 
     return bounded
 
 
-def _is_undefined(value: Any) -> bool:
+def _is_undefined(value: object) -> bool:
     return isinstance(value, jinja2.Undefined)
 
 
 @functools.cache
-def bounded_classes() -> Tuple[Any, Any]:
+def bounded_classes() -> Tuple[Type[ImmutableSandboxedEnvironment], Type[Template]]:
     """(environment class, template class): Jinja's immutable sandbox with every binary
     operator, call, str.format and filter checked against the bounds above.  Made on
     first use: importing Jinja is what a no-op run avoids."""
@@ -159,11 +166,11 @@ def bounded_classes() -> Tuple[Any, Any]:
         through `environment.concat_values`, so both are counted like the operators are.
         (Jinja allows no node types of our own: the loop's iterable is known by identity.)"""
 
-        def visit_For(self, node: Any, frame: Any) -> None:
+        def visit_For(self, node: nodes.For, frame: Frame) -> None:
             self.__dict__.setdefault("loop_iters", {})[id(node.iter)] = node.iter
             super().visit_For(node, frame)
 
-        def visit(self, node: Any, *args: Any, **kwargs: Any) -> Any:
+        def visit(self, node: nodes.Node, *args: object, **kwargs: object) -> object:
             if id(node) not in self.__dict__.get("loop_iters", ()):
                 return super().visit(node, *args, **kwargs)
             self.write("environment.loop_items(")
@@ -172,7 +179,7 @@ def bounded_classes() -> Tuple[Any, Any]:
             return None
 
         @jinja_compiler.optimizeconst
-        def visit_Concat(self, node: Any, frame: Any) -> None:
+        def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
             # Jinja's own choice of join, with the values checked before it runs
             if frame.eval_ctx.volatile:
                 join = "(markup_join if context.eval_ctx.volatile else str_join)"
@@ -187,7 +194,7 @@ def bounded_classes() -> Tuple[Any, Any]:
             self.write("))")
 
     class BoundedTemplate(jinja2.Template):
-        def render(self, *args: Any, **kwargs: Any) -> str:
+        def render(self, *args: object, **kwargs: object) -> str:
             with budgeted():
                 try:
                     return super().render(*args, **kwargs)
@@ -198,7 +205,7 @@ def bounded_classes() -> Tuple[Any, Any]:
                     ) from None
 
     class BoundedNamespace(jinja_utils.Namespace):
-        def __setitem__(self, name: str, value: Any) -> None:
+        def __setitem__(self, name: str, value: object) -> None:
             what = f"namespace value {name!r}"
             super().__setitem__(name, _check_result(value, what, charge=False))
 
@@ -210,7 +217,7 @@ def bounded_classes() -> Tuple[Any, Any]:
         concat_values = staticmethod(_concat)
         loop_items = staticmethod(loop_items)
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+        def __init__(self, *args: object, **kwargs: object) -> None:
             super().__init__(*args, **kwargs)
             self.globals["range"] = _bounded_range
             self.globals["namespace"] = BoundedNamespace
@@ -218,12 +225,16 @@ def bounded_classes() -> Tuple[Any, Any]:
             for name, func in list(self.filters.items()):
                 self.filters[name] = _bounded_filter(name, func)
 
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        def call_binop(
+            self, context: Context, operator: str, left: object, right: object
+        ) -> object:
             _check_binop(operator, left, right)
             result = self.binop_table[operator](left, right)
             return _check_result(result, f"{short(left)} {operator} {short(right)}")
 
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        def call(
+            __self, __context: Context, __obj: object, *args: object, **kwargs: object
+        ) -> object:
             args = _check_call(__obj, args, kwargs)
             # `loop(children)` of a recursive loop
             if isinstance(__obj, jinja_runtime.LoopContext) and args:
@@ -231,7 +242,9 @@ def bounded_classes() -> Tuple[Any, Any]:
             result = super().call(__context, __obj, *args, **kwargs)
             return _check_result(result, f"{short(__obj)}(...)")
 
-        def wrap_str_format(self, value: Any) -> Any:
+        # Any as in Jinja's own signature: `value` is a str.format or format_map method
+        # only once Jinja's wrapper says so
+        def wrap_str_format(self, value: Any) -> Optional[Callable[..., str]]:
             wrapped = super().wrap_str_format(value)
             if wrapped is None:
                 return None
@@ -239,7 +252,7 @@ def bounded_classes() -> Tuple[Any, Any]:
             mapping = value.__name__ == "format_map"
 
             @functools.wraps(wrapped)
-            def bounded(*args: Any, **kwargs: Any) -> Any:
+            def bounded(*args: object, **kwargs: object) -> str:
                 data = args[0] if mapping and args else (*args, *kwargs.values())
                 what = f"{short(fmt)}.{value.__name__}(...)"
                 _check_str_format(fmt, data, what)

@@ -46,6 +46,7 @@ from .sandbox import bounded_classes
 
 if TYPE_CHECKING:
     import jinja2
+    from jinja2.bccache import Bucket
 else:  # Jinja is imported on the first render that needs it
     jinja2 = lazy_module("jinja2")
 
@@ -54,7 +55,7 @@ class Raw(str):
     """A string that is inserted into a command as it is."""
 
 
-def _quote(value: Any) -> str:
+def _quote(value: object) -> str:
     if isinstance(value, Raw):
         return str(value)
     if value is None:
@@ -63,7 +64,7 @@ def _quote(value: Any) -> str:
     return shlex.quote(text)
 
 
-def _quoted(value: Any) -> str:
+def _quoted(value: object) -> str:
     return _quote(counted(value))
 
 
@@ -79,14 +80,14 @@ _CI_SYNTAX = {
 }
 
 
-def _bytecode_cache(path: Path) -> Any:
+def _bytecode_cache(path: Path) -> jinja2.BytecodeCache:
     class QuietCache(jinja2.FileSystemBytecodeCache):
         """A cache that cannot be written (full disk, read-only folder) only costs a compile."""
 
         def get_cache_key(self, name: str, filename: Optional[str] = None) -> str:
             return super().get_cache_key(f"{COMPILED_AS}:{name}", filename)
 
-        def dump_bytecode(self, bucket: Any) -> None:
+        def dump_bytecode(self, bucket: Bucket) -> None:
             with contextlib.suppress(OSError):
                 super().dump_bytecode(bucket)
 
@@ -143,7 +144,7 @@ _TEMPLATE_MARKS = ("{{", "{%", "{=#", "\r")
 _LOOKUP = re.compile(r"\{\{ *([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*) *\}\}")
 
 
-def _lookup(template: str, context: Mapping[str, Any]) -> Optional[str]:
+def _lookup(template: str, context: Mapping[str, object]) -> Optional[str]:
     """`template` rendered as plain text when all it does is `{{ name }}` or `{{ a.b }}`
     lookups of strings and integers in dicts, exactly as Jinja would; None otherwise
     (filters, blocks, a missing name, anything an attribute would shadow)."""
@@ -151,7 +152,7 @@ def _lookup(template: str, context: Mapping[str, Any]) -> Optional[str]:
     pos = 0
     for match in _LOOKUP.finditer(template):
         out.append(template[pos : match.start()])
-        value: Any = context
+        value: object = context
         for part in match.group(1).split("."):
             if not isinstance(value, dict) or part not in value or hasattr(value, part):
                 return None
@@ -166,7 +167,7 @@ def _lookup(template: str, context: Mapping[str, Any]) -> Optional[str]:
     return "".join(out) + literal
 
 
-def render_string(template: str, context: Mapping[str, Any], *, quote: bool) -> str:
+def render_string(template: str, context: Mapping[str, object], *, quote: bool) -> str:
     if not quote:
         text = _lookup(template, context)  # plain text or plain lookups: no Jinja at all
         if text is not None:
@@ -180,7 +181,7 @@ def ci_env(search_path: Path) -> jinja2.Environment:
     return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False, syntax=_CI_SYNTAX)
 
 
-def render_value(template: str, context: Mapping[str, Any], what: str) -> str:
+def render_value(template: str, context: Mapping[str, object], what: str) -> str:
     """A recipe value (a tag, a cwd, an output pattern) rendered as plain text; a value
     the sandbox refuses, that names an unknown variable or that renders longer than
     MAX_VALUE_CHARS is a usage error naming it."""
@@ -212,7 +213,7 @@ class TemplateFailure(Exception):
         self.undefined = undefined
 
 
-def _canonical(value: Any) -> Any:
+def _canonical(value: object) -> object:
     """Context values as JSON that tells apart what renders differently (a `Raw` from a
     str, a str from an int)."""
     if isinstance(value, Mapping):
@@ -245,9 +246,9 @@ class Templates:
         self.memo = memo
         self._known = (read_text_map(memo) if memo is not None else None) or {}
         self._used: Dict[str, str] = {}
-        self._env: Any = None
+        self._env: Any = None  # a jinja2.Environment whose loader _render patches
 
-    def render(self, name: str, values: Mapping[str, Any]) -> str:
+    def render(self, name: str, values: Mapping[str, object]) -> str:
         key = hashlib.sha256(
             json.dumps([name, _canonical(values)], sort_keys=True).encode()
         ).hexdigest()
@@ -294,7 +295,7 @@ class Templates:
                 return None
         return text
 
-    def _render(self, name: str, values: Mapping[str, Any]) -> Tuple[str, List[List[str]]]:
+    def _render(self, name: str, values: Mapping[str, object]) -> Tuple[str, List[List[str]]]:
         if self._env is None:
             self._env = command_env(list(self.search_path), self.cache)
         read: List[List[str]] = []

@@ -39,7 +39,7 @@ MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
 SANDBOX_FORMAT = "1"
 
 
-class CreateResult(Struct, frozen=True):
+class CreateResult(Struct, frozen=True, kw_only=True):
     info: SandboxInfo
     created: bool  # False: an identical sandbox was already there
     lease: Optional[SandboxLease] = None
@@ -52,12 +52,14 @@ def _files(root: Path) -> Iterable[Path]:
 def sources_key(spec: SandboxSpec, cxx: str) -> str:
     """Hash of the spec and of everything a sandbox is made from."""
     digest = hashlib.sha256()
+    # The compiler is part of the key: another one builds other emulation libraries.
     digest.update(f"{SANDBOX_FORMAT}|{spec.variant}|{spec.cann}|{spec.dir}|{cxx}".encode())
     package = Path(__file__).resolve().parent
     roots = [
         data_dir("templates") / "sandbox",
         data_dir("kernels") / "emu",
         data_dir("kernels") / "standin",
+        # cannbuild's own sandbox code too: a changed emulator means a sandbox made anew.
         package,
     ]
     for root in roots:
@@ -97,7 +99,7 @@ def recorded_spec(directory: Path) -> Optional[SandboxSpec]:
     since, which only means it is remade the same)."""
     try:
         data = json.loads((directory / INFO_FILE).read_text(encoding="utf-8"))
-        return SandboxSpec(directory, str(data["variant"]), str(data["cann"]))
+        return SandboxSpec(dir=directory, variant=str(data["variant"]), cann=str(data["cann"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -108,8 +110,12 @@ def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -
     directory = directory.resolve()
     existing = recorded_spec(directory)
     if existing is None:
-        return SandboxSpec(directory, variant or DEFAULT_VARIANT, cann or DEFAULT_CANN)
-    want = SandboxSpec(directory, variant or existing.variant, cann or existing.cann)
+        return SandboxSpec(
+            dir=directory, variant=variant or DEFAULT_VARIANT, cann=cann or DEFAULT_CANN
+        )
+    want = SandboxSpec(
+        dir=directory, variant=variant or existing.variant, cann=cann or existing.cann
+    )
     if (want.variant, want.cann.lower()) != (existing.variant, existing.cann.lower()):
         raise UsageError(
             f"the sandbox at {directory} is an {existing.variant} host with CANN {existing.cann}; "
@@ -129,7 +135,7 @@ def plan_sandbox(spec: SandboxSpec) -> str:
     directory = spec.dir.resolve()
     existing = load_info(directory)
     cxx = find_cxx() or ""
-    key = sources_key(SandboxSpec(directory, spec.variant, spec.cann), cxx)
+    key = sources_key(SandboxSpec(dir=directory, variant=spec.variant, cann=spec.cann), cxx)
     if existing is not None and existing.key == key:
         return f"up to date: {existing.variant} host with CANN {existing.cann} at {directory}"
     verb = "remake" if existing is not None else "create"
@@ -169,18 +175,21 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     made from a valid spec; the spec is checked before anything is made."""
     cxx = check_prerequisites()
     directory = spec.dir.resolve()
-    key = sources_key(SandboxSpec(directory, spec.variant, spec.cann), cxx)
+    key = sources_key(SandboxSpec(dir=directory, variant=spec.variant, cann=spec.cann), cxx)
     existing = load_info(directory) if (directory / LOCK_FILE).exists() else None
     if existing is None or existing.key != key:
         _check_spec(spec)
     claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
     fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     lease = SandboxLease(fd)
+    # flock cannot turn a shared lock into an exclusive one atomically: drop it, try the exclusive
+    # one without waiting, and look again.  A run using the sandbox holds its shared lock
+    # throughout, so after three rounds the answer is "in use", not "wait longer".
     for _attempt in range(3):
         fcntl.flock(fd, fcntl.LOCK_SH)  # waits while another run creates it
         existing = load_info(directory)
         if existing is not None and existing.key == key:
-            return CreateResult(existing, created=False, lease=lease)
+            return CreateResult(info=existing, created=False, lease=lease)
         fcntl.flock(fd, fcntl.LOCK_UN)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -191,10 +200,10 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
         existing = load_info(directory)  # made by the run that held the lock before us?
         if existing is not None and existing.key == key:
             fcntl.flock(fd, fcntl.LOCK_SH)
-            return CreateResult(existing, created=False, lease=lease)
+            return CreateResult(info=existing, created=False, lease=lease)
         info = _lay_out(spec, directory, key, cxx)
         fcntl.flock(fd, fcntl.LOCK_SH)  # keep using what we made
-        return CreateResult(info, created=True, lease=lease)
+        return CreateResult(info=info, created=True, lease=lease)
     lease.close()
     raise SandboxError(
         f"the sandbox at {directory} must be remade (cannbuild's emulation changed since it was "
@@ -214,6 +223,7 @@ def _check_spec(spec: SandboxSpec) -> None:
 def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxInfo:
     """Make the sandbox's tree; the caller holds the exclusive lock.  (The builders are
     imported on first use, here: a run that reuses its sandbox does not load them.)"""
+    # Only the managed entries go: the lock file and anything the user put there stay.
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
         if target.is_dir() and not target.is_symlink():
@@ -223,7 +233,7 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxI
     write(
         directory / CREATING_MARK, "sandbox creation in progress; an interrupted run leaves this\n"
     )
-    log = CommandLog(directory / "create.log")
+    log = CommandLog(path=directory / "create.log")
     rel = releases.release(spec.cann)
     variant = hardware.VARIANTS[spec.variant]
     sysroot = directory / "sysroot"

@@ -13,6 +13,7 @@ from msgspec import Struct
 from ..errors import SandboxError
 from ..proc import run as run_process
 
+# rwxr-xr-x: the stand-in scripts (npu-smi, bisheng, build.sh) run for every user.
 EXEC_MODE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
 
 
@@ -26,6 +27,7 @@ def write(path: Path, text: str, executable: bool = False) -> Path:
 
 def symlink(link: Path, target: str) -> None:
     link.parent.mkdir(parents=True, exist_ok=True)
+    # A link replaces whatever is there, so laying out a sandbox again never fails on the last one.
     if link.is_symlink() or link.exists():
         if link.is_dir() and not link.is_symlink():
             shutil.rmtree(link)
@@ -34,7 +36,7 @@ def symlink(link: Path, target: str) -> None:
     link.symlink_to(target)
 
 
-class CommandLog(Struct):
+class CommandLog(Struct, kw_only=True):
     """Every command sandbox creation runs, with its output, in one file."""
 
     path: Path

@@ -17,7 +17,9 @@ from .files import write
 from .releases import Release
 
 # Bus ids as the real captures list them.
+# tests/fixtures/host/a2-910b3-npu-smi-info-cann8.3.txt (8 x 910B3, one PCI function each).
 A2_BUS = ("C1", "C2", "81", "82", "01", "02", "41", "42")
+# tests/fixtures/host/a3-npu-smi-info-idle-cann8.2.txt: two dies per NPU, Phy-ID 0..15.
 A3_BUS = (
     "9D",
     "9F",
@@ -38,7 +40,7 @@ A3_BUS = (
 )
 
 
-class Variant(Struct, frozen=True):
+class Variant(Struct, frozen=True, kw_only=True):
     name: str
     soc: str
     chip: str
@@ -52,8 +54,26 @@ class Variant(Struct, frozen=True):
 
 
 VARIANTS = {
-    "A2": Variant("A2", "ascend910b", "Ascend910B3", "d802", 8, 1, "910B3"),
-    "A3": Variant("A3", "ascend910_93", "Ascend910_9392", "d803", 8, 2, "Ascend910", "3001"),
+    # 8 x 910B3 (the A2 capture) and an 8-module A3 (Ascend910_9392, the board capture's chip).
+    "A2": Variant(
+        name="A2",
+        soc="ascend910b",
+        chip="Ascend910B3",
+        pci_device="d802",
+        npus=8,
+        dies=1,
+        table_name="910B3",
+    ),
+    "A3": Variant(
+        name="A3",
+        soc="ascend910_93",
+        chip="Ascend910_9392",
+        pci_device="d803",
+        npus=8,
+        dies=2,
+        table_name="Ascend910",
+        subsystem_device="3001",
+    ),
 }
 
 
@@ -63,20 +83,26 @@ def info_table(v: Variant, driver: str) -> str:
         data_dir("templates") / "sandbox" / "hardware" / f"npu-smi-info-{v.name.lower()}.txt"
     ).read_text()
     lines = text.splitlines()
+    # Line 2 is the banner `| npu-smi 24.1.rc3.7 Version: 24.1.rc3.7 ... |`: rewritten to the
+    # capture's 98 columns with this release's driver version.
     lines[1] = "| " + f"npu-smi {driver}".ljust(33) + f"Version: {driver}".ljust(62) + "|"
     return "\n".join(lines) + "\n"
 
 
 def board(v: Variant, npu: int, chip: int, driver: str) -> Tuple[str, str]:
     """(`-t board -i N`, `-t board -i N -c C`) texts."""
+    # The n-th die of the server in the capture's Bus-Id order.
     bus = (A3_BUS if v.dies == 2 else A2_BUS)[npu * v.dies + chip]
 
     def kv(pairs: List[Tuple[str, str]]) -> str:
+        # npu-smi's `Key : value` layout: 8 spaces, the key padded to 31, then `: `
+        # (tests/fixtures/host/a2-npu-smi-board.txt).
         return "".join(f"        {k:<31}: {val}\n" for k, val in pairs)
 
     whole = kv(
         [
             ("NPU ID", str(npu)),
+            # Product names from the board captures: IT21HMDC_Bin5 (A2) and IT22HMDA_2_S (A3).
             ("Product Name", "IT22HMDA_2_S" if v.dies == 2 else "IT21HMDC_Bin5"),
             ("Model", "NA"),
             ("Manufacturer", "Huawei"),
@@ -97,6 +123,8 @@ def board(v: Variant, npu: int, chip: int, driver: str) -> Tuple[str, str]:
             ("Chip Count", str(v.dies)),
         ]
     )
+    # The A3 block has `NPU Name : 9392` and no Chip Type, the A2 block `Chip Type : Ascend` plus
+    # the chip (reference cann-environment.md §3.3): the split soc_from_board reads.
     if v.dies == 2:
         identity = [
             ("NPU ID", str(npu)),
@@ -139,6 +167,8 @@ def npu_list(v: Variant) -> str:
 
 
 def mapping(v: Variant) -> str:
+    # `npu-smi info -m` (reference cann-environment.md §3.2): A2 rows name `Ascend 910B4` and add
+    # an `Mcu` row per NPU; A3 rows name `Ascend910`, one per die.
     head = "        NPU ID                         Chip ID                        Chip Logic ID                  Chip Name\n"
     rows = []
     logic = 0
@@ -161,15 +191,20 @@ def lay_out_hardware(sysroot: Path, v: Variant, rel: Release) -> None:
         write(dev / "device", f"0x{v.pci_device}\n")
         write(dev / "subsystem_vendor", "0x19e5\n")
         write(dev / "subsystem_device", f"0x{v.subsystem_device}\n")
+        # PCI class 0x1200xx: "Processing accelerators", as lspci shows these devices.
         write(dev / "class", "0x120000\n")
     # device nodes (placeholders: the sandbox cannot mknod) and the DCMI folder containers mount
     for i in range(v.npus * v.dies):
+        # /dev/davinci<N> per die (0-7 on an A2 server, 0-15 on an A3), plus the three shared nodes
+        # the CANN images pass with --device.
         write(sysroot / "dev" / f"davinci{i}", "")
     for node in ("davinci_manager", "devmm_svm", "hisi_hdc"):
         write(sysroot / "dev" / node, "")
     (sysroot / "usr/local/dcmi").mkdir(parents=True, exist_ok=True)
     # driver installer record, driver and firmware version files
     write(
+        # The driver installer's record as tests/fixtures/host/ascend_install.info holds it,
+        # including Driver_Install_Status=complete, without which npu-smi warns.
         sysroot / "etc/ascend_install.info",
         "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\nFirmware_Install_Type=full\n"
         "Firmware_Install_Path_Param=/usr/local/Ascend\nDriver_Install_Type=full\n"

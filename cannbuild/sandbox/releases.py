@@ -17,6 +17,7 @@ from msgspec import Struct, field
 
 from ..errors import UsageError
 
+# The makeself archive every ref's CMake downloads (reference real-host-findings.md §2).
 MAKESELF_URL = (
     "https://gitcode.com/cann-src-third-party/makeself/releases/download/"
     "release-2.5.0-patch1.0/makeself-release-2.5.0-patch1.tar.gz"
@@ -24,6 +25,9 @@ MAKESELF_URL = (
 UPSTREAM = "https://gitcode.com/"
 COMMON_OPTS = "-v,--verbose"
 
+# opbase's build dependencies, checked by check_build_dependencies.py against
+# share/info/<pkg>/version.info: the v8.5.0 tag lists these five (`>=8.5.0`), master adds hcomm
+# (reference cann-build-systems.md §1.2).
 DEPS_85 = (
     ("runtime", ">=8.5"),
     ("metadef", ">=8.5"),
@@ -31,6 +35,8 @@ DEPS_85 = (
     ("asc-devkit", ">=8.5"),
     ("ge-executor", ">=8.5"),
 )
+# ops-transformer's build dependencies at 9.0 (version.cmake; reference §2.2 lists runtime, opbase,
+# hcomm, ge-executor, metadef, ge-compiler, asc-devkit, bisheng-compiler at master).
 OT_DEPS_90 = (
     ("runtime", ">=8.5"),
     ("opbase", ">=8.5"),
@@ -44,13 +50,16 @@ OT_DEPS_90 = (
 )
 
 
-class OpbaseFlavor(Struct, frozen=True):
+class OpbaseFlavor(Struct, frozen=True, kw_only=True):
     label: str
     version: str
     version_dir: str
+    # build.sh's getopt spec: `getopt -a -o <short_opts> -l <long_opts>`.
     short_opts: str
     long_opts: str
     has_pkg: bool
+    # The default ASCEND_HOME_PATH's last part: `/usr/local/Ascend/latest` up to v8.5.0,
+    # `/usr/local/Ascend/cann` from v9.0.0 on.
     default_home_tail: str
     deps: Tuple[Tuple[str, str], ...] = ()
     run_deps: Tuple[Tuple[str, str], ...] = ()
@@ -58,10 +67,12 @@ class OpbaseFlavor(Struct, frozen=True):
     finds_ccache: bool = False
 
 
-class OpsTransformerFlavor(Struct, frozen=True):
+class OpsTransformerFlavor(Struct, frozen=True, kw_only=True):
     label: str
     version: str
     socs: Tuple[str, ...]
+    # Only the 2025-11 script runs `{ ...; } 2>&1 | gawk` (stderr stamped too, no pipefail); v8.5.0
+    # and v9.0.0 pipe stdout alone through gawk (reference real-host-findings.md §1).
     stamp_stderr: bool
     has_3rd_lib_flag: bool
     tiling_key_eq: bool
@@ -70,6 +81,9 @@ class OpsTransformerFlavor(Struct, frozen=True):
     soc_warnings: bool
     run_example_soc_check: bool
     example_links_opapi_math: bool
+    # Where ops-transformer finds opbase: installed `<arch>-linux/include` (c29bc10's
+    # FindOPBASE.cmake:19), installed `<arch>-linux/pkg_inc` (v8.5.0), or source in
+    # third_party/opbase at OPBASE_TAG_ID (v9.0.0).
     opbase_mode: str  # installed-include | installed-pkg_inc | source
     deps: Tuple[Tuple[str, str], ...] = ()
     # FlashAttentionScore's head dim limit, as its docs (and tiling) state at that ref:
@@ -122,10 +136,13 @@ _VARLEN = "test_aclnn_flash_attention_score_varlen_v4_fp32.cpp"
 OT_2025_11 = OpsTransformerFlavor(
     label="master, November 2025 (the 8.3 commercial guide)",
     version="8.5.0.alpha001",
+    # `SUPPORT_COMPUTE_UNIT_SHORT` at each ref (reference cann-build-systems.md §2.3).
     socs=("ascend910b", "ascend910_93", "ascend910_95", "ascend310p", "ascend910"),
     stamp_stderr=True,
     has_3rd_lib_flag=False,
     tiling_key_eq=True,
+    # `--debug` is parsed at this ref, as the sandbox models it; master prints help and exits 1 on
+    # it.
     extra_flags=("--debug",),
     extra_eq_flags=(),
     soc_warnings=False,
@@ -133,6 +150,8 @@ OT_2025_11 = OpsTransformerFlavor(
     example_links_opapi_math=False,
     opbase_mode="installed-include",
     fa_head_dim_max=512,
+    # 8.3 ran two examples, v9.0.0 three (`build.sh --run_example` loops over every
+    # `test_aclnn_*.cpp`; reference real-host-findings.md §1).
     examples=(
         ("test_aclnn_flash_attention_score.cpp", _DENSE),
         ("test_aclnn_flash_attention_varlen_score.cpp", _VARLEN),
@@ -185,7 +204,7 @@ OT_V900 = OpsTransformerFlavor(
 )
 
 
-class Commit(Struct, frozen=True):
+class Commit(Struct, frozen=True, kw_only=True):
     """One commit of a stand-in repository."""
 
     repo: str
@@ -197,33 +216,61 @@ class Commit(Struct, frozen=True):
 
 
 OPBASE_HISTORY: Tuple[Commit, ...] = (
-    Commit("opbase", OPBASE_2025_11, "2025-11-11T10:59:02+08:00", "add third party download path"),
-    Commit("opbase", OPBASE_V850, "2025-12-26T12:00:00+08:00", "release 8.5.0", ("v8.5.0",)),
-    Commit("opbase", OPBASE_V900, "2026-02-28T12:00:00+08:00", "log reporting changes"),
     Commit(
-        "opbase",
-        OPBASE_V900,
-        "2026-03-20T12:00:00+08:00",
-        "release 9.0.0",
-        ("v9.0.0",),
+        repo="opbase",
+        flavor=OPBASE_2025_11,
+        date="2025-11-11T10:59:02+08:00",
+        message="add third party download path",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V850,
+        date="2025-12-26T12:00:00+08:00",
+        message="release 8.5.0",
+        tags=("v8.5.0",),
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-02-28T12:00:00+08:00",
+        message="log reporting changes",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-03-20T12:00:00+08:00",
+        message="release 9.0.0",
+        tags=("v9.0.0",),
         note="Release 9.0.0.",
     ),
 )
 OT_HISTORY: Tuple[Commit, ...] = (
     Commit(
-        "ops-transformer",
-        OT_2025_11,
-        "2025-11-15T19:15:16+08:00",
-        "nsa_select_attention_infer: rename",
+        repo="ops-transformer",
+        flavor=OT_2025_11,
+        date="2025-11-15T19:15:16+08:00",
+        message="nsa_select_attention_infer: rename",
     ),
-    Commit("ops-transformer", OT_V850, "2025-12-27T12:00:00+08:00", "release 8.5.0", ("v8.5.0",)),
-    Commit("ops-transformer", OT_V900, "2026-03-21T12:00:00+08:00", "release 9.0.0", ("v9.0.0",)),
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V850,
+        date="2025-12-27T12:00:00+08:00",
+        message="release 8.5.0",
+        tags=("v8.5.0",),
+    ),
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V900,
+        date="2026-03-21T12:00:00+08:00",
+        message="release 9.0.0",
+        tags=("v9.0.0",),
+    ),
 )
 # ops-transformer v9.0.0 pins this opbase commit (not the v9.0.0 tag), as the real one does.
 OT_V900_OPBASE_PIN_INDEX = 2
 
 
-class Release(Struct, frozen=True):
+class Release(Struct, frozen=True, kw_only=True):
     """A CANN release the sandbox can lay out."""
 
     version: str
@@ -252,6 +299,8 @@ _SHARE_INFO_85 = (
 )
 
 RELEASES: Dict[str, Release] = {
+    # The values of tests/fixtures/host: ascend_toolkit_install.info.a2-cann8.3 and
+    # driver-version.info.25.3.rc1 (C23 on both sides).
     "8.3.RC2": Release(
         version="8.3.RC2",
         layout="ascend-toolkit",
@@ -265,6 +314,8 @@ RELEASES: Dict[str, Release] = {
     "8.5.0": Release(
         version="8.5.0",
         layout="cann",
+        # innerversion as the FaultDiag doc records 8.5.0 (`V100R001C25SPC001B212`); driver 25.5.1
+        # is one of the HDKs its release notes list.
         innerversion="V100R001C25SPC001B212",
         compatible_version="[V100R001C21],[V100R001C23],[V100R001C25]",
         driver="25.5.1",
@@ -278,6 +329,8 @@ RELEASES: Dict[str, Release] = {
         layout="cann",
         innerversion="V100R001C26SPC001B100",  # sandbox value: not published
         compatible_version="[V100R001C23],[V100R001C25],[V100R001C10]",
+        # 26.0.RC1 is listed for 9.0.0; its trains restarted at C10 (reference cann-environment.md
+        # §4.2).
         driver="26.0.rc1",
         driver_inner="V100R001C10B100",
         driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",

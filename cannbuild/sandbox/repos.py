@@ -35,6 +35,8 @@ from .third_party import (
 
 
 def git_env(date: str) -> Dict[str, str]:
+    # The user's GIT_* settings (an author, a hooks path, a global config) would change the commit
+    # ids; only what is set below counts.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         GIT_AUTHOR_NAME="CANN sandbox",
@@ -43,6 +45,7 @@ def git_env(date: str) -> Dict[str, str]:
         GIT_COMMITTER_EMAIL="sandbox@cannbuild.invalid",
         GIT_AUTHOR_DATE=date,
         GIT_COMMITTER_DATE=date,
+        # No system or user config either: a `commit.gpgsign` or template there must not apply.
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
     )
@@ -51,6 +54,7 @@ def git_env(date: str) -> Dict[str, str]:
 
 def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
     """Replace the work tree's content with this commit's files."""
+    # Each commit is the whole state of the repository at that ref, not a diff to the last.
     for entry in work.iterdir():
         if entry.name == ".git":
             continue
@@ -86,10 +90,14 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             shutil.copy2(src, target)
 
     copy(templates / "common" / "gitignore", ".gitignore")
+    # The real repos keep one .cmake per archive in cmake/third_party/; the stand-ins do too, so
+    # sources/archives.py reads them exactly as it reads the real ones.
     render("common/third_party.cmake.j2", "cmake/third_party/third_party.cmake")
     for module in modules + test_only:
         render(f"{repo}/cmake/third_party/{module}.cmake.j2", f"cmake/third_party/{module}.cmake")
     if flavor.deps:
+        # A stand-in for cann-cmake's scripts/version/check_build_dependencies.py, which reads
+        # share/info/<pkg>/version.info.
         copy(
             templates / "common" / "check_build_dependencies.py",
             "scripts/check_build_dependencies.py",
@@ -120,6 +128,8 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         render("ops-transformer/build.sh.j2", "build.sh", executable=True)
         render("ops-transformer/CMakeLists.txt.j2", "CMakeLists.txt")
         write(work / "version.info", f"Version={flavor.version}\n")
+        # From v9.0.0 ops-transformer pins opbase as source: cmake/third_party/opbase.cmake holds
+        # `set(OPBASE_TAG_ID <40 hex>)`.
         if isinstance(flavor, OpsTransformerFlavor) and flavor.opbase_mode == "source":
             render(
                 "ops-transformer/cmake/third_party/opbase.cmake.j2",
@@ -132,8 +142,11 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             if part.name != "examples":
                 copy(part, f"attention/flash_attention_score/{part.name}")
         examples: Sequence[Tuple[str, str]] = getattr(flavor, "examples", ())
+        # The real example file names at each ref (8.3 named them differently), with the stand-in
+        # sources.
         for name, source in examples:
             copy(fa / "examples" / source, f"attention/flash_attention_score/examples/{name}")
+        # The doc diagnose reads its B, N, S, D limits and dtypes from (约束说明 section).
         render(
             "ops-transformer/docs/aclnnFlashAttentionScoreV2.md.j2",
             "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md",
@@ -154,6 +167,7 @@ def build_repo(
     work.mkdir(parents=True)
     env = git_env(history[0].date)
     log.run(
+        # master, as the real repos' default branch is named.
         ["git", "-c", "init.defaultBranch=master", "init", "-q", str(work)],
         env=env,
         what=f"creating {name}",
@@ -173,6 +187,8 @@ def build_repo(
         commits.append(sha)
         for tag in commit.tags:
             log.run(
+                # An annotated tag is an object with its own date: the fixed one above keeps its id
+                # reproducible.
                 ["git", "tag", "-a", tag, "-m", f"{name} {tag}"],
                 cwd=work,
                 env=env,
@@ -182,6 +198,8 @@ def build_repo(
         shutil.rmtree(bare)
     bare.parent.mkdir(parents=True, exist_ok=True)
     log.run(
+        # Served bare at `mirror/cann/<repo>.git`, the path `https://gitcode.com/cann/<repo>.git`
+        # maps to under a mirror rule.
         ["git", "clone", "-q", "--bare", str(work), str(bare)],
         env=git_env(history[-1].date),
         what=f"publishing {name}",
@@ -199,6 +217,8 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
         log,
         [{} for _ in OPBASE_HISTORY],
     )
+    # ops-transformer v9.0.0 pins an opbase commit, not the v9.0.0 tag (929902e upstream;
+    # releases.py), so the stand-in pins an untagged commit too.
     pin = opbase[OT_V900_OPBASE_PIN_INDEX]
     ot = build_repo(
         "ops-transformer",

@@ -9,18 +9,22 @@ from typing import Any, Dict, Optional
 from msgspec import Struct
 from msgspec.structs import asdict
 
+from ..decoded import JSONObject
+
 INFO_FILE = "sandbox.json"
+# Written first, removed last by create.py: its presence means a creation was cut short.
 CREATING_MARK = ".creating"
+# A sandbox.json of another schema is treated as no sandbox: it is remade, never misread.
 SCHEMA = 1
 
 
-class SandboxSpec(Struct, frozen=True):
+class SandboxSpec(Struct, frozen=True, kw_only=True):
     dir: Path
     variant: str = "A2"  # A2 (8 x 910B3) or A3 (8 x 2-die Ascend910_9392)
     cann: str = "8.5.0"
 
 
-class SandboxInfo(Struct, frozen=True):
+class SandboxInfo(Struct, frozen=True, kw_only=True):
     dir: Path
     variant: str
     cann: str
@@ -36,16 +40,18 @@ class SandboxInfo(Struct, frozen=True):
     @property
     def mirrors(self) -> Dict[str, str]:
         """URL rewrite rules that send upstream fetches to the sandbox's repositories."""
+        # `https://gitcode.com/` -> `file://<sandbox>/mirror/`: the stand-in repos and archives sit
+        # at the paths the real URLs name.
         return {self.upstream: self.mirror.as_uri() + "/"}
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         data = asdict(self)
         data = {k: str(v) if isinstance(v, Path) else v for k, v in data.items()}
         data["schema"] = SCHEMA
         return data
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> SandboxInfo:
+    def from_json(cls, data: JSONObject) -> SandboxInfo:
         paths = {"dir", "sysroot", "toolkit", "set_env", "mirror"}
         values: Dict[str, Any] = {
             k: Path(v) if k in paths else v for k, v in data.items() if k != "schema"
@@ -56,6 +62,7 @@ class SandboxInfo(Struct, frozen=True):
 def load_info(directory: Path) -> Optional[SandboxInfo]:
     """The finished sandbox at `directory`, or None if there is none (or only half of one)."""
     info = directory / INFO_FILE
+    # A half-made sandbox (the mark still there) is no sandbox: create_sandbox remakes it.
     if not info.is_file() or (directory / CREATING_MARK).exists():
         return None
     try:

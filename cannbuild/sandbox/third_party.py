@@ -35,11 +35,12 @@ from .releases import (
     UPSTREAM,
 )
 
+# The archive's one top folder, named after its file (makeself-release-2.5.0-patch1.tar.gz).
 MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
 _RELEASES = UPSTREAM + "cann-src-third-party/"
 
 
-class StandinArchive(Struct, frozen=True):
+class StandinArchive(Struct, frozen=True, kw_only=True):
     key: str
     url: str
     data: bytes
@@ -53,6 +54,7 @@ class StandinArchive(Struct, frozen=True):
         return hashlib.sha256(self.data).hexdigest()
 
     @property
+    # opbase v8.5.0 / v9.0.0 declare makeself with URL_MD5, the others with SHA256: both given.
     def md5(self) -> str:
         return hashlib.md5(self.data).hexdigest()
 
@@ -62,11 +64,16 @@ class StandinArchive(Struct, frozen=True):
 
 def gzip_stored(data: bytes) -> bytes:
     """A gzip member holding `data` in stored deflate blocks: the same bytes on every zlib."""
+    # RFC 1952 header: magic 1f 8b, method 8 (deflate), no flags, mtime 0, no extra flags, OS 255
+    # (unknown): nothing here depends on the machine or the clock.
     out = bytearray(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff")  # no name, mtime 0, OS unknown
     blocks = [data[i : i + 0xFFFF] for i in range(0, len(data), 0xFFFF)] or [b""]
     for i, block in enumerate(blocks):
+        # RFC 1951 stored block: a final-block bit (BTYPE 00 = stored), then LEN and its one's
+        # complement NLEN, then the bytes; 65,535 is the most one block holds.
         out.append(1 if i == len(blocks) - 1 else 0)
         out += struct.pack("<HH", len(block), len(block) ^ 0xFFFF) + block
+    # The trailer: CRC-32 and size mod 2**32 of the uncompressed data.
     out += struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
     return bytes(out)
 
@@ -75,6 +82,7 @@ def tar_gz(entries: Sequence[Tuple[str, Optional[bytes], int]]) -> bytes:
     """A .tar.gz of (name, content or None for a folder, mode), in the given order, with
     zero times and owners."""
     raw = io.BytesIO()
+    # GNU format, mtime 0 and the default owner ids: the tar bytes depend only on the entries.
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for name, content, mode in entries:
             info = tarfile.TarInfo(name)
@@ -121,6 +129,7 @@ def _zip(files: Mapping[str, str]) -> bytes:
     raw = io.BytesIO()
     with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(files):
+            # 1980-01-01, the earliest time a zip entry can record; unix attributes 0644.
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.create_system = 3
             info.external_attr = 0o644 << 16
@@ -164,21 +173,26 @@ def standin_archives() -> Dict[str, StandinArchive]:
 
     json_header = _stub("nlohmann json 3.11.3") + "#define NLOHMANN_JSON_VERSION_MAJOR 3\n"
     archives = [
-        StandinArchive("makeself", MAKESELF_URL, makeself),
+        StandinArchive(key="makeself", url=MAKESELF_URL, data=makeself),
         StandinArchive(
-            "protobuf",
-            _RELEASES + "protobuf/releases/download/v25.1/protobuf-25.1.tar.gz",
-            protobuf("25.1", "4025001"),
+            key="protobuf",
+            # The upstream URLs the real cmake/third_party files name: protobuf 25.1 (3.13.0 at
+            # 8.3), abseil-cpp 20230802.1, eigen 3.4.0 / 5.0.0, json 3.11.3's include.zip
+            # (reference real-host-findings.md §2).
+            url=_RELEASES + "protobuf/releases/download/v25.1/protobuf-25.1.tar.gz",
+            # protobuf's GOOGLE_PROTOBUF_VERSION is major*1000000 + minor*1000 + patch of its C++
+            # runtime, 4.25.1 for release 25.1.
+            data=protobuf("25.1", "4025001"),
         ),
         StandinArchive(
-            "protobuf313",
-            _RELEASES + "protobuf/releases/download/v3.13.0/protobuf-3.13.0.tar.gz",
-            protobuf("3.13.0", "3013000"),
+            key="protobuf313",
+            url=_RELEASES + "protobuf/releases/download/v3.13.0/protobuf-3.13.0.tar.gz",
+            data=protobuf("3.13.0", "3013000"),
         ),
         StandinArchive(
-            "abseil",
-            _RELEASES + "abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz",
-            _source_tree(
+            key="abseil",
+            url=_RELEASES + "abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz",
+            data=_source_tree(
                 "abseil-cpp-20230802.1",
                 {
                     "CMakeLists.txt": "# cannbuild sandbox stand-in for abseil-cpp 20230802.1\n",
@@ -189,19 +203,19 @@ def standin_archives() -> Dict[str, StandinArchive]:
             ),
         ),
         StandinArchive(
-            "eigen34",
-            _RELEASES + "eigen/releases/download/3.4.0/eigen-3.4.0.tar.gz",
-            eigen("3.4.0"),
+            key="eigen34",
+            url=_RELEASES + "eigen/releases/download/3.4.0/eigen-3.4.0.tar.gz",
+            data=eigen("3.4.0"),
         ),
         StandinArchive(
-            "eigen50",
-            _RELEASES + "eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz",
-            eigen("5.0.0"),
+            key="eigen50",
+            url=_RELEASES + "eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz",
+            data=eigen("5.0.0"),
         ),
         StandinArchive(
-            "json",
-            _RELEASES + "json/releases/download/v3.11.3/include.zip",
-            _zip(
+            key="json",
+            url=_RELEASES + "json/releases/download/v3.11.3/include.zip",
+            data=_zip(
                 {
                     "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
                     "include/nlohmann/json.hpp": json_header,
@@ -218,6 +232,7 @@ def write_mirror(mirror: Path, archives: Mapping[str, StandinArchive]) -> List[P
     """Each archive at the path its upstream URL names under the mirror."""
     written = []
     for archive in archives.values():
+        # `https://gitcode.com/cann-src-third-party/...` -> `<mirror>/cann-src-third-party/...`.
         target = mirror / archive.url[len(UPSTREAM) :]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(archive.data)

@@ -21,6 +21,7 @@ from .files import CommandLog, symlink, write
 from .hardware import Variant
 from .releases import OPBASE_V900, Release
 
+# Each ships a `version.info`; torch_npu refuses a home without runtime/ and compiler/.
 COMPONENTS = ("runtime", "compiler", "opp", "toolkit")
 # <arch>-linux/data/platform_config/<SoC>.ini, one per SoC (the A2 and A3 ones among them)
 PLATFORM_CONFIGS = (
@@ -36,7 +37,7 @@ PLATFORM_CONFIGS = (
 )
 
 
-class ToolkitTree(Struct, frozen=True):
+class ToolkitTree(Struct, frozen=True, kw_only=True):
     root: Path  # <sysroot>/usr/local/Ascend
     install: Path  # the real tree: cann-<ver> or ascend-toolkit/<ver>
     home: Path  # what ASCEND_HOME_PATH is: cann-<ver> or ascend-toolkit/latest
@@ -74,6 +75,8 @@ def lay_out_toolkit(
     root = sysroot / "usr/local/Ascend"
     if rel.layout == "cann":
         install = root / f"cann-{rel.version}"
+        # >= 8.5: ASCEND_HOME_PATH is the real `cann-<ver>` (as in the 8.5.0 image's
+        # ASCEND_TOOLKIT_HOME=/usr/local/Ascend/cann-8.5.0); <= 8.3 it is the `latest` farm.
         home = install
     else:
         install = root / "ascend-toolkit" / rel.version
@@ -91,12 +94,17 @@ def lay_out_toolkit(
     )
     if rel.layout == "cann":
         set_env = write(install / "set_env.sh", set_env_text)
+        # `cann -> cann-9.0.0`, and `ascend-toolkit/latest -> ../cann` as a 9.0.0 image has it; the
+        # old `ascend-toolkit/set_env.sh` still works, since official images still source it.
         symlink(root / "cann", install.name)
         symlink(root / "ascend-toolkit" / "latest", "../cann")
         write(root / "ascend-toolkit" / "set_env.sh", f"source {install / 'set_env.sh'}\n")
     else:
         set_env = write(root / "ascend-toolkit" / "set_env.sh", set_env_text)
         _latest_farm(home, install, arch)
+    # An installer record `Install_Path=<root>`. Host detection reads the one in /etc/Ascend/ or
+    # $HOME/Ascend/ (host/toolkit.py), not this copy; the env and the default roots find this
+    # toolkit.
     write(root / "ascend_cann_install.info", f"Install_Path={root}\n")
     return ToolkitTree(root=root, install=install, home=home, set_env=set_env)
 
@@ -105,6 +113,7 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
     kernels = data_dir("kernels")
     templates = data_dir("templates") / "sandbox"
     archdir = tk / f"{arch}-linux"
+    # The fields and order of tests/fixtures/host/ascend_toolkit_install.info.*.
     write(
         archdir / "ascend_toolkit_install.info",
         "package_name=Ascend-cann-toolkit\n"
@@ -130,12 +139,16 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
         shutil.copytree(opbase_inc, archdir / "pkg_inc" / "op_common", dirs_exist_ok=True)
         shutil.copytree(opbase_inc, include / "op_common", dirs_exist_ok=True)
+        # opbase >= 8.5 installs op_common under `<arch>-linux/pkg_inc` (reference
+        # real-host-findings.md §1); the copy under include/ serves refs that look there.
         symlink(tk / "pkg_inc", f"{arch}-linux/pkg_inc")
     for link in ("include", "lib64", "conf"):
         symlink(tk / link, f"{arch}-linux/{link}")
     _lay_out_build_files(tk, rel, v, arch)
     # components and their version files
     for comp in COMPONENTS:
+        # `Version=8.5.0.2.220` style (the component's own number), `version_dir=8.5.0` the
+        # release, as the real opp/version.info of 8.5.0 reads.
         write(
             tk / comp / "version.info", f"Version={rel.version}.2.220\nversion_dir={rel.version}\n"
         )
@@ -145,9 +158,11 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         executable=True,
     )
     bisheng = file_env(templates).get_template("toolkit/bisheng.j2").render(cxx=cxx)
+    # build.sh requires bisheng on PATH; set_env.sh puts compiler/ccec_compiler/bin there.
     write(tk / "compiler" / "ccec_compiler" / "bin" / "bisheng", bisheng, executable=True)
     symlink(tk / "tools" / "ccec_compiler", "../compiler/ccec_compiler")
     for pkg in rel.share_info:
+        # What check_build_dependencies.py reads: `share/info/<pkg>/version.info`.
         write(tk / "share" / "info" / pkg / "version.info", f"Version={rel.version}\n")
     if rel.opbase_in_toolkit:
         version = OPBASE_V900.version if rel.version.startswith("9") else rel.version
@@ -157,6 +172,8 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         )
     # the kernels (ops) package for this SoC, and the vendors folder custom packages go to
     kernel_root = tk / "opp/built-in/op_impl/ai_core/tbe/kernel" / v.soc
+    # `ops_oam` is all a toolkit without the ops package has under kernel/<soc>/; ops_transformer/
+    # stands for the ops package being installed.
     write(kernel_root / "ops_oam" / "ops_oam.json", "{}\n")
     write(
         kernel_root / "ops_transformer" / "flash_attention_score" / "flash_attention_score.json",
@@ -165,6 +182,8 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
     (tk / "opp" / "vendors").mkdir(parents=True, exist_ok=True)
     if rel.layout == "cann":
         short = v.soc.replace("ascend", "", 1)
+        # The >= 8.5 ops package record (`cat .../ascend_ops_install.info` in opbase's install
+        # docs), named as reference cann-environment.md §1.5 names the packages.
         package = "Ascend-cann-A3-ops" if v.soc == "ascend910_93" else f"Ascend-cann-{short}-ops"
         write(
             archdir / "ascend_ops_install.info",
@@ -194,10 +213,14 @@ BUILD_TOOLS = (
 
 
 def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
+    # Empty files satisfy the configure checks of ops-transformer's find_package modules (dlog,
+    # platform, metadef/register, exe_graph, tiling, runtime ...), which test presence.
     for rel_path in BUILD_FILES:
         path = tk / rel_path.format(arch=arch)
         text = f"/* cannbuild sandbox stand-in: {path.name} */\n" if path.suffix == ".h" else ""
         write(path, text)
+    # The real ones compile (op_build) or cross-compile for the device (hcc, which opbase's device
+    # sub-build wants); the stand-ins fail loudly if a step reaches them.
     for rel_path in BUILD_TOOLS:
         name = Path(rel_path).name
         write(
@@ -216,6 +239,7 @@ def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
     for soc in sorted({*PLATFORM_CONFIGS, v.chip}):
         write(
             tk / f"{arch}-linux/data/platform_config/{soc}.ini",
+            # `[version]` section, `SoC_version=Ascend910B3` key, as the real INIs have.
             f"[version]\nSoC_version={soc}\n",
         )
 
@@ -240,6 +264,8 @@ def _latest_farm(latest: Path, install: Path, arch: str) -> None:
     for comp in (*COMPONENTS, "bin", "share", "tools", "pkg_inc"):
         if (install / comp).exists():
             symlink(latest / comp, f"../{ver}/{comp}")
+    # `acllib -> ../8.2.RC2/runtime` and `ops -> ../8.2.RC2/opp` in the real 8.2 farm
+    # (tests/fixtures/host/ls-ascend-toolkit-latest-8.2.txt).
     symlink(latest / "acllib", f"../{ver}/runtime")
     symlink(latest / "ops", f"../{ver}/opp")
     archdir = latest / f"{arch}-linux"
@@ -249,8 +275,10 @@ def _latest_farm(latest: Path, install: Path, arch: str) -> None:
     for link in ("include", "lib64", "conf"):
         symlink(latest / link, f"{arch}-linux/{link}")
     if arch == "aarch64":
+        # The real farm's `arm64-linux -> aarch64-linux` alias.
         symlink(latest / "arm64-linux", "aarch64-linux")
     lines = ["# version: 1.0"]
+    # `<pkg>_running_version=[<component version>:<CANN version>]` (version.cfg.8.0.0 fixture).
     for pkg in ("runtime", "compiler", "hccl", "opp", "toolkit", "opp_kernel"):
         lines.append(f"{pkg}_running_version=[7.8.0.1.100:{ver}]")
     write(latest / "version.cfg", "\n".join(lines) + "\n")

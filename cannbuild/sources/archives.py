@@ -28,19 +28,30 @@ from ..redact import redact
 from ..workspace import read_text_map, remember
 from .fetch import Fetcher
 
+# Where both repos declare their downloads at the refs the recipes pin (makeself-fetch.cmake,
+# protobuf.cmake, eigen.cmake, json.cmake, ...).  From v9.1.0.pre these modules are gone and
+# `add_cann_third_party` in the shared cann/cmake repository declares them instead (reference
+# real-host-findings.md §6), so nothing is found here at those refs.
 THIRD_PARTY_DIR = "cmake/third_party"
+# json comes as `include.zip`; the others as `.tar.gz`.
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip")
 
+# A plain one-value `set`, the shape that carries a URL or file name upstream:
+#   set(MAKESELF_URL "https://gitcode.com/cann-src-third-party/makeself/releases/...tar.gz")
+#   set(EIGEN_VERSION_PKG eigen-5.0.0.tar.gz)
 _SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Stops at a quote, `)` or blank, where the URL ends inside `URL ${REQ_URL})` or `"..."`.
 _URL = re.compile(r"(?:https?|ftp)://[^\s\"'<>()]+")
+# `URL_HASH SHA256=<64 hex>` (FetchContent_Declare / ExternalProject_Add), `EXPECTED_HASH`
+# (file(DOWNLOAD)), and `URL_MD5 <32 hex>`, which opbase v8.5.0 / v9.0.0 use for makeself.
 _HASH = re.compile(
     r"\b(?:URL_HASH|EXPECTED_HASH)\s+\"?(SHA256|MD5)=([0-9a-fA-F]+)|\bURL_MD5\s+\"?([0-9a-fA-F]{32})\b",
     re.IGNORECASE,
 )
 
 
-class Declared(Struct, frozen=True):
+class Declared(Struct, frozen=True, kw_only=True):
     """An archive a repo's CMake downloads, as its `cmake/third_party/*.cmake` declares it."""
 
     name: str
@@ -50,7 +61,7 @@ class Declared(Struct, frozen=True):
     sha256: Optional[str] = None
 
 
-class Needed(Struct, frozen=True):
+class Needed(Struct, frozen=True, kw_only=True):
     """One archive a repo's build downloads at its pinned commit, and where its copy goes."""
 
     name: str
@@ -62,7 +73,7 @@ class Needed(Struct, frozen=True):
     sha256: Optional[str] = None
 
 
-class ArchivePlan(Struct, frozen=True):
+class ArchivePlan(Struct, frozen=True, kw_only=True):
     placed: Tuple[Needed, ...]  # fetched, locked, bundled and put in place
     unplaceable: Tuple[Needed, ...]  # the build downloads them itself, every time
     unknown: Tuple[Declared, ...]  # declared, but the recipe says nothing of them
@@ -72,6 +83,8 @@ def archive_name(url: str) -> str:
     """`https://gitcode.com/cann-src-third-party/eigen/releases/...` -> `eigen`: the
     project of a forge URL, else the file name without its archive suffix."""
     parts = [p for p in urlsplit(url).path.split("/") if p]
+    # A forge path is `/<owner>/<project>/releases/download/...`: gitcode.com/cann-src-third-party
+    # and gitee.com/openeuler/libboundscheck both put the project second.
     if len(parts) >= 3:
         return parts[1]
     name = parts[-1] if parts else url
@@ -82,6 +95,7 @@ def archive_name(url: str) -> str:
 
 
 def _is_archive(url: str) -> bool:
+    # A URL still holding `${...}` names a file only the build's own variables can resolve.
     return url.lower().endswith(ARCHIVE_SUFFIXES) and "${" not in url
 
 
@@ -96,6 +110,8 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
     for path in sorted(files):
         lines = files[path].splitlines()
         variables: Dict[str, str] = {}
+        # Only plain values count (a local-copy branch's `file://${CANN_3RD_LIB_PATH}/...` is
+        # none), and a name's first plain value wins.
         for line in lines:
             match = _SET.match(line)
             if match and "${" not in match.group(2):
@@ -103,11 +119,14 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
         urls: List[Tuple[Tuple[int, int], str]] = []
         hashes: List[Tuple[Tuple[int, int], str, str]] = []
         for number, line in enumerate(lines, 1):
+            # A commented-out `# ExternalProject_Add(old URL https://...)` declares nothing.
             if line.lstrip().startswith("#"):
                 continue
             text = _expand(line, variables)
             for match in _URL.finditer(text):
                 url = match.group(0).rstrip("\"'")
+                # A git URL (`GIT_REPOSITORY https://gitcode.com/cann/opbase.git`) is no archive: a
+                # recipe's `source_pin` places that checkout (ready.py).
                 if _is_archive(url):
                     urls.append(((number, match.start()), url))
             for match in _HASH.finditer(text):
@@ -116,6 +135,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                 )
                 hashes.append(((number, match.start()), algo.lower(), value.lower()))
         declared: Dict[str, Dict[str, str]] = {}
+        # Positions are (line, column), so "before" also works for a URL and hash on one line.
         for pos, url in urls:
             declared.setdefault(url, {"where": f"{path}:{pos[0]}"})
         for pos, algo, value in hashes:
@@ -124,19 +144,24 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
             owner = before[-1] if before else (after[0] if after else None)
             if owner is not None:
                 declared[owner].setdefault(algo, value)
+        # The same URL in two files is one archive: the first file names it, either may add a hash.
         for url, facts in declared.items():
             if url in found:
                 old = found[url]
                 found[url] = Declared(
-                    old.name,
-                    url,
-                    old.where,
-                    old.md5 or facts.get("md5"),
-                    old.sha256 or facts.get("sha256"),
+                    name=old.name,
+                    url=url,
+                    where=old.where,
+                    md5=old.md5 or facts.get("md5"),
+                    sha256=old.sha256 or facts.get("sha256"),
                 )
             else:
                 found[url] = Declared(
-                    archive_name(url), url, facts["where"], facts.get("md5"), facts.get("sha256")
+                    name=archive_name(url),
+                    url=url,
+                    where=facts["where"],
+                    md5=facts.get("md5"),
+                    sha256=facts.get("sha256"),
                 )
     return tuple(found.values())
 
@@ -160,6 +185,8 @@ def plan_archives(
         if not rule.needed:
             continue
         matches = by_name.get(rule.name, [])
+        # An entry's url picks one of several declared URLs with that name, or adds an archive the
+        # cmake files do not declare (no hash then, unless the entry gives one).
         if rule.url is not None:
             same = [d for d in matches if d.url == rule.url]
             found = same[0] if same else None
@@ -184,6 +211,8 @@ def plan_archives(
         item = Needed(
             name=rule.name,
             url=url,
+            # The copy goes to the first place, the one the recipe prefers; the rest document the
+            # other spots that ref would also accept.
             place=rule.place[0] if rule.place else "",
             source=rule.source,
             where=found.where if found else f"recipe {recipe_path.name}",
@@ -192,7 +221,7 @@ def plan_archives(
         )
         (placed if item.place else unplaceable).append(item)
     unknown = tuple(d for d in declared if d.name not in covered)
-    return ArchivePlan(tuple(placed), tuple(unplaceable), unknown)
+    return ArchivePlan(placed=tuple(placed), unplaceable=tuple(unplaceable), unknown=unknown)
 
 
 def _listed(declared: Sequence[Declared]) -> str:
@@ -203,6 +232,8 @@ def _listed(declared: Sequence[Declared]) -> str:
 
 def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
     """The build checks the hash its CMake declares: refuse a file it would reject."""
+    # The build would stop on the same mismatch (CMake checks URL_HASH / URL_MD5 after the
+    # download); refusing here names the mirror as the cause.
     for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
         if not expected:
             continue
@@ -233,6 +264,7 @@ def declared_archives(
     files are kept, not the parse, so a newer cannbuild still parses them itself."""
     files = _remembered(memo, commit)
     if files is None:
+        # Read from the git cache without a checkout: one `git ls-tree`, one `git show` per file.
         listing = fetcher.git(["ls-tree", "--name-only", commit, THIRD_PARTY_DIR + "/"], cwd=cache)
         paths = [p for p in listing.splitlines() if p.endswith(".cmake")]
         files = {p: fetcher.git(["show", f"{commit}:{p}"], cwd=cache) for p in paths}
@@ -243,6 +275,7 @@ def declared_archives(
 
 def _remembered(memo: Optional[Path], commit: str) -> Optional[Dict[str, str]]:
     """The files remembered for `commit`; None when absent or not what was written."""
+    # Only a full object id (40 hex for SHA-1, 64 for SHA-256) may become a file name here.
     if memo is None or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
         return None
     return read_text_map(memo / f"{commit}.json")

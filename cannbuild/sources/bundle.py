@@ -43,6 +43,7 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
         )
     fetcher = Fetcher()
     files: Dict[str, Path] = {}
+    # A nested pin (`ops-transformer:third_party/opbase`) is a commit of another repo's cache.
     repos = sorted(
         {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
     )
@@ -56,6 +57,8 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
         for repo in repos:
             cache = cache_path(ws, repo)
             target = Path(tmp) / f"{repo}.bundle"
+            # `git bundle --all`: every branch and tag, so a locked tag, branch or nested pin
+            # resolves offline exactly as online.
             fetcher.git(["bundle", "create", "--quiet", str(target), "--all"], cwd=cache)
             files[f"git/{repo}.bundle"] = target
         for archive in lock.third_party:
@@ -77,6 +80,8 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
             raise write_error(exc, "OUT", out) from None
         try:
             with sink, tarfile.open(fileobj=sink, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                # Sorted names, mtime 0, mode 0644: the tar adds nothing that depends on when or
+                # where it was made.
                 for name in sorted([*files, MANIFEST]):
                     info = tarfile.TarInfo(name)
                     info.mtime = 0
@@ -163,6 +168,10 @@ def _pin_repo(lock: Lock, name: str) -> str:
     return name.split(":")[0]
 
 
+# The three kinds of member make_bundle writes:
+#   git/opbase.bundle
+#   downloads/<sha256>/makeself-release-2.5.0-patch1.tar.gz
+#   cannbuild.lock
 _MEMBER = re.compile(
     r"(?:git/[A-Za-z0-9][A-Za-z0-9._-]*\.bundle"
     r"|downloads/[0-9a-f]{64}/[A-Za-z0-9][A-Za-z0-9._+-]*"
@@ -183,6 +192,7 @@ def _manifest(
 ) -> Dict[str, str]:
     if MANIFEST not in members or LOCK_NAME not in members:
         raise _bad(bundle, f"it is not a cannbuild bundle (no {MANIFEST} or {LOCK_NAME})")
+    # A manifest is one line per member, a few kB; a megabyte is no manifest.
     if members[MANIFEST].size > CHUNK:
         raise _bad(bundle, f"its {MANIFEST} is {members[MANIFEST].size} bytes, not a manifest")
     handle = tar.extractfile(members[MANIFEST])
@@ -257,8 +267,12 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
                 cache = cache_path(ws, repo)
                 if not cache.exists():
                     cache.parent.mkdir(parents=True, exist_ok=True)
+                    # An empty bare repo to fetch into; the same fetch also tops up an existing
+                    # cache.
                     fetcher.git(["init", "--quiet", "--bare", str(cache)])
                 fetcher.git(
+                    # `+refs/*:refs/*`: every branch and tag the bundle carries, forced, as
+                    # fetch_repo mirrors.
                     ["fetch", "--quiet", "--force", str(staged / name), "+refs/*:refs/*"],
                     cwd=cache,
                 )

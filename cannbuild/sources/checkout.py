@@ -43,6 +43,7 @@ def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
     if not cache.exists():
         return False
     try:
+        # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
         fetcher.git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=cache)
     except GitFailed:
         return False
@@ -55,6 +56,7 @@ def resolve_ref(
     """A tag, a branch (optionally as of a date) or a commit -> (full commit id, commit time),
     read in one call to plumbing (`rev-list`, which no user `log.*` setting changes)."""
     if ref.get("tag"):
+        # `^{commit}`: a tag object peeled to the commit it tags, which is what gets locked.
         rev = f"refs/tags/{ref['tag']}^{{commit}}"
     elif ref.get("commit"):
         rev = f"{ref['commit']}^{{commit}}"
@@ -62,6 +64,8 @@ def resolve_ref(
         rev = f"refs/heads/{ref['branch']}"
     args = ["rev-list", "-1", "--timestamp"]
     if ref.get("until") and not ref.get("tag") and not ref.get("commit"):
+        # `until` on a branch: the last commit before that date, the 8.3 recipe's "master as of
+        # 2025-11-16" (a branch moves on; the date pins what the guide built).
         args.append(f"--before={ref['until']}")
     try:
         out = fetcher.git([*args, rev, "--"], cwd=cache).split()
@@ -81,7 +85,7 @@ def resolve_ref(
 # --- checkouts -----------------------------------------------------------------
 
 
-class Nested(Struct, frozen=True):
+class Nested(Struct, frozen=True, kw_only=True):
     """A second clone inside a checkout (opbase source inside ops-transformer >= 9.0)."""
 
     dest: str
@@ -90,7 +94,7 @@ class Nested(Struct, frozen=True):
     url: str
 
 
-class Seed(Struct, frozen=True):
+class Seed(Struct, frozen=True, kw_only=True):
     """A third-party archive put into a checkout where its ref looks for a local copy:
     copied to `dest`, or unpacked there when `dest` ends with "/"."""
 
@@ -108,6 +112,7 @@ def checkout_identity(
 ) -> Dict[str, object]:
     return {
         "commit": commit,
+        # The identity a step's input hash takes: commit, nested pins and the archives put in.
         "nested": {n.dest: n.commit for n in nested},
         "third_party": {s.dest: s.sha256 for s in seeds},
     }
@@ -116,10 +121,13 @@ def checkout_identity(
 def _clone_at(fetcher: Fetcher, cache: Path, dest: Path, commit: str, url: str) -> None:
     """A clone of `cache` at `commit` whose origin is the (redacted) upstream URL, into
     the new folder `dest` (its caller removed any old one, through safefs)."""
+    # From the local cache, never the network: the fetch stage already filled it.
     fetcher.git(["clone", "--quiet", "--no-checkout", str(cache), str(dest)])
     fetcher.git(
         ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit], cwd=dest
     )
+    # The clone's origin names upstream (without credentials), not the local cache path, so a
+    # build's own `git` calls see the real remote.
     fetcher.git(["remote", "set-url", "origin", redact(url)], cwd=dest)
 
 
@@ -142,6 +150,7 @@ def ensure_checkout(
     marker = checkout_marker(ws, repo)
     what = f"the {repo} checkout"
     safefs.make_dirs(ws.root, ws.src, what)
+    # Same commit, same nested pins, same archives as the marker records: nothing to do.
     if not dest.is_symlink() and dest.is_dir() and read_json(marker) == identity:
         return dest, False
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
@@ -160,6 +169,8 @@ def ensure_checkout(
             target = tmp / item.dest
             safefs.make_dirs(ws.root, target.parent, what)
             if not target.is_symlink() and target.is_dir() and not any(target.iterdir()):
+                # An empty folder there (a placeholder a checkout may carry) is accepted, as `git
+                # clone` accepts an empty target; anything else is refused.
                 target.rmdir()  # an empty placeholder, as `git clone` would accept
             elif os.path.lexists(target):
                 raise GitFailed(
@@ -198,6 +209,7 @@ def ensure_checkout(
 
 
 def archive_path(ws: Workspace, sha256: str, url: str) -> Path:
+    # Content-addressed by sha256, under the URL's file name the build expects.
     return ws.downloads / sha256 / url.rsplit("/", 1)[-1]
 
 
@@ -221,13 +233,18 @@ def unpack_archive(archive: Path, dest: Path, root: Optional[Path] = None) -> No
             with tarfile.open(archive) as tar:
                 for member in tar.getmembers():
                     _inside(archive, member.name)
+                    # A link member is checked by where it points, relative to its own folder.
                     if member.issym() or member.islnk():
                         _inside(archive, str(Path(member.name).parent / member.linkname))
+                # Python >= 3.12 (and security releases before it) has the `data` filter, which
+                # also refuses device files and strips set-uid bits.
                 if hasattr(tarfile, "data_filter"):
                     tar.extractall(work, filter="data")
                 else:  # pragma: no cover - a Python without the filter
                     tar.extractall(work)
         entries = list(work.iterdir())
+        # CMake's ExternalProject strips a single top folder (`protobuf-25.1/`); a flat archive
+        # (json's include.zip holds `include/` and `single_include/`) is kept as it is.
         top = entries[0] if len(entries) == 1 and entries[0].is_dir() else work
         safefs.remove(owner, dest, what)
         safefs.replace(owner, top, dest, what)

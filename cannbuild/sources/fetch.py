@@ -67,6 +67,9 @@ T = TypeVar("T")
 
 # curl's message when git's http.lowSpeedLimit/lowSpeedTime stops a transfer
 _TOO_SLOW = re.compile(r"Operation too slow|transfer rate dropped", re.IGNORECASE)
+# Failures worth another attempt: name lookup, resets, timeouts, git's `RPC failed` / `early EOF`
+# on a dropped connection, HTTP 5xx, TLS hiccups.  A 404 or an auth error is not: retrying cannot
+# change it.
 _TRANSIENT = re.compile(
     r"Could not resolve host|Connection timed out|Connection reset|Operation timed out|"
     r"RPC failed|early EOF|remote end hung up|unable to access|Failed to connect|"
@@ -121,7 +124,7 @@ def mirror_git_env(mirrors: Sequence[Tuple[str, str]], offline: bool) -> Dict[st
     return env
 
 
-class Fetcher(Struct, frozen=True):
+class Fetcher(Struct, frozen=True, kw_only=True):
     mirrors: Tuple[Tuple[str, str], ...] = ()
     offline: bool = False
     retries: int = 3
@@ -148,6 +151,7 @@ class Fetcher(Struct, frozen=True):
                     raise
                 if time.monotonic() + delay >= deadline:
                     raise  # the budget is spent: no attempt would have time left
+                # Exponential backoff: 1 s, 2 s, 4 s with the defaults.
                 self.sleep(delay)
                 delay *= 2
 
@@ -157,6 +161,7 @@ class Fetcher(Struct, frozen=True):
         """Run git; a command still running after `timeout` s is stopped (with all it
         started) and raises GitTimedOut, a GitFailed."""
         env = dict(os.environ)
+        # Never prompt: a credential prompt would hang a build; the URL or the mirror carries one.
         env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="true")
         argv = ["git"]
         if args and args[0] in _NETWORK_GIT:
@@ -213,6 +218,8 @@ class Fetcher(Struct, frozen=True):
                         "--prune",
                         "--force",
                         source,
+                        # Force-update every branch and tag, prune deleted ones: the cache mirrors
+                        # upstream.
                         "+refs/heads/*:refs/heads/*",
                         "+refs/tags/*:refs/tags/*",
                     ],
@@ -282,10 +289,15 @@ class Fetcher(Struct, frozen=True):
         tmp = dest.with_name(f".{dest.name}.part")
         safefs.remove(owner, tmp, "the download cache")
         try:
+            # The sandbox's mirror and a copy on a shared disk are `file://` URLs.
             if source.startswith("file://"):  # a local mirror: a copy, no http stack
                 shutil.copyfile(unquote(urlsplit(source).path), tmp)
             else:
-                rule = TransferRule(low_speed_bps, low_speed_time_s, budget_s)
+                rule = TransferRule(
+                    low_speed_bps=low_speed_bps,
+                    low_speed_time_s=low_speed_time_s,
+                    budget_s=budget_s,
+                )
                 self._http_get(source, tmp, rule)
         except Stalled as exc:
             safefs.remove(owner, tmp, "the download cache", ignore_errors=True)
@@ -320,6 +332,7 @@ class Fetcher(Struct, frozen=True):
             if isinstance(exc, Stalled):
                 return not exc.budget_spent
             if isinstance(exc, urllib_error.HTTPError):
+                # 4xx will not change on a retry; 5xx may.
                 return exc.code >= 500
             return isinstance(
                 exc,
@@ -343,6 +356,7 @@ def _request(source: str) -> Any:
     user = unquote(parts.username or "")
     password = unquote(parts.password or "")
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    # `add_unredirected_header`: a redirect to another host does not carry the credential.
     request.add_unredirected_header("Authorization", f"Basic {token}")
     return request
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 else:  # only writers pay for it
     tomli_w = lazy_module("tomli_w")
 
+# 2 since third-party discovery; 1 is still read so that drift can say why it is stale.
 LOCK_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 HEADER = (
@@ -44,21 +45,21 @@ SANDBOX_HEADER = (
 )
 
 
-class LockedRepo(Struct, frozen=True):
+class LockedRepo(Struct, frozen=True, kw_only=True):
     name: str
     url: str
     ref: str
     commit: str
 
 
-class LockedArchive(Struct, frozen=True):
+class LockedArchive(Struct, frozen=True, kw_only=True):
     name: str
     url: str
     sha256: str
     repos: Tuple[str, ...] = ()  # the checkouts it is put into
 
 
-class Lock(Struct, frozen=True):
+class Lock(Struct, frozen=True, kw_only=True):
     recipe: str
     recipe_digest: str
     toolkit_version: str
@@ -75,6 +76,7 @@ class Lock(Struct, frozen=True):
         return next((r for r in self.repos if r.name == name), None)
 
     def archive(self, url: str) -> Optional[LockedArchive]:
+        # URLs are stored redacted, so a lookup redacts the recipe's URL the same way.
         return next((a for a in self.third_party if a.url == redact(url)), None)
 
     def to_toml(self) -> str:
@@ -89,6 +91,7 @@ class Lock(Struct, frozen=True):
             **({"sandbox": True} if self.sandbox else {}),
             "repos": [asdict(r) for r in self.repos],
             "third_party": [
+                # `repos` (the checkouts an archive goes into) is left out when empty.
                 {**asdict(a), "repos": list(a.repos)} if a.repos else asdict(a)
                 for a in self.third_party
             ],
@@ -111,6 +114,7 @@ def read_lock(path: Path) -> Optional[Lock]:
         raise UsageError(f"lock file {path} cannot be read: {exc}.", hint) from exc
     data = parse_toml(text, path, "lock file", hint, "cannot be read")
     version = data.get("version")
+    # TOML's `version = true` parses to True, which Python counts as the int 1.
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise UsageError(
             f"lock file {path} has version {data.get('version')!r}; this cannbuild reads versions "
@@ -212,8 +216,12 @@ def _check_shape(path: Path, data: Dict[str, Any]) -> None:
 
 
 _MISSING = object()
+# A SHA-1 commit id as `git rev-parse` prints it; upper case or abbreviations never occur in a lock
+# cannbuild wrote.
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# Recipe names (`cann-9.0`), toolkit versions (`8.2.RC1`, `9.0.0-beta.1`) and SoCs
+# (`ascend910_93`): nothing that could open a quote or a new line in a Dockerfile.
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+@=-]*")
 
 
@@ -240,6 +248,7 @@ def check_values(path: Path, lock: Lock) -> None:
     for repo in lock.repos:
         text(f"repos {repo.name!r} name", repo.name)
         text(f"repos {repo.name!r} url", repo.url)
+        # A blank would split the URL into two words on a git or Dockerfile command line.
         if any(c.isspace() for c in repo.url):
             raise bad(f"repos {repo.name!r} url", repo.url, "a URL without spaces")
         text(f"repos {repo.name!r} ref", repo.ref)
@@ -261,7 +270,7 @@ def write_lock(path: Path, lock: Lock) -> None:
     write_atomic(path, lock.to_toml().encode("utf-8"))
 
 
-class Wanted(Struct, frozen=True):
+class Wanted(Struct, frozen=True, kw_only=True):
     """What this run would lock, before commits and hashes are known."""
 
     recipe: str
@@ -305,9 +314,12 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
         if locked.ref != ref:
             found.append(f"repo {name}: the lock pins {locked.ref}, the recipe asks for {ref}")
     wanted_names = {name for name, _, _ in wanted.repos}
+    # `<repo>:<dest>` names are nested checkouts (pin_name): the recipe lists only their parent.
     for locked in lock.repos:
         if ":" not in locked.name and locked.name not in wanted_names:
             found.append(f"repo {locked.name}: in the lock but not in the recipe")
+    # Only archives the recipe itself names by URL are compared here; the ones the checkouts' cmake
+    # files declare follow from the locked commits.
     for name, url, sha in wanted.archives:
         archive = lock.archive(url)
         if archive is None:

@@ -28,7 +28,6 @@ from typing import (
 
 from msgspec.structs import replace
 
-from ..build.session import Session
 from ..errors import (
     CannbuildError,
 )
@@ -49,6 +48,7 @@ from .lock import (
     write_lock,
 )
 from .ready import PendingSources
+from .request import SourceRequest
 from .state import LOCKED, REFRESH, RESOLVE, Sources, SourceState, pin_name
 
 if TYPE_CHECKING:
@@ -57,26 +57,27 @@ else:  # only --bundle pays for it
     bundle = lazy_module("cannbuild.sources.bundle")
 
 
-def wanted_for(session: Session) -> Wanted:
-    recipe = session.recipe
+def wanted_for(request: SourceRequest) -> Wanted:
+    recipe = request.recipe
     repos = []
     for repo in recipe.repos:
-        ref = render_ref(repo, session.values)
+        ref = render_ref(repo, request.values)
         repos.append((repo.name, repo.url, describe_ref(ref)))
+    # Archives the recipe names by URL itself are part of what the lock must match.
     archives = recipe.added_archives
     return Wanted(
-        recipe.name,
-        session.toolkit.version_text or "",
-        session.soc,
-        tuple(repos),
-        archives,
-        sandbox=session.sandbox is not None,
+        recipe=recipe.name,
+        toolkit_version=request.toolkit_version,
+        soc=request.soc,
+        repos=tuple(repos),
+        archives=archives,
+        sandbox=request.sandbox,
     )
 
 
 @contextlib.contextmanager
 def syncing_sources(
-    session: Session, *, update_lock: bool = False, refresh: bool = False
+    request: SourceRequest, *, update_lock: bool = False, refresh: bool = False
 ) -> Iterator[PendingSources]:
     """Start making every source ready in the background.
 
@@ -84,31 +85,35 @@ def syncing_sources(
     `refresh` fetches the caches to notice moved tags (`cannbuild fetch`).
     Leaving the block waits for every fetch still running.
     """
-    options, ws, recipe = session.options, session.ws, session.recipe
+    ws, recipe = request.ws, request.recipe
     notes: List[str] = []
     bundled: Optional[Lock] = None
-    if options.bundle is not None:
-        bundled = bundle.seed_from_bundle(ws, options.bundle)
-        notes.append(f"seeded caches from {options.bundle}")
-    existing = read_lock(options.lock_file) or bundled
-    problems = drift(existing, wanted_for(session)) if existing else ["there is no lock file"]
-    if options.locked and problems:
-        raise refuse_drift(options.lock_file, problems)
+    if request.bundle is not None:
+        bundled = bundle.seed_from_bundle(ws, request.bundle)
+        notes.append(f"seeded caches from {request.bundle}")
+    existing = read_lock(request.lock_file) or bundled
+    # Drift = the lock was written for another recipe, ref or archive set than this run asks for.
+    problems = drift(existing, wanted_for(request)) if existing else ["there is no lock file"]
+    if request.locked and problems:
+        raise refuse_drift(request.lock_file, problems)
     written = False
     if existing is not None and not problems and not update_lock:
-        mode = REFRESH if refresh and not options.offline else LOCKED
-        if existing is bundled and not options.lock_file.exists():
-            write_lock(options.lock_file, existing)
+        mode = REFRESH if refresh and not request.offline else LOCKED
+        # A bundle's lock becomes this workspace's lock the first time it is used.
+        if existing is bundled and not request.lock_file.exists():
+            write_lock(request.lock_file, existing)
             written = True
     else:
         mode = RESOLVE
     # a thread per repo, not a capped pool: a pin waits for another repo's thread
     pool = ThreadPoolExecutor(max_workers=max(1, len(recipe.repos)), thread_name_prefix="source")
     pending = PendingSources(
-        session,
+        request,
         pool,
         mode,
         existing,
+        # These become the "lock updated: ..." note, which reports changes to this workspace's own
+        # lock; a bundle's lock never was one, so its drift goes unlisted.
         [] if mode != RESOLVE or existing is bundled else problems,
         notes,
         written,
@@ -124,42 +129,48 @@ def syncing_sources(
 
 
 def sync_sources(
-    session: Session, *, update_lock: bool = False, refresh: bool = False
+    request: SourceRequest, *, update_lock: bool = False, refresh: bool = False
 ) -> SourceState:
     """Every source pinned and checked out (writing or honouring the lock)."""
-    with syncing_sources(session, update_lock=update_lock, refresh=refresh) as pending:
+    with syncing_sources(request, update_lock=update_lock, refresh=refresh) as pending:
         return pending.finish()
 
 
-def sources_from_lock(session: Session) -> Optional[SourceState]:
+def sources_from_lock(request: SourceRequest) -> Optional[SourceState]:
     """The pinned sources without touching the network (for `plan`); None if not fetched yet."""
-    lock = read_lock(session.options.lock_file)
+    lock = read_lock(request.lock_file)
     if lock is None:
         return None
-    wanted = wanted_for(session)
+    wanted = wanted_for(request)
     # a different SoC or toolkit does not change the sources, only the lock's header
     if drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version)):
         return None
     identities: Dict[str, Mapping[str, Any]] = {}
-    for repo in session.recipe.repos:
+    for repo in request.recipe.repos:
         locked = lock.repo(repo.name)
         if locked is None:
             return None
         nested = []
         if repo.source_pin:
+            # A nested checkout (ops-transformer v9.0's `third_party/opbase` at OPBASE_TAG_ID) is
+            # locked under its own pin name.
             pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
             if pinned is None:
                 return None
-            nested.append(Nested(repo.source_pin.dest, Path(), pinned.commit, ""))
-        seeds = locked_seeds(session, repo, lock)
+            nested.append(
+                Nested(dest=repo.source_pin.dest, cache=Path(), commit=pinned.commit, url="")
+            )
+        seeds = locked_seeds(request, repo, lock)
         if seeds is None:
             return None
         identities[repo.name] = checkout_identity(locked.commit, nested, seeds)
-    checkouts = {r.name: session.ws.checkout(r.name) for r in session.recipe.repos}
-    return SourceState(lock, checkouts, identities, (), False)
+    checkouts = {r.name: request.ws.checkout(r.name) for r in request.recipe.repos}
+    return SourceState(
+        lock=lock, checkouts=checkouts, identities=identities, changed=(), lock_written=False
+    )
 
 
-def locked_seeds(session: Session, repo: RepoSpec, lock: Lock) -> Optional[List[Seed]]:
+def locked_seeds(request: SourceRequest, repo: RepoSpec, lock: Lock) -> Optional[List[Seed]]:
     """The seeds a checkout gets from the archives the lock puts into it, in the order the
     recipe lists them (as `_archives` makes them); None if the recipe does not place one."""
     ordered: List[Tuple[int, Seed]] = []
@@ -168,11 +179,21 @@ def locked_seeds(session: Session, repo: RepoSpec, lock: Lock) -> Optional[List[
         if repo.name not in archive.repos:
             continue
         index = next((i for i, r in enumerate(rules) if r.name == archive.name), None)
+        # A locked archive the recipe no longer places makes the lock stale for this recipe.
         if index is None:
             return None
-        path = archive_path(session.ws, archive.sha256, archive.url)
-        ordered.append((index, Seed(path, rules[index].place[0], archive.sha256)))
+        path = archive_path(request.ws, archive.sha256, archive.url)
+        ordered.append(
+            (index, Seed(source=path, dest=rules[index].place[0], sha256=archive.sha256))
+        )
     return [seed for _, seed in sorted(ordered, key=lambda pair: pair[0])]
 
 
-__all__ = ["SourceState", "Sources", "sources_from_lock", "sync_sources", "syncing_sources"]
+__all__ = [
+    "SourceRequest",
+    "SourceState",
+    "Sources",
+    "sources_from_lock",
+    "sync_sources",
+    "syncing_sources",
+]

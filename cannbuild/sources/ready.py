@@ -19,7 +19,6 @@ from typing import (
     Tuple,
 )
 
-from ..build.session import Session
 from ..errors import (
     FetchError,
     LockDrift,
@@ -48,6 +47,7 @@ from .lock import (
     LockedRepo,
     write_lock,
 )
+from .request import SourceRequest
 from .state import LOCKED, REFRESH, RESOLVE, RepoReady, SourceState, merged_archives, pin_name
 
 
@@ -59,7 +59,7 @@ class PendingSources:
 
     def __init__(
         self,
-        session: Session,
+        request: SourceRequest,
         pool: ThreadPoolExecutor,
         mode: str,
         existing: Optional[Lock],
@@ -67,7 +67,7 @@ class PendingSources:
         notes: Sequence[str],
         lock_written: bool,
     ) -> None:
-        self.session = session
+        self.request = request
         self.mode = mode
         self.existing = existing
         self.problems = tuple(problems)
@@ -77,10 +77,10 @@ class PendingSources:
         self.lock_written = lock_written
         self.stopping = threading.Event()
         self._state: Optional[SourceState] = None
-        self._fetched = {r.name: threading.Event() for r in session.recipe.repos}
+        self._fetched = {r.name: threading.Event() for r in request.recipe.repos}
         self._fetch_ok: Dict[str, bool] = {}
         self._repos: Dict[str, Future] = {
-            r.name: pool.submit(self._make_ready, r) for r in session.recipe.repos
+            r.name: pool.submit(self._make_ready, r) for r in request.recipe.repos
         }
 
     def identity_of(self, repo: str) -> Mapping[str, Any]:
@@ -102,8 +102,8 @@ class PendingSources:
         the lock if this run resolved it.  Called again, returns the same state."""
         if self._state is not None:
             return self._state
-        session = self.session
-        ready: List[RepoReady] = [self._repos[r.name].result() for r in session.recipe.repos]
+        request = self.request
+        ready: List[RepoReady] = [self._repos[r.name].result() for r in request.recipe.repos]
         notes = list(self.notes)
         notes += [
             f"{r.moved} (keeping the locked commit)" if self.mode == REFRESH else r.moved
@@ -115,31 +115,31 @@ class PendingSources:
         if self.mode == RESOLVE:
             previous = self.existing
             lock = Lock(
-                recipe=session.recipe.name,
-                recipe_digest=session.recipe.digest,
-                toolkit_version=session.toolkit.version_text or "",
-                soc=session.soc,
+                recipe=request.recipe.name,
+                recipe_digest=request.recipe.digest,
+                toolkit_version=request.toolkit_version,
+                soc=request.soc,
                 arch=host_arch(),
                 repos=tuple(entry for r in ready for entry in r.locked),
                 third_party=merged_archives(ready),
                 source_date_epoch=max((r.commit_time for r in ready), default=0),
                 container=dict(previous.container) if previous else {},
-                sandbox=session.sandbox is not None,
+                sandbox=request.sandbox,
             )
             if previous is not None and self.problems:
                 notes.append("lock updated: " + "; ".join(self.problems))
-            write_lock(session.options.lock_file, lock)
+            write_lock(request.lock_file, lock)
             written = True
         else:
             assert self.existing is not None
             lock = self.existing
         self._state = SourceState(
-            lock,
-            {r.name: r.path for r in ready},
-            {r.name: r.identity for r in ready},
-            [r.name for r in ready if r.changed],
-            written,
-            tuple(notes),
+            lock=lock,
+            checkouts={r.name: r.path for r in ready},
+            identities={r.name: r.identity for r in ready},
+            changed=[r.name for r in ready if r.changed],
+            lock_written=written,
+            notes=tuple(notes),
         )
         return self._state
 
@@ -154,7 +154,7 @@ class PendingSources:
         nested pins that are clones of it."""
         assert self.existing is not None
         needed = [self.existing.repo(repo.name).commit]  # type: ignore[union-attr]
-        for owner in self.session.recipe.repos:
+        for owner in self.request.recipe.repos:
             pin = owner.source_pin
             if pin is not None and pin.repo == repo.name:
                 entry = self.existing.repo(pin_name(owner.name, pin.dest))
@@ -163,11 +163,13 @@ class PendingSources:
         return needed
 
     def _make_ready(self, repo: RepoSpec) -> RepoReady:
-        session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
+        request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
         cache = cache_path(ws, repo.name)
         locked = self.existing.repo(repo.name) if self.existing else None
         try:
             self._stage(repo)
+            # A locked run fetches only when the cache lacks a commit the lock names: a no-op rerun
+            # touches no network.
             if self.mode != LOCKED or not all(
                 has_commit(fetcher, cache, sha) for sha in self._needed_here(repo)
             ):
@@ -176,7 +178,7 @@ class PendingSources:
         finally:  # a pin waiting on this cache may look now (or learn that it failed)
             self._fetched[repo.name].set()
         self._stage(repo)
-        ref = render_ref(repo, session.values)
+        ref = render_ref(repo, request.values)
         moved = None
         when = 0
         if self.mode == LOCKED:
@@ -184,6 +186,8 @@ class PendingSources:
             commit = locked.commit
         else:
             commit, when = resolve_ref(fetcher, cache, ref, repo.url)
+            # A tag that now names another commit than the lock records is reported, never followed
+            # silently: the lock is what keeps builds the same.
             if (
                 locked
                 and ref.get("tag")
@@ -191,15 +195,19 @@ class PendingSources:
                 and locked.commit != commit
             ):
                 moved = f"{repo.name}: {describe_ref(ref)} moved from {locked.commit[:12]} to {commit[:12]}"
+            # `cannbuild fetch` refreshes the cache to notice a moved tag, but keeps building the
+            # locked commit.
             if self.mode == REFRESH:
                 assert locked is not None
-                if moved and session.options.locked:
+                if moved and request.locked:
                     raise LockDrift(
                         f"--locked: {moved}; the lock still pins the old commit.",
                         "Check upstream; run `cannbuild lock` to accept the new commit on purpose.",
                     )
                 commit = locked.commit
-        entries = [LockedRepo(repo.name, redact(repo.url), describe_ref(ref), commit)]
+        entries = [
+            LockedRepo(name=repo.name, url=redact(repo.url), ref=describe_ref(ref), commit=commit)
+        ]
         nested: List[Nested] = []
         if repo.source_pin:
             entry = self._pin(repo, commit, cache)
@@ -207,10 +215,10 @@ class PendingSources:
             pin = repo.source_pin
             nested.append(
                 Nested(
-                    pin.dest,
-                    cache_path(ws, pin.repo),
-                    entry.commit,
-                    session.recipe.repo(pin.repo).url,
+                    dest=pin.dest,
+                    cache=cache_path(ws, pin.repo),
+                    commit=entry.commit,
+                    url=request.recipe.repo(pin.repo).url,
                 )
             )
         self._stage(repo)
@@ -220,15 +228,15 @@ class PendingSources:
             fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
         )
         return RepoReady(
-            repo.name,
-            path,
-            checkout_identity(commit, nested, seeds),
-            changed,
-            tuple(entries),
-            when,
-            moved,
-            tuple(archives),
-            tuple(notes),
+            name=repo.name,
+            path=path,
+            identity=checkout_identity(commit, nested, seeds),
+            changed=changed,
+            locked=tuple(entries),
+            commit_time=when,
+            moved=moved,
+            archives=tuple(archives),
+            notes=tuple(notes),
         )
 
     def _archives(
@@ -236,20 +244,22 @@ class PendingSources:
     ) -> Tuple[List[Seed], List[LockedArchive], List[str]]:
         """The archives `repo`'s CMake downloads at `commit`, fetched (through the mirror
         map, verified) and ready to be put where that ref looks for them."""
-        session, ws, fetcher = self.session, self.session.ws, self.session.fetcher
+        request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
         plan = plan_archives(
-            session.recipe.path,
+            request.recipe.path,
             repo,
             commit,
             declared_archives(fetcher, cache, commit, ws.third_party_memo),
         )
         notes = [
             f"{repo.name}: {d.where} downloads {redact(d.url)}, of which recipe "
-            f"{session.recipe.name} says nothing (not fetched; if the build needs it, add it to "
+            f"{request.recipe.name} says nothing (not fetched; if the build needs it, add it to "
             f"[[repos.{repo.name}.third_party]] with the place this ref takes a copy)"
             for d in plan.unknown
         ]
-        if session.options.offline and plan.unplaceable:
+        # Offline, an archive the ref downloads with no local-copy spot (an empty `place`) would
+        # make the build reach the network; refused before anything runs.
+        if request.offline and plan.unplaceable:
             listed = "; ".join(
                 f"{i.name} ({redact(i.url)}, {i.where}; {i.source})" for i in plan.unplaceable
             )
@@ -264,21 +274,26 @@ class PendingSources:
         archives: List[LockedArchive] = []
         for item in plan.placed:
             expected = self._expected_sha256(repo, commit, item)
+            # Two repos may need one archive (makeself): one download, the other thread waits.
             with self._download_lock(item.url):
                 self._stage(repo)
                 path, sha = ensure_archive(fetcher, ws, item.url, expected)
+            # The hash the ref's CMake declares must hold too, or the build itself would refuse it.
             check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
-            seeds.append(Seed(path, item.place, sha))
-            archives.append(LockedArchive(item.name, redact(item.url), sha, (repo.name,)))
+            seeds.append(Seed(source=path, dest=item.place, sha256=sha))
+            archives.append(
+                LockedArchive(name=item.name, url=redact(item.url), sha256=sha, repos=(repo.name,))
+            )
         return seeds, archives, notes
 
     def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
         locked = self.existing.archive(item.url) if self.existing else None
+        # Locked or refreshing: the lock's sha256 is the only one accepted.
         if self.mode != RESOLVE:
             if locked is None:
                 raise LockDrift(
                     f"{repo.name} at {commit[:12]} downloads {redact(item.url)} ({item.where}), "
-                    f"which {self.session.options.lock_file} does not pin.",
+                    f"which {self.request.lock_file} does not pin.",
                     "Run `cannbuild lock` to pin it (and commit the new lock).",
                 )
             return locked.sha256
@@ -292,11 +307,13 @@ class PendingSources:
         """The commit of the nested checkout: read from the repo's pin file when resolving,
         from the lock otherwise.  Only read from the pinned repo's cache: its own thread
         fetched what it needs."""
-        session, fetcher = self.session, self.session.fetcher
+        request, fetcher = self.request, self.request.fetcher
         pin = repo.source_pin
         assert pin is not None
-        source = session.recipe.repo(pin.repo)
+        source = request.recipe.repo(pin.repo)
         if self.mode == RESOLVE:
+            # ops-transformer v9.0: `set(OPBASE_TAG_ID <40 hex>)` in
+            # cmake/third_party/opbase.cmake.
             text = fetcher.git(["show", f"{commit}:{pin.pin_file}"], cwd=cache)
             match = re.search(pin.pin_regex, text)
             if not match:
@@ -310,18 +327,24 @@ class PendingSources:
             entry = self.existing.repo(pin_name(repo.name, pin.dest))
             assert entry is not None
             pinned = entry.commit
+        # The pinned repo's cache is filled by that repo's own thread; wait for it.
         self._fetched[pin.repo].wait()
         if not self._fetch_ok.get(pin.repo):
             raise FetchError(
                 f"{repo.name} pins {pin.repo} {pinned[:12]}, but fetching {pin.repo} failed.",
                 f"See the error for {pin.repo}.",
             )
-        if not has_commit(fetcher, cache_path(session.ws, pin.repo), pinned):
+        # The build runs `git checkout <pin>` in its third_party/opbase offline, so the commit must
+        # be in the cache cannbuild clones from.
+        if not has_commit(fetcher, cache_path(request.ws, pin.repo), pinned):
             raise FetchError(
                 f"{pin.pin_file} at {repo.name} {commit[:12]} pins {pin.repo} {pinned[:12]}, "
                 f"which no branch or tag of {redact(source.url)} contains.",
                 "Check the mirror serves the whole repository, or pin another commit.",
             )
         return LockedRepo(
-            pin_name(repo.name, pin.dest), redact(source.url), f"pinned by {pin.pin_file}", pinned
+            name=pin_name(repo.name, pin.dest),
+            url=redact(source.url),
+            ref=f"pinned by {pin.pin_file}",
+            commit=pinned,
         )

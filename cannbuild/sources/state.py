@@ -34,7 +34,7 @@ class Sources(Protocol):
     def is_ready(self, repo: str, within_s: float = 0.0) -> bool: ...
 
 
-class SourceState(Struct, frozen=True):
+class SourceState(Struct, frozen=True, kw_only=True):
     lock: Lock
     checkouts: Mapping[str, Path]
     identities: Mapping[str, Mapping[str, Any]]
@@ -49,7 +49,7 @@ class SourceState(Struct, frozen=True):
         return True
 
 
-class RepoReady(Struct, frozen=True):
+class RepoReady(Struct, frozen=True, kw_only=True):
     """One repository checked out: what the lock says of it, and the checkout's identity."""
 
     name: str

@@ -37,7 +37,7 @@ class Stalled(Exception):
         self.budget_spent = budget_spent
 
 
-class TransferRule(Struct, frozen=True):
+class TransferRule(Struct, frozen=True, kw_only=True):
     """The bounds of one download: the low-speed limit and the budget for all attempts."""
 
     low_speed_bps: int
@@ -82,6 +82,7 @@ class TransferWatch:
 
     def socket_timeout(self) -> float:
         """Per read, a backstop only: the watch stops a stalled transfer first."""
+        # Twice the stall window plus a second: the watch always stops a stalled read before this.
         return 2 * self.rule.low_speed_time_s + 1
 
     def attach(self, sock: socket.socket) -> None:
@@ -100,6 +101,7 @@ class TransferWatch:
                 conn = cls(host, **kwargs)
 
                 def create(address: Any, timeout: Any = None, source: Any = None) -> Any:
+                    # Connecting gets at most one stall window, and never past the budget.
                     connect_s = min(watch.rule.low_speed_time_s, watch.left())
                     sock = socket.create_connection(address, max(connect_s, 0.001), source)
                     sock.settimeout(timeout)
@@ -127,6 +129,7 @@ class TransferWatch:
 
     def _watch(self) -> None:
         window = self.rule.low_speed_time_s
+        # Ten looks per window, between 50 ms and 1 s apart.
         tick = max(0.05, min(1.0, window / 10))
         samples = collections.deque([(self._start, 0)])
         while not self._done.wait(min(tick, max(self.left(), 0.0))):
@@ -144,6 +147,8 @@ class TransferWatch:
                     )
                 )
                 return
+            # curl's --speed-limit / --speed-time: less than `bps * window` bytes over the last
+            # full window is a stall; the first window is never judged early.
             if now - then >= window and got - before < self.rule.low_speed_bps * window:
                 self._stop(Stalled(stall_rule(self.rule.low_speed_bps, window)))
                 return
@@ -159,6 +164,7 @@ class TransferWatch:
 
 def _shut(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
+        # shutdown (not close) wakes a recv() blocked in the downloading thread.
         sock.shutdown(socket.SHUT_RDWR)
 
 

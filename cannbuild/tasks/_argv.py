@@ -6,11 +6,11 @@ positional argument by place or by name, several tasks one after another."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
-from ._flags import Option, TaskSpec
+from ._flags import FlagValue, Option, TaskSpec
 
 # Core options, before the first task: (names, takes a value, help).
 CORE: Tuple[Tuple[Tuple[str, ...], bool, str], ...] = (
@@ -34,14 +34,14 @@ class ArgvError(Exception):
         self.choices = tuple(choices)
 
 
-class Call(Struct):
+class Call(Struct, kw_only=True):
     task: TaskSpec
     args: List[str] = field(default_factory=list)
-    values: Dict[str, Any] = field(default_factory=dict)
+    values: Dict[str, FlagValue] = field(default_factory=dict)
 
 
-class Invocation(Struct):
-    core: Dict[str, Any]
+class Invocation(Struct, kw_only=True):
+    core: Dict[str, Union[str, bool]]
     calls: List[Call]
     remainder: List[str]  # after `--`, for --complete
 
@@ -85,17 +85,19 @@ def _option(call: Call, word: str) -> Tuple[Option, Optional[str]]:
                 return option, rest.removeprefix("=")
     for positional, text in spec.positional:
         if name == "--" + positional.replace("_", "-"):
-            return Option(positional, str, None, text), glued
+            return Option(name=positional, kind=str, default=None, help=text), glued
     names = [n for o in spec.options for n in o.spellings]
     names += ["--" + p.replace("_", "-") for p, _ in spec.positional]
     raise ArgvError(f"{spec.name} does not take '{word}'", word, names)
 
 
-def _set(call: Call, option: Option, value: Any) -> None:
+def _set(call: Call, option: Option, value: str) -> None:
     if any(option.name == p for p, _ in call.task.positional):
         call.args.append(value)
     elif option.kind is list:
-        call.values.setdefault(option.name, []).append(value)
+        given = call.values.setdefault(option.name, [])
+        assert isinstance(given, list)
+        given.append(value)
     else:
         call.values[option.name] = value
 
@@ -103,7 +105,7 @@ def _set(call: Call, option: Option, value: Any) -> None:
 def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Invocation:
     """`argv` without the program name.  `find` gives the task of a name, or None."""
     words = list(argv)
-    core: Dict[str, Any] = {}
+    core: Dict[str, Union[str, bool]] = {}
     remainder: List[str] = []
     if "--" in words:
         cut = words.index("--")
@@ -125,7 +127,7 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
         spec = find(words[i])
         if spec is None:
             raise ArgvError(f"there is no task '{words[i]}'", words[i])
-        call = Call(spec)
+        call = Call(task=spec)
         calls.append(call)
         i += 1
         while i < len(words):
@@ -135,7 +137,7 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
                 if not option.takes_value:
                     if value is not None:
                         raise ArgvError(f"'{option.option}' is a switch and takes no value")
-                    _set(call, option, True)
+                    call.values[option.name] = True  # a switch: never positional, never a list
                 elif value is None:
                     if i + 1 >= len(words):
                         raise ArgvError(f"'{option.option}' of {spec.name} needs a value")
@@ -155,13 +157,16 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
             raise ArgvError(f"{spec.name} needs {' '.join(missing)}")
     if remainder and "complete" not in core:  # only the completion script passes words so
         raise ArgvError(f"no task takes words after '--' (got '{' '.join(remainder)}')")
-    return Invocation(core, calls, remainder)
+    return Invocation(core=core, calls=calls, remainder=remainder)
 
 
-def values_for(call: Call) -> Dict[str, Any]:
+def values_for(call: Call) -> Dict[str, FlagValue]:
     """Every option of the task by name, the given ones set and the rest at their default
     (as the task functions expect)."""
-    out = {o.name: (list(o.default) if o.kind is list else o.default) for o in call.task.options}
+    out: Dict[str, FlagValue] = {
+        o.name: (list(o.default) if isinstance(o.default, list) else o.default)
+        for o in call.task.options
+    }
     out.update(call.values)
     return out
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Protocol
 
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, open_regular, read_bytes
+from ..decoded import JSONValue
 from ..errors import UsageError
 from ..lazy import lazy_module
 
@@ -41,11 +42,19 @@ MAX_CONFIG_DEPTH = 64
 MAX_CONFIG_EXPANDED = 4 * CONFIG_BYTES
 
 
-class TaskContext(Struct, frozen=True):
+class TaskContext(Struct, frozen=True, kw_only=True):
     """What a task body gets as `c` from the `cannbuild` script: the config (`c.config`),
     as invoke's Context gives it under `invoke TASK`."""
 
-    config: Any  # a Mapping, or invoke's Config where a config file was read
+    config: JSONValue  # a Mapping, or invoke's Config where a config file was read
+
+
+class Context(Protocol):
+    """What a task body reads of its `c`: a `TaskContext` from the `cannbuild` script,
+    invoke's Context under `invoke TASK`; only its config."""
+
+    @property
+    def config(self) -> JSONValue: ...
 
 
 def _candidates(cwd: Path, home: Optional[str]) -> Iterator[Path]:
@@ -69,7 +78,7 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
     for path in found + ([Path(runtime)] if runtime else []):
         check_config_file(path, given if runtime and path == Path(runtime) else "config file")
     if not runtime and not found:
-        return TaskContext({})
+        return TaskContext(config={})
     try:
         config = invoke_config.Config()  # reads /etc/invoke.* and ~/.invoke.*
         config.set_project_location(str(cwd))
@@ -91,7 +100,7 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
         ) from None
     config.merge()
     config.load_shell_env()
-    return TaskContext(config)
+    return TaskContext(config=config)
 
 
 def check_config_file(path: Path, what: str) -> None:

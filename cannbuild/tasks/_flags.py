@@ -10,18 +10,21 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from msgspec import Struct
 
 from ..errors import CannbuildError, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, Options, check_path, resolve_options
+from ._config import Context
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., None])
+# what an option arrives as: a value, a switch, a repeated option's values, or unset
+FlagValue = Union[None, bool, str, List[str]]
 
 
-class Flag(Struct, frozen=True):
+class Flag(Struct, frozen=True, kw_only=True):
     name: str  # the Python name; the option is --name-with-dashes
     help: str
     kind: type = str  # str, bool or list (repeatable)
@@ -42,153 +45,179 @@ FLAGS: Dict[str, Flag] = {
     f.name: f
     for f in (
         Flag(
-            "cann_path",
-            "CANN toolkit folder (the one holding set_env.sh), e.g. /usr/local/Ascend/cann",
+            name="cann_path",
+            help="CANN toolkit folder (the one holding set_env.sh), e.g. /usr/local/Ascend/cann",
             field="cann_path",
             path=True,
         ),
         Flag(
-            "sysroot",
-            "read the host under this root instead of / (fixtures, sandbox)",
+            name="sysroot",
+            help="read the host under this root instead of / (fixtures, sandbox)",
             field="sysroot",
             path=True,
         ),
         Flag(
-            "workspace",
-            "where sources, builds, logs and reports go (default ./.cannbuild)",
+            name="workspace",
+            help="where sources, builds, logs and reports go (default ./.cannbuild)",
             short="w",
             field="workspace",
             path=True,
         ),
         Flag(
-            "soc",
-            f"SoC to build for (default: detected from PCI ids and npu-smi): {SOC_WORDS}",
+            name="soc",
+            help=f"SoC to build for (default: detected from PCI ids and npu-smi): {SOC_WORDS}",
             field="soc",
         ),
-        Flag("jobs", "parallel compile jobs (default: CPUs available)", short="j", field="jobs"),
         Flag(
-            "ops", "operators for the custom package (default flash_attention_score)", field="ops"
+            name="jobs",
+            help="parallel compile jobs (default: CPUs available)",
+            short="j",
+            field="jobs",
         ),
-        Flag("vendor_name", "custom package vendor name (default custom)", field="vendor_name"),
         Flag(
-            "recipe",
-            "recipe: a CANN train (8.3, 8.5, 9.0) or a recipe .toml file; default: the toolkit's train",
+            name="ops",
+            help="operators for the custom package (default flash_attention_score)",
+            field="ops",
+        ),
+        Flag(
+            name="vendor_name",
+            help="custom package vendor name (default custom)",
+            field="vendor_name",
+        ),
+        Flag(
+            name="recipe",
+            help="recipe: a CANN train (8.3, 8.5, 9.0) or a recipe .toml file; default: the toolkit's train",
             field="recipe",
         ),
         Flag(
-            "lock_file",
-            "lock file to read and write (default ./cannbuild.lock)",
+            name="lock_file",
+            help="lock file to read and write (default ./cannbuild.lock)",
             field="lock_file",
             path=True,
         ),
-        Flag("locked", "fail if anything differs from the lock file", bool, field="locked"),
         Flag(
-            "offline",
-            "never touch the network; fail naming the URL if something would",
-            bool,
+            name="locked",
+            help="fail if anything differs from the lock file",
+            kind=bool,
+            field="locked",
+        ),
+        Flag(
+            name="offline",
+            help="never touch the network; fail naming the URL if something would",
+            kind=bool,
             field="offline",
         ),
         Flag(
-            "bundle",
-            "offline bundle (from `cannbuild bundle`) to seed the caches from",
+            name="bundle",
+            help="offline bundle (from `cannbuild bundle`) to seed the caches from",
             field="bundle",
             path=True,
         ),
         Flag(
-            "force",
-            "rerun this step even if it is up to date (repeatable; `validate` re-validates)",
-            list,
+            name="force",
+            help="rerun this step even if it is up to date (repeatable; `validate` re-validates)",
+            kind=list,
             field="force",
         ),
         Flag(
-            "with_step",
-            "also run this optional recipe step (repeatable), e.g. opbase-build on 9.0; "
+            name="with_step",
+            help="also run this optional recipe step (repeatable), e.g. opbase-build on 9.0; "
             "`cannbuild plan` lists the optional steps",
-            list,
+            kind=list,
             field="optional_steps",
         ),
         Flag(
-            "install_into_toolkit",
-            "install opbase into the real toolkit instead of a workspace overlay (writes outside "
+            name="install_into_toolkit",
+            help="install opbase into the real toolkit instead of a workspace overlay (writes outside "
             "the workspace)",
-            bool,
+            kind=bool,
             field="install_into_toolkit",
         ),
         Flag(
-            "sandbox",
-            "run against the emulated Ascend host under <workspace>/sandbox",
-            bool,
+            name="sandbox",
+            help="run against the emulated Ascend host under <workspace>/sandbox",
+            kind=bool,
             field="sandbox",
         ),
         Flag(
-            "variant",
-            "sandbox hardware: A2 (8 x 910B3) or A3 (8 x 910_93)",
+            name="variant",
+            help="sandbox hardware: A2 (8 x 910B3) or A3 (8 x 910_93)",
             field="sandbox_variant",
         ),
-        Flag("cann", "sandbox CANN version: 8.3.RC2, 8.5.0 or 9.0.0", field="sandbox_cann"),
         Flag(
-            "wait", "wait for another run on this workspace instead of refusing", bool, field="wait"
+            name="cann", help="sandbox CANN version: 8.3.RC2, 8.5.0 or 9.0.0", field="sandbox_cann"
         ),
-        Flag("json", "print machine-readable JSON instead of tables", bool),
         Flag(
-            "require_device",
-            "treat SKIPPED (no NPU, no torch) as a failure (exit 5), for CI on NPU hosts",
-            bool,
+            name="wait",
+            help="wait for another run on this workspace instead of refusing",
+            kind=bool,
+            field="wait",
+        ),
+        Flag(name="json", help="print machine-readable JSON instead of tables", kind=bool),
+        Flag(
+            name="require_device",
+            help="treat SKIPPED (no NPU, no torch) as a failure (exit 5), for CI on NPU hosts",
+            kind=bool,
             field="require_device",
         ),
-        Flag("cases", "only these validation cases (comma-separated)"),
+        Flag(name="cases", help="only these validation cases (comma-separated)"),
         Flag(
-            "verbose", "stream the running step's output (it is logged either way)", bool, short="v"
+            name="verbose",
+            help="stream the running step's output (it is logged either way)",
+            kind=bool,
+            short="v",
         ),
-        Flag("dry_run", "show what would be done and change nothing", bool),
-        Flag("phases", "build, install or both (default both)"),
-        Flag("out", "where to write the output", path=True),
+        Flag(name="dry_run", help="show what would be done and change nothing", kind=bool),
+        Flag(name="phases", help="build, install or both (default both)"),
+        Flag(name="out", help="where to write the output", path=True),
         Flag(
-            "shapes", "bench: shapes instead of the default sweep, e.g. B1N8/2S1024D64,N8S512D128"
+            name="shapes",
+            help="bench: shapes instead of the default sweep, e.g. B1N8/2S1024D64,N8S512D128",
         ),
-        Flag("causal", "bench: with a causal mask (half the FLOPs)", bool),
+        Flag(name="causal", help="bench: with a causal mask (half the FLOPs)", kind=bool),
         Flag(
-            "budget", "bench: seconds the sweep may take; larger shapes are left out (default 60)"
+            name="budget",
+            help="bench: seconds the sweep may take; larger shapes are left out (default 60)",
         ),
         Flag(
-            "variants",
-            "bench: a TOML file of build variants (patches or compile definitions)",
+            name="variants",
+            help="bench: a TOML file of build variants (patches or compile definitions)",
             path=True,
         ),
         Flag(
-            "build_variant",
-            "bench: one build variant, NAME=PATCH_FILE or NAME=DEFINE=VALUE[,DEFINE=VALUE] (repeatable)",
-            list,
+            name="build_variant",
+            help="bench: one build variant, NAME=PATCH_FILE or NAME=DEFINE=VALUE[,DEFINE=VALUE] (repeatable)",
+            kind=list,
         ),
         Flag(
-            "dtype",
-            "attention input dtype: fp16, bf16 or fp32 (float16, bfloat16, float32); bench takes "
+            name="dtype",
+            help="attention input dtype: fp16, bf16 or fp32 (float16, bfloat16, float32); bench takes "
             "several, comma-separated (default fp32 on the sandbox, fp16 on an NPU)",
         ),
         Flag(
-            "layout",
-            "attention layout: BNSD, BSND, BSH or SBH; bench takes BNSD and/or BSH, "
+            name="layout",
+            help="attention layout: BNSD, BSND, BSH or SBH; bench takes BNSD and/or BSH, "
             "comma-separated (default BNSD)",
         ),
         Flag(
-            "package",
-            "validate this built .run (installed into a scratch prefix under the workspace; "
+            name="package",
+            help="validate this built .run (installed into a scratch prefix under the workspace; "
             "its sha256 goes into the report) instead of the workspace's install",
             path=True,
         ),
         Flag(
-            "cannbuild_spec",
-            "the pip requirement the rendered files install cannbuild with (default: this "
+            name="cannbuild_spec",
+            help="the pip requirement the rendered files install cannbuild with (default: this "
             "checkout's wheel, written beside them)",
         ),
-        Flag("batch", "attention batch size (B)"),
-        Flag("heads", "query heads (N1, the headNum of FlashAttentionScore)"),
-        Flag("kv_heads", "key/value heads (N2; default: --heads)"),
-        Flag("seq_len", "sequence length (S)"),
-        Flag("head_dim", "head dim (D)"),
+        Flag(name="batch", help="attention batch size (B)"),
+        Flag(name="heads", help="query heads (N1, the headNum of FlashAttentionScore)"),
+        Flag(name="kv_heads", help="key/value heads (N2; default: --heads)"),
+        Flag(name="seq_len", help="sequence length (S)"),
+        Flag(name="head_dim", help="head dim (D)"),
         Flag(
-            "profile",
-            "a profiler output to check for unfused attention (what `profile` reads)",
+            name="profile",
+            help="a profiler output to check for unfused attention (what `profile` reads)",
             path=True,
         ),
     )
@@ -226,12 +255,12 @@ def with_env(flag: Flag, text: str) -> str:
     return f"{text} [env {flag.env}]" if flag.env else text
 
 
-class Option(Struct, frozen=True):
+class Option(Struct, frozen=True, kw_only=True):
     """One option of one task: the table's `Flag` or a task-only one."""
 
     name: str
     kind: type  # str, bool or list
-    default: Any
+    default: FlagValue
     help: str
     short: Optional[str] = None
     path: bool = False
@@ -250,12 +279,12 @@ class Option(Struct, frozen=True):
         return (self.option, f"-{self.short}") if self.short else (self.option,)
 
 
-class TaskSpec(Struct, frozen=True):
+class TaskSpec(Struct, frozen=True, kw_only=True):
     """A task as plain data: both front ends (the `cannbuild` script and `invoke` in a
     checkout) are made from it, so they cannot disagree on a name, letter or default."""
 
     name: str
-    body: Callable[..., Any]
+    body: Callable[..., None]
     positional: Tuple[Tuple[str, str], ...]
     options: Tuple[Option, ...]
 
@@ -279,8 +308,10 @@ class TaskExit(Exception):
 
 
 def _path_values(
-    paths: Tuple[Tuple[Optional[int], str, str], ...], args: Tuple[Any, ...], kwargs: Any
-) -> Iterable[Tuple[Any, str]]:
+    paths: Tuple[Tuple[Optional[int], str, str], ...],
+    args: Tuple[FlagValue, ...],
+    kwargs: Mapping[str, FlagValue],
+) -> Iterable[Tuple[object, str]]:
     """The given values of the path-valued arguments, each with its spelling."""
     for index, name, spelled in paths:
         if index is not None:
@@ -298,7 +329,7 @@ def guarded(fn: F, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
     (check_path: exit 2 naming the flag, not a traceback where the kernel refuses it)."""
 
     @functools.wraps(fn)
-    def wrapper(c: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
         try:
             for value, spelled in _path_values(paths, args, kwargs):
                 check_path(value, spelled)
@@ -321,8 +352,8 @@ def cli_task(
     *names: str,
     positional: Iterable[Tuple[str, str]] = (),
     help: Optional[Mapping[str, str]] = None,
-    extra: Iterable[Tuple[str, Any, str]] = (),
-) -> Callable[[Callable[..., Any]], TaskSpec]:
+    extra: Iterable[Tuple[str, FlagValue, str]] = (),
+) -> Callable[[Callable[..., None]], TaskSpec]:
     """A task taking `positional` (name, help) arguments, the table's options `names`
     (help overridable per task) and task-only `extra` (name, default, help) options.
 
@@ -332,12 +363,23 @@ def cli_task(
     options: List[Option] = []
     for name in names:
         flag = FLAGS[name]
-        default: Any = False if flag.kind is bool else [] if flag.kind is list else None
+        default: FlagValue = False if flag.kind is bool else [] if flag.kind is list else None
         text = with_env(flag, help.pop(name, flag.help))
-        options.append(Option(name, flag.kind, default, text, flag.short, flag.path))
+        options.append(
+            Option(
+                name=name,
+                kind=flag.kind,
+                default=default,
+                help=text,
+                short=flag.short,
+                path=flag.path,
+            )
+        )
     for name, default, text in extra:
         kind = bool if isinstance(default, bool) else str
-        options.append(Option(name, kind, default, text, path=name in PATH_ARGUMENTS))
+        options.append(
+            Option(name=name, kind=kind, default=default, help=text, path=name in PATH_ARGUMENTS)
+        )
     if help:
         raise ValueError(f"help given for options the task does not take: {sorted(help)}")
 
@@ -348,17 +390,38 @@ def cli_task(
         if name in PATH_ARGUMENTS or (name in FLAGS and FLAGS[name].path)
     ) + tuple((None, o.name, o.option) for o in options if o.path)
 
-    def decorate(fn: Callable[..., Any]) -> TaskSpec:
-        return TaskSpec(fn.__name__.replace("_", "-"), guarded(fn, paths), places, tuple(options))
+    def decorate(fn: Callable[..., None]) -> TaskSpec:
+        return TaskSpec(
+            name=fn.__name__.replace("_", "-"),
+            body=guarded(fn, paths),
+            positional=places,
+            options=tuple(options),
+        )
 
     return decorate
 
 
-def make_options(c: Any, values: Mapping[str, Any]) -> Options:
+def text_of(flags: Mapping[str, FlagValue], name: str) -> Optional[str]:
+    """The value of an option that takes one (None when it is not given)."""
+    value = flags.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"option {name} takes one value, got {value!r}")
+
+
+def list_of(flags: Mapping[str, FlagValue], name: str) -> List[str]:
+    """The values of an option that may be repeated (none when it is not given)."""
+    value = flags.get(name) or []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TypeError(f"option {name} may be repeated, got {value!r}")
+
+
+def make_options(c: Context, values: Mapping[str, FlagValue]) -> Options:
     """`Options` from the given option values (those the user set), the environment and
     the `cannbuild` key of invoke.yaml."""
     config = c.config.get("cannbuild") or {}
-    cli: Dict[str, Any] = {}
+    cli: Dict[str, FlagValue] = {}
     for name, value in values.items():
         flag = FLAGS.get(name)
         if flag is None or flag.field is None or value in (None, False, [], ()):
@@ -368,7 +431,7 @@ def make_options(c: Any, values: Mapping[str, Any]) -> Options:
     return resolve_options(cli, os.environ, config, spelled)
 
 
-def lock_to_read(c: Any, values: Mapping[str, Any], options: Options) -> Options:
+def lock_to_read(c: Context, values: Mapping[str, FlagValue], options: Options) -> Options:
     """For tasks that read a lock: without --lock-file (or its env/config), ./cannbuild.lock,
     else the workspace's, where a --sandbox run writes its lock."""
     config = c.config.get("cannbuild") or {}

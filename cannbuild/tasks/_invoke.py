@@ -22,14 +22,15 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
-from invoke import Collection, Exit, Program, Task
+from invoke import Argument, Collection, Exit, Program, Task
 
 from ..cli import check_project_config, main
 from ..signals import on_termination
 from . import all_tasks
-from ._flags import TaskExit, TaskSpec
+from ._config import Context
+from ._flags import FlagValue, TaskExit, TaskSpec
 
 
 class CannbuildTask(Task):
@@ -39,7 +40,7 @@ class CannbuildTask(Task):
         self.spec = spec
 
         @functools.wraps(spec.body)
-        def body(c: Any, *args: Any, **kwargs: Any) -> Any:
+        def body(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
             on_termination()  # as the script does: SIGTERM/SIGHUP stop the run cleanly
             try:
                 return spec.body(c, *args, **kwargs)
@@ -66,14 +67,14 @@ class CannbuildTask(Task):
             auto_shortflags=False,
         )
 
-    def get_arguments(self, ignore_unknown_help: Any = None) -> Any:
+    def get_arguments(self, ignore_unknown_help: Optional[bool] = None) -> List[Argument]:
         texts = dict(self.help)
         try:
             return super().get_arguments(ignore_unknown_help)
         finally:
             self.help = texts  # invoke pops each text it uses: a second parse would lose them
 
-    def arg_opts(self, name: str, default: str, taken_names: Any) -> Dict[str, Any]:
+    def arg_opts(self, name: str, default: str, taken_names: Set[str]) -> Dict[str, object]:
         opts = super().arg_opts(name, default, taken_names)
         shorts: List[str] = [o.short for o in self.spec.options if o.name == name and o.short]
         opts["names"] = [*opts["names"], *shorts]

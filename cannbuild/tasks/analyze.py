@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
-from ._flags import cli_task, make_options
-from ._session import DryRunStop, open_session
+from ._config import Context
+from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
+from ._session import DryRunStop, bring_up_to_date, open_session, would_bring_up_to_date
 
 if TYPE_CHECKING:
     from .. import diagnose as diagnosis
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from ..profile import run as profile_run
     from ..profile import shape as profile_shape
     from ..profile import summary as profile_summary
+    from ..profile.run import RunOutcome
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
     diagnosis = lazy_module("cannbuild.diagnose")
     pystack = lazy_module("cannbuild.host.pystack")
@@ -29,18 +31,8 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     profile_shape = lazy_module("cannbuild.profile.shape")
     profile_summary = lazy_module("cannbuild.profile.summary")
 
-ANALYZE_FLAGS = (
-    "cann_path",
-    "sysroot",
-    "workspace",
-    "soc",
-    "vendor_name",
-    "recipe",
-    "sandbox",
-    "variant",
-    "cann",
-    "wait",
-)
+# profile --run and diagnose bring the workspace up to date first: the build's own flags
+ANALYZE_FLAGS = SESSION_FLAGS
 SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head_dim")
 
 
@@ -72,21 +64,22 @@ SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head
     ],
 )
 def profile(
-    c: Any,
+    c: Context,
     path: str,
     json: bool = False,
     out: Optional[str] = None,
     run: bool = False,
     level: Optional[str] = None,
     iterations: Optional[str] = None,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Read a profiler run: operator types by device time, fused FlashAttention vs unfused
     MatMul->Softmax->MatMul chains (and what fusing them would save), a timeline PNG.
 
     `profile --run [--sandbox] [--dtype ... --head-dim ...] PATH` makes the run first:
     npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
-    (on the sandbox the emulated runtime writes the same files), into PATH."""
+    (on the sandbox the emulated runtime writes the same files), into PATH, after
+    bringing the workspace up to date (as `cannbuild install`), saying so."""
     options = make_options(c, flags)
     dry_run = bool(flags.pop("dry_run", False))
     # --out follows the ownership rule: refused before the profile is read or run
@@ -94,7 +87,7 @@ def profile(
     if run and target == Path(os.path.abspath(path)):  # --out PATH: where --run writes anyway
         target = None
     if run:
-        outcome = _run(c, flags, Path(path), level, iterations, dry_run)
+        outcome = _run(c, flags, Path(path), level, iterations, dry_run, json)
         if outcome is None:
             return
         report = profile_report.make_report(
@@ -121,13 +114,14 @@ def profile(
 
 
 def _run(
-    c: Any,
-    flags: Dict[str, Any],
+    c: Context,
+    flags: Dict[str, FlagValue],
     path: Path,
     level: Optional[str],
     iterations: Optional[str],
     dry_run: bool,
-) -> Any:
+    as_json: bool,
+) -> Optional[RunOutcome]:
     shape = profile_run.run_shape(profile_shape.shape_from_flags(flags))
     lvl = profile_run.level_name(level)
     try:
@@ -151,11 +145,13 @@ def _run(
     target = path.resolve()
     if dry_run:
         ui.note(
-            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} B={shape.B} "
-            f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into "
-            f"{target}; nothing was changed."
+            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} "
+            f"B={shape.B} N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, "
+            f"{lvl}) into {target}; {would_bring_up_to_date(session)}; nothing was changed."
         )
         return None
+    profile_run.check_profiler(session, os.environ)  # before a build it would not use
+    bring_up_to_date(session, "cannbuild profile --run", as_json)
     ui.note(
         f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
         f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"
@@ -166,17 +162,21 @@ def _run(
 
 
 @cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
-def diagnose(c: Any, json: bool = False, profile: Optional[str] = None, **flags: Any) -> None:
+def diagnose(
+    c: Context, json: bool = False, profile: Optional[str] = None, **flags: FlagValue
+) -> None:
     """Why FlashAttention would not be used here: registration (package, env, SoC config,
     exports, which library torch_npu would load), dtype, shape limits (from the
     operator's docs in the checkout), and with --profile the cause of each unfused chain.
 
-    The env rows read this shell's environment: run it where the framework runs. Exit 1
+    The workspace is brought up to date first (as `cannbuild install`), saying so. The
+    env rows read this shell's environment: run it where the framework runs. Exit 1
     when a row fails."""
     shape = profile_shape.shape_from_flags(flags)
     # the profile first: a bad one is exit 2 naming it, before the host is probed
     summary = profile_summary.summarise(Path(profile), timeline=False) if profile else None
     session = open_session(c, flags)
+    bring_up_to_date(session, "cannbuild diagnose", json)
     toolkit_env = session.host.build_env or {}
     inputs = diagnosis.DiagnoseInputs(
         vendor_dir=session.vendor_dir,

@@ -6,14 +6,15 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from .. import ui
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
-from ._flags import SESSION_FLAGS, cli_task
-from ._session import open_session
+from ._config import Context
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
+from ._session import bring_up_to_date, open_session
 
 if TYPE_CHECKING:
     from ..bench import run as bench_run
@@ -57,7 +58,7 @@ def _budget(text: Optional[str]) -> float:
     "json",
 )
 def bench(
-    c: Any,
+    c: Context,
     shapes: Optional[str] = None,
     dtype: Optional[str] = None,
     layout: Optional[str] = None,
@@ -67,12 +68,13 @@ def bench(
     build_variant: Optional[List[str]] = None,
     out: Optional[str] = None,
     json: bool = False,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Time the installed FlashAttention (C API, torch_npu) against torch's
     scaled_dot_product_attention and the unfused chain, each judged against float64 first.
 
-    Writes <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
+    Brings the workspace up to date first (as `cannbuild install`), saying so. Writes
+    <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
     pip install 'cannbuild[bench]'). --variants / --build-variant build patched copies of
     ops-transformer (own build tree, prefix and stamps) and time each against the baseline."""
     # --out follows the ownership rule: refused before any build or sweep, claimed at the write
@@ -82,6 +84,8 @@ def bench(
     seconds = _budget(budget)
     specs = bench_variants.parse_variants(variants, build_variant or [], Path.cwd())
     session = open_session(c, flags)
+    bench_run.check_torch()  # before a build it would not use
+    bring_up_to_date(session, "cannbuild bench", json)
     dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
     request = bench_run.BenchRequest(
         shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from .. import ui
-from ..errors import StepFailed, UsageError
+from ..errors import UsageError
 from ..lazy import lazy_module
 from ..ownership import check_writable, require_owned
 from ..workspace import Workspace
-from ._flags import RUN_FLAGS, SESSION_FLAGS, cli_task, lock_to_read, make_options
-from ._session import DryRunStop, open_session
+from ._config import Context
+from ._flags import (
+    RUN_FLAGS,
+    SESSION_FLAGS,
+    FlagValue,
+    cli_task,
+    list_of,
+    lock_to_read,
+    make_options,
+    text_of,
+)
+from ._session import DryRunStop, open_session, run_build
 
 if TYPE_CHECKING:
     from .. import housekeeping, locks, transaction
@@ -20,8 +30,10 @@ if TYPE_CHECKING:
     from .. import validate as validation
     from ..build import session as build_session
     from ..build import steps as build_steps
+    from ..build.session import Session
     from ..sources import bundle as bundles
     from ..sources import pinning
+    from ..transaction import PipelineRun
     from ..validate import cases as validation_cases
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
     housekeeping = lazy_module("cannbuild.housekeeping")
@@ -46,7 +58,7 @@ def _phases(text: Optional[str]) -> List[str]:
     return phases
 
 
-def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
+def show_plan(session: Session, phases: List[str], as_json: bool = False) -> None:
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
     steps = build_steps.plan_session(session, os.environ, phases)
@@ -56,7 +68,7 @@ def show_plan(session: Any, phases: List[str], as_json: bool = False) -> None:
         ui.print_plan(session, steps)
 
 
-def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool:
+def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: str) -> bool:
     """For --dry-run: show what would run, change nothing; True when it was a dry run."""
     if not flags.get("dry_run"):
         return False
@@ -71,14 +83,14 @@ def _dry(c: Any, flags: Mapping[str, Any], phases: List[str], what: str) -> bool
 
 
 @cli_task(*SESSION_FLAGS, "with_step", "json", "phases")
-def plan(c: Any, json: bool = False, phases: Optional[str] = None, **flags: Any) -> None:
+def plan(c: Context, json: bool = False, phases: Optional[str] = None, **flags: FlagValue) -> None:
     """Show each step: its rendered command, cwd, and whether it must run (and why).
 
     Commands are printed whole, as they would run."""
     show_plan(open_session(c, flags), _phases(phases), as_json=json)
 
 
-def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
+def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool) -> None:
     if flags.get("dry_run"):
         try:
             session = open_session(c, flags)
@@ -91,12 +103,12 @@ def _sync(c: Any, flags: Mapping[str, Any], command: str, **how: bool) -> None:
     session = open_session(c, flags)
     check_writable(session.options.lock_file, "--lock-file")
     with locks.WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = pinning.sync_sources(session, **how)
+        state = pinning.sync_sources(session.source_request(), **how)
     ui.print_sources(state, session.options.lock_file)
 
 
 @cli_task(*SESSION_FLAGS, "dry_run")
-def fetch(c: Any, **flags: Any) -> None:
+def fetch(c: Context, **flags: FlagValue) -> None:
     """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
     _sync(c, flags, "cannbuild fetch", refresh=True)
 
@@ -109,7 +121,7 @@ def fetch(c: Any, **flags: Any) -> None:
         "--soc and, if it is not the version's train, --recipe)"
     },
 )
-def lock(c: Any, **flags: Any) -> None:
+def lock(c: Context, **flags: FlagValue) -> None:
     """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock.
 
     `--cann 9.0.0 --soc ascend910_93` locks on any machine that reaches the sources (or
@@ -121,7 +133,7 @@ def lock(c: Any, **flags: Any) -> None:
     _sync(c, flags, "cannbuild lock", update_lock=True)
 
 
-def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
+def _lock_without_toolkit(c: Context, flags: Mapping[str, FlagValue]) -> None:
     options = make_options(c, flags)
     session = build_session.locking_session(options, os.environ, Path.cwd(), str(flags["cann"]))
     if flags.get("dry_run"):
@@ -134,7 +146,7 @@ def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
         return
     check_writable(options.lock_file, "--lock-file")
     with locks.WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
-        state = pinning.sync_sources(session, update_lock=True)
+        state = pinning.sync_sources(session.source_request(), update_lock=True)
     ui.print_sources(state, options.lock_file)
     ui.note(
         f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
@@ -143,12 +155,16 @@ def _lock_without_toolkit(c: Any, flags: Mapping[str, Any]) -> None:
 
 
 def run_and_report(
-    c: Any, flags: Mapping[str, Any], command: str, phases: List[str], validate: bool = False
-) -> Any:
+    c: Context,
+    flags: Mapping[str, FlagValue],
+    command: str,
+    phases: List[str],
+    validate: bool = False,
+) -> Optional[PipelineRun]:
     """The build transaction, rendered: progress, the digest of a failed step, what was
     made and how to use it."""
-    force = list(flags.get("force") or [])
-    names = [n.strip() for n in (flags.get("cases") or "").split(",") if n.strip()]
+    force = list_of(flags, "force")
+    names = [n.strip() for n in (text_of(flags, "cases") or "").split(",") if n.strip()]
     validation_cases.select(names)  # a typo fails before any build, not after it
     revalidate = "validate" in force
     flags = {**flags, "force": [f for f in force if f != "validate"]}
@@ -159,33 +175,33 @@ def run_and_report(
     if validate:
         ui.print_doctor_summary(session.host)
     progress = progress_ui.ConsoleProgress(verbose=bool(flags.get("verbose")))
-    request = transaction.RunRequest(command, tuple(phases), validate, tuple(names), not revalidate)
-    run = transaction.run_pipeline(session, os.environ, request, progress)
-    for text in run.notes:
-        progress.note(text)  # what resolving found: a moved tag, an updated lock
-    progress_ui.publish_summary(run.report_dir)
-    if run.failed is not None:
-        ui.note(f"report: {run.report_dir}/report.md")
-        raise StepFailed()
+    request = transaction.RunRequest(
+        command=command,
+        phases=tuple(phases),
+        validate=validate,
+        case_names=tuple(names),
+        reuse_validation=not revalidate,
+    )
+    run = run_build(session, request, progress)
     if run.validation is None:
         ui.print_made(run)
     return run
 
 
 @cli_task(*RUN_FLAGS)
-def build(c: Any, **flags: Any) -> None:
+def build(c: Context, **flags: FlagValue) -> None:
     """Build opbase, then the ops-transformer package (skipping what is up to date)."""
     run_and_report(c, flags, "cannbuild build", ["build"])
 
 
 @cli_task(*RUN_FLAGS)
-def install(c: Any, **flags: Any) -> None:
+def install(c: Context, **flags: FlagValue) -> None:
     """Build if needed, then install the package under <workspace>/opp."""
     run_and_report(c, flags, "cannbuild install", ["build", "install"])
 
 
 @cli_task(*RUN_FLAGS, "require_device", "cases")
-def setup(c: Any, **flags: Any) -> None:
+def setup(c: Context, **flags: FlagValue) -> None:
     """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker.
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
@@ -204,11 +220,11 @@ def setup(c: Any, **flags: Any) -> None:
     "dry_run",
     positional=[("out", "the bundle file to write, e.g. cann-8.5.tar")],
 )
-def bundle(c: Any, out: str, **flags: Any) -> None:
+def bundle(c: Context, out: str, **flags: FlagValue) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
     options = lock_to_read(c, flags, make_options(c, flags))
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     target = Path(os.path.abspath(out))  # not resolved: a link at OUT is refused, not followed
     bundles.refuse_foreign_out(target)
     if flags.get("dry_run"):
@@ -236,11 +252,11 @@ def bundle(c: Any, out: str, **flags: Any) -> None:
     ],
 )
 def clean(
-    c: Any,
+    c: Context,
     keep: str = "10",
     include_sources: bool = False,
     include_sandbox: bool = False,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Remove build trees, what runs that died left half-made, and the logs and reports
     of old runs.
@@ -275,7 +291,7 @@ def clean(
             ui.note(f"would remove {path}")
         ui.note(f"dry run: {len(targets)} paths would be removed; nothing was changed.")
         return
-    ws = Workspace(options.workspace)
+    ws = Workspace(root=options.workspace)
     with locks.WorkspaceLock(ws, "cannbuild clean", options.wait, ui.waiting, sweep=False):
         # planned again under the lock: a run that held it may have changed what is there
         targets = housekeeping.clean_plan(
@@ -286,7 +302,7 @@ def clean(
 
 
 @cli_task("workspace", "lock_file", "json")
-def status(c: Any, json: bool = False, **flags: Any) -> None:
+def status(c: Context, json: bool = False, **flags: FlagValue) -> None:
     """What this workspace holds: what is built and installed, from which commits, the
     last validation and the last build attempt (reads the workspace only)."""
     options = lock_to_read(c, flags, make_options(c, flags))

@@ -6,11 +6,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from .. import ui
 from ..lazy import lazy_module
-from ._flags import cli_task, lock_to_read, make_options
+from ._config import Context
+from ._flags import FlagValue, cli_task, lock_to_read, make_options, text_of
 from ._session import on_sandbox
 
 if TYPE_CHECKING:
@@ -52,27 +53,27 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     ],
 )
 def container(
-    c: Any,
+    c: Context,
     os: str = "ubuntu22.04",
     python: str = "3.11",
     base: Optional[str] = None,
     base_digest: Optional[str] = None,
     build: bool = False,
-    **flags: Any,
+    **flags: FlagValue,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
     options = lock_to_read(c, flags, make_options(c, flags))
-    bundle, out = flags.get("bundle"), flags.get("out")
+    bundle, out = text_of(flags, "bundle"), text_of(flags, "out")
     request = container_context.ContainerRequest(
-        variant=flags.get("variant"),
-        cann=flags.get("cann"),
+        variant=text_of(flags, "variant"),
+        cann=text_of(flags, "cann"),
         os=os,
         python=python,
         base=base,
         base_digest=base_digest,
         sandbox=bool(flags.get("sandbox")),
         bundle=Path(bundle) if bundle else None,
-        cannbuild_spec=flags.get("cannbuild_spec"),
+        cannbuild_spec=text_of(flags, "cannbuild_spec"),
         out=Path(out) if out else None,
         build=build,
         dry_run=bool(flags.get("dry_run")),
@@ -90,7 +91,9 @@ def container(
         ("exec", False, "run it instead of printing it"),
     ],
 )
-def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **flags: Any) -> None:
+def container_run(
+    c: Context, image: Optional[str] = None, exec: bool = False, **flags: FlagValue
+) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
     options = on_sandbox(make_options(c, flags), dry_run=False)
     argv = container_runner.host_run_line(
@@ -116,19 +119,21 @@ def container_run(c: Any, image: Optional[str] = None, exec: bool = False, **fla
         ("npu_label", "ascend-npu", "runner label of NPU hosts"),
     ],
 )
-def ci(c: Any, provider: str = "github", npu_label: str = "ascend-npu", **flags: Any) -> None:
+def ci(
+    c: Context, provider: str = "github", npu_label: str = "ascend-npu", **flags: FlagValue
+) -> None:
     """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions.
 
     It is written at the top level of the git repository you are in (or to --out), and
     installs the cannbuild that rendered it: this checkout's wheel, written beside it
     and checked by sha256, or --cannbuild-spec."""
-    out = flags.get("out")
+    out = text_of(flags, "out")
     request = workflows.CiRequest(
         provider=provider,
         out=Path(out) if out else None,
         npu_label=npu_label,
         sandbox=bool(flags.get("sandbox")),
-        cannbuild_spec=flags.get("cannbuild_spec"),
+        cannbuild_spec=text_of(flags, "cannbuild_spec"),
         dry_run=bool(flags.get("dry_run")),
     )
     workflows.write_ci(request, Path.cwd(), ui.note)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import ui
 from ..errors import DoctorFailed, UsageError
 from ..lazy import lazy_module
-from ._flags import cli_task, make_options
+from ._config import Context
+from ._flags import FlagValue, cli_task, make_options
 from ._session import on_sandbox
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ HOST_FLAGS = ("cann_path", "sysroot", "workspace", "soc", "recipe", "sandbox", "
 
 
 @cli_task(*HOST_FLAGS, "with_step", "json")
-def doctor(c: Any, json: bool = False, **flags: Any) -> None:
+def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
     """Check the host: toolkit, NPUs and their health, driver, tools, torch. Exit 1 if a
     check fails.
 
@@ -46,7 +47,7 @@ def doctor(c: Any, json: bool = False, **flags: Any) -> None:
     positional=[("action", "create (the only action)")],
     extra=[("dir", ".cannbuild/sandbox", "where to create the emulated host")],
 )
-def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) -> None:
+def sandbox(c: Context, action: str, dir: str = ".cannbuild/sandbox", **flags: FlagValue) -> None:
     """`sandbox create --dir D --variant A2|A3 --cann VERSION`: an emulated Ascend host.
 
     A folder that already holds a sandbox of another variant or CANN is not replaced:
@@ -58,7 +59,9 @@ def sandbox(c: Any, action: str, dir: str = ".cannbuild/sandbox", **flags: Any) 
         )
     options = make_options(c, flags)
     spec = sandboxes.SandboxSpec(
-        Path(dir).resolve(), options.sandbox_variant or "A2", options.sandbox_cann or "8.5.0"
+        dir=Path(dir).resolve(),
+        variant=options.sandbox_variant or "A2",
+        cann=options.sandbox_cann or "8.5.0",
     )
     if flags.get("dry_run"):
         ui.note(f"dry run: {sandboxes.plan_sandbox(spec)}; nothing was changed")

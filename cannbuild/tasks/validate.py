@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from .. import ui
 from ..lazy import lazy_module
-from ._flags import SESSION_FLAGS, cli_task, make_options
+from ._config import Context
+from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
 from ._session import DryRunStop, open_session
 
 if TYPE_CHECKING:
@@ -24,7 +25,11 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
 
 @cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package")
 def validate(
-    c: Any, json: bool = False, cases: str = "", package: Optional[str] = None, **flags: Any
+    c: Context,
+    json: bool = False,
+    cases: str = "",
+    package: Optional[str] = None,
+    **flags: FlagValue,
 ) -> None:
     """Check the installed package: the library, FlashAttention through the C API against a
     float64 reference, the repo's own example, the torch_npu route.

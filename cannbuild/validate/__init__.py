@@ -15,7 +15,7 @@ import os
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import asdict, replace
@@ -24,13 +24,14 @@ from .. import safefs
 from ..build.overlay import overlay_env
 from ..build.plan import _render, recipe_templates
 from ..build.session import Session
+from ..decoded import JSONValue
 from ..errors import ValidationFailed
 from ..host.pystack import read_python_stack
 from ..host.sysroot import Sysroot
 from ..host.toolchain import capture_env
 from ..host.toolkit import host_arch
 from ..lazy import lazy_module
-from ..render.templates import render_value
+from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import read_json, write_json_atomic
 from . import capi, cases
@@ -46,17 +47,17 @@ else:  # the checks' modules load when they run
 PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
 
-class ValidationCheck(Struct):
+class ValidationCheck(Struct, kw_only=True):
     id: str
     status: str
     message: str
-    details: Dict[str, Any] = field(default_factory=dict)
+    details: Dict[str, object] = field(default_factory=dict)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {"id": self.id, "status": self.status, "message": self.message, **self.details}
 
 
-class ValidationReport(Struct):
+class ValidationReport(Struct, kw_only=True):
     target: str
     checks: List[ValidationCheck]
     cases: List[CaseResult]
@@ -91,7 +92,7 @@ class ValidationReport(Struct):
                 return f"{check.id}: {check.message}"
         return "the numerical FlashAttention check did not run on every case"
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "status": self.status,
             "reason": self.reason,
@@ -103,7 +104,7 @@ class ValidationReport(Struct):
         }
 
 
-def check_verdict(validation: Mapping[str, Any], require_device: bool) -> None:
+def check_verdict(validation: Mapping[str, JSONValue], require_device: bool) -> None:
     """Raise ValidationFailed (exit 5) for FAIL, and for SKIPPED when the caller needs a
     verdict (CI on NPU hosts); the report has already been shown."""
     status = validation.get("status")
@@ -115,7 +116,7 @@ def check_verdict(validation: Mapping[str, Any], require_device: bool) -> None:
         )
 
 
-class ValidationInputs(Struct, frozen=True):
+class ValidationInputs(Struct, frozen=True, kw_only=True):
     """What validation needs from a session, as plain data."""
 
     vendor_dir: Path
@@ -137,7 +138,7 @@ def inputs_for(
     session: Session,
     env: Mapping[str, str],
     case_names: Sequence[str] = (),
-    templates: Optional[Any] = None,
+    templates: Optional[Templates] = None,
     package_env: bool = True,
 ) -> ValidationInputs:
     """What validation judges and with what; `templates` (plan.recipe_templates) renders
@@ -153,6 +154,7 @@ def inputs_for(
     if session.sandbox is not None:
         target: Optional[str] = "sandbox"
         reason = ""
+    # NPUs seen on the real host; a --sysroot tree's NPUs are files, not devices.
     elif hw.npu_count > 0 and Sysroot.at(session.options.sysroot).is_host:
         target, reason = "npu", ""
     else:
@@ -199,6 +201,8 @@ def validation_key(inp: ValidationInputs) -> str:
     )
     for path in files:
         st = path.stat()
+        # Size and mtime of every installed file, not contents: cheap, and a reinstall rewrites the
+        # times.
         digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
     digest.update(capi.fa_check_source().read_bytes())
     stack = read_python_stack()
@@ -212,6 +216,8 @@ def validation_key(inp: ValidationInputs) -> str:
                 "target": inp.target,
                 "example": inp.example_command,
                 "example_lookup": inp.example_lookup,
+                # Where the toolkit is and what the loader searches decide which libraries the
+                # checks load.
                 "home": inp.env.get("ASCEND_HOME_PATH"),
                 "ld": inp.env.get("LD_LIBRARY_PATH"),
             },
@@ -227,23 +233,27 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
     lib = elfcheck.check_library(inp.library, inp.symbols, inp.env, host_arch())
     checks.append(
         ValidationCheck(
-            "library",
-            PASS if lib.ok else FAIL,
-            f"{inp.library.name} exports {', '.join(lib.exported)}; all dependencies resolve"
+            id="library",
+            status=PASS if lib.ok else FAIL,
+            message=f"{inp.library.name} exports {', '.join(lib.exported)}; all dependencies resolve"
             if lib.ok
             else "; ".join(lib.problems),
-            {"path": str(inp.library), "resolved": lib.resolved},
+            details={"path": str(inp.library), "resolved": lib.resolved},
         )
     )
     selected = cases.select(inp.case_names)
     results: List[cases.CaseResult] = []
     if inp.target is None:
-        checks.append(ValidationCheck("capi", SKIPPED, inp.no_device_reason))
-        results = [cases.CaseResult(c, SKIPPED, inp.no_device_reason) for c in selected]
+        checks.append(ValidationCheck(id="capi", status=SKIPPED, message=inp.no_device_reason))
+        results = [
+            cases.CaseResult(case=c, status=SKIPPED, message=inp.no_device_reason) for c in selected
+        ]
     elif not inp.library.is_file():
         checks.append(
             ValidationCheck(
-                "capi", SKIPPED, "not run: the operator library is missing (see the library check)"
+                id="capi",
+                status=SKIPPED,
+                message="not run: the operator library is missing (see the library check)",
             )
         )
     else:
@@ -261,10 +271,10 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         )
         checks.append(
             ValidationCheck(
-                "example",
-                ex.status,
-                ex.message,
-                {
+                id="example",
+                status=ex.status,
+                message=ex.message,
+                details={
                     "command": ex.command,
                     "exit_code": ex.exit_code,
                     "tail": list(ex.tail),
@@ -273,9 +283,14 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
             )
         )
     elif inp.example_argv:
-        checks.append(ValidationCheck("example", SKIPPED, inp.no_device_reason))
+        checks.append(ValidationCheck(id="example", status=SKIPPED, message=inp.no_device_reason))
     checks.append(_torch_npu_check(inp, selected))
-    return ValidationReport(inp.target or "none", checks, results, time.monotonic() - start)
+    return ValidationReport(
+        target=inp.target or "none",
+        checks=checks,
+        cases=results,
+        duration_s=time.monotonic() - start,
+    )
 
 
 def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> ValidationCheck:
@@ -286,30 +301,35 @@ def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> V
     if why_not is None:
         why_not = cases.why_no_torch()
     if why_not:
-        return ValidationCheck("torch_npu", SKIPPED, why_not)
+        return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
     outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
-    return ValidationCheck("torch_npu", outcome.status, outcome.message, outcome.details)
+    return ValidationCheck(
+        id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
+    )
 
 
-def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
+def _run_capi(
+    inp: ValidationInputs, selected: Sequence[cases.Case]
+) -> Tuple[ValidationCheck, List[CaseResult]]:
     missing_torch = cases.why_no_torch()
     if missing_torch:
-        return ValidationCheck("capi", SKIPPED, missing_torch), [
-            cases.CaseResult(c, SKIPPED, missing_torch) for c in selected
+        return ValidationCheck(id="capi", status=SKIPPED, message=missing_torch), [
+            cases.CaseResult(case=c, status=SKIPPED, message=missing_torch) for c in selected
         ]
     # workdir is <workspace>/validate: nothing below the workspace is written through a link
     work = safefs.make_dirs(inp.workdir.parent, inp.workdir, "the validation folder")
     compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
     if not compiled.ok or compiled.binary is None:
         lines = compiled.output.splitlines()
+        # The linker's `undefined reference to ...` names the missing symbol; else the first error.
         first = next(
             (line for line in lines if "undefined reference" in line),
             next((line for line in lines if "error" in line), compiled.output[-300:]),
         )
         message = f"fa_check does not compile and link against the package: {first}"
-        return ValidationCheck("capi", FAIL, message, {"command": compiled.command}), [
-            cases.CaseResult(c, FAIL, message) for c in selected
-        ]
+        return ValidationCheck(
+            id="capi", status=FAIL, message=message, details={"command": compiled.command}
+        ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
     data = safefs.fresh(work.parent, work / "cases", "the validation cases")
     tensors = {c.name: cases.write_inputs(c, data) for c in selected}
     manifest = data / "manifest.txt"
@@ -321,7 +341,11 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
     for case in selected:
         case_run = runs[case.name]
         if not case_run.ok:
-            results.append(cases.CaseResult(case, FAIL, f"ACL/aclnn error: {case_run.error}"))
+            results.append(
+                cases.CaseResult(
+                    case=case, status=FAIL, message=f"ACL/aclnn error: {case_run.error}"
+                )
+            )
             continue
         results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
     failed = [r for r in results if r.status == FAIL]
@@ -335,7 +359,10 @@ def _run_capi(inp: ValidationInputs, selected: Sequence[cases.Case]) -> Any:
         message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
         status = PASS
     return ValidationCheck(
-        "capi", status, message, {"command": compiled.command, "exit_code": code}
+        id="capi",
+        status=status,
+        message=message,
+        details={"command": compiled.command, "exit_code": code},
     ), results
 
 
@@ -351,6 +378,8 @@ def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]
     package builds are) finds the opbase it was built against only there."""
     base = dict(session.host.build_env or os.environ)
     overlay = session.ws.overlay
+    # Recipes that put opbase into the toolkit (<= 8.5) install it into the overlay unless
+    # --install-into-toolkit was given.
     overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
     if overlaid and overlay.is_dir():
         tk = session.toolkit
@@ -367,9 +396,9 @@ def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str
     return dict(capture_env(set_env, base).env)
 
 
-class ValidationRun(Struct, frozen=True):
-    validation: Mapping[str, Any]  # the report's validation part
-    report: Optional[Any]  # the ValidationReport; None when a PASS verdict was reused
+class ValidationRun(Struct, frozen=True, kw_only=True):
+    validation: Mapping[str, JSONValue]  # the report's validation part
+    report: Optional[ValidationReport]  # the ValidationReport; None when a PASS verdict was reused
     reused_from: Optional[str]
 
 
@@ -389,10 +418,15 @@ def validate_session(
     key = validation_key(inputs)
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None
+    # Only a PASS is reused: a FAIL or SKIPPED verdict is always worked out again.
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]
-        return ValidationRun(dict(cached["validation"], reused_from=reused_from), None, reused_from)
+        return ValidationRun(
+            validation=dict(cached["validation"], reused_from=reused_from),
+            report=None,
+            reused_from=reused_from,
+        )
     report = run_validation(replace(inputs, env=with_package_env(session, inputs.env)))
     validation = report.to_json()
     write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
-    return ValidationRun(validation, report, None)
+    return ValidationRun(validation=validation, report=report, reused_from=None)

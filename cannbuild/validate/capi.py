@@ -25,17 +25,19 @@ from ..workspace import write_atomic
 
 RUN_TIMEOUT_S = 600
 COMPILE_TIMEOUT_S = 600
+# fa_check.cpp prints one line per case: `CASE <name> OK <ms>` or `CASE <name> ERROR <api> <code>
+# <aclGetRecentErrMsg()>`.
 _CASE_LINE = re.compile(r"^CASE (\S+) (OK|ERROR)(?: (.*))?$")
 
 
-class Compiled(Struct, frozen=True):
+class Compiled(Struct, frozen=True, kw_only=True):
     ok: bool
     binary: Optional[Path]
     command: str
     output: str
 
 
-class CaseRun(Struct, frozen=True):
+class CaseRun(Struct, frozen=True, kw_only=True):
     name: str
     ok: bool
     kernel_ms: Optional[float]
@@ -48,6 +50,12 @@ def fa_check_source() -> Path:
 
 def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List[str]:
     lib = vendor / "op_api" / "lib"
+    # build.sh's g++ line for a custom-package example (reference cann-build-systems.md §3.3):
+    #   -I <vendor>/op_api/include -I $ASCEND_HOME_PATH/include -L <vendor>/op_api/lib
+    #   -L $ASCEND_HOME_PATH/lib64 -lopapi_math -lcust_opapi -lascendcl -lnnopbase
+    #   -I .../aclnnop -lc_sec -Wl,-rpath=<vendor>/op_api/lib
+    # libopapi_math.so comes from the SoC's ops package, not the custom .run: the L0 APIs the
+    # operator calls live there.
     return [
         cxx,
         "-std=c++17",
@@ -84,20 +92,21 @@ def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compil
     binary = workdir / "fa_check"
     argv = compile_command(vendor, home, binary, cxx)
     shown = " ".join(argv)
+    # Same compile line, same fa_check.cpp and same libcust_opapi.so: reuse the binary.
     key = hashlib.sha256(shown.encode())
     for path in (fa_check_source(), vendor / "op_api" / "lib" / "libcust_opapi.so"):
         with contextlib.suppress(OSError):
             key.update(path.read_bytes())
     stamp = workdir / "fa_check.key"
     if binary.is_file() and stamp.is_file() and stamp.read_text() == key.hexdigest():
-        return Compiled(True, binary, shown, "(cached)")
+        return Compiled(ok=True, binary=binary, command=shown, output="(cached)")
     workdir.mkdir(parents=True, exist_ok=True)
     proc = run(argv, env=env, timeout=COMPILE_TIMEOUT_S)
     output = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     if proc.returncode != 0:
-        return Compiled(False, None, shown, output)
+        return Compiled(ok=False, binary=None, command=shown, output=output)
     write_atomic(stamp, key.hexdigest().encode())
-    return Compiled(True, binary, shown, output)
+    return Compiled(ok=True, binary=binary, command=shown, output=output)
 
 
 def run_cases(
@@ -116,18 +125,26 @@ def run_cases(
                 ms: Optional[float] = float(rest)
             except ValueError:
                 ms = None
-            runs[name] = CaseRun(name, True, ms, None)
+            runs[name] = CaseRun(name=name, ok=True, kernel_ms=ms, error=None)
         else:
-            runs[name] = CaseRun(name, False, None, rest)
+            runs[name] = CaseRun(name=name, ok=False, kernel_ms=None, error=rest)
     output = (stdout + proc.stderr.decode("utf-8", "replace")).strip()
+    # A case with no CASE line crashed fa_check or was never reached; the last line printed is the
+    # best clue.
     for name in names:
         if name not in runs:
             last = output.splitlines()[-1] if output else f"exit code {proc.returncode}"
-            runs[name] = CaseRun(name, False, None, f"fa_check did not run this case ({last})")
+            runs[name] = CaseRun(
+                name=name,
+                ok=False,
+                kernel_ms=None,
+                error=f"fa_check did not run this case ({last})",
+            )
     return runs, output, proc.returncode
 
 
 def library_env(env: Mapping[str, str]) -> Dict[str, str]:
     out = dict(env)
+    # One thread per CPU this process may use, unless the caller set it.
     out.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     return out

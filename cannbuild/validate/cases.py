@@ -16,7 +16,8 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
@@ -26,8 +27,12 @@ from ..states import Verdict
 
 if TYPE_CHECKING:
     import ctypes
+
+    import torch
+    from torch import Tensor
 else:  # only raw_bytes() pays for it
     ctypes = lazy_module("ctypes")
+
 # Optional, imported where its absence is handled: torch (reference_torch(), with
 # torch_npu's auto-loading off while it imports).
 
@@ -39,11 +44,13 @@ MASKED = -40000.0
 FP32_FLOOR = 1e-5
 STAT_RTOL = 1e-3
 STAT_ATOL = 1e-4
+# Each case's generator is seeded with SEED + the sum of its name's characters: different inputs
+# per case, the same ones on every run and route.
 SEED = 0
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
-class Case(Struct, frozen=True):
+class Case(Struct, frozen=True, kw_only=True):
     name: str
     dtype: str  # fp32 | fp16 | bf16
     layout: str  # BNSD | BSH | SBH | BSND
@@ -59,24 +66,28 @@ class Case(Struct, frozen=True):
         return 1.0 / math.sqrt(self.D)
 
 
+# S = 1 is a decode-sized query; 513 is one past 512, a length no tile divides (the FA tiling pads
+# S, reference cann-build-systems.md §3.5).
 # Every dtype in BNSD and BSH; S = 1, 128, 513, 2048; D = 64, 128; GQA (N1 = 2 N2); masked and not.
+# fmt: off
 CASES: Tuple[Case, ...] = (
-    Case("fp16_bnsd_s1_d64_gqa", "fp16", "BNSD", 1, 4, 2, 1, 64, False),
-    Case("fp16_bsh_s128_d128_causal", "fp16", "BSH", 2, 2, 2, 128, 128, True),
-    Case("fp16_bnsd_s513_d64_causal", "fp16", "BNSD", 1, 4, 4, 513, 64, True),
-    Case("fp16_bsh_s2048_d128", "fp16", "BSH", 1, 2, 2, 2048, 128, False),
-    Case("bf16_bnsd_s128_d64_gqa_causal", "bf16", "BNSD", 1, 4, 2, 128, 64, True),
-    Case("bf16_bsh_s513_d128_gqa", "bf16", "BSH", 1, 2, 1, 513, 128, False),
-    Case("bf16_bsh_s2048_d64_causal", "bf16", "BSH", 1, 2, 2, 2048, 64, True),
-    Case("bf16_bnsd_s1_d128_causal", "bf16", "BNSD", 1, 2, 2, 1, 128, True),
-    Case("fp32_bnsd_s2048_d128_gqa", "fp32", "BNSD", 1, 2, 1, 2048, 128, False),
-    Case("fp32_bsh_s1_d128_causal", "fp32", "BSH", 1, 2, 2, 1, 128, True),
-    Case("fp32_bnsd_s513_d64_gqa_causal", "fp32", "BNSD", 1, 4, 2, 513, 64, True),
-    Case("fp32_bsh_s128_d64_gqa", "fp32", "BSH", 1, 2, 1, 128, 64, False),
+    Case(name="fp16_bnsd_s1_d64_gqa", dtype="fp16", layout="BNSD", B=1, N1=4, N2=2, S=1, D=64, causal=False),
+    Case(name="fp16_bsh_s128_d128_causal", dtype="fp16", layout="BSH", B=2, N1=2, N2=2, S=128, D=128, causal=True),
+    Case(name="fp16_bnsd_s513_d64_causal", dtype="fp16", layout="BNSD", B=1, N1=4, N2=4, S=513, D=64, causal=True),
+    Case(name="fp16_bsh_s2048_d128", dtype="fp16", layout="BSH", B=1, N1=2, N2=2, S=2048, D=128, causal=False),
+    Case(name="bf16_bnsd_s128_d64_gqa_causal", dtype="bf16", layout="BNSD", B=1, N1=4, N2=2, S=128, D=64, causal=True),
+    Case(name="bf16_bsh_s513_d128_gqa", dtype="bf16", layout="BSH", B=1, N1=2, N2=1, S=513, D=128, causal=False),
+    Case(name="bf16_bsh_s2048_d64_causal", dtype="bf16", layout="BSH", B=1, N1=2, N2=2, S=2048, D=64, causal=True),
+    Case(name="bf16_bnsd_s1_d128_causal", dtype="bf16", layout="BNSD", B=1, N1=2, N2=2, S=1, D=128, causal=True),
+    Case(name="fp32_bnsd_s2048_d128_gqa", dtype="fp32", layout="BNSD", B=1, N1=2, N2=1, S=2048, D=128, causal=False),
+    Case(name="fp32_bsh_s1_d128_causal", dtype="fp32", layout="BSH", B=1, N1=2, N2=2, S=1, D=128, causal=True),
+    Case(name="fp32_bnsd_s513_d64_gqa_causal", dtype="fp32", layout="BNSD", B=1, N1=4, N2=2, S=513, D=64, causal=True),
+    Case(name="fp32_bsh_s128_d64_gqa", dtype="fp32", layout="BSH", B=1, N1=2, N2=1, S=128, D=64, causal=False),
 )
+# fmt: on
 
 
-class CaseResult(Struct):
+class CaseResult(Struct, kw_only=True):
     case: Case
     status: str  # PASS | FAIL | SKIPPED
     message: str = ""
@@ -87,9 +98,9 @@ class CaseResult(Struct):
     softmax_max_err: Optional[float] = None
     softmax_sum_err: Optional[float] = None
     kernel_ms: Optional[float] = None
-    mismatches: List[Dict[str, Any]] = field(default_factory=list)
+    mismatches: List[Dict[str, object]] = field(default_factory=list)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         c = self.case
         return {
             "name": c.name,
@@ -114,7 +125,7 @@ class CaseResult(Struct):
         }
 
 
-def reference_torch() -> Any:
+def reference_torch() -> ModuleType:
     """torch for the CPU reference, without the device backends it would auto-load.
 
     Once torch_npu is installed, a plain `import torch` loads it too, and that fails
@@ -134,7 +145,7 @@ def reference_torch() -> Any:
     return torch
 
 
-def torch_dtype(torch: Any, name: str) -> Any:
+def torch_dtype(torch: ModuleType, name: str) -> torch.dtype:
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
@@ -147,7 +158,7 @@ def layout_shape(layout: str, B: int, N: int, S: int, D: int) -> Tuple[int, ...]
     }[layout]
 
 
-def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
+def to_bnsd(x: Tensor, layout: str, B: int, N: int, S: int, D: int) -> Tensor:
     if layout == "BNSD":
         return x
     if layout == "BSND":
@@ -157,12 +168,12 @@ def to_bnsd(x: Any, layout: str, B: int, N: int, S: int, D: int) -> Any:
     return x.reshape(S, B, N, D).permute(1, 2, 0, 3)
 
 
-def raw_bytes(t: Any) -> bytes:
+def raw_bytes(t: Tensor) -> bytes:
     t = t.contiguous()
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 
-def make_inputs(case: Case) -> Dict[str, Any]:
+def make_inputs(case: Case) -> Dict[str, Tensor]:
     """Seeded random q/k/v in the case's layout and dtype, and the causal mask."""
     torch = reference_torch()
     gen = torch.Generator().manual_seed(SEED + sum(map(ord, case.name)))
@@ -171,14 +182,17 @@ def make_inputs(case: Case) -> Dict[str, Any]:
         name: torch.randn(
             layout_shape(case.layout, case.B, heads, case.S, case.D), generator=gen
         ).to(dt)
+        # Drawn in this order from one generator: changing the order changes every input.
         for name, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))  # in this order
     }
     if case.causal:
+        # 1 above the diagonal = masked, as _attention below applies it; a uint8 [S, S] matrix, the
+        # attenMask form FA's example passes (reference cann-build-systems.md §3.4).
         tensors["mask"] = torch.triu(torch.ones(case.S, case.S, dtype=torch.uint8), diagonal=1)
     return tensors
 
 
-def write_inputs(case: Case, directory: Path) -> Dict[str, Any]:
+def write_inputs(case: Case, directory: Path) -> Dict[str, Tensor]:
     """The inputs as raw files for fa_check; returns the tensors."""
     tensors = make_inputs(case)
     directory.mkdir(parents=True, exist_ok=True)
@@ -200,6 +214,8 @@ def manifest_line(case: Case, directory: Path) -> str:
         f"S2={case.S}",
         f"D={case.D}",
         f"scale={case.scale!r}",
+        # sparseMode 0 and preTokens / nextTokens = INT32_MAX: no band limit, the values
+        # ops-transformer's own FA example passes; the mask alone makes a case causal.
         "sparse=0",
         "pre=2147483647",
         "next=2147483647",
@@ -216,8 +232,9 @@ def manifest_line(case: Case, directory: Path) -> str:
 
 
 def _attention(
-    q: Any, k: Any, v: Any, scale: float, mask: Optional[Any], group: int
-) -> Tuple[Any, Any]:
+    q: Tensor, k: Tensor, v: Tensor, scale: float, mask: Optional[Tensor], group: int
+) -> Tuple[Tensor, Tensor]:
+    # GQA: key/value head j serves query heads j*group ... (j+1)*group - 1.
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
     scores = (q * scale) @ k.transpose(-1, -2)
@@ -227,7 +244,7 @@ def _attention(
     return probs @ v, scores
 
 
-def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
+def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
     """attentionOut (case layout and dtype), softmaxMax and softmaxSum as written by fa_check."""
     torch = reference_torch()
     base = directory / case.name
@@ -237,13 +254,15 @@ def read_outputs(case: Case, directory: Path) -> Tuple[Any, Any, Any]:
     )
     smax = torch.frombuffer(bytearray(base.with_suffix(".smax").read_bytes()), dtype=torch.float32)
     ssum = torch.frombuffer(bytearray(base.with_suffix(".ssum").read_bytes()), dtype=torch.float32)
+    # softmaxMax / softmaxSum are float32 [B, N1, S, 8]: the same value in 8 lanes, as the
+    # example's [1, 1, 256, 8] shows.
     stats = (case.B, case.N1, case.S, 8)
     return out.reshape(shape), smax.reshape(stats), ssum.reshape(stats)
 
 
 def judge_files(
     case: Case,
-    tensors: Dict[str, Any],
+    tensors: Dict[str, Tensor],
     directory: Path,
     kernel_ms: Optional[float],
     expected: Optional[Reference] = None,
@@ -252,22 +271,25 @@ def judge_files(
         out, smax, ssum = read_outputs(case, directory)
     except (OSError, RuntimeError, ValueError) as exc:
         return CaseResult(
-            case, Verdict.FAIL, f"the outputs cannot be read: {exc}", kernel_ms=kernel_ms
+            case=case,
+            status=Verdict.FAIL,
+            message=f"the outputs cannot be read: {exc}",
+            kernel_ms=kernel_ms,
         )
     return judge(case, tensors, out, smax, ssum, kernel_ms, expected)
 
 
-class Reference(Struct, frozen=True):
+class Reference(Struct, frozen=True, kw_only=True):
     """What a case's outputs are judged against; the same for every route."""
 
-    out: Any  # float64 attentionOut, (b, n, s, d)
-    softmax_max: Any  # float64 (b, n, s)
-    softmax_sum: Any
+    out: Tensor  # float64 attentionOut, (b, n, s, d)
+    softmax_max: Tensor  # float64 (b, n, s)
+    softmax_sum: Tensor
     same_dtype_err: float  # max|same-dtype torch attention - out|
     noise: float  # 2 * ... rounding noise of the kernel dtype, see RULE
 
 
-def reference(case: Case, tensors: Dict[str, Any]) -> Reference:
+def reference(case: Case, tensors: Dict[str, Tensor]) -> Reference:
     """The float64 reference and the same-dtype torch error for one case (the costly part)."""
     torch = reference_torch()
     dt = torch_dtype(torch, case.dtype)
@@ -280,22 +302,25 @@ def reference(case: Case, tensors: Dict[str, Any]) -> Reference:
     ref, scores = _attention(q.double(), k.double(), v.double(), case.scale, mask, group)
     same, _ = _attention(q, k, v, case.scale, mask, group)
     want_max = scores.max(dim=-1).values
+    # softmaxSum is the row sum of exp(score - row max): the stabilised softmax denominator.
     want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
     return Reference(
         out=ref,
         softmax_max=want_max,
         softmax_sum=want_sum,
         same_dtype_err=(same.double() - ref).abs().max().item(),
+        # `+ 0.3 - 0.3` in the kernel dtype leaves only its rounding: the noise floor of the dtype
+        # at these magnitudes (flash-attention's Hopper tests).
         noise=((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max().item(),
     )
 
 
 def judge(
     case: Case,
-    tensors: Dict[str, Any],
-    out: Any,
-    smax: Optional[Any],
-    ssum: Optional[Any],
+    tensors: Dict[str, Tensor],
+    out: Tensor,
+    smax: Optional[Tensor],
+    ssum: Optional[Tensor],
     kernel_ms: Optional[float],
     expected: Optional[Reference] = None,
 ) -> CaseResult:
@@ -306,7 +331,8 @@ def judge(
     out = out.cpu()
     ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
-    result = CaseResult(case, Verdict.PASS, kernel_ms=kernel_ms)
+    result = CaseResult(case=case, status=Verdict.PASS, kernel_ms=kernel_ms)
+    # NaN or Inf anywhere fails at once: an error bound means nothing there.
     bad = ~torch.isfinite(got)
     if bool(bad.any()):
         idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]
@@ -349,6 +375,7 @@ def judge(
             result.status = Verdict.FAIL
             result.message = result.message or f"{label} has NaN/Inf values"
             continue
+        # The 8 lanes must agree; a kernel that fills only some of them is broken.
         if bool((lanes != lanes[..., :1]).any()):
             result.status = Verdict.FAIL
             result.message = result.message or f"{label}'s 8 lanes are not all equal"

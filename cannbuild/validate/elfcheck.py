@@ -21,11 +21,14 @@ from msgspec import Struct, field
 
 from ..proc import run
 
+# pyelftools' names for e_machine.
 MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
+# Where the loader looks last, when neither the runpath nor LD_LIBRARY_PATH nor its cache has a
+# library.
 SYSTEM_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
 
-class ElfInfo(Struct, frozen=True):
+class ElfInfo(Struct, frozen=True, kw_only=True):
     machine: str
     elfclass: int
     exported: Set[str]
@@ -33,7 +36,7 @@ class ElfInfo(Struct, frozen=True):
     rpaths: Tuple[str, ...]
 
 
-class LibraryCheck(Struct, frozen=True):
+class LibraryCheck(Struct, frozen=True, kw_only=True):
     path: Path
     ok: bool
     problems: Tuple[str, ...]
@@ -48,6 +51,9 @@ def read_elf(path: Path) -> ElfInfo:
         dynsym = elf.get_section_by_name(".dynsym")
         if isinstance(dynsym, SymbolTableSection):
             for sym in dynsym.iter_symbols():
+                # What `dlsym` can find from outside: defined here (not SHN_UNDEF), global or weak,
+                # and not hidden.  `aclnnFlashAttentionScoreGetWorkspaceSize` must pass this in
+                # libcust_opapi.so.
                 if (
                     sym.name
                     and sym["st_shndx"] != "SHN_UNDEF"
@@ -62,6 +68,8 @@ def read_elf(path: Path) -> ElfInfo:
                 continue
             tag: Any  # pyelftools sets needed/runpath/rpath per tag kind
             for tag in section.iter_tags():
+                # DT_RUNPATH and the older DT_RPATH both name folders searched for this
+                # library's own DT_NEEDED entries.
                 if tag.entry.d_tag == "DT_NEEDED":
                     needed.append(tag.needed)
                 elif tag.entry.d_tag == "DT_RUNPATH":
@@ -69,8 +77,15 @@ def read_elf(path: Path) -> ElfInfo:
                 elif tag.entry.d_tag == "DT_RPATH":
                     rpaths.extend(tag.rpath.split(":"))
         origin = str(path.parent)
+        # `$ORIGIN` is the folder of the library that carries the runpath.
         rpaths = [r.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for r in rpaths if r]
-        return ElfInfo(elf["e_machine"], elf.elfclass, exported, tuple(needed), tuple(rpaths))
+        return ElfInfo(
+            machine=elf["e_machine"],
+            elfclass=elf.elfclass,
+            exported=exported,
+            needed=tuple(needed),
+            rpaths=tuple(rpaths),
+        )
 
 
 def system_libraries() -> Dict[str, str]:
@@ -81,11 +96,14 @@ def system_libraries() -> Dict[str, str]:
             out = run([ldconfig, "-p"], timeout=10).stdout.decode("utf-8", "replace")
         except (OSError, subprocess.TimeoutExpired):
             continue
+        # `ldconfig -p` prints a count line, then one entry per library:
+        #     libz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1
         for line in out.splitlines()[1:]:
             if "=>" not in line:
                 continue
             name = line.strip().split(" ", 1)[0]
             path = line.rsplit("=>", 1)[1].strip()
+            # The first entry of a name is kept.
             found.setdefault(name, path)
         if found:
             break
@@ -97,6 +115,7 @@ def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
         candidate = os.path.join(directory, name)
         if os.path.isfile(candidate):
             try:
+                # A library of the wrong arch in a search dir is skipped, as the loader skips it.
                 if read_elf(Path(candidate)).machine == machine:
                     return candidate
             except (ELFError, OSError):
@@ -108,11 +127,13 @@ def check_library(
     path: Path, symbols: Sequence[str], env: Mapping[str, str], host_arch: str
 ) -> LibraryCheck:
     if not path.is_file():
-        return LibraryCheck(path, False, (f"{path} does not exist",))
+        return LibraryCheck(path=path, ok=False, problems=(f"{path} does not exist",))
     try:
         info = read_elf(path)
     except (ELFError, OSError) as exc:
-        return LibraryCheck(path, False, (f"{path.name} is not a readable ELF file ({exc})",))
+        return LibraryCheck(
+            path=path, ok=False, problems=(f"{path.name} is not a readable ELF file ({exc})",)
+        )
     problems: List[str] = []
     want_machine = MACHINES.get(host_arch)
     if want_machine and info.machine != want_machine:
@@ -131,6 +152,9 @@ def check_library(
             if name in seen:
                 continue
             seen.add(name)
+            # Being found at all is what counts here.  The order (rpath, then LD_LIBRARY_PATH)
+            # is ld.so's for DT_RPATH; for DT_RUNPATH it tries LD_LIBRARY_PATH first, so
+            # `resolved` may name another copy than the loader would pick.
             hit = _search(name, list(owner_info.rpaths) + ld_path, owner_info.machine)
             if hit is None and name in system:
                 hit = system[name]
@@ -145,13 +169,15 @@ def check_library(
                 continue
             resolved[name] = hit
             try:
+                # A found library's own needs are followed too: one missing link anywhere
+                # fails the dlopen.  System libraries (above) are trusted as they are.
                 queue.append((name, read_elf(Path(hit)), hit))
             except (ELFError, OSError):
                 problems.append(f"{hit} (needed by {owner}) is not a readable ELF file")
     return LibraryCheck(
-        path,
-        not problems,
-        tuple(problems),
-        tuple(sorted(s for s in symbols if s in info.exported)),
-        resolved,
+        path=path,
+        ok=not problems,
+        problems=tuple(problems),
+        exported=tuple(sorted(s for s in symbols if s in info.exported)),
+        resolved=resolved,
     )

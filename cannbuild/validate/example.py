@@ -17,22 +17,31 @@ import math
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
 from ..proc import run as run_process
 from ..states import Verdict
 
+# The examples' `printf("mean result[%ld] is: %f\n", ...)`: `mean result[0] is: 1.000000`. build.sh
+# prefixes every stdout line with a `[YYYY-mm-dd HH:MM:SS] ` stamp, hence search.
 _RESULT = re.compile(r"mean result\[(\d+)\] is: (\S+)")
+# build.sh's announcement before it compiles each `test_aclnn_*.cpp` in turn.
 _START = re.compile(r"Start compile and run example file: (\S+)")
+# build.sh's own verdict per example: `run test_aclnn_<op>, execute samples success`.
 _FAILED = re.compile(r"execute samples failed")
 _SUCCESS = re.compile(r"execute samples success")
+# What a compile or link failure of an example prints (g++ and ld messages, ACL errors).
 _ERROR = re.compile(
     r"error:|Error:|ERROR|No such file or directory|undefined reference|cannot find -l"
 )
 S, D, B, N = 256, 128, 1, 1
 # (label, count, expected value, relative tolerance) in print order
+# 32,768 attentionOut values (S x D), then 2,048 each of softmaxMax and softmaxSum (S x 8 lanes):
+# 36,864 lines per example.  With all-ones q/k/v every score is D x scale = 128/sqrt(128) ~ 11.3137
+# (the row max), each of the S equal scores adds exp(0) to the sum (256), and the output averages
+# rows of ones (1.0).
 ALL_ONES = (
     ("attentionOut", S * B * N * D, 1.0, 1e-5),
     ("softmaxMax", B * N * S * 8, D / math.sqrt(D), 1e-4),
@@ -50,7 +59,7 @@ LOOKUPS = ("custom-opp", "opp")
 TIMEOUT_S = 600
 
 
-class ExampleRun(Struct, frozen=True):
+class ExampleRun(Struct, frozen=True, kw_only=True):
     """One example file's share of the output, judged."""
 
     file: str
@@ -59,7 +68,7 @@ class ExampleRun(Struct, frozen=True):
     values: int
     judged: str  # "values": against known expected values; "run": exit and finite values only
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> Dict[str, object]:
         return {
             "file": self.file,
             "status": self.status,
@@ -69,7 +78,7 @@ class ExampleRun(Struct, frozen=True):
         }
 
 
-class ExampleResult(Struct, frozen=True):
+class ExampleResult(Struct, frozen=True, kw_only=True):
     status: str  # PASS | FAIL | SKIPPED
     message: str
     command: str
@@ -94,6 +103,7 @@ def judge_values(
     values: Sequence[float], expected: Sequence[Tuple[str, int, float, float]]
 ) -> Optional[str]:
     """None when the printed numbers are right; otherwise what is wrong."""
+    # A short count means the example stopped part way or printed something else.
     want = sum(n for _, n, _, _ in expected)
     if len(values) != want:
         labels = ", ".join(label for label, _, _, _ in expected)
@@ -138,44 +148,62 @@ def judge_example(
     `stderr_error`: the first error on stderr, which arrives apart from stdout."""
     name = Path(file).name
     values = _values(lines)
+    # The script's exit code belongs to the last example it ran: earlier ones only have their own
+    # `execute samples failed`.
     failed = any(_FAILED.search(line) for line in lines) or (ended_the_run and code != 0)
+    # stderr is not interleaved (v8.5.0 / v9.0.0 pipe only stdout through gawk), so its first error
+    # is credited to the example that ended the run.
     error = _first_error(lines) or (stderr_error if ended_the_run else None)
     expected = KNOWN_EXAMPLES.get(name)
     if failed:
         why = f"exited {code}" if ended_the_run and code != 0 else "execute samples failed"
         detail = f": {error}" if error else ""
-        return ExampleRun(file, Verdict.FAIL, f"{why}{detail}", len(values), "run")
+        return ExampleRun(
+            file=file,
+            status=Verdict.FAIL,
+            message=f"{why}{detail}",
+            values=len(values),
+            judged="run",
+        )
     if not values:
         detail = f" ({error})" if error else ""
         return ExampleRun(
-            file,
-            Verdict.FAIL,
-            f"printed no result values{detail}",
-            0,
-            "values" if expected else "run",
+            file=file,
+            status=Verdict.FAIL,
+            message=f"printed no result values{detail}",
+            values=0,
+            judged="values" if expected else "run",
         )
     if expected is not None:
         problem = judge_values(values, expected)
         if problem:
-            return ExampleRun(file, Verdict.FAIL, problem, len(values), "values")
+            return ExampleRun(
+                file=file, status=Verdict.FAIL, message=problem, values=len(values), judged="values"
+            )
         return ExampleRun(
-            file,
-            Verdict.PASS,
-            f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
+            file=file,
+            status=Verdict.PASS,
+            message=f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
             "softmaxSum = 256 everywhere",
-            len(values),
-            "values",
+            values=len(values),
+            judged="values",
         )
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
     if bad is not None:
-        return ExampleRun(file, Verdict.FAIL, f"result[{bad}] is {values[bad]}", len(values), "run")
+        return ExampleRun(
+            file=file,
+            status=Verdict.FAIL,
+            message=f"result[{bad}] is {values[bad]}",
+            values=len(values),
+            judged="run",
+        )
     return ExampleRun(
-        file,
-        Verdict.PASS,
-        f"ran and printed {len(values)} finite values; not judged on its values (cannbuild "
+        file=file,
+        status=Verdict.PASS,
+        message=f"ran and printed {len(values)} finite values; not judged on its values (cannbuild "
         "does not know this example's expected outputs)",
-        len(values),
-        "run",
+        values=len(values),
+        judged="run",
     )
 
 
@@ -189,6 +217,7 @@ def judge_run(
         judge_example(file, lines, i == len(parts) - 1, code, stderr_error)
         for i, (file, lines) in enumerate(parts)
     ]
+    # No announcement at all: build.sh stopped before its first example (setup, compile).
     if not runs:
         error = stderr_error or _first_error(stdout)
         if code != 0:
@@ -210,6 +239,7 @@ def judge_run(
             f"{len(failed)}/{len(runs)} examples FAIL; first: {Path(first.file).name}: {first.message}",
             runs,
         )
+    # 8.3's build.sh exits 0 on every failure, but a later ref's non-zero exit still counts.
     if code != 0:
         return Verdict.FAIL, f"every example printed its values, but the run exited {code}", runs
     by_values = [r for r in runs if r.judged == "values"]
@@ -234,6 +264,8 @@ def lookup_skip(
         return None
     opp = env.get("ASCEND_OPP_PATH", "")
     looked = Path(opp) / "vendors" / f"{vendor_name}_transformer" if opp else None
+    # The 8.3 build.sh looks only in `${ASCEND_OPP_PATH}/vendors/${VENDOR}_transformer`
+    # (build.sh:391-392); v8.5.0 (:450) and v9.0.0 (:504) also honour ASCEND_CUSTOM_OPP_PATH.
     if looked is not None and looked.exists() and looked.resolve() == vendor_dir.resolve():
         return None
     where = f"$ASCEND_OPP_PATH/vendors/{vendor_name}_transformer" + (
@@ -259,19 +291,31 @@ def run_example(
 ) -> ExampleResult:
     if not (cwd / "build.sh").is_file():
         return ExampleResult(
-            Verdict.SKIPPED, f"no ops-transformer checkout at {cwd} (run cannbuild fetch)", command
+            status=Verdict.SKIPPED,
+            message=f"no ops-transformer checkout at {cwd} (run cannbuild fetch)",
+            command=command,
         )
     skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
     if skip:
-        return ExampleResult(Verdict.SKIPPED, skip, command)
+        return ExampleResult(status=Verdict.SKIPPED, message=skip, command=command)
     try:
         proc = run_process(argv, cwd=cwd, env=env, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return ExampleResult(
-            Verdict.FAIL, f"the example did not finish within {TIMEOUT_S} s", command
+            status=Verdict.FAIL,
+            message=f"the example did not finish within {TIMEOUT_S} s",
+            command=command,
         )
     out = proc.stdout.decode("utf-8", "replace").splitlines()
     err = proc.stderr.decode("utf-8", "replace").splitlines()
     status, message, runs = judge_run(out, err, proc.returncode)
+    # stderr first: it holds the error while stdout holds the buffered tail.
     tail = tuple((err + out)[-15:]) if status != Verdict.PASS else ()
-    return ExampleResult(status, message, command, proc.returncode, tail, tuple(runs))
+    return ExampleResult(
+        status=status,
+        message=message,
+        command=command,
+        exit_code=proc.returncode,
+        tail=tail,
+        examples=tuple(runs),
+    )

@@ -21,11 +21,13 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
 from .. import safefs
+from ..decoded import JSONObject, JSONValue
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
@@ -44,27 +46,36 @@ from .cases import (
     write_inputs,
 )
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    Inputs = Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]  # q, k, v and the mask
+
 # Optional, imported where its absence is handled: torch and torch_npu (_import_torch_npu(),
 # in the worker process only).
+
 RUN_TIMEOUT_S = 600
 JOB = "job.json"
 RESULT = "result.json"
 LOG = "torch_npu.log"
 WORKER = "import sys; from cannbuild.validate.torchnpu import worker; sys.exit(worker(sys.argv[1]))"
 SERVER = "import sys; from cannbuild.validate.torchnpu import serve; sys.exit(serve(sys.argv[1]))"
+# Only lines with this prefix are answers: torch_npu and the runtime may print to stdout too.
 REPLY = "BENCH "  # the prefix of the serve worker's answers on stdout
 
 
-class RouteOutcome(Struct, frozen=True):
+class RouteOutcome(Struct, frozen=True, kw_only=True):
     """What the route found: a verdict, why, and the per-case results."""
 
     status: str  # PASS | FAIL | SKIPPED
     message: str
-    details: Dict[str, Any] = field(default_factory=dict)
+    details: Dict[str, object] = field(default_factory=dict)
     results: Tuple[CaseResult, ...] = ()
 
 
-def start_worker(code: str, data: Path, env: Mapping[str, str], log: IO[str]) -> Any:
+def start_worker(
+    code: str, data: Path, env: Mapping[str, str], log: IO[str]
+) -> subprocess.Popen[bytes]:
     """A child Python running `code` with the package's env (cannbuild importable), its
     output to `log`; the bench's `serve` worker also gets a pipe for requests."""
     child_env = dict(env)
@@ -126,7 +137,7 @@ def run(
         except BaseException:  # Ctrl-C, SIGTERM: the worker goes too
             kill_group(child, grace_s=1.0)
             raise
-    details: Dict[str, Any] = {
+    details: Dict[str, object] = {
         "torch_npu": stack.torch_npu,
         "torch": stack.torch,
         "log": str(data / LOG),
@@ -141,10 +152,12 @@ def run(
         )
         failed = f"the torch_npu {stack.torch_npu} worker failed: {why} (log: {data / LOG})"
         return RouteOutcome(
-            Verdict.FAIL,
-            failed,
-            details,
-            tuple(CaseResult(c, Verdict.FAIL, failed) for c in selected),
+            status=Verdict.FAIL,
+            message=failed,
+            details=details,
+            results=tuple(
+                CaseResult(case=c, status=Verdict.FAIL, message=failed) for c in selected
+            ),
         )
     results: List[CaseResult] = []
     for case in selected:
@@ -152,7 +165,9 @@ def run(
         if not run_info.get("ok"):
             results.append(
                 CaseResult(
-                    case, Verdict.FAIL, f"npu_fusion_attention failed: {run_info.get('error')}"
+                    case=case,
+                    status=Verdict.FAIL,
+                    message=f"npu_fusion_attention failed: {run_info.get('error')}",
                 )
             )
             continue
@@ -178,7 +193,7 @@ def _verdict(
     library: Path,
     loaded: Sequence[str],
     version: str,
-    details: Dict[str, Any],
+    details: Dict[str, object],
 ) -> RouteOutcome:
     failed = [r for r in results if r.status != Verdict.PASS]
     if failed:
@@ -187,23 +202,32 @@ def _verdict(
             f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
             f"npu_fusion_attention; first: {first.case.name}: {first.message}"
         )
-        return RouteOutcome(Verdict.FAIL, message, details, tuple(results))
+        return RouteOutcome(
+            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
+        )
     ours = str(library.resolve())
+    # torch_npu takes the first `libcust_opapi.so` exporting the entry point, custom paths first,
+    # then the default vendors, then the toolkit's libopapi.so (reference real-host-findings.md
+    # §4): passing cases through another vendor prove nothing about this package.
     if loaded and ours not in loaded:
         message = (
             f"npu_fusion_attention ran, but not through this package: the process loaded "
             f"{', '.join(loaded)}, not {ours}; put the package's vendor first in "
             "ASCEND_CUSTOM_OPP_PATH (source its bin/set_env.bash)"
         )
-        return RouteOutcome(Verdict.FAIL, message, details, tuple(results))
+        return RouteOutcome(
+            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
+        )
     message = (
         f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
         f"npu_fusion_attention ({library.name} of the package)"
     )
-    return RouteOutcome(Verdict.PASS, message, details, tuple(results))
+    return RouteOutcome(
+        status=Verdict.PASS, message=message, details=details, results=tuple(results)
+    )
 
 
-def _read_result(directory: Path) -> Optional[Dict[str, Any]]:
+def _read_result(directory: Path) -> Optional[JSONObject]:
     try:
         data = json.loads((directory / RESULT).read_text())
     except (OSError, ValueError):
@@ -225,24 +249,28 @@ def _op_libraries() -> List[str]:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return []
+    # A /proc/self/maps line: `<range> <perms> <offset> <dev> <inode>  <path>`; the sixth field is
+    # the mapped file.
     found = {
         line.split(None, 5)[5].strip()
         for line in maps.splitlines()
+        # `libcust_opapi.so` of a vendor, the toolkit's `libopapi.so` or `libopapi_*.so`.
         if len(line.split(None, 5)) == 6 and "opapi" in line.rsplit("/", 1)[-1]
     }
     return sorted(os.path.realpath(p) for p in found)
 
 
-def _load(torch: Any, case: Case, directory: Path, key: str, heads: int) -> Any:
+def _load(torch: ModuleType, case: Case, directory: Path, key: str, heads: int) -> Tensor:
     raw = bytearray((directory / f"{case.name}.{key}").read_bytes())
     if key == "mask":
+        # The causal mask file is uint8 [S, S]; the worker passes it on as a bool tensor.
         return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
     dtype = torch_dtype(torch, case.dtype)
     shape = layout_shape(case.layout, case.B, heads, case.S, case.D)
     return torch.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
-def _inputs(torch: Any, case: Case, directory: Path, device: str) -> Tuple[Any, ...]:
+def _inputs(torch: ModuleType, case: Case, directory: Path, device: str) -> Inputs:
     q, k, v = (
         _load(torch, case, directory, key, heads).to(device)
         for key, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))
@@ -253,8 +281,9 @@ def _inputs(torch: Any, case: Case, directory: Path, device: str) -> Tuple[Any, 
     return q, k, v, mask
 
 
-def _call(torch_npu: Any, case: Case, inputs: Tuple[Any, ...]) -> Tuple[Any, ...]:
+def _call(torch_npu: ModuleType, case: Case, inputs: Inputs) -> Tuple[Tensor, ...]:
     q, k, v, mask = inputs
+    # (attention_out, softmax_max, softmax_sum): the first three of the seven outputs.
     return tuple(
         torch_npu.npu_fusion_attention(
             q, k, v, case.N1, case.layout, atten_mask=mask, scale=case.scale, keep_prob=1.0
@@ -262,12 +291,14 @@ def _call(torch_npu: Any, case: Case, inputs: Tuple[Any, ...]) -> Tuple[Any, ...
     )
 
 
-def _write_outputs(case: Case, directory: Path, outputs: Tuple[Any, ...]) -> None:
+def _write_outputs(case: Case, directory: Path, outputs: Tuple[Tensor, ...]) -> None:
     for suffix, tensor in zip(("out", "smax", "ssum"), outputs):
         (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor.cpu()))
 
 
-def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: str) -> float:
+def _run_case(
+    torch: ModuleType, torch_npu: ModuleType, case: Case, directory: Path, device: str
+) -> float:
     inputs = _inputs(torch, case, directory, device)
     torch.npu.synchronize()
     start = time.perf_counter()
@@ -278,9 +309,10 @@ def _run_case(torch: Any, torch_npu: Any, case: Case, directory: Path, device: s
     return elapsed_ms
 
 
-def _import_torch_npu() -> Tuple[Any, Any]:
+def _import_torch_npu() -> Tuple[ModuleType, ModuleType]:
     """torch, then torch_npu explicitly: with auto-loading, a torch_npu that fails to load
     fails `import torch` with torch's generic message in place of the cause."""
+    # Set before `import torch`, which reads it once at import.
     os.environ[AUTOLOAD] = "0"  # this worker process only
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -298,7 +330,7 @@ def worker(folder: str) -> int:
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
         write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first_lines(exc)}"})
         return 3
-    runs: Dict[str, Dict[str, Any]] = {}
+    runs: Dict[str, Dict[str, object]] = {}
     for case in select(job["cases"]):
         try:
             runs[case.name] = {
@@ -317,14 +349,18 @@ def worker(folder: str) -> int:
 # ---- the bench's worker: one request a line on stdin, one REPLY line each on stdout ----
 
 
-def _reply(answer: Mapping[str, Any]) -> None:
+def _reply(answer: Mapping[str, object]) -> None:
     sys.stdout.write(REPLY + json.dumps(answer) + "\n")
     sys.stdout.flush()
 
 
 def _bench_request(
-    torch: Any, torch_npu: Any, case: Case, inputs: Tuple[Any, ...], request: Mapping[str, Any]
-) -> Dict[str, Any]:
+    torch: ModuleType,
+    torch_npu: ModuleType,
+    case: Case,
+    inputs: Inputs,
+    request: Mapping[str, JSONValue],
+) -> Dict[str, object]:
     """reps 0: one call, outputs written for judging, the peak of torch_npu's allocator
     beyond the inputs; else `warmup` calls, then `reps` each between two NPU events."""
     reps = int(request.get("reps", 0))
@@ -341,6 +377,7 @@ def _bench_request(
         return {"ok": True, "ms": ms, "peak_memory_bytes": peak, "loaded": _op_libraries()}
     for _ in range(int(request.get("warmup", 1))):
         _call(torch_npu, case, inputs)
+    # NPU events time the device work alone, without the host's launch overhead.
     begin, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
     times: List[float] = []
     for _ in range(reps):
@@ -361,12 +398,14 @@ def serve(folder: str) -> int:
         _reply({"error": f"import torch_npu: {_first_lines(exc)}"})
         return 3
     _reply({"ready": True, "torch_npu": torch_npu.__version__})
-    held: Optional[Tuple[str, Tuple[Any, ...]]] = None
+    held: Optional[Tuple[str, Inputs]] = None
     for line in sys.stdin:
         request = json.loads(line)
         case = Case(**request["case"])
         try:
             if held is None or held[0] != case.name:
+                # Dropped before the next case's tensors are made, so two shapes never share device
+                # memory.
                 held = None  # the previous shape's tensors go first
                 held = (case.name, _inputs(torch, case, Path(request["data"]), "npu:0"))
             answer = _bench_request(torch, torch_npu, case, held[1], request)

@@ -45,7 +45,7 @@ def sandboxes(tmp_path_factory) -> Dict[str, Path]:
         def __missing__(self, key: str) -> Path:
             variant, cann = SPECS[key]
             directory = tmp_path_factory.getbasetemp() / "sandboxes" / key
-            create_sandbox(SandboxSpec(directory, variant, cann))
+            create_sandbox(SandboxSpec(dir=directory, variant=variant, cann=cann))
             self[key] = directory
             return directory
 

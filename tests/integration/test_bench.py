@@ -4,6 +4,7 @@ wrong is ever timed."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,13 +93,34 @@ def test_bench_writes_results_a_report_and_charts_of_every_timed_implementation(
     assert all(f"]({c['file']})" in report for c in data["charts"])
 
 
+def test_bench_on_a_fresh_workspace_builds_it_first_and_then_finds_it_up_to_date(cli, tmp_path):
+    """bench brings the workspace up to date through the walk `install` runs, saying so
+    (on stderr under --json: stdout stays the results); a second run builds nothing."""
+    args = ("bench", "--shapes", "N2S64D64", "--budget", "1")
+    first = cli(*args, "--out", str(tmp_path / "one"), "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["schema"] == "cannbuild-bench/1"
+    assert (
+        "workspace brought up to date first: ran opbase-build, opbase-install, "
+        "ops-transformer-build, ops-transformer-install" in first.stderr
+    )
+    assert cli.stamp("ops-transformer-install") is not None
+    installed = cli.stamp("ops-transformer-install")["finished"]
+    again = cli(*args, "--out", str(tmp_path / "two"))
+    assert again.returncode == 0, again.stderr
+    said = again.stdout.splitlines()
+    assert said[0] == "workspace up to date: all 4 steps were, nothing was built", again.stdout
+    assert said[1].startswith("bench: 1 shapes")
+    assert cli.stamp("ops-transformer-install")["finished"] == installed
+
+
 def test_a_wrong_kernel_is_judged_and_left_out_of_the_timings(cli, tmp_path):
     """A package whose FlashAttention squares the softmax scale: its output fails the check,
     so it is listed with the reason and never timed; the torch routes still are."""
     env = cli.env(CANNBUILD_SANDBOX_FAULT="fa-wrong-scale")
     assert cli("install", env=env).returncode == 0
     out = tmp_path / "out"
-    proc = cli("bench", "--shapes", "N8S128D64", "--out", str(out))
+    proc = cli("bench", "--shapes", "N8S128D64", "--out", str(out), env=env)  # no rebuild
     assert proc.returncode == 0, proc.stderr
     data = json.loads((out / "results.json").read_text())
     same_kernel = ["capi", "torch_npu"] if HAS_TORCH_NPU else ["capi"]
@@ -141,15 +163,21 @@ def test_three_variants_build_once_a_wrong_one_is_never_timed_and_a_rerun_builds
     tiling = cli.ws / "variants" / "kv128" / "src" / "ops-transformer" / "attention"
     header = tiling / "flash_attention_score" / "op_host" / "flash_attention_score_tiling.h"
     assert "#define FA_TILING_KEY_BLOCK_ROWS 128" in header.read_text()
-    logs = {n: (cli.ws / "variants" / n / "build.log").stat().st_mtime_ns for n in ("q32", "kv128")}
+    # each variant is a plan of its own: its stamps and logs in its folder
+    stamp = "stamps/ops-transformer-build.json"
+    built = {n: (cli.ws / "variants" / n / stamp).stat().st_mtime_ns for n in ("q32", "kv128")}
+    logs = {n: sorted(os.listdir(cli.ws / "variants" / n / "logs")) for n in ("q32", "kv128")}
 
     again = cli(*args, "--out", str(tmp_path / "two"))
     assert again.returncode == 0, again.stderr
     assert "building" not in again.stderr
     for name in ("q32", "kv128", "wrong"):
         assert f"variant {name}: up to date" in again.stderr
+    assert built == {
+        n: (cli.ws / "variants" / n / stamp).stat().st_mtime_ns for n in ("q32", "kv128")
+    }
     assert logs == {
-        n: (cli.ws / "variants" / n / "build.log").stat().st_mtime_ns for n in ("q32", "kv128")
+        n: sorted(os.listdir(cli.ws / "variants" / n / "logs")) for n in ("q32", "kv128")
     }
 
 

@@ -12,15 +12,17 @@ from cannbuild.validate import capi, cases
 
 reference_torch()
 
+# fmt: off
 EXTRA_CASES = (
-    cases.Case("fp32_sbh_s127_d64", "fp32", "SBH", 2, 2, 2, 127, 64, False),
-    cases.Case("fp16_bsnd_s513_d128_gqa_causal", "fp16", "BSND", 1, 4, 2, 513, 128, True),
-    cases.Case("bf16_sbh_s1_d64_gqa", "bf16", "SBH", 1, 4, 1, 1, 64, False),
-    cases.Case("bf16_bsnd_s127_d128_causal", "bf16", "BSND", 2, 2, 2, 127, 128, True),
-    cases.Case("fp16_sbh_s513_d64_causal", "fp16", "SBH", 1, 2, 2, 513, 64, True),
-    cases.Case("fp32_bsnd_s1_d64_gqa", "fp32", "BSND", 1, 8, 2, 1, 64, False),
-    cases.Case("fp32_bnsd_s127_d128_gqa8", "fp32", "BNSD", 1, 8, 1, 127, 128, True),
+    cases.Case(name="fp32_sbh_s127_d64", dtype="fp32", layout="SBH", B=2, N1=2, N2=2, S=127, D=64, causal=False),
+    cases.Case(name="fp16_bsnd_s513_d128_gqa_causal", dtype="fp16", layout="BSND", B=1, N1=4, N2=2, S=513, D=128, causal=True),
+    cases.Case(name="bf16_sbh_s1_d64_gqa", dtype="bf16", layout="SBH", B=1, N1=4, N2=1, S=1, D=64, causal=False),
+    cases.Case(name="bf16_bsnd_s127_d128_causal", dtype="bf16", layout="BSND", B=2, N1=2, N2=2, S=127, D=128, causal=True),
+    cases.Case(name="fp16_sbh_s513_d64_causal", dtype="fp16", layout="SBH", B=1, N1=2, N2=2, S=513, D=64, causal=True),
+    cases.Case(name="fp32_bsnd_s1_d64_gqa", dtype="fp32", layout="BSND", B=1, N1=8, N2=2, S=1, D=64, causal=False),
+    cases.Case(name="fp32_bnsd_s127_d128_gqa8", dtype="fp32", layout="BNSD", B=1, N1=8, N2=1, S=127, D=128, causal=True),
 )
+# fmt: on
 
 
 def installed_env(installed):
@@ -87,7 +89,9 @@ def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
 def test_memory_stays_linear_in_sequence_length(compiled, tmp_path):
     """No S x S buffer: at S=8192 an S x S fp32 matrix per head would be 256 MiB."""
     compiled, env = compiled
-    case = cases.Case("fp32_long", "fp32", "BNSD", 1, 1, 1, 8192, 64, False)
+    case = cases.Case(
+        name="fp32_long", dtype="fp32", layout="BNSD", B=1, N1=1, N2=1, S=8192, D=64, causal=False
+    )
     cases.write_inputs(case, tmp_path)
     manifest = tmp_path / "m.txt"
     manifest.write_text(cases.manifest_line(case, tmp_path) + "\n")

@@ -187,7 +187,7 @@ def test_install_into_toolkit_is_explicit(cli_for, tmp_path):
     from cannbuild.sandbox import SandboxSpec, create_sandbox
 
     own = tmp_path / "own-sandbox"
-    create_sandbox(SandboxSpec(own, "A2", "8.5.0"))
+    create_sandbox(SandboxSpec(dir=own, variant="A2", cann="8.5.0"))
     cli = cli_for("A2-8.5.0", tmp_path / "w")
     cli.sandbox = own
     assert cli("install", "--install-into-toolkit").returncode == 0

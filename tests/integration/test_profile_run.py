@@ -93,15 +93,22 @@ def test_at_level0_the_chain_is_still_found_from_kernel_names(installed, tmp_pat
     assert labelled - names
 
 
-def test_profile_run_refuses_a_workspace_without_the_package(cli_for, tmp_path):
+def test_profile_run_on_a_fresh_workspace_builds_it_first_and_says_so(cli_for, tmp_path):
     cli = cli_for("A2-8.5.0", tmp_path / "empty")
-    proc = cli("profile", "--run", str(tmp_path / "prof"))
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "no package is installed" in proc.stderr and "cannbuild install --sandbox" in proc.stderr
+    steps = "opbase-build, opbase-install, ops-transformer-build, ops-transformer-install"
+    dry = cli("profile", "--run", str(tmp_path / "prof"), "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert f"would be brought up to date first (would run {steps})" in dry.stderr
+    assert cli.stamp("ops-transformer-build") is None and not (tmp_path / "prof").exists()
+    proc = cli("profile", "--run", str(tmp_path / "prof"), *SHAPE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"workspace brought up to date first: ran {steps} ("), proc.stdout
+    assert output_of(tmp_path / "prof").is_dir()
 
 
 def test_a_dry_run_says_what_it_would_profile_and_writes_nothing(installed, tmp_path):
     proc = installed("profile", "--run", str(tmp_path / "prof"), "--head-dim", "64", "--dry-run")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "dry run: would profile" in proc.stderr and "D=64" in proc.stderr
+    assert "; the workspace is up to date; nothing was changed." in proc.stderr
     assert not (tmp_path / "prof").exists()

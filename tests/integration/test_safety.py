@@ -307,7 +307,7 @@ def test_install_into_toolkit_says_what_it_changes_and_restore_sh_undoes_it(cli_
     from cannbuild.sandbox import SandboxSpec, create_sandbox
 
     own = tmp_path / "own-sandbox"
-    create_sandbox(SandboxSpec(own, "A2", "8.5.0"))
+    create_sandbox(SandboxSpec(dir=own, variant="A2", cann="8.5.0"))
     toolkit = own / "sysroot/usr/local/Ascend/cann-8.5.0"
     before = tree_digest(toolkit)
     cli = cli_for("A2-8.5.0", tmp_path / "w")

@@ -75,7 +75,7 @@ def test_npu_smi_agrees_with_the_pci_picture(sandboxes, key):
 
 
 def test_creating_twice_is_a_no_op_and_a_half_made_sandbox_is_redone(tmp_path):
-    spec = SandboxSpec(tmp_path / "sb", "A2", "8.5.0")
+    spec = SandboxSpec(dir=tmp_path / "sb", variant="A2", cann="8.5.0")
     assert create_sandbox(spec).created
     start = time.monotonic()
     assert not create_sandbox(spec).created

@@ -237,7 +237,7 @@ def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_an
 ):
     cli = cli_for("A3-9.0.0")
     own = tmp_path / "sandbox"
-    info = create_sandbox(SandboxSpec(own, "A3", "9.0.0")).info
+    info = create_sandbox(SandboxSpec(dir=own, variant="A3", cann="9.0.0")).info
     cli.sandbox = own
     arch = os.uname().machine
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
@@ -304,7 +304,7 @@ def test_8_3_opbase_installs_op_common_under_pkg_inc_and_the_overlay_exposes_it(
 
 def test_the_stand_in_cmake_stops_like_the_real_one_without_dlog(tmp_path):
     own = tmp_path / "sandbox"
-    info = create_sandbox(SandboxSpec(own, "A2", "8.5.0")).info
+    info = create_sandbox(SandboxSpec(dir=own, variant="A2", cann="8.5.0")).info
     arch = os.uname().machine
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
     dest = checkout(own, "ops-transformer", "v8.5.0", tmp_path / "ot")

@@ -83,7 +83,11 @@ def test_each_archive_url_is_read_with_the_hash_declared_for_it():
     }
     assert set(found) == {MAKESELF, EIGEN, PROTOBUF, ABSEIL, JSON}  # no git URL, no comment
     assert found[MAKESELF] == Declared(
-        "makeself", MAKESELF, "cmake/third_party/makeself-fetch.cmake:3", None, "ab" * 32
+        name="makeself",
+        url=MAKESELF,
+        where="cmake/third_party/makeself-fetch.cmake:3",
+        md5=None,
+        sha256="ab" * 32,
     )
     assert found[EIGEN].where == "cmake/third_party/eigen.cmake:5"  # ${EIGEN_VERSION_PKG} expanded
     assert found[EIGEN].md5 is None and found[EIGEN].sha256 is None
@@ -117,19 +121,28 @@ def test_an_archive_is_named_after_its_project(url, name):
 
 def repo(*rules: ArchiveRule) -> RepoSpec:
     return RepoSpec(
-        "opbase", "https://gitcode.com/cann/opbase.git", tag="v9.0.0", third_party=rules
+        name="opbase", url="https://gitcode.com/cann/opbase.git", tag="v9.0.0", third_party=rules
     )
 
 
 DECLARED = (
-    Declared("makeself", MAKESELF, "cmake/third_party/makeself-fetch.cmake:45", md5="a" * 32),
-    Declared("protobuf", PROTOBUF, "cmake/third_party/protobuf.cmake:46"),
     Declared(
-        "googletest",
-        f"{GITCODE}/googletest/x/googletest-1.14.0.tar.gz",
-        "cmake/third_party/gtest.cmake:65",
+        name="makeself",
+        url=MAKESELF,
+        where="cmake/third_party/makeself-fetch.cmake:45",
+        md5="a" * 32,
     ),
-    Declared("boost", f"{GITCODE}/boost/x/boost_1_87_0.tar.gz", "cmake/third_party/boost.cmake:20"),
+    Declared(name="protobuf", url=PROTOBUF, where="cmake/third_party/protobuf.cmake:46"),
+    Declared(
+        name="googletest",
+        url=f"{GITCODE}/googletest/x/googletest-1.14.0.tar.gz",
+        where="cmake/third_party/gtest.cmake:65",
+    ),
+    Declared(
+        name="boost",
+        url=f"{GITCODE}/boost/x/boost_1_87_0.tar.gz",
+        where="cmake/third_party/boost.cmake:20",
+    ),
 )
 
 
@@ -138,12 +151,14 @@ def test_the_recipe_places_what_the_cmake_declares_and_names_the_rest():
         Path("9.0.toml"),
         repo(
             ArchiveRule(
-                "makeself",
-                ("third_party/m.tar.gz", "third_party/makeself/"),
-                "makeself-fetch.cmake:29",
+                name="makeself",
+                place=("third_party/m.tar.gz", "third_party/makeself/"),
+                source="makeself-fetch.cmake:29",
             ),
-            ArchiveRule("protobuf", (), "protobuf.cmake: downloaded on every build"),
-            ArchiveRule("googletest", (), "only -u", needed=False),
+            ArchiveRule(
+                name="protobuf", place=(), source="protobuf.cmake: downloaded on every build"
+            ),
+            ArchiveRule(name="googletest", place=(), source="only -u", needed=False),
         ),
         "f" * 40,
         DECLARED,
@@ -160,8 +175,14 @@ def test_a_recipe_adds_an_archive_or_overrides_its_hash():
     plan = plan_archives(
         Path("r.toml"),
         repo(
-            ArchiveRule("makeself", ("third_party/m.tar.gz",), "s", md5="b" * 32),
-            ArchiveRule("extra", ("third_party/extra.tar.gz",), "s", url=extra, sha256="e" * 64),
+            ArchiveRule(name="makeself", place=("third_party/m.tar.gz",), source="s", md5="b" * 32),
+            ArchiveRule(
+                name="extra",
+                place=("third_party/extra.tar.gz",),
+                source="s",
+                url=extra,
+                sha256="e" * 64,
+            ),
         ),
         "f" * 40,
         DECLARED,
@@ -177,7 +198,7 @@ def test_a_rule_for_an_archive_the_ref_does_not_download_is_a_clear_error():
     ):
         plan_archives(
             Path("r.toml"),
-            repo(ArchiveRule("eigen", ("third_party/e.tgz",), "s")),
+            repo(ArchiveRule(name="eigen", place=("third_party/e.tgz",), source="s")),
             "f" * 40,
             DECLARED,
         )
@@ -187,7 +208,10 @@ def test_a_file_the_cmake_would_reject_is_refused_naming_the_line(tmp_path):
     archive = tmp_path / "makeself.tar.gz"
     archive.write_bytes(b"not the pinned makeself")
     item = plan_archives(
-        Path("r.toml"), repo(ArchiveRule("makeself", ("third_party/m",), "s")), "f" * 40, DECLARED
+        Path("r.toml"),
+        repo(ArchiveRule(name="makeself", place=("third_party/m",), source="s")),
+        "f" * 40,
+        DECLARED,
     ).placed[0]
     with pytest.raises(FetchError, match=r"declares a{32}: its build would reject the file") as err:
         check_declared(archive, item, "opbase", "file:///mirror/makeself.tar.gz")

@@ -40,7 +40,7 @@ def test_shapes_parse_and_a_bad_one_names_the_flag_and_the_format():
 
 
 def test_median_iqr_and_tflops_of_a_timing():
-    t = Timing((1.0, 2.0, 3.0, 4.0, 100.0))
+    t = Timing(times_ms=(1.0, 2.0, 3.0, 4.0, 100.0))
     assert t.median_ms == 3.0 and t.iqr_ms == 2.0
     assert t.tflops(3e9) == pytest.approx(1.0)
     assert repetitions(1000.0, 0.25) == 3 and repetitions(0.01, 0.25) == 25

@@ -296,7 +296,7 @@ from cannbuild.errors import UsageError
 from cannbuild.sources.bundle import seed_from_bundle
 from cannbuild.workspace import Workspace
 try:
-    seed_from_bundle(Workspace(Path(sys.argv[1])), Path(sys.argv[2]))
+    seed_from_bundle(Workspace(root=Path(sys.argv[1])), Path(sys.argv[2]))
 except UsageError as exc:
     print(exc.paragraph())
     sys.exit(2)

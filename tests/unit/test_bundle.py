@@ -31,7 +31,7 @@ HEX = "ab" * 32
 
 
 def test_a_corrupt_member_is_refused_before_anything_is_written(tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     archive = b"archive bytes"
     files = {f"downloads/{HEX}/a.tar.gz": archive, "cannbuild.lock": b"version = 1\n"}
     manifest = {name: sha(data) for name, data in files.items()}
@@ -47,7 +47,7 @@ def test_a_corrupt_member_is_refused_before_anything_is_written(tmp_path):
     ["downloads/../../../escaped", "downloads//{outside}", "/{outside}", "git/../x.bundle"],
 )
 def test_a_member_naming_a_path_outside_the_workspace_is_refused(tmp_path, name):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     outside = tmp_path / "theirs.txt"
     outside.write_text("keep")
     name = name.format(outside=str(outside).lstrip("/"))
@@ -68,7 +68,7 @@ def test_a_manifest_that_is_not_a_name_to_digest_map_is_one_paragraph(tmp_path, 
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     with pytest.raises(UsageError, match="manifest.json"):
-        seed_from_bundle(Workspace(tmp_path / "ws"), bundle)
+        seed_from_bundle(Workspace(root=tmp_path / "ws"), bundle)
 
 
 def test_a_large_member_is_streamed_with_bounded_memory(tmp_path):
@@ -103,7 +103,7 @@ def test_a_large_member_is_streamed_with_bounded_memory(tmp_path):
         "from cannbuild.errors import UsageError\n"
         "from cannbuild.workspace import Workspace\n"
         "try:\n"
-        f"    seed_from_bundle(Workspace(Path({str(tmp_path / 'ws')!r})), Path({str(bundle)!r}))\n"
+        f"    seed_from_bundle(Workspace(root=Path({str(tmp_path / 'ws')!r})), Path({str(bundle)!r}))\n"
         "except UsageError:\n"
         "    pass  # the lock is not one; the archive was streamed and verified before that\n"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
@@ -122,4 +122,4 @@ def test_a_manifest_without_the_lock_is_not_a_bundle(tmp_path):
     with pytest.raises(
         UsageError, match="no manifest.json or cannbuild.lock|lists no cannbuild.lock"
     ):
-        seed_from_bundle(Workspace(tmp_path / "ws"), bundle)
+        seed_from_bundle(Workspace(root=tmp_path / "ws"), bundle)

@@ -248,7 +248,7 @@ def test_secrets_by_name_are_hidden_in_plan_json_on_both_routes(route, tree, tmp
 
 def test_secrets_by_name_are_hidden_in_the_step_log_and_the_stamp(tmp_path):
 
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     step = build_step(secret_recipe(tmp_path / "recipes"), ws)
     outcome = run_alone(step, ws, tmp_path / "toolkit")
     log = outcome.log.read_text()

@@ -234,7 +234,7 @@ def test_a_sandbox_lock_renders_only_a_sandbox_image(tmp_path, lock_file):
 
 
 def test_the_lock_pins_the_base_by_digest_once_known():
-    spec = ContainerSpec("A3", "8.5.0")
+    spec = ContainerSpec(variant="A3", cann="8.5.0")
     assert base_reference(spec, LOCK)[0] == "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
     pinned = replace(
         LOCK,

@@ -69,20 +69,27 @@ class _Ccache:
 
 
 def test_ccache_gets_bounded_timeouts_for_its_remote_unless_the_url_sets_them(tmp_path):
-    cache = CompileCache(_Ccache(), "http://h:8080/c", tmp_path / "ccache", tmp_path)  # type: ignore[arg-type]
+    cache = CompileCache(
+        ccache=_Ccache(), remote="http://h:8080/c", directory=tmp_path / "ccache", base_dir=tmp_path
+    )  # type: ignore[arg-type]
     storage = cache.env("/usr/bin")["CCACHE_REMOTE_STORAGE"]
     assert storage == "http://h:8080/c|connect-timeout=500|operation-timeout=1000"
-    own = CompileCache(_Ccache(), "redis://h|operation-timeout=5000", tmp_path, tmp_path)  # type: ignore[arg-type]
+    own = CompileCache(
+        ccache=_Ccache(),
+        remote="redis://h|operation-timeout=5000",
+        directory=tmp_path,
+        base_dir=tmp_path,
+    )  # type: ignore[arg-type]
     assert own.storage == "redis://h|operation-timeout=5000|connect-timeout=500"
 
 
 def test_a_remote_left_out_is_given_to_no_compile_and_the_report_says_so(tmp_path):
     why = "http://***@h/c did not answer within 3 s (timed out)"
     cache = CompileCache(
-        _Ccache(),  # type: ignore[arg-type]
-        "http://u:pw@h/c",
-        tmp_path / "ccache",
-        tmp_path,
+        ccache=_Ccache(),  # type: ignore[arg-type]
+        remote="http://u:pw@h/c",
+        directory=tmp_path / "ccache",
+        base_dir=tmp_path,
         remote_skipped=why,
     )
     assert cache.env("")["CCACHE_REMOTE_STORAGE"] == ""  # overrides a ccache.conf remote too
@@ -123,7 +130,7 @@ def installed_workspace(root: Path) -> Workspace:
     """A workspace as `setup` leaves it: the build's package, the installed vendor
     folder, their stamps, a PASS validation and an ok last attempt (real files)."""
     claim(root, "workspace", "--workspace")
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     package = ws.src / "ops-transformer" / "build_out" / "cann-ops-transformer-custom.run"
     package.parent.mkdir(parents=True)
     package.write_bytes(b"#!/bin/sh\n")
@@ -236,7 +243,7 @@ def leftover_tree(ws: Workspace, alive_pid: int) -> dict:
 
 
 def test_the_next_run_holding_the_lock_removes_what_dead_runs_left(tmp_path):
-    ws = Workspace(claim(tmp_path / "ws", "workspace", "--workspace"))
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     made = leftover_tree(ws, os.getppid())
     with WorkspaceLock(ws, "cannbuild fetch"):
         pass
@@ -248,7 +255,7 @@ def test_the_next_run_holding_the_lock_removes_what_dead_runs_left(tmp_path):
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_clean_removes_and_counts_what_dead_runs_left(route, tmp_path):
-    ws = Workspace(claim(tmp_path / "ws", "workspace", "--workspace"))
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     made = leftover_tree(ws, os.getppid())
     proc = run_route(route, "clean", "-w", str(ws.root), cwd=tmp_path, timeout=60)
     out = proc.stdout + proc.stderr
@@ -260,7 +267,7 @@ def test_clean_removes_and_counts_what_dead_runs_left(route, tmp_path):
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_clean_waits_its_turn_and_never_deletes_a_running_builds_sources(route, tmp_path):
-    ws = Workspace(claim(tmp_path / "ws", "workspace", "--workspace"))
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     (ws.src / "opbase").mkdir(parents=True)
     (ws.src / "opbase" / "build.sh").write_text("#!/bin/sh\n")
     before = tree_digest(ws.root / "src")
@@ -275,7 +282,7 @@ def test_clean_waits_its_turn_and_never_deletes_a_running_builds_sources(route, 
 
 
 def test_clean_with_wait_queues_behind_the_run(tmp_path):
-    ws = Workspace(claim(tmp_path / "ws", "workspace", "--workspace"))
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     (ws.src / "opbase").mkdir(parents=True)
     with WorkspaceLock(ws, "cannbuild setup"):
         child = subprocess.Popen(

@@ -98,14 +98,22 @@ def test_driver_incompatible_with_toolkit_warns(tree):
 
 def test_torch_npu_for_another_cann_is_caught(tree):
     tk = doctor(tree, soc="ascend910b").toolkit if a2_host(tree, "9.0.0") else None
-    checks = {c.id: c for c in python_stack_checks(PythonStack((3, 11), "2.7.1", "2.7.1"), tk)}
+    checks = {
+        c.id: c
+        for c in python_stack_checks(
+            PythonStack(python=(3, 11), torch="2.7.1", torch_npu="2.7.1"), tk
+        )
+    }
     assert checks["torch_npu"].status == "warn"
     assert "2.9.0.post2" in checks["torch_npu"].hint
 
 
 def test_torch_npu_for_another_torch_fails():
     checks = {
-        c.id: c for c in python_stack_checks(PythonStack((3, 11), "2.8.0", "2.7.1.post2"), None)
+        c.id: c
+        for c in python_stack_checks(
+            PythonStack(python=(3, 11), torch="2.8.0", torch_npu="2.7.1.post2"), None
+        )
     }
     assert checks["torch_npu"].status == "fail"
     assert "pip install torch==2.7.1" in checks["torch_npu"].hint
@@ -124,7 +132,7 @@ def cann_libraries(folder):
     return str(folder)
 
 
-NPU_STACK = PythonStack((3, 11), "2.13.0+cpu", "2.13.0")
+NPU_STACK = PythonStack(python=(3, 11), torch="2.13.0+cpu", torch_npu="2.13.0")
 
 
 def test_torch_npu_without_cann_libraries_on_the_loader_path_says_import_torch_fails(tmp_path):

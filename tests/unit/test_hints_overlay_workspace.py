@@ -122,7 +122,7 @@ def test_overlay_env_points_every_toolkit_path_at_the_overlay(tmp_path: Path):
 
 
 def test_second_holder_of_the_workspace_is_refused_with_who_holds_it(tmp_path: Path):
-    ws = Workspace(tmp_path)
+    ws = Workspace(root=tmp_path)
     with WorkspaceLock(ws, "cannbuild build"):
         with pytest.raises(WorkspaceBusy) as err, WorkspaceLock(ws, "cannbuild setup"):
             pass

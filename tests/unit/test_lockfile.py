@@ -9,14 +9,14 @@ from lockdata import sample_lock
 
 LOCK = sample_lock("9.0.0", pinned_opbase=True)
 WANTED = Wanted(
-    "cann-9.0",
-    "9.0.0",
-    "ascend910_93",
-    (
+    recipe="cann-9.0",
+    toolkit_version="9.0.0",
+    soc="ascend910_93",
+    repos=(
         ("opbase", "https://gitcode.com/cann/opbase.git", "tag v9.0.0"),
         ("ops-transformer", "https://gitcode.com/cann/ops-transformer.git", "tag v9.0.0"),
     ),
-    (("makeself", "https://x/makeself.tar.gz", None),),
+    archives=(("makeself", "https://x/makeself.tar.gz", None),),
 )
 
 
@@ -68,7 +68,12 @@ def test_a_lock_names_the_checkouts_each_archive_goes_into(tmp_path: Path):
     lock = replace(
         LOCK,
         third_party=(
-            LockedArchive("json", "https://x/include.zip", "e" * 64, ("opbase", "ops-transformer")),
+            LockedArchive(
+                name="json",
+                url="https://x/include.zip",
+                sha256="e" * 64,
+                repos=("opbase", "ops-transformer"),
+            ),
         ),
     )
     path = tmp_path / "cannbuild.lock"

@@ -27,7 +27,7 @@ def files(root: Path) -> dict:
 
 def premarker(root: Path) -> Path:
     """A workspace an older cannbuild made: a finished run's lock file and stamp, no marker."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     root.mkdir()
     with WorkspaceLock(ws, "setup"):
         pass
@@ -82,7 +82,7 @@ def test_a_workspace_an_older_cannbuild_made_is_adopted(tmp_path):
 def test_the_lock_record_of_an_interrupted_older_run_is_evidence_enough(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
-    lock = WorkspaceLock(Workspace(root), "setup")
+    lock = WorkspaceLock(Workspace(root=root), "setup")
     lock.__enter__()  # killed before it released the lock: .lock.info stays
     assert lock._fd is not None
     os.close(lock._fd)
@@ -155,7 +155,7 @@ def test_a_symlinked_src_is_not_an_empty_folder(tmp_path):
 def test_a_cache_restored_from_an_older_run_is_taken_by_its_tool_memo(tmp_path):
     """A CI cache restore brings back `cache/` (with cannbuild's tool memo) but no marker."""
     old = tmp_path / "old"
-    memo = Workspace(old).tool_memo
+    memo = Workspace(root=old).tool_memo
     remember_tools(memo, probe_tools(dict(os.environ), memo=memo))  # as a run does
     assert memo.is_file()
     restored = tmp_path / "ws"

@@ -121,7 +121,7 @@ def statuses(steps) -> List[tuple]:
 
 
 def test_a_fresh_workspace_needs_every_step_and_an_optional_one_only_when_asked(recipe, tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     steps = walk(recipe, context(recipe, ws), ws, ("build", "install"))
     assert [(s.name, s.status) for s in steps] == [
         ("build", NEEDS_RUN),
@@ -137,7 +137,7 @@ def test_a_fresh_workspace_needs_every_step_and_an_optional_one_only_when_asked(
 
 
 def test_after_a_run_everything_is_up_to_date_and_more_jobs_change_nothing(recipe, tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     build_all(recipe, ws, context(recipe, ws))
     steps = walk(recipe, context(recipe, ws, jobs=64), ws, ("build", "install"))
     assert [s.status for s in steps[:2]] == [UP_TO_DATE, UP_TO_DATE]
@@ -152,7 +152,7 @@ def test_after_a_run_everything_is_up_to_date_and_more_jobs_change_nothing(recip
     ],
 )
 def test_a_changed_input_reruns_the_step_and_says_which(recipe, tmp_path, change, reason):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     build_all(recipe, ws, context(recipe, ws))
     steps = walk(recipe, context(recipe, ws, **change), ws, ("build", "install"))
     assert steps[0].status == NEEDS_RUN and steps[0].reason == reason
@@ -160,7 +160,7 @@ def test_a_changed_input_reruns_the_step_and_says_which(recipe, tmp_path, change
 
 
 def test_a_package_that_is_gone_or_changed_reruns_its_step(recipe, tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     ctx = context(recipe, ws)
     build_all(recipe, ws, ctx)
     package = ws.checkout("lib") / "out" / "lib-ascend910b.run"
@@ -173,7 +173,7 @@ def test_a_package_that_is_gone_or_changed_reruns_its_step(recipe, tmp_path):
 
 
 def test_force_reruns_one_step_and_an_unknown_step_is_refused(recipe, tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     ctx = context(recipe, ws)
     build_all(recipe, ws, ctx)
     steps = walk(recipe, ctx, ws, ("build", "install"), force=("install",))
@@ -188,7 +188,7 @@ def test_force_reruns_one_step_and_an_unknown_step_is_refused(recipe, tmp_path):
 
 
 def test_a_run_plans_each_step_after_the_one_before_ran_and_stops_at_a_failure(recipe, tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     seen = []
 
     def fail_build(step) -> bool:
@@ -241,7 +241,7 @@ def _action_context(tmp_path: Path, **overrides):
 def test_the_vendor_install_starts_from_a_clean_folder_and_must_leave_set_env(recipe, tmp_path):
     from cannbuild.build.actions import ACTIONS, ActionFailed
 
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     step = _planned(recipe, ws, "install")
     ctx = _action_context(tmp_path)
     stale = ctx.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
@@ -263,7 +263,7 @@ def test_the_overlay_action_stages_into_an_emptied_prefix_and_fails_on_an_empty_
 ):
     from cannbuild.build.actions import ACTIONS, ActionFailed
 
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     step = _planned(recipe, ws, "build")
     ctx = _action_context(tmp_path)
     leftover = ctx.stage / "cann" / "old.h"

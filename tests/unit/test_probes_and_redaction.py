@@ -111,7 +111,7 @@ def test_a_tools_version_is_remembered_until_its_binary_changes(tmp_path):
     bin_dir.mkdir()
     make = bin_dir / "make"
     shutil.copy2(shutil.which("make") or "/usr/bin/make", make)  # a real ELF binary
-    spec = ToolSpec("make", ("--version",))
+    spec = ToolSpec(name="make", version_args=("--version",))
     memo = tmp_path / "tools.json"
     env = {"PATH": str(bin_dir)}
     (first,) = probe_tools(env, (spec,), memo)
@@ -134,4 +134,4 @@ def test_a_script_is_asked_every_time(tmp_path):
     shim = tmp_path / "python3"
     shim.write_text("#!/bin/sh\necho Python 3.9.1\n")
     shim.chmod(0o755)
-    assert binary_key(ToolSpec("python3", ("--version",)), str(shim)) is None
+    assert binary_key(ToolSpec(name="python3", version_args=("--version",)), str(shim)) is None

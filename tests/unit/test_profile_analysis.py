@@ -24,7 +24,10 @@ def run(*streams: Sequence[str], interleave: bool = False) -> Analyzer:
     analyzer = Analyzer()
     kernels: List[Kernel] = []
     for s, types in enumerate(streams):
-        kernels += [Kernel(f"s{s}", t, t, float(i * 10 + s), 1.0) for i, t in enumerate(types)]
+        kernels += [
+            Kernel(stream=f"s{s}", name=t, op_type=t, start_us=float(i * 10 + s), dur_us=1.0)
+            for i, t in enumerate(types)
+        ]
     if interleave:
         kernels.sort(key=lambda k: k.start_us)
     for k in kernels:
@@ -64,7 +67,7 @@ def test_chains_are_found_per_stream_when_streams_interleave():
 def test_the_op_table_is_sorted_by_device_time_and_counts_every_kernel():
     analyzer = Analyzer()
     for i, (t, d) in enumerate([("A", 5.0), ("B", 1.0), ("A", 7.0), ("C", 20.0)]):
-        analyzer.add(Kernel("s", t, t, float(i), d))
+        analyzer.add(Kernel(stream="s", name=t, op_type=t, start_us=float(i), dur_us=d))
     result = analyzer.result()
     assert [(o.op_type, o.count, o.total_us, o.max_us) for o in result.ops] == [
         ("C", 1, 20.0, 20.0),

@@ -111,7 +111,7 @@ def test_a_failed_first_fetch_leaves_no_cache_behind(tmp_path: Path):
 def fetched(upstream: Path, tmp_path: Path):
     """A workspace whose git cache holds the demo repo: (fetcher, ws, cache, url)."""
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     cache = ws.git_cache / "demo.git"
     url = "https://gitcode.com/cann/demo.git"
     fetcher.fetch_repo(cache, url)
@@ -154,7 +154,7 @@ def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(fetched):
     url = "https://user:secret@gitcode.com/cann/demo.git"  # the origin a checkout must not keep
     old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
     new, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
-    pin = Nested("third_party/opbase", cache, old, url)
+    pin = Nested(dest="third_party/opbase", cache=cache, commit=old, url=url)
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url, [pin])
     assert changed and (path / "f").read_text() == "2\n"
     assert (path / "third_party" / "opbase" / "f").read_text() == "1\n"
@@ -169,7 +169,15 @@ def test_nested_pin_over_a_non_empty_folder_is_refused_and_leaves_nothing(fetche
     head, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
     # "f" is a file in the checkout: the nested clone cannot take its place
     with pytest.raises(FetchError, match="destination path 'f' already exists in demo"):
-        ensure_checkout(fetcher, ws, "demo", cache, head, url, [Nested("f", cache, head, url)])
+        ensure_checkout(
+            fetcher,
+            ws,
+            "demo",
+            cache,
+            head,
+            url,
+            [Nested(dest="f", cache=cache, commit=head, url=url)],
+        )
     assert list(ws.src.iterdir()) == []
 
 
@@ -219,7 +227,7 @@ def test_transient_server_errors_are_retried_with_backoff(server, tmp_path: Path
     Flaky.failures = 2
     delays = []
     fetcher = Fetcher(retries=3, sleep=delays.append)
-    path, _sha = ensure_archive(fetcher, Workspace(tmp_path), f"{server}/a.tar.gz", None)
+    path, _sha = ensure_archive(fetcher, Workspace(root=tmp_path), f"{server}/a.tar.gz", None)
     assert path.read_bytes() == b"payload\n"
     assert delays == [1.0, 2.0] and Flaky.calls == 3
 
@@ -242,7 +250,7 @@ def test_retries_are_bounded(server, tmp_path: Path):
 def test_archive_hash_mismatch_is_refused(server, tmp_path: Path):
     Flaky.failures = 0
     with pytest.raises(FetchError, match="was expected"):
-        ensure_archive(Fetcher(), Workspace(tmp_path), f"{server}/a.tar.gz", "0" * 64)
+        ensure_archive(Fetcher(), Workspace(root=tmp_path), f"{server}/a.tar.gz", "0" * 64)
 
 
 def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path):
@@ -251,7 +259,7 @@ def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path
     (mirror / "pkg" / "a.tar.gz").write_bytes(b"local\n")
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror.as_uri() + "/"),))
     path, _ = ensure_archive(
-        fetcher, Workspace(tmp_path / "ws"), "https://gitcode.com/pkg/a.tar.gz", None
+        fetcher, Workspace(root=tmp_path / "ws"), "https://gitcode.com/pkg/a.tar.gz", None
     )
     assert path.read_bytes() == b"local\n"
     with pytest.raises(FetchError, match=r"b.tar.gz failed: \[Errno 2\] No such file") as err:
@@ -302,7 +310,7 @@ def test_a_mirror_url_with_user_and_password_is_sent_as_basic_auth(auth_server, 
     mirror = f"http://mirror-user:p%40ss%3Aw%2Frd@127.0.0.1:{auth_server}/"
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror),), retries=0)
     path, _sha = ensure_archive(
-        fetcher, Workspace(tmp_path), "https://gitcode.com/x/a.tar.gz", None
+        fetcher, Workspace(root=tmp_path), "https://gitcode.com/x/a.tar.gz", None
     )
     assert path.read_bytes() == b"archive from the mirror\n"
 
@@ -311,7 +319,7 @@ def test_a_refused_credential_is_named_without_the_password(auth_server, tmp_pat
     mirror = f"http://mirror-user:wrong-secret@127.0.0.1:{auth_server}/"
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror),), retries=0)
     with pytest.raises(FetchError) as err:
-        ensure_archive(fetcher, Workspace(tmp_path), "https://gitcode.com/x/a.tar.gz", None)
+        ensure_archive(fetcher, Workspace(root=tmp_path), "https://gitcode.com/x/a.tar.gz", None)
     text = err.value.paragraph()
     assert "HTTP Error 401" in text and "127.0.0.1" in text
     assert "wrong-secret" not in text and "mirror-user" not in text

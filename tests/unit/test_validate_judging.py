@@ -13,7 +13,9 @@ torch = reference_torch()
 from cannbuild.host.pystack import read_python_stack  # noqa: E402
 from cannbuild.validate import cases, example  # noqa: E402
 
-CASE = cases.Case("fp16_bsh_t", "fp16", "BSH", 1, 4, 2, 33, 64, True)
+CASE = cases.Case(
+    name="fp16_bsh_t", dtype="fp16", layout="BSH", B=1, N1=4, N2=2, S=33, D=64, causal=True
+)
 
 
 def reference_outputs(case, scale=None, nan=False):

@@ -276,7 +276,7 @@ def planned_with_secret(tmp_path: Path, password: str, ws: Workspace):
 
 def test_a_secret_by_name_is_hidden_in_the_plan_the_log_and_the_stamp(tmp_path):
 
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     password = "hunter2hunter2"
     step = planned_with_secret(tmp_path, password, ws)
     shown = json.dumps(step.to_json())  # plan --json
@@ -296,7 +296,7 @@ def test_a_secret_by_name_is_hidden_in_the_plan_the_log_and_the_stamp(tmp_path):
 
 
 def test_a_changed_secret_still_changes_the_input_hash(tmp_path):
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(root=tmp_path / "ws")
     first = planned_with_secret(tmp_path, "first-secret", ws)
     again = planned_with_secret(tmp_path, "first-secret", ws)
     changed = planned_with_secret(tmp_path, "other-secret", ws)

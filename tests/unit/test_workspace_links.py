@@ -33,7 +33,7 @@ MINE = ("last-build.json", "tools.json", "CMakeCache.txt", "deep/notes.txt")
 def made_workspace(root: Path) -> Workspace:
     """A workspace as a run leaves it: its folders, a run's log and report, and the
     `latest` links cannbuild points at that run."""
-    ws = Workspace(root)
+    ws = Workspace(root=root)
     claim(root, "workspace", "--workspace")
     for name in FOLDERS:
         (root / name).mkdir(parents=True, exist_ok=True)
@@ -163,7 +163,7 @@ def bundling(tmp_path_factory) -> Path:
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
     ).stdout.strip()
-    ws = Workspace(root / "ws")
+    ws = Workspace(root=root / "ws")
     ws.git_cache.mkdir(parents=True)
     git("clone", "--quiet", "--bare", str(repo), str(ws.git_cache / "opbase.git"), cwd=root)
     project = root / "project"
@@ -174,7 +174,7 @@ def bundling(tmp_path_factory) -> Path:
         toolkit_version="8.5.0",
         soc="ascend910_93",
         arch="x86_64",
-        repos=(LockedRepo("opbase", str(repo), "tag v8.5.0", commit),),
+        repos=(LockedRepo(name="opbase", url=str(repo), ref="tag v8.5.0", commit=commit),),
         third_party=(),
         source_date_epoch=1700000000,
     )
@@ -276,7 +276,9 @@ def test_a_link_at_a_build_steps_scratch_folder_is_refused_before_it_runs(world,
     checkout.mkdir()
     link = put_link(ws, f"src/opbase/{name}", mine)
     step = PlannedStep(
-        spec=StepSpec("opbase-build", "steps/opbase-build.j2", repo="opbase", scratch=SCRATCH),
+        spec=StepSpec(
+            name="opbase-build", command="steps/opbase-build.j2", repo="opbase", scratch=SCRATCH
+        ),
         command=BUILD_SH,
         argv=("sh", "-c", BUILD_SH),
         cwd=checkout,
@@ -293,7 +295,7 @@ def test_a_link_at_a_build_steps_scratch_folder_is_refused_before_it_runs(world,
     )
     before = tree_digest(mine)
     with pytest.raises(UsageError) as refused:
-        run_step(step, ws, RunLogs(ws, RUN), actions, NoProgress(), [])
+        run_step(step, ws, RunLogs(ws=ws, run_id=RUN), actions, NoProgress(), [])
     assert str(link) in refused.value.message and "symlink" in refused.value.message
     assert tree_digest(mine) == before
 

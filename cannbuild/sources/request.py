@@ -1,0 +1,28 @@
+"""What making the sources ready needs to know, as one record: the sources do not see
+the build session (`build.session.Session.source_request` makes it), as `validate/`
+takes `ValidationInputs`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from msgspec import Struct
+
+from ..recipes import Recipe
+from ..workspace import Workspace
+from .fetch import Fetcher
+
+
+class SourceRequest(Struct, frozen=True, kw_only=True):
+    recipe: Recipe
+    values: Mapping[str, Any]  # the template values the refs render from (`v{{ cann.release }}`)
+    toolkit_version: str  # the lock's header: what it was resolved for
+    soc: str
+    sandbox: bool  # resolved on the emulated host: the lock says so
+    ws: Workspace
+    fetcher: Fetcher
+    lock_file: Path
+    locked: bool  # --locked: a lock that does not match is refused, never rewritten
+    offline: bool
+    bundle: Optional[Path] = None  # --bundle: seeds the caches (and the lock) first
