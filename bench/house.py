@@ -6,8 +6,8 @@ cycles at any scope.
 
 An import cycle "at any scope" counts an edge for every `import` in a module, whether at
 the top or inside a function (a lazy import still ties the two modules together), and
-for every `lazy_module("cannbuild.x")` (cannbuild/lazy.py) or `importlib.import_module`
-of a constant name; it ignores only imports under `if TYPE_CHECKING:`, which never run.
+for every `lazy_module("cannbuild.x")` (cannbuild/lazy.py), `importlib.import_module` or
+`__import__` of a constant name; it ignores only imports under `if TYPE_CHECKING:`, which never run.
 An import done inside a function, by statement or by one of those calls, is a
 function-local import; a `lazy_module` declaration at module level is counted apart
 (`lazy_declarations`): it is read at the top, but it is lazy all the same.
@@ -142,8 +142,9 @@ class Module:
         return sum(1 for t in tokens if t.type == tokenize.COMMENT)
 
 
-# calls that import the module they name: cannbuild/lazy.py's proxy, and importlib's
-IMPORTING_CALLS = ("lazy_module", "import_module")
+# calls that import the module they name: cannbuild/lazy.py's proxy, importlib's, and
+# the builtin the proxy imports with
+IMPORTING_CALLS = ("lazy_module", "import_module", "__import__")
 
 
 def _call_name(node: ast.Call) -> str:

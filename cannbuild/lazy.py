@@ -17,7 +17,7 @@ verdict stays where it is handled, named in a comment beside the declarations.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from types import ModuleType
 
 _TARGET = "__lazy_target__"
@@ -32,9 +32,12 @@ class _LazyModule(ModuleType):
     def _target(self) -> ModuleType:
         target = self.__dict__.get(_TARGET)
         if target is None:
-            # import_module holds the module's import lock: threads that race here all
-            # get the one module object, and storing it twice stores the same thing
-            target = importlib.import_module(self.__name__)
+            # the interpreter's own import (as an `import` statement does), not
+            # importlib.import_module: both hold the module's import lock (threads that
+            # race here all get the one module object, and storing it twice stores the
+            # same thing), but only this one is reported by `python -X importtime`
+            __import__(self.__name__)
+            target = sys.modules[self.__name__]
             self.__dict__[_TARGET] = target
         return target
 

@@ -3,6 +3,7 @@ once, and reads and writes through the declaration reach the real module."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 
@@ -61,3 +62,23 @@ def test_a_missing_module_fails_at_the_read_not_at_the_declaration():
     with pytest.raises(ModuleNotFoundError) as info:
         _ = proxy.anything
     assert info.value.name == "cannbuild_no_such_module"
+
+
+def test_the_import_is_reported_by_python_x_importtime():
+    """A no-op run's test reads `python -X importtime` to see what was loaded: an import
+    made through a declaration is reported there like an `import` statement's."""
+    code = (
+        "from cannbuild.lazy import lazy_module\nlazy_module('cannbuild.transaction').RunRequest\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "cannbuild.transaction" in loaded
