@@ -99,13 +99,16 @@ def recipe_templates(
     return Templates(template_dirs(recipe.path), cache, memo)
 
 
-def _render(
+def render_command(
     recipe: Recipe,
     template: str,
     values: Mapping[str, object],
     what: str,
     env: Optional[Templates] = None,
 ) -> str:
+    """A recipe template rendered into one command line: the way a step's command (and the
+    validation's upstream example) is made from the recipe, with a template error as a usage
+    error that names the recipe file."""
     env = env or recipe_templates(recipe)
     try:
         text = env.render(template, values)
@@ -209,9 +212,9 @@ def plan_step(
         # Planned before its dependency ran: a placeholder keeps the command renderable.
         artifacts.setdefault(dep, f"<output of {dep}>")
     values["artifacts"] = artifacts
-    command = _render(recipe, spec.command, values, f"step {spec.name!r}", ctx.templates)
+    command = render_command(recipe, spec.command, values, f"step {spec.name!r}", ctx.templates)
     # The same command with `{jobs}` for -j: that is what the input hash sees.
-    hashed_command = _render(
+    hashed_command = render_command(
         recipe,
         spec.command,
         {**values, "jobs": JOBS_PLACEHOLDER},

@@ -246,7 +246,7 @@ class Templates:
         self.memo = memo
         self._known = (read_text_map(memo) if memo is not None else None) or {}
         self._used: Dict[str, str] = {}
-        self._env: Any = None  # a jinja2.Environment whose loader _render patches
+        self._env: Any = None  # a jinja2.Environment whose loader _render_reading patches
 
     def render(self, name: str, values: Mapping[str, object]) -> str:
         key = hashlib.sha256(
@@ -257,7 +257,7 @@ class Templates:
         if text is not None and known is not None:
             entry = known
         else:
-            text, read = self._render(name, values)
+            text, read = self._render_reading(name, values)
             entry = json.dumps({"text": text, "files": read}, sort_keys=True)
         if len(text) > MAX_COMMAND_CHARS:
             raise TemplateFailure(
@@ -295,7 +295,9 @@ class Templates:
                 return None
         return text
 
-    def _render(self, name: str, values: Mapping[str, object]) -> Tuple[str, List[List[str]]]:
+    def _render_reading(
+        self, name: str, values: Mapping[str, object]
+    ) -> Tuple[str, List[List[str]]]:
         if self._env is None:
             self._env = command_env(list(self.search_path), self.cache)
         read: List[List[str]] = []

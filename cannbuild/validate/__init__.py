@@ -22,7 +22,7 @@ from msgspec.structs import asdict, replace
 
 from .. import safefs
 from ..build.overlay import overlay_env
-from ..build.plan import _render, recipe_templates
+from ..build.plan import recipe_templates, render_command
 from ..build.session import Session
 from ..decoded import JSONValue
 from ..errors import ValidationFailed
@@ -165,7 +165,9 @@ def inputs_for(
         )
     argv = command = None
     if recipe.validate.example:
-        command = _render(recipe, recipe.validate.example, values, "[validate] example", templates)
+        command = render_command(
+            recipe, recipe.validate.example, values, "[validate] example", templates
+        )
         argv = shlex.split(command)
     cwd = session.ws.checkout("ops-transformer")
     return ValidationInputs(

@@ -32,11 +32,11 @@ def test_undefined_template_values_are_errors_not_empty_strings():
 
 
 def test_a_step_template_missing_a_value_names_the_recipe():
-    from cannbuild.build.plan import _render
+    from cannbuild.build.plan import render_command
 
     recipe = load_recipe(data_dir("recipes") / "8.5.toml")
     with pytest.raises(UsageError) as err:
-        _render(
+        render_command(
             recipe, "steps/opbase-build.j2", {"jobs": 2, "third_party": {}}, "step 'opbase-build'"
         )
     assert "8.5.toml" in err.value.paragraph() and "pkg_flag" in err.value.paragraph()

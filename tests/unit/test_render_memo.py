@@ -66,7 +66,7 @@ def _tree(tmp_path: Path):
     return [own, shipped], tmp_path / "memo.json"
 
 
-def _render(search, memo, **values):
+def render_command(search, memo, **values):
     templates = Templates(search, memo=memo)
     text = templates.render("steps/build.sh.j2", {"soc": "ascend910b", "jobs": 8, **values})
     templates.save()
@@ -75,9 +75,9 @@ def _render(search, memo, **values):
 
 def test_a_remembered_command_is_the_one_jinja_rendered(tmp_path):
     search, memo = _tree(tmp_path)
-    first = _render(search, memo)
+    first = render_command(search, memo)
     assert first == "bash build.sh --soc ascend910b -j8\n"
-    assert _render(search, memo) == first
+    assert render_command(search, memo) == first
     entries = json.loads(memo.read_text())
     assert len(entries) == 1
     files = json.loads(next(iter(entries.values())))["files"]
@@ -86,23 +86,25 @@ def test_a_remembered_command_is_the_one_jinja_rendered(tmp_path):
 
 def test_a_changed_included_template_is_rendered_again(tmp_path):
     search, memo = _tree(tmp_path)
-    _render(search, memo)
+    render_command(search, memo)
     (search[1] / "steps" / "extra.j2").write_text("--jobs {{ jobs }}")
-    assert _render(search, memo) == "bash build.sh --soc ascend910b --jobs 8\n"
+    assert render_command(search, memo) == "bash build.sh --soc ascend910b --jobs 8\n"
 
 
 def test_a_template_placed_earlier_in_the_search_path_is_used(tmp_path):
     search, memo = _tree(tmp_path)
-    _render(search, memo)
+    render_command(search, memo)
     (search[0] / "steps").mkdir()
     (search[0] / "steps" / "build.sh.j2").write_text("own {{ soc }}\n")
-    assert _render(search, memo) == "own ascend910b\n"
+    assert render_command(search, memo) == "own ascend910b\n"
 
 
 def test_another_context_is_another_render(tmp_path):
     search, memo = _tree(tmp_path)
-    _render(search, memo)
-    assert _render(search, memo, soc="ascend910_93") == "bash build.sh --soc ascend910_93 -j8\n"
+    render_command(search, memo)
+    assert (
+        render_command(search, memo, soc="ascend910_93") == "bash build.sh --soc ascend910_93 -j8\n"
+    )
     # a value that renders differently though it prints the same is not confused
     quoted = Templates(search, memo=memo).render("steps/extra.j2", {"jobs": Raw("8 9")})
     assert quoted == "-j8 9"
@@ -111,10 +113,10 @@ def test_another_context_is_another_render(tmp_path):
 
 def test_a_damaged_memo_is_not_trusted(tmp_path):
     search, memo = _tree(tmp_path)
-    _render(search, memo)
+    render_command(search, memo)
     key = next(iter(json.loads(memo.read_text())))
     memo.write_text(json.dumps({key: "{not json"}))
-    assert _render(search, memo) == "bash build.sh --soc ascend910b -j8\n"
+    assert render_command(search, memo) == "bash build.sh --soc ascend910b -j8\n"
 
 
 def test_a_plan_that_does_not_save_writes_no_memo(tmp_path):
@@ -125,7 +127,7 @@ def test_a_plan_that_does_not_save_writes_no_memo(tmp_path):
 
 def test_a_remembered_render_does_not_import_jinja(tmp_path):
     search, memo = _tree(tmp_path)
-    _render(search, memo)
+    render_command(search, memo)
     code = (
         "import sys\n"
         "from pathlib import Path\n"
