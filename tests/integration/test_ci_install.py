@@ -59,7 +59,7 @@ def test_the_workflow_lands_at_the_git_top_and_installs_what_rendered_it(tmp_pat
     python = str(env_dir / "bin" / "python")
     where = subprocess.run(
         [python, "-c", "import cannbuild, pathlib; print(pathlib.Path(cannbuild.__file__).parent)"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        capture_output=True, text=True, check=True, cwd=tmp_path, env=env,  # not PYTHONPATH's
     ).stdout.strip()  # fmt: skip
     assert where.startswith(str(env_dir)), where
     for rel in ("ci.py", "build/compile_cache.py", "container/context.py"):

@@ -11,6 +11,7 @@ from reference import reference_torch
 from cannbuild.validate import capi, cases
 
 reference_torch()
+pytestmark = pytest.mark.xdist_group("emulator")  # one xdist worker compiles the check
 
 EXTRA_CASES = (
     cases.Case("fp32_sbh_s127_d64", "fp32", "SBH", 2, 2, 2, 127, 64, False),
