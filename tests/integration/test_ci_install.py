@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cannbuild(*args: str, cwd: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    if python != sys.executable:  # another Python runs its own cannbuild, not PYTHONPATH's
+        env.pop("PYTHONPATH", None)
     return subprocess.run(
         [python, "-m", "cannbuild", *args], cwd=cwd, env=env, capture_output=True, text=True
     )
