@@ -1,4 +1,5 @@
 import ipaddress
+import os
 import signal
 import socket
 import sys
@@ -21,6 +22,14 @@ def pytest_ignore_collect(collection_path: Path, config):
         if markexpr == "not integration":
             return True
     return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (addopts): two xdist workers per core.  Much of the suite waits instead of
+    computing (on the processes it starts, on the bounds it proves: a hung npu-smi, a
+    silent remote), and a second worker per core fills those waits."""
+    return 2 * len(os.sched_getaffinity(0))
 
 
 def pytest_configure(config):
