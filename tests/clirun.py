@@ -4,7 +4,8 @@ settings (unit tests use it for what only a whole process shows: exit codes, hel
 Both routes the README names: the `cannbuild` script (`python -m cannbuild`) and
 `invoke TASK` in a checkout (tasks.py at the checkout's top, found with --search-root
 as it would be from the checkout itself).  A hostile-input table runs through both
-(`ROUTES`): the exit code, the paragraph and the files left must be the same."""
+(`ROUTES`, or `ROUTE_PARAMS` in a unit test): the exit code, the paragraph and the files
+left must be the same."""
 
 from __future__ import annotations
 
@@ -14,8 +15,17 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+import pytest
+
 CHECKOUT = Path(__file__).resolve().parents[1]
 ROUTES = ("cannbuild", "invoke")
+# A unit test's table through both routes: each case runs through the script in the quick
+# loop, and through invoke (twice the start-up: it loads tasks.py) with the integration
+# tests, so the full suite still runs every case on both.
+ROUTE_PARAMS = (
+    pytest.param("cannbuild", id="cannbuild"),
+    pytest.param("invoke", id="invoke", marks=pytest.mark.integration),
+)
 
 
 def argv_for(route: str, args: Sequence[str]) -> List[str]:

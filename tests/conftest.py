@@ -1,4 +1,5 @@
 import ipaddress
+import os
 import signal
 import socket
 import sys
@@ -10,6 +11,26 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from hosttree import HostTree
 
+TESTS = Path(__file__).parent
+
+
+def pytest_ignore_collect(collection_path: Path, config):
+    """The quick loop (`-m "not integration"`) would deselect every test under
+    integration/ after importing its modules, which import torch: it skips the folder."""
+    if collection_path == TESTS / "integration":
+        markexpr = " ".join(str(config.getoption("markexpr") or "").split())
+        if markexpr == "not integration":
+            return True
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (addopts): two xdist workers per core.  Much of the suite waits instead of
+    computing (on the processes it starts, on the bounds it proves: a hung npu-smi, a
+    silent remote), and a second worker per core fills those waits."""
+    return 2 * len(os.sched_getaffinity(0))
+
 
 def pytest_configure(config):
     """A suite started in the background of a script (`.ci/run &`) inherits SIGINT
@@ -17,6 +38,21 @@ def pytest_configure(config):
     terminal, whose foreground job has SIGINT.  Handled here, the children start with it."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not hasattr(config, "workerinput"):  # once per run: xdist's controller, or the run
+        compile_the_checkout()
+
+
+def compile_the_checkout() -> None:
+    """Byte-compile the cannbuild the tests' processes import (and tasks.py, which the
+    invoke route imports), as Python itself would on first import: where the environment
+    says PYTHONDONTWRITEBYTECODE, each of the suite's hundreds of `python -m cannbuild`
+    would otherwise compile every module it imports again (a third of its start-up)."""
+    import compileall
+
+    import cannbuild
+
+    compileall.compile_dir(Path(cannbuild.__file__).parent, quiet=1)
+    compileall.compile_file(TESTS.parent / "tasks.py", quiet=1)
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def running_redis(folder: Path) -> Iterator[str]:
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a loaded runner starts it slowly
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:

@@ -1,13 +1,16 @@
 """Integration tests: the real pipeline on the emulated Ascend host.
 
-Sandboxes are created once per session (one per variant/CANN) and shared;
-every test gets its own workspace and lock file (its own tmp_path as cwd).
+Sandboxes are created once per run (one per variant/CANN) and shared, by every xdist
+worker too; every test gets its own workspace and lock file (its own tmp_path as cwd).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,29 +30,70 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.integration)
 
 
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this run keeps what its xdist workers share (sandboxes, the compile cache):
+    the folder above each worker's own basetemp, or the basetemp itself without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def one_at_a_time(lock: Path) -> Iterator[None]:
+    """An exclusive flock on `lock` for the block: workers making one shared thing take
+    turns, and the later ones find it made."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_ccache(tmp_path_factory) -> Iterator[Path]:
     """The stand-in build.sh, like the real one, compiles through the ccache PATH finds:
-    the session's builds get a cache of their own, not the user's ~/.cache/ccache."""
-    folder = tmp_path_factory.getbasetemp() / "ccache"
+    the run's builds share a cache of their own, not the user's ~/.cache/ccache.  Paths
+    under the run's folder are hashed relative to the build's cwd (CCACHE_BASEDIR, no cwd
+    in the hash), so a workspace at another path of the same depth takes its compilations
+    from the cache; a test that compares builds at two paths turns it off."""
+    root = shared_root(tmp_path_factory)
+    folder = root / "ccache"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CCACHE_DIR", str(folder))
+        patch.setenv("CCACHE_BASEDIR", str(root))
+        patch.setenv("CCACHE_NOHASHDIR", "1")
+        ccache = _ccache()
+        if ccache is not None:  # the sandboxes' emulated runtime too (cmake reads this)
+            patch.setenv("CMAKE_CXX_COMPILER_LAUNCHER", ccache)
         yield folder
 
 
+def _ccache() -> Optional[str]:
+    """The ccache binary: the one beside this Python first (a version manager's shim on
+    PATH costs a process per compile), else PATH's."""
+    beside = Path(sys.executable).parent / "ccache"
+    return str(beside) if os.access(beside, os.X_OK) else shutil.which("ccache")
+
+
 @pytest.fixture(scope="session")
-def sandboxes(tmp_path_factory) -> Dict[str, Path]:
-    """Lazily created shared sandboxes, keyed 'A2-8.5.0' etc."""
+def sandboxes(tmp_path_factory) -> Iterator[Dict[str, Path]]:
+    """Lazily created shared sandboxes, keyed 'A2-8.5.0' etc.: made once per run, by the
+    first worker that needs one (the others wait for it), and leased for the session."""
+    root = shared_root(tmp_path_factory) / "sandboxes"
+    leases = []
 
     class Lazy(dict):
         def __missing__(self, key: str) -> Path:
             variant, cann = SPECS[key]
-            directory = tmp_path_factory.getbasetemp() / "sandboxes" / key
-            create_sandbox(SandboxSpec(dir=directory, variant=variant, cann=cann))
+            directory = root / key
+            with one_at_a_time(root / f"{key}.making"):
+                leases.append(
+                    create_sandbox(SandboxSpec(dir=directory, variant=variant, cann=cann)).lease
+                )
             self[key] = directory
             return directory
 
-    return Lazy()
+    yield Lazy()
+    for lease in leases:
+        lease.close()
 
 
 def base_env(**extra: str) -> Dict[str, str]:
@@ -62,6 +106,31 @@ def base_env(**extra: str) -> Dict[str, str]:
     env["CANNBUILD_RETRIES"] = "0"
     env.update(extra)
     return env
+
+
+def processes_under(folder: Path) -> list:
+    """(pid, command line) of every process running in `folder` or naming it."""
+    alive = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if str(folder) in cmd or cwd.startswith(str(folder)):
+            alive.append((pid, cmd))
+    return alive
+
+
+def wait_until_no_process_under(folder: Path, seconds: float = 120) -> None:
+    """Until every process in `folder` has ended (e.g. an orphan a killed run left)."""
+    deadline = time.monotonic() + seconds
+    while processes_under(folder):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still running after {seconds} s: {processes_under(folder)}")
+        time.sleep(0.05)
 
 
 class Cli:

@@ -192,7 +192,9 @@ def test_a_torch_npu_that_cannot_import_is_reported_not_run_with_the_reason(inst
         'raise ImportError("libhccl.so: cannot open shared object file")\n'
     )
     out = tmp_path / "out"
-    env = installed.env(PYTHONPATH=str(shadow.parent))
+    env = installed.env(
+        PYTHONPATH=os.pathsep.join(filter(None, (str(shadow.parent), os.environ.get("PYTHONPATH"))))
+    )
     proc = installed("bench", "--shapes", "N8S128D64", "--out", str(out), env=env)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((out / "results.json").read_text())

@@ -12,10 +12,14 @@ def packages(cli) -> dict:
 
 def test_two_fresh_workspaces_build_byte_identical_packages_from_one_lock(cli_for, tmp_path):
     first = cli_for("A2-8.5.0", tmp_path / "a")
-    assert first("install").returncode == 0
+    # each compiles for itself: the suite's ccache (paths under its base_dir hashed
+    # relative) would hand the second runner the first one's objects
+    assert first("install", env=first.env(CCACHE_DISABLE="1")).returncode == 0
     # another path, another length: a package embedding its workspace would differ
     second = cli_for("A2-8.5.0", tmp_path / "runner-number-two")
-    proc = second("install", "--locked", "--lock-file", str(first.lock))
+    proc = second(
+        "install", "--locked", "--lock-file", str(first.lock), env=second.env(CCACHE_DISABLE="1")
+    )
     assert proc.returncode == 0, proc.stderr
     made = packages(first)
     assert len(made) == 2 and made == packages(second)

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cannbuild(*args: str, cwd: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    if python != sys.executable:  # another Python runs its own cannbuild, not PYTHONPATH's
+        env.pop("PYTHONPATH", None)
     return subprocess.run(
         [python, "-m", "cannbuild", *args], cwd=cwd, env=env, capture_output=True, text=True
     )
@@ -59,7 +61,7 @@ def test_the_workflow_lands_at_the_git_top_and_installs_what_rendered_it(tmp_pat
     python = str(env_dir / "bin" / "python")
     where = subprocess.run(
         [python, "-c", "import cannbuild, pathlib; print(pathlib.Path(cannbuild.__file__).parent)"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        capture_output=True, text=True, check=True, cwd=tmp_path, env=env,  # not PYTHONPATH's
     ).stdout.strip()  # fmt: skip
     assert where.startswith(str(env_dir)), where
     for rel in ("ci.py", "build/compile_cache.py", "container/context.py"):

@@ -14,12 +14,13 @@ import subprocess
 import time
 
 import pytest
-from conftest import SPECS, Cli, base_env
+from conftest import SPECS, Cli, base_env, wait_until_no_process_under
 
 from clirun import ROUTES, run_route
 from slowremote import trickling_server
 
 SANDBOX = ("--sandbox", "--variant", "A2", "--cann", "8.5.0")
+pytestmark = pytest.mark.xdist_group("crash")  # one xdist worker sets up `validated`
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -67,7 +68,7 @@ def test_status_after_a_kill_during_install_says_what_plan_says(validated):
     cli = validated
     proc = cli.popen("install", "--force", "ops-transformer-install")
     kill_when(cli, proc, "ops-transformer-install.log")
-    time.sleep(2)  # the orphaned installer (its own process group) ends by itself
+    wait_until_no_process_under(cli.ws)  # the orphaned installer (its own group) ends by itself
     plan = cli("plan", "--json", timeout=120)
     assert plan.returncode == 0, plan.stderr
     steps = {s["name"]: s for s in json.loads(plan.stdout)["steps"]}

@@ -11,6 +11,7 @@ from reference import reference_torch
 from cannbuild.validate import capi, cases
 
 reference_torch()
+pytestmark = pytest.mark.xdist_group("emulator")  # one xdist worker compiles the check
 
 # fmt: off
 EXTRA_CASES = (

@@ -25,6 +25,7 @@ from usertree import tree_digest, users_folder
 reference_torch()
 
 SANDBOX = ("--sandbox", "--variant", "A2", "--cann", "8.5.0")
+pytestmark = pytest.mark.xdist_group("links")  # one xdist worker builds `built`
 CHECKOUT = Path(__file__).resolve().parents[2]
 PROFILE = CHECKOUT / "tests" / "fixtures" / "profiler" / "torch_npu_2.5_level1"
 

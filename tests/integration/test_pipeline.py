@@ -447,6 +447,9 @@ def test_container_run_line_for_the_emulated_a3_host(cli_for, tmp_path):
     assert "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/" in line
     assert line.endswith("quay.io/ascend/cann:9.0.0-a3-ubuntu22.04-py3.11 bash")
     no_engines = path_without_engines(tmp_path / "bin")
+    # c++ found elsewhere on this PATH makes another sandbox (its key holds the compiler's
+    # path): one of its own, as the shared one is in use by the run
+    cli.sandbox = tmp_path / "sandbox"
     proc = cli("container-run", "--exec", env=cli.env(PATH=no_engines))
     assert proc.returncode == 9, proc.stderr
     assert "no container engine answers here" in proc.stderr

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import processes_under
 from reference import reference_torch
 
 from usertree import tree_digest
@@ -164,21 +165,6 @@ def test_a_vendor_name_that_is_not_a_name_is_refused(cli, name):
     proc = cli("install", f"--vendor-name={name}")
     no_traceback(proc, 2)
     assert not cli.ws.exists()
-
-
-def processes_under(folder: Path):
-    alive = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if str(folder) in cmd or cwd.startswith(str(folder)):
-            alive.append((pid, cmd))
-    return alive
 
 
 def invoke_popen(cli, *args: str) -> subprocess.Popen:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from conftest import Cli
+from conftest import SPECS, Cli
 from reference import reference_torch
 
 from cannbuild.recipes import load_recipe
 from cannbuild.resources import data_dir
+from cannbuild.sandbox import SandboxSpec, create_sandbox
 from cannbuild.sandbox.third_party import standin_archives
 
 if sys.version_info >= (3, 11):
@@ -54,6 +55,10 @@ def test_setup_offline_from_a_bundle_builds_with_every_url_unreachable(
     cli_for, tmp_path, key, names
 ):
     cli = cli_for(key, cwd=tmp_path / "online")
+    # a sandbox of its own: its mirror goes away below, which the shared one's users
+    # (other xdist workers) must not see
+    variant, cann = SPECS[key]
+    cli.sandbox = create_sandbox(SandboxSpec(tmp_path / "sandbox", variant, cann)).info.dir
     assert cli("fetch").returncode == 0
     pinned = {a["url"]: a for a in lock_of(cli)["third_party"]}
     assert {a["name"] for a in pinned.values()} == names

@@ -28,7 +28,9 @@ CASE = "fp32_bsh_s128_d64_gqa"
 
 
 def test_without_torch_validation_is_skipped_never_pass(installed):
-    env = installed.env(PYTHONPATH=NO_TORCH)
+    env = installed.env(
+        PYTHONPATH=os.pathsep.join(filter(None, (NO_TORCH, os.environ.get("PYTHONPATH"))))
+    )
     proc = installed("validate", "--cases", CASE, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "validation: SKIPPED" in proc.stdout and "validation: PASS" not in proc.stdout
@@ -183,6 +185,9 @@ def test_gawk_missing_fails_doctor_and_blocks_the_build_with_the_install_command
         for name in os.listdir(folder):
             if name != "gawk" and not (bin_dir / name).exists():
                 (bin_dir / name).symlink_to(os.path.join(folder, name))
+    # c++ found elsewhere on this PATH makes another sandbox (its key holds the compiler's
+    # path): one of its own, as the shared one is in use by the run
+    cli.sandbox = tmp_path / "sandbox"
     env = cli.env(PATH=str(bin_dir))
     doctor = cli("doctor", "--json", env=env)
     assert doctor.returncode == 1

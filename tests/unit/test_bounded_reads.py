@@ -26,7 +26,7 @@ from cannbuild.bounded import (
 )
 from cannbuild.errors import UsageError
 
-from clirun import ROUTES, clean_env, run_route
+from clirun import ROUTE_PARAMS, clean_env, run_route
 from usertree import tree_digest
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
@@ -195,7 +195,7 @@ HOSTILE: Dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_a_hostile_file_or_tree_is_refused_with_exit_2_in_bounded_time_and_memory(
     tmp_path: Path, case: str, route: str
@@ -214,23 +214,23 @@ def test_a_hostile_file_or_tree_is_refused_with_exit_2_in_bounded_time_and_memor
     assert tree_digest(user) == before
 
 
-def test_the_memory_cap_leaves_room_for_a_normal_profile(tmp_path: Path) -> None:
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
+def test_the_memory_cap_leaves_room_for_a_normal_profile(tmp_path: Path, route: str) -> None:
     """The cap the hostile cases run under is not what refuses them."""
     _valid_run(tmp_path / "user")
-    for route in ROUTES:
-        result = run_route(
-            route,
-            "profile",
-            "user",
-            "--json",
-            "--out",
-            f"out-{route}",
-            cwd=tmp_path,
-            timeout=60,
-            preexec_fn=_cap_memory,
-        )
-        assert result.returncode == 0, result.stderr
-        assert '"ops"' in result.stdout
+    result = run_route(
+        route,
+        "profile",
+        "user",
+        "--json",
+        "--out",
+        f"out-{route}",
+        cwd=tmp_path,
+        timeout=60,
+        preexec_fn=_cap_memory,
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"ops"' in result.stdout
 
 
 def test_a_link_to_a_regular_file_is_read_and_linked_folders_are_not_entered(

@@ -78,6 +78,9 @@ def test_the_options_table_names_an_env_variable_for_each_options_field():
     assert all(f.field in names for f in FLAGS.values() if f.field)
 
 
+# With the integration tests: the quick loop runs the same checks (and an empty folder
+# after) as the script's route of test_exit_contract's help table, a process pair per task.
+@pytest.mark.integration
 @pytest.mark.parametrize("task", sorted(GROUPS))
 def test_help_works_on_every_task_both_ways(task, tmp_path):
     by_flag = cannbuild(task, "--help", cwd=tmp_path)

@@ -18,7 +18,7 @@ import pytest
 from cannbuild.redact import redact, secret_name
 from cannbuild.workspace import Workspace
 
-from clirun import CHECKOUT, ROUTES, clean_env, run_route
+from clirun import CHECKOUT, ROUTE_PARAMS, clean_env, run_route
 from tinyrecipe import build_step, run_alone, tiny_recipe
 
 HANG_GUARD = 30  # seconds: each case is refused in about one; the bombs ran for minutes
@@ -69,7 +69,7 @@ CONFIG_BOMBS: Dict[str, Callable[[], str]] = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("name", sorted(CONFIG_BOMBS))
 def test_a_config_bomb_is_refused_naming_the_file_in_bounded_memory(route, name, tmp_path):
     """Each was a hang, a MemoryError or a RecursionError traceback, or loaded whole
@@ -82,7 +82,7 @@ def test_a_config_bomb_is_refused_naming_the_file_in_bounded_memory(route, name,
     refused_once(proc, f"--config {name}")
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_an_alias_bomb_in_the_project_invoke_yaml_is_refused_on_both_routes(route, tmp_path):
     """invoke reads the invoke.yaml beside tasks.py, the script the one in its cwd: a copy
     of tasks.py with the bomb beside it, found from that folder on both routes."""
@@ -128,7 +128,7 @@ TOML_READERS = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("reader", sorted(TOML_READERS))
 @pytest.mark.parametrize("shape", sorted(DEEP_TOML))
 def test_deeply_nested_toml_is_refused_naming_the_file(route, reader, shape, tmp_path):
@@ -231,7 +231,7 @@ def leaked(text: str) -> List[str]:
     return [v for v in SECRETS.values() if v in text or v.split()[-1] in text]
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_secrets_by_name_are_hidden_in_plan_json_on_both_routes(route, tree, tmp_path):
     tree.toolkit_cann("8.5.0")
     recipe = secret_recipe(tmp_path / "recipes")
@@ -258,7 +258,7 @@ def test_secrets_by_name_are_hidden_in_the_step_log_and_the_stamp(tmp_path):
     assert leaked((ws.stamps / "build.json").read_text()) == []
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_a_mirror_password_in_an_error_paragraph_is_redacted(route, tmp_path):
     """An invalid mirror rule quotes the URL it was given: with its password redacted."""
     (tmp_path / "ci.yaml").write_text(
@@ -275,7 +275,7 @@ def test_a_mirror_password_in_an_error_paragraph_is_redacted(route, tmp_path):
 # --- option values: --jobs, --soc, --ops ----------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "flag, value",
     [

@@ -93,10 +93,23 @@ def test_dockerfile_stages_args_mounts_and_labels(tmp_path, lock_file):
     assert copies[-1] == "--from=builder /export/ /"
 
 
-def test_an_offline_bundle_makes_an_air_gapped_context(tmp_path, lock_file):
-    bundle = tmp_path / "my bundle; rm -rf.tar"  # the user's name never reaches the Dockerfile
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory) -> Path:
+    """One context rendered with --bundle (for Python 3.10), for the tests that read it:
+    its wheels come from `pip download` and `pip wheel` of the checkout, seconds of work
+    and the package index, so these tests run with the integration tests."""
+    folder = tmp_path_factory.mktemp("bundled")
+    lock_file = folder / "cannbuild.lock"
+    write_lock(lock_file, LOCK)
+    bundle = folder / "my bundle; rm -rf.tar"  # the user's name never reaches the Dockerfile
     bundle.write_bytes(b"bundle bytes")
-    ctx = render(tmp_path, lock_file, bundle=bundle, python="3.10")
+    return render(folder, lock_file, bundle=bundle, python="3.10")
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("container-bundle")  # one worker renders `bundled`
+def test_an_offline_bundle_makes_an_air_gapped_context(tmp_path, lock_file, bundled):
+    ctx = bundled
     assert (ctx / "cannbuild-bundle.tar").read_bytes() == b"bundle bytes"
     wheels = sorted(p.name for p in (ctx / "wheels").iterdir())
     assert any(w.startswith("cannbuild-") for w in wheels)
@@ -126,10 +139,11 @@ def test_bad_container_input_fails_before_anything_is_written(tmp_path, lock_fil
     assert [p.name for p in tmp_path.iterdir()] == ["cannbuild.lock"]
 
 
-def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file):
-    bundle = tmp_path / "b.tar"
-    bundle.write_bytes(b"x")
-    ctx = render(tmp_path, lock_file, bundle=bundle)
+@pytest.mark.integration
+@pytest.mark.xdist_group("container-bundle")
+def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file, bundled):
+    ctx = tmp_path / "ctx"
+    shutil.copytree(bundled, ctx, symlinks=True)  # rendered with a bundle: wheels and all
     (ctx / "artifacts").mkdir()
     render(tmp_path, lock_file)
     assert sorted(p.name for p in ctx.iterdir()) == [

@@ -35,7 +35,7 @@ from cannbuild.sources.lock import write_lock
 from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 
-from clirun import ROUTES, argv_for, clean_env, run_route
+from clirun import ROUTE_PARAMS, argv_for, clean_env, run_route
 from lockdata import sample_lock
 from slowremote import trickling_server
 from usertree import tree_digest
@@ -253,7 +253,7 @@ def test_the_next_run_holding_the_lock_removes_what_dead_runs_left(tmp_path):
     assert all(path.exists() for path in made["kept"])
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_clean_removes_and_counts_what_dead_runs_left(route, tmp_path):
     ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     made = leftover_tree(ws, os.getppid())
@@ -265,7 +265,7 @@ def test_clean_removes_and_counts_what_dead_runs_left(route, tmp_path):
     assert all(path.exists() for path in made["kept"])
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_clean_waits_its_turn_and_never_deletes_a_running_builds_sources(route, tmp_path):
     ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     (ws.src / "opbase").mkdir(parents=True)
@@ -330,7 +330,7 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_status_refuses_a_malformed_lock_naming_the_file_and_the_key(route, case, tmp_path):
     text, says = MALFORMED[case]
     lock = tmp_path / "cannbuild.lock"

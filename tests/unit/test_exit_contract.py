@@ -22,7 +22,7 @@ from cannbuild.options import resolve_options
 from cannbuild.sources.lock import write_lock
 from cannbuild.tasks import GROUPS
 
-from clirun import CHECKOUT, ROUTES, clean_env, run_route
+from clirun import CHECKOUT, ROUTE_PARAMS, clean_env, run_route
 from lockdata import sample_lock
 
 PROFILE = CHECKOUT / "tests" / "fixtures" / "profiler" / "torch_npu_2.13_level0"
@@ -81,7 +81,7 @@ def refused(route: str, args: Sequence[str], cwd: Path, code: int) -> None:
 # --- usage errors: one grammar ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -100,7 +100,7 @@ def test_a_usage_error_is_exit_2_in_one_paragraph_on_both_routes(route, args, pr
     refused(route, args, project, 2)
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "config, named",
     [
@@ -135,7 +135,7 @@ def test_a_malformed_invoke_yaml_beside_tasks_py_is_exit_2_on_both_routes(
     assert tree(project) == before
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("task", sorted(GROUPS))
 def test_every_tasks_help_works_on_both_routes(route, task, tmp_path):
     proc = through(route, [task, "--help"], tmp_path)
@@ -179,7 +179,7 @@ def closed_pipe_run(route: str, args: Sequence[str], cwd: Path) -> subprocess.Co
         os.close(write_end)
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -199,7 +199,7 @@ def test_a_reader_that_left_is_exit_141_on_both_routes(route, args, tmp_path):
 # --- a folder that cannot be written: 11 -----------------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -221,7 +221,7 @@ def test_a_folder_that_cannot_be_written_is_exit_11_on_both_routes(route, args, 
 # --- path values the kernel would refuse: 2, naming the flag ---------------------------
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args, named",
     [
@@ -249,7 +249,7 @@ def test_a_path_the_kernel_would_refuse_is_exit_2_naming_the_flag(route, args, n
     assert tree(project) == before
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -275,7 +275,7 @@ def test_a_path_from_the_config_is_checked_like_the_flag():
 # --- bench values: finite budgets, sizes as written ------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [

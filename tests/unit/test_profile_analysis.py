@@ -4,6 +4,7 @@ the fixtures."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 from typing import List, Sequence
@@ -184,7 +185,8 @@ def test_without_matplotlib_profile_still_reads_and_says_how_to_get_the_picture(
         "--out",
         "pics",
         cwd=tmp_path,
-        PYTHONPATH=str(blocker),
+        # before the caller's PYTHONPATH (a checkout under test), not instead of it
+        PYTHONPATH=os.pathsep.join(filter(None, (str(blocker), os.environ.get("PYTHONPATH")))),
     )
     assert proc.returncode == 0, proc.stderr
     assert "pip install 'cannbuild[bench]'" in proc.stdout

@@ -17,7 +17,7 @@ import pytest
 
 from cannbuild.render.templates import render_value
 
-from clirun import ROUTES, run_route
+from clirun import ROUTE_PARAMS, run_route
 from tinyrecipe import tiny_recipe
 
 CAP = 1 << 30  # bytes of address space the child may map
@@ -116,7 +116,7 @@ def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bou
     assert "[repos.lib] tag" in out and bound in out, out
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "value, bound",
     [

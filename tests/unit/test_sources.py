@@ -216,7 +216,8 @@ class Flaky(http.server.BaseHTTPRequestHandler):
 def server():
     Flaky.calls = 0
     httpd = http.server.HTTPServer(("127.0.0.1", 0), Flaky)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: 0.5 s by default, per test
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_port}"
     httpd.shutdown()
@@ -298,7 +299,8 @@ class NeedsBasicAuth(http.server.BaseHTTPRequestHandler):
 def auth_server():
     NeedsBasicAuth.seen = []
     httpd = http.server.HTTPServer(("127.0.0.1", 0), NeedsBasicAuth)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for the loop's next poll: 0.5 s by default, per test
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield httpd.server_port
     httpd.shutdown()

@@ -8,17 +8,23 @@ import sys
 import pytest
 from reference import reference_torch
 
-torch = reference_torch()
-
-from cannbuild.host.pystack import read_python_stack  # noqa: E402
-from cannbuild.validate import cases, example  # noqa: E402
+from cannbuild.host.pystack import read_python_stack
+from cannbuild.validate import cases, example
 
 CASE = cases.Case(
     name="fp16_bsh_t", dtype="fp16", layout="BSH", B=1, N1=4, N2=2, S=33, D=64, causal=True
 )
+pytestmark = pytest.mark.xdist_group("torch")  # one xdist worker imports torch for these
 
 
-def reference_outputs(case, scale=None, nan=False):
+@pytest.fixture(scope="module")
+def torch():
+    """torch (or the test skipped, saying why), imported by the tests that compute with it
+    rather than when the suite is collected: seconds, in every xdist worker."""
+    return reference_torch()
+
+
+def reference_outputs(torch, case, scale=None, nan=False):
     tensors = cases.make_inputs(case)
     q, k, v = (
         cases.to_bnsd(tensors[n].float(), case.layout, case.B, h, case.S, case.D)
@@ -40,29 +46,29 @@ def reference_outputs(case, scale=None, nan=False):
     return tensors, out, stats(mx), stats(sm)
 
 
-def test_a_correct_kernel_passes_within_the_rule():
-    tensors, out, mx, sm = reference_outputs(CASE)
+def test_a_correct_kernel_passes_within_the_rule(torch):
+    tensors, out, mx, sm = reference_outputs(torch, CASE)
     result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
     assert result.status == "PASS", result.message
     assert result.max_abs_err <= result.bound
 
 
-def test_a_wrong_softmax_scale_fails_with_figures():
-    tensors, out, mx, sm = reference_outputs(CASE, scale=CASE.scale * CASE.scale)
+def test_a_wrong_softmax_scale_fails_with_figures(torch):
+    tensors, out, mx, sm = reference_outputs(torch, CASE, scale=CASE.scale * CASE.scale)
     result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
     assert result.status == "FAIL"
     assert "exceeds the bound" in result.message
     assert result.mismatches and {"index", "got", "want"} <= set(result.mismatches[0])
 
 
-def test_a_single_nan_fails_and_is_located():
-    tensors, out, mx, sm = reference_outputs(CASE, nan=True)
+def test_a_single_nan_fails_and_is_located(torch):
+    tensors, out, mx, sm = reference_outputs(torch, CASE, nan=True)
     result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
     assert result.status == "FAIL" and "NaN/Inf" in result.message
 
 
-def test_softmax_stats_are_checked_lane_by_lane():
-    tensors, out, mx, sm = reference_outputs(CASE)
+def test_softmax_stats_are_checked_lane_by_lane(torch):
+    tensors, out, mx, sm = reference_outputs(torch, CASE)
     sm = sm.clone()
     sm[0, 1, 2, 5] += 1.0
     result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
@@ -97,6 +103,7 @@ def test_the_repo_example_output_is_judged():
     read_python_stack().torch_npu is None,
     reason="torch-npu is not installed here (no wheel for this platform?)",
 )
+@pytest.mark.integration  # two processes that import torch: seconds, with the full suite
 def test_the_reference_imports_torch_without_loading_torch_npu():
     """Where torch_npu is installed and no CANN library is on the loader path, a plain
     `import torch` fails; the reference must not, and must leave the env as it found it."""

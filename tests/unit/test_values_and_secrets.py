@@ -22,7 +22,7 @@ from cannbuild.render import templates as render
 from cannbuild.render.templates import render_value
 from cannbuild.workspace import Workspace
 
-from clirun import ROUTES, run_route
+from clirun import ROUTE_PARAMS, run_route
 from lockdata import sample_lock
 from tinyrecipe import build_step, run_alone, tiny_recipe
 
@@ -64,7 +64,7 @@ def write_recipe(
     return path
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "value, command, bound",
     [
@@ -320,7 +320,7 @@ def lock_project(tmp_path: Path) -> Path:
     return project
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "flags, named",
     [
@@ -352,7 +352,7 @@ def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(
     assert snapshot(lock_project) == before  # no context, the lock unchanged
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "flags, named",
     [

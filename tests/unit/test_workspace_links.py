@@ -23,7 +23,7 @@ from cannbuild.ownership import claim
 from cannbuild.sources.lock import Lock, LockedRepo, write_lock
 from cannbuild.workspace import FOLDERS, Workspace, point_link, write_atomic
 
-from clirun import ROUTES, run_route
+from clirun import ROUTE_PARAMS, run_route
 from usertree import tree_digest, users_folder
 
 RUN = "20260101-000000-4242"
@@ -121,7 +121,7 @@ def test_a_latest_that_is_not_cannbuilds_link_to_a_run_is_refused(world, folder,
 # --- through both routes: `clean` takes the workspace like every task that writes ------
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("name", ["reports", "cache", "stamps", "cache/git", "logs/latest"])
 def test_a_linked_workspace_folder_is_exit_2_naming_it_on_both_routes(world, name, route):
     ws, mine = world
@@ -230,7 +230,7 @@ OUTS: Dict[str, Callable[[Path, Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("case", sorted(OUTS))
 def test_bundle_out_at_what_cannbuild_did_not_make_is_refused(bundling, tmp_path, case, route):
     out = tmp_path / "user" / "notes.txt"
@@ -245,7 +245,7 @@ def test_bundle_out_at_what_cannbuild_did_not_make_is_refused(bundling, tmp_path
     assert tree_digest(out.parent) == before
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTE_PARAMS)
 def test_bundle_out_at_a_bundle_cannbuild_made_is_replaced(bundling, tmp_path, route):
     out = tmp_path / "cann.tar"
     shutil.copy(bundling / "made.tar", out)
