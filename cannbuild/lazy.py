@@ -25,8 +25,8 @@ _TARGET = "__lazy_target__"
 
 class _LazyModule(ModuleType):
     """Stands for a module until an attribute is read; every read, write and delete then
-    goes to the real module, so a value set on either (a test's monkeypatch) is seen
-    through both.  Not put in sys.modules: `"jinja2" in sys.modules` still says whether
+    goes to the real module, so a value set on either is seen through both.  (pytest's
+    monkeypatch reads the target's own `__dict__` to undo: patch the real module, not this.)  Not put in sys.modules: `"jinja2" in sys.modules` still says whether
     Jinja was imported."""
 
     def _target(self) -> ModuleType:

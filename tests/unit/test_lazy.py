@@ -27,10 +27,10 @@ def test_the_module_is_imported_by_the_first_attribute_read(tmp_path, monkeypatc
     real = sys.modules["lazy_target_a"]
     real.VALUE = 42  # set on the module: seen through the declaration
     assert proxy.VALUE == 42
-    monkeypatch.setattr(proxy, "VALUE", 43)  # set through the declaration: on the module
+    proxy.VALUE = 43  # set through the declaration: on the module
     assert real.VALUE == 43
-    monkeypatch.undo()
-    assert real.VALUE == 42
+    del proxy.VALUE  # and deleted there
+    assert not hasattr(real, "VALUE")
 
 
 def test_threads_that_race_import_the_module_once(tmp_path, monkeypatch):
