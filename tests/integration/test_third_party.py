@@ -58,7 +58,9 @@ def test_setup_offline_from_a_bundle_builds_with_every_url_unreachable(
     # a sandbox of its own: its mirror goes away below, which the shared one's users
     # (other xdist workers) must not see
     variant, cann = SPECS[key]
-    cli.sandbox = create_sandbox(SandboxSpec(dir=tmp_path / "sandbox", variant=variant, cann=cann)).info.dir
+    cli.sandbox = create_sandbox(
+        SandboxSpec(dir=tmp_path / "sandbox", variant=variant, cann=cann)
+    ).info.dir
     assert cli("fetch").returncode == 0
     pinned = {a["url"]: a for a in lock_of(cli)["third_party"]}
     assert {a["name"] for a in pinned.values()} == names
