@@ -1,14 +1,17 @@
 """The smallest recipe cannbuild reads: one repo, one build step whose `env` the test
-chooses (a hostile value, a secret), for the cases that render recipe values."""
+chooses (a hostile value, a secret), for the cases that render recipe values; and the stamp
+a successful step leaves, for the plan tests that stand in for a run."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Dict, List
 
 from cannbuild.build.actions import ActionContext
 from cannbuild.build.plan import PlannedStep, StepContext, recipe_templates, walk
 from cannbuild.build.runner import NoProgress, RunLogs, StepOutcome, run_step
+from cannbuild.build.stamps import write_stamp
 from cannbuild.recipes import load_recipe
 from cannbuild.workspace import Workspace
 
@@ -69,3 +72,18 @@ def run_alone(step: PlannedStep, ws: Workspace, toolkit_home: Path) -> StepOutco
         vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
     )
     return run_step(step, ws, RunLogs(ws=ws, run_id="r1"), actions, NoProgress(), [])
+
+
+def stamp_as_done(ws: Workspace, step: PlannedStep, artifacts: List[Dict[str, object]]) -> None:
+    """The stamp a successful run of `step` leaves in `ws` (run r1, its planned inputs)."""
+    write_stamp(
+        ws,
+        step.name,
+        run_id="r1",
+        input_hash=step.input_hash,
+        inputs=step.inputs,
+        artifacts=artifacts,
+        requires=[],
+        duration_s=0.1,
+        log=ws.logs / "x.log",
+    )
