@@ -1,7 +1,7 @@
 // cannbuild sandbox stand-in for opbase's op_common host utilities.
 #include "op_common/op_host/util/opbase_export.h"
 
-#ifdef SANDBOX_FAULT_BUILD_FAIL
+#ifdef SANDBOX_FAULT_OPBASE_BUILD_FAIL
 static_assert(false, "cannbuild sandbox fault build-fail:opbase");
 #endif
 
