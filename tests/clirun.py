@@ -9,13 +9,15 @@ left must be the same."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import pytest
+import warmcli
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 ROUTES = ("cannbuild", "invoke")
@@ -49,20 +51,27 @@ def run_route(
     cwd: Path,
     timeout: float = 120,
     env: Optional[Dict[str, str]] = None,
-    preexec_fn: Optional[Callable[[], None]] = None,
+    memory_cap: Optional[int] = None,
     **extra_env: str,
 ) -> subprocess.CompletedProcess:
     """`args` through `route` in `cwd`; a hang fails the test (TimeoutExpired) after
-    `timeout` seconds instead of hanging the suite.  `preexec_fn` runs in the child
-    before it starts (e.g. a memory cap with resource.setrlimit)."""
+    `timeout` seconds instead of hanging the suite.  `memory_cap`: the bytes of address
+    space the child may map (RLIMIT_AS), to prove a bound on memory.  The script route is
+    a fork of a warmed server (warmcli.py) where the environment allows."""
+    env = env if env is not None else clean_env(**extra_env)
+    warm = warmcli.server() if route == "cannbuild" else None
+    if warm is not None and warm.can_run(env):
+        return warm.run(args, cwd=cwd, env=env, timeout=timeout, memory_cap=memory_cap)
     return subprocess.run(
         argv_for(route, args),
         cwd=cwd,
-        env=env if env is not None else clean_env(**extra_env),
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
-        preexec_fn=preexec_fn,
+        preexec_fn=None
+        if memory_cap is None
+        else functools.partial(warmcli.cap_memory, memory_cap),
     )
 
 

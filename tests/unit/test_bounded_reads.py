@@ -6,8 +6,8 @@ user's files are left as they were."""
 
 from __future__ import annotations
 
+import functools
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 import pytest
+from warmcli import cap_memory
 
 from cannbuild.bounded import (
     PROFILE_CSV_BYTES,
@@ -33,10 +34,6 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
 KERNELS = next((FIX / "torch_npu_2.5_level1").glob("*_ascend_pt")) / "ASCEND_PROFILER_OUTPUT"
 MEMORY_CAP = 1 << 30  # address space of the child: Python and cannbuild's imports fit in it
 SINGLE_LINE_BYTES = 768 << 20  # a sparse one-line CSV under the size bound, over the cap
-
-
-def _cap_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
 def _run_dir(user: Path, *under: str) -> Path:
@@ -206,7 +203,7 @@ def test_a_hostile_file_or_tree_is_refused_with_exit_2_in_bounded_time_and_memor
     user = tmp_path / "user"
     before = tree_digest(user)
     env = clean_env(HOME=str(tmp_path / "home"))
-    result = run_route(route, *args, cwd=cwd, timeout=30, env=env, preexec_fn=_cap_memory)
+    result = run_route(route, *args, cwd=cwd, timeout=30, env=env, memory_cap=MEMORY_CAP)
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "Traceback" not in output
@@ -227,7 +224,7 @@ def test_the_memory_cap_leaves_room_for_a_normal_profile(tmp_path: Path, route: 
         f"out-{route}",
         cwd=tmp_path,
         timeout=60,
-        preexec_fn=_cap_memory,
+        memory_cap=MEMORY_CAP,
     )
     assert result.returncode == 0, result.stderr
     assert '"ops"' in result.stdout
@@ -319,7 +316,7 @@ def test_a_bundle_that_is_not_a_regular_file_is_refused_without_blocking(
         capture_output=True,
         text=True,
         timeout=30,
-        preexec_fn=_cap_memory,
+        preexec_fn=functools.partial(cap_memory, MEMORY_CAP),
     )
     assert result.returncode == 2, result.stderr
     assert "not a regular file" in result.stdout

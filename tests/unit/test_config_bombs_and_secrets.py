@@ -5,8 +5,8 @@ log or a stamp."""
 
 from __future__ import annotations
 
+import functools
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
+from warmcli import cap_memory
 
 from cannbuild.redact import redact, secret_name
 from cannbuild.workspace import Workspace
@@ -23,10 +24,6 @@ from tinyrecipe import build_step, run_alone, tiny_recipe
 
 HANG_GUARD = 30  # seconds: each case is refused in about one; the bombs ran for minutes
 MEMORY_CAP = 1 << 30  # the bombs grew past 2.8 GB
-
-
-def capped() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
 def refused_once(proc: subprocess.CompletedProcess, *named: str) -> None:
@@ -77,7 +74,7 @@ def test_a_config_bomb_is_refused_naming_the_file_in_bounded_memory(route, name,
     (tmp_path / name).write_text(CONFIG_BOMBS[name]())
     proc = run_route(
         route, "--config", name, "status", "-w", "ws",
-        cwd=tmp_path, timeout=HANG_GUARD, preexec_fn=capped,
+        cwd=tmp_path, timeout=HANG_GUARD, memory_cap=MEMORY_CAP,
     )  # fmt: skip
     refused_once(proc, f"--config {name}")
 
@@ -94,7 +91,7 @@ def test_an_alias_bomb_in_the_project_invoke_yaml_is_refused_on_both_routes(rout
     proc = subprocess.run(
         [sys.executable, *head, "status", "-w", str(tmp_path / "ws")],
         cwd=project, env=clean_env(), capture_output=True, text=True,
-        timeout=HANG_GUARD, preexec_fn=capped,
+        timeout=HANG_GUARD, preexec_fn=functools.partial(cap_memory, MEMORY_CAP),
     )  # fmt: skip
     # under the cap a MemoryError was caught and worded as unreadable: the bound is named
     refused_once(proc, str(project / "invoke.yaml"), "aliases expanded")

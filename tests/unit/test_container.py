@@ -1,7 +1,6 @@
 """Container contexts and CI workflows rendered from a lock."""
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -27,6 +26,7 @@ from cannbuild.errors import UsageError
 from cannbuild.ownership import owned
 from cannbuild.sources.lock import read_lock, write_lock
 
+from clirun import run_route
 from engines import path_without_engines
 from lockdata import sample_lock
 
@@ -170,11 +170,10 @@ def test_no_credentials_in_args_layers_or_the_context(tmp_path, lock_file):
     (tmp_path / "invoke.yaml").write_text(
         f'cannbuild:\n  mirrors:\n    "https://gitcode.com/": "https://u:{token}@git.example/"\n'
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "cannbuild", "container", "--variant", "A3",
-         "--lock-file", str(lock_file), "--out", str(tmp_path / "ctx")],
-        capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "CANNBUILD_MIRRORS": f"https://x/=https://bot:{token}@mirror.example/"},
+    proc = run_route(
+        "cannbuild", "container", "--variant", "A3",
+        "--lock-file", str(lock_file), "--out", str(tmp_path / "ctx"), cwd=tmp_path,
+        CANNBUILD_MIRRORS=f"https://x/=https://bot:{token}@mirror.example/",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert token not in proc.stdout + proc.stderr
@@ -261,10 +260,7 @@ def test_the_lock_pins_the_base_by_digest_once_known():
 
 
 def cannbuild_container(tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "cannbuild", "container", *args],
-        capture_output=True, text=True, cwd=tmp_path,
-    )  # fmt: skip
+    return run_route("cannbuild", "container", *args, cwd=tmp_path)
 
 
 def test_base_digest_pins_the_lock_and_from_and_a_bad_one_changes_nothing(tmp_path, lock_file):

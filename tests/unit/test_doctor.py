@@ -1,12 +1,12 @@
 import json
-import subprocess
-import sys
+from pathlib import Path
 
 from cannbuild.host.doctor import read_host
 from cannbuild.host.judge_python import python_stack_checks
 from cannbuild.host.pystack import PythonStack, read_python_stack
 from cannbuild.options import resolve_options
 
+from clirun import run_route
 from hosttree import clean_env, write
 
 
@@ -205,13 +205,7 @@ def test_malformed_version_files_become_rows(tree):
 
 
 def cli(args, env):
-    return subprocess.run(
-        [sys.executable, "-m", "cannbuild", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    return run_route("cannbuild", *args, cwd=Path.cwd(), env=env, timeout=60)
 
 
 def test_cli_json_shape_and_exit_code(tree, tmp_path):

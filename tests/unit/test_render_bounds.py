@@ -8,12 +8,13 @@ timeout) instead of taking the machine's memory or hanging the suite."""
 
 from __future__ import annotations
 
+import functools
 import json
-import resource
 import subprocess
 import sys
 
 import pytest
+from warmcli import cap_memory
 
 from cannbuild.render.templates import render_value
 
@@ -33,10 +34,6 @@ except UsageError as exc:
     print(exc.message)
     sys.exit(2)
 """
-
-
-def capped() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
 
 
 @pytest.mark.parametrize(
@@ -108,7 +105,7 @@ def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bou
         capture_output=True,
         text=True,
         timeout=HOSTILE_RUN,
-        preexec_fn=capped,
+        preexec_fn=functools.partial(cap_memory, CAP),
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
@@ -142,7 +139,7 @@ def test_a_recipe_value_past_the_render_budget_is_exit_2_within_a_memory_cap(
         "plan", "--sysroot", str(tree.root), "--soc", "ascend910b", "--recipe", str(recipe),
         cwd=tmp_path,
         timeout=HOSTILE_RUN,
-        preexec_fn=capped,
+        memory_cap=CAP,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out

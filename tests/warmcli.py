@@ -1,0 +1,256 @@
+"""`python -m cannbuild ARGS` for the quick loop's hostile-input tables, without paying for
+a new interpreter each time: a process forked from a server that has imported cannbuild.
+
+Why: the quick loop starts the CLI some 220 times; on the 2-core machine each start-up is
+0.13-0.15 s of CPU before cannbuild does anything (the interpreter, site, the imports), half
+of the loop's CPU.  A fork of a warmed server starts in a few milliseconds.
+
+What the test still sees is a process of its own, as a user's: its own pid, cwd,
+environment and argv, stdin from /dev/null, stdout and stderr as pipes to the test, and its
+exit status (a signal as -N, like subprocess).  The server imported cannbuild and ran
+nothing, under the environment of the test process; nothing in cannbuild reads the
+environment at import.  The child runs `cannbuild/__main__.py` as `-m` would (runpy, with
+the cwd first on sys.path) and ends through cannbuild's own exit, or os._exit on the code
+a SystemExit carries.
+
+The server is a single-threaded process per pytest process (so fork is safe), started on
+first use; it exits when the socket to its test process closes.  Set CANNBUILD_TEST_SPAWN=1
+to run every case as a fresh interpreter instead."""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+HEADER = struct.Struct("!I")
+
+
+def _send(sock: socket.socket, message: object, fds: Sequence[int] = ()) -> None:
+    data = json.dumps(message).encode()
+    payload = HEADER.pack(len(data)) + data
+    if fds:
+        sock.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    else:
+        sock.sendall(payload)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError("the cannbuild fork server closed its socket")
+        data += chunk
+    return data
+
+
+def _recv(sock: socket.socket, with_fds: int = 0):
+    if not with_fds:
+        (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size))
+        return json.loads(_recv_exact(sock, size)), []
+    # the header and the fds arrive in one sendmsg; the body may follow in more reads
+    msg, ancdata, _, _ = sock.recvmsg(HEADER.size, socket.CMSG_SPACE(with_fds * 4))
+    if not msg:
+        raise EOFError("the test process closed its socket")
+    if len(msg) < HEADER.size:
+        msg += _recv_exact(sock, HEADER.size - len(msg))
+    fds: List[int] = []
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(array.array("i", data[: len(data) - len(data) % 4]))
+    (size,) = HEADER.unpack(msg)
+    return json.loads(_recv_exact(sock, size)), fds
+
+
+def cap_memory(cap: int) -> None:
+    """At most `cap` bytes of address space from here on (a bound on memory a test proves)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+# --- the server ---------------------------------------------------------------------
+
+
+def _child(request: dict, stdout: int, stderr: int) -> None:
+    """In the forked child: become `python -m cannbuild ARGS` in the request's cwd and env."""
+    import runpy
+
+    code = 1
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        for fd in (null, stdout, stderr):
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        if request.get("memory_cap") is not None:
+            cap_memory(request["memory_cap"])
+        sys.argv = ["-m", *request["args"]]
+        sys.path[0] = os.getcwd()
+        try:
+            runpy.run_module("cannbuild", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None:
+                code = 0
+            elif isinstance(exc.code, int):
+                code = exc.code
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+    finally:
+        os._exit(code & 0xFF)
+
+
+def serve(fd: int) -> None:
+    """Answer requests on the socket `fd` one after another until it closes."""
+    # the start-up every child skips (not cannbuild.__main__ itself: runpy runs it afresh)
+    import cannbuild.cli
+    import cannbuild.interpreter  # noqa: F401
+
+    sock = socket.socket(fileno=fd)
+    while True:
+        try:
+            request, fds = _recv(sock, with_fds=2)
+        except (EOFError, ConnectionError):
+            return
+        stdout, stderr = fds
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _child(request, stdout, stderr)
+        os.close(stdout)
+        os.close(stderr)
+        _send(sock, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
+
+
+# --- the client (in the test process) -----------------------------------------------
+
+
+class Server:
+    """The fork server of this test process."""
+
+    def __init__(self) -> None:
+        mine, theirs = socket.socketpair()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            cwd=CHECKOUT,
+            env=env,
+        )
+        theirs.close()
+        self.sock = mine
+        self.startup_env = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+
+    def can_run(self, env: Dict[str, str]) -> bool:
+        """False when `env` sets the interpreter up differently (PYTHONPATH, ...): those
+        act at start-up, which a fork has already been through."""
+        return {k: v for k, v in env.items() if k.startswith("PYTHON")} == self.startup_env
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path,
+        env: Dict[str, str],
+        timeout: float,
+        memory_cap: Optional[int] = None,
+    ) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "cannbuild", *args]
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            _send(
+                self.sock,
+                {"args": list(args), "cwd": str(cwd), "env": dict(env), "memory_cap": memory_cap},
+                fds=(out_w, err_w),
+            )
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        pid = _recv(self.sock)[0]["pid"]
+        chunks: Dict[int, List[bytes]] = {out_r: [], err_r: []}
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            for fd in chunks:
+                selector.register(fd, selectors.EVENT_READ)
+            open_fds = set(chunks)
+            while open_fds:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    os.kill(pid, signal.SIGKILL)
+                    _recv(self.sock)
+                    for fd in chunks:
+                        os.close(fd)
+                    raise subprocess.TimeoutExpired(argv, timeout)
+                for key, _ in selector.select(left):
+                    data = os.read(key.fd, 65536)
+                    if data:
+                        chunks[key.fd].append(data)
+                    else:
+                        selector.unregister(key.fd)
+                        open_fds.discard(key.fd)
+        for fd in chunks:
+            os.close(fd)
+        returncode = _recv(self.sock)[0]["returncode"]
+        return subprocess.CompletedProcess(
+            argv, returncode, _text(b"".join(chunks[out_r])), _text(b"".join(chunks[err_r]))
+        )
+
+
+def _text(data: bytes) -> str:
+    """As subprocess.run(text=True) decodes: the locale's encoding, universal newlines."""
+    import io
+    import locale
+
+    return io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False)).read()
+
+
+def server() -> Optional[Server]:
+    """This process's fork server (started on first use), or None where every case
+    should start a fresh interpreter."""
+    if os.environ.get("CANNBUILD_TEST_SPAWN") == "1" or not hasattr(os, "fork"):
+        return None
+    found = _SERVERS.get(os.getpid())
+    if found is None or found.process.poll() is not None:
+        found = _SERVERS[os.getpid()] = Server()
+    return found
+
+
+_SERVERS: Dict[int, Server] = {}
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
