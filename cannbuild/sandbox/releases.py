@@ -2,11 +2,12 @@
 
 The stand-in `opbase` and `ops-transformer` repositories carry one commit per
 state of the real repositories that matters (the late-2025 master that the
-8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 tag), each with the
-options, messages and opbase hand-over the real scripts have at that point
-(shared/reference/cann-build-systems.md and the research notes behind it).
-Commit dates are fixed so commit ids are reproducible; only the 2025-11 dates
-matter (the 8.3 recipe pins "master as of 2025-11-16").
+8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 tag, v9.1.0.pre and the
+9.1.0 branch the 9.1.0 manifest names), each with the options, messages and
+opbase hand-over the real scripts have at that point (flavors.py,
+shared/reference/cann-build-systems.md, docs/upstream-9.1.md).  Commit dates are
+fixed so commit ids are reproducible; only the 2025-11 dates matter (the 8.3
+recipe pins "master as of 2025-11-16").
 """
 
 from __future__ import annotations
@@ -16,6 +17,18 @@ from typing import Dict, Optional, Tuple, Union
 from msgspec import Struct, field
 
 from ..errors import UsageError
+from .flavors import (
+    OPBASE_2025_11,
+    OPBASE_V850,
+    OPBASE_V900,
+    OPBASE_V910,
+    OT_2025_11,
+    OT_V850,
+    OT_V900,
+    OT_V910,
+    OpbaseFlavor,
+    OpsTransformerFlavor,
+)
 
 # The makeself archive every ref's CMake downloads (reference real-host-findings.md §2).
 MAKESELF_URL = (
@@ -24,184 +37,6 @@ MAKESELF_URL = (
 )
 UPSTREAM = "https://gitcode.com/"
 COMMON_OPTS = "-v,--verbose"
-
-# opbase's build dependencies, checked by check_build_dependencies.py against
-# share/info/<pkg>/version.info: the v8.5.0 tag lists these five (`>=8.5.0`), master adds hcomm
-# (reference cann-build-systems.md §1.2).
-DEPS_85 = (
-    ("runtime", ">=8.5"),
-    ("metadef", ">=8.5"),
-    ("bisheng-compiler", ">=8.5"),
-    ("asc-devkit", ">=8.5"),
-    ("ge-executor", ">=8.5"),
-)
-# ops-transformer's build dependencies at 9.0 (version.cmake; reference §2.2 lists runtime, opbase,
-# hcomm, ge-executor, metadef, ge-compiler, asc-devkit, bisheng-compiler at master).
-OT_DEPS_90 = (
-    ("runtime", ">=8.5"),
-    ("opbase", ">=8.5"),
-    ("hcomm", ">=8.5"),
-    ("ge-executor", ">=8.5"),
-    ("metadef", ">=8.5"),
-    ("ge-compiler", ">=8.5"),
-    ("asc-devkit", ">=8.5"),
-    ("bisheng-compiler", ">=8.5"),
-    ("asc-tools", ">=8.5"),
-)
-
-
-class OpbaseFlavor(Struct, frozen=True, kw_only=True):
-    label: str
-    version: str
-    version_dir: str
-    # build.sh's getopt spec: `getopt -a -o <short_opts> -l <long_opts>`.
-    short_opts: str
-    long_opts: str
-    has_pkg: bool
-    # The default ASCEND_HOME_PATH's last part: `/usr/local/Ascend/latest` up to v8.5.0,
-    # `/usr/local/Ascend/cann` from v9.0.0 on.
-    default_home_tail: str
-    deps: Tuple[Tuple[str, str], ...] = ()
-    run_deps: Tuple[Tuple[str, str], ...] = ()
-    # CMakeLists.txt:7-10 from v8.5.0: the ccache PATH finds becomes the compiler launcher
-    finds_ccache: bool = False
-
-
-class OpsTransformerFlavor(Struct, frozen=True, kw_only=True):
-    label: str
-    version: str
-    socs: Tuple[str, ...]
-    # Only the 2025-11 script runs `{ ...; } 2>&1 | gawk` (stderr stamped too, no pipefail); v8.5.0
-    # and v9.0.0 pipe stdout alone through gawk (reference real-host-findings.md §1).
-    stamp_stderr: bool
-    has_3rd_lib_flag: bool
-    tiling_key_eq: bool
-    extra_flags: Tuple[str, ...]
-    extra_eq_flags: Tuple[str, ...]
-    soc_warnings: bool
-    run_example_soc_check: bool
-    example_links_opapi_math: bool
-    # Where ops-transformer finds opbase: installed `<arch>-linux/include` (c29bc10's
-    # FindOPBASE.cmake:19), installed `<arch>-linux/pkg_inc` (v8.5.0), or source in
-    # third_party/opbase at OPBASE_TAG_ID (v9.0.0).
-    opbase_mode: str  # installed-include | installed-pkg_inc | source
-    deps: Tuple[Tuple[str, str], ...] = ()
-    # FlashAttentionScore's head dim limit, as its docs (and tiling) state at that ref:
-    # 512 at the 8.3 pin (c29bc10), 768 from v8.5.0
-    fa_head_dim_max: int = 768
-    # the real */flash_attention_score/examples/test_aclnn_*.cpp at this ref, each with the
-    # stand-in source (kernels/standin/flash_attention_score/examples) shipped under its name
-    examples: Tuple[Tuple[str, str], ...] = ()
-    example_lookup: str = "custom-opp"  # "opp": only ${ASCEND_OPP_PATH}/vendors (the 8.3 pin)
-    example_summary: bool = True  # "execute samples success" / "Example completed successfully"
-
-
-OPBASE_2025_11 = OpbaseFlavor(
-    label="master, November 2025 (the 8.3 commercial guide)",
-    version="8.5.0.alpha001",
-    version_dir="8.5.0.alpha001",
-    short_opts="j:hvuO:",
-    long_opts="help,verbose,cov,make_clean_all,debug,noexec,cann_3rd_lib_path:",
-    has_pkg=False,
-    default_home_tail="latest",
-    run_deps=(("compiler", ">=8.3"), ("runtime", ">=8.3")),
-)
-OPBASE_V850 = OpbaseFlavor(
-    label="tag v8.5.0",
-    version="8.5.0-beta.1",  # the v8.5.0 tag's version.info really says this
-    version_dir="cann",
-    short_opts="j:hvusO:",
-    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:",
-    has_pkg=True,
-    default_home_tail="latest",
-    run_deps=tuple((p, ">=8.5.0") for p, _ in DEPS_85),
-    finds_ccache=True,
-)
-OPBASE_V900 = OpbaseFlavor(
-    label="tag v9.0.0",
-    version="9.0.0",
-    version_dir="cann",
-    short_opts="j:hvusO:",
-    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:",
-    has_pkg=True,
-    default_home_tail="cann",
-    deps=DEPS_85,
-    run_deps=DEPS_85,
-    finds_ccache=True,
-)
-
-_DENSE = "test_aclnn_flash_attention_score_v2_fp32.cpp"
-_VARLEN = "test_aclnn_flash_attention_score_varlen_v4_fp32.cpp"
-
-OT_2025_11 = OpsTransformerFlavor(
-    label="master, November 2025 (the 8.3 commercial guide)",
-    version="8.5.0.alpha001",
-    # `SUPPORT_COMPUTE_UNIT_SHORT` at each ref (reference cann-build-systems.md §2.3).
-    socs=("ascend910b", "ascend910_93", "ascend910_95", "ascend310p", "ascend910"),
-    stamp_stderr=True,
-    has_3rd_lib_flag=False,
-    tiling_key_eq=True,
-    # `--debug` is parsed at this ref, as the sandbox models it; master prints help and exits 1 on
-    # it.
-    extra_flags=("--debug",),
-    extra_eq_flags=(),
-    soc_warnings=False,
-    run_example_soc_check=False,
-    example_links_opapi_math=False,
-    opbase_mode="installed-include",
-    fa_head_dim_max=512,
-    # 8.3 ran two examples, v9.0.0 three (`build.sh --run_example` loops over every
-    # `test_aclnn_*.cpp`; reference real-host-findings.md §1).
-    examples=(
-        ("test_aclnn_flash_attention_score.cpp", _DENSE),
-        ("test_aclnn_flash_attention_varlen_score.cpp", _VARLEN),
-    ),
-    example_lookup="opp",
-    example_summary=False,
-)
-OT_V850 = OpsTransformerFlavor(
-    label="tag v8.5.0",
-    version="8.5.0-beta.1",
-    socs=("ascend910b", "ascend910_93", "ascend910_95", "kirinx90"),
-    stamp_stderr=False,
-    has_3rd_lib_flag=True,
-    tiling_key_eq=True,
-    extra_flags=(),
-    extra_eq_flags=(),
-    soc_warnings=False,
-    run_example_soc_check=False,
-    example_links_opapi_math=False,
-    opbase_mode="installed-pkg_inc",
-    examples=((_DENSE, _DENSE), (_VARLEN, _VARLEN)),
-)
-OT_V900 = OpsTransformerFlavor(
-    label="tag v9.0.0",
-    version="9.0.0",
-    socs=(
-        "ascend910b",
-        "ascend910_93",
-        "ascend950",
-        "ascend310p",
-        "kirinx90",
-        "kirin9030",
-        "mc62cm12a",
-    ),
-    stamp_stderr=False,
-    has_3rd_lib_flag=True,
-    tiling_key_eq=False,
-    extra_flags=("--noaicpu",),
-    extra_eq_flags=("--bisheng_flags", "--simulator", "--kernel_template_input"),
-    soc_warnings=True,
-    run_example_soc_check=True,
-    example_links_opapi_math=True,
-    opbase_mode="source",
-    deps=OT_DEPS_90,
-    examples=(
-        ("test_aclnn_flash_attention_score.cpp", _DENSE),
-        (_DENSE, _DENSE),
-        (_VARLEN, _VARLEN),
-    ),
-)
 
 
 class Commit(Struct, frozen=True, kw_only=True):
@@ -212,6 +47,8 @@ class Commit(Struct, frozen=True, kw_only=True):
     date: str
     message: str
     tags: Tuple[str, ...] = ()
+    # branches made at this commit besides master (the 9.1.0 manifest names branch `9.1.0`)
+    branches: Tuple[str, ...] = ()
     note: Optional[str] = None  # extra README line, to make a distinct commit
 
 
@@ -243,6 +80,31 @@ OPBASE_HISTORY: Tuple[Commit, ...] = (
         tags=("v9.0.0",),
         note="Release 9.0.0.",
     ),
+    # The commit ops-transformer 9.1 pins (cd48c600 upstream, 2026-06-10 "fix EZ0037"), then
+    # v9.1.0.pre (5884feaa) and the head of branch 9.1.0 (0e247b8c), whose build files are the
+    # same (docs/upstream-9.1.md §0, §1, §3f).
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V910,
+        date="2026-06-10T11:15:10+08:00",
+        message="fix EZ0037",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V910,
+        date="2026-07-09T21:42:52+08:00",
+        message="kernel path initialised before static kernels are enabled",
+        tags=("v9.1.0.pre",),
+        note="Tag v9.1.0.pre.",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V910,
+        date="2026-07-23T17:30:33+08:00",
+        message="dfx check of mc2 launch arguments",
+        branches=("9.1.0",),
+        note="Branch 9.1.0, the revision of the 9.1.0 manifest.",
+    ),
 )
 OT_HISTORY: Tuple[Commit, ...] = (
     Commit(
@@ -265,9 +127,28 @@ OT_HISTORY: Tuple[Commit, ...] = (
         message="release 9.0.0",
         tags=("v9.0.0",),
     ),
+    # v9.1.0.pre (121f37de) and the head of branch 9.1.0 (3311e26e): the same build files
+    # (docs/upstream-9.1.md §1).
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V910,
+        date="2026-07-09T22:30:15+08:00",
+        message="mega_moe A2/A3 bugfix",
+        tags=("v9.1.0.pre",),
+    ),
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V910,
+        date="2026-07-23T21:25:06+08:00",
+        message="mega_moe A3 int4 receive count check",
+        branches=("9.1.0",),
+        note="Branch 9.1.0, the revision of the 9.1.0 manifest.",
+    ),
 )
 # ops-transformer v9.0.0 pins this opbase commit (not the v9.0.0 tag), as the real one does.
 OT_V900_OPBASE_PIN_INDEX = 2
+# ...and 9.1 this one (cd48c600 upstream: 37 commits behind opbase's 9.1.0 branch, §3f).
+OT_V910_OPBASE_PIN_INDEX = 4
 
 
 class Release(Struct, frozen=True, kw_only=True):
@@ -334,6 +215,25 @@ RELEASES: Dict[str, Release] = {
         driver="26.0.rc1",
         driver_inner="V100R001C10B100",
         driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",
+        opbase_in_toolkit=True,
+        share_info=_SHARE_INFO_85,
+    ),
+    # The 9.1.0 release notes pair it with HDK 26.1.0 (docs/upstream-9.1.md §1); the inner
+    # versions are sandbox values (not published), one train on from 9.0.0's.
+    "9.1.0": Release(
+        version="9.1.0",
+        layout="cann",
+        innerversion="V100R001C27SPC001B100",
+        # the toolkit's compatible_version names the driver's train (as 9.0.0's names C10, 26.0.RC1's)
+        # and the driver's the toolkit's: host/compat.py reads them where no published row pairs
+        # the two
+        compatible_version="[V100R001C23],[V100R001C25],[V100R001C26],[V100R001C10],[V100R001C11]",
+        driver="26.1.0",
+        driver_inner="V100R001C11B100",
+        driver_compatible=(
+            "[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10],[V100R001C11],"
+            "[V100R001C27]"
+        ),
         opbase_in_toolkit=True,
         share_info=_SHARE_INFO_85,
     ),

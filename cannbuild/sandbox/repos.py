@@ -1,11 +1,14 @@
-"""Stand-in `opbase` and `ops-transformer` git repositories and the third-party mirror.
+"""Stand-in `opbase`, `ops-transformer`, `cmake` and `ops-tensor` git repositories and
+the third-party mirror.
 
 They are served from `<sandbox>/mirror/` laid out like `https://gitcode.com/`
-(`cann/opbase.git`, `cann-src-third-party/makeself/releases/...`), so the
-pipeline reaches them through an ordinary mirror rule.  Commits have fixed
-authors and dates: the same cannbuild makes the same commit ids.  The stand-ins'
-`cmake/third_party/*.cmake` download the third-party archives (sandbox/third_party.py)
-as the real ones do, with the hashes of the archives the mirror serves.
+(`cann/opbase.git`, `cann-src-third-party/makeself/releases/...`, the OBS host's
+files under a folder of its name), so the pipeline reaches them through ordinary
+mirror rules.  Commits have fixed authors and dates: the same cannbuild makes the
+same commit ids.  Up to 9.0 the stand-ins' `cmake/third_party/*.cmake` download the
+third-party archives (sandbox/third_party.py) as the real ones do, with the hashes of
+the archives the mirror serves; from 9.1 the stand-in `cann/cmake` does
+(sandbox/sharedrepos.py).
 """
 
 from __future__ import annotations
@@ -13,19 +16,35 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, write
+from .flavors import OpsTransformerFlavor
 from .releases import (
     OPBASE_HISTORY,
     OT_HISTORY,
     OT_V900_OPBASE_PIN_INDEX,
+    OT_V910_OPBASE_PIN_INDEX,
     Commit,
-    OpsTransformerFlavor,
+)
+from .sharedrepos import (
+    CANN_CMAKE_TAG,
+    CMAKE_HISTORY,
+    CMAKE_PIN_INDEX,
+    CMAKE_TARBALL_URL,
+    OPTENSOR_HISTORY,
+    OPTENSOR_PIN_INDEX,
+    TreeCommit,
+    cann_cmake_files,
+    cmake_tarball,
+    ops_tensor_files,
+    sha256,
+    write_tree,
 )
 from .third_party import (
+    mirror_path,
     standin_archives,
     state_of,
     tar_gz,
@@ -52,8 +71,7 @@ def git_env(date: str) -> Dict[str, str]:
     return env
 
 
-def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
-    """Replace the work tree's content with this commit's files."""
+def _clear(work: Path) -> None:
     # Each commit is the whole state of the repository at that ref, not a diff to the last.
     for entry in work.iterdir():
         if entry.name == ".git":
@@ -62,6 +80,11 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             shutil.rmtree(entry)
         else:
             entry.unlink()
+
+
+def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
+    """Replace the work tree's content with this commit's files."""
+    _clear(work)
     templates = data_dir("templates") / "sandbox"
     kernels = data_dir("kernels")
     env = file_env(templates)
@@ -90,12 +113,19 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             shutil.copy2(src, target)
 
     copy(templates / "common" / "gitignore", ".gitignore")
-    # The real repos keep one .cmake per archive in cmake/third_party/; the stand-ins do too, so
-    # sources/archives.py reads them exactly as it reads the real ones.
-    render("common/third_party.cmake.j2", "cmake/third_party/third_party.cmake")
+    if flavor.cann_cmake:
+        # 9.1: cmake/fetch_cann_cmake.cmake (the same file in both repos) brings cann/cmake,
+        # whose add_cann_third_party declares the archives; version.cmake its dependencies.
+        render("common/fetch_cann_cmake.cmake.j2", "cmake/fetch_cann_cmake.cmake")
+        copy(templates / "common" / "sandbox_network.cmake", "cmake/sandbox_network.cmake")
+        render("common/version.cmake.j2", "version.cmake")
+    else:
+        # The real repos keep one .cmake per archive in cmake/third_party/; the stand-ins do too,
+        # so sources/archives.py reads them exactly as it reads the real ones.
+        render("common/third_party.cmake.j2", "cmake/third_party/third_party.cmake")
     for module in modules + test_only:
         render(f"{repo}/cmake/third_party/{module}.cmake.j2", f"cmake/third_party/{module}.cmake")
-    if flavor.deps:
+    if flavor.deps and not flavor.cann_cmake:
         # A stand-in for cann-cmake's scripts/version/check_build_dependencies.py, which reads
         # share/info/<pkg>/version.info.
         copy(
@@ -135,6 +165,14 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
                 "ops-transformer/cmake/third_party/opbase.cmake.j2",
                 "cmake/third_party/opbase.cmake",
             )
+        if flavor.cann_cmake:
+            # 9.1 pins ops-tensor as source too (OPTENSOR_TAG_ID); cmake/third_party/ holds
+            # only the two pins and a .gitkeep (docs/upstream-9.1.md §3c).
+            render(
+                "ops-transformer/cmake/third_party/ops-tensor.cmake.j2",
+                "cmake/third_party/ops-tensor.cmake",
+            )
+            write(work / "cmake/third_party/.gitkeep", "")
         for name in ("install.sh", "help.info", "gen_version_info.sh"):
             copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
         fa = kernels / "standin/flash_attention_score"
@@ -155,13 +193,14 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
 
 def build_repo(
     name: str,
-    history: Sequence[Commit],
+    history: Sequence[Union[Commit, TreeCommit]],
     work: Path,
     bare: Path,
     log: CommandLog,
-    extra_per_commit: Sequence[Dict[str, Any]],
+    render: Callable[[Path, int], None],
 ) -> List[str]:
-    """Create the repository's history; returns the commit ids in order."""
+    """Create the repository's history (`render(work, i)` lays out commit i's files);
+    returns the commit ids in order."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -173,8 +212,8 @@ def build_repo(
         what=f"creating {name}",
     )
     commits: List[str] = []
-    for commit, extra in zip(history, extra_per_commit):
-        _render_commit(work, commit, extra)
+    for index, commit in enumerate(history):
+        render(work, index)
         env = git_env(commit.date)
         log.run(["git", "add", "-A"], cwd=work, env=env, what=f"staging {name}")
         log.run(
@@ -194,6 +233,8 @@ def build_repo(
                 env=env,
                 what=f"tagging {name}",
             )
+        for branch in commit.branches:
+            log.run(["git", "branch", branch], cwd=work, env=env, what=f"branching {name}")
     if bare.exists():
         shutil.rmtree(bare)
     bare.parent.mkdir(parents=True, exist_ok=True)
@@ -207,28 +248,78 @@ def build_repo(
     return commits
 
 
+def pinned_cmake_tarball() -> bytes:
+    """cmake-master-026.tar.gz as the mirror serves it: the stand-in cann/cmake at the tag."""
+    archives = {key: a.context() for key, a in standin_archives().items()}
+    return cmake_tarball(cann_cmake_files(CMAKE_HISTORY[CMAKE_PIN_INDEX].state, archives))
+
+
 def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, List[str]]:
     cann = mirror / "cann"
+    archives = {key: a.context() for key, a in standin_archives().items()}
+
+    def files_of(
+        history: Sequence[TreeCommit], files: Callable[[str], Mapping[str, str]]
+    ) -> Callable[[Path, int], None]:
+        def render(work: Path, index: int) -> None:
+            _clear(work)
+            write_tree(work, files(history[index].state))
+
+        return render
+
+    optensor = build_repo(
+        "ops-tensor",
+        OPTENSOR_HISTORY,
+        build_dir / "ops-tensor",
+        cann / "ops-tensor.git",
+        log,
+        files_of(OPTENSOR_HISTORY, ops_tensor_files),
+    )
+    cmake = build_repo(
+        "cmake",
+        CMAKE_HISTORY,
+        build_dir / "cmake",
+        cann / "cmake.git",
+        log,
+        files_of(CMAKE_HISTORY, lambda state: cann_cmake_files(state, archives)),
+    )
+    # The tag's tarball, which the 9.1 repos take with its SHA256 (fetch_cann_cmake.cmake:18-23).
+    tarball = pinned_cmake_tarball()
+    target = mirror_path(mirror, CMAKE_TARBALL_URL)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(tarball)
+    shared = {"cann_cmake_tag": CANN_CMAKE_TAG, "cann_cmake_sha256": sha256(tarball)}
     opbase = build_repo(
         "opbase",
         OPBASE_HISTORY,
         build_dir / "opbase",
         cann / "opbase.git",
         log,
-        [{} for _ in OPBASE_HISTORY],
+        lambda work, i: _render_commit(work, OPBASE_HISTORY[i], shared),
     )
+
     # ops-transformer v9.0.0 pins an opbase commit, not the v9.0.0 tag (929902e upstream;
-    # releases.py), so the stand-in pins an untagged commit too.
-    pin = opbase[OT_V900_OPBASE_PIN_INDEX]
+    # releases.py), so the stand-in pins an untagged commit too; so does 9.1 (cd48c600), and
+    # an ops-tensor commit that is not its master (b24535e3).
+    def ot_extra(commit: Commit) -> Dict[str, Any]:
+        if not commit.flavor.cann_cmake:
+            return {"opbase_tag_id": opbase[OT_V900_OPBASE_PIN_INDEX]}
+        return {
+            "opbase_tag_id": opbase[OT_V910_OPBASE_PIN_INDEX],
+            "optensor_tag_id": optensor[OPTENSOR_PIN_INDEX],
+            "optensor_api": OPTENSOR_HISTORY[OPTENSOR_PIN_INDEX].state,
+            **shared,
+        }
+
     ot = build_repo(
         "ops-transformer",
         OT_HISTORY,
         build_dir / "ops-transformer",
         cann / "ops-transformer.git",
         log,
-        [{"opbase_tag_id": pin} for _ in OT_HISTORY],
+        lambda work, i: _render_commit(work, OT_HISTORY[i], ot_extra(OT_HISTORY[i])),
     )
-    return {"opbase": opbase, "ops-transformer": ot}
+    return {"opbase": opbase, "ops-transformer": ot, "cmake": cmake, "ops-tensor": optensor}
 
 
 def deterministic_tar_gz(src: Path, top: str) -> bytes:

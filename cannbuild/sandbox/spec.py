@@ -16,6 +16,11 @@ INFO_FILE = "sandbox.json"
 CREATING_MARK = ".creating"
 # A sandbox.json of another schema is treated as no sandbox: it is remade, never misread.
 SCHEMA = 1
+# The second host the real builds download from: from 9.1 cann/cmake's third_party/*.cmake fetch
+# json, abseil-cpp and protobuf (and ops-transformer's docs the cmake-master-026 tarball) there
+# (docs/upstream-9.1.md §3c, §3d).  The sandbox mirror serves it under a folder of its name.
+OBS_UPSTREAM = "https://cann-3rd.obs.cn-north-4.myhuaweicloud.com/"
+OBS_FOLDER = "cann-3rd.obs.cn-north-4.myhuaweicloud.com"
 
 
 class SandboxSpec(Struct, frozen=True, kw_only=True):
@@ -41,8 +46,11 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
     def mirrors(self) -> Dict[str, str]:
         """URL rewrite rules that send upstream fetches to the sandbox's repositories."""
         # `https://gitcode.com/` -> `file://<sandbox>/mirror/`: the stand-in repos and archives sit
-        # at the paths the real URLs name.
-        return {self.upstream: self.mirror.as_uri() + "/"}
+        # at the paths the real URLs name; the OBS host's files under `mirror/<its host name>/`.
+        return {
+            self.upstream: self.mirror.as_uri() + "/",
+            OBS_UPSTREAM: (self.mirror / OBS_FOLDER).as_uri() + "/",
+        }
 
     def to_json(self) -> Dict[str, object]:
         data = asdict(self)

@@ -1,7 +1,8 @@
 """The third-party archives the sandbox mirror serves, and the stand-ins' CMake for them.
 
 The real builds download makeself, protobuf, abseil-cpp, eigen and nlohmann json from
-`https://gitcode.com/cann-src-third-party/...` with CMake.  The sandbox serves
+`https://gitcode.com/cann-src-third-party/...` with CMake (from 9.1 json, abseil-cpp and
+protobuf from `https://cann-3rd.obs.cn-north-4.myhuaweicloud.com/`).  The sandbox serves
 archives of the same names and shapes (a single top folder per tarball, json's
 `include.zip` with `include/` and `single_include/`), small and generated here, so
 their bytes (and the hashes the stand-in CMake declares) never change.  Each is
@@ -24,16 +25,18 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..resources import data_dir
-from .releases import (
-    MAKESELF_URL,
+from .flavors import (
     OPBASE_2025_11,
     OPBASE_V850,
     OPBASE_V900,
+    OPBASE_V910,
     OT_2025_11,
     OT_V850,
     OT_V900,
-    UPSTREAM,
+    OT_V910,
 )
+from .releases import MAKESELF_URL, UPSTREAM
+from .spec import OBS_FOLDER, OBS_UPSTREAM
 
 # The archive's one top folder, named after its file (makeself-release-2.5.0-patch1.tar.gz).
 MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
@@ -111,7 +114,7 @@ def tree_entries(src: Path, top: str) -> List[Tuple[str, Optional[bytes], int]]:
     return entries
 
 
-def _source_tree(top: str, files: Mapping[str, str]) -> bytes:
+def source_tree(top: str, files: Mapping[str, str]) -> bytes:
     entries: List[Tuple[str, Optional[bytes], int]] = [(top, None, 0o755)]
     folders = set()
     for name in sorted(files):
@@ -148,7 +151,7 @@ def standin_archives() -> Dict[str, StandinArchive]:
     )
 
     def protobuf(version: str, number: str) -> bytes:
-        return _source_tree(
+        return source_tree(
             f"protobuf-{version}",
             {
                 "CMakeLists.txt": f"# cannbuild sandbox stand-in for protobuf {version}\n",
@@ -161,7 +164,7 @@ def standin_archives() -> Dict[str, StandinArchive]:
 
     def eigen(version: str) -> bytes:
         world, major, minor = version.split(".")
-        return _source_tree(
+        return source_tree(
             f"eigen-{version}",
             {
                 "Eigen/Eigen": _stub(f"Eigen {version}"),
@@ -172,6 +175,15 @@ def standin_archives() -> Dict[str, StandinArchive]:
         )
 
     json_header = _stub("nlohmann json 3.11.3") + "#define NLOHMANN_JSON_VERSION_MAJOR 3\n"
+    abseil = source_tree(
+        "abseil-cpp-20230802.1",
+        {
+            "CMakeLists.txt": "# cannbuild sandbox stand-in for abseil-cpp 20230802.1\n",
+            "absl/base/config.h": _stub("abseil-cpp 20230802.1")
+            + "#define ABSL_LTS_RELEASE_VERSION 20230802\n",
+            "absl/log/absl_log.h": _stub("abseil-cpp 20230802.1"),
+        },
+    )
     archives = [
         StandinArchive(key="makeself", url=MAKESELF_URL, data=makeself),
         StandinArchive(
@@ -192,15 +204,7 @@ def standin_archives() -> Dict[str, StandinArchive]:
         StandinArchive(
             key="abseil",
             url=_RELEASES + "abseil-cpp/releases/download/20230802.1/abseil-cpp-20230802.1.tar.gz",
-            data=_source_tree(
-                "abseil-cpp-20230802.1",
-                {
-                    "CMakeLists.txt": "# cannbuild sandbox stand-in for abseil-cpp 20230802.1\n",
-                    "absl/base/config.h": _stub("abseil-cpp 20230802.1")
-                    + "#define ABSL_LTS_RELEASE_VERSION 20230802\n",
-                    "absl/log/absl_log.h": _stub("abseil-cpp 20230802.1"),
-                },
-            ),
+            data=abseil,
         ),
         StandinArchive(
             key="eigen34",
@@ -224,6 +228,33 @@ def standin_archives() -> Dict[str, StandinArchive]:
                 }
             ),
         ),
+        # From 9.1 cann/cmake's third_party/*.cmake take json, abseil-cpp and protobuf from the
+        # OBS host (CC@master-026 json.cmake:53, abseil-cpp.cmake:45, protobuf.cmake:148): json
+        # as the 3.11.3 source tarball (no more include.zip), the other two the same archives.
+        StandinArchive(
+            key="json_obs",
+            url=OBS_UPSTREAM + "json/json-3.11.3.tar.gz",
+            data=source_tree(
+                "json-3.11.3",
+                {
+                    "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
+                    "CMakeLists.txt": "# cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
+                    "include/nlohmann/json.hpp": json_header,
+                    "include/nlohmann/json_fwd.hpp": _stub("nlohmann json 3.11.3"),
+                    "single_include/nlohmann/json.hpp": json_header,
+                },
+            ),
+        ),
+        StandinArchive(
+            key="abseil_obs",
+            url=OBS_UPSTREAM + "abseil-cpp/abseil-cpp-20230802.1.tar.gz",
+            data=abseil,
+        ),
+        StandinArchive(
+            key="protobuf_obs",
+            url=OBS_UPSTREAM + "protobuf/protobuf-25.1.tar.gz",
+            data=protobuf("25.1", "4025001"),
+        ),
     ]
     return {a.key: a for a in archives}
 
@@ -232,12 +263,22 @@ def write_mirror(mirror: Path, archives: Mapping[str, StandinArchive]) -> List[P
     """Each archive at the path its upstream URL names under the mirror."""
     written = []
     for archive in archives.values():
-        # `https://gitcode.com/cann-src-third-party/...` -> `<mirror>/cann-src-third-party/...`.
-        target = mirror / archive.url[len(UPSTREAM) :]
+        target = mirror_path(mirror, archive.url)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(archive.data)
         written.append(target)
     return written
+
+
+def mirror_path(mirror: Path, url: str) -> Path:
+    """Where the mirror serves an upstream URL (spec.SandboxInfo.mirrors, the other way)."""
+    # `https://gitcode.com/cann-src-third-party/...` -> `<mirror>/cann-src-third-party/...`;
+    # `https://cann-3rd.obs.../json/...` -> `<mirror>/cann-3rd.obs.../json/...`.
+    if url.startswith(OBS_UPSTREAM):
+        return mirror / OBS_FOLDER / url[len(OBS_UPSTREAM) :]
+    if url.startswith(UPSTREAM):
+        return mirror / url[len(UPSTREAM) :]
+    raise ValueError(f"the sandbox mirror serves no host of {url}")
 
 
 # Per stand-in state: the upstream state it stands in for, the third-party modules its
@@ -255,6 +296,9 @@ _STATES: Tuple[Tuple[object, str, Tuple[str, ...], Tuple[str, ...]], ...] = (
         ("json", "eigen", "abseil-cpp", "ascend_protobuf", "makeself-fetch"),
         ("gtest",),
     ),
+    # 9.1: no archive module of their own; cann/cmake's add_cann_third_party declares them
+    (OPBASE_V910, "v9.1.0", (), ()),
+    (OT_V910, "v9.1.0", (), ()),
 )
 
 

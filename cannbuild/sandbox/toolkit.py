@@ -18,8 +18,9 @@ from ..host.toolkit import host_arch
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, symlink, write
+from .flavors import OPBASE_V900
 from .hardware import Variant
-from .releases import OPBASE_V900, Release
+from .releases import Release
 
 # Each ships a `version.info`; torch_npu refuses a home without runtime/ and compiler/.
 COMPONENTS = ("runtime", "compiler", "opp", "toolkit")

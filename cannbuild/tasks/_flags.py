@@ -145,7 +145,9 @@ FLAGS: Dict[str, Flag] = {
             field="sandbox_variant",
         ),
         Flag(
-            name="cann", help="sandbox CANN version: 8.3.RC2, 8.5.0 or 9.0.0", field="sandbox_cann"
+            name="cann",
+            help="sandbox CANN version: 8.3.RC2, 8.5.0, 9.0.0 or 9.1.0",
+            field="sandbox_cann",
         ),
         Flag(
             name="wait",

@@ -1,0 +1,113 @@
+"""Stand-ins for the two repositories the 9.1 builds fetch while they configure.
+
+From 9.1 opbase and ops-transformer take their third-party modules from the shared
+`cann/cmake` repository (`cmake/fetch_cann_cmake.cmake`, pinned by the annotated tag
+master-026: a local `third_party/cann-cmake/`, else `third_party/cmake-master-026.tar.gz`,
+else a git clone), and ops-transformer its headers from `cann/ops-tensor`, pinned by
+commit (`cmake/third_party/ops-tensor.cmake`).  The sandbox serves stand-ins of both
+beside opbase and ops-transformer, with histories whose pinned commits are not the
+tips (docs/upstream-9.1.md §3c-§3e), and the tarball of the tag on the OBS host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Dict, Mapping, Tuple
+
+from msgspec import Struct
+
+from ..render.templates import file_env
+from ..resources import data_dir
+from .files import write
+from .spec import OBS_UPSTREAM
+from .third_party import source_tree
+
+CANN_CMAKE_TAG = "master-026"
+# Where ops-transformer's docs fetch the tag's tarball (OT@9.1.0:docs/zh/install/compile.md:21).
+CMAKE_TARBALL_URL = f"{OBS_UPSTREAM}cmake/cmake-{CANN_CMAKE_TAG}.tar.gz"
+
+
+class TreeCommit(Struct, frozen=True, kw_only=True):
+    """One commit of a stand-in repository that holds plain files."""
+
+    date: str
+    message: str
+    state: str  # what its files say they are (a cmake series, an ops-tensor API level)
+    tags: Tuple[str, ...] = ()
+    branches: Tuple[str, ...] = ()
+
+
+# master-026 (7e5691ce, 2026-06-08) is what both 9.1 repos pin; v9.1.0 = branch 9.1.0 (001e4513,
+# 2026-07-09) is 8 commits on, and neither uses it (§3c).
+CMAKE_HISTORY: Tuple[TreeCommit, ...] = (
+    TreeCommit(
+        date="2026-06-08T17:36:44+08:00",
+        message="fix the install lib path in grpc",
+        state=CANN_CMAKE_TAG,
+        tags=(CANN_CMAKE_TAG,),
+    ),
+    TreeCommit(
+        date="2026-07-09T14:16:49+08:00",
+        message="autofuse: remove non-existent paths",
+        state="v9.1.0",
+        tags=("v9.1.0",),
+        branches=("9.1.0",),
+    ),
+)
+CMAKE_PIN_INDEX = 0
+
+# ops-transformer 9.1 pins b24535e3, which is not the tip of ops-tensor's master (§3e).
+OPTENSOR_HISTORY: Tuple[TreeCommit, ...] = (
+    TreeCommit(date="2026-04-20T10:00:00+08:00", message="tensor_api: first headers", state="1"),
+    TreeCommit(date="2026-06-05T10:00:00+08:00", message="blaze: stream-k templates", state="2"),
+    TreeCommit(date="2026-07-20T10:00:00+08:00", message="tensor_api: mmad routing", state="3"),
+)
+OPTENSOR_PIN_INDEX = 1
+
+
+def _tree(folder: str, context: Mapping[str, Any]) -> Dict[str, str]:
+    """The files of templates/sandbox/<folder>: `.j2` rendered, the rest as they are."""
+    templates = data_dir("templates") / "sandbox"
+    env = file_env(templates)
+    files: Dict[str, str] = {}
+    for path in sorted((templates / folder).rglob("*")):
+        if not path.is_file():
+            continue
+        name = path.relative_to(templates / folder).as_posix()
+        if name.endswith(".j2"):
+            template = path.relative_to(templates).as_posix()
+            files[name[: -len(".j2")]] = env.get_template(template).render(**context)
+        else:
+            files[name] = path.read_text(encoding="utf-8")
+    return files
+
+
+def cann_cmake_files(state: str, archives: Mapping[str, Mapping[str, str]]) -> Dict[str, str]:
+    """The stand-in cann/cmake at one state; `archives` as standin_archives() contexts."""
+    files = _tree("cann-cmake", {"state": state, "tp": archives})
+    common = data_dir("templates") / "sandbox" / "common"
+    files["function/sandbox_network.cmake"] = (common / "sandbox_network.cmake").read_text()
+    # what check_cann_pkg_build_deps runs (CC prepare.cmake:348-359)
+    files["scripts/version/check_build_dependencies.py"] = (
+        common / "check_build_dependencies.py"
+    ).read_text()
+    return files
+
+
+def ops_tensor_files(state: str) -> Dict[str, str]:
+    return _tree("ops-tensor", {"api": state})
+
+
+def cmake_tarball(files: Mapping[str, str]) -> bytes:
+    """cmake-master-026.tar.gz: the tag's tree under one top folder, fixed bytes."""
+    return source_tree(f"cmake-{CANN_CMAKE_TAG}", files)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_tree(work: Path, files: Mapping[str, str]) -> None:
+    for name, text in files.items():
+        write(work / name, text)
