@@ -17,6 +17,7 @@ EXPECTED = {
     "A2-8.5.0": ("ascend910b", "A2", "Ascend910B3", 8, 8, "cann", "8.5.0"),
     "A3-9.0.0": ("ascend910_93", "A3", "Ascend910_9392", 8, 16, "cann", "9.0.0"),
     "A2-8.3.RC2": ("ascend910b", "A2", "Ascend910B3", 8, 8, "ascend-toolkit", "8.3.RC2"),
+    "A3-9.1.0": ("ascend910_93", "A3", "Ascend910_9392", 8, 16, "cann", "9.1.0"),
 }
 
 

@@ -68,22 +68,38 @@ def test_the_mirror_serves_real_shaped_archives_with_fixed_bytes():
 
 
 def test_each_stand_in_declares_the_hashes_of_the_archives_the_mirror_serves(tmp_path):
-    """cannbuild reads the stand-ins' cmake/third_party/*.cmake as it reads the real ones."""
+    """cannbuild reads the stand-ins' cmake/third_party/*.cmake (up to 9.0) and the stand-in
+    cann/cmake's third_party/*.cmake (9.1) as it reads the real ones."""
     from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
     from cannbuild.sandbox.repos import _render_commit
+    from cannbuild.sandbox.sharedrepos import CMAKE_HISTORY, cann_cmake_files
     from cannbuild.sandbox.third_party import standin_archives
     from cannbuild.sources.archives import discover
 
     archives = standin_archives()
     served = {a.url: a for a in archives.values()}
-    seen = set()
-    hashed = set()
+    extra = {
+        "opbase_tag_id": "0" * 40,
+        "optensor_tag_id": "1" * 40,
+        "optensor_api": "2",
+        "cann_cmake_tag": "master-026",
+        "cann_cmake_sha256": "2" * 64,
+    }
+    sources = []
     for i, commit in enumerate(OPBASE_HISTORY + OT_HISTORY):
         work = tmp_path / str(i)
         work.mkdir()
-        _render_commit(work, commit, {"opbase_tag_id": "0" * 40})
+        _render_commit(work, commit, extra)
         folder = work / "cmake" / "third_party"
-        declared = discover({p.name: p.read_text() for p in folder.glob("*.cmake")})
+        sources.append({p.name: p.read_text() for p in folder.glob("*.cmake")})
+    contexts = {key: a.context() for key, a in archives.items()}
+    for state in CMAKE_HISTORY:
+        files = cann_cmake_files(state.state, contexts)
+        sources.append({k: v for k, v in files.items() if k.startswith("third_party/")})
+    seen = set()
+    hashed = set()
+    for files in sources:
+        declared = discover(files)
         for item in declared:
             if "googletest" in item.url:
                 continue  # test-only: the mirror does not serve it
@@ -93,10 +109,11 @@ def test_each_stand_in_declares_the_hashes_of_the_archives_the_mirror_serves(tmp
             hashed |= {(archive.key, algo) for algo in ("md5", "sha256") if getattr(item, algo)}
     assert seen == set(served)
     # the hash kinds the real modules declare (makeself: SHA256 in FetchContent, MD5 in opbase's
-    # ExternalProject; json and eigen 3.4.0: MD5)
+    # ExternalProject; json and eigen 3.4.0: MD5; cann/cmake's json 3.11.3 tarball: SHA256)
     assert hashed == {
         ("makeself", "sha256"),
         ("makeself", "md5"),
         ("json", "md5"),
         ("eigen34", "md5"),
+        ("json_obs", "sha256"),
     }
