@@ -18,6 +18,7 @@ from .model import (
     ACTIONS,
     OPBASE_MODES,
     PHASES,
+    PIN_KINDS,
     USER_RECIPE_DIR,
     ArchiveRule,
     HostTool,
@@ -148,6 +149,7 @@ def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
 __all__ = [
     "ACTIONS",
     "OPBASE_MODES",
+    "PIN_KINDS",
     "PHASES",
     "USER_RECIPE_DIR",
     "ArchiveRule",

@@ -18,6 +18,7 @@ from .model import (
     ACTIONS,
     OPBASE_MODES,
     PHASES,
+    PIN_KINDS,
     ArchiveRule,
     HostTool,
     Recipe,
@@ -43,9 +44,20 @@ _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", 
 # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
 OPBASE_HEADERS = ("pkg_inc", "include")
 # `until` bounds a branch; `opbase_source` is the nested pin (ops-transformer v9.0 pins opbase by
-# OPBASE_TAG_ID in cmake/third_party/opbase.cmake).
-_REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
+# OPBASE_TAG_ID in cmake/third_party/opbase.cmake); `pinned_sources` any number of them
+# (ops-transformer 9.1 also pins ops-tensor and the shared cann/cmake repository).
+_REPO_KEYS = {
+    "url",
+    "tag",
+    "branch",
+    "until",
+    "commit",
+    "opbase_source",
+    "pinned_sources",
+    "third_party",
+}
 _PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
+_PINNED_KEYS = _PIN_KEYS | {"name", "url", "pin"}
 # The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
 _RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
@@ -145,6 +157,7 @@ def load_recipe(path: Path) -> Recipe:
         _repo(r, name, table) for name, table in r.get(data, "repos", dict, "the file").items()
     ]
     names = {repo.name for repo in repos}
+    _check_pins(r, repos, names)
     repos = _add_recipe_archives(r, data, repos, names)
     steps = _steps(r, data, template_dirs(path), names)
     validate = _validate(r, data)
@@ -208,7 +221,13 @@ def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         raise r.fail(where, "needs exactly one of tag, branch or commit.")
     if "until" in table and "branch" not in table:
         raise r.fail(where, "has 'until', which only applies to a branch.")
-    pin = _source_pin(r, table, where) if "opbase_source" in table else None
+    pins = [_source_pin(r, table, where)] if "opbase_source" in table else []
+    pins += [
+        _pinned(r, entry, f"[[repos.{name}.pinned_sources]] #{i}")
+        for i, entry in enumerate(
+            r.get(table, "pinned_sources", list, where, required=False) or [], 1
+        )
+    ]
     rules = [
         _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
         for i, rule in enumerate(r.get(table, "third_party", list, where, required=False) or [], 1)
@@ -220,22 +239,82 @@ def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         branch=r.get(table, "branch", str, where, required=False),
         until=r.get(table, "until", str, where, required=False),
         commit=r.get(table, "commit", str, where, required=False),
-        source_pin=pin,
+        pins=tuple(pins),
         third_party=tuple(rules),
     )
 
 
 def _source_pin(r: _Reader, table: Mapping[str, JSONValue], where: str) -> SourcePin:
     ptable = r.get(table, "opbase_source", dict, where)
-    r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
-    pin = SourcePin(**{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS})
+    where = f"{where}.opbase_source"
+    r.keys(ptable, _PIN_KEYS, where)
+    pin = SourcePin(**{k: r.get(ptable, k, str, where) for k in _PIN_KEYS})
+    _check_pin_values(r, pin, where)
+    return pin
+
+
+def _pinned(r: _Reader, table: JSONValue, where: str) -> SourcePin:
+    """One `[[repos.X.pinned_sources]]`: a recipe repo (`repo`) or a source of its own
+    (`name` + `url`)."""
+    if not isinstance(table, dict):
+        raise r.fail(where, f"should be a table, got {type(table).__name__}.")
+    r.keys(table, _PINNED_KEYS, where)
+    values = {k: r.get(table, k, str, where, required=False) for k in _PINNED_KEYS}
+    for key in ("pin_file", "pin_regex", "dest"):
+        if values[key] is None:
+            raise r.fail(where, f"needs a {key!r} key.")
+    own = values["name"] is not None or values["url"] is not None
+    if (values["repo"] is None) == (not own) or (own and None in (values["name"], values["url"])):
+        raise r.fail(
+            where,
+            "needs either 'repo' (a [repos.*] whose repository holds the pinned commit) or "
+            "both 'name' and 'url' (a source of its own), not both.",
+        )
+    pin = SourcePin(**{k: v for k, v in values.items() if v is not None})
+    _check_pin_values(r, pin, where)
+    return pin
+
+
+def _check_pin_values(r: _Reader, pin: SourcePin, where: str) -> None:
     # Compiled now so a bad pattern fails at load with the recipe's name, not mid-fetch:
     #   pin_regex = 'set\(OPBASE_TAG_ID\s+([0-9a-f]{40})\)'
     try:
-        re.compile(pin.pin_regex)
+        groups = re.compile(pin.pin_regex).groups
     except re.error as exc:
-        raise r.fail(f"{where}.opbase_source", f"pin_regex is not a valid regex: {exc}.") from exc
-    return pin
+        raise r.fail(where, f"pin_regex is not a valid regex: {exc}.") from exc
+    if groups < 1:
+        raise r.fail(where, "pin_regex has no group: its group 1 must capture the pin.")
+    if pin.pin not in PIN_KINDS:
+        raise r.fail(where, f"pin = {pin.pin!r} is not one of {', '.join(PIN_KINDS)}.")
+    if pin.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", pin.name):
+        # it names the source's git cache and its member of an offline bundle
+        raise r.fail(where, f"name = {pin.name!r} is not a plain name (letters, digits, . _ -).")
+    _relative(r, pin.pin_file, where, "pin_file")
+    _relative(r, pin.dest, where, "dest")
+
+
+def _check_pins(r: _Reader, repos: List[RepoSpec], names: Set[str]) -> None:
+    """Each pin names a repo the recipe has, two pins of one name agree on the URL, and
+    no two pins of a repo share a dest."""
+    urls: Dict[str, str] = {}
+    for repo in repos:
+        dests: Set[str] = set()
+        for pin in repo.pins:
+            where = f"[repos.{repo.name}] pin {pin.dest!r}"
+            if pin.repo is not None and (pin.repo not in names or pin.repo == repo.name):
+                raise r.fail(where, f"names repo {pin.repo!r}, which is not another [repos.*].")
+            if pin.name is not None:
+                if pin.name in names:
+                    raise r.fail(
+                        where,
+                        f"has name {pin.name!r}, which is a [repos.*] of this recipe.",
+                        f"Write repo = {pin.name!r} instead of name and url.",
+                    )
+                if urls.setdefault(pin.name, pin.url or "") != pin.url:
+                    raise r.fail(where, f"gives source {pin.name!r} another url than before.")
+            if pin.dest.rstrip("/") in dests:
+                raise r.fail(where, "has the dest of another pin of this repo.")
+            dests.add(pin.dest.rstrip("/"))
 
 
 def _add_recipe_archives(

@@ -17,6 +17,7 @@ WANTED = Wanted(
         ("ops-transformer", "https://gitcode.com/cann/ops-transformer.git", "tag v9.0.0"),
     ),
     archives=(("makeself", "https://x/makeself.tar.gz", None),),
+    pins=(("ops-transformer:third_party/opbase", "https://gitcode.com/cann/opbase.git"),),
 )
 
 
