@@ -299,7 +299,9 @@ def build(root: Path) -> Tree:
     cmake_tagged = commit_files(work / "cmake", modules, "master-026")
     git("tag", "-a", "master-026", "-m", "master-026", cwd=work / "cmake")
     # upstream moves on after the tag: what the pin names is the tagged commit, not the newest
-    commit_files(work / "cmake", {"third_party/json.cmake": json_module("0" * 64, "3.12.0")}, "json 3.12")
+    commit_files(
+        work / "cmake", {"third_party/json.cmake": json_module("0" * 64, "3.12.0")}, "json 3.12"
+    )
 
     tensor_pinned = commit_files(work / "ops-tensor", {"include/tensor_api/t.h": "// 1\n"}, "one")
     commit_files(work / "ops-tensor", {"include/tensor_api/t.h": "// 2\n"}, "two")
@@ -352,7 +354,7 @@ def build(root: Path) -> Tree:
     )
 
 
-RECIPE = """\
+RECIPE_HEAD = """\
 [recipe]
 name = "cann-9.1-test"
 train = "9.1"
@@ -361,7 +363,9 @@ opbase = "source"
 [repos.opbase]
 url = "https://gitcode.com/cann/opbase.git"
 tag = "v9.1.0"
+"""
 
+OPBASE_CMAKE_PIN = """
 [[repos.opbase.pinned_sources]]
 name = "cann-cmake"
 url = "https://gitcode.com/cann/cmake.git"
@@ -369,7 +373,9 @@ pin_file = "cmake/fetch_cann_cmake.cmake"
 pin_regex = 'set\\(CANN_CMAKE_TAG\\s+"([^"]+)"\\)'
 pin = "tag"
 dest = "third_party/cann-cmake"
+"""
 
+RECIPE_REST = """
 [repos.ops-transformer]
 url = "https://gitcode.com/cann/ops-transformer.git"
 tag = "v9.1.0"
@@ -409,3 +415,5 @@ command = "steps/opbase-build.j2"
 library = "lib.so"
 symbols = []
 """
+
+RECIPE = RECIPE_HEAD + OPBASE_CMAKE_PIN + RECIPE_REST

@@ -149,8 +149,8 @@ def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
 __all__ = [
     "ACTIONS",
     "OPBASE_MODES",
-    "PIN_KINDS",
     "PHASES",
+    "PIN_KINDS",
     "USER_RECIPE_DIR",
     "ArchiveRule",
     "HostTool",

@@ -5,35 +5,29 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Set, Tuple
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
 from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
 from ..decoded import JSONValue
 from ..errors import UsageError
-from ..lazy import lazy_module
+from .fields import Reader, relative
 from .model import (
     ACTIONS,
     OPBASE_MODES,
     PHASES,
-    PIN_KINDS,
     ArchiveRule,
     HostTool,
     Recipe,
     RepoSpec,
-    SourcePin,
     StepSpec,
     ToolkitFile,
     ValidateSpec,
     template_dirs,
 )
-
-if TYPE_CHECKING:
-    import difflib
-else:  # difflib costs an import on every load; only a mistake (a key not known) needs it
-    difflib = lazy_module("difflib")
+from .pins import check_pins, read_pins
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
@@ -56,8 +50,6 @@ _REPO_KEYS = {
     "pinned_sources",
     "third_party",
 }
-_PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
-_PINNED_KEYS = _PIN_KEYS | {"name", "url", "pin"}
 # The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
 _RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
@@ -88,53 +80,6 @@ EXAMPLE_LOOKUPS = ("custom-opp", "opp")
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
-class _Reader:
-    """Checks one table's keys and types; every error names the file and the key."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, where: str, problem: str, hint: Optional[str] = None) -> UsageError:
-        return UsageError(f"recipe {self.path}: {where} {problem}", hint)
-
-    def keys(self, table: Mapping[str, JSONValue], allowed: set, where: str) -> None:
-        for key in table:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                raise self.fail(
-                    where,
-                    f"has an unknown key {key!r}.",
-                    f"Did you mean {close[0]!r}?"
-                    if close
-                    else f"Known keys: {', '.join(sorted(allowed))}.",
-                )
-
-    def get(
-        self,
-        table: Mapping[str, JSONValue],
-        key: str,
-        kind: type,
-        where: str,
-        required: bool = True,
-    ) -> JSONValue:
-        if key not in table:
-            if required:
-                raise self.fail(where, f"needs a {key!r} key.")
-            return None
-        value = table[key]
-        if not isinstance(value, kind):
-            raise self.fail(
-                where, f"key {key!r} should be a {kind.__name__}, got {type(value).__name__}."
-            )
-        return value
-
-    def strings(self, table: Mapping[str, JSONValue], key: str, where: str) -> Tuple[str, ...]:
-        value = self.get(table, key, list, where, required=False) or []
-        if not all(isinstance(v, str) for v in value):
-            raise self.fail(where, f"key {key!r} should be a list of strings.")
-        return tuple(value)
-
-
 _RECIPE_TOO_BIG = "A recipe is a page of TOML (see recipes/*.toml): is this the right file?"
 
 
@@ -148,7 +93,7 @@ def load_recipe(path: Path) -> Recipe:
     except UnicodeDecodeError as exc:
         raise UsageError(f"recipe {path} is not valid TOML: {exc}.", hint) from None
     data = parse_toml(text, path, "recipe", hint)
-    r = _Reader(path)
+    r = Reader(path)
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")
     r.keys(head, _RECIPE_KEYS, "[recipe]")
@@ -157,7 +102,7 @@ def load_recipe(path: Path) -> Recipe:
         _repo(r, name, table) for name, table in r.get(data, "repos", dict, "the file").items()
     ]
     names = {repo.name for repo in repos}
-    _check_pins(r, repos, names)
+    check_pins(r, repos, names)
     repos = _add_recipe_archives(r, data, repos, names)
     steps = _steps(r, data, template_dirs(path), names)
     validate = _validate(r, data)
@@ -197,7 +142,7 @@ def _read(path: Path) -> bytes:
         ) from exc
 
 
-def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
+def _opbase(r: Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
     """[recipe]'s opbase mode and where its headers are (`opbase`, `opbase_headers`)."""
     opbase = r.get(head, "opbase", str, "[recipe]")
     if opbase not in OPBASE_MODES:
@@ -211,7 +156,7 @@ def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
     return opbase, opbase_headers
 
 
-def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
+def _repo(r: Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
     where = f"[repos.{name}]"
     r.keys(table, _REPO_KEYS, where)
     # A ref is a tag, a branch (with an optional `until` commit bound) or a commit id, one of
@@ -221,13 +166,7 @@ def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         raise r.fail(where, "needs exactly one of tag, branch or commit.")
     if "until" in table and "branch" not in table:
         raise r.fail(where, "has 'until', which only applies to a branch.")
-    pins = [_source_pin(r, table, where)] if "opbase_source" in table else []
-    pins += [
-        _pinned(r, entry, f"[[repos.{name}.pinned_sources]] #{i}")
-        for i, entry in enumerate(
-            r.get(table, "pinned_sources", list, where, required=False) or [], 1
-        )
-    ]
+    pins = read_pins(r, table, where, name)
     rules = [
         _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
         for i, rule in enumerate(r.get(table, "third_party", list, where, required=False) or [], 1)
@@ -244,81 +183,8 @@ def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
     )
 
 
-def _source_pin(r: _Reader, table: Mapping[str, JSONValue], where: str) -> SourcePin:
-    ptable = r.get(table, "opbase_source", dict, where)
-    where = f"{where}.opbase_source"
-    r.keys(ptable, _PIN_KEYS, where)
-    pin = SourcePin(**{k: r.get(ptable, k, str, where) for k in _PIN_KEYS})
-    _check_pin_values(r, pin, where)
-    return pin
-
-
-def _pinned(r: _Reader, table: JSONValue, where: str) -> SourcePin:
-    """One `[[repos.X.pinned_sources]]`: a recipe repo (`repo`) or a source of its own
-    (`name` + `url`)."""
-    if not isinstance(table, dict):
-        raise r.fail(where, f"should be a table, got {type(table).__name__}.")
-    r.keys(table, _PINNED_KEYS, where)
-    values = {k: r.get(table, k, str, where, required=False) for k in _PINNED_KEYS}
-    for key in ("pin_file", "pin_regex", "dest"):
-        if values[key] is None:
-            raise r.fail(where, f"needs a {key!r} key.")
-    own = values["name"] is not None or values["url"] is not None
-    if (values["repo"] is None) == (not own) or (own and None in (values["name"], values["url"])):
-        raise r.fail(
-            where,
-            "needs either 'repo' (a [repos.*] whose repository holds the pinned commit) or "
-            "both 'name' and 'url' (a source of its own), not both.",
-        )
-    pin = SourcePin(**{k: v for k, v in values.items() if v is not None})
-    _check_pin_values(r, pin, where)
-    return pin
-
-
-def _check_pin_values(r: _Reader, pin: SourcePin, where: str) -> None:
-    # Compiled now so a bad pattern fails at load with the recipe's name, not mid-fetch:
-    #   pin_regex = 'set\(OPBASE_TAG_ID\s+([0-9a-f]{40})\)'
-    try:
-        groups = re.compile(pin.pin_regex).groups
-    except re.error as exc:
-        raise r.fail(where, f"pin_regex is not a valid regex: {exc}.") from exc
-    if groups < 1:
-        raise r.fail(where, "pin_regex has no group: its group 1 must capture the pin.")
-    if pin.pin not in PIN_KINDS:
-        raise r.fail(where, f"pin = {pin.pin!r} is not one of {', '.join(PIN_KINDS)}.")
-    if pin.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", pin.name):
-        # it names the source's git cache and its member of an offline bundle
-        raise r.fail(where, f"name = {pin.name!r} is not a plain name (letters, digits, . _ -).")
-    _relative(r, pin.pin_file, where, "pin_file")
-    _relative(r, pin.dest, where, "dest")
-
-
-def _check_pins(r: _Reader, repos: List[RepoSpec], names: Set[str]) -> None:
-    """Each pin names a repo the recipe has, two pins of one name agree on the URL, and
-    no two pins of a repo share a dest."""
-    urls: Dict[str, str] = {}
-    for repo in repos:
-        dests: Set[str] = set()
-        for pin in repo.pins:
-            where = f"[repos.{repo.name}] pin {pin.dest!r}"
-            if pin.repo is not None and (pin.repo not in names or pin.repo == repo.name):
-                raise r.fail(where, f"names repo {pin.repo!r}, which is not another [repos.*].")
-            if pin.name is not None:
-                if pin.name in names:
-                    raise r.fail(
-                        where,
-                        f"has name {pin.name!r}, which is a [repos.*] of this recipe.",
-                        f"Write repo = {pin.name!r} instead of name and url.",
-                    )
-                if urls.setdefault(pin.name, pin.url or "") != pin.url:
-                    raise r.fail(where, f"gives source {pin.name!r} another url than before.")
-            if pin.dest.rstrip("/") in dests:
-                raise r.fail(where, "has the dest of another pin of this repo.")
-            dests.add(pin.dest.rstrip("/"))
-
-
 def _add_recipe_archives(
-    r: _Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
+    r: Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
 ) -> List[RepoSpec]:
     """The older, recipe-wide form: an archive the recipe adds to the repos it names."""
     added: Dict[str, List[ArchiveRule]] = {}
@@ -327,7 +193,7 @@ def _add_recipe_archives(
     ):
         where = f"[[third_party]] #{i}"
         r.keys(table, _THIRD_KEYS, where)
-        dest = _relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
+        dest = relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
         rule = ArchiveRule(
             name=r.get(table, "name", str, where),
             place=(dest,),
@@ -346,7 +212,7 @@ def _add_recipe_archives(
 
 
 def _steps(
-    r: _Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
+    r: Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
 ) -> List[StepSpec]:
     steps: List[StepSpec] = []
     for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
@@ -356,7 +222,7 @@ def _steps(
     return steps
 
 
-def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
+def _step(r: Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
     r.keys(table, _STEP_KEYS, where)
     return StepSpec(
         name=r.get(table, "name", str, where),
@@ -365,9 +231,7 @@ def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
         after=r.strings(table, "after", where),
         inputs=r.strings(table, "inputs", where),
         produces=r.strings(table, "produces", where),
-        scratch=tuple(
-            _relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)
-        ),
+        scratch=tuple(relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)),
         phase=r.get(table, "phase", str, where, required=False) or "build",
         action=r.get(table, "action", str, where, required=False),
         env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
@@ -377,7 +241,7 @@ def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
 
 
 def _check_step(
-    r: _Reader, step: StepSpec, earlier: List[StepSpec], search: List[Path], names: Set[str]
+    r: Reader, step: StepSpec, earlier: List[StepSpec], search: List[Path], names: Set[str]
 ) -> None:
     """A step against the steps before it, the repos and the templates."""
     where = f"step {step.name!r}"
@@ -411,7 +275,7 @@ def _check_step(
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
 
 
-def _validate(r: _Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
+def _validate(r: Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
     vtable = r.get(data, "validate", dict, "the file")
     r.keys(vtable, _VALIDATE_KEYS, "[validate]")
     validate = ValidateSpec(
@@ -429,7 +293,7 @@ def _validate(r: _Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
     return validate
 
 
-def _host_tools(r: _Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
+def _host_tools(r: Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
     tools: List[HostTool] = []
@@ -451,7 +315,7 @@ def _host_tools(r: _Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
 
 
 def _toolkit_files(
-    r: _Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
+    r: Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
 ) -> List[ToolkitFile]:
     files: List[ToolkitFile] = []
     for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
@@ -473,14 +337,14 @@ def _toolkit_files(
     return files
 
 
-def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
+def _archive_rule(r: Reader, table: JSONValue, where: str) -> ArchiveRule:
     if not isinstance(table, dict):
         raise r.fail(where, f"should be a table, got {type(table).__name__}.")
     r.keys(table, _RULE_KEYS, where)
     needed = r.get(table, "needed", bool, where, required=False)
     return ArchiveRule(
         name=r.get(table, "name", str, where),
-        place=tuple(_relative(r, p, where) for p in r.strings(table, "place", where)),
+        place=tuple(relative(r, p, where) for p in r.strings(table, "place", where)),
         source=r.get(table, "source", str, where),
         needed=True if needed is None else needed,
         url=r.get(table, "url", str, where, required=False),
@@ -489,24 +353,9 @@ def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
     )
 
 
-def _hex(r: _Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
+def _hex(r: Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
     value = r.get(table, key, str, where, required=False)
     # Lower case only, the form hashlib's hexdigest() compares against.
     if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
         raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
     return value
-
-
-def _relative(r: _Reader, place: str, where: str, key: str = "place") -> str:
-    """A place inside the checkout: relative, without `..`."""
-    parts = PurePosixPath(place).parts
-    # A place is joined to the checkout: an absolute path, `..` or a backslash could put a file
-    # outside it.
-    if not place or place.startswith("/") or ".." in parts or "\\" in place:
-        raise r.fail(
-            where,
-            f"{key} {place!r} is not a path inside the checkout.",
-            "Write it relative to the repository root, e.g. 'third_party/pkg/x.tar.gz' "
-            "(a trailing '/' means: unpacked there).",
-        )
-    return place

@@ -251,9 +251,7 @@ def cann_cmake_archives(
     pair of commits, raw, so a rerun runs no git and a newer cannbuild parses it anew."""
     files = _Files(fetcher, cmake_cache, cmake_commit, memo, f"{commit}-{cmake_commit}")
     listing = files.get("ls:function", lambda: _git_list(fetcher, cmake_cache, cmake_commit))
-    functions = {
-        p: files.cmake(p) or "" for p in listing.splitlines() if p.endswith(".cmake")
-    }
+    functions = {p: files.cmake(p) or "" for p in listing.splitlines() if p.endswith(".cmake")}
     wrapped = wrappers(functions)
     names = ["add_cann_third_party", *sorted(wrapped)]
     grep = files.get("grep", lambda: _git_grep(fetcher, cache, commit, names))

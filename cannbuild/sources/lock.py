@@ -301,7 +301,12 @@ def check_values(path: Path, lock: Lock) -> None:
         for checkout, place in archive.places.items():
             # joined to a checkout: relative, no `..`, as a recipe's place
             text(f"third_party {archive.name!r} places", checkout)
-            text(f"third_party {archive.name!r} places.{checkout}", place, _PLACE, "a path inside the checkout")
+            text(
+                f"third_party {archive.name!r} places.{checkout}",
+                place,
+                _PLACE,
+                "a path inside the checkout",
+            )
     for key, value in lock.container.items():
         text(f"container.{key}", value)
     if not isinstance(lock.sandbox, bool):
@@ -364,7 +369,9 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
         if locked is None:
             found.append(f"pinned source {name}: not in the lock")
         elif locked.url != redact(url):
-            found.append(f"pinned source {name}: the lock has {locked.url}, the recipe {redact(url)}")
+            found.append(
+                f"pinned source {name}: the lock has {locked.url}, the recipe {redact(url)}"
+            )
     pinned = {name for name, _ in wanted.pins}
     # `<repo>:<dest>` names are nested checkouts (pin_name): the recipe lists them as pins.
     for locked in lock.repos:

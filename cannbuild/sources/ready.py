@@ -28,9 +28,8 @@ from ..errors import (
     SyncStopped,
     UsageError,
 )
-from ..recipes import SourcePin
 from ..host.toolkit import host_arch
-from ..recipes import RepoSpec, describe_ref, render_ref
+from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
 from .archives import Declared, Needed, check_declared, declared_archives, plan_archives
 from .canncmake import FETCH_CANN_CMAKE, cann_cmake_archives, uses_cann_cmake
@@ -354,14 +353,17 @@ class PendingSources:
             return self._download_locks.setdefault(url, threading.Lock())
 
     def _pin_url(self, pin: SourcePin) -> str:
-        return pin.url if pin.repo is None else self.request.recipe.repo(pin.repo).url
+        if pin.repo is not None:
+            return self.request.recipe.repo(pin.repo).url
+        assert pin.url is not None  # the reader requires name and url together
+        return pin.url
 
     def _pin(self, repo: RepoSpec, pin: SourcePin, commit: str, cache: Path) -> LockedRepo:
         """The commit of a nested checkout: read from the repo's pin file when resolving,
         from the lock otherwise.  A pin of another recipe repo is read from that repo's
         cache, which its own thread fetches; a source of its own is fetched here."""
         request, fetcher = self.request, self.request.fetcher
-        url = self._pin_url(pin)  # type: ignore[arg-type]
+        url = self._pin_url(pin)
         locked = None
         if self.mode != RESOLVE:
             assert self.existing is not None
