@@ -28,10 +28,11 @@ from ..redact import redact
 from ..workspace import read_text_map, remember
 from .fetch import Fetcher
 
-# Where both repos declare their downloads at the refs the recipes pin (makeself-fetch.cmake,
-# protobuf.cmake, eigen.cmake, json.cmake, ...).  From v9.1.0.pre these modules are gone and
+# Where both repos declare their downloads up to 9.0 (makeself-fetch.cmake, protobuf.cmake,
+# eigen.cmake, json.cmake, ...).  From v9.1.0.pre these modules are gone and
 # `add_cann_third_party` in the shared cann/cmake repository declares them instead (reference
-# real-host-findings.md §6), so nothing is found here at those refs.
+# real-host-findings.md §6): a checkout with cmake/fetch_cann_cmake.cmake is read by
+# canncmake.py, through the cann/cmake commit the recipe pins.
 THIRD_PARTY_DIR = "cmake/third_party"
 # json comes as `include.zip`; the others as `.tar.gz`.
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip")
