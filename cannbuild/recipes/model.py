@@ -16,13 +16,41 @@ PHASES = ("build", "install")
 ACTIONS = ("overlay", "vendor")
 
 
-class SourcePin(Struct, frozen=True, kw_only=True):
-    """A second checkout placed inside a repo, at a commit the repo itself pins."""
+PIN_KINDS = ("commit", "tag")
 
-    repo: str
+
+class SourcePin(Struct, frozen=True, kw_only=True):
+    """A git source a repo's own CMake clones at a pin it declares, which cannbuild
+    locks, fetches (through cannbuild.mirrors) and places into the checkout instead.
+
+    Recipe syntax, both forms in one `[repos.<name>]`:
+
+    - `[repos.X.opbase_source]` (the 9.0 form, one pin): `repo`, `pin_file`,
+      `pin_regex`, `dest`; `repo` names another `[repos.*]` whose cache holds the commit.
+    - `[[repos.X.pinned_sources]]` (any number): the same keys, where instead of `repo`
+      a source of its own gives `name` (its cache, and its name in bundles) and `url`;
+      `pin = "tag"` when the value the regex captures is a tag name of that source
+      (ops-transformer 9.1 `set(CANN_CMAKE_TAG "master-026")`), resolved to the commit
+      it tags and locked as that commit; `pin = "commit"` (default) for a commit id.
+
+    `pin_regex`'s group 1 is the pin, searched in `pin_file` of the checkout at its
+    locked commit; `dest` is where the clone goes in the checkout, the local-copy place
+    that ref's CMake takes (`third_party/opbase`, `third_party/ops-tensor`,
+    `third_party/cann-cmake`).  The lock records each pin as `<repo>:<dest>`, with the
+    file and line that declared it."""
+
     pin_file: str
     pin_regex: str
     dest: str
+    repo: Optional[str] = None
+    name: Optional[str] = None
+    url: Optional[str] = None
+    pin: str = "commit"
+
+    @property
+    def source(self) -> str:
+        """The repository whose git cache holds the pinned commit."""
+        return self.repo or self.name or ""
 
 
 class ArchiveRule(Struct, frozen=True, kw_only=True):
@@ -50,8 +78,13 @@ class RepoSpec(Struct, frozen=True, kw_only=True):
     branch: Optional[str] = None
     until: Optional[str] = None
     commit: Optional[str] = None
-    source_pin: Optional[SourcePin] = None
+    pins: Tuple[SourcePin, ...] = ()  # `opbase_source` first, then `pinned_sources`
     third_party: Tuple[ArchiveRule, ...] = ()
+
+    @property
+    def source_pin(self) -> Optional[SourcePin]:
+        """The first pin (the one a 9.0 recipe's `opbase_source` declares)."""
+        return self.pins[0] if self.pins else None
 
 
 class ToolkitFile(Struct, frozen=True, kw_only=True):

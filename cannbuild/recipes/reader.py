@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Set, Tuple
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
 from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
 from ..decoded import JSONValue
 from ..errors import UsageError
-from ..lazy import lazy_module
+from .fields import Reader, relative
 from .model import (
     ACTIONS,
     OPBASE_MODES,
@@ -22,17 +22,12 @@ from .model import (
     HostTool,
     Recipe,
     RepoSpec,
-    SourcePin,
     StepSpec,
     ToolkitFile,
     ValidateSpec,
     template_dirs,
 )
-
-if TYPE_CHECKING:
-    import difflib
-else:  # difflib costs an import on every load; only a mistake (a key not known) needs it
-    difflib = lazy_module("difflib")
+from .pins import check_pins, read_pins
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
 _TOOL_KEYS = {"name", "why", "install"}
@@ -43,9 +38,18 @@ _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", 
 # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
 OPBASE_HEADERS = ("pkg_inc", "include")
 # `until` bounds a branch; `opbase_source` is the nested pin (ops-transformer v9.0 pins opbase by
-# OPBASE_TAG_ID in cmake/third_party/opbase.cmake).
-_REPO_KEYS = {"url", "tag", "branch", "until", "commit", "opbase_source", "third_party"}
-_PIN_KEYS = {"repo", "pin_file", "pin_regex", "dest"}
+# OPBASE_TAG_ID in cmake/third_party/opbase.cmake); `pinned_sources` any number of them
+# (ops-transformer 9.1 also pins ops-tensor and the shared cann/cmake repository).
+_REPO_KEYS = {
+    "url",
+    "tag",
+    "branch",
+    "until",
+    "commit",
+    "opbase_source",
+    "pinned_sources",
+    "third_party",
+}
 # The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
 _RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
@@ -76,53 +80,6 @@ EXAMPLE_LOOKUPS = ("custom-opp", "opp")
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
-class _Reader:
-    """Checks one table's keys and types; every error names the file and the key."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, where: str, problem: str, hint: Optional[str] = None) -> UsageError:
-        return UsageError(f"recipe {self.path}: {where} {problem}", hint)
-
-    def keys(self, table: Mapping[str, JSONValue], allowed: set, where: str) -> None:
-        for key in table:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                raise self.fail(
-                    where,
-                    f"has an unknown key {key!r}.",
-                    f"Did you mean {close[0]!r}?"
-                    if close
-                    else f"Known keys: {', '.join(sorted(allowed))}.",
-                )
-
-    def get(
-        self,
-        table: Mapping[str, JSONValue],
-        key: str,
-        kind: type,
-        where: str,
-        required: bool = True,
-    ) -> JSONValue:
-        if key not in table:
-            if required:
-                raise self.fail(where, f"needs a {key!r} key.")
-            return None
-        value = table[key]
-        if not isinstance(value, kind):
-            raise self.fail(
-                where, f"key {key!r} should be a {kind.__name__}, got {type(value).__name__}."
-            )
-        return value
-
-    def strings(self, table: Mapping[str, JSONValue], key: str, where: str) -> Tuple[str, ...]:
-        value = self.get(table, key, list, where, required=False) or []
-        if not all(isinstance(v, str) for v in value):
-            raise self.fail(where, f"key {key!r} should be a list of strings.")
-        return tuple(value)
-
-
 _RECIPE_TOO_BIG = "A recipe is a page of TOML (see recipes/*.toml): is this the right file?"
 
 
@@ -136,7 +93,7 @@ def load_recipe(path: Path) -> Recipe:
     except UnicodeDecodeError as exc:
         raise UsageError(f"recipe {path} is not valid TOML: {exc}.", hint) from None
     data = parse_toml(text, path, "recipe", hint)
-    r = _Reader(path)
+    r = Reader(path)
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")
     r.keys(head, _RECIPE_KEYS, "[recipe]")
@@ -145,6 +102,7 @@ def load_recipe(path: Path) -> Recipe:
         _repo(r, name, table) for name, table in r.get(data, "repos", dict, "the file").items()
     ]
     names = {repo.name for repo in repos}
+    check_pins(r, repos, names)
     repos = _add_recipe_archives(r, data, repos, names)
     steps = _steps(r, data, template_dirs(path), names)
     validate = _validate(r, data)
@@ -184,7 +142,7 @@ def _read(path: Path) -> bytes:
         ) from exc
 
 
-def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
+def _opbase(r: Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
     """[recipe]'s opbase mode and where its headers are (`opbase`, `opbase_headers`)."""
     opbase = r.get(head, "opbase", str, "[recipe]")
     if opbase not in OPBASE_MODES:
@@ -198,7 +156,7 @@ def _opbase(r: _Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
     return opbase, opbase_headers
 
 
-def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
+def _repo(r: Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
     where = f"[repos.{name}]"
     r.keys(table, _REPO_KEYS, where)
     # A ref is a tag, a branch (with an optional `until` commit bound) or a commit id, one of
@@ -208,7 +166,7 @@ def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         raise r.fail(where, "needs exactly one of tag, branch or commit.")
     if "until" in table and "branch" not in table:
         raise r.fail(where, "has 'until', which only applies to a branch.")
-    pin = _source_pin(r, table, where) if "opbase_source" in table else None
+    pins = read_pins(r, table, where, name)
     rules = [
         _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
         for i, rule in enumerate(r.get(table, "third_party", list, where, required=False) or [], 1)
@@ -220,26 +178,13 @@ def _repo(r: _Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         branch=r.get(table, "branch", str, where, required=False),
         until=r.get(table, "until", str, where, required=False),
         commit=r.get(table, "commit", str, where, required=False),
-        source_pin=pin,
+        pins=tuple(pins),
         third_party=tuple(rules),
     )
 
 
-def _source_pin(r: _Reader, table: Mapping[str, JSONValue], where: str) -> SourcePin:
-    ptable = r.get(table, "opbase_source", dict, where)
-    r.keys(ptable, _PIN_KEYS, f"{where}.opbase_source")
-    pin = SourcePin(**{k: r.get(ptable, k, str, f"{where}.opbase_source") for k in _PIN_KEYS})
-    # Compiled now so a bad pattern fails at load with the recipe's name, not mid-fetch:
-    #   pin_regex = 'set\(OPBASE_TAG_ID\s+([0-9a-f]{40})\)'
-    try:
-        re.compile(pin.pin_regex)
-    except re.error as exc:
-        raise r.fail(f"{where}.opbase_source", f"pin_regex is not a valid regex: {exc}.") from exc
-    return pin
-
-
 def _add_recipe_archives(
-    r: _Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
+    r: Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
 ) -> List[RepoSpec]:
     """The older, recipe-wide form: an archive the recipe adds to the repos it names."""
     added: Dict[str, List[ArchiveRule]] = {}
@@ -248,7 +193,7 @@ def _add_recipe_archives(
     ):
         where = f"[[third_party]] #{i}"
         r.keys(table, _THIRD_KEYS, where)
-        dest = _relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
+        dest = relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
         rule = ArchiveRule(
             name=r.get(table, "name", str, where),
             place=(dest,),
@@ -267,7 +212,7 @@ def _add_recipe_archives(
 
 
 def _steps(
-    r: _Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
+    r: Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
 ) -> List[StepSpec]:
     steps: List[StepSpec] = []
     for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
@@ -277,7 +222,7 @@ def _steps(
     return steps
 
 
-def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
+def _step(r: Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
     r.keys(table, _STEP_KEYS, where)
     return StepSpec(
         name=r.get(table, "name", str, where),
@@ -286,9 +231,7 @@ def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
         after=r.strings(table, "after", where),
         inputs=r.strings(table, "inputs", where),
         produces=r.strings(table, "produces", where),
-        scratch=tuple(
-            _relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)
-        ),
+        scratch=tuple(relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)),
         phase=r.get(table, "phase", str, where, required=False) or "build",
         action=r.get(table, "action", str, where, required=False),
         env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
@@ -298,7 +241,7 @@ def _step(r: _Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
 
 
 def _check_step(
-    r: _Reader, step: StepSpec, earlier: List[StepSpec], search: List[Path], names: Set[str]
+    r: Reader, step: StepSpec, earlier: List[StepSpec], search: List[Path], names: Set[str]
 ) -> None:
     """A step against the steps before it, the repos and the templates."""
     where = f"step {step.name!r}"
@@ -332,7 +275,7 @@ def _check_step(
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
 
 
-def _validate(r: _Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
+def _validate(r: Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
     vtable = r.get(data, "validate", dict, "the file")
     r.keys(vtable, _VALIDATE_KEYS, "[validate]")
     validate = ValidateSpec(
@@ -350,7 +293,7 @@ def _validate(r: _Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
     return validate
 
 
-def _host_tools(r: _Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
+def _host_tools(r: Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
     tools: List[HostTool] = []
@@ -372,7 +315,7 @@ def _host_tools(r: _Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
 
 
 def _toolkit_files(
-    r: _Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
+    r: Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
 ) -> List[ToolkitFile]:
     files: List[ToolkitFile] = []
     for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
@@ -394,14 +337,14 @@ def _toolkit_files(
     return files
 
 
-def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
+def _archive_rule(r: Reader, table: JSONValue, where: str) -> ArchiveRule:
     if not isinstance(table, dict):
         raise r.fail(where, f"should be a table, got {type(table).__name__}.")
     r.keys(table, _RULE_KEYS, where)
     needed = r.get(table, "needed", bool, where, required=False)
     return ArchiveRule(
         name=r.get(table, "name", str, where),
-        place=tuple(_relative(r, p, where) for p in r.strings(table, "place", where)),
+        place=tuple(relative(r, p, where) for p in r.strings(table, "place", where)),
         source=r.get(table, "source", str, where),
         needed=True if needed is None else needed,
         url=r.get(table, "url", str, where, required=False),
@@ -410,24 +353,9 @@ def _archive_rule(r: _Reader, table: JSONValue, where: str) -> ArchiveRule:
     )
 
 
-def _hex(r: _Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
+def _hex(r: Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
     value = r.get(table, key, str, where, required=False)
     # Lower case only, the form hashlib's hexdigest() compares against.
     if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
         raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
     return value
-
-
-def _relative(r: _Reader, place: str, where: str, key: str = "place") -> str:
-    """A place inside the checkout: relative, without `..`."""
-    parts = PurePosixPath(place).parts
-    # A place is joined to the checkout: an absolute path, `..` or a backslash could put a file
-    # outside it.
-    if not place or place.startswith("/") or ".." in parts or "\\" in place:
-        raise r.fail(
-            where,
-            f"{key} {place!r} is not a path inside the checkout.",
-            "Write it relative to the repository root, e.g. 'third_party/pkg/x.tar.gz' "
-            "(a trailing '/' means: unpacked there).",
-        )
-    return place

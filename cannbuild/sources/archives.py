@@ -28,10 +28,11 @@ from ..redact import redact
 from ..workspace import read_text_map, remember
 from .fetch import Fetcher
 
-# Where both repos declare their downloads at the refs the recipes pin (makeself-fetch.cmake,
-# protobuf.cmake, eigen.cmake, json.cmake, ...).  From v9.1.0.pre these modules are gone and
+# Where both repos declare their downloads up to 9.0 (makeself-fetch.cmake, protobuf.cmake,
+# eigen.cmake, json.cmake, ...).  From v9.1.0.pre these modules are gone and
 # `add_cann_third_party` in the shared cann/cmake repository declares them instead (reference
-# real-host-findings.md §6), so nothing is found here at those refs.
+# real-host-findings.md §6): a checkout with cmake/fetch_cann_cmake.cmake is read by
+# canncmake.py, through the cann/cmake commit the recipe pins.
 THIRD_PARTY_DIR = "cmake/third_party"
 # json comes as `include.zip`; the others as `.tar.gz`.
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip")
@@ -52,13 +53,19 @@ _HASH = re.compile(
 
 
 class Declared(Struct, frozen=True, kw_only=True):
-    """An archive a repo's CMake downloads, as its `cmake/third_party/*.cmake` declares it."""
+    """An archive a repo's CMake downloads, as its `cmake/third_party/*.cmake` declares it,
+    or (9.1 layout, canncmake.py) a module of the shared cann/cmake repository."""
 
     name: str
     url: str
     where: str  # "cmake/third_party/json.cmake:46"
     md5: Optional[str] = None
     sha256: Optional[str] = None
+    # 9.1 layout only: the `add_cann_third_party` name, the local copies the module takes
+    # (checkout-relative, in the order it checks; "dir/" = unpacked), and the lines that say so
+    module: str = ""
+    places: Tuple[str, ...] = ()
+    source: str = ""
 
 
 class Needed(Struct, frozen=True, kw_only=True):
@@ -71,6 +78,9 @@ class Needed(Struct, frozen=True, kw_only=True):
     where: str  # the cmake line that declares it, or the recipe
     md5: Optional[str] = None
     sha256: Optional[str] = None
+    # placed where the cann/cmake module takes a copy, no recipe rule saying so: the lock
+    # records the place
+    from_cmake: bool = False
 
 
 class ArchivePlan(Struct, frozen=True, kw_only=True):
@@ -118,6 +128,9 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                 variables.setdefault(match.group(1), match.group(2))
         urls: List[Tuple[Tuple[int, int], str]] = []
         hashes: List[Tuple[Tuple[int, int], str, str]] = []
+        # the line a URL is written out on, which `where` names over one that expands to it
+        # (`if(NOT EXISTS ${PROTOBUF_PATH})` above `set(PROTOBUF_PATH "https://...")`)
+        written: Dict[str, int] = {}
         for number, line in enumerate(lines, 1):
             # A commented-out `# ExternalProject_Add(old URL https://...)` declares nothing.
             if line.lstrip().startswith("#"):
@@ -129,6 +142,8 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                 # recipe's `source_pin` places that checkout (ready.py).
                 if _is_archive(url):
                     urls.append(((number, match.start()), url))
+                    if url in line:
+                        written.setdefault(url, number)
             for match in _HASH.finditer(text):
                 algo, value = (
                     (match.group(1), match.group(2)) if match.group(1) else ("MD5", match.group(3))
@@ -137,7 +152,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
         declared: Dict[str, Dict[str, str]] = {}
         # Positions are (line, column), so "before" also works for a URL and hash on one line.
         for pos, url in urls:
-            declared.setdefault(url, {"where": f"{path}:{pos[0]}"})
+            declared.setdefault(url, {"where": f"{path}:{written.get(url, pos[0])}"})
         for pos, algo, value in hashes:
             before = [u for p, u in urls if p < pos]
             after = [u for p, u in urls if p > pos]
@@ -173,10 +188,15 @@ def _expand(line: str, variables: Mapping[str, str]) -> str:
 def plan_archives(
     recipe_path: Path, repo: RepoSpec, commit: str, declared: Sequence[Declared]
 ) -> ArchivePlan:
-    """The recipe's rules for `repo` applied to what its CMake declares at `commit`."""
+    """The recipe's rules for `repo` applied to what its CMake declares at `commit`.
+
+    A rule matches an archive by its name or (9.1 layout) its module's name.  An archive
+    no rule covers is placed where its cann/cmake module takes a copy (`places`), else
+    listed as unknown."""
     by_name: Dict[str, List[Declared]] = {}
     for found_item in declared:
-        by_name.setdefault(found_item.name, []).append(found_item)
+        for key in dict.fromkeys(k for k in (found_item.name, found_item.module) if k):
+            by_name.setdefault(key, []).append(found_item)
     placed: List[Needed] = []
     unplaceable: List[Needed] = []
     covered = set()
@@ -197,7 +217,7 @@ def plan_archives(
         elif not matches:
             raise UsageError(
                 f"recipe {recipe_path}: [[repos.{repo.name}.third_party]] {rule.name!r} names an "
-                f"archive that {repo.name}'s {THIRD_PARTY_DIR}/*.cmake at {commit[:12]} does not "
+                f"archive that {repo.name}'s {_declaring(declared)} at {commit[:12]} does not "
                 f"download (it declares {_listed(declared)}).",
                 "Give the entry a url (to add the archive), or remove it: this ref may not need it.",
             )
@@ -220,8 +240,43 @@ def plan_archives(
             sha256=rule.sha256 or (found.sha256 if found else None),
         )
         (placed if item.place else unplaceable).append(item)
-    unknown = tuple(d for d in declared if d.name not in covered)
+    rest = [d for d in declared if d.name not in covered and d.module not in covered]
+    placed += [
+        Needed(
+            name=d.name,
+            url=d.url,
+            place=preferred_place(d.url, d.places),
+            source=d.source,
+            where=d.where,
+            md5=d.md5,
+            sha256=d.sha256,
+            from_cmake=True,
+        )
+        for d in rest
+        if d.places
+    ]
+    unknown = tuple(d for d in rest if not d.places)
     return ArchivePlan(placed=tuple(placed), unplaceable=tuple(unplaceable), unknown=unknown)
+
+
+def preferred_place(url: str, places: Sequence[str]) -> str:
+    """Where cannbuild puts an archive its cann/cmake module takes a copy of: a place
+    named as the archive's own file (copied there as downloaded), else a folder
+    (unpacked), else the first place."""
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    for place in places:
+        if place.rsplit("/", 1)[-1] == name:
+            return place
+    for place in places:
+        if place.endswith("/"):
+            return place
+    return places[0] if places else ""
+
+
+def _declaring(declared: Sequence[Declared]) -> str:
+    if any(d.module for d in declared):
+        return "add_cann_third_party modules"
+    return f"{THIRD_PARTY_DIR}/*.cmake"
 
 
 def _listed(declared: Sequence[Declared]) -> str:
@@ -291,4 +346,5 @@ __all__ = [
     "declared_archives",
     "discover",
     "plan_archives",
+    "preferred_place",
 ]

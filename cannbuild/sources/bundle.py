@@ -157,11 +157,14 @@ def bundle_contents(ws: Workspace, lock_file: Path) -> List[str]:
 
 
 def _pin_repo(lock: Lock, name: str) -> str:
-    """`ops-transformer:third_party/opbase` is a commit of opbase's repository."""
+    """`ops-transformer:third_party/opbase` is a commit of opbase's repository;
+    `ops-transformer:third_party/cann-cmake` of the source the lock names (`source`)."""
     if ":" not in name:
         return name
     locked = lock.repo(name)
     assert locked is not None
+    if locked.source:
+        return locked.source
     for repo in lock.repos:
         if ":" not in repo.name and repo.url == locked.url:
             return repo.name

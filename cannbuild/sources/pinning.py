@@ -65,6 +65,11 @@ def wanted_for(request: SourceRequest) -> Wanted:
         repos.append((repo.name, repo.url, describe_ref(ref)))
     # Archives the recipe names by URL itself are part of what the lock must match.
     archives = recipe.added_archives
+    pins = tuple(
+        (pin_name(repo.name, pin.dest), pin.url or recipe.repo(pin.repo or "").url)
+        for repo in recipe.repos
+        for pin in repo.pins
+    )
     return Wanted(
         recipe=recipe.name,
         toolkit_version=request.toolkit_version,
@@ -72,6 +77,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         repos=tuple(repos),
         archives=archives,
         sandbox=request.sandbox,
+        pins=pins,
     )
 
 
@@ -151,15 +157,13 @@ def sources_from_lock(request: SourceRequest) -> Optional[SourceState]:
         if locked is None:
             return None
         nested = []
-        if repo.source_pin:
+        for pin in repo.pins:
             # A nested checkout (ops-transformer v9.0's `third_party/opbase` at OPBASE_TAG_ID) is
             # locked under its own pin name.
-            pinned = lock.repo(pin_name(repo.name, repo.source_pin.dest))
+            pinned = lock.repo(pin_name(repo.name, pin.dest))
             if pinned is None:
                 return None
-            nested.append(
-                Nested(dest=repo.source_pin.dest, cache=Path(), commit=pinned.commit, url="")
-            )
+            nested.append(Nested(dest=pin.dest, cache=Path(), commit=pinned.commit, url=""))
         seeds = locked_seeds(request, repo, lock)
         if seeds is None:
             return None
@@ -172,17 +176,22 @@ def sources_from_lock(request: SourceRequest) -> Optional[SourceState]:
 
 def locked_seeds(request: SourceRequest, repo: RepoSpec, lock: Lock) -> Optional[List[Seed]]:
     """The seeds a checkout gets from the archives the lock puts into it, in the order the
-    recipe lists them (as `_archives` makes them); None if the recipe does not place one."""
+    recipe lists them (as `_archives` makes them), then those placed where their cann/cmake
+    module takes a copy (the lock records where); None if neither places one."""
     ordered: List[Tuple[int, Seed]] = []
     rules = [r for r in repo.third_party if r.needed and r.place]
     for archive in lock.third_party:
         if repo.name not in archive.repos:
             continue
+        path = archive_path(request.ws, archive.sha256, archive.url)
+        place = archive.places.get(repo.name)
+        if place is not None:
+            ordered.append((len(rules), Seed(source=path, dest=place, sha256=archive.sha256)))
+            continue
         index = next((i for i, r in enumerate(rules) if r.name == archive.name), None)
         # A locked archive the recipe no longer places makes the lock stale for this recipe.
         if index is None:
             return None
-        path = archive_path(request.ws, archive.sha256, archive.url)
         ordered.append(
             (index, Seed(source=path, dest=rules[index].place[0], sha256=archive.sha256))
         )

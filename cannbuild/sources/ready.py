@@ -5,7 +5,6 @@ waits for all of them and writes the lock when this run resolved it."""
 
 from __future__ import annotations
 
-import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -16,8 +15,11 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Set,
     Tuple,
 )
+
+from msgspec.structs import replace
 
 from ..errors import (
     FetchError,
@@ -27,9 +29,10 @@ from ..errors import (
     UsageError,
 )
 from ..host.toolkit import host_arch
-from ..recipes import RepoSpec, describe_ref, render_ref
+from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
-from .archives import Needed, check_declared, declared_archives, plan_archives
+from .archives import Declared, Needed, check_declared, declared_archives, plan_archives
+from .canncmake import FETCH_CANN_CMAKE, cann_cmake_archives, uses_cann_cmake
 from .checkout import (
     Nested,
     Seed,
@@ -47,6 +50,7 @@ from .lock import (
     LockedRepo,
     write_lock,
 )
+from .pins import resolve_pin
 from .request import SourceRequest
 from .state import LOCKED, REFRESH, RESOLVE, RepoReady, SourceState, merged_archives, pin_name
 
@@ -79,6 +83,9 @@ class PendingSources:
         self._state: Optional[SourceState] = None
         self._fetched = {r.name: threading.Event() for r in request.recipe.repos}
         self._fetch_ok: Dict[str, bool] = {}
+        # pinned sources of their own (cann-cmake, ops-tensor): fetched once per run, by the first
+        # repo's thread that needs one; another waits on its lock
+        self._sources_fetched: Set[str] = set()
         self._repos: Dict[str, Future] = {
             r.name: pool.submit(self._make_ready, r) for r in request.recipe.repos
         }
@@ -126,6 +133,8 @@ class PendingSources:
                 container=dict(previous.container) if previous else {},
                 sandbox=request.sandbox,
             )
+            # the version it is written as, so the state holds what a reread gives
+            lock = replace(lock, version=lock.written_version())
             if previous is not None and self.problems:
                 notes.append("lock updated: " + "; ".join(self.problems))
             write_lock(request.lock_file, lock)
@@ -155,11 +164,11 @@ class PendingSources:
         assert self.existing is not None
         needed = [self.existing.repo(repo.name).commit]  # type: ignore[union-attr]
         for owner in self.request.recipe.repos:
-            pin = owner.source_pin
-            if pin is not None and pin.repo == repo.name:
-                entry = self.existing.repo(pin_name(owner.name, pin.dest))
-                if entry is not None:
-                    needed.append(entry.commit)
+            for pin in owner.pins:
+                if pin.repo == repo.name:
+                    entry = self.existing.repo(pin_name(owner.name, pin.dest))
+                    if entry is not None:
+                        needed.append(entry.commit)
         return needed
 
     def _make_ready(self, repo: RepoSpec) -> RepoReady:
@@ -209,20 +218,20 @@ class PendingSources:
             LockedRepo(name=repo.name, url=redact(repo.url), ref=describe_ref(ref), commit=commit)
         ]
         nested: List[Nested] = []
-        if repo.source_pin:
-            entry = self._pin(repo, commit, cache)
+        for pin in repo.pins:
+            self._stage(repo)
+            entry = self._pin(repo, pin, commit, cache)
             entries.append(entry)
-            pin = repo.source_pin
             nested.append(
                 Nested(
                     dest=pin.dest,
-                    cache=cache_path(ws, pin.repo),
+                    cache=cache_path(ws, pin.source),
                     commit=entry.commit,
-                    url=request.recipe.repo(pin.repo).url,
+                    url=self._pin_url(pin),
                 )
             )
         self._stage(repo)
-        seeds, archives, notes = self._archives(repo, commit, cache)
+        seeds, archives, notes = self._archives(repo, commit, cache, nested)
         self._stage(repo)
         path, changed = ensure_checkout(
             fetcher, ws, repo.name, cache, commit, repo.url, nested, seeds
@@ -239,19 +248,52 @@ class PendingSources:
             notes=tuple(notes),
         )
 
+    def _declared(
+        self, repo: RepoSpec, commit: str, cache: Path, nested: List[Nested]
+    ) -> Tuple[Tuple[Declared, ...], Tuple[str, ...]]:
+        """What `repo` downloads at `commit`, read where that ref declares it: its own
+        cmake/third_party/*.cmake, or (with cmake/fetch_cann_cmake.cmake, 9.1 on) the
+        `add_cann_third_party` modules of the cann/cmake source it pins."""
+        request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
+        if not uses_cann_cmake(fetcher, cache, commit):
+            return declared_archives(fetcher, cache, commit, ws.third_party_memo), ()
+        shared = next(
+            (
+                (pin, item)
+                for pin, item in zip(repo.pins, nested)
+                if pin.pin_file == FETCH_CANN_CMAKE
+            ),
+            None,
+        )
+        if shared is None:
+            raise UsageError(
+                f"recipe {request.recipe.path}: {repo.name} at {commit[:12]} clones the shared "
+                f"cann/cmake repository itself ({FETCH_CANN_CMAKE}), and its third-party archives "
+                "are declared there, but the recipe pins no source from that file.",
+                f"Add a [[repos.{repo.name}.pinned_sources]] with pin_file = "
+                f'"{FETCH_CANN_CMAKE}", pin = "tag" and dest = "third_party/cann-cmake".',
+            )
+        pin, item = shared
+        return cann_cmake_archives(
+            fetcher,
+            cache,
+            commit,
+            item.cache,
+            item.commit,
+            f"{pin.source}@{item.commit[:12]}",
+            ws.third_party_memo,
+        )
+
     def _archives(
-        self, repo: RepoSpec, commit: str, cache: Path
+        self, repo: RepoSpec, commit: str, cache: Path, nested: List[Nested]
     ) -> Tuple[List[Seed], List[LockedArchive], List[str]]:
         """The archives `repo`'s CMake downloads at `commit`, fetched (through the mirror
         map, verified) and ready to be put where that ref looks for them."""
         request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
-        plan = plan_archives(
-            request.recipe.path,
-            repo,
-            commit,
-            declared_archives(fetcher, cache, commit, ws.third_party_memo),
-        )
-        notes = [
+        declared, missing = self._declared(repo, commit, cache, nested)
+        plan = plan_archives(request.recipe.path, repo, commit, declared)
+        notes = [f"{repo.name}: {note}" for note in missing]
+        notes += [
             f"{repo.name}: {d.where} downloads {redact(d.url)}, of which recipe "
             f"{request.recipe.name} says nothing (not fetched; if the build needs it, add it to "
             f"[[repos.{repo.name}.third_party]] with the place this ref takes a copy)"
@@ -282,7 +324,14 @@ class PendingSources:
             check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
             seeds.append(Seed(source=path, dest=item.place, sha256=sha))
             archives.append(
-                LockedArchive(name=item.name, url=redact(item.url), sha256=sha, repos=(repo.name,))
+                LockedArchive(
+                    name=item.name,
+                    url=redact(item.url),
+                    sha256=sha,
+                    repos=(repo.name,),
+                    # where the cann/cmake module took it; a recipe rule's place is the recipe's
+                    places={repo.name: item.place} if item.from_cmake else {},
+                )
             )
         return seeds, archives, notes
 
@@ -303,48 +352,57 @@ class PendingSources:
         with self._download_locks_guard:
             return self._download_locks.setdefault(url, threading.Lock())
 
-    def _pin(self, repo: RepoSpec, commit: str, cache: Path) -> LockedRepo:
-        """The commit of the nested checkout: read from the repo's pin file when resolving,
-        from the lock otherwise.  Only read from the pinned repo's cache: its own thread
-        fetched what it needs."""
+    def _pin_url(self, pin: SourcePin) -> str:
+        if pin.repo is not None:
+            return self.request.recipe.repo(pin.repo).url
+        assert pin.url is not None  # the reader requires name and url together
+        return pin.url
+
+    def _pin(self, repo: RepoSpec, pin: SourcePin, commit: str, cache: Path) -> LockedRepo:
+        """The commit of a nested checkout: read from the repo's pin file when resolving,
+        from the lock otherwise.  A pin of another recipe repo is read from that repo's
+        cache, which its own thread fetches; a source of its own is fetched here."""
         request, fetcher = self.request, self.request.fetcher
-        pin = repo.source_pin
-        assert pin is not None
-        source = request.recipe.repo(pin.repo)
-        if self.mode == RESOLVE:
-            # ops-transformer v9.0: `set(OPBASE_TAG_ID <40 hex>)` in
-            # cmake/third_party/opbase.cmake.
-            text = fetcher.git(["show", f"{commit}:{pin.pin_file}"], cwd=cache)
-            match = re.search(pin.pin_regex, text)
-            if not match:
-                raise UsageError(
-                    f"{pin.pin_file} at {repo.name} {commit[:12]} has no line matching {pin.pin_regex!r}.",
-                    "The recipe does not match this ref; check [repos.*.opbase_source].",
-                )
-            pinned = match.group(1)
-        else:
+        url = self._pin_url(pin)
+        locked = None
+        if self.mode != RESOLVE:
             assert self.existing is not None
-            entry = self.existing.repo(pin_name(repo.name, pin.dest))
-            assert entry is not None
-            pinned = entry.commit
-        # The pinned repo's cache is filled by that repo's own thread; wait for it.
-        self._fetched[pin.repo].wait()
-        if not self._fetch_ok.get(pin.repo):
-            raise FetchError(
-                f"{repo.name} pins {pin.repo} {pinned[:12]}, but fetching {pin.repo} failed.",
-                f"See the error for {pin.repo}.",
-            )
-        # The build runs `git checkout <pin>` in its third_party/opbase offline, so the commit must
-        # be in the cache cannbuild clones from.
-        if not has_commit(fetcher, cache_path(request.ws, pin.repo), pinned):
-            raise FetchError(
-                f"{pin.pin_file} at {repo.name} {commit[:12]} pins {pin.repo} {pinned[:12]}, "
-                f"which no branch or tag of {redact(source.url)} contains.",
-                "Check the mirror serves the whole repository, or pin another commit.",
-            )
-        return LockedRepo(
-            name=pin_name(repo.name, pin.dest),
-            url=redact(source.url),
-            ref=f"pinned by {pin.pin_file}",
-            commit=pinned,
-        )
+            locked = self.existing.repo(pin_name(repo.name, pin.dest))
+            assert locked is not None  # drift() names a pin the lock lacks
+        if pin.repo is None:
+            source = self._source_cache(pin, locked.commit if locked else None)
+        else:
+            # The pinned repo's cache is filled by that repo's own thread; wait for it.
+            self._fetched[pin.repo].wait()
+            if not self._fetch_ok.get(pin.repo):
+                raise FetchError(
+                    f"{repo.name} pins {pin.repo} (by {pin.pin_file}), but fetching {pin.repo} "
+                    "failed.",
+                    f"See the error for {pin.repo}.",
+                )
+            source = cache_path(request.ws, pin.repo)
+        if locked is not None:
+            # The build runs `git checkout <pin>` in its clone offline: the commit must be there.
+            if not has_commit(fetcher, source, locked.commit):
+                raise FetchError(
+                    f"the lock pins {pin.source} {locked.commit[:12]} for {repo.name} "
+                    f"({locked.ref}), which no branch or tag of {redact(url)} contains.",
+                    "Check the mirror serves the whole repository, or run `cannbuild lock`.",
+                )
+            return locked
+        return resolve_pin(fetcher, cache, source, repo.name, commit, pin, url)
+
+    def _source_cache(self, pin: SourcePin, needed: Optional[str]) -> Path:
+        """The git cache of a pinned source of its own, holding `needed` (the locked
+        commit, None when resolving): fetched through the mirror map at most once per
+        run, and not at all when a locked run finds the commit there already."""
+        request, fetcher = self.request, self.request.fetcher
+        assert pin.name is not None and pin.url is not None
+        cache = cache_path(request.ws, pin.name)
+        with self._download_lock(f"git:{pin.name}"):
+            if needed is not None and has_commit(fetcher, cache, needed):
+                return cache
+            if pin.name not in self._sources_fetched:
+                fetcher.fetch_repo(cache, pin.url, root=request.ws.root)
+                self._sources_fetched.add(pin.name)
+        return cache

@@ -68,7 +68,8 @@ def pin_name(repo: str, dest: str) -> str:
 
 
 def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
-    """One lock entry per archive URL, naming every checkout it is put into."""
+    """One lock entry per archive URL, naming every checkout it is put into (and where,
+    for one placed by its cann/cmake module)."""
     merged: Dict[str, LockedArchive] = {}
     for r in ready:
         for a in r.archives:
@@ -76,5 +77,7 @@ def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
             if old is None:
                 merged[a.url] = a
             elif r.name not in old.repos:
-                merged[a.url] = replace(old, repos=(*old.repos, r.name))
+                merged[a.url] = replace(
+                    old, repos=(*old.repos, r.name), places={**old.places, **a.places}
+                )
     return tuple(merged.values())

@@ -17,6 +17,7 @@ WANTED = Wanted(
         ("ops-transformer", "https://gitcode.com/cann/ops-transformer.git", "tag v9.0.0"),
     ),
     archives=(("makeself", "https://x/makeself.tar.gz", None),),
+    pins=(("ops-transformer:third_party/opbase", "https://gitcode.com/cann/opbase.git"),),
 )
 
 
@@ -136,4 +137,75 @@ def test_a_sandbox_lock_says_so_and_is_drift_for_a_real_build(tmp_path: Path):
     assert "sandbox" not in path.read_text() and read_lock(path).sandbox is False
     path.write_text(text.replace("sandbox = true", 'sandbox = "yes"'))
     with pytest.raises(UsageError, match="sandbox = 'yes' is not true or false"):
+        read_lock(path)
+
+
+def extended(lock):
+    """`lock` with what version 3 added: a pinned source of its own, an archive's place."""
+    from msgspec.structs import replace
+
+    from cannbuild.sources.lock import LockedArchive, LockedRepo
+
+    return replace(
+        lock,
+        repos=(
+            *lock.repos,
+            LockedRepo(
+                name="ops-transformer:third_party/cann-cmake",
+                url="https://gitcode.com/cann/cmake.git",
+                ref="tag master-026, pinned by cmake/fetch_cann_cmake.cmake:17",
+                commit="e" * 40,
+                source="cann-cmake",
+            ),
+        ),
+        third_party=(
+            *lock.third_party,
+            LockedArchive(
+                name="json-3.11.3",
+                url="https://x/json-3.11.3.tar.gz",
+                sha256="f" * 64,
+                repos=("ops-transformer",),
+                places={"ops-transformer": "third_party/json-3.11.3.tar.gz"},
+            ),
+        ),
+    )
+
+
+def test_a_lock_is_version_3_only_when_it_holds_what_3_added(tmp_path: Path):
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, LOCK)
+    plain = path.read_text()
+    # what an older cannbuild reads: no new key, version 2
+    assert "version = 2\n" in plain and "source =" not in plain and "places" not in plain
+    from msgspec.structs import replace
+
+    lock = replace(extended(LOCK), version=3)
+    write_lock(path, lock)
+    text = path.read_text()
+    assert "version = 3\n" in text and 'source = "cann-cmake"' in text
+    assert '[third_party.places]\nops-transformer = "third_party/json-3.11.3.tar.gz"' in text
+    assert read_lock(path) == lock
+
+
+@pytest.mark.parametrize(
+    "old, new, says",
+    [
+        ('"third_party/json-3.11.3.tar.gz"', '"../../etc/x"', "is not a path inside the checkout"),
+        ('"third_party/json-3.11.3.tar.gz"', '"/etc/x"', "is not a path inside the checkout"),
+        ('"third_party/json-3.11.3.tar.gz"', "3", "is not a table of checkout = place"),
+        ('source = "cann-cmake"', 'source = "../cache"', "is not a plain name"),
+    ],
+)
+def test_a_version_3_lock_refuses_a_place_or_source_that_could_leave_its_folder(
+    tmp_path: Path, old, new, says
+):
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, extended(LOCK))
+    text = path.read_text()
+    if new == "3":  # the whole table replaced by a number
+        old = '[third_party.places]\nops-transformer = "third_party/json-3.11.3.tar.gz"'
+        new = "places = 3"
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(UsageError, match=says):
         read_lock(path)

@@ -1,0 +1,348 @@
+"""The archives a checkout downloads through the shared cann/cmake repository (9.1 layout).
+
+From ops-transformer and opbase 9.1 (branch 9.1.0, tag v9.1.0.pre) the archive modules
+are gone from the checkout's `cmake/third_party/`: its CMake calls
+`add_cann_third_party(<name>)`, a macro of the shared cann/cmake repository that
+includes that repository's `third_party/<name>.cmake`
+(hicann/cmake@master-026:function/prepare.cmake:184-188), and `set_cann_cpack_config`
+calls it for makeself itself (:225).  The checkout clones that repository at the tag its
+`cmake/fetch_cann_cmake.cmake` names (:17), which the recipe pins as a source.  So the
+archives of such a checkout are read from git alone: the names from the checkout's
+CMake files at its commit, each module (following
+`include(${CMAKE_CURRENT_LIST_DIR}/x.cmake)`: protobuf.cmake:18 includes abseil-cpp)
+from the cann/cmake repository at its locked commit, with its URL, declared hash, and
+the places under `${CANN_3RD_LIB_PATH}` where the module takes a local copy before it
+downloads (its `if(EXISTS ...)` / `IS_DIRECTORY` checks), in the order it checks them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from msgspec.structs import replace
+
+from ..workspace import read_text_map, remember
+from .archives import ARCHIVE_SUFFIXES, Declared, discover
+from .fetch import Fetcher, GitFailed
+
+# The checkout's own file that clones the shared repository: its presence marks the layout.
+FETCH_CANN_CMAKE = "cmake/fetch_cann_cmake.cmake"
+# `${CANN_3RD_LIB_PATH}` as the checkout sees it: build.sh's default `<src>/third_party`
+# (ops-transformer@9.1.0:build.sh:83, opbase@9.1.0:build.sh:89), and what the recipes' steps
+# pass as --cann_3rd_lib_path (build.session: `<checkout>/third_party`).
+THIRD_PARTY_ROOT = "third_party"
+_3RD = "${CANN_3RD_LIB_PATH}"
+
+_CALL = re.compile(r"\badd_cann_third_party\s*\(\s*([A-Za-z0-9_.+-]+)\s*\)")
+_DEFINE = re.compile(r"^\s*(?:function|macro)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
+_END = re.compile(r"^\s*end(?:function|macro)\s*\(", re.IGNORECASE)
+# protobuf.cmake:18 `include(${CMAKE_CURRENT_LIST_DIR}/abseil-cpp.cmake)`
+_INCLUDE = re.compile(
+    r"\binclude\s*\(\s*\"?\$\{CMAKE_CURRENT_LIST_DIR\}/([A-Za-z0-9_.+-]+\.cmake)\"?\s*\)"
+)
+_CONDITION = re.compile(r"^\s*(?:if|elseif)\s*\(", re.IGNORECASE)
+_PROBE = re.compile(r"\b(EXISTS|IS_DIRECTORY)\s+\"?([^\s\")]+)\"?")
+# `set(MAKESELF_TAR_PATH "${CANN_3RD_LIB_PATH}/makeself-release-2.5.0-patch1.tar.gz")`
+_SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def uses_cann_cmake(fetcher: Fetcher, cache: Path, commit: str) -> bool:
+    """Whether the checkout at `commit` clones the shared cann/cmake repository."""
+    try:
+        fetcher.git(["cat-file", "-e", f"{commit}:{FETCH_CANN_CMAKE}"], cwd=cache)
+    except GitFailed:
+        return False
+    return True
+
+
+def archive_stem(url: str) -> str:
+    """`.../eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz` -> `eigen-5.0.0`:
+    the file name without its archive suffix, whatever host serves it, so an archive
+    keeps its name when it moves between gitcode releases and the OBS bucket."""
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def wrappers(files: Mapping[str, str]) -> Dict[str, List[Tuple[str, str]]]:
+    """function/macro name -> [(module, where)] of the `add_cann_third_party(<literal>)`
+    calls inside it, in the cann/cmake repository's function files (path -> text)."""
+    found: Dict[str, List[Tuple[str, str]]] = {}
+    for path in sorted(files):
+        current: Optional[str] = None
+        for number, line in enumerate(files[path].splitlines(), 1):
+            if line.lstrip().startswith("#"):
+                continue
+            define = _DEFINE.match(line)
+            if define:
+                current = define.group(1)
+            elif _END.match(line):
+                current = None
+            elif current is not None:
+                for call in _CALL.finditer(line):
+                    found.setdefault(current, []).append((call.group(1), f"{path}:{number}"))
+    return found
+
+
+def called_modules(
+    lines: Iterable[Tuple[str, int, str]], wrapped: Mapping[str, List[Tuple[str, str]]]
+) -> Dict[str, str]:
+    """module -> where the checkout asks for it (every site, in file order), from its
+    CMake lines (path, line, text): `add_cann_third_party(json)`, or a call of a cann/cmake function that asks for
+    one itself (`set_cann_cpack_config` -> makeself-fetch)."""
+    calls = {name: re.compile(rf"\b{re.escape(name)}\s*\(") for name in wrapped}
+    found: Dict[str, List[str]] = {}
+    for path, number, text in sorted(lines):
+        if text.lstrip().startswith("#"):
+            continue
+        for call in _CALL.finditer(text):
+            found.setdefault(call.group(1), []).append(f"{path}:{number}")
+        for name, pattern in calls.items():
+            if pattern.search(text):
+                for module, inside in wrapped[name]:
+                    found.setdefault(module, []).append(f"{path}:{number} ({name}, {inside})")
+    return {module: ", ".join(sites) for module, sites in found.items()}
+
+
+def local_places(text: str) -> List[Tuple[str, int]]:
+    """(place relative to `${CANN_3RD_LIB_PATH}`, line) of each local copy a module
+    checks for before it downloads, in its order: a file it takes (`EXISTS .../x.tar.gz`),
+    a folder (`IS_DIRECTORY .../eigen` -> `eigen/`), and the folder it unpacks into
+    (`SOURCE_DIR`) when it looks for a file there (`EXISTS .../makeself/makeself.sh` ->
+    `makeself/`).  A variable set several times stands for each of its values
+    (protobuf.cmake:136-146).  Paths outside `${CANN_3RD_LIB_PATH}`, with `..`, or
+    naming a variable the module does not set are left out; so are copies it looks up
+    with `find_path` (json's unpacked `json/include`)."""
+    lines = text.splitlines()
+    variables: Dict[str, List[str]] = {}
+    for line in lines:
+        match = _SET.match(line)
+        if match and match.group(2) not in variables.get(match.group(1), []):
+            variables.setdefault(match.group(1), []).append(match.group(2))
+    unpacked = {
+        rel.rstrip("/") + "/"
+        for raw in _SOURCE_DIR.findall(text)
+        for rel in _under_3rd(raw, variables)
+    }
+    found: List[Tuple[str, int]] = []
+    for number, line in enumerate(lines, 1):
+        if not _CONDITION.match(line):
+            continue
+        for kind, raw in _PROBE.findall(line):
+            for rel in _under_3rd(raw, variables):
+                if kind.upper() == "IS_DIRECTORY":
+                    place = rel.rstrip("/") + "/"
+                elif rel.lower().endswith(ARCHIVE_SUFFIXES):
+                    place = rel
+                elif posixpath.dirname(rel) + "/" in unpacked:
+                    place = posixpath.dirname(rel) + "/"
+                else:
+                    continue
+                if place not in [p for p, _ in found]:
+                    found.append((place, number))
+    return found
+
+
+# `SOURCE_DIR "${MAKESELF_PATH}"` in FetchContent_Declare / ExternalProject_Add
+_SOURCE_DIR = re.compile(r"\bSOURCE_DIR\s+\"?([^\s\")]+)\"?")
+# a variable set more often than this is not a path list worth expanding
+_MAX_VALUES = 16
+
+
+def _under_3rd(raw: str, variables: Mapping[str, List[str]]) -> List[str]:
+    """The paths below `${CANN_3RD_LIB_PATH}` that `raw` stands for, relative to it."""
+    out: List[str] = []
+    for path in _expand(raw, variables):
+        if not path.startswith(_3RD + "/"):
+            continue
+        rel = path[len(_3RD) + 1 :]
+        if rel and "${" not in rel and ".." not in rel.split("/") and rel not in out:
+            out.append(rel)
+    return out
+
+
+def _expand(value: str, variables: Mapping[str, List[str]]) -> List[str]:
+    """Every value `${NAME}` can stand for, from the module's own `set()` lines (never
+    CANN_3RD_LIB_PATH), a few rounds deep (`${MAKESELF_PATH}` ->
+    `${CANN_3RD_LIB_PATH}/${MAKESELF_NAME}` -> `${CANN_3RD_LIB_PATH}/makeself`)."""
+    values = [value]
+    for _ in range(8):
+        grown: List[str] = []
+        for item in values:
+            match = next(
+                (m for m in _VAR.finditer(item) if m.group(1) != "CANN_3RD_LIB_PATH"), None
+            )
+            if match is None or match.group(1) not in variables:
+                grown.append(item)
+                continue
+            for option in variables[match.group(1)]:
+                grown.append(item[: match.start()] + option + item[match.end() :])
+        if grown == values:
+            break
+        values = grown[:_MAX_VALUES]
+    return values
+
+
+def module_archives(
+    read: Callable[[str], Optional[str]], module: str, label: str, called: str
+) -> Tuple[List[Declared], List[str]]:
+    """The archives `third_party/<module>.cmake` of the cann/cmake repository declares,
+    with the files it includes; `read(path)` gives a file of that repository (None when
+    absent).  `label` names the repository at its commit in `where`; `called` is where
+    the checkout asks for the module.  Also returns notes (a module that is not there)."""
+    found: List[Declared] = []
+    notes: List[str] = []
+    queue = [f"third_party/{module}.cmake"]
+    seen = set()
+    while queue:
+        path = queue.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        text = read(path)
+        if text is None:
+            notes.append(f"{called} asks for {module}, but {label} has no {path}")
+            continue
+        queue += [posixpath.join(posixpath.dirname(path), m) for m in _INCLUDE.findall(text)]
+        places = local_places(text)
+        declared = discover({f"{label}:{path}": text})
+        for item in declared:
+            # One URL in the file: every place is its; several: each takes the places named as
+            # its own file.
+            own = [
+                (p, n)
+                for p, n in places
+                if len(declared) == 1 or posixpath.basename(p) == item.url.rsplit("/", 1)[-1]
+            ]
+            lines = ",".join(dict.fromkeys(str(n) for _, n in own))
+            source = f"add_cann_third_party({module}) at {called}"
+            if own:
+                source += f"; {label}:{path}:{lines} takes a local copy"
+            found.append(
+                replace(
+                    item,
+                    name=archive_stem(item.url),
+                    module=posixpath.basename(path)[: -len(".cmake")],
+                    places=tuple(f"{THIRD_PARTY_ROOT}/{p}" for p, _ in own),
+                    source=source,
+                )
+            )
+    return found, notes
+
+
+def cann_cmake_archives(
+    fetcher: Fetcher,
+    cache: Path,
+    commit: str,
+    cmake_cache: Path,
+    cmake_commit: str,
+    label: str,
+    memo: Optional[Path] = None,
+) -> Tuple[Tuple[Declared, ...], Tuple[str, ...]]:
+    """Every archive the checkout at `commit` (in the git cache `cache`) downloads through
+    the cann/cmake repository at `cmake_commit` (in `cmake_cache`), one per URL, with the
+    notes of modules that could not be read.  What git gives is remembered in `memo` per
+    pair of commits, raw, so a rerun runs no git and a newer cannbuild parses it anew."""
+    files = _Files(fetcher, cmake_cache, cmake_commit, memo, f"{commit}-{cmake_commit}")
+    listing = files.get("ls:function", lambda: _git_list(fetcher, cmake_cache, cmake_commit))
+    functions = {p: files.cmake(p) or "" for p in listing.splitlines() if p.endswith(".cmake")}
+    wrapped = wrappers(functions)
+    names = ["add_cann_third_party", *sorted(wrapped)]
+    grep = files.get("grep", lambda: _git_grep(fetcher, cache, commit, names))
+    modules = called_modules(_grep_lines(grep), wrapped)
+    by_url: Dict[str, Declared] = {}
+    notes: List[str] = []
+    for module, called in modules.items():
+        found, missing = module_archives(files.cmake, module, label, called)
+        notes += missing
+        for item in found:
+            by_url.setdefault(item.url, item)
+    files.save()
+    return tuple(by_url.values()), tuple(notes)
+
+
+class _Files:
+    """Text read from git, kept in one memo per (checkout, cann/cmake) commit pair."""
+
+    def __init__(
+        self, fetcher: Fetcher, cache: Path, commit: str, memo: Optional[Path], key: str
+    ) -> None:
+        self.fetcher, self.cache, self.commit = fetcher, cache, commit
+        self.path = memo / f"{key}.json" if memo is not None and _HEX_PAIR.fullmatch(key) else None
+        self.known: Dict[str, str] = (read_text_map(self.path) if self.path else None) or {}
+        self.changed = False
+
+    def get(self, key: str, make: Callable[[], str]) -> str:
+        if key not in self.known:
+            self.known[key] = make()
+            self.changed = True
+        return self.known[key]
+
+    def cmake(self, path: str) -> Optional[str]:
+        """A file of the cann/cmake repository at its commit; None when it has none."""
+        key = f"cmake:{path}"
+        if key not in self.known:
+            try:
+                text = self.fetcher.git(["show", f"{self.commit}:{path}"], cwd=self.cache)
+            except GitFailed:
+                return None
+            self.known[key] = text
+            self.changed = True
+        return self.known[key]
+
+    def save(self) -> None:
+        if self.path is not None and self.changed:
+            remember(self.path, self.known)
+
+
+# only full object ids become a memo's file name
+_HEX_PAIR = re.compile(r"[0-9a-f]{40,64}-[0-9a-f]{40,64}")
+
+
+def _git_list(fetcher: Fetcher, cache: Path, commit: str) -> str:
+    return fetcher.git(["ls-tree", "--name-only", commit, "function/"], cwd=cache)
+
+
+def _git_grep(fetcher: Fetcher, cache: Path, commit: str, names: List[str]) -> str:
+    """The lines of the checkout's CMake files that call one of `names`, as git grep
+    prints them (`<commit>:<path>:<line>:<text>`); "" when none does."""
+    # POSIX ERE (no `\b`): a name not preceded by a word character, then `(`
+    pattern = r"(^|[^A-Za-z0-9_])(" + "|".join(re.escape(n) for n in names) + r")[[:space:]]*\("
+    try:
+        return fetcher.git(
+            ["grep", "-n", "-I", "-E", pattern, commit, "--", "*.cmake", "*CMakeLists.txt"],
+            cwd=cache,
+        )
+    except GitFailed as exc:
+        if exc.code == 1:  # git grep: no line matched
+            return ""
+        raise
+
+
+def _grep_lines(output: str) -> List[Tuple[str, int, str]]:
+    lines: List[Tuple[str, int, str]] = []
+    for raw in output.splitlines():
+        # `<commit>:<path>:<line>:<text>`; a path holds no `:` in these repos
+        parts = raw.split(":", 3)
+        if len(parts) == 4 and parts[2].isdigit():
+            lines.append((parts[1], int(parts[2]), parts[3]))
+    return lines
+
+
+__all__ = [
+    "FETCH_CANN_CMAKE",
+    "THIRD_PARTY_ROOT",
+    "archive_stem",
+    "called_modules",
+    "cann_cmake_archives",
+    "local_places",
+    "module_archives",
+    "uses_cann_cmake",
+    "wrappers",
+]
