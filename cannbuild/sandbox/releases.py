@@ -2,7 +2,7 @@
 
 The stand-in `opbase` and `ops-transformer` repositories carry one commit per
 state of the real repositories that matters (the late-2025 master that the
-8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 tag), each with the
+8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 and v9.0.1 tags), each with the
 options, messages and opbase hand-over the real scripts have at that point
 (shared/reference/cann-build-systems.md and the research notes behind it).
 Commit dates are fixed so commit ids are reproducible; only the 2025-11 dates
@@ -243,6 +243,16 @@ OPBASE_HISTORY: Tuple[Commit, ...] = (
         tags=("v9.0.0",),
         note="Release 9.0.0.",
     ),
+    # v9.0.1 (d838911a, 2026-05-14): 2 commits, 4 source and test files after v9.0.0, no build
+    # file (docs/upstream-9.1.md §2): the same flavor, a commit of its own.
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-05-14T14:36:33+08:00",
+        message="release 9.0.1",
+        tags=("v9.0.1",),
+        note="Release 9.0.1.",
+    ),
 )
 OT_HISTORY: Tuple[Commit, ...] = (
     Commit(
@@ -265,8 +275,19 @@ OT_HISTORY: Tuple[Commit, ...] = (
         message="release 9.0.0",
         tags=("v9.0.0",),
     ),
+    # v9.0.1 (8038339a, 2026-06-23): kernels, tiling and docs change, no build file, and
+    # cmake/third_party/opbase.cmake:10 keeps OPBASE_TAG_ID 929902e5 (docs/upstream-9.1.md §2):
+    # the v9.0.0 flavor and opbase pin.
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V900,
+        date="2026-06-23T19:53:29+08:00",
+        message="release 9.0.1",
+        tags=("v9.0.1",),
+        note="Release 9.0.1.",
+    ),
 )
-# ops-transformer v9.0.0 pins this opbase commit (not the v9.0.0 tag), as the real one does.
+# ops-transformer v9.0.0 (and v9.0.1) pins this opbase commit (not the v9.0.0 tag), as the real one does.
 OT_V900_OPBASE_PIN_INDEX = 2
 
 
@@ -333,6 +354,20 @@ RELEASES: Dict[str, Release] = {
         # §4.2).
         driver="26.0.rc1",
         driver_inner="V100R001C10B100",
+        driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",
+        opbase_in_toolkit=True,
+        share_info=_SHARE_INFO_85,
+    ),
+    "9.0.1": Release(
+        version="9.0.1",
+        layout="cann",
+        innerversion="V100R001C26SPC002B100",  # sandbox value: not published
+        compatible_version="[V100R001C23],[V100R001C25],[V100R001C10]",
+        # 26.0.RC3 heads the HDK list of the 9.0.1 release note
+        # (hicann/release-management@cc6f9c23:9.0.1/release-notes.md §1); inner version and
+        # compatible trains as the sandbox's 26.0.rc1 (not published).
+        driver="26.0.rc3",
+        driver_inner="V100R001C10SPC002B100",
         driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",
         opbase_in_toolkit=True,
         share_info=_SHARE_INFO_85,

@@ -72,6 +72,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         repos=tuple(repos),
         archives=archives,
         sandbox=request.sandbox,
+        ops_release=request.ops_release,
     )
 
 

@@ -125,6 +125,7 @@ class PendingSources:
                 source_date_epoch=max((r.commit_time for r in ready), default=0),
                 container=dict(previous.container) if previous else {},
                 sandbox=request.sandbox,
+                ops_release=request.ops_release,
             )
             if previous is not None and self.problems:
                 notes.append("lock updated: " + "; ".join(self.problems))

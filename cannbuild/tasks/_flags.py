@@ -90,6 +90,13 @@ FLAGS: Dict[str, Flag] = {
             field="recipe",
         ),
         Flag(
+            name="ops_release",
+            help="build the operator sources of this release (e.g. 9.0.1) instead of the "
+            "toolkit's own: its train picks the recipe, it renders the tags; only where the "
+            "release notes pair it with the toolkit (cannbuild/host/releases.py)",
+            field="ops_release",
+        ),
+        Flag(
             name="lock_file",
             help="lock file to read and write (default ./cannbuild.lock)",
             field="lock_file",
@@ -145,7 +152,9 @@ FLAGS: Dict[str, Flag] = {
             field="sandbox_variant",
         ),
         Flag(
-            name="cann", help="sandbox CANN version: 8.3.RC2, 8.5.0 or 9.0.0", field="sandbox_cann"
+            name="cann",
+            help="sandbox CANN version: 8.3.RC2, 8.5.0, 9.0.0 or 9.0.1",
+            field="sandbox_cann",
         ),
         Flag(
             name="wait",
@@ -238,6 +247,7 @@ SESSION_FLAGS = (
     "ops",
     "vendor_name",
     "recipe",
+    "ops_release",
     "lock_file",
     "locked",
     "offline",
