@@ -21,7 +21,12 @@ import pytest
 
 from cannbuild.sandbox import SandboxSpec, create_sandbox
 
-SPECS = {"A2-8.5.0": ("A2", "8.5.0"), "A3-9.0.0": ("A3", "9.0.0"), "A2-8.3.RC2": ("A2", "8.3.RC2")}
+SPECS = {
+    "A2-8.5.0": ("A2", "8.5.0"),
+    "A3-9.0.0": ("A3", "9.0.0"),
+    "A2-8.3.RC2": ("A2", "8.3.RC2"),
+    "A2-9.0.1": ("A2", "9.0.1"),
+}
 
 
 def pytest_collection_modifyitems(items):
