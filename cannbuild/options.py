@@ -18,6 +18,7 @@ from msgspec.structs import fields, replace
 from .decoded import JSONValue
 from .errors import UsageError
 from .host.socs import normalize_soc
+from .host.versions import parse_cann_version
 from .lazy import lazy_module
 from .redact import redact
 
@@ -53,6 +54,9 @@ class Options(Struct, frozen=True, kw_only=True):
     ops: str = "flash_attention_score"
     vendor_name: str = "custom"
     recipe: Optional[str] = None
+    # the operator release to build (its train picks the recipe, its refs render from it);
+    # None: the toolkit's own.  Checked against host/releases.py when the session opens.
+    ops_release: Optional[str] = None
     lock_file: Path = Path("cannbuild.lock")
     locked: bool = False
     offline: bool = False
@@ -136,6 +140,7 @@ _WORD_FIELDS = {
     "vendor_name": "custom",
     "sandbox_variant": "A2",
     "sandbox_cann": "8.5.0",
+    "ops_release": "9.0.1",
 }
 
 
@@ -268,6 +273,8 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
             "opp/vendors/<name>_transformer and the package's name.",
             "Use letters, digits and underscores (for example mycompany); no '/', '.' or '-'.",
         )
+    if name == "ops_release":
+        return _check_ops_release(str(value).strip(), origin)
     if name in ("sandbox_variant", "sandbox_cann") and not isinstance(value, str):
         raise UsageError(f"{origin} has value {value!r}; expected a word such as A2 or 8.5.0.")
     if name == "cache_remote":
@@ -280,6 +287,21 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
             )
         return text
     return str(value)
+
+
+def _check_ops_release(text: str, origin: str) -> Optional[str]:
+    """A CANN release (`9.0.1`, `9.2.0-beta.1`); whether it goes with the toolkit is the
+    session's question (host/releases.py), once the toolkit is known."""
+    if not text:
+        return None
+    try:
+        parse_cann_version(text)
+    except ValueError:
+        raise UsageError(
+            f"{origin} {text!r} is not a CANN release.",
+            f"Give an ops release as the release notes spell it, e.g. {origin.split()[-1]} 9.0.1.",
+        ) from None
+    return text
 
 
 def _check_cache_remote(url: str, origin: str) -> Optional[str]:

@@ -112,7 +112,12 @@ def _sources(r: Mapping[str, Any]) -> List[str]:
         "## Recipe and sources",
         "",
         f"Recipe **{recipe.get('name')}** (`{recipe.get('path')}`, sha256 "
-        f"{recipe['digest'][:12]}).",
+        f"{recipe['digest'][:12]})"
+        + (
+            f", operator sources of release {recipe['ops_release']}."
+            if recipe.get("ops_release")
+            else "."
+        ),
     ]
     lock = r.get("lock")
     if lock:

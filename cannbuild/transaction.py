@@ -196,6 +196,8 @@ def _write_report(
             "path": str(recipe.path),
             "digest": recipe.digest,
             "train": recipe.train,
+            # the operator release its refs rendered from (--ops-release, else the toolkit's)
+            "ops_release": session.values["ops_release"],
         },
         lock=sources.lock if sources else None,
         steps=step_records(

@@ -18,6 +18,7 @@ from ..errors import UsageError
 from ..host.check import FAIL, PASS, WARN, Check
 from ..host.contents import contents_check
 from ..host.doctor import HostReport, read_host
+from ..host.releases import choose_ops
 from ..host.toolkit import host_arch
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
@@ -137,7 +138,10 @@ def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostRe
     if toolkit is None or toolkit.version is None:
         return host
     try:
-        recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+        # CANNBUILD_OPS_RELEASE (or its config key) chooses the recipe a build here would use
+        ops = choose_ops(options.ops_release, toolkit.version)
+        origin = f"--ops-release {ops.release}" if ops.given else None
+        recipe = select_recipe(options.recipe, ops.train, cwd, origin)
     except UsageError as exc:
         row = Check(
             id="recipe",
@@ -150,7 +154,8 @@ def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostRe
         Check(
             id="recipe",
             status=PASS,
-            detail=f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}",
+            detail=f"{recipe.name} ({recipe.path.name}) for CANN {toolkit.version}"
+            + (f", ops release {ops.release}" if ops.given else ""),
         )
     ]
     extra += requirement_checks(recipe, host, options)

@@ -18,6 +18,7 @@ from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, Check
 from ..host.doctor import HostReport, read_host
 from ..host.hardware import Hardware
+from ..host.releases import OpsChoice, choose_ops
 from ..host.socs import normalize_soc
 from ..host.toolkit import Toolkit, host_arch
 from ..host.versions import parse_cann_version
@@ -67,6 +68,11 @@ class BuildContext(Struct, frozen=True, kw_only=True):
     overlay: Path
     opbase_install_path: Path
     vars: Tuple[Tuple[str, JSONValue], ...] = ()  # the recipe's [vars], as TOML has them
+    # the operator release the sources are of (`{{ ops_release }}`, its train
+    # `{{ ops_train }}`): --ops-release, else (empty here) the toolkit's own release.  Not
+    # `ops.release`: `{{ ops }}` is the --ops operator list.
+    ops_release: str = ""
+    ops_train: str = ""
 
     def as_jinja(self) -> Dict[str, Any]:  # the template context: keys of several kinds
         values: Dict[str, Any] = {
@@ -90,6 +96,8 @@ class BuildContext(Struct, frozen=True, kw_only=True):
             "stage": str(self.stage),
             "overlay": str(self.overlay),
             "opbase_install_path": str(self.opbase_install_path),
+            "ops_release": self.ops_release or self.cann.release,
+            "ops_train": self.ops_train or self.cann.train,
             "artifacts": {},
         }
         values.update(dict(self.vars))
@@ -131,6 +139,7 @@ class Session(Struct, frozen=True, kw_only=True):
             toolkit_version=self.toolkit.version_text or "",
             soc=self.soc,
             sandbox=self.sandbox is not None,
+            ops_release=self.context.ops_release or self.context.cann.release,
             ws=self.ws,
             fetcher=self.fetcher,
             lock_file=options.lock_file,
@@ -185,7 +194,8 @@ def open_session(
     _refuse_blocking(host.checks)
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
-    recipe = select_recipe(options.recipe, toolkit.version.train, cwd)
+    ops = choose_ops(options.ops_release, toolkit.version)
+    recipe = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
         _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
@@ -196,7 +206,7 @@ def open_session(
             f"Use one of {', '.join(recipe.socs)}.",
         )
     ws = Workspace(root=options.workspace)
-    context = build_context(options, ws, toolkit, soc, recipe, host)
+    context = build_context(options, ws, toolkit, soc, recipe, host, ops)
     return Session(
         options=options,
         ws=ws,
@@ -210,6 +220,11 @@ def open_session(
     )
 
 
+def _ops_origin(ops: OpsChoice) -> Optional[str]:
+    """How a "no recipe" error names the train's source when --ops-release chose it."""
+    return f"--ops-release {ops.release}" if ops.given else None
+
+
 def _refuse_blocking(checks: Sequence[Check]) -> None:
     blocking = [c for c in checks if c.status == FAIL and c.blocking]
     if blocking:
@@ -220,9 +235,16 @@ def _refuse_blocking(checks: Sequence[Check]) -> None:
 
 
 def build_context(
-    options: Options, ws: Workspace, tk: Toolkit, soc: str, recipe: Recipe, host: HostReport
+    options: Options,
+    ws: Workspace,
+    tk: Toolkit,
+    soc: str,
+    recipe: Recipe,
+    host: HostReport,
+    ops: Optional[OpsChoice] = None,
 ) -> BuildContext:
     assert tk.version is not None
+    ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
     home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
     return BuildContext(
@@ -247,6 +269,8 @@ def build_context(
         overlay=ws.overlay,
         opbase_install_path=_opbase_install_path(options, ws, tk),
         vars=recipe.vars,
+        ops_release=ops.release,
+        ops_train=ops.train,
     )
 
 
@@ -278,7 +302,8 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "--cann without a toolkit needs --soc: the lock names the SoC it builds for.",
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
-    recipe = select_recipe(options.recipe, version.train, cwd)
+    ops = choose_ops(options.ops_release, version)
+    recipe = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     if recipe.socs and options.soc not in recipe.socs:
         raise UsageError(
             f"--soc {options.soc} is not a SoC ops-transformer builds for in recipe "
@@ -317,7 +342,7 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
         build_env=dict(env),
     )
     ws = Workspace(root=options.workspace)
-    context = build_context(options, ws, toolkit, family.soc, recipe, host)
+    context = build_context(options, ws, toolkit, family.soc, recipe, host, ops)
     return Session(
         options=options,
         ws=ws,

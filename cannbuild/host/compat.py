@@ -61,6 +61,18 @@ DRIVERS_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "8.5.0": ("25.5.X", "25.3.X", "25.2.X", "25.0.X"),
         "8.5.2": ("26.0.RC1", "25.5.2", "25.5.1"),
         "9.0.0": ("26.0.RC1", "25.5.2", "25.5.1"),
+        # Each row below is what the release's own note publishes for it (the same notes as the
+        # ops pairing table, host/releases.py). Later notes widen older rows (9.1.1's says 9.0.X
+        # and 8.5.2 go with 25.0.X-26.1.1 too); those are not folded in here.
+        # hicann/release-management@cc6f9c23:9.0.1/release-notes.md §1 CANN与Ascend HDK版本配套关系
+        "9.0.1": ("26.0.RC3", "25.5.5", "26.0.RC1", "25.5.2", "25.5.1"),
+        # hicann/release-management@9bf36e97:9.1.0/release-notes.md 版本配套说明 (9.1.0: 26.1.0)
+        # and 版本兼容性说明 (9.1.X: Y for 25.5.X, 26.0.RC1/25.7.RC1, 26.1.0)
+        "9.1.0": ("26.1.0", "26.0.RC1", "25.7.RC1", "25.5.X"),
+        # hicann/release-management@0436983c:9.1.1/release-notes.md 版本配套说明 (9.1.1: 26.1.1)
+        # and 版本兼容性说明 (9.1.X: N for 25.0.X; Y for 25.2.X, 25.3.X, 25.5.X,
+        # 26.0.RC1/25.7.RC1, 26.1.1)
+        "9.1.1": ("26.1.1", "26.0.RC1", "25.7.RC1", "25.5.X", "25.3.X", "25.2.X"),
     }
 )
 # Only a floor is published for 8.0.RC1: A2 inference needs HDK >= 24.1.RC1.

@@ -50,8 +50,11 @@ def available(cwd: Path) -> Dict[str, Path]:
     return found
 
 
-def select_recipe(choice: Optional[str], train: Optional[str], cwd: Path) -> Recipe:
-    """By --recipe (a train or a file), else by the toolkit's release train."""
+def select_recipe(
+    choice: Optional[str], train: Optional[str], cwd: Path, origin: Optional[str] = None
+) -> Recipe:
+    """By --recipe (a train or a file), else by `train`: the toolkit's release train, or
+    the one `origin` names (`--ops-release 9.0.1`)."""
     if choice and (choice.endswith(".toml") or "/" in choice):
         path = Path(choice)
         if not path.exists():  # a FIFO or device: load_recipe refuses it by name
@@ -68,7 +71,8 @@ def select_recipe(choice: Optional[str], train: Optional[str], cwd: Path) -> Rec
         )
     if wanted not in recipes:
         raise UsageError(
-            f"there is no recipe for CANN {wanted} ({'--recipe' if choice else 'the toolkit train'}).",
+            f"there is no recipe for CANN {wanted} "
+            f"({'--recipe' if choice else origin or 'the toolkit train'}).",
             f"Recipes exist for {', '.join(recipes)}; pass --recipe with the nearest one, or add "
             f"{USER_RECIPE_DIR}/{wanted}.toml.",
         )

@@ -192,8 +192,8 @@ def render_value(template: str, context: Mapping[str, object], what: str) -> str
         except jinja2.TemplateError as exc:
             raise UsageError(
                 f"{what} = {short(template)} does not render: {exc}.",
-                "Recipe values may only use the documented variables (cann, soc, jobs, src, "
-                "third_party, vendor_name, ...), not Python, and stay within the bounds "
+                "Recipe values may only use the documented variables (cann, ops_release, soc, "
+                "jobs, src, third_party, vendor_name, ...), not Python, and stay within the bounds "
                 "cannbuild/render/templates.py states.",
             ) from None
     if len(text) > MAX_VALUE_CHARS:

@@ -2,7 +2,7 @@
 
 The stand-in `opbase` and `ops-transformer` repositories carry one commit per
 state of the real repositories that matters (the late-2025 master that the
-8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 tag, v9.1.0.pre and the
+8.3 commercial guide builds, the v8.5.0 tag, the v9.0.0 and v9.0.1 tags, v9.1.0.pre and the
 9.1.0 branch the 9.1.0 manifest names), each with the options, messages and
 opbase hand-over the real scripts have at that point (flavors.py,
 shared/reference/cann-build-systems.md, docs/upstream-9.1.md).  Commit dates are
@@ -80,6 +80,16 @@ OPBASE_HISTORY: Tuple[Commit, ...] = (
         tags=("v9.0.0",),
         note="Release 9.0.0.",
     ),
+    # v9.0.1 (d838911a, 2026-05-14): 2 commits, 4 source and test files after v9.0.0, no build
+    # file (docs/upstream-9.1.md §2): the same flavor, a commit of its own.
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-05-14T14:36:33+08:00",
+        message="release 9.0.1",
+        tags=("v9.0.1",),
+        note="Release 9.0.1.",
+    ),
     # The commit ops-transformer 9.1 pins (cd48c600 upstream, 2026-06-10 "fix EZ0037"), then
     # v9.1.0.pre (5884feaa) and the head of branch 9.1.0 (0e247b8c), whose build files are the
     # same (docs/upstream-9.1.md §0, §1, §3f).
@@ -127,6 +137,17 @@ OT_HISTORY: Tuple[Commit, ...] = (
         message="release 9.0.0",
         tags=("v9.0.0",),
     ),
+    # v9.0.1 (8038339a, 2026-06-23): kernels, tiling and docs change, no build file, and
+    # cmake/third_party/opbase.cmake:10 keeps OPBASE_TAG_ID 929902e5 (docs/upstream-9.1.md §2):
+    # the v9.0.0 flavor and opbase pin.
+    Commit(
+        repo="ops-transformer",
+        flavor=OT_V900,
+        date="2026-06-23T19:53:29+08:00",
+        message="release 9.0.1",
+        tags=("v9.0.1",),
+        note="Release 9.0.1.",
+    ),
     # v9.1.0.pre (121f37de) and the head of branch 9.1.0 (3311e26e): the same build files
     # (docs/upstream-9.1.md §1).
     Commit(
@@ -145,10 +166,17 @@ OT_HISTORY: Tuple[Commit, ...] = (
         note="Branch 9.1.0, the revision of the 9.1.0 manifest.",
     ),
 )
-# ops-transformer v9.0.0 pins this opbase commit (not the v9.0.0 tag), as the real one does.
-OT_V900_OPBASE_PIN_INDEX = 2
+
+
+def _opbase_index(message: str) -> int:
+    return next(i for i, c in enumerate(OPBASE_HISTORY) if c.message == message)
+
+
+# ops-transformer v9.0.0 (and v9.0.1) pins this opbase commit (not the v9.0.0 tag), as the
+# real one does (929902e5 upstream)...
+OT_V900_OPBASE_PIN_INDEX = _opbase_index("log reporting changes")
 # ...and 9.1 this one (cd48c600 upstream: 37 commits behind opbase's 9.1.0 branch, §3f).
-OT_V910_OPBASE_PIN_INDEX = 4
+OT_V910_OPBASE_PIN_INDEX = _opbase_index("fix EZ0037")
 
 
 class Release(Struct, frozen=True, kw_only=True):
@@ -214,6 +242,20 @@ RELEASES: Dict[str, Release] = {
         # §4.2).
         driver="26.0.rc1",
         driver_inner="V100R001C10B100",
+        driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",
+        opbase_in_toolkit=True,
+        share_info=_SHARE_INFO_85,
+    ),
+    "9.0.1": Release(
+        version="9.0.1",
+        layout="cann",
+        innerversion="V100R001C26SPC002B100",  # sandbox value: not published
+        compatible_version="[V100R001C23],[V100R001C25],[V100R001C10]",
+        # 26.0.RC3 heads the HDK list of the 9.0.1 release note
+        # (hicann/release-management@cc6f9c23:9.0.1/release-notes.md §1); inner version and
+        # compatible trains as the sandbox's 26.0.rc1 (not published).
+        driver="26.0.rc3",
+        driver_inner="V100R001C10SPC002B100",
         driver_compatible="[V100R001C21],[V100R001C22],[V100R001C23],[V100R001C25],[V100R001C10]",
         opbase_in_toolkit=True,
         share_info=_SHARE_INFO_85,

@@ -3,8 +3,9 @@
 The lock holds upstream URLs (never mirror URLs, which are site settings) with
 credentials redacted, each repo's ref and commit id, the sha256 of every third-party
 archive the checkouts' CMake downloads (and which repos take it), the recipe, toolkit
-version and SoC.  `--locked` turns any difference between the lock and what this run
-would use into an error that names it.
+version, the operator release the refs were rendered from (`ops_release`, since
+--ops-release; older locks lack it and are read as before) and SoC.  `--locked` turns
+any difference between the lock and what this run would use into an error that names it.
 
 Version 1 locks (cannbuild before third-party discovery) pinned only the archives a
 recipe listed; they are still read, and count as drift: `cannbuild lock` rewrites them.
@@ -26,6 +27,7 @@ from msgspec.structs import asdict
 
 from ..bounded import LOCK_BYTES, parse_toml, read_text
 from ..errors import LockDrift, UsageError
+from ..host.versions import parse_cann_version
 from ..lazy import lazy_module
 from ..redact import redact
 from ..workspace import write_atomic
@@ -84,6 +86,21 @@ class Lock(Struct, frozen=True, kw_only=True):
     # as read; one made in memory is written as `written_version()`
     version: int = 2
     sandbox: bool = False  # made on the emulated host: stand-in commits, never a real build
+    # the operator release the refs were rendered from (--ops-release, else the toolkit's own);
+    # "" in a lock made before cannbuild recorded it
+    ops_release: str = ""
+
+    @property
+    def other_ops_release(self) -> bool:
+        """Whether the operator sources are of another release than the toolkit's (a lock
+        made with --ops-release): a `setup --locked` from it must pass the same."""
+        if not self.ops_release:
+            return False
+        try:
+            own = parse_cann_version(self.toolkit_version).release
+        except ValueError:
+            return True
+        return self.ops_release.lower() != own.lower()
 
     def repo(self, name: str) -> Optional[LockedRepo]:
         return next((r for r in self.repos if r.name == name), None)
@@ -93,10 +110,15 @@ class Lock(Struct, frozen=True, kw_only=True):
         return next((a for a in self.third_party if a.url == redact(url)), None)
 
     def written_version(self) -> int:
-        """The version this lock is written as: 3 only when it holds what 3 added."""
+        """The version this lock is written as: 3 only when it holds what 3 added (an
+        ops release, a pinned source's cache, an archive's places)."""
         if self.version < 2:
             return self.version
-        extended = any(r.source for r in self.repos) or any(a.places for a in self.third_party)
+        extended = (
+            bool(self.ops_release)
+            or any(r.source for r in self.repos)
+            or any(a.places for a in self.third_party)
+        )
         return 3 if extended else 2
 
     def to_toml(self) -> str:
@@ -105,6 +127,7 @@ class Lock(Struct, frozen=True, kw_only=True):
             "recipe": self.recipe,
             "recipe_digest": self.recipe_digest,
             "toolkit_version": self.toolkit_version,
+            **({"ops_release": self.ops_release} if self.ops_release else {}),
             "soc": self.soc,
             "arch": self.arch,
             "source_date_epoch": self.source_date_epoch,
@@ -166,6 +189,7 @@ def read_lock(path: Path) -> Optional[Lock]:
             container=dict(data.get("container", {})),
             version=int(data["version"]),
             sandbox=data.get("sandbox", False),
+            ops_release=data.get("ops_release", ""),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(
@@ -182,6 +206,7 @@ _TOP = {
     "recipe": (str, "a string", True),
     "recipe_digest": (str, "a string", False),
     "toolkit_version": (str, "a string", True),
+    "ops_release": (str, "a string", False),
     "soc": (str, "a string", True),
     "arch": (str, "a string", False),
     "source_date_epoch": (int, "a whole number", False),
@@ -279,6 +304,8 @@ def check_values(path: Path, lock: Lock) -> None:
 
     for name in ("recipe", "toolkit_version", "soc"):
         text(name, getattr(lock, name), _WORD, "a plain word")
+    if lock.ops_release:
+        text("ops_release", lock.ops_release, _WORD, "a plain word")
     text("recipe_digest", lock.recipe_digest)
     text("arch", lock.arch)
     for repo in lock.repos:
@@ -329,6 +356,7 @@ class Wanted(Struct, frozen=True, kw_only=True):
     # (lock name `<repo>:<dest>`, url) of every pinned source; their commits come from the
     # checkouts' own cmake files, so only that they are locked, and from where, is compared
     pins: Tuple[Tuple[str, str], ...] = ()
+    ops_release: str = ""  # the operator release the refs render from
 
 
 def drift(lock: Lock, wanted: Wanted) -> List[str]:
@@ -351,6 +379,11 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
     if lock.toolkit_version != wanted.toolkit_version:
         found.append(
             f"toolkit: the lock was made for CANN {lock.toolkit_version}, this host has {wanted.toolkit_version}"
+        )
+    if lock.ops_release and wanted.ops_release and lock.ops_release != wanted.ops_release:
+        found.append(
+            f"ops release: the lock was made for ops {lock.ops_release}, this run builds "
+            f"{wanted.ops_release} (--ops-release; default: the toolkit's own)"
         )
     if lock.soc != wanted.soc:
         found.append(f"soc: the lock says {lock.soc}, this run builds for {wanted.soc}")

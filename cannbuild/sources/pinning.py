@@ -78,6 +78,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         archives=archives,
         sandbox=request.sandbox,
         pins=pins,
+        ops_release=request.ops_release,
     )
 
 

@@ -132,6 +132,7 @@ class PendingSources:
                 source_date_epoch=max((r.commit_time for r in ready), default=0),
                 container=dict(previous.container) if previous else {},
                 sandbox=request.sandbox,
+                ops_release=request.ops_release,
             )
             # the version it is written as, so the state holds what a reread gives
             lock = replace(lock, version=lock.written_version())

@@ -20,6 +20,7 @@ class SourceRequest(Struct, frozen=True, kw_only=True):
     toolkit_version: str  # the lock's header: what it was resolved for
     soc: str
     sandbox: bool  # resolved on the emulated host: the lock says so
+    ops_release: str  # the operator release the refs render from: the lock records it
     ws: Workspace
     fetcher: Fetcher
     lock_file: Path

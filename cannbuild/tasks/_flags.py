@@ -90,6 +90,13 @@ FLAGS: Dict[str, Flag] = {
             field="recipe",
         ),
         Flag(
+            name="ops_release",
+            help="build the operator sources of this release (e.g. 9.0.1) instead of the "
+            "toolkit's own: its train picks the recipe, it renders the tags; only where the "
+            "release notes pair it with the toolkit (cannbuild/host/releases.py)",
+            field="ops_release",
+        ),
+        Flag(
             name="lock_file",
             help="lock file to read and write (default ./cannbuild.lock)",
             field="lock_file",
@@ -146,7 +153,7 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="cann",
-            help="sandbox CANN version: 8.3.RC2, 8.5.0, 9.0.0 or 9.1.0",
+            help="sandbox CANN version: 8.3.RC2, 8.5.0, 9.0.0, 9.0.1 or 9.1.0",
             field="sandbox_cann",
         ),
         Flag(
@@ -240,6 +247,7 @@ SESSION_FLAGS = (
     "ops",
     "vendor_name",
     "recipe",
+    "ops_release",
     "lock_file",
     "locked",
     "offline",
