@@ -20,6 +20,7 @@ to run every case as a fresh interpreter instead."""
 from __future__ import annotations
 
 import array
+import atexit
 import contextlib
 import json
 import os
@@ -173,6 +174,16 @@ class Server:
         theirs.close()
         self.sock = mine
         self.startup_env = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Close the socket (the server then exits) and reap the server."""
+        self.sock.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
     def can_run(self, env: Dict[str, str]) -> bool:
         """False when `env` sets the interpreter up differently (PYTHONPATH, ...): those

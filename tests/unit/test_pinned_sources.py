@@ -41,6 +41,7 @@ def request(tmp_path: Path, tree: t.Tree, recipe: Path, **kw) -> SourceRequest:
         toolkit_version="9.1.0",
         soc="ascend910_93",
         sandbox=False,
+        ops_release="9.1.0",
         ws=Workspace(root=kw.pop("ws", tmp_path / "ws")),
         # offline: no mirror rule either, so any fetch would have to reach gitcode
         fetcher=Fetcher(mirrors=() if offline else tree.mirrors, offline=offline),
