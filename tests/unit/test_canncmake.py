@@ -23,6 +23,8 @@ from cannbuild.sources.fetch import Fetcher
 
 import cann91tree as t
 
+pytestmark = pytest.mark.xdist_group("cann91-cmake")  # one xdist worker makes the module's fixture
+
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> t.Tree:

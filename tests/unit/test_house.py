@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("house")  # one xdist worker makes the module's fixture
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -19,6 +19,8 @@ from cannbuild.workspace import Workspace
 
 import cann91tree as t
 
+pytestmark = pytest.mark.xdist_group("cann91-tree")  # one xdist worker makes the module's fixture
+
 CC = "ops-transformer:third_party/cann-cmake"
 
 

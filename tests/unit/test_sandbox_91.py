@@ -33,6 +33,8 @@ from cannbuild.sandbox.spec import OBS_UPSTREAM, SandboxInfo
 from cannbuild.sandbox.third_party import mirror_path, standin_archives
 from cannbuild.sources.archives import discover
 
+pytestmark = pytest.mark.xdist_group("sandbox-91")  # one xdist worker makes the module's fixture
+
 EXTRA = {
     "opbase_tag_id": "0" * 40,
     "optensor_tag_id": "1" * 40,
