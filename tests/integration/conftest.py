@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import pytest
 
-from cannbuild.sandbox import SandboxSpec, create_sandbox
+from cannbuild.sandbox import SandboxSpec, create_sandbox, load_info
 
 SPECS = {
     "A2-8.5.0": ("A2", "8.5.0"),
@@ -110,6 +110,21 @@ def base_env(**extra: str) -> Dict[str, str]:
         if not k.startswith(("ASCEND_", "CANNBUILD_", "TORCH_DEVICE_BACKEND_"))
     }
     env["CANNBUILD_RETRIES"] = "0"
+    env.update(extra)
+    return env
+
+
+def toolkit_env(sandbox: Path, **extra: str) -> Dict[str, str]:
+    """The environment after `source set_env.sh` of the sandbox toolkit."""
+    info = load_info(sandbox)
+    assert info is not None
+    out = subprocess.run(
+        ["bash", "-c", f'source "{info.set_env}" >/dev/null 2>&1; env -0'],
+        env=base_env(),
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
     env.update(extra)
     return env
 

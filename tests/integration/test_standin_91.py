@@ -6,13 +6,11 @@ configure fails on the network (docs/upstream-9.1.md §3c-§4)."""
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Dict
 
-from conftest import base_env
+from conftest import toolkit_env
 
 from cannbuild.render.templates import command_env
 from cannbuild.resources import data_dir
-from cannbuild.sandbox import load_info
 from cannbuild.sandbox.spec import OBS_FOLDER
 
 DEAD_NETWORK = "file:///nonexistent-network/"
@@ -26,21 +24,6 @@ def git(cwd: Path, *args: str) -> str:
         text=True,
         check=True,
     ).stdout.strip()
-
-
-def toolkit_env(sandbox: Path, **extra: str) -> Dict[str, str]:
-    """The environment after `source set_env.sh` of the sandbox toolkit."""
-    info = load_info(sandbox)
-    assert info is not None
-    out = subprocess.run(
-        ["bash", "-c", f'source "{info.set_env}" >/dev/null 2>&1; env -0'],
-        env=base_env(),
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
-    env.update(extra)
-    return env
 
 
 def checkout_with_local_copies(sandbox: Path, dest: Path, cann_cmake: bool) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import base_env
+from conftest import base_env, toolkit_env
 
 from cannbuild.sandbox import SandboxSpec, create_sandbox, load_info
 
@@ -37,21 +37,6 @@ def checkout(sandbox: Path, repo: str, ref: str, dest: Path) -> Path:
         ["git", "-c", "advice.detachedHead=false", "checkout", "-q", ref], cwd=dest, check=True
     )
     return dest
-
-
-def toolkit_env(sandbox: Path, **extra: str) -> Dict[str, str]:
-    """The environment after `source set_env.sh` of the sandbox toolkit."""
-    info = load_info(sandbox)
-    assert info is not None
-    out = subprocess.run(
-        ["bash", "-c", f'source "{info.set_env}" >/dev/null 2>&1; env -0'],
-        env=base_env(),
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
-    env.update(extra)
-    return env
 
 
 def run(dest: Path, *args: str, env: Dict[str, str]) -> subprocess.CompletedProcess:
