@@ -69,7 +69,12 @@ def pin_name(repo: str, dest: str) -> str:
 
 def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
     """One lock entry per archive URL, naming every checkout it is put into (and where,
-    for one placed by its cann/cmake module)."""
+    for one placed by its cann/cmake module).
+
+    When one checkout places an archive by a recipe rule and another where its cann/cmake
+    module takes it (the 9.1 recipe's makeself: unpacked for ops-transformer, the tarball
+    for opbase), the entry keeps the rule's name: reading the lock back
+    (`pinning.locked_seeds`) finds a rule's archive by that name, a module's by `places`."""
     merged: Dict[str, LockedArchive] = {}
     for r in ready:
         for a in r.archives:
@@ -77,7 +82,11 @@ def merged_archives(ready: Sequence[RepoReady]) -> Tuple[LockedArchive, ...]:
             if old is None:
                 merged[a.url] = a
             elif r.name not in old.repos:
+                by_rule = not a.places and all(repo in old.places for repo in old.repos)
                 merged[a.url] = replace(
-                    old, repos=(*old.repos, r.name), places={**old.places, **a.places}
+                    old,
+                    name=a.name if by_rule else old.name,
+                    repos=(*old.repos, r.name),
+                    places={**old.places, **a.places},
                 )
     return tuple(merged.values())

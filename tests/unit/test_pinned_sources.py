@@ -135,6 +135,38 @@ def test_a_locked_offline_run_needs_nothing_but_the_caches_and_a_bundle_carries_
     assert (fresh.checkouts["ops-transformer"] / "third_party/ops-tensor/include").is_dir()
 
 
+# the 9.1 recipe's rule: the custom package packs with <src>/third_party/makeself, unpacked
+# (cannmirror/ops-transformer@9.1.0:cmake/custom_build.cmake:1219), named by its module
+MAKESELF_UNPACKED = """
+[[repos.ops-transformer.third_party]]
+name = "makeself-fetch"
+place = ["third_party/makeself/"]
+source = "custom_build.cmake:1219"
+"""
+
+
+def test_an_archive_one_checkout_places_by_rule_and_one_by_module_reads_back_from_the_lock(
+    tree, tmp_path
+):
+    recipe = recipe_file(tmp_path, t.RECIPE + MAKESELF_UNPACKED)
+    state = sync_sources(request(tmp_path, tree, recipe))
+    ot = state.checkouts["ops-transformer"]
+    assert (ot / "third_party/makeself/makeself.sh").is_file()  # unpacked, top folder stripped
+    assert not (ot / "third_party/makeself-release-2.5.0-patch1.tar.gz").exists()
+    # opbase takes the tarball where cann/cmake's makeself-fetch.cmake looks
+    assert (
+        state.checkouts["opbase"] / "third_party/makeself-release-2.5.0-patch1.tar.gz"
+    ).is_file()
+    entry = next(
+        a for a in read_lock(tmp_path / "cannbuild.lock").third_party if "makeself" in a.url
+    )
+    # the rule's name, which finds it again; the module's place is in `places`
+    assert entry.name == "makeself-fetch" and entry.repos == ("opbase", "ops-transformer")
+    assert entry.places == {"opbase": "third_party/makeself-release-2.5.0-patch1.tar.gz"}
+    planned = sources_from_lock(request(tmp_path, tree, recipe))
+    assert planned is not None and planned.identities == state.identities
+
+
 def test_a_9_1_checkout_without_a_pinned_cann_cmake_is_refused_naming_the_fix(tree, tmp_path):
     text = t.RECIPE_HEAD + t.RECIPE_REST  # opbase's cann-cmake pin left out
     with pytest.raises(UsageError) as err:
