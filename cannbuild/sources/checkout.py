@@ -70,6 +70,18 @@ def resolve_ref(
     try:
         out = fetcher.git([*args, rev, "--"], cwd=cache).split()
     except GitFailed as exc:
+        kind = "tag" if ref.get("tag") else None if ref.get("commit") else "branch"
+        if kind and not _has_ref(fetcher, cache, rev.split("^", 1)[0]):
+            # A release the notes announce before upstream makes its ref (9.1.1: no 9.1.1 branch
+            # or tag in opbase or ops-transformer, docs/upstream-9.1.md §1).
+            raise FetchError(
+                f"{describe_ref(ref)} is not in {redact(url)}: the repository has no {kind} of "
+                "that name (upstream has not made one for this release yet, or the mirror you "
+                "fetch from lags behind).",
+                f"Check the refs it has (git ls-remote {redact(url)}) against the recipe's "
+                f"{kind} for this CANN release (its header says where its refs come from); "
+                "build a release that has one (--ops-release, --recipe), or wait for upstream.",
+            ) from None
         raise FetchError(
             f"{describe_ref(ref)} is not in {redact(url)} ({exc.stderr.strip() or 'unknown ref'}).",
             "Check the recipe's tag/branch for this CANN release, or the mirror you fetch from.",
@@ -80,6 +92,15 @@ def resolve_ref(
             "Check the recipe's date for this CANN release, or the mirror you fetch from.",
         )
     return out[1], int(out[0])
+
+
+def _has_ref(fetcher: Fetcher, cache: Path, full_name: str) -> bool:
+    """Whether the cache has the ref `refs/heads/<b>` or `refs/tags/<t>`."""
+    try:
+        fetcher.git(["show-ref", "--verify", "--quiet", full_name], cwd=cache)
+    except GitFailed:
+        return False
+    return True
 
 
 # --- checkouts -----------------------------------------------------------------

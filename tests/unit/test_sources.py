@@ -69,8 +69,14 @@ def test_fetch_through_a_mirror_and_resolve_each_ref_kind(upstream: Path, tmp_pa
     assert tag == dated != head
     assert resolve_ref(fetcher, cache, {"commit": tag[:12]}, url) == (tag, tag_time)
     assert tag_time == int(git("show", "-s", "--format=%ct", tag, cwd=cache))
-    with pytest.raises(FetchError, match="tag v9 is not in"):
+    with pytest.raises(FetchError, match="tag v9 is not in .*: the repository has no tag of"):
         resolve_ref(fetcher, cache, {"tag": "v9"}, url)
+    # a release announced before upstream made its branch (9.1.1): named, with what to do
+    with pytest.raises(FetchError) as err:
+        resolve_ref(fetcher, cache, {"branch": "9.1.1"}, url)
+    said = err.value.paragraph()
+    assert f"branch 9.1.1 is not in {url}: the repository has no branch of that name" in said
+    assert f"git ls-remote {url}" in said and "--ops-release" in said
     with pytest.raises(FetchError, match="as of 2020-01-01: .* has no commit that old"):
         resolve_ref(fetcher, cache, {"branch": "master", "until": "2020-01-01"}, url)
 
