@@ -86,7 +86,7 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="recipe",
-            help="recipe: a CANN train (8.3, 8.5, 9.0) or a recipe .toml file; default: the toolkit's train",
+            help="recipe: a CANN train (8.3, 8.5, 9.0, 9.1) or a recipe .toml file; default: the toolkit's train",
             field="recipe",
         ),
         Flag(

@@ -84,11 +84,20 @@ def test_the_ops_release_picks_the_recipe_and_renders_the_tags(tmp_path):
     assert on_852.recipe.train == "9.0" and tags(on_852)["ops-transformer"] == "v9.0.0"
 
 
+def test_ops_9_1_on_a_9_0_toolkit_takes_the_9_1_recipe_at_the_manifest_branch(tmp_path):
+    # the 9.1.0 note publishes ops 9.1.0 for toolkits 9.1.0, 9.0.0 and 8.5.2
+    session = session_for(tmp_path, "9.0.0", "9.1.0")
+    assert session.recipe.train == "9.1"
+    branches = {r.name: render_ref(r, session.values)["branch"] for r in session.recipe.repos}
+    assert branches == {"opbase": "9.1.0", "ops-transformer": "9.1.0"}
+    assert session.values["cann"]["release"] == "9.0.0"
+
+
 def test_no_recipe_for_the_ops_train_names_the_flag(tmp_path):
     with pytest.raises(UsageError) as err:
-        session_for(tmp_path, "9.0.0", "9.1.0")
+        session_for(tmp_path, "9.2.0-beta.1", "9.2.0-beta.1")
     text = err.value.paragraph()
-    assert "there is no recipe for CANN 9.1 (--ops-release 9.1.0)" in text
+    assert "there is no recipe for CANN 9.2 (--ops-release 9.2.0-beta.1)" in text
 
 
 def test_an_unpublished_pairing_is_exit_2_before_anything_is_written(tmp_path):

@@ -9,7 +9,7 @@ from cannbuild.resources import data_dir
 RECIPES = data_dir("recipes")
 
 
-@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0"])
+@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0", "9.1"])
 def test_shipped_recipes_load_and_name_their_train(train):
     recipe = load_recipe(RECIPES / f"{train}.toml")
     assert recipe.train == train
@@ -34,7 +34,7 @@ def test_selection_by_toolkit_train(tmp_path: Path):
     with pytest.raises(UsageError) as err:
         select_recipe(None, "8.2", tmp_path)
     text = err.value.paragraph()
-    assert "no recipe for CANN 8.2" in text and "8.3, 8.5, 9.0" in text
+    assert "no recipe for CANN 8.2" in text and "8.3, 8.5, 9.0, 9.1" in text
 
 
 def write_recipe(tmp_path: Path, text: str) -> Path:
@@ -180,7 +180,7 @@ def test_a_step_cannot_depend_on_an_optional_one(tmp_path: Path):
         load_recipe(write_recipe(tmp_path, text))
 
 
-@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0"])
+@pytest.mark.parametrize("train", ["8.3", "8.5", "9.0", "9.1"])
 def test_the_toolkit_files_a_recipe_lists_are_checked_and_a_missing_one_named(tmp_path, train):
     from cannbuild.host.contents import contents_check
 
