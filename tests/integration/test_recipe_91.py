@@ -9,9 +9,12 @@ result value (3 x 36864 lines), so `--run_example` alone takes 3-4 minutes on 2 
 checks it would run are the 9.0 ones, which test_pipeline.py runs to PASS."""
 
 import json
+import os
 import subprocess
 
 from conftest import Cli
+
+from cannbuild.sandbox import SandboxSpec, create_sandbox
 
 DEAD_NETWORK = "file:///nonexistent-network/"
 # every upstream host the 9.1 build or cannbuild could reach, sent nowhere
@@ -25,6 +28,10 @@ cannbuild:
 
 def test_a_9_1_bundle_builds_and_installs_in_a_fresh_folder_with_no_network(cli_for, tmp_path):
     online = cli_for("A3-9.1.0", tmp_path / "online")
+    # a sandbox of its own: its mirror goes away below, which the shared one's users
+    # (other xdist workers) must not see
+    made = create_sandbox(SandboxSpec(dir=tmp_path / "sandbox", variant="A3", cann="9.1.0"))
+    online.sandbox = made.info.dir  # leased while `made` lives (the test's end)
     proc = online("lock")
     assert proc.returncode == 0, proc.stderr
     lock = online.lock.read_text()
@@ -41,7 +48,14 @@ def test_a_9_1_bundle_builds_and_installs_in_a_fresh_folder_with_no_network(cli_
     air.cwd.mkdir()
     (air.cwd / "invoke.yaml").write_text(MIRRORS)
     env = air.env(CANNBUILD_SANDBOX_NETWORK=DEAD_NETWORK)
-    proc = air("install", "--offline", "--bundle", str(bundle), env=env)
+    mirror = online.sandbox / "mirror"
+    away = online.sandbox / "mirror.unreachable"
+    os.rename(mirror, away)  # git, cannbuild's downloads and the build's own: all gone
+    try:
+        proc = air("install", "--offline", "--bundle", str(bundle), env=env)
+        plan = json.loads(air("plan", "--json", env=env).stdout)
+    finally:
+        os.rename(away, mirror)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (air.ws / "opp/vendors/custom_transformer/op_api/lib/libcust_opapi.so").is_file()
     assert air.lock.read_text() == online.lock.read_text()
@@ -52,9 +66,10 @@ def test_a_9_1_bundle_builds_and_installs_in_a_fresh_folder_with_no_network(cli_
         f"cann-cmake master-026 (cannbuild sandbox stand-in) at {ot}/third_party/cann-cmake" in log
     )
     assert "Git fetch failed (network unavailable?)" in log
+    # nothing was fetched: a copy in a download folder was used only after its hash matched
+    assert "Using src=" not in log and "Downloading" not in log
     assert (ot / "third_party/makeself/makeself.sh").is_file()  # unpacked for the custom package
-    # plan reads the same sources back from the lock: nothing to run
-    plan = json.loads(air("plan", "--json", env=env).stdout)
+    # plan read the same sources back from the lock: nothing to run
     assert {s["name"]: s["status"] for s in plan["steps"]} == {
         "opbase-build": "optional",
         "ops-transformer-build": "up to date",
