@@ -31,8 +31,8 @@ def requirement_checks(
 ) -> List[Check]:
     """What the recipe needs of this host, as doctor rows: the toolkit's share/info
     packages, the files its builds read from the toolkit (for the steps that will run),
-    and the tools its builds call (gawk: every ops-transformer build.sh pipes its output
-    through it and exits 127 without it)."""
+    and the tools its builds call (gawk: ops-transformer's build.sh up to 9.0 pipes its output
+    through it and exits 127 without it; 9.1's does not)."""
     checks: List[Check] = _contents_checks(recipe, host, options or Options())
     toolkit = host.toolkit
     if toolkit is not None and toolkit.version is not None:
