@@ -377,7 +377,12 @@ def test_github_workflow_has_the_matrix_jobs_and_cache(tmp_path):
     assert flow["concurrency"]["group"].startswith("cannbuild-")
     assert jobs["package"]["timeout-minutes"] and jobs["validate"]["timeout-minutes"]
     matrix = jobs["package"]["strategy"]["matrix"]
-    assert matrix["variant"] == ["A2", "A3"] and matrix["cann"] == ["8.3.rc1", "8.5.0", "9.0.0"]
+    assert matrix["variant"] == ["A2", "A3"] and matrix["cann"] == [
+        "8.3.rc1",
+        "8.5.0",
+        "9.0.0",
+        "9.1.0",
+    ]
     steps = jobs["package"]["steps"]
     build = next(s for s in steps if s.get("uses", "").startswith("docker/build-push-action"))
     assert build["with"]["target"] == "export" and "type=gha" in build["with"]["cache-from"]
@@ -431,7 +436,15 @@ def test_github_workflow_passes_a_current_actionlint(tmp_path, install):
     path.write_text(rendered["text"])
     config = yaml.safe_load(rendered["extras"][".github/actionlint.yaml"])
     labels = config["self-hosted-runner"]["labels"]
-    assert labels == ["ascend-npu", "A2", "A3", "cann-8.3.rc1", "cann-8.5.0", "cann-9.0.0"]
+    assert labels == [
+        "ascend-npu",
+        "A2",
+        "A3",
+        "cann-8.3.rc1",
+        "cann-8.5.0",
+        "cann-9.0.0",
+        "cann-9.1.0",
+    ]
     proc = actionlint(path, labels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # the linter can say no: an action on node20, an unknown label, a typo in an expression
