@@ -365,8 +365,11 @@ url = "https://gitcode.com/cann/opbase.git"
 tag = "v9.1.0"
 """
 
-OPBASE_CMAKE_PIN = """
-[[repos.opbase.pinned_sources]]
+
+def cann_cmake_pin(repo: str) -> str:
+    """The pin of the shared cann/cmake in `repo`: a tag name, in fetch_cann_cmake.cmake."""
+    return f"""
+[[repos.{repo}.pinned_sources]]
 name = "cann-cmake"
 url = "https://gitcode.com/cann/cmake.git"
 pin_file = "cmake/fetch_cann_cmake.cmake"
@@ -375,7 +378,10 @@ pin = "tag"
 dest = "third_party/cann-cmake"
 """
 
-RECIPE_REST = """
+
+OPBASE_CMAKE_PIN = cann_cmake_pin("opbase")
+
+_OT_PINS = """
 [repos.ops-transformer]
 url = "https://gitcode.com/cann/ops-transformer.git"
 tag = "v9.1.0"
@@ -392,15 +398,9 @@ url = "https://gitcode.com/cann/ops-tensor.git"
 pin_file = "cmake/third_party/ops-tensor.cmake"
 pin_regex = 'set\\(OPTENSOR_TAG_ID\\s+([0-9a-f]{40})\\)'
 dest = "third_party/ops-tensor"
+"""
 
-[[repos.ops-transformer.pinned_sources]]
-name = "cann-cmake"
-url = "https://gitcode.com/cann/cmake.git"
-pin_file = "cmake/fetch_cann_cmake.cmake"
-pin_regex = 'set\\(CANN_CMAKE_TAG\\s+"([^"]+)"\\)'
-pin = "tag"
-dest = "third_party/cann-cmake"
-
+_OT_REST = """
 [[repos.ops-transformer.third_party]]
 name = "gtest"
 needed = false
@@ -415,5 +415,7 @@ command = "steps/opbase-build.j2"
 library = "lib.so"
 symbols = []
 """
+
+RECIPE_REST = _OT_PINS + cann_cmake_pin("ops-transformer") + _OT_REST
 
 RECIPE = RECIPE_HEAD + OPBASE_CMAKE_PIN + RECIPE_REST
