@@ -255,7 +255,10 @@ def server() -> Optional[Server]:
     if os.environ.get("CANNBUILD_TEST_SPAWN") == "1" or not hasattr(os, "fork"):
         return None
     found = _SERVERS.get(os.getpid())
-    if found is None or found.process.poll() is not None:
+    if found is not None and found.process.poll() is not None:
+        found.close()  # it died: its socket goes with it
+        found = None
+    if found is None:
         found = _SERVERS[os.getpid()] = Server()
     return found
 
