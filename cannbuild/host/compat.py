@@ -3,51 +3,19 @@
 torch_npu's own import check only knows CANN 6.x, so a torch_npu built for
 another CANN goes unnoticed until `undefined symbol` errors; this module
 catches that from package metadata alone (reference cann-environment.md §4).
+The torch / torch_npu / CANN / Python rows, each source's apart, are in host/pairings.py.
 """
 
 from __future__ import annotations
 
 import re
 from types import MappingProxyType
-from typing import Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
+from .pairings import NPU_PAIRINGS, PYTHON_PAIRINGS, NpuPairing, Source
 from .versions import CannVersion, DriverVersion, parse_driver_version
-
-# Ascend/pytorch:COMPATIBILITY.en.md (CANN release -> tested torch_npu versions)
-TORCH_NPU_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
-    {
-        "8.0.RC1": ("2.2.0", "2.1.0.post4", "1.11.0.post11"),
-        "8.0.RC2": ("2.3.1", "2.2.0.post2", "2.1.0.post6", "1.11.0.post14"),
-        "8.0.RC3": ("2.4.0", "2.3.1.post2", "2.1.0.post8"),
-        "8.0.0": ("2.4.0.post2", "2.3.1.post4", "2.1.0.post10"),
-        "8.1.RC1": ("2.5.1", "2.4.0.post4", "2.3.1.post6", "2.1.0.post12"),
-        "8.2.RC1": ("2.6.0", "2.5.1.post1", "2.1.0.post13"),
-        "8.3.RC1": ("2.8.0", "2.7.1", "2.6.0.post3", "2.1.0.post17"),
-        "8.5.0": ("2.9.0", "2.8.0.post2", "2.7.1.post2", "2.6.0.post5"),
-        "9.0.0": ("2.9.0.post2", "2.8.0.post4", "2.7.1.post4"),
-        "9.1.0": ("2.12.0", "2.11.0", "2.10.0.post4", "2.9.0.post6", "2.7.1.post8"),
-    }
-)
-
-# Python versions each torch line supports (same source).
-PYTHON_FOR_TORCH: Mapping[str, Tuple[Tuple[int, int], Tuple[int, int]]] = MappingProxyType(
-    # torch 2.11 and later (Python 3.10-3.14 in the same file) have no row yet, so python_verdict
-    # answers "no published range" for them.
-    {
-        "2.1": ((3, 8), (3, 11)),
-        "2.2": ((3, 8), (3, 10)),
-        "2.3": ((3, 8), (3, 11)),
-        "2.4": ((3, 8), (3, 11)),
-        "2.5": ((3, 9), (3, 11)),
-        "2.6": ((3, 9), (3, 11)),
-        "2.7": ((3, 9), (3, 13)),
-        "2.8": ((3, 9), (3, 13)),
-        "2.9": ((3, 10), (3, 13)),
-        "2.10": ((3, 10), (3, 13)),
-    }
-)
 
 # hiascend release notes / hicann/release-management: CANN release -> HDK drivers.
 # `X` matches any patch of that HDK line.
@@ -94,6 +62,8 @@ _TRAIN_RE = re.compile(r"V\d+R\d+C\d+", re.IGNORECASE)
 class Verdict(Struct, frozen=True, kw_only=True):
     ok: Optional[bool]  # None: nothing published to judge by
     detail: str
+    # the sources that pair it (ok) or that pair it otherwise (not ok); names from host/pairings.py
+    sources: Tuple[str, ...] = ()
 
 
 def _match_driver(entry: str, driver: DriverVersion) -> bool:
@@ -166,43 +136,85 @@ def torch_release(version: str) -> str:
     return base_version(version).split(".post")[0]
 
 
+def _line(version: str) -> str:
+    """`2.7.1.post2` -> `2.7`: the torch line Python pairings are judged by."""
+    return ".".join(base_version(version).split(".")[:2])
+
+
+def _key(version: str) -> Tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def _names(sources: Iterable[Source]) -> Tuple[str, ...]:
+    return tuple(dict.fromkeys(source.name for source in sources))
+
+
 def in_table(torch_npu: str) -> bool:
-    """Whether any CANN row of the published table lists this torch_npu."""
+    """Whether any source pairs this torch_npu with some CANN release."""
     base = base_version(torch_npu)
-    return any(base in row for row in TORCH_NPU_FOR_CANN.values())
+    return any(row.torch_npu == base for row in NPU_PAIRINGS)
 
 
-def _newest_row() -> Tuple[str, str]:
-    """(torch_npu, CANN) of the newest torch_npu the table lists."""
-
-    def key(version: str) -> Tuple[int, ...]:
-        return tuple(int(p) for p in re.findall(r"\d+", version))
-
-    return max(
-        ((npu, cann) for cann, row in TORCH_NPU_FOR_CANN.items() for npu in row),
-        key=lambda pair: key(pair[0]),
+def paired_torch_npu(release: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """Per source (its name), the torch_npu releases it pairs with CANN `release`, newest first."""
+    by_source: Dict[str, List[str]] = {}
+    for row in NPU_PAIRINGS:
+        if row.cann == release:
+            by_source.setdefault(row.source.name, []).append(row.torch_npu)
+    return tuple(
+        (name, tuple(sorted(versions, key=_key, reverse=True)))
+        for name, versions in by_source.items()
     )
 
 
+def _newest_rows() -> str:
+    """Each source's newest torch_npu and its CANN: what "no source lists it" is measured by."""
+    newest: Dict[str, NpuPairing] = {}
+    for row in NPU_PAIRINGS:
+        held = newest.get(row.source.name)
+        if held is None or _key(row.torch_npu) > _key(held.torch_npu):
+            newest[row.source.name] = row
+    return ", ".join(
+        f"{row.torch_npu} for CANN {row.cann} by {name}" for name, row in newest.items()
+    )
+
+
+def _elsewhere(rows: Iterable[NpuPairing]) -> str:
+    canns: Dict[str, List[str]] = {}
+    for row in rows:
+        canns.setdefault(row.source.name, []).append(row.cann)
+    return "; ".join(f"{name} pairs it with CANN {', '.join(c)}" for name, c in canns.items())
+
+
 def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
+    """Paired (some source lists this torch_npu with this CANN), not paired (the sources list
+    it with other CANN releases only) or no published pairing (no source speaks to it)."""
     release = cann.release
-    if not in_table(torch_npu):
-        newest, newest_cann = _newest_row()
+    rows = [row for row in NPU_PAIRINGS if row.torch_npu == base_version(torch_npu)]
+    pairing = _names(row.source for row in rows if row.cann == release)
+    if pairing:
+        return Verdict(
+            ok=True,
+            detail=f"torch_npu {torch_npu} with CANN {release}: paired by {' and '.join(pairing)}",
+            sources=pairing,
+        )
+    if not rows:
         return Verdict(
             ok=None,
-            detail=f"torch_npu {torch_npu} is not in the table (Ascend/pytorch COMPATIBILITY lists "
-            f"torch_npu up to {newest}, for CANN {newest_cann}): no tested pairing with CANN "
-            f"{release} is published",
+            detail=f"no published pairing for torch_npu {torch_npu}: no source lists it "
+            f"(the newest each lists: {_newest_rows()})",
         )
-    listed = TORCH_NPU_FOR_CANN.get(release)
-    if listed is None:
-        return Verdict(ok=None, detail=f"no published torch_npu list for CANN {release}")
-    base = base_version(torch_npu)
-    if base in listed:
-        return Verdict(ok=True, detail=f"torch_npu {torch_npu} is tested with CANN {release}")
+    if not any(row.cann == release for row in NPU_PAIRINGS):
+        return Verdict(
+            ok=None,
+            detail=f"no published pairing for CANN {release}: no source lists a torch_npu for it "
+            f"(torch_npu {torch_npu}: {_elsewhere(rows)})",
+        )
     return Verdict(
         ok=False,
-        detail=f"torch_npu {torch_npu} is not in the tested list for CANN {release} ({', '.join(listed)})",
+        detail=f"torch_npu {torch_npu} is not paired with CANN {release} by any source: "
+        f"{_elsewhere(rows)}",
+        sources=_names(row.source for row in rows),
     )
 
 
@@ -215,15 +227,37 @@ def same_torch_line(torch: str, torch_npu: str) -> bool:
     return mmp(torch) == mmp(torch_npu)
 
 
+def _span(pythons: Tuple[Tuple[int, int], ...]) -> str:
+    """`3.9-3.13` for a run of minors, else each one."""
+    minors = sorted(p[1] for p in pythons)
+    if minors == list(range(minors[0], minors[-1] + 1)) and len(minors) > 1:
+        return f"3.{minors[0]}-3.{minors[-1]}"
+    return ", ".join(f"3.{m}" for m in minors)
+
+
 def python_verdict(torch: str, python: Tuple[int, int]) -> Verdict:
-    line = ".".join(base_version(torch).split(".")[:2])
-    bounds = PYTHON_FOR_TORCH.get(line)
-    if bounds is None:
-        return Verdict(ok=None, detail=f"no published Python range for torch {line}")
-    lo, hi = bounds
-    ok = lo <= python <= hi
+    """Whether a source pairs this torch line with this Python (rows matched by major.minor)."""
+    line = _line(torch)
+    py = f"{python[0]}.{python[1]}"
+    rows = [row for row in PYTHON_PAIRINGS if _line(row.torch) == line]
+    if not rows:
+        return Verdict(
+            ok=None,
+            detail=f"no published pairing for torch {line} with Python {py}: no source lists "
+            f"Python versions for torch {line}",
+        )
+    pairing = _names(row.source for row in rows if python in row.pythons)
+    if pairing:
+        return Verdict(
+            ok=True,
+            detail=f"torch {line} with Python {py}: paired by {' and '.join(pairing)}",
+            sources=pairing,
+        )
+    listed = "; ".join(
+        f"{row.source.name} pairs it with Python {_span(row.pythons)}" for row in rows
+    )
     return Verdict(
-        ok=ok,
-        detail=f"torch {line} supports Python {lo[0]}.{lo[1]}-{hi[0]}.{hi[1]}; "
-        f"this is Python {python[0]}.{python[1]}",
+        ok=False,
+        detail=f"torch {line} is not paired with Python {py} by any source: {listed}",
+        sources=_names(row.source for row in rows),
     )

@@ -4,12 +4,13 @@ torch)."""
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional
+from typing import List, Mapping, Optional, Tuple
 
 from . import compat
 from .check import FAIL, PASS, SKIP, WARN, Check
 from .pystack import AUTOLOAD, PythonStack, plain_import_problem
 from .toolkit import Toolkit
+from .versions import CannVersion
 
 
 def python_stack_checks(
@@ -17,7 +18,6 @@ def python_stack_checks(
 ) -> List[Check]:
     """torch / torch_npu rows from package metadata and `env` (the shell's), never importing torch."""
     checks: List[Check] = []
-    py = f"{stack.python[0]}.{stack.python[1]}"
     if stack.torch is None:
         checks.append(
             Check(
@@ -28,20 +28,7 @@ def python_stack_checks(
             )
         )
     else:
-        verdict = compat.python_verdict(stack.torch, stack.python)
-        if verdict.ok is False:
-            checks.append(
-                Check(
-                    id="torch",
-                    status=WARN,
-                    detail=f"torch {stack.torch}: {verdict.detail}",
-                    hint=f"Use a Python torch supports (this is {py}).",
-                )
-            )
-        else:
-            checks.append(
-                Check(id="torch", status=PASS, detail=f"torch {stack.torch} on Python {py}")
-            )
+        checks.append(_torch_check(stack.torch, stack.python))
     if stack.torch_npu is None:
         checks.append(
             Check(
@@ -84,48 +71,50 @@ def python_stack_checks(
             Check(id="torch_npu", status=PASS, detail=f"torch_npu {stack.torch_npu} matches torch")
         )
         return checks
-    verdict = compat.torch_npu_verdict(tk.version, stack.torch_npu)
-    # The public table stops at torch_npu 2.12.0 (CANN 9.1.0); 2.13 and 2.14 exist on PyPI with no
-    # row, so "not listed" only warns (reference real-host-findings.md §4).
-    if not compat.in_table(stack.torch_npu):
-        listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=WARN,
-                detail=verdict.detail,
-                hint=(
-                    f"The tested ones for CANN {tk.version.release}: {', '.join(listed)}. "
-                    if listed
-                    else ""
-                )
-                + "An untested pairing may work: cannbuild validate's torch_npu route checks it "
-                "on this host.",
-            )
-        )
-    elif verdict.ok is False:
-        listed = compat.TORCH_NPU_FOR_CANN.get(tk.version.release, ())
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=WARN,
-                detail=verdict.detail,
-                hint=f"Install a torch_npu tested with CANN {tk.version.release}: "
-                + ", ".join(listed),
-            )
-        )
-    elif verdict.ok is None:
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=SKIP,
-                detail=verdict.detail,
-                hint="Check Ascend/pytorch COMPATIBILITY for this CANN.",
-            )
-        )
-    else:
-        checks.append(Check(id="torch_npu", status=PASS, detail=verdict.detail))
+    checks.append(_torch_npu_check(stack.torch_npu, tk.version))
     return checks
+
+
+def _torch_check(torch: str, python: Tuple[int, int]) -> Check:
+    """Pass where a source pairs torch's line with this Python; warn where the sources pair it
+    with others only, or where none lists this torch line (host/pairings.py)."""
+    py = f"{python[0]}.{python[1]}"
+    verdict = compat.python_verdict(torch, python)
+    if verdict.ok:
+        paired = " and ".join(verdict.sources)
+        return Check(
+            id="torch", status=PASS, detail=f"torch {torch} on Python {py}: paired by {paired}"
+        )
+    hint = (
+        f"Use a Python the sources pair with torch {torch} (this is {py})."
+        if verdict.ok is False
+        else f"No source publishes the Python versions of torch {torch} yet; it installed, so it "
+        "may work all the same."
+    )
+    return Check(
+        id="torch", status=WARN, detail=f"{verdict.detail} (installed: torch {torch})", hint=hint
+    )
+
+
+def _torch_npu_check(torch_npu: str, cann: CannVersion) -> Check:
+    """Pass where any source pairs torch_npu with this CANN, naming it; never fail on a pairing:
+    warn where the sources pair it otherwise, or where none publishes one (2.13.0 has no row in
+    any source; the official table stops at 2.12.0)."""
+    verdict = compat.torch_npu_verdict(cann, torch_npu)
+    if verdict.ok:
+        return Check(id="torch_npu", status=PASS, detail=verdict.detail)
+    paired = "; ".join(
+        f"{', '.join(versions)} ({name})"
+        for name, versions in compat.paired_torch_npu(cann.release)
+    )
+    if verdict.ok is False:
+        hint = f"Install a torch_npu paired with CANN {cann.release}: {paired}"
+    else:
+        hint = (f"Paired with CANN {cann.release}: {paired}. " if paired else "") + (
+            "An unpublished pairing may work: cannbuild validate's torch_npu route checks it "
+            "on this host."
+        )
+    return Check(id="torch_npu", status=WARN, detail=verdict.detail, hint=hint)
 
 
 def _plain_import_check(stack: PythonStack, tk: Optional[Toolkit], env: Mapping[str, str]) -> Check:

@@ -173,11 +173,13 @@ def test_autoload_off_is_the_escape_from_a_failing_import_torch():
     assert row.status == "pass" and "does not load torch_npu" in row.detail
 
 
-def test_torch_npu_newer_than_the_table_is_said_to_be_not_in_it(tree):
+def test_torch_npu_no_source_lists_warns_no_published_pairing(tree):
     tk = doctor(tree, soc="ascend910b").toolkit if a2_host(tree, "8.5.0") else None
     row = {c.id: c for c in python_stack_checks(NPU_STACK, tk, {})}["torch_npu"]
-    assert row.status == "warn" and "is not in the table" in row.detail
-    assert "up to 2.12.0, for CANN 9.1.0" in row.detail and "2.9.0" in row.hint
+    assert row.status == "warn" and "no published pairing for torch_npu 2.13.0" in row.detail
+    # what each source lists newest, and what is paired with this CANN instead
+    assert "2.12.0 for CANN 9.1.0 by Ascend/pytorch COMPATIBILITY.en.md" in row.detail
+    assert "2.9.0" in row.hint and "ascend-deployer 26.0.0" in row.hint
 
 
 def test_versions_come_from_package_metadata(tmp_path, monkeypatch):

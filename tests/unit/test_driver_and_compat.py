@@ -87,10 +87,12 @@ def test_torch_npu_tested_with_cann(cann, torch_npu, ok):
     assert compat.torch_npu_verdict(parse_cann_version(cann), torch_npu).ok is ok
 
 
-def test_a_torch_npu_no_row_lists_is_not_in_the_table():
+def test_a_torch_npu_no_source_lists_has_no_published_pairing():
     verdict = compat.torch_npu_verdict(parse_cann_version("9.1.0"), "2.13.0")
-    assert verdict.ok is None and "torch_npu 2.13.0 is not in the table" in verdict.detail
-    assert compat.in_table("2.12.0") and not compat.in_table("2.14.0")
+    assert verdict.ok is None and verdict.sources == ()
+    assert "no published pairing for torch_npu 2.13.0" in verdict.detail
+    assert compat.in_table("2.12.0") and compat.in_table("2.14.0")
+    assert not compat.in_table("2.13.0")
 
 
 def test_torch_and_torch_npu_must_share_major_minor_patch():
