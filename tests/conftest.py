@@ -73,8 +73,18 @@ def pytest_configure(config):
     terminal, whose foreground job has SIGINT.  Handled here, the children start with it."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    clean_git_settings()
     if not hasattr(config, "workerinput"):  # once per run: xdist's controller, or the run
         compile_the_checkout()
+
+
+def clean_git_settings() -> None:
+    """Every git the suite runs (its own and cannbuild's) reads no user or system settings,
+    as on a clean CI machine: a developer's user.email, url.insteadOf or init.defaultBranch
+    would otherwise make a test pass here that fails there (a `git tag -a` with no identity did).
+    Set before xdist starts its workers, which inherit it."""
+    os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 
 
 def compile_the_checkout() -> None:

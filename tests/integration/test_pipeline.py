@@ -317,7 +317,11 @@ def test_locked_notices_a_moved_tag(cli_for, tmp_path):
     assert cli("fetch").returncode == 0
     repo = own / "mirror/cann/ops-transformer.git"
     subprocess.run(
-        ["git", "tag", "-f", "-a", "v8.5.0", "-m", "moved", "master"],
+        # its own identity: an annotated tag needs one, and a clean machine has none
+        [
+            *("git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"),
+            *("tag", "-f", "-a", "v8.5.0", "-m", "moved", "master"),
+        ],
         cwd=repo,
         check=True,
         capture_output=True,
