@@ -66,15 +66,19 @@ ACTIONS = ("check", "draft")
     },
 )
 def recipe(c: Context, action: str, recipe: Optional[str] = None, **flags: FlagValue) -> None:
-    """`recipe check RECIPE`: every flag the recipe's steps render, for each SoC it lists,
-    checked against the option spec of each repository's build.sh (exit 2 naming the
-    step, the flag and the closest option when one is not accepted).
+    """Check the flags a recipe renders against each repo's build.sh, or draft a new
+    train's recipe from the repositories at a ref.
 
-    The scripts are read from the workspace's checkouts (`cannbuild fetch` first) or from
-    `--src REPO=DIR`.  `recipe draft --ref TAG [--from RECIPE] [--manifest cann.xml]
-    [--out FILE]`: fetches the repositories at that ref (through cannbuild.mirrors), reads
-    their refs, SoCs, build.sh flags, pins and archives, and writes a draft recipe with the
-    list of what it could not decide."""
+    `recipe check RECIPE [--src REPO=DIR]`: every flag the recipe's steps render, for each
+    SoC it lists, checked against the options each repository's build.sh accepts, read in
+    `--src`, the workspace's checkout, or the workspace's git cache at the recipe's ref;
+    exit 2 naming the step, the flag and the closest option when one is not accepted.
+
+    `recipe draft --ref TAG [--from RECIPE] [--manifest cann.xml] [--out FILE]`: fetches
+    the repositories at that ref (through cannbuild.mirrors; --sandbox: the stand-ins),
+    reads their refs, SoCs, build.sh flags, toolkit needs, pins and archives, and writes a
+    draft (default ./cannbuild-recipes/<train>.toml, never over a file) that lists, as it
+    prints, what it could not decide."""
     if action not in ACTIONS:
         raise UsageError(
             f"recipe {action!r}: the actions are {' and '.join(ACTIONS)}.",

@@ -229,17 +229,17 @@ def test_recipe_draft_from_the_command_line_writes_once_and_never_over_a_file(st
     again = cannbuild(*args, cwd=tmp_path, **env)
     assert again.returncode == 2
     assert f"{out} exists: a draft is never written over a recipe" in again.stderr
-    missing = cannbuild(
-        "recipe",
-        "draft",
-        "--ref",
-        "9.1.7",
-        "-w",
-        str(tmp_path / "ws"),
-        "--out",
-        str(tmp_path / "x.toml"),
-        cwd=tmp_path,
-        **env,
+
+
+def test_a_ref_no_repository_has_is_refused_naming_it(standins, tmp_path):
+    request = DraftRequest(
+        ref="9.1.7",
+        base=load_recipe(data_dir("recipes") / "9.1.toml"),
+        ws=Workspace(root=standins["root"] / "ws"),
+        fetcher=Fetcher(mirrors=standins["mirrors"]),
     )
-    assert missing.returncode == 2
-    assert "has no tag or branch of that name" in missing.stderr
+    with pytest.raises(UsageError) as err:
+        draft_recipe(request)
+    text = err.value.paragraph()
+    assert "--ref 9.1.7: https://gitcode.com/cann/opbase.git has no tag or branch" in text
+    assert "--manifest cann.xml" in text
