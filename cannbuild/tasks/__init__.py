@@ -3,7 +3,7 @@ the core and rendering what it returns.
 
 host (doctor, sandbox), build (plan, fetch, lock, build, install, setup, bundle, clean,
 status), validate, bench, container (container, container-run, ci), analyze (profile,
-diagnose).  Every option is declared once, in `_flags.FLAGS`; each group module lists
+diagnose), recipe (recipe check, recipe draft).  Every option is declared once, in `_flags.FLAGS`; each group module lists
 its tasks in `TASKS`.  Only the group of the task being run is imported (start-up time
 of every run), so `GROUPS` names where each task lives; a test keeps it true.
 """
@@ -34,6 +34,7 @@ GROUPS: Dict[str, str] = {
     "ci": "container",
     "profile": "analyze",
     "diagnose": "analyze",
+    "recipe": "recipe",
 }
 
 

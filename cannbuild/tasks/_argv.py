@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
-from ._flags import FlagValue, Option, TaskSpec
+from ._flags import FlagValue, Option, TaskSpec, spelled
 
 # Core options, before the first task: (names, takes a value, help).
 CORE: Tuple[Tuple[Tuple[str, ...], bool, str], ...] = (
@@ -84,10 +84,10 @@ def _option(call: Call, word: str) -> Tuple[Option, Optional[str]]:
             if option.takes_value:
                 return option, rest.removeprefix("=")
     for positional, text in spec.positional:
-        if name == "--" + positional.replace("_", "-"):
+        if name == spelled(positional):
             return Option(name=positional, kind=str, default=None, help=text), glued
     names = [n for o in spec.options for n in o.spellings]
-    names += ["--" + p.replace("_", "-") for p, _ in spec.positional]
+    names += [spelled(p) for p, _ in spec.positional]
     raise ArgvError(f"{spec.name} does not take '{word}'", word, names)
 
 
@@ -152,7 +152,9 @@ def parse(argv: Sequence[str], find: Callable[[str], Optional[TaskSpec]]) -> Inv
             else:
                 raise ArgvError(f"{spec.name} takes no argument '{word}'", word)
             i += 1
-        missing = [p.upper() for p, _ in spec.positional[len(call.args) :]]
+        missing = [
+            p.upper() for p, _ in spec.positional[len(call.args) :] if p not in spec.optional
+        ]
         if missing:
             raise ArgvError(f"{spec.name} needs {' '.join(missing)}")
     if remainder and "complete" not in core:  # only the completion script passes words so

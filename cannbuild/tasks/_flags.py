@@ -24,6 +24,12 @@ F = TypeVar("F", bound=Callable[..., None])
 FlagValue = Union[None, bool, str, List[str]]
 
 
+def spelled(name: str) -> str:
+    """`vendor_name` -> `--vendor-name`; `from_` (a Python keyword) -> `--from`, as invoke's
+    parser spells it (invoke.parser.context.translate_underscores)."""
+    return "--" + name.strip("_").replace("_", "-")
+
+
 class Flag(Struct, frozen=True, kw_only=True):
     name: str  # the Python name; the option is --name-with-dashes
     help: str
@@ -34,7 +40,7 @@ class Flag(Struct, frozen=True, kw_only=True):
 
     @property
     def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return spelled(self.name)
 
     @property
     def env(self) -> Optional[str]:
@@ -225,6 +231,19 @@ FLAGS: Dict[str, Flag] = {
         Flag(name="seq_len", help="sequence length (S)"),
         Flag(name="head_dim", help="head dim (D)"),
         Flag(
+            name="src",
+            help="recipe check: read REPO's build.sh from this folder, REPO=DIR (repeatable; "
+            "default: the workspace's checkout of each repo)",
+            kind=list,
+            path=True,
+        ),
+        Flag(
+            name="manifest",
+            help="recipe draft: the release's cann.xml (hicann/manifest at its tag), whose "
+            "revisions name each repository's ref",
+            path=True,
+        ),
+        Flag(
             name="profile",
             help="a profiler output to check for unfused attention (what `profile` reads)",
             path=True,
@@ -277,7 +296,7 @@ class Option(Struct, frozen=True, kw_only=True):
 
     @property
     def option(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return spelled(self.name)
 
     @property
     def takes_value(self) -> bool:
@@ -297,6 +316,8 @@ class TaskSpec(Struct, frozen=True, kw_only=True):
     body: Callable[..., None]
     positional: Tuple[Tuple[str, str], ...]
     options: Tuple[Option, ...]
+    # trailing positional arguments that may be left out (`recipe draft` takes no RECIPE)
+    optional: Tuple[str, ...] = ()
 
     @property
     def doc(self) -> str:
@@ -363,12 +384,14 @@ def cli_task(
     positional: Iterable[Tuple[str, str]] = (),
     help: Optional[Mapping[str, str]] = None,
     extra: Iterable[Tuple[str, FlagValue, str]] = (),
+    optional: Iterable[str] = (),
 ) -> Callable[[Callable[..., None]], TaskSpec]:
     """A task taking `positional` (name, help) arguments, the table's options `names`
     (help overridable per task) and task-only `extra` (name, default, help) options.
 
     The body is `fn(c, *positional, **values)`: every option arrives by name, `c.config`
-    is the invoke-style config (its `cannbuild` key is read by `make_options`)."""
+    is the invoke-style config (its `cannbuild` key is read by `make_options`).  `optional`
+    names trailing positionals that may be left out (the body gives them a default)."""
     help = dict(help or {})
     options: List[Option] = []
     for name in names:
@@ -406,6 +429,7 @@ def cli_task(
             body=guarded(fn, paths),
             positional=places,
             options=tuple(options),
+            optional=tuple(optional),
         )
 
     return decorate

@@ -72,7 +72,11 @@ def program_help(tasks: Mapping[str, TaskSpec]) -> str:
 
 def task_help(task: TaskSpec) -> str:
     usage = " ".join(
-        [f"cannbuild {task.name}", *(n.upper() for n, _ in task.positional), "[options]"]
+        [
+            f"cannbuild {task.name}",
+            *(f"[{n.upper()}]" if n in task.optional else n.upper() for n, _ in task.positional),
+            "[options]",
+        ]
     )
     lines = [f"Usage: {usage}", ""]
     lines += [textwrap.fill(p, min(_width(), 100)) for p in task.doc.split("\n\n") if p.strip()]

@@ -50,6 +50,8 @@ class CannbuildTask(Task):
         params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         params += [
             inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            if n not in spec.optional
+            else inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
             for n, _ in spec.positional
         ]
         params += [

@@ -1,0 +1,400 @@
+"""The options a repository's `build.sh` accepts, read from the script's own text.
+
+The two ways the real scripts declare them:
+
+- a `case` over `$1` inside `while [[ $# -gt 0 ]]` (ops-transformer at every ref:
+  cannmirror/ops-transformer@9.1.0:build.sh:1117-1460, @v9.0.0:979-1280,
+  @v8.5.0:867-1153, @c29bc106:656-916): each arm's patterns are shell globs
+  (`--soc=*`, `-j*`, `-O[0-3]`), the first arm that matches a word takes it, and an
+  unmatched word reaches `*)` (help, exit 1);
+- `getopt -a -o SHORTS -l LONGS` then a `case "$1"` over what getopt hands back
+  (opbase: hicann/opbase@9.1.0:build.sh:92-165, @v9.0.0:68-142): getopt refuses an
+  option it does not declare, and the `case` refuses one it has no arm for (`-s` at
+  9.1.0 is declared at :92 but its v9.0.0:95 arm is gone: "Undefined option").
+
+`option_spec` turns a script into an `OptionSpec` (plain data, kept as JSON under
+tests/fixtures/buildsh/); `judge` walks a command line's words through it the way
+the script would.  No script is run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from msgspec import Struct
+
+from ..lazy import lazy_module
+
+if TYPE_CHECKING:
+    import difflib
+else:  # only a flag that is not accepted needs a did-you-mean
+    difflib = lazy_module("difflib")
+
+CASE, GETOPT = "case", "getopt"
+# `values` of an arm that takes a varying number of words: the following words that do not
+# start with '-' (ops-transformer's `--run_example <op> <mode> [cust]` counts them in
+# set_example_opt, @9.1.0:build.sh:1065-1078, `$1 != -*`, then `shift $step` :1199-1203).
+VARIABLE = -1
+
+# `while [[ $# -gt 0 ]]; do` (@9.1.0:build.sh:1117); the sandbox's stand-in spells it `[ ... ]`.
+_LOOP = re.compile(r"^\s*while\s+\[\[?\s+\$#\s+-gt\s+0\s+\]\]?\s*;?\s*(do)?\b")
+# `case $1 in` (@9.1.0:1118), `case "$1" in` (opbase @9.1.0:100)
+_CASE_ON_1 = re.compile(r"^\s*case\s+\"?\$\{?1\}?\"?\s+in\b")
+_CASE = re.compile(r"(?:^|[;\s(])case\s+\S.*?\s+in\b")
+_ESAC = re.compile(r"(?:^|[;\s])esac\b")
+# `parsed_args=$(getopt -a -o j:hvusO: -l help,...,cann_3rd_lib_path: -- "$@")` (opbase @9.1.0:92)
+_GETOPT = re.compile(r"\bgetopt\s+(.*?)\s+--\s")
+# `shift`, `shift 2`, `shift $step`; in an arm body, comments taken out first
+_SHIFT = re.compile(
+    r"(?:^|[;\s])shift(?:[ \t]+([0-9]+|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?))?(?=$|[\s;])"
+)
+_ARM_END = re.compile(r";;\s*$")
+
+
+class BuildOption(Struct, frozen=True, kw_only=True):
+    """One way the script takes a word: a `case` pattern (`--soc=*`, `-j*`, `--pkg`) or,
+    for a getopt script, an option getopt declares and a `case` arm handles (`--pkg`,
+    `-j`, `--cann_3rd_lib_path`)."""
+
+    pattern: str
+    line: int  # the arm that handles it (1-based)
+    # words taken after it when its value is not glued on: 0, 1, ... or VARIABLE
+    values: int = 0
+    # getopt only: "required" (`name:`), "optional" (`name::`, glued only) or ""
+    argument: str = ""
+
+    @property
+    def name(self) -> str:
+        """The option as a user types it: `--soc=*` -> `--soc`, `-j*` -> `-j`."""
+        return re.split(r"[=*?\[]", self.pattern, maxsplit=1)[0] or self.pattern
+
+
+class OptionSpec(Struct, frozen=True, kw_only=True):
+    style: str  # CASE or GETOPT
+    line: int  # the option loop (case style) or the getopt call (getopt style)
+    options: Tuple[BuildOption, ...]  # in the script's order: the first match wins
+    # getopt style: declared to getopt, but no `case` arm takes them (exit 1 at `*)`)
+    declared_only: Tuple[BuildOption, ...] = ()
+    alternative: bool = False  # getopt -a: a long option may start with one '-'
+
+    def names(self) -> List[str]:
+        return list(dict.fromkeys(o.name for o in self.options))
+
+
+class Verdict(Struct, frozen=True, kw_only=True):
+    """One word of a command line, as the script takes it."""
+
+    word: str
+    at: int  # its place among the words judged
+    accepted: bool
+    option: Optional[BuildOption] = None
+    values: Tuple[str, ...] = ()  # the words it took as its value
+    why: str = ""
+
+
+class NoOptionLoop(ValueError):
+    """The text has neither option loop: not a build.sh these rules read."""
+
+
+def option_spec(text: str) -> OptionSpec:
+    """The options of a build.sh text (raises NoOptionLoop when it has no option loop)."""
+    lines = text.splitlines()
+    getopt_at = next((i for i, line in enumerate(lines) if _GETOPT.search(code_of(line))), None)
+    if getopt_at is not None:
+        case_at = _next_case(lines, getopt_at + 1)
+        if case_at is not None:
+            return _getopt_spec(lines, getopt_at, case_at)
+    for i, line in enumerate(lines):
+        if _LOOP.match(line):
+            case_at = _next_case(lines, i + 1, within=3)
+            if case_at is not None:
+                arms = _arms(lines, case_at + 1)
+                options = tuple(
+                    BuildOption(pattern=p, line=n, values=_arity(body))
+                    for patterns, n, body in arms
+                    for p in patterns
+                    if p != "*"
+                )
+                return OptionSpec(style=CASE, line=i + 1, options=options)
+    raise NoOptionLoop(
+        'no option loop: neither `getopt ... -- "$@"` followed by `case "$1" in`, nor '
+        "`while [[ $# -gt 0 ]]` with `case $1 in`"
+    )
+
+
+def code_of(line: str) -> str:
+    """A line without its comment (a `#` at the start of a word, outside quotes)."""
+    out, quote = [], ""
+    for i, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;"):
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+def _next_case(lines: Sequence[str], start: int, within: int = 40) -> Optional[int]:
+    for i in range(start, min(len(lines), start + within)):
+        if _CASE_ON_1.match(lines[i]):
+            return i
+    return None
+
+
+def _arms(lines: Sequence[str], start: int) -> List[Tuple[List[str], int, str]]:
+    """(patterns, line, body) of each arm of the `case` whose first arm starts at
+    `start`, up to its `esac`; nested `case ... esac` in a body are skipped over."""
+    arms: List[Tuple[List[str], int, str]] = []
+    expecting, depth, pending, first = True, 0, "", 0
+    body: List[str] = []
+    for index in range(start, len(lines)):
+        code = code_of(lines[index]).strip()
+        if expecting:
+            if not code:
+                continue
+            if not pending and _ESAC.match(code):
+                break
+            first = first or index + 1
+            pending += code[:-1] + " " if code.endswith("\\") else code
+            if code.endswith("\\"):  # a pattern list continued (the stand-in's long arms)
+                continue
+            close = _closing_paren(pending)
+            patterns = [p.strip().strip("\"'") for p in pending[:close].lstrip("(").split("|")]
+            rest = pending[close + 1 :]
+            body = [rest]
+            arms.append((patterns, first, ""))
+            pending, first, expecting = "", 0, False
+            code = rest.strip()
+        else:
+            body.append(code)
+        depth += len(_CASE.findall(" " + code)) - len(_ESAC.findall(" " + code))
+        if depth < 0:  # the arm had no `;;` before this case's own `esac`
+            arms[-1] = (arms[-1][0], arms[-1][1], "\n".join(body[:-1]))
+            break
+        if depth == 0 and _ARM_END.search(code):
+            arms[-1] = (arms[-1][0], arms[-1][1], "\n".join(body))
+            expecting = True
+    return arms
+
+
+def _closing_paren(text: str) -> int:
+    """Where a `case` pattern list ends: its first `)` outside a bracket expression."""
+    bracket = False
+    for i, ch in enumerate(text):
+        if ch == "[":
+            bracket = True
+        elif ch == "]":
+            bracket = False
+        elif ch == ")" and not bracket and i > 0:
+            return i
+    return len(text)
+
+
+def _arity(body: str) -> int:
+    """Words an arm takes after its option word, from its `shift`s: one `shift N` takes
+    N-1 (`--ccache) ...; shift 2`, @9.1.0:build.sh:1173-1176); none, 0 (`-h|--help`
+    exits); several, or `shift $var`, a varying number (`--run_example`, :1199-1203; `-e`,
+    :1211-1222, shifts again when the next word does not start with '-')."""
+    shifts = _SHIFT.findall(body)
+    if not shifts:
+        return 0
+    if len(shifts) > 1 or (shifts[0] and not shifts[0].isdigit()):
+        return VARIABLE
+    return max(int(shifts[0] or "1") - 1, 0)
+
+
+def _getopt_spec(lines: Sequence[str], getopt_at: int, case_at: int) -> OptionSpec:
+    """opbase's shape (@9.1.0:build.sh:92-165): getopt declares, the `case` handles."""
+    match = _GETOPT.search(code_of(lines[getopt_at]))
+    assert match is not None
+    words = match.group(1).split()
+    shorts, longs, alternative = "", "", False
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in ("-a", "--alternative"):
+            alternative = True
+        elif word in ("-o", "--options") and i + 1 < len(words):
+            shorts, i = words[i + 1], i + 1
+        elif word in ("-l", "--longoptions", "--long") and i + 1 < len(words):
+            longs, i = words[i + 1], i + 1
+        elif word.startswith("--longoptions=") or word.startswith("--options="):
+            value = word.split("=", 1)[1]
+            longs, shorts = (value, shorts) if word.startswith("--long") else (longs, value)
+        i += 1
+    declared = _declared(shorts.strip("'\"").lstrip("+-"), longs.strip("'\""))
+    handled: Dict[str, int] = {}
+    for patterns, line, _ in _arms(lines, case_at + 1):
+        for pattern in patterns:
+            handled.setdefault(pattern, line)
+    options, unhandled = [], []
+    for name, argument in declared:
+        values = 1 if argument == "required" else 0
+        if name in handled:
+            options.append(
+                BuildOption(pattern=name, line=handled[name], values=values, argument=argument)
+            )
+        else:
+            unhandled.append(
+                BuildOption(pattern=name, line=getopt_at + 1, values=values, argument=argument)
+            )
+    return OptionSpec(
+        style=GETOPT,
+        line=getopt_at + 1,
+        options=tuple(options),
+        declared_only=tuple(unhandled),
+        alternative=alternative,
+    )
+
+
+def _declared(shorts: str, longs: str) -> List[Tuple[str, str]]:
+    """(`-j` / `--pkg`, argument kind) of getopt's `-o` and `-l` lists."""
+    found: List[Tuple[str, str]] = []
+    i = 0
+    while i < len(shorts):
+        colons = len(shorts[i + 1 :]) - len(shorts[i + 1 :].lstrip(":"))
+        found.append((f"-{shorts[i]}", _kind(min(colons, 2))))
+        i += 1 + colons
+    for item in filter(None, longs.split(",")):
+        name = item.rstrip(":")
+        found.append((f"--{name}", _kind(min(len(item) - len(name), 2))))
+    return found
+
+
+def _kind(colons: int) -> str:
+    return ("", "required", "optional")[colons]
+
+
+# --- a command line through a spec -------------------------------------------------
+
+
+def judge(spec: OptionSpec, args: Sequence[str]) -> List[Verdict]:
+    """Each option word of `args` (the words after `build.sh`) with the option that
+    takes it, or why none does."""
+    return _judge_getopt(spec, args) if spec.style == GETOPT else _judge_case(spec, args)
+
+
+def _judge_case(spec: OptionSpec, args: Sequence[str]) -> List[Verdict]:
+    out: List[Verdict] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        # bash takes the first arm whose pattern matches (`case` semantics)
+        option = next((o for o in spec.options if fnmatch.fnmatchcase(word, o.pattern)), None)
+        if option is None:
+            out.append(
+                Verdict(word=word, at=i, accepted=False, why="no `case` arm matches it (`*)`)")
+            )
+            i += 1
+            continue
+        taken: List[str] = []
+        if option.values == VARIABLE:
+            while i + 1 + len(taken) < len(args) and not args[i + 1 + len(taken)].startswith("-"):
+                taken.append(args[i + 1 + len(taken)])
+        else:
+            taken = list(args[i + 1 : i + 1 + option.values])
+            if len(taken) < option.values:
+                out.append(
+                    Verdict(
+                        word=word, at=i, accepted=False, option=option, why="its value is missing"
+                    )
+                )
+                break
+        out.append(Verdict(word=word, at=i, accepted=True, option=option, values=tuple(taken)))
+        i += 1 + len(taken)
+    return out
+
+
+def _judge_getopt(spec: OptionSpec, args: Sequence[str]) -> List[Verdict]:
+    """GNU getopt's reading (long options by unique prefix, `-a` single-dash long
+    options, short options grouped or with the value glued on), then the `case`."""
+    every = {o.pattern: o for o in (*spec.options, *spec.declared_only)}
+    longs = [n for n in every if n.startswith("--")]
+    out: List[Verdict] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-":
+            out.append(
+                Verdict(
+                    word=word,
+                    at=i,
+                    accepted=False,
+                    why="not an option: getopt moves it after `--`, where build.sh ignores it",
+                )
+            )
+            i += 1
+            continue
+        long_word = word.startswith("--") or (spec.alternative and len(word) > 2)
+        name, eq, value = word.lstrip("-").partition("=")
+        glued = value if eq else None
+        hits = [n for n in longs if n[2:] == name] or [n for n in longs if n[2:].startswith(name)]
+        if long_word and len(hits) == 1:
+            option, taken = every[hits[0]], []
+            if glued is None and option.argument == "required":
+                taken = list(args[i + 1 : i + 2])
+            verdict = _handled(spec, i, word, option, tuple(taken), glued is not None)
+            out.append(verdict)
+            i += 1 + len(taken)
+            continue
+        if word.startswith("--"):
+            why = "ambiguous: " + ", ".join(hits) if hits else "getopt does not declare it"
+            out.append(Verdict(word=word, at=i, accepted=False, why=why))
+            i += 1
+            continue
+        short = every.get(word[:2])
+        if short is None:
+            out.append(Verdict(word=word, at=i, accepted=False, why="getopt does not declare it"))
+            i += 1
+            continue
+        taken = []
+        if short.argument == "required" and len(word) == 2:
+            taken = list(args[i + 1 : i + 2])
+        out.append(_handled(spec, i, word, short, tuple(taken), len(word) > 2))
+        i += 1 + len(taken)
+    return out
+
+
+def _handled(
+    spec: OptionSpec, i: int, word: str, option: BuildOption, taken: Tuple[str, ...], glued: bool
+) -> Verdict:
+    if glued and not option.argument and option.pattern.startswith("--"):
+        return Verdict(word=word, at=i, accepted=False, option=option, why="takes no value")
+    if option.argument == "required" and not glued and not taken:
+        return Verdict(word=word, at=i, accepted=False, option=option, why="its value is missing")
+    if option in spec.declared_only:
+        return Verdict(
+            word=word,
+            at=i,
+            accepted=False,
+            option=option,
+            why="getopt declares it, but no `case` arm takes it (`*)`: Undefined option)",
+        )
+    return Verdict(word=word, at=i, accepted=True, option=option, values=taken)
+
+
+def closest(spec: OptionSpec, word: str) -> Optional[str]:
+    """The accepted option nearest to `word`, for a did-you-mean."""
+    name = word.split("=", 1)[0]
+    found = difflib.get_close_matches(name, spec.names(), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+__all__ = [
+    "CASE",
+    "GETOPT",
+    "VARIABLE",
+    "BuildOption",
+    "NoOptionLoop",
+    "OptionSpec",
+    "Verdict",
+    "closest",
+    "judge",
+    "option_spec",
+]

@@ -1,0 +1,430 @@
+"""`cannbuild recipe draft --ref TAG`: a recipe for a new CANN train, drafted from the
+repositories at that ref and the closest existing recipe.
+
+Each repository of the base recipe is fetched through cannbuild's own machinery (the
+workspace's git caches, `cannbuild.mirrors`, `--offline`), its ref chosen by the
+release's manifest (`--manifest cann.xml`) or found as a tag, else a branch, of that
+name, and read at that commit (readout.py): the SoCs, the build.sh flags the recipe's
+[vars] switch, what the toolkit must hold, gawk, the pinned sources and the archives.
+What is not read from the repositories (steps, validation, toolkit files) is the base
+recipe's, and everything the draft could not decide is listed, in the file and to the
+caller."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from msgspec import Struct
+from msgspec.structs import replace
+
+from ..bounded import CONFIG_BYTES, parse_toml, read_text
+from ..decoded import JSONObject, JSONValue
+from ..errors import UsageError
+from ..host.socs import FAMILIES
+from ..recipes import Recipe, available, load_recipe
+from ..recipes.optspec import judge
+from ..sources.canncmake import FETCH_CANN_CMAKE
+from ..sources.checkout import cache_path, resolve_ref
+from ..sources.fetch import Fetcher, GitFailed
+from ..workspace import Workspace
+from .check import ScriptSpec, check_recipe, rendered_commands, script_index
+from .manifest import Manifest, Revision
+from .readout import Readout, read_repo
+from .thirdparty import ArchiveRules, cann_cmake_rules, module_rules
+
+# `v9.1.0`, `9.1.0`, `v9.2.0-beta.1`, `v9.1.0.pre`: the release (and its train) a ref names
+_RELEASE = re.compile(
+    r"^v?(?P<release>(?P<train>\d+\.\d+)\.\d+(?:[-.][0-9A-Za-z][0-9A-Za-z.-]*)?)$"
+)
+# the template a ref becomes when it spells the release (recipes/9.0.toml `v{{ ops_release }}`,
+# recipes/9.1.toml `{{ ops_release }}`), so one recipe serves every release of its train
+OPS_RELEASE = "{{ ops_release }}"
+
+
+class RefChoice(Struct, frozen=True, kw_only=True):
+    repo: str
+    kind: str  # tag, branch or commit
+    value: str  # as resolved: v9.1.0, 9.1.0
+    template: str  # as the recipe writes it: v{{ ops_release }}
+    commit: str
+    cite: str  # why this ref: the manifest's line, or "tag v9.0.1 of <url>"
+
+
+class Draft(Struct, frozen=True, kw_only=True):
+    train: str
+    release: str
+    ref: str
+    base: Path
+    refs: Tuple[RefChoice, ...]
+    data: JSONObject  # the recipe's tables, as TOML writes them
+    read: Tuple[str, ...]  # what was read where, for the header
+    undecided: Tuple[str, ...]
+
+
+def release_of(ref: str) -> Tuple[str, str]:
+    """(release, train) of a ref that names a release; exit 2 otherwise."""
+    match = _RELEASE.match(ref)
+    if match is None:
+        raise UsageError(
+            f"--ref {ref!r} does not name a CANN release.",
+            "Pass the release's tag or branch, e.g. --ref v9.0.1, --ref 9.1.0 or --ref v9.2.0-beta.1.",
+        )
+    return match.group("release"), match.group("train")
+
+
+def _train_key(train: str) -> Tuple[int, ...]:
+    return tuple(int(p) for p in train.split(".") if p.isdigit())
+
+
+def closest_recipe(train: str, cwd: Path) -> Recipe:
+    """The recipe of the newest train not after `train` (else the oldest there is)."""
+    found = available(cwd)
+    trains = sorted((t for t in found if re.fullmatch(r"\d+\.\d+", t)), key=_train_key)
+    if not trains:
+        raise UsageError("there is no recipe to draft from.", "Pass --from RECIPE.")
+    older = [t for t in trains if _train_key(t) <= _train_key(train)]
+    return load_recipe(found[older[-1] if older else trains[0]])
+
+
+def _template(value: str, release: str) -> str:
+    if value == release:
+        return OPS_RELEASE
+    if value == f"v{release}":
+        return "v" + OPS_RELEASE
+    return value
+
+
+def _has(fetcher: Fetcher, cache: Path, ref: str) -> bool:
+    try:
+        fetcher.git(["show-ref", "--verify", "--quiet", ref], cwd=cache)
+    except GitFailed:
+        return False
+    return True
+
+
+def choose_ref(
+    fetcher: Fetcher,
+    cache: Path,
+    name: str,
+    url: str,
+    ref: str,
+    release: str,
+    manifest: Optional[Manifest],
+) -> RefChoice:
+    """The manifest's revision of the repository, else a tag named `ref`, else a branch."""
+    revision: Optional[Revision] = None
+    if manifest is not None:
+        project = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+        revision = manifest.revision(name) or manifest.revision(project)
+    if revision is not None:
+        kind, value = revision.kind, revision.value
+        cite = f"{revision.cite} names {kind} {value}"
+    elif _has(fetcher, cache, f"refs/tags/{ref}"):
+        kind, value, cite = "tag", ref, f"tag {ref} of {url}"
+    elif _has(fetcher, cache, f"refs/heads/{ref}"):
+        kind, value, cite = "branch", ref, f"branch {ref} of {url} (no tag of that name)"
+    else:
+        raise UsageError(
+            f"--ref {ref}: {url} has no tag or branch of that name"
+            + (" and the manifest names no revision for it" if manifest else "")
+            + ".",
+            "Pass the release's manifest (--manifest cann.xml, hicann/manifest at the release "
+            "tag), or the tag or branch the repository has for it (git ls-remote URL).",
+        )
+    commit, _ = resolve_ref(fetcher, cache, {kind: value}, url)
+    return RefChoice(
+        repo=name,
+        kind=kind,
+        value=value,
+        template=_template(value, release),
+        commit=commit,
+        cite=cite,
+    )
+
+
+class DraftRequest(Struct, frozen=True, kw_only=True):
+    ref: str
+    base: Recipe
+    ws: Workspace
+    fetcher: Fetcher
+    manifest: Optional[Manifest] = None
+
+
+def draft_recipe(req: DraftRequest) -> Draft:
+    release, train = release_of(req.ref)
+    base, ws, fetcher = req.base, req.ws, req.fetcher
+    urls = {r.name: r.url for r in base.repos}
+    refs: List[RefChoice] = []
+    readouts: Dict[str, Readout] = {}
+    caches: Dict[str, Path] = {}
+    for repo in base.repos:
+        caches[repo.name] = cache_path(ws, repo.name)
+        fetcher.fetch_repo(caches[repo.name], repo.url, root=ws.root)
+        choice = choose_ref(
+            fetcher, caches[repo.name], repo.name, repo.url, req.ref, release, req.manifest
+        )
+        refs.append(choice)
+        readouts[repo.name] = read_repo(fetcher, caches[repo.name], repo.name, choice.commit, urls)
+    read: List[str] = []
+    undecided: List[str] = []
+    for readout in readouts.values():
+        if readout.spec_problem:
+            undecided.append(f"{readout.spec_problem}: its flags are not checked.")
+    head = _head(base, train, release, refs, readouts, read, undecided)
+    vars_ = _vars(base, ws, readouts, read, undecided)
+    toolkit = _toolkit(base, readouts, read, undecided)
+    tools = _tools(base, readouts, read, undecided)
+    fetched: Dict[str, Path] = {}
+    repos: JSONObject = {}
+    for repo, choice in zip(base.repos, refs):
+        readout = readouts[repo.name]
+        table: JSONObject = {"url": repo.url, choice.kind: choice.template}
+        table.update(_pins(readout, read))
+        if any(p.pin.pin_file == FETCH_CANN_CMAKE for p in readout.pins):
+            rules = cann_cmake_rules(fetcher, ws, readout, caches[repo.name], repo, fetched)
+        else:
+            rules = module_rules(fetcher, ws, readout, caches[repo.name], repo)
+        _add_rules(table, rules, repo.name, read, undecided)
+        repos[repo.name] = table
+    raw = parse_toml(read_text(base.path, "recipe", CONFIG_BYTES), base.path, "recipe", "")
+    data: JSONObject = {"recipe": head, "vars": vars_, "toolkit": toolkit}
+    if tools:
+        data["host"] = {"tools": tools}
+    data["repos"] = repos
+    data["steps"] = raw.get("steps", [])
+    data["validate"] = raw.get("validate", {})
+    if raw.get("toolkit", {}).get("files"):
+        toolkit["files"] = raw["toolkit"]["files"]
+        undecided.append(
+            f"[[toolkit.files]] are {base.path.name}'s: check them against the Find*.cmake "
+            "modules and cmake/config.cmake at these refs (doctor checks every path)."
+        )
+    undecided.append(
+        f"[[steps]] and [validate] are {base.path.name}'s: check their templates and comments "
+        "against build.sh at these refs."
+    )
+    _check_flags(replace(base, vars=tuple(sorted(vars_.items()))), ws, readouts, undecided)
+    return Draft(
+        train=train,
+        release=release,
+        ref=req.ref,
+        base=base.path,
+        refs=tuple(refs),
+        data=data,
+        read=tuple(read),
+        undecided=tuple(undecided),
+    )
+
+
+def _head(
+    base: Recipe,
+    train: str,
+    release: str,
+    refs: Sequence[RefChoice],
+    readouts: Mapping[str, Readout],
+    read: List[str],
+    undecided: List[str],
+) -> JSONObject:
+    described = ", ".join(f"{c.repo} {c.kind} {c.template}" for c in refs)
+    head: JSONObject = {
+        "name": f"cann-{train}",
+        "train": train,
+        "description": f"{described}; drafted from {base.name} (cannbuild recipe draft)",
+    }
+    soc_repos = [s.repo for s in base.steps if "soc" in s.inputs and s.repo]
+    readout = readouts.get(soc_repos[0]) if soc_repos else None
+    known = {f.soc for f in FAMILIES}
+    if readout is not None and readout.socs:
+        head["socs"] = [s for s in readout.socs if s in known]
+        other = [s for s in readout.socs if s not in known]
+        read.append(
+            f"socs: {readout.cite('build.sh', readout.socs_line)} SUPPORT_COMPUTE_UNIT_SHORT"
+        )
+        if other:
+            undecided.append(
+                f"socs: build.sh also builds for {', '.join(other)}, which cannbuild knows no "
+                "hardware of (host/socs.py); left out."
+            )
+    else:
+        head["socs"] = list(base.socs)
+        undecided.append(f"socs: no SUPPORT_COMPUTE_UNIT_SHORT read; {base.path.name}'s kept.")
+    head["image_cann"] = release
+    undecided.append(
+        f"image_cann = {release!r}: check that quay.io/ascend/cann publishes {release} images."
+    )
+    pinned = {p.pin.repo for r in readouts.values() for p in r.pins if p.pin.repo}
+    head["opbase"] = "source" if pinned else base.opbase
+    if head["opbase"] != base.opbase:
+        undecided.append(
+            f"opbase = {head['opbase']!r}, {base.path.name} says {base.opbase!r}: its steps "
+            "(overlay, install) need changing too."
+        )
+    if base.opbase_headers != "pkg_inc":
+        head["opbase_headers"] = base.opbase_headers
+        undecided.append(f"opbase_headers = {base.opbase_headers!r} is {base.path.name}'s.")
+    for choice in refs:
+        read.append(
+            f"{choice.repo}: {choice.kind} {choice.value} = {choice.commit} ({choice.cite})"
+        )
+    return head
+
+
+def _vars(
+    base: Recipe,
+    ws: Workspace,
+    readouts: Mapping[str, Readout],
+    read: List[str],
+    undecided: List[str],
+) -> JSONObject:
+    """A boolean [vars] entry is true when every build.sh flag it adds to a step is one
+    that repository's build.sh accepts at its commit (`pkg_flag` -> opbase `--pkg`,
+    `third_party_flag` -> ops-transformer `--cann_3rd_lib_path=...`)."""
+    values: JSONObject = dict(base.vars)
+    for key, value in base.vars:
+        if not isinstance(value, bool):
+            undecided.append(f"[vars] {key} = {value!r} is {base.path.name}'s.")
+            continue
+        on = _words(replace(base, vars=tuple(sorted({**values, key: True}.items()))), ws)
+        off = _words(replace(base, vars=tuple(sorted({**values, key: False}.items()))), ws)
+        added = sorted(on - off)
+        if not added:
+            undecided.append(f"[vars] {key}: it adds no build.sh flag; {base.path.name}'s kept.")
+            continue
+        verdicts = []
+        for repo, word in added:
+            readout = readouts.get(repo)
+            if readout is None or readout.spec is None:
+                continue
+            verdict = judge(readout.spec, [word])[0]
+            where = f"{readout.cite('build.sh', verdict.option.line)}" if verdict.option else ""
+            verdicts.append((verdict.accepted, f"{repo} {word.split('=', 1)[0]} {where}".strip()))
+        if not verdicts:
+            undecided.append(f"[vars] {key}: no build.sh read for its flags; kept.")
+            continue
+        values[key] = all(ok for ok, _ in verdicts)
+        read.append(
+            f"vars: {key} = {str(values[key]).lower()}: "
+            + "; ".join(f"{what} {'accepted' if ok else 'not accepted'}" for ok, what in verdicts)
+        )
+    return values
+
+
+def _words(recipe: Recipe, ws: Workspace) -> Set[Tuple[str, str]]:
+    """(repo, flag) of every build.sh flag the recipe's steps render (one SoC)."""
+    out: Set[Tuple[str, str]] = set()
+    for cmd in rendered_commands(replace(recipe, socs=recipe.socs[:1]), ws):
+        at = script_index(cmd.argv)
+        if at is not None and cmd.repo and not cmd.note:
+            out.update((cmd.repo, word) for word in cmd.argv[at + 1 :])
+    return out
+
+
+def _toolkit(
+    base: Recipe, readouts: Mapping[str, Readout], read: List[str], undecided: List[str]
+) -> JSONObject:
+    """[toolkit.requires]: the build dependencies version.cmake declares in the repos a
+    run always builds (ops-transformer@9.1.0:version.cmake:13-20)."""
+    requires: Dict[str, JSONValue] = {}
+    for name in _always_built(base):
+        readout = readouts.get(name)
+        if readout is None or not readout.deps:
+            continue
+        read.append(
+            "toolkit.requires: "
+            + readout.cite(readout.deps_file)
+            + f":{readout.deps_lines[0]}-{readout.deps_lines[-1]} (build dependencies)"
+        )
+        for pkg, spec in readout.deps:
+            if requires.setdefault(pkg, spec) != spec:
+                undecided.append(f"[toolkit.requires] {pkg}: {requires[pkg]} or {spec}?")
+    if not requires:
+        requires = dict(base.requires)
+        undecided.append(f"[toolkit.requires]: no version.cmake read; {base.path.name}'s kept.")
+    return {"requires": requires}
+
+
+def _always_built(base: Recipe) -> List[str]:
+    return list(dict.fromkeys(s.repo for s in base.steps if s.repo and not s.optional))
+
+
+def _tools(
+    base: Recipe, readouts: Mapping[str, Readout], read: List[str], undecided: List[str]
+) -> List[JSONObject]:
+    tools: List[JSONObject] = []
+    gawk = next((t for t in base.tools if t.name == "gawk"), None)
+    for name in _always_built(base):
+        readout = readouts.get(name)
+        if readout is not None and readout.gawk_lines and not tools:
+            cite = readout.cite("build.sh", *readout.gawk_lines[:3])
+            tools.append(
+                {
+                    "name": "gawk",
+                    "why": f"{name}'s build.sh calls gawk ({cite}) and exits 127 without it",
+                    "install": gawk.install
+                    if gawk
+                    else "apt install gawk (Debian and Ubuntu ship mawk), or yum install gawk",
+                }
+            )
+            read.append(f"host.tools: gawk at {cite}")
+    for tool in base.tools:
+        if tool.name != "gawk":
+            tools.append({"name": tool.name, "why": tool.why, "install": tool.install})
+            undecided.append(f"[[host.tools]] {tool.name} is {base.path.name}'s: still needed?")
+    if gawk and not tools:
+        read.append("host.tools: no gawk call in the build.sh of a repo every run builds")
+    return tools
+
+
+def _pins(readout: Readout, read: List[str]) -> JSONObject:
+    out: JSONObject = {}
+    pinned: List[JSONObject] = []
+    # a pin of another recipe repo first (`opbase_source`), the rest in file order
+    for item in sorted(readout.pins, key=lambda p: p.pin.repo is None):
+        pin = item.pin
+        table: JSONObject = {}
+        if pin.repo:
+            table["repo"] = pin.repo
+        else:
+            table.update(name=pin.name, url=pin.url)
+        table.update(pin_file=pin.pin_file, pin_regex=pin.pin_regex)
+        if pin.pin != "commit":
+            table["pin"] = pin.pin
+        table["dest"] = pin.dest
+        if pin.repo and "opbase_source" not in out:
+            out["opbase_source"] = table
+        else:
+            pinned.append(table)
+        read.append(f"pin: {readout.cite(item.where)} {item.value} -> {pin.dest} ({item.url})")
+    if pinned:
+        out["pinned_sources"] = pinned
+    return out
+
+
+def _add_rules(
+    table: JSONObject, rules: ArchiveRules, repo: str, read: List[str], undecided: List[str]
+) -> None:
+    if rules.rules:
+        table["third_party"] = list(rules.rules)
+    read += [f"archives {repo}: {line}" for line in rules.read]
+    undecided += list(rules.undecided)
+
+
+def _check_flags(
+    recipe: Recipe, ws: Workspace, readouts: Mapping[str, Readout], undecided: List[str]
+) -> None:
+    """`recipe check` of the draft against the scripts it was read from."""
+    scripts = {
+        name: ScriptSpec(repo=name, path=r.cite("build.sh"), ref=r.commit, spec=r.spec)
+        for name, r in readouts.items()
+        if r.spec is not None
+    }
+    for row in check_recipe(recipe, ws, scripts).unknown:
+        near = f" (closest: {row.closest})" if row.closest else ""
+        note = f"step {row.step!r} renders {row.word}, which {row.repo}'s build.sh does not accept{near}."
+        if note not in undecided:
+            undecided.append(note)
+
+
+__all__ = ["Draft", "DraftRequest", "RefChoice", "closest_recipe", "draft_recipe", "release_of"]

@@ -1,0 +1,84 @@
+"""The official `repo`-tool manifest of a CANN release (hicann/manifest `cann.xml`, one
+per release tag): the revision of each repository that makes up that release.
+
+`<project name="opbase" ... revision="9.1.0"/>` (hicann/manifest@v9.1.0:cann.xml:6) names a
+branch; `revision="refs/tags/v9.0.0"` (@v9.0.0:cann.xml:6) a tag; a project without one
+takes `<default revision=...>` (:4).  Read with a pattern per element, so every revision
+keeps the line it was read from for the recipe's citation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+from msgspec import Struct
+
+from ..bounded import CONFIG_BYTES, read_text
+from ..errors import UsageError
+
+_ELEMENT = re.compile(r"<(project|default|remote)\b([^>]*)>", re.DOTALL)
+_ATTR = re.compile(r'([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*"([^"]*)"')
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class Revision(Struct, frozen=True, kw_only=True):
+    kind: str  # "tag", "branch" or "commit"
+    value: str
+    cite: str  # "cann.xml:6"
+
+
+class Manifest(Struct, frozen=True, kw_only=True):
+    path: Path
+    remote: str  # <remote fetch=...>: where the projects are
+    projects: Tuple[Tuple[str, Revision], ...]
+
+    def revision(self, name: str) -> Optional[Revision]:
+        return dict(self.projects).get(name)
+
+
+def revision_of(text: str, cite: str) -> Revision:
+    """`refs/tags/X` -> tag X, `refs/heads/X` -> branch X, 40 hex -> commit, else a branch
+    (the repo tool's reading of `revision`)."""
+    if text.startswith("refs/tags/"):
+        return Revision(kind="tag", value=text[len("refs/tags/") :], cite=cite)
+    if text.startswith("refs/heads/"):
+        return Revision(kind="branch", value=text[len("refs/heads/") :], cite=cite)
+    if _COMMIT.fullmatch(text):
+        return Revision(kind="commit", value=text, cite=cite)
+    return Revision(kind="branch", value=text, cite=cite)
+
+
+def read_manifest(path: Path) -> Manifest:
+    text = read_text(path, "manifest", CONFIG_BYTES)
+    label = path.name
+    default: Optional[Revision] = None
+    remote = ""
+    found: Dict[str, Revision] = {}
+    pending = []
+    for match in _ELEMENT.finditer(text):
+        attrs = dict(_ATTR.findall(match.group(2)))
+        cite = f"{label}:{text.count(chr(10), 0, match.start()) + 1}"
+        if match.group(1) == "remote":
+            remote = remote or attrs.get("fetch", "")
+        elif match.group(1) == "default" and "revision" in attrs:
+            default = revision_of(attrs["revision"], cite)
+        elif match.group(1) == "project" and "name" in attrs:
+            if "revision" in attrs:
+                found[attrs["name"]] = revision_of(attrs["revision"], cite)
+            else:
+                pending.append((attrs["name"], cite))
+    for name, cite in pending:
+        if default is not None:
+            found[name] = Revision(
+                kind=default.kind, value=default.value, cite=f"{cite} (default {default.cite})"
+            )
+    if not found:
+        raise UsageError(
+            f"--manifest {path}: no <project name=... revision=...> in it.",
+            "Pass the cann.xml of a release (hicann/manifest, at the release's tag).",
+        )
+    return Manifest(path=path, remote=remote, projects=tuple(sorted(found.items())))
+
+
+__all__ = ["Manifest", "Revision", "read_manifest", "revision_of"]
