@@ -294,7 +294,9 @@ def workspace_status(
     )
     installed_ok = install is not None and install["state"] == "built"
     current_soc = soc or (target.soc_word if target else "") or (lock.soc if lock else "")
-    stale = install_staleness(ws, install_stamp, current_soc, lock) if installed_ok else []
+    # what the install was made for, said even where a rebuild already makes it out of date
+    present = install is not None and not stamps.outputs_gone(install_stamp)
+    stale = install_staleness(ws, install_stamp, current_soc, lock) if present else []
     verdict = None
     if validation:
         verdict = {
@@ -303,8 +305,9 @@ def workspace_status(
             "reason": (validation.get("validation") or {}).get("reason"),
         }
         if install is None or not installed_ok:
+            why = "; ".join(([install["reason"]] if install and install["reason"] else []) + stale)
             verdict["stale"] = "the package it validated is no longer installed" + (
-                f" ({install['reason']})" if install and install["reason"] else ""
+                f" ({why})" if why else ""
             )
         elif str(install["run_id"] or "")[:15] > str(validation.get("run_id") or "")[:15]:
             verdict["stale"] = f"the package was installed again since (run {install['run_id']})"

@@ -336,7 +336,8 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
         lines.append("nothing built yet")
     install = data.get("install")
     if install and install["state"] != "installed":
-        lines.append(f"not installed: {install['step']} must run again ({install['reason']})")
+        why = "; ".join([install["reason"], *install.get("stale", [])])
+        lines.append(f"not installed: {install['step']} must run again ({why})")
     for item in data["installed"]:
         lines.append(f"installed: {item['vendor']}" + (" (stale)" if item.get("stale") else ""))
         if item.get("stale"):
