@@ -267,6 +267,17 @@ def choose(target: Target, given: Mapping[str, str], plain: Options, builds: boo
             ),
         )
     notes: List[str] = []
+    if target.sandbox:  # the same sandbox folder, another kind asked for
+        for name, had in (
+            ("sandbox_variant", target.sandbox_variant),
+            ("sandbox_cann", target.sandbox_cann),
+        ):
+            value = getattr(plain, name)
+            if name in given and had and value and str(value).lower() != had.lower():
+                notes.append(
+                    f"{given[name]} {value} differs from this workspace's target, {target.host} "
+                    f"({target.origin}): this run asks for that sandbox instead"
+                )
     soc = plain.soc
     if "soc" in given and soc and target.soc_word and soc != target.soc_word:
         notes.append(

@@ -194,6 +194,13 @@ def test_naming_another_host_uses_nothing_of_the_record(tmp_path):
     assert choice.layer == {} and choice.notes[0].startswith("--sandbox differs")
 
 
+def test_another_sandbox_kind_asked_of_the_same_folder_says_so(tmp_path):
+    cli = {"workspace": str(tmp_path / "ws"), "sandbox_variant": "A2"}
+    given = given_fields(cli, {}, {}, {"sandbox_variant": "--variant"})
+    (note,) = choose(sandbox_target(), given, resolve_options(cli, {}, {}), True).notes
+    assert note.startswith("--variant A2 differs from this workspace's target, the sandbox (A3,")
+
+
 # --- --cann-path=<a sandbox's toolkit> ------------------------------------------------
 
 
