@@ -19,6 +19,8 @@ from .workspace import Workspace, read_json
 if TYPE_CHECKING:
     from .build import stamps
     from .sources import lock as lockfile
+    from .sources.lock import Lock
+    from .target import Target
 else:  # for status; `clean` does not load them
     stamps = lazy_module("cannbuild.build.stamps")
     lockfile = lazy_module("cannbuild.sources.lock")
@@ -201,14 +203,68 @@ def _last_attempt(ws: Workspace) -> Optional[JSONObject]:
     return attempt
 
 
-def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
+def _built_on(ws: Workspace, stamp: Mapping[str, JSONValue]) -> List[Tuple[str, JSONObject]]:
+    """The stamps of the steps `stamp` runs after, transitively (name, stamp)."""
+    found: Dict[str, JSONObject] = {}
+    todo = list(((stamp.get("inputs") or {}).get("upstream") or {}).keys())
+    while todo:
+        name = str(todo.pop())
+        before = stamps.read_stamp(ws, name) if name not in found else None
+        if before is None:
+            continue
+        found[name] = before
+        todo += list(((before.get("inputs") or {}).get("upstream") or {}).keys())
+    return sorted(found.items())
+
+
+def _repo_of(step: str, lock: Lock) -> Optional[str]:
+    """The locked repo a step builds, by the recipes' naming (`<repo>-build`)."""
+    names = [r.name for r in lock.repos if step.startswith(r.name + "-")]
+    return max(names, key=len) if names else None
+
+
+def install_staleness(
+    ws: Workspace, stamp: Mapping[str, JSONValue], soc: str, lock: Optional[Lock]
+) -> List[str]:
+    """Why the installed package is not one of the current target and lock: built for
+    another SoC than `soc`, against another toolkit than the lock's, or from commits the
+    lock no longer pins (another ops release, a moved tag).  Empty: it is current."""
+    reasons: List[str] = []
+    inputs = stamp.get("inputs") or {}
+    built_soc = inputs.get("soc")
+    if soc and built_soc and built_soc != soc:
+        reasons.append(f"built for {built_soc}; this workspace now targets {soc}")
+    if lock is None:
+        return reasons
+    version = (inputs.get("toolkit") or {}).get("version")
+    if version and lock.toolkit_version and version != lock.toolkit_version:
+        reasons.append(f"built against CANN {version}; the lock is for CANN {lock.toolkit_version}")
+    release = f" (ops release {lock.ops_release})" if lock.ops_release else ""
+    for name, before in _built_on(ws, stamp):
+        commit = str(((before.get("inputs") or {}).get("source") or {}).get("commit") or "")
+        repo = _repo_of(name, lock)
+        locked = lock.repo(repo) if repo else None
+        if commit and locked is not None and locked.commit != commit:
+            reasons.append(
+                f"{name} built from {commit[:12]}; the lock{release} pins {repo} at "
+                f"{locked.commit[:12]}"
+            )
+    return reasons
+
+
+def workspace_status(
+    root: Path, lock_file: Path, soc: Optional[str] = None, target: Optional[Target] = None
+) -> Dict[str, object]:
     """What is built, installed and validated in the workspace, and from which commits;
-    each only as far as the files behind it are still there.  A lock that cannot be read
-    is an error (exit 2), not "no lock yet"."""
+    each only as far as the files behind it are still there, and marked stale where it
+    was made for another SoC (`soc`, else the remembered `target`'s, else the lock's),
+    toolkit or commit than the lock's.  A lock that cannot be read is an error (exit 2),
+    not "no lock yet"."""
     ws = Workspace(root=root)
     lock = lockfile.read_lock(lock_file)
     steps = []
     install: Optional[JSONObject] = None  # its step's entry, the stamp's values
+    install_stamp: JSONObject = {}
     seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
         stamp = read_json(stamp_path)
@@ -231,11 +287,16 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
         steps.append(step)
         if _is_install(ws, stamp):
             install = step
+            install_stamp = stamp
     validation = read_json(ws.stamps / "validate.json") or {}
     vendors = (
         sorted(p for p in (ws.opp / "vendors").glob("*") if p.is_dir()) if ws.opp.is_dir() else []
     )
     installed_ok = install is not None and install["state"] == "built"
+    current_soc = soc or (target.soc_word if target else "") or (lock.soc if lock else "")
+    # what the install was made for, said even where a rebuild already makes it out of date
+    present = install is not None and not stamps.outputs_gone(install_stamp)
+    stale = install_staleness(ws, install_stamp, current_soc, lock) if present else []
     verdict = None
     if validation:
         verdict = {
@@ -244,11 +305,14 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
             "reason": (validation.get("validation") or {}).get("reason"),
         }
         if install is None or not installed_ok:
+            why = "; ".join(([install["reason"]] if install and install["reason"] else []) + stale)
             verdict["stale"] = "the package it validated is no longer installed" + (
-                f" ({install['reason']})" if install and install["reason"] else ""
+                f" ({why})" if why else ""
             )
         elif str(install["run_id"] or "")[:15] > str(validation.get("run_id") or "")[:15]:
             verdict["stale"] = f"the package was installed again since (run {install['run_id']})"
+        elif stale:
+            verdict["stale"] = f"it judged the installed package, which is stale ({stale[0]})"
     return {
         "workspace": str(ws.root),
         "exists": ws.root.is_dir(),
@@ -262,15 +326,17 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
         if lock
         else None,
         "steps": steps,
+        "target": _target_json(ws, target, current_soc),
         "install": {
             "step": install["step"],
             "state": "installed" if installed_ok else "not installed",
             "reason": install["reason"],
+            "stale": stale,
         }
         if install
         else None,
         "installed": [
-            {"vendor": str(v), "set_env": str(v / "bin" / "set_env.bash")}
+            {"vendor": str(v), "set_env": str(v / "bin" / "set_env.bash"), "stale": stale}
             for v in vendors
             if installed_ok and (v / "bin" / "set_env.bash").is_file()
         ],
@@ -279,4 +345,18 @@ def workspace_status(root: Path, lock_file: Path) -> Dict[str, object]:
         "latest_report": str(ws.reports / "latest" / "report.md")
         if (ws.reports / "latest").exists()
         else None,
+    }
+
+
+def _target_json(ws: Workspace, target: Optional[Target], soc: str) -> Optional[JSONObject]:
+    """The remembered target as status shows it (None: the workspace has no record)."""
+    if target is None:
+        return None
+    return {
+        "file": str(ws.target),
+        "host": target.host,
+        "soc": soc or None,
+        "remembered": dict(target.layer()),
+        "set_by": target.set_by,
+        "set_at": target.set_at,
     }

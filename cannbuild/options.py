@@ -1,8 +1,11 @@
-"""One frozen `Options`, resolved once: CLI flags > environment > invoke config > defaults.
+"""One frozen `Options`, resolved once: CLI flags > environment > invoke config > the
+workspace's remembered target > defaults.
 
 Environment variables are `CANNBUILD_<NAME>`; the invoke config key is
 `cannbuild` (in `invoke.yaml`).  Unknown config keys are an error with a
-"did you mean" hint, so a typo never silently falls back to a default.
+"did you mean" hint, so a typo never silently falls back to a default.  The
+remembered target (`<workspace>/target.json`, target.py) fills only the target's
+fields (the sandbox, the toolkit, the SoC, the ops release) that none of the others set.
 """
 
 from __future__ import annotations
@@ -359,22 +362,9 @@ def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
     return tuple(sorted(((str(k), str(v)) for k, v in items), key=lambda kv: -len(kv[0])))
 
 
-def resolve_options(
-    cli: Mapping[str, object],
-    env: Mapping[str, str],
-    config: Mapping[str, JSONValue],
-    spelled: Optional[Mapping[str, str]] = None,
-) -> Options:
-    """Merge the sources; `cli` holds only flags the user actually gave.  `spelled`: how
-    the command line spells a field's flag where it is not the field's name
-    (sandbox_variant is --variant), so an error names the flag the user typed."""
+def _checked_config(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
+    """The `cannbuild` config key, flattened; an unknown key is an error."""
     names = _field_names()
-    if not isinstance(config, Mapping):
-        raise UsageError(
-            f"invoke config key cannbuild is a {type(config).__name__} ({config!r}); expected a "
-            "map of option names to values.",
-            "In invoke.yaml write `cannbuild:` then indented lines such as `  jobs: 8`.",
-        )
     config = _flatten(config)
     unknown = [k for k in config if k not in names]
     if unknown:
@@ -384,18 +374,77 @@ def resolve_options(
             f"invoke config key cannbuild.{key} is not a cannbuild option.",
             f"Did you mean cannbuild.{close[0]}?" if close else f"Known keys: {', '.join(names)}.",
         )
+    return config
+
+
+def _given(
+    name: str,
+    cli: Mapping[str, object],
+    env: Mapping[str, str],
+    config: Mapping[str, JSONValue],
+    spelled: Optional[Mapping[str, str]],
+) -> Optional[Tuple[str, object]]:
+    """Where the user set field `name` (flag, variable, config key: the first that does)
+    and its raw value, or None."""
+    env_name = ENV_PREFIX + name.upper()
+    if cli.get(name) is not None and cli.get(name) != ():
+        return (spelled or {}).get(name) or "--" + name.replace("_", "-"), cli[name]
+    if env.get(env_name) not in (None, ""):
+        return f"environment variable {env_name}", env[env_name]
+    if config.get(name) is not None:
+        return f"invoke config cannbuild.{_config_name(name)}", config[name]
+    return None
+
+
+def given_fields(
+    cli: Mapping[str, object],
+    env: Mapping[str, str],
+    config: Mapping[str, JSONValue],
+    spelled: Optional[Mapping[str, str]] = None,
+) -> Dict[str, str]:
+    """The fields a flag, an environment variable or the invoke config sets, each with
+    how the user spelled it (`--soc`, `environment variable CANNBUILD_SOC`)."""
+    checked = _checked_config(_config_map(config))
+    found: Dict[str, str] = {}
+    for name in _field_names():
+        where = _given(name, cli, env, checked, spelled)
+        if where is not None:
+            found[name] = where[0]
+    return found
+
+
+def _config_map(config: object) -> Mapping[str, JSONValue]:
+    if not isinstance(config, Mapping):
+        raise UsageError(
+            f"invoke config key cannbuild is a {type(config).__name__} ({config!r}); expected a "
+            "map of option names to values.",
+            "In invoke.yaml write `cannbuild:` then indented lines such as `  jobs: 8`.",
+        )
+    return config
+
+
+def resolve_options(
+    cli: Mapping[str, object],
+    env: Mapping[str, str],
+    config: Mapping[str, JSONValue],
+    spelled: Optional[Mapping[str, str]] = None,
+    remembered: Optional[Mapping[str, object]] = None,
+    remembered_in: str = "the workspace's target.json",
+) -> Options:
+    """Merge the sources; `cli` holds only flags the user actually gave.  `spelled`: how
+    the command line spells a field's flag where it is not the field's name
+    (sandbox_variant is --variant), so an error names the flag the user typed.
+    `remembered`: the workspace's target (target.py), below the config; `remembered_in`
+    names its file in an error."""
+    names = _field_names()
+    config = _checked_config(_config_map(config))
     values: Dict[str, Any] = {}
     for name in names:
-        flag = (spelled or {}).get(name) or "--" + name.replace("_", "-")
-        env_name = ENV_PREFIX + name.upper()
-        if cli.get(name) is not None and cli.get(name) != ():
-            values[name] = _coerce(name, cli[name], flag)
-        elif env.get(env_name) not in (None, ""):
-            values[name] = _coerce(name, env[env_name], f"environment variable {env_name}")
-        elif config.get(name) is not None:
-            values[name] = _coerce(
-                name, config[name], f"invoke config cannbuild.{_config_name(name)}"
-            )
+        where = _given(name, cli, env, config, spelled)
+        if where is not None:
+            values[name] = _coerce(name, where[1], where[0])
+        elif remembered is not None and remembered.get(name) is not None:
+            values[name] = _coerce(name, remembered[name], f"{remembered_in} key {name}")
     options = Options(**values)
     if "workspace" not in values:
         options = replace(options, workspace=Path(os.path.abspath(options.workspace)))

@@ -26,11 +26,12 @@ from .build.stamps import read_stamp
 from .build.steps import RunResult, run_steps
 from .errors import CannbuildError
 from .host.toolchain import remember_tools
-from .housekeeping import ATTEMPT_FILE, RUNNING
+from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
 from .report import build_report, step_records, write_report
 from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
+from .target import record_session
 from .validate import ValidationRun, validate_session
 from .workspace import read_json, write_json_atomic
 
@@ -50,8 +51,11 @@ class Made(Struct, frozen=True, kw_only=True):
     """What the workspace now holds, for the closing lines a user acts on."""
 
     packages: Tuple[Tuple[str, str, str], ...]  # (step, .run path, sha256)
-    installed: Optional[Path]  # the vendor folder, when the install step has run
+    installed: Optional[Path]  # the vendor folder, when it holds this target's install
     set_env: Optional[Path]
+    # why the vendor folder's package is not this build's (another SoC, a rebuilt package)
+    stale: Tuple[str, ...] = ()
+    stale_dir: Optional[Path] = None
 
 
 class PipelineRun(Struct, frozen=True, kw_only=True):
@@ -69,9 +73,12 @@ class PipelineRun(Struct, frozen=True, kw_only=True):
 
 
 def made(session: Session) -> Made:
-    """The packages the build steps' stamps record, and the install, if there is one."""
+    """The packages the build steps' stamps record, and the install, if there is one of
+    this session's build: an install made for another SoC, or of a package built again
+    since, is named stale, not installed (housekeeping.install_staleness)."""
     packages: List[Tuple[str, str, str]] = []
     installed = None
+    stale: List[str] = []
     for spec in session.recipe.steps:
         stamp = read_stamp(session.ws, spec.name)
         if stamp is None:
@@ -79,12 +86,17 @@ def made(session: Session) -> Made:
         for artifact in stamp.get("artifacts", []):
             packages.append((spec.name, artifact["path"], artifact.get("sha256", "")))
         if spec.action == "vendor":
-            installed = session.vendor_dir
+            state, why = step_facts(session.ws, {"step": spec.name, **stamp})
+            stale = [why] if state != "built" else []
+            stale += install_staleness(session.ws, stamp, session.soc, None)
+            installed = None if stale else session.vendor_dir
     set_env = installed / "bin" / "set_env.bash" if installed else None
     return Made(
         packages=tuple(packages),
         installed=installed,
         set_env=set_env if set_env and set_env.is_file() else None,
+        stale=tuple(stale),
+        stale_dir=session.vendor_dir if stale else None,
     )
 
 
@@ -284,6 +296,10 @@ def run_pipeline(
             notes = tuple(state.notes[len(sources.notes) :]) if state else ()
         failed = result.failed.name if result.failed is not None else None
         _record_attempt(session, run_id, request.command, failed)
+        # what the workspace builds for from now on: its sources are this target's, a
+        # failed step included (a bare rerun resumes it); a run refused before (drift under
+        # --locked, a fetch error) leaves the record as it was
+        record_session(session, request.command)
         validation = None
         if request.validate and failed is None:
             validation = validate_session(

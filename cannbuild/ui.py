@@ -195,6 +195,11 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
         lines.append(f"installed: {run.made.installed}")
     if run.made.set_env is not None:
         lines.append(f"to use it: source {run.made.set_env}")
+    if run.made.stale:
+        lines.append(
+            f"not installed: {run.made.stale_dir} holds an older package "
+            f"({'; '.join(run.made.stale)}); `cannbuild install` installs this build"
+        )
     lines.append(f"report: {run.report_dir}/report.md")
     stream.write("\n".join(lines) + "\n")
     stream.flush()
@@ -300,6 +305,13 @@ def print_doctor_summary(host: HostReport) -> None:
 
 def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> None:
     lines = [f"workspace {data['workspace']}" + ("" if data["exists"] else " (does not exist yet)")]
+    target = data.get("target")
+    if target:
+        soc = f", --soc={target['soc']}" if target.get("soc") else ""
+        lines.append(
+            f"target: {target['host']}{soc} (set by {target['set_by']} on {target['set_at']}; "
+            "flags override it)"
+        )
     lock = data.get("lock")
     if lock:
         lines.append(
@@ -324,9 +336,15 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
         lines.append("nothing built yet")
     install = data.get("install")
     if install and install["state"] != "installed":
-        lines.append(f"not installed: {install['step']} must run again ({install['reason']})")
+        why = "; ".join([install["reason"], *install.get("stale", [])])
+        lines.append(f"not installed: {install['step']} must run again ({why})")
     for item in data["installed"]:
-        lines.append(f"installed: {item['vendor']}")
+        lines.append(f"installed: {item['vendor']}" + (" (stale)" if item.get("stale") else ""))
+        if item.get("stale"):
+            lines.append(
+                f"  stale: {'; '.join(item['stale'])} (`cannbuild install` installs the "
+                "current build)"
+            )
         lines.append(f"  to use it: source {item['set_env']}")
     v = data.get("validation")
     if v:

@@ -10,6 +10,7 @@
   logs/<run>/<step>.log logs/latest -> <run>
   reports/<run>/        report.json, report.md; reports/latest -> <run>
   tmp/                  TMPDIR for every step (self-extracting .run files unpack here)
+  target.json           the host and SoC the workspace builds for, remembered (target.py)
   .lock, .cannbuild-owned  the run lock (locks.py) and the ownership marker (ownership.py)
 """
 
@@ -138,6 +139,11 @@ class Workspace(Struct, frozen=True, kw_only=True):
     @property
     def validate(self) -> Path:
         return self.root / "validate"
+
+    @property
+    def target(self) -> Path:
+        """The remembered target (target.py): what later tasks take where no flag says."""
+        return self.root / "target.json"
 
 
 def _umask() -> int:

@@ -278,6 +278,8 @@ SESSION_FLAGS = (
     "wait",
 )
 RUN_FLAGS = (*SESSION_FLAGS, "force", "with_step", "verbose", "dry_run")
+# The options that name a workspace's target (target.py): what `status` compares with.
+TARGET_FLAGS = ("sandbox", "variant", "cann", "sysroot", "cann_path", "soc", "ops_release")
 
 
 def with_env(flag: Flag, text: str) -> str:
@@ -451,18 +453,28 @@ def list_of(flags: Mapping[str, FlagValue], name: str) -> List[str]:
     raise TypeError(f"option {name} may be repeated, got {value!r}")
 
 
-def make_options(c: Context, values: Mapping[str, FlagValue]) -> Options:
-    """`Options` from the given option values (those the user set), the environment and
-    the `cannbuild` key of invoke.yaml."""
-    config = c.config.get("cannbuild") or {}
+def option_fields(values: Mapping[str, FlagValue]) -> Dict[str, FlagValue]:
+    """The Options fields the given option values set (those the user gave)."""
     cli: Dict[str, FlagValue] = {}
     for name, value in values.items():
         flag = FLAGS.get(name)
         if flag is None or flag.field is None or value in (None, False, [], ()):
             continue
         cli[flag.field] = value
-    spelled = {f.field: f.option for f in FLAGS.values() if f.field}
-    return resolve_options(cli, os.environ, config, spelled)
+    return cli
+
+
+def spellings() -> Dict[str, str]:
+    """How the command line spells each Options field's flag (sandbox_variant: --variant)."""
+    return {f.field: f.option for f in FLAGS.values() if f.field}
+
+
+def make_options(c: Context, values: Mapping[str, FlagValue]) -> Options:
+    """`Options` from the given option values (those the user set), the environment and
+    the `cannbuild` key of invoke.yaml; without the workspace's remembered target (a
+    task that targets a host takes `_target.target_options`)."""
+    config = c.config.get("cannbuild") or {}
+    return resolve_options(option_fields(values), os.environ, config, spellings())
 
 
 def lock_to_read(c: Context, values: Mapping[str, FlagValue], options: Options) -> Options:

@@ -15,7 +15,8 @@ from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_writable
 from ._config import Context
-from ._flags import FlagValue, make_options
+from ._flags import FlagValue
+from ._target import target_options
 
 if TYPE_CHECKING:
     from .. import progress as progress_ui
@@ -66,8 +67,12 @@ def on_sandbox(options: Options, dry_run: bool) -> Options:
     return sandboxed(options, dry_run).options
 
 
-def open_session(c: Context, flags: Mapping[str, FlagValue]) -> Session:
-    made = sandboxed(make_options(c, flags), bool(flags.get("dry_run")))
+def open_session(c: Context, flags: Mapping[str, FlagValue], builds: bool = False) -> Session:
+    """The session a task runs on: its options (the workspace's remembered target under
+    the flags: `_target.target_options`), pointed at the sandbox when it is one, and the
+    host read.  `builds`: the task builds for that target (and records it)."""
+    options = target_options(c, flags, builds)
+    made = sandboxed(options, bool(flags.get("dry_run")))
     return build_session.open_session(made.options, os.environ, Path.cwd(), made.info, made.lease)
 
 

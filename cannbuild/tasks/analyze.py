@@ -138,7 +138,7 @@ def _run(
             "Pass a folder (new or existing; nothing in it is removed).",
         )
     try:
-        session = open_session(c, {**flags, "dry_run": dry_run})
+        session = open_session(c, {**flags, "dry_run": dry_run}, builds=True)
     except DryRunStop as stop:
         ui.note(f"dry run: {stop}. Nothing was changed.")
         return None
@@ -175,7 +175,7 @@ def diagnose(
     shape = profile_shape.shape_from_flags(flags)
     # the profile first: a bad one is exit 2 naming it, before the host is probed
     summary = profile_summary.summarise(Path(profile), timeline=False) if profile else None
-    session = open_session(c, flags)
+    session = open_session(c, flags, builds=True)
     bring_up_to_date(session, "cannbuild diagnose", json)
     toolkit_env = session.host.build_env or {}
     inputs = diagnosis.DiagnoseInputs(

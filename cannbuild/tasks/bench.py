@@ -83,7 +83,7 @@ def bench(
     layouts = sh.parse_layouts(layout) if layout else ("BNSD",)
     seconds = _budget(budget)
     specs = bench_variants.parse_variants(variants, build_variant or [], Path.cwd())
-    session = open_session(c, flags)
+    session = open_session(c, flags, builds=True)
     bench_run.check_torch()  # before a build it would not use
     bring_up_to_date(session, "cannbuild bench", json)
     dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))

@@ -15,6 +15,7 @@ from ._config import Context
 from ._flags import (
     RUN_FLAGS,
     SESSION_FLAGS,
+    TARGET_FLAGS,
     FlagValue,
     cli_task,
     list_of,
@@ -23,10 +24,12 @@ from ._flags import (
     text_of,
 )
 from ._session import DryRunStop, open_session, run_build
+from ._target import target_options
 
 if TYPE_CHECKING:
     from .. import housekeeping, locks, transaction
     from .. import progress as progress_ui
+    from .. import target as targets
     from .. import validate as validation
     from ..build import session as build_session
     from ..build import steps as build_steps
@@ -39,6 +42,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     housekeeping = lazy_module("cannbuild.housekeeping")
     locks = lazy_module("cannbuild.locks")
     progress_ui = lazy_module("cannbuild.progress")
+    targets = lazy_module("cannbuild.target")
     transaction = lazy_module("cannbuild.transaction")
     validation = lazy_module("cannbuild.validate")
     build_session = lazy_module("cannbuild.build.session")
@@ -73,7 +77,7 @@ def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: st
     if not flags.get("dry_run"):
         return False
     try:
-        session = open_session(c, flags)
+        session = open_session(c, flags, builds=True)
     except DryRunStop as stop:
         ui.note(f"dry run: {stop}; then {what}. Nothing was changed.")
         return True
@@ -93,17 +97,18 @@ def plan(c: Context, json: bool = False, phases: Optional[str] = None, **flags: 
 def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool) -> None:
     if flags.get("dry_run"):
         try:
-            session = open_session(c, flags)
+            session = open_session(c, flags, builds=True)
         except DryRunStop as stop:
             ui.note(f"dry run: {stop}. Nothing was changed.")
             return
         names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
         ui.note(f"dry run: {command} would fetch {names} and write {session.options.lock_file}.")
         return
-    session = open_session(c, flags)
+    session = open_session(c, flags, builds=True)
     check_writable(session.options.lock_file, "--lock-file")
     with locks.WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
         state = pinning.sync_sources(session.source_request(), **how)
+        targets.record_session(session, command)
     ui.print_sources(state, session.options.lock_file)
 
 
@@ -170,7 +175,7 @@ def run_and_report(
     flags = {**flags, "force": [f for f in force if f != "validate"]}
     if _dry(c, flags, phases, command):
         return None
-    session = open_session(c, flags)
+    session = open_session(c, flags, builds=True)
     check_writable(session.options.lock_file, "--lock-file")
     if validate:
         ui.print_doctor_summary(session.host)
@@ -301,12 +306,26 @@ def clean(
     ui.note(f"removed {len(targets)} paths ({freed / 1e6:.1f} MB) from {options.workspace}")
 
 
-@cli_task("workspace", "lock_file", "json")
+@cli_task(
+    "workspace",
+    "lock_file",
+    "json",
+    *TARGET_FLAGS,
+    help={"sandbox": "the workspace's sandbox target (read only: status never makes one)"},
+)
 def status(c: Context, json: bool = False, **flags: FlagValue) -> None:
-    """What this workspace holds: what is built and installed, from which commits, the
-    last validation and the last build attempt (reads the workspace only)."""
-    options = lock_to_read(c, flags, make_options(c, flags))
-    data = housekeeping.workspace_status(options.workspace, options.lock_file)
+    """What this workspace holds: its target, what is built and installed, from which
+    commits, the last validation and the last build attempt (reads the workspace only).
+
+    An install or validation made for another SoC, toolkit or commit than the current
+    target and lock is marked stale."""
+    options = lock_to_read(c, flags, target_options(c, flags))
+    data = housekeeping.workspace_status(
+        options.workspace,
+        options.lock_file,
+        soc=options.soc,
+        target=targets.read_target(options.workspace),
+    )
     if json:
         ui.print_json(data)
     else:

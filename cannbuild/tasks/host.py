@@ -12,6 +12,7 @@ from ..lazy import lazy_module
 from ._config import Context
 from ._flags import FlagValue, cli_task, make_options
 from ._session import on_sandbox
+from ._target import target_options
 
 if TYPE_CHECKING:
     from .. import sandbox as sandboxes
@@ -30,7 +31,7 @@ def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
 
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
-    options = on_sandbox(make_options(c, flags), dry_run=False)
+    options = on_sandbox(target_options(c, flags), dry_run=False)
     report = requirements.doctor_report(options, os.environ, Path.cwd())
     if json:
         ui.print_json(report.to_json())

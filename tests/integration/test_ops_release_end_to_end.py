@@ -43,9 +43,14 @@ def test_9_0_1_sets_up_from_cold_and_ops_9_0_1_builds_only_where_published(cli_f
     assert built is not None and built.ref == "tag v9.0.1"
     assert built.commit == tag_commit(on_900.sandbox, "ops-transformer", "v9.0.1")
     assert built.commit != tag_commit(on_900.sandbox, "ops-transformer", "v9.0.0")
-    # the same sources need the same choice: without it the lock is drift
+    # the workspace remembers the choice: a bare rerun builds the same sources ...
     proc = on_900("build", "--locked")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # ... and another choice is drift from the lock, saying what it changes
+    proc = on_900("build", "--locked", "--ops-release", "9.0.0")
     assert proc.returncode == 6 and "ops release: the lock was made for ops 9.0.1" in proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "--ops-release 9.0.0 differs from this workspace's ops release, 9.0.1" in said
 
     # ops 9.0.1 on the 8.5.0 toolkit: no note pairs them
     on_850 = cli_for("A2-8.5.0", tmp_path / "on-8.5.0")

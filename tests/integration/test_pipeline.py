@@ -163,8 +163,26 @@ def test_changing_soc_reruns_exactly_the_ops_transformer_steps(cli):
         "soc changed: ascend910b -> ascend910_93",
     )
     assert status["ops-transformer-install"][0] == "needs run"
-    proc = cli("install", "--soc", "ascend910_93")
-    assert started_steps(proc.stderr) == ["ops-transformer-build", "ops-transformer-install"]
+    # a build for A3 over the A2 install: it says what the flag changes, and the end names
+    # no install it did not make; status marks the A2 install and its validation stale
+    proc = cli("build", "--soc", "ascend910_93")
+    assert started_steps(proc.stderr) == ["ops-transformer-build"]
+    assert "--soc ascend910_93 differs from this workspace's ascend910b" in proc.stderr
+    assert "building for ascend910_93" in proc.stderr
+    assert "installed: " not in proc.stderr.replace("not installed: ", "")
+    assert "to use it:" not in proc.stderr
+    assert "built for ascend910b; this workspace now targets ascend910_93" in proc.stderr
+    status_text = cli("status", sandbox=False).stdout
+    assert "--soc=ascend910_93 (set by cannbuild build" in status_text
+    assert "not installed: ops-transformer-install must run again" in status_text
+    assert "built for ascend910b; this workspace now targets ascend910_93" in status_text
+    data = json.loads(cli("status", "--json", sandbox=False).stdout)
+    assert data["install"]["stale"] == [
+        "built for ascend910b; this workspace now targets ascend910_93"
+    ]
+    assert data["installed"] == [] and data["target"]["soc"] == "ascend910_93"
+    proc = cli("install")  # the workspace remembers --soc: a bare install installs the A3 build
+    assert started_steps(proc.stderr) == ["ops-transformer-install"]
     # an A3 package on this A2 host: the operator finds no kernel for the device
     proc = cli("validate", "--soc", "ascend910_93", "--cases", "fp32_bsh_s128_d64_gqa")
     assert proc.returncode == 5

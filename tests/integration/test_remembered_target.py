@@ -1,0 +1,68 @@
+"""A workspace remembers its target (issue 30): after `setup --sandbox`, doctor, plan,
+validate and status need no flags on both routes; a flag that differs says so and wins
+for the run; `--cann-path=<a sandbox's toolkit>` is that sandbox.  On the session's
+installed workspace (no build of its own)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import base_env
+
+from clirun import argv_for
+
+CASE = "fp32_bsh_s128_d64_gqa"
+
+
+def bare(route: str, cwd, *args: str) -> subprocess.CompletedProcess:
+    """`args` through `route` with no sandbox flag and no CANNBUILD_* variable: only
+    what the workspace remembers says which host it is."""
+    return subprocess.run(
+        argv_for(route, args), cwd=cwd, env=base_env(), capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.mark.parametrize("route", ["cannbuild", "invoke"])
+def test_after_setup_sandbox_doctor_plan_validate_and_status_need_no_flags(installed, route):
+    setup = installed("setup", "--cases", CASE)
+    assert setup.returncode == 0, setup.stderr
+    target = json.loads((installed.ws / "target.json").read_text())
+    assert (target["sandbox"], target["sandbox_variant"], target["sandbox_cann"]) == (
+        True,
+        "A2",
+        "8.5.0",
+    )
+    assert target["sandbox_dir"] == str(installed.sandbox)  # the shared one, not <ws>/sandbox
+    for args in (("doctor",), ("plan", "--json"), ("validate", "--cases", CASE), ("status",)):
+        proc = bare(route, installed.cwd, *args)
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+        assert "differs" not in proc.stderr and "Traceback" not in proc.stderr
+    plan = json.loads(bare(route, installed.cwd, "plan", "--json").stdout)
+    assert {s["status"] for s in plan["steps"]} == {"up to date"}
+    status = bare(route, installed.cwd, "status").stdout
+    assert "target: the sandbox (A2, CANN 8.5.0)" in status
+    assert "validation: PASS" in status and "stale" not in status
+    assert not (installed.ws / "sandbox").exists()  # no second sandbox was made
+
+
+def test_a_differing_soc_flag_says_what_it_changes_and_wins_for_the_run(installed):
+    before = (installed.ws / "target.json").read_text()
+    proc = bare("cannbuild", installed.cwd, "plan", "--json", "--soc", "ascend910_93")
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "--soc ascend910_93 differs from this workspace's ascend910b (set by cannbuild" in said
+    assert "this run uses ascend910_93" in said
+    steps = {s["name"]: s for s in json.loads(proc.stdout)["steps"]}
+    assert steps["ops-transformer-build"]["reason"] == "soc changed: ascend910b -> ascend910_93"
+    assert (installed.ws / "target.json").read_text() == before  # plan only reads
+
+
+def test_invoke_with_a_sandbox_toolkit_as_cann_path_runs_on_that_sandbox(installed, tmp_path):
+    toolkit = installed.sandbox / "sysroot/usr/local/Ascend/cann"
+    proc = bare("invoke", tmp_path, "build", "--dry-run", f"--cann-path={toolkit}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"is the toolkit of the sandbox at {installed.sandbox} (A2, CANN 8.5.0)" in said
+    assert "dry run" in said and not (tmp_path / ".cannbuild" / "target.json").exists()
