@@ -3,11 +3,12 @@
 Sources (shared reference profiler-formats.md §0, §3): at torch_npu's default Level0
 the `Type` cell is `N/A` and the type is the last `_` segment of the kernel name
 (`aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore`), the fallback
-the CANN team's own kernel_details reader uses; older GE-style names are
-`<Type><node number>` (`BatchMatMul96`).  Unfused attention is Huawei's
-FlashAttentionFusionPass pattern: (Batch)MatMul(V2|V3) -> Mul -> Softmax(V2) ->
-(Batch)MatMul, where real graphs also put Cast, TransData and DropOutDoMask between
-them and the scale and mask may be fused into ScaledMaskedSoftmax.
+the CANN team's own kernel_details reader uses; GE graphs name kernels after their
+nodes, `<Type><node number>` (`BatchMatMul96`) or `trans_<Type>_<n>`, and the number
+is dropped.  Unfused attention is Huawei's FlashAttentionFusionPass pattern:
+(Batch)MatMul(V2|V3) -> Mul -> Softmax(V2) -> (Batch)MatMul, where real graphs also
+put the mask, dropout and view or layout ops (AsStrided, Transpose, ViewCopy,
+TransData, Cast) between them; the families are below, the matcher in chains.py.
 """
 
 from __future__ import annotations
