@@ -404,7 +404,8 @@ def print_profile(
     lines = ["attention:"]
     if fused["count"]:
         kinds = ", ".join(
-            f"{t['type']} x{t['count']} ({t['total_us']:.1f} us)" for t in fused["types"]
+            f"{t['type']} x{t['count']} {t['direction']} ({t['total_us']:.1f} us)"
+            for t in fused["types"]
         )
         lines += wrap(kinds, 4, "  fused:   ", stream)
     else:

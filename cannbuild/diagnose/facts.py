@@ -92,12 +92,13 @@ def ops_info_path(vendor: Path, soc: str) -> Path:
     return vendor / "op_impl" / "ai_core" / "tbe" / "config" / soc / f"aic-{soc}-ops-info.json"
 
 
-def operator_facts(vendor: Path, soc: str, checkout: Path) -> OperatorFacts:
+def operator_facts(vendor: Optional[Path], soc: str, checkout: Path) -> OperatorFacts:
+    """`vendor` None: no package to read (diagnose off the NPU host)."""
     doc, lines = _doc(checkout)
     limits = _doc_limits(doc, lines) if doc else {}
     for axis, high in BUILTIN_RANGES.items():
         limits.setdefault(axis, Limit(axis=axis, low=1, high=high, source=BUILTIN_SOURCE))
-    dtypes, source = _installed_dtypes(vendor, soc)
+    dtypes, source = _installed_dtypes(vendor, soc) if vendor is not None else ([], "")
     if not dtypes and doc:
         dtypes, source = _doc_dtypes(doc, lines)
     if not dtypes:

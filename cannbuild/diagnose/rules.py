@@ -15,6 +15,13 @@ if TYPE_CHECKING:
     from ..profile.summary import ProfileSummary
 
 
+SEPARATE_OPS = "no operator limit applies"
+CALL_FUSED = (
+    "Call torch_npu.npu_fusion_attention (or the model's flash-attention option) instead of "
+    "matmul/softmax/matmul."
+)
+
+
 def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
     if dtype is None:
         return Check(
@@ -178,7 +185,10 @@ def profile_checks(
     soc: str,
     done: Sequence[Check],
     summary: Optional[ProfileSummary] = None,
+    off_host: bool = False,
 ) -> List[Check]:
+    """One row per chain group (five, then a count).  `off_host`: registration could not
+    be checked here, so it is neither blamed nor cleared."""
     if summary is None:
         summary = summarise(path, timeline=False)
     a = summary.analysis
@@ -215,6 +225,8 @@ def profile_checks(
             f"{group.total_us:.1f} us" + (f" ({', '.join(facts_seen)})" if facts_seen else "")
         )
         cause, fix = _cause(dtype, dims, facts, soc, registration)
+        if off_host and cause.startswith(SEPARATE_OPS):
+            cause, fix = _off_host_cause(fused)
         checks.append(
             Check(id=f"profile.chain{i}", status=FAIL, detail=f"{what}: {cause}", hint=fix)
         )
@@ -264,8 +276,21 @@ def _cause(
             "record_shapes=True; cannbuild profile --run --level 1) to see them.",
         )
     return (
-        "no operator limit applies and the package is found: the model computes attention "
-        "with separate ops",
-        "Call torch_npu.npu_fusion_attention (or the model's flash-attention option) instead of "
-        "matmul/softmax/matmul.",
+        f"{SEPARATE_OPS} and the package is found: the model computes attention with separate ops",
+        CALL_FUSED,
+    )
+
+
+def _off_host_cause(fused: int) -> Tuple[str, str]:
+    if fused:
+        # The fused op ran in the same profile: the package was found on the host that made it.
+        return (
+            f"{SEPARATE_OPS}, and the fused op ran in the same profile (so the package was found "
+            "on the host that made it): the model computes this attention with separate ops",
+            CALL_FUSED,
+        )
+    return (
+        f"{SEPARATE_OPS}; registration is not checkable here (no CANN toolkit): either the model "
+        "computes attention with separate ops, or the package was not found on the NPU host",
+        CALL_FUSED + " Run cannbuild diagnose on the NPU host to check the registration.",
     )

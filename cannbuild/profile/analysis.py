@@ -2,9 +2,11 @@
 timeline windows, in memory bounded by the number of op types and streams.
 
 Kernels arrive per stream in time order (a file's CSV rows sorted by start, a trace's
-events as written).  The chain finder is a small state machine per stream: a MatMul,
-then only the elementwise ops real graphs put there, a Softmax, the same ops again,
-and a closing MatMul.  Anything else on that stream breaks the candidate.
+events as written).  The chain finder (chains.py) is a small state machine per stream:
+a MatMul, the scale, mask and view ops real graphs put there, a Softmax, dropout and
+views, and a closing MatMul; anything else on that stream breaks the candidate.
+Chains are kept twice: grouped by signature (the ops and the first MatMul's inputs,
+for diagnose) and one by one, up to MAX_LISTED of them (the rest are only counted).
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from .chains import MAX_CHAIN, Chain, ChainKernel, ChainMatcher
 from .ops import category, dtype_word, is_fused_attention, strip_quotes
 
 CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
-MAX_CHAIN = 32  # a "chain" longer than this is not attention
+# Chains listed one by one (a training profile of a few steps has a few hundred: steps x layers);
+# all of them are counted and grouped.
+MAX_LISTED = 1000
 
 
 class Kernel(Struct, frozen=True, kw_only=True):
@@ -114,6 +119,8 @@ class Analysis(Struct, frozen=True, kw_only=True):
     kernels: int = 0
     total_us: float = 0.0
     chains: Tuple[ChainGroup, ...] = ()
+    chain_list: Tuple[Chain, ...] = ()  # in the order they were found, at most MAX_LISTED
+    chains_unlisted: int = 0
     windows: Tuple[Window, ...] = ()
     out_of_order: int = 0
 
@@ -140,11 +147,16 @@ class Analysis(Struct, frozen=True, kw_only=True):
         kinds = {w.kind for w in self.windows}
         # One timeline window of each kind: the first seen wins.
         windows = self.windows + tuple(w for w in other.windows if w.kind not in kinds)
+        listed = (self.chain_list + other.chain_list)[:MAX_LISTED]
+        unlisted = self.chains_unlisted + other.chains_unlisted
+        unlisted += len(self.chain_list) + len(other.chain_list) - len(listed)
         return Analysis(
             ops=_sorted_ops(ops.values()),
             kernels=self.kernels + other.kernels,
             total_us=self.total_us + other.total_us,
             chains=tuple(sorted(chains.values(), key=lambda c: -c.total_us)),
+            chain_list=listed,
+            chains_unlisted=unlisted,
             windows=windows,
             out_of_order=self.out_of_order + other.out_of_order,
         )
@@ -185,8 +197,6 @@ class _Pending(Struct, kw_only=True):
 
 
 class _Stream(Struct, kw_only=True):
-    phase: int = 0  # 0: no candidate, 1: after the first MatMul, 2: after the Softmax
-    chain: List[Kernel] = field(default_factory=list)
     recent: Deque[Kernel] = field(default_factory=lambda: deque(maxlen=CONTEXT + MAX_CHAIN))
     last_start: float = float("-inf")
 
@@ -199,6 +209,9 @@ class Analyzer:
         self._cores: Dict[str, str] = {}
         self._streams: Dict[str, _Stream] = {}
         self._chains: Dict[Tuple[str, ...], ChainGroup] = {}
+        self._matcher: ChainMatcher[Kernel] = ChainMatcher()
+        self._listed: List[Chain] = []
+        self._unlisted = 0
         self._pending: List[_Pending] = []
         self._windows: List[Window] = []
         self._want_windows = {"fused", "unfused"} if windows else set()
@@ -230,37 +243,34 @@ class Analyzer:
         if self._pending:
             self._feed_pending(k)
         st.recent.append(k)
-        kind = category(k.op_type)
         # The first fused call opens the "fused" timeline window; later ones only count.
-        if kind == "fused" and "fused" in self._want_windows:
+        if "fused" in self._want_windows and category(k.op_type) == "fused":
             self._open_window("fused", st, [k])
-        self._step(st, k, kind)
-
-    def _step(self, st: _Stream, k: Kernel, kind: str) -> None:
-        # The state machine of the module docstring (Huawei's FlashAttentionFusionPass pattern):
-        #   phase 0 --MatMul--> 1 --Softmax--> 2 --MatMul--> emit a chain, back to 0
-        # with "between" ops (Mul, Cast, TransData, DropOutDoMask, ...) allowed in 1 and 2.
-        if st.phase == 0:
-            if kind == "matmul":
-                st.chain, st.phase = [k], 1
-            return
-        # MAX_CHAIN bounds the ops kept: a longer run of elementwise ops is not one attention.
-        if kind == "between" and len(st.chain) < MAX_CHAIN:
-            st.chain.append(k)
-        elif st.phase == 1 and kind == "softmax":
-            st.chain.append(k)
-            st.phase = 2
-        elif kind == "matmul" and st.phase == 2:
-            st.chain.append(k)
-            self._emit(st, st.chain)
-            st.chain, st.phase = [], 0
-        elif kind == "matmul":  # a MatMul before any Softmax starts a new candidate
-            st.chain, st.phase = [k], 1
-        else:
-            st.chain, st.phase = [], 0
+        done = self._matcher.step(k.stream, k, k.op_type)
+        if done is not None:
+            self._emit(st, done)
 
     def _emit(self, st: _Stream, chain: List[Kernel]) -> None:
         first = chain[0]
+        if len(self._listed) < MAX_LISTED:
+            self._listed.append(
+                Chain(
+                    stream=first.stream,
+                    kernels=tuple(
+                        ChainKernel(
+                            op_type=c.op_type,
+                            name=c.name,
+                            start_us=c.start_us,
+                            dur_us=c.dur_us,
+                            input_shapes=c.input_shapes,
+                            input_dtypes=c.input_dtypes,
+                        )
+                        for c in chain
+                    ),
+                )
+            )
+        else:
+            self._unlisted += 1
         group = ChainGroup(
             stream=first.stream,
             ops=tuple(c.op_type for c in chain),
@@ -329,6 +339,8 @@ class Analyzer:
             kernels=self.kernels,
             total_us=self.total_us,
             chains=tuple(sorted(self._chains.values(), key=lambda c: -c.total_us)),
+            chain_list=tuple(self._listed),
+            chains_unlisted=self._unlisted,
             windows=tuple(sorted(windows, key=lambda w: w.kind)),
             out_of_order=self.out_of_order,
         )

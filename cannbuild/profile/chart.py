@@ -31,7 +31,7 @@ LABELS = {
     "fused": "fused attention",
     "matmul": "MatMul",
     "softmax": "Softmax",
-    "between": "Mul/Cast/TransData/Dropout",
+    "between": "scale/mask/dropout/view",
     "other": "other kernels",
 }
 

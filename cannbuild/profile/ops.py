@@ -3,11 +3,12 @@
 Sources (shared reference profiler-formats.md §0, §3): at torch_npu's default Level0
 the `Type` cell is `N/A` and the type is the last `_` segment of the kernel name
 (`aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore`), the fallback
-the CANN team's own kernel_details reader uses; older GE-style names are
-`<Type><node number>` (`BatchMatMul96`).  Unfused attention is Huawei's
-FlashAttentionFusionPass pattern: (Batch)MatMul(V2|V3) -> Mul -> Softmax(V2) ->
-(Batch)MatMul, where real graphs also put Cast, TransData and DropOutDoMask between
-them and the scale and mask may be fused into ScaledMaskedSoftmax.
+the CANN team's own kernel_details reader uses; GE graphs name kernels after their
+nodes, `<Type><node number>` (`BatchMatMul96`) or `trans_<Type>_<n>`, and the number
+is dropped.  Unfused attention is Huawei's FlashAttentionFusionPass pattern:
+(Batch)MatMul(V2|V3) -> Mul -> Softmax(V2) -> (Batch)MatMul, where real graphs also
+put the mask, dropout and view or layout ops (AsStrided, Transpose, ViewCopy,
+TransData, Cast) between them; the families are below, the matcher in chains.py.
 """
 
 from __future__ import annotations
@@ -18,28 +19,113 @@ from typing import Dict, Optional
 # What both profilers write in any cell that does not apply, at every level.
 NA = "N/A"
 
-# The FlashAttentionFusionPass lists [BatchMatMulV2, BatchMatMul, MatMul, MatMulV2]; newer CANN
-# also runs `aclnnMatmul_MatMulV3Common_MatMulV3` (Type MatMulV3).
+# The op families of an unfused attention on the device, as kernel types.  Sources:
+# msprof-analyze 26.2.0 (PyPI) msprof_analyze/advisor/rules/op_fusion_pass.yaml
+# (FlashAttentionFusionPass: [BatchMatMulV2, BatchMatMul, MatMul, MatMulV2] -> [Mul] ->
+# [Softmax, SoftmaxV2] -> the MatMuls again; FlashAttentionFusionPass_V2 puts a TransData
+# between Mul and Softmax) and timeline_fusion_ops.yaml (npu_fusion_attention's aten patterns
+# `matmul-(add){0,1}-(mul){0,1}-(masked_fill_|add){0,1}-softmax-(dropout){0,1}-matmul`); the
+# type names are the ones the ops repos register (hicann/ops-nn, ops-math, ops-transformer
+# OP_ADD: BatchMatMulV3, MatMulV3, ScaledMaskedSoftmaxV2, DropOutDoMaskV3, ...).
 MATMUL = frozenset(
-    {"MatMul", "MatMulV2", "MatMulV3", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"}
+    {
+        "MatMul",
+        "MatMulV2",
+        "MatMulV3",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "TransposeBatchMatMul",
+    }
 )
 # [Softmax, SoftmaxV2] in the pass; GE-era graphs fuse scale and mask into ScaledMaskedSoftmax
 # (`ScaledMaskedSoftmax98` in msprof-analyze's unfused sample).
-SOFTMAX = frozenset({"Softmax", "SoftmaxV2", "ScaledMaskedSoftmax"})
-# what real graphs put between the MatMuls and the Softmax (scale, mask, casts, layout
-# changes, dropout); Add/Adds: the additive mask of `scores + mask * -10000`
-BETWEEN = frozenset(
-    {"Mul", "Muls", "Add", "Adds", "Cast", "TransData", "DropOutDoMask", "MaskedFill"}
+SOFTMAX = frozenset(
+    {
+        "Softmax",
+        "SoftmaxV2",
+        "ScaledMaskedSoftmax",
+        "ScaledMaskedSoftmaxV2",
+        "MaskedSoftmaxWithRelPosBias",
+    }
 )
+# Between the first MatMul and the Softmax: the scale (`Mul`/`Muls`, or a division by sqrt(D)) and
+# the mask (the additive `scores + mask`, or masked_fill, which runs as MaskedFill or Select).
+SCALE_MASK = frozenset(
+    {
+        "Mul",
+        "Muls",
+        "RealDiv",
+        "Div",
+        "DivV2",
+        "Add",
+        "Adds",
+        "Sub",
+        "MaskedFill",
+        "Select",
+        "SelectV2",
+    }
+)
+# Between the Softmax and the second MatMul: dropout on the probabilities.
+DROPOUT = frozenset({"DropOutDoMask", "DropOutDoMaskV3", "DropOutDoMaskV3D", "DropOutV3"})
+# Anywhere in the chain: views and layout or dtype changes of the operands (the V operand's
+# `AsStrided93` sits between DropOutDoMask100 and BatchMatMul101 in msprof-analyze's real
+# unfused sample; autocast runs Softmax in fp32 between two Casts).
+VIEW = frozenset(
+    {
+        "AsStrided",
+        "Transpose",
+        "TransposeD",
+        "TransposeV2",
+        "ConfusionTransposeD",
+        "Reshape",
+        "ViewCopy",
+        "Contiguous",
+        "TransData",
+        "Cast",
+        "TensorMove",
+        "Identity",
+        "BroadcastTo",
+        "ExpandDims",
+        "Squeeze",
+        "Unsqueeze",
+    }
+)
+BETWEEN = SCALE_MASK | DROPOUT | VIEW
 # The inference op whose type lacks "flashattention" but which fuses attention all the same.
 FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 
-# GE-style node names: the op type followed by the node's number
-# `BatchMatMul96`, `ScaledMaskedSoftmax98`, `DropOutDoMask99`. The type must end in a letter, so
-# `MatMulV27` (which could be MatMulV2, node 7) is not split and stays whole.
-_GE_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9]*?[A-Za-z])(\d+)$")
-# Only known types are split off: an unknown name ending in digits may be no GE name.
-_KNOWN = MATMUL | SOFTMAX | BETWEEN | {"Transpose", "Reshape", "ZerosLike", "Add"}
+# Op types that end in a digit without a version suffix, or in a `V` that is no version, every
+# one the ops repos register (hicann/ops-math c41933244c, ops-nn e5c3fa9327, ops-transformer
+# 05c401f9d: OP_ADD): a GE node name is never split inside them (`Relu6` stays Relu6, `Relu612` is
+# Relu6 node 12, `SplitV3` is SplitV node 3).
+OWN_DIGIT_TYPES = frozenset(
+    {
+        "AccumulateNv2",
+        "Atan2",
+        "Expm1",
+        "ForeachExpm1",
+        "ForeachLog10",
+        "ForeachLog2",
+        "MatmulFp32",
+        "Pow2",
+        "Relu6",
+        "LambNextMV",
+        "SplitV",
+        "SwinTransformerLnQKV",
+    }
+)
+# GE node names: the op type followed by the node's number (`BatchMatMul96`, `ReduceSum7`).  The
+# same repos register 215 types that end in a digit: all but the ones above end in a one-digit
+# version suffix `V<n>` (none has `V10` or more), so the first digit after such a `V` belongs to
+# the type and the rest are the node's (`GatherV282` is GatherV2 node 82, as its Type cell in
+# msprof-analyze's sample says; `MatMulV2` alone is MatMulV2).  Any other run of final digits after
+# a letter is the node's: no other registered type ends in a digit.
+_GE_VERSIONED = re.compile(r"^([A-Za-z][A-Za-z0-9]*[A-Za-z]V[1-9])\d*$")
+_GE_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9]*[A-Za-z])\d+$")
+# Transform nodes GE inserts name themselves `trans_<Type>_<n>` (`trans_Cast_5` with Type Cast in
+# msprof-analyze's sample; `trans_TransData_9`).
+_GE_TRANS = re.compile(r"^trans_([A-Z][A-Za-z0-9]*)_\d+$")
 
 
 def is_fused_attention(op_type: str) -> bool:
@@ -49,35 +135,56 @@ def is_fused_attention(op_type: str) -> bool:
 
 
 def category(op_type: str) -> str:
-    """fused | matmul | softmax | between | other (for charts and the chain finder)."""
+    """fused | matmul | softmax | between | other (for charts)."""
+    found = role(op_type)
+    return "between" if found in ("scale", "dropout", "view") else found
+
+
+def role(op_type: str) -> str:
+    """What an op can be in an unfused attention chain: fused | matmul | softmax | scale
+    | dropout | view | other."""
     if is_fused_attention(op_type):
         return "fused"
     if op_type in MATMUL:
         return "matmul"
     if op_type in SOFTMAX:
         return "softmax"
-    if op_type in BETWEEN:
-        return "between"
+    if op_type in SCALE_MASK:
+        return "scale"
+    if op_type in DROPOUT:
+        return "dropout"
+    if op_type in VIEW:
+        return "view"
     return "other"
 
 
 def type_from_name(name: str) -> str:
     """The op type a kernel name carries: `aclnn<Api>_<Impl>_<Type>` -> Type; a GE node
-    name `<Type><n>` -> Type when Type is a known op; otherwise the name itself."""
+    name `<Type><n>` or `trans_<Type>_<n>` -> Type; otherwise the name itself."""
     if name.upper() == name:  # runtime task names (MEMCPY_ASYNC, EVENT_RECORD)
         return name
-    # aclnn names are `aclnn<Api>_<KernelImpl>_<OpType>`:
-    # `aclnnInplaceZero_ZerosLikeAiCore_ZerosLike` -> ZerosLike.  A last segment of digits is no
-    # type: the old HCCL name `hcom_allReduce__445_2` stays whole.
     if "_" in name:
+        trans = _GE_TRANS.match(name)
+        if trans:
+            return trans.group(1)
+        # aclnn names are `aclnn<Api>_<KernelImpl>_<OpType>`:
+        # `aclnnInplaceZero_ZerosLikeAiCore_ZerosLike` -> ZerosLike.  A last segment of digits is
+        # no type: the old HCCL name `hcom_allReduce__445_2` stays whole.
         last = name.rsplit("_", 1)[1]
         if last and not last.isdigit():
             return last
         return name
-    match = _GE_NAME.match(name)
-    if match and match.group(1) in _KNOWN:
-        return match.group(1)
-    return name
+    return _ge_type(name)
+
+
+def _ge_type(name: str) -> str:
+    if name in OWN_DIGIT_TYPES or not name[-1:].isdigit():
+        return name
+    for known in sorted(OWN_DIGIT_TYPES, key=len, reverse=True):  # the longest type first
+        if name.startswith(known) and name[len(known) :].isdigit():
+            return known
+    match = _GE_VERSIONED.match(name) or _GE_NAME.match(name)
+    return match.group(1) if match else name
 
 
 class TypeResolver:

@@ -9,7 +9,8 @@ What is found (profiler-formats.md §1.1, §2.1):
 A torch_npu run's own PROF_* copy (kept when data_simplification is off) is not
 counted twice.  Per run the kernel table (kernel_details, else op_summary) gives the
 op table and the chains, op_statistic stands in when it is all there is, and the
-timeline comes from the trace (else from the kernel table).
+timeline comes from the trace, each of its two panels (fused, unfused) from the kernel
+table when the trace lacks those ops.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..bounded import walk
 from ..errors import UsageError
@@ -95,8 +97,9 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
 
     def to_json(self) -> Dict[str, Any]:
         """`profile --json`: exactly the documented schema (ops sorted by total_us;
-        attention.fused and attention.unfused_chains; the files read).  The rest (chain
-        groups, the opportunity, notes) is in `details()`."""
+        attention.fused with each fused type, attention.unfused_chains with each chain;
+        the files read).  The rest (chain groups, the opportunity, notes) is in
+        `details()`."""
         a = self.analysis
         total = a.total_us
         fused = a.fused
@@ -113,14 +116,28 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
                 for o in a.ops
             ],
             "attention": {
+                # `type` is the heaviest fused type (the schema's first field); `types` has
+                # each one, forward and backward apart.
                 "fused": {
                     "type": fused[0].op_type if fused else None,
                     "count": sum(f.count for f in fused),
                     "total_us": round(sum((f.total_us for f in fused), 0.0), 3),
+                    "types": [
+                        {
+                            "type": f.op_type,
+                            "direction": direction(f.op_type),
+                            "count": f.count,
+                            "total_us": round(f.total_us, 3),
+                        }
+                        for f in fused
+                    ],
                 },
                 "unfused_chains": {
                     "count": a.chain_count,
                     "total_us": round(float(a.chain_total_us), 3),
+                    "chains": [c.to_json() for c in a.chain_list],
+                    # counted in count and total_us, past the MAX_LISTED listed
+                    "unlisted": a.chains_unlisted,
                 },
             },
             "files": [f.to_json() for f in self.files],
@@ -134,9 +151,6 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         cores = {o.op_type: o.core for o in a.ops}
         for op in data["ops"]:
             op["core"] = cores.get(op["type"], "")
-        data["attention"]["fused"]["types"] = [
-            {"type": f.op_type, "count": f.count, "total_us": round(f.total_us, 3)} for f in a.fused
-        ]
         data["attention"]["unfused_chains"]["groups"] = [
             {
                 "stream": c.stream,
@@ -153,6 +167,11 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         data["kernels"] = a.kernels
         data["notes"] = list(self.notes)
         return data
+
+
+def direction(op_type: str) -> str:
+    """backward for the gradient kernels (FlashAttentionScoreGrad), forward otherwise."""
+    return "backward" if op_type.endswith("Grad") else "forward"
 
 
 class _Run(Struct, frozen=True, kw_only=True):
@@ -215,6 +234,10 @@ def _torch_copy(folder: Path) -> bool:
     return run.name.endswith("_ascend_pt") and out.is_dir() and any(out.glob("*.csv"))
 
 
+def _also(source: SourceFile, use: str) -> SourceFile:
+    return replace(source, used_for=(*source.used_for, use))
+
+
 def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
     runs = find_runs(path)
     total = Analysis()
@@ -238,36 +261,55 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
     kernel_kind = next((k for k in KERNEL_KINDS if k in run.files), None)
     trace_kind = next((k for k in TRACE_KINDS if k in run.files), None)
     analysis: Optional[Analysis] = None
+    kernel_files: List[SourceFile] = []
     if kernel_kind is not None:
-        # A trace, when there is one, draws the timeline from the device's own stream order.
-        analyzer = Analyzer(windows=timeline and trace_kind is None)
+        # Its timeline windows are kept too: a trace may lack the attention ops (cut short, or
+        # only part of the run), and then the panels it lacks come from here.
+        analyzer = Analyzer(windows=timeline)
         for path in run.files[kernel_kind]:
             kernels, info = read_kernels(path)
             for k in kernels:
                 analyzer.add(k)
-            use = ("ops", "chains") + (("timeline",) if trace_kind is None else ())
-            files.append(
+            kernel_files.append(
                 SourceFile(
-                    path=path, kind=kernel_kind, records=info.rows, notes=info.notes, used_for=use
+                    path=path,
+                    kind=kernel_kind,
+                    records=info.rows,
+                    notes=info.notes,
+                    used_for=("ops", "chains"),
                 )
             )
         analysis = analyzer.result()
+    trace_files: List[SourceFile] = []
     if trace_kind is not None:
         trace_total = Analysis()
         for path in run.files[trace_kind]:
             part, tinfo = read_trace(path, windows=timeline)
             trace_total = trace_total.merged(part)
-            use = ("timeline",) if analysis is not None else ("ops", "chains", "timeline")
-            files.append(
+            trace_files.append(
                 SourceFile(
                     path=path,
                     kind=trace_kind,
                     records=tinfo.device_tasks,
                     notes=tinfo.notes,
-                    used_for=use,
+                    used_for=() if analysis is not None else ("ops", "chains"),
                 )
             )
-        analysis = trace_total if analysis is None else analysis.with_windows(trace_total.windows)
+        if analysis is None:
+            analysis = trace_total
+        else:
+            # The device's own stream order draws the timeline: the trace's panels first.
+            drawn = {w.kind for w in trace_total.windows}
+            analysis = analysis.with_windows(
+                trace_total.windows + tuple(w for w in analysis.windows if w.kind not in drawn)
+            )
+    if timeline and analysis is not None and analysis.windows:
+        kinds = {w.kind for w in trace_total.windows} if trace_kind is not None else set()
+        if trace_files and kinds:
+            trace_files = [_also(f, "timeline") for f in trace_files]
+        if kernel_files and {w.kind for w in analysis.windows} - kinds:
+            kernel_files = [_also(f, "timeline") for f in kernel_files]
+    files += kernel_files + trace_files
     # op_statistic comes only from Level1/Level2 runs; it is the op table only when no kernel table
     # or trace is there, since its totals cannot give order or chains.
     for path in run.files.get("op_statistic", []):

@@ -172,5 +172,6 @@ def _relabel(analysis: Analysis, rename: Dict[str, str]) -> Analysis:
     return replace(
         analysis,
         chains=tuple(replace(c, stream=label(c.stream)) for c in analysis.chains),
+        chain_list=tuple(replace(c, stream=label(c.stream)) for c in analysis.chain_list),
         windows=tuple(replace(w, stream=label(w.stream)) for w in analysis.windows),
     )

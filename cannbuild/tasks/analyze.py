@@ -5,26 +5,32 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 from .. import ui
 from ..errors import DiagnoseFailed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
+from ..workspace import Workspace
 from ._config import Context
 from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
 from ._session import DryRunStop, bring_up_to_date, open_session, would_bring_up_to_date
+from ._target import target_options
 
 if TYPE_CHECKING:
     from .. import diagnose as diagnosis
+    from ..diagnose import offhost
     from ..host import pystack
+    from ..host.check import Check
     from ..profile import report as profile_report
     from ..profile import run as profile_run
     from ..profile import shape as profile_shape
     from ..profile import summary as profile_summary
     from ..profile.run import RunOutcome
+    from ..profile.shape import AttentionShape
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
     diagnosis = lazy_module("cannbuild.diagnose")
+    offhost = lazy_module("cannbuild.diagnose.offhost")
     pystack = lazy_module("cannbuild.host.pystack")
     profile_report = lazy_module("cannbuild.profile.report")
     profile_run = lazy_module("cannbuild.profile.run")
@@ -171,10 +177,26 @@ def diagnose(
 
     The workspace is brought up to date first (as `cannbuild install`), saying so. The
     env rows read this shell's environment: run it where the framework runs. Exit 1
-    when a row fails."""
+    when a row fails.  With --profile on a machine without a CANN toolkit (a profile
+    copied off the cluster) the profile is analysed and the registration rows are marked
+    as not checkable here; nothing is built."""
     shape = profile_shape.shape_from_flags(flags)
     # the profile first: a bad one is exit 2 naming it, before the host is probed
     summary = profile_summary.summarise(Path(profile), timeline=False) if profile else None
+    if profile and summary is not None:
+        options = target_options(c, flags)
+        why = offhost.no_toolkit(options, os.environ)
+        if why is not None:
+            checks = offhost.off_host_checks(
+                why,
+                shape,
+                Path(profile),
+                summary,
+                Workspace(root=options.workspace).checkout("ops-transformer"),
+                options.soc,
+            )
+            _report(checks, shape, None, options.soc, json, off_host=why)
+            return
     session = open_session(c, flags, builds=True)
     bring_up_to_date(session, "cannbuild diagnose", json)
     toolkit_env = session.host.build_env or {}
@@ -190,15 +212,34 @@ def diagnose(
         torch_npu=pystack.read_python_stack().torch_npu,
     )
     checks = diagnosis.diagnose(inputs)
+    _report(checks, shape, str(session.vendor_dir), session.soc, json)
+
+
+def _report(
+    checks: Sequence[Check],
+    shape: AttentionShape,
+    vendor: Optional[str],
+    soc: Optional[str],
+    as_json: bool,
+    off_host: Optional[str] = None,
+) -> None:
+    """The rows (or --json), then exit 1 when one failed.  `off_host`: why there is no
+    toolkit here (said on stderr; `vendor` is None, `soc` the --soc given or None)."""
     failed = any(check.status == "fail" for check in checks)
-    if json:
+    if off_host:
+        ui.note(
+            "diagnose: no CANN toolkit here, so nothing is built: the profile is analysed and "
+            "the registration rows are marked as not checkable here"
+        )
+    if as_json:
         ui.print_json(
             {
                 "checks": [check.to_json() for check in checks],
                 "shape": shape.to_json(),
-                "vendor": str(session.vendor_dir),
-                "soc": session.soc,
+                "vendor": vendor,
+                "soc": soc,
                 "failed": failed,
+                "off_host": off_host is not None,
             }
         )
     else:

@@ -86,9 +86,32 @@ def test_the_op_table_is_sorted_by_device_time_and_counts_every_kernel():
         ("aclnnMatmul_MatMulV3Common_MatMulV3", "MatMulV3"),
         ("BatchMatMul96", "BatchMatMul"),
         ("ScaledMaskedSoftmax98", "ScaledMaskedSoftmax"),
-        ("MatMulV2", "MatMulV2"),
         ("hcom_allReduce__445_2", "hcom_allReduce__445_2"),
         ("MEMCPY_ASYNC", "MEMCPY_ASYNC"),
+        # GE node numbers go, whatever the type (issue 28 item 8) ...
+        ("ReduceSum7", "ReduceSum"),
+        ("trans_TransData_9", "TransData"),
+        ("trans_Cast_5", "Cast"),  # msprof-analyze's sample: Type Cast
+        ("LayerNorm90", "LayerNorm"),
+        ("Conv2D12", "Conv2D"),
+        ("GatherV282", "GatherV2"),  # msprof-analyze's sample: Type GatherV2
+        ("BatchMatMulV2110", "BatchMatMulV2"),
+        ("Relu613", "Relu6"),
+        ("SplitV3", "SplitV"),
+        ("Div15", "Div"),  # a type ending in a lower-case v is no version
+        # ... but types that end in digits themselves stay whole
+        ("MatMulV2", "MatMulV2"),
+        ("MatMulV3", "MatMulV3"),
+        ("BatchMatMulV3", "BatchMatMulV3"),
+        ("SoftmaxV2", "SoftmaxV2"),
+        ("Conv2D", "Conv2D"),
+        ("Relu6", "Relu6"),
+        ("Expm1", "Expm1"),
+        ("AccumulateNv2", "AccumulateNv2"),
+        (
+            "StatelessDropOutGenMask23/DSASTATELESSGENBITMASK",
+            "StatelessDropOutGenMask23/DSASTATELESSGENBITMASK",
+        ),
     ],
 )
 def test_op_types_come_from_kernel_names_as_the_cann_tools_derive_them(name, op_type):
@@ -112,7 +135,9 @@ def test_the_level0_fixture_shows_fused_and_one_unfused_chain_and_what_fusing_sa
         "type": "FlashAttentionScore",
         "count": 2,
         "total_us": 60.06,
-        "types": [{"type": "FlashAttentionScore", "count": 2, "total_us": 60.06}],
+        "types": [
+            {"type": "FlashAttentionScore", "direction": "forward", "count": 2, "total_us": 60.06}
+        ],
     }
     assert (att["unfused_chains"]["count"], att["unfused_chains"]["total_us"]) == (1, 38.3)
     assert att["opportunity"]["estimated_saving_us"] == pytest.approx(38.3 - 30.03)
@@ -127,10 +152,10 @@ def test_a_folder_of_runs_adds_them_up():
     whole = summarise(FIX).analysis
     parts = [
         summarise(FIX / d).analysis
-        for d in ("torch_npu_2.13_level0", "torch_npu_2.5_level1", "msprof")
+        for d in ("torch_npu_2.13_level0", "torch_npu_2.5_level1", "msprof", "attention_patterns")
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29
-    assert whole.chain_count == 3
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 76
+    assert whole.chain_count == len(whole.chain_list) == 3 + 6
 
 
 def test_the_timeline_png_shows_fused_and_unfused_side_by_side(tmp_path):
@@ -164,11 +189,13 @@ def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stde
     totals = [op["total_us"] for op in data["ops"]]
     assert totals == sorted(totals, reverse=True)
     assert set(data["attention"]) == {"fused", "unfused_chains"}
-    assert set(data["attention"]["fused"]) == {"type", "count", "total_us"}
-    assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0}
+    assert set(data["attention"]["fused"]) == {"type", "count", "total_us", "types"}
+    assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0, "types": []}
     assert isinstance(data["attention"]["fused"]["total_us"], float)  # a number type, always
-    assert set(data["attention"]["unfused_chains"]) == {"count", "total_us"}
-    assert data["attention"]["unfused_chains"]["count"] == 2
+    chains = data["attention"]["unfused_chains"]
+    assert set(chains) == {"count", "total_us", "chains", "unlisted"}
+    assert chains["count"] == len(chains["chains"]) == 2 and chains["unlisted"] == 0
+    assert chains["total_us"] == round(sum(c["total_us"] for c in chains["chains"]), 3)
     assert data["files"] and all("path" in f for f in data["files"])
     picture = tmp_path / "pics" / "timeline.png"
     assert f"timeline: {picture}" in proc.stderr.splitlines()
