@@ -66,8 +66,9 @@ def test_without_a_toolkit_unfused_chains_fail_and_registration_is_not_checkable
 def test_without_a_toolkit_a_profile_without_chains_exits_0(tmp_path):
     proc = diagnose(tmp_path, "--profile", str(FIX / "msprof"))
     assert proc.returncode == 0, proc.stderr
-    assert "skip registration" in proc.stdout and "pass profile" in proc.stdout
-    assert "fused attention ran 2 times" in proc.stdout
+    text = " ".join(proc.stdout.split())  # rows wrap where the checkout's path ends
+    assert "skip registration" in text and "pass profile" in text
+    assert "fused attention ran 2 times" in text
 
 
 def test_without_a_toolkit_the_users_shape_is_still_judged(tmp_path):
