@@ -437,6 +437,18 @@ def print_profile(
         )
     else:
         lines.append("  unfused: no MatMul -> Softmax -> MatMul chain on any stream")
+    for c in fused.get("shapes", [])[:5]:
+        dims = f" D={c['D']} S={c['S']}" if "D" in c else ""
+        lines += wrap(
+            f"{c['type']} x{c['count']} ({c['total_us']:.1f} us){dims}, inputs {c['input_shapes']}",
+            4,
+            "  shapes:  ",
+            stream,
+        )
+    for h in att.get("host_fallbacks", []):
+        lines += wrap(
+            f"{h['cause']} ({h['count']} calls, {h['total_us']:.1f} us)", 4, "  host:    ", stream
+        )
     run = data.get("run")
     if run:
         lines += wrap(

@@ -10,8 +10,10 @@ from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..profile.shape import AttentionShape
 from ..profile.summary import summarise
 from .facts import LAYOUTS, Limit, OperatorFacts
+from .profile_rows import fa_shape_checks, host_fallback_checks
 
 if TYPE_CHECKING:
+    from ..profile.analysis import Analysis
     from ..profile.summary import ProfileSummary
 
 
@@ -187,11 +189,24 @@ def profile_checks(
     summary: Optional[ProfileSummary] = None,
     off_host: bool = False,
 ) -> List[Check]:
-    """One row per chain group (five, then a count).  `off_host`: registration could not
-    be checked here, so it is neither blamed nor cleared."""
+    """One row per chain group (five, then a count), one per FlashAttention shape class,
+    one per torch op that ran attention off the device.  `off_host`: registration could
+    not be checked here, so it is neither blamed nor cleared."""
     if summary is None:
         summary = summarise(path, timeline=False)
     a = summary.analysis
+    extra = fa_shape_checks(a, facts) + host_fallback_checks(a)
+    return _chain_checks(path, a, facts, soc, done, off_host) + extra
+
+
+def _chain_checks(
+    path: Path,
+    a: Analysis,
+    facts: OperatorFacts,
+    soc: str,
+    done: Sequence[Check],
+    off_host: bool,
+) -> List[Check]:
     fused = sum(f.count for f in a.fused)
     if not a.chains:
         return [

@@ -17,7 +17,9 @@ from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from .affinity import ShapeClass, ShapeTally, merge_classes
 from .chains import MAX_CHAIN, Chain, ChainKernel, ChainMatcher
+from .hostops import HostOp, merge_host
 from .ops import category, dtype_word, is_fused_attention, strip_quotes
 
 CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
@@ -35,6 +37,7 @@ class Kernel(Struct, frozen=True, kw_only=True):
     core: str = ""
     input_shapes: str = ""
     input_dtypes: str = ""
+    output_shapes: str = ""
 
 
 class OpStat(Struct, frozen=True, kw_only=True):
@@ -123,6 +126,8 @@ class Analysis(Struct, frozen=True, kw_only=True):
     chains_unlisted: int = 0
     windows: Tuple[Window, ...] = ()
     out_of_order: int = 0
+    fused_shapes: Tuple[ShapeClass, ...] = ()  # fused calls per shape class, where shapes are known
+    host_ops: Tuple[HostOp, ...] = ()  # watched torch ops (hostops.py), from a trace or a .db
 
     @property
     def fused(self) -> Tuple[OpStat, ...]:
@@ -159,6 +164,8 @@ class Analysis(Struct, frozen=True, kw_only=True):
             chains_unlisted=unlisted,
             windows=windows,
             out_of_order=self.out_of_order + other.out_of_order,
+            fused_shapes=merge_classes(self.fused_shapes, other.fused_shapes),
+            host_ops=merge_host(self.host_ops, other.host_ops),
         )
 
     def without_windows(self) -> Analysis:
@@ -215,6 +222,8 @@ class Analyzer:
         self._pending: List[_Pending] = []
         self._windows: List[Window] = []
         self._want_windows = {"fused", "unfused"} if windows else set()
+        self._shapes = ShapeTally()
+        self.host_ops: Tuple[HostOp, ...] = ()
         self.kernels = 0
         self.total_us = 0.0
         self.out_of_order = 0
@@ -243,6 +252,8 @@ class Analyzer:
         if self._pending:
             self._feed_pending(k)
         st.recent.append(k)
+        if k.input_shapes and category(k.op_type) == "fused":
+            self._shapes.add(k.op_type, k.input_shapes, k.output_shapes, k.input_dtypes, k.dur_us)
         # The first fused call opens the "fused" timeline window; later ones only count.
         if "fused" in self._want_windows and category(k.op_type) == "fused":
             self._open_window("fused", st, [k])
@@ -343,4 +354,6 @@ class Analyzer:
             chains_unlisted=self._unlisted,
             windows=tuple(sorted(windows, key=lambda w: w.kind)),
             out_of_order=self.out_of_order,
+            fused_shapes=self._shapes.result(),
+            host_ops=self.host_ops,
         )

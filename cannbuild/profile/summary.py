@@ -131,6 +131,8 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
                         }
                         for f in fused
                     ],
+                    # each shape class with its D and S where the shapes tell them (affinity.py)
+                    "shapes": [c.to_json() for c in a.fused_shapes],
                 },
                 "unfused_chains": {
                     "count": a.chain_count,
@@ -139,6 +141,8 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
                     # counted in count and total_us, past the MAX_LISTED listed
                     "unlisted": a.chains_unlisted,
                 },
+                # torch ops that computed attention off the device (hostops.py)
+                "host_fallbacks": [o.to_json() for o in a.host_ops if o.is_fallback],
             },
             "files": [f.to_json() for f in self.files],
         }
@@ -303,6 +307,8 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
             analysis = analysis.with_windows(
                 trace_total.windows + tuple(w for w in analysis.windows if w.kind not in drawn)
             )
+            # The torch ops are the trace's alone (the kernel tables hold device tasks only).
+            analysis = replace(analysis, host_ops=trace_total.host_ops)
     if timeline and analysis is not None and analysis.windows:
         kinds = {w.kind for w in trace_total.windows} if trace_kind is not None else set()
         if trace_files and kinds:

@@ -68,6 +68,8 @@ KERNEL_COLUMNS: Dict[str, Tuple[str, ...]] = {
     "step": ("Step Id",),
     "input_shapes": ("Input Shapes",),
     "input_dtypes": ("Input Data Types",),
+    # FlashAttentionScore's first output, softmax_max (B, N, S, 8), tells N and S (affinity.py).
+    "output_shapes": ("Output Shapes",),
 }
 # Enough to place a kernel in time and name it; every other column is optional.
 KERNEL_REQUIRED = ("name", "start", "duration")
@@ -286,6 +288,7 @@ def _read_kernels(
                 # `"""4096,2,512;..."""`.
                 input_shapes=shared(strip_quotes(_na(get(row, "input_shapes")))),
                 input_dtypes=shared(_na(get(row, "input_dtypes"))),
+                output_shapes=shared(strip_quotes(_na(get(row, "output_shapes")))),
             )
         )
     notes = []

@@ -19,6 +19,7 @@ from msgspec.structs import replace
 
 from ..errors import ProfileFormatError
 from .analysis import Analysis, Analyzer, Kernel
+from .hostops import FLOW, WATCHED, HostCollector
 from .jsonarray import iter_array, locate
 from .ops import TypeResolver
 
@@ -61,6 +62,7 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     threads: Dict[Tuple[object, object], str] = {}
     device_pids: set = set()
     other_pids: set = set()
+    host = HostCollector()
     events = device = 0
     for index, event in enumerate(iter_array(path)):
         events += 1
@@ -69,6 +71,15 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
         ph = event.get("ph")
         if ph == "X":
             pid = event.get("pid")
+            # torch ops: `{"ph": "X", "name": "aten::bmm", ..., "cat": "cpu_op"}` on the Python track.
+            if event.get("cat") == "cpu_op" and event.get("name") in WATCHED:
+                host.op(
+                    (pid, event.get("tid")),
+                    str(event["name"]),
+                    _float(event, "ts", index),
+                    _float(event, "dur", index),
+                )
+                continue
             # Python, CANN and Overlap Analysis events are `X` events too (`aten::matmul`,
             # `AscendCL@aclnnMatmul`, `Computing`); their pids are skipped once named.
             if pid in other_pids:
@@ -99,6 +110,10 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
             )
         elif ph == "M":
             _meta(event, process, labels, threads, device_pids, other_pids)
+        elif ph == "s" and event.get("name") == FLOW:
+            # The flow starts inside the torch op that launched the kernel, on its thread.
+            host.flow((event.get("pid"), event.get("tid")), _float(event, "ts", index))
+    analyzer.host_ops = host.result()
     analysis = analyzer.result()
     # Streams are shown as `<labels or process name> / <thread name>`: `NPU 0 / Stream 2`.
     rename = {
@@ -118,6 +133,8 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
             f"{analysis.out_of_order} device tasks out of time order on their stream "
             "(chains are matched in file order)"
         )
+    if analysis.host_ops and not host.flows:
+        notes.append("no torch_to_npu flows: which torch ops ran on the host cannot be told")
     if not device:
         notes.append("no device tasks (no Ascend Hardware track): was the NPU activity on?")
     tracks = tuple(process[p] for p in sorted(process, key=str))

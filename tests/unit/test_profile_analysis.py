@@ -138,6 +138,7 @@ def test_the_level0_fixture_shows_fused_and_one_unfused_chain_and_what_fusing_sa
         "types": [
             {"type": "FlashAttentionScore", "direction": "forward", "count": 2, "total_us": 60.06}
         ],
+        "shapes": [],  # Level0: no shapes to class the calls by
     }
     assert (att["unfused_chains"]["count"], att["unfused_chains"]["total_us"]) == (1, 38.3)
     assert att["opportunity"]["estimated_saving_us"] == pytest.approx(38.3 - 30.03)
@@ -152,9 +153,16 @@ def test_a_folder_of_runs_adds_them_up():
     whole = summarise(FIX).analysis
     parts = [
         summarise(FIX / d).analysis
-        for d in ("torch_npu_2.13_level0", "torch_npu_2.5_level1", "msprof", "attention_patterns")
+        for d in (
+            "torch_npu_2.13_level0",
+            "torch_npu_2.5_level1",
+            "msprof",
+            "attention_patterns",
+            "fa_shapes",
+            "host_fallback",
+        )
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 76
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 76 + 7 + 4
     assert whole.chain_count == len(whole.chain_list) == 3 + 6
 
 
@@ -188,7 +196,7 @@ def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stde
         assert set(op) == {"type", "count", "total_us", "mean_us", "max_us", "share"}
     totals = [op["total_us"] for op in data["ops"]]
     assert totals == sorted(totals, reverse=True)
-    assert set(data["attention"]) == {"fused", "unfused_chains"}
+    assert set(data["attention"]) == {"fused", "unfused_chains", "host_fallbacks"}
     assert set(data["attention"]["fused"]) == {"type", "count", "total_us", "types"}
     assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0, "types": []}
     assert isinstance(data["attention"]["fused"]["total_us"], float)  # a number type, always
