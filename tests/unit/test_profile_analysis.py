@@ -163,7 +163,9 @@ def test_a_folder_of_runs_adds_them_up():
         )
     ]
     assert whole.kernels == sum(p.kernels for p in parts) == 29 + 76 + 7 + 4
-    assert whole.chain_count == len(whole.chain_list) == 3 + 6
+    assert (
+        whole.chain_count == len(whole.chain_list) == 3 + 6 + 1
+    )  # host_fallback: the NPU attention
 
 
 def test_the_timeline_png_shows_fused_and_unfused_side_by_side(tmp_path):
@@ -197,7 +199,7 @@ def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stde
     totals = [op["total_us"] for op in data["ops"]]
     assert totals == sorted(totals, reverse=True)
     assert set(data["attention"]) == {"fused", "unfused_chains", "host_fallbacks"}
-    assert set(data["attention"]["fused"]) == {"type", "count", "total_us", "types"}
+    assert set(data["attention"]["fused"]) == {"type", "count", "total_us", "types", "shapes"}
     assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0, "types": []}
     assert isinstance(data["attention"]["fused"]["total_us"], float)  # a number type, always
     chains = data["attention"]["unfused_chains"]
