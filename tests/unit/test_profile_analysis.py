@@ -200,7 +200,13 @@ def test_profile_json_is_exactly_the_documented_schema_and_the_rest_goes_to_stde
     assert totals == sorted(totals, reverse=True)
     assert set(data["attention"]) == {"fused", "unfused_chains", "host_fallbacks"}
     assert set(data["attention"]["fused"]) == {"type", "count", "total_us", "types", "shapes"}
-    assert data["attention"]["fused"] == {"type": None, "count": 0, "total_us": 0.0, "types": []}
+    assert data["attention"]["fused"] == {
+        "type": None,
+        "count": 0,
+        "total_us": 0.0,
+        "types": [],
+        "shapes": [],
+    }
     assert isinstance(data["attention"]["fused"]["total_us"], float)  # a number type, always
     chains = data["attention"]["unfused_chains"]
     assert set(chains) == {"count", "total_us", "chains", "unlisted"}
