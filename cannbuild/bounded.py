@@ -58,6 +58,9 @@ PROFILE_CSV_ROW_CHARS = 8 * MiB
 # trace_view.json / msprof_*.json: streamed (memory is one chunk, whatever the size);
 # the bound is time: about 40 s of CPU per GiB.
 PROFILE_TRACE_BYTES = 8 * GiB
+# ascend_pytorch_profiler_*.db / msprof_*.db: SQLite pages through it (memory is its page
+# cache and one row), so the bound is time, as for a trace.
+PROFILE_DB_BYTES = 8 * GiB
 # The operator's docs (markdown), op_host sources scanned for the tiling's padding,
 # an op_impl ops-info JSON, opp/vendors/config.ini: KBs to a few MB.
 OPERATOR_FILE_BYTES = 32 * MiB

@@ -25,7 +25,9 @@ from msgspec.structs import replace
 from ..bounded import walk
 from ..errors import UsageError
 from .analysis import Analysis, Analyzer, op_table_from_statistic
-from .tables import read_kernels, read_operator_details, read_statistic
+from .dbread import read_db
+from .hostops import merge_host
+from .tables import TableInfo, read_kernels, read_operator_details, read_statistic
 from .trace import read_trace
 
 TORCH_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -41,12 +43,15 @@ KINDS = (
     ("operator_details", re.compile(r"^operator_details(_\d+)?\.csv$")),
     ("trace_view", re.compile(r"^trace_view(_\d+)?\.json$")),
     ("msprof_json", re.compile(r"^msprof_(slice_\d+_)?\d{1,20}.*\.json$")),
+    # The SQLite exports (dbread.py): the names msprof-analyze 26.2.0 matches
+    # (advisor/common/profiling/op_summary.py OpSummaryDB.file_pattern_list).
+    ("db", re.compile(r"^(ascend_pytorch_profiler(_\d+)?|msprof_\d{14})\.db$")),
 )
 WALK_HINT = (
     "Pass the profiler output itself (*_ascend_pt, PROF_*) or a folder holding only "
     "profiles; symlinked folders are not followed."
 )
-KERNEL_KINDS = ("kernel_details", "op_summary")
+KERNEL_KINDS = ("kernel_details", "op_summary", "db")
 TRACE_KINDS = ("trace_view", "msprof_json")
 
 
@@ -211,6 +216,8 @@ def find_runs(path: Path) -> List[_Run]:
             kind = _kind(name)
             if kind is not None:
                 files.setdefault(kind, []).append(here / name)
+        if "db" in files and _db_has_tables(here):
+            del files["db"]  # the same kernels as the CSV tables beside it
         if files:
             runs.append(_Run(folder=here, files=files))
     if not runs:
@@ -233,9 +240,28 @@ def _kind(name: str) -> Optional[str]:
 def _torch_copy(folder: Path) -> bool:
     """mindstudio_profiler_output inside PROF_* inside a *_ascend_pt run that has its own
     ASCEND_PROFILER_OUTPUT tables."""
-    run = folder.parent.parent
+    return _torch_run_has_tables(folder.parent.parent)
+
+
+def _torch_run_has_tables(run: Path) -> bool:
     out = run / TORCH_DIR
-    return run.name.endswith("_ascend_pt") and out.is_dir() and any(out.glob("*.csv"))
+    return (
+        run.name.endswith("_ascend_pt")
+        and out.is_dir()
+        and (any(out.glob("*.csv")) or any(out.glob("*.db")))
+    )
+
+
+def _db_has_tables(folder: Path) -> bool:
+    """An msprof_<ts>.db whose kernels are read elsewhere: its PROF_* folder's
+    mindstudio_profiler_output has op_summary (msprof exported both), or the PROF_* is a
+    torch_npu run's raw copy."""
+    if not folder.name.startswith("PROF_"):
+        return False
+    out = folder / MSPROF_DIR
+    return (out.is_dir() and any(out.glob("op_summary_*.csv"))) or _torch_run_has_tables(
+        folder.parent
+    )
 
 
 def _also(source: SourceFile, use: str) -> SourceFile:
@@ -271,9 +297,14 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
         # only part of the run), and then the panels it lacks come from here.
         analyzer = Analyzer(windows=timeline)
         for path in run.files[kernel_kind]:
-            kernels, info = read_kernels(path)
-            for k in kernels:
-                analyzer.add(k)
+            if kernel_kind == "db":
+                db = read_db(path, analyzer)
+                analyzer.host_ops = merge_host(analyzer.host_ops, db.host_ops)
+                info = TableInfo(rows=db.rows, notes=db.notes)
+            else:
+                kernels, info = read_kernels(path)
+                for k in kernels:
+                    analyzer.add(k)
             kernel_files.append(
                 SourceFile(
                     path=path,
@@ -307,8 +338,9 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
             analysis = analysis.with_windows(
                 trace_total.windows + tuple(w for w in analysis.windows if w.kind not in drawn)
             )
-            # The torch ops are the trace's alone (the kernel tables hold device tasks only).
-            analysis = replace(analysis, host_ops=trace_total.host_ops)
+            # The torch ops: the trace's (a CSV kernel table holds device tasks only).
+            if trace_total.host_ops or kernel_kind != "db":
+                analysis = replace(analysis, host_ops=trace_total.host_ops)
     if timeline and analysis is not None and analysis.windows:
         kinds = {w.kind for w in trace_total.windows} if trace_kind is not None else set()
         if trace_files and kinds:

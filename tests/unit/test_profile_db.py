@@ -1,0 +1,250 @@
+"""The SQLite exports read with sqlite3 (issue 28 item 5): real-schema databases made
+here from the table and column names msprof-analyze 26.2.0 reads
+(advisor/common/profiling/op_summary.py OpSummaryDB, compare_tools/compare_backend/
+profiling_parser/npu_profiling_db_parser.py), in both schema variants."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from cannbuild.errors import ProfileFormatError, UsageError
+from cannbuild.profile.summary import summarise
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
+T0 = 1775122200000000000  # ns
+FA_IN = "2,8,1000,72;2,8,1000,72;2,8,1000,72;;;;1000,1000;;;;;"
+FA_OUT = "2,8,1000,8;2,8,1000,8;;2,8,1000,72"
+# (name, opType, taskType, start us after T0, duration us, inputShapes, inputDataTypes, outputShapes)
+KERNELS: List[Tuple[str, str, str, float, float, str, str, str]] = [
+    (
+        "aclnnBatchMatMul_BatchMatMulNd_BatchMatMulV2",
+        "BatchMatMulV2",
+        "AI_CORE",
+        0,
+        45.5,
+        "16,1024,128;16,128,1024",
+        "DT_BF16;DT_BF16",
+        "16,1024,1024",
+    ),
+    (
+        "aclnnMuls_MulAiCore_Mul",
+        "Mul",
+        "AI_VECTOR_CORE",
+        50,
+        10.0,
+        "16,1024,1024",
+        "DT_BF16",
+        "16,1024,1024",
+    ),
+    (
+        "aclnnSoftmax_SoftmaxAiCore_SoftmaxV2",
+        "SoftmaxV2",
+        "AI_VECTOR_CORE",
+        65,
+        30.25,
+        "16,1024,1024",
+        "DT_BF16",
+        "16,1024,1024",
+    ),
+    (
+        "aclnnBatchMatMul_BatchMatMulNd_BatchMatMulV2",
+        "BatchMatMulV2",
+        "AI_CORE",
+        100,
+        44.0,
+        "16,1024,1024;16,1024,128",
+        "DT_BF16;DT_BF16",
+        "16,1024,128",
+    ),
+    (
+        "aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore",
+        "FlashAttentionScore",
+        "MIX_AIC",
+        200,
+        120.0,
+        FA_IN,
+        "DT_BF16",
+        FA_OUT,
+    ),
+]
+
+
+def make_db(
+    path: Path,
+    block: str = "blockNum",
+    op_state: bool = True,
+    outputs: bool = True,
+    torch_ops: bool = True,
+) -> Path:
+    """A profiler database with the tables and columns the exports have."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    ids: Dict[str, int] = {}
+
+    def sid(text: str) -> int:
+        if text not in ids:
+            ids[text] = len(ids) + 1
+        return ids[text]
+
+    mix = "mixBlockNum" if block == "blockNum" else "mixBlockDim"
+    compute = [
+        "name",
+        "globalTaskId",
+        block,
+        mix,
+        "taskType",
+        "opType",
+        "inputFormats",
+        "inputDataTypes",
+        "inputShapes",
+        "outputFormats",
+        "outputDataTypes",
+    ]
+    compute += ["outputShapes"] if outputs else []
+    compute += ["opState"] if op_state else []
+    db.execute(f"CREATE TABLE COMPUTE_TASK_INFO ({', '.join(c + ' INTEGER' for c in compute)})")
+    db.execute(
+        "CREATE TABLE TASK (startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, streamId INTEGER, taskId INTEGER, modelId INTEGER)"
+    )
+    for i, (name, op, core, start, dur, ins, dts, outs) in enumerate(KERNELS):
+        begin = T0 + int(start * 1000)
+        db.execute(
+            "INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                begin,
+                begin + int(dur * 1000),
+                0,
+                100 + i,
+                7000 + i,
+                1,
+                sid("KERNEL_AICORE"),
+                0,
+                2,
+                i,
+                4294967295,
+            ),
+        )
+        row = {
+            "name": sid(name),
+            "globalTaskId": 7000 + i,
+            block: 20,
+            mix: 40,
+            "taskType": sid(core),
+            "opType": sid(op),
+            "inputFormats": sid("ND"),
+            "inputDataTypes": sid(dts),
+            "inputShapes": sid(ins),
+            "outputFormats": sid("ND"),
+            "outputDataTypes": sid("DT_BF16"),
+            "outputShapes": sid(outs),
+            "opState": sid("dynamic"),
+        }
+        db.execute(
+            f"INSERT INTO COMPUTE_TASK_INFO VALUES ({','.join('?' for _ in compute)})",
+            [row[c] for c in compute],
+        )
+    if torch_ops:
+        db.execute(
+            "CREATE TABLE PYTORCH_API (startNs INTEGER, endNs INTEGER, globalTid INTEGER, connectionId INTEGER, name INTEGER, sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER)"
+        )
+        # SDPA on CPU tensors (its backend, no launch), a matmul that launched its kernel.
+        for name, start, dur, conn in (
+            ("aten::scaled_dot_product_attention", -5000, 2400, None),
+            ("aten::_scaled_dot_product_flash_attention_for_cpu", -4990, 2380, None),
+            ("aten::matmul", -100, 30, 100),
+        ):
+            begin = T0 + start * 1000
+            db.execute(
+                "INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (begin, begin + dur * 1000, 77, conn, sid(name), 1, 0, None, None, None, 1),
+            )
+    db.execute("CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT)")
+    db.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(v, k) for k, v in ids.items()])
+    db.commit()
+    db.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("w_1_20260402_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db", {}),
+        (
+            "PROF_000001_20260402093000456_ABCDEFGH/msprof_20260402093000.db",
+            {"block": "blockDim", "op_state": False, "torch_ops": False},
+        ),
+    ],
+)
+def test_both_exports_give_the_op_table_the_chain_the_fused_shapes(tmp_path, name, variant):
+    make_db(tmp_path / name, **variant)
+    s = summarise(tmp_path, timeline=False)
+    a = s.analysis
+    assert a.kernels == 5 and a.chain_count == 1
+    assert a.chain_list[0].stream == "device 0 stream 2"
+    assert [k.op_type for k in a.chain_list[0].kernels] == [
+        "BatchMatMulV2",
+        "Mul",
+        "SoftmaxV2",
+        "BatchMatMulV2",
+    ]
+    assert a.chain_list[0].total_us == pytest.approx(45.5 + 10 + 30.25 + 44)
+    (fa,) = a.fused_shapes
+    assert (fa.dims().D, fa.dims().S, fa.count) == (72, 1000, 1)
+    (db_file,) = s.files
+    assert db_file.kind == "db" and db_file.records == 5
+    spelled = "blockNum" if not variant else "blockDim"
+    assert any(spelled in n for n in db_file.notes)
+
+
+def test_the_torch_ops_table_gives_the_host_fallbacks(tmp_path):
+    make_db(tmp_path / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db")
+    fallbacks = summarise(tmp_path, timeline=False).to_json()["attention"]["host_fallbacks"]
+    assert [f["name"] for f in fallbacks] == ["aten::_scaled_dot_product_flash_attention_for_cpu"]
+    assert fallbacks[0]["total_us"] == 2380.0
+
+
+def test_a_schema_variant_without_output_shapes_is_named(tmp_path):
+    make_db(tmp_path / "msprof_20260402093000.db", outputs=False)
+    s = summarise(tmp_path / "msprof_20260402093000.db", timeline=False)
+    assert any("without outputShapes" in n for n in s.files[0].notes)
+    # D is still read from the 4-dim query; S needs softmax_max.
+    assert s.analysis.fused_shapes[0].dims().D == 72 and s.analysis.fused_shapes[0].dims().S is None
+
+
+def test_a_database_without_the_task_table_names_it(tmp_path):
+    path = make_db(tmp_path / "msprof_20260402093000.db")
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE TASK")
+    db.commit()
+    db.close()
+    with pytest.raises(ProfileFormatError, match="no TASK table"):
+        summarise(path, timeline=False)
+
+
+def test_a_file_that_is_not_sqlite_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "ascend_pytorch_profiler_0.db"
+    path.write_text("Step Id,Name\n")
+    with pytest.raises(ProfileFormatError, match="ascend_pytorch_profiler_0.db"):
+        summarise(path, timeline=False)
+
+
+def test_a_fifo_named_like_a_database_is_refused_unopened(tmp_path):
+    path = tmp_path / "msprof_20260402093000.db"
+    os.mkfifo(path)
+    with pytest.raises(UsageError, match="not a regular file|FIFO"):
+        summarise(path, timeline=False)
+
+
+def test_msprofs_database_beside_its_csv_export_is_not_counted_twice(tmp_path):
+    prof = tmp_path / "PROF_000001_20260323031749197_00815596RKPKAHRB"
+    shutil.copytree(FIX / "msprof" / prof.name, prof)
+    make_db(prof / "msprof_20260323031749.db")
+    s = summarise(tmp_path, timeline=False)
+    assert [f.kind for f in s.files if f.kind == "db"] == []
+    assert s.analysis.kernels == summarise(FIX / "msprof", timeline=False).analysis.kernels
