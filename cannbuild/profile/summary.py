@@ -27,6 +27,7 @@ from ..errors import UsageError
 from .analysis import Analysis, Analyzer, op_table_from_statistic
 from .dbread import read_db
 from .hostops import merge_host
+from .ranks import RankSummary, profile_root, rank_name
 from .tables import TableInfo, read_kernels, read_operator_details, read_statistic
 from .trace import read_trace
 
@@ -77,6 +78,11 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
     files: Tuple[SourceFile, ...]
     analysis: Analysis
     notes: Tuple[str, ...] = field(default_factory=tuple)
+    ranks: Tuple[RankSummary, ...] = ()  # one per profiler output when there are several
+
+    @property
+    def slowest(self) -> Optional[RankSummary]:
+        return max(self.ranks, key=lambda r: r.analysis.total_us) if self.ranks else None
 
     def opportunity(self) -> Dict[str, object]:
         """What the unfused chains cost, and what the fused op would save at the rate it
@@ -150,7 +156,15 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
                 "host_fallbacks": [o.to_json() for o in a.host_ops if o.is_fallback],
             },
             "files": [f.to_json() for f in self.files],
+            # several profiler outputs (ranks): each one's totals, and the slowest
+            **self._ranks_json(),
         }
+
+    def _ranks_json(self) -> Dict[str, Any]:
+        slowest = self.slowest
+        if slowest is None:
+            return {}
+        return {"ranks": [r.to_json() for r in self.ranks], "slowest_rank": slowest.rank}
 
     def details(self) -> Dict[str, Any]:
         """What the table view shows: the --json data plus each op's core, each fused
@@ -273,14 +287,31 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
     total = Analysis()
     sources: List[SourceFile] = []
     notes: List[str] = []
+    per_root: Dict[Path, Analysis] = {}
     for run in runs:
         analysis, files, run_notes = _summarise_run(run, timeline)
         total = total.merged(analysis)
+        root = profile_root(run.folder)
+        per_root[root] = per_root[root].merged(analysis) if root in per_root else analysis
         sources += files
         notes += run_notes
-    if len(runs) > 1:
+    ranks: Tuple[RankSummary, ...] = ()
+    if len(per_root) > 1:
+        ranks = tuple(
+            RankSummary(rank=rank_name(root), path=root, analysis=a.without_windows())
+            for root, a in sorted(per_root.items(), key=lambda item: str(item[0]))
+        )
+        slowest = max(ranks, key=lambda r: r.analysis.total_us)
+        notes.insert(
+            0,
+            f"{len(ranks)} profiler outputs (ranks) found; the tables add them up; the slowest "
+            f"is {slowest.rank} ({slowest.analysis.total_us:.1f} us of device time)",
+        )
+    elif len(runs) > 1:
         notes.insert(0, f"{len(runs)} profiler outputs found; their kernels are added together")
-    return ProfileSummary(root=path, files=tuple(sources), analysis=total, notes=tuple(notes))
+    return ProfileSummary(
+        root=path, files=tuple(sources), analysis=total, notes=tuple(notes), ranks=ranks
+    )
 
 
 def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:

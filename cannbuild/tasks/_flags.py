@@ -253,7 +253,7 @@ FLAGS: Dict[str, Flag] = {
 
 # Task-only arguments (positional or `extra`) that name a file or folder; a positional
 # named like a path flag (bundle's OUT) is one too.
-PATH_ARGUMENTS = frozenset({"path", "dir"})
+PATH_ARGUMENTS = frozenset({"path", "dir", "new", "compare"})
 
 
 # The options every task that opens a build session takes, and those of the tasks that run steps.

@@ -19,9 +19,11 @@ from ._target import target_options
 
 if TYPE_CHECKING:
     from .. import diagnose as diagnosis
+    from .. import ui_compare
     from ..diagnose import offhost
     from ..host import pystack
     from ..host.check import Check
+    from ..profile import compare as profile_compare
     from ..profile import report as profile_report
     from ..profile import run as profile_run
     from ..profile import shape as profile_shape
@@ -33,6 +35,8 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     offhost = lazy_module("cannbuild.diagnose.offhost")
     pystack = lazy_module("cannbuild.host.pystack")
     profile_report = lazy_module("cannbuild.profile.report")
+    profile_compare = lazy_module("cannbuild.profile.compare")
+    ui_compare = lazy_module("cannbuild.ui_compare")
     profile_run = lazy_module("cannbuild.profile.run")
     profile_shape = lazy_module("cannbuild.profile.shape")
     profile_summary = lazy_module("cannbuild.profile.summary")
@@ -67,6 +71,12 @@ SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head
         ),
         ("level", None, "profiler level for --run: 1 (op types, shapes; default) or 0"),
         ("iterations", None, "calls of each for --run (default 3)"),
+        (
+            "compare",
+            None,
+            "BEFORE: compare the profile BEFORE with PATH (after): per op type the time delta, "
+            "fused and unfused attention before and after, a verdict line",
+        ),
     ],
 )
 def profile(
@@ -77,6 +87,7 @@ def profile(
     run: bool = False,
     level: Optional[str] = None,
     iterations: Optional[str] = None,
+    compare: Optional[str] = None,
     **flags: FlagValue,
 ) -> None:
     """Read a profiler run: operator types by device time, fused FlashAttention vs unfused
@@ -86,6 +97,9 @@ def profile(
     npu_fusion_attention and the same attention as torch ops, under torch_npu's profiler
     (on the sandbox the emulated runtime writes the same files), into PATH, after
     bringing the workspace up to date (as `cannbuild install`), saying so."""
+    if compare:
+        _compare(Path(compare), Path(path), json, run)
+        return
     options = make_options(c, flags)
     dry_run = bool(flags.pop("dry_run", False))
     # --out follows the ownership rule: refused before the profile is read or run
@@ -116,7 +130,26 @@ def profile(
         for line in report.side_notes():
             ui.note(line)
     else:
-        ui.print_profile(report.details())
+        details = report.details()
+        ui.print_profile(details)
+        ui_compare.print_ranks(details)
+
+
+def _compare(before: Path, after: Path, as_json: bool, run: bool) -> None:
+    """`profile --compare BEFORE AFTER`: both read as `profile` reads one, no timeline."""
+    if run:
+        raise UsageError(
+            "profile: --compare reads two existing profiles; --run makes a new one.",
+            "Run `cannbuild profile --run PATH` first, then `cannbuild profile --compare BEFORE PATH`.",
+        )
+    result = profile_compare.ProfileCompare(
+        before=profile_summary.summarise(before, timeline=False),
+        after=profile_summary.summarise(after, timeline=False),
+    )
+    if as_json:
+        ui.print_json(result.to_json())
+    else:
+        ui_compare.print_profile_compare(result.to_json())
 
 
 def _run(

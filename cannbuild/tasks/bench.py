@@ -56,9 +56,20 @@ def _budget(text: Optional[str]) -> float:
     "build_variant",
     "out",
     "json",
+    positional=[("new", "with --compare: the newer results.json")],
+    optional=("new",),
+    extra=[
+        (
+            "compare",
+            None,
+            "OLD.json: compare two bench result files (--compare OLD.json NEW.json): each "
+            "timing's medians and change, a verdict line; nothing is run",
+        )
+    ],
 )
 def bench(
     c: Context,
+    new: Optional[str] = None,
     shapes: Optional[str] = None,
     dtype: Optional[str] = None,
     layout: Optional[str] = None,
@@ -68,6 +79,7 @@ def bench(
     build_variant: Optional[List[str]] = None,
     out: Optional[str] = None,
     json: bool = False,
+    compare: Optional[str] = None,
     **flags: FlagValue,
 ) -> None:
     """Time the installed FlashAttention (C API, torch_npu) against torch's
@@ -77,6 +89,9 @@ def bench(
     <workspace>/bench/<run>/results.json, report.md and PNG charts (matplotlib:
     pip install 'cannbuild[bench]'). --variants / --build-variant build patched copies of
     ops-transformer (own build tree, prefix and stamps) and time each against the baseline."""
+    if compare or new:
+        _compare(compare, new, json)
+        return
     # --out follows the ownership rule: refused before any build or sweep, claimed at the write
     target = check_replaceable(Path(out), "bench-output", "--out") if out else None
     dims = sh.parse_shapes(shapes) if shapes is not None else sh.default_dims()
@@ -111,6 +126,26 @@ def bench(
         print(f"no charts: {data['charts_missing']}")
     print(f"results: {outcome.out / 'results.json'}")
     print(f"report: {outcome.out / 'report.md'}")
+
+
+def _compare(old: Optional[str], new: Optional[str], as_json: bool) -> None:
+    if not old or not new:
+        raise UsageError(
+            "bench: a results file is only taken with --compare OLD.json NEW.json "
+            f"(got {'--compare ' + old if old else new}).",
+            "Example: cannbuild bench --compare old/results.json new/results.json",
+        )
+    from .. import ui_compare
+    from ..bench import compare as bench_compare
+
+    data = bench_compare.compare_results(
+        bench_compare.load_results(Path(old), "--compare"),
+        bench_compare.load_results(Path(new), "NEW"),
+    )
+    if as_json:
+        ui.print_json(data)
+    else:
+        ui_compare.print_bench_compare(data, old, new)
 
 
 TASKS = (bench,)
