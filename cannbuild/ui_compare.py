@@ -41,11 +41,16 @@ def print_profile_compare(data: Mapping[str, Any], stream: TextIO = sys.stdout) 
     for label, key in (
         ("fused calls", "fused_calls"),
         ("fused us", "fused_us"),
+        ("  of it backward", "fused_backward_us"),
         ("unfused chains", "unfused_chains"),
         ("unfused us", "unfused_us"),
+        ("attention us", "attention_us"),
         ("host fallbacks", "host_fallbacks"),
     ):
-        stream.write(f"  {label + ':':16}{b[key]} -> {a[key]}\n")
+        before, after = b[key], a[key]
+        if isinstance(before, float) or isinstance(after, float):
+            before, after = f"{before:.1f}", f"{after:.1f}"
+        stream.write(f"  {label + ':':18}{before} -> {after}\n")
     stream.write(f"verdict: {data['verdict']}\n")
 
 

@@ -36,15 +36,19 @@ class OpDelta(Struct, frozen=True, kw_only=True):
 
 def attention_side(summary: ProfileSummary) -> Dict[str, Any]:
     """What one profile says about attention: fused calls and time, unfused chains and
-    time, attention time (the two together), host fallbacks, device total."""
+    time, attention time (forward: the fused forward calls and the chains, which are
+    forward attention), host fallbacks, device total."""
     a = summary.analysis
     fused_us = sum((f.total_us for f in a.fused), 0.0)
+    backward = sum((f.total_us for f in a.fused if f.op_type.endswith("Grad")), 0.0)
+    forward = fused_us - backward
     return {
         "fused_calls": sum(f.count for f in a.fused),
         "fused_us": round(fused_us, 3),
+        "fused_backward_us": round(backward, 3),
         "unfused_chains": a.chain_count,
         "unfused_us": round(a.chain_total_us, 3),
-        "attention_us": round(fused_us + a.chain_total_us, 3),
+        "attention_us": round(forward + a.chain_total_us, 3),
         "host_fallbacks": sum(1 for o in a.host_ops if o.is_fallback),
         "device_total_us": round(a.total_us, 3),
     }
