@@ -67,8 +67,9 @@ def _say(paragraph: str) -> None:
     sys.stderr.write(redact(paragraph) + "\n")
 
 
-def _usage_exit(error: ArgvError) -> NoReturn:
-    """One paragraph, a did-you-mean and exit 2."""
+def usage_exit(error: ArgvError) -> NoReturn:
+    """One paragraph, a did-you-mean and exit 2 (tasks.py's take-over says invoke's own
+    listing errors this way too)."""
     hint = HINT
     choices = error.choices or (sorted(GROUPS) if error.word and error.word[0] != "-" else ())
     close = difflib.get_close_matches(error.word, sorted(set(choices)), n=1, cutoff=0.7)
@@ -139,7 +140,7 @@ def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
         runtime = config if isinstance(config, str) else None
         context = load_config(runtime, project or Path.cwd(), os.environ)
     except ArgvError as exc:
-        _usage_exit(exc)
+        usage_exit(exc)
     except CannbuildError as exc:  # the config files
         _say(f"cannbuild: {exc.paragraph()}")
         return exc.exit_code
@@ -184,4 +185,4 @@ def main(argv: Optional[Sequence[str]] = None, project: Optional[Path] = None) -
     leave(code)
 
 
-__all__ = ["EXIT_CODES", "check_project_config", "main", "run"]
+__all__ = ["EXIT_CODES", "check_project_config", "main", "run", "usage_exit"]
