@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import select
+import subprocess
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 import msgspec
 
+from ..childlog import died
 from ..decoded import JSONObject
 from ..proc import kill_group
 from ..states import Verdict
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 REQUEST_TIMEOUT_S = 600  # the import, or one request
+EXIT_WAIT_S = 5.0  # from the worker's stdout closing to its exit status
 
 
 class NpuWorker:
@@ -53,6 +56,8 @@ class NpuWorker:
                 self._child.wait(timeout=10)
             except Exception:  # a stuck worker goes with its group
                 kill_group(self._child, grace_s=1.0)
+            if self._child.stdout:
+                self._child.stdout.close()
             self._child = None
         if self._log is not None:
             self._log.close()
@@ -79,8 +84,19 @@ class NpuWorker:
             ready, _, _ = select.select([out], [], [], left)
             chunk = out.read1(1 << 16) if ready else b""
             if ready and not chunk:
-                raise self._fail(f"the torch_npu worker exited ({self._child.poll()})")
+                raise self._fail(f"the torch_npu worker {self._ended()}")
             self._buffer += chunk
+
+    def _ended(self) -> str:
+        """How the worker that closed its stdout ended: its status (it is reaped first: a
+        closed pipe comes just before the exit) and its log's first error line."""
+        try:
+            code: Optional[int] = self._child.wait(timeout=EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        if self._log is not None:
+            self._log.flush()
+        return died(code, self.data / torchnpu.LOG)
 
     def unavailable(self) -> Optional[str]:
         """Why the route cannot run (waits for the worker's import the first time)."""
@@ -110,7 +126,7 @@ class NpuWorker:
             self._child.stdin.write((json.dumps(request) + "\n").encode())
             self._child.stdin.flush()
         except OSError:
-            raise self._fail("the torch_npu worker exited") from None
+            raise self._fail(f"the torch_npu worker {self._ended()}") from None
         answer = self._answer()
         if not answer.get("ok"):
             raise RouteError(f"npu_fusion_attention failed: {answer.get('error')}")

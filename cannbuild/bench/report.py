@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .routes import CAPI, LABELS, SDPA, TORCH_NPU, UNFUSED
-from .sweep import BASELINE, TIMED, SweepResult
+from .sweep import BASELINE, NOT_RUN, TIMED, SweepResult
 
 SCHEMA = "cannbuild-bench/1"
 MEMORY_NOTE = (
@@ -38,6 +38,29 @@ def results_json(
         "charts_missing": charts_missing,
         "sweep_s": round(result.duration_s, 3),
     }
+
+
+def not_timed_lines(data: Mapping[str, Any]) -> List[str]:
+    """One line per implementation and reason for what was not timed: a route that could
+    not run (a torch_npu that aborts at import) is said once with the shapes it spans, not
+    once per shape."""
+    groups: Dict[Tuple[str, str, str, str], List[str]] = {}
+    for r in data["results"]:
+        if r["status"] != TIMED:
+            key = (r["status"], r["variant"], r["impl"], r["reason"])
+            groups.setdefault(key, []).append(r["shape"])
+    total = len(data["shapes"])
+    lines: List[str] = []
+    for (status, variant, impl, reason), shapes in groups.items():
+        if len(shapes) == total and total > 1:
+            spans = f"every shape ({total})"
+        elif len(shapes) > 3:
+            spans = f"{len(shapes)} shapes ({', '.join(shapes[:3])}, ...)"
+        else:
+            spans = ", ".join(shapes)
+        word = "not run" if status == NOT_RUN else "not timed"
+        lines.append(f"{word}: {variant} {impl} on {spans}: {reason}")
+    return lines
 
 
 def _fmt(value: Optional[float], digits: int = 3) -> str:

@@ -67,7 +67,7 @@ def check_torch() -> None:
     """torch is every route's reference: without it, exit 2 before anything is built."""
     missing = why_no_torch()
     if missing:
-        raise UsageError(f"cannbuild bench: {missing}.", "Install torch, then rerun.")
+        raise UsageError(f"cannbuild bench: {missing}.", "Install torch as said, then rerun.")
 
 
 def bench_dir(session: Session, request: BenchRequest) -> Path:

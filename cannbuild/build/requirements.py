@@ -18,6 +18,9 @@ from ..errors import UsageError
 from ..host.check import FAIL, PASS, WARN, Check
 from ..host.contents import contents_check
 from ..host.doctor import HostReport, read_host
+from ..host.judge_imports import import_checks
+from ..host.pystack import read_python_stack
+from ..host.reading import detection_env
 from ..host.releases import choose_ops
 from ..host.toolkit import host_arch
 from ..options import Options
@@ -129,11 +132,28 @@ def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Che
     )
 
 
-def doctor_report(options: Options, env: Mapping[str, str], cwd: Path) -> HostReport:
-    """The host's rows, and (when a recipe can be chosen) what that recipe needs of it."""
+def _import_rows(options: Options, env: Mapping[str, str], host: HostReport) -> List[Check]:
+    tk = host.toolkit
+    sourced = host.build_env is not None
+    return import_checks(
+        read_python_stack(),
+        host.build_env if host.build_env is not None else detection_env(options, env),
+        "with the toolkit's set_env.sh" if sourced else "this shell's env",
+        None if options.sandbox or tk is None else tk.version,
+        sourced=sourced,
+    )
+
+
+def doctor_report(
+    options: Options, env: Mapping[str, str], cwd: Path, imports: bool = True
+) -> HostReport:
+    """The host's rows, and (when a recipe can be chosen) what that recipe needs of it.
+    `imports`: also import torch (and torch_npu) in a child Python, with the toolkit's
+    environment where set_env.sh was sourced (seconds: doctor's alone, not every run's)."""
     host = read_host(options, env)
     cache_rows = cache_checks(options.cache_remote, host.build_env or env)
-    host = replace(host, checks=(*host.checks, *cache_rows))
+    probed = _import_rows(options, env, host) if imports else []
+    host = replace(host, checks=(*host.checks, *cache_rows, *probed))
     toolkit = host.toolkit
     if toolkit is None or toolkit.version is None:
         return host

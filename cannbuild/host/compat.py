@@ -141,8 +141,12 @@ def _line(version: str) -> str:
     return ".".join(base_version(version).split(".")[:2])
 
 
-def _key(version: str) -> Tuple[int, ...]:
+def version_key(version: str) -> Tuple[int, ...]:
+    """`2.10.0.post2` -> (2, 10, 0, 2): orders the releases the sources list."""
     return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+_key = version_key
 
 
 def _names(sources: Iterable[Source]) -> Tuple[str, ...]:
@@ -260,4 +264,45 @@ def python_verdict(torch: str, python: Tuple[int, int]) -> Verdict:
         ok=False,
         detail=f"torch {line} is not paired with Python {py} by any source: {listed}",
         sources=_names(row.source for row in rows),
+    )
+
+
+# torch_npu is built against the CPU build of torch; Ascend/pytorch's README installs it from
+# PyTorch's CPU index (Ascend/pytorch@9e73e708:README.md:85 `pip install torch==2.10.0
+# --index-url https://download.pytorch.org/whl/cpu`).  Plain PyPI serves a CUDA build on
+# x86_64 (2.74 GB of wheels for torch 2.13.0), and beside torch-npu 2.13.0 `import torch_npu`
+# aborts with it (issue 30).
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# The torch the README installs and CI tests with (README "Set up", .ci/run): the version a
+# hint names where nothing installed or published decides one.
+TESTED_TORCH = "2.13.0"
+
+
+def torch_to_install(torch_npu: Optional[str], cann: Optional[CannVersion] = None) -> str:
+    """The torch release a hint names: the one the installed torch_npu needs, else the one
+    the newest torch_npu some source pairs with this CANN needs, else the tested one."""
+    if torch_npu:
+        return torch_release(torch_npu)
+    if cann is not None and cann.comparable:
+        newest = [versions[0] for _, versions in paired_torch_npu(cann.release)]
+        if newest:
+            return torch_release(max(newest, key=_key))
+    return TESTED_TORCH
+
+
+def cpu_torch_command(version: str) -> str:
+    return f"pip install torch=={version} --index-url {CPU_INDEX}"
+
+
+def cpu_torch_fix(version: str) -> str:
+    """The command that installs the CPU build of torch `version`, and what to do where
+    PyTorch's index cannot be reached: one paragraph."""
+    return (
+        f"{cpu_torch_command(version)} (the CPU build: all cannbuild and torch_npu need; plain "
+        "PyPI's is a CUDA build of several GB beside which torch_npu cannot be imported). "
+        "Where download.pytorch.org is "
+        "unreachable: on a machine with the same Python and architecture that reaches it, "
+        f"`pip download torch=={version} --index-url {CPU_INDEX} --no-deps -d wheels` and "
+        f"install the file here (pip install wheels/torch-{version}*.whl), or point "
+        "--index-url at a local mirror of that index."
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Set
 
 import distro
 
@@ -33,9 +33,10 @@ def judge(r: Readings, options: Options) -> List[Check]:
     checks += _toolkit_checks(r.sysroot, r.search)
     checks += _env_checks(toolkit, r.captured, r.capture_error, r.env)
     checks += npu_checks(r, options)
-    checks += _tool_checks(r.tools)
+    # ccache is a build step's only with a compile cache configured (build/compile_cache.py)
+    checks += _tool_checks(r.tools, needed={"ccache"} if options.cache_remote else set())
     checks += _disk_checks(options.workspace)
-    checks += python_stack_checks(r.stack, toolkit, r.env)
+    checks += python_stack_checks(r.stack, toolkit, r.env, options.sandbox)
     return checks
 
 
@@ -50,11 +51,13 @@ def _os_checks() -> List[Check]:
     if (os_id.lower(), major_minor) in compat.IMAGE_OSES:
         return [Check(id="os", status=PASS, detail=f"{name}")]
     known = ", ".join(f"{o} {v}" for o, v in compat.IMAGE_OSES)
+    # A note (skip), not a warning: no build step depends on the OS's name; the tools a step
+    # needs have rows of their own.
     return [
         Check(
             id="os",
-            status=WARN,
-            detail=f"{name}: not an OS the official CANN images use",
+            status=SKIP,
+            detail=f"{name}: not an OS the official CANN images use (a note: no step needs one)",
             hint=f"Builds usually work elsewhere but are untested upstream; the images use {known}.",
         )
     ]
@@ -239,20 +242,25 @@ def _env_checks(
     return checks
 
 
-def _tool_checks(tools: List[ToolResult]) -> List[Check]:
+def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> List[Check]:
+    """A tool every build needs fails; an optional one warns; one no step needs (advisory,
+    and not in `needed`) is a note (skip): doctor_report puts a failing row in its place
+    when the recipe's [[host.tools]] lists it."""
     checks: List[Check] = []
     for tool in tools:
         spec = tool.spec
         cid = f"tool.{spec.name}"
-        # A tool the recipes need blocks the build; an optional one (ccache, say) only warns.
-        bad_status = FAIL if spec.required else WARN
+        note = spec.advisory and spec.name not in needed
+        bad_status = FAIL if spec.required else SKIP if note else WARN
+        hint = spec.hint
+        aside = " (a note: no build step here calls it)" if note else ""
         if tool.path is None:
             checks.append(
                 Check(
                     id=cid,
                     status=bad_status,
-                    detail=f"{spec.name} not found on PATH",
-                    hint=spec.hint,
+                    detail=f"{spec.name} not found on PATH{aside}",
+                    hint=hint,
                     blocking=spec.required,
                 )
             )
@@ -261,8 +269,8 @@ def _tool_checks(tools: List[ToolResult]) -> List[Check]:
                 Check(
                     id=cid,
                     status=bad_status,
-                    detail=tool.error,
-                    hint=spec.hint,
+                    detail=tool.error + aside,
+                    hint=hint,
                     blocking=spec.required,
                 )
             )
@@ -271,8 +279,8 @@ def _tool_checks(tools: List[ToolResult]) -> List[Check]:
                 Check(
                     id=cid,
                     status=bad_status,
-                    detail=f"{spec.name} {tool.version} is older than {spec.minimum}",
-                    hint=spec.hint,
+                    detail=f"{spec.name} {tool.version} is older than {spec.minimum}{aside}",
+                    hint=hint,
                     blocking=spec.required,
                 )
             )

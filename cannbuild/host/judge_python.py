@@ -14,9 +14,16 @@ from .versions import CannVersion
 
 
 def python_stack_checks(
-    stack: PythonStack, tk: Optional[Toolkit], env: Optional[Mapping[str, str]] = None
+    stack: PythonStack,
+    tk: Optional[Toolkit],
+    env: Optional[Mapping[str, str]] = None,
+    sandbox: bool = False,
 ) -> List[Check]:
-    """torch / torch_npu rows from package metadata and `env` (the shell's), never importing torch."""
+    """torch / torch_npu rows from package metadata and `env` (the shell's), never importing
+    torch.  A hint names the torch to install: the installed torch_npu's, else the one the
+    sources pair with this CANN through torch_npu (on the sandbox: the tested one)."""
+    cann = None if sandbox or tk is None else tk.version
+    want = compat.torch_to_install(stack.torch_npu, cann)
     checks: List[Check] = []
     if stack.torch is None:
         checks.append(
@@ -24,7 +31,7 @@ def python_stack_checks(
                 id="torch",
                 status=SKIP,
                 detail="torch not installed",
-                hint="Needed only for the validation reference: pip install torch (CPU is enough).",
+                hint="Needed only for the validation reference: " + compat.cpu_torch_fix(want),
             )
         )
     else:
@@ -35,8 +42,8 @@ def python_stack_checks(
                 id="torch_npu",
                 status=SKIP,
                 detail="torch_npu not installed",
-                hint="Only the torch_npu validation route needs it: pip install torch-npu==<version "
-                "for this CANN>.",
+                hint="Only the torch_npu validation route needs it: pip install "
+                f"torch-npu=={_torch_npu_for(stack.torch, cann)}.",
             )
         )
         return checks
@@ -47,7 +54,21 @@ def python_stack_checks(
                 id="torch_npu",
                 status=FAIL,
                 detail=f"torch_npu {stack.torch_npu} is installed without torch",
-                hint=f"pip install torch=={_torch_for(stack.torch_npu)}",
+                hint=compat.cpu_torch_fix(want),
+            )
+        )
+        return checks
+    # torch_npu is built against torch's CPU build (Ascend/pytorch@9e73e708:README.md:85);
+    # beside PyPI's CUDA torch 2.13.0, `import torch_npu` 2.13.0 aborts (issue 30).
+    if stack.torch_device is not None:
+        checks.append(
+            Check(
+                id="torch_npu",
+                status=FAIL,
+                detail=f"torch {stack.torch} is a {stack.torch_device} build beside torch_npu "
+                f"{stack.torch_npu}, which needs the CPU build of torch {want} (with PyPI's CUDA "
+                "torch 2.13.0, importing torch_npu 2.13.0 aborts)",
+                hint=compat.cpu_torch_fix(want),
             )
         )
         return checks
@@ -60,7 +81,7 @@ def python_stack_checks(
                 status=FAIL,
                 detail=f"torch_npu {stack.torch_npu} does not match torch {stack.torch}",
                 hint="torch_npu's major.minor.patch must equal torch's (else 'undefined symbol' "
-                f"at import): pip install torch=={_torch_for(stack.torch_npu)}",
+                f"at import): {compat.cpu_torch_fix(want)}",
             )
         )
         return checks
@@ -147,5 +168,10 @@ def _plain_import_check(stack: PythonStack, tk: Optional[Toolkit], env: Mapping[
     )
 
 
-def _torch_for(torch_npu: str) -> str:
-    return compat.torch_release(torch_npu)
+def _torch_npu_for(torch: Optional[str], cann: Optional[CannVersion]) -> str:
+    """The torch_npu to name: the installed torch's release (torch_npu's major.minor.patch
+    is torch's), else the newest some source pairs with this CANN, else a placeholder."""
+    if torch:
+        return compat.torch_release(torch)
+    paired = [v[0] for _, v in compat.paired_torch_npu(cann.release)] if cann is not None else []
+    return max(paired, key=compat.version_key) if paired else "<version for this CANN>"

@@ -29,10 +29,21 @@ TORCH_NPU_CANN_LIBRARIES = (
 _DIST_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>[^-]+?)\.(?:dist-info|egg-info)$")
 
 
+# A build for an accelerator other than the CPU: a local version tag (`2.13.0+cu130`,
+# `2.5.1+rocm6.2`, `2.7.1+xpu`) or a value in the generated torch/version.py (PyPI's default
+# Linux x86_64 wheel is a CUDA build without a tag: `__version__ = '2.13.0'`, `cuda = '13.0'`).
+_LOCAL_BUILD = re.compile(r"\+(cu\d+|rocm[\d.]+|xpu)\b")
+_VERSION_PY = re.compile(r"^(cuda|hip|xpu)\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
+_BUILD_NAMES = {"cuda": "CUDA", "hip": "ROCm", "xpu": "XPU"}
+VERSION_PY_BYTES = 64 << 10  # torch/version.py: a dozen lines
+
+
 class PythonStack(Struct, frozen=True, kw_only=True):
     python: Tuple[int, int]
     torch: Optional[str]
     torch_npu: Optional[str]
+    # `CUDA 13.0` for a torch built for an accelerator, None for the CPU build (or unknown)
+    torch_device: Optional[str] = None
 
 
 def _normalise(name: str) -> str:
@@ -64,25 +75,54 @@ def installed_versions(names: Iterable[str], path: Iterable[str]) -> Dict[str, s
 
 def read_python_stack() -> PythonStack:
     versions = installed_versions(("torch", "torch_npu"), sys.path)
+    torch = versions.get("torch")
     return PythonStack(
         python=(sys.version_info[0], sys.version_info[1]),
-        torch=versions.get("torch"),
+        torch=torch,
         torch_npu=versions.get("torch_npu"),
+        torch_device=device_build(torch, sys.path) if torch else None,
     )
 
 
-def plain_import_problem(stack: PythonStack, env: Mapping[str, str]) -> Optional[str]:
+def device_build(version: Optional[str], path: Iterable[str]) -> Optional[str]:
+    """`CUDA 13.0` when torch is built for an accelerator: from the torch/version.py that
+    `import torch` would find first on `path` (read, not imported), else from the version's
+    local tag; None for the CPU build."""
+    for entry in path:
+        if not entry or not os.path.isfile(os.path.join(entry, "torch", "__init__.py")):
+            continue
+        try:
+            with open(os.path.join(entry, "torch", "version.py"), errors="replace") as fh:
+                text = fh.read(VERSION_PY_BYTES)
+        except OSError:
+            break
+        for key, value in _VERSION_PY.findall(text):
+            return f"{_BUILD_NAMES[key]} {value}"
+        break
+    tagged = _LOCAL_BUILD.search(version or "")
+    if tagged is None:
+        return None
+    tag = tagged.group(1)
+    name = "CUDA" if tag.startswith("cu") else "ROCm" if tag.startswith("rocm") else "XPU"
+    return f"{name} (+{tag})"
+
+
+def plain_import_problem(
+    stack: PythonStack, env: Mapping[str, str], sourced: bool = False
+) -> Optional[str]:
     """Why a plain `import torch` fails in `env`, or None; read without importing torch.
 
     Once torch_npu is installed, torch auto-loads it at import, and torch_npu needs the
     CANN libraries on the loader path and, with ASCEND_HOME_PATH set, ASCEND_OPP_PATH and
-    the home's runtime/ and compiler/ folders (its `_cann_package_check`)."""
+    the home's runtime/ and compiler/ folders (its `_cann_package_check`).  `sourced`: `env`
+    is what the toolkit's set_env.sh gave, so a missing library is not for want of it."""
     if stack.torch is None or stack.torch_npu is None or env.get(AUTOLOAD) == "0":
         return None
     dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     for lib in TORCH_NPU_CANN_LIBRARIES:
         if not any(os.path.isfile(os.path.join(d, lib)) for d in dirs):
-            return f"{lib} is not on LD_LIBRARY_PATH (the CANN set_env.sh is not sourced)"
+            why = "after sourcing set_env.sh" if sourced else "(the CANN set_env.sh is not sourced)"
+            return f"{lib} is not on LD_LIBRARY_PATH {why}"
     home = env.get("ASCEND_HOME_PATH")
     if home is None:
         return None

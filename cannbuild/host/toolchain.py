@@ -36,6 +36,9 @@ class ToolSpec(Struct, frozen=True, kw_only=True):
     minimum: Optional[str] = None
     required: bool = True
     hint: str = ""
+    # No build step calls it unless the recipe lists it under [[host.tools]] (gawk up to 9.0)
+    # or a compile cache is configured (ccache): missing, it is a note, not a warning.
+    advisory: bool = False
 
 
 # The minimums opbase's and ops-transformer's docs and install_deps.sh state: cmake >= 3.16, gcc
@@ -94,6 +97,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         minimum="2.4",
         required=False,
         hint="apt install pigz (packaging falls back to gzip)",
+        advisory=True,
     ),
     ToolSpec(
         name="dos2unix",
@@ -101,6 +105,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         minimum=None,
         required=False,
         hint="apt install dos2unix",
+        advisory=True,
     ),
     ToolSpec(
         name="makeself",
@@ -108,6 +113,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         minimum=None,
         required=False,
         hint="apt install makeself (the repos otherwise use the copy in their third-party downloads)",
+        advisory=True,
     ),
     ToolSpec(
         name="ccache",
@@ -115,6 +121,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         minimum=None,
         required=False,
         hint="apt install ccache to speed up rebuilds",
+        advisory=True,
     ),
     ToolSpec(
         name="gawk",
@@ -123,6 +130,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         required=False,
         hint="apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
         "and exits 127 without it",
+        advisory=True,
     ),
 )
 

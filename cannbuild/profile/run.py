@@ -178,14 +178,13 @@ def start(
             raise
     result = _read(work / RESULT)
     if result is None or "error" in result:
-        why = (
-            f"timed out after {RUN_TIMEOUT_S} s"
-            if code is None
-            else (result or {}).get("error") or f"exited with {code} and no result"
-        )
+        why = torchnpu.failure(code, result, log, RUN_TIMEOUT_S)
+        fix = torchnpu.cuda_fix(read_python_stack())
         raise ValidationFailed(
             f"profile --run: the torch_npu worker failed: {why} (log: {log}).",
-            "The same route is checked by `cannbuild validate`: run it to see whether the "
+            f"{fix[0].upper()}{fix[1:]}."
+            if fix
+            else "The same route is checked by `cannbuild validate`: run it to see whether the "
             "package works through torch_npu at all.",
         )
     # The profiler names its folder `<host>_<pid>_<timestamp>_ascend_pt`; this run's is the new

@@ -17,6 +17,7 @@ from ._flags import SESSION_FLAGS, FlagValue, cli_task
 from ._session import bring_up_to_date, open_session
 
 if TYPE_CHECKING:
+    from ..bench import report as bench_report
     from ..bench import run as bench_run
     from ..bench import shapes as sh
     from ..bench import sweep
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ..build import runner
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
     sh = lazy_module("cannbuild.bench.shapes")
+    bench_report = lazy_module("cannbuild.bench.report")
     bench_run = lazy_module("cannbuild.bench.run")
     sweep = lazy_module("cannbuild.bench.sweep")
     bench_variants = lazy_module("cannbuild.bench.variants")
@@ -115,9 +117,8 @@ def bench(
         return
     data = outcome.results
     timed = [r for r in data["results"] if r["status"] == "timed"]
-    for r in data["results"]:
-        if r["status"] != "timed":
-            ui.note(f"not timed: {r['variant']} {r['impl']} {r['shape']}: {r['reason']}")
+    for line in bench_report.not_timed_lines(data):
+        ui.note(line)
     print(
         f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
         f"{len(data['not_run'])} shapes left out"

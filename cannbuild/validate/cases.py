@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 from msgspec import Struct, field
 
 from ..errors import UsageError
+from ..host import compat
+from ..host.pystack import read_python_stack
 from ..lazy import lazy_module
 from ..states import Verdict
 
@@ -404,14 +406,27 @@ def why_no_torch() -> Optional[str]:
     try:
         reference_torch()
     except ImportError as exc:
-        return f"torch is not installed ({exc.name}); the float64 reference needs it: pip install torch (CPU)"
+        return (
+            f"torch is not installed ({exc.name}); the float64 reference needs it (the CPU build "
+            f"is enough): {compat.cpu_torch_command(_torch_wanted())}"
+        )
     except (RuntimeError, OSError) as exc:  # a broken install: say so instead of a traceback
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return (
             f"torch cannot be imported ({first}); the float64 reference needs it: reinstall it "
-            "(pip install --force-reinstall torch==<version>, the CPU build is enough)"
+            f"(the CPU build is enough): {compat.cpu_torch_command(_torch_wanted())} "
+            "--force-reinstall"
         )
     return None
+
+
+def _torch_wanted() -> str:
+    """The torch a hint names: the installed torch's (a broken install), else the one the
+    installed torch_npu needs, else the tested one (read from package metadata)."""
+    stack = read_python_stack()
+    if stack.torch:
+        return compat.torch_release(stack.torch)
+    return compat.torch_to_install(stack.torch_npu)
 
 
 def select(names: Sequence[str]) -> Tuple[Case, ...]:

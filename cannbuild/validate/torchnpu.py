@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, T
 from msgspec import Struct, field
 
 from .. import safefs
+from ..childlog import died, log_error_line
 from ..decoded import JSONObject, JSONValue
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
@@ -103,12 +104,12 @@ def unavailable(target: Optional[str], no_device_reason: str, stack: PythonStack
     if stack.torch is None:
         return (
             f"torch_npu {stack.torch_npu} is installed without torch: "
-            f"pip install torch=={compat.torch_release(stack.torch_npu)}"
+            f"{compat.cpu_torch_command(compat.torch_release(stack.torch_npu))}"
         )
     if not compat.same_torch_line(stack.torch, stack.torch_npu):
         return (
             f"torch_npu {stack.torch_npu} does not match torch {stack.torch} (major.minor.patch must "
-            f"be equal): pip install torch=={compat.torch_release(stack.torch_npu)}"
+            f"be equal): {compat.cpu_torch_command(compat.torch_release(stack.torch_npu))}"
         )
     return None
 
@@ -145,12 +146,12 @@ def run(
     }
     result = _read_result(data)
     if result is None or "error" in result:
-        why = (
-            f"timed out after {RUN_TIMEOUT_S} s"
-            if code is None
-            else (result or {}).get("error") or f"exited with {code} and no result"
+        failed = (
+            f"the torch_npu {stack.torch_npu} worker failed: {failure(code, result, data / LOG)} "
+            f"(log: {data / LOG})"
         )
-        failed = f"the torch_npu {stack.torch_npu} worker failed: {why} (log: {data / LOG})"
+        fix = cuda_fix(stack)
+        failed += f"; {fix}" if fix else ""
         return RouteOutcome(
             status=Verdict.FAIL,
             message=failed,
@@ -186,6 +187,34 @@ def run(
         for r in results
     ]
     return _verdict(results, library, loaded, stack.torch_npu or "?", details)
+
+
+def cuda_fix(stack: PythonStack) -> str:
+    """What to do when torch is a CUDA build beside torch_npu (`import torch_npu` aborts with
+    PyPI's CUDA torch 2.13.0; doctor's torch_npu row says the same), else "" (no
+    ending stop)."""
+    if stack.torch_device is None or stack.torch_npu is None:
+        return ""
+    want = compat.torch_release(stack.torch_npu)
+    return (
+        f"torch {stack.torch} is a {stack.torch_device} build and torch_npu needs the CPU "
+        f"build: {compat.cpu_torch_command(want)}"
+    )
+
+
+def failure(
+    code: Optional[int], result: Optional[JSONObject], log: Path, timeout_s: float = RUN_TIMEOUT_S
+) -> str:
+    """Why a worker gave no usable result: the error it wrote, else how it ended and the
+    first error line of its log (an abort in C++ writes no result: `exited with -6 (SIGABRT)
+    and no result: c10::ValueError: ...`)."""
+    said = (result or {}).get("error")
+    if said:
+        return str(said)
+    if code is None:
+        line = log_error_line(log)
+        return f"timed out after {timeout_s:g} s" + (f"; its log says: {line}" if line else "")
+    return died(code, log, " and no result")
 
 
 def _verdict(

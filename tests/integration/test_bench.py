@@ -208,3 +208,32 @@ def test_a_torch_npu_that_cannot_import_is_reported_not_run_with_the_reason(inst
         "| not run: torch_npu cannot run here: import torch_npu: "
         in (out / "report.md").read_text()
     )
+
+
+@pytest.mark.skipif(not HAS_TORCH_NPU, reason="torch-npu is not installed")
+def test_a_torch_npu_that_aborts_is_said_once_with_its_error_line(installed, tmp_path):
+    """A torch_npu that aborts at import (as beside PyPI's CUDA torch 2.13.0): the bench
+    says once, for every shape, that the route was not run, how the worker ended and the
+    first error line of its log (issue 30)."""
+    shadow = tmp_path / "shadow" / "torch_npu"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        "import os, resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+        "sys.stderr.write(\"c10::ValueError: Duplicated key 'pinned_reserve_segment_size_mb' "
+        'found in device-specific configuration parser hook registration\\n")\n'
+        "sys.stderr.flush()\n"
+        "os.abort()\n"
+    )
+    out = tmp_path / "out"
+    env = installed.env(
+        PYTHONPATH=os.pathsep.join(filter(None, (str(shadow.parent), os.environ.get("PYTHONPATH"))))
+    )
+    shapes = "N8S128D64,N8S256D64"
+    proc = installed("bench", "--shapes", shapes, "--out", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "torch_npu" in line and "not run" in line]
+    assert len(said) == 1, proc.stderr
+    assert said[0].startswith("not run: baseline torch_npu on every shape (2): ")
+    assert "exited with -6 (SIGABRT): c10::ValueError: Duplicated key" in said[0]
+    assert "(None)" not in proc.stderr

@@ -74,3 +74,17 @@ def test_the_route_reaches_the_package_and_fails_to_find_the_op_without_it(insta
     assert lost.status == "FAIL"
     assert "aclnnFlashAttentionScore" in lost.message and "not in libopapi.so" in lost.message
     assert str(library.resolve()) not in lost.details["loaded_op_libraries"]
+
+
+def test_doctor_imports_the_real_cpu_torch_and_torch_npu_on_the_sandbox_and_passes(sandboxes):
+    """The real CPU torch and torch_npu here: the child Python imports both with the sandbox
+    toolkit's environment, and doctor's row passes naming them (issue 30)."""
+    from cannbuild.host.judge_imports import import_checks
+
+    env = toolkit_env(sandboxes["A2-8.5.0"], base_env())
+    (row,) = import_checks(STACK, env, "with the toolkit's set_env.sh", sourced=True)
+    assert row.status == "pass", row
+    assert f"imports torch {STACK.torch} and torch_npu {STACK.torch_npu}" in row.detail
+    # without the toolkit's libraries torch_npu is not tried, and torch alone still passes
+    (row,) = import_checks(STACK, base_env(LD_LIBRARY_PATH=""), "this shell's env")
+    assert row.status == "pass" and "torch_npu not tried: libascendcl.so" in row.detail

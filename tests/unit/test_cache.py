@@ -11,15 +11,16 @@ import pytest
 
 from cannbuild.build.cache_probe import probe_remote
 from cannbuild.build.compile_cache import cache_checks, run_record, summary_line
-from cannbuild.host.check import FAIL, SKIP, WARN
+from cannbuild.host.check import FAIL, SKIP
 
 from sharedcache import redis_server, running_redis
 
 
-def test_without_a_remote_doctor_skips_the_remote_and_nothing_blocks(tmp_path):
+def test_without_a_remote_a_missing_ccache_is_a_note_and_nothing_blocks(tmp_path):
     rows = {c.id: c for c in cache_checks(None, {"PATH": str(tmp_path)}, extra=())}
     assert rows["cache.remote"].status == SKIP
-    assert rows["cache.ccache"].status == WARN and not rows["cache.ccache"].blocking
+    assert rows["cache.ccache"].status == SKIP and not rows["cache.ccache"].blocking
+    assert "a note: none is configured" in rows["cache.ccache"].detail
 
 
 def test_a_remote_without_a_usable_ccache_blocks_the_build_and_names_the_fix(tmp_path):
