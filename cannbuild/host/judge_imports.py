@@ -23,18 +23,18 @@ def import_checks(
     timeout: float = PROBE_TIMEOUT_S,
     sourced: bool = False,
 ) -> List[Check]:
-    """Import torch, then torch_npu where it is installed and the CANN libraries it links
-    are on the loader path of `env` (`where` says whose environment that is; `sourced`: the
-    toolkit's set_env.sh gave it); no row without torch (the torch row says how to get it)."""
-    if stack.torch is None:
+    """Import torch, then torch_npu, where torch_npu is installed and the CANN libraries it
+    links are on the loader path of `env` (`where` says whose environment that is;
+    `sourced`: the toolkit's set_env.sh gave it).  Only there can the pair abort in a way
+    package metadata does not show (a C++ registry clash once torch_npu's library loads), so
+    only there is the child worth its seconds; elsewhere no row (the torch and torch_import
+    rows say what metadata shows, and validate's reference import says the rest)."""
+    if stack.torch is None or stack.torch_npu is None:
         return []
-    no_npu = (
-        plain_import_problem(stack, {**env, AUTOLOAD: "1"}, sourced) if stack.torch_npu else None
-    )
-    probe = probe_imports(
-        env, with_npu=stack.torch_npu is not None and no_npu is None, timeout=timeout
-    )
-    return [judge_probe(probe, stack, where, no_npu, cann, timeout)]
+    if plain_import_problem(stack, {**env, AUTOLOAD: "1"}, sourced) is not None:
+        return []
+    probe = probe_imports(env, with_npu=True, timeout=timeout)
+    return [judge_probe(probe, stack, where, None, cann, timeout)]
 
 
 def judge_probe(

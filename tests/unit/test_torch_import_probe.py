@@ -68,9 +68,16 @@ def row(checks):
     return only
 
 
+def npu_env(tmp_path: Path) -> dict:
+    """A torch_npu beside the fake torch, and the CANN libraries it links: where doctor
+    imports the pair (a torch alone is judged from its metadata)."""
+    write(tmp_path / "site" / "torch_npu" / "__init__.py", "__version__ = '2.13.0'\n")
+    return child_env(tmp_path / "site", LD_LIBRARY_PATH=cann_libraries(tmp_path / "lib64"))
+
+
 def test_a_torch_that_aborts_on_import_fails_doctor_with_its_message_and_the_cpu_fix(tmp_path):
     fake_torch(tmp_path / "site", ABORT)
-    check = row(import_checks(TORCH_ONLY, child_env(tmp_path / "site"), "this shell's env"))
+    check = row(import_checks(STACK, npu_env(tmp_path), "this shell's env"))
     assert check.status == "fail", check
     assert "importing torch 2.13.0 in a fresh Python (this shell's env)" in check.detail
     assert "exited with -6 (SIGABRT)" in check.detail
@@ -97,7 +104,7 @@ def test_a_python_error_on_import_gives_its_root_cause(tmp_path):
         "try:\n    import _torch_missing_part\nexcept ImportError as e:\n"
         "    raise RuntimeError('Failed to load torch') from e\n",
     )
-    check = row(import_checks(TORCH_ONLY, child_env(tmp_path / "site"), "this shell's env"))
+    check = row(import_checks(STACK, npu_env(tmp_path), "this shell's env"))
     assert check.status == "fail" and "exited with 1" in check.detail
     assert check.detail.endswith("ModuleNotFoundError: No module named '_torch_missing_part'")
 
@@ -133,21 +140,22 @@ def test_the_cuda_build_is_read_from_metadata_too_and_fails_the_torch_npu_row(tm
     assert row(import_checks(stack, env, "this shell's env")).status == "pass"
 
 
-def test_torch_npu_is_not_tried_without_the_cann_libraries_and_the_row_says_why(tmp_path):
+def test_no_child_is_started_where_torch_npu_could_not_load_or_is_not_installed(tmp_path):
+    """Without the CANN libraries torch_npu cannot load, so the pair cannot clash (the
+    torch_import row says why); a torch alone is judged from its metadata: no child, no
+    seconds spent."""
     site = tmp_path / "site"
-    fake_torch(site, "__version__ = '2.13.0+cpu'\n")
-    write(site / "torch_npu" / "__init__.py", ABORT)  # would abort, if it were imported
-    check = row(import_checks(STACK, child_env(site, LD_LIBRARY_PATH=""), "this shell's env"))
-    assert check.status == "pass", check
-    assert "imports torch 2.13.0+cpu (this shell's env" in check.detail
-    assert "torch_npu not tried: libascendcl.so is not on LD_LIBRARY_PATH" in check.detail
+    fake_torch(site, ABORT)  # would abort, if it were imported
+    write(site / "torch_npu" / "__init__.py", ABORT)
+    assert import_checks(STACK, child_env(site, LD_LIBRARY_PATH=""), "this shell's env") == []
+    env = child_env(site, LD_LIBRARY_PATH=cann_libraries(tmp_path / "lib64"))
+    assert import_checks(TORCH_ONLY, env, "this shell's env") == []
+    assert row(import_checks(STACK, env, "this shell's env")).status == "fail"
 
 
 def test_an_import_that_hangs_is_stopped_at_the_bound(tmp_path):
     fake_torch(tmp_path / "site", "import time\ntime.sleep(30)\n")
-    check = row(
-        import_checks(TORCH_ONLY, child_env(tmp_path / "site"), "this shell's env", timeout=0.5)
-    )
+    check = row(import_checks(STACK, npu_env(tmp_path), "this shell's env", timeout=0.5))
     assert check.status == "warn"
     assert (
         "importing torch 2.13.0 in a fresh Python (this shell's env) did not finish in 0.5 s"
