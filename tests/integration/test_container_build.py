@@ -15,6 +15,8 @@ from engines import TEST_BASE, podman_with_test_base
 
 reference_torch()
 WHY_NOT = podman_with_test_base()
+# one podman build at a time: on the worker that runs the README container test too
+pytestmark = pytest.mark.xdist_group("podman")
 
 
 @pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))

@@ -1,0 +1,148 @@
+"""The README's set-up blocks: found by their markers, and saying what a fresh machine needs.
+
+tests/integration/test_readme_container.py runs the setup block in a clean Debian
+container; these pin, without a container, that the blocks are there, first, and shaped
+so that they can run as written (root or sudo, apt's lists, a venv, the CPU torch).
+"""
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from readmeblocks import (
+    ROOT,
+    ReadmeBlockError,
+    first_block,
+    marked_block,
+    pip_args,
+    readme_text,
+    torch_line,
+)
+
+
+def lines(block):
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def words(line):
+    return shlex.split(line, comments=True)
+
+
+def test_the_setup_block_is_the_first_block_a_reader_sees_and_the_tests_the_second():
+    text = readme_text()
+    setup, test = marked_block("setup"), marked_block("test")
+    assert first_block() == setup
+    assert text.index(setup) < text.index(test) < text.index("## On an Ascend host")
+    assert text.index("## Set up") < text.index(setup)
+    between = text[text.index(setup) + len(setup) : text.index("<!-- readme-block: test")]
+    assert "```bash" not in between  # exactly two set-up commands, one after the other
+
+
+def test_the_setup_block_updates_apt_installs_the_tools_makes_a_venv_and_runs_the_sandbox():
+    block = lines(marked_block("setup"))
+    apt = [i for i, line in enumerate(block) if "apt-get" in words(line)]
+    assert len(apt) == 2 and "update" in words(block[apt[0]])
+    install = words(block[apt[1]])
+    assert {"install", "-y", "python3-venv", "cmake", "g++", "make", "git", "gawk"} <= set(install)
+    venv = next(i for i, line in enumerate(block) if "venv" in words(line))
+    assert apt[1] < venv and "activate" in block[venv]
+    pips = [i for i, line in enumerate(block) if words(line)[:2] == ["pip", "install"]]
+    assert pips and min(pips) > venv  # never pip into the system Python (PEP 668)
+    assert any(pip_args(block[i]) == ["-e", "."] for i in pips)
+    assert words(block[-1]) == ["cannbuild", "setup", "--sandbox"]
+
+
+def sudo_word(block):
+    """The line that decides the sudo prefix, run by a real bash with PATH as given."""
+    (decides,) = [line for line in lines(block) if "command -v sudo" in line]
+    return decides
+
+
+@pytest.mark.parametrize("has_sudo", [False, True])
+def test_the_setup_block_prefixes_apt_with_sudo_only_where_there_is_one(tmp_path, has_sudo):
+    block = marked_block("setup")
+    decides = sudo_word(block)
+    name = decides.split("=", 1)[0]
+    for line in lines(block):
+        if line == decides:
+            continue
+        if "apt-get" in words(line):
+            assert words(line)[0] == f"${name}", line  # root in a container has no sudo
+        else:
+            assert "sudo" not in words(line), line
+    if has_sudo:
+        (tmp_path / "sudo").write_text('#!/bin/sh\nexec "$@"\n')
+        (tmp_path / "sudo").chmod(0o755)
+    proc = subprocess.run(
+        ["/bin/bash", "-e", "-c", f'{decides}\nprintf "%s" "${name}"'],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(tmp_path)},
+        timeout=10,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (str(tmp_path / "sudo") if has_sudo else "")
+
+
+def test_both_blocks_are_valid_bash():
+    for name in ("setup", "test"):
+        proc = subprocess.run(
+            ["/bin/bash", "-n"], input=marked_block(name), capture_output=True, text=True
+        )
+        assert proc.returncode == 0, (name, proc.stderr)
+
+
+def test_the_torch_line_takes_the_cpu_build_of_the_torch_npu_version():
+    args = pip_args(torch_line(marked_block("setup")))
+    index = args[args.index("--index-url") + 1]
+    assert index == "https://download.pytorch.org/whl/cpu"
+    (pin,) = [a for a in args if a.startswith("torch==")]
+    test = words(lines(marked_block("test"))[0])
+    assert f"torch-npu=={pin.split('==')[1]}" in test
+    assert not any(w.startswith("torch==") for w in test)  # keeps the CPU torch installed
+
+
+def test_the_readme_says_what_to_do_where_the_cpu_index_is_unreachable():
+    text = " ".join(readme_text().split())
+    after = text[text.index(" ".join(marked_block("setup").split())) :]
+    advice = after[: after.index("Run the tests")]
+    assert "unreachable" in advice
+    assert "pip download torch==2.13.0" in advice
+    assert "validation: SKIPPED" in advice  # the route without torch, and what it says
+
+
+def test_ci_installs_torch_the_readmes_way_and_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert marked_block("test").strip() in ci
+    torch = torch_line(marked_block("setup")).split("#")[0].strip()
+    assert torch in ci and ci.index(torch) < ci.index(marked_block("test").strip())
+
+
+MARKED = "intro\n\n<!-- readme-block: demo (a note) -->\n\n```bash\necho hi\n```\n"
+
+
+def test_a_marked_block_is_the_fenced_code_right_under_its_marker():
+    assert marked_block("demo", MARKED) == "echo hi\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no marker here\n```bash\necho hi\n```\n",
+        "<!-- readme-block: demo -->\nprose first\n```bash\necho hi\n```\n",
+        "<!-- readme-block: demo -->\n```bash\necho hi\n",
+        "<!-- readme-block: demo -->\n```bash\n\n```\n",
+        MARKED + MARKED,
+        MARKED.replace("readme-block: demo", "readme-block: demonstration"),
+    ],
+    ids=["missing", "not-fenced", "unclosed", "empty", "twice", "other-name"],
+)
+def test_a_block_that_lost_its_marker_or_fence_is_an_error(text):
+    with pytest.raises(ReadmeBlockError):
+        marked_block("demo", text)
+
+
+def test_the_readme_blocks_module_reads_this_checkouts_readme():
+    assert Path(ROOT / "README.md").read_text(encoding="utf-8") == readme_text()
