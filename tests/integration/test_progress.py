@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from .conftest import base_env
+from conftest import base_env
 
 SANDBOX_PHASES = (
     "making an A2 host with CANN 8.5.0 at ",
