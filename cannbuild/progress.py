@@ -2,7 +2,8 @@
 
 On a terminal: one live line per step showing the time and the log's last line.
 Without a terminal: timestamped lines, and a heartbeat every minute on long steps
-(CI systems kill jobs that print nothing).  `--verbose` streams every line of the
+(CI systems kill jobs that print nothing).  The phases of making a sandbox and of
+validating (`PhaseProgress`, the sink of `phases.PhaseSink`) are shown the same way.  `--verbose` streams every line of the
 running step (it is logged either way).  Under GitHub Actions each step's output is a
 collapsed `::group::`, a failing step is marked with `::error::`, and report.md is
 appended to the job summary.
@@ -122,6 +123,82 @@ class ConsoleProgress:
 
     def note(self, text: str) -> None:
         self._line(text)
+
+
+class PhaseProgress:
+    """The phases of one long operation (making the sandbox, validating), rendered as the
+    steps are: on a terminal a live line (the phase and its seconds, redrawn four times a
+    second) and a line when each phase ends; otherwise a timestamped line as each phase
+    starts and a heartbeat every `heartbeat_s`.  Used as a context manager around the
+    core call it is passed to as the sink (`phases.PhaseSink`)."""
+
+    def __init__(
+        self,
+        what: str,
+        stream: TextIO = sys.stderr,
+        live: Optional[bool] = None,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
+        self.what = what
+        self.stream = stream
+        self.live = stream.isatty() if live is None else live
+        self.heartbeat_s = heartbeat_s
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._phase = ""
+        self._start = 0.0
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def _ticker(self) -> None:
+        period = 0.25 if self.live else self.heartbeat_s
+        while not self._stop.wait(period):
+            with self._lock:
+                phase, elapsed = self._phase, time.monotonic() - self._start
+            if self.live:
+                self._write(self._live_text(phase, elapsed))
+            else:
+                stamp = time.strftime("%H:%M:%S")
+                self._write(f"[{stamp}] {self.what}: {phase}: still running ({elapsed:.0f}s)\n")
+
+    def _live_text(self, phase: str, elapsed: float) -> str:
+        room = max(ui.width(self.stream) - len(self.what) - 14, 10)
+        shown = phase if len(phase) <= room else phase[: room - 3] + "..."
+        return f"\r\033[K  {self.what}: {shown}  {elapsed:5.1f}s"
+
+    def _end_phase(self) -> None:
+        if self._phase and self.live:
+            took = time.monotonic() - self._start
+            self._write(f"\r\033[K  {self.what}: {self._phase} ({took:.1f}s)\n")
+
+    def __call__(self, phase: str) -> None:
+        """A phase starts (the sink the core calls)."""
+        self._end_phase()
+        with self._lock:
+            self._phase, self._start = phase, time.monotonic()
+        if self.live:
+            self._write(self._live_text(phase, 0.0))
+        else:
+            self._write(f"[{time.strftime('%H:%M:%S')}] {self.what}: {phase}\n")
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._ticker, daemon=True)
+            self._thread.start()
+
+    def __enter__(self) -> PhaseProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        self._end_phase()
+        self._phase = ""
 
 
 def publish_summary(report_dir: Path, env: Mapping[str, str] = os.environ) -> None:

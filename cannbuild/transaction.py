@@ -28,6 +28,7 @@ from .errors import CannbuildError
 from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
+from .phases import PhaseSink, no_phases
 from .report import build_report, step_records, write_report
 from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
@@ -257,9 +258,11 @@ def run_pipeline(
     env: Mapping[str, str],
     request: RunRequest,
     progress: Progress,
+    phases: PhaseSink = no_phases,
 ) -> PipelineRun:
     """Sync the sources and run the steps that are not up to date under the workspace lock;
-    then (if asked, and the steps succeeded) validate under the same lock; report."""
+    then (if asked, and the steps succeeded) validate under the same lock (`phases` hears
+    its checks); report."""
     run_id = new_run_id()
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
@@ -303,7 +306,7 @@ def run_pipeline(
         validation = None
         if request.validate and failed is None:
             validation = validate_session(
-                session, env, request.case_names, run_id, request.reuse_validation
+                session, env, request.case_names, run_id, request.reuse_validation, phases
             )
         built = built_from(session) if validation is not None else None
         cache_record = compile_cache.run_record(
@@ -337,10 +340,11 @@ def run_validate(
     case_names: Sequence[str],
     command: str,
     package: Optional[Path] = None,
+    phases: PhaseSink = no_phases,
 ) -> PipelineRun:
     """Validate what is installed now (or the shipped `package`, installed into a scratch
     prefix), under the workspace lock, and report it, naming the build that made it (or
-    the package and its sha256)."""
+    the package and its sha256); `phases` hears each check as it starts."""
     run_id = new_run_id()
     with (
         WorkspaceLock(session.ws, command, session.options.wait, None),
@@ -350,7 +354,7 @@ def run_validate(
         target = session
         if package is not None:
             target, shipped = install_package(session, package)
-        validation = validate_session(target, env, case_names, run_id, reuse=False)
+        validation = validate_session(target, env, case_names, run_id, False, phases)
         built = built_from(session) if package is None else None
         directory = _write_report(
             session,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from ..workspace import write_atomic
 from .routes import CAPI, LABELS, SDPA
 from .sweep import BASELINE, SweepResult
+from .timing import quartiles
 
 # Optional, imported where its absence is handled: matplotlib (why_no_matplotlib(); _pyplot()
 # chooses the Agg backend before importing matplotlib.pyplot).
@@ -41,50 +43,104 @@ def _label(variant: str, impl: str) -> str:
     return LABELS[impl] if variant == BASELINE else f"variant {variant} (C API)"
 
 
+class Point(NamedTuple):
+    """One marker: S, the median's value, and the value at the timing's quartiles (the
+    spread drawn around the line; equal to the value where there is none, e.g. memory)."""
+
+    S: int
+    value: float
+    low: float
+    high: float
+
+
 def series(
     result: SweepResult, value: str, capi_only: bool = False
-) -> Dict[str, Dict[str, List[Tuple[int, float]]]]:
-    """{group (dtype/layout/B/N/D): {line label: [(S, value)]}} of the timed results;
+) -> Dict[str, Dict[str, List[Point]]]:
+    """{group (dtype/layout/B/N/D): {line label: [Point]}} of the timed results;
     value is tflops, speedup or memory (MiB)."""
-    groups: Dict[str, Dict[str, List[Tuple[int, float]]]] = {}
+    groups: Dict[str, Dict[str, List[Point]]] = {}
     for m in result.measurements:
         if m.timing is None or (capi_only and m.impl != CAPI):
             continue
+        q1, _, q3 = quartiles(m.timing.times_ms)
         if value == "tflops":
-            y = m.timing.tflops(m.shape.flops)
+            flops = m.shape.flops / 1e9  # TFLOP/s = flops / (ms * 1e-3) / 1e12
+            y, low, high = m.timing.tflops(m.shape.flops), flops / q3, flops / q1
         elif value == "memory":
             if m.peak_memory_bytes is None:
                 continue
-            y = m.peak_memory_bytes / 2**20
+            y = low = high = m.peak_memory_bytes / 2**20
         else:
             sdpa = result.sdpa_ms(m.shape)
             if not sdpa or m.impl == SDPA:
                 continue
-            y = sdpa / m.timing.median_ms
+            y, low, high = sdpa / m.timing.median_ms, sdpa / q3, sdpa / q1
         line = groups.setdefault(m.shape.series, {}).setdefault(_label(m.variant, m.impl), [])
-        line.append((m.shape.S, y))
+        line.append(Point(m.shape.S, y, low, high))
     return groups
 
 
-def _plot(path: Path, title: str, ylabel: str, lines: Dict[str, List[Tuple[int, float]]]) -> None:
-    """Log-2 S; memory on a log scale too (it grows with S or S² by implementation)."""
+_DIMS = re.compile(r"\bB(\d+) N(\d+)(?:/(\d+))? D(\d+)\b")
+
+
+def explain_group(group: str) -> str:
+    """What a group's letters mean, for a title: `B1 N8/2 D64` is batch 1, 8 query heads
+    sharing 2 KV heads (GQA), head dim 64."""
+    found = _DIMS.search(group)
+    if found is None:
+        return ""
+    b, n1, n2, d = found.groups()
+    heads = f"N={n1} query heads / {n2} KV heads" if n2 else f"N={n1} heads"
+    return f"B={b} batch, {heads}, D={d} head dim"
+
+
+def chart_title(what: str, group: str, emulated: bool) -> str:
+    """Two lines: what and the group, then its letters spelled out; a sandbox chart says
+    it timed the CPU emulation, not an NPU."""
+    head = f"{what}: {group}"
+    if emulated:
+        head = f"CPU emulation (sandbox, not an NPU): {head}"
+    explained = explain_group(group)
+    return f"{head}\n{explained}" if explained else head
+
+
+def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedup: bool) -> Any:
+    """Log-2 S; each line its median with the interquartile spread shaded around it; memory
+    on a log scale too (it grows with S or S² by implementation); a speedup chart's 1.0
+    line is SDPA's own speed."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=90)
+    fig, ax = plt.subplots(figsize=(7, 4.4), dpi=90)
     for label, points in sorted(lines.items()):
-        points = sorted(points)
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        ordered = sorted(points)
+        xs = [p.S for p in ordered]
+        (drawn,) = ax.plot(xs, [p.value for p in ordered], marker="o", label=label)
+        if any(p.low != p.high for p in ordered):
+            ax.fill_between(
+                xs,
+                [p.low for p in ordered],
+                [p.high for p in ordered],
+                color=drawn.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
+    if speedup:
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="1.0: as fast as SDPA")
     ax.set_xscale("log", base=2)
-    if "memory" in ylabel and all(p[1] > 0 for points in lines.values() for p in points):
+    if "memory" in ylabel and all(p.value > 0 for points in lines.values() for p in points):
         ax.set_yscale("log")
-    ax.set_xlabel("sequence length S")
+    ax.set_xlabel("sequence length S (shaded: interquartile range of the timings)")
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
+    return fig
+
+
+def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()  # written atomically: a link at the chart's name is replaced, not followed
     fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
+    _pyplot().close(fig)
     write_atomic(path, buf.getvalue())
 
 
@@ -92,18 +148,23 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-").replace("--", "-")
 
 
-def write_charts(result: SweepResult, out: Path, has_variants: bool) -> List[Dict[str, Any]]:
-    """Throughput, speedup vs SDPA and peak memory vs S per group; each variant against the baseline.
+def write_charts(
+    result: SweepResult, out: Path, has_variants: bool, emulated: bool = False
+) -> List[Dict[str, Any]]:
+    """Throughput, speedup vs SDPA and peak memory vs S per group; each variant against the
+    baseline; `emulated`: timed on the sandbox's CPU emulation (the titles say so).
     Returns [{file, kind, group, series}] for results.json."""
     made: List[Dict[str, Any]] = []
     for kind, value, ylabel in KINDS:
         for group, lines in sorted(series(result, value).items()):
             name = f"{kind}-{_slug(group)}.png"
-            _plot(out / name, f"{kind}: {group}", ylabel, lines)
+            title = chart_title(kind, group, emulated)
+            _save(figure(title, ylabel, lines, kind == "speedup"), out / name)
             made.append({"file": name, "kind": kind, "group": group, "series": sorted(lines)})
     if has_variants:
         for group, lines in sorted(series(result, "tflops", capi_only=True).items()):
             name = f"variants-{_slug(group)}.png"
-            _plot(out / name, f"build variants vs baseline: {group}", "TFLOP/s", lines)
+            title = chart_title("build variants vs baseline", group, emulated)
+            _save(figure(title, "TFLOP/s", lines, False), out / name)
             made.append({"file": name, "kind": "variants", "group": group, "series": sorted(lines)})
     return made

@@ -165,7 +165,11 @@ def run_bench(
     ]
     variant_rows += [dict(v.info, name=v.name) for v in variants]
     missing_charts = charts.why_no_matplotlib()
-    made = [] if missing_charts else charts.write_charts(result, out, bool(variants))
+    made = (
+        []
+        if missing_charts
+        else charts.write_charts(result, out, bool(variants), session.sandbox is not None)
+    )
     data = report.results_json(result, meta, variant_rows if variants else [], made, missing_charts)
     write_json_atomic(out / "results.json", data)
     write_atomic(out / "report.md", report.report_md(data).encode())

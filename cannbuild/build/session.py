@@ -25,6 +25,7 @@ from ..host.versions import parse_cann_version
 from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_replaceable, claim
+from ..phases import PhaseSink, no_phases
 from ..recipes import Recipe, select_recipe
 from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
@@ -159,15 +160,16 @@ class Sandboxed(Struct, frozen=True, kw_only=True):
     lease: Optional[SandboxLease] = None
 
 
-def with_sandbox(options: Options) -> Sandboxed:
-    """For --sandbox: create (or reuse) the emulated host and point the options at it."""
+def with_sandbox(options: Options, phases: PhaseSink = no_phases) -> Sandboxed:
+    """For --sandbox: create (or reuse) the emulated host and point the options at it;
+    `phases` hears the phases of a creation."""
     if not options.sandbox:
         return Sandboxed(options=options)
     assert options.sandbox_dir is not None
     spec = create.resolve_spec(options.sandbox_dir, options.sandbox_variant, options.sandbox_cann)
     if options.workspace in spec.dir.parents:  # the sandbox lives in the workspace: claim it first
         claim(options.workspace, "workspace", "--workspace")
-    result = create.create_sandbox(spec)
+    result = create.create_sandbox(spec, phases)
     info = result.info
     user_prefixes = {prefix for prefix, _ in options.mirrors}
     mirrors = list(options.mirrors) + [

@@ -67,12 +67,30 @@ def bar_colors(spans: Sequence[Span]) -> Sequence[str]:
 
 
 def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
-    """One panel per window (fused first), kernels as bars on a microsecond axis."""
+    """The timeline figure (`timeline_figure`) as a PNG at `path`."""
+    plt = pyplot()
+    fig = timeline_figure(windows)
+    try:
+        return save_figure(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def timeline_figure(windows: Sequence[Window]) -> Any:
+    """One panel per window (fused first), kernels as bars on a millisecond axis from the
+    window's first kernel; the panels share one time scale, so a bar's length compares
+    across them (the fused op against the chain it replaces)."""
     plt = pyplot()
     ordered = sorted(windows, key=lambda w: w.kind != "fused")
     fig, axes = plt.subplots(
-        1, len(ordered), figsize=(7.5 * len(ordered), 3.2), squeeze=False, sharey=True
+        1,
+        len(ordered),
+        figsize=(7.5 * len(ordered), 3.2),
+        squeeze=False,
+        sharey=True,
+        sharex=True,
     )
+    first = min(s.start_us for w in ordered for s in w.spans)
     seen = set()
     for ax, window in zip(axes[0], ordered):
         lift = 0
@@ -84,7 +102,7 @@ def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
             seen.add(kind)
             y = 0.55 if span.attention else 0.2
             ax.broken_barh(
-                [(span.start_us - t0, max(span.dur_us, 0.01))],
+                [((span.start_us - t0) / 1000.0, max(span.dur_us, 0.01) / 1000.0)],
                 (y, 0.3),
                 facecolors=color,
                 edgecolor="black" if span.attention else "none",
@@ -95,7 +113,7 @@ def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
                 lift = (lift + 1) % 3  # narrow neighbours' labels at three heights
                 ax.annotate(
                     span.op_type,
-                    (span.start_us - t0 + span.dur_us / 2, y + 0.32 + 0.12 * lift),
+                    ((span.start_us - t0 + span.dur_us / 2) / 1000.0, y + 0.32 + 0.12 * lift),
                     ha="center",
                     va="bottom",
                     fontsize=7,
@@ -104,11 +122,15 @@ def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
         members = [s for s in window.spans if s.attention]
         busy = sum(s.dur_us for s in members)
         if window.kind == "fused":
-            title = f"fused: {members[0].op_type} ({busy:.1f} us)" if members else "fused"
+            title = f"fused: {members[0].op_type} ({busy / 1000.0:.3f} ms)" if members else "fused"
         else:
-            title = f"unfused: {' > '.join(s.op_type for s in members)} ({busy:.1f} us)"
+            title = f"unfused: {' > '.join(s.op_type for s in members)} ({busy / 1000.0:.3f} ms)"
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel(f"us since {t0:.3f} ({window.stream})", fontsize=8)
+        ax.set_xlabel(
+            f"ms from this window's first kernel, {(t0 - first) / 1000.0:.3f} ms after the first "
+            f"one shown ({window.stream})",
+            fontsize=8,
+        )
         ax.set_yticks([0.35, 0.7])
         ax.set_yticklabels(["stream", "attention"], fontsize=8)
         ax.set_ylim(0, 1.6)
@@ -120,7 +142,4 @@ def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
         labels += lab
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.subplots_adjust(bottom=0.3)
-    try:
-        return save_figure(fig, path)
-    finally:
-        plt.close(fig)
+    return fig

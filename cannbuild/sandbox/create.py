@@ -21,6 +21,7 @@ from msgspec import Struct
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
 from ..ownership import claim
+from ..phases import PhaseSink, no_phases
 from ..resources import data_dir
 from ..workspace import write_json_atomic
 from .files import CommandLog, write
@@ -165,14 +166,15 @@ class SandboxLease:
         self.close()
 
 
-def create_sandbox(spec: SandboxSpec) -> CreateResult:
+def create_sandbox(spec: SandboxSpec, phases: PhaseSink = no_phases) -> CreateResult:
     """The sandbox `spec` names, made if it is missing, half-made or built from older
     sources; returned with a lease the caller holds while it uses the sandbox.
 
     Concurrent creations of one sandbox wait for each other and all succeed; a sandbox
     another run holds a lease on is never replaced (SandboxError instead).  The key
     holds the variant and CANN a sandbox was made for, so a sandbox found up to date was
-    made from a valid spec; the spec is checked before anything is made."""
+    made from a valid spec; the spec is checked before anything is made.  `phases` hears
+    each phase of a creation as it starts (a sandbox found up to date has none)."""
     cxx = check_prerequisites()
     directory = spec.dir.resolve()
     key = sources_key(SandboxSpec(dir=directory, variant=spec.variant, cann=spec.cann), cxx)
@@ -186,7 +188,13 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
     # one without waiting, and look again.  A run using the sandbox holds its shared lock
     # throughout, so after three rounds the answer is "in use", not "wait longer".
     for _attempt in range(3):
-        fcntl.flock(fd, fcntl.LOCK_SH)  # waits while another run creates it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            phases("waiting for another run that creates this sandbox")
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits while another run creates it
         existing = load_info(directory)
         if existing is not None and existing.key == key:
             return CreateResult(info=existing, created=False, lease=lease)
@@ -201,7 +209,7 @@ def create_sandbox(spec: SandboxSpec) -> CreateResult:
         if existing is not None and existing.key == key:
             fcntl.flock(fd, fcntl.LOCK_SH)
             return CreateResult(info=existing, created=False, lease=lease)
-        info = _lay_out(spec, directory, key, cxx)
+        info = _lay_out(spec, directory, key, cxx, phases)
         fcntl.flock(fd, fcntl.LOCK_SH)  # keep using what we made
         return CreateResult(info=info, created=True, lease=lease)
     lease.close()
@@ -220,9 +228,12 @@ def _check_spec(spec: SandboxSpec) -> None:
     releases.release(spec.cann)  # a CANN the sandbox does not emulate is a usage error naming them
 
 
-def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxInfo:
+def _lay_out(
+    spec: SandboxSpec, directory: Path, key: str, cxx: str, phases: PhaseSink
+) -> SandboxInfo:
     """Make the sandbox's tree; the caller holds the exclusive lock.  (The builders are
     imported on first use, here: a run that reuses its sandbox does not load them.)"""
+    phases(f"making an {spec.variant} host with CANN {spec.cann} at {directory}")
     # Only the managed entries go: the lock file and anything the user put there stay.
     for name in MANAGED:  # a different or half-made sandbox: start over
         target = directory / name
@@ -237,13 +248,18 @@ def _lay_out(spec: SandboxSpec, directory: Path, key: str, cxx: str) -> SandboxI
     rel = releases.release(spec.cann)
     variant = hardware.VARIANTS[spec.variant]
     sysroot = directory / "sysroot"
+    phases("compiling the emulated ACL runtime (c++, log create.log)")
     emu = toolkit.compile_emulation(
         directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version
     )
     mirror = directory / "mirror"
+    phases("laying out the toolkit")
     tree = toolkit.lay_out_toolkit(sysroot, rel, variant, emu, cxx, network=mirror.as_uri() + "/")
+    phases(f"laying out the {spec.variant} hardware (NPUs, driver, npu-smi)")
     hardware.lay_out_hardware(sysroot, variant, rel)
+    phases("making the stand-in source repositories (git)")
     repos.build_repos(mirror, directory / ".build" / "repos", log)
+    phases("packing the third-party archives")
     repos.build_third_party(mirror)
     info = SandboxInfo(
         dir=directory,

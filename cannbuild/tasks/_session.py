@@ -55,7 +55,8 @@ def sandboxed(options: Options, dry_run: bool) -> Sandboxed:
         plan = create.plan_sandbox(spec)
         if not plan.startswith("up to date"):
             raise DryRunStop(f"the sandbox: {plan}")
-    made = build_session.with_sandbox(options)
+    with progress_ui.PhaseProgress("sandbox") as phases:  # only a creation has phases
+        made = build_session.with_sandbox(options, phases)
     if made.created and made.info is not None:
         ui.note(
             f"sandbox created: {made.info.variant} host with CANN {made.info.cann} at {made.info.dir}"
@@ -78,9 +79,11 @@ def open_session(c: Context, flags: Mapping[str, FlagValue], builds: bool = Fals
 
 def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) -> PipelineRun:
     """The build transaction (`transaction.run_pipeline`: the workspace lock, the sources
-    under --locked and --offline, the steps, the report) as every task runs it; a failed
-    step ends the task with its digest (the progress showed it) and exit 4."""
-    run = transaction.run_pipeline(session, os.environ, request, progress)
+    under --locked and --offline, the steps, the report, the validation's phases shown
+    like the steps) as every task runs it; a failed step ends the task with its digest
+    (the progress showed it) and exit 4."""
+    with progress_ui.PhaseProgress("validation") as phases:
+        run = transaction.run_pipeline(session, os.environ, request, progress, phases)
     for text in run.notes:
         progress.note(text)  # what resolving found: a moved tag, an updated lock
     progress_ui.publish_summary(run.report_dir)

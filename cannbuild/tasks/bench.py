@@ -125,6 +125,8 @@ def bench(
     )
     if data["charts_missing"]:
         print(f"no charts: {data['charts_missing']}")
+    for chart in data["charts"]:
+        print(f"chart ({chart['kind']}, {chart['group']}): {outcome.out / chart['file']}")
     print(f"results: {outcome.out / 'results.json'}")
     print(f"report: {outcome.out / 'report.md'}")
 

@@ -15,9 +15,11 @@ from ._session import on_sandbox
 from ._target import target_options
 
 if TYPE_CHECKING:
+    from .. import progress
     from .. import sandbox as sandboxes
     from ..build import requirements
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
+    progress = lazy_module("cannbuild.progress")
     sandboxes = lazy_module("cannbuild.sandbox")
     requirements = lazy_module("cannbuild.build.requirements")
 
@@ -67,7 +69,8 @@ def sandbox(c: Context, action: str, dir: str = ".cannbuild/sandbox", **flags: F
     if flags.get("dry_run"):
         ui.note(f"dry run: {sandboxes.plan_sandbox(spec)}; nothing was changed")
         return
-    result = sandboxes.create_sandbox(spec)
+    with progress.PhaseProgress("sandbox") as phases:
+        result = sandboxes.create_sandbox(spec, phases)
     info = result.info
     state = "created" if result.created else "already up to date"
     ui.note(

@@ -55,7 +55,10 @@ def validate(
         return
     session = open_session(c, flags)
     shipped = Path(package) if package else None
-    run = transaction.run_validate(session, os.environ, names, "cannbuild validate", shipped)
+    with progress.PhaseProgress("validation") as phases:
+        run = transaction.run_validate(
+            session, os.environ, names, "cannbuild validate", shipped, phases
+        )
     if shipped is not None:
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")
     ui.show_validation(run, as_json=json)

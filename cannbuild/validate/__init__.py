@@ -31,6 +31,7 @@ from ..host.sysroot import Sysroot
 from ..host.toolchain import capture_env
 from ..host.toolkit import host_arch
 from ..lazy import lazy_module
+from ..phases import PhaseSink, no_phases
 from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import read_json, write_json_atomic
@@ -229,9 +230,11 @@ def validation_key(inp: ValidationInputs) -> str:
     return digest.hexdigest()
 
 
-def run_validation(inp: ValidationInputs) -> ValidationReport:
+def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> ValidationReport:
+    """Every check in turn; `phases` hears each one that runs as it starts."""
     start = time.monotonic()
     checks: List[ValidationCheck] = []
+    phases(f"library: {inp.library.name} (ELF, exports, dependencies)")
     lib = elfcheck.check_library(inp.library, inp.symbols, inp.env, host_arch())
     checks.append(
         ValidationCheck(
@@ -259,9 +262,10 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
             )
         )
     else:
-        check, results = _run_capi(inp, selected)
+        check, results = _run_capi(inp, selected, phases)
         checks.append(check)
     if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
+        phases(f"example: {inp.example_command}")
         ex = example.run_example(
             inp.example_command,
             inp.example_argv,
@@ -286,7 +290,7 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
         )
     elif inp.example_argv:
         checks.append(ValidationCheck(id="example", status=SKIPPED, message=inp.no_device_reason))
-    checks.append(_torch_npu_check(inp, selected))
+    checks.append(_torch_npu_check(inp, selected, phases))
     return ValidationReport(
         target=inp.target or "none",
         checks=checks,
@@ -295,7 +299,9 @@ def run_validation(inp: ValidationInputs) -> ValidationReport:
     )
 
 
-def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> ValidationCheck:
+def _torch_npu_check(
+    inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
+) -> ValidationCheck:
     """The route users take: torch_npu.npu_fusion_attention, in its own process."""
     why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
     if why_not is None and not inp.library.is_file():
@@ -304,6 +310,7 @@ def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> V
         why_not = cases.why_no_torch()
     if why_not:
         return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
+    phases(f"torch_npu: npu_fusion_attention on {len(selected)} cases (its own process)")
     outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
     return ValidationCheck(
         id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
@@ -311,7 +318,7 @@ def _torch_npu_check(inp: ValidationInputs, selected: Sequence[cases.Case]) -> V
 
 
 def _run_capi(
-    inp: ValidationInputs, selected: Sequence[cases.Case]
+    inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
 ) -> Tuple[ValidationCheck, List[CaseResult]]:
     missing_torch = cases.why_no_torch()
     if missing_torch:
@@ -320,6 +327,7 @@ def _run_capi(
         ]
     # workdir is <workspace>/validate: nothing below the workspace is written through a link
     work = safefs.make_dirs(inp.workdir.parent, inp.workdir, "the validation folder")
+    phases("capi: compiling fa_check against the package")
     compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
     if not compiled.ok or compiled.binary is None:
         lines = compiled.output.splitlines()
@@ -332,6 +340,7 @@ def _run_capi(
         return ValidationCheck(
             id="capi", status=FAIL, message=message, details={"command": compiled.command}
         ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
+    phases(f"capi: {len(selected)} FlashAttention cases against a float64 reference")
     data = safefs.fresh(work.parent, work / "cases", "the validation cases")
     tensors = {c.name: cases.write_inputs(c, data) for c in selected}
     manifest = data / "manifest.txt"
@@ -410,8 +419,10 @@ def validate_session(
     case_names: Sequence[str],
     run_id: str,
     reuse: bool = False,
+    phases: PhaseSink = no_phases,
 ) -> ValidationRun:
-    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged)."""
+    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged); `phases`
+    hears each check as it starts."""
     templates = recipe_templates(
         session.recipe, session.ws.jinja_cache, session.ws.render_memo("validate")
     )
@@ -428,7 +439,8 @@ def validate_session(
             report=None,
             reused_from=reused_from,
         )
-    report = run_validation(replace(inputs, env=with_package_env(session, inputs.env)))
+    phases("reading the package's set_env.bash")
+    report = run_validation(replace(inputs, env=with_package_env(session, inputs.env)), phases)
     validation = report.to_json()
     write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
     return ValidationRun(validation=validation, report=report, reused_from=None)

@@ -88,6 +88,7 @@ def test_bench_writes_results_a_report_and_charts_of_every_timed_implementation(
     for chart in data["charts"]:
         height, width = _png_size(out / chart["file"])[:2]
         assert width > 400 and height > 200
+        assert f": {out / chart['file']}\n" in proc.stdout  # the terminal names every chart
     report = (out / "report.md").read_text()
     assert "| fp32_bnsd_b1_n8_kv2_s256_d64 | aclnnFlashAttentionScoreV2 (C API) |" in report
     assert all(f"]({c['file']})" in report for c in data["charts"])

@@ -245,3 +245,28 @@ def test_a_cut_file_exits_2_naming_it_without_a_traceback(tmp_path):
     proc = cli("profile", str(bad), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"cannbuild: {bad} line 14:") and "Traceback" not in proc.stderr
+
+
+def test_the_timeline_counts_ms_from_the_first_kernel_with_both_panels_on_one_scale():
+    pytest.importorskip("matplotlib", reason="the timeline needs matplotlib (cannbuild[bench])")
+    from cannbuild.profile.chart import pyplot, timeline_figure
+
+    windows = summarise(FIX / "torch_npu_2.13_level0").analysis.windows
+    fig = timeline_figure(windows)
+    try:
+        fused, unfused = fig.axes[:2]
+        assert fused.get_title().startswith("fused:") and unfused.get_title().startswith("unfused:")
+        assert fused.get_shared_x_axes().joined(fused, unfused)
+        assert fused.get_xlim() == unfused.get_xlim()
+        extent_ms = 0.0
+        for ax in (fused, unfused):
+            window = next(w for w in windows if ax.get_title().startswith(w.kind))
+            assert ax.get_xlabel().startswith("ms from this window's first kernel")
+            starts = [bars.get_paths()[0].vertices[0][0] for bars in ax.collections]
+            assert min(starts) == pytest.approx(0.0, abs=1e-9)
+            t0 = min(s.start_us for s in window.spans)
+            extent_ms = max(extent_ms, max(s.start_us + s.dur_us - t0 for s in window.spans) / 1e3)
+        # the shared axis spans the longer window, in ms (an axis in us would be 1000x wider)
+        assert extent_ms * 0.99 <= fused.get_xlim()[1] <= extent_ms * 1.2
+    finally:
+        pyplot().close(fig)

@@ -1,0 +1,88 @@
+"""No silent minute: making a sandbox and validating announce each phase, on a terminal (a
+live line, through a real pty) and without one (a line per phase).  The first line's time
+is measured by bench/bench_first_line.py, not asserted here."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+
+from conftest import base_env
+
+SANDBOX_PHASES = (
+    "making an A2 host with CANN 8.5.0 at ",
+    "compiling the emulated ACL runtime",
+    "laying out the toolkit",
+    "laying out the A2 hardware",
+    "making the stand-in source repositories",
+    "packing the third-party archives",
+)
+CASE = "fp32_bsh_s128_d64_gqa"
+
+
+def _create_argv(directory) -> list:
+    return [sys.executable, "-m", "cannbuild", "sandbox", "create", "--dir", str(directory)]
+
+
+def test_sandbox_creation_without_a_terminal_prints_a_line_per_phase(tmp_path):
+    proc = subprocess.run(
+        _create_argv(tmp_path / "sb"), capture_output=True, text=True, env=base_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", line) for line in proc.stderr.splitlines()]
+    phases = [line[len("sandbox: ") :] for line in lines if line.startswith("sandbox: ")]
+    assert len(phases) == len(SANDBOX_PHASES), proc.stderr
+    for phase, expected in zip(phases, SANDBOX_PHASES):
+        assert phase.startswith(expected), proc.stderr
+    assert "\033" not in proc.stderr
+    again = subprocess.run(
+        _create_argv(tmp_path / "sb"), capture_output=True, text=True, env=base_env()
+    )
+    assert again.returncode == 0 and "compiling" not in again.stderr  # reused: no phases
+
+
+def test_sandbox_creation_on_a_terminal_shows_each_phase_on_a_live_line(tmp_path):
+    primary, secondary = pty.openpty()
+    env = {**base_env(), "COLUMNS": "200"}
+    with subprocess.Popen(
+        _create_argv(tmp_path / "sb"), stdin=secondary, stdout=secondary, stderr=secondary, env=env
+    ) as proc:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                data = os.read(primary, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait() == 0
+    os.close(primary)
+    text = b"".join(chunks).decode()
+    for expected in SANDBOX_PHASES:
+        assert f"\r\033[K  sandbox: {expected}" in text, text  # the live line, at once
+        assert re.search(
+            rf"\r\033\[K  sandbox: {re.escape(expected)}[^\r]* \(\d+\.\ds\)\r?\n", text
+        )
+    assert "sandbox created: A2" in text
+
+
+def test_validation_without_a_terminal_announces_each_check(installed):
+    proc = installed("validate", "--cases", CASE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    phases = [
+        re.sub(r"^\[\d\d:\d\d:\d\d\] validation: ", "", line)
+        for line in proc.stderr.splitlines()
+        if re.match(r"^\[\d\d:\d\d:\d\d\] validation: ", line)
+    ]
+    assert phases[:4] == [
+        "reading the package's set_env.bash",
+        "library: libcust_opapi.so (ELF, exports, dependencies)",
+        "capi: compiling fa_check against the package",
+        "capi: 1 FlashAttention cases against a float64 reference",
+    ], proc.stderr
+    assert any(p.startswith("example: ") for p in phases), proc.stderr
