@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import resource
 import statistics
 import subprocess
@@ -76,3 +77,37 @@ def fmt(name: str, stats: Dict[str, float], baseline: Optional[Dict[str, float]]
     if baseline:
         line += f"  ratio vs baseline {stats['median_s'] / baseline['median_s']:.2f}x"
     return line
+
+
+# Runs `argv` from a fresh interpreter, so that its RUSAGE_CHILDREN holds this one command
+# (and whatever it waited for) and nothing the bench ran before.
+_MEASURE = """
+import json, resource, subprocess, sys, time
+with open(sys.argv[1], "wb") as out, open(sys.argv[1] + ".err", "wb") as err:
+    start = time.perf_counter()
+    code = subprocess.run(sys.argv[2:], stdout=out, stderr=err).returncode
+    wall = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "peak_mb": usage.ru_maxrss / 1024, "code": code}))
+"""
+
+
+def measure_peak(
+    argv: Sequence[str], log: Path, env: Optional[Mapping[str, str]] = None
+) -> Dict[str, float]:
+    """Wall time, CPU time (user + sys) and peak RSS of `argv`, its stdout in `log`
+    and its stderr in `log` + `.err`.
+    The peak is ru_maxrss of the children: the largest single process of the command's
+    tree (a worker pool's processes are not added up), as `/usr/bin/time -v` reports it."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(log), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: Dict[str, float] = json.loads(out.stdout)
+    if result["code"]:
+        raise SystemExit(f"{argv[0]} exited {int(result['code'])}; its output: {log}(.err)")
+    return result
