@@ -325,7 +325,7 @@ print(s.analysis.kernels, s.analysis.chain_count)
 def _msprof_analyze(given: Optional[str]) -> Optional[str]:
     if given:
         if not (Path(given).is_file() and os.access(given, os.X_OK)):
-            raise SystemExit(
+            raise ValueError(
                 f"--msprof-analyze {given}: not an executable file. Pass the msprof-analyze "
                 "script of the venv it is installed in (e.g. /tmp/msprof-venv/bin/msprof-analyze)."
             )
@@ -428,7 +428,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.runs < 1 or args.msprof_runs < 0:
         parser.error("--runs must be at least 1 and --msprof-runs at least 0")
-    msprof = _msprof_analyze(args.msprof_analyze)
+    try:
+        msprof = _msprof_analyze(args.msprof_analyze)
+    except ValueError as error:
+        parser.error(str(error))  # exit 2
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-profile-"))
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start")
