@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from msgspec import Struct
 from msgspec.structs import replace
 
-from .ops import dtype_word, strip_quotes
+from .ops import query_dtype, strip_quotes
 
 # Shape classes kept per analysis: a model has a handful (layers share shapes); past this many
 # the calls are still counted, under one class of unknown shape.
@@ -49,8 +49,7 @@ class ShapeClass(Struct, frozen=True, kw_only=True):
 
     @property
     def dtype(self) -> Optional[str]:
-        first = self.input_dtypes.split(";")[0] if self.input_dtypes else ""
-        return dtype_word(first)
+        return query_dtype(self.input_dtypes)
 
     def key(self) -> Tuple[str, str, str]:
         return (self.op_type, self.input_shapes, self.output_shapes)

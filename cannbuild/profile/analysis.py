@@ -20,7 +20,7 @@ from msgspec.structs import replace
 from .affinity import ShapeClass, ShapeTally, merge_classes
 from .chains import MAX_CHAIN, Chain, ChainKernel, ChainMatcher
 from .hostops import HostOp, merge_host
-from .ops import category, dtype_word, is_fused_attention, strip_quotes
+from .ops import category, is_fused_attention, query_dtype, strip_quotes
 
 CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
 # Chains listed one by one (a training profile of a few steps has a few hundred: steps x layers);
@@ -74,9 +74,7 @@ class ChainGroup(Struct, frozen=True, kw_only=True):
 
     @property
     def dtype(self) -> Optional[str]:
-        # The first input's dtype is the query's: `FLOAT16;FLOAT16` -> fp16.
-        first = self.input_dtypes.split(";")[0] if self.input_dtypes else ""
-        return dtype_word(first)
+        return query_dtype(self.input_dtypes)
 
     def dims(self) -> Optional[Tuple[int, int, int]]:
         """(S query, S key, D) from Q·Kᵀ's inputs `...,S,D;...,D,Skv`; None without shapes."""

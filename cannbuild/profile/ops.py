@@ -202,6 +202,11 @@ class TypeResolver:
         return found
 
 
+def query_dtype(input_dtypes: str) -> Optional[str]:
+    """The first input's dtype, the query's (`FLOAT16;FLOAT16` -> fp16), as dtype_word says it."""
+    return dtype_word(input_dtypes.split(";")[0]) if input_dtypes else None
+
+
 def dtype_word(cell: str) -> Optional[str]:
     """fp16 / bf16 / fp32 / ... from a profiler dtype (FLOAT16, DT_BF16, FLOAT), None for N/A."""
     text = cell.strip().upper()
