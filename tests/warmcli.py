@@ -102,10 +102,14 @@ def _child(request: dict, stdout: int, stderr: int) -> None:
         os.environ.update(request["env"])
         if request.get("memory_cap") is not None:
             cap_memory(request["memory_cap"])
-        sys.argv = ["-m", *request["args"]]
         sys.path[0] = os.getcwd()
         try:
-            runpy.run_module("cannbuild", run_name="__main__", alter_sys=True)
+            if request.get("code") is not None:  # `python -c CODE ARGS`
+                sys.argv = ["-c", *request["args"]]
+                exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__"})
+            else:
+                sys.argv = ["-m", *request["args"]]
+                runpy.run_module("cannbuild", run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exc:
             if exc.code is None:
@@ -134,7 +138,8 @@ def serve(fd: int) -> None:
     """Answer requests on the socket `fd` one after another until it closes."""
     # the start-up every child skips (not cannbuild.__main__ itself: runpy runs it afresh)
     import cannbuild.cli
-    import cannbuild.interpreter  # noqa: F401
+    import cannbuild.interpreter
+    import cannbuild.render.templates  # noqa: F401  (jinja2: the render-bound children)
 
     sock = socket.socket(fileno=fd)
     while True:
@@ -198,14 +203,22 @@ class Server:
         env: Dict[str, str],
         timeout: float,
         memory_cap: Optional[int] = None,
+        code: Optional[str] = None,
     ) -> subprocess.CompletedProcess:
-        argv = [sys.executable, "-m", "cannbuild", *args]
+        """`python -m cannbuild ARGS`, or with `code`, `python -c CODE ARGS`."""
+        argv = [sys.executable, *(["-c", code] if code is not None else ["-m", "cannbuild"]), *args]
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
             _send(
                 self.sock,
-                {"args": list(args), "cwd": str(cwd), "env": dict(env), "memory_cap": memory_cap},
+                {
+                    "args": list(args),
+                    "cwd": str(cwd),
+                    "env": dict(env),
+                    "memory_cap": memory_cap,
+                    "code": code,
+                },
                 fds=(out_w, err_w),
             )
         finally:
@@ -264,6 +277,26 @@ def server() -> Optional[Server]:
 
 
 _SERVERS: Dict[int, Server] = {}
+
+
+def python_c(
+    code: str, *args: str, timeout: float, memory_cap: Optional[int] = None
+) -> subprocess.CompletedProcess:
+    """`python -c CODE ARGS` in the test's cwd and environment, forked from the warm server
+    where there is one (its imports are done: a child that imports cannbuild pays nothing)."""
+    warm = server()
+    env = dict(os.environ)
+    if warm is not None and warm.can_run(env):
+        return warm.run(
+            args, cwd=Path.cwd(), env=env, timeout=timeout, memory_cap=memory_cap, code=code
+        )
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=None if memory_cap is None else (lambda: cap_memory(memory_cap)),
+    )
 
 
 if __name__ == "__main__":

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("matplotlib", reason="the charts need matplotlib (cannbuild[bench])")
-
-from matplotlib.collections import PolyCollection
-
 from cannbuild.bench import charts
 from cannbuild.bench.routes import CAPI, LABELS, SDPA
 from cannbuild.bench.shapes import bench_shape
 from cannbuild.bench.sweep import BASELINE, TIMED, Measurement, SweepResult
 from cannbuild.bench.timing import Timing
+
+# matplotlib (and numpy under it: 0.55 s) is imported by the tests, not at collection: every
+# xdist worker collects this module, one runs it.
+pytestmark = pytest.mark.xdist_group("matplotlib")
+
+
+@pytest.fixture(autouse=True)
+def _matplotlib():
+    pytest.importorskip("matplotlib", reason="the charts need matplotlib (cannbuild[bench])")
 
 
 def _result() -> SweepResult:
@@ -47,6 +52,8 @@ def test_the_spread_is_the_interquartile_range_of_the_timings():
     # SDPA 4.0 ms against the C API's median 2.0 ms, quartiles 1.5 and 2.5 ms
     assert (point.value, point.low, point.high) == pytest.approx((2.0, 4.0 / 2.5, 4.0 / 1.5))
     fig = _figure("speedup", "speedup", emulated=False)
+    from matplotlib.collections import PolyCollection
+
     shaded = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
     assert len(shaded) == 1  # the C API's band; SDPA's own flat times have none here
     ys = shaded[0].get_paths()[0].vertices[:, 1]

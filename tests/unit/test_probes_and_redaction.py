@@ -41,7 +41,7 @@ def alive_with(marker: str):
 
 def test_a_hung_npu_smi_is_cut_off_with_everything_it_started(tree):
     tree.toolkit_cann("8.5.0")
-    marker = "987.654"  # a sleep nobody else runs
+    marker = f"987.{os.getpid()}"  # a sleep nobody else runs (not even a second suite)
     tree.npu_smi(None, body=f"#!/bin/sh\nsleep {marker} &\nwait\n")
     start = time.monotonic()
     report = doctor(tree)
@@ -55,7 +55,7 @@ def test_a_hung_set_env_is_cut_off_with_everything_it_started(tree):
 
     from cannbuild.host.toolchain import capture_env
 
-    marker = "876.543"
+    marker = f"876.{os.getpid()}"
     script = write(tree.root / "set_env.sh", f"sleep {marker} &\nwait\n")
     with pytest.raises(subprocess.TimeoutExpired):
         capture_env(script, clean_env(), timeout=1.0)

@@ -168,6 +168,7 @@ def test_a_folder_of_runs_adds_them_up():
     )  # host_fallback: the NPU attention
 
 
+@pytest.mark.xdist_group("matplotlib")  # the worker that imports it for test_bench_charts
 def test_the_timeline_png_shows_fused_and_unfused_side_by_side(tmp_path):
     pytest.importorskip("matplotlib", reason="the timeline needs matplotlib (cannbuild[bench])")
     from cannbuild.profile.chart import draw_timeline
@@ -247,6 +248,7 @@ def test_a_cut_file_exits_2_naming_it_without_a_traceback(tmp_path):
     assert proc.stderr.startswith(f"cannbuild: {bad} line 14:") and "Traceback" not in proc.stderr
 
 
+@pytest.mark.xdist_group("matplotlib")  # the worker that imports it for test_bench_charts
 def test_the_timeline_counts_ms_from_the_first_kernel_with_both_panels_on_one_scale():
     pytest.importorskip("matplotlib", reason="the timeline needs matplotlib (cannbuild[bench])")
     from cannbuild.profile.chart import pyplot, timeline_figure

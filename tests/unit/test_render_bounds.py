@@ -8,13 +8,10 @@ timeout) instead of taking the machine's memory or hanging the suite."""
 
 from __future__ import annotations
 
-import functools
 import json
-import subprocess
-import sys
 
 import pytest
-from warmcli import cap_memory
+from warmcli import python_c
 
 from cannbuild.render.templates import render_value
 
@@ -100,13 +97,7 @@ except UsageError as exc:
     ],
 )  # fmt: skip
 def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bound):
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, template],
-        capture_output=True,
-        text=True,
-        timeout=HOSTILE_RUN,
-        preexec_fn=functools.partial(cap_memory, CAP),
-    )
+    proc = python_c(CHILD, template, timeout=HOSTILE_RUN, memory_cap=CAP)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert "Traceback" not in out, out
