@@ -6,7 +6,7 @@ a Jinja template: rendering it was the one thing that made a no-op import Jinja.
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 
 def _cell(text: Any) -> str:
@@ -143,15 +143,50 @@ def _figure(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _standard(v: Mapping[str, Any]) -> List[str]:
+    """Which standard the verdicts rest on, the one measured beside it, and where the two
+    disagree (both verdicts).  Nothing for a report from before the standard was measured."""
+    s = v.get("precision_standard")
+    if not s:
+        return []
+    lines = [
+        f"Also measured: {s.get('name')}: {s.get('rule')} ({s.get('source')}). "
+        f"Every verdict here rests on the rule above (decided by: {v.get('decided_by')}); "
+        "the upstream standard is shown beside it and never changes it.",
+        "",
+    ]
+    split = v.get("disagreements") or []
+    if split:
+        by_check: Dict[str, List[str]] = {}
+        for d in split:
+            by_check.setdefault(d["check"], []).append(d["name"])
+        lines += [
+            f"**The two standards disagree on {len(split)}** (rule verdict stands): "
+            + "; ".join(f"{check}: {', '.join(names)}" for check, names in by_check.items()),
+            "",
+        ]
+    return lines
+
+
+def _upstream(c: Mapping[str, Any]) -> str:
+    """A case's MERE, MARE and upstream verdict cells (`-` where not measured)."""
+    p = c.get("precision") or {}
+    verdict = p.get("status", "-") + (" (differs)" if c.get("disagree") else "")
+    return f" {_figure(p.get('mere'), '.3g')} | {_figure(p.get('mare'), '.3g')} | {verdict} |"
+
+
 def _validation(v: Mapping[str, Any]) -> List[str]:
-    lines = ["## Validation", "", f"Rule: {v.get('rule')}", ""]
+    lines = ["## Validation", "", f"Rule: {v.get('rule')}", "", *_standard(v)]
     lines += ["| check | status | detail |", "|---|---|---|"]
     lines += [f"| {c['id']} | {c['status']} | {_cell(c['message'])} |" for c in v["checks"]]
+    # The upstream columns only where the cases carry them: an older report renders as it did.
+    measured = any("precision" in c for c in v["cases"])
     lines += [
         "",
         "| case | dtype | layout | B,N1,N2,S,D | mask | max abs err | torch same-dtype err "
-        "| bound | softmax max/sum err | kernel ms | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| bound | softmax max/sum err | kernel ms | verdict |"
+        + (" MERE | MARE | opbase |" if measured else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if measured else ""),
     ]
     for c in v["cases"]:
         shape = f"{c['B']},{c['N1']},{c['N2']},{c['S']},{c['D']}"
@@ -161,8 +196,16 @@ def _validation(v: Mapping[str, Any]) -> List[str]:
             f"{'causal' if c['causal_mask'] else '-'} | {_figure(c['max_abs_err'], '.3g')} | "
             f"{_figure(c['ref_same_dtype_max_err'], '.3g')} | {_figure(c['bound'], '.3g')} | "
             f"{softmax} | {_figure(c['kernel_ms'], '.1f')} | {c['status']} |"
+            + (_upstream(c) if measured else "")
         )
     lines.append("")
+    for c in v["cases"]:
+        p = c.get("precision") or {}
+        if c.get("disagree"):
+            lines.append(
+                f"- **{c['name']}**: the rule says {c['status']} ({_cell(c['message'])}); "
+                f"{p.get('standard')} says {p.get('status')} ({_cell(p.get('message'))})"
+            )
     for c in v["cases"]:
         if c["status"] != "FAIL":
             continue

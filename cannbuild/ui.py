@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 from .decoded import JSONValue
 from .host.check import Check
@@ -209,8 +209,9 @@ def print_validation(
     report: ValidationReport,
     report_dir: Optional[Path] = None,
     built_from: Optional[Mapping[str, JSONValue]] = None,
+    stream: TextIO = sys.stdout,
 ) -> None:
-    out = console()
+    out = console(stream)
     style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
     headline = f"validation: {report.status} (target {report.target})"
     if report.reason:
@@ -226,16 +227,22 @@ def print_validation(
     if report.cases:
         table = rich_table.Table()
         table.add_column("case", overflow="fold")
-        for col in ("max err", "bound", "ms", "verdict"):
+        # MERE, MARE and the verdict of opbase's standard beside the rule's, which decides.
+        for col in ("max err", "bound", "ms", "verdict", "MERE", "MARE", "opbase"):
             table.add_column(col, no_wrap=True)
         for r in report.cases:
             fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
+            p = r.precision
+            upstream = "-" if p is None else f"[{style.get(p.status, '')}]{p.status}[/]"
             table.add_row(
                 r.case.name,
                 fmt(r.max_abs_err),
                 fmt(r.bound),
                 "-" if r.kernel_ms is None else f"{r.kernel_ms:.1f}",
                 f"[{style.get(r.status, '')}]{r.status}[/]",
+                fmt(None if p is None else p.mere),
+                fmt(None if p is None else p.mare),
+                upstream + (" (differs)" if r.disagree else ""),
             )
         out.print(table)
         for r in report.cases:
@@ -243,9 +250,23 @@ def print_validation(
                 out.print(
                     f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
                 )
-    print_built_from(built_from)
+    split = report.disagreements
+    if split:
+        by_check: Dict[str, List[str]] = {}
+        for d in split:
+            by_check.setdefault(d["check"], []).append(d["name"])
+        names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
+        out.print(
+            markup.escape(
+                f"note: opbase's MERE/MARE standard and the rule disagree on {len(split)} "
+                f"({names}); the verdict rests on the rule (figures in the report)"
+            ),
+            style="yellow",
+            overflow="fold",
+        )
+    print_built_from(built_from, stream)
     if report_dir is not None:
-        print(f"report: {report_dir}/report.md")
+        stream.write(f"report: {report_dir}/report.md\n")
 
 
 def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:

@@ -4,7 +4,8 @@ Checks, in order: the library (ELF, exports, dependencies); a minimal
 inference through the public C API on the FlashAttention cases, judged against
 a float64 reference; the repository's own example, judged; the torch_npu route.
 Statuses are PASS, FAIL and SKIPPED; no NPU (and no sandbox) is SKIPPED, never
-PASS.
+PASS.  Every judged output is also measured by opbase's own standard (MERE/MARE,
+precision.py) and reported beside the verdict, which rests on cannbuild's rule.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..phases import PhaseSink, no_phases
 from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import read_json, write_json_atomic
-from . import capi, cases
+from . import capi, cases, precision
 from .cases import RULE, CaseResult
 
 if TYPE_CHECKING:
@@ -82,6 +83,19 @@ class ValidationReport(Struct, kw_only=True):
         return SKIPPED
 
     @property
+    def disagreements(self) -> List[Dict[str, str]]:
+        """Where opbase's MERE/MARE standard would reverse the rule's verdict: the C API
+        cases, then any check's own judged cases or examples (torch_npu, example)."""
+        found = [{"check": "capi", "name": r.case.name} for r in self.cases if r.disagree]
+        for check in self.checks:
+            for key, label in (("cases", "name"), ("examples", "file")):
+                items = check.details.get(key)
+                for item in items if isinstance(items, list) else ():
+                    if isinstance(item, dict) and item.get("disagree"):
+                        found.append({"check": check.id, "name": str(item.get(label))})
+        return found
+
+    @property
     def reason(self) -> str:
         """Why the verdict is not PASS, with the fix: the first check that failed or was
         skipped, the numerical one first."""
@@ -99,6 +113,10 @@ class ValidationReport(Struct, kw_only=True):
             "reason": self.reason,
             "target": self.target,
             "rule": self.rule,
+            # The verdict rests on `rule`; the upstream standard is measured beside it.
+            "decided_by": precision.DECIDES,
+            "precision_standard": precision.standard_json(),
+            "disagreements": self.disagreements,
             "duration_s": round(self.duration_s, 3),
             "checks": [c.to_json() for c in self.checks],
             "cases": [c.to_json() for c in self.cases],
@@ -214,6 +232,7 @@ def validation_key(inp: ValidationInputs) -> str:
             {
                 "cases": [asdict(c) for c in cases.select(inp.case_names)],
                 "rule": cases.RULE,
+                "precision": precision.standard_json(),
                 "torch": stack.torch,
                 "torch_npu": stack.torch_npu,
                 "target": inp.target,
@@ -369,6 +388,8 @@ def _run_capi(
     else:
         message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
         status = PASS
+    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
+    message += f"; {upstream}" if upstream else ""
     return ValidationCheck(
         id="capi",
         status=status,

@@ -7,7 +7,9 @@ PyTorch attention against that reference, plus the dtype's rounding noise
 Hopper tests use) and, for fp32, an absolute floor of 1e-5.  softmaxMax and
 softmaxSum are checked against the reference with rtol 1e-3, atol 1e-4.
 Masked scores are filled with -40000 after scaling, as ops-transformer's
-golden model does.  torch is imported here only: doctor never pays for it.
+golden model does.  attentionOut is also measured by opbase's own standard
+(precision.py: MERE/MARE), shown beside the rule; the rule decides.  torch is
+imported here only: doctor never pays for it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ..host import compat
 from ..host.pystack import read_python_stack
 from ..lazy import lazy_module
 from ..states import Verdict
+from .precision import Precision, disagrees, measure_tensors
+from .precision import judge as judge_precision
 
 if TYPE_CHECKING:
     import ctypes
@@ -101,6 +105,13 @@ class CaseResult(Struct, kw_only=True):
     softmax_sum_err: Optional[float] = None
     kernel_ms: Optional[float] = None
     mismatches: List[Dict[str, object]] = field(default_factory=list)
+    # attentionOut by opbase's MERE/MARE standard; None where no output was judged
+    precision: Optional[Precision] = None
+
+    @property
+    def disagree(self) -> bool:
+        """The rule and opbase's standard gave different verdicts (the rule's stands)."""
+        return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
         c = self.case
@@ -124,6 +135,8 @@ class CaseResult(Struct, kw_only=True):
             "softmax_sum_err": self.softmax_sum_err,
             "kernel_ms": self.kernel_ms,
             "first_mismatches": self.mismatches,
+            "precision": None if self.precision is None else self.precision.to_json(),
+            "disagree": self.disagree,
         }
 
 
@@ -334,6 +347,8 @@ def judge(
     ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
     result = CaseResult(case=case, status=Verdict.PASS, kernel_ms=kernel_ms)
+    # The kernel's output in its own dtype against the float64 reference, as the standard asks.
+    result.precision = judge_precision(case.dtype, measure_tensors(got, ref))
     # NaN or Inf anywhere fails at once: an error bound means nothing there.
     bad = ~torch.isfinite(got)
     if bool(bad.any()):

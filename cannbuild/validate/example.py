@@ -8,7 +8,9 @@ attentionOut, softmaxMax and softmaxSum and never checks them.  The output is sp
 at those lines and every example is judged on its own values: the examples cannbuild
 knows (all-ones inputs, S=256, D=128, one head) must print attentionOut 1.0,
 softmaxMax 128/sqrt(128) and softmaxSum 256; an example it does not know is judged
-only by its exit and by printing finite values, and the verdict says so.
+only by its exit and by printing finite values, and the verdict says so.  A known
+example's values are also measured by opbase's MERE/MARE standard (precision.py)
+against the exact expected values, shown beside the verdict, which they never change.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from msgspec import Struct
 
 from ..proc import run as run_process
 from ..states import Verdict
+from .precision import Precision, disagrees, measure_values, summary
+from .precision import judge as judge_precision
 
 # The examples' `printf("mean result[%ld] is: %f\n", ...)`: `mean result[0] is: 1.000000`. build.sh
 # prefixes every stdout line with a `[YYYY-mm-dd HH:MM:SS] ` stamp, hence search.
@@ -55,6 +59,11 @@ KNOWN_EXAMPLES: Dict[str, Tuple[Tuple[str, int, float, float], ...]] = {
     "test_aclnn_flash_attention_score_varlen_v4_fp32.cpp": ALL_ONES,  # v8.5.0, v9.0.0 (TND)
     "test_aclnn_flash_attention_varlen_score.cpp": ALL_ONES,  # 8.3 pin (VarLenV4, TND)
 }
+# The dtype opbase's standard judges those values in: all four pass attentionOut as ACL_FLOAT
+# (`CreateAclTensor(..., aclDataType::ACL_FLOAT, ...)` at the 8.3 pin, v8.5.0 and v9.0.0; only a
+# test_aclnn_flash_attention_score.cpp of 2025-09-28, b122ed2, before the 8.3 pin, used
+# ACL_FLOAT16), and softmaxMax / softmaxSum are float32 at every ref.
+OUTPUT_DTYPE = "fp32"
 LOOKUPS = ("custom-opp", "opp")
 TIMEOUT_S = 600
 
@@ -67,6 +76,12 @@ class ExampleRun(Struct, frozen=True, kw_only=True):
     message: str
     values: int
     judged: str  # "values": against known expected values; "run": exit and finite values only
+    # The values by opbase's MERE/MARE standard; None where no expected values are known
+    precision: Optional[Precision] = None
+
+    @property
+    def disagree(self) -> bool:
+        return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
         return {
@@ -75,6 +90,8 @@ class ExampleRun(Struct, frozen=True, kw_only=True):
             "message": self.message,
             "values": self.values,
             "judged": self.judged,
+            "precision": None if self.precision is None else self.precision.to_json(),
+            "disagree": self.disagree,
         }
 
 
@@ -115,6 +132,21 @@ def judge_values(
                 return f"{label}[{i}] is {got}, expected {value:.6g} for all-ones inputs"
         start += count
     return None
+
+
+def measure_example(
+    values: Sequence[float], expected: Sequence[Tuple[str, int, float, float]]
+) -> Precision:
+    """The printed values by opbase's standard, against the exact expected values."""
+    golden = [value for _, count, value, _ in expected for _ in range(count)]
+    if len(values) != len(golden):
+        return Precision(
+            dtype=OUTPUT_DTYPE,
+            status=Verdict.SKIPPED,
+            message=f"printed {len(values)} values, expected {len(golden)}: nothing to measure",
+            values=len(values),
+        )
+    return judge_precision(OUTPUT_DTYPE, measure_values(values, golden))
 
 
 def judge_output(lines: Sequence[str]) -> Optional[str]:
@@ -176,9 +208,15 @@ def judge_example(
         )
     if expected is not None:
         problem = judge_values(values, expected)
+        measured = measure_example(values, expected)
         if problem:
             return ExampleRun(
-                file=file, status=Verdict.FAIL, message=problem, values=len(values), judged="values"
+                file=file,
+                status=Verdict.FAIL,
+                message=problem,
+                values=len(values),
+                judged="values",
+                precision=measured,
             )
         return ExampleRun(
             file=file,
@@ -187,6 +225,7 @@ def judge_example(
             "softmaxSum = 256 everywhere",
             values=len(values),
             judged="values",
+            precision=measured,
         )
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
     if bad is not None:
@@ -232,11 +271,14 @@ def judge_run(
             runs,
         )
     failed = [r for r in runs if r.status == Verdict.FAIL]
+    upstream = summary([(Path(r.file).name, r.status, r.precision) for r in runs])
+    upstream = f"; {upstream}" if upstream else ""
     if failed:
         first = failed[0]
         return (
             Verdict.FAIL,
-            f"{len(failed)}/{len(runs)} examples FAIL; first: {Path(first.file).name}: {first.message}",
+            f"{len(failed)}/{len(runs)} examples FAIL; first: {Path(first.file).name}: "
+            f"{first.message}{upstream}",
             runs,
         )
     # 8.3's build.sh exits 0 on every failure, but a later ref's non-zero exit still counts.
@@ -252,7 +294,7 @@ def judge_run(
         )
     if only_run:
         message += f"; {', '.join(only_run)} judged only by exit and finite values (expected values unknown)"
-    return Verdict.PASS, message, runs
+    return Verdict.PASS, message + upstream, runs
 
 
 def lookup_skip(

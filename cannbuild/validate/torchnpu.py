@@ -34,6 +34,7 @@ from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
 from ..states import Verdict
 from ..workspace import write_json_atomic
+from . import precision
 from .cases import (
     AUTOLOAD,
     Case,
@@ -183,6 +184,8 @@ def run(
             "status": r.status,
             "max_abs_err": r.max_abs_err,
             "message": r.message,
+            "precision": None if r.precision is None else r.precision.to_json(),
+            "disagree": r.disagree,
         }
         for r in results
     ]
@@ -225,11 +228,13 @@ def _verdict(
     details: Dict[str, object],
 ) -> RouteOutcome:
     failed = [r for r in results if r.status != Verdict.PASS]
+    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
+    upstream = f"; {upstream}" if upstream else ""
     if failed:
         first = failed[0]
         message = (
             f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
-            f"npu_fusion_attention; first: {first.case.name}: {first.message}"
+            f"npu_fusion_attention; first: {first.case.name}: {first.message}{upstream}"
         )
         return RouteOutcome(
             status=Verdict.FAIL, message=message, details=details, results=tuple(results)
@@ -249,7 +254,7 @@ def _verdict(
         )
     message = (
         f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
-        f"npu_fusion_attention ({library.name} of the package)"
+        f"npu_fusion_attention ({library.name} of the package){upstream}"
     )
     return RouteOutcome(
         status=Verdict.PASS, message=message, details=details, results=tuple(results)

@@ -66,6 +66,10 @@ def test_setup_builds_installs_and_validates(cli_for, key):
     if not EXAMPLES[key]:
         assert "ASCEND_OPP_PATH" in checks["example"]["message"]
     assert all(c["status"] == "PASS" for c in report["validation"]["cases"])
+    # opbase's MERE/MARE standard measured beside the rule, which decides
+    assert report["validation"]["decided_by"] == "rule"
+    assert all(c["precision"]["mere"] is not None for c in report["validation"]["cases"])
+    assert all(e["precision"]["status"] == "PASS" for e in examples)
     route = checks["torch_npu"]
     if TORCH_NPU:  # the real torch_npu ran every case through the package on the emulated NPU
         assert f"12/12 cases PASS through torch_npu {TORCH_NPU}" in route["message"]
@@ -257,9 +261,13 @@ def test_each_operator_fault_is_a_validation_failure(cli, fault, check, words):
         "setup", "--cases", "fp16_bsh_s128_d128_causal", env=cli.env(CANNBUILD_SANDBOX_FAULT=fault)
     )
     assert proc.returncode == 5, proc.stdout + proc.stderr
-    checks = {c["id"]: c for c in cli.report()["validation"]["checks"]}
+    validation = cli.report()["validation"]
+    checks = {c["id"]: c for c in validation["checks"]}
     assert checks[check]["status"] == "FAIL" and words in checks[check]["message"]
     assert checks["example"]["status"] == "FAIL"
+    if check == "capi":  # a broken kernel fails opbase's MERE/MARE standard too: no disagreement
+        (case,) = validation["cases"]
+        assert case["precision"]["status"] == "FAIL" and not case["disagree"]
 
 
 def test_opbase_builds_while_ops_transformer_is_fetched_and_a_failed_fetch_resumes(cli):
