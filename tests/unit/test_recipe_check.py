@@ -1,7 +1,7 @@
 """`cannbuild recipe check`: every flag each shipped recipe renders is one the REAL build.sh
 at that recipe's refs accepts.  The option specs of the real scripts were extracted with
 cannbuild's own parser from git snapshots of cannmirror/ops-transformer and hicann/opbase
-and are kept as data in tests/fixtures/buildsh/ (each with a `.source` note: repository,
+(and, for issue 27, hicann/ops-math, ops-nn and ops-cv) and are kept as data in tests/fixtures/buildsh/ (each with a `.source` note: repository,
 ref, commit, how).  The sandbox's stand-in scripts parse too, and a recipe that renders a
 flag the script does not take is refused, naming it."""
 
