@@ -1,6 +1,6 @@
 """The options a repository's `build.sh` accepts, read from the script's own text.
 
-The two ways the real scripts declare them:
+The three ways the real scripts declare them:
 
 - a `case` over `$1` inside `while [[ $# -gt 0 ]]` (ops-transformer at every ref:
   cannmirror/ops-transformer@9.1.0:build.sh:1117-1460, @v9.0.0:979-1280,
@@ -10,7 +10,10 @@ The two ways the real scripts declare them:
 - `getopt -a -o SHORTS -l LONGS` then a `case "$1"` over what getopt hands back
   (opbase: hicann/opbase@9.1.0:build.sh:92-165, @v9.0.0:68-142): getopt refuses an
   option it does not declare, and the `case` refuses one it has no arm for (`-s` at
-  9.1.0 is declared at :92 but its v9.0.0:95 arm is gone: "Undefined option").
+  9.1.0 is declared at :92 but its v9.0.0:95 arm is gone: "Undefined option");
+- bash's builtin `getopts` with a `-:` arm for long options, after a check of every word
+  against SUPPORTED_LONG_OPTS (ops-math, ops-nn, ops-cv: hicann/ops-math@v9.0.0:build.sh:
+  16-25, 791-798, 839-959): read by `recipes/getopts.py`.
 
 `option_spec` turns a script into an `OptionSpec` (plain data, kept as JSON under
 tests/fixtures/buildsh/); `judge` walks a command line's words through it the way
@@ -23,79 +26,33 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from msgspec import Struct
-
 from ..lazy import lazy_module
+from .getopts import find_loop, getopts_spec, judge_getopts
+from .shellopts import (
+    CASE,
+    GETOPT,
+    GETOPTS,
+    VARIABLE,
+    BuildOption,
+    NoOptionLoop,
+    OptionSpec,
+    Verdict,
+    arm_values,
+    case_arms,
+    code_of,
+)
 
 if TYPE_CHECKING:
     import difflib
 else:  # only a flag that is not accepted needs a did-you-mean
     difflib = lazy_module("difflib")
 
-CASE, GETOPT = "case", "getopt"
-# `values` of an arm that takes a varying number of words: the following words that do not
-# start with '-' (ops-transformer's `--run_example <op> <mode> [cust]` counts them in
-# set_example_opt, @9.1.0:build.sh:1065-1078, `$1 != -*`, then `shift $step` :1199-1203).
-VARIABLE = -1
-
 # `while [[ $# -gt 0 ]]; do` (@9.1.0:build.sh:1117); the sandbox's stand-in spells it `[ ... ]`.
 _LOOP = re.compile(r"^\s*while\s+\[\[?\s+\$#\s+-gt\s+0\s+\]\]?\s*;?\s*(do)?\b")
 # `case $1 in` (@9.1.0:1118), `case "$1" in` (opbase @9.1.0:100)
 _CASE_ON_1 = re.compile(r"^\s*case\s+\"?\$\{?1\}?\"?\s+in\b")
-_CASE = re.compile(r"(?:^|[;\s(])case\s+\S.*?\s+in\b")
-_ESAC = re.compile(r"(?:^|[;\s])esac\b")
 # `parsed_args=$(getopt -a -o j:hvusO: -l help,...,cann_3rd_lib_path: -- "$@")` (opbase @9.1.0:92)
 _GETOPT = re.compile(r"\bgetopt\s+(.*?)\s+--\s")
-# `shift`, `shift 2`, `shift $step`; in an arm body, comments taken out first
-_SHIFT = re.compile(
-    r"(?:^|[;\s])shift(?:[ \t]+([0-9]+|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?))?(?=$|[\s;])"
-)
-_ARM_END = re.compile(r";;\s*$")
-
-
-class BuildOption(Struct, frozen=True, kw_only=True):
-    """One way the script takes a word: a `case` pattern (`--soc=*`, `-j*`, `--pkg`) or,
-    for a getopt script, an option getopt declares and a `case` arm handles (`--pkg`,
-    `-j`, `--cann_3rd_lib_path`)."""
-
-    pattern: str
-    line: int  # the arm that handles it (1-based)
-    # words taken after it when its value is not glued on: 0, 1, ... or VARIABLE
-    values: int = 0
-    # getopt only: "required" (`name:`), "optional" (`name::`, glued only) or ""
-    argument: str = ""
-
-    @property
-    def name(self) -> str:
-        """The option as a user types it: `--soc=*` -> `--soc`, `-j*` -> `-j`."""
-        return re.split(r"[=*?\[]", self.pattern, maxsplit=1)[0] or self.pattern
-
-
-class OptionSpec(Struct, frozen=True, kw_only=True):
-    style: str  # CASE or GETOPT
-    line: int  # the option loop (case style) or the getopt call (getopt style)
-    options: Tuple[BuildOption, ...]  # in the script's order: the first match wins
-    # getopt style: declared to getopt, but no `case` arm takes them (exit 1 at `*)`)
-    declared_only: Tuple[BuildOption, ...] = ()
-    alternative: bool = False  # getopt -a: a long option may start with one '-'
-
-    def names(self) -> List[str]:
-        return list(dict.fromkeys(o.name for o in self.options))
-
-
-class Verdict(Struct, frozen=True, kw_only=True):
-    """One word of a command line, as the script takes it."""
-
-    word: str
-    at: int  # its place among the words judged
-    accepted: bool
-    option: Optional[BuildOption] = None
-    values: Tuple[str, ...] = ()  # the words it took as its value
-    why: str = ""
-
-
-class NoOptionLoop(ValueError):
-    """The text has neither option loop: not a build.sh these rules read."""
 
 
 def option_spec(text: str) -> OptionSpec:
@@ -110,32 +67,22 @@ def option_spec(text: str) -> OptionSpec:
         if _LOOP.match(line):
             case_at = _next_case(lines, i + 1, within=3)
             if case_at is not None:
-                arms = _arms(lines, case_at + 1)
+                arms = case_arms(lines, case_at + 1)
                 options = tuple(
-                    BuildOption(pattern=p, line=n, values=_arity(body))
+                    BuildOption(pattern=p, line=n, values=arm_values(body))
                     for patterns, n, body in arms
                     for p in patterns
                     if p != "*"
                 )
                 return OptionSpec(style=CASE, line=i + 1, options=options)
+    loop_at = find_loop(lines)
+    if loop_at is not None:
+        return getopts_spec(lines, loop_at)
     raise NoOptionLoop(
         'no option loop: neither `getopt ... -- "$@"` followed by `case "$1" in`, nor '
-        "`while [[ $# -gt 0 ]]` with `case $1 in`"
+        "`while [[ $# -gt 0 ]]` with `case $1 in`, nor `while getopts OPTSTRING NAME` with "
+        '`case "$NAME" in`'
     )
-
-
-def code_of(line: str) -> str:
-    """A line without its comment (a `#` at the start of a word, outside quotes)."""
-    out, quote = [], ""
-    for i, ch in enumerate(line):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and (i == 0 or line[i - 1] in " \t;"):
-            break
-        out.append(ch)
-    return "".join(out)
 
 
 def _next_case(lines: Sequence[str], start: int, within: int = 40) -> Optional[int]:
@@ -143,68 +90,6 @@ def _next_case(lines: Sequence[str], start: int, within: int = 40) -> Optional[i
         if _CASE_ON_1.match(lines[i]):
             return i
     return None
-
-
-def _arms(lines: Sequence[str], start: int) -> List[Tuple[List[str], int, str]]:
-    """(patterns, line, body) of each arm of the `case` whose first arm starts at
-    `start`, up to its `esac`; nested `case ... esac` in a body are skipped over."""
-    arms: List[Tuple[List[str], int, str]] = []
-    expecting, depth, pending, first = True, 0, "", 0
-    body: List[str] = []
-    for index in range(start, len(lines)):
-        code = code_of(lines[index]).strip()
-        if expecting:
-            if not code:
-                continue
-            if not pending and _ESAC.match(code):
-                break
-            first = first or index + 1
-            pending += code[:-1] + " " if code.endswith("\\") else code
-            if code.endswith("\\"):  # a pattern list continued (the stand-in's long arms)
-                continue
-            close = _closing_paren(pending)
-            patterns = [p.strip().strip("\"'") for p in pending[:close].lstrip("(").split("|")]
-            rest = pending[close + 1 :]
-            body = [rest]
-            arms.append((patterns, first, ""))
-            pending, first, expecting = "", 0, False
-            code = rest.strip()
-        else:
-            body.append(code)
-        depth += len(_CASE.findall(" " + code)) - len(_ESAC.findall(" " + code))
-        if depth < 0:  # the arm had no `;;` before this case's own `esac`
-            arms[-1] = (arms[-1][0], arms[-1][1], "\n".join(body[:-1]))
-            break
-        if depth == 0 and _ARM_END.search(code):
-            arms[-1] = (arms[-1][0], arms[-1][1], "\n".join(body))
-            expecting = True
-    return arms
-
-
-def _closing_paren(text: str) -> int:
-    """Where a `case` pattern list ends: its first `)` outside a bracket expression."""
-    bracket = False
-    for i, ch in enumerate(text):
-        if ch == "[":
-            bracket = True
-        elif ch == "]":
-            bracket = False
-        elif ch == ")" and not bracket and i > 0:
-            return i
-    return len(text)
-
-
-def _arity(body: str) -> int:
-    """Words an arm takes after its option word, from its `shift`s: one `shift N` takes
-    N-1 (`--ccache) ...; shift 2`, @9.1.0:build.sh:1173-1176); none, 0 (`-h|--help`
-    exits); several, or `shift $var`, a varying number (`--run_example`, :1199-1203; `-e`,
-    :1211-1222, shifts again when the next word does not start with '-')."""
-    shifts = _SHIFT.findall(body)
-    if not shifts:
-        return 0
-    if len(shifts) > 1 or (shifts[0] and not shifts[0].isdigit()):
-        return VARIABLE
-    return max(int(shifts[0] or "1") - 1, 0)
 
 
 def _getopt_spec(lines: Sequence[str], getopt_at: int, case_at: int) -> OptionSpec:
@@ -228,7 +113,7 @@ def _getopt_spec(lines: Sequence[str], getopt_at: int, case_at: int) -> OptionSp
         i += 1
     declared = _declared(shorts.strip("'\"").lstrip("+-"), longs.strip("'\""))
     handled: Dict[str, int] = {}
-    for patterns, line, _ in _arms(lines, case_at + 1):
+    for patterns, line, _ in case_arms(lines, case_at + 1):
         for pattern in patterns:
             handled.setdefault(pattern, line)
     options, unhandled = [], []
@@ -275,6 +160,8 @@ def _kind(colons: int) -> str:
 def judge(spec: OptionSpec, args: Sequence[str]) -> List[Verdict]:
     """Each option word of `args` (the words after `build.sh`) with the option that
     takes it, or why none does."""
+    if spec.style == GETOPTS:
+        return judge_getopts(spec, args)
     return _judge_getopt(spec, args) if spec.style == GETOPT else _judge_case(spec, args)
 
 
@@ -389,6 +276,7 @@ def closest(spec: OptionSpec, word: str) -> Optional[str]:
 __all__ = [
     "CASE",
     "GETOPT",
+    "GETOPTS",
     "VARIABLE",
     "BuildOption",
     "NoOptionLoop",

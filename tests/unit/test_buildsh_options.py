@@ -1,6 +1,6 @@
-"""A build.sh's option spec is read from its text in both declaration styles the real
-scripts use (cannbuild/recipes/optspec.py), and a command line goes through it the way
-the script would take it."""
+"""A build.sh's option spec is read from its text in the three declaration styles the real
+scripts use (cannbuild/recipes/optspec.py, recipes/getopts.py), and a command line goes
+through it the way the script would take it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from cannbuild.recipes.optspec import (
     CASE,
     GETOPT,
+    GETOPTS,
     VARIABLE,
     NoOptionLoop,
     closest,
@@ -90,6 +91,53 @@ GETOPT_SCRIPT = textwrap.dedent(
 )
 
 
+# The shape of ops-math's, ops-nn's and ops-cv's (hicann/ops-math@v9.0.0:build.sh:12-25,
+# 782, 839-959), written for this test: a short list and a long list the script checks
+# every word against first, the builtin getopts with `-:`, a `case $OPTARG` for the long
+# options whose `*)` takes the names of two arrays (one emptied before the loop, as
+# ops-math empties UT_TARGETS at :782), an arm that hands "$@" on to read the words after
+# it; `debug` is listed with no arm, `secret` has an arm but is not listed.
+GETOPTS_SCRIPT = textwrap.dedent(
+    """\
+    RELEASE_TARGETS=("ophost" "opapi")
+    UT_TARGETS=("ophost_test")
+    SUPPORTED_SHORT_OPTS="hj:v-:"
+    SUPPORTED_LONG_OPTS=(
+      "help" "ops=" "soc=" "pkg" "cann_3rd_lib_path" "run_example" "debug"
+      "ophost" "opapi" "ophost_test"
+    )
+    checkopts() {
+      UT_TARGETS=()
+      while getopts $SUPPORTED_SHORT_OPTS opt; do
+        case "${opt}" in
+          h) usage; exit 0 ;;
+          j) JOBS=$OPTARG ;;
+          -) case $OPTARG in
+            help) usage; exit 0 ;;
+            ops=*) OPS=${OPTARG#*=} ;;
+            soc=*)
+              SOC=${OPTARG#*=}
+              ;;
+            pkg) PKG=TRUE ;;
+            cann_3rd_lib_path=*) THIRD=${OPTARG#*=} ;;
+            run_example)
+              run_example_opts "$@"
+              ;;
+            secret) SECRET=TRUE ;;
+            *)
+              if ! in_array "$OPTARG" "${RELEASE_TARGETS[@]}" && ! in_array "$OPTARG" "${UT_TARGETS[@]}"; then
+                exit 1
+              fi
+              ;;
+          esac ;;
+          *) echo "Undefined option: ${opt}"; exit 1 ;;
+        esac
+      done
+    }
+    """
+)
+
+
 def test_a_case_loop_gives_every_arm_pattern_with_its_line_and_value_count():
     spec = option_spec(CASE_SCRIPT)
     assert (spec.style, spec.line) == (CASE, 7)
@@ -123,6 +171,68 @@ def test_a_getopt_script_accepts_what_getopt_declares_and_a_case_arm_takes():
         ("--opt", 10, 0, "optional"),
     ]
     assert [o.pattern for o in spec.declared_only] == ["-s"]  # `--debug`: not declared, no option
+
+
+def test_a_getopts_script_accepts_what_its_lists_declare_and_an_arm_takes():
+    spec = option_spec(GETOPTS_SCRIPT)
+    assert (spec.style, spec.line) == (GETOPTS, 10)
+    got = [(o.pattern, o.line, o.values, o.argument) for o in spec.options]
+    assert got == [
+        ("-h", 12, 0, ""),
+        ("-j", 13, 1, "required"),
+        ("--help", 15, 0, ""),
+        ("--ops=*", 16, 0, ""),
+        ("--soc=*", 17, 0, ""),
+        ("--pkg", 20, 0, ""),
+        ("--cann_3rd_lib_path=*", 21, 0, ""),
+        ("--run_example", 22, VARIABLE, ""),
+        ("--ophost", 26, 0, ""),  # through `*)`: RELEASE_TARGETS
+        ("--opapi", 26, 0, ""),
+    ]
+    # `-v` is in the optstring with no arm; `--debug` listed, no arm; `--ophost_test`
+    # listed, but UT_TARGETS is empty when the loop runs
+    assert [(o.pattern, o.line) for o in spec.declared_only] == [
+        ("-v", 10),
+        ("--debug", 4),
+        ("--ophost_test", 4),
+    ]
+    assert [o.pattern for o in spec.unlisted] == ["--secret"]
+
+
+def test_a_command_line_goes_through_the_long_list_then_getopts_then_the_arms():
+    spec = option_spec(GETOPTS_SCRIPT)
+    words = "--pkg --soc=ascend910b -j8 -j 4 --cann_3rd_lib_path=/t --run_example add eager cust"
+    words += " --opapi --ophost_test --debug --secret --ccache --cann_3rd_lib_path /t -v -x --pkg=1"
+    verdicts = judge(spec, words.split())
+    assert [(v.word, v.accepted, v.values) for v in verdicts] == [
+        ("--pkg", True, ()),
+        ("--soc=ascend910b", True, ()),
+        ("-j8", True, ()),
+        ("-j", True, ("4",)),
+        ("--cann_3rd_lib_path=/t", True, ()),
+        ("--run_example", True, ("add", "eager", "cust")),
+        ("--opapi", True, ()),
+        ("--ophost_test", False, ()),
+        ("--debug", False, ()),
+        ("--secret", False, ()),
+        ("--ccache", False, ()),
+        ("--cann_3rd_lib_path", False, ()),
+        ("/t", False, ()),  # getopts stopped at it: nothing after it is read
+        ("-v", False, ()),
+        ("-x", False, ()),
+        ("--pkg=1", False, ()),
+    ]
+    why = {v.word: v.why for v in verdicts if not v.accepted}
+    assert "does not list it" in why["--secret"] and "does not list it" in why["--ccache"]
+    assert "no arm of `case $OPTARG` takes it" in why["--debug"]
+    assert "must be glued on: --cann_3rd_lib_path=VALUE" in why["--cann_3rd_lib_path"]
+    assert why["/t"].startswith("getopts stops at the first word that is not an option")
+    # before the stray word, -v, -x and --pkg=1 are each refused for their own reason
+    alone = {v.word: v.why for v in judge(spec, ["-v", "-x", "--pkg=1", "-j"])}
+    assert "no `case` arm takes it" in alone["-v"]
+    assert "getopts does not declare -x" in alone["-x"]
+    assert "no arm of `case $OPTARG` takes it" in alone["--pkg=1"]
+    assert alone["-j"] == "its value is missing"
 
 
 def test_a_command_line_goes_through_the_case_arms_in_order():

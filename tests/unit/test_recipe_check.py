@@ -1,14 +1,14 @@
 """`cannbuild recipe check`: every flag each shipped recipe renders is one the REAL build.sh
 at that recipe's refs accepts.  The option specs of the real scripts were extracted with
 cannbuild's own parser from git snapshots of cannmirror/ops-transformer and hicann/opbase
-and are kept as data in tests/fixtures/buildsh/ (each with a `.source` note: repository,
+(and, for issue 27, hicann/ops-math, ops-nn and ops-cv) and are kept as data in tests/fixtures/buildsh/ (each with a `.source` note: repository,
 ref, commit, how).  The sandbox's stand-in scripts parse too, and a recipe that renders a
 flag the script does not take is refused, naming it."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import msgspec
 import pytest
@@ -20,7 +20,14 @@ from cannbuild.recipes.optspec import OptionSpec, option_spec
 from cannbuild.resources import data_dir
 from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
 from cannbuild.sandbox.repos import _render_commit
-from cannbuild.train.check import ScriptSpec, check_recipe, refusal, rendered_commands
+from cannbuild.train.check import (
+    ScriptSpec,
+    StepCommand,
+    check_commands,
+    check_recipe,
+    refusal,
+    rendered_commands,
+)
 from cannbuild.workspace import Workspace
 
 from clirun import cannbuild
@@ -37,6 +44,20 @@ REAL = {
     ],
     "9.1": [("opbase@9.1.0", "ops-transformer@9.1.0")],
 }
+# Issue 27 groundwork: the sibling repositories' build.sh (hicann/ops-math, ops-nn, ops-cv) at
+# the refs the 9.0 and 9.1 recipes name for ops-transformer (tags v9.0.0 and v9.0.1, branch
+# 9.1.0, hicann/manifest@v9.1.0:cann.xml:5,7,8; the tag v9.1.0's build.sh is the branch's).
+# They parse with the bash builtin getopts (recipes/getopts.py).
+SIBLINGS = {
+    "9.0": [
+        f"{repo}@{ref}" for repo in ("ops-math", "ops-nn", "ops-cv") for ref in ("v9.0.0", "v9.0.1")
+    ],
+    "9.1": [f"{repo}@9.1.0" for repo in ("ops-math", "ops-nn", "ops-cv")],
+}
+# the operator each sibling would validate: an AscendC kernel for ascend910b and ascend910_93
+# and an eager example at every ref above (math/segsum, activation/swi_glu,
+# image/upsample_bilinear2d; add, gelu and resize build for ascend950 only)
+SIBLING_OP = {"ops-math": "segsum", "ops-nn": "swi_glu", "ops-cv": "upsample_bilinear2d"}
 EXTRA = {
     "opbase_tag_id": "0" * 40,
     "optensor_tag_id": "1" * 40,
@@ -59,7 +80,8 @@ def recipe(train: str):
 
 def test_every_real_spec_has_its_source_note_and_reads_back():
     names = sorted(p.name[: -len(".json")] for p in SPECS.glob("*.json"))
-    assert names == sorted(n for pairs in REAL.values() for pair in pairs for n in pair)
+    expected = [n for pairs in REAL.values() for pair in pairs for n in pair]
+    assert names == sorted(expected + [n for ns in SIBLINGS.values() for n in ns])
     for name in names:
         note = (SPECS / f"{name}.json.source").read_text()
         for key in ("repository:", "ref:", "commit:", "path: build.sh", "extracted:"):
@@ -169,3 +191,74 @@ def test_the_rendered_commands_cover_every_soc_and_the_example(tmp_path):
         assert ("ops-transformer-build", soc) in steps
         assert ("opbase-build", soc) in steps  # an optional step is checked too
         assert ("[validate] example", soc) in steps
+
+
+# --- issue 27 groundwork: the sibling repositories -----------------------------------
+
+
+def sibling_commands(train: str, repo: str, ws: Workspace) -> List[StepCommand]:
+    """ops-transformer's build step and the validation's example as recipe `train` renders
+    them today, with the sibling's repo and operator put in."""
+    op = SIBLING_OP[repo]
+    out: List[StepCommand] = []
+    for cmd in rendered_commands(recipe(train), ws, ops=op):
+        if cmd.repo != "ops-transformer":
+            continue
+        argv = tuple(
+            op if w == "flash_attention_score" else w.replace("ops-transformer", repo)
+            for w in cmd.argv
+        )
+        out.append(
+            replace(cmd, repo=repo, step=cmd.step.replace("ops-transformer", repo), argv=argv)
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    "train,name", [(t, n) for t, names in SIBLINGS.items() for n in names], ids=str
+)
+def test_sibling_groundwork_each_sibling_build_sh_takes_the_flags_of_ops_transformers_step(
+    train, name, tmp_path
+):
+    """--pkg --soc= --ops= --vendor_name= -j --cann_3rd_lib_path= and the example's
+    `--run_example <op> eager cust --vendor_name=` pass; the compile cache's `--ccache <dir>`
+    does not: no sibling lists `ccache` in SUPPORTED_LONG_OPTS at 9.0 or 9.1 (v9.2.0-beta.1
+    adds `ccache=`, taken glued only: `--ccache=<dir>`)."""
+    repo = name.split("@")[0]
+    ws = Workspace(root=tmp_path / "ws")
+    result = check_commands(
+        recipe(train), sibling_commands(train, repo, ws), {repo: real_spec(name)}
+    )
+    build = f"{repo}-build"
+    taken = {(r.step, r.word.split("=", 1)[0]) for r in result.rows if r.accepted}
+    for flag in ("--pkg", "--soc", "--ops", "--vendor_name", "-j8", "--cann_3rd_lib_path"):
+        assert (build, flag) in taken, flag
+    assert ("[validate] example", "--run_example") in taken
+    assert ("[validate] example", "--vendor_name") in taken
+    refused = {(r.step, r.word, r.note) for r in result.unknown}
+    assert refused == {
+        (build, "--ccache", "with a compile cache"),
+        (build, "<ccache>", "with a compile cache"),
+    }
+    why = {r.word: r.why for r in result.unknown}
+    assert "SUPPORTED_LONG_OPTS does not list it" in why["--ccache"]
+    assert why["<ccache>"].startswith("getopts stops at the first word that is not an option")
+    text = refusal(result).paragraph()
+    assert f"step '{build}'" in text and "--ccache" in text and f"{name}.json" in text
+
+
+def test_sibling_groundwork_a_flag_a_sibling_does_not_take_is_named(tmp_path):
+    """The check can fail on a build flag too: ops-transformer's `--cann_3rd_lib_path <dir>`
+    spelled as two words is refused by ops-math's getopts (its arm wants `=`)."""
+    ws = Workspace(root=tmp_path / "ws")
+    commands = sibling_commands("9.1", "ops-math", ws)
+    build = next(c for c in commands if c.step == "ops-math-build" and not c.note)
+    at = next(i for i, w in enumerate(build.argv) if w.startswith("--cann_3rd_lib_path="))
+    split = (*build.argv[:at], *build.argv[at].split("=", 1), *build.argv[at + 1 :])
+    result = check_commands(
+        recipe("9.1"), [replace(build, argv=split)], {"ops-math": real_spec("ops-math@9.1.0")}
+    )
+    path = build.argv[at].split("=", 1)[1]
+    assert [r.word for r in result.unknown] == ["--cann_3rd_lib_path", path]
+    assert "must be glued on: --cann_3rd_lib_path=VALUE" in result.unknown[0].why
+    assert result.unknown[1].why.startswith("getopts stops")  # the path, a word on its own
