@@ -15,7 +15,7 @@ from ..workspace import Workspace
 from ._config import Context
 from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
 from ._session import DryRunStop, bring_up_to_date, open_session, would_bring_up_to_date
-from ._target import target_options
+from ._target import target_choice
 
 if TYPE_CHECKING:
     from .. import diagnose as diagnosis
@@ -217,9 +217,13 @@ def diagnose(
     # the profile first: a bad one is exit 2 naming it, before the host is probed
     summary = profile_summary.summarise(Path(profile), timeline=False) if profile else None
     if profile and summary is not None:
-        options = target_options(c, flags)
+        # off the NPU host nothing is built: the target's lines in that wording, said once
+        # (on the host, open_session says them as building for it)
+        options, notes = target_choice(c, flags, builds=False)
         why = offhost.no_toolkit(options, os.environ)
         if why is not None:
+            for line in notes:
+                ui.note(line)
             checks = offhost.off_host_checks(
                 why,
                 shape,

@@ -122,3 +122,26 @@ def test_off_host_the_cause_says_what_the_profile_can_tell(tmp_path, fixture, wo
     chain = next(c for c in checks if c.id == "profile.chain1")
     assert chain.status == "fail" and words in chain.detail
     assert ANY_SOC in next(c for c in checks if c.id == "dtype").detail
+
+
+def test_off_host_a_flag_that_differs_from_the_recorded_target_says_so_once(tmp_path):
+    """The target is read once off the host, in the wording of a run that builds nothing
+    (it was read twice: the line came out twice, once saying "building for")."""
+    from cannbuild.ownership import claim
+    from cannbuild.target import Target, record
+
+    ws = tmp_path / "ws"
+    claim(ws, "workspace", "--workspace")
+    recorded = Target(
+        sysroot=str(tmp_path / "sysroot"),
+        soc="ascend910_93",
+        built_soc="ascend910_93",
+        set_by="cannbuild setup",
+        set_at="then",
+    )
+    assert record(ws, recorded)
+    proc = diagnose(tmp_path, "--profile", str(FIX / "torch_npu_2.5_level1"), "--soc", "A2")
+    assert proc.returncode == 1, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "differs from this workspace" in line]
+    assert len(lines) == 1, proc.stderr
+    assert "this run uses ascend910b" in lines[0] and "building for" not in proc.stderr
