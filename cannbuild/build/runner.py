@@ -42,8 +42,11 @@ ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the comp
 #   flash_attention_score_def.cpp:1:10: fatal error: register/op_def_registry.h: No such ...
 #   Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)
 #   error: downloading '...' failed / Each download failed!  (CMake's download step)
+#   -- MD5 hash of  (the download step rejecting a file, as a STATUS line without `error:`:
+#                    cmake 3.25 Modules/ExternalProject/download.cmake.in:29)
 ERROR_LINE = re.compile(
     r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
+    r"|^-- (?:MD5|SHA\w+) hash of\s*$"
 )
 
 

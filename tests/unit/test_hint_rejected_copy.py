@@ -12,7 +12,7 @@ import pytest
 
 from cannbuild.build.actions import ActionContext
 from cannbuild.build.plan import PlannedStep
-from cannbuild.build.runner import NoProgress, RunLogs, run_step
+from cannbuild.build.runner import NoProgress, RunLogs, first_errors, run_step
 from cannbuild.hints import match_hint
 from cannbuild.recipes.model import StepSpec
 from cannbuild.sources.checkout import Seed, ensure_archive, ensure_checkout, placed_copies
@@ -187,3 +187,17 @@ def test_a_failed_step_digest_carries_the_rejected_copy_hint(tmp_path: Path):
     outcome = run_step(step, ws, RunLogs(ws=ws, run_id="run1"), actions, NoProgress(), [])
     assert outcome.exit_code == 2
     assert "that is the copy cannbuild put there (opbase's third_party/pkg/pkg/" in outcome.hint
+
+
+def test_the_digest_shows_the_status_line_that_rejected_the_copy(tmp_path: Path):
+    """download.cmake.in says it as `-- MD5 hash of` (no `error:`), before the download
+    failure: the digest's first error block is that rejection, with its values."""
+    lines = captured("download-rejected-copy", tmp_path)
+    shown = [text for _, text in first_errors(lines)]
+    assert shown[:5] == [
+        "-- MD5 hash of",
+        f"{tmp_path}/src/opbase/third_party/pkg/pkg/pkg-1.0.tar.gz",
+        "does not match expected value",
+        f"expected: '{WRONG}'",
+        f"actual: '{MD5}'",
+    ]
