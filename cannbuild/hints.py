@@ -1,20 +1,40 @@
 """Known failure messages of the CANN builds and installers, each with its fix.
 
 Matched against a failed step's log; the first pattern (in this order) that
-matches gives the digest's hint, with `{1}`… filled from the match.
+matches gives the digest's hint, with `{1}`… filled from the match.  A rejected
+archive is judged against the copies cannbuild put into the checkouts (when the
+caller passes them): which file CMake refused, and whether it was cannbuild's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
-from typing import Iterable, Optional, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
+
+from .redact import redact
+
+if TYPE_CHECKING:
+    from .sources.checkout import PlacedCopy
 
 
 class Hint(Struct, frozen=True, kw_only=True):
     pattern: str
     text: str
+    # "hash": the text is the fallback of rejected_copy(), used when no copies are known
+    kind: str = ""
+
+
+# Group 1 the `error: ` of verify.cmake.in's form, 2 the algorithm (CMake's names: MD5, SHA1,
+# SHA256, SHA3_256, ...), 3 the file, 4 and 5 the expected and actual values.
+HASH_MISMATCH = (
+    r"(error: )?\b(MD5|SHA\w+) hash of\s+(\S+)\s+does not match expected value"
+    r"(?:\s+expected: '(\w*)'\s+actual: '(\w*)')?"
+)
 
 
 # Order matters: the specific messages come first, the generic compiler `error: ` near the end,
@@ -106,6 +126,23 @@ HINTS: Tuple[Hint, ...] = (
         pattern=r"makeself not found",
         text="apt install makeself, or seed third_party with the makeself archive (cannbuild fetch).",
     ),
+    # CMake's hash check of an archive (URL_HASH / URL_MD5), in both of ExternalProject's forms
+    # (cmake 3.25 Modules/ExternalProject/verify.cmake.in:29 for a local path or file:// URL,
+    # download.cmake.in:29 for a file already in DOWNLOAD_DIR or just downloaded, with no
+    # `error:` and the build going on to download); the file name sits on its own line:
+    #   -- MD5 hash of
+    #       /.../third_party/pkg/makeself/makeself-release-2.5.0-patch1.tar.gz
+    #     does not match expected value
+    #       expected: 'a080...'
+    #         actual: '...'
+    # Before the download hint: the download that follows a rejected copy is not the cause.
+    Hint(
+        pattern=HASH_MISMATCH,
+        text="{3} is not the file this ref's CMake pins ({2} differs): a third-party copy in the checkout "
+        "was changed, or a download served another file. Delete the checkout under the workspace's "
+        "src/ and run again (cannbuild puts the locked archives back), and check the mirror.",
+        kind="hash",
+    ),
     # CMake's own download step (ExternalProject / FetchContent), which no git `insteadOf` rule
     # reaches: `error: downloading 'https://gitcode.com/cann-src-third-party/...' failed`. Group 2
     # is the scheme and host, the key a cannbuild.mirrors rule needs.
@@ -116,16 +153,6 @@ HINTS: Tuple[Hint, ...] = (
         "([[repos.<repo>.third_party]], with the place this ref takes a copy, see recipes/*.toml) so "
         "cannbuild fetches it through a mirror rule (cannbuild.mirrors: {'{2}': 'https://your-mirror/'}) "
         "and puts it there, or build where {2} is reachable.",
-    ),
-    # CMake's hash check after a download; the file name sits on its own line, hence `\s+`:
-    #   error: SHA256 hash of
-    #     /.../makeself-release-2.5.0-patch1.tar.gz
-    #   does not match expected value
-    Hint(
-        pattern=r"error: (SHA256|MD5) hash of\s+(\S+)\s+does not match expected value",
-        text="{2} is not the file this ref's CMake pins ({1} differs): a third-party copy in the checkout "
-        "was changed, or a download served another file. Delete the checkout under the workspace's "
-        "src/ and run again (cannbuild puts the locked archives back), and check the mirror.",
     ),
     # A download inside an offline build: cannbuild sets GIT_ALLOW_PROTOCOL=file there, so git says
     # `transport 'https' not allowed`; other fetchers fail on the dead proxy or the name lookup
@@ -168,12 +195,18 @@ HINTS: Tuple[Hint, ...] = (
 )
 
 
-def match_hint(lines: Iterable[str]) -> Optional[str]:
+def match_hint(
+    lines: Iterable[str], copies: Optional[Sequence[PlacedCopy]] = None
+) -> Optional[str]:
+    """The hint for a failed step's log; `copies`: the archives cannbuild put into the
+    checkouts (sources.checkout.placed_copies), None when not known."""
     lines = list(lines)
     text = "\n".join(lines)
     for hint in HINTS:
         match = re.search(hint.pattern, text)
         if match:
+            if hint.kind == "hash" and copies is not None:
+                return rejected_copy(match, text, copies)
             # An optional group that did not take part fills its `{n}` with "".
             groups = [g or "" for g in match.groups()]
             out = hint.text
@@ -183,3 +216,114 @@ def match_hint(lines: Iterable[str]) -> Optional[str]:
             line = text[text.rfind("\n", 0, match.start()) + 1 :].split("\n", 1)[0].strip()
             return out.replace("{line}", line[:200])
     return None
+
+
+def rejected_copy(match: re.Match, text: str, copies: Sequence[PlacedCopy]) -> str:
+    """Which file CMake's hash check refused, whether it is the copy cannbuild placed
+    (by path, then by name; compared by the same hash with its download), and what to do."""
+    verify, algo, path, expected, actual = match.groups()
+    name = Path(path).name
+    parts: List[str] = [
+        f"CMake rejected {path}: its {algo} is {actual}, this ref's CMake expects {expected}"
+        if expected and actual
+        else f"CMake rejected {path}: its {algo} is not the one this ref's CMake expects"
+    ]
+    exact = next((c for c in copies if _same_file(c.path, path)), None)
+    copy = exact or next(
+        (c for c in copies if not c.dest.endswith("/") and c.path.name == name), None
+    )
+    downloaded = not verify and "Hash mismatch, removing" in text
+    if copy is None:
+        existed = "File already exists but hash mismatch" in text
+        parts.append(
+            f"cannbuild put no copy of {name} into a checkout"
+            + (
+                ": the file was there before the build (left by an earlier one, or put by hand)"
+                if existed and not downloaded
+                else ""
+            )
+        )
+    else:
+        parts.append(_judged(copy, exact is not None, downloaded, algo, expected, actual))
+    source = re.search(r"-- Using src='([^']+)'", text)
+    if downloaded and source:
+        parts.append(
+            f"the download from {redact(source.group(1))} served another file than this ref "
+            "pins (check the server, a proxy or the mirror)"
+        )
+    if "File already exists but hash mismatch" in text:
+        failed = re.search(r"error: downloading '([^']+)' failed", text)
+        parts.append(
+            "CMake removed the rejected file and downloaded the archive itself"
+            + (f", which failed ({redact(failed.group(1))})" if failed else "")
+        )
+    if copy is None:
+        parts.append(
+            "to have cannbuild fetch the archive (through a mirror rule, pinned in the lock) and "
+            "put it where this ref looks, name it in the recipe's [[repos.<repo>.third_party]] "
+            "with that place (see recipes/*.toml)"
+        )
+    return "; ".join(parts) + "."
+
+
+def _judged(
+    copy: PlacedCopy, exact: bool, downloaded: bool, algo: str, expected: str, actual: str
+) -> str:
+    """What the rejected file is to cannbuild's copy of that name: that copy, a file the
+    build downloaded or moved beside it, or a changed one; by the copy's download's hash."""
+    ours = _digest(copy.cached, algo)
+    name = copy.path.name
+    copy_of = f"{copy.repo}'s {copy.dest}, sha256 {copy.sha256[:12]} as the lock pins it"
+    relock = (
+        "the lock pins another archive than this ref's CMake: the mirror served other bytes "
+        "when it was locked, or the recipe overrides the hash. Fix cannbuild.mirrors (or "
+        f"the recipe's [[repos.{copy.repo}.third_party]]) and run `cannbuild lock`"
+    )
+    if exact:
+        that = f"cannbuild put its copy of {name} there ({copy_of})"
+    elif downloaded:
+        that = f"the build downloaded it instead of taking the copy cannbuild put at {copy.path} ({copy_of})"
+    else:
+        that = f"it is a file of the name of the copy cannbuild put at {copy.path} ({copy_of})"
+    if ours is None:
+        return f"{that}, whose download is no longer in the cache to compare: run `cannbuild fetch` and build again"
+    if ours == actual:
+        if exact:
+            return f"that is the copy cannbuild put there ({copy_of}), unchanged: {relock}"
+        return f"{that}, with the same bytes: {relock}"
+    if ours == expected:
+        if exact:
+            return (
+                f"{that}, which has the expected {algo}: the file was changed or replaced after "
+                "cannbuild placed it (by an earlier build or by hand). Delete "
+                f"{copy.checkout} and run again: cannbuild puts the locked archive back"
+            )
+        return (
+            f"{that}, which has the expected {algo}: the build did not look for it there. Check "
+            f"the place the recipe's [[repos.{copy.repo}.third_party]] gives {name} against where "
+            "this ref looks"
+        )
+    return (
+        f"{that}, with {algo} {ours}: neither that copy nor the file CMake read is the one this "
+        "ref pins. Fix the mirror (cannbuild.mirrors) and run `cannbuild lock`"
+    )
+
+
+def _same_file(placed: Path, printed: str) -> bool:
+    if os.path.normpath(str(placed)) == os.path.normpath(printed):
+        return True
+    return os.path.realpath(placed) == os.path.realpath(printed)
+
+
+def _digest(path: Optional[Path], algo: str) -> Optional[str]:
+    """`path`'s hash by CMake's algorithm name (MD5, SHA256, SHA3_256), None if unreadable."""
+    if path is None:
+        return None
+    try:
+        digest = hashlib.new(algo.lower())
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except (OSError, ValueError):
+        return None
+    return digest.hexdigest()

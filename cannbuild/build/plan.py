@@ -189,6 +189,25 @@ def selected(spec: StepSpec, optional_steps: Sequence[str], force: Sequence[str]
     return not spec.optional or spec.name in optional_steps or spec.name in force
 
 
+def idle_repos(
+    recipe: Recipe, optional_steps: Sequence[str], force: Sequence[str]
+) -> Dict[str, str]:
+    """The repos none of whose steps runs (each optional and not asked for), each with
+    why: their third-party archives are neither fetched nor checked (sources/ready.py).
+    A repo with no step at all keeps its archives, as before steps could be optional."""
+    check_selection(recipe, optional_steps)
+    idle: Dict[str, str] = {}
+    for repo in recipe.repos:
+        steps = [s for s in recipe.steps if s.repo == repo.name]
+        if steps and not any(selected(s, optional_steps, force) for s in steps):
+            names = ", ".join(s.name for s in steps)
+            asks = " or ".join(f"{SELECT} {s.name}" for s in steps)
+            idle[repo.name] = (
+                f"no step of {repo.name} runs ({names}: optional, not selected; {asks} selects it)"
+            )
+    return idle
+
+
 def not_selected_reason(spec: StepSpec) -> str:
     return (
         f"optional: runs only when asked for: --with-step {spec.name} (or "

@@ -23,6 +23,7 @@ from ..errors import Interrupted, signal_number
 from ..hints import match_hint
 from ..proc import kill_group, popen
 from ..redact import redact, redact_env
+from ..sources.checkout import PlacedCopy, placed_copies
 from ..states import Outcome
 from ..workspace import Workspace, point_link
 from .actions import ActionContext, ActionFailed, action_of
@@ -41,8 +42,11 @@ ERROR_CONTEXT = 6  # indented lines that continue an error (CMake's and the comp
 #   flash_attention_score_def.cpp:1:10: fatal error: register/op_def_registry.h: No such ...
 #   Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)
 #   error: downloading '...' failed / Each download failed!  (CMake's download step)
+#   -- MD5 hash of  (the download step rejecting a file, as a STATUS line without `error:`:
+#                    cmake 3.25 Modules/ExternalProject/download.cmake.in:29)
 ERROR_LINE = re.compile(
     r"CMake Error|\berror:|Could NOT find|Each download failed|No such file or directory"
+    r"|^-- (?:MD5|SHA\w+) hash of\s*$"
 )
 
 
@@ -262,6 +266,7 @@ def run_step(
     except ActionFailed as exc:
         return _failed(
             step,
+            ws,
             log_path,
             progress,
             start,
@@ -274,12 +279,12 @@ def run_step(
     safefs.make_dirs(ws.root, ws.tmp, f"{step.name}'s TMPDIR")
     streamed = _execute(step, log_path, progress, start)
     if streamed.code != 0:
-        return _failed(step, log_path, progress, start, streamed)
+        return _failed(step, ws, log_path, progress, start, streamed)
     try:
         artifacts = _collect(step, patterns)
         notes, requires = action.finish(step, actions) if action else ([], [])
     except ActionFailed as exc:
-        return _failed(step, log_path, progress, start, streamed, exc.message, exc.hint)
+        return _failed(step, ws, log_path, progress, start, streamed, exc.message, exc.hint)
     _log(log_path, notes)
     duration = time.monotonic() - start
     write_stamp(
@@ -393,6 +398,7 @@ def _log(log_path: Path, notes: Sequence[str]) -> None:
 
 def _failed(
     step: PlannedStep,
+    ws: Workspace,
     log_path: Path,
     progress: Progress,
     start: float,
@@ -401,7 +407,8 @@ def _failed(
     hint: Optional[str] = None,
 ) -> StepOutcome:
     """The failed outcome with its digest: the tail, the first errors anywhere in the log
-    and the hint matched from the known CANN messages."""
+    and the hint matched from the known CANN messages (a rejected archive judged against
+    the copies the checkouts' markers say cannbuild put in)."""
     tail = list(streamed.tail)
     if extra:
         _log(log_path, [extra])
@@ -417,11 +424,19 @@ def _failed(
         log=log_path,
         exit_code=streamed.code,
         tail=tuple(tail),
-        hint=match_hint(lines or tail) or hint or "See the log for the first error.",
+        hint=match_hint(lines or tail, _copies(ws)) or hint or "See the log for the first error.",
         errors=errors,
     )
     progress.finished(outcome)
     return outcome
+
+
+def _copies(ws: Workspace) -> Optional[Tuple[PlacedCopy, ...]]:
+    # a damaged src/ must not cost the digest its hint: then the copies are unknown
+    try:
+        return placed_copies(ws)
+    except OSError:
+        return None
 
 
 def skip(step: PlannedStep, progress: Progress) -> StepOutcome:

@@ -31,6 +31,7 @@ from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .compile_cache import ccache_check
+from .plan import idle_repos
 from .requirements import requirement_checks
 
 if TYPE_CHECKING:
@@ -147,6 +148,8 @@ class Session(Struct, frozen=True, kw_only=True):
             locked=options.locked,
             offline=options.offline,
             bundle=options.bundle,
+            idle=idle_repos(self.recipe, options.optional_steps, options.force),
+            stand_ins=tuple(self.sandbox.mirrors.values()) if self.sandbox else (),
         )
 
 

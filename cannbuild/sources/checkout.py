@@ -12,6 +12,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -126,6 +127,55 @@ class Seed(Struct, frozen=True, kw_only=True):
 
 def checkout_marker(ws: Workspace, repo: str) -> Path:
     return ws.src / f".{repo}.checkout.json"
+
+
+_MARKER_SUFFIX = ".checkout.json"
+# the download cache's folder names (archive_path)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class PlacedCopy(Struct, frozen=True, kw_only=True):
+    """A third-party archive cannbuild put into a checkout, as the checkout's marker
+    records it: what a failed build's hint compares a rejected file with."""
+
+    repo: str
+    checkout: Path
+    dest: str  # checkout-relative, as the recipe places it ("dir/" = unpacked)
+    path: Path
+    sha256: str
+    cached: Optional[Path]  # the download it came from, while the cache still holds it
+
+
+def placed_copies(ws: Workspace) -> Tuple[PlacedCopy, ...]:
+    """Every archive copy the checkouts' markers record (ensure_checkout writes them),
+    each with its file in the download cache; a marker cannbuild did not write is skipped."""
+    copies: List[PlacedCopy] = []
+    markers = sorted(ws.src.glob(f".*{_MARKER_SUFFIX}")) if ws.src.is_dir() else []
+    for marker in markers:
+        repo = marker.name[1 : -len(_MARKER_SUFFIX)]
+        data = read_json(marker)
+        seeded = data.get("third_party") if isinstance(data, dict) else None
+        if not isinstance(seeded, dict):
+            continue
+        for dest, sha in sorted(seeded.items()):
+            if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+                continue
+            folder = ws.downloads / sha
+            files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+            name = dest.rstrip("/").rsplit("/", 1)[-1]
+            # archive_path keeps the URL's file name: the one named as the copy, else the only one
+            cached = next((f for f in files if f.name == name), files[0] if files else None)
+            copies.append(
+                PlacedCopy(
+                    repo=repo,
+                    checkout=ws.checkout(repo),
+                    dest=dest,
+                    path=ws.checkout(repo) / dest,
+                    sha256=sha,
+                    cached=cached,
+                )
+            )
+    return tuple(copies)
 
 
 def checkout_identity(

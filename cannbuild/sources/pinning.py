@@ -79,6 +79,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         sandbox=request.sandbox,
         pins=pins,
         ops_release=request.ops_release,
+        archives_skipped=tuple(r.name for r in recipe.repos if r.name in request.idle),
     )
 
 
@@ -180,6 +181,8 @@ def locked_seeds(request: SourceRequest, repo: RepoSpec, lock: Lock) -> Optional
     recipe lists them (as `_archives` makes them), then those placed where their cann/cmake
     module takes a copy (the lock records where); None if neither places one."""
     ordered: List[Tuple[int, Seed]] = []
+    if repo.name in request.idle:  # none of its steps runs: nothing put in (ready._archives)
+        return []
     rules = [r for r in repo.third_party if r.needed and r.place]
     for archive in lock.third_party:
         if repo.name not in archive.repos:

@@ -50,6 +50,7 @@ from .lock import (
     LockedRepo,
     write_lock,
 )
+from .lockheader import origin_of
 from .pins import resolve_pin
 from .request import SourceRequest
 from .state import LOCKED, REFRESH, RESOLVE, RepoReady, SourceState, merged_archives, pin_name
@@ -133,6 +134,11 @@ class PendingSources:
                 container=dict(previous.container) if previous else {},
                 sandbox=request.sandbox,
                 ops_release=request.ops_release,
+                archives_skipped=tuple(
+                    r.name for r in request.recipe.repos if r.name in request.idle
+                ),
+                # where each commit came from, which the header of a sandbox lock says
+                origins={n: o for r in ready for n, o in r.origins} if request.sandbox else {},
             )
             # the version it is written as, so the state holds what a reread gives
             lock = replace(lock, version=lock.written_version())
@@ -218,11 +224,13 @@ class PendingSources:
         entries = [
             LockedRepo(name=repo.name, url=redact(repo.url), ref=describe_ref(ref), commit=commit)
         ]
+        origins = [(repo.name, self._origin(repo.url))]
         nested: List[Nested] = []
         for pin in repo.pins:
             self._stage(repo)
             entry = self._pin(repo, pin, commit, cache)
             entries.append(entry)
+            origins.append((entry.name, self._origin(self._pin_url(pin))))
             nested.append(
                 Nested(
                     dest=pin.dest,
@@ -247,7 +255,13 @@ class PendingSources:
             moved=moved,
             archives=tuple(archives),
             notes=tuple(notes),
+            origins=tuple(origins),
         )
+
+    def _origin(self, url: str) -> str:
+        """Where a fetch of `url` goes after the mirror rules: the URL, or the sandbox's
+        stand-in repositories (lockheader.origin_of)."""
+        return origin_of(redact(rewrite(url, self.request.fetcher.mirrors)), self.request.stand_ins)
 
     def _declared(
         self, repo: RepoSpec, commit: str, cache: Path, nested: List[Nested]
@@ -291,6 +305,20 @@ class PendingSources:
         """The archives `repo`'s CMake downloads at `commit`, fetched (through the mirror
         map, verified) and ready to be put where that ref looks for them."""
         request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
+        idle = request.idle.get(repo.name)
+        if idle is not None:
+            # Only what will run is checked: not even read, so an unreachable archive (or a
+            # cann/cmake source it would need) of a step not selected stops nothing.
+            named = [r.name for r in repo.third_party if r.needed]
+            which = f" ({', '.join(named)})" if named else ""
+            return (
+                [],
+                [],
+                [
+                    f"{repo.name}: its third-party archives{which} were skipped, neither fetched "
+                    f"nor checked nor locked: {idle}"
+                ],
+            )
         declared, missing = self._declared(repo, commit, cache, nested)
         plan = plan_archives(request.recipe.path, repo, commit, declared)
         notes = [f"{repo.name}: {note}" for note in missing]

@@ -5,7 +5,7 @@ takes `ValidationInputs`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
@@ -27,3 +27,9 @@ class SourceRequest(Struct, frozen=True, kw_only=True):
     locked: bool  # --locked: a lock that does not match is refused, never rewritten
     offline: bool
     bundle: Optional[Path] = None  # --bundle: seeds the caches (and the lock) first
+    # repo -> why none of its steps runs (build.plan.idle_repos): its third-party archives are
+    # neither fetched nor checked, and the lock says it leaves them out
+    idle: Mapping[str, str] = {}
+    # URL prefixes the sandbox's mirror rules send fetches to (its stand-in repositories): the
+    # lock's header tells a stand-in's commit from one fetched elsewhere
+    stand_ins: Tuple[str, ...] = ()

@@ -61,6 +61,8 @@ class RepoReady(Struct, frozen=True, kw_only=True):
     moved: Optional[str]  # "<repo>: tag X moved from A to B", when resolving found that
     archives: Tuple[LockedArchive, ...] = ()  # the third-party archives put into it
     notes: Tuple[str, ...] = ()
+    # (lock name, where its commit was fetched from): the repo and its nested pins
+    origins: Tuple[Tuple[str, str], ...] = ()
 
 
 def pin_name(repo: str, dest: str) -> str:

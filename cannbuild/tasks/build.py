@@ -112,7 +112,7 @@ def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool)
     ui.print_sources(state, session.options.lock_file)
 
 
-@cli_task(*SESSION_FLAGS, "dry_run")
+@cli_task(*SESSION_FLAGS, "with_step", "dry_run")
 def fetch(c: Context, **flags: FlagValue) -> None:
     """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
     _sync(c, flags, "cannbuild fetch", refresh=True)
@@ -120,6 +120,7 @@ def fetch(c: Context, **flags: FlagValue) -> None:
 
 @cli_task(
     *SESSION_FLAGS,
+    "with_step",
     "dry_run",
     help={
         "cann": "the CANN version to lock for; without --sandbox no toolkit is needed (with "
@@ -128,6 +129,9 @@ def fetch(c: Context, **flags: FlagValue) -> None:
 )
 def lock(c: Context, **flags: FlagValue) -> None:
     """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock.
+
+    The archives of a repo none of whose steps runs (9.0's optional opbase-build) are
+    left out, and the lock says so; `--with-step` adds them.
 
     `--cann 9.0.0 --soc ascend910_93` locks on any machine that reaches the sources (or
     a mirror), with no CANN installed: `setup --locked` checks the toolkit on the build

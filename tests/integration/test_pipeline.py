@@ -79,6 +79,8 @@ def test_setup_builds_installs_and_validates(cli_for, key):
     else:
         assert "pip install torch-npu==" in route["message"]
     lock = cli.lock.read_text()
+    # fetched through the sandbox's own mirror rules: each commit is a stand-in's, and says so
+    assert "#   ops-transformer: the sandbox's stand-in repository\n" in lock
     for repo in report["lock"]["repos"]:
         checkout = cli.ws / "src" / repo["name"].replace(":", "/")
         if ":" in repo["name"]:
@@ -121,10 +123,14 @@ def test_9_0_builds_no_opbase_package_unless_asked_and_plan_shows_it(cli_for):
     assert "opbase-build: not run (optional" in proc.stderr
     assert cli.stamp("opbase-build") is None
     assert not list((cli.ws / "src/opbase").glob("build_out/*.run"))
+    # only what runs is fetched and checked: opbase's archives are skipped, and said so
+    assert "opbase: its third-party archives (makeself, " in proc.stderr + proc.stdout
+    assert 'archives_skipped = [\n    "opbase",\n]' in cli.lock.read_text()
     # asked for: it runs, and the ops-transformer build it does not feed stays up to date
     proc = cli("build", env=cli.env(CANNBUILD_OPTIONAL_STEPS="opbase-build"))
     assert proc.returncode == 0, proc.stderr
     assert started_steps(proc.stderr) == ["opbase-build"]
+    assert "archives_skipped" not in cli.lock.read_text()  # its archives locked again
     assert cli.stamp("opbase-build")["artifacts"][0]["path"].endswith(".run")
     plan = json.loads(cli("plan", "--json").stdout)
     assert [s["status"] for s in plan["steps"]][:2] == ["optional", "up to date"]
