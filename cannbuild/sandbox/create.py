@@ -255,6 +255,7 @@ def _lay_out(
     mirror = directory / "mirror"
     phases("laying out the toolkit")
     tree = toolkit.lay_out_toolkit(sysroot, rel, variant, emu, cxx, network=mirror.as_uri() + "/")
+    toolkit.lay_out_host_tools(sysroot)
     phases(f"laying out the {spec.variant} hardware (NPUs, driver, npu-smi)")
     hardware.lay_out_hardware(sysroot, variant, rel)
     phases("making the stand-in source repositories (git)")

@@ -66,6 +66,15 @@ OPBASE_HISTORY: Tuple[Commit, ...] = (
         message="release 8.5.0",
         tags=("v8.5.0",),
     ),
+    # ops-nn v9.0.0 (and v9.0.1) pins this one (ec88904b upstream, 2026-02-11), 17 days before
+    # the commit ops-transformer, ops-math and ops-cv pin (siblings-facts §2).
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V900,
+        date="2026-02-11T16:56:41+08:00",
+        message="fix: broadcast compile warning",
+        note="The commit ops-nn v9.0.0 pins.",
+    ),
     Commit(
         repo="opbase",
         flavor=OPBASE_V900,
@@ -89,6 +98,22 @@ OPBASE_HISTORY: Tuple[Commit, ...] = (
         message="release 9.0.1",
         tags=("v9.0.1",),
         note="Release 9.0.1.",
+    ),
+    # At 9.1 ops-math and ops-cv pin ee5334d1 (2026-05-21) and ops-nn b8bd9e66 (2026-05-29), both
+    # before the commit ops-transformer pins (siblings-facts §2).
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V910,
+        date="2026-05-21T17:58:07+08:00",
+        message="rename the tiling files",
+        note="The commit ops-math and ops-cv 9.1 pin.",
+    ),
+    Commit(
+        repo="opbase",
+        flavor=OPBASE_V910,
+        date="2026-05-29T10:21:40+08:00",
+        message="error codes EZ0035 and EZ0036",
+        note="The commit ops-nn 9.1 pins.",
     ),
     # The commit ops-transformer 9.1 pins (cd48c600 upstream, 2026-06-10 "fix EZ0037"), then
     # v9.1.0.pre (5884feaa) and the head of branch 9.1.0 (0e247b8c), whose build files are the

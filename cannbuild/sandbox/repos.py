@@ -1,5 +1,5 @@
-"""Stand-in `opbase`, `ops-transformer`, `cmake` and `ops-tensor` git repositories and
-the third-party mirror.
+"""Stand-in `opbase`, `ops-transformer`, `cmake` and `ops-tensor` git repositories (and
+ops-math, ops-nn and ops-cv, siblings.py) and the third-party mirror.
 
 They are served from `<sandbox>/mirror/` laid out like `https://gitcode.com/`
 (`cann/opbase.git`, `cann-src-third-party/makeself/releases/...`, the OBS host's
@@ -33,15 +33,23 @@ from .sharedrepos import (
     CANN_CMAKE_TAG,
     CMAKE_HISTORY,
     CMAKE_PIN_INDEX,
-    CMAKE_TARBALL_URL,
+    CMAKE_TAGS_PINNED,
     OPTENSOR_HISTORY,
     OPTENSOR_PIN_INDEX,
     TreeCommit,
     cann_cmake_files,
     cmake_tarball,
+    cmake_tarball_url,
     ops_tensor_files,
     sha256,
     write_tree,
+)
+from .siblings import (
+    NN_OPTENSOR_PIN_INDEX,
+    SIBLING_HISTORY,
+    SiblingCommit,
+    render_sibling,
+    sibling_extra,
 )
 from .third_party import (
     mirror_path,
@@ -193,7 +201,7 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
 
 def build_repo(
     name: str,
-    history: Sequence[Union[Commit, TreeCommit]],
+    history: Sequence[Union[Commit, TreeCommit, SiblingCommit]],
     work: Path,
     bare: Path,
     log: CommandLog,
@@ -248,10 +256,11 @@ def build_repo(
     return commits
 
 
-def pinned_cmake_tarball() -> bytes:
-    """cmake-master-026.tar.gz as the mirror serves it: the stand-in cann/cmake at the tag."""
+def pinned_cmake_tarball(tag: str = CMAKE_HISTORY[CMAKE_PIN_INDEX].state) -> bytes:
+    """cmake-<tag>.tar.gz as the mirror serves it: the stand-in cann/cmake at the tag
+    (master-026, ops-transformer's, unless another is named)."""
     archives = {key: a.context() for key, a in standin_archives().items()}
-    return cmake_tarball(cann_cmake_files(CMAKE_HISTORY[CMAKE_PIN_INDEX].state, archives))
+    return cmake_tarball(cann_cmake_files(tag, archives), tag)
 
 
 def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, List[str]]:
@@ -283,12 +292,16 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
         log,
         files_of(CMAKE_HISTORY, lambda state: cann_cmake_files(state, archives)),
     )
-    # The tag's tarball, which the 9.1 repos take with its SHA256 (fetch_cann_cmake.cmake:18-23).
-    tarball = pinned_cmake_tarball()
-    target = mirror_path(mirror, CMAKE_TARBALL_URL)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(tarball)
-    shared = {"cann_cmake_tag": CANN_CMAKE_TAG, "cann_cmake_sha256": sha256(tarball)}
+    # Each pinned tag's tarball, which the 9.1 repos take with its SHA256
+    # (fetch_cann_cmake.cmake:18-23).
+    tarball_sha256: Dict[str, str] = {}
+    for tag in CMAKE_TAGS_PINNED:
+        tarball = pinned_cmake_tarball(tag)
+        target = mirror_path(mirror, cmake_tarball_url(tag))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(tarball)
+        tarball_sha256[tag] = sha256(tarball)
+    shared = {"cann_cmake_tag": CANN_CMAKE_TAG, "cann_cmake_sha256": tarball_sha256[CANN_CMAKE_TAG]}
     opbase = build_repo(
         "opbase",
         OPBASE_HISTORY,
@@ -319,7 +332,34 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
         log,
         lambda work, i: _render_commit(work, OT_HISTORY[i], ot_extra(OT_HISTORY[i])),
     )
-    return {"opbase": opbase, "ops-transformer": ot, "cmake": cmake, "ops-tensor": optensor}
+    built = {"opbase": opbase, "ops-transformer": ot, "cmake": cmake, "ops-tensor": optensor}
+    by_message = {c.message: sha for c, sha in zip(OPBASE_HISTORY, opbase)}
+    for name, history in SIBLING_HISTORY.items():
+        built[name] = build_repo(
+            name,
+            history,
+            build_dir / name,
+            cann / f"{name}.git",
+            log,
+            _sibling_renderer(history, by_message, tarball_sha256, optensor),
+        )
+    return built
+
+
+def _sibling_renderer(
+    history: Sequence[SiblingCommit],
+    opbase: Mapping[str, str],
+    tarball_sha256: Mapping[str, str],
+    optensor: List[str],
+) -> Callable[[Path, int], None]:
+    api = OPTENSOR_HISTORY[NN_OPTENSOR_PIN_INDEX].state
+
+    def render(work: Path, index: int) -> None:
+        _clear(work)
+        commit = history[index]
+        render_sibling(work, commit, sibling_extra(commit, opbase, tarball_sha256, optensor, api))
+
+    return render
 
 
 def deterministic_tar_gz(src: Path, top: str) -> bytes:

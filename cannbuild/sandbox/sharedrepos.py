@@ -24,8 +24,14 @@ from .spec import OBS_UPSTREAM
 from .third_party import source_tree
 
 CANN_CMAKE_TAG = "master-026"
-# Where ops-transformer's docs fetch the tag's tarball (OT@9.1.0:docs/zh/install/compile.md:21).
-CMAKE_TARBALL_URL = f"{OBS_UPSTREAM}cmake/cmake-{CANN_CMAKE_TAG}.tar.gz"
+
+
+def cmake_tarball_url(tag: str) -> str:
+    """Where ops-transformer's docs fetch a tag's tarball (OT@9.1.0:docs/zh/install/compile.md:21)."""
+    return f"{OBS_UPSTREAM}cmake/cmake-{tag}.tar.gz"
+
+
+CMAKE_TARBALL_URL = cmake_tarball_url(CANN_CMAKE_TAG)
 
 
 class TreeCommit(Struct, frozen=True, kw_only=True):
@@ -39,8 +45,22 @@ class TreeCommit(Struct, frozen=True, kw_only=True):
 
 
 # master-026 (7e5691ce, 2026-06-08) is what both 9.1 repos pin; v9.1.0 = branch 9.1.0 (001e4513,
-# 2026-07-09) is 8 commits on, and neither uses it (§3c).
+# 2026-07-09) is 8 commits on, and neither uses it (§3c).  The sibling repositories pin older
+# tags: ops-math and ops-cv 9.1 master-016, ops-nn 9.1 master-015 (siblings-facts §2; their dates
+# are sandbox values).
 CMAKE_HISTORY: Tuple[TreeCommit, ...] = (
+    TreeCommit(
+        date="2026-04-16T10:00:00+08:00",
+        message="third_party: json from the OBS host",
+        state="master-015",
+        tags=("master-015",),
+    ),
+    TreeCommit(
+        date="2026-04-24T10:00:00+08:00",
+        message="prepare: check_cann_pkg_build_deps",
+        state="master-016",
+        tags=("master-016",),
+    ),
     TreeCommit(
         date="2026-06-08T17:36:44+08:00",
         message="fix the install lib path in grpc",
@@ -55,7 +75,9 @@ CMAKE_HISTORY: Tuple[TreeCommit, ...] = (
         branches=("9.1.0",),
     ),
 )
-CMAKE_PIN_INDEX = 0
+CMAKE_PIN_INDEX = next(i for i, c in enumerate(CMAKE_HISTORY) if c.state == CANN_CMAKE_TAG)
+# every tag a stand-in pins, whose tarball the OBS host serves
+CMAKE_TAGS_PINNED = ("master-015", "master-016", CANN_CMAKE_TAG)
 
 # ops-transformer 9.1 pins b24535e3, which is not the tip of ops-tensor's master (§3e).
 OPTENSOR_HISTORY: Tuple[TreeCommit, ...] = (
@@ -99,9 +121,9 @@ def ops_tensor_files(state: str) -> Dict[str, str]:
     return _tree("ops-tensor", {"api": state})
 
 
-def cmake_tarball(files: Mapping[str, str]) -> bytes:
-    """cmake-master-026.tar.gz: the tag's tree under one top folder, fixed bytes."""
-    return source_tree(f"cmake-{CANN_CMAKE_TAG}", files)
+def cmake_tarball(files: Mapping[str, str], tag: str = CANN_CMAKE_TAG) -> bytes:
+    """cmake-<tag>.tar.gz: the tag's tree under one top folder, fixed bytes."""
+    return source_tree(f"cmake-{tag}", files)
 
 
 def sha256(data: bytes) -> str:

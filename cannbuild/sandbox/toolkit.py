@@ -92,6 +92,7 @@ def lay_out_toolkit(
         sysroot=str(sysroot),
         major=int(rel.version.split(".")[0]),
         network=network,
+        host_tools=str(sysroot / "usr" / "local" / "bin"),
     )
     if rel.layout == "cann":
         set_env = write(install / "set_env.sh", set_env_text)
@@ -243,6 +244,35 @@ def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
             # `[version]` section, `SoC_version=Ascend910B3` key, as the real INIs have.
             f"[version]\nSoC_version={soc}\n",
         )
+
+
+# Host tools a sibling's build checks for that a minimal OS lacks: ops-nn's build.sh runs
+# install_deps.sh's check_dependencies_silent, which with --pkg wants pigz >= 2.4 and dos2unix
+# (ops-nn@9.1.0:install_deps.sh:425-510).  The emulated host has stand-ins in
+# <sysroot>/usr/local/bin, which its set_env.sh puts last on PATH: a real one of the machine
+# comes first.
+HOST_TOOLS = {
+    "pigz": (
+        "#!/bin/sh\n"
+        "# cannbuild sandbox stand-in for pigz: gzip, single-threaded\n"
+        'case "$1" in -V|--version) echo "pigz 2.8"; exit 0 ;; esac\n'
+        'exec gzip "$@"\n'
+    ),
+    "dos2unix": (
+        "#!/bin/sh\n"
+        "# cannbuild sandbox stand-in for dos2unix: strips the carriage returns of each file\n"
+        'case "$1" in -V|--version) echo "dos2unix 7.4.3 (2022-06-05)"; exit 0 ;; esac\n'
+        'for f in "$@"; do case "$f" in -*) ;; *) sed -i \'s/\\r$//\' "$f" ;; esac; done\n'
+    ),
+}
+
+
+def lay_out_host_tools(sysroot: Path) -> Path:
+    """The stand-in host tools; returns their folder."""
+    folder = sysroot / "usr" / "local" / "bin"
+    for name, text in HOST_TOOLS.items():
+        write(folder / name, text, executable=True)
+    return folder
 
 
 def _torch_npu_libraries(emu_build: Path, lib64: Path) -> None:

@@ -235,6 +235,14 @@ aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size) {
     return ACLNN_SUCCESS;
 }
 
+aclnnStatus aclemuGetIntArrayValues(const aclIntArray *array, const int64_t **values, uint64_t *size) {
+    if (array == nullptr || values == nullptr || size == nullptr)
+        return NullParam("aclemuGetIntArrayValues", "array, values or size");
+    *values = array->values.data();
+    *size = array->values.size();
+    return ACLNN_SUCCESS;
+}
+
 aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {
     if (tensor == nullptr || addr == nullptr) return NullParam("aclGetRawTensorAddr", "tensor or addr");
     *addr = tensor->data;
