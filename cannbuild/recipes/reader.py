@@ -73,8 +73,9 @@ _VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
 _FILE_KEYS = {"component", "package", "step", "paths", "source"}
 # Where the ops-transformer example looks for the custom package: 8.3's build.sh only in
 # `${ASCEND_OPP_PATH}/vendors/<vendor>_transformer` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
-# (:504) also in ASCEND_CUSTOM_OPP_PATH.
-EXAMPLE_LOOKUPS = ("custom-opp", "opp")
+# (:504) also in ASCEND_CUSTOM_OPP_PATH; the sibling repositories' v9.0.0 only in
+# `${ASCEND_HOME_PATH}/opp/vendors/<vendor>_<repo>` ("home-opp", validate/example.py).
+EXAMPLE_LOOKUPS = ("custom-opp", "opp", "home-opp")
 # The run's values a step may declare as inputs: each one joins the step's input hash
 # (build/plan.py), so changing it reruns the step.
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}

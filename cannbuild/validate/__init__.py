@@ -36,7 +36,7 @@ from ..phases import PhaseSink, no_phases
 from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import read_json, write_json_atomic
-from . import capi, cases, precision
+from . import capi, cases, opchecks, precision
 from .cases import RULE, CaseResult
 
 if TYPE_CHECKING:
@@ -68,17 +68,16 @@ class ValidationReport(Struct, kw_only=True):
 
     @property
     def status(self) -> str:
-        """FAIL if any check failed; PASS only if the numerical FlashAttention check (the C
-        API route) ran on every selected case and passed; SKIPPED otherwise."""
+        """FAIL if any check failed; PASS only if every numerical check ran and passed (the
+        FlashAttention one, "capi", on every selected case; a repository's named check,
+        opchecks.py, on all of its cases) and at least one did; SKIPPED otherwise."""
         if any(c.status == FAIL for c in self.checks):
             return FAIL
-        numeric = next((c for c in self.checks if c.id == "capi"), None)
-        if (
-            numeric is not None
-            and numeric.status == PASS
-            and self.cases
-            and all(r.status == PASS for r in self.cases)
-        ):
+        numeric = [c for c in self.checks if c.id == "capi" or c.id in opchecks.CHECKS]
+        fa_ran = all(c.id != "capi" for c in numeric) or (
+            bool(self.cases) and all(r.status == PASS for r in self.cases)
+        )
+        if numeric and all(c.status == PASS for c in numeric) and fa_ran:
             return PASS
         return SKIPPED
 
@@ -396,6 +395,26 @@ def _run_capi(
         message=message,
         details={"command": compiled.command, "exit_code": code},
     ), results
+
+
+def numeric_check(
+    name: str,
+    vendor_dir: Path,
+    env: Mapping[str, str],
+    workdir: Path,
+    phases: PhaseSink = no_phases,
+    case_names: Sequence[str] = (),
+) -> ValidationCheck:
+    """A repository's named numeric check (opchecks.CHECKS: "ops-math.segsum", ...) on the
+    vendor package at `vendor_dir`, as a check of the report with the id of its name.  The
+    FlashAttention check ("ops-transformer.flash_attention") is run_validation's "capi"."""
+    check = opchecks.check_named(name)
+    outcome = opchecks.run_check(
+        check, vendor_dir, env, workdir / name, phases=phases, case_names=case_names
+    )
+    details = outcome.to_json()
+    del details["status"], details["message"]
+    return ValidationCheck(id=name, status=outcome.status, message=outcome.message, details=details)
 
 
 # --- a session's validation ----------------------------------------------------

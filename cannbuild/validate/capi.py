@@ -48,7 +48,21 @@ def fa_check_source() -> Path:
     return data_dir("kernels") / "flash_attention" / "fa_check.cpp"
 
 
-def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List[str]:
+# fa_check's libraries, as ops-transformer's build.sh links a custom-package example
+FA_LIBS = ("opapi_math", "cust_opapi", "ascendcl", "nnopbase")
+
+
+def compile_command(
+    vendor: Path,
+    ascend_home: str,
+    out: Path,
+    cxx: str,
+    source: Optional[Path] = None,
+    extra_includes: Sequence[Path] = (),
+    libs: Sequence[str] = FA_LIBS,
+) -> List[str]:
+    """The compile line of a check program (fa_check by default; the sibling repositories'
+    checks name theirs, with the libraries their own build.sh links an example with)."""
     lib = vendor / "op_api" / "lib"
     # build.sh's g++ line for a custom-package example (reference cann-build-systems.md §3.3):
     #   -I <vendor>/op_api/include -I $ASCEND_HOME_PATH/include -L <vendor>/op_api/lib
@@ -56,11 +70,13 @@ def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List
     #   -I .../aclnnop -lc_sec -Wl,-rpath=<vendor>/op_api/lib
     # libopapi_math.so comes from the SoC's ops package, not the custom .run: the L0 APIs the
     # operator calls live there.
+    includes = [word for folder in extra_includes for word in ("-I", str(folder))]
     return [
         cxx,
         "-std=c++17",
         "-O2",
-        str(fa_check_source()),
+        str(source or fa_check_source()),
+        *includes,
         "-I",
         str(vendor / "op_api" / "include"),
         "-I",
@@ -69,10 +85,7 @@ def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List
         str(lib),
         "-L",
         f"{ascend_home}/lib64",
-        "-lopapi_math",
-        "-lcust_opapi",
-        "-lascendcl",
-        "-lnnopbase",
+        *(f"-l{name}" for name in libs),
         "-I",
         f"{ascend_home}/{host_arch()}-linux/include/aclnnop",
         "-lc_sec",
@@ -82,22 +95,33 @@ def compile_command(vendor: Path, ascend_home: str, out: Path, cxx: str) -> List
     ]
 
 
-def compile_check(vendor: Path, env: Mapping[str, str], workdir: Path) -> Compiled:
+def compile_check(
+    vendor: Path,
+    env: Mapping[str, str],
+    workdir: Path,
+    source: Optional[Path] = None,
+    extra_includes: Sequence[Path] = (),
+    libs: Sequence[str] = FA_LIBS,
+) -> Compiled:
+    """Compile a check program (fa_check unless `source` names another) in `workdir`,
+    reusing the binary there when the line, the source and the vendor library are the same."""
+    program = source or fa_check_source()
     cxx = (
         shutil.which("g++", path=env.get("PATH"))
         or shutil.which("c++", path=env.get("PATH"))
         or "g++"
     )
     home = env.get("ASCEND_HOME_PATH", "")
-    binary = workdir / "fa_check"
-    argv = compile_command(vendor, home, binary, cxx)
+    binary = workdir / program.stem
+    argv = compile_command(vendor, home, binary, cxx, program, extra_includes, libs)
     shown = " ".join(argv)
-    # Same compile line, same fa_check.cpp and same libcust_opapi.so: reuse the binary.
+    # Same compile line, same sources and same libcust_opapi.so: reuse the binary.
     key = hashlib.sha256(shown.encode())
-    for path in (fa_check_source(), vendor / "op_api" / "lib" / "libcust_opapi.so"):
+    headers = sorted(p for d in extra_includes for p in Path(d).glob("*.h"))
+    for path in (program, *headers, vendor / "op_api" / "lib" / "libcust_opapi.so"):
         with contextlib.suppress(OSError):
             key.update(path.read_bytes())
-    stamp = workdir / "fa_check.key"
+    stamp = workdir / f"{program.stem}.key"
     if binary.is_file() and stamp.is_file() and stamp.read_text() == key.hexdigest():
         return Compiled(ok=True, binary=binary, command=shown, output="(cached)")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -129,8 +153,8 @@ def run_cases(
         else:
             runs[name] = CaseRun(name=name, ok=False, kernel_ms=None, error=rest)
     output = (stdout + proc.stderr.decode("utf-8", "replace")).strip()
-    # A case with no CASE line crashed fa_check or was never reached; the last line printed is the
-    # best clue.
+    # A case with no CASE line crashed the program or was never reached; the last line printed
+    # is the best clue.
     for name in names:
         if name not in runs:
             last = output.splitlines()[-1] if output else f"exit code {proc.returncode}"
@@ -138,7 +162,7 @@ def run_cases(
                 name=name,
                 ok=False,
                 kernel_ms=None,
-                error=f"fa_check did not run this case ({last})",
+                error=f"{binary.name} did not run this case ({last})",
             )
     return runs, output, proc.returncode
 

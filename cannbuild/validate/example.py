@@ -25,17 +25,26 @@ from msgspec import Struct
 
 from ..proc import run as run_process
 from ..states import Verdict
+from . import example_values
 from .precision import Precision, disagrees, measure_values, summary
 from .precision import judge as judge_precision
 
-# The examples' `printf("mean result[%ld] is: %f\n", ...)`: `mean result[0] is: 1.000000`. build.sh
-# prefixes every stdout line with a `[YYYY-mm-dd HH:MM:SS] ` stamp, hence search.
-_RESULT = re.compile(r"mean result\[(\d+)\] is: (\S+)")
-# build.sh's announcement before it compiles each `test_aclnn_*.cpp` in turn.
-_START = re.compile(r"Start compile and run example file: (\S+)")
-# build.sh's own verdict per example: `run test_aclnn_<op>, execute samples success`.
-_FAILED = re.compile(r"execute samples failed")
-_SUCCESS = re.compile(r"execute samples success")
+# The examples' `printf("mean result[%ld] is: %f\n", ...)`: `mean result[0] is: 1.000000`; the
+# sibling repositories' print `result[0] is: 1.000000`.  build.sh prefixes every stdout line
+# with a `[YYYY-mm-dd HH:MM:SS] ` stamp, hence search.
+_RESULT = re.compile(r"result\[(\d+)\] is: (\S+)")
+# build.sh's announcement before it compiles each `test_aclnn_*.cpp` in turn: ops-transformer's
+# `Start compile and run example file: <path>`, ops-math's and ops-cv's `... examples file:
+# <path>` (ops-math@v9.0.0:build.sh:1410), ops-nn's `Start to run example,op_name:<op>
+# example_name:<name> mode:<mode>.` (ops-nn@9.1.0:build.sh:1321), which names the file
+# test_aclnn_<name>.cpp.
+_START = re.compile(
+    r"Start compile and run examples? file: (\S+)|Start to run example,op_name:\S* example_name:(\S+) mode:"
+)
+# build.sh's own verdict per example: `run test_aclnn_<op>, execute samples success`; ops-nn's
+# `Run test_aclnn_<name> success.` / `... failed.` (:1383, :1452).
+_FAILED = re.compile(r"execute samples failed|Run test_aclnn_\S+ failed\.")
+_SUCCESS = re.compile(r"execute samples success|Run test_aclnn_\S+ success\.")
 # What a compile or link failure of an example prints (g++ and ld messages, ACL errors).
 _ERROR = re.compile(
     r"error:|Error:|ERROR|No such file or directory|undefined reference|cannot find -l"
@@ -64,7 +73,7 @@ KNOWN_EXAMPLES: Dict[str, Tuple[Tuple[str, int, float, float], ...]] = {
 # test_aclnn_flash_attention_score.cpp of 2025-09-28, b122ed2, before the 8.3 pin, used
 # ACL_FLOAT16), and softmaxMax / softmaxSum are float32 at every ref.
 OUTPUT_DTYPE = "fp32"
-LOOKUPS = ("custom-opp", "opp")
+LOOKUPS = ("custom-opp", "opp", "home-opp")
 TIMEOUT_S = 600
 
 
@@ -104,16 +113,22 @@ class ExampleResult(Struct, frozen=True, kw_only=True):
     examples: Sequence[ExampleRun] = ()
 
 
-def _values(lines: Sequence[str]) -> List[float]:
-    values: List[float] = []
+def _indexed(lines: Sequence[str]) -> List[Tuple[int, float]]:
+    """(index, value) of every `result[i] is: x` line."""
+    found: List[Tuple[int, float]] = []
     for line in lines:
         match = _RESULT.search(line)
         if match:
             try:
-                values.append(float(match.group(2)))
+                value = float(match.group(2))
             except ValueError:
-                values.append(float("nan"))
-    return values
+                value = float("nan")
+            found.append((int(match.group(1)), value))
+    return found
+
+
+def _values(lines: Sequence[str]) -> List[float]:
+    return [value for _, value in _indexed(lines)]
 
 
 def judge_values(
@@ -160,7 +175,7 @@ def split_examples(lines: Sequence[str]) -> List[Tuple[str, List[str]]]:
     for line in lines:
         match = _START.search(line)
         if match:
-            parts.append((match.group(1), []))
+            parts.append((match.group(1) or f"test_aclnn_{match.group(2).rstrip('.')}.cpp", []))
         elif parts:
             parts[-1][1].append(line)
     return parts
@@ -187,6 +202,7 @@ def judge_example(
     # is credited to the example that ended the run.
     error = _first_error(lines) or (stderr_error if ended_the_run else None)
     expected = KNOWN_EXAMPLES.get(name)
+    indexed = example_values.expected_for(name)
     if failed:
         why = f"exited {code}" if ended_the_run and code != 0 else "execute samples failed"
         detail = f": {error}" if error else ""
@@ -204,7 +220,17 @@ def judge_example(
             status=Verdict.FAIL,
             message=f"printed no result values{detail}",
             values=0,
-            judged="values" if expected else "run",
+            judged="values" if expected or indexed else "run",
+        )
+    if indexed is not None:
+        problem, what, measured = example_values.judge_indexed(_indexed(lines), indexed)
+        return ExampleRun(
+            file=file,
+            status=Verdict.FAIL if problem else Verdict.PASS,
+            message=problem or f"{what} equal the expected values (within 1e-5 relative)",
+            values=len(values),
+            judged="values",
+            precision=measured,
         )
     if expected is not None:
         problem = judge_values(values, expected)
@@ -288,37 +314,50 @@ def judge_run(
     only_run = [Path(r.file).name for r in runs if r.judged == "run"]
     message = f"{len(runs)}/{len(runs)} examples PASS"
     if by_values:
-        message += (
-            f"; {len(by_values)} judged on their values (attentionOut = 1.0, softmaxMax = "
-            "128/sqrt(128), softmaxSum = 256)"
+        what = (
+            "(attentionOut = 1.0, softmaxMax = 128/sqrt(128), softmaxSum = 256)"
+            if any(Path(r.file).name in KNOWN_EXAMPLES for r in by_values)
+            else "(the values of their fixed inputs)"
         )
+        message += f"; {len(by_values)} judged on their values {what}"
     if only_run:
         message += f"; {', '.join(only_run)} judged only by exit and finite values (expected values unknown)"
     return Verdict.PASS, message + upstream, runs
 
 
+# Where a ref's build.sh --run_example looks for the custom package when it ignores
+# ASCEND_CUSTOM_OPP_PATH: ops-transformer 8.3 only `${ASCEND_OPP_PATH}/vendors/${VENDOR}_transformer`
+# (build.sh:391-392; v8.5.0 :450 and v9.0.0 :504 honour ASCEND_CUSTOM_OPP_PATH), the sibling
+# repositories at v9.0.0 only `${ASCEND_HOME_PATH}/opp/vendors/${VENDOR}_<repo>`
+# (ops-math@v9.0.0:build.sh:1526-1528, ops-nn :1269-1270, ops-cv :1438-1440).
+LOOKUP_ROOTS: Mapping[str, Tuple[str, str]] = {
+    "opp": ("ASCEND_OPP_PATH", "vendors"),
+    "home-opp": ("ASCEND_HOME_PATH", "opp/vendors"),
+}
+
+
 def lookup_skip(
     lookup: str, env: Mapping[str, str], vendor_dir: Optional[Path], vendor_name: str
 ) -> Optional[str]:
-    """Why the example cannot see this package, for a ref whose build.sh looks only under
-    ${ASCEND_OPP_PATH}/vendors (lookup "opp"); None when it can."""
-    if lookup != "opp" or vendor_dir is None:
+    """Why the example cannot see this package, for a ref whose build.sh looks only in one
+    folder of the toolkit (lookup "opp" or "home-opp"); None when it can."""
+    if lookup not in LOOKUP_ROOTS or vendor_dir is None:
         return None
-    opp = env.get("ASCEND_OPP_PATH", "")
-    looked = Path(opp) / "vendors" / f"{vendor_name}_transformer" if opp else None
-    # The 8.3 build.sh looks only in `${ASCEND_OPP_PATH}/vendors/${VENDOR}_transformer`
-    # (build.sh:391-392); v8.5.0 (:450) and v9.0.0 (:504) also honour ASCEND_CUSTOM_OPP_PATH.
+    variable, below = LOOKUP_ROOTS[lookup]
+    root = env.get(variable, "")
+    # the vendor folder, <vendor_name>_<repo>, as the package installed it
+    looked = Path(root) / below / vendor_dir.name if root else None
     if looked is not None and looked.exists() and looked.resolve() == vendor_dir.resolve():
         return None
-    where = f"$ASCEND_OPP_PATH/vendors/{vendor_name}_transformer" + (
-        f" ({looked})" if looked else " (ASCEND_OPP_PATH is unset)"
+    where = f"${variable}/{below}/{vendor_dir.name}" + (
+        f" ({looked})" if looked else f" ({variable} is unset)"
     )
+    quirk = " (and this ref's build.sh exits 0 even then)" if lookup == "opp" else ""
     return (
-        f"not run: ops-transformer at this ref compiles its examples only against {where} and "
+        f"not run: this ref's build.sh compiles its examples only against {where} and "
         f"ignores ASCEND_CUSTOM_OPP_PATH, while this package is installed in {vendor_dir}; the "
-        "example would find no package (and this ref's build.sh exits 0 even then). The capi "
-        "check runs the installed operator; to run the example too, install the package into "
-        "the toolkit's opp/vendors"
+        f"example would find no package{quirk}. The capi check runs the installed operator; "
+        "to run the example too, install the package into the toolkit's opp/vendors"
     )
 
 
@@ -334,7 +373,7 @@ def run_example(
     if not (cwd / "build.sh").is_file():
         return ExampleResult(
             status=Verdict.SKIPPED,
-            message=f"no ops-transformer checkout at {cwd} (run cannbuild fetch)",
+            message=f"no checkout at {cwd} (run cannbuild fetch)",
             command=command,
         )
     skip = lookup_skip(lookup, env, vendor_dir, vendor_name)

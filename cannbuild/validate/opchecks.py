@@ -1,0 +1,332 @@
+"""The numeric checks of validation, by name (issue 27): each repository's representative
+operator through its aclnn C API, judged against a float64 reference.
+
+"ops-transformer.flash_attention" is the FlashAttention check of cases.py and capi.py; the
+others run one program per operator (kernels/op_checks/<op>_check.cpp), compiled and run
+the way capi.py compiles and runs fa_check: against the vendor's libcust_opapi.so and the
+toolkit's libraries, one `CASE <name> OK|ERROR` line per case.  Every output is judged by
+FlashAttention's rule (cases.RULE), which decides, and measured by opbase's MERE/MARE
+standard (precision.py), which is reported beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from msgspec import Struct, field
+
+from .. import safefs
+from ..errors import UsageError
+from ..phases import PhaseSink, no_phases
+from ..resources import data_dir
+from ..states import Verdict
+from . import capi, precision
+from .cases import FP32_FLOOR, raw_bytes, reference_torch, torch_dtype, why_no_torch
+from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
+from .precision import Precision, disagrees
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+FLASH_ATTENTION = "ops-transformer.flash_attention"
+OP_RULE = (
+    "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
+    "(rounded in the kernel dtype) + 1e-5 for fp32"
+)
+
+
+class OpCheck(Struct, frozen=True, kw_only=True):
+    """One repository's numeric check: which operator, through which API, and why."""
+
+    name: str  # "<repo>.<op>", the recipe's [repos.X.validate] check
+    repo: str
+    op: str  # the --ops / --run_example name
+    api: str
+    symbols: Tuple[str, ...]  # what the vendor library must export
+    program: str  # kernels/op_checks/<program>
+    why: str
+    # libraries besides -lcust_opapi -lascendcl -lnnopbase that the repository's own cust
+    # example links (ops-nn's: -lopapi_math, build.sh build_single_example)
+    extra_libs: Tuple[str, ...] = ()
+
+
+CHECKS: Mapping[str, OpCheck] = {
+    check.name: check
+    for check in (
+        OpCheck(
+            name="ops-math.segsum",
+            repo="ops-math",
+            op="segsum",
+            api="aclnnExpSegsum",
+            symbols=("aclnnExpSegsumGetWorkspaceSize", "aclnnExpSegsum"),
+            program="segsum_check.cpp",
+            why="a masked cumulative sum and exp: a float reduction with an easy float64 "
+            "reference; an A2/A3 AscendC kernel and one example",
+        ),
+        OpCheck(
+            name="ops-nn.swi_glu",
+            repo="ops-nn",
+            op="swi_glu",
+            api="aclnnSwiGlu",
+            symbols=("aclnnSwiGluGetWorkspaceSize", "aclnnSwiGlu"),
+            program="swi_glu_check.cpp",
+            why="the activation of LLM MLPs (Swish(A) * B); an A2/A3 AscendC kernel and one "
+            "example (gelu and relu build for ascend950 only)",
+            extra_libs=("opapi_math",),
+        ),
+        OpCheck(
+            name="ops-cv.upsample_bilinear2d",
+            repo="ops-cv",
+            op="upsample_bilinear2d",
+            api="aclnnUpsampleBilinear2d",
+            symbols=("aclnnUpsampleBilinear2dGetWorkspaceSize", "aclnnUpsampleBilinear2d"),
+            program="upsample_bilinear2d_check.cpp",
+            why="an image resize by bilinear interpolation (float); an A2/A3 AscendC kernel and "
+            "one example (resize_bilinear_v2 builds for ascend950 only)",
+        ),
+    )
+}
+NAMES = (FLASH_ATTENTION, *CHECKS)
+
+
+def check_named(name: str, where: str = "a recipe's [repos.X.validate] check") -> OpCheck:
+    """The check of that name; an unknown name is a usage error naming the known ones."""
+    if name in CHECKS:
+        return CHECKS[name]
+    raise UsageError(
+        f"{where} names check {name!r}, which cannbuild does not have.",
+        f"Use one of {', '.join(NAMES)} (cannbuild/validate/opchecks.py).",
+    )
+
+
+class OpResult(Struct, kw_only=True):
+    check: str
+    case: OpCase
+    status: str  # PASS | FAIL | SKIPPED
+    message: str = ""
+    max_abs_err: Optional[float] = None
+    ref_same_dtype_max_err: Optional[float] = None
+    bound: Optional[float] = None
+    kernel_ms: Optional[float] = None
+    mismatches: List[Dict[str, object]] = field(default_factory=list)
+    precision: Optional[Precision] = None
+
+    @property
+    def disagree(self) -> bool:
+        return disagrees(self.status, self.precision)
+
+    def to_json(self) -> Dict[str, object]:
+        c = self.case
+        return {
+            "check": self.check,
+            "name": c.name,
+            "dtype": c.dtype,
+            "shape": list(c.shape),
+            "status": self.status,
+            "message": self.message,
+            "max_abs_err": self.max_abs_err,
+            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
+            "bound": self.bound,
+            "kernel_ms": self.kernel_ms,
+            "first_mismatches": self.mismatches,
+            "precision": None if self.precision is None else self.precision.to_json(),
+            "disagree": self.disagree,
+        }
+
+
+class OpOutcome(Struct, kw_only=True):
+    """A check's verdict over its cases (`status` PASS only when every case ran and passed)."""
+
+    check: str
+    status: str
+    message: str
+    results: List[OpResult] = field(default_factory=list)
+    command: str = ""
+    exit_code: Optional[int] = None
+
+    def to_json(self) -> Dict[str, object]:
+        return {
+            "check": self.check,
+            "status": self.status,
+            "message": self.message,
+            "rule": OP_RULE,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "cases": [r.to_json() for r in self.results],
+        }
+
+
+def judge(check: str, case: OpCase, got: Tensor, ref: Tensor, same: Tensor) -> OpResult:
+    """One case's output (its dtype) against the float64 reference, by FlashAttention's rule,
+    with opbase's MERE/MARE beside it."""
+    torch = reference_torch()
+    got64 = got.double()
+    result = OpResult(check=check, case=case, status=Verdict.PASS)
+    result.precision = precision.judge(case.dtype, precision.measure_tensors(got64, ref))
+    finite_ref = torch.isfinite(ref)
+    bad = ~torch.isfinite(got64) & finite_ref
+    if bool(bad.any()):
+        at = [int(i) for i in bad.nonzero()[0]]
+        result.status = Verdict.FAIL
+        result.message = f"the output has {int(bad.sum())} NaN/Inf values, first at {at}"
+        result.mismatches = [
+            {"index": at, "got": str(float(got64[tuple(at)])), "want": float(ref[tuple(at)])}
+        ]
+        return result
+    dt = torch_dtype(torch, case.dtype)
+    err = (got64 - ref).abs()
+    same_err = float((same.double() - ref).abs().max()) if ref.numel() else 0.0
+    noise = float(((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max()) if ref.numel() else 0.0
+    bound = 2.0 * same_err + 2.0 * noise + (FP32_FLOOR if case.dtype == "fp32" else 0.0)
+    result.max_abs_err = float(err.max()) if err.numel() else 0.0
+    result.ref_same_dtype_max_err = same_err
+    result.bound = bound
+    if result.max_abs_err > bound:
+        over = (err > bound).nonzero()[:5]
+        result.status = Verdict.FAIL
+        result.message = (
+            f"max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
+            f"(same-dtype torch error {same_err:.3g})"
+        )
+        result.mismatches = [
+            {
+                "index": [int(i) for i in row],
+                "got": float(got64[tuple(row)]),
+                "want": float(ref[tuple(row)]),
+            }
+            for row in over
+        ]
+    else:
+        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"
+    return result
+
+
+def program_source(check: OpCheck) -> Path:
+    return data_dir("kernels") / "op_checks" / check.program
+
+
+def run_check(
+    check: OpCheck,
+    vendor_dir: Path,
+    env: Mapping[str, str],
+    workdir: Path,
+    phases: PhaseSink = no_phases,
+    case_names: Sequence[str] = (),
+) -> OpOutcome:
+    """Compile the check's program against the vendor's package, run its cases, judge them.
+    `workdir` is a folder of its own (made here, beside the workspace's other checks)."""
+    cases = select(check, case_names)
+    missing_torch = why_no_torch()
+    if missing_torch:
+        return OpOutcome(
+            check=check.name,
+            status=Verdict.SKIPPED,
+            message=missing_torch,
+            results=[OpResult(check=check.name, case=c, status=Verdict.SKIPPED) for c in cases],
+        )
+    work = safefs.make_dirs(workdir.parent, workdir, "the validation folder")
+    phases(f"{check.name}: compiling {check.program} against the package")
+    compiled = capi.compile_check(
+        vendor_dir,
+        env,
+        work,
+        source=program_source(check),
+        extra_includes=(program_source(check).parent,),
+        libs=(*check.extra_libs, "cust_opapi", "ascendcl", "nnopbase"),
+    )
+    if not compiled.ok or compiled.binary is None:
+        lines = compiled.output.splitlines()
+        first = next(
+            (line for line in lines if "undefined reference" in line),
+            next((line for line in lines if "error" in line), compiled.output[-300:]),
+        )
+        message = f"{check.program} does not compile and link against the package: {first}"
+        return OpOutcome(
+            check=check.name,
+            status=Verdict.FAIL,
+            message=message,
+            command=compiled.command,
+            results=[
+                OpResult(check=check.name, case=c, status=Verdict.FAIL, message=message)
+                for c in cases
+            ],
+        )
+    phases(f"{check.name}: {len(cases)} cases through {check.api} against a float64 reference")
+    data = safefs.fresh(work, work / "cases", "the validation cases")
+    inputs = {}
+    for case in cases:
+        inputs[case.name] = make_input(case)
+        (data / f"{case.name}.in").write_bytes(raw_bytes(inputs[case.name]))
+    manifest = data / "manifest.txt"
+    manifest.write_text("\n".join(manifest_line(check.op, c, data) for c in cases) + "\n")
+    runs, _output, code = capi.run_cases(
+        compiled.binary, manifest, capi.library_env(env), [c.name for c in cases]
+    )
+    results = [_judge_run(check, case, inputs[case.name], data, runs[case.name]) for case in cases]
+    return _outcome(check, results, compiled.command, code)
+
+
+def _judge_run(check: OpCheck, case: OpCase, x: Tensor, data: Path, run: capi.CaseRun) -> OpResult:
+    if not run.ok:
+        return OpResult(
+            check=check.name,
+            case=case,
+            status=Verdict.FAIL,
+            message=f"ACL/aclnn error: {run.error}",
+        )
+    torch = reference_torch()
+    try:
+        raw = bytearray((data / f"{case.name}.out").read_bytes())
+        got = torch.frombuffer(raw, dtype=torch_dtype(torch, case.dtype)).reshape(
+            out_shape(check.op, case)
+        )
+    except (OSError, RuntimeError, ValueError) as exc:
+        return OpResult(
+            check=check.name,
+            case=case,
+            status=Verdict.FAIL,
+            message=f"the output cannot be read: {exc}",
+        )
+    ref, same = reference(check.op, case, x)
+    result = judge(check.name, case, got, ref, same)
+    result.kernel_ms = run.kernel_ms
+    return result
+
+
+def _outcome(check: OpCheck, results: List[OpResult], command: str, code: int) -> OpOutcome:
+    failed = [r for r in results if r.status == Verdict.FAIL]
+    if failed:
+        status = Verdict.FAIL
+        message = (
+            f"{len(failed)}/{len(results)} cases FAIL; first: {failed[0].case.name}: "
+            f"{failed[0].message}"
+        )
+    else:
+        status = Verdict.PASS
+        message = f"{len(results)}/{len(results)} cases PASS through {check.api}"
+    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
+    message += f"; {upstream}" if upstream else ""
+    return OpOutcome(
+        check=check.name,
+        status=status,
+        message=message,
+        results=results,
+        command=command,
+        exit_code=code,
+    )
+
+
+def select(check: OpCheck, names: Sequence[str]) -> Tuple[OpCase, ...]:
+    """The named cases of the check (all when none are named); an unknown name is an error."""
+    cases = CASES[check.op]
+    if not names:
+        return cases
+    known = {c.name for c in cases}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(
+            f"--cases {unknown[0]!r} is not a case of check {check.name}.",
+            f"Cases: {', '.join(c.name for c in cases)}.",
+        )
+    return tuple(c for c in cases if c.name in names)
