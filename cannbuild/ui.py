@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .host.doctor import HostReport
     from .sources.state import SourceState
     from .transaction import PipelineRun
-    from .validate import ValidationReport
+    from .validate import ValidationReport, ValidationSummary
 else:  # only what prints a table pays for rich
     rich_console = lazy_module("rich.console")
     markup = lazy_module("rich.markup")
@@ -128,15 +128,35 @@ def waiting(who: str) -> None:
     note(f"waiting for {who} to release the workspace ...")
 
 
-def print_plan(session: Session, steps: Sequence[PlannedStep], stream: TextIO = sys.stdout) -> None:
-    """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
+def print_plan(
+    session: Session,
+    steps: Sequence[PlannedStep],
+    sharing: Sequence[str] = (),
+    stream: TextIO = sys.stdout,
+) -> None:
+    """Each step's status and why, then its command and cwd in full (copy-pasteable); with
+    several repos, under a line per repo, and whether the sources they pin are shared."""
     recipe = session.recipe
     lines = [
         f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
         f"--soc={session.soc}, workspace {session.ws.root}",
         "",
     ]
+    several = len(recipe.order) > 1
+    if several:
+        lines += [f"repos: {', '.join(recipe.order)} (ASCEND_CUSTOM_OPP_PATH order, first wins)"]
+        lines += [f"pinned {line}" for line in sharing]
+        lines.append("")
+    owner: Optional[str] = None
     for step in steps:
+        if several and step.owner != owner:
+            owner = step.owner
+            what = (
+                "a source"
+                if owner not in recipe.order
+                else "ops " + (session.values["repos"][owner]["ops"] or "(all)")
+            )
+            lines.append(f"== {owner or 'the workspace'} ({what})")
         lines.append(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
         lines.append(f"  cd {step.cwd}")
         lines.append(f"  {redact(step.command)}")
@@ -191,10 +211,16 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
         lines.append("steps: " + "; ".join(states))
     for step, path, _sha in run.made.packages:
         lines.append(f"package ({step}): {path}")
-    if run.made.installed is not None:
-        lines.append(f"installed: {run.made.installed}")
+    several = len(run.made.vendors) > 1
+    for repo, vendor in run.made.vendors:
+        lines.append(f"installed ({repo}): {vendor}" if several else f"installed: {vendor}")
     if run.made.set_env is not None:
-        lines.append(f"to use it: source {run.made.set_env}")
+        order = " > ".join(repo for repo, _ in run.made.vendors)
+        lines.append(
+            f"to use them: source {run.made.set_env} (ASCEND_CUSTOM_OPP_PATH: {order}, first wins)"
+            if several
+            else f"to use it: source {run.made.set_env}"
+        )
     if run.made.stale:
         lines.append(
             f"not installed: {run.made.stale_dir} holds an older package "
@@ -205,15 +231,38 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     stream.flush()
 
 
+_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
+
+
 def print_validation(
-    report: ValidationReport,
+    summary: ValidationSummary,
     report_dir: Optional[Path] = None,
     built_from: Optional[Mapping[str, JSONValue]] = None,
     stream: TextIO = sys.stdout,
 ) -> None:
+    """The verdict, then each validated repo's checks and cases (with several, each
+    under a line naming the repo, its check and why that operator)."""
     out = console(stream)
-    style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
-    headline = f"validation: {report.status} (target {report.target})"
+    reports = summary.reports
+    if len(reports) == 1:
+        _print_report(reports[0], out, f"validation: {reports[0].status}")
+    else:
+        target = reports[0].target if reports else "none"
+        headline = f"validation: {summary.status} (target {target}, {len(reports)} repos)"
+        if summary.reason:
+            headline += f": {summary.reason}"
+        out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
+        for report in reports:
+            why = f"; {report.why}" if report.why else ""
+            _print_report(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
+    print_built_from(built_from, stream)
+    if report_dir is not None:
+        stream.write(f"report: {report_dir}/report.md\n")
+
+
+def _print_report(report: ValidationReport, out: Console, head: str) -> None:
+    style = _STYLE
+    headline = f"{head} (target {report.target})"
     if report.reason:
         headline += f": {report.reason}"
     out.print(markup.escape(headline), style=style.get(report.status, ""), overflow="fold")
@@ -264,9 +313,6 @@ def print_validation(
             style="yellow",
             overflow="fold",
         )
-    print_built_from(built_from, stream)
-    if report_dir is not None:
-        stream.write(f"report: {report_dir}/report.md\n")
 
 
 def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:
@@ -359,14 +405,23 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
     if install and install["state"] != "installed":
         why = "; ".join([install["reason"], *install.get("stale", [])])
         lines.append(f"not installed: {install['step']} must run again ({why})")
+    source = data.get("source")
     for item in data["installed"]:
         lines.append(f"installed: {item['vendor']}" + (" (stale)" if item.get("stale") else ""))
+        if item.get("repo"):
+            commit = f" at {item['commit'][:12]}" if item.get("commit") else ""
+            ops = ", ".join(item.get("ops") or []) or "no op_impl config"
+            lines.append(f"  from {item['repo']}{commit}; ships {ops}")
         if item.get("stale"):
             lines.append(
                 f"  stale: {'; '.join(item['stale'])} (`cannbuild install` installs the "
                 "current build)"
             )
-        lines.append(f"  to use it: source {item['set_env']}")
+        if not source:
+            lines.append(f"  to use it: source {item['set_env']}")
+    if source:
+        order = " > ".join(str(i.get("repo") or i["vendor"]) for i in data["installed"])
+        lines.append(f"to use them: source {source} (ASCEND_CUSTOM_OPP_PATH: {order}, first wins)")
     v = data.get("validation")
     if v:
         reason = f": {v['reason']}" if v.get("reason") else ""

@@ -14,6 +14,7 @@ from typing import List, Mapping, Optional
 
 from msgspec.structs import replace
 
+from .. import vendors
 from ..errors import UsageError
 from ..host.check import FAIL, PASS, WARN, Check
 from ..host.contents import contents_check
@@ -179,6 +180,8 @@ def doctor_report(
         )
     ]
     extra += requirement_checks(recipe, host, options)
+    # which of the workspace's vendor packages serves each operator, and which shadow others
+    extra += vendors.workspace_checks(options.workspace / "opp", env)
     needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
     kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
     return replace(host, checks=(*kept, *extra))

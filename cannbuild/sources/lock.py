@@ -370,6 +370,9 @@ class Wanted(Struct, frozen=True, kw_only=True):
     ops_release: str = ""  # the operator release the refs render from
     # the repos none of whose steps runs: their archives need not be locked
     archives_skipped: Tuple[str, ...] = ()
+    # buildable repos the recipe has but this run does not build (--repos): a lock that
+    # holds them was made for another selection
+    unselected: Tuple[str, ...] = ()
 
 
 def drift(lock: Lock, wanted: Wanted) -> List[str]:
@@ -425,7 +428,14 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
     pinned = {name for name, _ in wanted.pins}
     # `<repo>:<dest>` names are nested checkouts (pin_name): the recipe lists them as pins.
     for locked in lock.repos:
-        if ":" not in locked.name and locked.name not in wanted_names:
+        owner = locked.name.split(":", 1)[0]
+        if owner in wanted.unselected:
+            if ":" not in locked.name:
+                found.append(
+                    f"repo {locked.name}: in the lock, and this run does not build it (--repos "
+                    "selects the repos; the lock records the ones it was made for)"
+                )
+        elif ":" not in locked.name and locked.name not in wanted_names:
             found.append(f"repo {locked.name}: in the lock but not in the recipe")
         elif ":" in locked.name and locked.name not in pinned:
             found.append(f"pinned source {locked.name}: in the lock but not in the recipe")

@@ -80,6 +80,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         pins=pins,
         ops_release=request.ops_release,
         archives_skipped=tuple(r.name for r in recipe.repos if r.name in request.idle),
+        unselected=recipe.unselected,
     )
 
 

@@ -81,8 +81,16 @@ FLAGS: Dict[str, Flag] = {
             field="jobs",
         ),
         Flag(
+            name="repos",
+            help="the repositories to build, comma-separated, e.g. ops-transformer,ops-math "
+            "(default: the recipe's default_repos); their order is the ASCEND_CUSTOM_OPP_PATH "
+            "order the source line sets (first wins)",
+            field="repos",
+        ),
+        Flag(
             name="ops",
-            help="operators for the custom package (default flash_attention_score)",
+            help="operators for the custom packages, comma-separated, each `op` or `repo:op` "
+            "(default: each repo's ops in the recipe, e.g. flash_attention_score)",
             field="ops",
         ),
         Flag(
@@ -263,6 +271,7 @@ SESSION_FLAGS = (
     "workspace",
     "soc",
     "jobs",
+    "repos",
     "ops",
     "vendor_name",
     "recipe",

@@ -305,16 +305,17 @@ def lookup_skip(
     if lookup != "opp" or vendor_dir is None:
         return None
     opp = env.get("ASCEND_OPP_PATH", "")
-    looked = Path(opp) / "vendors" / f"{vendor_name}_transformer" if opp else None
-    # The 8.3 build.sh looks only in `${ASCEND_OPP_PATH}/vendors/${VENDOR}_transformer`
+    folder = vendor_dir.name  # <vendor_name>_<the repo's vendor suffix>
+    looked = Path(opp) / "vendors" / folder if opp else None
+    # ops-transformer's 8.3 build.sh looks only in `${ASCEND_OPP_PATH}/vendors/${VENDOR}_<repo>`
     # (build.sh:391-392); v8.5.0 (:450) and v9.0.0 (:504) also honour ASCEND_CUSTOM_OPP_PATH.
     if looked is not None and looked.exists() and looked.resolve() == vendor_dir.resolve():
         return None
-    where = f"$ASCEND_OPP_PATH/vendors/{vendor_name}_transformer" + (
+    where = f"$ASCEND_OPP_PATH/vendors/{folder}" + (
         f" ({looked})" if looked else " (ASCEND_OPP_PATH is unset)"
     )
     return (
-        f"not run: ops-transformer at this ref compiles its examples only against {where} and "
+        f"not run: the repository at this ref compiles its examples only against {where} and "
         f"ignores ASCEND_CUSTOM_OPP_PATH, while this package is installed in {vendor_dir}; the "
         "example would find no package (and this ref's build.sh exits 0 even then). The capi "
         "check runs the installed operator; to run the example too, install the package into "
@@ -334,7 +335,7 @@ def run_example(
     if not (cwd / "build.sh").is_file():
         return ExampleResult(
             status=Verdict.SKIPPED,
-            message=f"no ops-transformer checkout at {cwd} (run cannbuild fetch)",
+            message=f"no checkout at {cwd} (run cannbuild fetch)",
             command=command,
         )
     skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
