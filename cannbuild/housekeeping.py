@@ -419,7 +419,7 @@ def _vendor_entry(
         stale=stale,
         repo=repo,
         commit=commit,
-        ops=list(vendors_mod.read_vendor(vendor, exports=False).ops),
+        ops=list(vendors_mod.read_vendor(vendor).ops),
         step=str(step["step"]),
         ok=step["state"] == "built" and (vendor / "bin" / "set_env.bash").is_file(),
     )

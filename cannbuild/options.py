@@ -299,8 +299,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
 
 
 def _check_ops(text: str, origin: str) -> None:
-    """`op` or `repo:op` words, comma-separated (which repo a bare op is decided once the
-    recipe is known: recipes/selection.py)."""
+    """`op` or `repo:op` words, comma-separated (a bare op's repo: recipes/selection.py)."""
     for word in (w.strip() for w in text.split(",")):
         repo, colon, op = word.rpartition(":")
         if not _OP_NAME.fullmatch(op) or (colon and not _REPO_NAME.fullmatch(repo)):
@@ -316,13 +315,13 @@ def _coerce_repos(value: object, origin: str) -> Tuple[str, ...]:
     """Repository names: `a,b` (a flag, a variable) or a list (the config)."""
     if isinstance(value, str):
         names = [n.strip() for n in value.split(",") if n.strip()]
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        names = [str(v).strip() for v in value]
-    else:
+    elif not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise UsageError(
             f"{origin} has value {value!r}; expected repository names.",
             "Write them comma-separated (ops-transformer,ops-math) or, in invoke.yaml, as a list.",
         )
+    else:
+        names = [str(v).strip() for v in value]
     for name in names:
         if not _REPO_NAME.fullmatch(name):
             raise UsageError(

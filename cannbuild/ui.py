@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 from .decoded import JSONValue
 from .host.check import Check
@@ -29,17 +29,19 @@ if TYPE_CHECKING:
     from rich import table as rich_table
     from rich.console import Console
 
+    from . import ui_validation
     from .build.plan import PlannedStep
     from .build.runner import StepOutcome
     from .build.session import Session
     from .host.doctor import HostReport
     from .sources.state import SourceState
     from .transaction import PipelineRun
-    from .validate import ValidationReport, ValidationSummary
+    from .validate import ValidationSummary
 else:  # only what prints a table pays for rich
     rich_console = lazy_module("rich.console")
     markup = lazy_module("rich.markup")
     rich_table = lazy_module("rich.table")
+    ui_validation = lazy_module("cannbuild.ui_validation")
 
 _COLOR = {"pass": "32", "warn": "33", "fail": "1;31", "skip": "2", "PASS": "32", "FAIL": "1;31"}
 _COLOR.update({"SKIPPED": "33", "up to date": "32", "needs run": "33"})
@@ -231,88 +233,18 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     stream.flush()
 
 
-_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
-
-
 def print_validation(
     summary: ValidationSummary,
     report_dir: Optional[Path] = None,
     built_from: Optional[Mapping[str, JSONValue]] = None,
     stream: TextIO = sys.stdout,
 ) -> None:
-    """The verdict, then each validated repo's checks and cases (with several, each
-    under a line naming the repo, its check and why that operator)."""
-    out = console(stream)
-    reports = summary.reports
-    if len(reports) == 1:
-        _print_report(reports[0], out, f"validation: {reports[0].status}")
-    else:
-        target = reports[0].target if reports else "none"
-        headline = f"validation: {summary.status} (target {target}, {len(reports)} repos)"
-        if summary.reason:
-            headline += f": {summary.reason}"
-        out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
-        for report in reports:
-            why = f"; {report.why}" if report.why else ""
-            _print_report(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
+    """The verdict, then each validated repo's checks and cases (ui_validation.py), the
+    build it judged and the report."""
+    ui_validation.print_reports(summary, console(stream))
     print_built_from(built_from, stream)
     if report_dir is not None:
         stream.write(f"report: {report_dir}/report.md\n")
-
-
-def _print_report(report: ValidationReport, out: Console, head: str) -> None:
-    style = _STYLE
-    headline = f"{head} (target {report.target})"
-    if report.reason:
-        headline += f": {report.reason}"
-    out.print(markup.escape(headline), style=style.get(report.status, ""), overflow="fold")
-    checks = rich_table.Table(show_header=True)
-    checks.add_column("check", no_wrap=True)
-    checks.add_column("status", no_wrap=True)
-    checks.add_column("detail", overflow="fold")
-    for c in report.checks:
-        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", markup.escape(c.message))
-    out.print(checks)
-    if report.cases:
-        table = rich_table.Table()
-        table.add_column("case", overflow="fold")
-        # MERE, MARE and the verdict of opbase's standard beside the rule's, which decides.
-        for col in ("max err", "bound", "ms", "verdict", "MERE", "MARE", "opbase"):
-            table.add_column(col, no_wrap=True)
-        for r in report.cases:
-            fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
-            p = r.precision
-            upstream = "-" if p is None else f"[{style.get(p.status, '')}]{p.status}[/]"
-            table.add_row(
-                r.case.name,
-                fmt(r.max_abs_err),
-                fmt(r.bound),
-                "-" if r.kernel_ms is None else f"{r.kernel_ms:.1f}",
-                f"[{style.get(r.status, '')}]{r.status}[/]",
-                fmt(None if p is None else p.mere),
-                fmt(None if p is None else p.mare),
-                upstream + (" (differs)" if r.disagree else ""),
-            )
-        out.print(table)
-        for r in report.cases:
-            if r.status == "FAIL":
-                out.print(
-                    f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
-                )
-    split = report.disagreements
-    if split:
-        by_check: Dict[str, List[str]] = {}
-        for d in split:
-            by_check.setdefault(d["check"], []).append(d["name"])
-        names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
-        out.print(
-            markup.escape(
-                f"note: opbase's MERE/MARE standard and the rule disagree on {len(split)} "
-                f"({names}); the verdict rests on the rule (figures in the report)"
-            ),
-            style="yellow",
-            overflow="fold",
-        )
 
 
 def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:

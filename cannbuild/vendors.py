@@ -17,20 +17,17 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
 from . import safefs
 from .bounded import OPERATOR_FILE_BYTES, read_text
 from .host.check import PASS, SKIP, WARN, Check
-from .lazy import lazy_module
 from .workspace import write_atomic
 
-if TYPE_CHECKING:
-    from .validate import elfcheck
-else:  # `status` reads no library: only what reads exports pays for the ELF reader
-    elfcheck = lazy_module("cannbuild.validate.elfcheck")
+# what a library exports (None: not a readable ELF library); diagnose passes its ELF reader
+Exports = Callable[[Path], Optional[Collection[str]]]
 
 SOURCE_FILE = "set_env.bash"  # <ws>/opp/set_env.bash: every selected vendor, in order
 VENDOR_SET_ENV = Path("bin") / "set_env.bash"  # what a custom package's installer writes
@@ -63,9 +60,9 @@ class Vendor(Struct, frozen=True, kw_only=True):
         }
 
 
-def read_vendor(path: Path, exports: bool = True) -> Vendor:
+def read_vendor(path: Path, exports: Optional[Exports] = None) -> Vendor:
     """What `path` ships, read from its files (a missing or unreadable one ships nothing);
-    without `exports` its library is not read (no aclnn entry points)."""
+    its library's aclnn entry points only given `exports`, the ELF reader."""
     types: Dict[str, str] = {}
     for config in sorted(path.glob(f"{CONFIGS}/*/aic-*-ops-info.json")):
         try:
@@ -80,17 +77,12 @@ def read_vendor(path: Path, exports: bool = True) -> Vendor:
         path=path,
         op_types=tuple(sorted(types)),
         ops=tuple(sorted(set(types.values()))),
-        apis=_entry_points(path / LIBRARY) if exports else (),
+        apis=_entry_points(path / LIBRARY, exports) if exports else (),
     )
 
 
-def _entry_points(library: Path) -> Tuple[str, ...]:
-    if not library.is_file():
-        return ()
-    try:
-        exported = elfcheck.read_elf(library).exported
-    except (elfcheck.ELFError, OSError, ValueError):
-        return ()
+def _entry_points(library: Path, exports: Exports) -> Tuple[str, ...]:
+    exported = set(exports(library) or ()) if library.is_file() else set()
     return tuple(
         sorted(
             name
@@ -102,7 +94,7 @@ def _entry_points(library: Path) -> Tuple[str, ...]:
     )
 
 
-def installed(opp: Path, exports: bool = True) -> List[Vendor]:
+def installed(opp: Path, exports: Optional[Exports] = None) -> List[Vendor]:
     """The vendor folders under `<opp>/vendors` (by name), each read."""
     folder = opp / "vendors"
     if not folder.is_dir() or folder.is_symlink():

@@ -134,7 +134,7 @@ def vendor_checks(inp: DiagnoseInputs, entries: Sequence[str]) -> List[Check]:
                     else f"source {vendor}/bin/set_env.bash",
                 )
             )
-    built = [vendors.read_vendor(v) for _, v in inp.vendors if v.is_dir()]
+    built = [vendors.read_vendor(v, _exports) for _, v in inp.vendors if v.is_dir()]
     ordered = vendors.in_path_order(built, ":".join(entries))
     checks += vendors.serving_checks(ordered, "this shell's ASCEND_CUSTOM_OPP_PATH order")
     return checks

@@ -82,9 +82,8 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="repos",
-            help="the repositories to build, comma-separated, e.g. ops-transformer,ops-math "
-            "(default: the recipe's default_repos); their order is the ASCEND_CUSTOM_OPP_PATH "
-            "order the source line sets (first wins)",
+            help="repositories to build, comma-separated (default: the recipe's default_repos), "
+            "in the ASCEND_CUSTOM_OPP_PATH order the source line sets (first wins)",
             field="repos",
         ),
         Flag(

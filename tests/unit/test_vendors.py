@@ -205,3 +205,25 @@ def test_status_lists_every_vendor_with_its_repo_commit_and_ops(two_vendors, tmp
     data = workspace_status(ws.root, lock_file)
     assert [v["repo"] for v in data["installed"]] == ["ops-transformer"]
     assert data["install"]["state"] == "not installed"
+
+
+def test_an_aclnn_entry_point_two_libraries_export_is_a_clash_too(two_vendors):
+    """torch_npu takes an aclnn API from the first libcust_opapi.so exporting it: the
+    two-phase pair (aclnnX with aclnnXGetWorkspaceSize) counts, a lone symbol does not."""
+    opp, transformer, math = two_vendors
+    for vendor in (transformer, math):
+        (vendor / "op_api" / "lib").mkdir(parents=True)
+        (vendor / "op_api" / "lib" / "libcust_opapi.so").write_bytes(b"\x7fELF")
+    exported = {
+        transformer: {"aclnnFlashAttentionScore", "aclnnFlashAttentionScoreGetWorkspaceSize"},
+        math: {"aclnnFlashAttentionScore", "aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnLone"},
+    }
+    reader = lambda lib: exported[lib.parent.parent.parent]  # noqa: E731
+    found = vendors.installed(opp, reader)
+    assert [v.apis for v in found] == [("aclnnFlashAttentionScore",)] * 2
+    rows = vendors.serving_checks(found, "by name")
+    assert any(
+        r.status == "warn" and r.detail.startswith("aclnn entry point aclnnFlashAttentionScore")
+        for r in rows
+    )
+    assert vendors.installed(opp)[0].apis == ()  # without the reader no library is read
