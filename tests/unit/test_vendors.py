@@ -15,13 +15,18 @@ from typing import Dict, List
 import pytest
 
 from cannbuild import vendors
+from cannbuild.build.session import locking_session
 from cannbuild.build.stamps import artifact_record, write_stamp
 from cannbuild.diagnose import DiagnoseInputs
 from cannbuild.diagnose.registration import vendor_checks
 from cannbuild.housekeeping import workspace_status
+from cannbuild.options import resolve_options
 from cannbuild.profile.shape import AttentionShape
 from cannbuild.sources.lock import Lock, LockedRepo, write_lock
+from cannbuild.transaction import install_order, made
 from cannbuild.workspace import Workspace
+
+from multirecipe import write_recipe
 
 SOC = "ascend910b"
 
@@ -227,3 +232,35 @@ def test_an_aclnn_entry_point_two_libraries_export_is_a_clash_too(two_vendors):
         for r in rows
     )
     assert vendors.installed(opp)[0].apis == ()  # without the reader no library is read
+
+
+def test_after_the_installs_the_run_writes_the_source_line_in_the_repos_order(tmp_path):
+    """What setup does after its install steps (transaction.install_order, made): with
+    both repos of the two-repo recipe installed, one file in --repos order; what the
+    closing lines name; with one vendor, that vendor's own script as before."""
+    recipe = write_recipe(tmp_path / "recipes")
+    options = resolve_options(
+        {"soc": "A2", "workspace": str(tmp_path / "ws"), "recipe": str(recipe)}, {}, {}
+    )
+    session = locking_session(options.with_(repos=("ops-beta", "ops-alpha")), {}, tmp_path, "9.0.0")
+    opp = session.ws.opp
+    beta = vendor_tree(opp, "custom_beta", {"Segsum": "segsum"})
+    alpha = vendor_tree(opp, "custom_alpha", {"Segsum": "segsum", "Attn": "attn"})
+    for repo, vendor in (("ops-alpha", alpha), ("ops-beta", beta)):
+        stamp(session.ws, f"{repo}-build", {"source": {"commit": "3" * 40}})
+        build = json.loads((session.ws.stamps / f"{repo}-build.json").read_text())
+        stamp(
+            session.ws,
+            f"{repo}-install",
+            {"upstream": {f"{repo}-build": build["outputs_digest"]}},
+            requires=[str(vendor / "bin" / "set_env.bash")],
+        )
+    script = install_order(session)
+    assert script == opp / "set_env.bash"
+    assert sourced_path(script) == [str(beta), str(alpha)]
+    what = made(session)
+    assert what.vendors == (("ops-beta", beta), ("ops-alpha", alpha))
+    assert what.set_env == script and what.installed == beta
+    alone = locking_session(options.with_(repos=("ops-alpha",)), {}, tmp_path, "9.0.0")
+    assert install_order(alone) is None
+    assert made(alone).set_env == alpha / "bin" / "set_env.bash"
