@@ -178,6 +178,7 @@ class Session(Struct, frozen=True, kw_only=True):
             bundle=options.bundle,
             idle=idle_repos(self.recipe, options.optional_steps, options.force),
             stand_ins=tuple(self.sandbox.mirrors.values()) if self.sandbox else (),
+            build_repos=() if self.recipe.order == self.recipe.default_repos else self.recipe.order,
         )
 
 

@@ -81,6 +81,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         ops_release=request.ops_release,
         archives_skipped=tuple(r.name for r in recipe.repos if r.name in request.idle),
         unselected=recipe.unselected,
+        build_repos=request.build_repos,
     )
 
 

@@ -137,6 +137,7 @@ class PendingSources:
                 archives_skipped=tuple(
                     r.name for r in request.recipe.repos if r.name in request.idle
                 ),
+                build_repos=request.build_repos,
                 # where each commit came from, which the header of a sandbox lock says
                 origins={n: o for r in ready for n, o in r.origins} if request.sandbox else {},
             )

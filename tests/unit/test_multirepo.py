@@ -15,12 +15,13 @@ from cannbuild.build.compile_cache import ccache_words
 from cannbuild.build.plan import NOT_SELECTED, PlannedStep
 from cannbuild.build.session import locking_session
 from cannbuild.build.steps import make_plan
+from cannbuild.container.context import ContainerSpec, render_context
 from cannbuild.errors import UsageError
 from cannbuild.options import resolve_options
 from cannbuild.recipes import StepSpec, load_recipe
 from cannbuild.recipes.selection import ops_by_repo, select_repos
 from cannbuild.resources import data_dir
-from cannbuild.sources.lock import drift
+from cannbuild.sources.lock import drift, read_lock, write_lock
 from cannbuild.sources.pinning import wanted_for
 from cannbuild.sources.pins import pin_sharing
 
@@ -373,3 +374,40 @@ def test_an_unknown_repo_on_the_command_line_is_exit_2_naming_the_buildable_ones
     assert "--repos names 'ops-nope', which is not a repository of the recipe" in proc.stderr
     assert "builds ops-transformer" in proc.stderr
     assert not (tmp_path / "cannbuild.lock").exists()
+
+
+def test_a_lock_records_a_selection_other_than_the_default_and_a_container_builds_it(tmp_path):
+    path = tmp_path / "cannbuild.lock"
+    chosen = replace(sample_lock("9.0.0"), build_repos=("ops-math", "ops-transformer"))
+    write_lock(path, chosen)
+    text = path.read_text()
+    assert 'build_repos = [\n    "ops-math",\n    "ops-transformer",\n]' in text or (
+        'build_repos = ["ops-math", "ops-transformer"]' in text
+    )
+    assert "version = 3" in text and read_lock(path).build_repos == chosen.build_repos
+    write_lock(path, sample_lock("9.0.0"))  # the default selection: the bytes as before
+    assert "build_repos" not in path.read_text() and "version = 2" in path.read_text()
+    out = tmp_path / "ctx"
+    write_lock(path, chosen)
+    render_context(ContainerSpec(variant="A3", cann="9.0.0"), chosen, path, out)
+    assert "--repos ops-math,ops-transformer" in (out / "Dockerfile").read_text()
+
+
+def test_the_same_repos_in_another_order_is_drift_the_lock_names(tmp_path):
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path, repos="ops-beta,ops-alpha")
+    request = s.source_request()
+    assert request.build_repos == ("ops-beta", "ops-alpha")
+    assert session(tmp_path, path, repos="ops-alpha").source_request().build_repos == ()
+    wanted = wanted_for(request)
+    lock = replace(sample_lock("9.0.0"), build_repos=("ops-alpha", "ops-beta"))
+    assert any(
+        p.startswith(
+            "repos: the lock was made for --repos ops-alpha,ops-beta, this run builds "
+            "them in the order ops-beta,ops-alpha"
+        )
+        for p in drift(lock, wanted)
+    )
+    assert not any(
+        p.startswith("repos:") for p in drift(replace(lock, build_repos=wanted.build_repos), wanted)
+    )
