@@ -26,6 +26,7 @@ from ..host.releases import choose_ops
 from ..host.toolkit import host_arch
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
+from ..recipes.selection import select_repos
 from .compile_cache import cache_checks
 from .plan import selected
 
@@ -162,7 +163,8 @@ def doctor_report(
         # CANNBUILD_OPS_RELEASE (or its config key) chooses the recipe a build here would use
         ops = choose_ops(options.ops_release, toolkit.version)
         origin = f"--ops-release {ops.release}" if ops.given else None
-        recipe = select_recipe(options.recipe, ops.train, cwd, origin)
+        # what a build of the selected repos needs (--repos, else the recipe's default)
+        recipe = select_repos(select_recipe(options.recipe, ops.train, cwd, origin), options.repos)
     except UsageError as exc:
         row = Check(
             id="recipe",

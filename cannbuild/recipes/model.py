@@ -167,6 +167,9 @@ class HostTool(Struct, frozen=True, kw_only=True):
     name: str
     why: str
     install: str
+    # only the builds of these repos call it (ops-nn's install_deps.sh wants pigz, dos2unix):
+    # checked when one of them is selected; empty: always
+    repos: Tuple[str, ...] = ()
 
 
 class Recipe(Struct, frozen=True, kw_only=True):

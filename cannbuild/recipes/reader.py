@@ -30,7 +30,7 @@ from .pins import check_pins, read_pins
 from .repodata import REPO_KEYS, attach_legacy_validate, buildable_fields, default_order
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
-_TOOL_KEYS = {"name", "why", "install"}
+_TOOL_KEYS = {"name", "why", "install", "repos"}
 _RECIPE_KEYS = {
     "name",
     "train",
@@ -115,7 +115,7 @@ def load_recipe(path: Path) -> Recipe:
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
     r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
-    tools = _host_tools(r, data)
+    tools = _host_tools(r, data, names)
     files = _toolkit_files(r, toolkit, {step.name for step in steps})
     return Recipe(
         path=path,
@@ -284,7 +284,7 @@ def _check_step(
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
 
 
-def _host_tools(r: Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
+def _host_tools(r: Reader, data: Mapping[str, JSONValue], names: Set[str]) -> List[HostTool]:
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
     tools: List[HostTool] = []
@@ -294,12 +294,17 @@ def _host_tools(r: Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
             raise r.fail(where, "should be a table with name, why and install.")
         r.keys(table, _TOOL_KEYS, where)
         name = r.get(table, "name", str, where)
+        repos = r.strings(table, "repos", where)
+        unknown = next((repo for repo in repos if repo not in names), None)
+        if unknown is not None:
+            raise r.fail(where, f"names repo {unknown!r}, which [repos] does not define.")
         tools.append(
             HostTool(
                 name=name,
                 why=r.get(table, "why", str, where),
                 install=r.get(table, "install", str, where, required=False)
                 or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
+                repos=repos,
             )
         )
     return tools

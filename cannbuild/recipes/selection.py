@@ -70,6 +70,7 @@ def _narrow(recipe: Recipe, order: Tuple[str, ...]) -> Recipe:
         repos=kept_repos,
         steps=steps,
         toolkit_files=tuple(f for f in recipe.toolkit_files if f.step in names),
+        tools=tuple(t for t in recipe.tools if not t.repos or set(t.repos) & kept),
         order=order,
         unselected=tuple(r.name for r in recipe.buildable if r.name not in order),
     )

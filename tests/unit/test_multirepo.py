@@ -411,3 +411,22 @@ def test_the_same_repos_in_another_order_is_drift_the_lock_names(tmp_path):
     assert not any(
         p.startswith("repos:") for p in drift(replace(lock, build_repos=wanted.build_repos), wanted)
     )
+
+
+def test_a_host_tool_of_one_repo_is_needed_only_when_that_repo_is_built(tmp_path):
+    """ops-nn's build.sh sources install_deps.sh, which wants pigz and dos2unix
+    (nn@9.1.0 build.sh:33-38): a build of ops-transformer alone must not be blocked on them."""
+    tools = (
+        '[[host.tools]]\nname = "pigz"\nwhy = "ops-beta wants it"\nrepos = ["ops-beta"]\n\n'
+        '[[host.tools]]\nname = "gawk"\nwhy = "every build"\n\n'
+    )
+    recipe = load_recipe(
+        write_recipe(tmp_path, RECIPE.replace("[[steps]]", tools + "[[steps]]", 1))
+    )
+    assert [t.name for t in select_repos(recipe, ["ops-alpha"]).tools] == ["gawk"]
+    assert [t.name for t in select_repos(recipe, ["ops-beta"]).tools] == ["pigz", "gawk"]
+    wrong = RECIPE.replace(
+        "[[steps]]", tools.replace('["ops-beta"]', '["ops-nn"]') + "[[steps]]", 1
+    )
+    with pytest.raises(UsageError, match=r"\[\[host.tools\]\] #1 names repo 'ops-nn'"):
+        load_recipe(write_recipe(tmp_path / "wrong", wrong))
