@@ -5,12 +5,14 @@ naming ops-transformer's vendor folder."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
 
+from cannbuild import ui
 from cannbuild.build.compile_cache import ccache_words
 from cannbuild.build.plan import NOT_SELECTED, PlannedStep
 from cannbuild.build.session import locking_session
@@ -430,3 +432,25 @@ def test_a_host_tool_of_one_repo_is_needed_only_when_that_repo_is_built(tmp_path
     )
     with pytest.raises(UsageError, match=r"\[\[host.tools\]\] #1 names repo 'ops-nn'"):
         load_recipe(write_recipe(tmp_path / "wrong", wrong))
+
+
+def test_plan_shows_each_repos_steps_under_its_name_and_the_pin_sharing(tmp_path):
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path, repos="ops-beta,ops-alpha")
+    out = io.StringIO()
+    steps = make_plan(s, None, {}, ("build", "install"))
+    ui.print_plan(s, steps, ["opbase: per repo: the pins differ (...)"], stream=out)
+    text = out.getvalue()
+    assert "repos: ops-beta, ops-alpha (ASCEND_CUSTOM_OPP_PATH order, first wins)" in text
+    assert "pinned opbase: per repo: the pins differ" in text
+    heads = [line for line in text.splitlines() if line.startswith("== ")]
+    assert heads == [
+        "== opbase (a source)",
+        "== ops-alpha (ops attn)",
+        "== ops-beta (ops segsum,cumsum)",
+    ]
+    # one repo: the plan reads as it always did
+    out = io.StringIO()
+    alone = session(tmp_path, path)
+    ui.print_plan(alone, make_plan(alone, None, {}, ("build",)), [], stream=out)
+    assert "== " not in out.getvalue() and "repos:" not in out.getvalue()
