@@ -13,7 +13,9 @@ from ..decoded import JSONValue
 from .fields import Reader
 from .model import RepoSpec, StepSpec, ValidateSpec
 
-REPO_KEYS = {"vendor_suffix", "ops", "validate", "ccache_option"}
+# the keys of [repos.X] that make it buildable, in the order a drafted recipe writes them
+BUILDABLE_KEYS = ("vendor_suffix", "ops", "ccache_option", "validate")
+REPO_KEYS = set(BUILDABLE_KEYS)
 _VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup", "check", "why", "example_op"}
 # Where a repo's example looks for the custom package: ops-transformer 8.3's build.sh only in
 # `${ASCEND_OPP_PATH}/vendors/<vendor>_<repo>` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
