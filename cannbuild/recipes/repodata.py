@@ -28,6 +28,9 @@ _SUFFIX = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")
 _OP = re.compile(r"[A-Za-z0-9_]+")
 # the legacy library path names the vendor folder: vendors/{{ vendor_name }}_<suffix>/...
 _LEGACY_SUFFIX = re.compile(r"vendors/\{\{\s*vendor_name\s*\}\}_([a-z0-9_]+)/")
+# what --ops meant when a recipe named no repo's ops (its default before issue 27): the
+# operators an old recipe's one buildable repo builds
+LEGACY_OPS = ("flash_attention_score",)
 # the build.sh ccache option as a recipe writes it: `--ccache` (its value the next word)
 # or `--ccache=` (glued)
 _CCACHE = re.compile(r"--[A-Za-z0-9_-]+=?")
@@ -110,7 +113,8 @@ def attach_legacy_validate(
     for repo in repos:
         if repo.name == owner:
             suffix = repo.vendor_suffix or (match.group(1) if match else None)
-            repo = replace(repo, validate=validate, vendor_suffix=suffix)
+            ops = repo.ops or (LEGACY_OPS if suffix else ())
+            repo = replace(repo, validate=validate, vendor_suffix=suffix, ops=ops)
         out.append(repo)
     note = (
         f"recipe {r.path}: the top-level [validate] is the old form, read as "

@@ -84,6 +84,8 @@ def test_an_old_top_level_validate_is_read_as_its_installers_repo_with_a_note(tm
     alpha = recipe.repo("ops-alpha")
     # its suffix from the library path `vendors/{{ vendor_name }}_alpha/...`
     assert alpha.vendor_suffix == "alpha" and alpha.validate.why == "the fused one"
+    # and builds what --ops built by default before recipes named each repo's ops
+    assert alpha.ops == ("flash_attention_score",)
     assert recipe.order == ("ops-alpha", "ops-beta")  # no default_repos: every buildable repo
     assert len(recipe.notes) == 1
     assert (
