@@ -11,6 +11,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
+from msgspec import Struct
+
+from . import vendors as vendors_mod
 from .decoded import JSONObject, JSONValue
 from .lazy import lazy_module
 from .ownership import remove_inside
@@ -263,8 +266,7 @@ def workspace_status(
     ws = Workspace(root=root)
     lock = lockfile.read_lock(lock_file)
     steps = []
-    install: Optional[JSONObject] = None  # its step's entry, the stamp's values
-    install_stamp: JSONObject = {}
+    installs: List[Tuple[JSONObject, JSONObject]] = []  # each install step's entry and stamp
     seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
         stamp = read_json(stamp_path)
@@ -286,17 +288,14 @@ def workspace_status(
         }
         steps.append(step)
         if _is_install(ws, stamp):
-            install = step
-            install_stamp = stamp
+            installs.append((step, stamp))
     validation = read_json(ws.stamps / "validate.json") or {}
-    vendors = (
-        sorted(p for p in (ws.opp / "vendors").glob("*") if p.is_dir()) if ws.opp.is_dir() else []
-    )
-    installed_ok = install is not None and install["state"] == "built"
     current_soc = soc or (target.soc_word if target else "") or (lock.soc if lock else "")
-    # what the install was made for, said even where a rebuild already makes it out of date
-    present = install is not None and not stamps.outputs_gone(install_stamp)
-    stale = install_staleness(ws, install_stamp, current_soc, lock) if present else []
+    installs = _in_source_order(ws, installs)
+    vendors = [_vendor_entry(ws, step, stamp, current_soc, lock) for step, stamp in installs]
+    install = installs[0][0] if installs else None
+    installed_ok = bool(installs) and all(step["state"] == "built" for step, _ in installs)
+    stale = [why for v in vendors for why in v.stale]
     verdict = None
     if validation:
         verdict = {
@@ -304,15 +303,19 @@ def workspace_status(
             "run_id": validation.get("run_id"),
             "reason": (validation.get("validation") or {}).get("reason"),
         }
+        newest = max((str(step["run_id"] or "")[:15] for step, _ in installs), default="")
         if install is None or not installed_ok:
-            why = "; ".join(([install["reason"]] if install and install["reason"] else []) + stale)
+            reasons = [step["reason"] for step, _ in installs if step["reason"]]
+            why = "; ".join(reasons + stale)
             verdict["stale"] = "the package it validated is no longer installed" + (
                 f" ({why})" if why else ""
             )
-        elif str(install["run_id"] or "")[:15] > str(validation.get("run_id") or "")[:15]:
-            verdict["stale"] = f"the package was installed again since (run {install['run_id']})"
+        elif newest > str(validation.get("run_id") or "")[:15]:
+            run = next(step["run_id"] for step, _ in installs if str(step["run_id"])[:15] == newest)
+            verdict["stale"] = f"the package was installed again since (run {run})"
         elif stale:
             verdict["stale"] = f"it judged the installed package, which is stale ({stale[0]})"
+    source = vendors_mod.source_file(ws.opp)
     return {
         "workspace": str(ws.root),
         "exists": ws.root.is_dir(),
@@ -330,22 +333,96 @@ def workspace_status(
         "install": {
             "step": install["step"],
             "state": "installed" if installed_ok else "not installed",
-            "reason": install["reason"],
+            "reason": install["reason"]
+            or "; ".join(f"{s['step']}: {s['reason']}" for s, _ in installs if s["reason"]),
             "stale": stale,
         }
         if install
         else None,
-        "installed": [
-            {"vendor": str(v), "set_env": str(v / "bin" / "set_env.bash"), "stale": stale}
-            for v in vendors
-            if installed_ok and (v / "bin" / "set_env.bash").is_file()
-        ],
+        "installed": [v.to_json() for v in vendors if v.ok],
+        # several vendors: the one file that sets them on ASCEND_CUSTOM_OPP_PATH in order
+        "source": str(source)
+        if len(installs) > 1 and vendors_mod.source_order(ws.opp) is not None
+        else None,
         "validation": verdict,
         "last_build": _last_attempt(ws),
         "latest_report": str(ws.reports / "latest" / "report.md")
         if (ws.reports / "latest").exists()
         else None,
     }
+
+
+def _vendor_of(stamp: Mapping[str, JSONValue]) -> Optional[Path]:
+    """The vendor folder an install step's stamp keeps up to date (its bin/set_env.bash)."""
+    for required in stamp.get("requires_paths", []):
+        path = Path(str(required))
+        if path.name == "set_env.bash" and path.parent.name == "bin":
+            return path.parent.parent
+    return None
+
+
+def _in_source_order(
+    ws: Workspace, installs: List[Tuple[JSONObject, JSONObject]]
+) -> List[Tuple[JSONObject, JSONObject]]:
+    """The installs in the order the workspace's opp/set_env.bash sets their vendors (the
+    --repos order), the others after them by name."""
+    order = [str(p) for p in vendors_mod.source_order(ws.opp) or []]
+
+    def rank(item: Tuple[JSONObject, JSONObject]) -> Tuple[int, str]:
+        vendor = str(_vendor_of(item[1]) or "")
+        return (order.index(vendor) if vendor in order else len(order), vendor)
+
+    return sorted(installs, key=rank)
+
+
+class VendorEntry(Struct, frozen=True, kw_only=True):
+    """One installed vendor as status lists it: its folder, the repo and commit it was
+    built from, the operators it ships; `ok`: it is this target's install."""
+
+    vendor: Path
+    stale: List[str]
+    repo: Optional[str]
+    commit: Optional[str]
+    ops: List[str]
+    step: str
+    ok: bool
+
+    def to_json(self) -> Dict[str, object]:
+        return {
+            "vendor": str(self.vendor),
+            "set_env": str(self.vendor / "bin" / "set_env.bash"),
+            "stale": self.stale,
+            "repo": self.repo,
+            "commit": self.commit,
+            "ops": self.ops,
+            "step": self.step,
+        }
+
+
+def _vendor_entry(
+    ws: Workspace,
+    step: JSONObject,
+    stamp: JSONObject,
+    soc: str,
+    lock: Optional[Lock],
+) -> VendorEntry:
+    vendor = _vendor_of(stamp) or ws.opp / "vendors"
+    present = not stamps.outputs_gone(stamp)
+    stale = install_staleness(ws, stamp, soc, lock) if present else []
+    repo, commit = None, None
+    for name, before in _built_on(ws, stamp):
+        found = str(((before.get("inputs") or {}).get("source") or {}).get("commit") or "")
+        if found and before.get("artifacts"):  # the build whose package it installed
+            repo, commit = (_repo_of(name, lock) if lock else None) or name, found
+    return VendorEntry(
+        vendor=vendor,
+        stale=stale,
+        repo=repo,
+        commit=commit,
+        ops=list(vendors_mod.read_vendor(vendor).ops),
+        step=str(step["step"]),
+        ok=step["state"] == "built" and (vendor / "bin" / "set_env.bash").is_file(),
+    )
 
 
 def _target_json(ws: Workspace, target: Optional[Target], soc: str) -> Optional[JSONObject]:

@@ -31,9 +31,9 @@ else:  # only a mistake pays for it
     difflib = lazy_module("difflib")
 
 ENV_PREFIX = "CANNBUILD_"
-# The vendor name becomes `opp/vendors/<name>_transformer` and the package file name
-# (`cann-ops-transformer-<name>_linux-<arch>.run`), and build.sh passes it to CMake as VENDOR_NAME:
-# a word, no path or shell characters.
+# The vendor name becomes `opp/vendors/<name>_<suffix>` (the repo's vendor_suffix) and the
+# package file name (`cann-ops-math-<name>_linux-<arch>.run`), and build.sh passes it to CMake as
+# VENDOR_NAME: a word, no path or shell characters.
 _VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
 SANDBOX_VARIANTS = ("A2", "A3")
 DEFAULT_SANDBOX_CANN = "8.5.0"
@@ -54,7 +54,11 @@ class Options(Struct, frozen=True, kw_only=True):
     workspace: Path = Path(".cannbuild")
     soc: Optional[str] = None
     jobs: int = field(default_factory=default_jobs)
-    ops: str = "flash_attention_score"
+    # the buildable repos to build, in ASCEND_CUSTOM_OPP_PATH order (first wins); empty: the
+    # recipe's default_repos (checked against the recipe when the session opens)
+    repos: Tuple[str, ...] = ()
+    # operators, `op` or `repo:op`, comma-separated; empty: each repo's recipe default
+    ops: str = ""
     vendor_name: str = "custom"
     recipe: Optional[str] = None
     # the operator release to build (its train picks the recipe, its refs render from it);
@@ -132,6 +136,9 @@ def check_path(value: object, origin: str) -> str:
 _PATH_FIELDS = {"cann_path", "sysroot", "workspace", "lock_file", "bundle", "sandbox_dir"}
 _BOOL_FIELDS = {"locked", "offline", "install_into_toolkit", "sandbox", "require_device", "wait"}
 _INT_FIELDS = {"jobs", "retries"}
+# a repository name of a recipe ([repos.<name>]), an operator name
+_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_OP_NAME = re.compile(r"[A-Za-z0-9_]+")
 # --jobs reaches build.sh as -jN (make, ninja): past the cores of any host it only starves
 # the machine of memory, and 10**20 is a typo
 MAX_JOBS = 4096
@@ -208,7 +215,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     )
     # A TOML or YAML config may give a list or a table where one value belongs; say so, not a
     # confusing error further on.
-    if name not in ("force", "optional_steps", "mirrors") and (
+    if name not in ("force", "optional_steps", "mirrors", "repos") and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
     ):
         raise UsageError(
@@ -256,6 +263,8 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
                 "comma-separated string.",
             )
         return tuple(value)
+    if name == "repos":
+        return _coerce_repos(value, origin)
     if name == "mirrors":
         return _coerce_mirrors(value, origin)
     if name in _WORD_FIELDS and any(ord(ch) < 32 or ord(ch) == 127 for ch in str(value)):
@@ -263,17 +272,14 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
             f"{origin} has value {value!r}, which holds a control character (a newline, a tab).",
             f"Give {origin.split()[-1]} as one word, e.g. {_WORD_FIELDS[name]}.",
         )
-    if name == "ops" and not all(op.strip() for op in str(value).split(",")):
-        raise UsageError(
-            f"{origin} has value {value!r}; expected operator names separated by commas.",
-            f"For example {origin.split()[-1]} flash_attention_score (the default).",
-        )
+    if name == "ops":
+        _check_ops(str(value), origin)
     if name == "soc":
         return normalize_soc(str(value), flag=origin).soc
     if name == "vendor_name" and not _VENDOR_NAME.fullmatch(str(value)):
         raise UsageError(
             f"{origin} {value!r} is not a vendor name: it becomes the folder "
-            "opp/vendors/<name>_transformer and the package's name.",
+            "opp/vendors/<name>_<repo suffix> and the package's name.",
             "Use letters, digits and underscores (for example mycompany); no '/', '.' or '-'.",
         )
     if name == "ops_release":
@@ -290,6 +296,40 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
             )
         return text
     return str(value)
+
+
+def _check_ops(text: str, origin: str) -> None:
+    """`op` or `repo:op` words, comma-separated (a bare op's repo: recipes/selection.py)."""
+    for word in (w.strip() for w in text.split(",")):
+        repo, colon, op = word.rpartition(":")
+        if not _OP_NAME.fullmatch(op) or (colon and not _REPO_NAME.fullmatch(repo)):
+            raise UsageError(
+                f"{origin} has value {text!r}; expected operator names separated by commas, "
+                f"each `op` or `repo:op` ({word!r} is neither).",
+                f"For example {origin.split()[-1]} flash_attention_score or "
+                f"{origin.split()[-1]} ops-math:segsum,ops-transformer:flash_attention_score.",
+            )
+
+
+def _coerce_repos(value: object, origin: str) -> Tuple[str, ...]:
+    """Repository names: `a,b` (a flag, a variable) or a list (the config)."""
+    if isinstance(value, str):
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    elif not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise UsageError(
+            f"{origin} has value {value!r}; expected repository names.",
+            "Write them comma-separated (ops-transformer,ops-math) or, in invoke.yaml, as a list.",
+        )
+    else:
+        names = [str(v).strip() for v in value]
+    for name in names:
+        if not _REPO_NAME.fullmatch(name):
+            raise UsageError(
+                f"{origin} has value {value!r}; {name!r} is not a repository name.",
+                f"Name the recipe's repos, comma-separated, e.g. {origin.split()[-1]} "
+                "ops-transformer,ops-math.",
+            )
+    return tuple(names)
 
 
 def _check_ops_release(text: str, origin: str) -> Optional[str]:

@@ -177,8 +177,37 @@ def _upstream(c: Mapping[str, Any]) -> str:
 
 def _validation(v: Mapping[str, Any]) -> List[str]:
     lines = ["## Validation", "", f"Rule: {v.get('rule')}", "", *_standard(v)]
-    lines += ["| check | status | detail |", "|---|---|---|"]
+    repos = v.get("repos") or []
+    if len(repos) < 2:  # one repository: its checks and cases, as before there were several
+        return lines + _checks_and_cases(v)
+    lines += ["| repository | check | status | why this operator |", "|---|---|---|---|"]
+    lines += [
+        f"| {r['repo']} | {r['check']} | {r['status']} | {_cell(r.get('why') or '-')} |"
+        for r in repos
+    ]
+    for r in repos:
+        reason = f": {_cell(r['reason'])}" if r.get("reason") else ""
+        lines += ["", f"### {r['repo']} ({r['check']}): {r['status']}{reason}", ""]
+        lines += _checks_and_cases(r)
+    return lines
+
+
+def _checks_and_cases(v: Mapping[str, Any]) -> List[str]:
+    """One repository's checks, then its cases: FlashAttention's with their shapes and
+    errors, another check's by name, verdict and detail."""
+    lines = ["| check | status | detail |", "|---|---|---|"]
     lines += [f"| {c['id']} | {c['status']} | {_cell(c['message'])} |" for c in v["checks"]]
+    if v["cases"] and any("B" not in c for c in v["cases"]):
+        lines += [
+            "",
+            "| case | verdict | MERE | MARE | opbase | detail |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {c.get('name')} | {c.get('status')} |{_upstream(c)} {_cell(c.get('message', ''))} |"
+            for c in v["cases"]
+        ]
+        return lines
     # The upstream columns only where the cases carry them: an older report renders as it did.
     measured = any("precision" in c for c in v["cases"])
     lines += [

@@ -20,6 +20,7 @@ from . import safefs
 from .build.session import Session
 from .errors import UsageError, ValidationFailed
 from .proc import run
+from .recipes.selection import select_repos
 from .sources.fetch import sha256_file
 from .workspace import Workspace
 
@@ -33,8 +34,8 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
     if not package.is_file() or package.suffix != ".run":
         raise UsageError(
             f"--package {package} is not a .run file.",
-            "Pass the custom operator package a build made, e.g. "
-            "build_out/cann-ops-transformer-custom_linux-x86_64.run.",
+            "Pass the custom operator package a build made (a build_out/*.run: `cannbuild "
+            "status` lists them).",
         )
     digest = sha256_file(package)
     what = "the package's scratch prefix"
@@ -52,7 +53,8 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ValidationFailed(f"--package {package} could not be installed: {exc}.") from None
     output = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    vendors = sorted((prefix / "vendors").glob("*_transformer")) if proc.returncode == 0 else []
+    found = sorted((prefix / "vendors").glob("*")) if proc.returncode == 0 else []
+    vendors = [p for p in found if p.is_dir()]
     if proc.returncode != 0 or len(vendors) != 1:
         what = (
             f"exited {proc.returncode}"
@@ -62,23 +64,43 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
         raise ValidationFailed(
             f"--package {package} (sha256 {digest}) does not install into a scratch prefix: "
             f"`{' '.join(argv)}` {what}: {' | '.join(output[-3:])}.",
-            "Check that it is an ops-transformer custom operator package for this host's "
-            "architecture and CANN.",
+            "Check that it is a custom operator package of "
+            f"{', '.join(session.recipe.order) or 'the recipe'} for this host's architecture and CANN.",
         )
-    vendor_name = vendors[0].name[: -len("_transformer")]
     recipe = session.recipe
+    repo = next(
+        (r for r in recipe.validated if vendors[0].name.endswith(f"_{r.vendor_suffix}")), None
+    )
+    if repo is None:
+        suffixes = ", ".join(f"<vendor>_{r.vendor_suffix} ({r.name})" for r in recipe.validated)
+        raise ValidationFailed(
+            f"--package {package} installs {vendors[0].name}, which is none of the vendor folders "
+            f"of the repos this run validates ({suffixes or 'none'}).",
+            "Pass --repos with the repository that built it.",
+        )
+    vendor_name = vendors[0].name[: -len(f"_{repo.vendor_suffix}")]
+    assert repo.validate is not None
+    only = select_repos(recipe, [repo.name])
+    only = replace(
+        only,
+        repos=tuple(
+            replace(r, validate=replace(repo.validate, example=None)) if r.name == repo.name else r
+            for r in only.repos
+        ),
+    )
     derived = replace(
         session,
         options=session.options.with_(vendor_name=vendor_name),
         ws=Workspace(root=scratch),
         context=replace(session.context, vendor_name=vendor_name, opp=prefix),
-        recipe=replace(recipe, validate=replace(recipe.validate, example=None)),
+        recipe=only,
     )
     record = {
         "path": str(package),
         "sha256": digest,
         "installed_into": str(vendors[0]),
         "vendor_name": vendor_name,
+        "repo": repo.name,
         "example": "not run: the repository's example compiles from the source tree, which a "
         "package does not carry",
     }

@@ -3,7 +3,7 @@
 A run that takes the workspace to build or lock (setup, build, install, fetch, lock, and
 bench, profile --run and diagnose when they bring it up to date) records the target it
 ran for in `<workspace>/target.json`: the sandbox (its folder, variant and CANN), or the
---sysroot and --cann-path given, and the --soc and --ops-release given.  Every later task
+--sysroot and --cann-path given, and the --soc, --ops-release and --repos given.  Every later task
 on that workspace takes those values where the user sets none (options.resolve_options:
 flag > environment > invoke config > remembered > default), so `setup --sandbox` is
 followed by a bare `doctor`, `plan`, `validate`, `status`.
@@ -41,7 +41,7 @@ SCHEMA = 1
 MAX_BYTES = 64 * KiB  # a dozen short values; anything larger is not a record cannbuild wrote
 # The Options fields a target is made of; the first six name the host.
 HOST_FIELDS = ("sandbox", "sandbox_dir", "sandbox_variant", "sandbox_cann", "sysroot", "cann_path")
-FIELDS = (*HOST_FIELDS, "soc", "ops_release")
+FIELDS = (*HOST_FIELDS, "soc", "ops_release", "repos")
 # what only the sandbox's toolkit has: the emulated runtime's device table
 # (sandbox/toolkit.py writes `<arch>-linux/conf/sandbox_npu.ini`, linked as `conf/`)
 SANDBOX_MARK = "sandbox_npu.ini"
@@ -60,6 +60,7 @@ class Target(Struct, frozen=True, kw_only=True):
     cann_path: Optional[str] = None  # None: found by the usual search
     soc: Optional[str] = None  # None: detected from the NPUs
     ops_release: Optional[str] = None  # None: the toolkit's own
+    repos: Optional[Tuple[str, ...]] = None  # None: the recipe's default_repos
     built_soc: str = ""  # the SoC that run built for, given or detected
     toolkit_version: str = ""
     toolkit_path: str = ""
@@ -169,6 +170,7 @@ def target_of(
         cann_path=str(options.cann_path) if options.cann_path else None,
         soc=options.soc,
         ops_release=options.ops_release,
+        repos=options.repos or None,
         built_soc=soc,
         toolkit_version=toolkit_version,
         toolkit_path=str(toolkit_path),
@@ -290,6 +292,12 @@ def choose(target: Target, given: Mapping[str, str], plain: Options, builds: boo
         notes.append(
             f"{given['ops_release']} {release} differs from this workspace's ops release, {was} "
             f"({target.origin}): {verb} the operator sources of {release}"
+        )
+    repos = plain.repos
+    if "repos" in given and repos and target.repos and tuple(target.repos) != repos:
+        notes.append(
+            f"{given['repos']} {','.join(repos)} differs from this workspace's repos, "
+            f"{','.join(target.repos)} ({target.origin}): {verb} {','.join(repos)}"
         )
     layer = {k: v for k, v in target.layer().items() if k not in given}
     return Choice(layer=layer, notes=tuple(notes))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Seque
 
 from msgspec import Struct
 
+from . import vendors
 from .build import compile_cache
 from .build.cache_probe import PROBE_TIMEOUT_S
 from .build.reproducible import artifact_records, step_epoch
@@ -52,11 +53,15 @@ class Made(Struct, frozen=True, kw_only=True):
     """What the workspace now holds, for the closing lines a user acts on."""
 
     packages: Tuple[Tuple[str, str, str], ...]  # (step, .run path, sha256)
-    installed: Optional[Path]  # the vendor folder, when it holds this target's install
+    installed: Optional[Path]  # the first vendor folder that holds this target's install
+    # the one file to source: the vendor's own set_env.bash, or with several vendors
+    # <ws>/opp/set_env.bash, which sets them in the --repos order
     set_env: Optional[Path]
-    # why the vendor folder's package is not this build's (another SoC, a rebuilt package)
+    # why a vendor folder's package is not this build's (another SoC, a rebuilt package)
     stale: Tuple[str, ...] = ()
     stale_dir: Optional[Path] = None
+    # (repo, vendor folder) of every selected repo installed for this target, --repos order
+    vendors: Tuple[Tuple[str, Path], ...] = ()
 
 
 class PipelineRun(Struct, frozen=True, kw_only=True):
@@ -74,42 +79,87 @@ class PipelineRun(Struct, frozen=True, kw_only=True):
 
 
 def made(session: Session) -> Made:
-    """The packages the build steps' stamps record, and the install, if there is one of
-    this session's build: an install made for another SoC, or of a package built again
-    since, is named stale, not installed (housekeeping.install_staleness)."""
+    """The packages the build steps' stamps record, and the installs of this session's
+    build, one vendor folder per selected repo: an install made for another SoC, or of a
+    package built again since, is named stale, not installed
+    (housekeeping.install_staleness)."""
     packages: List[Tuple[str, str, str]] = []
-    installed = None
+    vendors: List[Tuple[str, Path]] = []
     stale: List[str] = []
+    stale_dir: Optional[Path] = None
     for spec in session.recipe.steps:
         stamp = read_stamp(session.ws, spec.name)
         if stamp is None:
             continue
         for artifact in stamp.get("artifacts", []):
             packages.append((spec.name, artifact["path"], artifact.get("sha256", "")))
-        if spec.action == "vendor":
+        owner = session.recipe.step_owner(spec)
+        if spec.action == "vendor" and owner in session.recipe.order:
             state, why = step_facts(session.ws, {"step": spec.name, **stamp})
-            stale = [why] if state != "built" else []
-            stale += install_staleness(session.ws, stamp, session.soc, None)
-            installed = None if stale else session.vendor_dir
-    set_env = installed / "bin" / "set_env.bash" if installed else None
+            mine = [why] if state != "built" else []
+            mine += install_staleness(session.ws, stamp, session.soc, None)
+            if mine:
+                stale += mine
+                stale_dir = stale_dir or session.vendor_dir_of(owner)
+            else:
+                vendors.append((owner, session.vendor_dir_of(owner)))
+    order = session.recipe.order
+    vendors.sort(key=lambda rv: order.index(rv[0]))
     return Made(
         packages=tuple(packages),
-        installed=installed,
-        set_env=set_env if set_env and set_env.is_file() else None,
+        installed=vendors[0][1] if vendors else None,
+        set_env=_set_env(session, [d for _, d in vendors]),
         stale=tuple(stale),
-        stale_dir=session.vendor_dir if stale else None,
+        stale_dir=stale_dir,
+        vendors=tuple(vendors),
     )
 
 
-def built_from(session: Session) -> Optional[Dict[str, object]]:
-    """The build behind the installed package: when it finished, from which commits, and
-    whether a later build attempt failed (then validation judges the older package)."""
-    install = next((s for s in session.recipe.steps if s.action == "vendor"), None)
+def _set_env(session: Session, dirs: Sequence[Path]) -> Optional[Path]:
+    """What a user sources: one vendor's own set_env.bash, or for several the workspace's
+    opp/set_env.bash (written by `install_order`) when it lists exactly them."""
+    if len(dirs) == 1:
+        own = dirs[0] / vendors.VENDOR_SET_ENV
+        return own if own.is_file() else None
+    if dirs and vendors.source_order(session.ws.opp) == list(dirs):
+        return vendors.source_file(session.ws.opp)
+    return None
+
+
+def install_order(session: Session) -> Optional[Path]:
+    """After the installs: with several selected vendors installed, `<ws>/opp/set_env.bash`
+    that puts them on ASCEND_CUSTOM_OPP_PATH in the --repos order (first wins)."""
+    dirs = [d for d in session.vendor_dirs.values() if (d / vendors.VENDOR_SET_ENV).is_file()]
+    if len(dirs) < 2 or len(dirs) != len(session.vendor_dirs):
+        return None
+    if vendors.source_order(session.ws.opp) == dirs:
+        return vendors.source_file(session.ws.opp)
+    asked = "--repos " + ",".join(session.recipe.order)
+    return vendors.write_source_file(session.ws.root, session.ws.opp, dirs, asked)
+
+
+def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[str, object]]:
+    """The build behind an installed package (`repo`'s, default the first selected one):
+    when it finished, from which commits, and whether a later build attempt failed (then
+    validation judges the older package)."""
+    recipe = session.recipe
+    repo = repo or next(iter(recipe.order), None)
+    install = next(
+        (
+            s
+            for s in recipe.steps
+            if s.action == "vendor" and (repo is None or recipe.step_owner(s) == repo)
+        ),
+        None,
+    )
     stamp = read_stamp(session.ws, install.name) if install else None
     if stamp is None:
         return None
     commits: Dict[str, str] = {}
     for spec in session.recipe.steps:
+        owner = recipe.step_owner(spec)
+        if owner not in (repo, None) and owner in recipe.order:
+            continue  # another selected repo's build: not behind this package
         step_stamp = read_stamp(session.ws, spec.name) or {}
         commit = (step_stamp.get("inputs", {}).get("source") or {}).get("commit")
         if spec.repo and commit:
@@ -298,6 +348,8 @@ def run_pipeline(
                     state = sources.finish()
             notes = tuple(state.notes[len(sources.notes) :]) if state else ()
         failed = result.failed.name if result.failed is not None else None
+        if failed is None and "install" in request.phases:
+            install_order(session)
         _record_attempt(session, run_id, request.command, failed)
         # what the workspace builds for from now on: its sources are this target's, a
         # failed step included (a bare rerun resumes it); a run refused before (drift under

@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 from .decoded import JSONValue
 from .host.check import Check
@@ -29,17 +29,19 @@ if TYPE_CHECKING:
     from rich import table as rich_table
     from rich.console import Console
 
+    from . import ui_validation
     from .build.plan import PlannedStep
     from .build.runner import StepOutcome
     from .build.session import Session
     from .host.doctor import HostReport
     from .sources.state import SourceState
     from .transaction import PipelineRun
-    from .validate import ValidationReport
+    from .validate import ValidationSummary
 else:  # only what prints a table pays for rich
     rich_console = lazy_module("rich.console")
     markup = lazy_module("rich.markup")
     rich_table = lazy_module("rich.table")
+    ui_validation = lazy_module("cannbuild.ui_validation")
 
 _COLOR = {"pass": "32", "warn": "33", "fail": "1;31", "skip": "2", "PASS": "32", "FAIL": "1;31"}
 _COLOR.update({"SKIPPED": "33", "up to date": "32", "needs run": "33"})
@@ -128,15 +130,35 @@ def waiting(who: str) -> None:
     note(f"waiting for {who} to release the workspace ...")
 
 
-def print_plan(session: Session, steps: Sequence[PlannedStep], stream: TextIO = sys.stdout) -> None:
-    """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
+def print_plan(
+    session: Session,
+    steps: Sequence[PlannedStep],
+    sharing: Sequence[str] = (),
+    stream: TextIO = sys.stdout,
+) -> None:
+    """Each step's status and why, then its command and cwd in full (copy-pasteable); with
+    several repos, under a line per repo, and whether the sources they pin are shared."""
     recipe = session.recipe
     lines = [
         f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
         f"--soc={session.soc}, workspace {session.ws.root}",
         "",
     ]
+    several = len(recipe.order) > 1
+    if several:
+        lines += [f"repos: {', '.join(recipe.order)} (ASCEND_CUSTOM_OPP_PATH order, first wins)"]
+        lines += [f"pinned {line}" for line in sharing]
+        lines.append("")
+    owner: Optional[str] = None
     for step in steps:
+        if several and step.owner != owner:
+            owner = step.owner
+            what = (
+                "a source"
+                if owner not in recipe.order
+                else "ops " + (session.values["repos"][owner]["ops"] or "(all)")
+            )
+            lines.append(f"== {owner or 'the workspace'} ({what})")
         lines.append(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
         lines.append(f"  cd {step.cwd}")
         lines.append(f"  {redact(step.command)}")
@@ -191,10 +213,16 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
         lines.append("steps: " + "; ".join(states))
     for step, path, _sha in run.made.packages:
         lines.append(f"package ({step}): {path}")
-    if run.made.installed is not None:
-        lines.append(f"installed: {run.made.installed}")
+    several = len(run.made.vendors) > 1
+    for repo, vendor in run.made.vendors:
+        lines.append(f"installed ({repo}): {vendor}" if several else f"installed: {vendor}")
     if run.made.set_env is not None:
-        lines.append(f"to use it: source {run.made.set_env}")
+        order = " > ".join(repo for repo, _ in run.made.vendors)
+        lines.append(
+            f"to use them: source {run.made.set_env} (ASCEND_CUSTOM_OPP_PATH: {order}, first wins)"
+            if several
+            else f"to use it: source {run.made.set_env}"
+        )
     if run.made.stale:
         lines.append(
             f"not installed: {run.made.stale_dir} holds an older package "
@@ -206,64 +234,14 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
 
 
 def print_validation(
-    report: ValidationReport,
+    summary: ValidationSummary,
     report_dir: Optional[Path] = None,
     built_from: Optional[Mapping[str, JSONValue]] = None,
     stream: TextIO = sys.stdout,
 ) -> None:
-    out = console(stream)
-    style = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
-    headline = f"validation: {report.status} (target {report.target})"
-    if report.reason:
-        headline += f": {report.reason}"
-    out.print(markup.escape(headline), style=style.get(report.status, ""), overflow="fold")
-    checks = rich_table.Table(show_header=True)
-    checks.add_column("check", no_wrap=True)
-    checks.add_column("status", no_wrap=True)
-    checks.add_column("detail", overflow="fold")
-    for c in report.checks:
-        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", markup.escape(c.message))
-    out.print(checks)
-    if report.cases:
-        table = rich_table.Table()
-        table.add_column("case", overflow="fold")
-        # MERE, MARE and the verdict of opbase's standard beside the rule's, which decides.
-        for col in ("max err", "bound", "ms", "verdict", "MERE", "MARE", "opbase"):
-            table.add_column(col, no_wrap=True)
-        for r in report.cases:
-            fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
-            p = r.precision
-            upstream = "-" if p is None else f"[{style.get(p.status, '')}]{p.status}[/]"
-            table.add_row(
-                r.case.name,
-                fmt(r.max_abs_err),
-                fmt(r.bound),
-                "-" if r.kernel_ms is None else f"{r.kernel_ms:.1f}",
-                f"[{style.get(r.status, '')}]{r.status}[/]",
-                fmt(None if p is None else p.mere),
-                fmt(None if p is None else p.mare),
-                upstream + (" (differs)" if r.disagree else ""),
-            )
-        out.print(table)
-        for r in report.cases:
-            if r.status == "FAIL":
-                out.print(
-                    f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
-                )
-    split = report.disagreements
-    if split:
-        by_check: Dict[str, List[str]] = {}
-        for d in split:
-            by_check.setdefault(d["check"], []).append(d["name"])
-        names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
-        out.print(
-            markup.escape(
-                f"note: opbase's MERE/MARE standard and the rule disagree on {len(split)} "
-                f"({names}); the verdict rests on the rule (figures in the report)"
-            ),
-            style="yellow",
-            overflow="fold",
-        )
+    """The verdict, then each validated repo's checks and cases (ui_validation.py), the
+    build it judged and the report."""
+    ui_validation.print_reports(summary, console(stream))
     print_built_from(built_from, stream)
     if report_dir is not None:
         stream.write(f"report: {report_dir}/report.md\n")
@@ -359,14 +337,23 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
     if install and install["state"] != "installed":
         why = "; ".join([install["reason"], *install.get("stale", [])])
         lines.append(f"not installed: {install['step']} must run again ({why})")
+    source = data.get("source")
     for item in data["installed"]:
         lines.append(f"installed: {item['vendor']}" + (" (stale)" if item.get("stale") else ""))
+        if item.get("repo"):
+            commit = f" at {item['commit'][:12]}" if item.get("commit") else ""
+            ops = ", ".join(item.get("ops") or []) or "no op_impl config"
+            lines.append(f"  from {item['repo']}{commit}; ships {ops}")
         if item.get("stale"):
             lines.append(
                 f"  stale: {'; '.join(item['stale'])} (`cannbuild install` installs the "
                 "current build)"
             )
-        lines.append(f"  to use it: source {item['set_env']}")
+        if not source:
+            lines.append(f"  to use it: source {item['set_env']}")
+    if source:
+        order = " > ".join(str(i.get("repo") or i["vendor"]) for i in data["installed"])
+        lines.append(f"to use them: source {source} (ASCEND_CUSTOM_OPP_PATH: {order}, first wins)")
     v = data.get("validation")
     if v:
         reason = f": {v['reason']}" if v.get("reason") else ""

@@ -5,7 +5,8 @@
   cache/git/<repo>.git  bare mirrors of upstream (what offline builds fetch from)
   cache/downloads/      third-party archives by sha256
   stage/ overlay/       opbase installed to a staging prefix, and the toolkit overlay
-  opp/                  the installed custom operator package (vendors/<vendor>_transformer)
+  opp/                  the installed custom operator packages (vendors/<vendor>_<suffix>, one per
+                        repo) and set_env.bash, which puts them on ASCEND_CUSTOM_OPP_PATH in order
   stamps/<step>.json    input hash of each finished step
   logs/<run>/<step>.log logs/latest -> <run>
   reports/<run>/        report.json, report.md; reports/latest -> <run>

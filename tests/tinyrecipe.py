@@ -69,7 +69,7 @@ def run_alone(step: PlannedStep, ws: Workspace, toolkit_home: Path) -> StepOutco
         overlay=ws.root / "overlay",
         stage=ws.root / "stage",
         opp=ws.root / "opp",
-        vendor_dir=ws.root / "opp" / "vendors" / "custom_transformer",
+        vendor_dirs={"lib": ws.root / "opp" / "vendors" / "custom_lib"},
     )
     return run_step(step, ws, RunLogs(ws=ws, run_id="r1"), actions, NoProgress(), [])
 

@@ -20,7 +20,7 @@ from ..ownership import claim
 from ..sources.fetch import sha256_file
 from ..transaction import built_from
 from ..validate import torchnpu
-from ..validate.cases import RULE, why_no_torch
+from ..validate.cases import FA_OP, RULE, why_no_torch
 from ..workspace import point_link, write_atomic, write_json_atomic
 from . import charts, report
 from .npu_route import NpuWorker
@@ -51,9 +51,14 @@ def package_env(session: Session, vendor: Path) -> Dict[str, str]:
     return dict(capture_env(set_env, base).env)
 
 
+def baseline_vendor(session: Session) -> Path:
+    """The vendor folder of the repo that ships FlashAttention (what bench times)."""
+    return session.vendor_dir_of(session.repo_for_op(FA_OP, "cannbuild bench"))
+
+
 def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
     record = built_from(session)
-    library = session.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
+    library = baseline_vendor(session) / "op_api" / "lib" / "libcust_opapi.so"
     if record is None or not library.is_file():
         raise UsageError(
             f"nothing to benchmark: no installed package in {session.ws.root} "
@@ -99,7 +104,7 @@ def run_bench(
     safefs.make_dirs(session.ws.root, work / "programs", "the bench scratch folder")
     programs: List[Tuple[str, Program]] = []
     timed = [(v.name, v.vendor) for v in variants if v.vendor is not None]
-    for name, vendor in [(BASELINE, session.vendor_dir), *timed]:
+    for name, vendor in [(BASELINE, baseline_vendor(session)), *timed]:
         try:
             programs.append(
                 (

@@ -85,7 +85,7 @@ def validate_all(
     write_atomic(manifest, ("\n".join(manifest_line(c, data) for c in CASES) + "\n").encode())
     verdicts: Dict[str, str] = {}
     for variant in variants:
-        name, vendor = variant.name, variant.vendor_dir(session.options.vendor_name)
+        name, vendor = variant.name, variant.vendor_dir
         try:
             program = compile_program(
                 vendor, package_env(session, vendor), session.ws.tmp / "bench" / "programs" / name

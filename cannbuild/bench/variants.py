@@ -25,6 +25,7 @@ from ..build.variant import Variant
 from ..errors import UsageError
 from ..locks import WorkspaceLock
 from ..sources.pinning import sources_from_lock
+from ..validate.cases import FA_OP
 from .sweep import BASELINE
 from .variant_build import VariantProgress, build_one, validate_all
 
@@ -175,25 +176,23 @@ def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List
 # ---- building ----
 
 
-def _baseline_commit(session: Session, env: Mapping[str, str]) -> str:
-    """The commit of the installed ops-transformer the variants start from; its build and
-    install steps must be up to date (the bench task brings the workspace up to date
-    before it builds variants)."""
+def _baseline_commit(session: Session, env: Mapping[str, str], repo: str) -> str:
+    """The commit of the installed `repo` (the one that ships FlashAttention) the variants
+    start from; its build and install steps must be up to date (the bench task brings
+    the workspace up to date before it builds variants)."""
     steps = plan_session(session, env, ("build", "install"))
-    build = next((s for s in steps if s.spec.repo == "ops-transformer" and s.spec.produces), None)
-    install = next((s for s in steps if s.spec.action == "vendor"), None)
+    build = next((s for s in steps if s.spec.repo == repo and s.spec.produces), None)
+    install = next((s for s in steps if s.spec.action == "vendor" and s.owner == repo), None)
     stale = [s for s in (build, install) if s is None or s.status != UP_TO_DATE]
     if build is None or install is None or stale:
         why = stale[0].reason if stale and stale[0] is not None else "no such step in the recipe"
         raise UsageError(
-            f"build variants start from the installed ops-transformer, which is not up to date ({why}).",
+            f"build variants start from the installed {repo}, which is not up to date ({why}).",
             "Run cannbuild install first (with the same flags).",
         )
     commit = (build.inputs.get("source") or {}).get("commit")
     if not commit:
-        raise UsageError(
-            "the ops-transformer build records no commit.", "Run cannbuild install first."
-        )
+        raise UsageError(f"the {repo} build records no commit.", "Run cannbuild install first.")
     return str(commit)
 
 
@@ -211,7 +210,8 @@ def build_variants(
 ) -> List[BuiltVariant]:
     """Each variant walked as a plan over its own copy and prefix (build/variant.py):
     built where its inputs changed, up to date otherwise; then all validated."""
-    commit = _baseline_commit(session, env)
+    repo = session.repo_for_op(FA_OP, "a build variant")
+    commit = _baseline_commit(session, env, repo)
     sources = sources_from_lock(session.source_request())
     if sources is None:  # the plan above found the lock: only a race with `lock` gets here
         raise UsageError("the workspace's lock changed under this run.", "Run bench again.")
@@ -222,6 +222,8 @@ def build_variants(
         for spec in specs:
             variant = Variant(
                 root=session.ws.root / "variants" / spec.name,
+                repo=repo,
+                vendor_folder=session.recipe.repo(repo).vendor_folder(session.options.vendor_name),
                 patch=spec.patch,
                 patch_sha256=_file_sha(spec.patch),
                 defines=spec.defines,
@@ -243,7 +245,7 @@ def build_variants(
                 )
                 continue
             if not progress.building:
-                note(f"variant {spec.name}: up to date ({spec.how}; ops-transformer {commit[:12]})")
+                note(f"variant {spec.name}: up to date ({spec.how}; {repo} {commit[:12]})")
             built.append((spec, variant, "built" if progress.building else "up to date"))
         verdicts = validate_all(session, [v for _, v, _ in built], note)
         for spec, variant, how_built in built:
@@ -252,7 +254,7 @@ def build_variants(
             out.append(
                 BuiltVariant(
                     name=spec.name,
-                    vendor=variant.vendor_dir(session.options.vendor_name) if ok else None,
+                    vendor=variant.vendor_dir if ok else None,
                     info={"how": spec.how, "build": how_built, "validation": verdict},
                 )
             )

@@ -4,8 +4,9 @@
   and the toolkit overlay is rebuilt from it afterwards (the plan runs the steps after
   it under the overlay's environment: plan.switches_to_overlay).  With --install-into-toolkit the installer writes into the
   toolkit itself, after the files it will replace are kept (toolkit_backup.py).
-- `vendor` (the custom package's installer): it installs into a clean vendor folder and
-  must leave the package's bin/set_env.bash there.
+- `vendor` (the custom package's installer): it installs into a clean vendor folder (its
+  repo's, `<vendor_name>_<vendor_suffix>`) and must leave the package's bin/set_env.bash
+  there.
 
 `prepare` runs before the command, `finish` after it succeeded; each returns the notes
 to log, and `finish` the paths the step needs to stay up to date.  A failure raises
@@ -15,7 +16,7 @@ ActionFailed with what to tell the user.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Protocol, Tuple
+from typing import Dict, List, Mapping, Optional, Protocol, Tuple
 
 from msgspec import Struct
 
@@ -32,7 +33,7 @@ class ActionContext(Struct, frozen=True, kw_only=True):
     overlay: Path
     stage: Path
     opp: Path
-    vendor_dir: Path
+    vendor_dirs: Mapping[str, Path]  # repo -> the folder its package installs into
     overlay_enabled: bool = True
     opbase_headers: str = "pkg_inc"  # where ops-transformer looks for op_common (recipe)
     arch: str = ""
@@ -40,6 +41,17 @@ class ActionContext(Struct, frozen=True, kw_only=True):
     # it replaces are kept
     toolkit_target: Optional[Path] = None
     toolkit_backup: Optional[Path] = None
+
+    def vendor_dir(self, step: PlannedStep) -> Path:
+        """The vendor folder `step` (a package installer) installs into: its repo's."""
+        found = self.vendor_dirs.get(step.owner or "")
+        if found is None:
+            raise ActionFailed(
+                f"step {step.name} installs a package, but its repo "
+                f"({step.owner or 'none'}) has no vendor folder (no vendor_suffix in the recipe)",
+                "Give the repo a vendor_suffix in the recipe ([repos.X] vendor_suffix).",
+            )
+        return found
 
     @property
     def root(self) -> Path:
@@ -107,13 +119,14 @@ class VendorAction:
     def prepare(self, step: PlannedStep, ctx: ActionContext, run_id: str) -> List[str]:
         # the installer writes into opp: its folders are checked (made) link-free first
         what = f"{step.name}'s vendor folder"
-        safefs.remove(ctx.root, ctx.vendor_dir, what, ignore_errors=True)
+        vendor = ctx.vendor_dir(step)
+        safefs.remove(ctx.root, vendor, what, ignore_errors=True)
         safefs.make_dirs(ctx.root, ctx.opp, what)
-        safefs.check_below(ctx.root, ctx.vendor_dir, what)
+        safefs.check_below(ctx.root, vendor, what)
         return []
 
     def finish(self, step: PlannedStep, ctx: ActionContext) -> Tuple[List[str], List[str]]:
-        set_env = ctx.vendor_dir / "bin" / "set_env.bash"
+        set_env = ctx.vendor_dir(step) / "bin" / "set_env.bash"
         if not set_env.is_file():
             raise ActionFailed(
                 f"the install finished but {set_env} is missing", "See the log for the first error."

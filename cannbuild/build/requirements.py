@@ -14,6 +14,7 @@ from typing import List, Mapping, Optional
 
 from msgspec.structs import replace
 
+from .. import vendors
 from ..errors import UsageError
 from ..host.check import FAIL, PASS, WARN, Check
 from ..host.contents import contents_check
@@ -25,6 +26,7 @@ from ..host.releases import choose_ops
 from ..host.toolkit import host_arch
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
+from ..recipes.selection import select_repos
 from .compile_cache import cache_checks
 from .plan import selected
 
@@ -161,7 +163,8 @@ def doctor_report(
         # CANNBUILD_OPS_RELEASE (or its config key) chooses the recipe a build here would use
         ops = choose_ops(options.ops_release, toolkit.version)
         origin = f"--ops-release {ops.release}" if ops.given else None
-        recipe = select_recipe(options.recipe, ops.train, cwd, origin)
+        # what a build of the selected repos needs (--repos, else the recipe's default)
+        recipe = select_repos(select_recipe(options.recipe, ops.train, cwd, origin), options.repos)
     except UsageError as exc:
         row = Check(
             id="recipe",
@@ -179,6 +182,8 @@ def doctor_report(
         )
     ]
     extra += requirement_checks(recipe, host, options)
+    # which of the workspace's vendor packages serves each operator, and which shadow others
+    extra += vendors.workspace_checks(options.workspace / "opp", env)
     needed = {c.id.rsplit(".", 1)[-1] for c in extra if c.id.startswith("recipe.tool.")}
     kept = tuple(c for c in host.checks if not (c.id.startswith("tool.") and c.id[5:] in needed))
     return replace(host, checks=(*kept, *extra))

@@ -27,6 +27,7 @@ from ..options import Options
 from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
 from ..recipes import Recipe, select_recipe
+from ..recipes.selection import ops_by_repo, select_repos
 from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
 from ..workspace import Workspace
@@ -60,7 +61,7 @@ class BuildContext(Struct, frozen=True, kw_only=True):
     arch: str
     soc: str
     jobs: int
-    ops: str
+    ops: str  # the first selected repo's (each step renders its own repo's: plan.plan_step)
     vendor_name: str
     workspace: Path
     src: Mapping[str, Path]  # repo -> checkout
@@ -75,6 +76,9 @@ class BuildContext(Struct, frozen=True, kw_only=True):
     # `ops.release`: `{{ ops }}` is the --ops operator list.
     ops_release: str = ""
     ops_train: str = ""
+    # buildable repo -> what its steps' templates see as `{{ repo }}` (name, vendor_suffix,
+    # vendor_folder, ops), in the --repos order
+    repos: Mapping[str, Mapping[str, str]] = {}
 
     def as_jinja(self) -> Dict[str, Any]:  # the template context: keys of several kinds
         values: Dict[str, Any] = {
@@ -101,6 +105,7 @@ class BuildContext(Struct, frozen=True, kw_only=True):
             "ops_release": self.ops_release or self.cann.release,
             "ops_train": self.ops_train or self.cann.train,
             "artifacts": {},
+            "repos": {name: dict(record) for name, record in self.repos.items()},
         }
         values.update(dict(self.vars))
         return values
@@ -123,9 +128,32 @@ class Session(Struct, frozen=True, kw_only=True):
             mirrors=self.options.mirrors, offline=self.options.offline, retries=self.options.retries
         )
 
+    def vendor_dir_of(self, repo: str) -> Path:
+        """Where `repo`'s package installs: <ws>/opp/vendors/<vendor_name>_<vendor_suffix>."""
+        return (
+            self.ws.opp / "vendors" / self.recipe.repo(repo).vendor_folder(self.options.vendor_name)
+        )
+
     @property
-    def vendor_dir(self) -> Path:
-        return self.ws.opp / "vendors" / f"{self.options.vendor_name}_transformer"
+    def vendor_dirs(self) -> Dict[str, Path]:
+        """Each selected repo's vendor folder, in the --repos order (first wins)."""
+        return {r.name: self.vendor_dir_of(r.name) for r in self.recipe.selected}
+
+    def repo_for_op(self, op: str, what: str) -> str:
+        """The selected repo that ships `op` (bench, profile and diagnose judge
+        FlashAttention: they ask for the repo that builds it), else a usage error."""
+        found = self.recipe.repo_for_op(op)
+        if found is not None:
+            return found.name
+        others = ", ".join(self.recipe.unselected)
+        raise UsageError(
+            f"{what} needs {op}, which none of the repos this run builds "
+            f"({', '.join(self.recipe.order) or 'none'}) lists among its ops.",
+            f"Add the repo that builds it to --repos (recipe {self.recipe.name} also has: "
+            f"{others})."
+            if others
+            else f"Recipe {self.recipe.name} builds no {op}.",
+        )
 
     @property
     def values(self) -> Dict[str, Any]:
@@ -150,6 +178,7 @@ class Session(Struct, frozen=True, kw_only=True):
             bundle=options.bundle,
             idle=idle_repos(self.recipe, options.optional_steps, options.force),
             stand_ins=tuple(self.sandbox.mirrors.values()) if self.sandbox else (),
+            build_repos=() if self.recipe.order == self.recipe.default_repos else self.recipe.order,
         )
 
 
@@ -200,16 +229,15 @@ def open_session(
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     ops = choose_ops(options.ops_release, toolkit.version)
-    recipe = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
+    recipe = select_repos(
+        select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+    )
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
         _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
-        raise UsageError(
-            f"--soc {soc} is not a SoC ops-transformer builds for in recipe {recipe.name} ({recipe.path.name}).",
-            f"Use one of {', '.join(recipe.socs)}.",
-        )
+        raise _not_a_soc(soc, recipe)
     ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, soc, recipe, host, ops)
     return Session(
@@ -222,6 +250,14 @@ def open_session(
         context=context,
         sandbox=sandbox,
         sandbox_lease=lease,
+    )
+
+
+def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:
+    return UsageError(
+        f"--soc {soc} is not a SoC recipe {recipe.name} ({recipe.path.name}) builds "
+        f"{', '.join(recipe.order) or 'its repos'} for.",
+        f"Use one of {', '.join(recipe.socs)}.",
     )
 
 
@@ -252,6 +288,17 @@ def build_context(
     ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
     home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
+    per_repo = ops_by_repo(recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op))
+    repos = {
+        r.name: {
+            "name": r.name,
+            "vendor_suffix": r.vendor_suffix or "",
+            "vendor_folder": r.vendor_folder(options.vendor_name),
+            "ops": ",".join(per_repo[r.name]),
+        }
+        for r in recipe.selected
+    }
+    first = next(iter(repos.values()), None)
     return BuildContext(
         cann=CannFacts(
             version=tk.version.text,
@@ -264,7 +311,7 @@ def build_context(
         arch=host_arch(),
         soc=soc,
         jobs=options.jobs,
-        ops=options.ops,
+        ops=first["ops"] if first else options.ops,
         vendor_name=options.vendor_name,
         workspace=ws.root,
         src={n: ws.checkout(n) for n in names},
@@ -276,7 +323,17 @@ def build_context(
         vars=recipe.vars,
         ops_release=ops.release,
         ops_train=ops.train,
+        repos=repos,
     )
+
+
+def ships_op(checkout: Path, op: str) -> bool:
+    """Whether a checkout has an operator folder `<category>/<op>` (the layout of every ops
+    repo: math/segsum, attention/flash_attention_score)."""
+    try:
+        return any(p.is_dir() for p in checkout.glob(f"*/{op}"))
+    except OSError:
+        return False
 
 
 def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:
@@ -308,13 +365,11 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
     ops = choose_ops(options.ops_release, version)
-    recipe = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
+    recipe = select_repos(
+        select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+    )
     if recipe.socs and options.soc not in recipe.socs:
-        raise UsageError(
-            f"--soc {options.soc} is not a SoC ops-transformer builds for in recipe "
-            f"{recipe.name} ({recipe.path.name}).",
-            f"Use one of {', '.join(recipe.socs)}.",
-        )
+        raise _not_a_soc(options.soc, recipe)
     family = normalize_soc(options.soc)
     where = Path(f"/nonexistent/CANN-{version.text}-not-installed-here")
     toolkit = Toolkit(

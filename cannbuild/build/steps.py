@@ -163,18 +163,18 @@ def run_steps(
     progress = progress or NoProgress()
     ctx = step_context(session, None, env, running=True)
     recipe, ws, options = session.recipe, session.ws, session.options
-    vendor_dir = session.vendor_dir
+    vendor_dirs = session.vendor_dirs
     if variant is not None:
         ctx = variant_context(ctx, session.context, variant, recipe, session.ws)
         safefs.make_dirs(ws.root, variant.root, f"the build folder of variant {variant.name}")
-        ws, vendor_dir = variant.ws, variant.vendor_dir(options.vendor_name)
+        ws, vendor_dirs = variant.ws, {variant.repo: variant.vendor_dir}
     logs = RunLogs(ws=ws, run_id=run_id or new_run_id())
     actions = ActionContext(
         toolkit_home=session.context.cann.home,
         overlay=session.ws.overlay,
         stage=ws.stage,
         opp=ws.opp,
-        vendor_dir=vendor_dir,
+        vendor_dirs=vendor_dirs,
         overlay_enabled=ctx.overlay_env is not None,
         toolkit_target=(
             session.toolkit.real_path if options.install_into_toolkit and variant is None else None
@@ -211,7 +211,9 @@ def run_steps(
                 return False
             copied.append(variant.repo)
         patterns = output_patterns(step, ctx.values, ws)
-        step = with_source_date(with_cache(step, cache))  # ccache, SOURCE_DATE_EPOCH (issue 14)
+        step = with_source_date(
+            with_cache(step, cache, recipe)
+        )  # ccache, SOURCE_DATE_EPOCH (issue 14)
         outcome = run_step(step, ws, logs, actions, progress, patterns)
         outcomes.append(outcome)
         return outcome.status != Outcome.FAILED

@@ -32,7 +32,8 @@ GIT_TIMEOUT_S = 3600
 
 class Variant(Struct, frozen=True, kw_only=True):
     root: Path  # <workspace>/variants/<name>
-    repo: str = "ops-transformer"
+    repo: str  # the repo it builds again (the one that ships the benchmarked operator)
+    vendor_folder: str = ""  # where that repo's package installs: <vendor_name>_<suffix>
     patch: Optional[Path] = None
     patch_sha256: Optional[str] = None  # in the checkout's identity: a new patch rebuilds
     defines: Tuple[Tuple[str, str], ...] = ()  # appended to CXXFLAGS (a hashed variable)
@@ -49,8 +50,9 @@ class Variant(Struct, frozen=True, kw_only=True):
     def checkout(self) -> Path:
         return self.ws.checkout(self.repo)
 
-    def vendor_dir(self, vendor_name: str) -> Path:
-        return self.ws.opp / "vendors" / f"{vendor_name}_transformer"
+    @property
+    def vendor_dir(self) -> Path:
+        return self.ws.opp / "vendors" / self.vendor_folder
 
     def identity(self, of_checkout: Mapping[str, Any]) -> Dict[str, Any]:
         """The copy's identity: the checkout it is made from, and the patch on top."""

@@ -300,6 +300,8 @@ def render_context(
         extra += ["--sandbox", "--variant", spec.variant, "--cann", lock.toolkit_version]
     if lock.other_ops_release:  # `setup --locked` renders the refs from the same release
         extra += ["--ops-release", lock.ops_release]
+    if lock.build_repos:  # and builds the repos the lock was made for, in that order
+        extra += ["--repos", ",".join(lock.build_repos)]
     if offline:
         extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
     # the lock COPY'd beside the workspace (a --sandbox run would look in the workspace)

@@ -24,17 +24,19 @@ from __future__ import annotations
 from typing import List
 
 from ..host.check import Check
-from .facts import BUILTIN_SOURCE, Limit, OperatorFacts, operator_facts
+from .facts import BUILTIN_SOURCE, FA_OP, Limit, OperatorFacts, fa_checkout, operator_facts
 from .inputs import DiagnoseInputs
 from .registration import registration_checks
 from .rules import dtype_check, profile_checks, shape_checks
 
 __all__ = [
     "BUILTIN_SOURCE",
+    "FA_OP",
     "DiagnoseInputs",
     "Limit",
     "OperatorFacts",
     "diagnose",
+    "fa_checkout",
     "operator_facts",
 ]
 

@@ -13,11 +13,13 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import OPERATOR_FILE_BYTES, read_text, walk
+from ..validate.cases import FA_OP
+from ..workspace import Workspace
 
 # The aclnn two-phase entry points a package must export for FA to be callable.
 ENTRY_POINTS = ("aclnnFlashAttentionScoreGetWorkspaceSize", "aclnnFlashAttentionScore")
 OP_TYPE = "FlashAttentionScore"
-OP_DIR = Path("attention") / "flash_attention_score"
+OP_DIR = Path("attention") / FA_OP
 # V2 first: the doc the built-in facts below were copied from (BUILTIN_SOURCE).
 DOCS = ("aclnnFlashAttentionScoreV2.md", "aclnnFlashAttentionScore.md")
 # The layouts the non-VarLen APIs take (docs/aclnnFlashAttentionScoreV2.md).
@@ -54,7 +56,9 @@ _RANGE = re.compile(
 # `- query（aclTensor\*，计算输入）：数据类型支持FLOAT16、BFLOAT16、FLOAT32，...`
 # (数据类型支持 = "data types supported"), the query parameter's line.
 _DOC_DTYPES = re.compile(r"query.*?数据类型支持([A-Z0-9_、,，\s]+)")
-_SOURCES_HINT = "Pass --workspace with an ops-transformer checkout cannbuild fetched."
+_SOURCES_HINT = (
+    "Pass --workspace with the checkout of the repo that ships it, which cannbuild fetched."
+)
 # `FRACTAL_NUM = 16` in the tiling sources.
 _FRACTAL = re.compile(r"FRACTAL_NUM\s*=\s*(\d+)")
 # a constraint line that makes D's alignment a rule, as some FA docs state it (MindSpore's
@@ -78,6 +82,13 @@ class OperatorFacts(Struct, frozen=True, kw_only=True):
     align: int
     align_source: str
     align_required: bool = False  # the docs make it a rule (else the tiling only pads)
+
+
+def fa_checkout(ws: Workspace) -> Path:
+    """The workspace's checkout that has the operator's folder (`attention/<op>`), else
+    where none is (the built-in facts are used then)."""
+    found = sorted(ws.src.glob(f"*/{OP_DIR}")) if ws.src.is_dir() else []
+    return found[0].parent.parent if found else ws.src / FA_OP
 
 
 def ops_info(path: Path) -> Optional[Dict[str, object]]:

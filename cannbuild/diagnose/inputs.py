@@ -4,7 +4,7 @@ attention shape, and optionally a profile."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class DiagnoseInputs(Struct, frozen=True, kw_only=True):
     vendor_dir: Path
     soc: str  # the build.sh --soc value: ascend910b
-    checkout: Path  # <workspace>/src/ops-transformer
+    checkout: Path  # <workspace>/src/<the repo that ships the operator>
     env: Mapping[str, str]  # the user's shell: what torch_npu started from it would see
     opp_path: Optional[str]  # the toolkit's ASCEND_OPP_PATH (its default vendors)
     shape: AttentionShape
@@ -25,6 +25,9 @@ class DiagnoseInputs(Struct, frozen=True, kw_only=True):
     # the profile read before anything else (a bad one is exit 2 before the host is probed)
     profile_summary: Optional[ProfileSummary] = None
     torch_npu: Optional[str] = None  # installed version, from package metadata
+    # every vendor folder the run built (repo, folder), in the --repos order: with several,
+    # registration is reported per vendor, and which one serves each operator
+    vendors: Tuple[Tuple[str, Path], ...] = ()
 
     @property
     def library(self) -> Path:

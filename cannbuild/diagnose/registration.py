@@ -13,8 +13,9 @@ from typing import List, Optional, Sequence, Tuple
 
 from elftools.common.exceptions import ELFError
 
+from .. import vendors
 from ..bounded import OPERATOR_FILE_BYTES, read_text
-from ..host.check import FAIL, PASS, Check
+from ..host.check import FAIL, PASS, WARN, Check
 from ..validate.elfcheck import read_elf
 from .facts import ENTRY_POINTS, OP_TYPE, ops_info, ops_info_path
 from .inputs import DiagnoseInputs
@@ -89,6 +90,53 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
             )
         )
     checks.append(_resolution_check(inp, entries))
+    if len(inp.vendors) > 1:
+        checks += vendor_checks(inp, entries)
+    return checks
+
+
+def vendor_checks(inp: DiagnoseInputs, entries: Sequence[str]) -> List[Check]:
+    """With several vendors built: each one's registration in this shell (installed, on
+    ASCEND_CUSTOM_OPP_PATH at which entry), then which of them serves each operator in
+    that path's order, with a warning where two ship one (vendors.py)."""
+    real = [_real(Path(e)) for e in entries]
+    checks: List[Check] = []
+    for repo, vendor in inp.vendors:
+        if not (vendor / "bin" / "set_env.bash").is_file():
+            checks.append(
+                Check(
+                    id=f"registration.vendor.{repo}",
+                    status=WARN,
+                    detail=f"{repo}: no package installed at {vendor}",
+                    hint="cannbuild install (with the same --repos).",
+                )
+            )
+        elif _real(vendor) in real:
+            at = real.index(_real(vendor)) + 1
+            checks.append(
+                Check(
+                    id=f"registration.vendor.{repo}",
+                    status=PASS,
+                    detail=f"{repo}: {vendor.name} is entry {at} of {len(entries)} of "
+                    "ASCEND_CUSTOM_OPP_PATH",
+                )
+            )
+        else:
+            source = vendors.source_file(vendor.parent.parent)
+            checks.append(
+                Check(
+                    id=f"registration.vendor.{repo}",
+                    status=WARN,
+                    detail=f"{repo}: {vendor.name} is not on ASCEND_CUSTOM_OPP_PATH in this shell: "
+                    "a framework started here does not see its operators",
+                    hint=f"source {source}"
+                    if source.is_file()
+                    else f"source {vendor}/bin/set_env.bash",
+                )
+            )
+    built = [vendors.read_vendor(v, _exports) for _, v in inp.vendors if v.is_dir()]
+    ordered = vendors.in_path_order(built, ":".join(entries))
+    checks += vendors.serving_checks(ordered, "this shell's ASCEND_CUSTOM_OPP_PATH order")
     return checks
 
 

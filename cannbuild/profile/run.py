@@ -39,7 +39,7 @@ from ..host.pystack import read_python_stack
 from ..locks import WorkspaceLock
 from ..proc import kill_group, popen
 from ..validate import inputs_for, torchnpu
-from ..validate.cases import Case, make_inputs, to_bnsd
+from ..validate.cases import FA_OP, Case, make_inputs, to_bnsd
 from ..workspace import write_json_atomic
 from .shape import AttentionShape
 
@@ -208,9 +208,14 @@ def start(
     )
 
 
+def _fa_repo(session: Session) -> str:
+    """The selected repo that ships FlashAttention (ops-transformer, by the recipe)."""
+    return session.repo_for_op(FA_OP, "profile --run")
+
+
 def check_profiler(session: Session, env: Mapping[str, str]) -> None:
     """torch_npu on an NPU or the sandbox, or exit 2 saying why not (before any build)."""
-    inp = inputs_for(session, env, package_env=False)
+    inp = inputs_for(session, env, package_env=False, repo=_fa_repo(session))
     why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
     if why_not:
         raise UsageError(f"profile --run needs torch_npu on an NPU or the sandbox: {why_not}.")
@@ -227,7 +232,7 @@ def run_profile(
 ) -> RunOutcome:
     """Profile the installed package's FlashAttention and the unfused chain, under the
     workspace lock (an install replacing the package mid-run would mix two builds)."""
-    inp = inputs_for(session, env)
+    inp = inputs_for(session, env, repo=_fa_repo(session))
     if not inp.library.is_file():
         raise UsageError(
             f"profile --run: no package is installed in {session.ws.root} ({inp.library} is missing).",

@@ -71,6 +71,25 @@ class ArchiveRule(Struct, frozen=True, kw_only=True):
     md5: Optional[str] = None
 
 
+class ValidateSpec(Struct, frozen=True, kw_only=True):
+    """`[repos.X.validate]`: what proves one repository's installed package works.
+
+    `library` is relative to the workspace's opp; `check` names a numeric check
+    registered in cannbuild/validate/ (registry.py); `why` says why that operator was
+    picked; `example` is the step template of the repo's own `--run_example`, run for
+    `example_op`."""
+
+    library: str
+    symbols: Tuple[str, ...]
+    example: Optional[str] = None
+    # where the ref's build.sh --run_example looks for the custom package: "custom-opp"
+    # (ASCEND_CUSTOM_OPP_PATH, then ASCEND_OPP_PATH/vendors) or "opp" (ASCEND_OPP_PATH only)
+    example_lookup: str = "custom-opp"
+    check: Optional[str] = None
+    why: str = ""
+    example_op: Optional[str] = None
+
+
 class RepoSpec(Struct, frozen=True, kw_only=True):
     name: str
     url: str
@@ -80,11 +99,35 @@ class RepoSpec(Struct, frozen=True, kw_only=True):
     commit: Optional[str] = None
     pins: Tuple[SourcePin, ...] = ()  # `opbase_source` first, then `pinned_sources`
     third_party: Tuple[ArchiveRule, ...] = ()
+    # a buildable repo (selectable with --repos) installs vendors/<vendor_name>_<suffix>;
+    # a source (opbase, ops-tensor) has none
+    vendor_suffix: Optional[str] = None
+    ops: Tuple[str, ...] = ()  # its default --ops
+    validate: Optional[ValidateSpec] = None
+    # how its build.sh takes a ccache launcher: "--ccache" (two words, `--ccache <path>`),
+    # "--ccache=" (glued); None: it takes none (ccache reaches it through PATH only)
+    ccache_option: Optional[str] = None
 
     @property
     def source_pin(self) -> Optional[SourcePin]:
         """The first pin (the one a 9.0 recipe's `opbase_source` declares)."""
         return self.pins[0] if self.pins else None
+
+    @property
+    def buildable(self) -> bool:
+        return self.vendor_suffix is not None
+
+    def vendor_folder(self, vendor_name: str) -> str:
+        """`<vendor_name>_<vendor_suffix>`, the folder its package installs under vendors/."""
+        return f"{vendor_name}_{self.vendor_suffix}"
+
+    def ccache_words(self, path: str) -> Tuple[str, ...]:
+        """The build.sh words that hand it the ccache at `path` (none if it takes none)."""
+        if not self.ccache_option:
+            return ()
+        if self.ccache_option.endswith("="):
+            return (f"{self.ccache_option}{path}",)
+        return (self.ccache_option, path)
 
 
 class ToolkitFile(Struct, frozen=True, kw_only=True):
@@ -124,15 +167,9 @@ class HostTool(Struct, frozen=True, kw_only=True):
     name: str
     why: str
     install: str
-
-
-class ValidateSpec(Struct, frozen=True, kw_only=True):
-    library: str
-    symbols: Tuple[str, ...]
-    example: Optional[str] = None
-    # where the ref's build.sh --run_example looks for the custom package: "custom-opp"
-    # (ASCEND_CUSTOM_OPP_PATH, then ASCEND_OPP_PATH/vendors) or "opp" (ASCEND_OPP_PATH only)
-    example_lookup: str = "custom-opp"
+    # only the builds of these repos call it (ops-nn's install_deps.sh wants pigz, dos2unix):
+    # checked when one of them is selected; empty: always
+    repos: Tuple[str, ...] = ()
 
 
 class Recipe(Struct, frozen=True, kw_only=True):
@@ -147,19 +184,62 @@ class Recipe(Struct, frozen=True, kw_only=True):
     requires: Tuple[Tuple[str, str], ...]
     repos: Tuple[RepoSpec, ...]
     steps: Tuple[StepSpec, ...]
-    validate: ValidateSpec
     image_cann: Optional[str] = None  # the CANN version of this train's container images
     tools: Tuple[HostTool, ...] = ()
     toolkit_files: Tuple[ToolkitFile, ...] = ()
     # where ops-transformer looks for opbase's op_common headers: <arch>-linux/<this>; opbase
     # itself installs them under pkg_inc (since 2025-11-05)
     opbase_headers: str = "pkg_inc"
+    # the buildable repos built when --repos is not given ([recipe] default_repos)
+    default_repos: Tuple[str, ...] = ()
+    # the buildable repos this recipe builds, in the order asked for (--repos, else
+    # default_repos): the ASCEND_CUSTOM_OPP_PATH order, first wins.  A recipe narrowed by
+    # recipes.selection.select_repos holds only these (and the sources), with their steps.
+    order: Tuple[str, ...] = ()
+    # buildable repos the recipe defines but this selection leaves out
+    unselected: Tuple[str, ...] = ()
+    # what reading it noticed (an old top-level [validate], read as one repo's)
+    notes: Tuple[str, ...] = ()
 
     def repo(self, name: str) -> RepoSpec:
         for repo in self.repos:
             if repo.name == name:
                 return repo
         raise KeyError(name)
+
+    @property
+    def buildable(self) -> Tuple[RepoSpec, ...]:
+        """The repos that install a vendor package (selectable with --repos), file order."""
+        return tuple(r for r in self.repos if r.buildable)
+
+    @property
+    def selected(self) -> Tuple[RepoSpec, ...]:
+        """The buildable repos this recipe builds, in the --repos order."""
+        return tuple(self.repo(name) for name in self.order)
+
+    def step_owner(self, step: StepSpec) -> Optional[str]:
+        """The repo a step belongs to: its `repo`, else that of the first step it runs
+        after that has one (an install step runs after its repo's build)."""
+        seen = {s.name: s for s in self.steps}
+        todo = [step]
+        while todo:
+            current = todo.pop(0)
+            if current.repo:
+                return current.repo
+            todo += [seen[d] for d in current.after if d in seen]
+        return None
+
+    @property
+    def validated(self) -> Tuple[RepoSpec, ...]:
+        """The repos whose installed package validation judges, in the --repos order (a
+        recipe of no buildable repo: each repo with a [validate] of its own)."""
+        if not self.buildable:
+            return tuple(r for r in self.repos if r.validate is not None)
+        return tuple(r for r in self.selected if r.validate is not None)
+
+    def repo_for_op(self, op: str) -> Optional[RepoSpec]:
+        """The selected repo whose default ops list `op` (the one that ships it)."""
+        return next((r for r in self.selected if op in r.ops), None)
 
     @property
     def added_archives(self) -> Tuple[Tuple[str, str, Optional[str]], ...]:

@@ -24,14 +24,23 @@ from .model import (
     RepoSpec,
     StepSpec,
     ToolkitFile,
-    ValidateSpec,
     template_dirs,
 )
 from .pins import check_pins, read_pins
+from .repodata import REPO_KEYS, attach_legacy_validate, buildable_fields, default_order
 
 _TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
-_TOOL_KEYS = {"name", "why", "install"}
-_RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", "opbase_headers"}
+_TOOL_KEYS = {"name", "why", "install", "repos"}
+_RECIPE_KEYS = {
+    "name",
+    "train",
+    "description",
+    "socs",
+    "opbase",
+    "image_cann",
+    "opbase_headers",
+    "default_repos",
+}
 # The 8.3 pair disagrees: opbase 868d751 installs op_common under `<arch>-linux/pkg_inc` (upstream
 # commit 32b4a5c), while ops-transformer c29bc10's FindOPBASE.cmake:19 searches
 # `<arch>-linux/include`; recipes/8.3.toml says `include` (reference real-host-findings.md §1).
@@ -39,7 +48,8 @@ _RECIPE_KEYS = {"name", "train", "description", "socs", "opbase", "image_cann", 
 OPBASE_HEADERS = ("pkg_inc", "include")
 # `until` bounds a branch; `opbase_source` is the nested pin (ops-transformer v9.0 pins opbase by
 # OPBASE_TAG_ID in cmake/third_party/opbase.cmake); `pinned_sources` any number of them
-# (ops-transformer 9.1 also pins ops-tensor and the shared cann/cmake repository).
+# (ops-transformer 9.1 also pins ops-tensor and the shared cann/cmake repository); the rest
+# makes it buildable (repodata.py).
 _REPO_KEYS = {
     "url",
     "tag",
@@ -49,7 +59,7 @@ _REPO_KEYS = {
     "opbase_source",
     "pinned_sources",
     "third_party",
-}
+} | REPO_KEYS
 # The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
 _RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
@@ -69,13 +79,7 @@ _STEP_KEYS = {
     "cwd",
     "optional",
 }
-_VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup"}
 _FILE_KEYS = {"component", "package", "step", "paths", "source"}
-# Where the ops-transformer example looks for the custom package: 8.3's build.sh only in
-# `${ASCEND_OPP_PATH}/vendors/<vendor>_transformer` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
-# (:504) also in ASCEND_CUSTOM_OPP_PATH; the sibling repositories' v9.0.0 only in
-# `${ASCEND_HOME_PATH}/opp/vendors/<vendor>_<repo>` ("home-opp", validate/example.py).
-EXAMPLE_LOOKUPS = ("custom-opp", "opp", "home-opp")
 # The run's values a step may declare as inputs: each one joins the step's input hash
 # (build/plan.py), so changing it reruns the step.
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
@@ -106,11 +110,12 @@ def load_recipe(path: Path) -> Recipe:
     check_pins(r, repos, names)
     repos = _add_recipe_archives(r, data, repos, names)
     steps = _steps(r, data, template_dirs(path), names)
-    validate = _validate(r, data)
+    repos, notes = attach_legacy_validate(r, data, repos, steps)
+    order = default_order(r, head, repos)
     toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
     r.keys(toolkit, {"requires", "files"}, "[toolkit]")
     requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
-    tools = _host_tools(r, data)
+    tools = _host_tools(r, data, names)
     files = _toolkit_files(r, toolkit, {step.name for step in steps})
     return Recipe(
         path=path,
@@ -126,11 +131,13 @@ def load_recipe(path: Path) -> Recipe:
         requires=tuple(sorted((str(k), str(v)) for k, v in requires.items())),
         repos=tuple(repos),
         steps=tuple(steps),
-        validate=validate,
         image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
         tools=tuple(tools),
         toolkit_files=tuple(files),
         opbase_headers=opbase_headers,
+        default_repos=order,
+        order=order,
+        notes=notes,
     )
 
 
@@ -181,6 +188,7 @@ def _repo(r: Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         commit=r.get(table, "commit", str, where, required=False),
         pins=tuple(pins),
         third_party=tuple(rules),
+        **buildable_fields(r, table, name),  # type: ignore[arg-type]
     )
 
 
@@ -276,25 +284,7 @@ def _check_step(
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
 
 
-def _validate(r: Reader, data: Mapping[str, JSONValue]) -> ValidateSpec:
-    vtable = r.get(data, "validate", dict, "the file")
-    r.keys(vtable, _VALIDATE_KEYS, "[validate]")
-    validate = ValidateSpec(
-        library=r.get(vtable, "library", str, "[validate]"),
-        symbols=r.strings(vtable, "symbols", "[validate]"),
-        example=r.get(vtable, "example", str, "[validate]", required=False),
-        example_lookup=r.get(vtable, "example_lookup", str, "[validate]", required=False)
-        or "custom-opp",
-    )
-    if validate.example_lookup not in EXAMPLE_LOOKUPS:
-        raise r.fail(
-            "[validate]",
-            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
-        )
-    return validate
-
-
-def _host_tools(r: Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
+def _host_tools(r: Reader, data: Mapping[str, JSONValue], names: Set[str]) -> List[HostTool]:
     host = r.get(data, "host", dict, "the file", required=False) or {}
     r.keys(host, {"tools"}, "[host]")
     tools: List[HostTool] = []
@@ -304,12 +294,17 @@ def _host_tools(r: Reader, data: Mapping[str, JSONValue]) -> List[HostTool]:
             raise r.fail(where, "should be a table with name, why and install.")
         r.keys(table, _TOOL_KEYS, where)
         name = r.get(table, "name", str, where)
+        repos = r.strings(table, "repos", where)
+        unknown = next((repo for repo in repos if repo not in names), None)
+        if unknown is not None:
+            raise r.fail(where, f"names repo {unknown!r}, which [repos] does not define.")
         tools.append(
             HostTool(
                 name=name,
                 why=r.get(table, "why", str, where),
                 install=r.get(table, "install", str, where, required=False)
                 or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
+                repos=repos,
             )
         )
     return tools

@@ -30,6 +30,9 @@ from .fetch import Fetcher, GitFailed
 
 # The checkout's own file that clones the shared repository: its presence marks the layout.
 FETCH_CANN_CMAKE = "cmake/fetch_cann_cmake.cmake"
+# ...where ops-math and ops-cv 9.1 keep it too; ops-nn 9.1 keeps it in cmake/third_party/
+# (ops-nn@9.1.0:cmake/third_party/fetch_cann_cmake.cmake:17).
+FETCH_CANN_CMAKE_FILES = (FETCH_CANN_CMAKE, "cmake/third_party/fetch_cann_cmake.cmake")
 # `${CANN_3RD_LIB_PATH}` as the checkout sees it: build.sh's default `<src>/third_party`
 # (ops-transformer@9.1.0:build.sh:83, opbase@9.1.0:build.sh:89), and what the recipes' steps
 # pass as --cann_3rd_lib_path (build.session: `<checkout>/third_party`).
@@ -37,6 +40,11 @@ THIRD_PARTY_ROOT = "third_party"
 _3RD = "${CANN_3RD_LIB_PATH}"
 
 _CALL = re.compile(r"\badd_cann_third_party\s*\(\s*([A-Za-z0-9_.+-]+)\s*\)")
+# a module the checkout includes from the shared repository itself: ops-math 9.1's
+# `include(${CANN_CMAKE_DIR}/third_party/makeself-fetch.cmake)` (cmake/package.cmake:13)
+_CANN_INCLUDE = re.compile(
+    r"\binclude\s*\(\s*\"?\$\{CANN_CMAKE_DIR\}/third_party/([A-Za-z0-9_.+-]+)\.cmake\"?\s*\)"
+)
 _DEFINE = re.compile(r"^\s*(?:function|macro)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)", re.IGNORECASE)
 _END = re.compile(r"^\s*end(?:function|macro)\s*\(", re.IGNORECASE)
 # protobuf.cmake:18 `include(${CMAKE_CURRENT_LIST_DIR}/abseil-cpp.cmake)`
@@ -52,11 +60,13 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 def uses_cann_cmake(fetcher: Fetcher, cache: Path, commit: str) -> bool:
     """Whether the checkout at `commit` clones the shared cann/cmake repository."""
-    try:
-        fetcher.git(["cat-file", "-e", f"{commit}:{FETCH_CANN_CMAKE}"], cwd=cache)
-    except GitFailed:
-        return False
-    return True
+    for path in FETCH_CANN_CMAKE_FILES:
+        try:
+            fetcher.git(["cat-file", "-e", f"{commit}:{path}"], cwd=cache)
+        except GitFailed:
+            continue
+        return True
+    return False
 
 
 def archive_stem(url: str) -> str:
@@ -103,6 +113,8 @@ def called_modules(
             continue
         for call in _CALL.finditer(text):
             found.setdefault(call.group(1), []).append(f"{path}:{number}")
+        for call in _CANN_INCLUDE.finditer(text):
+            found.setdefault(call.group(1), []).append(f"{path}:{number} (include)")
         for name, pattern in calls.items():
             if pattern.search(text):
                 for module, inside in wrapped[name]:
@@ -253,7 +265,7 @@ def cann_cmake_archives(
     listing = files.get("ls:function", lambda: _git_list(fetcher, cmake_cache, cmake_commit))
     functions = {p: files.cmake(p) or "" for p in listing.splitlines() if p.endswith(".cmake")}
     wrapped = wrappers(functions)
-    names = ["add_cann_third_party", *sorted(wrapped)]
+    names = ["add_cann_third_party", "include", *sorted(wrapped)]
     grep = files.get("grep", lambda: _git_grep(fetcher, cache, commit, names))
     modules = called_modules(_grep_lines(grep), wrapped)
     by_url: Dict[str, Declared] = {}
@@ -337,6 +349,7 @@ def _grep_lines(output: str) -> List[Tuple[str, int, str]]:
 
 __all__ = [
     "FETCH_CANN_CMAKE",
+    "FETCH_CANN_CMAKE_FILES",
     "THIRD_PARTY_ROOT",
     "archive_stem",
     "called_modules",

@@ -90,6 +90,9 @@ class Lock(Struct, frozen=True, kw_only=True):
     # lock name -> where its commit was fetched from, for a sandbox lock (lockheader.py): in
     # the header only, which is read back
     origins: Dict[str, str] = field(default_factory=dict)
+    # the buildable repos it was made for, in the --repos order, when that is not the
+    # recipe's default_repos ("": the default); `setup --locked` in a container passes them
+    build_repos: Tuple[str, ...] = ()
 
     @property
     def other_ops_release(self) -> bool:
@@ -118,6 +121,7 @@ class Lock(Struct, frozen=True, kw_only=True):
         extended = (
             bool(self.ops_release)
             or bool(self.archives_skipped)
+            or bool(self.build_repos)
             or any(r.source for r in self.repos)
             or any(a.places for a in self.third_party)
         )
@@ -135,6 +139,7 @@ class Lock(Struct, frozen=True, kw_only=True):
             "source_date_epoch": self.source_date_epoch,
             **({"sandbox": True} if self.sandbox else {}),
             **({"archives_skipped": list(self.archives_skipped)} if self.archives_skipped else {}),
+            **({"build_repos": list(self.build_repos)} if self.build_repos else {}),
             # Optional keys are left out when empty (`repos` of an archive, a repo's `source`, an
             # archive's `places`): a lock without them reads as cannbuild wrote it before.
             "repos": [_written(asdict(r)) for r in self.repos],
@@ -194,6 +199,7 @@ def read_lock(path: Path) -> Optional[Lock]:
             sandbox=data.get("sandbox", False),
             ops_release=data.get("ops_release", ""),
             archives_skipped=tuple(data.get("archives_skipped", ())),
+            build_repos=tuple(data.get("build_repos", ())),
             origins=origins_in(text),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -217,6 +223,7 @@ _TOP = {
     "source_date_epoch": (int, "a whole number", False),
     "sandbox": (bool, "true or false", False),
     "archives_skipped": (list, "an array of repo names", False),
+    "build_repos": (list, "an array of repo names", False),
     "repos": (list, "an array of tables ([[repos]])", False),
     "third_party": (list, "an array of tables ([[third_party]])", False),
     "container": (dict, "a table ([container])", False),
@@ -277,9 +284,10 @@ def _check_shape(path: Path, data: Dict[str, Any]) -> None:
     for key, value in (data.get("container") or {}).items():
         if not isinstance(value, str):
             raise bad(f"container.{key}", value, "a string")
-    skipped = data.get("archives_skipped", [])
-    if not all(isinstance(name, str) for name in skipped):
-        raise bad("archives_skipped", skipped, "an array of repo names")
+    for key in ("archives_skipped", "build_repos"):
+        names = data.get(key, [])
+        if not all(isinstance(name, str) for name in names):
+            raise bad(key, names, "an array of repo names")
 
 
 _MISSING = object()
@@ -315,6 +323,8 @@ def check_values(path: Path, lock: Lock) -> None:
         text(name, getattr(lock, name), _WORD, "a plain word")
     if lock.ops_release:
         text("ops_release", lock.ops_release, _WORD, "a plain word")
+    for name in lock.build_repos:  # they reach the Dockerfile's setup line
+        text("build_repos", name, _NAME, "a plain name")
     text("recipe_digest", lock.recipe_digest)
     text("arch", lock.arch)
     for repo in lock.repos:
@@ -370,6 +380,11 @@ class Wanted(Struct, frozen=True, kw_only=True):
     ops_release: str = ""  # the operator release the refs render from
     # the repos none of whose steps runs: their archives need not be locked
     archives_skipped: Tuple[str, ...] = ()
+    # buildable repos the recipe has but this run does not build (--repos): a lock that
+    # holds them was made for another selection
+    unselected: Tuple[str, ...] = ()
+    # the --repos order when it is not the recipe's default (Lock.build_repos)
+    build_repos: Tuple[str, ...] = ()
 
 
 def drift(lock: Lock, wanted: Wanted) -> List[str]:
@@ -425,10 +440,23 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
     pinned = {name for name, _ in wanted.pins}
     # `<repo>:<dest>` names are nested checkouts (pin_name): the recipe lists them as pins.
     for locked in lock.repos:
-        if ":" not in locked.name and locked.name not in wanted_names:
+        owner = locked.name.split(":", 1)[0]
+        if owner in wanted.unselected:
+            if ":" not in locked.name:
+                found.append(
+                    f"repo {locked.name}: in the lock, and this run does not build it (--repos "
+                    "selects the repos; the lock records the ones it was made for)"
+                )
+        elif ":" not in locked.name and locked.name not in wanted_names:
             found.append(f"repo {locked.name}: in the lock but not in the recipe")
         elif ":" in locked.name and locked.name not in pinned:
             found.append(f"pinned source {locked.name}: in the lock but not in the recipe")
+    if lock.build_repos != wanted.build_repos and set(lock.build_repos) == set(wanted.build_repos):
+        found.append(
+            f"repos: the lock was made for --repos {','.join(lock.build_repos)}, this run "
+            f"builds them in the order {','.join(wanted.build_repos)} (the order the source "
+            "line sets)"
+        )
     for name in lock.archives_skipped:
         if name not in wanted.archives_skipped:
             found.append(

@@ -80,6 +80,8 @@ def wanted_for(request: SourceRequest) -> Wanted:
         pins=pins,
         ops_release=request.ops_release,
         archives_skipped=tuple(r.name for r in recipe.repos if r.name in request.idle),
+        unselected=recipe.unselected,
+        build_repos=request.build_repos,
     )
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import FetchError, UsageError
-from ..recipes import SourcePin
+from ..recipes import Recipe, SourcePin
 from ..redact import redact
 from .checkout import has_commit, resolve_ref
 from .fetch import Fetcher, GitFailed
-from .lock import LockedRepo
+from .lock import Lock, LockedRepo
 from .state import pin_name
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -85,3 +85,38 @@ def resolve_pin(
 
 
 __all__ = ["read_pin", "resolve_pin"]
+
+
+def pin_sharing(recipe: Recipe, lock: Optional[Lock]) -> List[str]:
+    """For each source the recipe's repos pin (opbase, ops-tensor, cann-cmake), whether
+    the repos that pin it agree (one commit: fetched once, a clone of it in each
+    checkout's pin folder) or each builds against its own; from the lock's pins (`<repo>:
+    <dest>`).  A source one repo alone pins is not mentioned."""
+    lines: List[str] = []
+    pinning: Dict[str, List[Tuple[str, str]]] = {}  # source -> (repo, dest)
+    for repo in recipe.repos:
+        for pin in repo.pins:
+            pinning.setdefault(pin.source, []).append((repo.name, pin.dest))
+    for source, owners in pinning.items():
+        if len(owners) < 2:
+            continue
+        names = ", ".join(repo for repo, _ in owners)
+        entries = [(r, d, lock.repo(pin_name(r, d)) if lock else None) for r, d in owners]
+        if any(e is None for _, _, e in entries):
+            lines.append(
+                f"{source}: pinned by {names}; shared or per repo is known once the pins are "
+                "read (cannbuild fetch)"
+            )
+            continue
+        commits = {e.commit for _, _, e in entries if e is not None}
+        if len(commits) == 1:
+            lines.append(
+                f"{source}: shared: {names} pin the same commit {next(iter(commits))[:12]} "
+                "(fetched once; each checkout has its clone at its pin folder)"
+            )
+        else:
+            each = "; ".join(f"{r} {e.commit[:12]} in {d}" for r, d, e in entries if e is not None)
+            lines.append(
+                f"{source}: per repo: the pins differ ({each}); each repo builds against its own"
+            )
+    return lines

@@ -32,7 +32,12 @@ from ..host.toolkit import host_arch
 from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
 from .archives import Declared, Needed, check_declared, declared_archives, plan_archives
-from .canncmake import FETCH_CANN_CMAKE, cann_cmake_archives, uses_cann_cmake
+from .canncmake import (
+    FETCH_CANN_CMAKE,
+    FETCH_CANN_CMAKE_FILES,
+    cann_cmake_archives,
+    uses_cann_cmake,
+)
 from .checkout import (
     Nested,
     Seed,
@@ -137,6 +142,7 @@ class PendingSources:
                 archives_skipped=tuple(
                     r.name for r in request.recipe.repos if r.name in request.idle
                 ),
+                build_repos=request.build_repos,
                 # where each commit came from, which the header of a sandbox lock says
                 origins={n: o for r in ready for n, o in r.origins} if request.sandbox else {},
             )
@@ -276,7 +282,7 @@ class PendingSources:
             (
                 (pin, item)
                 for pin, item in zip(repo.pins, nested)
-                if pin.pin_file == FETCH_CANN_CMAKE
+                if pin.pin_file in FETCH_CANN_CMAKE_FILES
             ),
             None,
         )

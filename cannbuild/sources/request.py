@@ -33,3 +33,5 @@ class SourceRequest(Struct, frozen=True, kw_only=True):
     # URL prefixes the sandbox's mirror rules send fetches to (its stand-in repositories): the
     # lock's header tells a stand-in's commit from one fetched elsewhere
     stand_ins: Tuple[str, ...] = ()
+    # the --repos order when it is not the recipe's default_repos: the lock records it
+    build_repos: Tuple[str, ...] = ()

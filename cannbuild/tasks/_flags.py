@@ -81,8 +81,15 @@ FLAGS: Dict[str, Flag] = {
             field="jobs",
         ),
         Flag(
+            name="repos",
+            help="repositories to build, comma-separated (default: the recipe's default_repos), "
+            "in the ASCEND_CUSTOM_OPP_PATH order the source line sets (first wins)",
+            field="repos",
+        ),
+        Flag(
             name="ops",
-            help="operators for the custom package (default flash_attention_score)",
+            help="operators for the custom packages, comma-separated, each `op` or `repo:op` "
+            "(default: each repo's ops in the recipe, e.g. flash_attention_score)",
             field="ops",
         ),
         Flag(
@@ -263,6 +270,7 @@ SESSION_FLAGS = (
     "workspace",
     "soc",
     "jobs",
+    "repos",
     "ops",
     "vendor_name",
     "recipe",

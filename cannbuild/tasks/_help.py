@@ -38,8 +38,8 @@ def program_help(tasks: Mapping[str, TaskSpec]) -> str:
     lines = [
         "Usage: cannbuild TASK [options]      (cannbuild help TASK: the task's options)",
         "",
-        "Build, install and validate CANN's opbase and ops-transformer on an Ascend host;",
-        "--sandbox runs everything on an emulated host (no NPU, no CANN needed).",
+        "Build, install and validate CANN's opbase and ops-transformer (--repos: its siblings",
+        "too) on an Ascend host; --sandbox runs everything on an emulated host (no NPU, no CANN).",
         "",
         "Tasks:",
         *_columns((name, task.summary) for name, task in sorted(tasks.items())),

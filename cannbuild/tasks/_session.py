@@ -74,7 +74,12 @@ def open_session(c: Context, flags: Mapping[str, FlagValue], builds: bool = Fals
     host read.  `builds`: the task builds for that target (and records it)."""
     options = target_options(c, flags, builds)
     made = sandboxed(options, bool(flags.get("dry_run")))
-    return build_session.open_session(made.options, os.environ, Path.cwd(), made.info, made.lease)
+    session = build_session.open_session(
+        made.options, os.environ, Path.cwd(), made.info, made.lease
+    )
+    for text in session.recipe.notes:  # an old recipe form, read as the new one
+        ui.note(f"note: {text}")
+    return session
 
 
 def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) -> PipelineRun:

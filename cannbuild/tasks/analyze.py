@@ -184,7 +184,9 @@ def _run(
     target = path.resolve()
     if dry_run:
         ui.note(
-            f"dry run: would profile {session.vendor_dir} ({shape.dtype} {shape.layout} "
+            f"dry run: would profile "
+            f"{session.vendor_dir_of(session.repo_for_op(diagnosis.FA_OP, 'profile --run'))} "
+            f"({shape.dtype} {shape.layout} "
             f"B={shape.B} N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, "
             f"{lvl}) into {target}; {would_bring_up_to_date(session)}; nothing was changed."
         )
@@ -229,7 +231,7 @@ def diagnose(
                 shape,
                 Path(profile),
                 summary,
-                Workspace(root=options.workspace).checkout("ops-transformer"),
+                diagnosis.fa_checkout(Workspace(root=options.workspace)),
                 options.soc,
             )
             _report(checks, shape, None, options.soc, json, off_host=why)
@@ -237,10 +239,12 @@ def diagnose(
     session = open_session(c, flags, builds=True)
     bring_up_to_date(session, "cannbuild diagnose", json)
     toolkit_env = session.host.build_env or {}
+    repo = session.repo_for_op(diagnosis.FA_OP, "cannbuild diagnose")
     inputs = diagnosis.DiagnoseInputs(
-        vendor_dir=session.vendor_dir,
+        vendor_dir=session.vendor_dir_of(repo),
         soc=session.soc,
-        checkout=session.ws.checkout("ops-transformer"),
+        checkout=session.ws.checkout(repo),
+        vendors=tuple(session.vendor_dirs.items()),
         env=dict(os.environ),
         opp_path=toolkit_env.get("ASCEND_OPP_PATH") or os.environ.get("ASCEND_OPP_PATH"),
         shape=shape,
@@ -249,7 +253,7 @@ def diagnose(
         torch_npu=pystack.read_python_stack().torch_npu,
     )
     checks = diagnosis.diagnose(inputs)
-    _report(checks, shape, str(session.vendor_dir), session.soc, json)
+    _report(checks, shape, str(inputs.vendor_dir), session.soc, json)
 
 
 def _report(

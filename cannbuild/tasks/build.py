@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..build.session import Session
     from ..sources import bundle as bundles
     from ..sources import pinning
+    from ..sources import pins as source_pins
     from ..transaction import PipelineRun
     from ..validate import cases as validation_cases
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
@@ -49,6 +50,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     build_steps = lazy_module("cannbuild.build.steps")
     bundles = lazy_module("cannbuild.sources.bundle")
     pinning = lazy_module("cannbuild.sources.pinning")
+    source_pins = lazy_module("cannbuild.sources.pins")
     validation_cases = lazy_module("cannbuild.validate.cases")
 
 
@@ -66,10 +68,19 @@ def show_plan(session: Session, phases: List[str], as_json: bool = False) -> Non
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
     steps = build_steps.plan_session(session, os.environ, phases)
+    state = pinning.sources_from_lock(session.source_request())
+    sharing = source_pins.pin_sharing(session.recipe, state.lock if state else None)
     if as_json:
-        ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
+        ui.print_json(
+            {
+                "recipe": session.recipe.name,
+                "repos": list(session.recipe.order),
+                "steps": [s.to_json() for s in steps],
+                "pinned_sources": sharing,
+            }
+        )
     else:
-        ui.print_plan(session, steps)
+        ui.print_plan(session, steps, sharing)
 
 
 def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: str) -> bool:
@@ -199,13 +210,14 @@ def run_and_report(
 
 @cli_task(*RUN_FLAGS)
 def build(c: Context, **flags: FlagValue) -> None:
-    """Build opbase, then the ops-transformer package (skipping what is up to date)."""
+    """Build opbase, then each repo's package (--repos; skipping what is up to date)."""
     run_and_report(c, flags, "cannbuild build", ["build"])
 
 
 @cli_task(*RUN_FLAGS)
 def install(c: Context, **flags: FlagValue) -> None:
-    """Build if needed, then install the package under <workspace>/opp."""
+    """Build if needed, then install each repo's package under <workspace>/opp (with
+    several, <workspace>/opp/set_env.bash sets them in the --repos order)."""
     run_and_report(c, flags, "cannbuild install", ["build", "install"])
 
 

@@ -23,7 +23,17 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     sandboxes = lazy_module("cannbuild.sandbox")
     requirements = lazy_module("cannbuild.build.requirements")
 
-HOST_FLAGS = ("cann_path", "sysroot", "workspace", "soc", "recipe", "sandbox", "variant", "cann")
+HOST_FLAGS = (
+    "cann_path",
+    "sysroot",
+    "workspace",
+    "soc",
+    "recipe",
+    "repos",
+    "sandbox",
+    "variant",
+    "cann",
+)
 
 
 @cli_task(*HOST_FLAGS, "with_step", "json")

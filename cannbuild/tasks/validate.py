@@ -31,12 +31,13 @@ def validate(
     package: Optional[str] = None,
     **flags: FlagValue,
 ) -> None:
-    """Check the installed package: the library, FlashAttention through the C API against a
-    float64 reference, the repo's own example, the torch_npu route.
+    """Check each installed package: the library, its operator through the C API against a
+    float64 reference (FlashAttention's cases for ops-transformer), the repo's own
+    example, the torch_npu route.
 
-    PASS only when the numerical check ran on every case and passed; SKIPPED (no NPU, no
-    torch) says why and how to make it run, and exits 5 with --require-device.  With
-    --package, what is checked is that package as shipped (CI's NPU job)."""
+    PASS only when every repo's numerical check ran on every case and passed; SKIPPED (no
+    NPU, no torch) says why and how to make it run, and exits 5 with --require-device.
+    With --package, what is checked is that package as shipped (CI's NPU job)."""
     names = [n.strip() for n in (cases or "").split(",") if n.strip()]
     selected = validation_cases.select(names)  # a typo fails before anything runs
     if flags.get("dry_run"):
@@ -45,13 +46,20 @@ def validate(
         except DryRunStop as stop:
             ui.note(f"dry run: {stop}. Nothing was changed.")
             return
-        library = session.ws.opp / session.recipe.validate.library
+        judged = [
+            f"{r.name} ({session.vendor_dir_of(r.name)}, check {r.validate.check})"
+            for r in session.recipe.validated
+            if r.validate is not None
+        ]
         what = (
             f"{package} installed into {session.ws.validate / 'package'}"
             if package
-            else (f"{session.vendor_dir} ({library.name})")
+            else "; ".join(judged) or "nothing (the recipe names no validation)"
         )
-        ui.note(f"dry run: would validate {what} on {len(selected)} cases; nothing was changed.")
+        ui.note(
+            f"dry run: would validate {what}, FlashAttention on {len(selected)} cases; "
+            "nothing was changed."
+        )
         return
     session = open_session(c, flags)
     shipped = Path(package) if package else None

@@ -17,22 +17,23 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import CONFIG_BYTES, read_text
-from ..build.compile_cache import BUILD_SH_OPTION
-from ..build.plan import StepContext, recipe_templates, render_command, walk
+from ..build.compile_cache import ccache_words
+from ..build.plan import StepContext, example_values, recipe_templates, render_command, walk
 from ..build.session import BuildContext, CannFacts
 from ..errors import FetchError, UsageError
 from ..host.toolkit import host_arch
 from ..host.versions import parse_cann_version
 from ..recipes import Recipe, render_ref
 from ..recipes.optspec import NoOptionLoop, OptionSpec, closest, judge, option_spec
+from ..recipes.selection import ops_by_repo, select_repos
 from ..redact import redact
 from ..sources.checkout import cache_path, checkout_marker, resolve_ref
 from ..sources.fetch import Fetcher, GitFailed
 from ..workspace import Workspace, read_json
 
 SCRIPT = "build.sh"
-# the validation's example runs in the ops-transformer checkout (validate/__init__.py)
-EXAMPLE_STEP, EXAMPLE_REPO = "[validate] example", "ops-transformer"
+# a repo's validation example runs in its own checkout (validate/__init__.py)
+EXAMPLE_STEP = "[repos.{repo}.validate] example"
 # what a run with a compile cache appends (compile_cache.with_cache), shown as its value
 CCACHE_VALUE = "<ccache>"
 
@@ -209,6 +210,16 @@ def check_context(
         release, train, old = text, recipe.train, False
     where = Path(f"/usr/local/Ascend/cann-{text}")
     names = [r.name for r in recipe.repos]
+    per_repo = ops_by_repo(recipe, ops)
+    repos = {
+        r.name: {
+            "name": r.name,
+            "vendor_suffix": r.vendor_suffix or "",
+            "vendor_folder": r.vendor_folder(vendor),
+            "ops": ",".join(per_repo[r.name]),
+        }
+        for r in recipe.selected
+    }
     return BuildContext(
         cann=CannFacts(
             version=text,
@@ -221,7 +232,7 @@ def check_context(
         arch=host_arch(),
         soc=soc,
         jobs=jobs,
-        ops=ops,
+        ops=next(iter(repos.values()))["ops"] if repos else ops,
         vendor_name=vendor,
         workspace=ws.root,
         src={n: ws.checkout(n) for n in names},
@@ -231,6 +242,7 @@ def check_context(
         overlay=ws.overlay,
         opbase_install_path=ws.stage / "opbase",
         vars=recipe.vars,
+        repos=repos,
     )
 
 
@@ -238,12 +250,14 @@ def rendered_commands(
     recipe: Recipe,
     ws: Workspace,
     jobs: int = 8,
-    ops: str = "flash_attention_score",
+    ops: str = "",
     vendor: str = "custom",
 ) -> List[StepCommand]:
-    """Every step's command (optional steps too) for each SoC the recipe lists, the
-    validation's example, and the ccache variant of the steps a compile cache changes."""
+    """Every step's command (optional steps too) of every buildable repo for each SoC the
+    recipe lists, each repo's validation example, and the ccache variant of the steps a
+    compile cache changes.  `ops`: as --ops takes them (empty: each repo's own)."""
     commands: List[StepCommand] = []
+    recipe = select_repos(recipe, [r.name for r in recipe.buildable])
     templates = recipe_templates(recipe)
     for soc in recipe.socs or ("ascend910b",):
         values = check_context(recipe, ws, soc, jobs, ops, vendor).as_jinja()
@@ -262,27 +276,32 @@ def rendered_commands(
             commands.append(
                 StepCommand(step=step.name, soc=soc, repo=step.spec.repo, argv=step.argv)
             )
-            option = BUILD_SH_OPTION.get(step.spec.repo or "")
-            at = script_index(step.argv)
-            if option and step.spec.action is None and at == 1 and option not in step.argv:
+            words = ccache_words(step, recipe, CCACHE_VALUE)
+            if words and step.spec.action is None:
                 commands.append(
                     StepCommand(
                         step=step.name,
                         soc=soc,
                         repo=step.spec.repo,
-                        argv=(*step.argv, option, CCACHE_VALUE),
+                        argv=(*step.argv, *words),
                         note="with a compile cache",
                         added_from=len(step.argv) - 2,
                     )
                 )
-        if recipe.validate.example and any(r.name == EXAMPLE_REPO for r in recipe.repos):
+        for repo in recipe.validated:
+            assert repo.validate is not None
+            if not repo.validate.example:
+                continue
+            name = EXAMPLE_STEP.format(repo=repo.name)
             command = render_command(
-                recipe, recipe.validate.example, values, EXAMPLE_STEP, templates
+                recipe,
+                repo.validate.example,
+                example_values(values, repo.name, repo.validate.example_op),
+                name,
+                templates,
             )
             commands.append(
-                StepCommand(
-                    step=EXAMPLE_STEP, soc=soc, repo=EXAMPLE_REPO, argv=tuple(shlex.split(command))
-                )
+                StepCommand(step=name, soc=soc, repo=repo.name, argv=tuple(shlex.split(command)))
             )
     return commands
 
@@ -340,7 +359,7 @@ def check_recipe(
     ws: Workspace,
     scripts: Mapping[str, ScriptSpec],
     jobs: int = 8,
-    ops: str = "flash_attention_score",
+    ops: str = "",
     vendor: str = "custom",
 ) -> RecipeCheck:
     return check_commands(recipe, rendered_commands(recipe, ws, jobs, ops, vendor), scripts)

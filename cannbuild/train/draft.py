@@ -25,6 +25,7 @@ from ..errors import UsageError
 from ..host.socs import FAMILIES
 from ..recipes import Recipe, available, load_recipe
 from ..recipes.optspec import judge
+from ..recipes.repodata import BUILDABLE_KEYS
 from ..sources.canncmake import FETCH_CANN_CMAKE
 from ..sources.checkout import cache_path, resolve_ref
 from ..sources.fetch import Fetcher, GitFailed
@@ -189,12 +190,20 @@ def draft_recipe(req: DraftRequest) -> Draft:
         _add_rules(table, rules, repo.name, read, undecided)
         repos[repo.name] = table
     raw = parse_toml(read_text(base.path, "recipe", CONFIG_BYTES), base.path, "recipe", "")
+    # what makes a repo buildable (vendor suffix, ops, ccache option, its validation) and the
+    # default selection are the base recipe's, as its steps are
+    for name, table in repos.items():
+        kept = (raw.get("repos") or {}).get(name) or {}
+        table.update({k: kept[k] for k in BUILDABLE_KEYS if k in kept})
+    if base.default_repos:
+        head["default_repos"] = list(base.default_repos)
     data: JSONObject = {"recipe": head, "vars": vars_, "toolkit": toolkit}
     if tools:
         data["host"] = {"tools": tools}
     data["repos"] = repos
     data["steps"] = raw.get("steps", [])
-    data["validate"] = raw.get("validate", {})
+    if raw.get("validate"):  # a base recipe of the old form
+        data["validate"] = raw["validate"]
     if raw.get("toolkit", {}).get("files"):
         toolkit["files"] = raw["toolkit"]["files"]
         undecided.append(
@@ -202,7 +211,8 @@ def draft_recipe(req: DraftRequest) -> Draft:
             "modules and cmake/config.cmake at these refs (doctor checks every path)."
         )
     undecided.append(
-        f"[[steps]] and [validate] are {base.path.name}'s: check their templates and comments "
+        f"[[steps]] and each repo's [repos.X.validate] are {base.path.name}'s: check their "
+        "templates and comments "
         "against build.sh at these refs."
     )
     _check_flags(replace(base, vars=tuple(sorted(vars_.items()))), ws, readouts, undecided)

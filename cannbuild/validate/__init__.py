@@ -1,10 +1,12 @@
-"""Validation: prove the installed package computes FlashAttention correctly.
+"""Validation: prove each installed package computes its operator correctly.
 
-Checks, in order: the library (ELF, exports, dependencies); a minimal
-inference through the public C API on the FlashAttention cases, judged against
-a float64 reference; the repository's own example, judged; the torch_npu route.
-Statuses are PASS, FAIL and SKIPPED; no NPU (and no sandbox) is SKIPPED, never
-PASS.  Every judged output is also measured by opbase's own standard (MERE/MARE,
+For each repository the run builds that names a `[repos.X.validate]`, in the --repos
+order, checks in turn: the library (ELF, exports, dependencies); its numerical check
+(registry.py: FlashAttention's cases through the C API for ops-transformer) judged
+against a float64 reference; the repository's own example, judged; any route after it
+(FlashAttention's torch_npu).  Statuses are PASS, FAIL and SKIPPED; no NPU (and no
+sandbox) is SKIPPED, never PASS; the run's verdict is PASS only when every repository's
+is.  Every judged output is also measured by opbase's own standard (MERE/MARE,
 precision.py) and reported beside the verdict, which rests on cannbuild's rule.
 """
 
@@ -16,140 +18,57 @@ import os
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
-from msgspec import Struct, field
-from msgspec.structs import asdict, replace
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .. import safefs
 from ..build.overlay import overlay_env
-from ..build.plan import recipe_templates, render_command
+from ..build.plan import example_values, recipe_templates, render_command
 from ..build.session import Session
 from ..decoded import JSONValue
-from ..errors import ValidationFailed
-from ..host.pystack import read_python_stack
 from ..host.sysroot import Sysroot
 from ..host.toolchain import capture_env
 from ..host.toolkit import host_arch
 from ..lazy import lazy_module
 from ..phases import PhaseSink, no_phases
+from ..recipes import RepoSpec
 from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import read_json, write_json_atomic
-from . import capi, cases, opchecks, precision
-from .cases import RULE, CaseResult
+from . import precision
+from .inputs import FA_CHECK, ValidationInputs
+from .registry import CHECKS, numeric_check
+from .verdict import (
+    JudgedCase,
+    ValidationCheck,
+    ValidationReport,
+    ValidationSummary,
+    check_verdict,
+)
 
 if TYPE_CHECKING:
-    from . import elfcheck, example, torchnpu
+    from . import elfcheck, example
 else:  # the checks' modules load when they run
     elfcheck = lazy_module("cannbuild.validate.elfcheck")
     example = lazy_module("cannbuild.validate.example")
-    torchnpu = lazy_module("cannbuild.validate.torchnpu")
 
 PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
-
-class ValidationCheck(Struct, kw_only=True):
-    id: str
-    status: str
-    message: str
-    details: Dict[str, object] = field(default_factory=dict)
-
-    def to_json(self) -> Dict[str, object]:
-        return {"id": self.id, "status": self.status, "message": self.message, **self.details}
-
-
-class ValidationReport(Struct, kw_only=True):
-    target: str
-    checks: List[ValidationCheck]
-    cases: List[CaseResult]
-    duration_s: float = 0.0
-    rule: str = RULE
-
-    @property
-    def status(self) -> str:
-        """FAIL if any check failed; PASS only if every numerical check ran and passed (the
-        FlashAttention one, "capi", on every selected case; a repository's named check,
-        opchecks.py, on all of its cases) and at least one did; SKIPPED otherwise."""
-        if any(c.status == FAIL for c in self.checks):
-            return FAIL
-        numeric = [c for c in self.checks if c.id == "capi" or c.id in opchecks.CHECKS]
-        fa_ran = all(c.id != "capi" for c in numeric) or (
-            bool(self.cases) and all(r.status == PASS for r in self.cases)
-        )
-        if numeric and all(c.status == PASS for c in numeric) and fa_ran:
-            return PASS
-        return SKIPPED
-
-    @property
-    def disagreements(self) -> List[Dict[str, str]]:
-        """Where opbase's MERE/MARE standard would reverse the rule's verdict: the C API
-        cases, then any check's own judged cases or examples (torch_npu, example)."""
-        found = [{"check": "capi", "name": r.case.name} for r in self.cases if r.disagree]
-        for check in self.checks:
-            for key, label in (("cases", "name"), ("examples", "file")):
-                items = check.details.get(key)
-                for item in items if isinstance(items, list) else ():
-                    if isinstance(item, dict) and item.get("disagree"):
-                        found.append({"check": check.id, "name": str(item.get(label))})
-        return found
-
-    @property
-    def reason(self) -> str:
-        """Why the verdict is not PASS, with the fix: the first check that failed or was
-        skipped, the numerical one first."""
-        if self.status == PASS:
-            return ""
-        order = sorted(self.checks, key=lambda c: (c.status != FAIL, c.id != "capi"))
-        for check in order:
-            if check.status in (FAIL, SKIPPED):
-                return f"{check.id}: {check.message}"
-        return "the numerical FlashAttention check did not run on every case"
-
-    def to_json(self) -> Dict[str, object]:
-        return {
-            "status": self.status,
-            "reason": self.reason,
-            "target": self.target,
-            "rule": self.rule,
-            # The verdict rests on `rule`; the upstream standard is measured beside it.
-            "decided_by": precision.DECIDES,
-            "precision_standard": precision.standard_json(),
-            "disagreements": self.disagreements,
-            "duration_s": round(self.duration_s, 3),
-            "checks": [c.to_json() for c in self.checks],
-            "cases": [c.to_json() for c in self.cases],
-        }
-
-
-def check_verdict(validation: Mapping[str, JSONValue], require_device: bool) -> None:
-    """Raise ValidationFailed (exit 5) for FAIL, and for SKIPPED when the caller needs a
-    verdict (CI on NPU hosts); the report has already been shown."""
-    status = validation.get("status")
-    if status == FAIL or (require_device and status == SKIPPED):
-        raise ValidationFailed(
-            ""
-            if status == FAIL
-            else f"--require-device: validation was SKIPPED ({validation.get('reason')})."
-        )
-
-
-class ValidationInputs(Struct, frozen=True, kw_only=True):
-    """What validation needs from a session, as plain data."""
-
-    vendor_dir: Path
-    library: Path
-    symbols: Sequence[str]
-    env: Mapping[str, str]
-    workdir: Path
-    target: Optional[str]  # "sandbox", "npu" or None (no device)
-    no_device_reason: str
-    example_argv: Optional[Sequence[str]] = None
-    example_command: str = ""
-    example_cwd: Optional[Path] = None
-    case_names: Sequence[str] = ()
-    example_lookup: str = "custom-opp"
-    vendor_name: str = "custom"
+__all__ = [
+    "FA_CHECK",
+    "ValidationCheck",
+    "ValidationInputs",
+    "ValidationReport",
+    "ValidationRun",
+    "ValidationSummary",
+    "check_verdict",
+    "inputs_for",
+    "run_validation",
+    "validate_session",
+    "validation_key",
+]
 
 
 def inputs_for(
@@ -158,15 +77,19 @@ def inputs_for(
     case_names: Sequence[str] = (),
     templates: Optional[Templates] = None,
     package_env: bool = True,
+    repo: Optional[str] = None,
 ) -> ValidationInputs:
-    """What validation judges and with what; `templates` (plan.recipe_templates) renders
-    the repo's example command.  Without `package_env` the env is the toolkit's, before
-    the package's set_env.bash is sourced: enough for validation_key, and no child
-    process."""
+    """What validation judges of `repo` (default: the first validated repo) and with
+    what; `templates` (plan.recipe_templates) renders the repo's example command.  Without
+    `package_env` the env is the toolkit's, before the package's set_env.bash is sourced:
+    enough for validation_key, and no child process."""
     recipe = session.recipe
-    values = dict(session.values)
+    spec = _validated(session, repo)
+    assert spec.validate is not None
+    where = f"[repos.{spec.name}.validate]"
+    values = example_values(session.values, spec.name, spec.validate.example_op)
     library = session.ws.opp / render_value(
-        recipe.validate.library, values, f"recipe {recipe.path}: [validate] library"
+        spec.validate.library, values, f"recipe {recipe.path}: {where} library"
     )
     hw = session.host.hardware
     if session.sandbox is not None:
@@ -182,32 +105,54 @@ def inputs_for(
             "Ascend host, or use --sandbox"
         )
     argv = command = None
-    if recipe.validate.example:
+    if spec.validate.example:
         command = render_command(
-            recipe, recipe.validate.example, values, "[validate] example", templates
+            recipe, spec.validate.example, values, f"{where} example", templates
         )
         argv = shlex.split(command)
-    cwd = session.ws.checkout("ops-transformer")
+    vendor = _vendor_dir(session, spec, library)
     return ValidationInputs(
-        vendor_dir=session.vendor_dir,
+        vendor_dir=vendor,
         library=library,
-        symbols=recipe.validate.symbols,
-        env=validation_env(session, package_env),
-        workdir=session.ws.validate,
+        symbols=spec.validate.symbols,
+        env=validation_env(session, package_env, vendor),
+        workdir=session.ws.validate
+        if len(recipe.validated) < 2
+        else session.ws.validate / spec.name,
         target=target,
         no_device_reason=reason,
         example_argv=argv,
         example_command=command or "",
-        example_cwd=cwd,
+        example_cwd=session.ws.checkout(spec.name),
         case_names=case_names,
-        example_lookup=recipe.validate.example_lookup,
+        example_lookup=spec.validate.example_lookup,
         vendor_name=session.options.vendor_name,
+        repo=spec.name,
+        check=spec.validate.check or FA_CHECK,
+        why=spec.validate.why,
     )
 
 
+def _validated(session: Session, repo: Optional[str]) -> RepoSpec:
+    validated = session.recipe.validated
+    found = next((r for r in validated if repo in (None, r.name)), None)
+    if found is None:
+        raise KeyError(repo or "no validated repo")
+    return found
+
+
+def _vendor_dir(session: Session, spec: RepoSpec, library: Path) -> Path:
+    """The repo's vendor folder; for a recipe whose library path names no vendor suffix,
+    the folder the library is in, three levels up (`<vendor>/op_api/lib/<lib>`)."""
+    if spec.buildable:
+        return session.vendor_dir_of(spec.name)
+    return library.parent.parent.parent
+
+
 def validation_key(inp: ValidationInputs) -> str:
-    """What a verdict depends on: the installed package, the program, the cases, the rule,
-    torch, the target, the toolkit env.  Same key, same verdict: setup can reuse it.
+    """What a verdict depends on: the installed package, the numerical check's program,
+    cases and rule, torch, the target, the toolkit env.  Same key, same verdict: setup can
+    reuse it.
 
     The env is taken before the package's set_env.bash is sourced (inputs_for without
     package_env): the script is one of the package's files, whose sizes and times are
@@ -224,16 +169,13 @@ def validation_key(inp: ValidationInputs) -> str:
         # Size and mtime of every installed file, not contents: cheap, and a reinstall rewrites the
         # times.
         digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
-    digest.update(capi.fa_check_source().read_bytes())
-    stack = read_python_stack()
+    numeric = numeric_check(inp.check)
     digest.update(
         json.dumps(
             {
-                "cases": [asdict(c) for c in cases.select(inp.case_names)],
-                "rule": cases.RULE,
+                "check": inp.check,
+                "numeric": numeric.key(inp) if numeric is not None else None,
                 "precision": precision.standard_json(),
-                "torch": stack.torch,
-                "torch_npu": stack.torch_npu,
                 "target": inp.target,
                 "example": inp.example_command,
                 "example_lookup": inp.example_lookup,
@@ -241,6 +183,7 @@ def validation_key(inp: ValidationInputs) -> str:
                 # checks load.
                 "home": inp.env.get("ASCEND_HOME_PATH"),
                 "ld": inp.env.get("LD_LIBRARY_PATH"),
+                "custom_opp": inp.env.get("ASCEND_CUSTOM_OPP_PATH"),
             },
             sort_keys=True,
         ).encode()
@@ -249,7 +192,8 @@ def validation_key(inp: ValidationInputs) -> str:
 
 
 def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> ValidationReport:
-    """Every check in turn; `phases` hears each one that runs as it starts."""
+    """Every check of one repository in turn; `phases` hears each one that runs as it
+    starts."""
     start = time.monotonic()
     checks: List[ValidationCheck] = []
     phases(f"library: {inp.library.name} (ELF, exports, dependencies)")
@@ -264,23 +208,27 @@ def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> Vali
             details={"path": str(inp.library), "resolved": lib.resolved},
         )
     )
-    selected = cases.select(inp.case_names)
-    results: List[cases.CaseResult] = []
-    if inp.target is None:
-        checks.append(ValidationCheck(id="capi", status=SKIPPED, message=inp.no_device_reason))
-        results = [
-            cases.CaseResult(case=c, status=SKIPPED, message=inp.no_device_reason) for c in selected
-        ]
-    elif not inp.library.is_file():
+    numeric = numeric_check(inp.check)
+    results: Sequence[JudgedCase] = ()
+    if numeric is None:
         checks.append(
             ValidationCheck(
                 id="capi",
-                status=SKIPPED,
-                message="not run: the operator library is missing (see the library check)",
+                status=FAIL,
+                message=f"the recipe names check {inp.check!r} for {inp.repo or 'this repo'}, "
+                f"which this cannbuild does not have (it has: {', '.join(sorted(CHECKS))})",
             )
         )
+    elif inp.target is None:
+        check, results = numeric.skipped(inp, inp.no_device_reason)
+        checks.append(check)
+    elif not inp.library.is_file():
+        check, _ = numeric.skipped(
+            inp, "not run: the operator library is missing (see the library check)"
+        )
+        checks.append(check)
     else:
-        check, results = _run_capi(inp, selected, phases)
+        check, results = numeric.run(inp, phases)
         checks.append(check)
     if inp.example_argv and inp.target is not None and inp.example_cwd is not None:
         phases(f"example: {inp.example_command}")
@@ -308,121 +256,27 @@ def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> Vali
         )
     elif inp.example_argv:
         checks.append(ValidationCheck(id="example", status=SKIPPED, message=inp.no_device_reason))
-    checks.append(_torch_npu_check(inp, selected, phases))
+    if numeric is not None:
+        checks += numeric.after(inp, phases)
     return ValidationReport(
         target=inp.target or "none",
         checks=checks,
         cases=results,
         duration_s=time.monotonic() - start,
+        repo=inp.repo,
+        check=inp.check,
+        why=inp.why,
     )
-
-
-def _torch_npu_check(
-    inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
-) -> ValidationCheck:
-    """The route users take: torch_npu.npu_fusion_attention, in its own process."""
-    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
-    if why_not is None and not inp.library.is_file():
-        why_not = "not run: the operator library is missing (see the library check)"
-    if why_not is None:
-        why_not = cases.why_no_torch()
-    if why_not:
-        return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
-    phases(f"torch_npu: npu_fusion_attention on {len(selected)} cases (its own process)")
-    outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
-    return ValidationCheck(
-        id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
-    )
-
-
-def _run_capi(
-    inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
-) -> Tuple[ValidationCheck, List[CaseResult]]:
-    missing_torch = cases.why_no_torch()
-    if missing_torch:
-        return ValidationCheck(id="capi", status=SKIPPED, message=missing_torch), [
-            cases.CaseResult(case=c, status=SKIPPED, message=missing_torch) for c in selected
-        ]
-    # workdir is <workspace>/validate: nothing below the workspace is written through a link
-    work = safefs.make_dirs(inp.workdir.parent, inp.workdir, "the validation folder")
-    phases("capi: compiling fa_check against the package")
-    compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
-    if not compiled.ok or compiled.binary is None:
-        lines = compiled.output.splitlines()
-        # The linker's `undefined reference to ...` names the missing symbol; else the first error.
-        first = next(
-            (line for line in lines if "undefined reference" in line),
-            next((line for line in lines if "error" in line), compiled.output[-300:]),
-        )
-        message = f"fa_check does not compile and link against the package: {first}"
-        return ValidationCheck(
-            id="capi", status=FAIL, message=message, details={"command": compiled.command}
-        ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
-    phases(f"capi: {len(selected)} FlashAttention cases against a float64 reference")
-    data = safefs.fresh(work.parent, work / "cases", "the validation cases")
-    tensors = {c.name: cases.write_inputs(c, data) for c in selected}
-    manifest = data / "manifest.txt"
-    manifest.write_text("\n".join(cases.manifest_line(c, data) for c in selected) + "\n")
-    runs, _output, code = capi.run_cases(
-        compiled.binary, manifest, capi.library_env(inp.env), [c.name for c in selected]
-    )
-    results: List[cases.CaseResult] = []
-    for case in selected:
-        case_run = runs[case.name]
-        if not case_run.ok:
-            results.append(
-                cases.CaseResult(
-                    case=case, status=FAIL, message=f"ACL/aclnn error: {case_run.error}"
-                )
-            )
-            continue
-        results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
-    failed = [r for r in results if r.status == FAIL]
-    if failed:
-        worst = failed[0]
-        message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {worst.case.name}: {worst.message}"
-        )
-        status = FAIL
-    else:
-        message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
-        status = PASS
-    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
-    message += f"; {upstream}" if upstream else ""
-    return ValidationCheck(
-        id="capi",
-        status=status,
-        message=message,
-        details={"command": compiled.command, "exit_code": code},
-    ), results
-
-
-def numeric_check(
-    name: str,
-    vendor_dir: Path,
-    env: Mapping[str, str],
-    workdir: Path,
-    phases: PhaseSink = no_phases,
-    case_names: Sequence[str] = (),
-) -> ValidationCheck:
-    """A repository's named numeric check (opchecks.CHECKS: "ops-math.segsum", ...) on the
-    vendor package at `vendor_dir`, as a check of the report with the id of its name.  The
-    FlashAttention check ("ops-transformer.flash_attention") is run_validation's "capi"."""
-    check = opchecks.check_named(name)
-    outcome = opchecks.run_check(
-        check, vendor_dir, env, workdir / name, phases=phases, case_names=case_names
-    )
-    details = outcome.to_json()
-    del details["status"], details["message"]
-    return ValidationCheck(id=name, status=outcome.status, message=outcome.message, details=details)
 
 
 # --- a session's validation ----------------------------------------------------
 
 
-def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]:
-    """The toolkit env plus (with `package_env`) the custom package's own set_env.bash,
-    as a user would source it.
+def validation_env(
+    session: Session, package_env: bool = True, vendor: Optional[Path] = None
+) -> Dict[str, str]:
+    """The toolkit env plus (with `package_env`) the custom package's own set_env.bash
+    (`vendor`'s, default the first selected repo's), as a user would source it.
 
     Where opbase was overlaid on the toolkit (not installed into it), the toolkit env is
     the overlay's, as the build's was: the package (built without an RPATH, as CANN's
@@ -436,12 +290,16 @@ def validation_env(session: Session, package_env: bool = True) -> Dict[str, str]
         tk = session.toolkit
         home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
         base = overlay_env(base, [home, tk.path, tk.real_path], overlay)
-    return with_package_env(session, base) if package_env else base
+    if vendor is None:
+        vendor = next(iter(session.vendor_dirs.values()), None)
+    return with_package_env(vendor, base) if package_env and vendor is not None else base
 
 
-def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str]:
-    """`base` with the custom package's own set_env.bash sourced on top (when installed)."""
-    set_env = session.vendor_dir / "bin" / "set_env.bash"
+def with_package_env(vendor: Path, base: Mapping[str, str]) -> Dict[str, str]:
+    """`base` with `vendor`'s own set_env.bash sourced on top (when installed): its
+    folder first on ASCEND_CUSTOM_OPP_PATH, as each repo's own example needs it (with
+    several vendors set, build.sh --run_example links the first entry's library)."""
+    set_env = vendor / "bin" / "set_env.bash"
     if not set_env.is_file():
         return dict(base)
     return dict(capture_env(set_env, base).env)
@@ -449,7 +307,7 @@ def with_package_env(session: Session, base: Mapping[str, str]) -> Dict[str, str
 
 class ValidationRun(Struct, frozen=True, kw_only=True):
     validation: Mapping[str, JSONValue]  # the report's validation part
-    report: Optional[ValidationReport]  # the ValidationReport; None when a PASS verdict was reused
+    report: Optional[ValidationSummary]  # None when a PASS verdict was reused
     reused_from: Optional[str]
 
 
@@ -461,14 +319,18 @@ def validate_session(
     reuse: bool = False,
     phases: PhaseSink = no_phases,
 ) -> ValidationRun:
-    """Validate (or, with `reuse`, take a PASS whose inputs are unchanged); `phases`
-    hears each check as it starts."""
+    """Validate every validated repo (or, with `reuse`, take a PASS whose inputs are
+    unchanged); `phases` hears each check as it starts."""
     templates = recipe_templates(
         session.recipe, session.ws.jinja_cache, session.ws.render_memo("validate")
     )
-    inputs = inputs_for(session, env, case_names, templates, package_env=False)
+    inputs = [
+        inputs_for(session, env, case_names, templates, package_env=False, repo=r.name)
+        for r in session.recipe.validated
+    ]
     templates.save()
-    key = validation_key(inputs)
+    keys = [validation_key(inp) for inp in inputs]
+    key = keys[0] if len(keys) == 1 else hashlib.sha256("".join(keys).encode()).hexdigest()
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_json(stamp_file) if reuse else None
     # Only a PASS is reused: a FAIL or SKIPPED verdict is always worked out again.
@@ -479,8 +341,22 @@ def validate_session(
             report=None,
             reused_from=reused_from,
         )
-    phases("reading the package's set_env.bash")
-    report = run_validation(replace(inputs, env=with_package_env(session, inputs.env)), phases)
-    validation = report.to_json()
+    reports: List[ValidationReport] = []
+    if len(inputs) > 1:  # each repo's checks work in validate/<repo>
+        safefs.make_dirs(session.ws.root, session.ws.validate, "the validation folder")
+    for inp in inputs:
+        several = f" of {inp.repo}" if len(inputs) > 1 else ""
+        phases(f"reading the package's set_env.bash{several}")
+        packaged = replace(inp, env=with_package_env(inp.vendor_dir, inp.env))
+        reports.append(run_validation(packaged, _for_repo(phases, inp.repo, len(inputs))))
+    summary = ValidationSummary(reports=reports)
+    validation = summary.to_json()
     write_json_atomic(stamp_file, {"key": key, "run_id": run_id, "validation": validation})
-    return ValidationRun(validation=validation, report=report, reused_from=None)
+    return ValidationRun(validation=validation, report=summary, reused_from=None)
+
+
+def _for_repo(phases: PhaseSink, repo: str, count: int) -> PhaseSink:
+    """With several repos, each phase names its repo."""
+    if count < 2:
+        return phases
+    return lambda text: phases(f"{repo}: {text}")

@@ -42,6 +42,9 @@ else:  # only raw_bytes() pays for it
 # Optional, imported where its absence is handled: torch (reference_torch(), with
 # torch_npu's auto-loading off while it imports).
 
+# the operator these cases judge, as --ops and the recipes' `ops` name it (bench, profile and
+# diagnose ask the recipe for the repo that ships it: Session.repo_for_op)
+FA_OP = "flash_attention_score"
 RULE = (
     "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
     "(rounded in the kernel dtype) + 1e-5 for fp32; softmaxMax/Sum within 1e-3 relative + 1e-4"

@@ -25,7 +25,7 @@ from msgspec import Struct
 
 from ..proc import run as run_process
 from ..states import Verdict
-from . import example_values
+from . import example_expected
 from .precision import Precision, disagrees, measure_values, summary
 from .precision import judge as judge_precision
 
@@ -202,7 +202,7 @@ def judge_example(
     # is credited to the example that ended the run.
     error = _first_error(lines) or (stderr_error if ended_the_run else None)
     expected = KNOWN_EXAMPLES.get(name)
-    indexed = example_values.expected_for(name)
+    indexed = example_expected.expected_for(name)
     if failed:
         why = f"exited {code}" if ended_the_run and code != 0 else "execute samples failed"
         detail = f": {error}" if error else ""
@@ -223,7 +223,7 @@ def judge_example(
             judged="values" if expected or indexed else "run",
         )
     if indexed is not None:
-        problem, what, measured = example_values.judge_indexed(_indexed(lines), indexed)
+        problem, what, measured = example_expected.judge_indexed(_indexed(lines), indexed)
         return ExampleRun(
             file=file,
             status=Verdict.FAIL if problem else Verdict.PASS,

@@ -11,6 +11,7 @@ standard (precision.py), which is reported beside it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -18,13 +19,16 @@ from msgspec import Struct, field
 
 from .. import safefs
 from ..errors import UsageError
+from ..host.pystack import read_python_stack
 from ..phases import PhaseSink, no_phases
 from ..resources import data_dir
 from ..states import Verdict
 from . import capi, precision
 from .cases import FP32_FLOOR, raw_bytes, reference_torch, torch_dtype, why_no_torch
+from .inputs import ValidationInputs
 from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
 from .precision import Precision, disagrees
+from .verdict import ValidationCheck
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -45,7 +49,6 @@ class OpCheck(Struct, frozen=True, kw_only=True):
     api: str
     symbols: Tuple[str, ...]  # what the vendor library must export
     program: str  # kernels/op_checks/<program>
-    why: str
     # libraries besides -lcust_opapi -lascendcl -lnnopbase that the repository's own cust
     # example links (ops-nn's: -lopapi_math, build.sh build_single_example)
     extra_libs: Tuple[str, ...] = ()
@@ -61,8 +64,6 @@ CHECKS: Mapping[str, OpCheck] = {
             api="aclnnExpSegsum",
             symbols=("aclnnExpSegsumGetWorkspaceSize", "aclnnExpSegsum"),
             program="segsum_check.cpp",
-            why="a masked cumulative sum and exp: a float reduction with an easy float64 "
-            "reference; an A2/A3 AscendC kernel and one example",
         ),
         OpCheck(
             name="ops-nn.swi_glu",
@@ -71,8 +72,6 @@ CHECKS: Mapping[str, OpCheck] = {
             api="aclnnSwiGlu",
             symbols=("aclnnSwiGluGetWorkspaceSize", "aclnnSwiGlu"),
             program="swi_glu_check.cpp",
-            why="the activation of LLM MLPs (Swish(A) * B); an A2/A3 AscendC kernel and one "
-            "example (gelu and relu build for ascend950 only)",
             extra_libs=("opapi_math",),
         ),
         OpCheck(
@@ -82,22 +81,10 @@ CHECKS: Mapping[str, OpCheck] = {
             api="aclnnUpsampleBilinear2d",
             symbols=("aclnnUpsampleBilinear2dGetWorkspaceSize", "aclnnUpsampleBilinear2d"),
             program="upsample_bilinear2d_check.cpp",
-            why="an image resize by bilinear interpolation (float); an A2/A3 AscendC kernel and "
-            "one example (resize_bilinear_v2 builds for ascend950 only)",
         ),
     )
 }
 NAMES = (FLASH_ATTENTION, *CHECKS)
-
-
-def check_named(name: str, where: str = "a recipe's [repos.X.validate] check") -> OpCheck:
-    """The check of that name; an unknown name is a usage error naming the known ones."""
-    if name in CHECKS:
-        return CHECKS[name]
-    raise UsageError(
-        f"{where} names check {name!r}, which cannbuild does not have.",
-        f"Use one of {', '.join(NAMES)} (cannbuild/validate/opchecks.py).",
-    )
 
 
 class OpResult(Struct, kw_only=True):
@@ -330,3 +317,57 @@ def select(check: OpCheck, names: Sequence[str]) -> Tuple[OpCase, ...]:
             f"Cases: {', '.join(c.name for c in cases)}.",
         )
     return tuple(c for c in cases if c.name in names)
+
+
+class OpNumeric:
+    """A check of OpCheck's kind as validation's registry runs it (registry.NumericCheck):
+    the C API route is the report's `capi` check, its cases the report's cases."""
+
+    def __init__(self, check: OpCheck) -> None:
+        self.check = check
+
+    def key(self, inp: ValidationInputs) -> Dict[str, object]:
+        """What the verdict depends on besides the package and the env."""
+        source = program_source(self.check)
+        header = source.parent / "op_check.h"
+        return {
+            "program": (source.read_bytes() + header.read_bytes()).hex(),
+            "cases": json.dumps(
+                [msgspec_dict(c) for c in select(self.check, inp.case_names)], sort_keys=True
+            ),
+            "rule": OP_RULE,
+            "torch": read_python_stack().torch,
+        }
+
+    def skipped(self, inp: ValidationInputs, reason: str) -> Tuple[ValidationCheck, List[OpResult]]:
+        cases = select(self.check, inp.case_names)
+        return ValidationCheck(id="capi", status=Verdict.SKIPPED, message=reason), [
+            OpResult(check=self.check.name, case=c, status=Verdict.SKIPPED, message=reason)
+            for c in cases
+        ]
+
+    def run(
+        self, inp: ValidationInputs, phases: PhaseSink
+    ) -> Tuple[ValidationCheck, List[OpResult]]:
+        outcome = run_check(
+            self.check, inp.vendor_dir, inp.env, inp.workdir, phases, inp.case_names
+        )
+        details: Dict[str, object] = {
+            "check": self.check.name,
+            "api": self.check.api,
+            "rule": OP_RULE,
+            "command": outcome.command,
+            "exit_code": outcome.exit_code,
+        }
+        check = ValidationCheck(
+            id="capi", status=outcome.status, message=outcome.message, details=details
+        )
+        return check, outcome.results
+
+    def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]:
+        """No route after the example: torch_npu has no call of these operators to check."""
+        return []
+
+
+def msgspec_dict(case: OpCase) -> Dict[str, object]:
+    return {f: getattr(case, f) for f in case.__struct_fields__}

@@ -182,7 +182,7 @@ def test_a_failed_step_digest_carries_the_rejected_copy_hint(tmp_path: Path):
         overlay=ws.overlay,
         stage=ws.stage,
         opp=ws.opp,
-        vendor_dir=ws.opp / "vendors" / "custom_transformer",
+        vendor_dirs={"lib": ws.opp / "vendors" / "custom_lib"},
     )
     outcome = run_step(step, ws, RunLogs(ws=ws, run_id="run1"), actions, NoProgress(), [])
     assert outcome.exit_code == 2

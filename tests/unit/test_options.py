@@ -13,7 +13,7 @@ def test_cli_beats_env_beats_config_beats_default():
     assert opts.jobs == 7  # CLI
     assert opts.soc == "ascend910_93"  # env
     assert opts.vendor_name == "acme"  # config
-    assert opts.ops == "flash_attention_score"  # default
+    assert opts.ops == "" and opts.repos == ()  # default: the recipe's (each repo's ops)
 
 
 def test_chip_names_normalise_to_the_family():

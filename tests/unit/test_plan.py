@@ -224,7 +224,7 @@ def _action_context(tmp_path: Path, **overrides):
         overlay=ws / "overlay",
         stage=ws / "stage",
         opp=ws / "opp",
-        vendor_dir=ws / "opp" / "vendors" / "custom_transformer",
+        vendor_dirs={"lib": ws / "opp" / "vendors" / "custom_lib"},
     )
     values.update(overrides)
     return ActionContext(**values)
@@ -236,7 +236,8 @@ def test_the_vendor_install_starts_from_a_clean_folder_and_must_leave_set_env(re
     ws = Workspace(root=tmp_path / "ws")
     step = _planned(recipe, ws, "install")
     ctx = _action_context(tmp_path)
-    stale = ctx.vendor_dir / "op_api" / "lib" / "libcust_opapi.so"
+    assert step.owner == "lib"  # an install step belongs to the repo of the build it runs after
+    stale = ctx.vendor_dir(step) / "op_api" / "lib" / "libcust_opapi.so"
     stale.parent.mkdir(parents=True)
     stale.write_text("an older package")
     vendor = ACTIONS["vendor"]
@@ -244,7 +245,7 @@ def test_the_vendor_install_starts_from_a_clean_folder_and_must_leave_set_env(re
     assert not stale.exists() and ctx.opp.is_dir()  # nothing of the old package survives
     with pytest.raises(ActionFailed, match="set_env.bash is missing"):
         vendor.finish(step, ctx)  # an installer that exits 0 without installing fails
-    set_env = ctx.vendor_dir / "bin" / "set_env.bash"
+    set_env = ctx.vendor_dir(step) / "bin" / "set_env.bash"
     set_env.parent.mkdir(parents=True)
     set_env.write_text("export ASCEND_CUSTOM_OPP_PATH=x\n")
     assert vendor.finish(step, ctx) == ([], [str(set_env)])  # the stamp then watches it

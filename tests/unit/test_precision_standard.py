@@ -13,7 +13,14 @@ import pytest
 
 from cannbuild import ui
 from cannbuild.report_md import render_markdown
-from cannbuild.validate import ValidationCheck, ValidationReport, cases, example, precision
+from cannbuild.validate import (
+    ValidationCheck,
+    ValidationReport,
+    ValidationSummary,
+    cases,
+    example,
+    precision,
+)
 from cannbuild.validate.precision import Measured, measure_values
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
@@ -210,7 +217,7 @@ def test_the_terminal_table_shows_mere_mare_and_the_disagreement(monkeypatch):
     monkeypatch.setenv("COLUMNS", "240")
     out = io.StringIO()
     report, _ = validation(a_result("PASS", 1.8e-4, 0.275))
-    ui.print_validation(report, stream=out)
+    ui.print_validation(ValidationSummary(reports=[report]), stream=out)
     text = out.getvalue()
     assert "MERE" in text and "0.275" in text and "FAIL (differs)" in text
     assert f"disagree on 1 (capi: {CASE.name}); the verdict rests on the rule" in text

@@ -14,7 +14,7 @@ from typing import Dict, List
 
 import pytest
 
-from cannbuild.build.plan import render_command
+from cannbuild.build.plan import example_values, render_command
 from cannbuild.build.session import BuildContext, CannFacts
 from cannbuild.recipes import load_recipe, render_ref, select_recipe
 from cannbuild.resources import data_dir
@@ -86,9 +86,11 @@ def build_sh_args(recipe, tmp_path: Path) -> Dict[str, List[List[str]]]:
     values["artifacts"] = {s.name: f"/out/{s.name}.run" for s in recipe.steps}
     found: Dict[str, List[List[str]]] = {}
     commands = [(s.repo, s.command, f"step {s.name!r}") for s in recipe.steps]
-    commands.append(("ops-transformer", recipe.validate.example, "[validate] example"))
+    validate = recipe.repo("ops-transformer").validate
+    commands.append(("ops-transformer", validate.example, "[validate] example"))
     for repo, template, what in commands:
-        argv = shlex.split(render_command(recipe, template, values, what))
+        given = example_values(values, repo, validate.example_op) if "example" in what else values
+        argv = shlex.split(render_command(recipe, template, given, what))
         if argv[:2] == ["bash", "build.sh"]:
             found.setdefault(repo, []).append(argv[2:])
     return found

@@ -101,7 +101,7 @@ def test_the_real_build_sh_accepts_every_flag_a_shipped_recipe_renders(train, pa
     # what a run hands each build.sh, including the example and a compile cache's --ccache
     assert ("ops-transformer-build", "--soc") in flags
     assert ("ops-transformer-build", "--ccache") in flags
-    assert ("[validate] example", "--run_example") in flags
+    assert ("[repos.ops-transformer.validate] example", "--run_example") in flags
     assert ("opbase-build", "-j8") in flags
     assert {r.soc for r in result.rows} == set(shipped.socs)
 
@@ -190,7 +190,7 @@ def test_the_rendered_commands_cover_every_soc_and_the_example(tmp_path):
     for soc in shipped.socs:
         assert ("ops-transformer-build", soc) in steps
         assert ("opbase-build", soc) in steps  # an optional step is checked too
-        assert ("[validate] example", soc) in steps
+        assert ("[repos.ops-transformer.validate] example", soc) in steps
 
 
 # --- issue 27 groundwork: the sibling repositories -----------------------------------
@@ -233,8 +233,8 @@ def test_sibling_groundwork_each_sibling_build_sh_takes_the_flags_of_ops_transfo
     taken = {(r.step, r.word.split("=", 1)[0]) for r in result.rows if r.accepted}
     for flag in ("--pkg", "--soc", "--ops", "--vendor_name", "-j8", "--cann_3rd_lib_path"):
         assert (build, flag) in taken, flag
-    assert ("[validate] example", "--run_example") in taken
-    assert ("[validate] example", "--vendor_name") in taken
+    assert (f"[repos.{repo}.validate] example", "--run_example") in taken
+    assert (f"[repos.{repo}.validate] example", "--vendor_name") in taken
     refused = {(r.step, r.word, r.note) for r in result.unknown}
     assert refused == {
         (build, "--ccache", "with a compile cache"),

@@ -15,10 +15,19 @@ def test_shipped_recipes_load_and_name_their_train(train):
     assert recipe.train == train
     assert next(s.name for s in recipe.steps) == "opbase-build"
     assert recipe.steps[-1].phase == "install"
-    assert set(recipe.validate.symbols) >= {
+    validate = recipe.repo("ops-transformer").validate
+    assert set(validate.symbols) >= {
         "aclnnFlashAttentionScoreV2",
         "aclnnFlashAttentionScoreV2GetWorkspaceSize",
     }
+    # the default selection and what makes ops-transformer buildable: data, not code
+    assert recipe.default_repos == ("ops-transformer",)
+    transformer = recipe.repo("ops-transformer")
+    assert transformer.vendor_suffix == "transformer" and transformer.ops == (
+        "flash_attention_score",
+    )
+    assert validate.check == "ops-transformer.flash_attention" and validate.why
+    assert not recipe.repo("opbase").buildable and recipe.notes == ()
 
 
 def test_opbase_reaches_ops_transformer_the_way_each_train_needs():

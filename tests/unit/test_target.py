@@ -173,6 +173,27 @@ def test_a_differing_ops_release_from_the_environment_names_the_variable(tmp_pat
     )
 
 
+def test_the_repos_a_run_built_are_remembered_and_another_selection_says_so(tmp_path):
+    """`setup --repos a,b` then a bare `validate` or `setup` works on a,b; --repos c wins
+    and says what it changes."""
+    remembered = sandbox_target(repos=("ops-transformer", "ops-math"))
+    cli = {"workspace": str(tmp_path / "ws")}
+    choice = choose(remembered, given_fields(cli, {}, {}), resolve_options(cli, {}, {}), True)
+    assert choice.layer["repos"] == ("ops-transformer", "ops-math") and choice.notes == ()
+    layered = resolve_options(cli, {}, {}, remembered=choice.layer)
+    assert layered.repos == ("ops-transformer", "ops-math")
+    cli["repos"] = "ops-math"
+    plain = resolve_options(cli, {}, {}, {"repos": "--repos"})
+    (note,) = choose(remembered, given_fields(cli, {}, {}, {"repos": "--repos"}), plain, True).notes
+    assert note.startswith(
+        "--repos ops-math differs from this workspace's repos, ops-transformer,ops-math "
+        "(set by cannbuild setup on"
+    )
+    assert note.endswith(": building for ops-math")
+    # a record from before cannbuild remembered repos reads as the default
+    assert Target(sandbox=True).repos is None and "repos" not in Target(sandbox=True).layer()
+
+
 def test_naming_another_host_uses_nothing_of_the_record(tmp_path):
     cli = {"workspace": str(tmp_path / "ws"), "cann_path": "/usr/local/Ascend/cann"}
     spelled = {"cann_path": "--cann-path"}

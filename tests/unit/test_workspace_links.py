@@ -291,7 +291,7 @@ def test_a_link_at_a_build_steps_scratch_folder_is_refused_before_it_runs(world,
         overlay=ws.overlay,
         stage=ws.stage,
         opp=ws.opp,
-        vendor_dir=ws.opp / "vendors" / "custom_transformer",
+        vendor_dirs={"lib": ws.opp / "vendors" / "custom_lib"},
     )
     before = tree_digest(mine)
     with pytest.raises(UsageError) as refused:

@@ -1,0 +1,93 @@
+"""Rendering a validation on the terminal: the verdict, each repository's checks and its
+cases with the rule's and opbase's verdicts side by side (the CLI layer)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List
+
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    from rich import markup
+    from rich import table as rich_table
+    from rich.console import Console
+
+    from .validate import ValidationReport, ValidationSummary
+else:  # only what prints a table pays for rich
+    markup = lazy_module("rich.markup")
+    rich_table = lazy_module("rich.table")
+
+
+_STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
+
+
+def print_reports(summary: ValidationSummary, out: Console) -> None:
+    """The verdict, then each validated repo's checks and cases (with several, each
+    under a line naming the repo, its check and why that operator)."""
+    reports = summary.reports
+    if len(reports) == 1:
+        _print_report(reports[0], out, f"validation: {reports[0].status}")
+    else:
+        target = reports[0].target if reports else "none"
+        headline = f"validation: {summary.status} (target {target}, {len(reports)} repos)"
+        if summary.reason:
+            headline += f": {summary.reason}"
+        out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
+        for report in reports:
+            why = f"; {report.why}" if report.why else ""
+            _print_report(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
+
+
+def _print_report(report: ValidationReport, out: Console, head: str) -> None:
+    style = _STYLE
+    headline = f"{head} (target {report.target})"
+    if report.reason:
+        headline += f": {report.reason}"
+    out.print(markup.escape(headline), style=style.get(report.status, ""), overflow="fold")
+    checks = rich_table.Table(show_header=True)
+    checks.add_column("check", no_wrap=True)
+    checks.add_column("status", no_wrap=True)
+    checks.add_column("detail", overflow="fold")
+    for c in report.checks:
+        checks.add_row(c.id, f"[{style.get(c.status, '')}]{c.status}[/]", markup.escape(c.message))
+    out.print(checks)
+    if report.cases:
+        table = rich_table.Table()
+        table.add_column("case", overflow="fold")
+        # MERE, MARE and the verdict of opbase's standard beside the rule's, which decides.
+        for col in ("max err", "bound", "ms", "verdict", "MERE", "MARE", "opbase"):
+            table.add_column(col, no_wrap=True)
+        for r in report.cases:
+            fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
+            p = r.precision
+            upstream = "-" if p is None else f"[{style.get(p.status, '')}]{p.status}[/]"
+            table.add_row(
+                r.case.name,
+                fmt(r.max_abs_err),
+                fmt(r.bound),
+                "-" if r.kernel_ms is None else f"{r.kernel_ms:.1f}",
+                f"[{style.get(r.status, '')}]{r.status}[/]",
+                fmt(None if p is None else p.mere),
+                fmt(None if p is None else p.mare),
+                upstream + (" (differs)" if r.disagree else ""),
+            )
+        out.print(table)
+        for r in report.cases:
+            if r.status == "FAIL":
+                out.print(
+                    f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
+                )
+    split = report.disagreements
+    if split:
+        by_check: Dict[str, List[str]] = {}
+        for d in split:
+            by_check.setdefault(d["check"], []).append(d["name"])
+        names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
+        out.print(
+            markup.escape(
+                f"note: opbase's MERE/MARE standard and the rule disagree on {len(split)} "
+                f"({names}); the verdict rests on the rule (figures in the report)"
+            ),
+            style="yellow",
+            overflow="fold",
+        )

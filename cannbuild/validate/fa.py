@@ -1,0 +1,140 @@
+"""FlashAttention's numerical check (`ops-transformer.flash_attention`): the cases
+(cases.py) through the aclnn C API (kernels/flash_attention/fa_check.cpp, capi.py) and
+through torch_npu.npu_fusion_attention, each judged against a float64 reference."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
+
+from msgspec.structs import asdict
+
+from .. import safefs
+from ..host.pystack import read_python_stack
+from ..lazy import lazy_module
+from ..phases import PhaseSink
+from ..states import Verdict
+from . import capi, cases, precision
+from .cases import CaseResult
+from .inputs import ValidationInputs
+from .verdict import ValidationCheck
+
+if TYPE_CHECKING:
+    from . import torchnpu
+else:  # the torch_npu route loads when it runs
+    torchnpu = lazy_module("cannbuild.validate.torchnpu")
+
+PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
+
+
+class FlashAttention:
+    """The numerical check of a package that ships aclnnFlashAttentionScore(V2)."""
+
+    def key(self, inp: ValidationInputs) -> Dict[str, object]:
+        """What the verdict depends on besides the package and the env: the program, the
+        cases, the rule, torch."""
+        stack = read_python_stack()
+        return {
+            "program": capi.fa_check_source().read_bytes().hex(),
+            "cases": json.dumps([asdict(c) for c in cases.select(inp.case_names)], sort_keys=True),
+            "rule": cases.RULE,
+            "torch": stack.torch,
+            "torch_npu": stack.torch_npu,
+        }
+
+    def skipped(
+        self, inp: ValidationInputs, reason: str
+    ) -> Tuple[ValidationCheck, List[CaseResult]]:
+        selected = cases.select(inp.case_names)
+        return ValidationCheck(id="capi", status=SKIPPED, message=reason), [
+            cases.CaseResult(case=c, status=SKIPPED, message=reason) for c in selected
+        ]
+
+    def run(
+        self, inp: ValidationInputs, phases: PhaseSink
+    ) -> Tuple[ValidationCheck, List[CaseResult]]:
+        return _run_capi(inp, cases.select(inp.case_names), phases)
+
+    def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]:
+        """The route users take, after the repository's example."""
+        return [_torch_npu_check(inp, cases.select(inp.case_names), phases)]
+
+
+def _torch_npu_check(
+    inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
+) -> ValidationCheck:
+    """The route users take: torch_npu.npu_fusion_attention, in its own process."""
+    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
+    if why_not is None and not inp.library.is_file():
+        why_not = "not run: the operator library is missing (see the library check)"
+    if why_not is None:
+        why_not = cases.why_no_torch()
+    if why_not:
+        return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
+    phases(f"torch_npu: npu_fusion_attention on {len(selected)} cases (its own process)")
+    outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
+    return ValidationCheck(
+        id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
+    )
+
+
+def _run_capi(
+    inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
+) -> Tuple[ValidationCheck, List[CaseResult]]:
+    missing_torch = cases.why_no_torch()
+    if missing_torch:
+        return ValidationCheck(id="capi", status=SKIPPED, message=missing_torch), [
+            cases.CaseResult(case=c, status=SKIPPED, message=missing_torch) for c in selected
+        ]
+    # workdir is <workspace>/validate: nothing below the workspace is written through a link
+    work = safefs.make_dirs(inp.workdir.parent, inp.workdir, "the validation folder")
+    phases("capi: compiling fa_check against the package")
+    compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
+    if not compiled.ok or compiled.binary is None:
+        lines = compiled.output.splitlines()
+        # The linker's `undefined reference to ...` names the missing symbol; else the first error.
+        first = next(
+            (line for line in lines if "undefined reference" in line),
+            next((line for line in lines if "error" in line), compiled.output[-300:]),
+        )
+        message = f"fa_check does not compile and link against the package: {first}"
+        return ValidationCheck(
+            id="capi", status=FAIL, message=message, details={"command": compiled.command}
+        ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
+    phases(f"capi: {len(selected)} FlashAttention cases against a float64 reference")
+    data = safefs.fresh(work.parent, work / "cases", "the validation cases")
+    tensors = {c.name: cases.write_inputs(c, data) for c in selected}
+    manifest = data / "manifest.txt"
+    manifest.write_text("\n".join(cases.manifest_line(c, data) for c in selected) + "\n")
+    runs, _output, code = capi.run_cases(
+        compiled.binary, manifest, capi.library_env(inp.env), [c.name for c in selected]
+    )
+    results: List[cases.CaseResult] = []
+    for case in selected:
+        case_run = runs[case.name]
+        if not case_run.ok:
+            results.append(
+                cases.CaseResult(
+                    case=case, status=FAIL, message=f"ACL/aclnn error: {case_run.error}"
+                )
+            )
+            continue
+        results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
+    failed = [r for r in results if r.status == FAIL]
+    if failed:
+        worst = failed[0]
+        message = (
+            f"{len(failed)}/{len(results)} cases FAIL; first: {worst.case.name}: {worst.message}"
+        )
+        status = FAIL
+    else:
+        message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
+        status = PASS
+    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
+    message += f"; {upstream}" if upstream else ""
+    return ValidationCheck(
+        id="capi",
+        status=status,
+        message=message,
+        details={"command": compiled.command, "exit_code": code},
+    ), results

@@ -1,0 +1,458 @@
+"""Repositories as data (issue 27): a recipe's buildable repos (vendor suffix, ops, their
+own validation), the old top-level [validate] still read, --repos selecting and ordering
+them, --ops taking `repo:op`, one template serving every repo, and nothing in the code
+naming ops-transformer's vendor folder."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from msgspec.structs import replace
+
+from cannbuild import ui
+from cannbuild.build.compile_cache import ccache_words
+from cannbuild.build.plan import NOT_SELECTED, PlannedStep
+from cannbuild.build.session import locking_session
+from cannbuild.build.steps import make_plan
+from cannbuild.container.context import ContainerSpec, render_context
+from cannbuild.errors import UsageError
+from cannbuild.options import resolve_options
+from cannbuild.recipes import StepSpec, load_recipe
+from cannbuild.recipes.selection import ops_by_repo, select_repos
+from cannbuild.resources import data_dir
+from cannbuild.sources.lock import drift, read_lock, write_lock
+from cannbuild.sources.pinning import wanted_for
+from cannbuild.sources.pins import pin_sharing
+
+from clirun import cannbuild
+from lockdata import sample_lock
+from multirecipe import RECIPE, write_recipe
+
+PACKAGE = Path(__file__).resolve().parents[2] / "cannbuild"
+
+
+def hard_coded_vendor_folders(package: Path) -> list:
+    """`file:line` of every `_transformer` in the package's code outside sandbox/."""
+    return [
+        f"{path.relative_to(package)}:{number}"
+        for path in package.rglob("*.py")
+        if "sandbox" not in path.relative_to(package).parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "_transformer" in line
+    ]
+
+
+def test_no_code_outside_the_sandbox_names_ops_transformers_vendor_folder(tmp_path):
+    """`_transformer` lives in the recipes (vendor_suffix, the library path) and in the
+    sandbox's ops-transformer stand-in, nowhere else in the package."""
+    assert hard_coded_vendor_folders(PACKAGE) == []
+    # the scan finds one where there is one (and leaves the sandbox's alone)
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "x.py").write_text('vendor = opp / f"{name}_transformer"\n')
+    (tmp_path / "sandbox").mkdir()
+    (tmp_path / "sandbox" / "y.py").write_text('"custom_transformer"\n')
+    assert hard_coded_vendor_folders(tmp_path) == ["build/x.py:1"]
+
+
+@pytest.fixture
+def two(tmp_path):
+    return load_recipe(write_recipe(tmp_path / "recipes"))
+
+
+def test_buildable_repos_their_suffix_ops_and_validation_are_recipe_data(two):
+    assert [r.name for r in two.buildable] == ["ops-alpha", "ops-beta"]
+    assert two.default_repos == ("ops-alpha",) and two.order == ("ops-alpha",)
+    beta = two.repo("ops-beta")
+    assert beta.vendor_folder("acme") == "acme_beta" and beta.ops == ("segsum", "cumsum")
+    assert beta.validate.check == "ops-beta.segsum" and beta.validate.example_op == "segsum"
+    assert not two.repo("opbase").buildable
+    # an install step without `repo` belongs to the repo of the build it runs after
+    install = next(s for s in two.steps if s.name == "ops-alpha-install")
+    assert install.repo is None and two.step_owner(install) == "ops-alpha"
+
+
+def test_an_old_top_level_validate_is_read_as_its_installers_repo_with_a_note(tmp_path):
+    old = RECIPE.replace('default_repos = ["ops-alpha"]\n', "").replace(
+        "[repos.ops-alpha.validate]", "[validate]"
+    )
+    old = re.sub(r"\[repos\.ops-beta\.validate\].*?(?=\n\[\[steps)", "", old, flags=re.S)
+    old = old.replace('vendor_suffix = "alpha"\n', "").replace('ops = ["attn"]\n', "")
+    recipe = load_recipe(write_recipe(tmp_path, old))
+    alpha = recipe.repo("ops-alpha")
+    # its suffix from the library path `vendors/{{ vendor_name }}_alpha/...`
+    assert alpha.vendor_suffix == "alpha" and alpha.validate.why == "the fused one"
+    # and builds what --ops built by default before recipes named each repo's ops
+    assert alpha.ops == ("flash_attention_score",)
+    assert recipe.order == ("ops-alpha", "ops-beta")  # no default_repos: every buildable repo
+    assert len(recipe.notes) == 1
+    assert (
+        "top-level [validate] is the old form, read as [repos.ops-alpha.validate]"
+        in (recipe.notes[0])
+    )
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            ('default_repos = ["ops-alpha"]', 'default_repos = ["opbase"]'),
+            [
+                "default_repos names 'opbase'",
+                "Buildable repos (with a vendor_suffix): ops-alpha, ops-beta",
+            ],
+        ),
+        (('vendor_suffix = "beta"', 'vendor_suffix = "be/ta"'), ["vendor_suffix = 'be/ta'"]),
+        (('ccache_option = "--ccache"', 'ccache_option = "ccache"'), ["ccache_option = 'ccache'"]),
+        (
+            (
+                "[repos.ops-alpha.validate]",
+                '[validate]\nlibrary = "x"\nsymbols = []\n[repos.ops-alpha.validate]',
+            ),
+            ["the old, recipe-wide form", "Move it to [repos."],
+        ),
+        (
+            ('check = "ops-beta.segsum"', 'chek = "ops-beta.segsum"'),
+            ["[repos.ops-beta.validate]", "Did you mean 'check'"],
+        ),
+    ],
+)
+def test_a_mistake_in_the_repo_data_names_the_file_and_key(tmp_path, change, words):
+    path = write_recipe(tmp_path, RECIPE.replace(*change))
+    with pytest.raises(UsageError) as err:
+        load_recipe(path)
+    text = err.value.paragraph()
+    assert str(path) in text
+    for word in words:
+        assert word in text
+
+
+def test_ops_without_a_vendor_suffix_is_refused(tmp_path):
+    text = RECIPE.replace(
+        'tag = "v1"\n\n[repos.ops-alpha]', 'tag = "v1"\nops = ["x"]\n\n[repos.ops-alpha]'
+    )
+    with pytest.raises(UsageError, match="lists ops but has no vendor_suffix"):
+        load_recipe(write_recipe(tmp_path, text))
+
+
+# --- selecting ------------------------------------------------------------------------
+
+
+def test_repos_narrow_the_recipe_in_the_order_given(two):
+    both = select_repos(two, ["ops-beta", "ops-alpha"])
+    assert both.order == ("ops-beta", "ops-alpha") and both.unselected == ()
+    assert [r.name for r in both.selected] == ["ops-beta", "ops-alpha"]
+    beta = select_repos(two, ["ops-beta"])
+    assert [r.name for r in beta.repos] == ["opbase", "ops-beta"]  # the source stays
+    assert [s.name for s in beta.steps] == ["opbase-build", "ops-beta-build", "ops-beta-install"]
+    assert beta.unselected == ("ops-alpha",)
+    default = select_repos(two, [])
+    assert default.order == ("ops-alpha",) and "ops-beta-build" not in [
+        s.name for s in default.steps
+    ]
+
+
+@pytest.mark.parametrize(
+    "names, words",
+    [
+        (["ops-gamma"], ["--repos names 'ops-gamma', which is not a repository of the recipe"]),
+        (["opbase"], ["'opbase', which is a source the buildable repos take, not one to select"]),
+        (["ops-beta", "ops-beta"], ["names 'ops-beta' twice"]),
+    ],
+)
+def test_a_repo_that_cannot_be_selected_is_a_usage_error_naming_the_buildable_ones(
+    two, names, words
+):
+    with pytest.raises(UsageError) as err:
+        select_repos(two, names)
+    text = err.value.paragraph()
+    for word in words:
+        assert word in text
+    assert "builds ops-alpha, ops-beta" in text and "--repos ops-alpha,ops-beta" in text
+
+
+def test_each_repo_gets_its_own_ops_and_a_bare_op_goes_to_the_repo_that_ships_it(two):
+    both = select_repos(two, ["ops-alpha", "ops-beta"])
+    assert ops_by_repo(both, "") == {"ops-alpha": ("attn",), "ops-beta": ("segsum", "cumsum")}
+    # a bare op the recipe lists for one repo; the other keeps its default
+    assert ops_by_repo(both, "cumsum") == {"ops-alpha": ("attn",), "ops-beta": ("cumsum",)}
+    given = ops_by_repo(both, "ops-alpha:rope,ops-beta:softmax,ops-alpha:attn")
+    assert given == {"ops-alpha": ("rope", "attn"), "ops-beta": ("softmax",)}
+    # a checkout that has the op's folder claims it
+    ships = lambda repo, op: repo == "ops-alpha" and op == "rope"  # noqa: E731
+    assert ops_by_repo(both, "rope", ships)["ops-alpha"] == ("rope",)
+    # one repo selected: a bare op is its, whatever it is
+    alone = select_repos(two, ["ops-beta"])
+    assert ops_by_repo(alone, "anything") == {"ops-beta": ("anything",)}
+
+
+@pytest.mark.parametrize(
+    "ops, ships, words",
+    [
+        (
+            "attn",
+            lambda r, o: True,
+            [
+                "the selected repos ops-alpha, ops-beta each ship an operator 'attn'",
+                "--ops ops-alpha:attn",
+            ],
+        ),
+        (
+            "rope",
+            lambda r, o: False,
+            ["none of the selected repos (ops-alpha, ops-beta) lists 'rope'", "--ops <repo>:rope"],
+        ),
+        (
+            "ops-gamma:x",
+            lambda r, o: False,
+            ["names repo 'ops-gamma', which is not a buildable repo"],
+        ),
+    ],
+)
+def test_an_op_whose_repo_cannot_be_told_asks_for_repo_op(two, ops, ships, words):
+    both = select_repos(two, ["ops-alpha", "ops-beta"])
+    with pytest.raises(UsageError) as err:
+        ops_by_repo(both, ops, ships)
+    text = err.value.paragraph()
+    for word in words:
+        assert word in text
+
+
+def test_an_op_of_a_repo_not_selected_says_to_add_it(two):
+    with pytest.raises(UsageError) as err:
+        ops_by_repo(select_repos(two, ["ops-alpha"]), "ops-beta:segsum")
+    text = err.value.paragraph()
+    assert "which --repos does not select (selected: ops-alpha)" in text
+    assert "Add ops-beta to --repos" in text
+
+
+def test_repos_and_ops_as_flags_variables_and_config():
+    assert resolve_options({"repos": "ops-math, ops-transformer"}, {}, {}).repos == (
+        "ops-math",
+        "ops-transformer",
+    )
+    assert resolve_options({}, {"CANNBUILD_REPOS": "a,b"}, {}).repos == ("a", "b")
+    assert resolve_options({}, {}, {"repos": ["x", "y"]}).repos == ("x", "y")
+    assert resolve_options({"ops": "ops-math:segsum,swi_glu"}, {}, {}).ops == (
+        "ops-math:segsum,swi_glu"
+    )
+    with pytest.raises(UsageError, match="'ops math' is not a repository name"):
+        resolve_options({"repos": "ops math"}, {}, {})
+    with pytest.raises(UsageError, match="each `op` or `repo:op`"):
+        resolve_options({"ops": "ops-math:"}, {}, {})
+    with pytest.raises(UsageError, match="environment variable CANNBUILD_OPS"):
+        resolve_options({}, {"CANNBUILD_OPS": "a b"}, {})
+
+
+# --- a session, its plan and its lock ---------------------------------------------------
+
+
+def session(tmp_path: Path, recipe: Path, **cli):
+    options = resolve_options(
+        {"soc": "A2", "workspace": str(tmp_path / "ws"), "recipe": str(recipe), **cli}, {}, {}
+    )
+    return locking_session(options, {}, tmp_path, "9.0.0")
+
+
+def test_one_template_renders_each_repos_own_suffix_ops_and_vendor_folder(tmp_path):
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path, repos="ops-beta,ops-alpha", ops="ops-alpha:rope")
+    assert s.recipe.order == ("ops-beta", "ops-alpha")
+    assert list(s.vendor_dirs) == ["ops-beta", "ops-alpha"]
+    assert s.vendor_dir_of("ops-beta") == tmp_path / "ws" / "opp" / "vendors" / "custom_beta"
+    steps = {p.name: p for p in make_plan(s, None, {}, ("build", "install"))}
+    assert steps["opbase-build"].status == NOT_SELECTED  # optional, as before
+    assert "--ops=segsum,cumsum" in steps["ops-beta-build"].command
+    assert "--repo-suffix=beta" in steps["ops-beta-build"].command
+    assert "--ops=rope" in steps["ops-alpha-build"].command
+    assert steps["ops-alpha-build"].inputs["ops"] == "rope"  # a changed op list rebuilds it
+    assert steps["ops-alpha-install"].owner == "ops-alpha"
+    assert steps["ops-alpha-install"].command.startswith("bash '<output of ops-alpha-build>'")
+
+
+def test_steps_of_a_repo_not_selected_are_not_planned_and_its_lock_entry_is_drift(tmp_path):
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path)  # the default: ops-alpha alone
+    names = [p.name for p in make_plan(s, None, {}, ("build", "install"))]
+    assert names == ["opbase-build", "ops-alpha-build", "ops-alpha-install"]
+    wanted = wanted_for(s.source_request())
+    assert [name for name, _, _ in wanted.repos] == ["opbase", "ops-alpha"]
+    lock = replace(
+        sample_lock("9.0.0"),
+        recipe="two",
+        repos=tuple(
+            replace(r, name=n, url=f"https://example.invalid/{n}.git", ref="tag v1")
+            for r, n in zip(sample_lock("9.0.0").repos * 2, ["opbase", "ops-alpha", "ops-beta"])
+        ),
+        soc="ascend910b",
+    )
+    problems = drift(lock, wanted)
+    assert any(
+        p.startswith("repo ops-beta: in the lock, and this run does not build it") for p in problems
+    )
+    assert not any(p.startswith("repo ops-alpha") for p in problems)
+
+
+def test_plan_says_whether_the_repos_share_their_opbase_pin(tmp_path):
+    recipe = select_repos(load_recipe(write_recipe(tmp_path)), ["ops-alpha", "ops-beta"])
+    base = sample_lock("9.0.0")
+
+    def lock(alpha: str, beta: str):
+        pins = tuple(
+            replace(base.repos[0], name=f"{repo}:third_party/opbase", commit=commit)
+            for repo, commit in (("ops-alpha", alpha), ("ops-beta", beta))
+        )
+        return replace(base, repos=base.repos + pins)
+
+    assert pin_sharing(recipe, None) == [
+        "opbase: pinned by ops-alpha, ops-beta; shared or per repo is known once the pins are "
+        "read (cannbuild fetch)"
+    ]
+    (shared,) = pin_sharing(recipe, lock("a" * 40, "a" * 40))
+    assert shared.startswith("opbase: shared: ops-alpha, ops-beta pin the same commit aaaaaaaaaaaa")
+    (each,) = pin_sharing(recipe, lock("a" * 40, "e" * 40))
+    assert each.startswith(
+        "opbase: per repo: the pins differ (ops-alpha aaaaaaaaaaaa in "
+        "third_party/opbase; ops-beta eeeeeeeeeeee in third_party/opbase)"
+    )
+    # one repo alone pinning it says nothing
+    assert pin_sharing(select_repos(recipe, ["ops-beta"]), None) == []
+
+
+def test_the_ccache_option_is_the_repos_own_two_words_glued_or_none(tmp_path):
+    recipe = load_recipe(write_recipe(tmp_path))
+
+    def step(repo: str) -> PlannedStep:
+        return PlannedStep(
+            spec=StepSpec(name=f"{repo}-build", command="x", repo=repo),
+            command="bash build.sh --pkg",
+            argv=("bash", "build.sh", "--pkg"),
+            cwd=tmp_path,
+            env={},
+            env_delta={},
+            inputs={},
+        )
+
+    assert ccache_words(step("ops-alpha"), recipe, "/c") == ("--ccache", "/c")
+    assert ccache_words(step("ops-beta"), recipe, "/c") == ()  # its build.sh refuses --ccache
+    glued = replace(
+        recipe,
+        repos=tuple(
+            replace(r, ccache_option="--ccache=") if r.name == "ops-beta" else r
+            for r in recipe.repos
+        ),
+    )
+    assert ccache_words(step("ops-beta"), glued, "/c") == ("--ccache=/c",)
+    given = replace(step("ops-alpha"), argv=("bash", "build.sh", "--ccache", "/mine"))
+    assert ccache_words(given, recipe, "/c") == ()  # the step gives one already
+
+
+def test_the_shipped_recipes_render_the_same_ops_transformer_commands_as_before(tmp_path):
+    """The default set is unchanged: the 9.0 build step still renders --ops=flash_attention_score
+    with the ops-transformer vendor name, and the example the flash_attention_score one."""
+    options = resolve_options({"soc": "A2", "workspace": str(tmp_path / "ws")}, {}, {})
+    s = locking_session(options, {}, tmp_path, "9.0.0")
+    assert s.recipe.order == ("ops-transformer",)
+    steps = {p.name: p for p in make_plan(s, None, {}, ("build", "install"))}
+    build = steps["ops-transformer-build"].command
+    assert "--ops=flash_attention_score --vendor_name=custom" in build
+    assert s.vendor_dir_of("ops-transformer").name == "custom_transformer"
+    assert (data_dir("templates") / "steps" / "run-example.j2").read_text().count("example_op") == 1
+
+
+def test_an_unknown_repo_on_the_command_line_is_exit_2_naming_the_buildable_ones(tmp_path):
+    proc = cannbuild(
+        "lock",
+        "--cann",
+        "9.0.0",
+        "--soc",
+        "A2",
+        "--repos",
+        "ops-transformer,ops-nope",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    assert "--repos names 'ops-nope', which is not a repository of the recipe" in proc.stderr
+    assert "builds ops-transformer" in proc.stderr
+    assert not (tmp_path / "cannbuild.lock").exists()
+
+
+def test_a_lock_records_a_selection_other_than_the_default_and_a_container_builds_it(tmp_path):
+    path = tmp_path / "cannbuild.lock"
+    chosen = replace(sample_lock("9.0.0"), build_repos=("ops-math", "ops-transformer"))
+    write_lock(path, chosen)
+    text = path.read_text()
+    assert 'build_repos = [\n    "ops-math",\n    "ops-transformer",\n]' in text or (
+        'build_repos = ["ops-math", "ops-transformer"]' in text
+    )
+    assert "version = 3" in text and read_lock(path).build_repos == chosen.build_repos
+    write_lock(path, sample_lock("9.0.0"))  # the default selection: the bytes as before
+    assert "build_repos" not in path.read_text() and "version = 2" in path.read_text()
+    out = tmp_path / "ctx"
+    write_lock(path, chosen)
+    render_context(ContainerSpec(variant="A3", cann="9.0.0"), chosen, path, out)
+    assert "--repos ops-math,ops-transformer" in (out / "Dockerfile").read_text()
+
+
+def test_the_same_repos_in_another_order_is_drift_the_lock_names(tmp_path):
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path, repos="ops-beta,ops-alpha")
+    request = s.source_request()
+    assert request.build_repos == ("ops-beta", "ops-alpha")
+    assert session(tmp_path, path, repos="ops-alpha").source_request().build_repos == ()
+    wanted = wanted_for(request)
+    lock = replace(sample_lock("9.0.0"), build_repos=("ops-alpha", "ops-beta"))
+    assert any(
+        p.startswith(
+            "repos: the lock was made for --repos ops-alpha,ops-beta, this run builds "
+            "them in the order ops-beta,ops-alpha"
+        )
+        for p in drift(lock, wanted)
+    )
+    assert not any(
+        p.startswith("repos:") for p in drift(replace(lock, build_repos=wanted.build_repos), wanted)
+    )
+
+
+def test_a_host_tool_of_one_repo_is_needed_only_when_that_repo_is_built(tmp_path):
+    """ops-nn's build.sh sources install_deps.sh, which wants pigz and dos2unix
+    (nn@9.1.0 build.sh:33-38): a build of ops-transformer alone must not be blocked on them."""
+    tools = (
+        '[[host.tools]]\nname = "pigz"\nwhy = "ops-beta wants it"\nrepos = ["ops-beta"]\n\n'
+        '[[host.tools]]\nname = "gawk"\nwhy = "every build"\n\n'
+    )
+    recipe = load_recipe(
+        write_recipe(tmp_path, RECIPE.replace("[[steps]]", tools + "[[steps]]", 1))
+    )
+    assert [t.name for t in select_repos(recipe, ["ops-alpha"]).tools] == ["gawk"]
+    assert [t.name for t in select_repos(recipe, ["ops-beta"]).tools] == ["pigz", "gawk"]
+    wrong = RECIPE.replace(
+        "[[steps]]", tools.replace('["ops-beta"]', '["ops-nn"]') + "[[steps]]", 1
+    )
+    with pytest.raises(UsageError, match=r"\[\[host.tools\]\] #1 names repo 'ops-nn'"):
+        load_recipe(write_recipe(tmp_path / "wrong", wrong))
+
+
+def test_plan_shows_each_repos_steps_under_its_name_and_the_pin_sharing(tmp_path):
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path, repos="ops-beta,ops-alpha")
+    out = io.StringIO()
+    steps = make_plan(s, None, {}, ("build", "install"))
+    ui.print_plan(s, steps, ["opbase: per repo: the pins differ (...)"], stream=out)
+    text = out.getvalue()
+    assert "repos: ops-beta, ops-alpha (ASCEND_CUSTOM_OPP_PATH order, first wins)" in text
+    assert "pinned opbase: per repo: the pins differ" in text
+    heads = [line for line in text.splitlines() if line.startswith("== ")]
+    assert heads == [
+        "== opbase (a source)",
+        "== ops-alpha (ops attn)",
+        "== ops-beta (ops segsum,cumsum)",
+    ]
+    # one repo: the plan reads as it always did
+    out = io.StringIO()
+    alone = session(tmp_path, path)
+    ui.print_plan(alone, make_plan(alone, None, {}, ("build",)), [], stream=out)
+    assert "== " not in out.getvalue() and "repos:" not in out.getvalue()
