@@ -326,7 +326,7 @@ def judge_run(
 
 
 # Where a ref's build.sh --run_example looks for the custom package when it ignores
-# ASCEND_CUSTOM_OPP_PATH: ops-transformer 8.3 only `${ASCEND_OPP_PATH}/vendors/${VENDOR}_transformer`
+# ASCEND_CUSTOM_OPP_PATH: ops-transformer 8.3 only `${ASCEND_OPP_PATH}/vendors/${VENDOR}_<repo>`
 # (build.sh:391-392; v8.5.0 :450 and v9.0.0 :504 honour ASCEND_CUSTOM_OPP_PATH), the sibling
 # repositories at v9.0.0 only `${ASCEND_HOME_PATH}/opp/vendors/${VENDOR}_<repo>`
 # (ops-math@v9.0.0:build.sh:1526-1528, ops-nn :1269-1270, ops-cv :1438-1440).

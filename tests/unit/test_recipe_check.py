@@ -20,6 +20,7 @@ from cannbuild.recipes.optspec import OptionSpec, option_spec
 from cannbuild.resources import data_dir
 from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
 from cannbuild.sandbox.repos import _render_commit
+from cannbuild.sandbox.siblings import SIBLING_HISTORY, SiblingCommit, render_sibling
 from cannbuild.train.check import (
     ScriptSpec,
     StepCommand,
@@ -140,6 +141,57 @@ def test_every_sandbox_stand_in_build_sh_parses_in_the_style_of_the_real_one(com
     assert {"--pkg", "-j"} <= names if commit.repo == "ops-transformer" else "-j" in names
 
 
+def sibling_fixture(commit: SiblingCommit) -> str:
+    """The real spec a sibling stand-in commit stands for (its build.sh is the same at
+    v9.0.0 and v9.0.1, and at tag v9.1.0 and branch 9.1.0)."""
+    ref = "v9.0.0" if commit.flavor.ref == "v9.0.0" else "9.1.0"
+    return f"{commit.repo}@{ref}"
+
+
+@pytest.mark.parametrize(
+    "commit",
+    [c for history in SIBLING_HISTORY.values() for c in history],
+    ids=lambda c: f"{c.repo}-{c.message}",
+)
+def test_every_sibling_stand_in_build_sh_takes_exactly_the_options_of_the_real_one(
+    commit, tmp_path
+):
+    """The stand-in ops-math/ops-nn/ops-cv build.sh parse with getopts and read, option by
+    option, as the real script of that ref does: the same arms, the same names listed in
+    SUPPORTED_LONG_OPTS without an arm (math's `debug`, the `*_test` names) and the same arm
+    the list leaves out (ops-nn v9.0.0's `mssanitizer`)."""
+    render_sibling(tmp_path, commit, EXTRA)
+    mine = option_spec((tmp_path / "build.sh").read_text())
+    real = real_spec(sibling_fixture(commit)).spec
+    assert mine.style == real.style == "getopts"
+    assert {o.pattern for o in mine.options} == {o.pattern for o in real.options}
+    assert {o.pattern for o in mine.unlisted} == {o.pattern for o in real.unlisted}
+    assert {o.pattern for o in mine.declared_only} == {o.pattern for o in real.declared_only}
+
+
+@pytest.mark.parametrize(
+    "train,name", [(t, n) for t, names in SIBLINGS.items() for n in names], ids=str
+)
+def test_the_shipped_recipes_sibling_steps_pass_each_siblings_real_build_sh(train, name, tmp_path):
+    """What the 9.0 and 9.1 recipes render for ops-math, ops-nn and ops-cv (their build step
+    through steps/ops-build.j2, their example), for every SoC, is accepted by the real
+    build.sh of that repo at that recipe's refs; and no compile cache adds `--ccache`, which
+    none of them takes before v9.2.0-beta.1."""
+    repo = name.split("@")[0]
+    result = check_recipe(recipe(train), Workspace(root=tmp_path / "ws"), {repo: real_spec(name)})
+    assert result.unknown == ()
+    taken = {(r.step, r.word.split("=", 1)[0]) for r in result.rows if r.accepted}
+    build = f"{repo}-build"
+    for flag in ("--pkg", "--soc", "--ops", "--vendor_name", "-j8", "--cann_3rd_lib_path"):
+        assert (build, flag) in taken, flag
+    example = f"[repos.{repo}.validate] example"
+    assert (example, "--run_example") in taken and (example, "--vendor_name") in taken
+    assert not any("ccache" in r.word for r in result.rows)
+    op = SIBLING_OP[repo]
+    assert any(r.word == f"--ops={op}" for r in result.rows)
+    assert {r.soc for r in result.rows} == set(recipe(train).socs)
+
+
 def test_the_9_1_recipe_checks_clean_against_the_9_1_stand_ins_and_not_against_8_3(tmp_path):
     names = {"opbase": OPBASE_HISTORY[-1], "ops-transformer": OT_HISTORY[-1], "ot83": OT_HISTORY[0]}
     dirs: Dict[str, Path] = {}
@@ -147,6 +199,12 @@ def test_the_9_1_recipe_checks_clean_against_the_9_1_stand_ins_and_not_against_8
         dirs[name] = tmp_path / name
         dirs[name].mkdir()
         _render_commit(dirs[name], commit, EXTRA)
+    # the sibling repositories' stand-ins at branch 9.1.0 (the recipe lists them, --repos builds them)
+    siblings = []
+    for repo, history in SIBLING_HISTORY.items():
+        (tmp_path / repo).mkdir()
+        render_sibling(tmp_path / repo, history[-1], EXTRA)
+        siblings += ["--src", f"{repo}={tmp_path / repo}"]
     ok = cannbuild(
         "recipe",
         "check",
@@ -155,10 +213,13 @@ def test_the_9_1_recipe_checks_clean_against_the_9_1_stand_ins_and_not_against_8
         f"opbase={dirs['opbase']}",
         "--src",
         str(dirs["ops-transformer"]),
+        *siblings,
         cwd=tmp_path,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "all 15 flags accepted" in ok.stdout
+    # 15 of opbase and ops-transformer, 11 of each sibling (6 words of its build step, 5 of its
+    # example's `--run_example <op> eager cust --vendor_name=`)
+    assert "all 48 flags accepted" in ok.stdout
     bad = cannbuild(
         "recipe",
         "check",
@@ -167,10 +228,11 @@ def test_the_9_1_recipe_checks_clean_against_the_9_1_stand_ins_and_not_against_8
         f"opbase={dirs['opbase']}",
         "--src",
         f"ops-transformer={dirs['ot83']}",
+        *siblings,
         cwd=tmp_path,
     )
     assert bad.returncode == 2
-    assert "1 of 15 flags UNKNOWN" in bad.stdout
+    assert "1 of 48 flags UNKNOWN" in bad.stdout
     assert "step 'ops-transformer-build'" in bad.stderr and "--cann_3rd_lib_path=" in bad.stderr
     assert f"{dirs['ot83']}/build.sh" in bad.stderr
 
