@@ -23,7 +23,9 @@ def test_shipped_recipes_load_and_name_their_train(train):
     # the default selection and what makes ops-transformer buildable: data, not code
     assert recipe.default_repos == ("ops-transformer",)
     transformer = recipe.repo("ops-transformer")
-    assert transformer.vendor_suffix == "transformer" and transformer.ops == ("flash_attention_score",)
+    assert transformer.vendor_suffix == "transformer" and transformer.ops == (
+        "flash_attention_score",
+    )
     assert validate.check == "ops-transformer.flash_attention" and validate.why
     assert not recipe.repo("opbase").buildable and recipe.notes == ()
 
