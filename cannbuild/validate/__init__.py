@@ -367,7 +367,14 @@ def _run_capi(
         )
         status = FAIL
     else:
-        message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
+        # fa_check.cpp's APIs: the dense layouts through V2, TND through VarLenScoreV4
+        apis = sorted(
+            {
+                "aclnnFlashAttentionVarLenScoreV4" if c.varlen else "aclnnFlashAttentionScoreV2"
+                for c in selected
+            }
+        )
+        message = f"{len(results)}/{len(results)} cases PASS through {' and '.join(apis)}"
         status = PASS
     return ValidationCheck(
         id="capi",
