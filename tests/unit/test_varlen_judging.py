@@ -6,7 +6,7 @@ import pytest
 from reference import reference_torch
 
 from cannbuild import report_md
-from cannbuild.validate import cases, torchnpu
+from cannbuild.validate import cases, example, torchnpu
 
 CASE = next(c for c in cases.CASES if c.layout == "TND")
 pytestmark = pytest.mark.xdist_group("torch")  # one xdist worker imports torch for these
@@ -117,3 +117,18 @@ def test_the_report_names_the_sequence_lengths():
     assert any(
         line.startswith(f"| {CASE.name} |") and "q 129+384 kv 300+77" in line for line in table
     )
+
+
+def test_the_varlen_example_is_judged_on_its_softmax_sums():
+    """The VarLen example's rows each sum their own 256 keys; over both sequences' keys, 512."""
+    file = "/w/attention/flash_attention_score/examples/test_aclnn_flash_attention_score_varlen_v4_fp32.cpp"
+
+    def printed(softmax_sum):
+        values = [1.0] * 32768 + [128 / 128**0.5] * 2048 + [softmax_sum] * 2048
+        return [f"mean result[{i}] is: {v:f}" for i, v in enumerate(values)]
+
+    right = example.judge_example(file, printed(256.0), True, 0, None)
+    assert right.status == "PASS" and right.judged == "values"
+    wrong = example.judge_example(file, printed(512.0), True, 0, None)
+    assert wrong.status == "FAIL"
+    assert wrong.message == "softmaxSum[0] is 512.0, expected 256 for all-ones inputs"
