@@ -14,6 +14,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from .. import safefs
+from ..host.check import Check
 from ..host.toolkit import host_arch
 from ..ownership import inside
 from ..recipes import StepSpec
@@ -24,6 +25,7 @@ from ..states import Outcome
 from ..workspace import Workspace
 from .actions import ActionContext
 from .compile_cache import CompileCache, compile_cache, with_cache
+from .derived import refuse_blocking
 from .overlay import overlay_env
 from .plan import (
     NEEDS_RUN,
@@ -33,9 +35,11 @@ from .plan import (
     StepContext,
     hashed_env_values,
     recipe_templates,
+    selected,
     walk,
 )
 from .reproducible import with_source_date
+from .requirements import derived_rows
 from .runner import (
     NoProgress,
     Progress,
@@ -216,10 +220,36 @@ def run_steps(
         outcomes.append(outcome)
         return outcome.status != Outcome.FAILED
 
+    if variant is None:
+        refuse_underived(session, sources)
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
     return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)
+
+
+def toolkit_rows(session: Session) -> List[Check]:
+    """The derived rows as `plan` shows them: from the checkouts on disk, the memo only
+    read (a plan writes nothing)."""
+    return derived_rows(session.recipe, session.options, session.context.cann.home)
+
+
+def refuse_underived(session: Session, sources: Sources) -> None:
+    """Before any step runs: what the checkouts of the steps that will run need of the
+    toolkit (build/derived.py), once their sources are checked out; a missing header or
+    module stops the run here (exit 3), not minutes into a build.  Waits for those
+    repos' fetches (a step would wait for its own anyway)."""
+    options = session.options
+    repos = sorted(
+        {
+            s.repo
+            for s in session.recipe.steps
+            if s.repo and selected(s, options.optional_steps, options.force)
+        }
+    )
+    identities = {repo: sources.identity_of(repo) for repo in repos}
+    home = session.context.cann.home
+    refuse_blocking(derived_rows(session.recipe, options, home, identities, keep=True))
 
 
 def _copy(
