@@ -22,10 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "aclnn/opdev/op_errno.h"
+#include "opdev/op_errno.h"
 #include "emu/emu_runtime.h"
 #include "flash_attention_score_cpu.h"
 #include "op_common/op_host/util/opbase_export.h"
+#include "securec.h"
 
 #ifdef SANDBOX_FAULT_BUILD_FAIL
 static_assert(false, "cannbuild sandbox fault build-fail:ops-transformer");
@@ -52,6 +53,7 @@ struct Tensor {
 
 aclnnStatus Fail(aclnnStatus code, const char *fmt, ...) {
     char body[512];
+    (void)memset_s(body, sizeof(body), 0, sizeof(body));  // libc_sec, as the real op_api links it
     va_list args;
     va_start(args, fmt);
     std::vsnprintf(body, sizeof(body), fmt, args);
