@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import time
 from pathlib import Path
@@ -34,9 +35,12 @@ from .toolkit_packages import OPBASE_PACKAGE, module_package
 SCANNER = 1  # what a memo was made by: a memo of another scanner is read again
 MAX_CMAKE_FILES = 2000
 MAX_CMAKE_BYTES = 1 << 20
-# Where a toolkit keeps headers whatever its cmake says: a header found only here is not
-# where this ref's build looks (a warning, not a failure).
-USUAL_INCLUDE = ("{arch}-linux/include", "include", "{arch}-linux/pkg_inc", "pkg_inc")
+# Where a toolkit keeps headers whatever a cmake says: a header found only somewhere under
+# these is not where this ref's build looks as cannbuild reads it (a warning: a folder that
+# comes from elsewhere, such as cann/cmake's find_cann_package, may hold it), and only a
+# header in none of them fails.
+HEADER_TREES = ("{arch}-linux/include", "{arch}-linux/pkg_inc", "include", "pkg_inc")
+MAX_TREE_FILES = 200_000
 
 
 class Derived(Struct, frozen=True, kw_only=True):
@@ -253,6 +257,7 @@ def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
             rows.append(_module_row(n, module.name, module.source, package, blocking, home, arch))
     checked = 0
     dirs = d.cmake.toolkit_dirs
+    trees = _HeaderTrees(home, arch)
     for need in d.includes.headers if dirs else ():
         if n.opbase_from and need.package == OPBASE_PACKAGE:
             provided += 1
@@ -260,7 +265,7 @@ def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
         checked += 1
         if _found(home, dirs, [need.header], arch) is not None:
             continue
-        usual = _found(home, USUAL_INCLUDE, [need.header], arch)
+        usual = trees.find(need.header)
         if usual is not None:
             elsewhere.append(f"{need.header} (at {usual}; {need.sources[0]})")
             continue
@@ -303,6 +308,28 @@ def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
     return rows
 
 
+class _HeaderTrees:
+    """Every file under the toolkit's header trees, listed once and only when a header is
+    not where the cmake looks (a real toolkit holds some thousands)."""
+
+    def __init__(self, home: Path, arch: str) -> None:
+        self.home, self.arch = home, arch
+        self._files: Optional[List[str]] = None
+
+    def find(self, header: str) -> Optional[str]:
+        if self._files is None:
+            self._files = []
+            for tree in dict.fromkeys(t.replace("{arch}", self.arch) for t in HEADER_TREES):
+                top = self.home / tree
+                for dirpath, _, names in os.walk(top, followlinks=False):
+                    rel = os.path.relpath(dirpath, self.home)
+                    self._files += [f"{rel}/{name}" for name in names]
+                    if len(self._files) > MAX_TREE_FILES:
+                        break
+        suffix = "/" + header
+        return next((f for f in self._files if f.endswith(suffix)), None)
+
+
 def _summary(n: StepNeeds, lookups: int, headers: int, provided: int, home: Path) -> Check:
     d = n.derived
     what = f"the {lookups} lookups of {len(d.cmake.modules)} find_package modules"
@@ -335,8 +362,13 @@ def _module_row(
     arch: str,
 ) -> Check:
     looked = "; ".join(
-        f"{' or '.join(m.names)} in {', '.join(d.replace('{arch}', arch) or '.' for d in m.dirs)} "
-        f"({m.source}: {m.blocking})"
+        f"{' or '.join(m.names)} in "
+        + ", ".join(
+            [d.replace("{arch}", arch) or "." for d in m.dirs]
+            + [f"the checkout's {d or '.'}" for d in m.repo_dirs]
+            + [f"opbase's {d or '.'}" for d in m.opbase_dirs]
+        )
+        + f" ({m.source}: {m.blocking})"
         for m in missing
     )
     return Check(

@@ -322,6 +322,18 @@ def test_a_header_only_where_this_ref_does_not_look_is_a_warning(checkout, tmp_p
     assert "{arch}-linux/pkg_inc" in facts.derived.cmake.toolkit_dirs  # it looks there: pass
     rows = derived_checks([facts], [], home, "x86_64")
     assert [r.status for r in rows] == ["pass"]
+    # somewhere the cmake (as read) does not look: a folder from elsewhere may; a warning
+    (home / "x86_64-linux/pkg_inc/platform/soc_spec.h").unlink()
+    tree(home, {"x86_64-linux/include/experiment/platform/soc_spec.h": ""})
+    rows = derived_checks([facts], [], home, "x86_64")
+    assert [r.status for r in rows] == ["warn", "pass"]
+    assert "platform/soc_spec.h (at x86_64-linux/include/experiment/platform/soc_spec.h" in (
+        rows[0].detail
+    )
+    # nowhere in the toolkit: the failure
+    (home / "x86_64-linux/include/experiment/platform/soc_spec.h").unlink()
+    rows = derived_checks([facts], [], home, "x86_64")
+    assert [r.id for r in rows] == ["recipe.derived.header.platform/soc_spec.h"]
 
 
 def test_without_a_checkout_the_derived_check_is_a_skip_that_says_what_to_run(tmp_path):
