@@ -28,7 +28,8 @@ from ..errors import DoctorBlocked
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..recipes import Recipe, StepSpec
 from ..workspace import Workspace, read_json, write_json_atomic
-from .derived_cmake import CmakeFacts, Lookup, is_test_file, scan_cmake
+from .cmake_text import is_test_file
+from .derived_cmake import CmakeFacts, Lookup, scan_cmake
 from .derived_includes import IncludeScan, scan_includes
 from .toolkit_packages import OPBASE_PACKAGE, module_package
 

@@ -20,37 +20,24 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from msgspec import Struct
 
-# Where a path points once expanded: the toolkit (ASCEND_HOME_PATH), the opbase source the
-# build compiles (${OPBASE_SOURCE_PATH}, ops-transformer >= v9.0.0), or the checkout itself.
-TOOLKIT, OPBASE, REPO = "@TK", "@OPBASE", "@REPO"
-ROOTS = {
-    # cmake/dependencies.cmake:11-27 (ASCEND_DIR), CMakeLists.txt (ASCEND_CANN_PACKAGE_PATH,
-    # recomputed from CUSTOM_ASCEND_CANN_PACKAGE_PATH / ENV ASCEND_HOME_PATH): the same root
-    "ASCEND_DIR": TOOLKIT,
-    "ASCEND_CANN_PACKAGE_PATH": TOOLKIT,
-    "CUSTOM_ASCEND_CANN_PACKAGE_PATH": TOOLKIT,
-    "ASCEND_HOME_PATH": TOOLKIT,
-    "ASCEND_INSTALL_PATH": TOOLKIT,
-    "ASCEND_PATH": TOOLKIT,
-    "OPBASE_SOURCE_PATH": OPBASE,
-    "CMAKE_SOURCE_DIR": REPO,
-    "PROJECT_SOURCE_DIR": REPO,
-    "OPS_TRANSFORMER_DIR": REPO,
-    "OPS_ADV_DIR": REPO,
-    # CMakeLists.txt:99-101: `set(SYSTEM_PREFIX ${CMAKE_SYSTEM_PROCESSOR}-linux)`
-    "SYSTEM_PREFIX": "{arch}-linux",
-    "CMAKE_SYSTEM_PROCESSOR": "{arch}",
-}
-# Files only a test build reads (ENABLE_TEST / ENABLE_UT): cmake/ut.cmake, func_utest.cmake,
-# intf_pub_utest.cmake, intf_pub_llt_gccnative.cmake, config_utest.cmake, third_party/gtest.cmake.
-_TEST_DIR = re.compile(r"(^|/)(tests?|ut|utest|llt)(/|$)")
-_TEST_FILE = re.compile(r"(^|/)([^/]*(utest|llt|gtest|mockcpp)[^/]*|ut\.cmake)$")
-_COMMAND = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
-_REF = re.compile(r"\$(?:ENV)?\{([A-Za-z0-9_]+)\}")
+from .cmake_text import (
+    OPBASE,
+    REPO,
+    TOOLKIT,
+    Command,
+    Vars,
+    is_test_file,
+    local,
+    norm,
+    read_commands,
+    rooted,
+    strip_genex,
+)
+
 # keywords that end a list of values in the find_* signatures
 _FIND_KEYWORDS = {
     "NAMES", "NAME", "HINTS", "PATHS", "PATH_SUFFIXES", "DOC", "REQUIRED", "NO_DEFAULT_PATH",
@@ -63,7 +50,6 @@ _FPHSA_KEYWORDS = {
     "FOUND_VAR", "REQUIRED_VARS", "VERSION_VAR", "HANDLE_COMPONENTS", "HANDLE_VERSION_RANGE",
     "CONFIG_MODE", "NAME_MISMATCHED", "REASON_FAILURE_MESSAGE", "FAIL_MESSAGE", "DEFAULT_MSG",
 }  # fmt: skip
-MAX_ALTERNATIVES = 64  # expansions of one expression (a variable set in many branches)
 
 
 class Lookup(Struct, frozen=True, kw_only=True):
@@ -96,148 +82,6 @@ class CmakeFacts(Struct, frozen=True, kw_only=True):
     repo_sources: Tuple[str, ...]  # globs of sources the cmake compiles, in the checkout
     opbase_sources: Tuple[str, ...]  # ... in ${OPBASE_SOURCE_PATH}
     files: int  # cmake files read
-
-
-class _Command(Struct, frozen=True, kw_only=True):
-    name: str
-    args: Tuple[str, ...]
-    path: str
-    line: int
-    text: str  # the raw argument text
-
-
-def is_test_file(path: str) -> bool:
-    return bool(_TEST_DIR.search(path) or _TEST_FILE.search(path))
-
-
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"#\[(=*)\[.*?\]\1\]", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    out = []
-    for line in text.split("\n"):
-        quoted = False
-        for i, ch in enumerate(line):
-            if ch == '"':
-                quoted = not quoted
-            elif ch == "#" and not quoted:
-                line = line[:i]
-                break
-        out.append(line)
-    return "\n".join(out)
-
-
-def _commands(path: str, text: str) -> List[_Command]:
-    text = _strip_comments(text)
-    found: List[_Command] = []
-    pos = 0
-    while True:
-        m = _COMMAND.search(text, pos)
-        if m is None:
-            return found
-        depth, i, quoted = 1, m.end(), False
-        while i < len(text) and depth:
-            ch = text[i]
-            if ch == '"' and text[i - 1] != "\\":
-                quoted = not quoted
-            elif not quoted and ch == "(":
-                depth += 1
-            elif not quoted and ch == ")":
-                depth -= 1
-            i += 1
-        body = text[m.end() : i - 1]
-        line = text.count("\n", 0, m.start()) + 1
-        found.append(
-            _Command(name=m.group(1).lower(), args=_tokens(body), path=path, line=line, text=body)
-        )
-        pos = i
-
-
-def _tokens(body: str) -> Tuple[str, ...]:
-    return tuple(
-        a or b for a, b in re.findall(r'"((?:[^"\\]|\\.)*)"|([^\s"()]+)', body) if (a or b)
-    )
-
-
-def _strip_genex(token: str) -> str:
-    """`$<BUILD_INTERFACE:x>` and `$<$<BOOL:...>:x>` are x; every other generator
-    expression ($<INSTALL_INTERFACE:...>, $<TARGET_FILE:...>, $<IF:...>) is dropped."""
-    while True:
-        start = token.rfind("$<")
-        if start < 0:
-            return token
-        depth, i = 0, start
-        while i < len(token):
-            if token.startswith("$<", i):
-                depth += 1
-                i += 2
-                continue
-            if token[i] == ">":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        head, sep, body = token[start + 2 : i].partition(":")
-        # innermost first: `$<$<BOOL:x>:y>` has become `$<:y>` by the time it is read
-        keep = body if sep and head in ("BUILD_INTERFACE", "") else ""
-        token = token[:start] + keep + token[i + 1 :]
-
-
-class _Vars:
-    """Every value each variable is given anywhere, roots replaced by their markers."""
-
-    def __init__(self) -> None:
-        self.values: Dict[str, List[str]] = {}
-
-    def add(self, name: str, items: Iterable[str]) -> None:
-        if name in ROOTS:
-            return
-        bucket = self.values.setdefault(name, [])
-        for item in items:
-            # `get_filename_component(X ${X} REALPATH)` gives X nothing new
-            if item and item not in bucket and item != f"${{{name}}}":
-                bucket.append(item)
-
-    def expand(self, text: str, depth: int = 0) -> List[str]:
-        """Every string `text` may stand for; none when it names an unknown variable."""
-        m = _REF.search(text)
-        if m is None:
-            return [text]
-        if depth > 12:
-            return []
-        name = m.group(1)
-        choices = [ROOTS[name]] if name in ROOTS else self.values.get(name, [])
-        out: List[str] = []
-        for choice in choices:
-            for result in self.expand(text[: m.start()] + choice + text[m.end() :], depth + 1):
-                if result not in out:
-                    out.append(result)
-                if len(out) >= MAX_ALTERNATIVES:
-                    return out
-        return out
-
-
-def _here(path: str) -> Dict[str, str]:
-    """What CMAKE_CURRENT_SOURCE_DIR / _LIST_DIR are in `path`: a CMakeLists.txt's own
-    folder; for cmake/*.cmake included from the top CMakeLists.txt, the top (source dir)
-    and the file's folder (list dir)."""
-    folder = posixpath.dirname(path)
-    source = REPO if path.startswith("cmake/") else posixpath.join(REPO, folder)
-    return {
-        "CMAKE_CURRENT_SOURCE_DIR": source.rstrip("/"),
-        "CMAKE_CURRENT_LIST_DIR": posixpath.join(REPO, folder).rstrip("/"),
-    }
-
-
-def _local(token: str, path: str) -> str:
-    here = _here(path)
-    return re.sub(
-        r"\$\{(CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR)\}",
-        lambda m: here[m.group(1)],
-        token,
-    )
-
-
-def _norm(path: str) -> str:
-    return posixpath.normpath(path).rstrip("/")
 
 
 def _split_find(args: Sequence[str]) -> Tuple[List[str], List[str], List[str], Set[str]]:
@@ -274,13 +118,13 @@ def _library_files(names: Sequence[str]) -> Tuple[str, ...]:
 def scan_cmake(files: Mapping[str, str]) -> CmakeFacts:
     """The facts of one checkout's cmake files (`{relative path: text}`, tests' left out
     by the caller or here)."""
-    commands: List[_Command] = []
+    commands: List[Command] = []
     for path in sorted(files):
         if not is_test_file(path):
-            commands += _commands(path, files[path])
-    v = _Vars()
+            commands += read_commands(path, files[path])
+    v = Vars()
     for c in commands:  # values first: a variable may be used before the file that sets it
-        args = tuple(_local(_strip_genex(a), c.path) for a in c.args)
+        args = tuple(local(strip_genex(a), c.path) for a in c.args)
         if c.name == "set" and args:
             values = list(args[1:])
             if "CACHE" in values:
@@ -294,7 +138,7 @@ def scan_cmake(files: Mapping[str, str]) -> CmakeFacts:
     prefixes = [p for p in v.expand("${CMAKE_PREFIX_PATH}") if p.startswith(TOOLKIT)]
     for c in commands:  # what a find_* sets its variable to: the folders it searches
         if c.name in ("find_path", "find_file") and c.args:
-            args = tuple(_local(_strip_genex(a), c.path) for a in c.args)
+            args = tuple(local(strip_genex(a), c.path) for a in c.args)
             _, dirs, _, flags = _split_find(args)
             if not flags & {"NO_DEFAULT_PATH", "NO_CMAKE_PATH"}:
                 dirs = [f"{p}/include" for p in prefixes] + dirs
@@ -312,23 +156,8 @@ def scan_cmake(files: Mapping[str, str]) -> CmakeFacts:
     )
 
 
-def _rooted(expanded: Iterable[str], root: str) -> List[str]:
-    """The items under `root`, relative to it (a `;`-list counts as its items); a test
-    folder a shared variable names (tests/ut/.../stub) is no folder a package build uses."""
-    out: List[str] = []
-    for value in expanded:
-        for item in value.split(";"):
-            item = _norm(item) if item else item
-            if item != root and not item.startswith(root + "/"):
-                continue
-            rel = item[len(root) :].lstrip("/")
-            if rel not in out and not (root == REPO and _TEST_DIR.search(rel)):
-                out.append(rel)
-    return out
-
-
 def _include_dirs(
-    commands: Sequence[_Command], v: _Vars
+    commands: Sequence[Command], v: Vars
 ) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
     """Folders given to target_include_directories / include_directories and to the
     INTERFACE_INCLUDE_DIRECTORIES of imported targets, by root."""
@@ -341,19 +170,17 @@ def _include_dirs(
             i = c.args.index("INTERFACE_INCLUDE_DIRECTORIES")
             args = c.args[i + 1 : i + 2]
         for raw in args:
-            for token in _local(_strip_genex(raw), c.path).split(";"):
+            for token in local(strip_genex(raw), c.path).split(";"):
                 if "$" in token or "/" in token:
                     expanded += v.expand(token)
     return (
-        tuple(_rooted(expanded, TOOLKIT)),
-        tuple(_rooted(expanded, REPO)),
-        tuple(_rooted(expanded, OPBASE)),
+        tuple(rooted(expanded, TOOLKIT)),
+        tuple(rooted(expanded, REPO)),
+        tuple(rooted(expanded, OPBASE)),
     )
 
 
-def _source_globs(
-    commands: Sequence[_Command], v: _Vars
-) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+def _source_globs(commands: Sequence[Command], v: Vars) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """`file(GLOB[_RECURSE] ...)` patterns of C++ sources, by root (the common code the
     package compiles: common/src/*.cpp, opbase's src/op_common/**)."""
     expanded: List[str] = []
@@ -361,14 +188,14 @@ def _source_globs(
         if c.name != "file" or not c.args or c.args[0] not in ("GLOB", "GLOB_RECURSE"):
             continue
         for raw in c.args[2:]:
-            token = _local(_strip_genex(raw), c.path)
+            token = local(strip_genex(raw), c.path)
             if token.endswith((".cpp", ".cc")):
                 expanded += v.expand(token)
-    return tuple(_rooted(expanded, REPO)), tuple(_rooted(expanded, OPBASE))
+    return tuple(rooted(expanded, REPO)), tuple(rooted(expanded, OPBASE))
 
 
 def _modules(
-    commands: Sequence[_Command], files: Mapping[str, str], v: _Vars, prefixes: Sequence[str]
+    commands: Sequence[Command], files: Mapping[str, str], v: Vars, prefixes: Sequence[str]
 ) -> Tuple[Module, ...]:
     by_file: Dict[str, str] = {}
     for path in files:
@@ -379,7 +206,7 @@ def _modules(
         token
         for c in commands
         if c.name == "target_link_libraries"
-        for token in (_strip_genex(a) for a in c.args)
+        for token in (strip_genex(a) for a in c.args)
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.+-]*", token)
     }
     modules: Dict[str, Module] = {}
@@ -406,12 +233,12 @@ def _modules(
 def _lookups(
     path: str,
     text: str,
-    v: _Vars,
+    v: Vars,
     prefixes: Sequence[str],
     required: bool,
     linked: Set[str],
 ) -> Tuple[Lookup, ...]:
-    commands = _commands(path, text)
+    commands = read_commands(path, text)
     required_vars: Set[str] = set()
     for c in commands:
         if c.name == "find_package_handle_standard_args":
@@ -425,7 +252,7 @@ def _lookups(
     for c in _not_windows(commands):
         if c.name not in ("find_path", "find_library", "find_file") or not c.args:
             continue
-        args = tuple(_local(_strip_genex(a), path) for a in c.args)
+        args = tuple(local(strip_genex(a), path) for a in c.args)
         var = args[0]
         names, dirs, suffixes, flags = _split_find(args)
         kind = "library" if c.name == "find_library" else "header"
@@ -438,7 +265,7 @@ def _lookups(
         for d in dirs:
             searched += v.expand(d)
         found_in = {
-            root: _with_suffixes(_rooted(searched, root), suffixes)
+            root: _with_suffixes(rooted(searched, root), suffixes)
             for root in (TOOLKIT, REPO, OPBASE)
         }
         if not any(found_in.values()):
@@ -462,11 +289,11 @@ def _with_suffixes(dirs: Sequence[str], suffixes: Sequence[str]) -> Tuple[str, .
     """Each folder with each PATH_SUFFIXES entry, then the folder itself."""
     final: List[str] = []
     for d in dirs:
-        final += [_norm(posixpath.join(d, s)) for s in suffixes] + [d]
+        final += [norm(posixpath.join(d, s)) for s in suffixes] + [d]
     return tuple(dict.fromkeys(final))
 
 
-def _not_windows(commands: Sequence[_Command]) -> Iterator[_Command]:
+def _not_windows(commands: Sequence[Command]) -> Iterator[Command]:
     """The commands outside `if(WIN32)` branches (Findsecurec.cmake:24-28 looks for a
     .lib and a .dll there)."""
     stack: List[bool] = []  # per open if: is the current branch the WIN32 one

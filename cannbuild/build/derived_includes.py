@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from msgspec import Struct
 
-from .derived_cmake import is_test_file
+from .cmake_text import is_test_file
 from .toolkit_packages import shipper_of
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
