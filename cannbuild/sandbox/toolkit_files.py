@@ -107,6 +107,56 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
     ),
     _h("toolchain/dlog_pub.h", STUB, "runtime", "Finddlog.cmake's dlog_pub.h"),
     _h("experiment/runtime/runtime/rt.h", STUB, "runtime", "Findruntime.cmake's runtime/rt.h"),
+    # the rest of what the real v9.0.0 flash_attention_score host code and the common code include
+    # (tests/fixtures/derived/ops-transformer-v9.0.0-fa-headers.tsv), where its cmake looks
+    _h("toolchain/alog_pub.h", STUB, "runtime", "dlog's alog interface"),
+    _h(
+        "experiment/runtime/runtime/base.h",
+        STUB,
+        "runtime",
+        "rtError_t and the runtime's base types",
+    ),
+    _h(
+        "experiment/runtime/runtime/rt_external_base.h",
+        STUB,
+        "runtime",
+        "the runtime's external base",
+    ),
+    _h("base/err_msg.h", STUB, "metadef", _METADEF + "base/err_msg.h"),
+    _h("exe_graph/runtime/op_execute_context.h", STUB, "metadef", _METADEF + "exe_graph/runtime/"),
+    _h(
+        "exe_graph/runtime/op_execute_launch_context.h",
+        STUB,
+        "metadef",
+        _METADEF + "exe_graph/runtime/",
+    ),
+    _h(
+        "exe_graph/runtime/op_execute_prepare_context.h",
+        STUB,
+        "metadef",
+        _METADEF + "exe_graph/runtime/",
+    ),
+    _h("exe_graph/runtime/shape.h", STUB, "metadef", _METADEF + "exe_graph/runtime/shape.h"),
+    _h("exe_graph/runtime/tensor.h", STUB, "metadef", _METADEF + "exe_graph/runtime/tensor.h"),
+    _h(
+        "exe_graph/runtime/tiling_parse_context.h", STUB, "metadef", _METADEF + "exe_graph/runtime/"
+    ),
+    _h("graph/ge_error_codes.h", STUB, "metadef", _METADEF + "graph/ge_error_codes.h"),
+    _h("graph/tensor.h", STUB, "metadef", _METADEF + "graph/tensor.h"),
+    _h("graph/utils/type_utils.h", STUB, "metadef", _METADEF + "graph/utils/type_utils.h"),
+    _h("register/op_impl_kernel_registry.h", STUB, "metadef", _METADEF + "register/"),
+    _h("platform/soc_spec.h", STUB, "metadef", "the SoC facts a tiling reads"),
+    _h(
+        "platform/platform_ascendc.h", STUB, "metadef", "PlatformAscendC, as common/src includes it"
+    ),
+    _h("ascendc/host_api/tiling/template_argument.h", STUB, "asc-devkit", "tiling-key templates"),
+    _h("aclnn/opdev/common_types.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/fast_vector.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/make_op_executor.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/op_def.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/op_dfx.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/op_executor.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/shape_utils.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
     # libraries: the emulation (kernels/emu/CMakeLists.txt)
     _lib("libascendcl.so", EMULATED, "runtime", "ACL runtime on the CPU"),
     _lib("libnnopbase.so", EMULATED, "opbase", "aclnn tensors and executors"),
