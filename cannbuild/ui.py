@@ -128,14 +128,26 @@ def waiting(who: str) -> None:
     note(f"waiting for {who} to release the workspace ...")
 
 
-def print_plan(session: Session, steps: Sequence[PlannedStep], stream: TextIO = sys.stdout) -> None:
-    """Each step's status and why, then its command and cwd in full (copy-pasteable)."""
+def print_plan(
+    session: Session,
+    steps: Sequence[PlannedStep],
+    rows: Sequence[Check] = (),
+    stream: TextIO = sys.stdout,
+) -> None:
+    """What the checkouts need of the toolkit (the derived rows), then each step's status
+    and why, its command and cwd in full (copy-pasteable)."""
     recipe = session.recipe
     lines = [
         f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
         f"--soc={session.soc}, workspace {session.ws.root}",
         "",
     ]
+    for row in rows:
+        lines.append(f"toolkit: {paint(row.status, row.status, stream)} {row.id}: {row.detail}")
+        if row.hint and row.status != "pass":
+            lines.append(f"  hint: {row.hint}")
+    if rows:
+        lines.append("")
     for step in steps:
         lines.append(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
         lines.append(f"  cd {step.cwd}")

@@ -66,10 +66,18 @@ def show_plan(session: Session, phases: List[str], as_json: bool = False) -> Non
     """The plan of the given phases, marking everything as needing a run while the
     sources are not fetched and locked yet."""
     steps = build_steps.plan_session(session, os.environ, phases)
+    # what the checkouts need of the toolkit (a failing row stopped open_session already)
+    rows = build_steps.toolkit_rows(session)
     if as_json:
-        ui.print_json({"recipe": session.recipe.name, "steps": [s.to_json() for s in steps]})
+        ui.print_json(
+            {
+                "recipe": session.recipe.name,
+                "toolkit": [r.to_json() for r in rows],
+                "steps": [s.to_json() for s in steps],
+            }
+        )
     else:
-        ui.print_plan(session, steps)
+        ui.print_plan(session, steps, rows)
 
 
 def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: str) -> bool:

@@ -21,6 +21,7 @@
 
 #include "emu/emu_runtime.h"
 #include "op_common/op_host/util/opbase_export.h"
+#include "securec.h"
 
 #ifndef FA_HEAD_DIM_MAX
 #define FA_HEAD_DIM_MAX 768  // the limit docs/aclnnFlashAttentionScoreV2.md states for this release
@@ -133,6 +134,7 @@ char *Tensor::First() const { return data + offset * static_cast<int64_t>(aclDat
 
 aclnnStatus Fail(aclnnStatus code, const char *fmt, ...) {
     char body[512];
+    (void)memset_s(body, sizeof(body), 0, sizeof(body));  // libc_sec, as the real op_api links it
     va_list args;
     va_start(args, fmt);
     std::vsnprintf(body, sizeof(body), fmt, args);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "aclnn/acl_meta.h"
-#include "aclnn/opdev/op_errno.h"
+#include "opdev/op_errno.h"
 #include "flash_attention_score_cpu.h"
 
 namespace fa_api {
