@@ -449,7 +449,7 @@ def test_plan_shows_each_repos_steps_under_its_name_and_the_pin_sharing(tmp_path
     s = session(tmp_path, path, repos="ops-beta,ops-alpha")
     out = io.StringIO()
     steps = make_plan(s, None, {}, ("build", "install"))
-    ui.print_plan(s, steps, ["opbase: per repo: the pins differ (...)"], stream=out)
+    ui.print_plan(s, steps, sharing=["opbase: per repo: the pins differ (...)"], stream=out)
     text = out.getvalue()
     assert "repos: ops-beta, ops-alpha (ASCEND_CUSTOM_OPP_PATH order, first wins)" in text
     assert "pinned opbase: per repo: the pins differ" in text
@@ -462,7 +462,7 @@ def test_plan_shows_each_repos_steps_under_its_name_and_the_pin_sharing(tmp_path
     # one repo: the plan reads as it always did
     out = io.StringIO()
     alone = session(tmp_path, path)
-    ui.print_plan(alone, make_plan(alone, None, {}, ("build",)), [], stream=out)
+    ui.print_plan(alone, make_plan(alone, None, {}, ("build",)), stream=out)
     assert "== " not in out.getvalue() and "repos:" not in out.getvalue()
 
 

@@ -235,6 +235,11 @@ aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size) {
     return ACLNN_SUCCESS;
 }
 
+const int64_t *aclemuIntArrayValues(const aclIntArray *array, uint64_t *size) {
+    if (size != nullptr) *size = array == nullptr ? 0 : array->values.size();
+    return array == nullptr || array->values.empty() ? nullptr : array->values.data();
+}
+
 aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {
     if (tensor == nullptr || addr == nullptr) return NullParam("aclGetRawTensorAddr", "tensor or addr");
     *addr = tensor->data;

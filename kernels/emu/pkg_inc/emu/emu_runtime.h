@@ -22,6 +22,10 @@ ACL_FUNC_VISIBILITY int aclemuIsDeviceRange(const void *ptr, size_t bytes);
 /* libascendcl: number of emulated NPUs (0 means no device). */
 ACL_FUNC_VISIBILITY int aclemuDeviceCount(void);
 
+/* libnnopbase: an aclIntArray's values and count (what op_api reads through opdev's
+ * aclIntArray::Size() and operator[]); NULL and 0 for a null or empty array. */
+ACL_FUNC_VISIBILITY const int64_t *aclemuIntArrayValues(const aclIntArray *array, uint64_t *size);
+
 typedef aclnnStatus (*aclemuRunFn)(void *ctx, void *workspace, uint64_t workspaceSize);
 typedef void (*aclemuReleaseFn)(void *ctx);
 
