@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     from cannbuild.host.toolchain import capture_env
-    from cannbuild.validate import capi, cases
+    from cannbuild.validate import capi, casefiles, cases
 
     torch = cases.reference_torch()  # not `import torch`: that would auto-load torch_npu
     import torch.utils.benchmark as tb
@@ -61,9 +61,9 @@ def main() -> None:
     case = cases.Case(
         name="bench", dtype="fp32", layout="BNSD", B=1, N1=8, N2=8, S=1024, D=64, causal=False
     )
-    tensors = cases.write_inputs(case, tmp / "data")
+    tensors = casefiles.write_inputs(case, tmp / "data")
     manifest = tmp / "m.txt"
-    manifest.write_text((cases.manifest_line(case, tmp / "data") + "\n") * args.runs)
+    manifest.write_text((casefiles.manifest_line(case, tmp / "data") + "\n") * args.runs)
     out = subprocess.run(
         [str(compiled.binary), str(manifest)], env=env, capture_output=True, text=True, check=True
     ).stdout
@@ -91,9 +91,9 @@ def main() -> None:
     long_case = cases.Case(
         name="long", dtype="fp32", layout="BNSD", B=1, N1=1, N2=1, S=8192, D=64, causal=False
     )
-    cases.write_inputs(long_case, tmp / "long")
+    casefiles.write_inputs(long_case, tmp / "long")
     long_manifest = tmp / "long.txt"
-    long_manifest.write_text(cases.manifest_line(long_case, tmp / "long") + "\n")
+    long_manifest.write_text(casefiles.manifest_line(long_case, tmp / "long") + "\n")
     probe = (
         "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, capture_output=True); "
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"

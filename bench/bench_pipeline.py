@@ -21,6 +21,8 @@
   as cannbuild's overhead); A3 / CANN 9.0.0 too.  Also the part of cannbuild's wall
   time spent outside the steps (start-up, host reading, git, stamps), and the median
   of the per-pair ratios (each pair runs back to back), wall time and CPU time;
+* what deriving the toolkit's needs from the checkouts costs a cold and a no-op run
+  (--part derive, bench/derive_costs.py: in process, and end to end against --baseline);
 * the same A2 / CANN 8.5.0 comparison in instructions executed, every process
   counted (valgrind's callgrind, --part instructions, one pair, about 12 minutes).
   On a shared 2-core machine wall and CPU times of the same job move by 10-30 %
@@ -28,8 +30,8 @@
   Instructions are work, not latency: what cannbuild overlaps (the fetch of one
   repo during the other's build) is not credited, and kernel time is not counted.
 
-  python bench/bench_pipeline.py [--runs 3] [--part setup|noop|overhead|instructions]
-                                 [--baseline DIR]
+  python bench/bench_pipeline.py [--runs 3] [--part setup|noop|overhead|instructions|derive]
+                                 [--baseline DIR] [--real DIR]
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ except ImportError:  # Python < 3.11
     import tomli as tomllib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import derive_costs
 
 from common import (
     cannbuild_argv,
@@ -154,17 +158,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--part", choices=("all", "setup", "noop", "overhead", "instructions"), default="all"
+        "--part",
+        choices=("all", "setup", "noop", "overhead", "instructions", "derive"),
+        default="all",
     )
     parser.add_argument(
         "--baseline",
         type=Path,
-        help="--part noop: also time the no-op of the cannbuild checked out in this folder",
+        help="--part noop, derive: also time the cannbuild checked out in this folder",
+    )
+    parser.add_argument(
+        "--real", type=Path, help="--part derive: a real ops-transformer tree to derive from too"
     )
     args = parser.parse_args()
     compile_package()
     tmp = Path(tempfile.mkdtemp(prefix="cannbuild-bench-pipeline-"))
     sb85, sb85_hand, sb90 = tmp / "sb-A2-8.5.0", tmp / "sb-A2-8.5.0-by-hand", tmp / "sb-A3-9.0.0"
+    if args.part == "derive":
+        derive_part(tmp, sb90, args)
+        shutil.rmtree(tmp)
+        return
     needed = [sandbox_create_argv(sb85)]
     if args.part != "noop":
         needed += [sandbox_create_argv(sb85_hand), sandbox_create_argv(sb90, "A3", "9.0.0")]
@@ -181,6 +194,14 @@ def main() -> None:
     if args.part in ("all", "instructions"):
         overhead_instructions(tmp, sb85, sb85_hand, "A2", "8.5.0")
     shutil.rmtree(tmp)
+
+
+def derive_part(tmp: Path, sb90: Path, args: argparse.Namespace) -> None:
+    subprocess.run(sandbox_create_argv(sb90, "A3", "9.0.0"), check=True, capture_output=True)
+    env = env_for(sb90)
+    derive_costs.in_process(tmp, sb90, env, args.runs, args.real)
+    if args.baseline is not None:
+        derive_costs.end_to_end(tmp, sb90, env, args.runs, args.baseline)
 
 
 def setup_timings(tmp: Path, sb85: Path, runs: int) -> None:

@@ -80,22 +80,26 @@ HINTS: Tuple[Hint, ...] = (
         "above); compare `cannbuild doctor` with the recipe's [toolkit.requires].",
     ),
     # ops-transformer's find_package modules (cmake/dependencies.cmake:56-64); on a toolkit without
-    # the dlog headers: `Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)`.
+    # the dlog headers: `Could NOT find dlog (missing: dlog_TRANSFORMER_INCLUDE_DIR)`.  doctor
+    # derives every lookup of these modules from the checkout (build/derived.py).
     Hint(
         pattern=r"Could NOT find (dlog|platform|metadef|runtime|nnopbase|tilingapi)\b",
         text="ops-transformer's CMake (cmake/modules/Find{1}.cmake) found no {1} headers in the toolkit: "
         "the CANN component that ships them is missing or incomplete. `cannbuild doctor` "
-        "(recipe.toolkit_files row) names the file and the package to install; install it into "
-        "the same toolkit (--install-path as the toolkit's).",
+        "(row recipe.derived.module.{1}) names the files it looks for, where, and the package to "
+        "install; install it into the same toolkit (--install-path as the toolkit's).",
     ),
     # Past configure, the host compile includes more toolkit headers than the modules check:
     # `register/op_def_registry.h: No such file or directory` (flash_attention_score_def.cpp).
+    # doctor derives them from the host-side sources (build/derived_includes.py) by these
+    # prefixes (build/toolkit_packages.py).
     Hint(
-        pattern=r"(dlog_pub\.h|platform/platform_info\.h|register/\w+\.h|exe_graph/\S+\.h|"
-        r"tiling/\S+\.h|acl/acl\.h|aclnn/\S+\.h|opdev/\S+\.h)\S*: No such file or directory",
+        pattern=r"(dlog_pub\.h|alog_pub\.h|securec\.h|(?:register|exe_graph|graph|platform|tiling|"
+        r"acl|aclnn|opdev|runtime|toolchain|ascendc|base)/\S+\.h)\S*: No such file or directory",
         text="the compiler did not find the toolkit header {1}: the CANN component that ships it "
-        "(dlog, platform, metadef/register, exe_graph, tiling, runtime or nnopbase) is missing "
-        "or incomplete. `cannbuild doctor` (recipe.toolkit_files row) names the package to install.",
+        "is missing or incomplete. `cannbuild doctor` (row recipe.derived.header.{1}) names the "
+        "package that ships it and the source file that includes it; run doctor before the "
+        "build, it fails there.",
     ),
     # cmake/modules/FindOPBASE.cmake: <= v8.5.0 looks in the toolkit, v9.0 in third_party/opbase.
     Hint(

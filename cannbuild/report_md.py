@@ -218,7 +218,10 @@ def _checks_and_cases(v: Mapping[str, Any]) -> List[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if measured else ""),
     ]
     for c in v["cases"]:
-        shape = f"{c['B']},{c['N1']},{c['N2']},{c['S']},{c['D']}"
+        seq = c["S"]
+        if c.get("seq_q"):  # VarLen: each sequence's query and key lengths
+            seq = "q " + "+".join(map(str, c["seq_q"])) + " kv " + "+".join(map(str, c["seq_kv"]))
+        shape = f"{c['B']},{c['N1']},{c['N2']},{seq},{c['D']}"
         softmax = f"{_figure(c['softmax_max_err'], '.2g')} / {_figure(c['softmax_sum_err'], '.2g')}"
         lines.append(
             f"| {c['name']} | {c['dtype']} | {c['layout']} | {shape} | "

@@ -133,17 +133,25 @@ def waiting(who: str) -> None:
 def print_plan(
     session: Session,
     steps: Sequence[PlannedStep],
+    rows: Sequence[Check] = (),
     sharing: Sequence[str] = (),
     stream: TextIO = sys.stdout,
 ) -> None:
-    """Each step's status and why, then its command and cwd in full (copy-pasteable); with
-    several repos, under a line per repo, and whether the sources they pin are shared."""
+    """What the checkouts need of the toolkit (the derived rows), then each step's status
+    and why, its command and cwd in full (copy-pasteable); with several repos, under a
+    line per repo, and whether the sources they pin are shared."""
     recipe = session.recipe
     lines = [
         f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
         f"--soc={session.soc}, workspace {session.ws.root}",
         "",
     ]
+    for row in rows:
+        lines.append(f"toolkit: {paint(row.status, row.status, stream)} {row.id}: {row.detail}")
+        if row.hint and row.status != "pass":
+            lines.append(f"  hint: {row.hint}")
+    if rows:
+        lines.append("")
     several = len(recipe.order) > 1
     if several:
         lines += [f"repos: {', '.join(recipe.order)} (ASCEND_CUSTOM_OPP_PATH order, first wins)"]

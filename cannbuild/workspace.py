@@ -55,6 +55,7 @@ FOLDERS = (
     "cache/renders",
     "cache/jinja",
     "cache/third-party",
+    "cache/derived",
 )
 # The links cannbuild itself makes (point_link): `latest`, naming a run folder beside it.
 LATEST_LINKS = ("logs/latest", "reports/latest", "bench/latest")
@@ -88,6 +89,12 @@ class Workspace(Struct, frozen=True, kw_only=True):
     def third_party_memo(self) -> Path:
         """What each locked commit's cmake/third_party/*.cmake say (immutable per commit)."""
         return self.root / "cache" / "third-party"
+
+    @property
+    def derived_memo(self) -> Path:
+        """What each locked commit needs of the toolkit (build/derived.py; immutable per
+        commit, operators and opbase pin)."""
+        return self.root / "cache" / "derived"
 
     def render_memo(self, kind: str) -> Path:
         """Rendered step commands ("steps") or validation commands ("validate"), with the

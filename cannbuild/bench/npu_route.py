@@ -19,7 +19,8 @@ from ..decoded import JSONObject
 from ..proc import kill_group
 from ..states import Verdict
 from ..validate import torchnpu
-from ..validate.cases import CaseResult, Reference, judge_files
+from ..validate.casefiles import judge_files
+from ..validate.cases import CaseResult, Reference
 from .routes import RouteError
 from .shapes import BenchShape
 from .timing import WARMUP, Timing

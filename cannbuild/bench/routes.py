@@ -16,7 +16,8 @@ from msgspec import Struct
 
 from ..validate import capi
 from ..validate.capi import CaseRun
-from ..validate.cases import CaseResult, Reference, judge, judge_files, manifest_line, to_bnsd
+from ..validate.casefiles import judge_files, manifest_line
+from ..validate.cases import CaseResult, Reference, judge, to_bnsd
 from .memory import rss_growth
 from .shapes import BenchShape
 from .timing import WARMUP, Timing

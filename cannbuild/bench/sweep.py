@@ -12,7 +12,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
-from ..validate.cases import CaseResult, reference, reference_torch, write_inputs
+from ..validate.casefiles import write_inputs
+from ..validate.cases import CaseResult, reference, reference_torch
 from . import routes
 from .npu_route import NpuWorker, npu_check, npu_time
 from .routes import CAPI, SDPA, TORCH_NPU, UNFUSED, Program, RouteError

@@ -15,7 +15,8 @@ from ..build.steps import run_steps
 from ..build.variant import Variant
 from ..sources.state import Sources
 from ..validate import capi
-from ..validate.cases import CASES, judge_files, manifest_line, reference, write_inputs
+from ..validate.casefiles import judge_files, manifest_line, write_inputs
+from ..validate.cases import CASES, reference
 from ..workspace import write_atomic
 from .routes import RouteError, compile_program
 from .run import package_env

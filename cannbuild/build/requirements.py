@@ -26,8 +26,10 @@ from ..host.releases import choose_ops
 from ..host.toolkit import host_arch
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
-from ..recipes.selection import select_repos
+from ..recipes.selection import ops_by_repo, select_repos
+from ..workspace import Workspace
 from .compile_cache import cache_checks
+from .derived import checked_out, derived_checks, ops_of, step_needs
 from .plan import selected
 
 
@@ -88,17 +90,49 @@ def requirement_checks(
 
 
 def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List[Check]:
-    """The files the recipe's builds read from the toolkit (recipe [[toolkit.files]]), and
-    where ops-transformer looks for opbase's headers."""
+    """What the checkouts of the steps that will run need of the toolkit (derived from
+    them, build/derived.py), the files the recipe lists by hand because they cannot be
+    derived (recipe [[toolkit.files]]), and where ops-transformer looks for opbase's
+    headers."""
     tk = host.toolkit
     if tk is None or tk.version is None:
         return []
-    steps = [s.name for s in recipe.steps if selected(s, options.optional_steps, options.force)]
-    home = Path((host.build_env or {}).get("ASCEND_HOME_PATH") or tk.path)
+    home = toolkit_home(host)
+    specs = [s for s in recipe.steps if selected(s, options.optional_steps, options.force)]
+    steps = [s.name for s in specs]
     checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
+    checks += derived_rows(recipe, options, home)
     if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
         checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
     return checks
+
+
+def toolkit_home(host: HostReport) -> Path:
+    """ASCEND_HOME_PATH after set_env.sh: where the build's cmake looks."""
+    assert host.toolkit is not None
+    return Path((host.build_env or {}).get("ASCEND_HOME_PATH") or host.toolkit.path)
+
+
+def derived_rows(
+    recipe: Recipe,
+    options: Options,
+    home: Path,
+    identities: Optional[Mapping[str, Mapping[str, object]]] = None,
+    keep: bool = False,
+) -> List[Check]:
+    """The derived rows for the steps that will run: from the checkouts on disk (doctor,
+    plan), or from `identities` (the pipeline's sources, `keep`ing the memo)."""
+    specs = [s for s in recipe.steps if selected(s, options.optional_steps, options.force)]
+    ws = Workspace(root=options.workspace)
+    repos = sorted({s.repo for s in specs if s.repo})
+    if identities is None:
+        identities = checked_out(ws, repos)
+    # each buildable repo's operators (--ops, `repo:op`, else its recipe's); a source's none
+    ops = ops_by_repo(recipe, options.ops) if recipe.selected else {}
+    if not recipe.buildable:  # a recipe that names no buildable repo: --ops for every one
+        ops = {r: ops_of(options.ops) for r in repos if r != "opbase"}
+    needs, absent = step_needs(recipe, specs, ws, ops, identities, keep)
+    return derived_checks(needs, absent, home, host_arch())
 
 
 def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Check:

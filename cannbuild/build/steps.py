@@ -8,12 +8,14 @@ the steps that are not up to date, each once its repo is ready.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence, Set
 
 from msgspec import Struct
 from msgspec.structs import replace
 
 from .. import safefs
+from ..errors import CannbuildError
+from ..host.check import Check
 from ..host.toolkit import host_arch
 from ..ownership import inside
 from ..recipes import StepSpec
@@ -24,6 +26,7 @@ from ..states import Outcome
 from ..workspace import Workspace
 from .actions import ActionContext
 from .compile_cache import CompileCache, compile_cache, with_cache
+from .derived import refuse_blocking
 from .overlay import overlay_env
 from .plan import (
     NEEDS_RUN,
@@ -33,9 +36,11 @@ from .plan import (
     StepContext,
     hashed_env_values,
     recipe_templates,
+    selected,
     walk,
 )
 from .reproducible import with_source_date
+from .requirements import derived_rows
 from .runner import (
     NoProgress,
     Progress,
@@ -204,6 +209,8 @@ def run_steps(
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))
             return True
+        if gate is not None:
+            gate.before(step)
         if variant is not None and step.spec.repo == variant.repo and not copied:
             failed = _copy(session, variant, step, logs)
             if failed is not None:
@@ -218,10 +225,65 @@ def run_steps(
         outcomes.append(outcome)
         return outcome.status != Outcome.FAILED
 
+    gate = DerivedGate(session, sources) if variant is None else None
+    if gate is not None:
+        gate.ready_now()
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
     return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)
+
+
+def toolkit_rows(session: Session) -> List[Check]:
+    """The derived rows as `plan` shows them: from the checkouts on disk, the memo only
+    read (a plan writes nothing)."""
+    return derived_rows(session.recipe, session.options, session.context.cann.home)
+
+
+class DerivedGate:
+    """What the checkouts of the steps that will run need of the toolkit
+    (build/derived.py), checked once per repo: every repo whose sources are ready when the
+    run starts (all of them on a rerun) before any step, the others before the first step
+    that builds from them, so a fetch still running does not hold a build of another repo
+    back.  A missing header or module stops the run there (exit 3), not in a build."""
+
+    def __init__(self, session: Session, sources: Sources) -> None:
+        self.session, self.sources = session, sources
+        options = session.options
+        self.repos = {
+            s.repo
+            for s in session.recipe.steps
+            if s.repo and selected(s, options.optional_steps, options.force)
+        }
+        self.checked: Set[str] = set()
+
+    def ready_now(self) -> None:
+        self._check([r for r in sorted(self.repos) if self._ready(r)])
+
+    def before(self, step: PlannedStep) -> None:
+        repo = step.spec.repo
+        if repo in self.repos and repo not in self.checked:
+            self._check([repo])
+
+    def _ready(self, repo: str) -> bool:
+        """Ready and fetched: a failed fetch is the error of the step that waits for it."""
+        if not self.sources.is_ready(repo):
+            return False
+        try:
+            self.sources.identity_of(repo)
+        except (CannbuildError, OSError):
+            return False
+        return True
+
+    def _check(self, repos: Sequence[str]) -> None:
+        if not repos:
+            return
+        identities = {repo: self.sources.identity_of(repo) for repo in repos}
+        session = self.session
+        home = session.context.cann.home
+        rows = derived_rows(session.recipe, session.options, home, identities, keep=True)
+        self.checked.update(repos)
+        refuse_blocking(rows)
 
 
 def _copy(

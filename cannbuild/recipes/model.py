@@ -132,13 +132,16 @@ class RepoSpec(Struct, frozen=True, kw_only=True):
 
 class ToolkitFile(Struct, frozen=True, kw_only=True):
     """A file the builds read from the toolkit, found by any one of `paths` (relative to
-    ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks."""
+    ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks,
+    `reason` why it is listed by hand: what a checkout's cmake looks for with find_* and
+    its host code includes is derived from it (build/derived.py)."""
 
     component: str
     package: str
     step: str
     paths: Tuple[str, ...]
     source: str = ""
+    reason: str = ""
 
 
 class StepSpec(Struct, frozen=True, kw_only=True):

@@ -79,7 +79,7 @@ _STEP_KEYS = {
     "cwd",
     "optional",
 }
-_FILE_KEYS = {"component", "package", "step", "paths", "source"}
+_FILE_KEYS = {"component", "package", "step", "paths", "source", "reason"}
 # The run's values a step may declare as inputs: each one joins the step's input hash
 # (build/plan.py), so changing it reruns the step.
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
@@ -323,7 +323,18 @@ def _toolkit_files(
             step=r.get(table, "step", str, where),
             paths=r.strings(table, "paths", where),
             source=r.get(table, "source", str, where, required=False) or "",
+            reason=r.get(table, "reason", str, where, required=False) or "",
         )
+        if not entry.reason.strip():
+            # what the checkout's cmake looks for and its code includes is derived
+            # (build/derived.py): a file listed by hand says why it cannot be
+            raise r.fail(
+                where,
+                "has no 'reason': a file is listed by hand only when it cannot be derived from "
+                "the checkout (doctor derives every find_path/find_library and included header).",
+                "Drop the entry if the checkout's cmake finds the file with find_path or "
+                'find_library, else add reason = "<how the build reads it>".',
+            )
         if not entry.paths:
             raise r.fail(where, "needs at least one path in 'paths'.")
         # A toolkit file is checked only when its step will run; the step must exist to tell.

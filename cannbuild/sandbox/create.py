@@ -60,6 +60,7 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
         data_dir("templates") / "sandbox",
         data_dir("kernels") / "emu",
         data_dir("kernels") / "standin",
+        data_dir("kernels") / "toolkit",
         # cannbuild's own sandbox code too: a changed emulator means a sandbox made anew.
         package,
     ]

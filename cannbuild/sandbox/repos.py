@@ -183,6 +183,16 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
             write(work / "cmake/third_party/.gitkeep", "")
         for name in ("install.sh", "help.info", "gen_version_info.sh"):
             copy(templates / "ops-transformer/scripts/custom" / name, f"scripts/custom/{name}")
+        # the toolkit's find_package modules and the calls (cmake/dependencies.cmake), in the real
+        # modules' shape: what the derived check reads (build/derived.py)
+        render("ops-transformer/cmake/dependencies.cmake.j2", "cmake/dependencies.cmake")
+        for finder in sorted((templates / "ops-transformer/cmake/modules").iterdir()):
+            if finder.suffix == ".j2":
+                render(
+                    f"ops-transformer/cmake/modules/{finder.name}", f"cmake/modules/{finder.stem}"
+                )
+            else:
+                copy(finder, f"cmake/modules/{finder.name}")
         fa = kernels / "standin/flash_attention_score"
         for part in sorted(fa.iterdir()):
             if part.name != "examples":

@@ -21,6 +21,7 @@ from .files import CommandLog, symlink, write
 from .flavors import OPBASE_V900
 from .hardware import Variant
 from .releases import Release
+from .toolkit_files import lay_out
 
 # Each ships a `version.info`; torch_npu refuses a home without runtime/ and compiler/.
 COMPONENTS = ("runtime", "compiler", "opp", "toolkit")
@@ -122,20 +123,10 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         f"version={rel.version}\ninnerversion={rel.innerversion}\n"
         f"compatible_version={rel.compatible_version}\narch={arch}\nos=linux\npath={archdir}\n",
     )
-    # headers and the emulated libraries
+    # headers and libraries, declared, stubs and the emulation: one list (toolkit_files.py)
+    lay_out(tk, arch, emu_build, rel.opbase_in_toolkit)
     include = archdir / "include"
-    for sub in ("acl", "aclnn"):
-        shutil.copytree(kernels / "emu" / "include" / sub, include / sub, dirs_exist_ok=True)
-    shutil.copytree(kernels / "emu" / "pkg_inc" / "emu", include / "emu", dirs_exist_ok=True)
     (include / "aclnnop").mkdir(parents=True, exist_ok=True)
-    lib64 = archdir / "lib64"
-    lib64.mkdir(parents=True, exist_ok=True)
-    names = ["libascendcl.so", "libnnopbase.so", "libc_sec.so", "libopapi_math.so"]
-    if rel.opbase_in_toolkit:
-        names.append("libops_base.so")
-    for name in names:
-        shutil.copy2(emu_build / name, lib64 / name)
-    _torch_npu_libraries(emu_build, lib64)
     write(archdir / "conf" / "sandbox_npu.ini", f"devices={v.npus * v.dies}\nsoc={v.chip}\n")
     if rel.opbase_in_toolkit:
         opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
@@ -193,20 +184,8 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         )
 
 
-# Stand-ins for the toolkit files the real builds read (the recipes' [[toolkit.files]]):
-# empty headers and libraries where only their presence matters, scripts that say what they are.
-BUILD_FILES = (
-    "{arch}-linux/include/toolchain/dlog_pub.h",
-    "{arch}-linux/lib64/libascendalog.so",
-    "{arch}-linux/include/platform/platform_info.h",
-    "{arch}-linux/lib64/libplatform.so",
-    "{arch}-linux/include/register/register.h",
-    "{arch}-linux/lib64/libregister.so",
-    "{arch}-linux/lib64/libexe_graph.so",
-    "{arch}-linux/include/experiment/runtime/runtime/rt.h",
-    "{arch}-linux/include/tiling/tiling_api.h",
-    "{arch}-linux/lib64/libtiling_api.a",
-)
+# Stand-ins for the tools the real builds run (the recipes' [[toolkit.files]], with the reason
+# they cannot be derived); the headers and libraries are in toolkit_files.TOOLKIT_FILES.
 BUILD_TOOLS = (
     "tools/opbuild/op_build",
     "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++",
@@ -215,12 +194,6 @@ BUILD_TOOLS = (
 
 
 def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
-    # Empty files satisfy the configure checks of ops-transformer's find_package modules (dlog,
-    # platform, metadef/register, exe_graph, tiling, runtime ...), which test presence.
-    for rel_path in BUILD_FILES:
-        path = tk / rel_path.format(arch=arch)
-        text = f"/* cannbuild sandbox stand-in: {path.name} */\n" if path.suffix == ".h" else ""
-        write(path, text)
     # The real ones compile (op_build) or cross-compile for the device (hcc, which opbase's device
     # sub-build wants); the stand-ins fail loudly if a step reaches them.
     for rel_path in BUILD_TOOLS:
@@ -273,19 +246,6 @@ def lay_out_host_tools(sysroot: Path) -> Path:
     for name, text in HOST_TOOLS.items():
         write(folder / name, text, executable=True)
     return folder
-
-
-def _torch_npu_libraries(emu_build: Path, lib64: Path) -> None:
-    """What the real torch_npu links besides libascendcl: without them `import torch_npu`
-    fails, and the torch_npu validation route could not run on the sandbox."""
-    for name in (
-        "libacl_op_compiler.so",
-        "libhccl.so",
-        "libge_runner.so",
-        "libgraph.so",
-        "libacl_tdt_channel.so",
-    ):
-        shutil.copy2(emu_build / name, lib64 / name)
 
 
 def _latest_farm(latest: Path, install: Path, arch: str) -> None:

@@ -70,17 +70,20 @@ def show_plan(session: Session, phases: List[str], as_json: bool = False) -> Non
     steps = build_steps.plan_session(session, os.environ, phases)
     state = pinning.sources_from_lock(session.source_request())
     sharing = source_pins.pin_sharing(session.recipe, state.lock if state else None)
+    # what the checkouts need of the toolkit (a failing row stopped open_session already)
+    rows = build_steps.toolkit_rows(session)
     if as_json:
         ui.print_json(
             {
                 "recipe": session.recipe.name,
                 "repos": list(session.recipe.order),
+                "toolkit": [r.to_json() for r in rows],
                 "steps": [s.to_json() for s in steps],
                 "pinned_sources": sharing,
             }
         )
     else:
-        ui.print_plan(session, steps, sharing)
+        ui.print_plan(session, steps, rows, sharing)
 
 
 def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: str) -> bool:

@@ -207,8 +207,9 @@ def draft_recipe(req: DraftRequest) -> Draft:
     if raw.get("toolkit", {}).get("files"):
         toolkit["files"] = raw["toolkit"]["files"]
         undecided.append(
-            f"[[toolkit.files]] are {base.path.name}'s: check them against the Find*.cmake "
-            "modules and cmake/config.cmake at these refs (doctor checks every path)."
+            f"[[toolkit.files]] are {base.path.name}'s: check each reason against cmake/config.cmake "
+            "and the hcc toolchain at these refs (what the Find*.cmake modules and the host code "
+            "need, doctor derives from the checkout)."
         )
     undecided.append(
         f"[[steps]] and each repo's [repos.X.validate] are {base.path.name}'s: check their "

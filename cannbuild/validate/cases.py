@@ -7,17 +7,18 @@ PyTorch attention against that reference, plus the dtype's rounding noise
 Hopper tests use) and, for fp32, an absolute floor of 1e-5.  softmaxMax and
 softmaxSum are checked against the reference with rtol 1e-3, atol 1e-4.
 Masked scores are filled with -40000 after scaling, as ops-transformer's
-golden model does.  attentionOut is also measured by opbase's own standard
-(precision.py: MERE/MARE), shown beside the rule; the rule decides.  torch is
+golden model does.  A VarLen (TND) case is judged by the same rule against a
+reference computed sequence by sequence.  attentionOut is also measured by opbase's own
+standard (precision.py: MERE/MARE), shown beside the rule; the rule decides.  torch is
 imported here only: doctor never pays for it.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import warnings
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
@@ -26,18 +27,13 @@ from msgspec import Struct, field
 from ..errors import UsageError
 from ..host import compat
 from ..host.pystack import read_python_stack
-from ..lazy import lazy_module
 from ..states import Verdict
 from .precision import Precision, disagrees, measure_tensors
 from .precision import judge as judge_precision
 
 if TYPE_CHECKING:
-    import ctypes
-
     import torch
     from torch import Tensor
-else:  # only raw_bytes() pays for it
-    ctypes = lazy_module("ctypes")
 
 # Optional, imported where its absence is handled: torch (reference_torch(), with
 # torch_npu's auto-loading off while it imports).
@@ -60,19 +56,64 @@ AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
 class Case(Struct, frozen=True, kw_only=True):
+    """One validation case.  TND is the VarLen form (aclnnFlashAttentionVarLenScore*):
+    B sequences of `seq_q` query rows and `seq_kv` keys each, packed one after another on
+    the T axis (S is the query's T); each attends only within its own sequence."""
+
     name: str
     dtype: str  # fp32 | fp16 | bf16
-    layout: str  # BNSD | BSH | SBH | BSND
+    layout: str  # BNSD | BSH | SBH | BSND | TND
     B: int
     N1: int
     N2: int
     S: int
     D: int
     causal: bool
+    seq_q: Tuple[int, ...] = ()  # TND: each sequence's query rows
+    seq_kv: Tuple[int, ...] = ()  # TND: each sequence's keys
+
+    def __post_init__(self) -> None:
+        # A programming error, not a user's: cases are written in code.
+        if self.varlen and not (
+            len(self.seq_q) == len(self.seq_kv) == self.B and sum(self.seq_q) == self.S
+        ):
+            raise ValueError(f"{self.name}: TND needs B sequences in seq_q/seq_kv and S = T")
+        if self.varlen and self.causal:
+            raise ValueError(f"{self.name}: a causal VarLen case has no mask form here")
 
     @property
     def scale(self) -> float:
         return 1.0 / math.sqrt(self.D)
+
+    @property
+    def varlen(self) -> bool:
+        return self.layout == "TND"
+
+    @property
+    def cu_seq_q(self) -> Tuple[int, ...]:
+        """actual_seq_qlen as the VarLen APIs take it: each sequence's cumulative end
+        ([2, 2, 0, 2, 2] -> [2, 4, 4, 6, 8], ops-transformer
+        docs/aclnnFlashAttentionVarLenScore.md)."""
+        return tuple(itertools.accumulate(self.seq_q))
+
+    @property
+    def cu_seq_kv(self) -> Tuple[int, ...]:
+        return tuple(itertools.accumulate(self.seq_kv))
+
+    def shape(self, tensor: str) -> Tuple[int, ...]:
+        """The shape of q, k, v or out (the same layout as q)."""
+        heads = self.N1 if tensor in ("q", "out") else self.N2
+        if self.varlen:
+            return (sum(self.seq_q if tensor in ("q", "out") else self.seq_kv), heads, self.D)
+        return layout_shape(self.layout, self.B, heads, self.S, self.D)
+
+    @property
+    def stat_shape(self) -> Tuple[int, ...]:
+        """softmaxMax / softmaxSum as the C API route writes them: [B, N1, S, 8], and TND
+        [T, N1, 8] (softmaxOutLayout "same_as_input")."""
+        if self.varlen:
+            return (self.S, self.N1, 8)
+        return (self.B, self.N1, self.S, 8)
 
 
 # S = 1 is a decode-sized query; 513 is one past 512, a length no tile divides (the FA tiling pads
@@ -92,6 +133,9 @@ CASES: Tuple[Case, ...] = (
     Case(name="fp32_bsh_s1_d128_causal", dtype="fp32", layout="BSH", B=1, N1=2, N2=2, S=1, D=128, causal=True),
     Case(name="fp32_bnsd_s513_d64_gqa_causal", dtype="fp32", layout="BNSD", B=1, N1=4, N2=2, S=513, D=64, causal=True),
     Case(name="fp32_bsh_s128_d64_gqa", dtype="fp32", layout="BSH", B=1, N1=2, N2=1, S=128, D=64, causal=False),
+    # VarLen: two sequences of different query and key lengths (T1 = 513, T2 = 377), GQA
+    Case(name="fp16_tnd_varlen_2seq_d64_gqa", dtype="fp16", layout="TND", B=2, N1=4, N2=2, S=513, D=64,
+         causal=False, seq_q=(129, 384), seq_kv=(300, 77)),
 )
 # fmt: on
 
@@ -118,6 +162,7 @@ class CaseResult(Struct, kw_only=True):
 
     def to_json(self) -> Dict[str, object]:
         c = self.case
+        varlen = {"seq_q": list(c.seq_q), "seq_kv": list(c.seq_kv)} if c.varlen else {}
         return {
             "name": c.name,
             "dtype": c.dtype,
@@ -127,6 +172,7 @@ class CaseResult(Struct, kw_only=True):
             "N2": c.N2,
             "S": c.S,
             "D": c.D,
+            **varlen,
             "causal_mask": c.causal,
             "status": self.status,
             "message": self.message,
@@ -179,16 +225,13 @@ def layout_shape(layout: str, B: int, N: int, S: int, D: int) -> Tuple[int, ...]
 def to_bnsd(x: Tensor, layout: str, B: int, N: int, S: int, D: int) -> Tensor:
     if layout == "BNSD":
         return x
+    if layout == "TND":  # all sequences as one batch of T rows: (1, N, T, D)
+        return x.permute(1, 0, 2).unsqueeze(0)
     if layout == "BSND":
         return x.permute(0, 2, 1, 3)
     if layout == "BSH":
         return x.reshape(B, S, N, D).permute(0, 2, 1, 3)
     return x.reshape(S, B, N, D).permute(1, 2, 0, 3)
-
-
-def raw_bytes(t: Tensor) -> bytes:
-    t = t.contiguous()
-    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 
 def make_inputs(case: Case) -> Dict[str, Tensor]:
@@ -197,56 +240,15 @@ def make_inputs(case: Case) -> Dict[str, Tensor]:
     gen = torch.Generator().manual_seed(SEED + sum(map(ord, case.name)))
     dt = torch_dtype(torch, case.dtype)
     tensors = {
-        name: torch.randn(
-            layout_shape(case.layout, case.B, heads, case.S, case.D), generator=gen
-        ).to(dt)
+        name: torch.randn(case.shape(name), generator=gen).to(dt)
         # Drawn in this order from one generator: changing the order changes every input.
-        for name, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))  # in this order
+        for name in ("q", "k", "v")  # in this order
     }
-    if case.causal:
+    if case.causal:  # never a VarLen case (Case refuses one)
         # 1 above the diagonal = masked, as _attention below applies it; a uint8 [S, S] matrix, the
         # attenMask form FA's example passes (reference cann-build-systems.md §3.4).
         tensors["mask"] = torch.triu(torch.ones(case.S, case.S, dtype=torch.uint8), diagonal=1)
     return tensors
-
-
-def write_inputs(case: Case, directory: Path) -> Dict[str, Tensor]:
-    """The inputs as raw files for fa_check; returns the tensors."""
-    tensors = make_inputs(case)
-    directory.mkdir(parents=True, exist_ok=True)
-    for key, tensor in tensors.items():
-        (directory / f"{case.name}.{key}").write_bytes(raw_bytes(tensor))
-    return tensors
-
-
-def manifest_line(case: Case, directory: Path) -> str:
-    base = directory / case.name
-    words = [
-        f"name={case.name}",
-        f"dtype={case.dtype}",
-        f"layout={case.layout}",
-        f"B={case.B}",
-        f"N1={case.N1}",
-        f"N2={case.N2}",
-        f"S1={case.S}",
-        f"S2={case.S}",
-        f"D={case.D}",
-        f"scale={case.scale!r}",
-        # sparseMode 0 and preTokens / nextTokens = INT32_MAX: no band limit, the values
-        # ops-transformer's own FA example passes; the mask alone makes a case causal.
-        "sparse=0",
-        "pre=2147483647",
-        "next=2147483647",
-        f"q={base}.q",
-        f"k={base}.k",
-        f"v={base}.v",
-        f"out={base}.out",
-        f"smax={base}.smax",
-        f"ssum={base}.ssum",
-    ]
-    if case.causal:
-        words.append(f"mask={base}.mask")
-    return " ".join(words)
 
 
 def _attention(
@@ -262,66 +264,59 @@ def _attention(
     return probs @ v, scores
 
 
-def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
-    """attentionOut (case layout and dtype), softmaxMax and softmaxSum as written by fa_check."""
-    torch = reference_torch()
-    base = directory / case.name
-    shape = layout_shape(case.layout, case.B, case.N1, case.S, case.D)
-    out = torch.frombuffer(
-        bytearray(base.with_suffix(".out").read_bytes()), dtype=torch_dtype(torch, case.dtype)
-    )
-    smax = torch.frombuffer(bytearray(base.with_suffix(".smax").read_bytes()), dtype=torch.float32)
-    ssum = torch.frombuffer(bytearray(base.with_suffix(".ssum").read_bytes()), dtype=torch.float32)
-    # softmaxMax / softmaxSum are float32 [B, N1, S, 8]: the same value in 8 lanes, as the
-    # example's [1, 1, 256, 8] shows.
-    stats = (case.B, case.N1, case.S, 8)
-    return out.reshape(shape), smax.reshape(stats), ssum.reshape(stats)
-
-
-def judge_files(
-    case: Case,
-    tensors: Dict[str, Tensor],
-    directory: Path,
-    kernel_ms: Optional[float],
-    expected: Optional[Reference] = None,
-) -> CaseResult:
-    try:
-        out, smax, ssum = read_outputs(case, directory)
-    except (OSError, RuntimeError, ValueError) as exc:
-        return CaseResult(
-            case=case,
-            status=Verdict.FAIL,
-            message=f"the outputs cannot be read: {exc}",
-            kernel_ms=kernel_ms,
-        )
-    return judge(case, tensors, out, smax, ssum, kernel_ms, expected)
-
-
 class Reference(Struct, frozen=True, kw_only=True):
     """What a case's outputs are judged against; the same for every route."""
 
-    out: Tensor  # float64 attentionOut, (b, n, s, d)
+    out: Tensor  # float64 attentionOut, (b, n, s, d); TND (1, n, t, d)
     softmax_max: Tensor  # float64 (b, n, s)
     softmax_sum: Tensor
     same_dtype_err: float  # max|same-dtype torch attention - out|
     noise: float  # 2 * ... rounding noise of the kernel dtype, see RULE
 
 
+def _segments(case: Case, tensors: Dict[str, Tensor]) -> List[Tuple[Tensor, Tensor, Tensor]]:
+    """(q, k, v) in (b, n, s, d) per attention problem: the case's batch, or each VarLen
+    sequence's own rows of the T axis as a batch of one."""
+    if not case.varlen:
+        q, k, v = (
+            to_bnsd(tensors[name], case.layout, case.B, n, case.S, case.D)
+            for name, n in (("q", case.N1), ("k", case.N2), ("v", case.N2))
+        )
+        return [(q, k, v)]
+    bounds = zip((0, *case.cu_seq_q), case.cu_seq_q, (0, *case.cu_seq_kv), case.cu_seq_kv)
+    return [
+        (
+            to_bnsd(tensors["q"][q0:q1], "TND", 1, case.N1, q1 - q0, case.D),
+            to_bnsd(tensors["k"][k0:k1], "TND", 1, case.N2, k1 - k0, case.D),
+            to_bnsd(tensors["v"][k0:k1], "TND", 1, case.N2, k1 - k0, case.D),
+        )
+        for q0, q1, k0, k1 in bounds
+    ]
+
+
 def reference(case: Case, tensors: Dict[str, Tensor]) -> Reference:
-    """The float64 reference and the same-dtype torch error for one case (the costly part)."""
+    """The float64 reference and the same-dtype torch error for one case (the costly part);
+    a VarLen case's sequences one by one, joined on the sequence axis."""
     torch = reference_torch()
     dt = torch_dtype(torch, case.dtype)
     group = case.N1 // case.N2
     mask = tensors.get("mask")
-    q, k, v = (
-        to_bnsd(tensors[name], case.layout, case.B, n, case.S, case.D)
-        for name, n in (("q", case.N1), ("k", case.N2), ("v", case.N2))
-    )
-    ref, scores = _attention(q.double(), k.double(), v.double(), case.scale, mask, group)
-    same, _ = _attention(q, k, v, case.scale, mask, group)
-    want_max = scores.max(dim=-1).values
-    # softmaxSum is the row sum of exp(score - row max): the stabilised softmax denominator.
-    want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
+    refs: List[Tensor] = []
+    sames: List[Tensor] = []
+    maxes: List[Tensor] = []
+    sums: List[Tensor] = []
+    for q, k, v in _segments(case, tensors):
+        ref, scores = _attention(q.double(), k.double(), v.double(), case.scale, mask, group)
+        same, _ = _attention(q, k, v, case.scale, mask, group)
+        want_max = scores.max(dim=-1).values
+        refs.append(ref)
+        sames.append(same)
+        maxes.append(want_max)
+        # softmaxSum is the row sum of exp(score - row max): the stabilised softmax denominator.
+        sums.append((scores - want_max.unsqueeze(-1)).exp().sum(dim=-1))
+    # on the sequence axis: a VarLen case's sequences become the T rows of one batch
+    ref, same = torch.cat(refs, dim=2), torch.cat(sames, dim=2)
+    want_max, want_sum = torch.cat(maxes, dim=2), torch.cat(sums, dim=2)
     return Reference(
         out=ref,
         softmax_max=want_max,
@@ -348,7 +343,7 @@ def judge(
     expected = expected or reference(case, tensors)
     out = out.cpu()
     ref = expected.out
-    got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()
+    got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()  # TND: (1, n, t, d)
     result = CaseResult(case=case, status=Verdict.PASS, kernel_ms=kernel_ms)
     # The kernel's output in its own dtype against the float64 reference, as the standard asks.
     result.precision = judge_precision(case.dtype, measure_tensors(got, ref))

@@ -61,7 +61,10 @@ ALL_ONES = (
     ("softmaxSum", B * N * S * 8, float(S), 1e-3),
 )
 # The examples of the pinned refs (read at each ref): all four feed all-ones q/k/v of
-# S=256 (T=256 for VarLen), N=1, D=128 with a zero mask, and print the three outputs.
+# S=256 (T=256 for VarLen), N=1, D=128 with a zero mask, and print the three outputs.  The
+# sandbox's VarLen stand-in prints the same from two sequences of 100 and 156 query rows,
+# each over 256 keys of its own: a kernel that lets a query see the other sequence's keys
+# prints softmaxSum 512.
 KNOWN_EXAMPLES: Dict[str, Tuple[Tuple[str, int, float, float], ...]] = {
     "test_aclnn_flash_attention_score.cpp": ALL_ONES,  # 8.3 pin, v9.0.0 (V2, SBH)
     "test_aclnn_flash_attention_score_v2_fp32.cpp": ALL_ONES,  # v8.5.0, v9.0.0 (V2, SBH)

@@ -14,7 +14,7 @@ from ..host.pystack import read_python_stack
 from ..lazy import lazy_module
 from ..phases import PhaseSink
 from ..states import Verdict
-from . import capi, cases, precision
+from . import capi, casefiles, cases, precision
 from .cases import CaseResult
 from .inputs import ValidationInputs
 from .verdict import ValidationCheck
@@ -103,9 +103,9 @@ def _run_capi(
         ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
     phases(f"capi: {len(selected)} FlashAttention cases against a float64 reference")
     data = safefs.fresh(work.parent, work / "cases", "the validation cases")
-    tensors = {c.name: cases.write_inputs(c, data) for c in selected}
+    tensors = {c.name: casefiles.write_inputs(c, data) for c in selected}
     manifest = data / "manifest.txt"
-    manifest.write_text("\n".join(cases.manifest_line(c, data) for c in selected) + "\n")
+    manifest.write_text("\n".join(casefiles.manifest_line(c, data) for c in selected) + "\n")
     runs, _output, code = capi.run_cases(
         compiled.binary, manifest, capi.library_env(inp.env), [c.name for c in selected]
     )
@@ -119,7 +119,7 @@ def _run_capi(
                 )
             )
             continue
-        results.append(cases.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
+        results.append(casefiles.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
     failed = [r for r in results if r.status == FAIL]
     if failed:
         worst = failed[0]
@@ -128,7 +128,14 @@ def _run_capi(
         )
         status = FAIL
     else:
-        message = f"{len(results)}/{len(results)} cases PASS through aclnnFlashAttentionScoreV2"
+        # fa_check.cpp's APIs: the dense layouts through V2, TND through VarLenScoreV4
+        apis = sorted(
+            {
+                "aclnnFlashAttentionVarLenScoreV4" if c.varlen else "aclnnFlashAttentionScoreV2"
+                for c in selected
+            }
+        )
+        message = f"{len(results)}/{len(results)} cases PASS through {' and '.join(apis)}"
         status = PASS
     upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
     message += f"; {upstream}" if upstream else ""

@@ -24,7 +24,8 @@ from ..phases import PhaseSink, no_phases
 from ..resources import data_dir
 from ..states import Verdict
 from . import capi, precision
-from .cases import FP32_FLOOR, raw_bytes, reference_torch, torch_dtype, why_no_torch
+from .casefiles import raw_bytes
+from .cases import FP32_FLOOR, reference_torch, torch_dtype, why_no_torch
 from .inputs import ValidationInputs
 from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
 from .precision import Precision, disagrees

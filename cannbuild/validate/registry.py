@@ -3,8 +3,10 @@
 Each judges one repository's installed package through its aclnn C API against a
 float64 (or exact) reference with the tolerance rule of cases.RULE, MERE/MARE beside it
 (precision.py): `key` is what its verdict depends on besides the package and the env,
-`skipped` the verdict where it cannot run, `run` the C API route (check id `capi`),
-`after` any route run after the repository's own example (FlashAttention's torch_npu)."""
+`skipped` the verdict where it cannot run, `run` the C API route (FlashAttention's check id
+is `capi`, its cases the report's `cases`; another check's id is its name, its cases in its
+details), `after` any route run after the repository's own example (FlashAttention's
+torch_npu)."""
 
 from __future__ import annotations
 

@@ -35,18 +35,8 @@ from ..proc import kill_group, popen
 from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
-from .cases import (
-    AUTOLOAD,
-    Case,
-    CaseResult,
-    judge_files,
-    layout_shape,
-    raw_bytes,
-    reference,
-    select,
-    torch_dtype,
-    write_inputs,
-)
+from .casefiles import judge_files, raw_bytes, write_inputs
+from .cases import AUTOLOAD, Case, CaseResult, reference, select, torch_dtype
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -294,40 +284,59 @@ def _op_libraries() -> List[str]:
     return sorted(os.path.realpath(p) for p in found)
 
 
-def _load(torch: ModuleType, case: Case, directory: Path, key: str, heads: int) -> Tensor:
+def _load(torch: ModuleType, case: Case, directory: Path, key: str) -> Tensor:
     raw = bytearray((directory / f"{case.name}.{key}").read_bytes())
     if key == "mask":
         # The causal mask file is uint8 [S, S]; the worker passes it on as a bool tensor.
         return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
     dtype = torch_dtype(torch, case.dtype)
-    shape = layout_shape(case.layout, case.B, heads, case.S, case.D)
-    return torch.frombuffer(raw, dtype=dtype).reshape(shape)
+    return torch.frombuffer(raw, dtype=dtype).reshape(case.shape(key))
 
 
 def _inputs(torch: ModuleType, case: Case, directory: Path, device: str) -> Inputs:
-    q, k, v = (
-        _load(torch, case, directory, key, heads).to(device)
-        for key, heads in (("q", case.N1), ("k", case.N2), ("v", case.N2))
-    )
+    q, k, v = (_load(torch, case, directory, key).to(device) for key in ("q", "k", "v"))
     mask = None
     if case.causal:
-        mask = _load(torch, case, directory, "mask", 0).bool().to(device)
+        mask = _load(torch, case, directory, "mask").bool().to(device)
     return q, k, v, mask
 
 
 def _call(torch_npu: ModuleType, case: Case, inputs: Inputs) -> Tuple[Tensor, ...]:
     q, k, v, mask = inputs
+    # TND: the cumulative ends, as the VarLen APIs take them; torch_npu then calls
+    # aclnnFlashAttentionVarLenScore (op-plugin FlashAttentionKernelNpuOpApi.cpp, the torch_npu
+    # 2.13 line; VarLenScoreV4 only with softmax_layout="TND").
+    varlen = (
+        {"actual_seq_qlen": list(case.cu_seq_q), "actual_seq_kvlen": list(case.cu_seq_kv)}
+        if case.varlen
+        else {}
+    )
     # (attention_out, softmax_max, softmax_sum): the first three of the seven outputs.
     return tuple(
         torch_npu.npu_fusion_attention(
-            q, k, v, case.N1, case.layout, atten_mask=mask, scale=case.scale, keep_prob=1.0
+            q,
+            k,
+            v,
+            case.N1,
+            case.layout,
+            atten_mask=mask,
+            scale=case.scale,
+            keep_prob=1.0,
+            **varlen,
         )[:3]
     )
 
 
 def _write_outputs(case: Case, directory: Path, outputs: Tuple[Tensor, ...]) -> None:
-    for suffix, tensor in zip(("out", "smax", "ssum"), outputs):
-        (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor.cpu()))
+    out, *stats = (t.cpu() for t in outputs)
+    if case.varlen:
+        # softmax_max / softmax_sum come back as [T, N, 8] tensors holding the NTD order, the
+        # default softmax_layout (op-plugin docs torch_npu-npu_fusion_attention.md): written
+        # as the C API route writes them, [T, N, 8] in TND order
+        T, N = case.S, case.N1
+        stats = [s.reshape(N, T, 8).permute(1, 0, 2) for s in stats]
+    for suffix, tensor in zip(("out", "smax", "ssum"), (out, *stats)):
+        (directory / f"{case.name}.{suffix}").write_bytes(raw_bytes(tensor))
 
 
 def _run_case(

@@ -69,19 +69,17 @@ class ValidationReport(Struct, kw_only=True):
 
     @property
     def status(self) -> str:
-        """FAIL if any check failed; PASS only if the numerical check (the C API route,
-        `capi`) ran on every selected case and passed; SKIPPED otherwise."""
+        """FAIL if any check failed; PASS only if the numerical check ran and passed:
+        FlashAttention's (`capi`) on every selected case of `cases`, another one (its id is
+        its name, its cases in its details) by its own verdict; SKIPPED otherwise."""
         if any(c.status == FAIL for c in self.checks):
             return FAIL
-        numeric = next((c for c in self.checks if c.id == "capi"), None)
-        if (
-            numeric is not None
-            and numeric.status == PASS
-            and self.cases
-            and all(r.status == PASS for r in self.cases)
-        ):
-            return PASS
-        return SKIPPED
+        numeric = next((c for c in self.checks if c.id in ("capi", self.check)), None)
+        if numeric is None or numeric.status != PASS:
+            return SKIPPED
+        if numeric.id == "capi" and not (self.cases and all(r.status == PASS for r in self.cases)):
+            return SKIPPED
+        return PASS
 
     @property
     def disagreements(self) -> List[Dict[str, str]]:

@@ -5,11 +5,15 @@
 //   fa_check <manifest>
 //
 // Each manifest line is one case of key=value words (written by cannbuild):
-//   name dtype(fp32|fp16|bf16) layout(BNSD|BSH|SBH|BSND) B N1 N2 S1 S2 D scale
-//   sparse pre next q k v [mask] out smax ssum
+//   name dtype(fp32|fp16|bf16) layout(BNSD|BSH|SBH|BSND|TND) B N1 N2 S1 S2 D scale
+//   sparse pre next q k v [mask] out smax ssum [seqq seqkv]
 // Inputs are raw little-endian arrays in the case's dtype (mask: uint8,
 // [S1,S2], 1 = masked); outputs are written the same way (softmax stats as
-// float32 [B,N1,S1,8]).  cannbuild judges the numbers; this program only runs
+// float32 [B,N1,S1,8]).  TND is the VarLen form: S1 and S2 are the query's and the
+// key's T, seqq and seqkv the cumulative per-batch ends ("100,356") that
+// aclnnFlashAttentionVarLenScoreV4 takes, and the softmax stats are [T1,N1,8]
+// (softmaxOutLayout "same_as_input"); the other layouts go through
+// aclnnFlashAttentionScoreV2.  cannbuild judges the numbers; this program only runs
 // them.  One line per case goes to stdout: "CASE <name> OK <milliseconds>" or
 // "CASE <name> ERROR <api> <code> <aclGetRecentErrMsg()>".
 //
@@ -42,6 +46,13 @@ struct Case {
         return it == kv.end() ? "" : it->second;
     }
     int64_t Int(const std::string &key) const { return std::strtoll(Get(key).c_str(), nullptr, 10); }
+    std::vector<int64_t> Ints(const std::string &key) const {
+        std::vector<int64_t> values;
+        std::istringstream words(Get(key));
+        std::string word;
+        while (std::getline(words, word, ',')) values.push_back(std::strtoll(word.c_str(), nullptr, 10));
+        return values;
+    }
 };
 
 struct ApiError {
@@ -114,6 +125,7 @@ std::vector<int64_t> Shape(const std::string &layout, int64_t B, int64_t N, int6
     if (layout == "BNSD") return {B, N, S, D};
     if (layout == "BSND") return {B, S, N, D};
     if (layout == "SBH") return {S, B, N * D};
+    if (layout == "TND") return {S, N, D};  // S: T, every batch's rows one after another
     return {B, S, N * D};  // BSH
 }
 
@@ -124,7 +136,8 @@ double RunCase(const Case &c, aclrtStream stream) {
     std::string layout = c.Get("layout");
     int64_t B = c.Int("B"), N1 = c.Int("N1"), N2 = c.Int("N2"), S1 = c.Int("S1"), S2 = c.Int("S2"), D = c.Int("D");
     auto qshape = Shape(layout, B, N1, S1, D), kshape = Shape(layout, B, N2, S2, D);
-    std::vector<int64_t> stat_shape = {B, N1, S1, 8};
+    const bool varlen = layout == "TND";
+    std::vector<int64_t> stat_shape = varlen ? std::vector<int64_t>{S1, N1, 8} : std::vector<int64_t>{B, N1, S1, 8};
 
     std::vector<char> qh = ReadFile(c.Get("q"), Count(qshape) * elem);
     std::vector<char> kh = ReadFile(c.Get("k"), Count(kshape) * elem);
@@ -148,12 +161,18 @@ double RunCase(const Case &c, aclrtStream stream) {
     MakeTensor(smax, stat_shape, ACL_FLOAT, 4, nullptr);
     MakeTensor(ssum, stat_shape, ACL_FLOAT, 4, nullptr);
 
-    std::vector<int64_t> zero = {0};
+    std::vector<int64_t> zero = {0}, seqq = c.Ints("seqq"), seqkv = c.Ints("seqkv");
     aclIntArray *prefix = aclCreateIntArray(zero.data(), 1);
     aclIntArray *qStart = aclCreateIntArray(zero.data(), 1);
     aclIntArray *kvStart = aclCreateIntArray(zero.data(), 1);
+    aclIntArray *seqQ = varlen ? aclCreateIntArray(seqq.data(), seqq.size()) : nullptr;
+    aclIntArray *seqKv = varlen ? aclCreateIntArray(seqkv.data(), seqkv.size()) : nullptr;
     char layout_buf[8] = {0};
     layout.copy(layout_buf, sizeof(layout_buf) - 1);
+    char softmax_layout[] = "same_as_input";
+    const char *prepare_api = varlen ? "aclnnFlashAttentionVarLenScoreV4GetWorkspaceSize"
+                                     : "aclnnFlashAttentionScoreV2GetWorkspaceSize";
+    const char *run_api = varlen ? "aclnnFlashAttentionVarLenScoreV4" : "aclnnFlashAttentionScoreV2";
 
     uint64_t workspace_size = 0;
     aclOpExecutor *executor = nullptr;
@@ -161,15 +180,14 @@ double RunCase(const Case &c, aclrtStream stream) {
     void *workspace = nullptr;
     aclrtEvent events[2] = {nullptr, nullptr};
     struct Cleanup {
-        aclIntArray *a, *b, *c;
+        std::vector<aclIntArray *> arrays;
         void **ws;
         ~Cleanup() {
-            aclDestroyIntArray(a);
-            aclDestroyIntArray(b);
-            aclDestroyIntArray(c);
+            for (aclIntArray *a : arrays)
+                if (a != nullptr) aclDestroyIntArray(a);
             if (*ws != nullptr) aclrtFree(*ws);
         }
-    } cleanup{prefix, qStart, kvStart, &workspace};
+    } cleanup{{prefix, qStart, kvStart, seqQ, seqKv}, &workspace};
     struct EventCleanup {
         aclrtEvent *e;
         ~EventCleanup() {
@@ -178,17 +196,31 @@ double RunCase(const Case &c, aclrtStream stream) {
         }
     } event_cleanup{events};
 
+    const double scale = std::strtod(c.Get("scale").c_str(), nullptr);
     auto prepare = [&]() {
+        if (varlen) {
+            Check(aclnnFlashAttentionVarLenScoreV4GetWorkspaceSize(
+                      q.tensor, k.tensor, v.tensor, nullptr, nullptr, nullptr, mask.tensor, prefix, seqQ, seqKv,
+                      scale, 1.0, c.Int("pre"), c.Int("next"), N1, layout_buf, 0, c.Int("sparse"), softmax_layout,
+                      smax.tensor, ssum.tensor, nullptr, out.tensor, &workspace_size, &executor),
+                  prepare_api);
+            return;
+        }
         Check(aclnnFlashAttentionScoreV2GetWorkspaceSize(
                   q.tensor, k.tensor, v.tensor, nullptr, nullptr, nullptr, mask.tensor, prefix, qStart, kvStart,
-                  std::strtod(c.Get("scale").c_str(), nullptr), 1.0, c.Int("pre"), c.Int("next"), N1, layout_buf,
-                  0, c.Int("sparse"), 1, smax.tensor, ssum.tensor, nullptr, out.tensor, &workspace_size, &executor),
-              "aclnnFlashAttentionScoreV2GetWorkspaceSize");
+                  scale, 1.0, c.Int("pre"), c.Int("next"), N1, layout_buf, 0, c.Int("sparse"), 1, smax.tensor,
+                  ssum.tensor, nullptr, out.tensor, &workspace_size, &executor),
+              prepare_api);
+    };
+    auto launch = [&]() {
+        Check(varlen ? aclnnFlashAttentionVarLenScoreV4(workspace, workspace_size, executor, stream)
+                     : aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream),
+              run_api);
     };
     prepare();
     if (workspace_size > 0) Check(aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
     const uint64_t workspace_allocated = workspace_size;
-    Check(aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream), "aclnnFlashAttentionScoreV2");
+    launch();
     Check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
     if (memory) {
         Check(aclrtGetMemInfo(ACL_HBM_MEM, &free_peak, &total), "aclrtGetMemInfo");
@@ -209,10 +241,9 @@ double RunCase(const Case &c, aclrtStream stream) {
         std::ostringstream times;
         for (int64_t i = 0; i < warmup + reps; ++i) {
             prepare();  // host-side, outside the events: an executor runs once
-            if (workspace_size > workspace_allocated) throw ApiError{"aclnnFlashAttentionScoreV2GetWorkspaceSize", -1};
+            if (workspace_size > workspace_allocated) throw ApiError{prepare_api, -1};
             Check(aclrtRecordEvent(events[0], stream), "aclrtRecordEvent");
-            Check(aclnnFlashAttentionScoreV2(workspace, workspace_size, executor, stream),
-                  "aclnnFlashAttentionScoreV2");
+            launch();
             Check(aclrtRecordEvent(events[1], stream), "aclrtRecordEvent");
             Check(aclrtSynchronizeEvent(events[1]), "aclrtSynchronizeEvent");
             float ms = 0.0f;

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from reference import reference_torch
 
-from cannbuild.validate import capi, cases
+from cannbuild.validate import capi, casefiles, cases
 
 reference_torch()
 pytestmark = pytest.mark.xdist_group("emulator")  # one xdist worker compiles the check
@@ -48,24 +48,29 @@ def compiled(installed, tmp_path_factory):
 @pytest.mark.parametrize("case", cases.CASES + EXTRA_CASES, ids=lambda c: c.name)
 def test_the_operator_matches_a_float64_reference(compiled, tmp_path, case):
     compiled, env = compiled
-    tensors = cases.write_inputs(case, tmp_path)
+    tensors = casefiles.write_inputs(case, tmp_path)
     manifest = tmp_path / "m.txt"
-    manifest.write_text(cases.manifest_line(case, tmp_path) + "\n")
+    manifest.write_text(casefiles.manifest_line(case, tmp_path) + "\n")
     runs, output, code = capi.run_cases(compiled.binary, manifest, env, [case.name])
     assert code == 0 and runs[case.name].ok, output
-    result = cases.judge_files(case, tensors, tmp_path, runs[case.name].kernel_ms)
+    result = casefiles.judge_files(case, tensors, tmp_path, runs[case.name].kernel_ms)
     assert result.status == "PASS", result.message
 
 
-def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
+@pytest.fixture(scope="module")
+def probes(installed, tmp_path_factory):
+    """programs/fa_errors.cpp, compiled against the package and run: its line per probe."""
     vendor, env = installed_env(installed)
-    home = env["ASCEND_HOME_PATH"]
-    binary = tmp_path / "fa_errors"
-    argv = capi.compile_command(vendor, home, binary, shutil.which("g++"))
+    binary = tmp_path_factory.mktemp("fa_errors") / "fa_errors"
+    argv = capi.compile_command(vendor, env["ASCEND_HOME_PATH"], binary, shutil.which("g++"))
     argv[3] = str(Path(__file__).parent / "programs" / "fa_errors.cpp")
     subprocess.run(argv, check=True, env=env)
     out = subprocess.run([str(binary)], capture_output=True, text=True, env=env).stdout
-    lines = {line.split(" ", 1)[0]: line for line in out.splitlines()}
+    return {line.split(" ", 1)[0]: line for line in out.splitlines()}
+
+
+def test_error_codes_and_messages_are_the_real_ones(probes):
+    lines = probes
     assert lines["ok"].startswith("ok 0") and lines["ok-run"] == "ok-run 0"
     for tagged in ("nchw-format", "ncl-format"):  # what torch_npu sends
         assert (
@@ -87,15 +92,37 @@ def test_error_codes_and_messages_are_the_real_ones(installed, tmp_path):
         assert words in lines[probe]
 
 
+def test_the_varlen_apis_and_the_context_calls_answer_like_the_real_ones(probes):
+    """aclnnFlashAttentionVarLenScore(V4) take TND with cumulative lengths, and reject what
+    the real op_api rejects; the VarLen example's context calls work (issue 29 item 4)."""
+    lines = probes
+    assert lines["context"] == "context 0 0 0 1"
+    assert lines["context-destroy"].startswith("context-destroy 0 100000 ")  # once only
+    assert "was not created by aclrtCreateContext" in lines["context-destroy"]
+    for ok in ("varlen-v4", "varlen-v1", "varlen-v1-tn8", "varlen-trailing-zero"):
+        assert lines[ok].startswith(f"{ok} 0") and lines[f"{ok}-run"] == f"{ok}-run 0", lines[ok]
+    for probe, words in (
+        ("varlen-bsh", "Layout BSH is not TND"),
+        ("varlen-lowercase", "Layout tnd is not TND"),  # strcmp, as the real VarLen APIs
+        ("varlen-count", "got 2 and 1 values"),
+        ("varlen-not-cumulative", "actualSeqQLen[1] = 5 < 11"),
+        ("varlen-beyond-t", "actualSeqQLen ends at 20, beyond T = 16"),
+        ("varlen-stat-shape", "softmaxMax must be FLOAT [16,4,8] (softmaxOutLayout same_as_input)"),
+        ("varlen-softmax-layout", "softmaxOutLayout TND is invalid"),
+    ):
+        assert lines[probe].startswith(f"{probe} 161002"), lines[probe]
+        assert words in lines[probe]
+
+
 def test_memory_stays_linear_in_sequence_length(compiled, tmp_path):
     """No S x S buffer: at S=8192 an S x S fp32 matrix per head would be 256 MiB."""
     compiled, env = compiled
     case = cases.Case(
         name="fp32_long", dtype="fp32", layout="BNSD", B=1, N1=1, N2=1, S=8192, D=64, causal=False
     )
-    cases.write_inputs(case, tmp_path)
+    casefiles.write_inputs(case, tmp_path)
     manifest = tmp_path / "m.txt"
-    manifest.write_text(cases.manifest_line(case, tmp_path) + "\n")
+    manifest.write_text(casefiles.manifest_line(case, tmp_path) + "\n")
     probe = (
         "import resource, subprocess, sys; "
         "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "

@@ -12,6 +12,7 @@ import pytest
 from reference import reference_torch
 
 from cannbuild.host.pystack import read_python_stack
+from cannbuild.validate import cases
 
 from engines import path_without_engines
 from usertree import tree_digest
@@ -72,8 +73,8 @@ def test_setup_builds_installs_and_validates(cli_for, key):
     assert all(e["precision"]["status"] == "PASS" for e in examples)
     route = checks["torch_npu"]
     if TORCH_NPU:  # the real torch_npu ran every case through the package on the emulated NPU
-        assert f"12/12 cases PASS through torch_npu {TORCH_NPU}" in route["message"]
-        assert route["torch_npu"] == TORCH_NPU and len(route["cases"]) == 12
+        assert f"13/13 cases PASS through torch_npu {TORCH_NPU}" in route["message"]
+        assert route["torch_npu"] == TORCH_NPU and len(route["cases"]) == 13
         ours = cli.ws / "opp/vendors/custom_transformer/op_api/lib/libcust_opapi.so"
         assert str(ours.resolve()) in route["loaded_op_libraries"]
     else:
@@ -274,6 +275,25 @@ def test_each_operator_fault_is_a_validation_failure(cli, fault, check, words):
     if check == "capi":  # a broken kernel fails opbase's MERE/MARE standard too: no disagreement
         (case,) = validation["cases"]
         assert case["precision"]["status"] == "FAIL" and not case["disagree"]
+
+
+def test_a_varlen_kernel_that_ignores_the_key_lengths_fails_every_route(cli):
+    """The VarLen case, the VarLen example and the torch_npu TND call all see a kernel that
+    lets each query attend over every sequence's keys (issue 29 item 4)."""
+    varlen = next(c.name for c in cases.CASES if c.varlen)
+    fault = cli.env(CANNBUILD_SANDBOX_FAULT="fa-varlen-ignore-lengths")
+    proc = cli("setup", "--cases", varlen, env=fault)
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    checks = {c["id"]: c for c in cli.report()["validation"]["checks"]}
+    assert checks["capi"]["status"] == "FAIL"
+    assert f"{varlen}: attentionOut max abs error" in checks["capi"]["message"]
+    (dense, ragged) = checks["example"]["examples"]
+    assert dense["status"] == "PASS" and ragged["status"] == "FAIL"
+    assert "softmaxSum[0] is 512.0, expected 256" in ragged["message"]
+    route = checks["torch_npu"]
+    assert route["status"] == ("FAIL" if TORCH_NPU else "SKIPPED")
+    if TORCH_NPU:
+        assert "exceeds the bound" in route["message"]
 
 
 def test_opbase_builds_while_ops_transformer_is_fetched_and_a_failed_fetch_resumes(cli):

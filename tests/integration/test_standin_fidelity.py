@@ -207,14 +207,21 @@ def doctor_rows(cli, *args, env=None):
     return {c["id"]: c for c in json.loads(proc.stdout)["checks"]}, proc
 
 
-def test_the_sandbox_toolkit_has_what_the_builds_read(sandboxes, cli_for):
-    for key in ("A2-8.5.0", "A3-9.0.0", "A2-8.3.RC2"):
-        rows, _ = doctor_rows(cli_for(key))
+def test_the_sandbox_toolkit_has_what_the_builds_read(sandboxes, cli_for, tmp_path):
+    for key, listed in (("A2-8.5.0", 3), ("A3-9.0.0", 2), ("A2-8.3.RC2", 3)):
+        cli = cli_for(key, tmp_path / key)  # a workspace each
+        rows, _ = doctor_rows(cli)
+        # by hand: only what cannot be derived (opbuild, the kernel cmake; hcc where opbase builds)
         assert rows["recipe.toolkit_files"]["status"] == "pass", rows["recipe.toolkit_files"]
-        assert (
-            "all 16 files" in rows["recipe.toolkit_files"]["detail"]
-            or "all 17 files" in (rows["recipe.toolkit_files"]["detail"])
-        )
+        assert f"all {listed} files" in rows["recipe.toolkit_files"]["detail"]
+        # the rest is derived from the checkout, once there is one
+        assert rows["recipe.derived"]["status"] == "skip"
+        assert cli("fetch").returncode == 0
+        rows, _ = doctor_rows(cli)
+        derived = [r for r in rows.values() if r["id"].startswith("recipe.derived")]
+        assert {r["status"] for r in derived} == {"pass"}, derived
+        ot = rows["recipe.derived.ops-transformer-build"]["detail"]
+        assert "toolkit headers flash_attention_score" in ot
 
 
 def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_and_package(
@@ -226,18 +233,18 @@ def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_an
     cli.sandbox = own
     arch = os.uname().machine
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
+    proc = cli("build")
+    assert proc.returncode == 3
+    assert "doctor check recipe.derived.module.dlog failed" in proc.stderr
+    assert ": started (" not in proc.stderr
     rows, proc = doctor_rows(cli)
     assert proc.returncode == 1
-    row = rows["recipe.toolkit_files"]
+    row = rows["recipe.derived.module.dlog"]
     assert row["status"] == "fail"
-    assert "dlog (" in row["detail"] and "CANN package runtime" in row["detail"]
+    assert "dlog_pub.h in" in row["detail"] and "CANN package runtime (dlog)" in row["detail"]
     assert "Finddlog.cmake" in row["detail"] and "install the cann package runtime" in (
         row["hint"].lower()
     )
-    proc = cli("build")
-    assert proc.returncode == 3
-    assert "doctor check recipe.toolkit_files failed" in proc.stderr and "dlog" in proc.stderr
-    assert ": started (" not in proc.stderr
     # 9.0 builds no opbase package unless asked, so only then does it need the hcc toolchain
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").write_text("")
     (info.toolkit / "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++").unlink()

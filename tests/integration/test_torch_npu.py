@@ -1,6 +1,7 @@
 """The real torch_npu on the sandbox: it imports against the emulated toolkit, and the
 validation route reaches the installed package (and fails without it)."""
 
+import csv
 import subprocess
 import sys
 
@@ -88,3 +89,47 @@ def test_doctor_imports_the_real_cpu_torch_and_torch_npu_on_the_sandbox_and_pass
     # without the toolkit's libraries torch_npu cannot load, so the pair cannot clash: no
     # child (the torch_import row says why a plain import fails there)
     assert import_checks(STACK, base_env(LD_LIBRARY_PATH=""), "this shell's env") == []
+
+
+VARLEN = next(c for c in cases.CASES if c.varlen)
+
+
+def test_the_route_judges_the_varlen_case_through_the_package(installed, tmp_path):
+    """npu_fusion_attention(..., "TND", actual_seq_qlen=, actual_seq_kvlen=) on two sequences
+    of different lengths, judged per sequence, statistics included (issue 29 item 4)."""
+    library, env = package_env(installed)
+    ok = torchnpu.run([VARLEN], library, env, tmp_path)
+    assert ok.status == "PASS", ok.message
+    (result,) = ok.results
+    assert result.softmax_max_err is not None and result.softmax_sum_err is not None
+    assert ok.details["loaded_op_libraries"][0] == str(library.resolve())
+
+
+VARLEN_PROBE = """
+import csv, glob, os, sys, torch, torch_npu
+torch.manual_seed(0)
+q, k, v = (torch.randn(t, n, 64, dtype=torch.float16).to("npu:0") for t, n in ((30, 4), (20, 2), (20, 2)))
+ends = dict(actual_seq_qlen=[12, 30], actual_seq_kvlen=[5, 20])
+a = torch_npu.npu_fusion_attention(q, k, v, 4, "TND", scale=0.125, **ends)
+b = torch_npu.npu_fusion_attention(q, k, v, 4, "TND", scale=0.125, softmax_layout="TND", **ends)
+ntd_as_tnd = a[1].cpu().reshape(4, 30, 8).permute(1, 0, 2)
+print(tuple(a[1].shape), torch.equal(a[0].cpu(), b[0].cpu()), torch.equal(ntd_as_tnd, b[1].cpu()))
+"""
+
+
+def test_torch_npu_maps_tnd_onto_the_packages_varlen_apis(installed, tmp_path):
+    """torch_npu 2.13 calls aclnnFlashAttentionVarLenScore for TND (statistics in NTD order in
+    a [T, N, 8] tensor) and VarLenScoreV4 with softmax_layout="TND" (op-plugin
+    FlashAttentionKernelNpuOpApi.cpp); the package serves both, with the same numbers."""
+    _, env = package_env(installed)
+    env["CANNBUILD_EMU_PROFILE_DIR"] = str(tmp_path / "prof")
+    proc = subprocess.run(
+        [sys.executable, "-c", VARLEN_PROBE], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "(30, 4, 8) True True"
+    (table,) = (tmp_path / "prof").glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv")
+    with table.open() as f:
+        names = [row["Name"] for row in csv.DictReader(f)]
+    fa = [n.split("_", 1)[0] for n in names if "FlashAttention" in n]
+    assert fa == ["aclnnFlashAttentionVarLenScore", "aclnnFlashAttentionVarLenScoreV4"]

@@ -41,6 +41,15 @@ from cannbuild.workspace import Workspace, write_atomic
             "op_host/x.cpp:12:10: fatal error: register/op_def_registry.h: No such file or directory",
             "toolkit header register/op_def_registry.h",
         ),
+        # the row doctor would have failed on before the build (build/derived.py)
+        (
+            "log.h:44:10: fatal error: securec.h: No such file or directory",
+            "(row recipe.derived.header.securec.h)",
+        ),
+        (
+            "  Could NOT find metadef (missing: METADEF_INC_DIR)",
+            "row recipe.derived.module.metadef",
+        ),
         (
             "    error: downloading 'https://gitcode.com/cann-src-third-party/json/releases/download/"
             "v3.11.3/include.zip' failed",

@@ -26,6 +26,14 @@ from cannbuild.resources import data_dir
 from cannbuild.sources.lock import drift, read_lock, write_lock
 from cannbuild.sources.pinning import wanted_for
 from cannbuild.sources.pins import pin_sharing
+from cannbuild.validate import (
+    FA_CHECK,
+    ValidationCheck,
+    ValidationInputs,
+    ValidationReport,
+    ValidationSummary,
+    run_validation,
+)
 
 from clirun import cannbuild
 from lockdata import sample_lock
@@ -441,7 +449,7 @@ def test_plan_shows_each_repos_steps_under_its_name_and_the_pin_sharing(tmp_path
     s = session(tmp_path, path, repos="ops-beta,ops-alpha")
     out = io.StringIO()
     steps = make_plan(s, None, {}, ("build", "install"))
-    ui.print_plan(s, steps, ["opbase: per repo: the pins differ (...)"], stream=out)
+    ui.print_plan(s, steps, sharing=["opbase: per repo: the pins differ (...)"], stream=out)
     text = out.getvalue()
     assert "repos: ops-beta, ops-alpha (ASCEND_CUSTOM_OPP_PATH order, first wins)" in text
     assert "pinned opbase: per repo: the pins differ" in text
@@ -454,5 +462,54 @@ def test_plan_shows_each_repos_steps_under_its_name_and_the_pin_sharing(tmp_path
     # one repo: the plan reads as it always did
     out = io.StringIO()
     alone = session(tmp_path, path)
-    ui.print_plan(alone, make_plan(alone, None, {}, ("build",)), [], stream=out)
+    ui.print_plan(alone, make_plan(alone, None, {}, ("build",)), stream=out)
     assert "== " not in out.getvalue() and "repos:" not in out.getvalue()
+
+
+# --- validation per repository ----------------------------------------------------------
+
+
+def test_the_verdict_is_pass_only_when_every_repos_numeric_check_passed():
+    def report(repo: str, check: str, status: str, cases=()) -> ValidationReport:
+        checks = [ValidationCheck(id="library", status="PASS", message="ok")]
+        checks.append(
+            ValidationCheck(
+                id="capi" if check == FA_CHECK else check, status=status, message=status
+            )
+        )
+        return ValidationReport(
+            target="sandbox", checks=checks, cases=list(cases), repo=repo, check=check
+        )
+
+    math = report("ops-math", "ops-math.segsum", "PASS")  # its cases are in its check's details
+    assert math.status == "PASS"
+    fa_without_cases = report("ops-transformer", FA_CHECK, "PASS")
+    assert fa_without_cases.status == "SKIPPED"  # FlashAttention's PASS needs its cases
+    both = ValidationSummary(reports=[fa_without_cases, math])
+    assert both.status == "SKIPPED" and both.reason.startswith("ops-transformer: ")
+    failed = ValidationSummary(reports=[math, report("ops-nn", "ops-nn.swi_glu", "FAIL")])
+    assert failed.status == "FAIL" and failed.reason.startswith("ops-nn: ")
+    data = failed.to_json()
+    assert [r["repo"] for r in data["repos"]] == ["ops-math", "ops-nn"]
+    assert data["repos"][1]["check"] == "ops-nn.swi_glu" and data["status"] == "FAIL"
+    assert ValidationSummary(reports=[]).status == "SKIPPED"
+
+
+def test_a_check_name_cannbuild_does_not_have_is_a_failed_check_naming_the_known_ones(tmp_path):
+    report = run_validation(
+        ValidationInputs(
+            vendor_dir=tmp_path / "v",
+            library=tmp_path / "v" / "libcust_opapi.so",
+            symbols=(),
+            env={},
+            workdir=tmp_path / "validate",
+            target="sandbox",
+            no_device_reason="",
+            repo="ops-math",
+            check="ops-math.nope",
+        )
+    )
+    capi = next(c for c in report.checks if c.id == "capi")
+    assert capi.status == "FAIL" and report.status == "FAIL"
+    assert "check 'ops-math.nope' for ops-math, which this cannbuild does not have" in capi.message
+    assert FA_CHECK in capi.message

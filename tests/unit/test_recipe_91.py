@@ -164,9 +164,9 @@ def test_the_9_1_recipe_needs_what_the_9_1_build_files_name(recipe):
         ("pigz", ("ops-nn",)),
         ("dos2unix", ("ops-nn",)),
     }
-    # OT@9.1.0:cmake/modules/Findruntime.cmake:18-19
-    acl = next(f for f in recipe.toolkit_files if f.component == "acl runtime headers")
-    assert acl.paths == ("{{ arch }}-linux/include/acl/acl_rt.h",)
+    # OT@9.1.0:cmake/modules/Findruntime.cmake:18-19 looks for acl/acl_rt.h: derived from the
+    # checkout now (build/derived.py), not listed by hand
+    assert not any("acl" in f.component for f in recipe.toolkit_files)
     pins = {p.dest: p for r in recipe.repos for p in r.pins}
     assert set(pins) == {"third_party/opbase", "third_party/ops-tensor", "third_party/cann-cmake"}
     assert pins["third_party/cann-cmake"].pin == "tag"

@@ -195,20 +195,40 @@ def test_the_toolkit_files_a_recipe_lists_are_checked_and_a_missing_one_named(tm
 
     recipe = load_recipe(RECIPES / f"{train}.toml")
     steps = [s.name for s in recipe.steps]
+    # only what the checkout's cmake cannot tell is listed by hand, each with its reason
+    assert {f.component for f in recipe.toolkit_files} == {
+        "hcc cross toolchain",
+        "opbuild",
+        "ascendc kernel cmake",
+    }
+    assert all(f.reason for f in recipe.toolkit_files)
     for entry in recipe.toolkit_files:  # one alternative of each (the last)
         path = tmp_path / entry.paths[-1].replace("{{ arch }}", "aarch64")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("")
     row = contents_check(recipe.toolkit_files, steps, tmp_path, "aarch64", recipe.name)
     assert row.status == "pass" and f"all {len(recipe.toolkit_files)} files" in row.detail
-    (tmp_path / "aarch64-linux/include/platform/platform_info.h").unlink()
+    (tmp_path / "tools/opbuild/op_build").unlink()
     row = contents_check(recipe.toolkit_files, steps, tmp_path, "aarch64", recipe.name)
     assert row.status == "fail" and row.blocking
-    assert "platform (aarch64-linux/include/platform/platform_info.h; CANN package" in row.detail
-    assert "Findplatform.cmake" in row.detail
+    assert "opbuild (tools/opbuild/op_build; CANN package" in row.detail
+    assert "cmake/config.cmake" in row.detail
     # only the steps that will run count
     row = contents_check(recipe.toolkit_files, ["opbase-build"], tmp_path, "aarch64", recipe.name)
     assert row.status == "pass"
+
+
+def test_a_toolkit_file_without_a_reason_is_refused_naming_the_entry(tmp_path):
+    text = (RECIPES / "9.0.toml").read_text()
+    broken = text.replace(
+        'reason = "cmake/config.cmake sets OP_BUILD_TOOL',
+        'source2 = "cmake/config.cmake sets OP_BUILD_TOOL',
+    ).replace("source2 = ", "# ", 1)
+    assert broken != text
+    with pytest.raises(UsageError) as err:
+        load_recipe(write_recipe(tmp_path, broken))
+    text = err.value.paragraph()
+    assert "[[toolkit.files]] #2 has no 'reason'" in text and "find_library" in text
 
 
 @pytest.mark.parametrize("train", ["8.5", "9.0"])

@@ -235,12 +235,9 @@ aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size) {
     return ACLNN_SUCCESS;
 }
 
-aclnnStatus aclemuGetIntArrayValues(const aclIntArray *array, const int64_t **values, uint64_t *size) {
-    if (array == nullptr || values == nullptr || size == nullptr)
-        return NullParam("aclemuGetIntArrayValues", "array, values or size");
-    *values = array->values.data();
-    *size = array->values.size();
-    return ACLNN_SUCCESS;
+const int64_t *aclemuIntArrayValues(const aclIntArray *array, uint64_t *size) {
+    if (size != nullptr) *size = array == nullptr ? 0 : array->values.size();
+    return array == nullptr || array->values.empty() ? nullptr : array->values.data();
 }
 
 aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {

@@ -61,7 +61,9 @@ std::set<Event *> g_events;
 struct Context {
     int device;
 };
-std::map<int, Context *> g_contexts;  // the primary context of each device set
+std::map<int, Context *> g_contexts;  // the default context of each device set
+std::set<Context *> g_created_contexts;  // aclrtCreateContext's, until aclrtDestroyContext
+Context *g_current_context = nullptr;
 std::map<int, int64_t> g_sys_params;  // aclrtSetSysParamOpt values (deterministic, ...)
 thread_local std::string g_recent_error;
 
@@ -281,6 +283,7 @@ aclError aclrtSetDevice(int32_t deviceId) {
     }
     g_current_device = deviceId;
     if (g_contexts.count(deviceId) == 0) g_contexts[deviceId] = new Context{deviceId};
+    g_current_context = g_contexts[deviceId];
     return ACL_SUCCESS;
 }
 
@@ -291,6 +294,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
         return ACL_ERROR_RT_INVALID_DEVICEID;
     }
     g_current_device = -1;
+    g_current_context = nullptr;
     return ACL_SUCCESS;
 }
 
@@ -608,27 +612,70 @@ aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp) {
     return ACL_SUCCESS;
 }
 
+// A context is a device binding here: the operators run on the CPU, so what a context owns
+// on an NPU (streams, memory) stays process-wide.  aclrtCreateContext makes the new context
+// current, as the real one binds it to the calling thread.
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (context == nullptr) {
+        SetError("EH0002: context cannot be nullptr");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (!g_initialised) {
+        SetError("EE1001: aclrtCreateContext called before aclInit");
+        return ACL_ERROR_UNINITIALIZE;
+    }
+    int count = Config().devices;
+    if (deviceId < 0 || deviceId >= count) {
+        SetError("EE1001: device id %d is invalid, the number of NPUs visible is %d", deviceId, count);
+        return ACL_ERROR_RT_INVALID_DEVICEID;
+    }
+    auto *created = new Context{deviceId};
+    g_created_contexts.insert(created);
+    g_current_context = created;
+    g_current_device = deviceId;
+    *context = created;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto *ctx = static_cast<Context *>(context);
+    if (g_created_contexts.erase(ctx) == 0) {
+        SetError("EH0002: context %p was not created by aclrtCreateContext", context);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (g_current_context == ctx) {
+        auto fallback = g_contexts.find(ctx->device);
+        g_current_context = fallback == g_contexts.end() ? nullptr : fallback->second;
+    }
+    delete ctx;
+    return ACL_SUCCESS;
+}
+
 aclError aclrtGetCurrentContext(aclrtContext *context) {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
-    if (g_current_device < 0) {
+    if (g_current_context == nullptr) {
         SetError("EE1001: there is no current context: call aclrtSetDevice first");
         return 107002;  // ACL_ERROR_RT_CONTEXT_NULL
     }
-    *context = g_contexts[g_current_device];
+    *context = g_current_context;
     return ACL_SUCCESS;
 }
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
     std::lock_guard<std::mutex> lock(g_mutex);
-    for (const auto &entry : g_contexts) {
-        if (entry.second == context) {
-            g_current_device = entry.first;
-            return ACL_SUCCESS;
-        }
+    auto *ctx = static_cast<Context *>(context);
+    bool known = g_created_contexts.count(ctx) != 0;
+    for (const auto &entry : g_contexts) known = known || entry.second == ctx;
+    if (!known) {
+        SetError("EH0002: context %p is not a context of this process", context);
+        return ACL_ERROR_INVALID_PARAM;
     }
-    SetError("EH0002: context %p is not a context of this process", context);
-    return ACL_ERROR_INVALID_PARAM;
+    g_current_context = ctx;
+    g_current_device = ctx->device;
+    return ACL_SUCCESS;
 }
 
 aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t *value) {

@@ -1,4 +1,5 @@
-// Error paths of aclnnFlashAttentionScoreV2, through the public API only.
+// Error paths of aclnnFlashAttentionScoreV2 and of the VarLen APIs, and the context
+// calls of the VarLen example, through the public API only.
 // One line per probe: "<probe> <status> <aclGetRecentErrMsg()>".
 #include <cstdio>
 #include <vector>
@@ -40,9 +41,48 @@ static void Probe(const char *name, aclTensor *q, aclTensor *k, aclTensor *v, ac
     }
 }
 
+// seq_q / seq_kv: cumulative ends; v4: aclnnFlashAttentionVarLenScoreV4 with `softmax_layout`,
+// else aclnnFlashAttentionVarLenScore.
+static void ProbeVarLen(const char *name, aclTensor *q, aclTensor *k, aclTensor *v, aclTensor *mx, aclTensor *sm,
+                        aclTensor *out, const std::vector<int64_t> &seq_q, const std::vector<int64_t> &seq_kv,
+                        const char *layout_text, bool v4, const char *softmax_layout = "same_as_input") {
+    char layout[8] = {0}, stat_layout[16] = {0};
+    for (int i = 0; layout_text[i] && i < 7; ++i) layout[i] = layout_text[i];
+    for (int i = 0; softmax_layout[i] && i < 15; ++i) stat_layout[i] = softmax_layout[i];
+    aclIntArray *sq = aclCreateIntArray(seq_q.data(), seq_q.size());
+    aclIntArray *skv = aclCreateIntArray(seq_kv.data(), seq_kv.size());
+    uint64_t ws = 0;
+    aclOpExecutor *exec = nullptr;
+    aclnnStatus st =
+        v4 ? aclnnFlashAttentionVarLenScoreV4GetWorkspaceSize(q, k, v, nullptr, nullptr, nullptr, nullptr, nullptr, sq,
+                                                              skv, 0.125, 1.0, 2147483647, 2147483647, 4, layout, 0, 0,
+                                                              stat_layout, mx, sm, nullptr, out, &ws, &exec)
+           : aclnnFlashAttentionVarLenScoreGetWorkspaceSize(q, k, v, nullptr, nullptr, nullptr, nullptr, nullptr, sq, skv,
+                                                            0.125, 1.0, 2147483647, 2147483647, 4, layout, 0, 0, mx, sm,
+                                                            nullptr, out, &ws, &exec);
+    std::printf("%s %d %s\n", name, st, st == 0 ? "" : aclGetRecentErrMsg());
+    if (st == 0) {
+        void *w = nullptr;
+        if (ws) aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST);
+        st = v4 ? aclnnFlashAttentionVarLenScoreV4(w, ws, exec, nullptr) : aclnnFlashAttentionVarLenScore(w, ws, exec, nullptr);
+        std::printf("%s-run %d\n", name, st);
+    }
+    aclDestroyIntArray(sq);
+    aclDestroyIntArray(skv);
+}
+
 int main() {
     aclInit(nullptr);
     aclrtSetDevice(0);
+    // the VarLen example's own context: created current, destroyed once
+    aclrtContext made = nullptr, current = nullptr;
+    int created = aclrtCreateContext(&made, 0);
+    int set = aclrtSetCurrentContext(made);
+    int got = aclrtGetCurrentContext(&current);
+    std::printf("context %d %d %d %d\n", created, set, got, current == made ? 1 : 0);
+    int destroyed = aclrtDestroyContext(made);
+    int again = aclrtDestroyContext(made);
+    std::printf("context-destroy %d %d %s\n", destroyed, again, aclGetRecentErrMsg());
     void *d;
     // BNSD, B=1, N1=4, N2=2, S=16, D=64, fp16
     aclTensor *q = Make({1, 4, 16, 64}, ACL_FLOAT16, 2, &d, false);
@@ -78,6 +118,26 @@ int main() {
     Probe("ncl-format", q3, k3d, v3d, mx4, sm4, out3, 4, "BSH");
     aclTensor *qnz = Make({1, 4, 16, 64}, ACL_FLOAT16, 2, &d, false, ACL_FORMAT_FRACTAL_NZ);
     Probe("nz-format", qnz, k, v, mx, sm, out, 4, "BNSD");
+    // TND: two sequences of 5 and 11 query rows (T1 = 16) over 7 and 5 keys (T2 = 12), N1 = 4, N2 = 2
+    aclTensor *tq = Make({16, 4, 64}, ACL_FLOAT16, 2, &d, false);
+    aclTensor *tk = Make({12, 2, 64}, ACL_FLOAT16, 2, &d, false);
+    aclTensor *tv = Make({12, 2, 64}, ACL_FLOAT16, 2, &d, false);
+    aclTensor *tout = Make({16, 4, 64}, ACL_FLOAT16, 2, &d, false);
+    aclTensor *tmx = Make({16, 4, 8}, ACL_FLOAT, 4, &d, false);
+    aclTensor *tsm = Make({16, 4, 8}, ACL_FLOAT, 4, &d, false);
+    aclTensor *nmx = Make({4, 16, 8}, ACL_FLOAT, 4, &d, false);
+    aclTensor *nsm = Make({4, 16, 8}, ACL_FLOAT, 4, &d, false);
+    ProbeVarLen("varlen-v4", tq, tk, tv, tmx, tsm, tout, {5, 16}, {7, 12}, "TND", true);
+    ProbeVarLen("varlen-v1", tq, tk, tv, nmx, nsm, tout, {5, 16}, {7, 12}, "TND", false);
+    ProbeVarLen("varlen-v1-tn8", tq, tk, tv, tmx, tsm, tout, {5, 16}, {7, 12}, "TND", false);  // torch_npu's
+    ProbeVarLen("varlen-trailing-zero", tq, tk, tv, tmx, tsm, tout, {16, 0}, {12, 0}, "TND", true);
+    ProbeVarLen("varlen-bsh", q, k, v, mx, sm, out, {16}, {16}, "BSH", true);
+    ProbeVarLen("varlen-lowercase", tq, tk, tv, tmx, tsm, tout, {5, 16}, {7, 12}, "tnd", true);
+    ProbeVarLen("varlen-count", tq, tk, tv, tmx, tsm, tout, {5, 16}, {12}, "TND", true);
+    ProbeVarLen("varlen-not-cumulative", tq, tk, tv, tmx, tsm, tout, {11, 5}, {7, 12}, "TND", true);
+    ProbeVarLen("varlen-beyond-t", tq, tk, tv, tmx, tsm, tout, {5, 20}, {7, 12}, "TND", true);
+    ProbeVarLen("varlen-stat-shape", tq, tk, tv, nmx, nsm, tout, {5, 16}, {7, 12}, "TND", true);
+    ProbeVarLen("varlen-softmax-layout", tq, tk, tv, tmx, tsm, tout, {5, 16}, {7, 12}, "TND", true, "TND");
     aclFinalize();
     return 0;
 }

@@ -22,6 +22,10 @@ ACL_FUNC_VISIBILITY int aclemuIsDeviceRange(const void *ptr, size_t bytes);
 /* libascendcl: number of emulated NPUs (0 means no device). */
 ACL_FUNC_VISIBILITY int aclemuDeviceCount(void);
 
+/* libnnopbase: an aclIntArray's values and count (what op_api reads through opdev's
+ * aclIntArray::Size() and operator[]); NULL and 0 for a null or empty array. */
+ACL_FUNC_VISIBILITY const int64_t *aclemuIntArrayValues(const aclIntArray *array, uint64_t *size);
+
 typedef aclnnStatus (*aclemuRunFn)(void *ctx, void *workspace, uint64_t workspaceSize);
 typedef void (*aclemuReleaseFn)(void *ctx);
 
@@ -57,11 +61,6 @@ ACL_FUNC_VISIBILITY void aclemuKernelEnd(uint64_t token, const aclemuKernelDesc 
 /* libnnopbase: what aclemuLaunch reports to the profiler for this executor (copied). */
 ACL_FUNC_VISIBILITY void aclemuSetExecutorKernel(aclOpExecutor *executor, const char *api,
                                                  const aclemuKernelDesc *desc);
-/* libnnopbase: an aclIntArray's values (the real op_api reads them through opdev's C++
- * classes, which the sandbox does not have): *values points into the array, valid while
- * it lives. */
-ACL_FUNC_VISIBILITY aclnnStatus aclemuGetIntArrayValues(const aclIntArray *array, const int64_t **values,
-                                                        uint64_t *size);
 /* libnnopbase: the second phase; frees a non-repeatable executor afterwards. */
 ACL_FUNC_VISIBILITY aclnnStatus aclemuLaunch(aclOpExecutor *executor, void *workspace,
                                              uint64_t workspaceSize, aclrtStream stream);

@@ -91,21 +91,35 @@ struct BF16 {
     static void Store(void *base, int64_t i, float v) { static_cast<uint16_t *>(base)[i] = emu::FloatToBf16(v); }
 };
 
-bool Masked(const Problem &p, int64_t b, int64_t n, int64_t i, int64_t j) {
+// One batch's rows: where its query rows and keys start on the sequence (T) axis, and how many.
+struct Rows {
+    int64_t q0, s1, k0, s2;
+};
+
+Rows BatchRows(const Problem &p, int64_t b) {
+    const Segments &g = p.segments;
+    if (g.q_len.empty()) return {0, p.S1, 0, p.S2};
+    return {g.q_start[b], g.q_len[b], g.kv_start[b], g.kv_len[b]};
+}
+
+// Whether query row i may not see key j of batch b (both counted within the batch); the
+// bottom-right modes 3 and 4 align on the batch's own lengths.
+bool Masked(const Problem &p, const Rows &rows, int64_t b, int64_t n, int64_t i, int64_t j) {
     const MaskView &m = p.mask;
-    int64_t diag = j - i;
+    const int64_t diag = j - i;
+    const int64_t mi = m.by_token ? rows.q0 + i : i, mj = m.by_token ? rows.k0 + j : j;
     switch (p.sparse_mode) {
         case 0:
-            return m.data[b * m.sb + n * m.sn + i * m.s1 + j * m.s2] != 0 || diag > p.next_tokens ||
+            return m.data[b * m.sb + n * m.sn + mi * m.s1 + mj * m.s2] != 0 || diag > p.next_tokens ||
                    -diag > p.pre_tokens;
         case 1:
-            return m.data[b * m.sb + n * m.sn + i * m.s1 + j * m.s2] != 0;
+            return m.data[b * m.sb + n * m.sn + mi * m.s1 + mj * m.s2] != 0;
         case 2:
             return diag > 0;
         case 3:
-            return diag > p.S2 - p.S1;
+            return diag > rows.s2 - rows.s1;
         case 4: {
-            int64_t shifted = diag - (p.S2 - p.S1);
+            int64_t shifted = diag - (rows.s2 - rows.s1);
             return shifted > p.next_tokens || -shifted > p.pre_tokens;
         }
         default:
@@ -136,10 +150,12 @@ void ForwardTyped(const Problem &p) {
             const int64_t n1 = (t / q_blocks) % p.N1;
             const int64_t r0 = (t % q_blocks) * Br;
             const int64_t n2 = n1 / group;
-            const int64_t rows = std::min(Br, p.S1 - r0);
+            const Rows seg = BatchRows(p, b);
+            if (r0 >= seg.s1) continue;  // VarLen: this batch is shorter than the longest
+            const int64_t rows = std::min(Br, seg.s1 - r0);
             const int64_t rows_padded = (rows + kMicroRows - 1) / kMicroRows * kMicroRows;
 
-            const int64_t qbase = b * p.q.sb + n1 * p.q.sn;
+            const int64_t qbase = b * p.q.sb + n1 * p.q.sn + seg.q0 * p.q.ss;
             std::fill(q.begin(), q.end(), 0.0f);
             for (int64_t r = 0; r < rows; ++r)
                 for (int64_t d = 0; d < D; ++d) q[r * D + d] = T::Load(p.q.data, qbase + (r0 + r) * p.q.ss + d * p.q.sd);
@@ -147,10 +163,10 @@ void ForwardTyped(const Problem &p) {
             std::fill(l.begin(), l.end(), 0.0f);
             std::fill(o.begin(), o.end(), 0.0f);
 
-            const int64_t kbase = b * p.k.sb + n2 * p.k.sn;
-            const int64_t vbase = b * p.v.sb + n2 * p.v.sn;
-            for (int64_t c0 = 0; c0 < p.S2; c0 += Bc) {
-                const int64_t cols = std::min(Bc, p.S2 - c0);
+            const int64_t kbase = b * p.k.sb + n2 * p.k.sn + seg.k0 * p.k.ss;
+            const int64_t vbase = b * p.v.sb + n2 * p.v.sn + seg.k0 * p.v.ss;
+            for (int64_t c0 = 0; c0 < seg.s2; c0 += Bc) {
+                const int64_t cols = std::min(Bc, seg.s2 - c0);
                 if (cols < Bc) {
                     std::fill(kt.begin(), kt.end(), 0.0f);
                     std::fill(v.begin(), v.end(), 0.0f);
@@ -169,7 +185,7 @@ void ForwardTyped(const Problem &p) {
                     float block_max = neg_inf;
                     for (int64_t c = 0; c < cols; ++c) {
                         srow[c] *= scale;
-                        if (has_mask && Masked(p, b, n1, r0 + r, c0 + c)) srow[c] = kMaskedScore;
+                        if (has_mask && Masked(p, seg, b, n1, r0 + r, c0 + c)) srow[c] = kMaskedScore;
                         block_max = std::max(block_max, srow[c]);
                     }
                     const float m_new = std::max(m[r], block_max);
@@ -198,14 +214,14 @@ void ForwardTyped(const Problem &p) {
                 }
             }
 
-            const int64_t obase = b * p.out.sb + n1 * p.out.sn;
-            const int64_t mbase = b * p.smax.sb + n1 * p.smax.sn;
-            const int64_t sbase = b * p.ssum.sb + n1 * p.ssum.sn;
+            const int64_t obase = b * p.out.sb + n1 * p.out.sn + seg.q0 * p.out.ss;
+            const int64_t mbase = b * p.smax.sb + n1 * p.smax.sn + seg.q0 * p.smax.ss;
+            const int64_t sbase = b * p.ssum.sb + n1 * p.ssum.sn + seg.q0 * p.ssum.ss;
             void *out = const_cast<void *>(p.out.data);
             float *smax = static_cast<float *>(const_cast<void *>(p.smax.data));
             float *ssum = static_cast<float *>(const_cast<void *>(p.ssum.data));
             for (int64_t r = 0; r < rows; ++r) {
-                const float inv = 1.0f / l[r];
+                const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // no keys (a VarLen batch of kv length 0): 0
                 for (int64_t d = 0; d < Dv; ++d)
                     T::Store(out, obase + (r0 + r) * p.out.ss + d * p.out.sd, o[r * Dvp + d] * inv);
                 for (int64_t lane = 0; lane < 8; ++lane) {

@@ -24,9 +24,8 @@ struct Problem {
 
 aclnnStatus CheckOutputSize(const standin::View &out, const aclIntArray *outputSize) {
     if (outputSize == nullptr) return standin::Fail(ACLNN_ERR_PARAM_INVALID, "outputSize must not be null.");
-    const int64_t *size = nullptr;
     uint64_t count = 0;
-    aclemuGetIntArrayValues(outputSize, &size, &count);
+    const int64_t *size = aclemuIntArrayValues(outputSize, &count);
     if (count != 2)
         return standin::Fail(ACLNN_ERR_PARAM_INVALID, "outputSize size must be 2, but got %lu.",
                              static_cast<unsigned long>(count));

@@ -1,0 +1,421 @@
+"""What the locked checkouts need of the toolkit, derived from them, as doctor rows.
+
+For each step that will run, its repo's checkout at the locked commit is read
+(derived_cmake: the find_package modules and the include folders; derived_includes: the
+toolkit headers the selected operators' host-side code and the common code include) and
+the result is kept per commit in `<workspace>/cache/derived/` (a commit never changes;
+like the third-party memo, sources/archives.py), so a no-op run reads one file.  The
+toolkit is then checked against it: one failing, blocking row per missing header or
+module, naming the CANN package that ships it and the source file that needs it, before
+any build starts (`requirement_checks` for doctor, plan and the session;
+`refuse_derived` in the pipeline once the sources are checked out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import time
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import msgspec
+from msgspec import Struct
+
+from ..errors import DoctorBlocked
+from ..host.check import FAIL, PASS, SKIP, WARN, Check
+from ..recipes import Recipe, StepSpec
+from ..workspace import Workspace, read_json, write_json_atomic
+from .cmake_text import is_test_file
+from .derived_cmake import CmakeFacts, Lookup, scan_cmake
+from .derived_includes import IncludeScan, scan_includes
+from .toolkit_packages import OPBASE_PACKAGE, module_package
+
+SCANNER = 1  # what a memo was made by: a memo of another scanner is read again
+MAX_CMAKE_FILES = 2000
+MAX_CMAKE_BYTES = 1 << 20
+# Where a toolkit keeps headers whatever a cmake says: a header found only somewhere under
+# these is not where this ref's build looks as cannbuild reads it (a warning: a folder that
+# comes from elsewhere, such as cann/cmake's find_cann_package, may hold it), and only a
+# header in none of them fails.
+HEADER_TREES = ("{arch}-linux/include", "{arch}-linux/pkg_inc", "include", "pkg_inc")
+MAX_TREE_FILES = 200_000
+
+
+class Derived(Struct, frozen=True, kw_only=True):
+    scanner: int
+    repo: str
+    commit: str
+    opbase_commit: str
+    ops: Tuple[str, ...]
+    cmake: CmakeFacts
+    includes: IncludeScan
+    seconds: float  # what the scan took
+
+
+class StepNeeds(Struct, frozen=True, kw_only=True):
+    step: str
+    derived: Derived
+    cached: bool
+    opbase_from: str  # the step that installs opbase before this one ("" when none)
+    checkout: Path
+    opbase: Optional[Path] = None  # the opbase source the build compiles (>= 9.0)
+
+
+def memo_path(memo: Path, commit: str, opbase_commit: str, ops: Sequence[str]) -> Optional[Path]:
+    """One memo per (commit, opbase commit, operators); only full object ids name one."""
+    if not re.fullmatch(r"[0-9a-f]{40,64}", commit) or (
+        opbase_commit and not re.fullmatch(r"[0-9a-f]{40,64}", opbase_commit)
+    ):
+        return None
+    key = hashlib.sha256(",".join(ops).encode()).hexdigest()[:12]
+    return memo / f"{commit}-{opbase_commit or 'none'}-{key}.json"
+
+
+def derive(
+    *,
+    repo: str,
+    checkout: Path,
+    commit: str,
+    ops: Sequence[str],
+    opbase: Optional[Path] = None,
+    opbase_commit: str = "",
+    memo: Optional[Path] = None,
+    keep: bool = True,
+) -> Tuple[Derived, bool]:
+    """The derivation for this checkout, and whether it came from the memo.  `keep`:
+    write the memo (a run that acts; doctor and plan read it and write nothing)."""
+    path = memo_path(memo, commit, opbase_commit, ops) if memo is not None else None
+    if path is not None:
+        known = read_json(path)
+        if isinstance(known, dict) and known.get("scanner") == SCANNER:
+            try:
+                return msgspec.convert(known, Derived), True
+            except msgspec.ValidationError:
+                pass  # a damaged memo is read again, never trusted
+    start = time.monotonic()
+    facts = scan_cmake(cmake_files(checkout))
+    includes = scan_includes(
+        repo=checkout,
+        repo_dirs=facts.repo_dirs,
+        ops=ops,
+        repo_sources=facts.repo_sources,
+        opbase=opbase,
+        opbase_dirs=facts.opbase_dirs,
+        opbase_sources=facts.opbase_sources,
+    )
+    derived = Derived(
+        scanner=SCANNER,
+        repo=repo,
+        commit=commit,
+        opbase_commit=opbase_commit,
+        ops=tuple(ops),
+        cmake=facts,
+        includes=includes,
+        seconds=round(time.monotonic() - start, 3),
+    )
+    if path is not None and keep:
+        with contextlib.suppress(OSError):  # a memo that cannot be written only costs time
+            write_json_atomic(path, msgspec.to_builtins(derived))
+    return derived, False
+
+
+def cmake_files(checkout: Path) -> Dict[str, str]:
+    """The cmake a configure of this checkout reads: CMakeLists.txt at the top,
+    cmake/**/*.cmake and common/**/CMakeLists.txt (tests' files left out)."""
+    paths = [checkout / "CMakeLists.txt"]
+    for pattern in ("cmake/**/*.cmake", "common/**/CMakeLists.txt"):
+        paths += sorted(checkout.glob(pattern))
+    files: Dict[str, str] = {}
+    for path in paths[:MAX_CMAKE_FILES]:
+        rel = path.relative_to(checkout).as_posix()
+        if is_test_file(rel) or not path.is_file():
+            continue
+        with open(path, "rb") as fh:
+            files[rel] = fh.read(MAX_CMAKE_BYTES).decode("utf-8", "replace")
+    return files
+
+
+def step_needs(
+    recipe: Recipe,
+    steps: Sequence[StepSpec],
+    ws: Workspace,
+    ops: Mapping[str, Sequence[str]],
+    identities: Mapping[str, Mapping[str, object]],
+    keep: bool = False,
+) -> Tuple[List[StepNeeds], List[str]]:
+    """The derivation of each step's checkout (`identities`: repo -> its checkout's
+    commit and nested pins; `ops`: repo -> the operators it builds), and the repos that
+    have no checkout yet."""
+    out: List[StepNeeds] = []
+    absent: List[str] = []
+    opbase_step = next((s.name for s in steps if s.repo == "opbase"), "")
+    for spec in steps:
+        if spec.repo is None or any(n.derived.repo == spec.repo for n in out):
+            continue
+        identity = identities.get(spec.repo)
+        commit = str((identity or {}).get("commit") or "")
+        if not commit:
+            absent.append(spec.repo)
+            continue
+        checkout = ws.checkout(spec.repo)
+        opbase, opbase_commit = None, ""
+        nested = (identity or {}).get("nested") or {}
+        for pin in recipe.repo(spec.repo).pins:
+            if pin.repo == "opbase" and isinstance(nested, dict) and pin.dest in nested:
+                opbase, opbase_commit = checkout / pin.dest, str(nested[pin.dest])
+        derived, cached = derive(
+            repo=spec.repo,
+            checkout=checkout,
+            commit=commit,
+            ops=tuple(sorted(ops.get(spec.repo, ()))),
+            opbase=opbase,
+            opbase_commit=opbase_commit,
+            memo=ws.derived_memo,
+            keep=keep,
+        )
+        from_step = opbase_step if recipe.opbase == "toolkit" and spec.repo != "opbase" else ""
+        out.append(
+            StepNeeds(
+                step=spec.name,
+                derived=derived,
+                cached=cached,
+                opbase_from=from_step,
+                checkout=checkout,
+                opbase=opbase,
+            )
+        )
+    return out, absent
+
+
+def checked_out(ws: Workspace, repos: Sequence[str]) -> Dict[str, Mapping[str, object]]:
+    """What each repo's checkout marker says is checked out (sources/checkout.py)."""
+    out: Dict[str, Mapping[str, object]] = {}
+    for repo in repos:
+        marker = read_json(ws.src / f".{repo}.checkout.json")
+        if isinstance(marker, dict) and (ws.checkout(repo) / ".git").exists():
+            out[repo] = marker
+    return out
+
+
+def derived_checks(
+    needs: Sequence[StepNeeds], absent: Sequence[str], home: Path, arch: str
+) -> List[Check]:
+    """The rows: one per missing header or module (failing, blocking), warnings for what
+    the build may do without, and a passing summary."""
+    rows: List[Check] = []
+    if absent:
+        rows.append(
+            Check(
+                id="recipe.derived",
+                status=SKIP,
+                detail=f"the headers and modules the build needs are derived from the checkout, "
+                f"and there is none of {', '.join(absent)} at a locked commit yet",
+                hint="`cannbuild fetch` checks the sources out (setup does, then checks them "
+                "before it builds); run doctor again after it.",
+            )
+        )
+    for n in needs:
+        rows += _step_rows(n, home, arch)
+    return rows
+
+
+def _found(home: Path, dirs: Sequence[str], names: Sequence[str], arch: str) -> Optional[str]:
+    for d in dirs:
+        for name in names:
+            rel = f"{d}/{name}".lstrip("/").replace("{arch}", arch)
+            if (home / rel).exists():
+                return rel
+    return None
+
+
+def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
+    d = n.derived
+    rows: List[Check] = []
+    elsewhere: List[str] = []
+    optional: List[str] = []
+    provided = 0
+    lookups = 0
+    for module in d.cmake.modules:
+        package = module_package(module.name)
+        if n.opbase_from and package == OPBASE_PACKAGE:
+            provided += len(module.lookups)
+            continue
+        missing: List[Lookup] = []
+        for lookup in module.lookups:
+            lookups += 1
+            places = [(home, lookup.dirs), (n.checkout, lookup.repo_dirs)]
+            if n.opbase is not None:
+                places.append((n.opbase, lookup.opbase_dirs))
+            if not any(_found(root, dirs, lookup.names, arch) for root, dirs in places):
+                missing.append(lookup)
+        blocking = [m for m in missing if m.blocking and module.required]
+        optional += [
+            f"{m.names[0]} ({module.name}, {m.source})" for m in missing if m not in blocking
+        ]
+        if blocking:
+            rows.append(_module_row(n, module.name, module.source, package, blocking, home, arch))
+    checked = 0
+    dirs = d.cmake.toolkit_dirs
+    trees = _HeaderTrees(home, arch)
+    for need in d.includes.headers if dirs else ():
+        if n.opbase_from and need.package == OPBASE_PACKAGE:
+            provided += 1
+            continue
+        checked += 1
+        if _found(home, dirs, [need.header], arch) is not None:
+            continue
+        usual = trees.find(need.header)
+        if usual is not None:
+            elsewhere.append(f"{need.header} (at {usual}; {need.sources[0]})")
+            continue
+        rows.append(
+            _header_row(
+                n,
+                need.header,
+                need.package,
+                need.shipped_by,
+                need.sources,
+                need.includers,
+                len(dirs),
+                home,
+            )
+        )
+    if elsewhere:
+        rows.append(
+            Check(
+                id=f"recipe.derived.elsewhere.{n.step}",
+                status=WARN,
+                detail=f"{n.step}: the toolkit has {', '.join(elsewhere)}, but not in a folder the "
+                f"cmake at {d.commit[:12]} puts on the include path",
+                hint="A toolkit laid out unlike this ref expects: if the compile stops at one of "
+                "them, install the toolkit packages of this CANN release.",
+            )
+        )
+    if optional:
+        rows.append(
+            Check(
+                id=f"recipe.derived.optional.{n.step}",
+                status=WARN,
+                detail=f"{n.step}: {home} lacks what find_package modules look for without "
+                f"stopping the configure: {'; '.join(optional)}",
+                hint="Nothing to do unless the build fails on one of them (the configure goes "
+                "on; nothing cannbuild read links or includes them).",
+            )
+        )
+    if not any(r.status == FAIL for r in rows):
+        rows.append(_summary(n, lookups, checked, provided, home))
+    return rows
+
+
+class _HeaderTrees:
+    """Every file under the toolkit's header trees, listed once and only when a header is
+    not where the cmake looks (a real toolkit holds some thousands)."""
+
+    def __init__(self, home: Path, arch: str) -> None:
+        self.home, self.arch = home, arch
+        self._files: Optional[List[str]] = None
+
+    def find(self, header: str) -> Optional[str]:
+        if self._files is None:
+            self._files = []
+            for tree in dict.fromkeys(t.replace("{arch}", self.arch) for t in HEADER_TREES):
+                top = self.home / tree
+                for dirpath, _, names in os.walk(top, followlinks=False):
+                    rel = os.path.relpath(dirpath, self.home)
+                    self._files += [f"{rel}/{name}" for name in names]
+                    if len(self._files) > MAX_TREE_FILES:
+                        break
+        suffix = "/" + header
+        return next((f for f in self._files if f.endswith(suffix)), None)
+
+
+def _summary(n: StepNeeds, lookups: int, headers: int, provided: int, home: Path) -> Check:
+    d = n.derived
+    what = f"the {lookups} lookups of {len(d.cmake.modules)} find_package modules"
+    if d.cmake.toolkit_dirs:
+        ops = ", ".join(d.ops) if d.ops else "its common code"
+        what += (
+            f" and the {headers} toolkit headers {ops} and the common code include "
+            f"({d.includes.files} files read; {d.includes.unclassified} other includes, the C++ "
+            "library, third-party or generated, not checked)"
+        )
+    else:
+        what += " (its cmake names no toolkit include folder: headers not derived)"
+    if provided:
+        what += f"; {provided} of opbase come from step {n.opbase_from}"
+    source = "memo" if n.cached else f"read in {d.seconds:.2f} s"
+    return Check(
+        id=f"recipe.derived.{n.step}",
+        status=PASS,
+        detail=f"{n.step} at {d.commit[:12]}: {what} are in {home} ({source})",
+    )
+
+
+def _module_row(
+    n: StepNeeds,
+    module: str,
+    called: str,
+    package: str,
+    missing: Sequence[Lookup],
+    home: Path,
+    arch: str,
+) -> Check:
+    looked = "; ".join(
+        f"{' or '.join(m.names)} in "
+        + ", ".join(
+            [d.replace("{arch}", arch) or "." for d in m.dirs]
+            + [f"the checkout's {d or '.'}" for d in m.repo_dirs]
+            + [f"opbase's {d or '.'}" for d in m.opbase_dirs]
+        )
+        + f" ({m.source}: {m.blocking})"
+        for m in missing
+    )
+    return Check(
+        id=f"recipe.derived.module.{module}",
+        status=FAIL,
+        detail=f"{n.step} at {n.derived.commit[:12]} runs find_package({module}) ({called}), which "
+        f"looks under {home} for {looked}; none is there (CANN package {package})",
+        hint=f"Install the CANN package {package} into this toolkit (same --install-path). "
+        f"Without it the build stops: 'Could NOT find {module}' or a link error.",
+        blocking=True,
+    )
+
+
+def _header_row(
+    n: StepNeeds,
+    header: str,
+    package: str,
+    shipped_by: str,
+    sources: Sequence[str],
+    includers: int,
+    folders: int,
+    home: Path,
+) -> Check:
+    more = f" and {includers - 1} more file{'s' if includers > 2 else ''}" if includers > 1 else ""
+    return Check(
+        id=f"recipe.derived.header.{header}",
+        status=FAIL,
+        detail=f"{n.step} needs the toolkit header {header} (CANN package {package}: {shipped_by}), "
+        f"included by {sources[0]}{more}; it is in none of the {folders} folders the cmake at "
+        f"{n.derived.commit[:12]} puts on the include path under {home}, nor in the checkout",
+        hint=f"Install the CANN package {package} into this toolkit (same --install-path). "
+        f"Without it the compile stops at '{header}: No such file or directory'.",
+        blocking=True,
+    )
+
+
+def refuse_blocking(rows: Sequence[Check]) -> None:
+    """DoctorBlocked (exit 3) on the first failing row, as open_session does for doctor's."""
+    for row in rows:
+        if row.status == FAIL and row.blocking:
+            raise DoctorBlocked(
+                f"cannot build: doctor check {row.id} failed: {row.detail}.", row.hint
+            )
+
+
+def ops_of(text: str) -> Tuple[str, ...]:
+    """--ops as the build takes it: a comma-separated list."""
+    return tuple(sorted({o.strip() for o in text.split(",") if o.strip()}))

@@ -1,0 +1,211 @@
+"""Every header and library the sandbox toolkit holds for the builds, in one list.
+
+The stand-in repositories' host code includes the real header names and their cmake
+modules look for the real files (templates/sandbox/ops-transformer/cmake/modules, in the
+shape of cannmirror/ops-transformer@v9.0.0 cmake/modules), so the derived check
+(build/derived.py) passes on the sandbox because these files are there and are found.
+Each is one of:
+
+  DECLARED  real declarations, written from the public API (kernels/emu/include: the ACL and
+            aclnn subset, reference acl-api.md; kernels/toolkit/include: libboundscheck's
+            securec.h, a subset of metadef's graph/types.h);
+  STUB      presence only: an empty header, an empty shared library, an ar archive with no
+            member (the stand-ins include them and link none of them);
+  EMULATED  the CPU emulation compiled from kernels/emu (libraries), or its own headers.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Tuple
+
+from msgspec import Struct
+
+from ..resources import data_dir
+from .files import write
+
+DECLARED, STUB, EMULATED = "declared", "stub", "emulated"
+INCLUDE = "{arch}-linux/include/"
+LIB64 = "{arch}-linux/lib64/"
+_METADEF = "hicann/metadef inc/external/"
+
+
+class StandIn(Struct, frozen=True, kw_only=True):
+    path: str  # under the toolkit's install folder, {arch} the machine's
+    kind: str  # DECLARED, STUB or EMULATED
+    package: str  # the CANN package that ships the real one
+    what: str  # where the declarations come from, or what the real file is
+    copy: str = ""  # DECLARED/EMULATED headers: a file or folder under kernels/
+    opbase_in_toolkit: bool = False  # only where the toolkit holds opbase (<= 8.5)
+
+
+def _h(path: str, kind: str, package: str, what: str, copy: str = "") -> StandIn:
+    return StandIn(path=INCLUDE + path, kind=kind, package=package, what=what, copy=copy)
+
+
+def _lib(name: str, kind: str, package: str, what: str, opbase: bool = False) -> StandIn:
+    return StandIn(
+        path=LIB64 + name, kind=kind, package=package, what=what, opbase_in_toolkit=opbase
+    )
+
+
+TOOLKIT_FILES: Tuple[StandIn, ...] = (
+    # headers
+    _h(
+        "acl", DECLARED, "runtime", "the ACL C API subset (reference acl-api.md)", "emu/include/acl"
+    ),
+    _h(
+        "aclnn",
+        DECLARED,
+        "opbase",
+        "aclnn_base.h, acl_meta.h, opdev/op_errno.h",
+        "emu/include/aclnn",
+    ),
+    _h("emu", EMULATED, "(sandbox)", "the emulation's own interface", "emu/pkg_inc/emu"),
+    _h(
+        "securec.h",
+        DECLARED,
+        "libboundscheck",
+        "openeuler-mirror/libboundscheck include/securec.h",
+        "toolkit/include/securec.h",
+    ),
+    _h(
+        "graph/types.h",
+        DECLARED,
+        "metadef",
+        _METADEF + "graph/types.h (DataType, Format)",
+        "toolkit/include/graph/types.h",
+    ),
+    _h("graph/operator_reg.h", STUB, "metadef", "REG_OP, the operator prototype macros"),
+    _h(
+        "register/register.h", STUB, "metadef", _METADEF + "register/register.h (Findmetadef.cmake)"
+    ),
+    _h(
+        "register/op_def_registry.h",
+        STUB,
+        "metadef",
+        _METADEF + "asc/register/op_def_registry.h (OpDef, OP_ADD)",
+    ),
+    _h("register/op_impl_registry.h", STUB, "metadef", _METADEF + "register/op_impl_registry.h"),
+    _h("register/tilingdata_base.h", STUB, "metadef", _METADEF + "register/tilingdata_base.h"),
+    _h(
+        "exe_graph/runtime/tiling_context.h",
+        STUB,
+        "metadef",
+        _METADEF + "exe_graph/runtime/tiling_context.h",
+    ),
+    _h(
+        "platform/platform_info.h", STUB, "metadef", "Findplatform.cmake's platform/platform_info.h"
+    ),
+    _h("tiling/tiling_api.h", STUB, "asc-devkit", "Findtilingapi.cmake's tiling/tiling_api.h"),
+    _h(
+        "tiling/platform/platform_ascendc.h",
+        STUB,
+        "asc-devkit",
+        "PlatformAscendC, the SoC facts a tiling reads",
+    ),
+    _h("toolchain/dlog_pub.h", STUB, "runtime", "Finddlog.cmake's dlog_pub.h"),
+    _h("experiment/runtime/runtime/rt.h", STUB, "runtime", "Findruntime.cmake's runtime/rt.h"),
+    # the rest of what the real v9.0.0 flash_attention_score host code and the common code include
+    # (tests/fixtures/derived/ops-transformer-v9.0.0-fa-headers.tsv), where its cmake looks
+    _h("toolchain/alog_pub.h", STUB, "runtime", "dlog's alog interface"),
+    _h(
+        "experiment/runtime/runtime/base.h",
+        STUB,
+        "runtime",
+        "rtError_t and the runtime's base types",
+    ),
+    _h(
+        "experiment/runtime/runtime/rt_external_base.h",
+        STUB,
+        "runtime",
+        "the runtime's external base",
+    ),
+    _h("base/err_msg.h", STUB, "metadef", _METADEF + "base/err_msg.h"),
+    _h("exe_graph/runtime/op_execute_context.h", STUB, "metadef", _METADEF + "exe_graph/runtime/"),
+    _h(
+        "exe_graph/runtime/op_execute_launch_context.h",
+        STUB,
+        "metadef",
+        _METADEF + "exe_graph/runtime/",
+    ),
+    _h(
+        "exe_graph/runtime/op_execute_prepare_context.h",
+        STUB,
+        "metadef",
+        _METADEF + "exe_graph/runtime/",
+    ),
+    _h("exe_graph/runtime/shape.h", STUB, "metadef", _METADEF + "exe_graph/runtime/shape.h"),
+    _h("exe_graph/runtime/tensor.h", STUB, "metadef", _METADEF + "exe_graph/runtime/tensor.h"),
+    _h(
+        "exe_graph/runtime/tiling_parse_context.h", STUB, "metadef", _METADEF + "exe_graph/runtime/"
+    ),
+    _h("graph/ge_error_codes.h", STUB, "metadef", _METADEF + "graph/ge_error_codes.h"),
+    _h("graph/tensor.h", STUB, "metadef", _METADEF + "graph/tensor.h"),
+    _h("graph/utils/type_utils.h", STUB, "metadef", _METADEF + "graph/utils/type_utils.h"),
+    _h("register/op_impl_kernel_registry.h", STUB, "metadef", _METADEF + "register/"),
+    _h("platform/soc_spec.h", STUB, "metadef", "the SoC facts a tiling reads"),
+    _h(
+        "platform/platform_ascendc.h", STUB, "metadef", "PlatformAscendC, as common/src includes it"
+    ),
+    _h("ascendc/host_api/tiling/template_argument.h", STUB, "asc-devkit", "tiling-key templates"),
+    _h("aclnn/opdev/common_types.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/fast_vector.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/make_op_executor.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/op_def.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/op_dfx.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/op_executor.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    _h("aclnn/opdev/shape_utils.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
+    # libraries: the emulation (kernels/emu/CMakeLists.txt)
+    _lib("libascendcl.so", EMULATED, "runtime", "ACL runtime on the CPU"),
+    _lib("libnnopbase.so", EMULATED, "opbase", "aclnn tensors and executors"),
+    _lib("libc_sec.so", EMULATED, "libboundscheck", "memcpy_s, memset_s, memmove_s"),
+    _lib("libopapi_math.so", EMULATED, "ops-math", "what the examples link besides the package"),
+    _lib("libops_base.so", EMULATED, "opbase", "opbase's op_common", opbase=True),
+    # what the real torch_npu links besides libascendcl: without them `import torch_npu` fails
+    _lib("libacl_op_compiler.so", EMULATED, "runtime", "compile options (torch_npu)"),
+    _lib("libhccl.so", EMULATED, "hccl", "inert (torch_npu links it)"),
+    _lib("libge_runner.so", EMULATED, "ge-executor", "inert (torch_npu links it)"),
+    _lib("libgraph.so", EMULATED, "metadef", "inert (torch_npu links it; Findmetadef.cmake looks)"),
+    _lib("libacl_tdt_channel.so", EMULATED, "runtime", "inert (torch_npu links it)"),
+    # libraries the cmake modules look for (Finddlog, Findplatform, Findmetadef, Findsecurec,
+    # Findtilingapi at v9.0.0); the stand-ins link none of them
+    _lib("libascendalog.so", STUB, "runtime", "dlog"),
+    _lib("libplatform.so", STUB, "metadef", "platform"),
+    _lib("libregister.so", STUB, "metadef", "register"),
+    _lib("libopp_registry.so", STUB, "metadef", "opp_registry"),
+    _lib("libexe_graph.so", STUB, "metadef", "exe_graph"),
+    _lib("libgraph_base.so", STUB, "metadef", "graph_base"),
+    _lib("liberror_manager.so", STUB, "metadef", "error_manager"),
+    _lib("libmetadef.so", STUB, "metadef", "metadef"),
+    _lib("librt2_registry.a", STUB, "metadef", "rt2_registry (static)"),
+    _lib("libtiling_api.a", STUB, "asc-devkit", "tiling_api (static)"),
+    _lib("libc_sec.a", STUB, "libboundscheck", "c_sec (static)"),
+)
+EMPTY_ARCHIVE = b"!<arch>\n"  # what `ar` writes for an archive with no member
+
+
+def lay_out(tk: Path, arch: str, emu_build: Path, opbase_in_toolkit: bool) -> None:
+    """Put every file of TOOLKIT_FILES under `tk` (the toolkit's install folder)."""
+    kernels = data_dir("kernels")
+    for item in TOOLKIT_FILES:
+        if item.opbase_in_toolkit and not opbase_in_toolkit:
+            continue
+        target = tk / item.path.format(arch=arch)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if item.copy:
+            source = kernels / item.copy
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            else:
+                shutil.copy2(source, target)
+        elif item.kind == EMULATED:
+            shutil.copy2(emu_build / target.name, target)
+        elif target.suffix == ".h":
+            write(
+                target,
+                f"/* cannbuild sandbox stub of {item.path[len(INCLUDE) :]}: {item.what} */\n",
+            )
+        else:
+            target.write_bytes(EMPTY_ARCHIVE if target.suffix == ".a" else b"")

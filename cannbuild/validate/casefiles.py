@@ -1,0 +1,104 @@
+"""The files a FlashAttention case is exchanged through with fa_check (the C API driver)
+and the torch_npu worker: the raw inputs, the manifest line that describes them, and the
+outputs read back and judged (cases.judge)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
+
+from ..lazy import lazy_module
+from ..states import Verdict
+from .cases import Case, CaseResult, Reference, judge, make_inputs, reference_torch, torch_dtype
+
+if TYPE_CHECKING:
+    import ctypes
+
+    from torch import Tensor
+else:  # only raw_bytes() pays for it
+    ctypes = lazy_module("ctypes")
+
+
+def raw_bytes(t: Tensor) -> bytes:
+    t = t.contiguous()
+    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+
+
+def write_inputs(case: Case, directory: Path) -> Dict[str, Tensor]:
+    """The inputs as raw files for fa_check; returns the tensors."""
+    tensors = make_inputs(case)
+    directory.mkdir(parents=True, exist_ok=True)
+    for key, tensor in tensors.items():
+        (directory / f"{case.name}.{key}").write_bytes(raw_bytes(tensor))
+    return tensors
+
+
+def manifest_line(case: Case, directory: Path) -> str:
+    base = directory / case.name
+    words = [
+        f"name={case.name}",
+        f"dtype={case.dtype}",
+        f"layout={case.layout}",
+        f"B={case.B}",
+        f"N1={case.N1}",
+        f"N2={case.N2}",
+        f"S1={case.shape('q')[0] if case.varlen else case.S}",
+        f"S2={case.shape('k')[0] if case.varlen else case.S}",
+        f"D={case.D}",
+        f"scale={case.scale!r}",
+        # sparseMode 0 and preTokens / nextTokens = INT32_MAX: no band limit, the values
+        # ops-transformer's own FA example passes; the mask alone makes a case causal.
+        "sparse=0",
+        "pre=2147483647",
+        "next=2147483647",
+        f"q={base}.q",
+        f"k={base}.k",
+        f"v={base}.v",
+        f"out={base}.out",
+        f"smax={base}.smax",
+        f"ssum={base}.ssum",
+    ]
+    if case.causal:
+        words.append(f"mask={base}.mask")
+    if case.varlen:  # actual_seq_qlen / actual_seq_kvlen: cumulative ends
+        words.append("seqq=" + ",".join(map(str, case.cu_seq_q)))
+        words.append("seqkv=" + ",".join(map(str, case.cu_seq_kv)))
+    return " ".join(words)
+
+
+def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
+    """attentionOut (case layout and dtype), softmaxMax and softmaxSum as written by fa_check."""
+    torch = reference_torch()
+    base = directory / case.name
+    shape = case.shape("out")
+    out = torch.frombuffer(
+        bytearray(base.with_suffix(".out").read_bytes()), dtype=torch_dtype(torch, case.dtype)
+    )
+    smax = torch.frombuffer(bytearray(base.with_suffix(".smax").read_bytes()), dtype=torch.float32)
+    ssum = torch.frombuffer(bytearray(base.with_suffix(".ssum").read_bytes()), dtype=torch.float32)
+    # softmaxMax / softmaxSum are float32 [B, N1, S, 8]: the same value in 8 lanes, as the
+    # example's [1, 1, 256, 8] shows; TND's [T, N1, 8] are judged as (1, N1, T, 8).
+    stats = case.stat_shape
+    smax, ssum = smax.reshape(stats), ssum.reshape(stats)
+    if case.varlen:
+        smax, ssum = smax.permute(1, 0, 2).unsqueeze(0), ssum.permute(1, 0, 2).unsqueeze(0)
+    return out.reshape(shape), smax, ssum
+
+
+def judge_files(
+    case: Case,
+    tensors: Dict[str, Tensor],
+    directory: Path,
+    kernel_ms: Optional[float],
+    expected: Optional[Reference] = None,
+) -> CaseResult:
+    try:
+        out, smax, ssum = read_outputs(case, directory)
+    except (OSError, RuntimeError, ValueError) as exc:
+        return CaseResult(
+            case=case,
+            status=Verdict.FAIL,
+            message=f"the outputs cannot be read: {exc}",
+            kernel_ms=kernel_ms,
+        )
+    return judge(case, tensors, out, smax, ssum, kernel_ms, expected)

@@ -1,0 +1,82 @@
+"""The sandbox toolkit's headers and libraries: one list, each declared, stub or emulated
+(cannbuild/sandbox/toolkit_files.py), covering what the real host code includes."""
+
+from pathlib import Path
+from typing import Set
+
+from cannbuild.resources import data_dir
+from cannbuild.sandbox.toolkit_files import (
+    DECLARED,
+    EMPTY_ARCHIVE,
+    EMULATED,
+    INCLUDE,
+    STUB,
+    TOOLKIT_FILES,
+    lay_out,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "derived"
+# the folders the real v9.0.0 cmake puts these headers' roots on the include path as: the
+# include folder (Findmetadef/Findplatform/Findsecurec), include/aclnn
+# (Findnnopbase.cmake's NNOPBASE_OPDEV_INC_DIR), include/experiment/runtime
+# (Findruntime.cmake's RUNTIME_INC_DIR) and include/toolchain (Finddlog.cmake)
+FOLDERS = ("", "aclnn/", "experiment/runtime/", "toolchain/")
+
+
+def headers_laid_out() -> Set[str]:
+    """Each header's path under <arch>-linux/include, copied folders' files included."""
+    kernels = data_dir("kernels")
+    out: Set[str] = set()
+    for item in TOOLKIT_FILES:
+        if not item.path.startswith(INCLUDE):
+            continue
+        rel = item.path[len(INCLUDE) :]
+        source = kernels / item.copy if item.copy else None
+        if source is not None and source.is_dir():
+            out |= {f"{rel}/{p.relative_to(source).as_posix()}" for p in source.rglob("*.h")}
+        else:
+            out.add(rel)
+    return out
+
+
+def test_every_entry_says_what_it_is_and_a_copied_one_exists():
+    kernels = data_dir("kernels")
+    assert len({i.path for i in TOOLKIT_FILES}) == len(TOOLKIT_FILES)
+    for item in TOOLKIT_FILES:
+        assert item.kind in (DECLARED, STUB, EMULATED) and item.package and item.what
+        if item.kind == DECLARED:
+            assert item.copy and (kernels / item.copy).exists(), item
+        if item.kind == STUB:
+            assert not item.copy, item
+
+
+def test_the_sandbox_holds_every_header_the_real_host_code_includes():
+    real = [
+        line.split("\t")[0]
+        for line in (FIXTURES / "ops-transformer-v9.0.0-fa-headers.tsv").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert len(real) == 37
+    laid_out = headers_laid_out()
+    missing = [h for h in real if not any(f"{folder}{h}" in laid_out for folder in FOLDERS)]
+    assert missing == []
+
+
+def test_stubs_are_empty_and_libraries_link_nothing_in(tmp_path):
+    emu = tmp_path / "emu"
+    emu.mkdir()
+    for item in TOOLKIT_FILES:
+        if item.kind == EMULATED and not item.path.startswith(INCLUDE):
+            (emu / Path(item.path).name).write_bytes(b"\x7fELF emulated")
+    lay_out(tmp_path / "tk", "x86_64", emu, opbase_in_toolkit=False)
+    lib64 = tmp_path / "tk/x86_64-linux/lib64"
+    assert (lib64 / "libc_sec.a").read_bytes() == EMPTY_ARCHIVE
+    assert (lib64 / "libregister.so").read_bytes() == b""
+    assert (lib64 / "libascendcl.so").read_bytes() == b"\x7fELF emulated"
+    assert not (lib64 / "libops_base.so").exists()  # only where the toolkit holds opbase
+    include = tmp_path / "tk/x86_64-linux/include"
+    assert (
+        "stub of register/op_def_registry.h" in (include / "register/op_def_registry.h").read_text()
+    )
+    assert "memcpy_s" in (include / "securec.h").read_text()
+    assert (include / "aclnn/opdev/op_errno.h").is_file()  # the declared emulation's folder
