@@ -73,6 +73,10 @@ def pytest_configure(config):
     terminal, whose foreground job has SIGINT.  Handled here, the children start with it."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # `nohup .ci/run` ignores SIGHUP for every child too; the hang-up tests play a closed
+    # terminal, which a cannbuild started under nohup would never see
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     clean_git_settings()
     if not hasattr(config, "workerinput"):  # once per run: xdist's controller, or the run
         compile_the_checkout()
