@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     from .. import locks, recipes, workspace
     from ..build import session as build_session
     from ..sources import fetch
+    from ..recipes import selection
     from ..train import check, draft, drafttoml, manifest
     from ..train.check import RecipeCheck
 else:  # only the action that runs loads its core (`cannbuild --help` loads this module)
     locks = lazy_module("cannbuild.locks")
     recipes = lazy_module("cannbuild.recipes")
+    selection = lazy_module("cannbuild.recipes.selection")
     build_session = lazy_module("cannbuild.build.session")
     fetch = lazy_module("cannbuild.sources.fetch")
     check = lazy_module("cannbuild.train.check")
@@ -45,6 +47,7 @@ ACTIONS = ("check", "draft")
     "json",
     "src",
     "manifest",
+    "repos",
     positional=[
         ("action", "check or draft"),
         ("recipe", "check: the recipe (a train such as 9.1, or a .toml file)"),
@@ -63,6 +66,8 @@ ACTIONS = ("check", "draft")
         "out": "draft: where to write it (default ./cannbuild-recipes/<train>.toml)",
         "sandbox": "draft: read the sandbox's stand-in repositories (its mirror)",
         "cann": "draft --sandbox: the sandbox's CANN version (e.g. 9.1.0)",
+        "repos": "draft: the repositories to draft, comma-separated (default: every one of "
+        "the base recipe; the sources they pin come along)",
     },
 )
 def recipe(c: Context, action: str, recipe: Optional[str] = None, **flags: FlagValue) -> None:
@@ -74,8 +79,8 @@ def recipe(c: Context, action: str, recipe: Optional[str] = None, **flags: FlagV
     `--src`, the workspace's checkout, or the workspace's git cache at the recipe's ref;
     exit 2 naming the step, the flag and the closest option when one is not accepted.
 
-    `recipe draft --ref TAG [--from RECIPE] [--manifest cann.xml] [--out FILE]`: fetches
-    the repositories at that ref (through cannbuild.mirrors; --sandbox: the stand-ins),
+    `recipe draft --ref TAG [--from RECIPE] [--manifest cann.xml] [--repos A,B] [--out FILE]`:
+    fetches the repositories at that ref (through cannbuild.mirrors; --sandbox: the stand-ins),
     reads their refs, SoCs, build.sh flags, toolkit needs, pins and archives, and writes a
     draft (default ./cannbuild-recipes/<train>.toml, never over a file) that lists, as it
     prints, what it could not decide."""
@@ -100,7 +105,7 @@ def _check(c: Context, name: Optional[str], flags: Dict[str, FlagValue]) -> None
         raise UsageError(
             "recipe check needs RECIPE.", "Run: cannbuild recipe check 9.1 (or a .toml file)."
         )
-    for unused in ("ref", "from_", "manifest", "out"):
+    for unused in ("ref", "from_", "manifest", "out", "repos"):
         if flags.get(unused):
             raise UsageError(f"recipe check does not take --{unused.strip('_')}.", None)
     options = make_options(c, flags)
@@ -183,7 +188,12 @@ def _draft(c: Context, flags: Dict[str, FlagValue]) -> None:
         mirrors=options.mirrors, offline=options.offline, retries=options.retries
     )
     request = draft.DraftRequest(
-        ref=ref, base=base, ws=ws, fetcher=fetcher, manifest=release_manifest
+        ref=ref,
+        base=base,
+        ws=ws,
+        fetcher=fetcher,
+        manifest=release_manifest,
+        repos=selection.parse_repos(text_of(flags, "repos") or ""),
     )
     with locks.WorkspaceLock(ws, "cannbuild recipe draft", options.wait, ui.waiting):
         made = draft.draft_recipe(request)

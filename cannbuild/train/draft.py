@@ -26,7 +26,8 @@ from ..host.socs import FAMILIES
 from ..recipes import Recipe, available, load_recipe
 from ..recipes.optspec import judge
 from ..recipes.repodata import BUILDABLE_KEYS
-from ..sources.canncmake import FETCH_CANN_CMAKE
+from ..recipes.selection import select_repos
+from ..sources.canncmake import FETCH_CANN_CMAKE_FILES
 from ..sources.checkout import cache_path, resolve_ref
 from ..sources.fetch import Fetcher, GitFailed
 from ..workspace import Workspace
@@ -151,11 +152,15 @@ class DraftRequest(Struct, frozen=True, kw_only=True):
     ws: Workspace
     fetcher: Fetcher
     manifest: Optional[Manifest] = None
+    # the buildable repos to draft (`--repos`); empty: every repo of the base recipe
+    repos: Tuple[str, ...] = ()
 
 
 def draft_recipe(req: DraftRequest) -> Draft:
     release, train = release_of(req.ref)
-    base, ws, fetcher = req.base, req.ws, req.fetcher
+    ws, fetcher = req.ws, req.fetcher
+    # a subset drafts those repos, the sources they take, and their steps and tools
+    base = select_repos(req.base, req.repos) if req.repos else req.base
     urls = {r.name: r.url for r in base.repos}
     refs: List[RefChoice] = []
     readouts: Dict[str, Readout] = {}
@@ -183,7 +188,7 @@ def draft_recipe(req: DraftRequest) -> Draft:
         readout = readouts[repo.name]
         table: JSONObject = {"url": repo.url, choice.kind: choice.template}
         table.update(_pins(readout, read))
-        if any(p.pin.pin_file == FETCH_CANN_CMAKE for p in readout.pins):
+        if any(p.pin.pin_file in FETCH_CANN_CMAKE_FILES for p in readout.pins):
             rules = cann_cmake_rules(fetcher, ws, readout, caches[repo.name], repo, fetched)
         else:
             rules = module_rules(fetcher, ws, readout, caches[repo.name], repo)
@@ -196,16 +201,24 @@ def draft_recipe(req: DraftRequest) -> Draft:
         kept = (raw.get("repos") or {}).get(name) or {}
         table.update({k: kept[k] for k in BUILDABLE_KEYS if k in kept})
     if base.default_repos:
-        head["default_repos"] = list(base.default_repos)
+        kept = [n for n in base.default_repos if n in repos] or list(req.repos)
+        head["default_repos"] = kept
+    if base.unselected:
+        undecided.append(
+            f"--repos {','.join(req.repos)}: {', '.join(base.unselected)} of {base.path.name} "
+            "left out, with their steps and tools; draft again with them to add them."
+        )
     data: JSONObject = {"recipe": head, "vars": vars_, "toolkit": toolkit}
     if tools:
         data["host"] = {"tools": tools}
     data["repos"] = repos
-    data["steps"] = raw.get("steps", [])
+    step_names = {s.name for s in base.steps}
+    data["steps"] = [s for s in raw.get("steps", []) if s.get("name") in step_names]
     if raw.get("validate"):  # a base recipe of the old form
         data["validate"] = raw["validate"]
-    if raw.get("toolkit", {}).get("files"):
-        toolkit["files"] = raw["toolkit"]["files"]
+    files = [f for f in raw.get("toolkit", {}).get("files", []) if f.get("step") in step_names]
+    if files:
+        toolkit["files"] = files
         undecided.append(
             f"[[toolkit.files]] are {base.path.name}'s: check each reason against cmake/config.cmake "
             "and the hcc toolchain at these refs (what the Find*.cmake modules and the host code "
@@ -381,7 +394,10 @@ def _tools(
             read.append(f"host.tools: gawk at {cite}")
     for tool in base.tools:
         if tool.name != "gawk":
-            tools.append({"name": tool.name, "why": tool.why, "install": tool.install})
+            table: JSONObject = {"name": tool.name, "why": tool.why, "install": tool.install}
+            if tool.repos:
+                table["repos"] = list(tool.repos)
+            tools.append(table)
             undecided.append(f"[[host.tools]] {tool.name} is {base.path.name}'s: still needed?")
     if gawk and not tools:
         read.append("host.tools: no gawk call in the build.sh of a repo every run builds")

@@ -20,7 +20,7 @@ from ..decoded import JSONValue
 from ..recipes import ArchiveRule, RepoSpec
 from ..recipes.optspec import code_of
 from ..sources.archives import Declared, declared_archives, preferred_place
-from ..sources.canncmake import FETCH_CANN_CMAKE, cann_cmake_archives
+from ..sources.canncmake import FETCH_CANN_CMAKE_FILES, cann_cmake_archives
 from ..sources.checkout import cache_path
 from ..sources.fetch import Fetcher
 from ..sources.pins import resolve_pin
@@ -100,7 +100,7 @@ def cann_cmake_rules(
     fetched: Dict[str, Path],
 ) -> ArchiveRules:
     """9.1 on: the archives of the cann/cmake modules the checkout asks for."""
-    pinned = next(p for p in readout.pins if p.pin.pin_file == FETCH_CANN_CMAKE)
+    pinned = next(p for p in readout.pins if p.pin.pin_file in FETCH_CANN_CMAKE_FILES)
     name = pinned.pin.source
     if name not in fetched:
         fetched[name] = cache_path(ws, name)
@@ -154,7 +154,9 @@ def cann_cmake_rules(
 
 
 def _same_layout(base_repo: Optional[RepoSpec]) -> bool:
-    return base_repo is not None and any(p.pin_file == FETCH_CANN_CMAKE for p in base_repo.pins)
+    return base_repo is not None and any(
+        p.pin_file in FETCH_CANN_CMAKE_FILES for p in base_repo.pins
+    )
 
 
 def _table(rule: ArchiveRule) -> Dict[str, JSONValue]:

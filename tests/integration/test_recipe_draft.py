@@ -9,10 +9,11 @@ import textwrap
 from typing import Dict
 
 import pytest
-from msgspec.structs import fields
+from msgspec.structs import fields, replace
 
 from cannbuild.errors import UsageError
 from cannbuild.recipes import load_recipe
+from cannbuild.recipes.model import SourcePin
 from cannbuild.resources import data_dir
 from cannbuild.sandbox.files import CommandLog
 from cannbuild.sandbox.repos import build_repos, build_third_party
@@ -29,8 +30,9 @@ from clirun import cannbuild
 
 pytestmark = pytest.mark.xdist_group("recipe-draft")  # one worker builds the stand-ins once
 
-# The shape of hicann/manifest@v9.1.0:cann.xml (a default revision, one project a line),
-# written for the test with the two projects cannbuild builds.
+# The shape of hicann/manifest@v9.1.0:cann.xml (a default revision, one project a line;
+# there every ops project names revision "9.1.0", a branch), written for the test with the
+# projects cannbuild builds and one it does not (at a tag).
 MANIFEST = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <manifest>
@@ -38,7 +40,10 @@ MANIFEST = """\
     <default remote="origin" revision="9.1.0" sync-j="4"/>
     <project groups="default,ops" name="opbase" path="opbase" remote="origin"/>
     <project name="ops-transformer" path="ops/ops-transformer" revision="9.1.0"/>
-    <project name="ops-math" path="ops/ops-math" revision="refs/tags/v9.1.0"/>
+    <project name="ops-math" path="ops/ops-math" revision="9.1.0"/>
+    <project name="ops-nn" path="ops/ops-nn"/>
+    <project name="ops-cv" path="ops/ops-cv" revision="9.1.0"/>
+    <project name="hccl" path="hccl" revision="refs/tags/v9.1.0"/>
 </manifest>
 """
 # Fields of recipes/9.1.toml the draft from 9.0 does not reproduce, and why.
@@ -50,6 +55,10 @@ DIFFERS = {
     # [[toolkit.files]] are the base recipe's (9.0: acl/acl.h, v9.0.0 citations); the draft
     # lists them as undecided: it reads no Find*.cmake module
     "toolkit_files",
+    # [[steps]] are the base recipe's (the draft says so): ops-nn's .run is
+    # cann-ops-nn-<vendor>-linux.<arch>.run at 9.0 and cann-ops-nn-<vendor>_linux-<arch>.run
+    # at 9.1, which the draft does not read
+    "steps",
     # the file itself
     "path",
     "digest",
@@ -88,11 +97,20 @@ def drafted(standins, tmp_path_factory):
     return draft, load_recipe(out), out
 
 
+def by_dest(pin: SourcePin) -> str:
+    return pin.dest
+
+
 def test_the_draft_equals_the_shipped_9_1_recipe_in_every_field_but_the_pinned_ones(drafted):
     _, recipe, _ = drafted
     shipped = load_recipe(data_dir("recipes") / "9.1.toml")
     differ = {f.name for f in fields(recipe) if getattr(recipe, f.name) != getattr(shipped, f.name)}
     assert differ == DIFFERS
+    changed = {a.name for a, b in zip(recipe.steps, shipped.steps) if a != b}
+    assert changed == {"ops-nn-build"}
+    mine = next(s for s in recipe.steps if s.name == "ops-nn-build")
+    theirs = next(s for s in shipped.steps if s.name == "ops-nn-build")
+    assert replace(mine, produces=theirs.produces) == theirs
     # within repos: url, branch {{ ops_release }} and every pin are equal
     for mine, theirs in zip(recipe.repos, shipped.repos):
         assert (mine.name, mine.url, mine.branch, mine.tag) == (
@@ -101,7 +119,9 @@ def test_the_draft_equals_the_shipped_9_1_recipe_in_every_field_but_the_pinned_o
             theirs.branch,
             theirs.tag,
         )
-        assert mine.pins == theirs.pins
+        # the draft lists pins in its listing order (cmake/third_party/*.cmake sorted), the
+        # shipped recipe as written; each is fetched on its own
+        assert sorted(mine.pins, key=by_dest) == sorted(theirs.pins, key=by_dest)
 
 
 def test_the_draft_differs_only_in_third_party_rules_the_stand_ins_cannot_show(drafted):
@@ -111,7 +131,7 @@ def test_the_draft_differs_only_in_third_party_rules_the_stand_ins_cannot_show(d
     makeself path, which the draft does not read (it says so)."""
     draft, recipe, _ = drafted
     shipped = load_recipe(data_dir("recipes") / "9.1.toml")
-    assert [r.third_party for r in recipe.repos] == [(), ()]
+    assert [r.third_party for r in recipe.repos] == [()] * 5
     assert {(r.name, rule.name, rule.needed) for r in shipped.repos for rule in r.third_party} == {
         ("opbase", "gtest", False),
         ("opbase", "boost", False),
@@ -128,9 +148,13 @@ def test_the_draft_cites_where_it_read_each_value_and_lists_what_it_could_not_de
     assert [(r.repo, r.kind, r.value, r.template) for r in draft.refs] == [
         ("opbase", "branch", "9.1.0", "{{ ops_release }}"),
         ("ops-transformer", "branch", "9.1.0", "{{ ops_release }}"),
+        ("ops-math", "branch", "9.1.0", "{{ ops_release }}"),
+        ("ops-nn", "branch", "9.1.0", "{{ ops_release }}"),
+        ("ops-cv", "branch", "9.1.0", "{{ ops_release }}"),
     ]
     assert "cann.xml:5 (default cann.xml:4) names branch 9.1.0" in draft.refs[0].cite
     assert draft.refs[1].cite == "cann.xml:6 names branch 9.1.0"
+    assert "cann.xml:8 (default cann.xml:4) names branch 9.1.0" in draft.refs[3].cite
     undecided = "\n".join(draft.undecided)
     for item in (
         "kirinx90, kirin9030, mc62",
@@ -158,8 +182,14 @@ def test_a_test_only_module_becomes_a_needed_false_rule(tmp_path):
         base=load_recipe(data_dir("recipes") / "9.1.toml"),
         ws=Workspace(root=tmp_path / "ws"),
         fetcher=Fetcher(mirrors=tree.mirrors),
+        repos=("ops-transformer",),  # the tree has no sibling repos
     )
     draft = draft_recipe(request)
+    assert set(draft.data["repos"]) == {"opbase", "ops-transformer"}
+    steps = {s["name"] for s in draft.data["steps"]}
+    assert steps and not any(name.startswith(("ops-math", "ops-nn", "ops-cv")) for name in steps)
+    assert draft.data["recipe"]["default_repos"] == ["ops-transformer"]
+    assert "host" not in draft.data  # pigz and dos2unix are ops-nn's
     ot = draft.data["repos"]["ops-transformer"]
     assert ot["tag"] == "v{{ ops_release }}"
     rules = {rule["name"]: rule for rule in ot["third_party"]}
@@ -169,6 +199,7 @@ def test_a_test_only_module_becomes_a_needed_false_rule(tmp_path):
     assert "json" not in rules and "protobuf" not in rules  # placed by their modules
     undecided = "\n".join(draft.undecided)
     assert "ops-transformer has no build.sh" in undecided  # the test tree has none
+    assert "--repos ops-transformer: ops-math, ops-nn, ops-cv of 9.1.toml left out" in undecided
 
 
 def test_enclosing_conditions_follow_if_elseif_else_and_functions():
@@ -215,6 +246,8 @@ def test_recipe_draft_from_the_command_line_writes_once_and_never_over_a_file(st
         "9.0",
         "--manifest",
         str(standins["manifest"]),
+        "--repos",
+        "ops-transformer",
     ]
     args += ["-w", str(tmp_path / "ws")]
     first = cannbuild(*args, cwd=tmp_path, **env)
@@ -222,6 +255,7 @@ def test_recipe_draft_from_the_command_line_writes_once_and_never_over_a_file(st
     out = tmp_path / "cannbuild-recipes" / "9.1.toml"
     assert f"written to {out}" in first.stdout and "could not decide" in first.stdout
     assert load_recipe(out).train == "9.1"
+    assert [r.name for r in load_recipe(out).repos] == ["opbase", "ops-transformer"]
     # checked right away against the build.sh of the refs it names, in the caches it fetched
     check = cannbuild("recipe", "check", str(out), "-w", str(tmp_path / "ws"), cwd=tmp_path)
     assert check.returncode == 0, check.stderr

@@ -15,6 +15,7 @@ from conftest import SPECS, Cli
 from reference import reference_torch
 
 from cannbuild.recipes import load_recipe
+from cannbuild.recipes.selection import select_repos
 from cannbuild.resources import data_dir
 from cannbuild.sandbox import SandboxSpec, create_sandbox
 from cannbuild.sandbox.third_party import standin_archives
@@ -92,7 +93,11 @@ def test_setup_offline_from_a_bundle_builds_with_every_url_unreachable(
     # a repo none of whose steps runs (9.0's optional opbase build) gets no archives at all
     idle = set(lock_of(cli).get("archives_skipped", []))
     assert idle == ({"opbase"} if key == "A3-9.0.0" else set())
-    for repo in recipe.repos:
+    selected = select_repos(recipe, ())  # the default set: opbase and ops-transformer
+    unselected = {r.name for r in recipe.repos} - {r.name for r in selected.repos}
+    assert unselected == (set() if key == "A2-8.5.0" else {"ops-math", "ops-nn", "ops-cv"})
+    assert not any((air.ws / "src" / f".{name}.checkout.json").exists() for name in unselected)
+    for repo in selected.repos:
         marker = json.loads((air.ws / "src" / f".{repo.name}.checkout.json").read_text())
         wanted = {r.place[0]: locked[r.name] for r in repo.third_party if r.needed}
         assert marker["third_party"] == ({} if repo.name in idle else wanted)
