@@ -4,37 +4,22 @@ repository, each check named in the report; its no-op rerun builds nothing; `sta
 --json` lists four vendors with their repo, commit and ops; the one source line puts
 them on ASCEND_CUSTOM_OPP_PATH in the --repos order.
 
-It needs the sibling stand-ins and their recipe entries (issue 27 items 4-5): where the
-shipped recipe does not have them yet, it is skipped and says so."""
+Then item 6 in the same workspace: diagnose (registration per vendor), bench and
+profile --run (with torch_npu) each find the four-repo workspace up to date through the
+remembered --repos and reach ops-transformer's FlashAttention."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 
-import pytest
-
-from cannbuild.recipes import load_recipe
-from cannbuild.resources import data_dir
+from cannbuild.host.pystack import read_python_stack
 
 REPOS = ("ops-transformer", "ops-math", "ops-nn", "ops-cv")
 KEY = "A3-9.0.0"
 
 
-def _siblings_missing() -> str:
-    recipe = load_recipe(data_dir("recipes") / "9.0.toml")
-    missing = [r for r in REPOS if r not in {b.name for b in recipe.buildable}]
-    return ", ".join(missing)
-
-
-pytestmark = pytest.mark.skipif(
-    bool(_siblings_missing()),
-    reason=f"recipes/9.0.toml has no buildable {_siblings_missing()} yet (the sibling "
-    "stand-ins, issue 27 items 4-5)",
-)
-
-
-def test_setup_builds_validates_and_orders_every_repo(cli_for):
+def test_setup_builds_validates_and_orders_every_repo(cli_for, tmp_path):
     cli = cli_for(KEY)
     repos = ",".join(REPOS)
     proc = cli("setup", "--repos", repos, timeout=1800)
@@ -70,3 +55,38 @@ def test_setup_builds_validates_and_orders_every_repo(cli_for):
     assert [v["repo"] for v in status["installed"]] == list(REPOS)
     assert all(v["commit"] and v["ops"] for v in status["installed"])
     assert status["source"] == str(source)
+
+    # item 6: the other tasks on the same workspace, without --repos (the remembered target)
+    env = cli.env(ASCEND_CUSTOM_OPP_PATH=order)
+    diag = cli("diagnose", "--json", "--dtype", "fp16", env=env)
+    assert diag.returncode == 0, diag.stdout + diag.stderr
+    assert "workspace up to date:" in diag.stderr
+    checks = {c["id"]: c for c in json.loads(diag.stdout)["checks"]}
+    for at, repo in enumerate(REPOS, 1):
+        row = checks[f"registration.vendor.{repo}"]
+        assert row["status"] == "pass" and f"is entry {at} of 4 of" in row["detail"], row
+    assert checks["registration.resolution"]["status"] == "pass"
+    bench = cli(
+        "bench", "--shapes", "N2S64D64", "--budget", "1", "--out", str(tmp_path / "b"), "--json"
+    )
+    assert bench.returncode == 0, bench.stderr
+    assert "workspace up to date:" in bench.stderr and ": started (" not in bench.stderr
+    capi = next(r for r in json.loads(bench.stdout)["results"] if r["impl"] == "capi")
+    assert capi["status"] == "timed" and capi["check"]["status"] == "PASS", capi
+    if read_python_stack().torch_npu is None:
+        return  # profile --run needs torch_npu (CI installs it where a wheel exists)
+    prof = cli(
+        "profile",
+        "--run",
+        str(tmp_path / "p"),
+        "--seq-len",
+        "64",
+        "--head-dim",
+        "64",
+        "--iterations",
+        "1",
+        "--json",
+    )
+    assert prof.returncode == 0, prof.stdout + prof.stderr
+    assert ": started (" not in prof.stderr
+    assert json.loads(prof.stdout)["attention"]["fused"]["count"] >= 1
