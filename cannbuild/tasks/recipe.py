@@ -18,8 +18,8 @@ from ._session import on_sandbox
 if TYPE_CHECKING:
     from .. import locks, recipes, workspace
     from ..build import session as build_session
-    from ..sources import fetch
     from ..recipes import selection
+    from ..sources import fetch
     from ..train import check, draft, drafttoml, manifest
     from ..train.check import RecipeCheck
 else:  # only the action that runs loads its core (`cannbuild --help` loads this module)
