@@ -18,14 +18,12 @@ from ._session import on_sandbox
 if TYPE_CHECKING:
     from .. import locks, recipes, workspace
     from ..build import session as build_session
-    from ..recipes import selection
     from ..sources import fetch
     from ..train import check, draft, drafttoml, manifest
     from ..train.check import RecipeCheck
 else:  # only the action that runs loads its core (`cannbuild --help` loads this module)
     locks = lazy_module("cannbuild.locks")
     recipes = lazy_module("cannbuild.recipes")
-    selection = lazy_module("cannbuild.recipes.selection")
     build_session = lazy_module("cannbuild.build.session")
     fetch = lazy_module("cannbuild.sources.fetch")
     check = lazy_module("cannbuild.train.check")
@@ -193,7 +191,7 @@ def _draft(c: Context, flags: Dict[str, FlagValue]) -> None:
         ws=ws,
         fetcher=fetcher,
         manifest=release_manifest,
-        repos=selection.parse_repos(text_of(flags, "repos") or ""),
+        repos=options.repos,
     )
     with locks.WorkspaceLock(ws, "cannbuild recipe draft", options.wait, ui.waiting):
         made = draft.draft_recipe(request)
