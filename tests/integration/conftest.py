@@ -264,6 +264,16 @@ class Cli:
         raise AssertionError("the build never reached cmake")
 
 
+def air_gapped(tmp_path: Path, cli: Cli, name: str = "air") -> Cli:
+    """A fresh workspace whose mirror rule points nowhere."""
+    other = Cli(tmp_path / name, cli.sandbox, cli.variant, cli.cann)
+    other.cwd.mkdir()
+    (other.cwd / "invoke.yaml").write_text(
+        'cannbuild:\n  mirrors:\n    "https://gitcode.com/": "https://mirror.invalid/"\n'
+    )
+    return other
+
+
 @pytest.fixture
 def cli_for(sandboxes, tmp_path):
     def make(key: str = "A2-8.5.0", cwd: Optional[Path] = None) -> Cli:

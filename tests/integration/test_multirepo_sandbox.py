@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+from conftest import air_gapped
+
 from cannbuild.host.pystack import read_python_stack
 
 REPOS = ("ops-transformer", "ops-math", "ops-nn", "ops-cv")
@@ -90,3 +92,23 @@ def test_setup_builds_validates_and_orders_every_repo(cli_for, tmp_path):
     assert prof.returncode == 0, prof.stdout + prof.stderr
     assert ": started (" not in prof.stderr
     assert json.loads(prof.stdout)["attention"]["fused"]["count"] >= 1
+
+
+def test_a_bundle_carries_every_repo_and_pin_to_an_offline_setup(cli_for, tmp_path):
+    """`bundle` after a four-repo fetch holds every repo, every source they pin (three
+    opbase commits, ops-tensor, cann/cmake) and their archives: a fresh workspace whose
+    mirror rule points nowhere builds and validates all four from it with --offline."""
+    cli = cli_for(KEY, cwd=tmp_path / "online")
+    repos = ",".join(REPOS)
+    fetched = cli("fetch", "--repos", repos)
+    assert fetched.returncode == 0, fetched.stderr
+    bundle = tmp_path / "sources.tar"
+    made = cli("bundle", str(bundle), sandbox=False)  # the remembered --repos
+    assert made.returncode == 0, made.stderr
+    air = air_gapped(tmp_path, cli)
+    proc = air("setup", "--offline", "--bundle", str(bundle), "--repos", repos, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    judged = {r["repo"]: r["status"] for r in air.report()["validation"]["repos"]}
+    assert judged == {repo: "PASS" for repo in REPOS}
+    logs = "".join(p.read_text() for p in (air.ws / "logs" / "latest").glob("*-build.log"))
+    assert "Downloading" not in logs

@@ -7,11 +7,10 @@ import os
 import re
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
 import tomli_w
-from conftest import SPECS, Cli
+from conftest import SPECS, Cli, air_gapped
 from reference import reference_torch
 
 from cannbuild.recipes import load_recipe
@@ -33,16 +32,6 @@ SERVED = {a.url: a for a in standin_archives().values()}
 
 def lock_of(cli: Cli) -> dict:
     return tomllib.loads(cli.lock.read_text())
-
-
-def air_gapped(tmp_path: Path, cli: Cli, name: str = "air") -> Cli:
-    """A fresh workspace whose mirror rule points nowhere."""
-    other = Cli(tmp_path / name, cli.sandbox, cli.variant, cli.cann)
-    other.cwd.mkdir()
-    (other.cwd / "invoke.yaml").write_text(
-        'cannbuild:\n  mirrors:\n    "https://gitcode.com/": "https://mirror.invalid/"\n'
-    )
-    return other
 
 
 @pytest.mark.parametrize(
