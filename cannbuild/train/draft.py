@@ -201,8 +201,7 @@ def draft_recipe(req: DraftRequest) -> Draft:
         kept = (raw.get("repos") or {}).get(name) or {}
         table.update({k: kept[k] for k in BUILDABLE_KEYS if k in kept})
     if base.default_repos:
-        kept = [n for n in base.default_repos if n in repos] or list(req.repos)
-        head["default_repos"] = kept
+        head["default_repos"] = [n for n in base.default_repos if n in repos] or list(req.repos)
     if base.unselected:
         undecided.append(
             f"--repos {','.join(req.repos)}: {', '.join(base.unselected)} of {base.path.name} "
