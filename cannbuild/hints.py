@@ -40,6 +40,14 @@ HASH_MISMATCH = (
 # Order matters: the specific messages come first, the generic compiler `error: ` near the end,
 # since one log often holds several.  Where a message comes from is noted per entry.
 HINTS: Tuple[Hint, ...] = (
+    # The sandbox's stand-in for a toolkit part neither an open repository nor the sandbox
+    # provides (sandbox/toolkit_files.py WALLS): the build of the real repos stops there.
+    Hint(
+        pattern=r"cannbuild sandbox wall: (\S+) \(([^)]+)\): ([^\n]+)",
+        text="the build reached the sandbox's wall {1} ({2}): {3}. Everything before it built "
+        "against the toolkit's real host side (doctor's row recipe.derived.wall.{1} says so "
+        "before the build); on an Ascend host with the CANN toolkit it goes on.",
+    ),
     # ops-transformer build.sh, after sourcing setenv.bash: `Error: bisheng compilation tool not
     # found...` (every mode but --jit --noaicpu).
     Hint(

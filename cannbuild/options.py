@@ -71,6 +71,9 @@ class Options(Struct, frozen=True, kw_only=True):
     force: Tuple[str, ...] = ()
     # optional recipe steps to run too (e.g. 9.0's opbase-build): --with-step
     optional_steps: Tuple[str, ...] = ()
+    # sandbox only: third-party archives (or "all") whose stand-in may be taken where the
+    # checkout declares the real file's hash: --accept-stand-in
+    accept_stand_ins: Tuple[str, ...] = ()
     mirrors: Tuple[Tuple[str, str], ...] = ()
     install_into_toolkit: bool = False
     sandbox: bool = False
@@ -215,7 +218,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     )
     # A TOML or YAML config may give a list or a table where one value belongs; say so, not a
     # confusing error further on.
-    if name not in ("force", "optional_steps", "mirrors", "repos") and (
+    if name not in ("force", "optional_steps", "accept_stand_ins", "mirrors", "repos") and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
     ):
         raise UsageError(
@@ -252,7 +255,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
                 f"{origin} has value {_shown(value)}; expected a whole number of at least 0."
             )
         return number
-    if name in ("force", "optional_steps"):
+    if name in ("force", "optional_steps", "accept_stand_ins"):
         if isinstance(value, str):
             # `CANNBUILD_FORCE=opbase-build,ops-transformer-build` in the environment.
             return tuple(v for v in (s.strip() for s in value.split(",")) if v)

@@ -27,13 +27,15 @@ from msgspec import Struct
 from ..errors import DoctorBlocked
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..recipes import Recipe, StepSpec
+from ..sandbox.toolkit_files import WALL_MARKER
 from ..workspace import Workspace, read_json, write_json_atomic
 from .cmake_text import is_test_file
 from .derived_cmake import CmakeFacts, Lookup, scan_cmake
+from .derived_compile import CompileTarget, compile_row
 from .derived_includes import IncludeScan, scan_includes
 from .toolkit_packages import OPBASE_PACKAGE, module_package
 
-SCANNER = 1  # what a memo was made by: a memo of another scanner is read again
+SCANNER = 3  # what a memo was made by: a memo of another scanner is read again
 MAX_CMAKE_FILES = 2000
 MAX_CMAKE_BYTES = 1 << 20
 # Where a toolkit keeps headers whatever a cmake says: a header found only somewhere under
@@ -201,10 +203,16 @@ def checked_out(ws: Workspace, repos: Sequence[str]) -> Dict[str, Mapping[str, o
 
 
 def derived_checks(
-    needs: Sequence[StepNeeds], absent: Sequence[str], home: Path, arch: str
+    needs: Sequence[StepNeeds],
+    absent: Sequence[str],
+    home: Path,
+    arch: str,
+    memo: Optional[Path] = None,
+    compiler: Optional[str] = None,
 ) -> List[Check]:
     """The rows: one per missing header or module (failing, blocking), warnings for what
-    the build may do without, and a passing summary."""
+    the build may do without, a passing summary, and with a `compiler` whether the
+    selected operators' host sources compile against the toolkit (kept in `memo`)."""
     rows: List[Check] = []
     if absent:
         rows.append(
@@ -218,7 +226,26 @@ def derived_checks(
             )
         )
     for n in needs:
-        rows += _step_rows(n, home, arch)
+        step_rows = _step_rows(n, home, arch)
+        rows += step_rows
+        if compiler is not None and not any(r.blocking for r in step_rows):
+            d = n.derived
+            rows.append(
+                compile_row(
+                    CompileTarget(
+                        step=n.step,
+                        commit=d.commit,
+                        ops=d.ops,
+                        checkout=n.checkout,
+                        opbase=n.opbase,
+                        cmake=d.cmake,
+                    ),
+                    home,
+                    arch,
+                    memo,
+                    compiler,
+                )
+            )
     return rows
 
 
@@ -307,7 +334,33 @@ def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
         )
     if not any(r.status == FAIL for r in rows):
         rows.append(_summary(n, lookups, checked, provided, home))
+    rows += [r for r in (_wall_row(n, home, p) for p in d.cmake.programs) if r is not None]
     return rows
+
+
+def _wall_row(n: StepNeeds, home: Path, program: str) -> Optional[Check]:
+    """A failing row (not blocking: the build runs up to it) where the cmake runs a toolkit
+    program that is the sandbox's wall (sandbox/toolkit_files.py WALLS)."""
+    rel, _, where = program.partition("\t")
+    try:
+        with open(home / rel, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    at = head.find(WALL_MARKER)
+    if at < 0:
+        return None
+    said = head[at + len(WALL_MARKER) :].split("\n", 1)[0].strip().rstrip("'")
+    component = said.split(" ", 1)[0]
+    return Check(
+        id=f"recipe.derived.wall.{component}",
+        status=FAIL,
+        detail=f"{n.step} at {n.derived.commit[:12]} runs {rel} ({where}), which is where the "
+        f"sandbox stops: {said}",
+        hint="The build runs up to it and stops there, naming it; everything before it builds "
+        "against the toolkit's real host side. On an Ascend host with the CANN toolkit the "
+        "build goes on.",
+    )
 
 
 class _HeaderTrees:

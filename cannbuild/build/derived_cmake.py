@@ -82,6 +82,9 @@ class CmakeFacts(Struct, frozen=True, kw_only=True):
     repo_sources: Tuple[str, ...]  # globs of sources the cmake compiles, in the checkout
     opbase_sources: Tuple[str, ...]  # ... in ${OPBASE_SOURCE_PATH}
     files: int  # cmake files read
+    # toolkit programs the cmake runs (`tools/opbuild/op_build`, config.cmake:50), with
+    # where each is named: "path\tcmake/config.cmake:50"
+    programs: Tuple[str, ...] = ()
 
 
 def _split_find(args: Sequence[str]) -> Tuple[List[str], List[str], List[str], Set[str]]:
@@ -145,6 +148,7 @@ def scan_cmake(files: Mapping[str, str]) -> CmakeFacts:
             v.add(args[0], dirs)
     toolkit, repo, opbase = _include_dirs(commands, v)
     repo_src, opbase_src = _source_globs(commands, v)
+    programs = _programs(commands, v)
     return CmakeFacts(
         modules=_modules(commands, files, v, prefixes),
         toolkit_dirs=toolkit,
@@ -153,7 +157,24 @@ def scan_cmake(files: Mapping[str, str]) -> CmakeFacts:
         repo_sources=repo_src,
         opbase_sources=opbase_src,
         files=len({c.path for c in commands}),
+        programs=programs,
     )
+
+
+def _programs(commands: Sequence[Command], v: Vars) -> Tuple[str, ...]:
+    """Programs under the toolkit's tools/ the cmake names (a file without a suffix),
+    each with the first place that names it."""
+    found: Dict[str, str] = {}
+    for c in commands:
+        for raw in c.args:
+            if "tools/" not in raw:
+                continue
+            token = local(strip_genex(raw), c.path)
+            for rel in rooted(v.expand(token), TOOLKIT):
+                name = posixpath.basename(rel)
+                if rel.startswith("tools/") and name and "." not in name and "*" not in rel:
+                    found.setdefault(rel, f"{c.path}:{c.line}")
+    return tuple(f"{rel}\t{where}" for rel, where in sorted(found.items()))
 
 
 def _include_dirs(
@@ -174,10 +195,24 @@ def _include_dirs(
                 if "$" in token or "/" in token:
                     expanded += v.expand(token)
     return (
-        tuple(rooted(expanded, TOOLKIT)),
+        _arch_variants(rooted(expanded, TOOLKIT)),
         tuple(rooted(expanded, REPO)),
         tuple(rooted(expanded, OPBASE)),
     )
+
+
+def _arch_variants(dirs: Sequence[str]) -> Tuple[str, ...]:
+    """Each toolkit folder, and the same under `{arch}-linux/` for one outside it: the
+    toolkit root's include, lib64 and pkg_inc are links into `<arch>-linux/`, so a folder
+    a module takes the REALPATH and then the DIRECTORY of lands there
+    (cannmirror/ops-transformer@v9.0.0 cmake/modules/Findtilingapi.cmake:33-45:
+    `<arch>-linux/ascendc/include/highlevel_api/tiling`)."""
+    out: List[str] = []
+    for d in dirs:
+        out.append(d)
+        if not d.startswith("{arch}-linux"):
+            out.append(norm(f"{{arch}}-linux/{d}"))
+    return tuple(dict.fromkeys(out))
 
 
 def _source_globs(commands: Sequence[Command], v: Vars) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:

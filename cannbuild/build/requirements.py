@@ -16,7 +16,7 @@ from msgspec.structs import replace
 
 from .. import vendors
 from ..errors import UsageError
-from ..host.check import FAIL, PASS, WARN, Check
+from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..host.contents import contents_check
 from ..host.doctor import HostReport, read_host
 from ..host.judge_imports import import_checks
@@ -26,10 +26,12 @@ from ..host.releases import choose_ops
 from ..host.toolkit import host_arch
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
-from ..recipes.selection import ops_by_repo, select_repos
+from ..recipes.selection import for_host, ops_by_repo, select_repos
+from ..sandbox.hostside import laid_out_for
 from ..workspace import Workspace
 from .compile_cache import cache_checks
 from .derived import checked_out, derived_checks, ops_of, step_needs
+from .derived_compile import find_compiler
 from .plan import selected
 
 
@@ -127,12 +129,36 @@ def derived_rows(
     repos = sorted({s.repo for s in specs if s.repo})
     if identities is None:
         identities = checked_out(ws, repos)
+        pending = _host_side_pending(recipe, options, ws)
+        if pending is not None:
+            return [pending]
     # each buildable repo's operators (--ops, `repo:op`, else its recipe's); a source's none
     ops = ops_by_repo(recipe, options.ops) if recipe.selected else {}
     if not recipe.buildable:  # a recipe that names no buildable repo: --ops for every one
         ops = {r: ops_of(options.ops) for r in repos if r != "opbase"}
     needs, absent = step_needs(recipe, specs, ws, ops, identities, keep)
-    return derived_checks(needs, absent, home, host_arch())
+    memo = ws.derived_memo if ws.root.is_dir() else None
+    return derived_checks(needs, absent, home, host_arch(), memo, find_compiler(os.environ))
+
+
+def _host_side_pending(recipe: Recipe, options: Options, ws: Workspace) -> Optional[Check]:
+    """A skip row while the sandbox's toolkit does not hold the host side of the toolkit
+    repos checked out now: the run lays it out from them before it checks and builds."""
+    repos = [r.name for r in recipe.repos if r.toolkit]
+    if not repos or options.sandbox_dir is None:
+        return None
+    marks = checked_out(ws, repos)
+    commits = {r: str(marks[r].get("commit", "")) for r in repos if r in marks}
+    if len(commits) == len(repos) and laid_out_for(options.sandbox_dir, commits):
+        return None
+    return Check(
+        id="recipe.derived",
+        status=SKIP,
+        detail=f"the sandbox lays its toolkit's host side out from {', '.join(repos)} at the "
+        "locked commits before it builds, and checks what the checkouts need of it then; it "
+        "does not hold the host side of the checkouts there are now",
+        hint="`cannbuild fetch` (or setup) lays it out; run doctor again after it.",
+    )
 
 
 def _opbase_headers_check(recipe: Recipe, home: Path, into_toolkit: bool) -> Check:
@@ -198,7 +224,10 @@ def doctor_report(
         ops = choose_ops(options.ops_release, toolkit.version)
         origin = f"--ops-release {ops.release}" if ops.given else None
         # what a build of the selected repos needs (--repos, else the recipe's default)
-        recipe = select_repos(select_recipe(options.recipe, ops.train, cwd, origin), options.repos)
+        recipe = for_host(
+            select_repos(select_recipe(options.recipe, ops.train, cwd, origin), options.repos),
+            sandbox=options.sandbox,
+        )
     except UsageError as exc:
         row = Check(
             id="recipe",

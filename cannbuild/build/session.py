@@ -27,7 +27,7 @@ from ..options import Options
 from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
 from ..recipes import Recipe, select_recipe
-from ..recipes.selection import ops_by_repo, select_repos
+from ..recipes.selection import for_host, ops_by_repo, select_repos
 from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
 from ..workspace import Workspace
@@ -36,10 +36,11 @@ from .plan import idle_repos
 from .requirements import requirement_checks
 
 if TYPE_CHECKING:
-    from ..sandbox import SandboxInfo, create
+    from ..sandbox import SandboxInfo, create, third_party
     from ..sandbox.create import SandboxLease
 else:  # a real host never pays for it
     create = lazy_module("cannbuild.sandbox.create")
+    third_party = lazy_module("cannbuild.sandbox.third_party")
 
 
 class CannFacts(Struct, frozen=True, kw_only=True):
@@ -179,7 +180,14 @@ class Session(Struct, frozen=True, kw_only=True):
             idle=idle_repos(self.recipe, options.optional_steps, options.force),
             stand_ins=tuple(self.sandbox.mirrors.values()) if self.sandbox else (),
             build_repos=() if self.recipe.order == self.recipe.default_repos else self.recipe.order,
+            accept_stand_ins=options.accept_stand_ins if self.sandbox else (),
+            stand_in_sha256=stand_in_sha256() if self.sandbox else {},
         )
+
+
+def stand_in_sha256() -> Dict[str, str]:
+    """The sha256 of each third-party stand-in the sandbox mirror serves, by upstream URL."""
+    return {a.url: a.sha256 for a in third_party.standin_archives().values()}
 
 
 class Sandboxed(Struct, frozen=True, kw_only=True):
@@ -224,13 +232,22 @@ def open_session(
     lease: Optional[SandboxLease] = None,
 ) -> Session:
     check_replaceable(options.workspace, "workspace", "--workspace")  # before any reading
+    if options.accept_stand_ins and sandbox is None and not options.sandbox:
+        raise UsageError(
+            f"--accept-stand-in {','.join(options.accept_stand_ins)} names archives of the "
+            "sandbox's stand-ins, and this run is not on the sandbox.",
+            "Drop it: a real host fetches the real files (through cannbuild.mirrors or a bundle).",
+        )
     host = read_host(options, env)
     _refuse_blocking(host.checks)
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     ops = choose_ops(options.ops_release, toolkit.version)
-    recipe = select_repos(
-        select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+    recipe = for_host(
+        select_repos(
+            select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+        ),
+        sandbox=sandbox is not None or options.sandbox,
     )
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
@@ -365,8 +382,11 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
     ops = choose_ops(options.ops_release, version)
-    recipe = select_repos(
-        select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+    recipe = for_host(
+        select_repos(
+            select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+        ),
+        sandbox=options.sandbox,
     )
     if recipe.socs and options.soc not in recipe.socs:
         raise _not_a_soc(options.soc, recipe)

@@ -8,7 +8,7 @@ the steps that are not up to date, each once its repo is ready.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Set
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -20,6 +20,7 @@ from ..host.toolkit import host_arch
 from ..ownership import inside
 from ..recipes import StepSpec
 from ..render.templates import render_value
+from ..sandbox.hostside import HostSide, lay_out_host_side
 from ..sources.fetch import mirror_git_env
 from ..sources.pinning import Sources, SourceState, sources_from_lock
 from ..states import Outcome
@@ -227,11 +228,36 @@ def run_steps(
 
     gate = DerivedGate(session, sources) if variant is None else None
     if gate is not None:
+        laid = host_side(session, sources.identity_of)
+        if laid is not None and laid.laid_out:
+            progress.note(host_side_note(laid))
         gate.ready_now()
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
     return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)
+
+
+def host_side(
+    session: Session, identity_of: Callable[[str], Mapping[str, Any]]
+) -> Optional[HostSide]:
+    """On the sandbox, the toolkit's host side laid out from the recipe's `toolkit` repos
+    (sandbox/hostside.py) once their checkouts are ready; None elsewhere."""
+    repos = [r.name for r in session.recipe.repos if r.toolkit]
+    if session.sandbox is None or not repos:
+        return None
+    checkouts = {r: (session.ws.checkout(r), str(identity_of(r).get("commit", ""))) for r in repos}
+    return lay_out_host_side(
+        session.sandbox.dir, session.toolkit.real_path, host_arch(), session.sandbox.cann, checkouts
+    )
+
+
+def host_side_note(laid: HostSide) -> str:
+    record = laid.record
+    parts = ", ".join(
+        f"{repo}@{record.commits[repo][:12]} {count}" for repo, count in record.counts.items()
+    )
+    return f"sandbox toolkit: host side laid out from {parts} files"
 
 
 def toolkit_rows(session: Session) -> List[Check]:

@@ -107,6 +107,10 @@ class RepoSpec(Struct, frozen=True, kw_only=True):
     # how its build.sh takes a ccache launcher: "--ccache" (two words, `--ccache <path>`),
     # "--ccache=" (glued); None: it takes none (ccache reaches it through PATH only)
     ccache_option: Optional[str] = None
+    # its packages are part of the toolkit's host side (headers, CMake packages, scripts): a
+    # real host has them installed, the sandbox lays them out from the checkout
+    # (sandbox/hostside.py); only fetched on the sandbox
+    toolkit: bool = False
 
     @property
     def source_pin(self) -> Optional[SourcePin]:

@@ -59,6 +59,7 @@ _REPO_KEYS = {
     "opbase_source",
     "pinned_sources",
     "third_party",
+    "toolkit",
 } | REPO_KEYS
 # The older recipe-wide `[[third_party]]` form, still read below.
 _THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
@@ -188,6 +189,7 @@ def _repo(r: Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
         commit=r.get(table, "commit", str, where, required=False),
         pins=tuple(pins),
         third_party=tuple(rules),
+        toolkit=bool(r.get(table, "toolkit", bool, where, required=False)),
         **buildable_fields(r, table, name),  # type: ignore[arg-type]
     )
 

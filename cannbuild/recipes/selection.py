@@ -76,6 +76,16 @@ def _narrow(recipe: Recipe, order: Tuple[str, ...]) -> Recipe:
     )
 
 
+def for_host(recipe: Recipe, sandbox: bool) -> Recipe:
+    """The recipe a host needs: a real toolkit has its host side installed, so the
+    repositories that only make it (`toolkit = true`, no step builds or pins them) are
+    fetched on the sandbox alone, which lays them out (sandbox/hostside.py)."""
+    if sandbox:
+        return recipe
+    used = {s.repo for s in recipe.steps} | {p.repo for r in recipe.repos for p in r.pins}
+    return replace(recipe, repos=tuple(r for r in recipe.repos if not r.toolkit or r.name in used))
+
+
 def parse_repos(text: str) -> Tuple[str, ...]:
     """`ops-transformer,ops-math` -> the names, blanks dropped."""
     return tuple(n.strip() for n in text.split(",") if n.strip())

@@ -36,7 +36,8 @@ else:  # the tables and builders: a reused sandbox does not load them
     toolkit = lazy_module("cannbuild.sandbox.toolkit")
 
 LOCK_FILE = ".lock"
-MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE)
+# hostside.RECORD: a remade toolkit holds no host side until the next run lays it out
+MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE, "hostside.json")
 SANDBOX_FORMAT = "1"
 
 

@@ -217,6 +217,13 @@ class Release(Struct, frozen=True, kw_only=True):
     opbase_in_toolkit: bool
     share_info: Tuple[str, ...] = field(default=())
 
+    @property
+    def host_side_from_repos(self) -> bool:
+        """The toolkit's host side comes from the open-source repositories the recipe
+        names (`toolkit = true`): from 8.5, the first release hicann/manifest lists them
+        for; 8.3's is the sandbox's emulation."""
+        return self.layout == "cann"
+
 
 _SHARE_INFO_85 = (
     "runtime",

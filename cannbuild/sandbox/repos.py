@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, write
-from .flavors import OpsTransformerFlavor
+from .flavors import OPBASE_2025_11, OpsTransformerFlavor
 from .releases import (
     OPBASE_HISTORY,
     OT_HISTORY,
@@ -34,8 +34,11 @@ from .sharedrepos import (
     CMAKE_HISTORY,
     CMAKE_PIN_INDEX,
     CMAKE_TAGS_PINNED,
+    LIBBOUNDSCHECK_URL,
     OPTENSOR_HISTORY,
     OPTENSOR_PIN_INDEX,
+    TOOLKIT_HISTORY,
+    TOOLKIT_REPOS,
     TreeCommit,
     cann_cmake_files,
     cmake_tarball,
@@ -59,6 +62,7 @@ from .third_party import (
     tree_entries,
     write_mirror,
 )
+from .toolkit_files import stand_in_repo_files
 
 
 def git_env(date: str) -> Dict[str, str]:
@@ -318,7 +322,7 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
         build_dir / "opbase",
         cann / "opbase.git",
         log,
-        lambda work, i: _render_commit(work, OPBASE_HISTORY[i], shared),
+        lambda work, i: _render_opbase(work, OPBASE_HISTORY[i], shared),
     )
 
     # ops-transformer v9.0.0 pins an opbase commit, not the v9.0.0 tag (929902e upstream;
@@ -343,6 +347,20 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
         lambda work, i: _render_commit(work, OT_HISTORY[i], ot_extra(OT_HISTORY[i])),
     )
     built = {"opbase": opbase, "ops-transformer": ot, "cmake": cmake, "ops-tensor": optensor}
+    for name in TOOLKIT_REPOS:
+        bare = (
+            mirror_path(mirror, LIBBOUNDSCHECK_URL)
+            if name == "libboundscheck"
+            else cann / f"{name}.git"
+        )
+        built[name] = build_repo(
+            name,
+            TOOLKIT_HISTORY,
+            build_dir / name,
+            bare,
+            log,
+            _toolkit_renderer(name),
+        )
     by_message = {c.message: sha for c, sha in zip(OPBASE_HISTORY, opbase)}
     for name, history in SIBLING_HISTORY.items():
         built[name] = build_repo(
@@ -354,6 +372,30 @@ def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, Lis
             _sibling_renderer(history, by_message, tarball_sha256, optensor),
         )
     return built
+
+
+def _render_opbase(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
+    """A stand-in opbase commit; from v8.5.0 (whose package the toolkit holds) with the
+    headers its package installs and the packaging XML that says where."""
+    _render_commit(work, commit, extra)
+    if commit.flavor is not OPBASE_2025_11:
+        for rel, data in stand_in_repo_files("opbase", register_in_ge=False).items():
+            target = work / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+
+def _toolkit_renderer(name: str) -> Callable[[Path, int], None]:
+    def render(work: Path, index: int) -> None:
+        _clear(work)
+        commit = TOOLKIT_HISTORY[index]
+        write(work / "README.md", f"cannbuild sandbox stand-in for {name}: {commit.message}\n")
+        for rel, data in stand_in_repo_files(name, register_in_ge=commit.state != "9.1").items():
+            target = work / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    return render
 
 
 def _sibling_renderer(

@@ -20,7 +20,7 @@ from msgspec import Struct
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import write
-from .spec import OBS_UPSTREAM
+from .spec import GITEE_UPSTREAM, OBS_UPSTREAM
 from .third_party import source_tree
 
 CANN_CMAKE_TAG = "master-026"
@@ -86,6 +86,37 @@ OPTENSOR_HISTORY: Tuple[TreeCommit, ...] = (
     TreeCommit(date="2026-07-20T10:00:00+08:00", message="tensor_api: mmad routing", state="3"),
 )
 OPTENSOR_PIN_INDEX = 1
+
+
+# The repositories whose packages make the toolkit's host side (recipes: `toolkit = true`),
+# as stand-ins holding the sandbox's own headers at the repositories' paths
+# (toolkit_files.stand_in_repo_files); the refs are those hicann/manifest names: branch 8.5.0
+# (cann.xml@v8.5.0:4-25), tags v9.0.0 and v9.0.1, branch 9.1.0 (cann.xml@v9.1.0).
+# libboundscheck is openEuler's (v1.1.16, runtime@v9.0.0 cmake/third_party/csec.cmake:27-31).
+TOOLKIT_REPOS = ("ge", "metadef", "runtime", "asc-devkit", "libboundscheck")
+LIBBOUNDSCHECK_URL = GITEE_UPSTREAM + "openeuler/libboundscheck.git"
+TOOLKIT_HISTORY: Tuple[TreeCommit, ...] = (
+    TreeCommit(
+        date="2025-12-26T12:00:00+08:00",
+        message="release 8.5.0",
+        state="8.5",
+        tags=("v8.5.0", "v1.1.16"),
+        branches=("8.5.0",),
+    ),
+    TreeCommit(
+        date="2026-03-20T12:00:00+08:00", message="release 9.0.0", state="9.0", tags=("v9.0.0",)
+    ),
+    TreeCommit(
+        date="2026-05-14T12:00:00+08:00", message="release 9.0.1", state="9.0", tags=("v9.0.1",)
+    ),
+    TreeCommit(
+        date="2026-07-09T12:00:00+08:00",
+        message="release 9.1.0",
+        state="9.1",
+        tags=("v9.1.0",),
+        branches=("9.1.0",),
+    ),
+)
 
 
 def _tree(folder: str, context: Mapping[str, Any]) -> Dict[str, str]:

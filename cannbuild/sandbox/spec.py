@@ -21,6 +21,9 @@ SCHEMA = 1
 # (docs/upstream-9.1.md §3c, §3d).  The sandbox mirror serves it under a folder of its name.
 OBS_UPSTREAM = "https://cann-3rd.obs.cn-north-4.myhuaweicloud.com/"
 OBS_FOLDER = "cann-3rd.obs.cn-north-4.myhuaweicloud.com"
+# The third: openEuler's libboundscheck (securec.h), on gitee, under a folder of its name too.
+GITEE_UPSTREAM = "https://gitee.com/"
+GITEE_FOLDER = "gitee.com"
 
 
 class SandboxSpec(Struct, frozen=True, kw_only=True):
@@ -50,6 +53,7 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
         return {
             self.upstream: self.mirror.as_uri() + "/",
             OBS_UPSTREAM: (self.mirror / OBS_FOLDER).as_uri() + "/",
+            GITEE_UPSTREAM: (self.mirror / GITEE_FOLDER).as_uri() + "/",
         }
 
     def to_json(self) -> Dict[str, object]:

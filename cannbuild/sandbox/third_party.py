@@ -36,7 +36,7 @@ from .flavors import (
     OT_V910,
 )
 from .releases import MAKESELF_URL, UPSTREAM
-from .spec import OBS_FOLDER, OBS_UPSTREAM
+from .spec import GITEE_FOLDER, GITEE_UPSTREAM, OBS_FOLDER, OBS_UPSTREAM
 
 # The archive's one top folder, named after its file (makeself-release-2.5.0-patch1.tar.gz).
 MAKESELF_ARCHIVE = "makeself-release-2.5.0-patch1"
@@ -276,6 +276,8 @@ def mirror_path(mirror: Path, url: str) -> Path:
     # `https://cann-3rd.obs.../json/...` -> `<mirror>/cann-3rd.obs.../json/...`.
     if url.startswith(OBS_UPSTREAM):
         return mirror / OBS_FOLDER / url[len(OBS_UPSTREAM) :]
+    if url.startswith(GITEE_UPSTREAM):
+        return mirror / GITEE_FOLDER / url[len(GITEE_UPSTREAM) :]
     if url.startswith(UPSTREAM):
         return mirror / url[len(UPSTREAM) :]
     raise ValueError(f"the sandbox mirror serves no host of {url}")

@@ -21,7 +21,7 @@ from .files import CommandLog, symlink, write
 from .flavors import OPBASE_V900
 from .hardware import Variant
 from .releases import Release
-from .toolkit_files import lay_out
+from .toolkit_files import WALLS, lay_out, wall_script
 
 # Each ships a `version.info`; torch_npu refuses a home without runtime/ and compiler/.
 COMPONENTS = ("runtime", "compiler", "opp", "toolkit")
@@ -124,7 +124,7 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         f"compatible_version={rel.compatible_version}\narch={arch}\nos=linux\npath={archdir}\n",
     )
     # headers and libraries, declared, stubs and the emulation: one list (toolkit_files.py)
-    lay_out(tk, arch, emu_build, rel.opbase_in_toolkit)
+    lay_out(tk, arch, emu_build, rel.opbase_in_toolkit, rel.host_side_from_repos)
     include = archdir / "include"
     (include / "aclnnop").mkdir(parents=True, exist_ok=True)
     write(archdir / "conf" / "sandbox_npu.ini", f"devices={v.npus * v.dies}\nsoc={v.chip}\n")
@@ -184,25 +184,12 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         )
 
 
-# Stand-ins for the tools the real builds run (the recipes' [[toolkit.files]], with the reason
-# they cannot be derived); the headers and libraries are in toolkit_files.TOOLKIT_FILES.
-BUILD_TOOLS = (
-    "tools/opbuild/op_build",
-    "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++",
-    "toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-gcc",
-)
-
-
 def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
-    # The real ones compile (op_build) or cross-compile for the device (hcc, which opbase's device
-    # sub-build wants); the stand-ins fail loudly if a step reaches them.
-    for rel_path in BUILD_TOOLS:
-        name = Path(rel_path).name
-        write(
-            tk / rel_path,
-            f"#!/bin/sh\necho 'cannbuild sandbox: {name} is a stand-in and cannot run' >&2\nexit 1\n",
-            executable=True,
-        )
+    # The real ones generate code (op_build) or cross-compile for the device (hcc, which opbase's
+    # device sub-build wants); the stand-ins stop a build that reaches them, naming the wall
+    # (toolkit_files.WALLS, with the reason each is not emulated).
+    for wall in WALLS:
+        write(tk / wall.path, wall_script(wall), executable=True)
     # the Ascend C kernel cmake: under <arch>-linux/tikcpp from 8.5, tools/ascend_project before
     kernel_cmake = (
         f"{arch}-linux/tikcpp/ascendc_kernel_cmake/cmake"

@@ -4,6 +4,13 @@ The stand-in repositories' host code includes the real header names and their cm
 modules look for the real files (templates/sandbox/ops-transformer/cmake/modules, in the
 shape of cannmirror/ops-transformer@v9.0.0 cmake/modules), so the derived check
 (build/derived.py) passes on the sandbox because these files are there and are found.
+
+From 8.5 the headers an open-source CANN repository ships (`repo`) are not laid out
+here: the sandbox fetches that repository like any source and lays its packages out
+(sandbox/hostside.py), the real one through a mirror rule, else the stand-in
+repository the sandbox serves, which holds these same files at the repository's paths
+with a packaging XML (stand_in_repo_files).  8.3 was released before the host side
+was (hicann/manifest starts at v8.5.0): there the toolkit keeps them as emulations.
 Each is one of:
 
   DECLARED  real declarations, written from the public API (kernels/emu/include: the ACL and
@@ -16,9 +23,10 @@ Each is one of:
 
 from __future__ import annotations
 
+import posixpath
 import shutil
 from pathlib import Path
-from typing import Tuple
+from typing import Dict, List, Tuple
 
 from msgspec import Struct
 
@@ -29,6 +37,26 @@ DECLARED, STUB, EMULATED = "declared", "stub", "emulated"
 INCLUDE = "{arch}-linux/include/"
 LIB64 = "{arch}-linux/lib64/"
 _METADEF = "hicann/metadef inc/external/"
+# package -> the repository that ships its headers, and where under it they are
+# (hicann/opbase@v9.0.0 include/nnopbase/, hicann/metadef inc/external/, hicann/runtime
+# include/external/, cannmirror/asc-devkit include/, openeuler-mirror/libboundscheck include/)
+REPO_OF = {
+    "opbase": "opbase",
+    "metadef": "metadef",
+    "runtime": "runtime",
+    "asc-devkit": "asc-devkit",
+    "libboundscheck": "libboundscheck",
+}
+REPO_FOLDER = {
+    "opbase": "include/nnopbase/",
+    "metadef": "inc/external/",
+    "runtime": "include/external/",
+    "asc-devkit": "include/",
+    "libboundscheck": "include/",
+}
+# ge ships the operator definition headers up to 9.0, metadef from 9.1
+# (hicann/ge@v9.0.0 inc/graph_metadef/external/register/; metadef@9.1.0 inc/external/asc/register/)
+GE_REGISTER = ("register/op_def_registry.h", "register/op_def.h")
 
 
 class StandIn(Struct, frozen=True, kw_only=True):
@@ -38,6 +66,11 @@ class StandIn(Struct, frozen=True, kw_only=True):
     what: str  # where the declarations come from, or what the real file is
     copy: str = ""  # DECLARED/EMULATED headers: a file or folder under kernels/
     opbase_in_toolkit: bool = False  # only where the toolkit holds opbase (<= 8.5)
+
+    @property
+    def repo(self) -> str:
+        """The open-source repository that ships it (none: the sandbox's own)."""
+        return REPO_OF.get(self.package, "") if self.path.startswith(INCLUDE) else ""
 
 
 def _h(path: str, kind: str, package: str, what: str, copy: str = "") -> StandIn:
@@ -185,12 +218,60 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
 )
 EMPTY_ARCHIVE = b"!<arch>\n"  # what `ar` writes for an archive with no member
 
+# What a build of the real repositories reaches that neither an open-source repository nor
+# the sandbox provides: a stand-in that stops the build there, saying so.  The marker line
+# is what doctor (build/derived.py) and the failure hint (hints.py) recognise.
+WALL_MARKER = "cannbuild sandbox wall:"
 
-def lay_out(tk: Path, arch: str, emu_build: Path, opbase_in_toolkit: bool) -> None:
-    """Put every file of TOOLKIT_FILES under `tk` (the toolkit's install folder)."""
+
+class Wall(Struct, frozen=True, kw_only=True):
+    path: str  # under the toolkit's install folder
+    component: str
+    what: str  # what the real one does, and why the sandbox has none
+
+
+WALLS: Tuple[Wall, ...] = (
+    Wall(
+        path="tools/opbuild/op_build",
+        component="op_build",
+        what="the real toolkit's opbuild loads the compiled operator definitions and generates "
+        "the aclnn sources and operator prototypes (ops-transformer@v9.0.0 "
+        "cmake/custom_build.cmake:814-880); it is closed source, in no open CANN repository, "
+        "and the sandbox has no emulation of it",
+    ),
+    Wall(
+        path="toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++",
+        component="hcc",
+        what="the device-side cross compiler opbase's device sub-build runs (opbase@v9.0.0 "
+        "cmake/aarch64-hcc-toolchain.cmake); it ships with the toolkit, not in an open repository",
+    ),
+    Wall(
+        path="toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-gcc",
+        component="hcc",
+        what="the device-side cross compiler (C), as above",
+    ),
+)
+
+
+def wall_script(wall: Wall) -> str:
+    name = Path(wall.path).name
+    return (
+        "#!/bin/sh\ncat >&2 <<'WALL'\n"
+        f"{WALL_MARKER} {wall.component} ({wall.path}): {wall.what}\n"
+        f"cannbuild sandbox: {name} is a stand-in and cannot run\nWALL\nexit 1\n"
+    )
+
+
+def lay_out(
+    tk: Path, arch: str, emu_build: Path, opbase_in_toolkit: bool, host_side_repos: bool
+) -> None:
+    """Put every file of TOOLKIT_FILES under `tk` (the toolkit's install folder), but
+    those an open repository ships where the release's host side comes from them."""
     kernels = data_dir("kernels")
     for item in TOOLKIT_FILES:
         if item.opbase_in_toolkit and not opbase_in_toolkit:
+            continue
+        if host_side_repos and item.repo:
             continue
         target = tk / item.path.format(arch=arch)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -203,9 +284,59 @@ def lay_out(tk: Path, arch: str, emu_build: Path, opbase_in_toolkit: bool) -> No
         elif item.kind == EMULATED:
             shutil.copy2(emu_build / target.name, target)
         elif target.suffix == ".h":
-            write(
-                target,
-                f"/* cannbuild sandbox stub of {item.path[len(INCLUDE) :]}: {item.what} */\n",
-            )
+            write(target, _stub(item))
         else:
             target.write_bytes(EMPTY_ARCHIVE if target.suffix == ".a" else b"")
+
+
+def _stub(item: StandIn) -> str:
+    return f"/* cannbuild sandbox stub of {item.path[len(INCLUDE) :]}: {item.what} */\n"
+
+
+def stand_in_repo_files(repo: str, register_in_ge: bool) -> Dict[str, bytes]:
+    """The files of the stand-in `repo` the sandbox serves in place of the real one: each
+    header of TOOLKIT_FILES it ships, at the repository's path, and a packaging XML
+    (scripts/package/<repo>/<repo>.xml) that installs them where the toolkit has them,
+    which sandbox/hostside.py reads as it reads the real one.  `register_in_ge`: the
+    release ships the operator definition headers in ge (<= 9.0), not metadef."""
+    kernels = data_dir("kernels")
+    files: Dict[str, bytes] = {}
+    folders: Dict[str, List[str]] = {}
+    for item in TOOLKIT_FILES:
+        rel = item.path[len(INCLUDE) :]
+        owner = item.repo
+        folder = REPO_FOLDER.get(owner, "")
+        if rel in GE_REGISTER and register_in_ge:
+            owner, folder = "ge", "inc/graph_metadef/external/"
+        if owner != repo:
+            continue
+        source = kernels / item.copy if item.copy else None
+        if source is not None and source.is_dir():
+            for path in sorted(source.rglob("*")):
+                if path.is_file():
+                    files[f"{folder}{rel}/{path.relative_to(source).as_posix()}"] = (
+                        path.read_bytes()
+                    )
+        elif source is not None:
+            files[folder + rel] = source.read_bytes()
+        else:
+            files[folder + rel] = _stub(item).encode()
+        where, name = posixpath.split(rel)
+        folders.setdefault(where, []).append(name)
+    if repo == "libboundscheck":
+        return files  # no package of its own: runtime installs its headers (hostside.THIRD_PARTY)
+    xml = [f'<?xml version="1.0" encoding="UTF-8"?>\n<config name="{repo}">']
+    for where in sorted(folders):
+        install = f"$(TARGET_ENV)/include/{where}".rstrip("/")
+        xml.append(f'    <file_info dst_path="include/{where}" install_path="{install}">')
+        xml += [f'        <file value="{name}"/>' for name in sorted(folders[where])]
+        xml.append("    </file_info>")
+    if (
+        repo == "runtime"
+    ):  # runtime installs libboundscheck's headers (runtime@v9.0.0 RuntimeInc.xml:129)
+        xml.append('    <file_info dst_path="include" install_path="$(TARGET_ENV)/include">')
+        xml.append('        <file value="securec.h"/>')
+        xml.append("    </file_info>")
+    xml.append("</config>\n")
+    files[f"scripts/package/{repo}/{repo}.xml"] = "\n".join(xml).encode()
+    return files

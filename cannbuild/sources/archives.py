@@ -21,6 +21,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..errors import FetchError, UsageError
 from ..recipes import ArchiveRule, RepoSpec
@@ -81,6 +82,7 @@ class Needed(Struct, frozen=True, kw_only=True):
     # placed where the cann/cmake module takes a copy, no recipe rule saying so: the lock
     # records the place
     from_cmake: bool = False
+    places: Tuple[str, ...] = ()  # every place the ref takes a copy at, `place` first
 
 
 class ArchivePlan(Struct, frozen=True, kw_only=True):
@@ -234,6 +236,7 @@ def plan_archives(
             # The copy goes to the first place, the one the recipe prefers; the rest document the
             # other spots that ref would also accept.
             place=rule.place[0] if rule.place else "",
+            places=tuple(rule.place),
             source=rule.source,
             where=found.where if found else f"recipe {recipe_path.name}",
             md5=rule.md5 or (found.md5 if found else None),
@@ -246,6 +249,7 @@ def plan_archives(
             name=d.name,
             url=d.url,
             place=preferred_place(d.url, d.places),
+            places=d.places,
             source=d.source,
             where=d.where,
             md5=d.md5,
@@ -292,11 +296,7 @@ def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
     for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
         if not expected:
             continue
-        digest = hashlib.new(algo)
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        actual = digest.hexdigest()
+        actual = _digest(path, algo)
         if actual != expected:
             via = "" if source == item.url else f" (fetched as {redact(source)})"
             raise FetchError(
@@ -307,6 +307,44 @@ def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
                 + repo
                 + ".third_party]] on purpose.",
             )
+
+
+def declared_matches(path: Path, item: Needed) -> bool:
+    """Whether the file has the hashes the checkout declares."""
+    for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
+        if expected and _digest(path, algo) != expected:
+            return False
+    return True
+
+
+def _digest(path: Path, algo: str) -> str:
+    digest = hashlib.new(algo)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def accept_stand_in(item: Needed, repo: str, sha256: str) -> Tuple[Needed, str]:
+    """The sandbox's stand-in taken for `item` by name: put unpacked where the build takes
+    a copy without checking a hash (a file copy would be checked against the declared one
+    and refused), and the reason the lock, the report and status show."""
+    place = next((p for p in item.places if p.endswith("/")), None)
+    declared = ", ".join(f"{a} {h}" for a, h in (("sha256", item.sha256), ("md5", item.md5)) if h)
+    if place is None:
+        raise FetchError(
+            f"{repo}'s {item.where} declares {declared} for {item.name} ({redact(item.url)}), "
+            "and the sandbox serves only its stand-in; this ref checks the hash of every local "
+            f"copy it takes ({item.source or 'no unpacked copy is taken'}), so no stand-in can "
+            "be accepted for it.",
+            "Serve the real file through a mirror rule (cannbuild.mirrors) or an offline bundle "
+            "made where it is reachable.",
+        )
+    return replace(item, place=place), (
+        f"sandbox stand-in {sha256[:12]} accepted with --accept-stand-in: {repo}'s {item.where} "
+        f"declares {declared}, which the sandbox cannot serve; unpacked at {place}, where the "
+        "build takes a copy without a hash check"
+    )
 
 
 def declared_archives(

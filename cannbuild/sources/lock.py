@@ -66,6 +66,9 @@ class LockedArchive(Struct, frozen=True, kw_only=True):
     # checkout -> where it went, for an archive placed where the cann/cmake module that
     # declares it takes a copy (no recipe rule says so); empty when the recipe places it
     places: Dict[str, str] = field(default_factory=dict)
+    # on the sandbox: why these bytes are the sandbox's stand-in, not the file upstream
+    # declares, accepted by name (--accept-stand-in); "" for the real file
+    stand_in: str = ""
 
 
 class Lock(Struct, frozen=True, kw_only=True):
@@ -124,6 +127,7 @@ class Lock(Struct, frozen=True, kw_only=True):
             or bool(self.build_repos)
             or any(r.source for r in self.repos)
             or any(a.places for a in self.third_party)
+            or any(a.stand_in for a in self.third_party)
         )
         return 3 if extended else 2
 
@@ -157,7 +161,7 @@ def _written(entry: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in entry.items() if v or k not in _OPTIONAL}
 
 
-_OPTIONAL = ("repos", "source", "places")
+_OPTIONAL = ("repos", "source", "places", "stand_in")
 _LOCK_TOO_BIG = "A lock pins a few repos and archives in KBs: restore it, or run `cannbuild lock`."
 
 
@@ -230,7 +234,14 @@ _TOP = {
 }
 _ENTRIES = {
     "repos": {"name": True, "url": True, "ref": True, "commit": True, "source": False},
-    "third_party": {"name": True, "url": True, "sha256": True, "repos": False, "places": False},
+    "third_party": {
+        "name": True,
+        "url": True,
+        "sha256": True,
+        "repos": False,
+        "places": False,
+        "stand_in": False,
+    },
 }
 
 

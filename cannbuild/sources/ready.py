@@ -31,7 +31,15 @@ from ..errors import (
 from ..host.toolkit import host_arch
 from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
-from .archives import Declared, Needed, check_declared, declared_archives, plan_archives
+from .archives import (
+    Declared,
+    Needed,
+    accept_stand_in,
+    check_declared,
+    declared_archives,
+    declared_matches,
+    plan_archives,
+)
 from .canncmake import (
     FETCH_CANN_CMAKE,
     FETCH_CANN_CMAKE_FILES,
@@ -311,6 +319,8 @@ class PendingSources:
         """The archives `repo`'s CMake downloads at `commit`, fetched (through the mirror
         map, verified) and ready to be put where that ref looks for them."""
         request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
+        if repo.toolkit and not any(s.repo == repo.name for s in request.recipe.steps):
+            return [], [], []  # a toolkit repo is laid out, never built: its archives are moot
         idle = request.idle.get(repo.name)
         if idle is not None:
             # Only what will run is checked: not even read, so an unreachable archive (or a
@@ -350,13 +360,23 @@ class PendingSources:
         seeds: List[Seed] = []
         archives: List[LockedArchive] = []
         for item in plan.placed:
-            expected = self._expected_sha256(repo, commit, item)
+            stand_in = self._stand_in_sha256(item)
+            expected = (
+                None
+                if stand_in and self.mode == RESOLVE
+                else self._expected_sha256(repo, commit, item)
+            )
             # Two repos may need one archive (makeself): one download, the other thread waits.
             with self._download_lock(item.url):
                 self._stage(repo)
                 path, sha = ensure_archive(fetcher, ws, item.url, expected)
-            # The hash the ref's CMake declares must hold too, or the build itself would refuse it.
-            check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
+            accepted = ""
+            if stand_in and sha == stand_in and not declared_matches(path, item):
+                item, accepted = accept_stand_in(item, repo.name, sha)
+            else:
+                # The hash the ref's CMake declares must hold too, or the build itself would
+                # refuse it.
+                check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
             seeds.append(Seed(source=path, dest=item.place, sha256=sha))
             archives.append(
                 LockedArchive(
@@ -364,11 +384,27 @@ class PendingSources:
                     url=redact(item.url),
                     sha256=sha,
                     repos=(repo.name,),
-                    # where the cann/cmake module took it; a recipe rule's place is the recipe's
-                    places={repo.name: item.place} if item.from_cmake else {},
+                    # where the cann/cmake module took it (or an accepted stand-in went); a
+                    # recipe rule's place is the recipe's
+                    places={repo.name: item.place} if item.from_cmake or accepted else {},
+                    stand_in=accepted,
                 )
             )
         return seeds, archives, notes
+
+    def _stand_in_sha256(self, item: Needed) -> Optional[str]:
+        """The sha256 of the sandbox's stand-in for this archive where it may be taken in
+        place of the file the checkout declares: accepted by name (--accept-stand-in) or
+        by an earlier run, as the lock records."""
+        if not (item.sha256 or item.md5):
+            return None  # nothing declared, nothing to accept: the build checks no hash
+        locked = self.existing.archive(item.url) if self.existing else None
+        if locked is not None and locked.stand_in and self.mode != RESOLVE:
+            return locked.sha256
+        names = self.request.accept_stand_ins
+        if item.name in names or "all" in names:
+            return self.request.stand_in_sha256.get(redact(item.url))
+        return None
 
     def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
         locked = self.existing.archive(item.url) if self.existing else None

@@ -35,3 +35,7 @@ class SourceRequest(Struct, frozen=True, kw_only=True):
     stand_ins: Tuple[str, ...] = ()
     # the --repos order when it is not the recipe's default_repos: the lock records it
     build_repos: Tuple[str, ...] = ()
+    # --accept-stand-in: the archives (or "all") whose sandbox stand-in may be taken where
+    # the checkout declares another file's hash, and the stand-ins' sha256 by URL
+    accept_stand_ins: Tuple[str, ...] = ()
+    stand_in_sha256: Mapping[str, str] = {}

@@ -147,6 +147,14 @@ FLAGS: Dict[str, Flag] = {
             field="optional_steps",
         ),
         Flag(
+            name="accept_stand_in",
+            help="sandbox only: take the sandbox's stand-in of this third-party archive (or "
+            "all) where the checkout declares the real file's hash, which the sandbox cannot "
+            "serve (repeatable); the lock, the report and status name each one",
+            kind=list,
+            field="accept_stand_ins",
+        ),
+        Flag(
             name="install_into_toolkit",
             help="install opbase into the real toolkit instead of a workspace overlay (writes outside "
             "the workspace)",
@@ -284,6 +292,7 @@ SESSION_FLAGS = (
     "variant",
     "cann",
     "wait",
+    "accept_stand_in",
 )
 RUN_FLAGS = (*SESSION_FLAGS, "force", "with_step", "verbose", "dry_run")
 # The options that name a workspace's target (target.py): what `status` compares with.

@@ -123,7 +123,10 @@ def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool)
     with locks.WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
         state = pinning.sync_sources(session.source_request(), **how)
         targets.record_session(session, command)
+        laid = build_steps.host_side(session, lambda repo: state.identities[repo])
     ui.print_sources(state, session.options.lock_file)
+    if laid is not None and laid.laid_out:
+        ui.note(build_steps.host_side_note(laid))
 
 
 @cli_task(*SESSION_FLAGS, "with_step", "dry_run")
