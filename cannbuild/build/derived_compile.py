@@ -31,6 +31,7 @@ from msgspec import Struct
 from .. import proc
 from ..host.check import FAIL, PASS, SKIP, Check
 from ..workspace import read_json, write_json_atomic
+from .derived_cmake import CmakeFacts
 from .derived_includes import op_folders
 
 COMPILED = 1  # what a memo was made by
