@@ -45,7 +45,7 @@ HINTS: Tuple[Hint, ...] = (
     Hint(
         pattern=r"cannbuild sandbox wall: (\S+) \(([^)]+)\): ([^\n]+)",
         text="the build reached the sandbox's wall {1} ({2}): {3}. Everything before it built "
-        "against the toolkit's real host side (doctor's row recipe.derived.wall.{1} says so "
+        "against the toolkit's real host side (doctor's row recipe.wall.{1} says so "
         "before the build); on an Ascend host with the CANN toolkit it goes on.",
     ),
     # ops-transformer build.sh, after sourcing setenv.bash: `Error: bisheng compilation tool not

@@ -26,8 +26,8 @@ from msgspec import Struct
 
 from ..errors import DoctorBlocked
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
+from ..host.contents import wall_of, wall_row
 from ..recipes import Recipe, StepSpec
-from ..sandbox.toolkit_files import WALL_MARKER
 from ..workspace import Workspace, read_json, write_json_atomic
 from .cmake_text import is_test_file
 from .derived_cmake import CmakeFacts, Lookup, scan_cmake
@@ -339,28 +339,10 @@ def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
 
 
 def _wall_row(n: StepNeeds, home: Path, program: str) -> Optional[Check]:
-    """A failing row (not blocking: the build runs up to it) where the cmake runs a toolkit
-    program that is the sandbox's wall (sandbox/toolkit_files.py WALLS)."""
+    """The sandbox-wall row of a toolkit program the cmake runs (host/contents.py)."""
     rel, _, where = program.partition("\t")
-    try:
-        with open(home / rel, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except OSError:
-        return None
-    at = head.find(WALL_MARKER)
-    if at < 0:
-        return None
-    said = head[at + len(WALL_MARKER) :].split("\n", 1)[0].strip().rstrip("'")
-    component = said.split(" ", 1)[0]
-    return Check(
-        id=f"recipe.derived.wall.{component}",
-        status=FAIL,
-        detail=f"{n.step} at {n.derived.commit[:12]} runs {rel} ({where}), which is where the "
-        f"sandbox stops: {said}",
-        hint="The build runs up to it and stops there, naming it; everything before it builds "
-        "against the toolkit's real host side. On an Ascend host with the CANN toolkit the "
-        "build goes on.",
-    )
+    said = wall_of(home / rel)
+    return wall_row(n.step, rel, where, said) if said is not None else None
 
 
 class _HeaderTrees:

@@ -17,7 +17,7 @@ from msgspec.structs import replace
 from .. import vendors
 from ..errors import UsageError
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
-from ..host.contents import contents_check
+from ..host.contents import contents_check, wall_rows
 from ..host.doctor import HostReport, read_host
 from ..host.judge_imports import import_checks
 from ..host.pystack import read_python_stack
@@ -30,7 +30,7 @@ from ..recipes.selection import for_host, ops_by_repo, select_repos
 from ..sandbox.hostside import laid_out_for
 from ..workspace import Workspace
 from .compile_cache import cache_checks
-from .derived import checked_out, derived_checks, ops_of, step_needs
+from .derived import checked_out, cmake_files, derived_checks, ops_of, step_needs
 from .derived_compile import find_compiler
 from .plan import selected
 
@@ -103,10 +103,27 @@ def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List
     specs = [s for s in recipe.steps if selected(s, options.optional_steps, options.force)]
     steps = [s.name for s in specs]
     checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
-    checks += derived_rows(recipe, options, home)
+    ws = Workspace(root=options.workspace)
+    owners = {s.name: s.repo for s in specs}
+    checks += wall_rows(
+        recipe.toolkit_files,
+        steps,
+        home,
+        host_arch(),
+        lambda f: _checkout_uses(ws, owners.get(f.step), f.used_by_word),
+    )
+    walls = {c.id for c in checks}
+    checks += [c for c in derived_rows(recipe, options, home) if c.id not in walls]
     if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
         checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
     return checks
+
+
+def _checkout_uses(ws: Workspace, repo: Optional[str], word: str) -> bool:
+    """Whether the repo's checkout's cmake names `word` (no checkout yet: not known, no)."""
+    if repo is None or not (ws.checkout(repo) / ".git").exists():
+        return False
+    return any(word in text for text in cmake_files(ws.checkout(repo)).values())
 
 
 def toolkit_home(host: HostReport) -> Path:

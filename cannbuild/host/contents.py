@@ -12,7 +12,7 @@ CANN package that ships it, before any build runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -57,6 +57,61 @@ def missing_files(
                 )
             )
     return missing
+
+
+# The line a sandbox stand-in prints where a build of the real repositories reaches a toolkit
+# part neither an open repository nor the sandbox provides (sandbox/toolkit_files.py WALLS).
+WALL_MARKER = "cannbuild sandbox wall:"
+
+
+def wall_of(path: Path) -> Optional[Tuple[str, str]]:
+    """(component, what it is) when `path` is a sandbox wall, else None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    at = head.find(WALL_MARKER)
+    if at < 0:
+        return None
+    said = head[at + len(WALL_MARKER) :].split("\n", 1)[0].strip()
+    return said.split(" ", 1)[0], said
+
+
+def wall_row(step: str, rel: str, where: str, said: Tuple[str, str]) -> Check:
+    """A failing row, not blocking (the build runs up to the wall and stops there, naming
+    it), for a toolkit program a step runs that is the sandbox's wall."""
+    component, what = said
+    return Check(
+        id=f"recipe.wall.{component}",
+        status=FAIL,
+        detail=f"{step} runs {rel} ({where}), which is where the sandbox stops: {what}",
+        hint="The build runs up to it and stops there, naming it; everything before it builds "
+        "against the toolkit's real host side. On an Ascend host with the CANN toolkit the "
+        "build goes on.",
+    )
+
+
+def wall_rows(
+    files: Sequence[ToolkitFile],
+    steps: Sequence[str],
+    home: Path,
+    arch: str,
+    uses: Callable[[ToolkitFile], bool],
+) -> List[Check]:
+    """A row per sandbox wall among the recipe's toolkit files of the steps that run and
+    whose checkout `uses` them (a stand-in checkout runs none), in recipe order (the order
+    a build meets them)."""
+    rows: Dict[str, Check] = {}
+    for entry in files:
+        if entry.step not in steps or not uses(entry):
+            continue
+        for p in entry.paths:
+            rel = p.replace("{{ arch }}", arch).replace("{{arch}}", arch)
+            said = wall_of(home / rel)
+            if said is not None and said[0] not in rows:
+                rows[said[0]] = wall_row(entry.step, rel, entry.source, said)
+    return list(rows.values())
 
 
 def contents_check(

@@ -146,6 +146,13 @@ class ToolkitFile(Struct, frozen=True, kw_only=True):
     paths: Tuple[str, ...]
     source: str = ""
     reason: str = ""
+    # a word of the checkout's cmake that says the build runs it (`add_es_library` for
+    # gen_esb); default the file's own name (`op_build`): a checkout without it never does
+    used_by: str = ""
+
+    @property
+    def used_by_word(self) -> str:
+        return self.used_by or self.paths[0].rstrip("/").rsplit("/", 1)[-1]
 
 
 class StepSpec(Struct, frozen=True, kw_only=True):

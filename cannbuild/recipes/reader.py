@@ -80,7 +80,7 @@ _STEP_KEYS = {
     "cwd",
     "optional",
 }
-_FILE_KEYS = {"component", "package", "step", "paths", "source", "reason"}
+_FILE_KEYS = {"component", "package", "step", "paths", "source", "reason", "used_by"}
 # The run's values a step may declare as inputs: each one joins the step's input hash
 # (build/plan.py), so changing it reruns the step.
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
@@ -326,6 +326,7 @@ def _toolkit_files(
             paths=r.strings(table, "paths", where),
             source=r.get(table, "source", str, where, required=False) or "",
             reason=r.get(table, "reason", str, where, required=False) or "",
+            used_by=r.get(table, "used_by", str, where, required=False) or "",
         )
         if not entry.reason.strip():
             # what the checkout's cmake looks for and its code includes is derived

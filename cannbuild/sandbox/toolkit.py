@@ -129,11 +129,13 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
     (include / "aclnnop").mkdir(parents=True, exist_ok=True)
     write(archdir / "conf" / "sandbox_npu.ini", f"devices={v.npus * v.dies}\nsoc={v.chip}\n")
     if rel.opbase_in_toolkit:
-        opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
-        shutil.copytree(opbase_inc, archdir / "pkg_inc" / "op_common", dirs_exist_ok=True)
-        shutil.copytree(opbase_inc, include / "op_common", dirs_exist_ok=True)
-        # opbase >= 8.5 installs op_common under `<arch>-linux/pkg_inc` (reference
-        # real-host-findings.md §1); the copy under include/ serves refs that look there.
+        if not rel.host_side_from_repos:  # else opbase's package brings it (hostside.py)
+            opbase_inc = kernels / "standin" / "opbase" / "pkg_inc" / "op_common"
+            shutil.copytree(opbase_inc, archdir / "pkg_inc" / "op_common", dirs_exist_ok=True)
+            shutil.copytree(opbase_inc, include / "op_common", dirs_exist_ok=True)
+        # opbase >= 8.5 installs op_common under `<arch>-linux/pkg_inc` only (reference
+        # real-host-findings.md §1; hicann/opbase@v9.0.0 scripts/package XML): a copy under
+        # include/ would be found first by a real FindOPBASE and shadow the opbase source.
         symlink(tk / "pkg_inc", f"{arch}-linux/pkg_inc")
     for link in ("include", "lib64", "conf"):
         symlink(tk / link, f"{arch}-linux/{link}")
@@ -189,7 +191,7 @@ def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
     # device sub-build wants); the stand-ins stop a build that reaches them, naming the wall
     # (toolkit_files.WALLS, with the reason each is not emulated).
     for wall in WALLS:
-        write(tk / wall.path, wall_script(wall), executable=True)
+        write(tk / wall.path.format(arch=arch), wall_script(wall, arch), executable=True)
     # the Ascend C kernel cmake: under <arch>-linux/tikcpp from 8.5, tools/ascend_project before
     kernel_cmake = (
         f"{arch}-linux/tikcpp/ascendc_kernel_cmake/cmake"

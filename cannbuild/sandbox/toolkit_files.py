@@ -30,6 +30,7 @@ from typing import Dict, List, Tuple
 
 from msgspec import Struct
 
+from ..host.contents import WALL_MARKER
 from ..resources import data_dir
 from .files import write
 
@@ -221,7 +222,6 @@ EMPTY_ARCHIVE = b"!<arch>\n"  # what `ar` writes for an archive with no member
 # What a build of the real repositories reaches that neither an open-source repository nor
 # the sandbox provides: a stand-in that stops the build there, saying so.  The marker line
 # is what doctor (build/derived.py) and the failure hint (hints.py) recognise.
-WALL_MARKER = "cannbuild sandbox wall:"
 
 
 class Wall(Struct, frozen=True, kw_only=True):
@@ -240,6 +240,13 @@ WALLS: Tuple[Wall, ...] = (
         "and the sandbox has no emulation of it",
     ),
     Wall(
+        path="{arch}-linux/bin/gen_esb",
+        component="gen_esb",
+        what="the ge-compiler package's ES API generator that ge's generate_es_package.cmake "
+        "runs for add_es_library (hicann/ge@v9.0.0 cmake/generate_es_package.cmake:490-493); "
+        "a program built from hicann/ge, which the sandbox does not build",
+    ),
+    Wall(
         path="toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++",
         component="hcc",
         what="the device-side cross compiler opbase's device sub-build runs (opbase@v9.0.0 "
@@ -253,11 +260,11 @@ WALLS: Tuple[Wall, ...] = (
 )
 
 
-def wall_script(wall: Wall) -> str:
+def wall_script(wall: Wall, arch: str) -> str:
     name = Path(wall.path).name
     return (
         "#!/bin/sh\ncat >&2 <<'WALL'\n"
-        f"{WALL_MARKER} {wall.component} ({wall.path}): {wall.what}\n"
+        f"{WALL_MARKER} {wall.component} ({wall.path.format(arch=arch)}): {wall.what}\n"
         f"cannbuild sandbox: {name} is a stand-in and cannot run\nWALL\nexit 1\n"
     )
 
@@ -323,13 +330,22 @@ def stand_in_repo_files(repo: str, register_in_ge: bool) -> Dict[str, bytes]:
             files[folder + rel] = _stub(item).encode()
         where, name = posixpath.split(rel)
         folders.setdefault(where, []).append(name)
+    if repo == "opbase":  # op_common, under pkg_inc only (hicann/opbase@v9.0.0 package XML)
+        common = kernels / "standin" / "opbase" / "pkg_inc"
+        for path in sorted(common.rglob("*.h")):
+            rel = path.relative_to(common).as_posix()
+            files[f"pkg_inc/{rel}"] = path.read_bytes()
+            where, name = posixpath.split(rel)
+            folders.setdefault(f"pkg_inc:{where}", []).append(name)
     if repo == "libboundscheck":
         return files  # no package of its own: runtime installs its headers (hostside.THIRD_PARTY)
     xml = [f'<?xml version="1.0" encoding="UTF-8"?>\n<config name="{repo}">']
-    for where in sorted(folders):
-        install = f"$(TARGET_ENV)/include/{where}".rstrip("/")
-        xml.append(f'    <file_info dst_path="include/{where}" install_path="{install}">')
-        xml += [f'        <file value="{name}"/>' for name in sorted(folders[where])]
+    for key in sorted(folders):
+        tree, _, where = key.rpartition(":")
+        top = tree or "include"
+        install = f"$(TARGET_ENV)/{top}/{where}".rstrip("/")
+        xml.append(f'    <file_info dst_path="{top}/{where}" install_path="{install}">')
+        xml += [f'        <file value="{name}"/>' for name in sorted(folders[key])]
         xml.append("    </file_info>")
     if (
         repo == "runtime"

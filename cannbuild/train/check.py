@@ -143,7 +143,9 @@ def workspace_scripts(
                 f"Its repos: {', '.join(names)}.",
             )
     scripts: Dict[str, ScriptSpec] = {}
-    for name in names:
+    # a toolkit repo no step builds has no build.sh the recipe renders flags for
+    built = {s.repo for s in recipe.steps}
+    for name in (n for n in names if n in built or not recipe.repo(n).toolkit):
         folder = given.get(name) or ws.checkout(name)
         path = folder / SCRIPT
         if path.is_file():
