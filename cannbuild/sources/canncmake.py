@@ -128,9 +128,10 @@ def local_places(text: str) -> List[Tuple[str, int]]:
     a folder (`IS_DIRECTORY .../eigen` -> `eigen/`), and the folder it unpacks into
     (`SOURCE_DIR`) when it looks for a file there (`EXISTS .../makeself/makeself.sh` ->
     `makeself/`).  A variable set several times stands for each of its values
-    (protobuf.cmake:136-146).  Paths outside `${CANN_3RD_LIB_PATH}`, with `..`, or
-    naming a variable the module does not set are left out; so are copies it looks up
-    with `find_path` (json's unpacked `json/include`)."""
+    (protobuf.cmake:136-146), and a folder it unpacks into that it first looks in with
+    `find_path` (json.cmake:29-33: `json/include`, so `json/`).  Paths outside
+    `${CANN_3RD_LIB_PATH}`, with `..`, or naming a variable the module does not set are
+    left out."""
     lines = text.splitlines()
     variables: Dict[str, List[str]] = {}
     for line in lines:
@@ -143,6 +144,13 @@ def local_places(text: str) -> List[Tuple[str, int]]:
         for rel in _under_3rd(raw, variables)
     }
     found: List[Tuple[str, int]] = []
+    for match in _FIND_PATH.finditer(text):
+        number = text.count("\n", 0, match.start()) + 1
+        for raw in re.findall(r"\$\{[^}]+\}[^\s\")]*", match.group(1)):
+            for rel in _under_3rd(raw, variables):
+                place = next((u for u in sorted(unpacked) if (rel + "/").startswith(u)), None)
+                if place is not None and place not in [p for p, _ in found]:
+                    found.append((place, number))
     for number, line in enumerate(lines, 1):
         if not _CONDITION.match(line):
             continue
@@ -161,6 +169,8 @@ def local_places(text: str) -> List[Tuple[str, int]]:
     return found
 
 
+# the arguments of a `find_path(...)` (one level of parentheses: its arguments have none)
+_FIND_PATH = re.compile(r"\bfind_path\s*\(([^()]*)\)", re.IGNORECASE)
 # `SOURCE_DIR "${MAKESELF_PATH}"` in FetchContent_Declare / ExternalProject_Add
 _SOURCE_DIR = re.compile(r"\bSOURCE_DIR\s+\"?([^\s\")]+)\"?")
 # a variable set more often than this is not a path list worth expanding

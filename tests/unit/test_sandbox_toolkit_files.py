@@ -13,6 +13,7 @@ from cannbuild.sandbox.toolkit_files import (
     STUB,
     TOOLKIT_FILES,
     lay_out,
+    stand_in_repo_files,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "derived"
@@ -68,7 +69,7 @@ def test_stubs_are_empty_and_libraries_link_nothing_in(tmp_path):
     for item in TOOLKIT_FILES:
         if item.kind == EMULATED and not item.path.startswith(INCLUDE):
             (emu / Path(item.path).name).write_bytes(b"\x7fELF emulated")
-    lay_out(tmp_path / "tk", "x86_64", emu, opbase_in_toolkit=False)
+    lay_out(tmp_path / "tk", "x86_64", emu, opbase_in_toolkit=False, host_side_repos=False)
     lib64 = tmp_path / "tk/x86_64-linux/lib64"
     assert (lib64 / "libc_sec.a").read_bytes() == EMPTY_ARCHIVE
     assert (lib64 / "libregister.so").read_bytes() == b""
@@ -80,3 +81,42 @@ def test_stubs_are_empty_and_libraries_link_nothing_in(tmp_path):
     )
     assert "memcpy_s" in (include / "securec.h").read_text()
     assert (include / "aclnn/opdev/op_errno.h").is_file()  # the declared emulation's folder
+
+
+def test_from_8_5_an_open_repository_s_headers_come_from_its_stand_in_repository(tmp_path):
+    """Where the release's host side comes from repositories, the sandbox lays none of the
+    headers they ship; each stand-in repository holds them at the repository's own path with
+    a packaging XML that installs them where the toolkit has them (hostside.py reads it)."""
+    emu = tmp_path / "emu"
+    emu.mkdir()
+    for item in TOOLKIT_FILES:
+        if item.kind == EMULATED and not item.path.startswith(INCLUDE):
+            (emu / Path(item.path).name).write_bytes(b"\x7fELF emulated")
+    lay_out(tmp_path / "tk", "x86_64", emu, opbase_in_toolkit=True, host_side_repos=True)
+    include = tmp_path / "tk/x86_64-linux/include"
+    assert not (include / "register/op_def_registry.h").exists()
+    assert not (include / "securec.h").exists() and not (include / "acl").exists()
+    assert (include / "emu").is_dir()  # the emulation's own interface stays
+    shipped = {i.path[len(INCLUDE) :] for i in TOOLKIT_FILES if i.repo}
+    placed = set()
+    for repo, folder in (
+        ("ge", "inc/graph_metadef/external/"),
+        ("metadef", "inc/external/"),
+        ("runtime", "include/external/"),
+        ("asc-devkit", "include/"),
+        ("opbase", "include/nnopbase/"),
+        ("libboundscheck", "include/"),
+    ):
+        files = stand_in_repo_files(repo, register_in_ge=True)
+        placed |= {k[len(folder) :] for k in files if k.startswith(folder)}
+        if repo != "libboundscheck":
+            assert f"scripts/package/{repo}/{repo}.xml" in files
+    # every header an open repository ships is in one stand-in repository (folders expanded)
+    assert all(any(p == h or p.startswith(h + "/") for p in placed) for h in shipped)
+    # 9.1 moved the operator definition headers from ge to metadef
+    assert "inc/graph_metadef/external/register/op_def_registry.h" in stand_in_repo_files(
+        "ge", register_in_ge=True
+    )
+    assert "inc/external/register/op_def_registry.h" in stand_in_repo_files(
+        "metadef", register_in_ge=False
+    )

@@ -1,0 +1,215 @@
+"""The sandbox toolkit's host side, laid out from repositories by their packaging data
+(cannbuild/sandbox/packaging.py, hostside.py).
+
+The trees are small and real-shaped: hicann/metadef@v9.0.0 scripts/package/metadef/metadef.xml
+names its blocks (module/ascend/MetadefInc.xml) whose `<file_info>` install headers under
+`$(TARGET_ENV)/include/...`; hicann/ge@v9.0.0 ships register/op_def_registry.h from
+inc/graph_metadef/external/; cannmirror/asc-devkit@v9.0.0 stages links with
+`file(CREATE_LINK ...)` in install scripts (impl/utils/CMakeLists.txt:35) and links folders
+with `install_softlink`; runtime installs libboundscheck's securec.h
+(RuntimeInc.xml:129).  Cut down to what each test reads; no upstream code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from cannbuild.errors import SandboxError
+from cannbuild.sandbox.hostside import RECORD, laid_out_for, lay_out_host_side, read_record
+from cannbuild.sandbox.packaging import RepoIndex, placements
+
+ARCH = "x86_64"
+
+METADEF_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<config name="metadef" dst_path="metadef">
+    <generate_info value="metadef_version.h" dst_path="share/info/metadef"
+                   install_path="$(TARGET_ENV)/include/version">
+       <METADEF_VERSION>$(ASCEND_VER)</METADEF_VERSION>
+    </generate_info>
+    <block_info dst_path="" block_conf_path="ascend">
+        <block name="MetadefInc"/>
+    </block_info>
+</config>
+"""
+METADEF_INC = """<?xml version="1.0" encoding="UTF-8"?>
+<block name="MetadefInc">
+    <dir_info value="MetadefInc">
+        <path value="$(TARGET_ENV)/include" install_softlink="include"/>
+    </dir_info>
+    <file_info value="include" dst_path="include/graph" install_path="$(TARGET_ENV)/include/graph">
+        <file value="types.h"/>
+        <file value="tensor.h"/>
+    </file_info>
+    <file_info value="include" dst_path="include/exe_graph/runtime" install_path="$(TARGET_ENV)/include/exe_graph/runtime">
+        <file value="tiling_context.h"/>
+    </file_info>
+    <file_info value="x" dst_path="x" install_path="$(OTHER_ENV)/include">
+        <file value="unknown.h"/>
+    </file_info>
+    <file_info value="lib" dst_path="lib" install_path="$(TARGET_ENV)/lib64">
+        <file value="libmetadef.so"/>
+    </file_info>
+</block>
+"""
+
+
+def tree(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.fixture
+def metadef(tmp_path: Path) -> Path:
+    return tree(
+        tmp_path / "metadef",
+        {
+            "scripts/package/metadef/metadef.xml": METADEF_XML,
+            "scripts/package/module/ascend/MetadefInc.xml": METADEF_INC,
+            # the installed graph/types.h is inc/external's, not the internal inc/graph one
+            "inc/external/graph/types.h": "// external types\n",
+            "inc/graph/utils/types.h": "// internal\n",
+            "inc/external/graph/tensor.h": "// tensor\n",
+            "inc/external/exe_graph/runtime/tiling_context.h": "// tiling context\n",
+            "tests/ut/graph/types.h": "// a test's copy is never installed\n",
+        },
+    )
+
+
+def test_each_installed_header_is_found_by_the_longest_tail_of_its_path(metadef):
+    entries = placements(RepoIndex("metadef", metadef), ARCH, {"ASCEND_VER": "9.0.0"})
+    files = {e.installed: e.source for e in entries if e.kind == "file"}
+    assert files == {
+        "x86_64-linux/include/graph/types.h": "inc/external/graph/types.h",
+        "x86_64-linux/include/graph/tensor.h": "inc/external/graph/tensor.h",
+        "x86_64-linux/include/exe_graph/runtime/tiling_context.h": (
+            "inc/external/exe_graph/runtime/tiling_context.h"
+        ),
+    }
+    # a library has no source: it is left out, never invented; an unknown $(VAR) is skipped
+    assert not any("libmetadef" in e.installed or "unknown" in e.installed for e in entries)
+    links = {e.installed: e.source for e in entries if e.kind == "link"}
+    assert links == {"include": "x86_64-linux/include"}
+    (generated,) = [e for e in entries if e.kind == "generated"]
+    assert generated.installed == "x86_64-linux/include/version/metadef_version.h"
+    assert '#define METADEF_VERSION "9.0.0"' in generated.text
+    assert generated.xml.endswith("metadef.xml:3")
+
+
+def test_links_the_install_scripts_stage_are_installed_with_their_folder(tmp_path):
+    """asc-devkit stages asc/include/tiling/platform/platform_ascendc.h as a link with
+    file(CREATE_LINK) (impl/utils/CMakeLists.txt:35) and its XML installs the folder
+    asc/include/tiling, which include/tiling links to."""
+    repo = tree(
+        tmp_path / "asc-devkit",
+        {
+            "scripts/package/asc-devkit/asc-devkit.xml": """<config name="asc-devkit">
+    <dir_info value="x">
+        <path value="$(TARGET_ENV)/asc/include/tiling" install_softlink="$(TARGET_ENV)/include/tiling"/>
+    </dir_info>
+    <file_info dst_path="$(TARGET_ENV)/asc/include" install_path="$(TARGET_ENV)/asc/include">
+        <file value="tiling"/>
+        <file value="utils"/>
+    </file_info>
+</config>
+""",
+            "impl/utils/CMakeLists.txt": 'install(CODE "file(CREATE_LINK '
+            "../../utils/tiling/platform/platform_ascendc.h "
+            "${CMAKE_INSTALL_PREFIX}/${INSTALL_LIBRARY_DIR}/asc/include/tiling/platform/"
+            'platform_ascendc.h SYMBOLIC)")\n',
+            "include/utils/tiling/platform/platform_ascendc.h": "// platform\n",
+            "impl/adv_api/tiling/other.h": "// a folder of another name's tail\n",
+        },
+    )
+    entries = placements(RepoIndex("asc-devkit", repo), ARCH, {})
+    by_path = {e.installed: (e.kind, e.source) for e in entries}
+    assert by_path["x86_64-linux/asc/include/tiling/platform/platform_ascendc.h"] == (
+        "link",
+        "../../utils/tiling/platform/platform_ascendc.h",
+    )
+    assert by_path["x86_64-linux/include/tiling"] == ("link", "../asc/include/tiling")
+    # `utils` is one folder of that name: taken; `tiling` names two, and one name is not enough
+    assert by_path["x86_64-linux/asc/include/utils"] == ("dir", "include/utils")
+    assert "x86_64-linux/asc/include/tiling" not in by_path
+
+
+def host_side(tmp_path: Path, metadef: Path, commit: str = "1" * 40):
+    home = tmp_path / "tk"
+    (home / "x86_64-linux").mkdir(parents=True, exist_ok=True)
+    securec = tree(tmp_path / "libboundscheck", {"include/securec.h": "// securec\n"})
+    runtime = tree(
+        tmp_path / "runtime",
+        {
+            "scripts/package/runtime/runtime.xml": """<config name="runtime">
+    <file_info dst_path="include" install_path="$(TARGET_ENV)/include">
+        <file value="securec.h"/>
+    </file_info>
+</config>
+"""
+        },
+    )
+    checkouts = {
+        "metadef": (metadef, commit),
+        "runtime": (runtime, "2" * 40),
+        "libboundscheck": (securec, "3" * 40),
+    }
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir(exist_ok=True)
+    return sandbox, home, lay_out_host_side(sandbox, home, ARCH, "9.0.0", checkouts)
+
+
+def test_the_host_side_is_laid_out_once_per_commit_and_a_new_one_replaces_it(tmp_path, metadef):
+    sandbox, home, laid = host_side(tmp_path, metadef)
+    include = home / "x86_64-linux/include"
+    assert laid.laid_out and (include / "graph/types.h").read_text() == "// external types\n"
+    # runtime installs the third-party securec.h, found in libboundscheck's checkout
+    assert (include / "securec.h").read_text() == "// securec\n"
+    assert os.readlink(home / "include") == "x86_64-linux/include"
+    assert laid.record.counts == {"metadef": 3, "runtime": 1}
+    assert laid_out_for(sandbox, laid.record.commits)
+    # the same commits: nothing to do
+    _, _, again = host_side(tmp_path, metadef)
+    assert not again.laid_out
+    # a new metadef commit without tensor.h: what the old one wrote goes first
+    (metadef / "inc/external/graph/tensor.h").unlink()
+    _, _, moved = host_side(tmp_path, metadef, commit="4" * 40)
+    assert moved.laid_out and not (include / "graph/tensor.h").exists()
+    assert (include / "graph/types.h").is_file()
+    assert not laid_out_for(sandbox, laid.record.commits)
+
+
+def test_an_interrupted_layout_is_redone(tmp_path, metadef):
+    sandbox, _, _ = host_side(tmp_path, metadef)
+    record = (sandbox / RECORD).read_text().replace('"complete": true', '"complete": false')
+    (sandbox / RECORD).write_text(record)
+    assert read_record(sandbox) is not None and not read_record(sandbox).complete
+    _, _, again = host_side(tmp_path, metadef)
+    assert again.laid_out and again.record.complete
+
+
+def test_a_package_that_installs_outside_the_toolkit_is_refused_naming_it(tmp_path, metadef):
+    (metadef / "scripts/package/module/ascend/MetadefInc.xml").write_text(
+        METADEF_INC.replace(
+            'install_path="$(TARGET_ENV)/include/graph"', 'install_path="../../etc"'
+        )
+    )
+    (tmp_path / "etc").mkdir()
+    with pytest.raises(SandboxError) as err:
+        host_side(tmp_path, metadef)
+    assert "outside the sandbox toolkit" in str(err.value) and "../../etc" in str(err.value)
+    assert list((tmp_path / "etc").iterdir()) == []
+
+
+def test_a_link_in_a_checkout_is_not_followed_out_of_it(tmp_path, metadef):
+    secret = tmp_path / "secret.h"
+    secret.write_text("// someone's file\n")
+    (metadef / "inc/external/graph/tensor.h").unlink()
+    (metadef / "inc/external/graph/tensor.h").symlink_to(secret)
+    _, home, _ = host_side(tmp_path, metadef)
+    assert not (home / "x86_64-linux/include/graph/tensor.h").exists()
