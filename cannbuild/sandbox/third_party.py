@@ -24,6 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..host.contents import WALL_MARKER
 from ..resources import data_dir
 from .flavors import (
     OPBASE_2025_11,
@@ -141,7 +142,15 @@ def _zip(files: Mapping[str, str]) -> bytes:
 
 
 def _stub(what: str) -> str:
-    return f"// cannbuild sandbox stand-in for {what}: names and layout only, no code.\n"
+    # A build of the real repositories that compiles against a stand-in (taken with
+    # --accept-stand-in) stops at the first include, naming it as a sandbox wall
+    # (host/contents.py WALL_MARKER), not deep in some other header.
+    name = what.split(" ")[0].lower()
+    return (
+        f"// cannbuild sandbox stand-in for {what}: names and layout only, no code.\n"
+        f'#error "{WALL_MARKER} {name} ({what}): the sandbox\'s stand-in archive holds no '
+        'code; serve the real archive through a mirror rule or an offline bundle"\n'
+    )
 
 
 def standin_archives() -> Dict[str, StandinArchive]:
