@@ -325,6 +325,10 @@ def workspace_status(
             "cann": lock.toolkit_version,
             "soc": lock.soc,
             "repos": [{"name": r.name, "ref": r.ref, "commit": r.commit} for r in lock.repos],
+            # third-party archives taken as the sandbox's stand-ins (--accept-stand-in)
+            "stand_ins": [
+                {"name": a.name, "why": a.stand_in} for a in lock.third_party if a.stand_in
+            ],
         }
         if lock
         else None,

@@ -124,8 +124,15 @@ def _sources(r: Mapping[str, Any]) -> List[str]:
         lines += ["", "| source | ref | commit |", "|---|---|---|"]
         lines += [f"| {x['name']} | {x['ref']} | `{x['commit'][:12]}` |" for x in lock["repos"]]
         lines += [
-            f"| {a['name']} | {a['url']} | sha256 `{a['sha256'][:12]}` |"
+            f"| {a['name']} | {a['url']} | sha256 `{a['sha256'][:12]}`"
+            + (" (the sandbox's stand-in)" if a.get("stand_in") else "")
+            + " |"
             for a in lock["third_party"]
+        ]
+        lines += [
+            f"- stand-in {a['name']}: {a['stand_in']}"
+            for a in lock["third_party"]
+            if a.get("stand_in")
         ]
     return lines
 

@@ -180,7 +180,8 @@ def print_sources(state: SourceState, lock_file: Path) -> None:
     for repo in state.lock.repos:
         note(f"{repo.name:<40} {repo.ref:<34} {repo.commit[:12]}")
     for archive in state.lock.third_party:
-        note(f"{archive.name:<40} {'sha256':<34} {archive.sha256[:12]}")
+        kind = "stand-in sha256" if archive.stand_in else "sha256"
+        note(f"{archive.name:<40} {kind:<34} {archive.sha256[:12]}")
     changed = ", ".join(state.changed) or "none"
     written = "written" if state.lock_written else "unchanged"
     note(f"lock {lock_file} {written}; checkouts updated: {changed}")
@@ -325,6 +326,7 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
             f"lock {lock['file']}: recipe {lock['recipe']}, CANN {lock['cann']}, --soc={lock['soc']}"
         )
         lines += [f"  {r['name']}  {r['ref']}  {r['commit'][:12]}" for r in lock["repos"]]
+        lines += [f"  stand-in {a['name']}: {a['why']}" for a in lock.get("stand_ins") or ()]
     else:
         lines.append("no lock yet (cannbuild fetch or lock writes one)")
     if data["steps"]:

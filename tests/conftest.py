@@ -144,3 +144,23 @@ def no_network(request, monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say whether the real-repository tier (tests/integration/test_real_repos.py) ran: it
+    needs CANNBUILD_UPSTREAM_REPOS, which CI does not have, and is skipped without it."""
+    folder = os.environ.get("CANNBUILD_UPSTREAM_REPOS")
+    stats = terminalreporter.stats
+    ran = [
+        r
+        for key in ("passed", "failed")
+        for r in stats.get(key, [])
+        if "test_real_repos.py" in getattr(r, "nodeid", "") and r.when == "call"
+    ]
+    if folder and ran:
+        said = f"ran {len(ran)} tests against {folder}"
+    elif folder:
+        said = f"{folder} is set, but no real-repository test ran (deselected?)"
+    else:
+        said = "not run: CANNBUILD_UPSTREAM_REPOS names no folder of the real repositories"
+    terminalreporter.write_line(f"real upstream repositories: {said}")
