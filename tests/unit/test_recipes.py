@@ -196,11 +196,12 @@ def test_the_toolkit_files_a_recipe_lists_are_checked_and_a_missing_one_named(tm
     recipe = load_recipe(RECIPES / f"{train}.toml")
     steps = [s.name for s in recipe.steps]
     # only what the checkout's cmake cannot tell is listed by hand, each with its reason
+    # (and from 9.0, the siblings' gen_esb, which ge's add_es_library runs by its path)
     assert {f.component for f in recipe.toolkit_files} == {
         "hcc cross toolchain",
         "opbuild",
         "ascendc kernel cmake",
-    }
+    } | ({"gen_esb"} if train in ("9.0", "9.1") else set())
     assert all(f.reason for f in recipe.toolkit_files)
     for entry in recipe.toolkit_files:  # one alternative of each (the last)
         path = tmp_path / entry.paths[-1].replace("{{ arch }}", "aarch64")
