@@ -195,3 +195,36 @@ def test_the_lock_records_every_host_side_repo_and_the_accepted_stand_ins(v900):
         line.split('"')[1] for line in lock.splitlines() if line.startswith("name =")
     ]
     assert set(HOST_SIDE) | {"libboundscheck"} <= set(names)
+
+
+EMULATION = (
+    "runtime/acl_runtime.cpp",
+    "runtime/acl_profiler.cpp",
+    "nnopbase/acl_meta.cpp",
+    "op_compiler/acl_op_compiler.cpp",
+    "stubs/c_sec.cpp",
+)
+
+
+def test_the_emulated_runtime_implements_the_real_headers_api(v900):
+    """Compiled against the host side the real runtime, ge and opbase packages laid out
+    (not the emulation's own subset in kernels/emu/include), every function the emulation
+    defines agrees with the real declaration: a C function of another signature is a
+    `conflicting declaration` error."""
+    emu = Path(__file__).resolve().parents[2] / "kernels" / "emu"
+    include = v900 / ".cannbuild/sandbox/sysroot/usr/local/Ascend/cann-9.0.0/x86_64-linux/include"
+    for source in EMULATION:
+        done = subprocess.run(
+            [
+                "c++",
+                "-std=c++17",
+                "-fsyntax-only",
+                f"-I{include}",
+                f"-I{emu / 'pkg_inc'}",
+                f"-I{emu / 'runtime'}",
+                str(emu / source),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, f"{source}: {done.stderr[-2000:]}"

@@ -9,14 +9,22 @@
 #define CANNBUILD_EMU_ACL_RT_EXTRA_H_
 
 #include "acl/acl.h"
+#ifndef CANNBUILD_EMU_ACL_SUBSET
+#include "acl/acl_op_compiler.h"  // the real one's aclCompileOpt (ge's, beside acl.h)
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct aclDataBuffer aclDataBuffer;
+/* The types the real acl_rt.h, acl_base_rt.h and acl_op_compiler.h declare; the emulation's
+ * own subset (include/acl) has not all of them.  Compiled against the real headers of the
+ * sandbox's host side (runtime's include/external/acl), these come from there, and every
+ * entry point below must match the real declaration (tests/integration/test_real_repos.py). */
+typedef struct aclDataBuffer aclDataBuffer;  // the same typedef twice is no conflict
 typedef struct aclTensorDesc aclTensorDesc;
 typedef struct aclopAttr aclopAttr;
+#ifdef CANNBUILD_EMU_ACL_SUBSET
 
 typedef enum {
     ACL_DEVICE_INFO_UNDEFINED = -1,
@@ -56,6 +64,7 @@ typedef int aclSysParamOpt;  // ACL_OPT_DETERMINISTIC = 0, ...: an enum in acl_b
 typedef enum { ACL_DEBUG = 0, ACL_INFO = 1, ACL_WARNING = 2, ACL_ERROR = 3 } aclLogLevel;
 
 typedef int aclCompileOpt;  // an enum in acl_op_compiler.h; only its values travel here
+#endif
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
