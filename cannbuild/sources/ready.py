@@ -31,7 +31,14 @@ from ..errors import (
 from ..host.toolkit import host_arch
 from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
-from .archives import Declared, Needed, check_declared, declared_archives, plan_archives
+from .archives import (
+    Declared,
+    Expected,
+    Needed,
+    declared_archives,
+    expected_hashes,
+    plan_archives,
+)
 from .canncmake import (
     FETCH_CANN_CMAKE,
     FETCH_CANN_CMAKE_FILES,
@@ -350,13 +357,13 @@ class PendingSources:
         seeds: List[Seed] = []
         archives: List[LockedArchive] = []
         for item in plan.placed:
-            expected = self._expected_sha256(repo, commit, item)
+            # The lock's hash, and those the ref's CMake declares, or the build itself would
+            # refuse the file.
+            expects = self._expected(repo, commit, item)
             # Two repos may need one archive (makeself): one download, the other thread waits.
             with self._download_lock(item.url):
                 self._stage(repo)
-                path, sha = ensure_archive(fetcher, ws, item.url, expected)
-            # The hash the ref's CMake declares must hold too, or the build itself would refuse it.
-            check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
+                path, sha = ensure_archive(fetcher, ws, item.url, expects, request.stand_ins)
             seeds.append(Seed(source=path, dest=item.place, sha256=sha))
             archives.append(
                 LockedArchive(
@@ -370,18 +377,19 @@ class PendingSources:
             )
         return seeds, archives, notes
 
-    def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
+    def _expected(self, repo: RepoSpec, commit: str, item: Needed) -> Tuple[Expected, ...]:
         locked = self.existing.archive(item.url) if self.existing else None
-        # Locked or refreshing: the lock's sha256 is the only one accepted.
-        if self.mode != RESOLVE:
-            if locked is None:
-                raise LockDrift(
-                    f"{repo.name} at {commit[:12]} downloads {redact(item.url)} ({item.where}), "
-                    f"which {self.request.lock_file} does not pin.",
-                    "Run `cannbuild lock` to pin it (and commit the new lock).",
-                )
-            return locked.sha256
-        return item.sha256 or (locked.sha256 if locked else None)
+        # Locked or refreshing: the lock must pin it.  Resolving: the lock's pin holds only
+        # where neither the ref's CMake nor the recipe declares a sha256.
+        if self.mode != RESOLVE and locked is None:
+            raise LockDrift(
+                f"{repo.name} at {commit[:12]} downloads {redact(item.url)} ({item.where}), "
+                f"which {self.request.lock_file} does not pin.",
+                "Run `cannbuild lock` to pin it (and commit the new lock).",
+            )
+        resolving = self.mode == RESOLVE
+        pinned = locked.sha256 if locked and not (resolving and item.sha256) else None
+        return expected_hashes(item, pinned, self.request.lock_file, resolving)
 
     def _download_lock(self, url: str) -> threading.Lock:
         with self._download_locks_guard:
