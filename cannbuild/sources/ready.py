@@ -302,7 +302,7 @@ class PendingSources:
                 f'"{FETCH_CANN_CMAKE}", pin = "tag" and dest = "third_party/cann-cmake".',
             )
         pin, item = shared
-        return cann_cmake_archives(
+        declared, notes, _unused = cann_cmake_archives(
             fetcher,
             cache,
             commit,
@@ -311,6 +311,7 @@ class PendingSources:
             f"{pin.source}@{item.commit[:12]}",
             ws.third_party_memo,
         )
+        return declared, notes
 
     def _archives(
         self, repo: RepoSpec, commit: str, cache: Path, nested: List[Nested]
