@@ -30,7 +30,7 @@ from msgspec.structs import replace
 from ..workspace import read_text_map, remember
 from .archives import ARCHIVE_SUFFIXES, Declared, discover
 from .fetch import Fetcher, GitFailed
-from .reach import Reach, names_any, on_demand
+from .reach import Reach, names_any, on_demand, options_off
 
 # The checkout's own file that clones the shared repository: its presence marks the layout.
 FETCH_CANN_CMAKE = "cmake/fetch_cann_cmake.cmake"
@@ -295,22 +295,8 @@ def cann_cmake_archives(
     grep = files.get("grep", lambda: _git_grep(fetcher, cache, commit, names))
     modules = called_modules(_grep_lines(grep), wrapped)
 
-    def sites(key: str, args: List[str], code: Callable[[str], bool]) -> List[Tuple[str, int]]:
-        """(path, line) of the checkout's lines git grep finds whose code (not a
-        comment) `code` accepts."""
-        found = files.get(key, lambda: _grep(fetcher, cache, commit, args))
-        return [(p, n) for p, n, text in _grep_lines(found) if code(text.split("#", 1)[0])]
-
-    def callers(name: str) -> List[Tuple[str, int]]:
-        call = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}\s*\(", re.IGNORECASE)
-        return sites(
-            f"callers:{name}", ["-i", "-E", _calling([name])], lambda c: bool(call.search(c))
-        )
-
-    reach = Reach(
-        lambda path: files.get(f"src:{path}", lambda: _show(fetcher, cache, commit, path)),
-        callers,
-    )
+    checkout = Checkout(fetcher, cache, commit, files)
+    reach = checkout.reach
     unused: List[str] = []
     running: Dict[str, List[Tuple[str, int, str]]] = {}
     for module, asked in modules.items():
@@ -332,7 +318,7 @@ def cann_cmake_archives(
         if any(names_any(t, targets) for m in needed for t in texts[m].values()):
             return True
         args = ["-w", "-F", *[a for t in targets for a in ("-e", t)]]
-        named = sites(f"names:{module}", args, lambda code: names_any(code, targets))
+        named = checkout.sites(f"names:{module}", args, lambda code: names_any(code, targets))
         return any(reach.runs(p, n) for p, n in named)
 
     needed = [m for m in running if not demand[m]]
@@ -358,6 +344,50 @@ def cann_cmake_archives(
             by_url.setdefault(item.url, item)
     files.save()
     return tuple(by_url.values()), tuple(notes), tuple(unused)
+
+
+class Checkout:
+    """A checkout's CMake at `commit`, read from its git cache `cache` through `files`
+    (which remembers what git gave): its files, the lines git grep finds, and whether a
+    package build runs them (`reach`, reach.py)."""
+
+    def __init__(self, fetcher: Fetcher, cache: Path, commit: str, files: _Files) -> None:
+        self.fetcher, self.cache, self.commit, self.files = fetcher, cache, commit, files
+        options = files.get("options", lambda: self.grep(["-i", "-E", _calling(["option"])]))
+        off = options_off(_grep_lines(options), self.read("build.sh"))
+        self.reach = Reach(self.read, self.callers, off)
+
+    def read(self, path: str) -> str:
+        return self.files.get(
+            f"src:{path}", lambda: _show(self.fetcher, self.cache, self.commit, path)
+        )
+
+    def grep(self, args: List[str]) -> str:
+        return _grep(self.fetcher, self.cache, self.commit, args)
+
+    def sites(
+        self, key: str, args: List[str], code: Callable[[str], bool]
+    ) -> List[Tuple[str, int]]:
+        """(path, line) of the lines `git grep args` finds whose code (not a comment)
+        `code` accepts."""
+        found = self.files.get(key, lambda: self.grep(args))
+        return [(p, n) for p, n, text in _grep_lines(found) if code(text.split("#", 1)[0])]
+
+    def callers(self, name: str) -> List[Tuple[str, int]]:
+        call = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}\s*\(", re.IGNORECASE)
+        args = ["-i", "-E", _calling([name])]
+        return self.sites(f"callers:{name}", args, lambda c: bool(call.search(c)))
+
+    def included_at(self, path: str) -> List[Tuple[str, int]]:
+        """Where the checkout includes the CMake file `path` (by its file name)."""
+        name = posixpath.basename(path)
+        include = re.compile(rf"\binclude\s*\([^)]*\b{re.escape(name)}", re.IGNORECASE)
+        return self.sites(f"includes:{path}", ["-F", "-e", name], lambda c: bool(include.search(c)))
+
+
+def checkout_of(fetcher: Fetcher, cache: Path, commit: str) -> Checkout:
+    """A Checkout that remembers nothing beyond this run (the draft's)."""
+    return Checkout(fetcher, cache, commit, _Files(fetcher, cache, commit, None, ""))
 
 
 class _Files:
@@ -446,9 +476,11 @@ __all__ = [
     "FETCH_CANN_CMAKE",
     "FETCH_CANN_CMAKE_FILES",
     "THIRD_PARTY_ROOT",
+    "Checkout",
     "archive_stem",
     "called_modules",
     "cann_cmake_archives",
+    "checkout_of",
     "local_places",
     "module_archives",
     "module_files",

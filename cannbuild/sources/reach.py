@@ -5,7 +5,9 @@ so the lock carries only the archives that build downloads.
 A line is taken not to run when an `if()` around it is false with the test switches off
 (build.sh turns ENABLE_TEST, UT_TEST_ALL and the <PART>_UT switches on only for its
 unit-test options, ops-math@9.1.0:build.sh:576-593; opbase's ENABLE_UT / ENABLE_ST,
-opbase@9.1.0:cmake/config.cmake:66), when it is in a test folder (tests/ut, which the
+opbase@9.1.0:cmake/config.cmake:66) and the options that are OFF unless set, which
+build.sh never sets (`option(DOWNLOAD_OPS_TEST_KIT ... OFF)`, ops-math@9.1.0:
+CMakeLists.txt:59), when it is in a test folder (tests/ut, which the
 top CMakeLists.txt adds only `if(ENABLE_TEST)`, ops-math@9.1.0:CMakeLists.txt:147-152),
 or when it is in a function or macro that no running line calls (ops-math@9.1.0:
 cmake/ut.cmake's add_*_ut_modules, called from tests/ut).  Anything else is taken to
@@ -18,49 +20,53 @@ from __future__ import annotations
 import bisect
 import posixpath
 import re
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..build.cmake_text import TEST_DIR, read_commands
 
 _SWITCH = re.compile(r"ENABLE_(?:TEST|UT|ST)|UT_TEST_ALL|[A-Z][A-Z0-9_]*_UT")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[()]|[^\s"()]+')
 _YES = ("TRUE", "ON", "1", "YES")
+_OPTION = re.compile(
+    r'\boption\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"[^"]*"\s*([A-Za-z0-9]*)\s*\)', re.I
+)
 # calls deeper than this through functions are taken to run
 _MAX_DEPTH = 8
 
 Value = Optional[bool]  # a condition's value with the test switches off; None: not known
 
 
-def condition(text: str) -> Value:
+def condition(text: str, off: AbstractSet[str] = frozenset()) -> Value:
     """The value of an if() condition (its raw argument text) with every test switch
-    off: False or True where that settles it, None where it depends on anything else
-    (CMake's precedence: parentheses, then the tests, NOT, AND, OR)."""
-    value, rest = _or(_TOKEN.findall(text))
+    and every name in `off` off: False or True where that settles it, None where it
+    depends on anything else (CMake's precedence: parentheses, then the tests, NOT, AND,
+    OR)."""
+    value, rest = _or(_TOKEN.findall(text), off)
     return value if not rest else None
 
 
-def _or(tokens: List[str]) -> Tuple[Value, List[str]]:
-    left, tokens = _and(tokens)
+def _or(tokens: List[str], off: AbstractSet[str]) -> Tuple[Value, List[str]]:
+    left, tokens = _and(tokens, off)
     while tokens and tokens[0].upper() == "OR":
-        right, tokens = _and(tokens[1:])
+        right, tokens = _and(tokens[1:], off)
         left = True if True in (left, right) else (False if left is right is False else None)
     return left, tokens
 
 
-def _and(tokens: List[str]) -> Tuple[Value, List[str]]:
-    left, tokens = _not(tokens)
+def _and(tokens: List[str], off: AbstractSet[str]) -> Tuple[Value, List[str]]:
+    left, tokens = _not(tokens, off)
     while tokens and tokens[0].upper() == "AND":
-        right, tokens = _not(tokens[1:])
+        right, tokens = _not(tokens[1:], off)
         left = False if False in (left, right) else (True if left is right is True else None)
     return left, tokens
 
 
-def _not(tokens: List[str]) -> Tuple[Value, List[str]]:
+def _not(tokens: List[str], off: AbstractSet[str]) -> Tuple[Value, List[str]]:
     if tokens and tokens[0].upper() == "NOT":
-        value, tokens = _not(tokens[1:])
+        value, tokens = _not(tokens[1:], off)
         return (None if value is None else not value), tokens
     if tokens and tokens[0] == "(":
-        value, tokens = _or(tokens[1:])
+        value, tokens = _or(tokens[1:], off)
         if tokens[:1] != [")"]:  # unbalanced: nothing is settled
             return None, tokens
         return value, tokens[1:]
@@ -69,10 +75,26 @@ def _not(tokens: List[str]) -> Tuple[Value, List[str]]:
         atom.append(tokens.pop(0))
     # a bare switch, `${SWITCH}` or `"${SWITCH}"`; `X STREQUAL y`, `EXISTS p` are not known
     name = re.sub(r"^\$\{(.*)\}$", r"\1", atom[0].strip('"')) if len(atom) == 1 else ""
-    return (False if _SWITCH.fullmatch(name) else None), tokens
+    return (False if _SWITCH.fullmatch(name) or name in off else None), tokens
 
 
-def line_states(path: str, text: str) -> List[Tuple[int, bool, str]]:
+def options_off(lines: Iterable[Tuple[str, int, str]], script: str) -> FrozenSet[str]:
+    """The options a package build leaves off: declared `option(NAME "help" OFF)` (or
+    with no value) in the CMake lines (path, line, text), and never named by build.sh."""
+    found = set()
+    for _, _, text in lines:
+        for name, value in _OPTION.findall(text.split("#", 1)[0]):
+            if value.upper() in ("", "OFF", "FALSE", "0", "NO"):
+                found.add(name)
+    # named as a word, or set on cmake's command line (`-DBUILD_WITH_...=ON`)
+    return frozenset(
+        n for n in found if not re.search(rf"(?:(?<!\w)|(?<=-D)){re.escape(n)}(?!\w)", script)
+    )
+
+
+def line_states(
+    path: str, text: str, off: AbstractSet[str] = frozenset()
+) -> List[Tuple[int, bool, str]]:
     """(line, runs, function) from each command of a CMake file on: whether the if()
     blocks around it let it run with the test switches off, and the function or macro
     it is in (lower case; "" outside any)."""
@@ -82,7 +104,7 @@ def line_states(path: str, text: str) -> List[Tuple[int, bool, str]]:
     for command in read_commands(path, text):
         name = command.name
         if name in ("if", "elseif"):
-            value = condition(command.text)
+            value = condition(command.text, off)
             taken = frames.pop()[0] if name == "elseif" and frames else False
             frames.append((taken or value is True, not taken and value is not False))
         elif name == "else" and frames:
@@ -108,15 +130,16 @@ class Reach:
         self,
         read: Callable[[str], str],
         callers: Callable[[str], Sequence[Tuple[str, int]]],
+        off: AbstractSet[str] = frozenset(),
     ) -> None:
-        self.read, self.callers = read, callers
+        self.read, self.callers, self.off = read, callers, off
         self._states: Dict[str, List[Tuple[int, bool, str]]] = {}
 
     def runs(self, path: str, line: int, seen: Tuple[str, ...] = ()) -> bool:
         if TEST_DIR.search(posixpath.dirname(path) + "/"):
             return False
         if path not in self._states:
-            self._states[path] = line_states(path, self.read(path))
+            self._states[path] = line_states(path, self.read(path), self.off)
         states = self._states[path]
         at = bisect.bisect_right([s[0] for s in states], line) - 1
         if at < 0:
@@ -161,4 +184,4 @@ def names_any(text: str, targets: Sequence[str]) -> bool:
     return any(re.search(rf"(?<![\w:]){re.escape(t)}(?![\w:])", text) for t in targets)
 
 
-__all__ = ["Reach", "condition", "line_states", "names_any", "on_demand"]
+__all__ = ["Reach", "condition", "line_states", "names_any", "on_demand", "options_off"]

@@ -122,6 +122,21 @@ def test_the_draft_equals_the_shipped_9_1_recipe_in_every_field_but_the_pinned_o
         assert sorted(mine.pins, key=by_dest) == sorted(theirs.pins, key=by_dest)
 
 
+def test_a_source_only_unit_tests_clone_is_left_out_saying_why(drafted):
+    """The siblings at 9.1 clone ops-test-kit at branch master only
+    `if(DOWNLOAD_OPS_TEST_KIT)`, an option OFF that their build.sh never sets
+    (ops-math@9.1.0:CMakeLists.txt:59,94-95): no pinned source of the draft, each listed."""
+    draft, recipe, _ = drafted
+    assert not [p for r in recipe.repos for p in r.pins if "ops-test-kit" in p.dest]
+    left = [line for line in draft.read if "ops-test-kit" in line]
+    assert [line.split(":", 2)[1].strip() for line in left] == ["ops-math", "ops-nn", "ops-cv"]
+    for line in left:
+        assert "cmake/third_party/ops_test_kit.cmake:4 pins master) left out" in line
+        assert "cmake/third_party/ops_test_kit.cmake is included only at " in line
+        assert "an option OFF that build.sh never sets" in line
+    assert not any("ops-test-kit" in item for item in draft.undecided)
+
+
 def test_the_draft_differs_only_in_third_party_rules_the_stand_ins_cannot_show(drafted):
     """The shipped makeself-fetch place comes from cmake/custom_build.cmake's hard-wired
     makeself path, which the draft does not read (it says so); what only test builds

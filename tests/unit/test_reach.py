@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from cannbuild.sources.reach import Reach, condition, names_any, on_demand
+from cannbuild.sources.reach import Reach, condition, names_any, on_demand, options_off
 
 MATH_CMAKELISTS = """\
 add_cann_third_party(eigen)
@@ -172,3 +172,27 @@ def test_a_module_downloading_only_on_demand_names_the_targets_that_pull_it():
     assert names_any("target_link_libraries(x PRIVATE GTest::gtest c_sec)", ["GTest::gtest"])
     assert not names_any("target_link_libraries(x GTest::gtest_main)", ["GTest::gtest"])
     assert names_any(PROTOBUF, ["abseil_build"])  # abseil-cpp is pulled by protobuf
+
+
+def test_an_option_off_unless_set_counts_off_only_where_build_sh_never_sets_it():
+    # ops-math@9.1.0:CMakeLists.txt:59 and :94-95
+    lines = [
+        (
+            "CMakeLists.txt",
+            59,
+            'option(DOWNLOAD_OPS_TEST_KIT "Download ops-test-kit repository" OFF)',
+        ),
+        ("CMakeLists.txt", 60, 'option(ENABLE_CCACHE "Enable ccache" TRUE)'),
+        ("CMakeLists.txt", 61, 'option(BUILD_WITH_INSTALLED_DEPENDENCY_CANN_PKG "x" FALSE)'),
+        ("CMakeLists.txt", 62, '# option(OLD_ONE "gone" OFF)'),
+    ]
+    script = "cmake .. -DBUILD_WITH_INSTALLED_DEPENDENCY_CANN_PKG=ON -DENABLE_TEST=${ENABLE_TEST}"
+    off = options_off(lines, script)
+    assert off == {"DOWNLOAD_OPS_TEST_KIT"}
+    files = {
+        "CMakeLists.txt": "if(DOWNLOAD_OPS_TEST_KIT)\n  include(cmake/third_party/ops_test_kit.cmake)\nendif()\n"
+    }
+    assert not Reach(files.get, lambda name: [], off).runs("CMakeLists.txt", 2)
+    # a build.sh that sets it: the include may run
+    on = options_off(lines, script + " -DDOWNLOAD_OPS_TEST_KIT=ON")
+    assert Reach(files.get, lambda name: [], on).runs("CMakeLists.txt", 2)
