@@ -41,23 +41,18 @@ def condition(text: str, off: AbstractSet[str] = frozenset()) -> Value:
     and every name in `off` off: False or True where that settles it, None where it
     depends on anything else (CMake's precedence: parentheses, then the tests, NOT, AND,
     OR)."""
-    value, rest = _or(_TOKEN.findall(text), off)
+    value, rest = _joined(_TOKEN.findall(text), off, "OR")
     return value if not rest else None
 
 
-def _or(tokens: List[str], off: AbstractSet[str]) -> Tuple[Value, List[str]]:
-    left, tokens = _and(tokens, off)
-    while tokens and tokens[0].upper() == "OR":
-        right, tokens = _and(tokens[1:], off)
-        left = True if True in (left, right) else (False if left is right is False else None)
-    return left, tokens
-
-
-def _and(tokens: List[str], off: AbstractSet[str]) -> Tuple[Value, List[str]]:
-    left, tokens = _not(tokens, off)
-    while tokens and tokens[0].upper() == "AND":
-        right, tokens = _not(tokens[1:], off)
-        left = False if False in (left, right) else (True if left is right is True else None)
+def _joined(tokens: List[str], off: AbstractSet[str], word: str) -> Tuple[Value, List[str]]:
+    """`a OR b ...` over AND terms, or `a AND b ...` over NOT terms: one operand of the
+    word's own value (True for OR, False for AND) settles it, all of the other value too."""
+    wins = word == "OR"
+    left, tokens = _joined(tokens, off, "AND") if wins else _not(tokens, off)
+    while tokens and tokens[0].upper() == word:
+        right, tokens = _joined(tokens[1:], off, "AND") if wins else _not(tokens[1:], off)
+        left = wins if wins in (left, right) else (left if left is right else None)
     return left, tokens
 
 
@@ -66,7 +61,7 @@ def _not(tokens: List[str], off: AbstractSet[str]) -> Tuple[Value, List[str]]:
         value, tokens = _not(tokens[1:], off)
         return (None if value is None else not value), tokens
     if tokens and tokens[0] == "(":
-        value, tokens = _or(tokens[1:], off)
+        value, tokens = _joined(tokens[1:], off, "OR")
         if tokens[:1] != [")"]:  # unbalanced: nothing is settled
             return None, tokens
         return value, tokens[1:]
