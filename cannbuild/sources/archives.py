@@ -397,10 +397,12 @@ def check_hashes(
 
 
 def _prefix(url: str) -> str:
-    """The part of an archive URL a mirror rule would name: its host and owner."""
+    """The part of an archive URL a mirror rule would name: its host, and on a forge
+    (`/<owner>/<project>/releases/...`, as archive_name reads it) the owner."""
     parts = urlsplit(url)
-    owner = [p for p in parts.path.split("/") if p][:1]
-    return f"{parts.scheme}://{parts.netloc}/" + "".join(f"{o}/" for o in owner)
+    path = [p for p in parts.path.split("/") if p]
+    owner = f"{path[0]}/" if len(path) >= 3 else ""
+    return f"{parts.scheme}://{parts.netloc}/{owner}"
 
 
 def declared_archives(

@@ -235,3 +235,30 @@ def test_a_lock_agreeing_with_the_checkout_leaves_the_checkout_named():
     # a lock holding upstream's own hash: the hash is upstream's, so the checkout is named
     expects = expected_hashes(same, "b" * 64, Path("cannbuild.lock"), resolving=False)
     assert [(e.at, e.by) for e in expects] == [("a.cmake:1", "checkout")]
+
+
+def test_a_9_1_hash_is_named_in_the_cann_cmake_module_at_its_commit(tmp_path):
+    archive = tmp_path / "json-3.11.3.tar.gz"
+    archive.write_bytes(OTHER)
+    url = "https://cann-3rd.obs.cn-north-4.myhuaweicloud.com/json/json-3.11.3.tar.gz"
+    found = Declared(
+        name="json-3.11.3",
+        url=url,
+        where="cann-cmake@0da367e61f48:third_party/json.cmake:53",
+        hashed="cann-cmake@0da367e61f48:third_party/json.cmake:59",
+        sha256="d" * 64,
+        module="json",
+        places=("third_party/json-3.11.3.tar.gz",),
+    )
+    spec = RepoSpec(name="ops-math", url="u", third_party=())
+    item = plan_archives(Path("r.toml"), spec, "e" * 40, (found,)).placed[0]
+    expects = expected_hashes(item, None, tmp_path / "cannbuild.lock", resolving=True)
+    with pytest.raises(FetchError) as err:
+        check_hashes(archive, hashlib.sha256(OTHER).hexdigest(), url, url, expects)
+    assert (
+        "but cann-cmake@0da367e61f48:third_party/json.cmake:59 declares dddd" in err.value.message
+    )
+    # a flat host: the rule names the host
+    assert "rule (invoke.yaml) for https://cann-3rd.obs.cn-north-4.myhuaweicloud.com/ to" in (
+        err.value.hint
+    )
