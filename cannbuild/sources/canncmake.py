@@ -292,11 +292,10 @@ def cann_cmake_archives(
     functions = {p: files.cmake(p) or "" for p in listing.splitlines() if p.endswith(".cmake")}
     wrapped = wrappers(functions)
     names = ["add_cann_third_party", "include", *sorted(wrapped)]
-    grep = files.get("grep", lambda: _git_grep(fetcher, cache, commit, names))
-    modules = called_modules(_grep_lines(grep), wrapped)
-
     checkout = Checkout(fetcher, cache, commit, files)
     reach = checkout.reach
+    grep = files.get("grep", lambda: checkout.grep(["-E", _calling(names)]))
+    modules = called_modules(_grep_lines(grep), wrapped)
     unused: List[str] = []
     running: Dict[str, List[Tuple[str, int, str]]] = {}
     for module, asked in modules.items():
@@ -436,12 +435,6 @@ def _calling(names: List[str]) -> str:
     """A POSIX ERE (no `\\b`) for a call of one of `names`: not after a word character,
     then `(`."""
     return r"(^|[^A-Za-z0-9_])(" + "|".join(re.escape(n) for n in names) + r")[[:space:]]*\("
-
-
-def _git_grep(fetcher: Fetcher, cache: Path, commit: str, names: List[str]) -> str:
-    """The lines of the checkout's CMake files that call one of `names`, as git grep
-    prints them (`<commit>:<path>:<line>:<text>`); "" when none does."""
-    return _grep(fetcher, cache, commit, ["-E", _calling(names)])
 
 
 def _grep(fetcher: Fetcher, cache: Path, commit: str, args: List[str]) -> str:

@@ -302,16 +302,10 @@ class PendingSources:
                 f'"{FETCH_CANN_CMAKE}", pin = "tag" and dest = "third_party/cann-cmake".',
             )
         pin, item = shared
-        declared, notes, _unused = cann_cmake_archives(
-            fetcher,
-            cache,
-            commit,
-            item.cache,
-            item.commit,
-            f"{pin.source}@{item.commit[:12]}",
-            ws.third_party_memo,
-        )
-        return declared, notes
+        label = f"{pin.source}@{item.commit[:12]}"
+        memo = ws.third_party_memo
+        found = cann_cmake_archives(fetcher, cache, commit, item.cache, item.commit, label, memo)
+        return found[0], found[1]
 
     def _archives(
         self, repo: RepoSpec, commit: str, cache: Path, nested: List[Nested]
