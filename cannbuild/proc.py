@@ -11,10 +11,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import selectors
 import signal
 import subprocess
 import time
-from typing import IO, Any, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+from msgspec import Struct
 
 log = logging.getLogger("cannbuild.proc")
 
@@ -116,3 +119,109 @@ def run(
         kill_group(proc, grace_s=0.5)
         raise
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+class Bounds(Struct, frozen=True, kw_only=True):
+    """When a long, chatty child is stopped: after `idle_s` without a byte of output
+    (hung), past `max_lines` lines or `max_bytes` bytes of output (runaway), or after
+    `wall_s` in all (a last resort, far above a slow but working run)."""
+
+    idle_s: float
+    max_lines: int
+    max_bytes: int
+    wall_s: float
+
+
+# which bound stopped a child, as a verdict names it
+IDLE, WORK, WALL = "inactivity", "total work", "wall-clock cap"
+
+
+class BoundedRun(Struct, frozen=True, kw_only=True):
+    code: Optional[int]  # None: stopped by a bound
+    stdout: List[str]
+    stderr: List[str]
+    stopped: str = ""  # IDLE, WORK or WALL; "" when the child exited by itself
+    why: str = ""  # the bound in words ("no output for 300 s")
+    seconds: float = 0.0
+
+
+def run_bounded(
+    argv: Sequence[str],
+    bounds: Bounds,
+    *,
+    cwd: Optional[Union[str, os.PathLike]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    on_line: Callable[[str], None] = lambda line: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> BoundedRun:
+    """Run to completion under `bounds`, reading stdout and stderr line by line as they
+    come (`on_line` hears each stdout line); a bound reached stops the whole group and
+    says which.  An interrupt stops the group too."""
+    proc = popen(argv, cwd=cwd, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    lines: Dict[int, List[str]] = {out_fd: [], err_fd: []}
+    partial = {fd: b"" for fd in lines}
+    count = size = 0
+    start = last = clock()
+    stopped = why = ""
+    selector = selectors.DefaultSelector()
+    for pipe in (proc.stdout, proc.stderr):
+        selector.register(pipe, selectors.EVENT_READ)
+    try:
+        while selector.get_map() and not stopped:
+            now = clock()
+            if now - start >= bounds.wall_s:
+                stopped, why = WALL, f"still running after {bounds.wall_s:g} s"
+            elif now - last >= bounds.idle_s:
+                stopped, why = IDLE, f"no output for {bounds.idle_s:g} s"
+            if stopped:
+                break
+            events = selector.select(timeout=min(1.0, bounds.idle_s))
+            if not events and proc.poll() is not None:
+                break  # exited; a grandchild holding the pipe open is not waited for
+            for key, _ in events:
+                fd = key.fd
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    chunk = b"\n" if partial[fd] else b""
+                last = clock()
+                size += len(chunk)
+                *complete, partial[fd] = (partial[fd] + chunk).split(b"\n")
+                for raw in complete:
+                    line = raw.decode("utf-8", "replace")
+                    lines[fd].append(line)
+                    if fd == out_fd:
+                        on_line(line)
+                count += len(complete)
+                if count > bounds.max_lines or size + len(partial[fd]) > bounds.max_bytes:
+                    stopped = WORK
+                    why = (
+                        f"printed more than {bounds.max_lines:,} lines or "
+                        f"{bounds.max_bytes >> 20} MiB"
+                    )
+        if not stopped:
+            # both pipes closed: the child is ending (or closed them and runs on, up to the cap)
+            try:
+                code: Optional[int] = proc.wait(timeout=max(bounds.wall_s - (clock() - start), 0))
+            except subprocess.TimeoutExpired:
+                stopped, why = WALL, f"still running after {bounds.wall_s:g} s"
+        if stopped:
+            kill_group(proc, grace_s=0.5)
+            code = None
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: the child's group goes with us
+        kill_group(proc, grace_s=0.5)
+        raise
+    finally:
+        selector.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    return BoundedRun(
+        code=code,
+        stdout=lines[out_fd],
+        stderr=lines[err_fd],
+        stopped=stopped,
+        why=why,
+        seconds=clock() - start,
+    )

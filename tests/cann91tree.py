@@ -185,6 +185,8 @@ elseif (NOT EXISTS "${{MAKESELF_PATH}}/makeself-header.sh" OR NOT EXISTS "${{MAK
 endif()
 """
 
+# downloaded only for a target that needs it (hicann/cmake@master-016:third_party/gtest.cmake:
+# 111-127 EXCLUDE_FROM_ALL, :136-137 the imported target depending on it)
 GTEST = f"""\
 set(GTEST_ARCHIVE ${{CANN_3RD_LIB_PATH}}/gtest/googletest-1.14.0.tar.gz)
 if(EXISTS "${{GTEST_ARCHIVE}}")
@@ -192,7 +194,23 @@ if(EXISTS "${{GTEST_ARCHIVE}}")
 else()
     set(GTEST_PROJECT_URL "{GTEST_URL}")
 endif()
-ExternalProject_Add(gtest_build URL ${{GTEST_PROJECT_URL}})
+ExternalProject_Add(third_party_gtest
+    URL ${{GTEST_PROJECT_URL}}
+    EXCLUDE_FROM_ALL TRUE
+)
+add_library(GTest::gtest STATIC IMPORTED)
+add_dependencies(GTest::gtest third_party_gtest)
+"""
+
+# ops-math@9.1.0:cmake/ut.cmake, included by every build (CMakeLists.txt:110): it asks for
+# gtest, and only the unit tests' functions link it (called from tests/ut)
+UT_CMAKE = """\
+include_guard(GLOBAL)
+add_cann_third_party(gtest)
+function(add_optiling_ut_modules name)
+  add_library(${name}_cases_obj OBJECT)
+  target_link_libraries(${name}_cases_obj PRIVATE GTest::gtest)
+endfunction()
 """
 
 # a module no checkout asks for: never discovered
@@ -249,6 +267,10 @@ endif()
 # add_cann_third_party(grpc)
 add_cann_third_party(eigen)
 add_cann_third_party(protobuf)
+include(cmake/ut.cmake)
+if(ENABLE_TEST)
+    add_subdirectory(tests/ut)
+endif()
 """
 
 OPBASE_CMAKELISTS = """\
@@ -330,6 +352,8 @@ def build(root: Path) -> Tree:
             ),
             "cmake/third_party/.gitkeep": "",
             "cmake/package.cmake": "  set_cann_cpack_config(ops-transformer COMPUTE_UNIT ${SOC})\n",
+            "cmake/ut.cmake": UT_CMAKE,
+            "tests/ut/CMakeLists.txt": "add_optiling_ut_modules(op_tiling_ut)\n",
         },
         "9.1",
     )
@@ -401,11 +425,6 @@ dest = "third_party/ops-tensor"
 """
 
 _OT_REST = """
-[[repos.ops-transformer.third_party]]
-name = "gtest"
-needed = false
-source = "only with ENABLE_TEST (CMakeLists.txt:7-9 of the test tree)"
-
 [[steps]]
 name = "opbase-build"
 repo = "opbase"

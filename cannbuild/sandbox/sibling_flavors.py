@@ -113,6 +113,9 @@ class SiblingFlavor(Struct, frozen=True, kw_only=True):
     cann_cmake_file: str = "cmake/fetch_cann_cmake.cmake"
     cann_cmake_hash: bool = True  # ops-nn 9.1 declares the tarball without URL_HASH
     cann_third_party: Tuple[str, ...] = ()  # add_cann_third_party(...) in CMakeLists.txt
+    # where a 9.1 build asks for gtest: "cmake/ut.cmake", included by every build (math, cv),
+    # or "ENABLE_TEST", an if() around the call (nn@9.1.0:CMakeLists.txt:134-136)
+    gtest: str = ""
     modules: Tuple[str, ...] = ()  # 9.0: cmake/third_party/<module>.cmake included
     opbase_fetch: bool = False  # math/cv 9.1: `git fetch origin <pin>` before the checkout
     opbase_checkout_fatal: bool = False  # ops-nn: a failed checkout of the pin is FATAL
@@ -261,6 +264,7 @@ MATH_V910 = replace(
         "example_lookup": "custom-opp",
         "cann_cmake": True,
         "cann_third_party": ("eigen", "protobuf", "json"),  # math@9.1.0:CMakeLists.txt:100-102
+        "gtest": "cmake/ut.cmake",  # math@9.1.0:CMakeLists.txt:110, cmake/ut.cmake:11
         "modules": (),
         "opbase_fetch": True,  # math@9.1.0:cmake/third_party/opbase.cmake:20-26
     },
@@ -329,6 +333,7 @@ NN_V910 = replace(
         "cann_cmake_hash": False,
         # nn@9.1.0:CMakeLists.txt:113-119
         "cann_third_party": ("json", "abseil-cpp", "protobuf", "eigen"),
+        "gtest": "ENABLE_TEST",
         "modules": (),
         "ops_tensor": True,
     },
@@ -390,6 +395,7 @@ CV_V910 = replace(
         "example_lookup": "custom-opp",
         "cann_cmake": True,
         "cann_third_party": ("eigen", "protobuf", "json"),  # cv@9.1.0:CMakeLists.txt:120-122
+        "gtest": "cmake/ut.cmake",  # cv@9.1.0:CMakeLists.txt:130, cmake/ut.cmake:13
         "modules": (),
         "opbase_fetch": True,  # cv@9.1.0:cmake/third_party/opbase.cmake:20-26
     },

@@ -199,6 +199,13 @@ def render_sibling(work: Path, commit: SiblingCommit, extra: Mapping[str, Any]) 
         render("common/fetch_cann_cmake.cmake.j2", flavor.cann_cmake_file)
         copy(templates / "common" / "sandbox_network.cmake", f"{folder}/sandbox_network.cmake")
         render("siblings/version.cmake.j2", "version.cmake")
+        render(
+            "siblings/cmake/third_party/ops_test_kit.cmake.j2",
+            "cmake/third_party/ops_test_kit.cmake",
+        )
+        if flavor.gtest == "cmake/ut.cmake":
+            render("siblings/cmake/ut.cmake.j2", "cmake/ut.cmake")
+            render("siblings/tests/ut/CMakeLists.txt.j2", "tests/ut/CMakeLists.txt")
         if flavor.ops_tensor:
             render(
                 "ops-transformer/cmake/third_party/ops-tensor.cmake.j2",

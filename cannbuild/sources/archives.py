@@ -62,6 +62,7 @@ class Declared(Struct, frozen=True, kw_only=True):
     where: str  # "cmake/third_party/json.cmake:46"
     md5: Optional[str] = None
     sha256: Optional[str] = None
+    hashed: str = ""  # the line that declares its hash ("cmake/third_party/json.cmake:55")
     # 9.1 layout only: the `add_cann_third_party` name, the local copies the module takes
     # (checkout-relative, in the order it checks; "dir/" = unpacked), and the lines that say so
     module: str = ""
@@ -79,6 +80,10 @@ class Needed(Struct, frozen=True, kw_only=True):
     where: str  # the cmake line that declares it, or the recipe
     md5: Optional[str] = None
     sha256: Optional[str] = None
+    # where md5/sha256 are declared: "ops-transformer@1a2b3c4d5e6f cmake/third_party/x.cmake:35",
+    # or the recipe's entry when it overrides them (hash_by "recipe")
+    hash_at: str = ""
+    hash_by: str = "checkout"
     # placed where the cann/cmake module takes a copy, no recipe rule saying so: the lock
     # records the place
     from_cmake: bool = False
@@ -161,6 +166,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
             owner = before[-1] if before else (after[0] if after else None)
             if owner is not None:
                 declared[owner].setdefault(algo, value)
+                declared[owner].setdefault("hashed", f"{path}:{pos[0]}")
         # The same URL in two files is one archive: the first file names it, either may add a hash.
         for url, facts in declared.items():
             if url in found:
@@ -171,6 +177,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                     where=old.where,
                     md5=old.md5 or facts.get("md5"),
                     sha256=old.sha256 or facts.get("sha256"),
+                    hashed=old.hashed or facts.get("hashed", ""),
                 )
             else:
                 found[url] = Declared(
@@ -179,6 +186,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                     where=facts["where"],
                     md5=facts.get("md5"),
                     sha256=facts.get("sha256"),
+                    hashed=facts.get("hashed", ""),
                 )
     return tuple(found.values())
 
@@ -241,6 +249,14 @@ def plan_archives(
             where=found.where if found else f"recipe {recipe_path.name}",
             md5=rule.md5 or (found.md5 if found else None),
             sha256=rule.sha256 or (found.sha256 if found else None),
+            hash_at=(
+                f"recipe {recipe_path} [[repos.{repo.name}.third_party]] {rule.name!r}"
+                if rule.md5 or rule.sha256
+                else _hash_at(found, repo.name, commit)
+                if found
+                else ""
+            ),
+            hash_by="recipe" if rule.md5 or rule.sha256 else "checkout",
         )
         (placed if item.place else unplaceable).append(item)
     rest = [d for d in declared if d.name not in covered and d.module not in covered]
@@ -254,6 +270,7 @@ def plan_archives(
             where=d.where,
             md5=d.md5,
             sha256=d.sha256,
+            hash_at=_hash_at(d, repo.name, commit),
             from_cmake=True,
         )
         for d in rest
@@ -261,6 +278,13 @@ def plan_archives(
     ]
     unknown = tuple(d for d in rest if not d.places)
     return ArchivePlan(placed=tuple(placed), unplaceable=tuple(unplaceable), unknown=unknown)
+
+
+def _hash_at(found: Declared, repo: str, commit: str) -> str:
+    """The line declaring `found`'s hash, in the repository and commit it is read from
+    (a cann/cmake module's `where` names its repository and commit already)."""
+    line = found.hashed or found.where
+    return line if found.module else f"{repo}@{commit[:12]} {line}"
 
 
 def preferred_place(url: str, places: Sequence[str]) -> str:
@@ -289,24 +313,95 @@ def _listed(declared: Sequence[Declared]) -> str:
     return ", ".join(sorted({d.name for d in declared}))
 
 
-def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
-    """The build checks the hash its CMake declares: refuse a file it would reject."""
-    # The build would stop on the same mismatch (CMake checks URL_HASH / URL_MD5 after the
-    # download); refusing here names the mirror as the cause.
-    for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
-        if not expected:
+class Expected(Struct, frozen=True, kw_only=True):
+    """A hash a fetched archive must have, and who declares it (`at` names the file and
+    line): the checkout's CMake, the recipe, or cannbuild's lock, in which a resolving run
+    (`cannbuild lock` itself) keeps the pin of a file upstream gives no hash for."""
+
+    algo: str  # "sha256" or "md5"
+    value: str
+    at: str
+    by: str = "checkout"  # "checkout", "recipe", "lock", or "kept" (the lock, while resolving)
+
+
+def expected_hashes(
+    item: Needed, locked: Optional[str], lock_file: Path, resolving: bool
+) -> Tuple[Expected, ...]:
+    """What `item`'s file must hash to: the lock's sha256 (`locked`) first, then each
+    hash the checkout's CMake (or the recipe) declares, which its build checks too.  A
+    lock that agrees with the declared sha256 adds nothing: that hash is upstream's."""
+    declared = tuple(
+        Expected(algo=algo, value=value, at=item.hash_at or item.where, by=item.hash_by)
+        for algo, value in (("sha256", item.sha256), ("md5", item.md5))
+        if value
+    )
+    if not locked or locked == item.sha256:
+        return declared
+    kept = Expected(
+        algo="sha256", value=locked, at=str(lock_file), by="kept" if resolving else "lock"
+    )
+    return (kept, *declared)
+
+
+# What can be done about a file that lacks the hash, by who expects it.
+_FIXES = {
+    "lock": "The file changed upstream since the lock was made, or the mirror serves another "
+    "file: check it, then run `cannbuild lock` to re-pin it deliberately (and commit the lock).",
+    "kept": "The lock pinned an earlier download of it, and upstream declares no hash: check the "
+    "file; to pin the new one deliberately, remove its [[third_party]] entry from {at} and run "
+    "`cannbuild lock` again.",
+    "recipe": "The recipe overrides upstream's hash there: check the file, then correct that "
+    "entry's hash, or remove it to take the hash the checkout declares.",
+    "checkout": "The hash is upstream's, so re-locking cannot change it: serve the real file, "
+    "through a cannbuild.mirrors rule (invoke.yaml) for {prefix} to a mirror that holds it byte "
+    "for byte, or with an offline bundle made where the URL is reachable (`cannbuild bundle "
+    "OUT.tar` there, `cannbuild setup --offline --bundle OUT.tar` here).",
+}
+
+
+def check_hashes(
+    path: Path,
+    sha256: str,
+    url: str,
+    via: str,
+    expects: Sequence[Expected],
+    stand_in: bool = False,
+) -> None:
+    """Refuse a file that lacks a hash it must have, naming where that hash is declared
+    and what can be done.  `sha256`: the file's; `via`: the URL after the mirror rules;
+    `stand_in`: the sandbox served its stand-in of the file."""
+    for want in expects:
+        actual = sha256 if want.algo == "sha256" else _digest(path, want.algo)
+        if actual == want.value:
             continue
-        actual = _digest(path, algo)
-        if actual != expected:
-            via = "" if source == item.url else f" (fetched as {redact(source)})"
-            raise FetchError(
-                f"{redact(item.url)}{via} has {algo} {actual}, but {repo}'s {item.where} "
-                f"declares {expected}: its build would reject the file.",
-                "The mirror serves another file than upstream; fix the mirror (cannbuild.mirrors), "
-                "or override the hash in the recipe's [[repos."
-                + repo
-                + ".third_party]] on purpose.",
-            )
+        fetched = "" if via == url else f" (fetched as {redact(via)})"
+        fix = _FIXES[want.by].format(at=want.at, prefix=_prefix(url))
+        if stand_in:
+            fetched = f" (fetched as {redact(via)}: the sandbox's stand-in, not the real file)"
+            if want.by == "checkout":
+                fix = (
+                    "The sandbox serves stand-ins of the third-party archives, which match only "
+                    f"its stand-in repositories' hashes; real repositories need the real files. {fix} "
+                    "Or take the stand-in by name, `--accept-stand-in <archive>` (or all): the "
+                    "lock, the report and status then say so."
+                )
+        said = f"{redact(url)}{fetched} has {want.algo} {actual}, but {want.at}"
+        if want.by in ("lock", "kept"):
+            raise FetchError(f"{said} pins {want.value}.", fix)
+        raise FetchError(
+            f"{said} declares {want.value}: the build checks that hash itself and would "
+            "reject the file.",
+            fix,
+        )
+
+
+def _prefix(url: str) -> str:
+    """The part of an archive URL a mirror rule would name: its host, and on a forge
+    (`/<owner>/<project>/releases/...`, as archive_name reads it) the owner."""
+    parts = urlsplit(url)
+    path = [p for p in parts.path.split("/") if p]
+    owner = f"{path[0]}/" if len(path) >= 3 else ""
+    return f"{parts.scheme}://{parts.netloc}/{owner}"
 
 
 def declared_matches(path: Path, item: Needed) -> bool:
@@ -341,7 +436,7 @@ def accept_stand_in(item: Needed, repo: str, sha256: str) -> Tuple[Needed, str]:
             "made where it is reachable.",
         )
     return replace(item, place=place), (
-        f"sandbox stand-in {sha256[:12]} accepted with --accept-stand-in: {repo}'s {item.where} "
+        f"sandbox stand-in {sha256[:12]} accepted with --accept-stand-in: {item.hash_at or item.where} "
         f"declares {declared}, which the sandbox cannot serve; unpacked at {place}, where the "
         "build takes a copy without a hash check"
     )
@@ -378,11 +473,13 @@ __all__ = [
     "ArchivePlan",
     "ArchiveRule",
     "Declared",
+    "Expected",
     "Needed",
     "archive_name",
-    "check_declared",
+    "check_hashes",
     "declared_archives",
     "discover",
+    "expected_hashes",
     "plan_archives",
     "preferred_place",
 ]

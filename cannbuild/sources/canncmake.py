@@ -13,6 +13,9 @@ CMake files at its commit, each module (following
 from the cann/cmake repository at its locked commit, with its URL, declared hash, and
 the places under `${CANN_3RD_LIB_PATH}` where the module takes a local copy before it
 downloads (its `if(EXISTS ...)` / `IS_DIRECTORY` checks), in the order it checks them.
+Only what a package build downloads counts (reach.py): gtest, which ops-nn asks for
+`if(ENABLE_TEST)` and ops-math through cmake/ut.cmake (an on-demand ExternalProject no
+package target needs), is left out, saying why.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from msgspec.structs import replace
 from ..workspace import read_text_map, remember
 from .archives import ARCHIVE_SUFFIXES, Declared, discover
 from .fetch import Fetcher, GitFailed
+from .reach import Reach, names_any, on_demand, options_off
 
 # The checkout's own file that clones the shared repository: its presence marks the layout.
 FETCH_CANN_CMAKE = "cmake/fetch_cann_cmake.cmake"
@@ -102,24 +106,31 @@ def wrappers(files: Mapping[str, str]) -> Dict[str, List[Tuple[str, str]]]:
 
 def called_modules(
     lines: Iterable[Tuple[str, int, str]], wrapped: Mapping[str, List[Tuple[str, str]]]
-) -> Dict[str, str]:
-    """module -> where the checkout asks for it (every site, in file order), from its
-    CMake lines (path, line, text): `add_cann_third_party(json)`, or a call of a cann/cmake function that asks for
-    one itself (`set_cann_cpack_config` -> makeself-fetch)."""
+) -> Dict[str, List[Tuple[str, int, str]]]:
+    """module -> (path, line, label) of every site where the checkout asks for it, in file
+    order, from its CMake lines (path, line, text): `add_cann_third_party(json)`, or a call
+    of a cann/cmake function that asks for one itself (`set_cann_cpack_config` ->
+    makeself-fetch, labelled with the function)."""
     calls = {name: re.compile(rf"\b{re.escape(name)}\s*\(") for name in wrapped}
-    found: Dict[str, List[str]] = {}
+    found: Dict[str, List[Tuple[str, int, str]]] = {}
     for path, number, text in sorted(lines):
         if text.lstrip().startswith("#"):
             continue
+        site = f"{path}:{number}"
         for call in _CALL.finditer(text):
-            found.setdefault(call.group(1), []).append(f"{path}:{number}")
+            found.setdefault(call.group(1), []).append((path, number, site))
         for call in _CANN_INCLUDE.finditer(text):
-            found.setdefault(call.group(1), []).append(f"{path}:{number} (include)")
+            found.setdefault(call.group(1), []).append((path, number, f"{site} (include)"))
         for name, pattern in calls.items():
             if pattern.search(text):
                 for module, inside in wrapped[name]:
-                    found.setdefault(module, []).append(f"{path}:{number} ({name}, {inside})")
-    return {module: ", ".join(sites) for module, sites in found.items()}
+                    label = f"{site} ({name}, {inside})"
+                    found.setdefault(module, []).append((path, number, label))
+    return found
+
+
+def _labels(sites: Iterable[Tuple[str, int, str]]) -> str:
+    return ", ".join(label for _, _, label in sites)
 
 
 def local_places(text: str) -> List[Tuple[str, int]]:
@@ -211,6 +222,28 @@ def _expand(value: str, variables: Mapping[str, List[str]]) -> List[str]:
     return values
 
 
+def module_files(
+    read: Callable[[str], Optional[str]], module: str
+) -> Tuple[Dict[str, str], List[str]]:
+    """`third_party/<module>.cmake` of the cann/cmake repository and the files it
+    includes, path -> text (`read(path)` gives one, None when absent); and the paths
+    that are not there."""
+    texts: Dict[str, str] = {}
+    missing: List[str] = []
+    queue = [f"third_party/{module}.cmake"]
+    while queue:
+        path = queue.pop(0)
+        if path in texts or path in missing:
+            continue
+        text = read(path)
+        if text is None:
+            missing.append(path)
+            continue
+        texts[path] = text
+        queue += [posixpath.join(posixpath.dirname(path), m) for m in _INCLUDE.findall(text)]
+    return texts, missing
+
+
 def module_archives(
     read: Callable[[str], Optional[str]], module: str, label: str, called: str
 ) -> Tuple[List[Declared], List[str]]:
@@ -219,19 +252,9 @@ def module_archives(
     absent).  `label` names the repository at its commit in `where`; `called` is where
     the checkout asks for the module.  Also returns notes (a module that is not there)."""
     found: List[Declared] = []
-    notes: List[str] = []
-    queue = [f"third_party/{module}.cmake"]
-    seen = set()
-    while queue:
-        path = queue.pop(0)
-        if path in seen:
-            continue
-        seen.add(path)
-        text = read(path)
-        if text is None:
-            notes.append(f"{called} asks for {module}, but {label} has no {path}")
-            continue
-        queue += [posixpath.join(posixpath.dirname(path), m) for m in _INCLUDE.findall(text)]
+    texts, missing = module_files(read, module)
+    notes = [f"{called} asks for {module}, but {label} has no {path}" for path in missing]
+    for path, text in texts.items():
         places = local_places(text)
         declared = discover({f"{label}:{path}": text})
         for item in declared:
@@ -266,27 +289,114 @@ def cann_cmake_archives(
     cmake_commit: str,
     label: str,
     memo: Optional[Path] = None,
-) -> Tuple[Tuple[Declared, ...], Tuple[str, ...]]:
-    """Every archive the checkout at `commit` (in the git cache `cache`) downloads through
-    the cann/cmake repository at `cmake_commit` (in `cmake_cache`), one per URL, with the
-    notes of modules that could not be read.  What git gives is remembered in `memo` per
-    pair of commits, raw, so a rerun runs no git and a newer cannbuild parses it anew."""
+) -> Tuple[Tuple[Declared, ...], Tuple[str, ...], Tuple[str, ...]]:
+    """Every archive a package build of the checkout at `commit` (in the git cache
+    `cache`) downloads through the cann/cmake repository at `cmake_commit` (in
+    `cmake_cache`), one per URL; the notes of modules that could not be read; and the
+    modules it asks for that such a build does not download, each saying why (reach.py:
+    asked for only where it does not go, or on demand and needed by no target it builds).
+    What git gives is remembered in `memo` per pair of commits, raw, so a rerun runs no
+    git and a newer cannbuild parses it anew."""
     files = _Files(fetcher, cmake_cache, cmake_commit, memo, f"{commit}-{cmake_commit}")
     listing = files.get("ls:function", lambda: _git_list(fetcher, cmake_cache, cmake_commit))
     functions = {p: files.cmake(p) or "" for p in listing.splitlines() if p.endswith(".cmake")}
     wrapped = wrappers(functions)
     names = ["add_cann_third_party", "include", *sorted(wrapped)]
-    grep = files.get("grep", lambda: _git_grep(fetcher, cache, commit, names))
+    checkout = Checkout(fetcher, cache, commit, files)
+    reach = checkout.reach
+    grep = files.get("grep", lambda: checkout.grep(["-E", _calling(names)]))
     modules = called_modules(_grep_lines(grep), wrapped)
+    unused: List[str] = []
+    running: Dict[str, List[Tuple[str, int, str]]] = {}
+    for module, asked in modules.items():
+        if any(reach.runs(path, line) for path, line, _ in asked):
+            running[module] = asked
+        else:
+            unused.append(
+                f"{module}: asked for only at {_labels(asked)}, which a package build does not "
+                "run (test switches off, test folders, functions only those call)"
+            )
+    texts = {m: module_files(files.cmake, m)[0] for m in running}
+    own = {m: f"third_party/{m}.cmake" for m in running}
+    demand = {m: on_demand(own[m], texts[m].get(own[m], "")) for m in running}
+
+    def pulled(module: str) -> bool:
+        """Whether a module downloading on demand is needed by one that is, or by a
+        line of the checkout a package build runs."""
+        targets = demand[module]
+        if any(names_any(t, targets) for m in needed for t in texts[m].values()):
+            return True
+        args = ["-w", "-F", *[a for t in targets for a in ("-e", t)]]
+        named = checkout.sites(f"names:{module}", args, lambda code: names_any(code, targets))
+        return any(reach.runs(p, n) for p, n in named)
+
+    needed = [m for m in running if not demand[m]]
+    waiting = [m for m in running if demand[m]]
+    while True:
+        more = [m for m in waiting if pulled(m)]
+        if not more:
+            break
+        needed += more
+        waiting = [m for m in waiting if m not in more]
+    unused += [
+        f"{m}: {label}:{own[m]} downloads only for a target that needs it (EXCLUDE_FROM_ALL), "
+        f"and nothing a package build runs names one ({', '.join(demand[m])}); asked for at "
+        f"{_labels(running[m])}"
+        for m in waiting
+    ]
     by_url: Dict[str, Declared] = {}
     notes: List[str] = []
-    for module, called in modules.items():
-        found, missing = module_archives(files.cmake, module, label, called)
+    for module in [m for m in running if m in needed]:
+        found, missing = module_archives(files.cmake, module, label, _labels(running[module]))
         notes += missing
         for item in found:
             by_url.setdefault(item.url, item)
     files.save()
-    return tuple(by_url.values()), tuple(notes)
+    return tuple(by_url.values()), tuple(notes), tuple(unused)
+
+
+class Checkout:
+    """A checkout's CMake at `commit`, read from its git cache `cache` through `files`
+    (which remembers what git gave): its files, the lines git grep finds, and whether a
+    package build runs them (`reach`, reach.py)."""
+
+    def __init__(self, fetcher: Fetcher, cache: Path, commit: str, files: _Files) -> None:
+        self.fetcher, self.cache, self.commit, self.files = fetcher, cache, commit, files
+        options = files.get("options", lambda: self.grep(["-i", "-E", _calling(["option"])]))
+        off = options_off(_grep_lines(options), self.read("build.sh"))
+        self.reach = Reach(self.read, self.callers, off)
+
+    def read(self, path: str) -> str:
+        return self.files.get(
+            f"src:{path}", lambda: _show(self.fetcher, self.cache, self.commit, path)
+        )
+
+    def grep(self, args: List[str]) -> str:
+        return _grep(self.fetcher, self.cache, self.commit, args)
+
+    def sites(
+        self, key: str, args: List[str], code: Callable[[str], bool]
+    ) -> List[Tuple[str, int]]:
+        """(path, line) of the lines `git grep args` finds whose code (not a comment)
+        `code` accepts."""
+        found = self.files.get(key, lambda: self.grep(args))
+        return [(p, n) for p, n, text in _grep_lines(found) if code(text.split("#", 1)[0])]
+
+    def callers(self, name: str) -> List[Tuple[str, int]]:
+        call = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}\s*\(", re.IGNORECASE)
+        args = ["-i", "-E", _calling([name])]
+        return self.sites(f"callers:{name}", args, lambda c: bool(call.search(c)))
+
+    def included_at(self, path: str) -> List[Tuple[str, int]]:
+        """Where the checkout includes the CMake file `path` (by its file name)."""
+        name = posixpath.basename(path)
+        include = re.compile(rf"\binclude\s*\([^)]*\b{re.escape(name)}", re.IGNORECASE)
+        return self.sites(f"includes:{path}", ["-F", "-e", name], lambda c: bool(include.search(c)))
+
+
+def checkout_of(fetcher: Fetcher, cache: Path, commit: str) -> Checkout:
+    """A Checkout that remembers nothing beyond this run (the draft's)."""
+    return Checkout(fetcher, cache, commit, _Files(fetcher, cache, commit, None, ""))
 
 
 class _Files:
@@ -331,20 +441,28 @@ def _git_list(fetcher: Fetcher, cache: Path, commit: str) -> str:
     return fetcher.git(["ls-tree", "--name-only", commit, "function/"], cwd=cache)
 
 
-def _git_grep(fetcher: Fetcher, cache: Path, commit: str, names: List[str]) -> str:
-    """The lines of the checkout's CMake files that call one of `names`, as git grep
-    prints them (`<commit>:<path>:<line>:<text>`); "" when none does."""
-    # POSIX ERE (no `\b`): a name not preceded by a word character, then `(`
-    pattern = r"(^|[^A-Za-z0-9_])(" + "|".join(re.escape(n) for n in names) + r")[[:space:]]*\("
+def _calling(names: List[str]) -> str:
+    """A POSIX ERE (no `\\b`) for a call of one of `names`: not after a word character,
+    then `(`."""
+    return r"(^|[^A-Za-z0-9_])(" + "|".join(re.escape(n) for n in names) + r")[[:space:]]*\("
+
+
+def _grep(fetcher: Fetcher, cache: Path, commit: str, args: List[str]) -> str:
     try:
         return fetcher.git(
-            ["grep", "-n", "-I", "-E", pattern, commit, "--", "*.cmake", "*CMakeLists.txt"],
-            cwd=cache,
+            ["grep", "-n", "-I", *args, commit, "--", "*.cmake", "*CMakeLists.txt"], cwd=cache
         )
     except GitFailed as exc:
         if exc.code == 1:  # git grep: no line matched
             return ""
         raise
+
+
+def _show(fetcher: Fetcher, cache: Path, commit: str, path: str) -> str:
+    try:
+        return fetcher.git(["show", f"{commit}:{path}"], cwd=cache)
+    except GitFailed:
+        return ""
 
 
 def _grep_lines(output: str) -> List[Tuple[str, int, str]]:
@@ -361,11 +479,14 @@ __all__ = [
     "FETCH_CANN_CMAKE",
     "FETCH_CANN_CMAKE_FILES",
     "THIRD_PARTY_ROOT",
+    "Checkout",
     "archive_stem",
     "called_modules",
     "cann_cmake_archives",
+    "checkout_of",
     "local_places",
     "module_archives",
+    "module_files",
     "uses_cann_cmake",
     "wrappers",
 ]

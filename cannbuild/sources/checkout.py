@@ -26,7 +26,8 @@ from ..lazy import lazy_module
 from ..recipes import describe_ref
 from ..redact import redact
 from ..workspace import Workspace, read_json, write_json_atomic
-from .fetch import Fetcher, GitFailed, in_parallel, sha256_file
+from .archives import Expected, check_hashes
+from .fetch import Fetcher, GitFailed, in_parallel, rewrite, sha256_file
 
 if TYPE_CHECKING:
     import tarfile
@@ -335,25 +336,33 @@ def _inside(archive: Path, name: str) -> None:
 
 
 def ensure_archive(
-    fetcher: Fetcher, ws: Workspace, url: str, expected: Optional[str]
+    fetcher: Fetcher,
+    ws: Workspace,
+    url: str,
+    expects: Sequence[Expected] = (),
+    stand_ins: Sequence[str] = (),
 ) -> Tuple[Path, str]:
-    """The archive from the download cache, fetched (and verified) when missing."""
+    """The archive from the download cache, fetched when missing; either way refused
+    unless it has every hash `expects` (archives.check_hashes names who declares it).
+    `stand_ins`: the URL prefixes of the sandbox's stand-ins, which the refusal names."""
+    via = rewrite(url, fetcher.mirrors)
+    stand_in = any(via.startswith(prefix) for prefix in stand_ins)
+    expected = next((e.value for e in expects if e.algo == "sha256"), None)
     if expected:
         cached = archive_path(ws, expected, url)
         if cached.is_file() and sha256_file(cached) == expected:
+            check_hashes(cached, expected, url, via, expects, stand_in)
             return cached, expected
     # per URL: two repos' threads may fetch archives of the same file name at once
     tag = hashlib.sha256(redact(url).encode()).hexdigest()[:12]
     tmp = ws.downloads / ".incoming" / f"{tag}-{url.rsplit('/', 1)[-1]}"
     fetcher.download(url, tmp, ws.root)
     actual = sha256_file(tmp)
-    if expected and actual != expected:
+    try:
+        check_hashes(tmp, actual, url, via, expects, stand_in)
+    except FetchError:
         tmp.unlink(missing_ok=True)
-        raise FetchError(
-            f"{redact(url)} has sha256 {actual}, but {expected} was expected (recipe or lock).",
-            "The file changed upstream or the mirror serves another file; check it, then run "
-            "`cannbuild lock` to re-pin deliberately.",
-        )
+        raise
     final = archive_path(ws, actual, url)
     safefs.make_dirs(ws.root, final.parent, "the download cache")
     safefs.replace(ws.root, tmp, final, "the download cache")

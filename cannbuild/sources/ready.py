@@ -33,11 +33,13 @@ from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
 from .archives import (
     Declared,
+    Expected,
     Needed,
     accept_stand_in,
-    check_declared,
+    check_hashes,
     declared_archives,
     declared_matches,
+    expected_hashes,
     plan_archives,
 )
 from .canncmake import (
@@ -303,15 +305,10 @@ class PendingSources:
                 f'"{FETCH_CANN_CMAKE}", pin = "tag" and dest = "third_party/cann-cmake".',
             )
         pin, item = shared
-        return cann_cmake_archives(
-            fetcher,
-            cache,
-            commit,
-            item.cache,
-            item.commit,
-            f"{pin.source}@{item.commit[:12]}",
-            ws.third_party_memo,
-        )
+        label = f"{pin.source}@{item.commit[:12]}"
+        memo = ws.third_party_memo
+        found = cann_cmake_archives(fetcher, cache, commit, item.cache, item.commit, label, memo)
+        return found[0], found[1]
 
     def _archives(
         self, repo: RepoSpec, commit: str, cache: Path, nested: List[Nested]
@@ -360,23 +357,24 @@ class PendingSources:
         seeds: List[Seed] = []
         archives: List[LockedArchive] = []
         for item in plan.placed:
+            # The lock's hash, and those the ref's CMake declares, or the build itself would
+            # refuse the file; a stand-in accepted by name is checked against the lock only.
+            expects = self._expected(repo, commit, item)
             stand_in = self._stand_in_sha256(item)
-            expected = (
-                None
-                if stand_in and self.mode == RESOLVE
-                else self._expected_sha256(repo, commit, item)
-            )
+            pinned = tuple(e for e in expects if e.by in ("lock", "kept"))
             # Two repos may need one archive (makeself): one download, the other thread waits.
             with self._download_lock(item.url):
                 self._stage(repo)
-                path, sha = ensure_archive(fetcher, ws, item.url, expected)
+                path, sha = ensure_archive(
+                    fetcher, ws, item.url, pinned if stand_in else expects, request.stand_ins
+                )
             accepted = ""
             if stand_in and sha == stand_in and not declared_matches(path, item):
                 item, accepted = accept_stand_in(item, repo.name, sha)
-            else:
-                # The hash the ref's CMake declares must hold too, or the build itself would
-                # refuse it.
-                check_declared(path, item, repo.name, rewrite(item.url, fetcher.mirrors))
+            elif stand_in:
+                via = rewrite(item.url, fetcher.mirrors)
+                served = any(via.startswith(prefix) for prefix in request.stand_ins)
+                check_hashes(path, sha, item.url, via, expects, served)
             seeds.append(Seed(source=path, dest=item.place, sha256=sha))
             archives.append(
                 LockedArchive(
@@ -406,18 +404,19 @@ class PendingSources:
             return self.request.stand_in_sha256.get(redact(item.url))
         return None
 
-    def _expected_sha256(self, repo: RepoSpec, commit: str, item: Needed) -> Optional[str]:
+    def _expected(self, repo: RepoSpec, commit: str, item: Needed) -> Tuple[Expected, ...]:
         locked = self.existing.archive(item.url) if self.existing else None
-        # Locked or refreshing: the lock's sha256 is the only one accepted.
-        if self.mode != RESOLVE:
-            if locked is None:
-                raise LockDrift(
-                    f"{repo.name} at {commit[:12]} downloads {redact(item.url)} ({item.where}), "
-                    f"which {self.request.lock_file} does not pin.",
-                    "Run `cannbuild lock` to pin it (and commit the new lock).",
-                )
-            return locked.sha256
-        return item.sha256 or (locked.sha256 if locked else None)
+        # Locked or refreshing: the lock must pin it.  Resolving: the lock's pin holds only
+        # where neither the ref's CMake nor the recipe declares a sha256.
+        if self.mode != RESOLVE and locked is None:
+            raise LockDrift(
+                f"{repo.name} at {commit[:12]} downloads {redact(item.url)} ({item.where}), "
+                f"which {self.request.lock_file} does not pin.",
+                "Run `cannbuild lock` to pin it (and commit the new lock).",
+            )
+        resolving = self.mode == RESOLVE
+        pinned = locked.sha256 if locked and not (resolving and item.sha256) else None
+        return expected_hashes(item, pinned, self.request.lock_file, resolving)
 
     def _download_lock(self, url: str) -> threading.Lock:
         with self._download_locks_guard:

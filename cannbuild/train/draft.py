@@ -178,6 +178,7 @@ def draft_recipe(req: DraftRequest) -> Draft:
     for readout in readouts.values():
         if readout.spec_problem:
             undecided.append(f"{readout.spec_problem}: its flags are not checked.")
+        read += [f"pin: {readout.repo}: {why}" for why in readout.unused_pins]
     head = _head(base, train, release, refs, readouts, read, undecided)
     vars_ = _vars(base, ws, readouts, read, undecided)
     toolkit = _toolkit(base, readouts, read, undecided)

@@ -15,7 +15,7 @@ from msgspec import Struct
 
 from ..recipes import SourcePin
 from ..recipes.optspec import NoOptionLoop, OptionSpec, code_of, option_spec
-from ..sources.canncmake import FETCH_CANN_CMAKE, THIRD_PARTY_ROOT
+from ..sources.canncmake import FETCH_CANN_CMAKE, THIRD_PARTY_ROOT, checkout_of
 from ..sources.fetch import Fetcher, GitFailed
 
 # `SUPPORT_COMPUTE_UNIT_SHORT=("ascend910b" ... "mc62")` (cannmirror/ops-transformer@9.1.0:build.sh:46)
@@ -62,6 +62,7 @@ class Readout(Struct, frozen=True, kw_only=True):
     deps_lines: Tuple[int, ...] = ()
     deps_file: str = ""
     pins: Tuple[Pinned, ...] = ()
+    unused_pins: Tuple[str, ...] = ()  # sources only a test build clones, and why
 
     def cite(self, path: str, *lines: int) -> str:
         at = ",".join(str(n) for n in lines)
@@ -121,6 +122,7 @@ def read_repo(
         text = show(fetcher, cache, commit, path)
         if text is not None:
             pins += pins_in(path, text, repos)
+    pins, unused = _package_pins(fetcher, cache, repo, commit, pins)
     return Readout(
         repo=repo,
         commit=commit,
@@ -133,7 +135,34 @@ def read_repo(
         deps_lines=tuple(deps_lines),
         deps_file="version.cmake" if deps else "",
         pins=tuple(pins),
+        unused_pins=tuple(unused),
     )
+
+
+def _package_pins(
+    fetcher: Fetcher, cache: Path, repo: str, commit: str, pins: List[Pinned]
+) -> Tuple[List[Pinned], List[str]]:
+    """The pins a package build clones, and why each other one is left out: its file is
+    included only where such a build does not go (sources/reach.py), as ops-test-kit's
+    `if(DOWNLOAD_OPS_TEST_KIT)`, an option OFF that build.sh never sets
+    (ops-math@9.1.0:CMakeLists.txt:59,94-95)."""
+    if not pins:
+        return pins, []
+    checkout = checkout_of(fetcher, cache, commit)
+    kept: List[Pinned] = []
+    unused: List[str] = []
+    for item in pins:
+        sites = checkout.included_at(item.pin.pin_file)
+        if sites and not any(checkout.reach.runs(p, n) for p, n in sites):
+            at = ", ".join(f"{repo}@{commit[:12]}:{p}:{n}" for p, n in sites)
+            unused.append(
+                f"{item.pin.name or item.pin.repo} ({item.where} pins {item.value}) left out: "
+                f"{item.pin.pin_file} is included only at {at}, which a package build does not "
+                "run (a test switch, or an option OFF that build.sh never sets)"
+            )
+        else:
+            kept.append(item)
+    return kept, unused
 
 
 def pins_in(path: str, text: str, repos: Mapping[str, str]) -> List[Pinned]:

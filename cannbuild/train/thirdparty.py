@@ -2,15 +2,13 @@
 commit downloads (sources/archives.py up to 9.0, sources/canncmake.py from 9.1).
 
 From 9.1 an archive no rule names is placed where its cann/cmake module takes a local
-copy, so the draft writes a rule only for a module the checkout asks for in test builds
-alone (`needed = false`: ops-transformer@9.1.0:CMakeLists.txt:137-140 `if (ENABLE_TEST)`,
-opbase@9.1.0:cmake/config.cmake:66-69 `if (ENABLE_UT OR ENABLE_ST)`).  Up to 9.0 every
-archive needs a rule saying where that ref takes a copy, which only the base recipe
-knows: its rules are kept for the archives still declared, and listed for review."""
+copy, and a module only test builds download is left out by the lock itself
+(sources/reach.py), so the draft writes no rule for either; it lists them.  Up to 9.0
+every archive needs a rule saying where that ref takes a copy, which only the base
+recipe knows: its rules are kept for the archives still declared, and listed for review."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -18,73 +16,19 @@ from msgspec import Struct
 
 from ..decoded import JSONValue
 from ..recipes import ArchiveRule, RepoSpec
-from ..recipes.optspec import code_of
-from ..sources.archives import Declared, declared_archives, preferred_place
+from ..sources.archives import declared_archives, preferred_place
 from ..sources.canncmake import FETCH_CANN_CMAKE_FILES, cann_cmake_archives
 from ..sources.checkout import cache_path
 from ..sources.fetch import Fetcher
 from ..sources.pins import resolve_pin
 from ..workspace import Workspace
-from .readout import Readout, show
-
-# A condition only a test build sets: ENABLE_TEST, ENABLE_UT, ENABLE_ST, UT_TEST_ALL,
-# OP_KERNEL_AICPU_UT (ops-transformer@9.1.0:cmake/ut.cmake:514), BUILD_TESTING.
-_TEST = re.compile(
-    r"(?<![A-Za-z0-9])(?:[A-Z0-9]+_)*(?:TEST|TESTING|UT|ST|LLT)(?:_[A-Z0-9]+)*(?![A-Za-z0-9])"
-)
-_BLOCK = re.compile(
-    r"^\s*(if|elseif|else|endif|function|endfunction|macro|endmacro)\s*\((.*)\)\s*$", re.IGNORECASE
-)
-_SITE = re.compile(r"([^\s,()]+):(\d+)")
+from .readout import Readout
 
 
 class ArchiveRules(Struct, frozen=True, kw_only=True):
     rules: Tuple[Dict[str, JSONValue], ...]  # the TOML tables, in order
     read: Tuple[str, ...]  # what was found, for the draft's header
     undecided: Tuple[str, ...]
-
-
-def enclosing(text: str, line: int) -> List[str]:
-    """The conditions of the `if` blocks around `line` of a CMake file, innermost last;
-    an `else` branch or a function body counts as no test condition."""
-    stack: List[str] = []
-    for raw in text.splitlines()[: max(line - 1, 0)]:
-        match = _BLOCK.match(code_of(raw))
-        if not match:
-            continue
-        word, cond = match.group(1).lower(), match.group(2).strip()
-        if word in ("if", "function", "macro"):
-            stack.append(cond if word == "if" else "")
-        elif word == "elseif" and stack:
-            stack[-1] = cond
-        elif word == "else" and stack:
-            stack[-1] = ""
-        elif stack:
-            stack.pop()
-    return stack
-
-
-def _sites(source: str) -> List[Tuple[str, int]]:
-    """(path, line) of each place the checkout asks for a module, from the `source` of a
-    canncmake.Declared ("add_cann_third_party(x) at A:1, B:2 (fn, ...); ...")."""
-    asked = source.split(";", 1)[0].split(" at ", 1)[-1]
-    return [(p, int(n)) for p, n in _SITE.findall(re.sub(r"\([^)]*\)", "", asked))]
-
-
-def test_only(
-    fetcher: Fetcher, cache: Path, commit: str, item: Declared
-) -> Optional[Tuple[str, int, str]]:
-    """(path, line, condition) of a call when every call of the module is inside a test
-    condition; None otherwise."""
-    first: Optional[Tuple[str, int, str]] = None
-    sites = _sites(item.source)
-    for path, line in sites:
-        text = show(fetcher, cache, commit, path) or ""
-        conds = [c for c in enclosing(text, line) if _TEST.search(c)]
-        if not conds:
-            return None
-        first = first or (path, line, conds[-1])
-    return first
 
 
 def _rule(rule_name: str, **values: JSONValue) -> Dict[str, JSONValue]:
@@ -109,38 +53,28 @@ def cann_cmake_rules(
         fetcher, cache, fetched[name], readout.repo, readout.commit, pinned.pin, pinned.url
     )
     label = f"{name}@{locked.commit[:12]}"
-    declared, missing = cann_cmake_archives(
+    declared, missing, unused = cann_cmake_archives(
         fetcher, cache, readout.commit, fetched[name], locked.commit, label, ws.third_party_memo
     )
     rules: List[Dict[str, JSONValue]] = []
-    read: List[str] = []
+    read = [
+        f"{item.name} -> {preferred_place(item.url, item.places) or 'no local copy'} "
+        f"({item.where}; {item.source})"
+        for item in declared
+    ]
+    read += [f"not downloaded by a package build: {why}" for why in unused]
     undecided = [f"{readout.repo}: {note}" for note in missing]
-    ruled = set()
-    for item in declared:
-        only = test_only(fetcher, cache, readout.commit, item)
-        if only is not None and item.module not in ruled:
-            path, line, cond = only
-            ruled.add(item.module)
-            cite = readout.cite(path, line)
-            rules.append(_rule(item.module, needed=False, source=f"{cite}: only with {cond}"))
-            read.append(f"{item.module}: needed = false, {cite} inside if({cond})")
-        elif only is None:
-            place = preferred_place(item.url, item.places) or "no local copy"
-            asked = ", ".join(f"{p}:{n}" for p, n in _sites(item.source)[:2])
-            read.append(f"{item.name} -> {place} ({item.where}; asked for at {asked})")
     kept = _same_layout(base_repo)
     names = {d.module for d in declared} | {d.name for d in declared}
     dropped = []
     for rule in base_repo.third_party if base_repo else ():
-        if rule.name in ruled:
-            continue
         if kept and rule.name in names:
             rules.append(_table(rule))
             undecided.append(
                 f"[[repos.{readout.repo}.third_party]] {rule.name!r} is the base recipe's "
                 f"({rule.source}): check it still holds at {readout.commit[:12]}."
             )
-        else:
+        elif rule.needed:
             dropped.append(rule.name)
     if dropped:
         undecided.append(
@@ -206,4 +140,4 @@ def module_rules(
     return ArchiveRules(rules=tuple(rules), read=tuple(read), undecided=tuple(undecided))
 
 
-__all__ = ["ArchiveRules", "cann_cmake_rules", "enclosing", "module_rules", "test_only"]
+__all__ = ["ArchiveRules", "cann_cmake_rules", "module_rules"]

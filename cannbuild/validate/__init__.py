@@ -240,6 +240,7 @@ def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> Vali
             inp.example_lookup,
             inp.vendor_dir,
             inp.vendor_name,
+            phases,
         )
         checks.append(
             ValidationCheck(
@@ -251,6 +252,7 @@ def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> Vali
                     "exit_code": ex.exit_code,
                     "tail": list(ex.tail),
                     "examples": [r.to_json() for r in ex.examples],
+                    "stopped_by": ex.stopped_by or None,
                 },
             )
         )

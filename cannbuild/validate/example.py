@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
+import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..proc import run as run_process
+from ..phases import PhaseSink, no_phases
+from ..proc import Bounds, run_bounded
 from ..states import Verdict
 from . import example_expected
 from .precision import Precision, disagrees, measure_values, summary
@@ -77,7 +78,13 @@ KNOWN_EXAMPLES: Dict[str, Tuple[Tuple[str, int, float, float], ...]] = {
 # ACL_FLOAT16), and softmaxMax / softmaxSum are float32 at every ref.
 OUTPUT_DTYPE = "fp32"
 LOOKUPS = ("custom-opp", "opp", "home-opp")
-TIMEOUT_S = 600
+# A run is bounded by what it does, not by a short clock: 9.1.0's build.sh forks `date` for
+# every line it prints (about 110,000 for the three FlashAttention examples), which a loaded
+# host makes take well over ten minutes while the run is sound.  Stopped: silent for 5 min
+# (each example compiles first: about a minute on 2 busy cores), past 500,000 lines or
+# 64 MiB (4.5 times the three examples), or after 2 h in all.
+BOUNDS = Bounds(idle_s=300.0, max_lines=500_000, max_bytes=64 << 20, wall_s=7200.0)
+PROGRESS_S = 30.0  # how often the running example's count of values is shown
 
 
 class ExampleRun(Struct, frozen=True, kw_only=True):
@@ -114,6 +121,7 @@ class ExampleResult(Struct, frozen=True, kw_only=True):
     exit_code: Optional[int] = None
     tail: Sequence[str] = ()
     examples: Sequence[ExampleRun] = ()
+    stopped_by: str = ""  # the bound that ended the run (proc.IDLE, WORK, WALL); "" if it exited
 
 
 def _indexed(lines: Sequence[str]) -> List[Tuple[int, float]]:
@@ -178,10 +186,15 @@ def split_examples(lines: Sequence[str]) -> List[Tuple[str, List[str]]]:
     for line in lines:
         match = _START.search(line)
         if match:
-            parts.append((match.group(1) or f"test_aclnn_{match.group(2).rstrip('.')}.cpp", []))
+            parts.append((_announced(match), []))
         elif parts:
             parts[-1][1].append(line)
     return parts
+
+
+def _announced(match: re.Match[str]) -> str:
+    """The example file a `_START` line announces."""
+    return match.group(1) or f"test_aclnn_{match.group(2).rstrip('.')}.cpp"
 
 
 def _first_error(lines: Sequence[str]) -> Optional[str]:
@@ -372,7 +385,12 @@ def run_example(
     lookup: str = "custom-opp",
     vendor_dir: Optional[Path] = None,
     vendor_name: str = "custom",
+    phases: PhaseSink = no_phases,
+    bounds: Bounds = BOUNDS,
+    progress_s: float = PROGRESS_S,
 ) -> ExampleResult:
+    """Run the repository's examples under `bounds` and judge what they print; `phases`
+    hears which example runs and, every `progress_s`, how far it got."""
     if not (cwd / "build.sh").is_file():
         return ExampleResult(
             status=Verdict.SKIPPED,
@@ -382,24 +400,51 @@ def run_example(
     skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
     if skip:
         return ExampleResult(status=Verdict.SKIPPED, message=skip, command=command)
-    try:
-        proc = run_process(argv, cwd=cwd, env=env, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+    ran = run_bounded(argv, bounds, cwd=cwd, env=env, on_line=_Watch(phases, progress_s))
+    out, err = ran.stdout, ran.stderr
+    # stderr first: it holds the error while stdout holds the buffered tail.
+    tail = tuple((err + out)[-15:])
+    if ran.stopped:
+        started = len(split_examples(out))
         return ExampleResult(
             status=Verdict.FAIL,
-            message=f"the example did not finish within {TIMEOUT_S} s",
+            message=f"stopped by its {ran.stopped} bound ({ran.why}) after {ran.seconds:.0f} s, "
+            f"{len(out) + len(err):,} lines and {started} example(s) started",
             command=command,
+            tail=tail,
+            stopped_by=ran.stopped,
         )
-    out = proc.stdout.decode("utf-8", "replace").splitlines()
-    err = proc.stderr.decode("utf-8", "replace").splitlines()
-    status, message, runs = judge_run(out, err, proc.returncode)
-    # stderr first: it holds the error while stdout holds the buffered tail.
-    tail = tuple((err + out)[-15:]) if status != Verdict.PASS else ()
+    assert ran.code is not None
+    status, message, runs = judge_run(out, err, ran.code)
     return ExampleResult(
         status=status,
         message=message,
         command=command,
-        exit_code=proc.returncode,
-        tail=tail,
+        exit_code=ran.code,
+        tail=tail if status != Verdict.PASS else (),
         examples=tuple(runs),
     )
+
+
+class _Watch:
+    """Shows the example run's progress as its stdout comes: the example that starts
+    (build.sh's announcement) and, every `every_s`, the values it has printed."""
+
+    def __init__(self, phases: PhaseSink, every_s: float) -> None:
+        self.phases, self.every_s = phases, every_s
+        self.clock = time.monotonic
+        self.file, self.started, self.values, self.shown = "", 0, 0, self.clock()
+
+    def __call__(self, line: str) -> None:
+        start = _START.search(line)
+        if start:
+            self.file = Path(_announced(start)).name
+            self.started += 1
+            self.values = 0
+            self.shown = self.clock()
+            self.phases(f"example {self.started}: {self.file}")
+        elif _RESULT.search(line):
+            self.values += 1
+            if self.clock() - self.shown >= self.every_s:
+                self.shown = self.clock()
+                self.phases(f"example {self.started}: {self.file}: {self.values:,} values")

@@ -48,20 +48,25 @@ def discovered(tree: t.Tree, memo=None, repo="ops-transformer", commit=None):
 
 
 def test_a_9_1_checkout_downloads_what_its_add_cann_third_party_modules_declare(tree):
-    found, notes = discovered(tree)
+    found, notes, unused = discovered(tree)
     assert notes == ()
     by_module = {d.module: d for d in found}
-    # json, eigen, protobuf asked for directly; gtest inside if(ENABLE_TEST) still counts (a
-    # recipe says needed = false); abseil-cpp through protobuf.cmake's include;
-    # makeself-fetch through set_cann_cpack_config; grpc is only commented out
+    # json, eigen, protobuf asked for directly; abseil-cpp through protobuf.cmake's include;
+    # makeself-fetch through set_cann_cpack_config; grpc is only commented out; gtest, asked for
+    # inside if(ENABLE_TEST) and by cmake/ut.cmake, downloads only for a target that links it,
+    # and only the unit tests do
     assert sorted(by_module) == [
         "abseil-cpp",
         "eigen",
-        "gtest",
         "json",
         "makeself-fetch",
         "protobuf",
     ]
+    assert unused == (
+        f"gtest: cann-cmake@{tree.cmake_tagged[:12]}:third_party/gtest.cmake downloads only for "
+        "a target that needs it (EXCLUDE_FROM_ALL), and nothing a package build runs names one "
+        "(GTest::gtest, third_party_gtest); asked for at CMakeLists.txt:8, cmake/ut.cmake:2",
+    )
     json = by_module["json"]
     # read at the tag's commit: the newer json 3.12 on the branch is not what the pin names
     assert json.url == t.JSON_URL and json.name == "json-3.11.3"
@@ -116,7 +121,7 @@ def test_a_module_the_pinned_cmake_lacks_is_a_note_not_a_guess(tree, tmp_path):
         },
         "x",
     )
-    found, notes = cann_cmake_archives(
+    found, notes, _ = cann_cmake_archives(
         Fetcher(), work, commit, bare(tree, "cmake"), tree.cmake_tagged, "cc", None
     )
     assert [d.module for d in found] == ["json"]
@@ -184,8 +189,14 @@ def test_functions_of_the_cmake_repo_that_ask_for_a_module_are_followed():
         ("cmake/x.cmake", 2, "my_set_cann_cpack_config(y)"),
     ]
     assert called_modules(lines, wrapped) == {
-        "json": "CMakeLists.txt:3",
-        "makeself-fetch": "cmake/package.cmake:9 (set_cann_cpack_config, function/prepare.cmake:11)",
+        "json": [("CMakeLists.txt", 3, "CMakeLists.txt:3")],
+        "makeself-fetch": [
+            (
+                "cmake/package.cmake",
+                9,
+                "cmake/package.cmake:9 (set_cann_cpack_config, function/prepare.cmake:11)",
+            )
+        ],
     }
 
 

@@ -78,7 +78,7 @@ def test_a_9_1_lock_pins_each_source_the_cmake_clones_and_each_archive_it_downlo
         "json-3.11.3",
         "makeself-release-2.5.0-patch1",
         "protobuf-25.1",
-    ]  # gtest: the recipe says needed = false
+    ]  # gtest: only the unit tests need it (test_canncmake.py)
     json = archives["json-3.11.3"]
     assert json.sha256 == tree.sha256[t.JSON_URL] and json.url == t.JSON_URL
     assert json.repos == ("opbase", "ops-transformer")

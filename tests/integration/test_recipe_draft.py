@@ -5,7 +5,6 @@ is equal but the ones pinned below, each with the reason it differs."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Dict
 
 import pytest
@@ -22,7 +21,6 @@ from cannbuild.sources.fetch import Fetcher
 from cannbuild.train.draft import DraftRequest, closest_recipe, draft_recipe, release_of
 from cannbuild.train.drafttoml import draft_text, write_draft
 from cannbuild.train.manifest import read_manifest
-from cannbuild.train.thirdparty import enclosing
 from cannbuild.workspace import Workspace
 
 import cann91tree
@@ -124,19 +122,29 @@ def test_the_draft_equals_the_shipped_9_1_recipe_in_every_field_but_the_pinned_o
         assert sorted(mine.pins, key=by_dest) == sorted(theirs.pins, key=by_dest)
 
 
+def test_a_source_only_unit_tests_clone_is_left_out_saying_why(drafted):
+    """The siblings at 9.1 clone ops-test-kit at branch master only
+    `if(DOWNLOAD_OPS_TEST_KIT)`, an option OFF that their build.sh never sets
+    (ops-math@9.1.0:CMakeLists.txt:59,94-95): no pinned source of the draft, each listed."""
+    draft, recipe, _ = drafted
+    assert not [p for r in recipe.repos for p in r.pins if "ops-test-kit" in p.dest]
+    left = [line for line in draft.read if "ops-test-kit" in line]
+    assert [line.split(":", 2)[1].strip() for line in left] == ["ops-math", "ops-nn", "ops-cv"]
+    for line in left:
+        assert "cmake/third_party/ops_test_kit.cmake:4 pins master) left out" in line
+        assert "cmake/third_party/ops_test_kit.cmake is included only at " in line
+        assert "an option OFF that build.sh never sets" in line
+    assert not any("ops-test-kit" in item for item in draft.undecided)
+
+
 def test_the_draft_differs_only_in_third_party_rules_the_stand_ins_cannot_show(drafted):
-    """The stand-in CMake asks for no test-only module (no unit-test build in the sandbox),
-    where the real 9.1.0 asks for gtest/boost/mockcpp under ENABLE_TEST/ENABLE_UT; and
-    the shipped makeself-fetch place comes from cmake/custom_build.cmake's hard-wired
-    makeself path, which the draft does not read (it says so)."""
+    """The shipped makeself-fetch place comes from cmake/custom_build.cmake's hard-wired
+    makeself path, which the draft does not read (it says so); what only test builds
+    download needs no rule in either (the lock leaves it out by itself)."""
     draft, recipe, _ = drafted
     shipped = load_recipe(data_dir("recipes") / "9.1.toml")
     assert [r.third_party for r in recipe.repos] == [()] * 5
     assert {(r.name, rule.name, rule.needed) for r in shipped.repos for rule in r.third_party} == {
-        ("opbase", "gtest", False),
-        ("opbase", "boost", False),
-        ("opbase", "mockcpp", False),
-        ("ops-transformer", "gtest", False),
         ("ops-transformer", "makeself-fetch", True),
     }
     assert any("third_party/makeself" in item for item in draft.undecided)
@@ -173,9 +181,10 @@ def test_the_draft_cites_where_it_read_each_value_and_lists_what_it_could_not_de
     assert draft_text(draft) == text
 
 
-def test_a_test_only_module_becomes_a_needed_false_rule(tmp_path):
-    """tests/cann91tree.py: ops-transformer asks for gtest only `if(ENABLE_TEST)`, and for
-    json, eigen, protobuf always; drafted from the shipped 9.1 recipe at tag v9.1.0."""
+def test_a_module_only_test_builds_download_gets_no_rule_and_is_listed(tmp_path):
+    """tests/cann91tree.py: ops-transformer asks for gtest `if(ENABLE_TEST)` and through
+    cmake/ut.cmake (an on-demand download only the unit tests link), json, eigen, protobuf
+    always; drafted from the shipped 9.1 recipe at tag v9.1.0."""
     tree = cann91tree.build(tmp_path / "tree")
     request = DraftRequest(
         ref="v9.1.0",
@@ -193,36 +202,16 @@ def test_a_test_only_module_becomes_a_needed_false_rule(tmp_path):
     ot = draft.data["repos"]["ops-transformer"]
     assert ot["tag"] == "v{{ ops_release }}"
     rules = {rule["name"]: rule for rule in ot["third_party"]}
-    assert rules["gtest"]["needed"] is False
-    assert rules["gtest"]["source"].endswith("CMakeLists.txt:8: only with ENABLE_TEST")
-    assert "makeself-fetch" in rules  # kept from the base recipe (same layout), for review
-    assert "json" not in rules and "protobuf" not in rules  # placed by their modules
+    assert set(rules) == {"makeself-fetch"}  # kept from the base recipe (same layout), for review
+    assert any(
+        line.startswith("archives ops-transformer: not downloaded by a package build: gtest: ")
+        and "asked for at CMakeLists.txt:8, cmake/ut.cmake:2" in line
+        for line in draft.read
+    )
     undecided = "\n".join(draft.undecided)
     assert "ops-transformer has no build.sh" in undecided  # the test tree has none
     assert "--repos ops-transformer: ops-math, ops-nn, ops-cv of 9.1.toml left out" in undecided
-
-
-def test_enclosing_conditions_follow_if_elseif_else_and_functions():
-    text = textwrap.dedent(
-        """\
-        if(ENABLE_TEST)
-          a()
-        elseif(ENABLE_UT OR ENABLE_ST)
-          b()
-        else()
-          c()
-        endif()
-        function(f)
-          d()
-        endfunction()
-        e()
-        """
-    )
-    assert enclosing(text, 2) == ["ENABLE_TEST"]
-    assert enclosing(text, 4) == ["ENABLE_UT OR ENABLE_ST"]
-    assert enclosing(text, 6) == [""]
-    assert enclosing(text, 9) == [""]
-    assert enclosing(text, 11) == []
+    assert "gtest" not in undecided
 
 
 def test_a_ref_must_name_a_release_and_the_closest_recipe_is_the_newest_not_after_it(tmp_path):

@@ -8,6 +8,7 @@ repositories together.)"""
 from __future__ import annotations
 
 import subprocess
+import tarfile
 from pathlib import Path
 
 from cannbuild.host.toolkit import host_arch
@@ -107,3 +108,29 @@ def test_a_9_0_sibling_built_wrong_fails_its_check_and_its_example_is_not_seen(c
     fixed = cli("setup", "--repos", "ops-nn,ops-math", timeout=1800)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert cli.report()["validation"]["status"] == "PASS"
+
+
+def test_the_9_1_siblings_lock_and_bundle_only_what_their_package_build_downloads(
+    cli_for, tmp_path
+):
+    """Issue 38 item 4: ops-math and ops-cv ask for gtest in cmake/ut.cmake, which every build
+    includes, and ops-nn inside if(ENABLE_TEST); cann/cmake downloads googletest only for a
+    target that links GTest::gtest (EXCLUDE_FROM_ALL), which only their unit tests do.  So
+    neither the lock nor the bundle carries it (the sandbox's network does not even serve
+    it); protobuf, which their package target links, is carried."""
+    cli = cli_for("A3-9.1.0")
+    proc = cli("lock", "--repos", "ops-math,ops-nn,ops-cv")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ut = (cli.ws / "src/ops-math/cmake/ut.cmake").read_text()
+    assert "add_cann_third_party(gtest)" in ut  # asked for on every build
+    text = cli.lock.read_text()
+    assert "googletest" not in text and "gtest" not in text
+    for archive in ("protobuf-25.1", "abseil-cpp-20230802.1", "json-3.11.3", "eigen-5.0.0"):
+        assert f'name = "{archive}"' in text, archive
+    bundle = tmp_path / "sources.tar"
+    made = cli("bundle", str(bundle), sandbox=False)
+    assert made.returncode == 0, made.stderr
+    with tarfile.open(bundle) as tar:
+        names = tar.getnames()
+    assert any("protobuf-25.1" in n for n in names)
+    assert not any("googletest" in n for n in names)

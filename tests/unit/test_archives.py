@@ -14,8 +14,9 @@ from cannbuild.recipes import ArchiveRule, RepoSpec
 from cannbuild.sources.archives import (
     Declared,
     archive_name,
-    check_declared,
+    check_hashes,
     discover,
+    expected_hashes,
     plan_archives,
 )
 
@@ -88,6 +89,7 @@ def test_each_archive_url_is_read_with_the_hash_declared_for_it():
         where="cmake/third_party/makeself-fetch.cmake:3",
         md5=None,
         sha256="ab" * 32,
+        hashed="cmake/third_party/makeself-fetch.cmake:7",
     )
     assert found[EIGEN].where == "cmake/third_party/eigen.cmake:5"  # ${EIGEN_VERSION_PKG} expanded
     assert found[EIGEN].md5 is None and found[EIGEN].sha256 is None
@@ -213,9 +215,10 @@ def test_a_file_the_cmake_would_reject_is_refused_naming_the_line(tmp_path):
         "f" * 40,
         DECLARED,
     ).placed[0]
-    with pytest.raises(FetchError, match=r"declares a{32}: its build would reject the file") as err:
-        check_declared(archive, item, "opbase", "file:///mirror/makeself.tar.gz")
-    assert "makeself-fetch.cmake:45" in err.value.message
+    expects = expected_hashes(item, None, tmp_path / "cannbuild.lock", resolving=True)
+    with pytest.raises(FetchError, match=r"declares a{32}: the build checks that hash") as err:
+        check_hashes(archive, "0" * 64, MAKESELF, "file:///mirror/makeself.tar.gz", expects)
+    assert "opbase@ffffffffffff cmake/third_party/makeself-fetch.cmake:45" in err.value.message
     assert "fetched as file:///mirror/makeself.tar.gz" in err.value.message
 
 

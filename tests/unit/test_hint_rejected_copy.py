@@ -58,7 +58,7 @@ def placed(tmp_path: Path, dest: str, archive: Path = ARCHIVE) -> Workspace:
     commit = git("rev-parse", "HEAD", cwd=work)
     ws = Workspace(root=tmp_path / "ws")
     fetcher = Fetcher()
-    path, sha = ensure_archive(fetcher, ws, archive.as_uri(), None)
+    path, sha = ensure_archive(fetcher, ws, archive.as_uri())
     ensure_checkout(
         fetcher,
         ws,

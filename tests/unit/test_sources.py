@@ -8,6 +8,7 @@ from typing import ClassVar, List
 import pytest
 
 from cannbuild.errors import FetchError, OfflineViolation
+from cannbuild.sources.archives import Expected
 from cannbuild.sources.checkout import Nested, ensure_archive, ensure_checkout, resolve_ref
 from cannbuild.sources.fetch import Fetcher, rewrite
 from cannbuild.workspace import Workspace
@@ -234,7 +235,7 @@ def test_transient_server_errors_are_retried_with_backoff(server, tmp_path: Path
     Flaky.failures = 2
     delays = []
     fetcher = Fetcher(retries=3, sleep=delays.append)
-    path, _sha = ensure_archive(fetcher, Workspace(root=tmp_path), f"{server}/a.tar.gz", None)
+    path, _sha = ensure_archive(fetcher, Workspace(root=tmp_path), f"{server}/a.tar.gz")
     assert path.read_bytes() == b"payload\n"
     assert delays == [1.0, 2.0] and Flaky.calls == 3
 
@@ -256,8 +257,10 @@ def test_retries_are_bounded(server, tmp_path: Path):
 
 def test_archive_hash_mismatch_is_refused(server, tmp_path: Path):
     Flaky.failures = 0
-    with pytest.raises(FetchError, match="was expected"):
-        ensure_archive(Fetcher(), Workspace(root=tmp_path), f"{server}/a.tar.gz", "0" * 64)
+    pin = Expected(algo="sha256", value="0" * 64, at="cannbuild.lock", by="lock")
+    with pytest.raises(FetchError, match="but cannbuild.lock pins 0{64}"):
+        ensure_archive(Fetcher(), Workspace(root=tmp_path), f"{server}/a.tar.gz", (pin,))
+    assert not list((tmp_path / "downloads").rglob("a.tar.gz"))
 
 
 def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path):
@@ -266,7 +269,7 @@ def test_file_mirror_archive_is_copied_and_a_missing_one_is_named(tmp_path: Path
     (mirror / "pkg" / "a.tar.gz").write_bytes(b"local\n")
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror.as_uri() + "/"),))
     path, _ = ensure_archive(
-        fetcher, Workspace(root=tmp_path / "ws"), "https://gitcode.com/pkg/a.tar.gz", None
+        fetcher, Workspace(root=tmp_path / "ws"), "https://gitcode.com/pkg/a.tar.gz"
     )
     assert path.read_bytes() == b"local\n"
     with pytest.raises(FetchError, match=r"b.tar.gz failed: \[Errno 2\] No such file") as err:
@@ -317,9 +320,7 @@ def test_a_mirror_url_with_user_and_password_is_sent_as_basic_auth(auth_server, 
     # the password is percent-encoded in the URL, as it is in a git remote
     mirror = f"http://mirror-user:p%40ss%3Aw%2Frd@127.0.0.1:{auth_server}/"
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror),), retries=0)
-    path, _sha = ensure_archive(
-        fetcher, Workspace(root=tmp_path), "https://gitcode.com/x/a.tar.gz", None
-    )
+    path, _sha = ensure_archive(fetcher, Workspace(root=tmp_path), "https://gitcode.com/x/a.tar.gz")
     assert path.read_bytes() == b"archive from the mirror\n"
 
 
@@ -327,7 +328,7 @@ def test_a_refused_credential_is_named_without_the_password(auth_server, tmp_pat
     mirror = f"http://mirror-user:wrong-secret@127.0.0.1:{auth_server}/"
     fetcher = Fetcher(mirrors=(("https://gitcode.com/", mirror),), retries=0)
     with pytest.raises(FetchError) as err:
-        ensure_archive(fetcher, Workspace(root=tmp_path), "https://gitcode.com/x/a.tar.gz", None)
+        ensure_archive(fetcher, Workspace(root=tmp_path), "https://gitcode.com/x/a.tar.gz")
     text = err.value.paragraph()
     assert "HTTP Error 401" in text and "127.0.0.1" in text
     assert "wrong-secret" not in text and "mirror-user" not in text
