@@ -228,3 +228,30 @@ def test_the_emulated_runtime_implements_the_real_headers_api(v900):
             text=True,
         )
         assert done.returncode == 0, f"{source}: {done.stderr[-2000:]}"
+
+
+@pytest.fixture(scope="module")
+def v910(tmp_path_factory, mirror) -> Path:
+    """A3 sandbox with CANN 9.1.0 (the manifest's 9.1.0 branches); set up per test."""
+    return project(tmp_path_factory, mirror, "9.1.0")
+
+
+@pytest.mark.parametrize("repo", ["ops-math", "ops-cv", "ops-nn", "ops-transformer"])
+def test_each_real_repo_at_9_1_0_reaches_a_named_wall(v910, repo):
+    """ops-math and ops-cv configure against the 9.1 host side (metadef's operator
+    definition headers, asc-devkit's ASC package, ge's GenerateEsPackage) and stop at
+    op_build; ops-nn and ops-transformer pin ops-tensor commits, and a mirror that lacks
+    one stops the fetch naming the commit and the pin."""
+    done = cannbuild(
+        v910,
+        *("setup", "--sandbox", "--cann", "9.1.0", "--variant", "A3"),
+        *("--accept-stand-in", "all", "--repos", repo),
+    )
+    said = done.stdout + done.stderr
+    if "pins ops-tensor" in said:
+        assert done.returncode == 4 and "which no branch or tag" in said, said[-2000:]
+        return
+    log = (v910 / f".cannbuild/logs/latest/{repo}-build.log").read_text()
+    assert 'provided by "ASC"' not in log and "GenerateEsPackage not found" not in log
+    assert done.returncode == 4, said[-2000:]
+    assert "the build reached the sandbox's wall" in said, said[-2000:]
