@@ -63,12 +63,18 @@ def test_the_sandbox_holds_every_header_the_real_host_code_includes():
     assert missing == []
 
 
-def test_stubs_are_empty_and_libraries_link_nothing_in(tmp_path):
+def emulation(tmp_path: Path) -> Path:
+    """A folder with a file for each emulated library, as the emulation's build makes."""
     emu = tmp_path / "emu"
     emu.mkdir()
     for item in TOOLKIT_FILES:
         if item.kind == EMULATED and not item.path.startswith(INCLUDE):
             (emu / Path(item.path).name).write_bytes(b"\x7fELF emulated")
+    return emu
+
+
+def test_stubs_are_empty_and_libraries_link_nothing_in(tmp_path):
+    emu = emulation(tmp_path)
     lay_out(tmp_path / "tk", "x86_64", emu, opbase_in_toolkit=False, host_side_repos=False)
     lib64 = tmp_path / "tk/x86_64-linux/lib64"
     assert (lib64 / "libc_sec.a").read_bytes() == EMPTY_ARCHIVE
@@ -87,11 +93,7 @@ def test_from_8_5_an_open_repository_s_headers_come_from_its_stand_in_repository
     """Where the release's host side comes from repositories, the sandbox lays none of the
     headers they ship; each stand-in repository holds them at the repository's own path with
     a packaging XML that installs them where the toolkit has them (hostside.py reads it)."""
-    emu = tmp_path / "emu"
-    emu.mkdir()
-    for item in TOOLKIT_FILES:
-        if item.kind == EMULATED and not item.path.startswith(INCLUDE):
-            (emu / Path(item.path).name).write_bytes(b"\x7fELF emulated")
+    emu = emulation(tmp_path)
     lay_out(tmp_path / "tk", "x86_64", emu, opbase_in_toolkit=True, host_side_repos=True)
     include = tmp_path / "tk/x86_64-linux/include"
     assert not (include / "register/op_def_registry.h").exists()
