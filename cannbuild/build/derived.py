@@ -228,24 +228,20 @@ def derived_checks(
     for n in needs:
         step_rows = _step_rows(n, home, arch)
         rows += step_rows
-        if compiler is not None and not any(r.blocking for r in step_rows):
+        # (not where a step of this run installs opbase, which these sources include: the
+        # toolkit alone is not what they compile against; 8.3 and 8.5)
+        if compiler is not None and not n.opbase_from and not any(r.blocking for r in step_rows):
             d = n.derived
-            rows.append(
-                compile_row(
-                    CompileTarget(
-                        step=n.step,
-                        commit=d.commit,
-                        ops=d.ops,
-                        checkout=n.checkout,
-                        opbase=n.opbase,
-                        cmake=d.cmake,
-                    ),
-                    home,
-                    arch,
-                    memo,
-                    compiler,
-                )
+            target = CompileTarget(
+                step=n.step,
+                commit=d.commit,
+                ops=d.ops,
+                checkout=n.checkout,
+                opbase=n.opbase,
+                cmake=d.cmake,
             )
+            row = compile_row(target, home, arch, memo, compiler)
+            rows += [row] if row is not None else []
     return rows
 
 

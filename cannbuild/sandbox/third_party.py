@@ -148,8 +148,10 @@ def _stub(what: str) -> str:
     name = what.split(" ")[0].lower()
     return (
         f"// cannbuild sandbox stand-in for {what}: names and layout only, no code.\n"
+        "#ifndef CANNBUILD_SANDBOX_STANDIN  // the stand-in repositories' own check of it\n"
         f"#error \"{WALL_MARKER} {name} ({what}): the sandbox's stand-in archive holds no "
         'code; serve the real archive through a mirror rule or an offline bundle"\n'
+        "#endif\n"
     )
 
 

@@ -161,6 +161,11 @@ def draft_recipe(req: DraftRequest) -> Draft:
     ws, fetcher = req.ws, req.fetcher
     # a subset drafts those repos, the sources they take, and their steps and tools
     base = select_repos(req.base, req.repos) if req.repos else req.base
+    # the repos that only make the sandbox's toolkit host side have no build to read: kept as
+    # the base recipe names them (their refs follow {{ cann.release }})
+    used = {s.repo for s in base.steps} | {p.repo for r in base.repos for p in r.pins}
+    host_side = [r.name for r in base.repos if r.toolkit and r.name not in used]
+    base = replace(base, repos=tuple(r for r in base.repos if r.name not in host_side))
     urls = {r.name: r.url for r in base.repos}
     refs: List[RefChoice] = []
     readouts: Dict[str, Readout] = {}
@@ -200,7 +205,14 @@ def draft_recipe(req: DraftRequest) -> Draft:
     # default selection are the base recipe's, as its steps are
     for name, table in repos.items():
         kept = (raw.get("repos") or {}).get(name) or {}
-        table.update({k: kept[k] for k in BUILDABLE_KEYS if k in kept})
+        table.update({k: kept[k] for k in (*BUILDABLE_KEYS, "toolkit") if k in kept})
+    for name in host_side:
+        repos[name] = dict((raw.get("repos") or {}).get(name) or {})
+    if host_side:
+        undecided.append(
+            f"[repos] {', '.join(host_side)}: the toolkit's host side the sandbox lays out, kept "
+            f"from {base.path.name}; check each ref against the release's cann.xml."
+        )
     if base.default_repos:
         head["default_repos"] = [n for n in base.default_repos if n in repos] or list(req.repos)
     if base.unselected:

@@ -71,7 +71,12 @@ def test_a_9_1_checkout_downloads_what_its_add_cann_third_party_modules_declare(
     # read at the tag's commit: the newer json 3.12 on the branch is not what the pin names
     assert json.url == t.JSON_URL and json.name == "json-3.11.3"
     assert json.sha256 == tree.sha256[t.JSON_URL]
-    assert json.places == ("third_party/json-3.11.3.tar.gz", "third_party/json/json-3.11.3.tar.gz")
+    # the folder it looks in with find_path before it unpacks there, then the two archives
+    assert json.places == (
+        "third_party/json/",
+        "third_party/json-3.11.3.tar.gz",
+        "third_party/json/json-3.11.3.tar.gz",
+    )
     assert json.where == f"cann-cmake@{tree.cmake_tagged[:12]}:third_party/json.cmake:10"
     assert json.source.startswith("add_cann_third_party(json) at CMakeLists.txt:6;")
     eigen = by_module["eigen"]

@@ -37,13 +37,17 @@ def test_a_missing_toolkit_header_stops_setup_before_any_build_and_doctor_names_
     info = create_sandbox(SandboxSpec(dir=own, variant="A3", cann="9.0.0")).info
     cli.sandbox = own
     header = info.toolkit / f"{os.uname().machine}-linux/include/{HEADER}"
-    kept = header.read_bytes()
-    header.unlink()
     # before the sources are checked out the derived check cannot run, and says so
     rows, proc = doctor_rows(cli)
     assert rows["recipe.derived"]["status"] == "skip" and ROW not in rows
     assert proc.returncode == 0, proc.stderr
-    # setup fetches, derives, and stops (exit 3) before any step
+    # fetch checks the sources out and lays the toolkit's host side out from its repos
+    # (metadef, ge, ...): the header is the one ge's package installs
+    proc = cli("fetch")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kept = header.read_bytes()
+    header.unlink()
+    # setup derives and stops (exit 3) before any step
     proc = cli("setup")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert f"doctor check {ROW} failed" in proc.stderr

@@ -29,6 +29,12 @@ def test_9_0_1_sets_up_from_cold_and_ops_9_0_1_builds_only_where_published(cli_f
     assert {r.name: r.ref for r in lock.repos if ":" not in r.name} == {
         "opbase": "tag v9.0.1",
         "ops-transformer": "tag v9.0.1",
+        # the toolkit's host side, at the toolkit's release (the sandbox lays it out)
+        "metadef": "tag v9.0.1",
+        "runtime": "tag v9.0.1",
+        "ge": "tag v9.0.1",
+        "asc-devkit": "tag v9.0.1",
+        "libboundscheck": "tag v1.1.16",
     }
     doctor = cli("doctor")
     assert "driver 26.0.rc3 is listed for CANN 9.0.1" in doctor.stdout, doctor.stdout

@@ -295,9 +295,11 @@ def test_install_into_toolkit_says_what_it_changes_and_restore_sh_undoes_it(cli_
     own = tmp_path / "own-sandbox"
     create_sandbox(SandboxSpec(dir=own, variant="A2", cann="8.5.0"))
     toolkit = own / "sysroot/usr/local/Ascend/cann-8.5.0"
-    before = tree_digest(toolkit)
     cli = cli_for("A2-8.5.0", tmp_path / "w")
     cli.sandbox = own
+    # the sandbox's own doing first: fetch lays the toolkit's host side out from its repos
+    assert cli("fetch").returncode == 0
+    before = tree_digest(toolkit)
     proc = cli("install", "--install-into-toolkit")
     assert proc.returncode == 0, proc.stderr
     note = next(line for line in proc.stderr.splitlines() if "--install-into-toolkit:" in line)

@@ -232,6 +232,7 @@ def test_a_toolkit_missing_a_file_the_build_reads_is_refused_naming_component_an
     info = create_sandbox(SandboxSpec(dir=own, variant="A3", cann="9.0.0")).info
     cli.sandbox = own
     arch = os.uname().machine
+    assert cli("fetch").returncode == 0  # lays the host side out: runtime's dlog_pub.h
     (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
     proc = cli("build")
     assert proc.returncode == 3
@@ -298,7 +299,8 @@ def test_the_stand_in_cmake_stops_like_the_real_one_without_dlog(tmp_path):
     own = tmp_path / "sandbox"
     info = create_sandbox(SandboxSpec(dir=own, variant="A2", cann="8.5.0")).info
     arch = os.uname().machine
-    (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").unlink()
+    # a sandbox no run has laid the host side out in yet has no runtime dlog headers
+    assert not (info.toolkit / f"{arch}-linux/include/toolchain/dlog_pub.h").exists()
     dest = checkout(own, "ops-transformer", "v8.5.0", tmp_path / "ot")
     archive = next((own / "mirror").rglob("makeself-release-2.5.0-patch1.tar.gz"))
     (dest / "third_party/makeself").mkdir(parents=True)
