@@ -22,6 +22,9 @@ from readmeblocks import (
 )
 
 
+TORCH_FALLBACKS = ("torch-download", "torch-file", "torch-folder")
+
+
 def lines(block):
     return [line for line in block.splitlines() if line.strip()]
 
@@ -37,7 +40,10 @@ def test_the_setup_block_is_the_first_block_a_reader_sees_and_the_tests_the_seco
     assert text.index(setup) < text.index(test) < text.index("## On an Ascend host")
     assert text.index("## Set up") < text.index(setup)
     between = text[text.index(setup) + len(setup) : text.index("<!-- readme-block: test")]
-    assert "```bash" not in between  # exactly two set-up commands, one after the other
+    # between them only the torch fallbacks, each a marked block the container test runs
+    assert between.count("```bash") == len(TORCH_FALLBACKS)
+    for name in TORCH_FALLBACKS:
+        assert f"<!-- readme-block: {name} " in between
 
 
 def test_the_setup_block_updates_apt_installs_the_tools_makes_a_venv_and_runs_the_sandbox():
@@ -86,8 +92,8 @@ def test_the_setup_block_prefixes_apt_with_sudo_only_where_there_is_one(tmp_path
     assert proc.stdout == (str(tmp_path / "sudo") if has_sudo else "")
 
 
-def test_both_blocks_are_valid_bash():
-    for name in ("setup", "test"):
+def test_every_set_up_block_is_valid_bash():
+    for name in ("setup", "test", *TORCH_FALLBACKS):
         proc = subprocess.run(
             ["/bin/bash", "-n"], input=marked_block(name), capture_output=True, text=True
         )
@@ -95,13 +101,22 @@ def test_both_blocks_are_valid_bash():
 
 
 def test_the_torch_line_takes_the_cpu_build_of_the_torch_npu_version():
+    """`+cpu` is never met by PyPI's CUDA wheel, and the CPU index is added to PyPI, not put
+    in its place (torch's dependencies are on PyPI; issue 42)."""
     args = pip_args(torch_line(marked_block("setup")))
-    index = args[args.index("--index-url") + 1]
+    assert "--index-url" not in args
+    index = args[args.index("--extra-index-url") + 1]
     assert index == "https://download.pytorch.org/whl/cpu"
     (pin,) = [a for a in args if a.startswith("torch==")]
+    assert pin.endswith("+cpu")
+    release = pin.split("==")[1].split("+")[0]
     test = words(lines(marked_block("test"))[0])
-    assert f"torch-npu=={pin.split('==')[1]}" in test
+    assert f"torch-npu=={release}" in test
     assert not any(w.startswith("torch==") for w in test)  # keeps the CPU torch installed
+    # the fallbacks name the same wheel, and the folder route reruns the very line
+    assert f"torch=={release}+cpu" in marked_block("torch-download")
+    assert f"wheels/torch-{release}+cpu-" in marked_block("torch-file")
+    assert torch_line(marked_block("setup")).split("#")[0].strip() in marked_block("torch-folder")
 
 
 def test_the_readme_says_what_to_do_where_the_cpu_index_is_unreachable():
@@ -109,7 +124,7 @@ def test_the_readme_says_what_to_do_where_the_cpu_index_is_unreachable():
     after = text[text.index(" ".join(marked_block("setup").split())) :]
     advice = after[: after.index("Run the tests")]
     assert "unreachable" in advice
-    assert "pip download torch==2.13.0" in advice
+    assert "pip download torch==2.13.0+cpu" in advice
     assert "validation: SKIPPED" in advice  # the route without torch, and what it says
 
 
