@@ -246,24 +246,28 @@ def print_validation(
     report_dir: Optional[Path] = None,
     built_from: Optional[Mapping[str, JSONValue]] = None,
     stream: TextIO = sys.stdout,
+    tables: bool = False,
 ) -> None:
-    """The verdict, then each validated repo's checks and cases (ui_validation.py), the
-    build it judged and the report."""
-    ui_validation.print_reports(summary, console(stream))
+    """The verdict, then each validated repo's checks (with `tables` its cases too:
+    ui_validation.py), the build it judged and the report."""
+    ui_validation.print_reports(summary, console(stream), tables)
     print_built_from(built_from, stream)
     if report_dir is not None:
         stream.write(f"report: {report_dir}/report.md\n")
 
 
-def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:
-    """A validation run: its verdict and cases, the build it judged, the report."""
+def show_validation(
+    run: PipelineRun, as_json: bool = False, report_line: bool = True, tables: bool = False
+) -> None:
+    """A validation run: its verdict and checks (`tables`: and cases), the build it
+    judged, the report."""
     validation = run.validation
     assert validation is not None  # a run that validated
     directory = run.report_dir if report_line else None
     if as_json:
         print_json({**validation.validation, "built_from": run.built_from})
     elif validation.report is not None:
-        print_validation(validation.report, directory, run.built_from)
+        print_validation(validation.report, directory, run.built_from, tables=tables)
     else:
         note(
             f"validation: PASS reused from run {validation.reused_from} (nothing it checks has changed)"

@@ -1,5 +1,6 @@
-"""Rendering a validation on the terminal: the verdict, each repository's checks and its
-cases with the rule's and opbase's verdicts side by side (the CLI layer)."""
+"""Rendering a validation on the terminal: the verdict, then per repository one line per
+check with its verdict and why; with --verbose its checks and cases as tables, the rule's and
+opbase's verdicts side by side (report.md always has them; the CLI layer)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ else:  # only what prints a table pays for rich
 _STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
 
 
-def print_reports(summary: ValidationSummary, out: Console) -> None:
-    """The verdict, then each validated repo's checks and cases (with several, each
-    under a line naming the repo, its check and why that operator)."""
+# failed cases named on the terminal before "and N more" (all of them are in report.md)
+FAILED_SHOWN = 3
+
+
+def print_reports(summary: ValidationSummary, out: Console, tables: bool = False) -> None:
+    """The verdict, then each validated repo's checks (with several, each under a line
+    naming the repo, its check and why that operator); `tables`: checks and cases as tables."""
     reports = summary.reports
+    show = _print_report if tables else _print_lines
     if len(reports) == 1:
-        _print_report(reports[0], out, f"validation: {reports[0].status}")
+        show(reports[0], out, f"validation: {reports[0].status}")
     else:
         target = reports[0].target if reports else "none"
         headline = f"validation: {summary.status} (target {target}, {len(reports)} repos)"
@@ -35,7 +41,7 @@ def print_reports(summary: ValidationSummary, out: Console) -> None:
         out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
         for report in reports:
             why = f"; {report.why}" if report.why else ""
-            _print_report(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
+            show(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
 
 
 def _print_report(report: ValidationReport, out: Console, head: str) -> None:
@@ -69,7 +75,8 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
                 f"[{style.get(r.status, '')}]{r.status}[/]",
                 fmt(None if p is None else p.mere),
                 fmt(None if p is None else p.mare),
-                upstream + (" (differs)" if r.disagree else ""),
+                # a disagreement between two standards is not a failure: the rule decides
+                f"differs ({p.status})" if r.disagree and p is not None else upstream,
             )
         out.print(table)
         for r in report.cases:
@@ -85,9 +92,37 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
         names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
         out.print(
             markup.escape(
-                f"note: opbase's MERE/MARE standard and the rule disagree on {len(split)} "
+                f"note: opbase's MERE/MARE standard differs from the rule on {len(split)} "
                 f"({names}); the verdict rests on the rule (figures in the report)"
             ),
+            style="yellow",
+            overflow="fold",
+        )
+
+
+def _print_lines(report: ValidationReport, out: Console, head: str) -> None:
+    """One line per check, its verdict and why; failed cases named (a few); where the
+    standards differ, one line; the tables are in report.md and under --verbose."""
+    headline = f"{head} (target {report.target})"
+    if report.reason:
+        headline += f": {report.reason}"
+    out.print(markup.escape(headline), style=_STYLE.get(report.status, ""), overflow="fold")
+    for c in report.checks:
+        out.print(
+            f"  {markup.escape(c.id)} [{_STYLE.get(c.status, '')}]{c.status}[/]: "
+            + markup.escape(c.message),
+            overflow="fold",
+        )
+    failed = [r for r in report.cases if r.status == "FAIL"]
+    for r in failed[:FAILED_SHOWN]:
+        out.print(f"  [bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}")
+    if len(failed) > FAILED_SHOWN:
+        out.print(f"  and {len(failed) - FAILED_SHOWN} more failed cases (report.md)")
+    split = report.disagreements
+    if split:
+        out.print(
+            f"  opbase's MERE/MARE standard differs from the rule on {len(split)} cases; the "
+            "rule decides (each case: report.md, or --verbose)",
             style="yellow",
             overflow="fold",
         )

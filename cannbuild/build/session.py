@@ -26,7 +26,7 @@ from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
-from ..recipes import Recipe, select_recipe
+from ..recipes import Recipe, select_recipe, trains_building
 from ..recipes.selection import ops_by_repo, select_repos
 from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
@@ -229,8 +229,9 @@ def open_session(
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     ops = choose_ops(options.ops_release, toolkit.version)
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     recipe = select_repos(
-        select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+        chosen, options.repos, elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd)
     )
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
@@ -258,6 +259,30 @@ def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:
         f"--soc {soc} is not a SoC recipe {recipe.name} ({recipe.path.name}) builds "
         f"{', '.join(recipe.order) or 'its repos'} for.",
         f"Use one of {', '.join(recipe.socs)}.",
+    )
+
+
+def _built_elsewhere(name: str, recipe: Recipe, options: Options, cwd: Path) -> str:
+    """Where a repository this train's recipe lacks is built: the trains whose recipe has
+    it, and on the sandbox the line that makes one of them (in another workspace: a
+    workspace's sandbox keeps the CANN it was made with)."""
+    trains = trains_building(name, cwd)
+    if not trains:
+        return ""
+    said = (
+        f"Recipe {recipe.name} ({recipe.path.name}, the train of this CANN) does not build "
+        f"{name}; the recipes of {', '.join(trains)} do."
+    )
+    if not options.sandbox:
+        return said + " Build it on a toolkit of one of those trains (--cann-path)."
+    from ..sandbox.releases import RELEASES  # the sandbox's CANN versions
+
+    cann = max((v for v in RELEASES if v.startswith(trains[-1] + ".")), default=trains[-1])
+    repos = ",".join(options.repos)
+    return (
+        f"{said} A workspace's sandbox keeps the CANN it was made with (this one's is "
+        f"{options.sandbox_cann}), so build it in another workspace: cannbuild setup --sandbox "
+        f"--cann {cann} --repos {repos} -w {options.workspace}-{trains[-1]}"
     )
 
 

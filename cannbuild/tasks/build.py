@@ -233,7 +233,7 @@ def setup(c: Context, **flags: FlagValue) -> None:
     if run is None:
         return
     assert run.validation is not None
-    ui.show_validation(run, report_line=False)
+    ui.show_validation(run, report_line=False, tables=bool(flags.get("verbose")))
     ui.print_made(run)
     validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
 

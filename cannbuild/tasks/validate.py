@@ -23,7 +23,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     validation_cases = lazy_module("cannbuild.validate.cases")
 
 
-@cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package")
+@cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package", "verbose")
 def validate(
     c: Context,
     json: bool = False,
@@ -69,7 +69,7 @@ def validate(
         )
     if shipped is not None:
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")
-    ui.show_validation(run, as_json=json)
+    ui.show_validation(run, as_json=json, tables=bool(flags.get("verbose")))
     progress.publish_summary(run.report_dir)
     assert run.validation is not None
     validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
