@@ -210,20 +210,17 @@ def print_digest(outcome: StepOutcome, stream: TextIO = sys.stderr) -> None:
 
 def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     """The closing lines of build/install/setup: each step, what was made, how to use it."""
-    lines: List[str] = []
-    if run.result is not None and run.result.outcomes:
-        states = []
-        for o in run.result.outcomes:
-            word = {"ran": f"built in {o.duration_s:.1f}s", "skipped": "up to date"}.get(
-                o.status, o.status
-            )
-            states.append(f"{o.name} {word}")
-        lines.append("steps: " + "; ".join(states))
+    lines: List[str] = []  # each step said its line as it ended (progress.py)
     for step, path, _sha in run.made.packages:
         lines.append(f"package ({step}): {path}")
     several = len(run.made.vendors) > 1
-    for repo, vendor in run.made.vendors:
-        lines.append(f"installed ({repo}): {vendor}" if several else f"installed: {vendor}")
+    folders = {os.path.dirname(str(vendor)) for _, vendor in run.made.vendors}
+    if several and len(folders) == 1:
+        names = ", ".join(os.path.basename(str(vendor)) for _, vendor in run.made.vendors)
+        lines.append(f"installed: {names} in {folders.pop()}")
+    else:
+        for repo, vendor in run.made.vendors:
+            lines.append(f"installed ({repo}): {vendor}" if several else f"installed: {vendor}")
     if run.made.set_env is not None:
         order = " > ".join(repo for repo, _ in run.made.vendors)
         lines.append(
@@ -310,8 +307,14 @@ def print_doctor_summary(host: HostReport) -> None:
         f"--soc={facts['soc']}; {facts['npu_count']} NPUs; driver {facts['driver']['version'] or 'none'}"
     )
     for check in host.checks:
-        if check.status in ("warn", "fail"):
-            note(f"  doctor {check.status}: {check.id}: {check.detail} ({check.hint})")
+        if check.status == "fail":
+            note(f"  doctor fail: {check.id}: {check.detail} ({check.hint})")
+    warned = [c.id for c in host.checks if c.status == "warn"]
+    if warned:  # each with its detail and fix: `cannbuild doctor` (and report.md)
+        note(
+            f"  doctor: {len(warned)} warning{'s' if len(warned) > 1 else ''} "
+            f"({', '.join(warned)}): `cannbuild doctor` says each with its fix"
+        )
 
 
 def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> None:

@@ -4,6 +4,7 @@ opbase's verdicts side by side (report.md always has them; the CLI layer)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Dict, List
 
 from .lazy import lazy_module
@@ -24,14 +25,15 @@ _STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
 
 # failed cases named on the terminal before "and N more" (all of them are in report.md)
 FAILED_SHOWN = 3
+_COUNT = re.compile(r"^(\d+/\d+) (?:cases|examples)\b")
 
 
 def print_reports(summary: ValidationSummary, out: Console, tables: bool = False) -> None:
     """The verdict, then each validated repo's checks (with several, each under a line
     naming the repo, its check and why that operator); `tables`: checks and cases as tables."""
     reports = summary.reports
-    show = _print_report if tables else _print_lines
     if len(reports) == 1:
+        show = _print_report if tables else _print_lines
         show(reports[0], out, f"validation: {reports[0].status}")
     else:
         target = reports[0].target if reports else "none"
@@ -40,8 +42,11 @@ def print_reports(summary: ValidationSummary, out: Console, tables: bool = False
             headline += f": {summary.reason}"
         out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
         for report in reports:
+            if not tables:  # one line per repository: each check's verdict, why where not PASS
+                _print_repo_line(report, out)
+                continue
             why = f"; {report.why}" if report.why else ""
-            show(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
+            _print_report(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
 
 
 def _print_report(report: ValidationReport, out: Console, head: str) -> None:
@@ -126,3 +131,31 @@ def _print_lines(report: ValidationReport, out: Console, head: str) -> None:
             style="yellow",
             overflow="fold",
         )
+
+
+def _print_repo_line(report: ValidationReport, out: Console) -> None:
+    """`ops-math: PASS (library PASS, capi PASS 6/6, example SKIPPED: not run: ...)`: the
+    repository's verdict and each check's, with its count, and why where it is not PASS
+    (the message's first clause; the whole of it in report.md)."""
+    parts = []
+    for c in report.checks:
+        counted = _COUNT.match(c.message)
+        text = f"{c.id} [{_STYLE.get(c.status, '')}]{c.status}[/]"
+        if c.status == "PASS":
+            text += f" {counted.group(1)}" if counted else ""
+        else:
+            text += ": " + markup.escape(re.split(r"; | \(", c.message, maxsplit=1)[0])
+        parts.append(text)
+    failed = [r.case.name for r in report.cases if r.status == "FAIL"]
+    if failed:
+        shown = ", ".join(failed[:FAILED_SHOWN]) + (" ..." if len(failed) > FAILED_SHOWN else "")
+        parts.append(f"failed: {markup.escape(shown)}")
+    split = report.disagreements
+    if split:
+        parts.append(f"opbase's standard differs on {len(split)}, the rule decides")
+    out.print(
+        f"  {markup.escape(report.repo)}: [{_STYLE.get(report.status, '')}]{report.status}[/] ("
+        + ", ".join(parts)
+        + ")",
+        overflow="fold",
+    )

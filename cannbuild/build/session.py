@@ -274,7 +274,7 @@ def _built_elsewhere(name: str, recipe: Recipe, options: Options, cwd: Path) -> 
         f"{name}; the recipes of {', '.join(trains)} do."
     )
     if not options.sandbox:
-        return said + " Build it on a toolkit of one of those trains (--cann-path)."
+        return said + " Build it with a toolkit of one of those trains (--cann-path, or --cann)."
     from ..sandbox.releases import RELEASES  # the sandbox's CANN versions
 
     cann = max((v for v in RELEASES if v.startswith(trains[-1] + ".")), default=trains[-1])
@@ -390,8 +390,9 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
     ops = choose_ops(options.ops_release, version)
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     recipe = select_repos(
-        select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+        chosen, options.repos, elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd)
     )
     if recipe.socs and options.soc not in recipe.socs:
         raise _not_a_soc(options.soc, recipe)

@@ -11,8 +11,9 @@ base (tests/container/make-base), with `bash -e` (a reader stops at the first er
 1. the set-up block as written: where the CPU index answers it ends with PASS; where it does
    not, it must stop at the torch line saying `No matching distribution found` for the
    `+cpu` build (never PyPI's CUDA one), before `cannbuild setup`;
-2. each fallback (`torch-folder`, `torch-file`) in a fresh venv made by the block's own
-   lines, to `validation: PASS` with torch 2.13.0+cpu;
+2. each fallback (`torch-folder`, then after 3. `torch-file`) in a fresh venv made by the
+   block's own lines, to `validation: PASS` with torch 2.13.0+cpu, the validation run
+   afresh (never reused from an earlier step: each step changes what it checks);
 3. without torch (a fresh venv, no torch line): `validation: SKIPPED` naming torch.
 
 Slow (apt, pip, the whole sandbox pipeline, three venvs); needs podman and the base.
@@ -124,7 +125,8 @@ def test_the_readme_setup_block_and_each_torch_fallback_run_as_written_with_no_p
         assert "nvidia" not in text, tail
     for name in FALLBACKS:
         code, text = said[name]
-        assert code == 0 and "validation: PASS" in text, f"{name}: {tail}"
+        assert code == 0 and "validation: PASS (" in text, f"{name}: {tail}"
+        assert "reused from run" not in text, f"{name}: {tail}"
         assert "Successfully installed" in text and "torch-2.13.0+cpu" in text, f"{name}: {tail}"
     code, text = said["no-torch"]
     assert code == 0, tail
@@ -144,9 +146,11 @@ def _steps(block: str) -> Dict[str, str]:
     ]
     assert len(fresh) == 3, fresh  # the venv line and the install line
     steps = {"setup": block}
-    for name in FALLBACKS:
-        steps[name] = "\n".join([*fresh, marked_block(name)]) + "\n"
+    folder, by_file = FALLBACKS
+    steps[folder] = "\n".join([*fresh, marked_block(folder)]) + "\n"
+    # between the two fallbacks, so that each PASS is a validation run afresh
     steps["no-torch"] = "\n".join([*fresh, lines[-1]]) + "\n"
+    steps[by_file] = "\n".join([*fresh, marked_block(by_file)]) + "\n"
     assert torch_line(block) not in steps["no-torch"]
     return steps
 

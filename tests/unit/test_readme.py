@@ -5,6 +5,7 @@ container; these pin, without a container, that the blocks are there, first, and
 so that they can run as written (root or sudo, apt's lists, a venv, the CPU torch).
 """
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -14,13 +15,13 @@ import pytest
 from readmeblocks import (
     ROOT,
     ReadmeBlockError,
+    fenced_blocks,
     first_block,
     marked_block,
     pip_args,
     readme_text,
     torch_line,
 )
-
 
 TORCH_FALLBACKS = ("torch-download", "torch-file", "torch-folder")
 
@@ -161,3 +162,63 @@ def test_a_block_that_lost_its_marker_or_fence_is_an_error(text):
 
 def test_the_readme_blocks_module_reads_this_checkouts_readme():
     assert Path(ROOT / "README.md").read_text(encoding="utf-8") == readme_text()
+
+
+# Every fenced block of the README is marked, and what each marker says runs it does:
+# the named test file (or .ci/run) names the block.  A new block without a marker fails here.
+NOT_COMMANDS = ("config", "layout")
+
+
+def test_every_readme_block_is_marked_and_run_by_the_file_its_marker_names():
+    names = fenced_blocks()
+    assert None not in names, names
+    assert len(set(names)) == len(names)
+    text = readme_text()
+    for name in names:
+        marker = next(x for x in text.splitlines() if f"<!-- readme-block: {name} " in x)
+        if name in NOT_COMMANDS:
+            assert "not commands" in marker
+            continue
+        runner = next(w.strip("()") for w in marker.split() if "/" in w or w.startswith("."))
+        source = (ROOT / runner).read_text()
+        assert name in source or marked_block(name).strip() in source, (name, runner)
+
+
+def test_the_readmes_profile_comparison_runs_as_shown_on_the_samples(tmp_path):
+    """The block's command, run on the samples the README names, prints every line the
+    block shows (its `...` stands for lines left out)."""
+    import shutil
+
+    block = marked_block("profile-compare").splitlines()
+    command = block[0].removeprefix("$ ")
+    samples = ROOT / "tests" / "fixtures" / "profiler"
+    shutil.copytree(samples / "torch_npu_2.5_level1", tmp_path / "before_ascend_pt")
+    shutil.copytree(samples / "msprof", tmp_path / "after_PROF")
+    proc = subprocess.run(
+        words(command),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = proc.stdout.splitlines()
+    at = 0
+    for line in block[1:]:
+        if line.strip() == "...":
+            continue
+        assert line in printed[at:], (line, proc.stdout)
+        at = printed.index(line, at) + 1
+
+
+def test_the_readmes_configuration_is_a_config_cannbuild_takes():
+    import yaml
+
+    from cannbuild.options import resolve_options
+
+    config = yaml.safe_load(marked_block("config"))
+    options = resolve_options({}, {}, config["cannbuild"])
+    assert options.soc == "ascend910b" and options.jobs == 16
+    assert str(options.workspace) == "/data/cannbuild"
+    assert options.cache_remote and options.mirrors
