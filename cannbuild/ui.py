@@ -244,10 +244,11 @@ def print_validation(
     built_from: Optional[Mapping[str, JSONValue]] = None,
     stream: TextIO = sys.stdout,
     tables: bool = False,
+    stale: str = "",
 ) -> None:
     """The verdict, then each validated repo's checks (with `tables` its cases too:
     ui_validation.py), the build it judged and the report."""
-    ui_validation.print_reports(summary, console(stream), tables)
+    ui_validation.print_reports(summary, console(stream), tables, stale)
     print_built_from(built_from, stream)
     if report_dir is not None:
         stream.write(f"report: {report_dir}/report.md\n")
@@ -264,7 +265,8 @@ def show_validation(
     if as_json:
         print_json({**validation.validation, "built_from": run.built_from})
     elif validation.report is not None:
-        print_validation(validation.report, directory, run.built_from, tables=tables)
+        stale = "; ".join(run.made.stale)
+        print_validation(validation.report, directory, run.built_from, tables=tables, stale=stale)
     else:
         note(
             f"validation: PASS reused from run {validation.reused_from} (nothing it checks has changed)"
@@ -318,7 +320,15 @@ def print_doctor_summary(host: HostReport) -> None:
 
 
 def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> None:
-    lines = [f"workspace {data['workspace']}" + ("" if data["exists"] else " (does not exist yet)")]
+    lines = [
+        f"workspace {data['workspace']}"
+        + (
+            ""
+            if data["exists"]
+            else " (does not exist yet: a workspace is per folder, .cannbuild in the one you "
+            "run in; -w/--workspace names another)"
+        )
+    ]
     target = data.get("target")
     if target:
         soc = f", --soc={target['soc']}" if target.get("soc") else ""

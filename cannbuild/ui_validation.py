@@ -28,16 +28,25 @@ FAILED_SHOWN = 3
 _COUNT = re.compile(r"^(\d+/\d+) (?:cases|examples)\b")
 
 
-def print_reports(summary: ValidationSummary, out: Console, tables: bool = False) -> None:
+def print_reports(
+    summary: ValidationSummary, out: Console, tables: bool = False, stale: str = ""
+) -> None:
     """The verdict, then each validated repo's checks (with several, each under a line
-    naming the repo, its check and why that operator); `tables`: checks and cases as tables."""
+    naming the repo, its check and why that operator); `tables`: checks and cases as tables;
+    `stale`: why the installed package judged is not the workspace's target (said in the
+    verdict line, issue 42)."""
     reports = summary.reports
+    marked = (
+        f" of a STALE package ({stale}; `cannbuild install` installs this target's build)"
+        if stale
+        else ""
+    )
     if len(reports) == 1:
         show = _print_report if tables else _print_lines
-        show(reports[0], out, f"validation: {reports[0].status}")
+        show(reports[0], out, f"validation: {reports[0].status}{marked}")
     else:
         target = reports[0].target if reports else "none"
-        headline = f"validation: {summary.status} (target {target}, {len(reports)} repos)"
+        headline = f"validation: {summary.status}{marked} (target {target}, {len(reports)} repos)"
         if summary.reason:
             headline += f": {summary.reason}"
         out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
@@ -84,11 +93,7 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
                 f"differs ({p.status})" if r.disagree and p is not None else upstream,
             )
         out.print(table)
-        for r in report.cases:
-            if r.status == "FAIL":
-                out.print(
-                    f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
-                )
+        _print_failed(report, out, "")
     split = report.disagreements
     if split:
         by_check: Dict[str, List[str]] = {}
@@ -118,11 +123,7 @@ def _print_lines(report: ValidationReport, out: Console, head: str) -> None:
             + markup.escape(c.message),
             overflow="fold",
         )
-    failed = [r for r in report.cases if r.status == "FAIL"]
-    for r in failed[:FAILED_SHOWN]:
-        out.print(f"  [bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}")
-    if len(failed) > FAILED_SHOWN:
-        out.print(f"  and {len(failed) - FAILED_SHOWN} more failed cases (report.md)")
+    _print_failed(report, out, "  ")
     split = report.disagreements
     if split:
         out.print(
@@ -159,3 +160,21 @@ def _print_repo_line(report: ValidationReport, out: Console) -> None:
         + ")",
         overflow="fold",
     )
+
+
+def _print_failed(report: ValidationReport, out: Console, indent: str) -> None:
+    """The failed cases, those failing for the same reason said once (issue 42: one cause
+    printed for each of 13 cases), a few names each (all in report.md)."""
+    causes: Dict[str, List[str]] = {}
+    for r in report.cases:
+        if r.status == "FAIL":
+            causes.setdefault(r.message, []).append(r.case.name)
+    for message, names in causes.items():
+        shown = ", ".join(names[:FAILED_SHOWN]) + (
+            f" and {len(names) - FAILED_SHOWN} more" if len(names) > FAILED_SHOWN else ""
+        )
+        count = f"{len(names)} cases " if len(names) > 1 else ""
+        out.print(
+            f"{indent}[bold red]FAIL[/] {count}{markup.escape(shown)}: {markup.escape(message)}",
+            overflow="fold",
+        )

@@ -226,7 +226,7 @@ def install(c: Context, **flags: FlagValue) -> None:
 
 @cli_task(*RUN_FLAGS, "require_device", "cases")
 def setup(c: Context, **flags: FlagValue) -> None:
-    """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker.
+    """Start here: doctor -> fetch -> build -> install -> validate -> report (--sandbox: on the emulated host).
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
     run = run_and_report(c, flags, "cannbuild setup", ["build", "install"], validate=True)

@@ -35,8 +35,10 @@ def validate(
     float64 reference (FlashAttention's cases for ops-transformer), the repo's own
     example, the torch_npu route.
 
-    PASS only when every repo's numerical check ran on every case and passed; SKIPPED (no
-    NPU, no torch) says why and how to make it run, and exits 5 with --require-device.
+    Every check runs each time (nothing is reused, so there is no --force: that is
+    setup's `--force validate`).  PASS only when every repo's numerical check ran on every
+    case and passed; SKIPPED (no NPU, no torch) says why and how to make it run, and exits
+    5 with --require-device.
     With --package, what is checked is that package as shipped (CI's NPU job)."""
     names = [n.strip() for n in (cases or "").split(",") if n.strip()]
     selected = validation_cases.select(names)  # a typo fails before anything runs

@@ -235,3 +235,31 @@ def test_the_terminal_says_one_line_per_check_and_that_the_standards_differ(monk
     assert len(lines) == 1 + len(report.checks) + 1, lines
     assert "FAIL" not in out.getvalue() and "MERE" in lines[-1] and "differs" in lines[-1]
     assert CASE.name not in out.getvalue()
+
+
+def test_cases_failing_for_one_cause_are_said_once_and_a_stale_verdict_says_so(monkeypatch):
+    """After `build --soc A3` on the A2 sandbox a bare setup printed one 5-line error for
+    each of 13 cases, and a bare validate said PASS of the stale A2 package (issue 42)."""
+    monkeypatch.setenv("COLUMNS", "240")
+    why = "aclnnFlashAttentionScoreV2 returned 561000: no kernel for ascend910b"
+    failed = [
+        cases.CaseResult(case=c, status="FAIL", message=why, max_abs_err=None, bound=None)
+        for c in cases.CASES[:13]
+    ]
+    report = ValidationReport(
+        target="sandbox",
+        checks=[ValidationCheck(id="capi", status="FAIL", message="0/13 cases PASS")],
+        cases=failed,
+    )
+    for tables in (False, True):
+        out = io.StringIO()
+        ui.print_validation(ValidationSummary(reports=[report]), stream=out, tables=tables)
+        said = [x for x in out.getvalue().splitlines() if why in x]
+        assert len(said) == 1 and "FAIL 13 cases" in said[0] and "and 10 more" in said[0]
+    out = io.StringIO()
+    ok, _ = validation(a_result("PASS", 1e-4, 1e-4))
+    stale = "built for ascend910b; this workspace now targets ascend910_93"
+    ui.print_validation(ValidationSummary(reports=[ok]), stream=out, stale=stale)
+    assert out.getvalue().splitlines()[0].startswith(
+        f"validation: PASS of a STALE package ({stale}; `cannbuild install` installs"
+    )
