@@ -260,6 +260,8 @@ def test_cases_failing_for_one_cause_are_said_once_and_a_stale_verdict_says_so(m
     ok, _ = validation(a_result("PASS", 1e-4, 1e-4))
     stale = "built for ascend910b; this workspace now targets ascend910_93"
     ui.print_validation(ValidationSummary(reports=[ok]), stream=out, stale=stale)
-    assert out.getvalue().splitlines()[0].startswith(
-        f"validation: PASS of a STALE package ({stale}; `cannbuild install` installs"
+    assert (
+        out.getvalue()
+        .splitlines()[0]
+        .startswith(f"validation: PASS of a STALE package ({stale}; `cannbuild install` installs")
     )
