@@ -12,13 +12,14 @@ not used (the caller builds in place instead), and its folders are made 0700.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
 import stat
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Tuple
+
+from .sources.fetch import sha256_file
 
 MANIFEST = "cannbuild-cache.json"
 
@@ -57,21 +58,13 @@ def _own(folder: Path) -> bool:
     )
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _intact(entry: Path) -> bool:
     try:
         listed: Dict[str, str] = json.loads((entry / MANIFEST).read_text())
         return all(
             (entry / name).is_file()
             and not (entry / name).is_symlink()
-            and _digest(entry / name) == digest
+            and sha256_file(entry / name) == digest
             for name, digest in listed.items()
         )
     except (OSError, ValueError, AttributeError):
@@ -93,7 +86,7 @@ def cached(root: Path, kind: str, key: str, make: Callable[[Path], None]) -> Tup
     try:
         make(tmp)
         files = sorted(p for p in tmp.iterdir() if p.is_file() and not p.is_symlink())
-        manifest = {p.name: _digest(p) for p in files}
+        manifest = {p.name: sha256_file(p) for p in files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         if entry.exists() or entry.is_symlink():  # damaged (or made by a run beside us)
             if _intact(entry):

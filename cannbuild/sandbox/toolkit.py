@@ -86,7 +86,7 @@ def compile_emulation(
         compile_into(build_dir)
         return build_dir
     key = _emulation_key(sources, args, log)
-    phases(f"the emulated ACL runtime: compiled once per machine ({root})")
+    phases(f"compiling the emulated ACL runtime, once per machine (kept in {root})")
     entry, reused = usercache.cached(root, "emulation", key, compile_into)
     with open(log.path, "a", encoding="utf-8") as out:
         out.write(f"emulation libraries {'reused from' if reused else 'compiled into'} {entry}\n")

@@ -32,18 +32,11 @@ from fakewheels import (
 from cannbuild.host.pystack import PythonStack
 from cannbuild.validate import torchnpu
 
+from hosttree import a2_host
+
 # torch_npu 2.9.0 is paired with CANN 8.5.0 by Ascend/pytorch's table, so once torch is
 # right every torch row of the 8.5.0 host passes (2.13.0 has no published pairing: a warn).
 RELEASE = "2.9.0"
-
-
-def a2_host(tree) -> None:
-    """An Atlas A2 host with CANN 8.5.0 (as tests/unit/test_doctor.py's)."""
-    tk = tree.toolkit_cann("8.5.0")
-    tree.kernels(tk, "ascend910b")
-    tree.pci("d802", 8)
-    tree.npu_smi("a2-910b3-npu-smi-info-cann8.3.txt")
-    tree.driver()
 
 
 def commands(hint: str) -> List[str]:
