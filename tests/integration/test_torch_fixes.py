@@ -172,3 +172,26 @@ def test_the_old_fix_would_have_changed_nothing(tmp_path, reader):
     install_published(env, published, tmp_path, f"torch-{RELEASE}")
     said = sh(f"pip install torch=={RELEASE}", env, tmp_path).stdout
     assert "Requirement already satisfied" in said
+
+
+def test_the_readme_torch_line_takes_a_local_mirror_of_the_cpu_index_in_place_of_its_url(
+    tmp_path, reader
+):
+    """The README's third way: a mirror of PyTorch's CPU index (a "simple" index on disk
+    here) in place of the URL, PyPI (an empty index here) kept beside it."""
+    from readmeblocks import marked_block, torch_line
+
+    _, _, env = reader
+    line = torch_line(marked_block("setup")).split("#")[0].strip()
+    release = line.split("torch==", 1)[1].split()[0]  # 2.13.0+cpu
+    mirror = tmp_path / "mirror" / "simple"
+    (mirror / "torch").mkdir(parents=True)
+    (tmp_path / "pypi").mkdir()
+    wheel_file = torch_wheel(tmp_path / "files", release)
+    (mirror / "torch" / "index.html").write_text(
+        f'<html><body><a href="{wheel_file.as_uri()}">{wheel_file.name}</a></body></html>\n'
+    )
+    env = {k: v for k, v in env.items() if k not in ("PIP_NO_INDEX", "PIP_FIND_LINKS")}
+    env["PIP_INDEX_URL"] = (tmp_path / "pypi").as_uri()
+    sh(line.replace("https://download.pytorch.org/whl/cpu", mirror.as_uri()), env, tmp_path)
+    assert f"torch=={release}" in sh("pip list --format=freeze", env, tmp_path).stdout
