@@ -111,11 +111,10 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
 
 
 def _print_lines(report: ValidationReport, out: Console, head: str) -> None:
-    """One line per check, its verdict and why; failed cases named (a few); where the
-    standards differ, one line; the tables are in report.md and under --verbose."""
+    """One line per check, its verdict and why (so the headline does not say it again);
+    failed cases named (a few); where the standards differ, one line; the tables are in
+    report.md and under --verbose."""
     headline = f"{head} (target {report.target})"
-    if report.reason:
-        headline += f": {report.reason}"
     out.print(markup.escape(headline), style=_STYLE.get(report.status, ""), overflow="fold")
     for c in report.checks:
         out.print(
