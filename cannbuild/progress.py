@@ -1,8 +1,8 @@
 """Step progress for the task layer.
 
 On a terminal: one live line per step showing the time and the log's last line.
-Without a terminal: timestamped lines, and a heartbeat every minute on long steps
-(CI systems kill jobs that print nothing).  The phases of making a sandbox and of
+Without a terminal: timestamped lines, and a heartbeat every 10 s on long steps (CI
+systems kill jobs that print nothing, and a reader of the log should never wait 15 s).  The phases of making a sandbox and of
 validating (`PhaseProgress`, the sink of `phases.PhaseSink`) are shown the same way.  `--verbose` streams every line of the
 running step (it is logged either way).  Under GitHub Actions each step's output is a
 collapsed `::group::`, a failing step is marked with `::error::`, and report.md is
@@ -23,7 +23,7 @@ from .build.plan import PlannedStep
 from .build.runner import StepOutcome
 
 _MARK = {"ran": "done", "failed": "FAILED", "interrupted": "interrupted", "skipped": "up to date"}
-HEARTBEAT_S = 60.0
+HEARTBEAT_S = 10.0
 
 
 def under_github_actions(env: Mapping[str, str] = os.environ) -> bool:
@@ -74,9 +74,7 @@ class ConsoleProgress:
                 last = self._last[-room:] if len(self._last) > room else self._last
                 self._write(f"\r\033[K  {self._name}  {elapsed:6.1f}s  {last}")
             else:
-                self._line(
-                    f"{self._name}: still running ({elapsed / 60:.0f} min); last line: {self._last}"
-                )
+                self._line(f"{self._name}: still running ({elapsed:.0f}s); last line: {self._last}")
 
     def started(self, step: PlannedStep, log: Path) -> None:
         self._name = step.name
@@ -130,7 +128,9 @@ class PhaseProgress:
     steps are: on a terminal a live line (the phase and its seconds, redrawn four times a
     second) and a line when each phase ends; otherwise a timestamped line as each phase
     starts and a heartbeat every `heartbeat_s`.  Used as a context manager around the
-    core call it is passed to as the sink (`phases.PhaseSink`)."""
+    core call it is passed to as the sink (`phases.PhaseSink`).  `lines=False`: on a
+    terminal the live line only, gone at the end (the caller sums up; issue 42: a
+    four-repo setup printed 20 phase lines)."""
 
     def __init__(
         self,
@@ -138,8 +138,10 @@ class PhaseProgress:
         stream: TextIO = sys.stderr,
         live: Optional[bool] = None,
         heartbeat_s: float = HEARTBEAT_S,
+        lines: bool = True,
     ) -> None:
         self.what = what
+        self.lines = lines
         self.stream = stream
         self.live = stream.isatty() if live is None else live
         self.heartbeat_s = heartbeat_s
@@ -170,10 +172,12 @@ class PhaseProgress:
         shown = phase if len(phase) <= room else phase[: room - 3] + "..."
         return f"\r\033[K  {self.what}: {shown}  {elapsed:5.1f}s"
 
-    def _end_phase(self) -> None:
-        if self._phase and self.live:
+    def _end_phase(self, last: bool = False) -> None:
+        if self._phase and self.live and self.lines:
             took = time.monotonic() - self._start
             self._write(f"\r\033[K  {self.what}: {self._phase} ({took:.1f}s)\n")
+        elif self._phase and self.live and last:
+            self._write("\r\033[K")
 
     def __call__(self, phase: str) -> None:
         """A phase starts (the sink the core calls)."""
@@ -197,8 +201,41 @@ class PhaseProgress:
             self._stop.set()
             self._thread.join()
             self._thread = None
-        self._end_phase()
+        self._end_phase(last=True)
         self._phase = ""
+
+
+class Heartbeat:
+    """Around a call that may run long without saying anything (doctor importing torch_npu
+    in a child): without a terminal, a line every `heartbeat_s` while it runs, nothing at
+    all when it ends sooner; on a terminal nothing (the rows follow)."""
+
+    def __init__(self, what: str, stream: TextIO = sys.stderr, heartbeat_s: float = HEARTBEAT_S):
+        self.what = what
+        self.stream = stream
+        self.heartbeat_s = heartbeat_s
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def _beat(self) -> None:
+        start = time.monotonic()
+        while not self._stop.wait(self.heartbeat_s):
+            elapsed = time.monotonic() - start
+            self.stream.write(
+                f"[{time.strftime('%H:%M:%S')}] {self.what}: still running ({elapsed:.0f}s)\n"
+            )
+            self.stream.flush()
+
+    def __enter__(self) -> Heartbeat:
+        if not self.stream.isatty():
+            self._thread = threading.Thread(target=self._beat, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
 
 
 def publish_summary(report_dir: Path, env: Mapping[str, str] = os.environ) -> None:

@@ -168,7 +168,7 @@ def _standard(v: Mapping[str, Any]) -> List[str]:
         for d in split:
             by_check.setdefault(d["check"], []).append(d["name"])
         lines += [
-            f"**The two standards disagree on {len(split)}** (rule verdict stands): "
+            f"**The two standards differ on {len(split)}** (rule verdict stands): "
             + "; ".join(f"{check}: {', '.join(names)}" for check, names in by_check.items()),
             "",
         ]
@@ -178,7 +178,8 @@ def _standard(v: Mapping[str, Any]) -> List[str]:
 def _upstream(c: Mapping[str, Any]) -> str:
     """A case's MERE, MARE and upstream verdict cells (`-` where not measured)."""
     p = c.get("precision") or {}
-    verdict = p.get("status", "-") + (" (differs)" if c.get("disagree") else "")
+    verdict = p.get("status", "-")
+    verdict = f"differs ({verdict})" if c.get("disagree") else verdict  # the rule decides
     return f" {_figure(p.get('mere'), '.3g')} | {_figure(p.get('mare'), '.3g')} | {verdict} |"
 
 

@@ -25,7 +25,7 @@ from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
 from .build.stamps import read_stamp
 from .build.steps import RunResult, run_steps
-from .errors import CannbuildError
+from .errors import CannbuildError, UsageError
 from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
@@ -33,7 +33,7 @@ from .phases import PhaseSink, no_phases
 from .report import build_report, step_records, write_report
 from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
-from .target import record_session
+from .target import Target, read_target, record_session
 from .validate import ValidationRun, validate_session
 from .workspace import read_json, write_json_atomic
 
@@ -354,7 +354,7 @@ def run_pipeline(
         # what the workspace builds for from now on: its sources are this target's, a
         # failed step included (a bare rerun resumes it); a run refused before (drift under
         # --locked, a fetch error) leaves the record as it was
-        record_session(session, request.command)
+        notes += _remember(session, request.command)
         validation = None
         if request.validate and failed is None:
             validation = validate_session(
@@ -427,3 +427,30 @@ def run_validate(
         made=made(session),
         built_from=built,
     )
+
+
+def _remember(session: Session, command: str) -> Tuple[str, ...]:
+    """Record the target this run built for; where that moves the workspace from the one
+    it had (a one-off --soc, --repos, another sandbox), one line saying so (issue 42: after
+    `build --soc A3` a bare validate judged the A2 package without a word)."""
+    try:
+        before = read_target(session.options.workspace)
+    except UsageError:  # a damaged record is replaced; nothing to compare with
+        before = None
+    if not record_session(session, command) or before is None:
+        return ()
+    after = read_target(session.options.workspace)
+    if after is None:
+        return ()
+    was, now = _words(before), _words(after)
+    if was == now:
+        return ()
+    return (
+        f"remembered: this workspace now targets {now} (it targeted {was}); later tasks "
+        "without these flags use it (target.json; pass the old flags to go back)",
+    )
+
+
+def _words(target: Target) -> str:
+    repos = f", --repos {','.join(target.repos)}" if target.repos else ""
+    return f"{target.host}, --soc={target.built_soc or target.soc_word}{repos}"

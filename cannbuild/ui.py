@@ -211,20 +211,17 @@ def print_digest(outcome: StepOutcome, stream: TextIO = sys.stderr) -> None:
 
 def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     """The closing lines of build/install/setup: each step, what was made, how to use it."""
-    lines: List[str] = []
-    if run.result is not None and run.result.outcomes:
-        states = []
-        for o in run.result.outcomes:
-            word = {"ran": f"built in {o.duration_s:.1f}s", "skipped": "up to date"}.get(
-                o.status, o.status
-            )
-            states.append(f"{o.name} {word}")
-        lines.append("steps: " + "; ".join(states))
+    lines: List[str] = []  # each step said its line as it ended (progress.py)
     for step, path, _sha in run.made.packages:
         lines.append(f"package ({step}): {path}")
     several = len(run.made.vendors) > 1
-    for repo, vendor in run.made.vendors:
-        lines.append(f"installed ({repo}): {vendor}" if several else f"installed: {vendor}")
+    folders = {os.path.dirname(str(vendor)) for _, vendor in run.made.vendors}
+    if several and len(folders) == 1:
+        names = ", ".join(os.path.basename(str(vendor)) for _, vendor in run.made.vendors)
+        lines.append(f"installed: {names} in {folders.pop()}")
+    else:
+        for repo, vendor in run.made.vendors:
+            lines.append(f"installed ({repo}): {vendor}" if several else f"installed: {vendor}")
     if run.made.set_env is not None:
         order = " > ".join(repo for repo, _ in run.made.vendors)
         lines.append(
@@ -247,24 +244,30 @@ def print_validation(
     report_dir: Optional[Path] = None,
     built_from: Optional[Mapping[str, JSONValue]] = None,
     stream: TextIO = sys.stdout,
+    tables: bool = False,
+    stale: str = "",
 ) -> None:
-    """The verdict, then each validated repo's checks and cases (ui_validation.py), the
-    build it judged and the report."""
-    ui_validation.print_reports(summary, console(stream))
+    """The verdict, then each validated repo's checks (with `tables` its cases too:
+    ui_validation.py), the build it judged and the report."""
+    ui_validation.print_reports(summary, console(stream), tables, stale)
     print_built_from(built_from, stream)
     if report_dir is not None:
         stream.write(f"report: {report_dir}/report.md\n")
 
 
-def show_validation(run: PipelineRun, as_json: bool = False, report_line: bool = True) -> None:
-    """A validation run: its verdict and cases, the build it judged, the report."""
+def show_validation(
+    run: PipelineRun, as_json: bool = False, report_line: bool = True, tables: bool = False
+) -> None:
+    """A validation run: its verdict and checks (`tables`: and cases), the build it
+    judged, the report."""
     validation = run.validation
     assert validation is not None  # a run that validated
     directory = run.report_dir if report_line else None
     if as_json:
         print_json({**validation.validation, "built_from": run.built_from})
     elif validation.report is not None:
-        print_validation(validation.report, directory, run.built_from)
+        stale = "; ".join(run.made.stale)
+        print_validation(validation.report, directory, run.built_from, tables=tables, stale=stale)
     else:
         note(
             f"validation: PASS reused from run {validation.reused_from} (nothing it checks has changed)"
@@ -307,12 +310,26 @@ def print_doctor_summary(host: HostReport) -> None:
         f"--soc={facts['soc']}; {facts['npu_count']} NPUs; driver {facts['driver']['version'] or 'none'}"
     )
     for check in host.checks:
-        if check.status in ("warn", "fail"):
-            note(f"  doctor {check.status}: {check.id}: {check.detail} ({check.hint})")
+        if check.status == "fail":
+            note(f"  doctor fail: {check.id}: {check.detail} ({check.hint})")
+    warned = [c.id for c in host.checks if c.status == "warn"]
+    if warned:  # each with its detail and fix: `cannbuild doctor` (and report.md)
+        note(
+            f"  doctor: {len(warned)} warning{'s' if len(warned) > 1 else ''} "
+            f"({', '.join(warned)}): `cannbuild doctor` says each with its fix"
+        )
 
 
 def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> None:
-    lines = [f"workspace {data['workspace']}" + ("" if data["exists"] else " (does not exist yet)")]
+    lines = [
+        f"workspace {data['workspace']}"
+        + (
+            ""
+            if data["exists"]
+            else " (does not exist yet: a workspace is per folder, .cannbuild in the one you "
+            "run in; -w/--workspace names another)"
+        )
+    ]
     target = data.get("target")
     if target:
         soc = f", --soc={target['soc']}" if target.get("soc") else ""

@@ -1,8 +1,10 @@
-"""Rendering a validation on the terminal: the verdict, each repository's checks and its
-cases with the rule's and opbase's verdicts side by side (the CLI layer)."""
+"""Rendering a validation on the terminal: the verdict, then per repository one line per
+check with its verdict and why; with --verbose its checks and cases as tables, the rule's and
+opbase's verdicts side by side (report.md always has them; the CLI layer)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Dict, List
 
 from .lazy import lazy_module
@@ -21,19 +23,37 @@ else:  # only what prints a table pays for rich
 _STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
 
 
-def print_reports(summary: ValidationSummary, out: Console) -> None:
-    """The verdict, then each validated repo's checks and cases (with several, each
-    under a line naming the repo, its check and why that operator)."""
+# failed cases named on the terminal before "and N more" (all of them are in report.md)
+FAILED_SHOWN = 3
+_COUNT = re.compile(r"^(\d+/\d+) (?:cases|examples)\b")
+
+
+def print_reports(
+    summary: ValidationSummary, out: Console, tables: bool = False, stale: str = ""
+) -> None:
+    """The verdict, then each validated repo's checks (with several, each under a line
+    naming the repo, its check and why that operator); `tables`: checks and cases as tables;
+    `stale`: why the installed package judged is not the workspace's target (said in the
+    verdict line, issue 42)."""
     reports = summary.reports
+    marked = (
+        f" of a STALE package ({stale}; `cannbuild install` installs this target's build)"
+        if stale
+        else ""
+    )
     if len(reports) == 1:
-        _print_report(reports[0], out, f"validation: {reports[0].status}")
+        show = _print_report if tables else _print_lines
+        show(reports[0], out, f"validation: {reports[0].status}{marked}")
     else:
         target = reports[0].target if reports else "none"
-        headline = f"validation: {summary.status} (target {target}, {len(reports)} repos)"
+        headline = f"validation: {summary.status}{marked} (target {target}, {len(reports)} repos)"
         if summary.reason:
             headline += f": {summary.reason}"
         out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
         for report in reports:
+            if not tables:  # one line per repository: each check's verdict, why where not PASS
+                _print_repo_line(report, out)
+                continue
             why = f"; {report.why}" if report.why else ""
             _print_report(report, out, f"{report.repo} ({report.check}{why}): {report.status}")
 
@@ -69,14 +89,11 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
                 f"[{style.get(r.status, '')}]{r.status}[/]",
                 fmt(None if p is None else p.mere),
                 fmt(None if p is None else p.mare),
-                upstream + (" (differs)" if r.disagree else ""),
+                # a disagreement between two standards is not a failure: the rule decides
+                f"differs ({p.status})" if r.disagree and p is not None else upstream,
             )
         out.print(table)
-        for r in report.cases:
-            if r.status == "FAIL":
-                out.print(
-                    f"[bold red]FAIL[/] {markup.escape(r.case.name)}: {markup.escape(r.message)}"
-                )
+        _print_failed(report, out, "")
     split = report.disagreements
     if split:
         by_check: Dict[str, List[str]] = {}
@@ -85,9 +102,78 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
         names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
         out.print(
             markup.escape(
-                f"note: opbase's MERE/MARE standard and the rule disagree on {len(split)} "
+                f"note: opbase's MERE/MARE standard differs from the rule on {len(split)} "
                 f"({names}); the verdict rests on the rule (figures in the report)"
             ),
             style="yellow",
+            overflow="fold",
+        )
+
+
+def _print_lines(report: ValidationReport, out: Console, head: str) -> None:
+    """One line per check, its verdict and why (so the headline does not say it again);
+    failed cases named (a few); where the standards differ, one line; the tables are in
+    report.md and under --verbose."""
+    headline = f"{head} (target {report.target})"
+    out.print(markup.escape(headline), style=_STYLE.get(report.status, ""), overflow="fold")
+    for c in report.checks:
+        out.print(
+            f"  {markup.escape(c.id)} [{_STYLE.get(c.status, '')}]{c.status}[/]: "
+            + markup.escape(c.message),
+            overflow="fold",
+        )
+    _print_failed(report, out, "  ")
+    split = report.disagreements
+    if split:
+        out.print(
+            f"  opbase's MERE/MARE standard differs from the rule on {len(split)} cases; the "
+            "rule decides (each case: report.md, or --verbose)",
+            style="yellow",
+            overflow="fold",
+        )
+
+
+def _print_repo_line(report: ValidationReport, out: Console) -> None:
+    """`ops-math: PASS (library PASS, capi PASS 6/6, example SKIPPED: not run: ...)`: the
+    repository's verdict and each check's, with its count, and why where it is not PASS
+    (the message's first clause; the whole of it in report.md)."""
+    parts = []
+    for c in report.checks:
+        counted = _COUNT.match(c.message)
+        text = f"{c.id} [{_STYLE.get(c.status, '')}]{c.status}[/]"
+        if c.status == "PASS":
+            text += f" {counted.group(1)}" if counted else ""
+        else:
+            text += ": " + markup.escape(re.split(r"; | \(", c.message, maxsplit=1)[0])
+        parts.append(text)
+    failed = [r.case.name for r in report.cases if r.status == "FAIL"]
+    if failed:
+        shown = ", ".join(failed[:FAILED_SHOWN]) + (" ..." if len(failed) > FAILED_SHOWN else "")
+        parts.append(f"failed: {markup.escape(shown)}")
+    split = report.disagreements
+    if split:
+        parts.append(f"opbase's standard differs on {len(split)}, the rule decides")
+    out.print(
+        f"  {markup.escape(report.repo)}: [{_STYLE.get(report.status, '')}]{report.status}[/] ("
+        + ", ".join(parts)
+        + ")",
+        overflow="fold",
+    )
+
+
+def _print_failed(report: ValidationReport, out: Console, indent: str) -> None:
+    """The failed cases, those failing for the same reason said once (issue 42: one cause
+    printed for each of 13 cases), a few names each (all in report.md)."""
+    causes: Dict[str, List[str]] = {}
+    for r in report.cases:
+        if r.status == "FAIL":
+            causes.setdefault(r.message, []).append(r.case.name)
+    for message, names in causes.items():
+        shown = ", ".join(names[:FAILED_SHOWN]) + (
+            f" and {len(names) - FAILED_SHOWN} more" if len(names) > FAILED_SHOWN else ""
+        )
+        count = f"{len(names)} cases " if len(names) > 1 else ""
+        out.print(
+            f"{indent}[bold red]FAIL[/] {count}{markup.escape(shown)}: {markup.escape(message)}",
             overflow="fold",
         )

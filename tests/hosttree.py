@@ -168,3 +168,13 @@ def clean_env(**extra: str) -> dict:
     env["HOME"] = "/root-home-not-here"
     env.update(extra)
     return env
+
+
+def a2_host(tree: HostTree, version: str = "8.5.0") -> Path:
+    """An Atlas A2 host (8 x 910B3, their npu-smi, a driver) with CANN `version`."""
+    tk = tree.toolkit_cann(version)
+    tree.kernels(tk, "ascend910b")
+    tree.pci("d802", 8)
+    tree.npu_smi("a2-910b3-npu-smi-info-cann8.3.txt")
+    tree.driver()
+    return tk

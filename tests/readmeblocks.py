@@ -39,16 +39,34 @@ def marked_block(name: str, text: Optional[str] = None) -> str:
     i = at[0] + 1
     while i < len(lines) and not lines[i].strip():
         i += 1
-    if i == len(lines) or not _FENCE.match(lines[i]):
+    if i == len(lines) or not _FENCE.match(lines[i].strip()):
         raise ReadmeBlockError(f"the readme-block marker {name!r} is not followed by a ``` block")
+    indent = len(lines[i]) - len(lines[i].lstrip())  # a block in a list item is indented
     body: List[str] = []
     for line in lines[i + 1 :]:
         if line.strip() == "```":
             if not any(b.strip() for b in body):
                 raise ReadmeBlockError(f"the readme-block {name!r} is empty")
             return "\n".join(body) + "\n"
-        body.append(line)
+        body.append(line[indent:] if line[:indent].strip() == "" else line)
     raise ReadmeBlockError(f"the readme-block {name!r} has no closing ```")
+
+
+def fenced_blocks(text: Optional[str] = None) -> List[Optional[str]]:
+    """The marker name of every fenced block of the README, in order (None: unmarked)."""
+    lines = (readme_text() if text is None else text).splitlines()
+    names: List[Optional[str]] = []
+    inside, last = False, None
+    for line in lines:
+        if inside:
+            inside = line.strip() != "```"
+            continue
+        if _FENCE.match(line.strip()):
+            names.append(last)
+            inside, last = True, None
+        elif line.strip():
+            last = _marker_name(line)
+    return names
 
 
 def first_block(text: Optional[str] = None) -> str:

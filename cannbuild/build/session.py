@@ -26,7 +26,7 @@ from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
-from ..recipes import Recipe, select_recipe
+from ..recipes import Recipe, select_recipe, trains_building
 from ..recipes.selection import for_host, ops_by_repo, select_repos
 from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
@@ -243,9 +243,12 @@ def open_session(
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     ops = choose_ops(options.ops_release, toolkit.version)
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     recipe = for_host(
         select_repos(
-            select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+            chosen,
+            options.repos,
+            elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
         ),
         sandbox=sandbox is not None or options.sandbox,
     )
@@ -275,6 +278,30 @@ def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:
         f"--soc {soc} is not a SoC recipe {recipe.name} ({recipe.path.name}) builds "
         f"{', '.join(recipe.order) or 'its repos'} for.",
         f"Use one of {', '.join(recipe.socs)}.",
+    )
+
+
+def _built_elsewhere(name: str, recipe: Recipe, options: Options, cwd: Path) -> str:
+    """Where a repository this train's recipe lacks is built: the trains whose recipe has
+    it, and on the sandbox the line that makes one of them (in another workspace: a
+    workspace's sandbox keeps the CANN it was made with)."""
+    trains = trains_building(name, cwd)
+    if not trains:
+        return ""
+    said = (
+        f"Recipe {recipe.name} ({recipe.path.name}, the train of this CANN) does not build "
+        f"{name}; the recipes of {', '.join(trains)} do."
+    )
+    if not options.sandbox:
+        return said + " Build it with a toolkit of one of those trains (--cann-path, or --cann)."
+    from ..sandbox.releases import RELEASES  # the sandbox's CANN versions
+
+    cann = max((v for v in RELEASES if v.startswith(trains[-1] + ".")), default=trains[-1])
+    repos = ",".join(options.repos)
+    return (
+        f"{said} A workspace's sandbox keeps the CANN it was made with (this one's is "
+        f"{options.sandbox_cann}), so build it in another workspace: cannbuild setup --sandbox "
+        f"--cann {cann} --repos {repos} -w {options.workspace}-{trains[-1]}"
     )
 
 
@@ -382,9 +409,12 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
     ops = choose_ops(options.ops_release, version)
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     recipe = for_host(
         select_repos(
-            select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops)), options.repos
+            chosen,
+            options.repos,
+            elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
         ),
         sandbox=options.sandbox,
     )

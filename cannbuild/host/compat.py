@@ -271,11 +271,19 @@ def python_verdict(torch: str, python: Tuple[int, int]) -> Verdict:
 # PyTorch's CPU index (Ascend/pytorch@9e73e708:README.md:85 `pip install torch==2.10.0
 # --index-url https://download.pytorch.org/whl/cpu`).  Plain PyPI serves a CUDA build on
 # x86_64 (2.74 GB of wheels for torch 2.13.0), and beside torch-npu 2.13.0 `import torch_npu`
-# aborts with it (issue 30).
+# aborts with it (issue 30).  The command pins `+cpu`, which PyPI's untagged wheel never
+# meets (so pip replaces a CUDA torch instead of saying "Requirement already satisfied"),
+# and adds the CPU index to PyPI rather than replacing it (torch's dependencies come from
+# PyPI, and where the CPU index is unreachable a wheel folder in PIP_FIND_LINKS serves;
+# issue 42).
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The torch the README installs and CI tests with (README "Set up", .ci/run): the version a
 # hint names where nothing installed or published decides one.
 TESTED_TORCH = "2.13.0"
+# What a CUDA torch pulled in that the CPU build does not use (GBs of nvidia-* and triton).
+CUDA_LEFTOVERS = (
+    "pip list --format=freeze | grep -Eo '^(nvidia-[^=]+|triton)' | xargs -r pip uninstall -y"
+)
 
 
 def torch_to_install(torch_npu: Optional[str], cann: Optional[CannVersion] = None) -> str:
@@ -291,18 +299,27 @@ def torch_to_install(torch_npu: Optional[str], cann: Optional[CannVersion] = Non
 
 
 def cpu_torch_command(version: str) -> str:
-    return f"pip install torch=={version} --index-url {CPU_INDEX}"
+    return f"pip install torch=={version}+cpu --extra-index-url {CPU_INDEX}"
 
 
-def cpu_torch_fix(version: str) -> str:
-    """The command that installs the CPU build of torch `version`, and what to do where
-    PyTorch's index cannot be reached: one paragraph."""
+def cpu_torch_fix(version: str, device: Optional[str] = None) -> str:
+    """The command that installs (or, over a `device` build, replaces it with) the CPU build
+    of torch `version`, and what to do where PyTorch's index cannot be reached: one paragraph.
+    Every command is in backticks; tests/integration/test_torch_fixes.py runs them."""
+    replaces = (
+        f" It replaces the {device} build (PyPI's wheel carries no `+cpu`, so pip reinstalls); "
+        f"then `{CUDA_LEFTOVERS}` removes the nvidia-* and triton wheels that build left behind "
+        "(unused by the CPU build)."
+        if device
+        else ""
+    )
     return (
-        f"{cpu_torch_command(version)} (the CPU build: all cannbuild and torch_npu need; plain "
-        "PyPI's is a CUDA build of several GB beside which torch_npu cannot be imported). "
-        "Where download.pytorch.org is "
-        "unreachable: on a machine with the same Python and architecture that reaches it, "
-        f"`pip download torch=={version} --index-url {CPU_INDEX} --no-deps -d wheels` and "
-        f"install the file here (pip install wheels/torch-{version}*.whl), or point "
-        "--index-url at a local mirror of that index."
+        f"`{cpu_torch_command(version)}`: the CPU build, all cannbuild and torch_npu need (plain "
+        "PyPI's is a CUDA build of several GB beside which torch_npu cannot be imported)."
+        f"{replaces} Where download.pytorch.org is unreachable: on a machine with the same "
+        "Python and architecture that reaches it, "
+        f"`pip download torch=={version}+cpu --no-deps --index-url {CPU_INDEX} -d wheels/`, "
+        f"copy wheels/ here and `pip install wheels/torch-{version}+cpu-*.whl` (its "
+        "dependencies come from PyPI), or `export PIP_FIND_LINKS=/path/to/wheels` and rerun "
+        "the first command."
     )

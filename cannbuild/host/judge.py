@@ -117,8 +117,8 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
                 Check(
                     id="toolkit",
                     status=PASS,
-                    detail=f"CANN {tk.version} at {shown} ({tk.layout} layout; found by {tk.found_by}; "
-                    f"version from {tk.version_source})",
+                    detail=f"CANN {tk.version} at {shown}{_on_disk(shown, tk.path)} ({tk.layout} "
+                    f"layout; found by {tk.found_by}; version from {tk.version_source})",
                 )
             )
         # Only when the version was found elsewhere: a malformed file is then a warning, not the
@@ -328,3 +328,8 @@ def _disk_checks(workspace: Path) -> List[Check]:
             )
         ]
     return [Check(id="disk", status=PASS, detail=shown)]
+
+
+def _on_disk(shown: str, path: Path) -> str:
+    """Where a toolkit shown by its path inside a sysroot (the sandbox's) is on this disk."""
+    return "" if shown == str(path) else f" (on this disk {path})"

@@ -71,7 +71,7 @@ def judge_probe(
             status=FAIL,
             detail=f"torch {probe.torch} imports as a {device} build beside torch_npu {torch_npu}, "
             f"which needs the CPU build of torch {version}",
-            hint=compat.cpu_torch_fix(version),
+            hint=compat.cpu_torch_fix(version, device),
         )
     done = f"torch {probe.torch}" + (f" and torch_npu {probe.torch_npu}" if probe.npu_tried else "")
     skipped = f"; torch_npu not tried: {no_npu}" if no_npu else ""
@@ -104,7 +104,7 @@ def _fix(probe: ImportProbe, device: Optional[str], torch_npu: Optional[str], ve
     )
     if device and torch_npu:
         return f"torch is a {device} build; torch_npu needs the CPU build: " + compat.cpu_torch_fix(
-            version
+            version, device
         )
     if probe.failed_import == "torch":
         return f"Reinstall torch ({see}): " + compat.cpu_torch_fix(version)

@@ -68,7 +68,7 @@ def python_stack_checks(
                 detail=f"torch {stack.torch} is a {stack.torch_device} build beside torch_npu "
                 f"{stack.torch_npu}, which needs the CPU build of torch {want} (with PyPI's CUDA "
                 "torch 2.13.0, importing torch_npu 2.13.0 aborts)",
-                hint=compat.cpu_torch_fix(want),
+                hint=compat.cpu_torch_fix(want, stack.torch_device),
             )
         )
         return checks

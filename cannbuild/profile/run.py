@@ -182,7 +182,7 @@ def start(
         fix = torchnpu.cuda_fix(read_python_stack())
         raise ValidationFailed(
             f"profile --run: the torch_npu worker failed: {why} (log: {log}).",
-            f"{fix[0].upper()}{fix[1:]}."
+            f"{fix[0].upper()}{fix[1:].rstrip('.')}."
             if fix
             else "The same route is checked by `cannbuild validate`: run it to see whether the "
             "package works through torch_npu at all.",

@@ -85,6 +85,19 @@ def select_recipe(
     return recipe
 
 
+def trains_building(name: str, cwd: Path) -> List[str]:
+    """The trains whose recipe builds repository `name` (for an error that names them)."""
+    found = []
+    for train, path in available(cwd).items():
+        try:
+            recipe = load_recipe(path)
+        except UsageError:  # a broken user recipe is its own error, when it is chosen
+            continue
+        if any(r.name == name for r in recipe.buildable):
+            found.append(train)
+    return found
+
+
 def check_requirements(
     recipe: Recipe, share_info: Mapping[str, str]
 ) -> List[Tuple[str, str, Optional[str], str]]:

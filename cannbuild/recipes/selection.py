@@ -8,7 +8,7 @@ order given, which is the ASCEND_CUSTOM_OPP_PATH order (first wins).  Everything
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec.structs import replace
 
@@ -23,9 +23,15 @@ def _buildable_names(recipe: Recipe) -> List[str]:
     return [r.name for r in recipe.buildable]
 
 
-def select_repos(recipe: Recipe, names: Sequence[str], origin: str = REPOS_FLAG) -> Recipe:
+def select_repos(
+    recipe: Recipe,
+    names: Sequence[str],
+    origin: str = REPOS_FLAG,
+    elsewhere: Optional[Callable[[str], str]] = None,
+) -> Recipe:
     """`recipe` narrowed to the buildable repos `names` (empty: its default_repos), in
-    that order; `origin` is how the user gave them (a flag, a variable, a config key)."""
+    that order; `origin` is how the user gave them (a flag, a variable, a config key);
+    `elsewhere(name)` says where a repo this recipe lacks is built (other trains)."""
     buildable = _buildable_names(recipe)
     if not names:
         return _narrow(recipe, recipe.default_repos)
@@ -44,7 +50,8 @@ def select_repos(recipe: Recipe, names: Sequence[str], origin: str = REPOS_FLAG)
                 if any(r.name == name for r in recipe.repos)
                 else "not a repository of the recipe"
             )
-            raise UsageError(f"{origin} names {name!r}, which is {what}.", hint)
+            where = elsewhere(name) if elsewhere and what.startswith("not") else ""
+            raise UsageError(f"{origin} names {name!r}, which is {what}.", where or hint)
         if name in seen:
             raise UsageError(f"{origin} names {name!r} twice.", hint)
         seen.append(name)

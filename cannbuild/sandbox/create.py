@@ -250,9 +250,8 @@ def _lay_out(
     rel = releases.release(spec.cann)
     variant = hardware.VARIANTS[spec.variant]
     sysroot = directory / "sysroot"
-    phases("compiling the emulated ACL runtime (c++, log create.log)")
     emu = toolkit.compile_emulation(
-        directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version
+        directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version, phases
     )
     mirror = directory / "mirror"
     phases("laying out the toolkit")

@@ -8,12 +8,15 @@ kernels/emu; bisheng wraps the host C++ compiler.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
+from typing import Callable, List
 
 from msgspec import Struct
 
+from .. import usercache
 from ..host.toolkit import host_arch
 from ..render.templates import file_env
 from ..resources import data_dir
@@ -47,27 +50,72 @@ class ToolkitTree(Struct, frozen=True, kw_only=True):
 
 
 def compile_emulation(
-    build_dir: Path, log: CommandLog, with_opbase: bool, opbase_version: str
+    build_dir: Path,
+    log: CommandLog,
+    with_opbase: bool,
+    opbase_version: str,
+    phases: Callable[[str], None] = lambda _: None,
 ) -> Path:
-    """Build the emulated runtime libraries once; returns the build directory."""
+    """The emulated runtime libraries: compiled once per user and machine into the cache
+    (cannbuild/usercache.py, keyed by their sources, the compiler and cmake and the flags)
+    and reused by every later sandbox; compiled in `build_dir` where there is no cache of
+    the user's own.  Returns the folder holding the libraries."""
     kernels = data_dir("kernels")
-    args = [
-        "cmake",
-        "-S",
-        str(kernels / "emu"),
-        "-B",
-        str(build_dir),
-        "-DCMAKE_BUILD_TYPE=Release",
-    ]
+    sources = [kernels / "emu"] + ([kernels / "standin" / "opbase"] if with_opbase else [])
+    # $ORIGIN: the libraries find each other wherever they are copied, never in a build folder
+    args = ["-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON"]
     if with_opbase:
-        args += [
-            f"-DSTANDIN_OPBASE_DIR={kernels / 'standin' / 'opbase'}",
-            f"-DSTANDIN_OPBASE_VERSION={opbase_version}",
-        ]
-    log.run(args, what="configuring the CPU emulation of the ACL runtime")
-    jobs = str(max(os.cpu_count() or 1, 1))
-    log.run(["cmake", "--build", str(build_dir), "-j", jobs], what="compiling the CPU emulation")
-    return build_dir
+        args += [f"-DSTANDIN_OPBASE_DIR={sources[1]}", f"-DSTANDIN_OPBASE_VERSION={opbase_version}"]
+
+    def compile_into(out: Path) -> None:
+        log.run(
+            ["cmake", "-S", str(sources[0]), "-B", str(build_dir), *args],
+            what="configuring the CPU emulation of the ACL runtime",
+        )
+        jobs = str(max(os.cpu_count() or 1, 1))
+        log.run(
+            ["cmake", "--build", str(build_dir), "-j", jobs], what="compiling the CPU emulation"
+        )
+        if out != build_dir:
+            for lib in build_dir.glob("lib*.so"):
+                shutil.copy2(lib, out / lib.name)
+
+    root = usercache.cache_root(os.environ)
+    if root is None:
+        phases("compiling the emulated ACL runtime (c++, log create.log; no per-user cache here)")
+        compile_into(build_dir)
+        return build_dir
+    key = _emulation_key(sources, args, log)
+    phases(f"compiling the emulated ACL runtime, once per machine (kept in {root})")
+    entry, reused = usercache.cached(root, "emulation", key, compile_into)
+    with open(log.path, "a", encoding="utf-8") as out:
+        out.write(f"emulation libraries {'reused from' if reused else 'compiled into'} {entry}\n")
+    return entry
+
+
+def _emulation_key(sources: List[Path], args: List[str], log: CommandLog) -> str:
+    """What decides the emulation's bytes: its sources, the compiler and cmake that build
+    them (path and version) and the flags (ours and the environment's)."""
+    digest = hashlib.sha256(b"cannbuild emulation 1\n")
+    for root in sources:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            digest.update(f"{path.relative_to(root.parent)}\n".encode())
+            digest.update(path.read_bytes())
+    cxx = os.environ.get("CXX") or shutil.which("c++") or "c++"
+    for tool in (cxx, "cmake"):
+        found = shutil.which(tool) or tool
+        digest.update(f"{os.path.realpath(found)}\n".encode())
+        digest.update(log.run([found, "--version"], what=f"asking {tool} its version").encode())
+    for name in (
+        "CXXFLAGS",
+        "CPPFLAGS",
+        "LDFLAGS",
+        "CMAKE_GENERATOR",
+        "CMAKE_BUILD_PARALLEL_LEVEL",
+    ):
+        digest.update(f"{name}={os.environ.get(name, '')}\n".encode())
+    digest.update(f"{args}|{host_arch()}".encode())
+    return digest.hexdigest()[:32]
 
 
 def lay_out_toolkit(

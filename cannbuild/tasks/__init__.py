@@ -15,6 +15,13 @@ from typing import Dict
 
 from ._flags import TaskSpec
 
+# What `cannbuild --help` says first (issue 42: it had no "start here"); setup's summary
+# starts with the same words, so the task list says it where the help does not render this.
+START_HERE = (
+    "Start here: `cannbuild setup --sandbox` (no NPU needed) or `cannbuild setup` on an Ascend "
+    "host runs doctor, fetch, build, install and validate in one go; then `cannbuild status`."
+)
+
 GROUPS: Dict[str, str] = {
     "doctor": "host",
     "sandbox": "host",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -55,11 +56,14 @@ def sandboxed(options: Options, dry_run: bool) -> Sandboxed:
         plan = create.plan_sandbox(spec)
         if not plan.startswith("up to date"):
             raise DryRunStop(f"the sandbox: {plan}")
-    with progress_ui.PhaseProgress("sandbox") as phases:  # only a creation has phases
+    began = time.monotonic()
+    # only a creation has phases; on a terminal they pass on the live line, summed up below
+    with progress_ui.PhaseProgress("sandbox", lines=False) as phases:
         made = build_session.with_sandbox(options, phases)
     if made.created and made.info is not None:
         ui.note(
-            f"sandbox created: {made.info.variant} host with CANN {made.info.cann} at {made.info.dir}"
+            f"sandbox created: {made.info.variant} host with CANN {made.info.cann} at "
+            f"{made.info.dir} in {time.monotonic() - began:.1f}s (log: {made.info.dir}/create.log)"
         )
     return made
 
@@ -87,7 +91,7 @@ def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) 
     under --locked and --offline, the steps, the report, the validation's phases shown
     like the steps) as every task runs it; a failed step ends the task with its digest
     (the progress showed it) and exit 4."""
-    with progress_ui.PhaseProgress("validation") as phases:
+    with progress_ui.PhaseProgress("validation", lines=progress.verbose) as phases:
         run = transaction.run_pipeline(session, os.environ, request, progress, phases)
     for text in run.notes:
         progress.note(text)  # what resolving found: a moved tag, an updated lock

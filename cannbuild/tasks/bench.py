@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from .. import ui
 from ..errors import UsageError
@@ -119,9 +119,15 @@ def bench(
     timed = [r for r in data["results"] if r["status"] == "timed"]
     for line in bench_report.not_timed_lines(data):
         ui.note(line)
+    # the shapes left out, by reason (the budget, a layout the operator lacks): each shape in report.md
+    reasons: Dict[str, int] = {}
+    for n in data["not_run"]:
+        reasons[n["reason"]] = reasons.get(n["reason"], 0) + 1
+    left = "; ".join(f"{count}: {reason}" for reason, count in list(reasons.items())[:2])
+    left += "; ... (each shape's reason: report.md)" if len(reasons) > 2 else ""
     print(
         f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
-        f"{len(data['not_run'])} shapes left out"
+        f"{len(data['not_run'])} shapes left out" + (f" ({left})" if left else "")
     )
     if data["charts_missing"]:
         print(f"no charts: {data['charts_missing']}")

@@ -229,14 +229,14 @@ def install(c: Context, **flags: FlagValue) -> None:
 
 @cli_task(*RUN_FLAGS, "require_device", "cases")
 def setup(c: Context, **flags: FlagValue) -> None:
-    """doctor -> fetch -> build -> install -> validate -> report, stopping at the first blocker.
+    """Start here: doctor -> fetch -> build -> install -> validate -> report (--sandbox: on the emulated host).
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
     run = run_and_report(c, flags, "cannbuild setup", ["build", "install"], validate=True)
     if run is None:
         return
     assert run.validation is not None
-    ui.show_validation(run, report_line=False)
+    ui.show_validation(run, report_line=False, tables=bool(flags.get("verbose")))
     ui.print_made(run)
     validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
 

@@ -44,7 +44,8 @@ def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
     options = on_sandbox(target_options(c, flags), dry_run=False)
-    report = requirements.doctor_report(options, os.environ, Path.cwd())
+    with progress.Heartbeat("doctor: reading the host (the torch_npu import takes a while)"):
+        report = requirements.doctor_report(options, os.environ, Path.cwd())
     if json:
         ui.print_json(report.to_json())
     else:

@@ -23,7 +23,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     validation_cases = lazy_module("cannbuild.validate.cases")
 
 
-@cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package")
+@cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package", "verbose")
 def validate(
     c: Context,
     json: bool = False,
@@ -35,8 +35,10 @@ def validate(
     float64 reference (FlashAttention's cases for ops-transformer), the repo's own
     example, the torch_npu route.
 
-    PASS only when every repo's numerical check ran on every case and passed; SKIPPED (no
-    NPU, no torch) says why and how to make it run, and exits 5 with --require-device.
+    Every check runs each time (nothing is reused, so there is no --force: that is
+    setup's `--force validate`).  PASS only when every repo's numerical check ran on every
+    case and passed; SKIPPED (no NPU, no torch) says why and how to make it run, and exits
+    5 with --require-device.
     With --package, what is checked is that package as shipped (CI's NPU job)."""
     names = [n.strip() for n in (cases or "").split(",") if n.strip()]
     selected = validation_cases.select(names)  # a typo fails before anything runs
@@ -63,13 +65,13 @@ def validate(
         return
     session = open_session(c, flags)
     shipped = Path(package) if package else None
-    with progress.PhaseProgress("validation") as phases:
+    with progress.PhaseProgress("validation", lines=bool(flags.get("verbose"))) as phases:
         run = transaction.run_validate(
             session, os.environ, names, "cannbuild validate", shipped, phases
         )
     if shipped is not None:
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")
-    ui.show_validation(run, as_json=json)
+    ui.show_validation(run, as_json=json, tables=bool(flags.get("verbose")))
     progress.publish_summary(run.report_dir)
     assert run.validation is not None
     validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)

@@ -191,7 +191,7 @@ def cuda_fix(stack: PythonStack) -> str:
     want = compat.torch_release(stack.torch_npu)
     return (
         f"torch {stack.torch} is a {stack.torch_device} build and torch_npu needs the CPU "
-        f"build: {compat.cpu_torch_command(want)}"
+        f"build: {compat.cpu_torch_fix(want, stack.torch_device)}"
     )
 
 

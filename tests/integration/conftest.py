@@ -59,10 +59,13 @@ def session_ccache(tmp_path_factory) -> Iterator[Path]:
     the run's builds share a cache of their own, not the user's ~/.cache/ccache.  Paths
     under the run's folder are hashed relative to the build's cwd (CCACHE_BASEDIR, no cwd
     in the hash), so a workspace at another path of the same depth takes its compilations
-    from the cache; a test that compares builds at two paths turns it off."""
+    from the cache; a test that compares builds at two paths turns it off.  The sandboxes'
+    emulated runtime is compiled once for the run too, into its own per-user cache
+    (XDG_CACHE_HOME, cannbuild/usercache.py), never the user's."""
     root = shared_root(tmp_path_factory)
     folder = root / "ccache"
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
         patch.setenv("CCACHE_DIR", str(folder))
         patch.setenv("CCACHE_BASEDIR", str(root))
         patch.setenv("CCACHE_NOHASHDIR", "1")

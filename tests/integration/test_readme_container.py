@@ -1,32 +1,40 @@
-"""The README's first block runs as written in a clean Debian container, to `validation: PASS`.
+"""The README's set-up block, and each of its torch fallbacks, run as written in a clean
+Debian container with an empty pip configuration, to `validation: PASS`.
 
-It is the block a newcomer pastes first: apt-get update, the system packages, a venv, the
-install, the CPU torch, `cannbuild setup --sandbox`.  Run with `bash -e` (a reader stops at
-the first error) in a container from the local Debian base (tests/container/make-base: a
-debootstrap minbase with python3), as root with no sudo; the checkout is copied in, and
-this machine's pip settings come along (hostpip.py) so pip installs from the same indexes.
+The reader the test plays reaches PyPI and Debian, maybe not download.pytorch.org, and has
+no pip settings at all (PIP_CONFIG_FILE=/dev/null, no PIP_* variable; this machine's are
+never forwarded): for torch only what the README tells them to provide, the wheel folder its
+`torch-download` block makes on a machine that reaches the index (run here, on the test's
+machine, with its own pip settings: the other machine).  In a container from the local Debian
+base (tests/container/make-base), with `bash -e` (a reader stops at the first error):
 
-Where the README's torch line cannot get torch here (its index unreachable and no local
-copy), the block runs without that line, as the README says to, and must end with
-`validation: SKIPPED` naming torch; the test then reports itself skipped, saying PASS was
-not proven.  Slow (apt, pip, the whole sandbox pipeline); needs podman and the base.
+1. the set-up block as written: where the CPU index answers it ends with PASS; where it does
+   not, it must stop at the torch line saying `No matching distribution found` for the
+   `+cpu` build (never PyPI's CUDA one), before `cannbuild setup`;
+2. each fallback (`torch-folder`, then after 3. `torch-file`) in a fresh venv made by the
+   block's own lines, to `validation: PASS` with torch 2.13.0+cpu, the validation run
+   afresh (never reused from an earlier step: each step changes what it checks);
+3. without torch (a fresh venv, no torch line): `validation: SKIPPED` naming torch.
+
+Slow (apt, pip, the whole sandbox pipeline, three venvs); needs podman and the base.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 import pytest
 
 from engines import TEST_BASE, podman_with_test_base
-from hostpip import for_container, pip_config_list, settings
-from readmeblocks import ROOT, marked_block, pip_args, torch_line
+from readmeblocks import ROOT, marked_block, torch_line
 
 WHY_NOT = podman_with_test_base()
 pytestmark = [
@@ -34,30 +42,29 @@ pytestmark = [
     # one podman build at a time, on the worker that runs the image test too
     pytest.mark.xdist_group("podman"),
 ]
-TORCH_OK = "readme-test: torch can be had"
-TORCH_NOT = "readme-test: torch cannot be had"
-# How the reader's shell runs the block (`-x` with the time: a failure shows its line, and
-# the log where the minutes went; BASH_ENV sets PS4 and is gone before the block's first
-# line, so nothing the block starts sees it), after the probe:
-# as root (no sudo in the image, as in a container), or as a user who may sudo (sudo
-# installed first, apt's lists emptied again so the block's own `apt-get update` is needed).
+# How the reader's shell runs each script (`-x` with the time: a failure shows its line, and
+# the log where the minutes went; BASH_ENV sets PS4 and is gone before the script's first
+# line, so nothing the block starts sees it): as root (no sudo in the image, as in a
+# container), or as a user who may sudo (sudo installed first, apt's lists emptied again so
+# the block's own `apt-get update` is needed).
 READERS = {
-    "root": ("", "cd ~/cannbuild && BASH_ENV=~/readme/trace.sh bash -e -x ~/readme/$block"),
+    "root": ("", "cd ~/cannbuild && BASH_ENV=~/readme/trace.sh bash -e -x ~/readme/$script"),
     "sudo-user": (
         "apt-get update -qq && apt-get install -y -qq sudo >/dev/null\n"
         "rm -rf /var/lib/apt/lists/*\n"
         "useradd -m -s /bin/bash reader\n"
         "echo 'reader ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/reader\n"
         "cp -a /root/cannbuild /root/readme /home/reader/ && chown -R reader: /home/reader\n",
-        'su reader -c "cd ~/cannbuild && BASH_ENV=~/readme/trace.sh exec bash -e -x ~/readme/$block"',
+        'su reader -c "cd ~/cannbuild && BASH_ENV=~/readme/trace.sh exec bash -e -x ~/readme/$script"',
     ),
 }
-DONE = "readme-test: the block exited "
-# What the block made, removed before podman commits the layer (gigabytes of venv and
+# What the scripts made, removed before podman commits the layer (gigabytes of venv and
 # workspace to copy for nothing): the image is removed right after.
 LEFT = (
     "~root/cannbuild-venv ~root/cannbuild/.cannbuild /home/reader /var/lib/apt/lists /var/cache/apt"
 )
+# The README's torch fallbacks (marked blocks), each run in a fresh venv.
+FALLBACKS = ("torch-folder", "torch-file")
 
 
 # The suite runs the root reader (a container's, the issue's case) to keep the full suite
@@ -81,77 +88,131 @@ EVERY_READER = os.environ.get("CANNBUILD_TEST_README_READERS") == "all"
         for r in sorted(READERS)
     ],
 )
-def test_the_readme_setup_block_runs_as_written_in_a_clean_debian_container(tmp_path, reader):
+def test_the_readme_setup_block_and_each_torch_fallback_run_as_written_with_no_pip_settings(
+    tmp_path, reader
+):
     block = marked_block("setup")
-    line = torch_line(block)
-    env, mounts = for_container(settings(pip_config_list()))
     ctx = tmp_path / "ctx"
     _copy_checkout(ctx / "cannbuild")
-    (ctx / "block.sh").write_text(block)
-    without = "".join(x + "\n" for x in block.splitlines() if x != line)
-    (ctx / "block-without-torch.sh").write_text(without)
+    _download_wheels(ctx / "cannbuild", tmp_path)
+    steps = _steps(block)
+    for name, script in steps.items():
+        (ctx / f"{name}.sh").write_text(script)
     (ctx / "trace.sh").write_text("PS4='+ [$(date +%T)] '\nunset BASH_ENV\n")
-    (ctx / "run.sh").write_text(_script(env, pip_args(line), *READERS[reader]))
+    (ctx / "run.sh").write_text(_script(list(steps), *READERS[reader]))
+    names = " ".join(f"{n}.sh" for n in steps)
     (ctx / "Containerfile").write_text(
         f"FROM {TEST_BASE}\n"
         "COPY cannbuild /root/cannbuild\n"
-        "COPY block.sh block-without-torch.sh trace.sh run.sh /root/readme/\n"
+        f"COPY {names} trace.sh run.sh /root/readme/\n"
         "RUN bash /root/readme/run.sh </dev/null\n"
     )
     began = time.monotonic()
-    proc = _build(ctx, tmp_path / "iid", mounts)
+    proc = _build(ctx, tmp_path / "iid")
     took = time.monotonic() - began
     out = proc.stdout
     (tmp_path / "container.log").write_text(out)  # the whole run, kept with the test's tmp_path
     tail = f"after {took:.0f} s (log: {tmp_path / 'container.log'}):\n" + out[-6000:]
-    assert proc.returncode == 0 and f"{DONE}0 " in out, tail
-    if TORCH_OK in out:
-        assert "validation: PASS" in out, tail
-        # the CPU build, never PyPI's CUDA one
-        assert "torch-2.13.0+cpu" in out, tail
-        return
-    # The README: without torch, setup still exits 0 and says SKIPPED, naming torch.
-    assert TORCH_NOT in out, tail
-    verdict = next(x for x in out.splitlines() if x.startswith("validation: "))
-    assert verdict.startswith("validation: SKIPPED") and "torch" in out.split(verdict, 1)[1], tail
-    why = next(x for x in out.splitlines() if x.startswith(TORCH_NOT))
-    pytest.skip(
-        f"the README's torch line cannot get torch here ({why[len(TORCH_NOT) :].strip(': ')}): "
-        f"ran its fallback, which said validation: SKIPPED naming torch; PASS not proven"
-        f" ({took:.0f} s)"
+    assert proc.returncode == 0, tail
+    said = _by_step(out)
+    assert list(said) == list(steps), tail
+    code, text = said["setup"]
+    if code == 0:  # the CPU index answered: the block alone reaches PASS
+        assert "validation: PASS" in text and "torch-2.13.0+cpu" in text, tail
+    else:  # it stopped at the torch line, saying why, and never took PyPI's CUDA torch
+        assert "No matching distribution found for torch==2.13.0+cpu" in text, tail
+        assert not re.search(r"^\+ \[[\d:]+\] cannbuild setup", text, re.M), tail
+        assert "nvidia" not in text, tail
+    for name in FALLBACKS:
+        code, text = said[name]
+        assert code == 0 and "validation: PASS (" in text, f"{name}: {tail}"
+        assert "reused from run" not in text, f"{name}: {tail}"
+        assert "Successfully installed" in text and "torch-2.13.0+cpu" in text, f"{name}: {tail}"
+    code, text = said["no-torch"]
+    assert code == 0, tail
+    verdict = next(x for x in text.splitlines() if x.startswith("validation: "))
+    assert verdict.startswith("validation: SKIPPED") and "torch" in text.split(verdict, 1)[1], tail
+
+
+def _steps(block: str) -> Dict[str, str]:
+    """The scripts the reader runs: the block, then each fallback and the route without
+    torch, each in a fresh venv made by the block's own venv and `pip install -e .` lines."""
+    lines = block.splitlines()
+    words = [shlex.split(x, comments=True) for x in lines]
+    fresh = ["rm -rf ~/cannbuild-venv"] + [
+        x
+        for x, w in zip(lines, words)
+        if w[:3] == ["python3", "-m", "venv"] or w == ["pip", "install", "-e", "."]
+    ]
+    assert len(fresh) == 3, fresh  # the venv line and the install line
+    steps = {"setup": block}
+    folder, by_file = FALLBACKS
+    steps[folder] = "\n".join([*fresh, marked_block(folder)]) + "\n"
+    # between the two fallbacks, so that each PASS is a validation run afresh
+    steps["no-torch"] = "\n".join([*fresh, lines[-1]]) + "\n"
+    steps[by_file] = "\n".join([*fresh, marked_block(by_file)]) + "\n"
+    assert torch_line(block) not in steps["no-torch"]
+    return steps
+
+
+def _download_wheels(checkout: Path, tmp_path: Path) -> None:
+    """The README's `torch-download` block, run on this machine (the reader's other machine,
+    with its own pip settings), into `wheels/` at the top of the checkout the container gets."""
+    script = marked_block("torch-download")
+    pip = f"{shlex.quote(sys.executable)} -m pip"
+    proc = subprocess.run(
+        ["bash", "-e", "-c", re.sub(r"^pip ", pip + " ", script, flags=re.MULTILINE)],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
+    if proc.returncode != 0 or not list((checkout / "wheels").glob("torch-2.13.0+cpu-*.whl")):
+        why = (proc.stderr.strip().splitlines() or ["no wheel"])[-1]
+        pytest.skip(f"the README's torch-download block cannot get the CPU torch here: {why}")
 
 
-def _script(env: Dict[str, str], torch_args: List[str], prepare: str, run: str) -> str:
-    """Root's shell in the container: the host's pip settings, then the reader's shell
-    running the block as written, or, where its torch line cannot get torch, the block
-    without that line."""
-    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()))
-    dry = ["--dry-run", "--no-deps", "--ignore-installed", "--target", "/tmp/torch-probe"]
-    probe = shlex.join(["python3", "-m", "pip", "install", *dry, *torch_args])
-    return (
-        "set -eu\n"
-        f"{exports}"
-        f"if {probe} >/tmp/torch-probe.log 2>&1; then\n"
-        f"    echo '{TORCH_OK}'\n"
-        "    block=block.sh\n"
-        "else\n"
-        f'    echo "{TORCH_NOT}: $(grep -m1 ERROR /tmp/torch-probe.log || tail -n1 /tmp/torch-probe.log)"\n'
-        "    block=block-without-torch.sh\n"
-        "fi\n"
-        f"{prepare}"
-        'echo "readme-test: the block starts at $(date +%T)"\n'
-        f"if {run}; then code=0; else code=$?; fi\n"
-        f'echo "{DONE}$code at $(date +%T)"\n'
-        f"rm -rf {LEFT}\n"
-        "exit $code\n"
-    )
+def _script(steps: List[str], prepare: str, run: str) -> str:
+    """Root's shell in the container: an empty pip configuration, then the reader's shell
+    running each step as written, each step's end and exit code marked."""
+    parts = [
+        "set -u",
+        # no pip configuration at all: no file (the base has /etc/pip.conf), no PIP_* variable
+        "export PIP_CONFIG_FILE=/dev/null",
+        'for v in $(compgen -e | grep "^PIP_" | grep -v "^PIP_CONFIG_FILE$"); do unset "$v"; done',
+        prepare.rstrip("\n"),
+    ]
+    for step in steps:
+        parts += [
+            f"script={step}.sh",
+            f'echo "readme-test: {step} starts at $(date +%T)"',
+            f"if {run}; then code=0; else code=$?; fi",
+            f'echo "readme-test: {step} exited $code at $(date +%T)"',
+        ]
+    parts += [f"rm -rf {LEFT}", "exit 0"]
+    return "\n".join(p for p in parts if p) + "\n"
 
 
-def _build(ctx: Path, iidfile: Path, mounts: List[Tuple[str, str]]) -> subprocess.CompletedProcess:
+_MARK = re.compile(
+    r"^readme-test: (?P<step>[\w-]+) (?P<what>starts at|exited (?P<code>\d+) at) ", re.M
+)
+
+
+def _by_step(out: str) -> Dict[str, tuple[int, str]]:
+    """Each step's exit code and output, in the order they ran."""
+    found: Dict[str, tuple[int, str]] = {}
+    begun = 0
+    for m in _MARK.finditer(out):
+        if m.group("what").startswith("starts"):
+            begun = m.end()
+        else:
+            found[m.group("step")] = (int(m.group("code")), out[begun : m.start()])
+    return found
+
+
+def _build(ctx: Path, iidfile: Path) -> subprocess.CompletedProcess:
     """`podman build` of the context (chroot isolation: no OCI runtime needed, as in the
     image test), the image removed again whatever happened."""
-    volumes = [f"--volume={host}:{inside}:ro" for host, inside in mounts]
     env = dict(os.environ, BUILDAH_ISOLATION="chroot")
     cmd = [
         "podman",
@@ -160,7 +221,6 @@ def _build(ctx: Path, iidfile: Path, mounts: List[Tuple[str, str]]) -> subproces
         "--layers=false",
         "--force-rm",
         f"--iidfile={iidfile}",
-        *volumes,
     ]
     try:
         proc = subprocess.run(

@@ -66,3 +66,22 @@ def test_invoke_with_a_sandbox_toolkit_as_cann_path_runs_on_that_sandbox(install
     said = " ".join(proc.stderr.split())
     assert f"is the toolkit of the sandbox at {installed.sandbox} (A2, CANN 8.5.0)" in said
     assert "dry run" in said and not (tmp_path / ".cannbuild" / "target.json").exists()
+
+
+def test_a_one_off_soc_says_it_is_remembered_and_a_verdict_on_the_old_package_is_stale(cli):
+    """The README's own `build --soc A3` on the A2 sandbox moved the target without a word,
+    and a bare validate then said PASS of the A2 package (issue 42)."""
+    assert cli("install", "--ops", "flash_attention_score").returncode == 0
+    built = bare("cannbuild", cli.cwd, "build", "--soc", "A3")
+    assert built.returncode == 0, built.stderr
+    said = " ".join(built.stderr.split())
+    assert "remembered: this workspace now targets the sandbox" in said, said
+    assert "--soc=ascend910_93" in said and "(it targeted the sandbox" in said
+    judged = bare("cannbuild", cli.cwd, "validate", "--cases", CASE)
+    first = " ".join(judged.stdout.split("(target")[0].split())  # the verdict line, unfolded
+    assert first.startswith("validation: PASS of a STALE package (") or first.startswith(
+        "validation: FAIL of a STALE package ("
+    ), judged.stdout
+    assert "built for ascend910b; this workspace now targets ascend910_93" in first
+    again = bare("cannbuild", cli.cwd, "build")  # the same target: nothing more to say
+    assert "remembered:" not in again.stderr, again.stderr

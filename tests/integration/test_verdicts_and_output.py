@@ -145,10 +145,11 @@ def test_install_says_what_was_made_and_how_to_use_it(cli):
     vendor = cli.ws / "opp" / "vendors" / "custom_transformer"
     assert f"to use it: source {vendor}/bin/set_env.bash" in proc.stderr
     assert re.search(r"package \(ops-transformer-build\): .*\.run", proc.stderr)
-    assert "ops-transformer-build built in" in proc.stderr
+    assert "ops-transformer-build: done in" in proc.stderr  # each step's own line, once
+    assert "steps: " not in proc.stderr  # no second list of them at the end (issue 42)
     assert f"report: {cli.ws}/reports/" in proc.stderr
     again = cli("install")
-    assert "ops-transformer-build up to date" in again.stderr
+    assert "ops-transformer-build: up to date" in again.stderr
 
 
 def test_verbose_streams_the_running_step(cli):

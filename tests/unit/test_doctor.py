@@ -7,7 +7,7 @@ from cannbuild.host.pystack import PythonStack, read_python_stack
 from cannbuild.options import resolve_options
 
 from clirun import run_route
-from hosttree import clean_env, write
+from hosttree import a2_host, clean_env, write
 
 
 def doctor(tree, env=None, **cli):
@@ -19,15 +19,6 @@ def doctor(tree, env=None, **cli):
 
 def rows(report):
     return {c.id: c for c in report.checks}
-
-
-def a2_host(tree, version="8.5.0"):
-    tk = tree.toolkit_cann(version)
-    tree.kernels(tk, "ascend910b")
-    tree.pci("d802", 8)
-    tree.npu_smi("a2-910b3-npu-smi-info-cann8.3.txt")
-    tree.driver()
-    return tk
 
 
 def test_a2_host_reads_completely(tree):

@@ -388,6 +388,46 @@ def test_an_unknown_repo_on_the_command_line_is_exit_2_naming_the_buildable_ones
     assert not (tmp_path / "cannbuild.lock").exists()
 
 
+def test_a_repo_this_train_lacks_is_exit_2_naming_the_trains_that_build_it(tmp_path):
+    """ops-math has v8.5.0 tags, but the 8.5 recipe builds ops-transformer only: the error
+    names the recipes that build it (issue 42)."""
+    proc = cannbuild(
+        "lock",
+        "--cann",
+        "8.5.0",
+        "--soc",
+        "A2",
+        "--repos",
+        "ops-transformer,ops-math",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc
+    text = " ".join(proc.stderr.split())
+    assert "--repos names 'ops-math', which is not a repository of the recipe" in text
+    assert "Recipe cann-8.5 (8.5.toml, the train of this CANN) does not build ops-math" in text
+    assert "the recipes of 9.0, 9.1 do" in text
+
+
+def test_on_the_sandbox_it_says_the_sandbox_keeps_its_cann_and_gives_the_line(tmp_path):
+    from cannbuild.build.session import _built_elsewhere
+    from cannbuild.options import Options
+    from cannbuild.recipes import select_recipe
+
+    recipe = select_recipe("8.5", None, tmp_path)
+    options = Options(
+        sandbox=True,
+        sandbox_cann="8.5.0",
+        workspace=tmp_path / "ws",
+        repos=("ops-transformer", "ops-math"),
+    )
+    said = _built_elsewhere("ops-math", recipe, options, tmp_path)
+    assert "A workspace's sandbox keeps the CANN it was made with (this one's is 8.5.0)" in said
+    assert said.endswith(
+        f"cannbuild setup --sandbox --cann 9.1.0 --repos ops-transformer,ops-math -w {tmp_path}/ws-9.1"
+    )
+    assert _built_elsewhere("ops-nope", recipe, options, tmp_path) == ""
+
+
 def test_a_lock_records_a_selection_other_than_the_default_and_a_container_builds_it(tmp_path):
     path = tmp_path / "cannbuild.lock"
     chosen = replace(sample_lock("9.0.0"), build_repos=("ops-math", "ops-transformer"))

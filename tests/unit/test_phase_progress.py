@@ -74,3 +74,21 @@ def test_validation_announces_the_checks_it_runs_and_not_those_it_skips(tmp_path
     )
     assert report.status == "FAIL"  # the library is missing
     assert heard == ["library: libcust_opapi.so (ELF, exports, dependencies)"]
+
+
+def test_a_long_silent_call_beats_in_a_pipe_and_a_short_one_says_nothing():
+    """doctor's torch_npu import child ran 17 s without a line in a CI log (issue 42)."""
+    import time
+
+    from cannbuild.progress import HEARTBEAT_S, Heartbeat
+
+    assert HEARTBEAT_S < 15
+    out = io.StringIO()
+    with Heartbeat("doctor: reading the host", stream=out, heartbeat_s=0.05):
+        time.sleep(0.3)
+    beats = out.getvalue().splitlines()
+    assert len(beats) >= 2 and all("doctor: reading the host: still running" in b for b in beats)
+    quiet = io.StringIO()
+    with Heartbeat("doctor", stream=quiet, heartbeat_s=5):
+        pass
+    assert quiet.getvalue() == ""

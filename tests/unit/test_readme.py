@@ -5,6 +5,7 @@ container; these pin, without a container, that the blocks are there, first, and
 so that they can run as written (root or sudo, apt's lists, a venv, the CPU torch).
 """
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -14,12 +15,15 @@ import pytest
 from readmeblocks import (
     ROOT,
     ReadmeBlockError,
+    fenced_blocks,
     first_block,
     marked_block,
     pip_args,
     readme_text,
     torch_line,
 )
+
+TORCH_FALLBACKS = ("torch-download", "torch-file", "torch-folder")
 
 
 def lines(block):
@@ -37,7 +41,10 @@ def test_the_setup_block_is_the_first_block_a_reader_sees_and_the_tests_the_seco
     assert text.index(setup) < text.index(test) < text.index("## On an Ascend host")
     assert text.index("## Set up") < text.index(setup)
     between = text[text.index(setup) + len(setup) : text.index("<!-- readme-block: test")]
-    assert "```bash" not in between  # exactly two set-up commands, one after the other
+    # between them only the torch fallbacks, each a marked block the container test runs
+    assert between.count("```bash") == len(TORCH_FALLBACKS)
+    for name in TORCH_FALLBACKS:
+        assert f"<!-- readme-block: {name} " in between
 
 
 def test_the_setup_block_updates_apt_installs_the_tools_makes_a_venv_and_runs_the_sandbox():
@@ -86,8 +93,8 @@ def test_the_setup_block_prefixes_apt_with_sudo_only_where_there_is_one(tmp_path
     assert proc.stdout == (str(tmp_path / "sudo") if has_sudo else "")
 
 
-def test_both_blocks_are_valid_bash():
-    for name in ("setup", "test"):
+def test_every_set_up_block_is_valid_bash():
+    for name in ("setup", "test", *TORCH_FALLBACKS):
         proc = subprocess.run(
             ["/bin/bash", "-n"], input=marked_block(name), capture_output=True, text=True
         )
@@ -95,13 +102,22 @@ def test_both_blocks_are_valid_bash():
 
 
 def test_the_torch_line_takes_the_cpu_build_of_the_torch_npu_version():
+    """`+cpu` is never met by PyPI's CUDA wheel, and the CPU index is added to PyPI, not put
+    in its place (torch's dependencies are on PyPI; issue 42)."""
     args = pip_args(torch_line(marked_block("setup")))
-    index = args[args.index("--index-url") + 1]
+    assert "--index-url" not in args
+    index = args[args.index("--extra-index-url") + 1]
     assert index == "https://download.pytorch.org/whl/cpu"
     (pin,) = [a for a in args if a.startswith("torch==")]
+    assert pin.endswith("+cpu")
+    release = pin.split("==")[1].split("+")[0]
     test = words(lines(marked_block("test"))[0])
-    assert f"torch-npu=={pin.split('==')[1]}" in test
+    assert f"torch-npu=={release}" in test
     assert not any(w.startswith("torch==") for w in test)  # keeps the CPU torch installed
+    # the fallbacks name the same wheel, and the folder route reruns the very line
+    assert f"torch=={release}+cpu" in marked_block("torch-download")
+    assert f"wheels/torch-{release}+cpu-" in marked_block("torch-file")
+    assert torch_line(marked_block("setup")).split("#")[0].strip() in marked_block("torch-folder")
 
 
 def test_the_readme_says_what_to_do_where_the_cpu_index_is_unreachable():
@@ -109,7 +125,7 @@ def test_the_readme_says_what_to_do_where_the_cpu_index_is_unreachable():
     after = text[text.index(" ".join(marked_block("setup").split())) :]
     advice = after[: after.index("Run the tests")]
     assert "unreachable" in advice
-    assert "pip download torch==2.13.0" in advice
+    assert "pip download torch==2.13.0+cpu" in advice
     assert "validation: SKIPPED" in advice  # the route without torch, and what it says
 
 
@@ -146,3 +162,63 @@ def test_a_block_that_lost_its_marker_or_fence_is_an_error(text):
 
 def test_the_readme_blocks_module_reads_this_checkouts_readme():
     assert Path(ROOT / "README.md").read_text(encoding="utf-8") == readme_text()
+
+
+# Every fenced block of the README is marked, and what each marker says runs it does:
+# the named test file (or .ci/run) names the block.  A new block without a marker fails here.
+NOT_COMMANDS = ("config", "layout")
+
+
+def test_every_readme_block_is_marked_and_run_by_the_file_its_marker_names():
+    names = fenced_blocks()
+    assert None not in names, names
+    assert len(set(names)) == len(names)
+    text = readme_text()
+    for name in names:
+        marker = next(x for x in text.splitlines() if f"<!-- readme-block: {name} " in x)
+        if name in NOT_COMMANDS:
+            assert "not commands" in marker
+            continue
+        runner = next(w.strip("()") for w in marker.split() if "/" in w or w.startswith("."))
+        source = (ROOT / runner).read_text()
+        assert name in source or marked_block(name).strip() in source, (name, runner)
+
+
+def test_the_readmes_profile_comparison_runs_as_shown_on_the_samples(tmp_path):
+    """The block's command, run on the samples the README names, prints every line the
+    block shows (its `...` stands for lines left out)."""
+    import shutil
+
+    block = marked_block("profile-compare").splitlines()
+    command = block[0].removeprefix("$ ")
+    samples = ROOT / "tests" / "fixtures" / "profiler"
+    shutil.copytree(samples / "torch_npu_2.5_level1", tmp_path / "before_ascend_pt")
+    shutil.copytree(samples / "msprof", tmp_path / "after_PROF")
+    proc = subprocess.run(
+        words(command),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = proc.stdout.splitlines()
+    at = 0
+    for line in block[1:]:
+        if line.strip() == "...":
+            continue
+        assert line in printed[at:], (line, proc.stdout)
+        at = printed.index(line, at) + 1
+
+
+def test_the_readmes_configuration_is_a_config_cannbuild_takes():
+    import yaml
+
+    from cannbuild.options import resolve_options
+
+    config = yaml.safe_load(marked_block("config"))
+    options = resolve_options({}, {}, config["cannbuild"])
+    assert options.soc == "ascend910b" and options.jobs == 16
+    assert str(options.workspace) == "/data/cannbuild"
+    assert options.cache_remote and options.mirrors

@@ -25,7 +25,7 @@ from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 
 from clirun import ROUTE_PARAMS, run_route
-from hosttree import clean_env
+from hosttree import a2_host, clean_env
 from lockdata import sample_lock
 
 WHEN = "2026-12-02 14:30 UTC"
@@ -348,16 +348,8 @@ def test_an_install_from_commits_the_lock_no_longer_pins_is_stale(tmp_path):
 # --- through the command line -----------------------------------------------------------
 
 
-def a2_tree(tree) -> None:
-    tk = tree.toolkit_cann("8.5.0")
-    tree.kernels(tk, "ascend910b")
-    tree.pci("d802", 8)
-    tree.npu_smi("a2-910b3-npu-smi-info-cann8.3.txt")
-    tree.driver()
-
-
 def test_doctor_takes_the_remembered_host_and_a_differing_soc_says_so(tree, tmp_path):
-    a2_tree(tree)
+    a2_host(tree)
     ws = owned_workspace(tmp_path / "ws")
     record(
         ws,

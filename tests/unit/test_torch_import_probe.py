@@ -117,7 +117,7 @@ def test_a_cuda_torch_beside_torch_npu_fails_with_the_exact_cpu_command(tmp_path
     assert check.status == "fail", check
     assert "torch 2.13.0+cu130 imports as a CUDA 13.0 build beside torch_npu 2.13.0" in check.detail
     assert check.hint.startswith(
-        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+        "`pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu`"
     )
 
 

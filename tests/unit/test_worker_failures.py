@@ -150,9 +150,13 @@ def test_hints_that_install_torch_name_the_version_and_the_cpu_index():
         "npu", "", PythonStack(python=(3, 11), torch="2.9.0", torch_npu="2.13.0")
     )
     assert why is not None
-    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in why
+    assert (
+        "pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu"
+        in why
+    )
     cuda = PythonStack(python=(3, 11), torch="2.13.0", torch_npu="2.13.0", torch_device="CUDA 13.0")
-    assert torchnpu.cuda_fix(cuda).endswith(
-        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    assert (
+        "`pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu`"
+        in torchnpu.cuda_fix(cuda)
     )
     assert Path(torchnpu.__file__).is_file()

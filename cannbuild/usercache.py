@@ -1,0 +1,110 @@
+"""What is built once per user and machine and reused by every later run (the sandbox's
+emulated ACL runtime: half a minute of C++ per fresh sandbox otherwise).
+
+Entries live in `$XDG_CACHE_HOME/cannbuild/<kind>/<key>` (else `~/.cache/cannbuild`), keyed
+by the hash of everything that made them.  An entry is made in a temporary folder beside it
+and renamed into place, with a manifest of its files' sha256; it is checked on every use,
+and one that does not match (a half-copied or edited file) is made again.  The cache is
+the user's own: a root that is a link, belongs to someone else or that others may write is
+not used (the caller builds in place instead), and its folders are made 0700.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Callable, Dict, Mapping, Optional, Tuple
+
+from .sources.fetch import sha256_file
+
+MANIFEST = "cannbuild-cache.json"
+
+
+def cache_root(env: Mapping[str, str]) -> Optional[Path]:
+    """This user's cache folder for cannbuild, made if its parent exists; None where
+    there is none that is safely the user's own."""
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg)
+    else:
+        home = env.get("HOME", "")
+        if not home or not os.path.isdir(home):
+            return None
+        base = Path(home) / ".cache"
+    root = base / "cannbuild"
+    for folder in (base, root):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    return root if _own(base) and _own(root) else None
+
+
+def _own(folder: Path) -> bool:
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )
+
+
+def _intact(entry: Path) -> bool:
+    try:
+        listed: Dict[str, str] = json.loads((entry / MANIFEST).read_text())
+        return all(
+            (entry / name).is_file()
+            and not (entry / name).is_symlink()
+            and sha256_file(entry / name) == digest
+            for name, digest in listed.items()
+        )
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def cached(root: Path, kind: str, key: str, make: Callable[[Path], None]) -> Tuple[Path, bool]:
+    """The entry `kind/key` under `root`, made by `make(folder)` (which fills the empty
+    folder it is given) when absent or damaged; and whether it was reused."""
+    shelf = root / kind
+    with contextlib.suppress(FileExistsError):
+        shelf.mkdir(mode=0o700)
+    entry = shelf / key
+    if _intact(entry):
+        return entry, True
+    tmp = shelf / f".{key}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(mode=0o700)
+    try:
+        make(tmp)
+        files = sorted(p for p in tmp.iterdir() if p.is_file() and not p.is_symlink())
+        manifest = {p.name: sha256_file(p) for p in files}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        if entry.exists() or entry.is_symlink():  # damaged (or made by a run beside us)
+            if _intact(entry):
+                return entry, True
+            _remove(entry)
+        try:
+            os.rename(tmp, entry)
+        except OSError:  # a concurrent run renamed its copy first: take it if it is whole
+            if not _intact(entry):
+                raise
+            return entry, True
+        return entry, False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()

@@ -1,0 +1,68 @@
+"""The per-user build cache (cannbuild/usercache.py): made once, reused, made again when
+damaged, and never a folder someone else could write."""
+
+import os
+
+from cannbuild import usercache
+
+
+def maker(calls):
+    def make(folder):
+        calls.append(folder)
+        (folder / "libascendcl.so").write_bytes(b"\x7fELF emulation")
+        (folder / "libnnopbase.so").write_bytes(b"\x7fELF nnopbase")
+
+    return make
+
+
+def test_an_entry_is_made_once_and_reused_by_the_next_run(tmp_path):
+    root = usercache.cache_root({"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert root == tmp_path / "xdg" / "cannbuild"
+    calls = []
+    entry, reused = usercache.cached(root, "emulation", "k1", maker(calls))
+    assert not reused and (entry / "libascendcl.so").read_bytes() == b"\x7fELF emulation"
+    again, reused = usercache.cached(root, "emulation", "k1", maker(calls))
+    assert again == entry and reused and len(calls) == 1
+    # another key (another compiler or source) is another entry
+    _, reused = usercache.cached(root, "emulation", "k2", maker(calls))
+    assert not reused and len(calls) == 2
+    assert not [p for p in (root / "emulation").iterdir() if ".tmp-" in p.name]
+
+
+def test_a_damaged_entry_is_made_again(tmp_path):
+    root = usercache.cache_root({"XDG_CACHE_HOME": str(tmp_path)})
+    calls = []
+    entry, _ = usercache.cached(root, "emulation", "k", maker(calls))
+    (entry / "libnnopbase.so").write_bytes(b"half-cop")
+    entry, reused = usercache.cached(root, "emulation", "k", maker(calls))
+    assert not reused and len(calls) == 2
+    assert (entry / "libnnopbase.so").read_bytes() == b"\x7fELF nnopbase"
+    (entry / "libascendcl.so").unlink()
+    _, reused = usercache.cached(root, "emulation", "k", maker(calls))
+    assert not reused and len(calls) == 3
+
+
+def test_the_cache_lives_under_home_and_is_the_users_alone(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    root = usercache.cache_root({"HOME": str(home)})
+    assert root == home / ".cache" / "cannbuild"
+    assert (root.stat().st_mode & 0o777) == 0o700
+    os.chmod(root, 0o777)  # a cache others may write is not used
+    assert usercache.cache_root({"HOME": str(home)}) is None
+
+
+def test_no_home_means_no_cache_and_nothing_made(tmp_path):
+    gone = tmp_path / "not-here"
+    assert usercache.cache_root({"HOME": str(gone)}) is None
+    assert usercache.cache_root({}) is None
+    assert not gone.exists()
+
+
+def test_a_linked_cache_folder_is_not_used(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    (xdg / "cannbuild").symlink_to(elsewhere)
+    assert usercache.cache_root({"XDG_CACHE_HOME": str(xdg)}) is None
