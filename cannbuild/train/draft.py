@@ -90,6 +90,35 @@ def closest_recipe(train: str, cwd: Path) -> Recipe:
     return load_recipe(found[older[-1] if older else trains[0]])
 
 
+def _host_side_repo(
+    name: str,
+    raw: JSONObject,
+    refs: Sequence[RefChoice],
+    manifest: Optional[Manifest],
+    release: str,
+    read: List[str],
+) -> JSONObject:
+    """A repository the sandbox lays its toolkit's host side out from, at the toolkit's
+    release: the manifest's revision of it, else the kind of ref the operator repos take
+    (`{{ cann.release }}` in place of the release); a ref with no release in it (openEuler's
+    libboundscheck) is the base recipe's."""
+    table = dict((raw.get("repos") or {}).get(name) or {})
+    rule = next((k for k in ("tag", "branch") if k in table), None)
+    if rule is None or "{{" not in str(table[rule]):
+        return table
+    revision = manifest.revision(name) if manifest is not None else None
+    if revision is not None:
+        kind, value, cite = revision.kind, revision.value, f"{revision.cite} names it"
+    elif refs:
+        kind, value, cite = refs[0].kind, refs[0].value, f"as {refs[0].repo}'s ({refs[0].cite})"
+    else:
+        return table
+    del table[rule]
+    table[kind] = _template(value, release).replace(OPS_RELEASE, "{{ cann.release }}")
+    read.append(f"{name}: {kind} {table[kind]}, {cite}")
+    return table
+
+
 def _template(value: str, release: str) -> str:
     if value == release:
         return OPS_RELEASE
@@ -207,11 +236,11 @@ def draft_recipe(req: DraftRequest) -> Draft:
         kept = (raw.get("repos") or {}).get(name) or {}
         table.update({k: kept[k] for k in (*BUILDABLE_KEYS, "toolkit") if k in kept})
     for name in host_side:
-        repos[name] = dict((raw.get("repos") or {}).get(name) or {})
+        repos[name] = _host_side_repo(name, raw, refs, req.manifest, release, read)
     if host_side:
         undecided.append(
-            f"[repos] {', '.join(host_side)}: the toolkit's host side the sandbox lays out, kept "
-            f"from {base.path.name}; check each ref against the release's cann.xml."
+            f"[repos] {', '.join(host_side)}: the toolkit's host side the sandbox lays out, not "
+            "fetched; check each ref against the release's cann.xml."
         )
     if base.default_repos:
         head["default_repos"] = [n for n in base.default_repos if n in repos] or list(req.repos)

@@ -87,6 +87,7 @@ def test_a_9_1_checkout_downloads_what_its_add_cann_third_party_modules_declare(
         "third_party/eigen/",
     )
     assert by_module["abseil-cpp"].places == (
+        "third_party/lib_cache/abseil-cpp/",  # find_path there before it unpacks there
         "third_party/abseil-cpp/abseil-cpp-20230802.1.tar.gz",
         "third_party/abseil-cpp-20230802.1.tar.gz",
     )
