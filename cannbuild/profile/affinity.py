@@ -77,7 +77,7 @@ class ShapeClass(Struct, frozen=True, kw_only=True):
         return data
 
 
-def _tensors(cell: str) -> List[List[int]]:
+def tensors(cell: str) -> List[List[int]]:
     """`4096,2,512;4096,2,512;;;` -> [[4096, 2, 512], [4096, 2, 512], [], [], []]; a
     segment that is not whole numbers is empty."""
     out: List[List[int]] = []
@@ -92,7 +92,7 @@ def _tensors(cell: str) -> List[List[int]]:
 def fa_dims(op_type: str, input_shapes: str, output_shapes: str) -> Optional[FaDims]:
     """D (and S, N where a tensor tells them) of one FlashAttention call, None when the
     cells hold no query shape (Level0, a trace)."""
-    inputs = _tensors(input_shapes)
+    inputs = tensors(input_shapes)
     q = inputs[0] if inputs else []
     if len(q) not in (3, 4) or min(q) <= 0:
         return None
@@ -100,7 +100,7 @@ def fa_dims(op_type: str, input_shapes: str, output_shapes: str) -> Optional[FaD
         later = inputs[GRAD_FIRST_OPTIONAL:]
         stats = next((t for t in later if len(t) in (3, 4) and t[-1] == STATS_LAST), [])
     else:
-        outputs = _tensors(output_shapes)
+        outputs = tensors(output_shapes)
         stats = outputs[0] if outputs else []
     if stats and stats[-1] != STATS_LAST:
         stats = []

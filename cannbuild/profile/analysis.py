@@ -255,7 +255,7 @@ class Analyzer:
         # The first fused call opens the "fused" timeline window; later ones only count.
         if "fused" in self._want_windows and category(k.op_type) == "fused":
             self._open_window("fused", st, [k])
-        done = self._matcher.step(k.stream, k, k.op_type)
+        done = self._matcher.step(k.stream, k)
         if done is not None:
             self._emit(st, done)
 

@@ -26,7 +26,9 @@ NA = "N/A"
 # between Mul and Softmax) and timeline_fusion_ops.yaml (npu_fusion_attention's aten patterns
 # `matmul-(add){0,1}-(mul){0,1}-(masked_fill_|add){0,1}-softmax-(dropout){0,1}-matmul`); the
 # type names are the ones the ops repos register (hicann/ops-nn, ops-math, ops-transformer
-# OP_ADD: BatchMatMulV3, MatMulV3, ScaledMaskedSoftmaxV2, DropOutDoMaskV3, ...).
+# OP_ADD: BatchMatMulV3, MatMulV3, ScaledMaskedSoftmaxV2, DropOutDoMaskV3, ...).  Which kernels
+# sit between the two MatMuls is decided by structure in chains.py; the families below only
+# say what an op can be there when the profile records no shapes (Level0, a trace).
 MATMUL = frozenset(
     {
         "MatMul",
@@ -66,32 +68,22 @@ SCALE_MASK = frozenset(
         "SelectV2",
     }
 )
-# Between the Softmax and the second MatMul: dropout on the probabilities.
-DROPOUT = frozenset({"DropOutDoMask", "DropOutDoMaskV3", "DropOutDoMaskV3D", "DropOutV3"})
-# Anywhere in the chain: views and layout or dtype changes of the operands (the V operand's
-# `AsStrided93` sits between DropOutDoMask100 and BatchMatMul101 in msprof-analyze's real
-# unfused sample; autocast runs Softmax in fp32 between two Casts).
-VIEW = frozenset(
-    {
-        "AsStrided",
-        "Transpose",
-        "TransposeD",
-        "TransposeV2",
-        "ConfusionTransposeD",
-        "Reshape",
-        "ViewCopy",
-        "Contiguous",
-        "TransData",
-        "Cast",
-        "TensorMove",
-        "Identity",
-        "BroadcastTo",
-        "ExpandDims",
-        "Squeeze",
-        "Unsqueeze",
-    }
+# Dropout on the probabilities: torch_npu runs F.dropout as a mask kernel (DropOutGenMaskV3, or
+# StatelessDropOutGenMask) and DropOutDoMaskV3 on the compute stream; GE graphs as DropOutDoMask.
+_DROPOUT = re.compile(r"^(Stateless)?Drop[Oo]ut")
+# Views, copies and dtype or layout changes of an operand, anywhere in the chain: the causal mask's
+# slice `causal_mask[:, :, :, :kv_len]` made contiguous (StridedSliceD, or ViewCopy in newer
+# torch_npu), V as a strided view (`AsStrided93` in msprof-analyze's real unfused sample), the
+# Casts around an fp32 softmax (transformers' `softmax(..., dtype=torch.float32).to(q.dtype)`),
+# GQA's repeat_kv (an expand made contiguous) and GE's TransData.
+_VIEW = re.compile(
+    r"^(Strided)?Slice|^(View)?Copy$|^TensorMove$|^Identity$|^AsStrided|^Transpose|^Confusion"
+    r"Transpose|^TransData|^Cast$|^Reshape$|^Contiguous$|^BroadcastTo|^Expand|^Tile$|Squeeze$"
 )
-BETWEEN = SCALE_MASK | DROPOUT | VIEW
+# Kernels of a backward pass (SoftmaxGrad, DropOutDoMaskGrad, MatMul's grads run as plain MatMuls):
+# an attention chain is forward work.
+_BACKWARD = re.compile(r"Grad(V\d)?$|Grad[A-Z]|Backward")
+BETWEEN = frozenset({"scale", "dropout", "view"})
 # The inference op whose type lacks "flashattention" but which fuses attention all the same.
 FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 
@@ -137,23 +129,25 @@ def is_fused_attention(op_type: str) -> bool:
 def category(op_type: str) -> str:
     """fused | matmul | softmax | between | other (for charts)."""
     found = role(op_type)
-    return "between" if found in ("scale", "dropout", "view") else found
+    return "between" if found in BETWEEN else "other" if found == "backward" else found
 
 
 def role(op_type: str) -> str:
-    """What an op can be in an unfused attention chain: fused | matmul | softmax | scale
-    | dropout | view | other."""
+    """What an op can be in an unfused attention chain: fused | backward | matmul | softmax
+    | scale | dropout | view | other."""
     if is_fused_attention(op_type):
         return "fused"
+    if _BACKWARD.search(op_type):
+        return "backward"
     if op_type in MATMUL:
         return "matmul"
     if op_type in SOFTMAX:
         return "softmax"
     if op_type in SCALE_MASK:
         return "scale"
-    if op_type in DROPOUT:
+    if _DROPOUT.match(op_type):
         return "dropout"
-    if op_type in VIEW:
+    if _VIEW.search(op_type):
         return "view"
     return "other"
 

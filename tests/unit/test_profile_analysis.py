@@ -162,7 +162,7 @@ def test_a_folder_of_runs_adds_them_up():
             "host_fallback",
         )
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 76 + 7 + 4
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4
     assert (
         whole.chain_count == len(whole.chain_list) == 3 + 6 + 1
     )  # host_fallback: the NPU attention
