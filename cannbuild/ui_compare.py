@@ -44,7 +44,7 @@ def print_profile_compare(data: Mapping[str, Any], stream: TextIO = sys.stdout) 
         ("  of it backward", "fused_backward_us"),
         ("unfused chains", "unfused_chains"),
         ("unfused us", "unfused_us"),
-        ("attention us", "attention_us"),
+        ("forward attn us", "attention_us"),
         ("host fallbacks", "host_fallbacks"),
     ):
         before, after = b[key], a[key]

@@ -3,9 +3,14 @@ real-shaped samples under fixtures/profiler (see their .source notes)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
+from llamaprofile import Llama, generate
 
 from cannbuild.profile.summary import summarise
 
@@ -25,7 +30,7 @@ def test_profile_compare_gives_the_verdict_and_each_op_types_delta(tmp_path):
     after_fa = summarise(AFTER, timeline=False).analysis
     fused_us = sum(f.total_us for f in after_fa.fused if not f.op_type.endswith("Grad"))
     assert data["verdict"].startswith(
-        f"unfused chains 2 -> 0, attention time 450 us -> {fused_us:.0f} us"
+        f"unfused chains 2 -> 0, forward attention time 450 us -> {fused_us:.0f} us"
     )
     b, a = data["attention"]["before"], data["attention"]["after"]
     assert (b["unfused_chains"], b["unfused_us"], b["fused_calls"]) == (2, 449.64, 0)
@@ -36,6 +41,39 @@ def test_profile_compare_gives_the_verdict_and_each_op_types_delta(tmp_path):
     assert ops["FlashAttentionScore"]["before_count"] == 0
     deltas = [abs(o["delta_us"]) for o in data["ops"]]
     assert deltas == sorted(deltas, reverse=True)
+
+
+def test_eager_llama_against_the_same_model_with_flashattention_gives_the_true_counts_and_times(
+    tmp_path,
+):
+    before = generate(tmp_path / "eager", replace(Llama(), ranks=1), formats=("csv",))["csv"]
+    after = generate(tmp_path / "fa", replace(Llama(), ranks=1, attention="flash"))["db"]
+    proc = cli("profile", "--compare", str(before), str(after), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    # the truth, from the rows of the forward pass: from each Q·Kᵀ (its query and key shapes)
+    # to the P·V after it
+    with open(next(before.rglob("kernel_details.csv")), newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Stream ID"] == "2"]
+    rows = rows[: next(i for i, r in enumerate(rows) if r["Type"] == "NLLLoss")]
+    truth, inside = [], False
+    for r in rows:
+        shapes = r["Input Shapes"].strip('"')
+        inside = inside or shapes == "2,16,1024,128;2,16,128,1024"
+        if inside:
+            truth.append(float(r["Duration(us)"]))
+        inside = inside and shapes != "2,16,1024,1024;2,16,1024,128"
+    assert len(truth) == 4 * 10
+    b, a = data["attention"]["before"], data["attention"]["after"]
+    (fa,) = [o for o in data["ops"] if o["type"] == "FlashAttentionScore"]
+    assert (b["unfused_chains"], a["unfused_chains"]) == (4, 0)
+    assert a["attention_us"] == fa["after_us"] and fa["after_count"] == 4
+    assert b["attention_us"] == pytest.approx(sum(truth), abs=0.01)
+    assert b["attention_us"] > 4 * a["attention_us"]  # the fused call is far faster
+    assert data["verdict"].startswith(
+        f"unfused chains 4 -> 0, forward attention time {b['attention_us']:.0f} us -> "
+        f"{a['attention_us']:.0f} us, fused calls 0 -> 8"
+    )
 
 
 def test_profile_compare_table_ends_with_the_verdict(tmp_path):
