@@ -82,7 +82,7 @@ class Llama:
     vocab: int = 32000
     mask_len: int = 2048  # the causal mask is built for this many positions, then sliced
     dtype: str = "DT_BF16"
-    attention: str = "eager"  # or "flash": torch_npu.npu_fusion_attention
+    attention: str = "eager"  # "flash": npu_fusion_attention; "sdpa_math": SDPA's math path
     slice_kernel: str = "StridedSliceD"  # or "ViewCopy" (newer torch_npu)
     dropout: bool = True  # attention_dropout > 0 in training
     backward: bool = True
@@ -284,6 +284,25 @@ class Builder:
             self.call("aten::dropout", *self.dropout(s))
         self.call("aten::matmul", _matmul(BMM, "BatchMatMulV2", s, self.q, self.q, dt))
 
+    def sdpa_math(self) -> None:
+        """SDPA (attn_implementation="sdpa") dispatched to PyTorch's math path on NPU tensors:
+        `q @ k.transpose(-2, -1) * scale + attn_mask`, softmax, dropout, `@ v` (repeat_interleave
+        of k and v for enable_gqa), all launched from inside the one math op."""
+        c, dt, s = self.cfg, self.dt, self.scores
+        k_t = (c.batch, c.heads, c.head_dim, c.seq)
+        repeat = self.vec("RepeatInterleave", "RepeatInterleave", [self.kv], [self.q])
+        self.call(
+            "aten::_scaled_dot_product_attention_math",
+            repeat,
+            repeat,
+            _matmul(BMM, "BatchMatMulV2", self.q, k_t, s, dt),
+            self.vec("Muls", "Mul", [s, ((), F32)], [s]),
+            self.vec("Add", "Add", [s, (c.batch, 1, c.seq, c.seq)], [s]),
+            self.vec("Softmax", "SoftmaxV2", [s], [s]),
+            *(self.dropout(s) if c.dropout else ()),
+            _matmul(BMM, "BatchMatMulV2", s, self.q, self.q, dt),
+        )
+
     def flash_attention(self) -> Kernel:
         c, dt = self.cfg, self.dt
         stats = (c.batch, c.heads, c.seq, 8)
@@ -339,6 +358,8 @@ class Builder:
             self.call(
                 "npu::npu_fusion_attention", self.dropout(self.scores)[0], self.flash_attention()
             )
+        elif c.attention == "sdpa_math":
+            self.sdpa_math()
         else:
             self.eager_attention()
         bsnd = (c.batch, c.seq, c.heads, c.head_dim)
@@ -794,7 +815,7 @@ def generate(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--attention", choices=("eager", "flash"), default="eager")
+    parser.add_argument("--attention", choices=("eager", "flash", "sdpa_math"), default="eager")
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--slice", choices=("StridedSliceD", "ViewCopy"), default="StridedSliceD")
     parser.add_argument("--level", type=int, choices=(0, 1), default=1)

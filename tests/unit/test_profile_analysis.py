@@ -118,7 +118,7 @@ def test_op_types_come_from_kernel_names_as_the_cann_tools_derive_them(name, op_
     assert type_from_name(name) == op_type
 
 
-def test_the_level0_fixture_shows_fused_and_one_unfused_chain_and_what_fusing_saves():
+def test_the_level0_fixture_shows_fused_and_one_unfused_chain_but_no_saving_without_shapes():
     data = summarise(FIX / "torch_npu_2.13_level0").details()
     assert [o["total_us"] for o in data["ops"]] == sorted(
         (o["total_us"] for o in data["ops"]), reverse=True
@@ -141,7 +141,9 @@ def test_the_level0_fixture_shows_fused_and_one_unfused_chain_and_what_fusing_sa
         "shapes": [],  # Level0: no shapes to class the calls by
     }
     assert (att["unfused_chains"]["count"], att["unfused_chains"]["total_us"]) == (1, 38.3)
-    assert att["opportunity"]["estimated_saving_us"] == pytest.approx(38.3 - 30.03)
+    # no shapes: whether the fused calls computed the chain's attention cannot be told
+    assert att["opportunity"]["matched_chains"] == 0
+    assert att["opportunity"]["estimated_saving_us"] is None
     assert [f["kind"] for f in data["files"]] == [
         "kernel_details",
         "trace_view",

@@ -5,6 +5,7 @@ as torch_npu's CSV and trace and as its SQLite export of the same run."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -14,6 +15,10 @@ from llamaprofile import Llama, generate
 
 from cannbuild.profile.analysis import Analyzer, Kernel
 from cannbuild.profile.summary import summarise
+
+from clirun import cannbuild as cli
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
 
 BASE = Llama()
 # transformers' eager_attention_forward in training, kernel by kernel
@@ -139,3 +144,29 @@ def test_the_two_matmuls_must_connect_through_the_softmax_where_shapes_say_so(ke
     analyzer = Analyzer(windows=False)
     feed(kernels, analyzer)
     assert analyzer.result().chain_count == count
+
+
+def test_the_gain_sets_chains_beside_fused_calls_of_the_same_shape_only(tmp_path):
+    one = replace(BASE, ranks=1, backward=False)
+    eager = generate(tmp_path / "eager", one, formats=("csv",))["csv"]
+    flash = generate(tmp_path / "flash", replace(one, attention="flash"), formats=("csv",))["csv"]
+    both = tmp_path / "both"
+    both.mkdir()
+    for run in (*eager.iterdir(), *flash.iterdir()):
+        shutil.copytree(run, both / f"{run.parent.parent.name}_{run.name}")
+    summary = summarise(both, timeline=False)
+    gain = summary.details()["attention"]["opportunity"]
+    fa = next(o for o in summary.analysis.ops if o.op_type == "FlashAttentionScore")
+    assert gain["matched_chains"] == 4 and gain["fused_mean_us"] == round(fa.mean_us, 3)
+    assert gain["estimated_saving_us"] == pytest.approx(
+        summary.analysis.chain_total_us - 4 * fa.mean_us, abs=0.01
+    )
+    # FlashAttention of other shapes (fa_shapes: S 4096 and 1000) is no yardstick: no estimate
+    other = tmp_path / "other"
+    shutil.copytree(eager, other / "eager")
+    shutil.copytree(FIX / "fa_shapes", other / "fa")
+    proc = cli("profile", str(other), "--out", "pics", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "no FlashAttention call of the same shape (query size, S, D) ran" in text
+    assert "save about" not in text
