@@ -37,6 +37,7 @@ def results_json(
         "charts": list(charts),
         "charts_missing": charts_missing,
         "sweep_s": round(result.duration_s, 3),
+        "host": result.host_json(),
     }
 
 
@@ -63,6 +64,29 @@ def not_timed_lines(data: Mapping[str, Any]) -> List[str]:
     return lines
 
 
+def _conditions(data: Mapping[str, Any]) -> str:
+    host = data.get("host") or {}
+    text = (
+        f"torch on {host.get('torch_threads')} threads of {host.get('cores')} cores; the routes "
+        f"timed in {host.get('rounds')} rounds each, in turn; load average up to "
+        f"{host.get('load_max')}"
+    )
+    if host.get("loaded"):
+        text += (
+            f" (**loaded**: above the cores for {', '.join(host['loaded_shapes'])}: those "
+            "timings are slower and wider than the host can do)"
+        )
+    return text + "."
+
+
+def flashattention_timed(data: Mapping[str, Any]) -> bool:
+    """Whether the baseline's FlashAttention (C API or torch_npu) was timed on any shape."""
+    return any(
+        r["variant"] == BASELINE and r["impl"] in (CAPI, TORCH_NPU) and r["status"] == TIMED
+        for r in data["results"]
+    )
+
+
 def _fmt(value: Optional[float], digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}g}"
 
@@ -76,6 +100,8 @@ def report_md(data: Mapping[str, Any]) -> str:
         f"torch_npu {data['versions'].get('torch_npu') or 'not installed'}.",
         f"Package {data['package']['library']} (sha256 {data['package']['sha256'][:16]}…), "
         + ", ".join(f"{r} {c[:12]}" for r, c in sorted(data["commits"].items())),
+        "",
+        _conditions(data),
         "",
         "Every implementation ran each shape once and was judged against a float64 reference "
         f"({data['rule']}) before it was timed; a result that failed is listed, not timed. "

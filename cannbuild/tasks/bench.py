@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .. import ui
-from ..errors import UsageError
+from ..errors import NothingTimed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
 from ._config import Context
@@ -112,11 +112,30 @@ def bench(
     )
     built = bench_variants.build_variants(session, specs, os.environ, ui.note) if specs else []
     outcome = bench_run.run_bench(session, request, built, ui.note)
-    if json:
-        ui.print_json(outcome.results)
-        return
     data = outcome.results
+    if json:
+        ui.print_json(data)
+    else:
+        _print_outcome(data, outcome.out)
+    if not bench_report.flashattention_timed(data):
+        why = [line for line in bench_report.not_timed_lines(data) if " baseline capi " in line]
+        raise NothingTimed(
+            f"bench: FlashAttention was timed on no shape ({why[0] if why else 'no shape ran'}); "
+            f"results in {outcome.out / 'results.json'}.",
+            "Every call failed before it could be timed: a package built for another SoC does "
+            "so (cannbuild doctor names this host's; rebuild with --soc), then rerun "
+            "cannbuild validate.",
+        )
+
+
+def _print_outcome(data: Dict[str, Any], out: Path) -> None:
     timed = [r for r in data["results"] if r["status"] == "timed"]
+    host = data["host"]
+    if host["loaded"]:
+        ui.note(
+            f"the host was loaded (load average up to {host['load_max']} over {host['cores']} "
+            "cores): compare these timings with care"
+        )
     for line in bench_report.not_timed_lines(data):
         ui.note(line)
     print(
@@ -126,9 +145,9 @@ def bench(
     if data["charts_missing"]:
         print(f"no charts: {data['charts_missing']}")
     for chart in data["charts"]:
-        print(f"chart ({chart['kind']}, {chart['group']}): {outcome.out / chart['file']}")
-    print(f"results: {outcome.out / 'results.json'}")
-    print(f"report: {outcome.out / 'report.md'}")
+        print(f"chart ({chart['kind']}, {chart['group']}): {out / chart['file']}")
+    print(f"results: {out / 'results.json'}")
+    print(f"report: {out / 'report.md'}")
 
 
 def _compare(old: Optional[str], new: Optional[str], as_json: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -88,40 +89,75 @@ def test_profile_compare_with_a_missing_profile_is_exit_2(tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
-def _bench(path: Path, medians: dict) -> Path:
+def _bench(path: Path, times: dict, sha: str = "ab" * 32) -> Path:
     rows = [
         {
             "variant": "baseline",
             "impl": impl,
             "shape": shape,
             "status": "timed" if ms else "not run",
-            "timing": {"median_ms": ms} if ms else None,
+            "timing": {"times_ms": list(ms), "median_ms": sorted(ms)[len(ms) // 2]} if ms else None,
         }
-        for (impl, shape), ms in medians.items()
+        for (impl, shape), ms in times.items()
     ]
-    path.write_text(json.dumps({"schema": "cannbuild-bench/1", "results": rows}))
+    data = {"schema": "cannbuild-bench/1", "results": rows, "package": {"sha256": sha}}
+    path.write_text(json.dumps(data))
     return path
 
 
-def test_bench_compare_matches_rows_and_says_what_got_faster(tmp_path):
+def _spread(median: float, n: int, width: float = 0.04, seed: int = 0) -> list:
+    """n timings around a median, the middle half within +-width/2 of it."""
+    rng = random.Random(seed)
+    return [median * (1 + width * (rng.random() - 0.5) * 2) for _ in range(n)]
+
+
+def test_bench_compare_judges_distributions_and_says_how_many_samples_back_each_verdict(
+    tmp_path,
+):
+    s = "N8S1024D64"
     old = _bench(
         tmp_path / "old.json",
-        {("capi", "N8S1024D64"): 2.0, ("sdpa", "N8S1024D64"): 4.0, ("capi", "N8S2048D64"): 8.0},
+        {
+            ("capi", s): _spread(2.0, 25, seed=1),
+            ("sdpa", s): _spread(4.0, 25, seed=2),
+            ("torch_npu", s): [1.0, 1.01, 0.99],
+            ("unfused", s): [1.0, 3.0, 0.5, 9.0, 0.2, 4.0, 2.0],
+            ("capi", "N8S2048D64"): _spread(8.0, 5),
+        },
     )
     new = _bench(
         tmp_path / "new.json",
-        {("capi", "N8S1024D64"): 1.0, ("sdpa", "N8S1024D64"): 4.1, ("capi", "N8S4096D64"): 30.0},
+        {
+            ("capi", s): _spread(1.0, 25, seed=3),  # twice as fast, every call
+            ("sdpa", s): _spread(4.0, 25, seed=4),  # the same distribution
+            ("torch_npu", s): [0.5, 0.51, 0.49],  # 3 vs 3: no rank test can tell
+            ("unfused", s): [1.0, 3.0, 0.5, 9.0, 0.2, 4.0, 0.1],  # spread too wide to read
+            ("capi", "N8S4096D64"): _spread(30.0, 5),
+        },
     )
     proc = cli("bench", "--compare", str(old), str(new), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     rows = {(r["impl"], r["shape"]): r for r in data["rows"]}
-    assert rows[("capi", "N8S1024D64")]["change"] == -0.5
+    said = {impl: (r["verdict"], r["old_n"], r["new_n"]) for (impl, _), r in rows.items()}
+    assert said == {
+        "capi": ("faster", 25, 25),
+        "sdpa": ("within noise", 25, 25),
+        "torch_npu": ("no verdict", 3, 3),
+        "unfused": ("no verdict", 7, 7),
+    }
+    assert rows[("capi", s)]["p"] < 0.001 and rows[("sdpa", s)]["p"] > 0.05
+    assert "too few" in rows[("torch_npu", s)]["why"]
+    assert "spread too wide" in rows[("unfused", s)]["why"]
     assert data["only_old"] == ["baseline capi N8S2048D64"]
     assert data["only_new"] == ["baseline capi N8S4096D64"]
-    assert data["verdict"].startswith("2 timings compared: 1 faster, 0 slower, 1 within 5%")
+    assert data["verdict"].startswith(
+        "4 timings compared: 1 faster, 0 slower, 1 within noise, 2 without a verdict"
+    )
+    assert "one build (package sha256 abababababab...) in both" in data["verdict"]
     table = cli("bench", "--compare", str(old), str(new), cwd=tmp_path)
-    assert "-50.0%" in table.stdout and "verdict: 2 timings compared" in table.stdout
+    assert "faster (25 vs 25, p = " in " ".join(table.stdout.split())
+    assert "verdict: 4 timings compared" in table.stdout
 
 
 def test_bench_compare_refuses_a_file_that_is_no_bench_result(tmp_path):
