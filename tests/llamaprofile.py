@@ -46,7 +46,7 @@ import sqlite3
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 T0_NS = 1_774_235_537_000_000_000  # the step's first kernel, epoch ns
 COMPUTE, HCCL, AICPU = 2, 8, 9  # streams
@@ -775,6 +775,29 @@ def write_db(path: Path, run: Run, cfg: Llama, rank: int) -> None:
     db.executemany("INSERT INTO STRING_IDS VALUES (?,?)", [(v, k) for k, v in ids.items()])
     db.commit()
     db.close()
+
+
+def analyse(rows: Sequence[Tuple[str, str, str]], dur_us: float = 1.0, dtype: str = "") -> Any:
+    """The Analysis of kernels (op type, input shapes, output shapes) one after another on
+    one stream, for the tests that need a handful of kernels, not a whole run."""
+    from cannbuild.profile.analysis import Analyzer
+    from cannbuild.profile.analysis import Kernel as Task
+
+    analyzer = Analyzer(windows=False)
+    for i, (op_type, inputs, outputs) in enumerate(rows):
+        analyzer.add(
+            Task(
+                stream="s",
+                name=op_type,
+                op_type=op_type,
+                start_us=i * 10.0 * dur_us,
+                dur_us=dur_us,
+                input_shapes=inputs,
+                input_dtypes=dtype,
+                output_shapes=outputs,
+            )
+        )
+    return analyzer.result()
 
 
 def rank_folder(root: Path, rank: int) -> Path:

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 import pytest
-from llamaprofile import Llama, generate
+from llamaprofile import Llama, analyse, generate
 
 from cannbuild.diagnose import BUILTIN_SOURCE, DiagnoseInputs, diagnose, operator_facts
 from cannbuild.diagnose.profile_rows import fa_shape_checks
 from cannbuild.errors import UsageError
 from cannbuild.host.check import Check
-from cannbuild.profile.analysis import Analyzer, Kernel
 from cannbuild.profile.shape import AttentionShape, shape_from_flags
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
@@ -370,22 +369,9 @@ def test_sdpa_on_the_math_path_on_the_npu_is_one_cause_not_a_host_fallback(tmp_p
     assert not [c for c in checks if c.id.startswith("profile.host")]
 
 
-def fused(op_type: str, inputs_: str, outputs: str) -> Analyzer:
-    analyzer = Analyzer(windows=False)
-    for i in range(2):
-        analyzer.add(
-            Kernel(
-                stream="s",
-                name=op_type,
-                op_type=op_type,
-                start_us=i * 100.0,
-                dur_us=50.0,
-                input_shapes=inputs_,
-                input_dtypes="FLOAT16",
-                output_shapes=outputs,
-            )
-        )
-    return analyzer
+def fused(op_type: str, inputs_: str, outputs: str):
+    """Two calls of one fused op with these shapes, 50 us each."""
+    return analyse([(op_type, inputs_, outputs)] * 2, dur_us=50.0, dtype="FLOAT16")
 
 
 def test_recorded_shapes_never_get_the_level1_advice_and_tnd_claims_no_s(tmp_path):
@@ -396,18 +382,18 @@ def test_recorded_shapes_never_get_the_level1_advice_and_tnd_claims_no_s(tmp_pat
             "FusedInferAttentionScore",
             "1,1024,4088;1,1024,4088;1,1024,4088",
             "1,1024,4088;1,8,1024,1",
-        ).result(),
+        ),
         facts,
     )
     assert "D=511, S=1024" in with_lse.detail and "Level1" not in (with_lse.hint or "")
     # without softmax_lse the query does not tell D: said so, no advice to record shapes
     (no_lse,) = fa_shape_checks(
-        fused("FusedInferAttentionScore", "1,1024,4088;1,1024,4088", "1,1024,4088").result(),
+        fused("FusedInferAttentionScore", "1,1024,4088;1,1024,4088", "1,1024,4088"),
         facts,
     )
     assert "does not tell D" in no_lse.detail and "Level1" not in (no_lse.hint or "")
     (tnd,) = fa_shape_checks(
-        fused("FlashAttentionVarLenScore", "8192,16,128;8192,16,128", "8192,16,8").result(),
+        fused("FlashAttentionVarLenScore", "8192,16,128;8192,16,128", "8192,16,8"),
         facts,
     )
     assert tnd.status == "pass" and "D is a multiple of 128" in tnd.detail

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from llamaprofile import Llama, generate
+from llamaprofile import Llama, analyse, generate
 
-from cannbuild.profile.analysis import Analyzer, Kernel
 from cannbuild.profile.summary import summarise
 
 from clirun import cannbuild as cli
@@ -88,21 +87,6 @@ def test_the_trace_alone_finds_the_same_chains(samples):
     assert chains(trace) == [TRAINING] * 4
 
 
-def feed(kernels, analyzer: Analyzer) -> None:
-    for i, (op_type, inputs, outputs) in enumerate(kernels):
-        analyzer.add(
-            Kernel(
-                stream="s",
-                name=op_type,
-                op_type=op_type,
-                start_us=i * 10.0,
-                dur_us=1.0,
-                input_shapes=inputs,
-                output_shapes=outputs,
-            )
-        )
-
-
 S, Q, V = "2,16,1024,1024", "2,16,1024,128", "2,16,1024,128"
 
 
@@ -141,9 +125,7 @@ S, Q, V = "2,16,1024,1024", "2,16,1024,128", "2,16,1024,128"
     ],
 )  # fmt: skip
 def test_the_two_matmuls_must_connect_through_the_softmax_where_shapes_say_so(kernels, count):
-    analyzer = Analyzer(windows=False)
-    feed(kernels, analyzer)
-    assert analyzer.result().chain_count == count
+    assert analyse(kernels).chain_count == count
 
 
 def test_the_gain_sets_chains_beside_fused_calls_of_the_same_shape_only(tmp_path):
