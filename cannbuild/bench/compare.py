@@ -181,9 +181,8 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
         f"at p < {ALPHA} with the IQRs apart"
     )
     if samples:
-        sizes = sorted({n for pair in samples for n in pair})
-        verdict += f", {sizes[0]} to {sizes[-1]} samples a side" if len(sizes) > 1 else ""
-        verdict += f", {sizes[0]} samples a side" if len(sizes) == 1 else ""
+        low, high = min(min(pair) for pair in samples), max(max(pair) for pair in samples)
+        verdict += f", {low if low == high else f'{low} to {high}'} samples a side"
     verdict += ")"
     if ratios:
         mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))

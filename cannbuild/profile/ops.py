@@ -29,45 +29,22 @@ NA = "N/A"
 # OP_ADD: BatchMatMulV3, MatMulV3, ScaledMaskedSoftmaxV2, DropOutDoMaskV3, ...).  Which kernels
 # sit between the two MatMuls is decided by structure in chains.py; the families below only
 # say what an op can be there when the profile records no shapes (Level0, a trace).
-MATMUL = frozenset(
-    {
-        "MatMul",
-        "MatMulV2",
-        "MatMulV3",
-        "BatchMatMul",
-        "BatchMatMulV2",
-        "BatchMatMulV3",
-        "TransposeBatchMatMul",
-    }
-)
+MATMUL = frozenset({
+    "MatMul", "MatMulV2", "MatMulV3", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
+    "TransposeBatchMatMul"
+})  # fmt: skip
 # [Softmax, SoftmaxV2] in the pass; GE-era graphs fuse scale and mask into ScaledMaskedSoftmax
 # (`ScaledMaskedSoftmax98` in msprof-analyze's unfused sample).
-SOFTMAX = frozenset(
-    {
-        "Softmax",
-        "SoftmaxV2",
-        "ScaledMaskedSoftmax",
-        "ScaledMaskedSoftmaxV2",
-        "MaskedSoftmaxWithRelPosBias",
-    }
-)
+SOFTMAX = frozenset({
+    "Softmax", "SoftmaxV2", "ScaledMaskedSoftmax", "ScaledMaskedSoftmaxV2",
+    "MaskedSoftmaxWithRelPosBias"
+})  # fmt: skip
 # Between the first MatMul and the Softmax: the scale (`Mul`/`Muls`, or a division by sqrt(D)) and
 # the mask (the additive `scores + mask`, or masked_fill, which runs as MaskedFill or Select).
-SCALE_MASK = frozenset(
-    {
-        "Mul",
-        "Muls",
-        "RealDiv",
-        "Div",
-        "DivV2",
-        "Add",
-        "Adds",
-        "Sub",
-        "MaskedFill",
-        "Select",
-        "SelectV2",
-    }
-)
+SCALE_MASK = frozenset({
+    "Mul", "Muls", "RealDiv", "Div", "DivV2", "Add", "Adds", "Sub", "MaskedFill", "Select",
+    "SelectV2"
+})  # fmt: skip
 # Dropout on the probabilities: torch_npu runs F.dropout as a mask kernel (DropOutGenMaskV3, or
 # StatelessDropOutGenMask) and DropOutDoMaskV3 on the compute stream; GE graphs as DropOutDoMask.
 _DROPOUT = re.compile(r"^(Stateless)?Drop[Oo]ut")
@@ -91,22 +68,10 @@ FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 # one the ops repos register (hicann/ops-math c41933244c, ops-nn e5c3fa9327, ops-transformer
 # 05c401f9d: OP_ADD): a GE node name is never split inside them (`Relu6` stays Relu6, `Relu612` is
 # Relu6 node 12, `SplitV3` is SplitV node 3).
-OWN_DIGIT_TYPES = frozenset(
-    {
-        "AccumulateNv2",
-        "Atan2",
-        "Expm1",
-        "ForeachExpm1",
-        "ForeachLog10",
-        "ForeachLog2",
-        "MatmulFp32",
-        "Pow2",
-        "Relu6",
-        "LambNextMV",
-        "SplitV",
-        "SwinTransformerLnQKV",
-    }
-)
+OWN_DIGIT_TYPES = frozenset({
+    "AccumulateNv2", "Atan2", "Expm1", "ForeachExpm1", "ForeachLog10", "ForeachLog2",
+    "MatmulFp32", "Pow2", "Relu6", "LambNextMV", "SplitV", "SwinTransformerLnQKV"
+})  # fmt: skip
 # GE node names: the op type followed by the node's number (`BatchMatMul96`, `ReduceSum7`).  The
 # same repos register 215 types that end in a digit: all but the ones above end in a one-digit
 # version suffix `V<n>` (none has `V10` or more), so the first digit after such a `V` belongs to
