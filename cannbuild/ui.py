@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 from .decoded import JSONValue
 from .host.check import Check
@@ -381,28 +381,6 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
     stream.write("\n".join(lines) + "\n")
 
 
-def _gain(gain: Mapping[str, Any], chains: int) -> str:
-    """What fusing would save, against fused calls of the same shape only."""
-    matched, saving = gain["matched_chains"], gain["estimated_saving_us"]
-    if not matched:
-        return (
-            "no FlashAttention call of the same shape (query size, S, D) ran in this profile, "
-            "so no saving is estimated"
-        )
-    text = (
-        f"{matched} of them set beside FlashAttention calls of the same shape here "
-        f"({gain['fused_mean_us']:.1f} us per call): "
-    )
-    text += (
-        f"fusing them would save about {saving:.1f} us"
-        if saving >= 0.05
-        else f"the fused calls were no faster ({-saving:.1f} us more)"
-    )
-    if matched < chains:
-        text += f"; {chains - matched} have no fused call of their shape to compare with"
-    return text
-
-
 def print_profile(
     data: Mapping[str, JSONValue], stream: TextIO = sys.stdout, top: int = 20
 ) -> None:
@@ -460,9 +438,9 @@ def print_profile(
                 stream,
             )
         text = (
-            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device time"
+            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device "
+            f"time; {gain['said']}"
         )
-        text += "; " + _gain(gain, chains["count"])
         lines += wrap(
             text + " (cannbuild diagnose --profile says why they were not fused)",
             4,

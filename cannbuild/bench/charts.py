@@ -125,8 +125,19 @@ def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedu
     labels = sorted(lines)
     sizes = {p.S for points in lines.values() for p in points}
     spread = any(p.low != p.high for points in lines.values() for p in points)
-    if len(sizes) == 1:
-        _bars(ax, labels, lines)
+    if len(sizes) == 1:  # a bar per implementation, its IQR the error bar, its value on it
+        points = [lines[label][0] for label in labels]
+        spans = [[p.value - p.low for p in points], [p.high - p.value for p in points]]
+        bars = ax.bar(
+            range(len(labels)),
+            [p.value for p in points],
+            color=[f"C{i}" for i in range(len(labels))],
+            yerr=spans,
+            capsize=6,
+        )
+        ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels([BAR_NAMES.get(x, x.replace(" ", "\n", 1)) for x in labels], fontsize=7)
         ax.set_xlabel(
             f"S = {sizes.pop()}"
             + (" (error bars: interquartile range of the timings)" if spread else "")
@@ -157,20 +168,6 @@ def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedu
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-
-
-def _bars(ax: Any, labels: Sequence[str], lines: Mapping[str, Sequence[Point]]) -> None:
-    """One bar per implementation (of a single shape), its IQR as the error bar, its
-    value written on it."""
-    colors = [f"C{i}" for i in range(len(labels))]
-    points = [lines[label][0] for label in labels]
-    spans = [[p.value - p.low for p in points], [p.high - p.value for p in points]]
-    bars = ax.bar(
-        range(len(labels)), [p.value for p in points], color=colors, yerr=spans, capsize=6
-    )
-    ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels([BAR_NAMES.get(x, x.replace(" ", "\n", 1)) for x in labels], fontsize=7)
 
 
 def _save(fig: Any, path: Path) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..bounded import LOCK_BYTES, read_bytes
 from ..errors import UsageError
@@ -56,7 +56,7 @@ def load_results(path: Path, flag: str) -> Dict[str, Any]:
     return data
 
 
-def _times(row: Dict[str, Any]) -> List[float]:
+def _times(row: Mapping[str, object]) -> List[float]:
     timing = row.get("timing") if row.get("status") == "timed" else None
     times = timing.get("times_ms") if isinstance(timing, dict) else None
     if not isinstance(times, list):
@@ -121,30 +121,21 @@ def smallest_p(n: int, m: int) -> float:
     return 2 / math.comb(n + m, n)
 
 
-def judge(old: Sequence[float], new: Sequence[float]) -> Dict[str, Any]:
-    """The verdict on one pair of samples, and what backs it."""
-    said: Dict[str, Any] = {"old_n": len(old), "new_n": len(new), "p": None}
+def judge(old: Sequence[float], new: Sequence[float]) -> Tuple[str, str, Optional[float]]:
+    """The verdict on one pair of samples, why, and the test's p (None where it was not
+    run)."""
     if len(old) < 2 or len(new) < 2 or smallest_p(len(old), len(new)) >= ALPHA:
-        return {
-            **said,
-            "verdict": NONE,
-            "why": f"{len(old)} vs {len(new)} samples: too few for a rank test at p < {ALPHA}",
-        }
+        return NONE, f"too few samples for a rank test at p < {ALPHA}", None
     (o1, om, o3), (n1, nm, n3) = quartiles(old), quartiles(new)
     spread = max((o3 - o1) / om, (n3 - n1) / nm)
     p = mann_whitney(old, new)
-    said["p"] = round(p, 4)
     if spread > MAX_SPREAD:
-        return {
-            **said,
-            "verdict": NONE,
-            "why": f"the timings spread too wide to read (an IQR {spread:.0%} of its median)",
-        }
-    apart = n3 < o1 or o3 < n1
-    if p >= ALPHA or not apart:
-        why = f"p = {p:.2g}" if p >= ALPHA else f"p = {p:.2g} but the IQRs overlap"
-        return {**said, "verdict": NOISE, "why": why}
-    return {**said, "verdict": FASTER if nm < om else SLOWER, "why": f"p = {p:.2g}"}
+        return NONE, f"the timings spread too wide to read (an IQR {spread:.0%} of its median)", p
+    if p >= ALPHA:
+        return NOISE, f"p = {p:.2g}", p
+    if n3 >= o1 and o3 >= n1:
+        return NOISE, f"p = {p:.2g} but the IQRs overlap", p
+    return (FASTER if nm < om else SLOWER), f"p = {p:.2g}", p
 
 
 def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
@@ -159,7 +150,7 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
         b, a = _times(before[key]), _times(after[key])
         b_med: Optional[float] = quartiles(b)[1] if b else None
         a_med: Optional[float] = quartiles(a)[1] if a else None
-        row: Dict[str, Any] = {
+        row = {
             "variant": key[0],
             "impl": key[1],
             "shape": key[2],
@@ -170,8 +161,10 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
             "new_status": after[key].get("status"),
         }
         if b and a:
-            row.update(judge(b, a))
-            tally[row["verdict"]] += 1
+            verdict, why, p = judge(b, a)
+            row.update(old_n=len(b), new_n=len(a), verdict=verdict, why=why)
+            row["p"] = None if p is None else round(p, 4)
+            tally[verdict] += 1
             samples.append((len(b), len(a)))
             ratios.append(b_med / a_med)  # type: ignore[operator]
         rows.append(row)
@@ -196,15 +189,18 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def _conditions(old: Dict[str, Any], new: Dict[str, Any]) -> str:
+def _conditions(old: Mapping[str, object], new: Mapping[str, object]) -> str:
     """The same package or not, and a run timed on a loaded host."""
+
+    def part(data: Mapping[str, object], key: str, name: str) -> object:
+        found = data.get(key)
+        return found.get(name) if isinstance(found, dict) else None
+
     text = ""
-    sha = [(d.get("package") or {}).get("sha256") for d in (old, new)]
-    if sha[0] and sha[0] == sha[1]:
+    sha = [part(d, "package", "sha256") for d in (old, new)]
+    if isinstance(sha[0], str) and sha[0] == sha[1]:
         text += f"; one build (package sha256 {sha[0][:12]}...) in both"
-    loaded = [
-        name for name, d in (("old", old), ("new", new)) if (d.get("host") or {}).get("loaded")
-    ]
+    loaded = [name for name, d in (("old", old), ("new", new)) if part(d, "host", "loaded")]
     if loaded:
         text += f"; the {' and '.join(loaded)} run timed on a loaded host"
     return text

@@ -41,6 +41,12 @@ def results_json(
     }
 
 
+_CONDITIONS = (
+    "torch on {torch_threads} threads of {cores} cores; the routes timed in {rounds} rounds "
+    "each, in turn; load average up to {load_max}"
+)
+
+
 def not_timed_lines(data: Mapping[str, Any]) -> List[str]:
     """One line per implementation and reason for what was not timed: a route that could
     not run (a torch_npu that aborts at import) is said once with the shapes it spans, not
@@ -64,26 +70,11 @@ def not_timed_lines(data: Mapping[str, Any]) -> List[str]:
     return lines
 
 
-def _conditions(data: Mapping[str, Any]) -> str:
-    host = data.get("host") or {}
-    text = (
-        f"torch on {host.get('torch_threads')} threads of {host.get('cores')} cores; the routes "
-        f"timed in {host.get('rounds')} rounds each, in turn; load average up to "
-        f"{host.get('load_max')}"
-    )
-    if host.get("loaded"):
-        text += (
-            f" (**loaded**: above the cores for {', '.join(host['loaded_shapes'])}: those "
-            "timings are slower and wider than the host can do)"
-        )
-    return text + "."
-
-
-def flashattention_timed(data: Mapping[str, Any]) -> bool:
+def flashattention_timed(results: Sequence[Mapping[str, object]]) -> bool:
     """Whether the baseline's FlashAttention (C API or torch_npu) was timed on any shape."""
     return any(
         r["variant"] == BASELINE and r["impl"] in (CAPI, TORCH_NPU) and r["status"] == TIMED
-        for r in data["results"]
+        for r in results
     )
 
 
@@ -101,7 +92,13 @@ def report_md(data: Mapping[str, Any]) -> str:
         f"Package {data['package']['library']} (sha256 {data['package']['sha256'][:16]}…), "
         + ", ".join(f"{r} {c[:12]}" for r, c in sorted(data["commits"].items())),
         "",
-        _conditions(data),
+        _CONDITIONS.format(**data["host"])
+        + (
+            f" (**loaded**: above the cores for {', '.join(data['host']['loaded_shapes'])}: "
+            "those timings are slower and wider than the host can do)."
+            if data["host"]["loaded"]
+            else "."
+        ),
         "",
         "Every implementation ran each shape once and was judged against a float64 reference "
         f"({data['rule']}) before it was timed; a result that failed is listed, not timed. "

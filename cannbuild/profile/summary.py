@@ -112,6 +112,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
             "fused_mean_us": round(fused_us / matched, 3) if matched else None,
             # negative where the fused calls of that shape ran slower here
             "estimated_saving_us": round(saving, 3) if matched else None,
+            "said": _saving_said(matched, fused_us / max(matched, 1), saving, a.chain_count),
         }
 
     def to_json(self) -> Dict[str, Any]:
@@ -198,6 +199,24 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         data["kernels"] = a.kernels
         data["notes"] = list(self.notes)
         return data
+
+
+def _saving_said(matched: int, mean: float, saving: float, chains: int) -> str:
+    """What fusing would save, against fused calls of the same shape only, in words."""
+    if not matched:
+        return (
+            "no FlashAttention call of the same shape (query size, S, D) ran in this profile, "
+            "so no saving is estimated"
+        )
+    text = f"{matched} of them set beside FlashAttention calls of the same shape here ({mean:.1f} us per call): "
+    text += (
+        f"fusing them would save about {saving:.1f} us"
+        if saving >= 0.05
+        else f"the fused calls were no faster ({-saving:.1f} us more)"
+    )
+    if matched < chains:
+        text += f"; {chains - matched} have no fused call of their shape to compare with"
+    return text
 
 
 def direction(op_type: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from .. import ui
 from ..errors import NothingTimed, UsageError
@@ -116,8 +116,20 @@ def bench(
     if json:
         ui.print_json(data)
     else:
-        _print_outcome(data, outcome.out)
-    if not bench_report.flashattention_timed(data):
+        timed = [r for r in data["results"] if r["status"] == "timed"]
+        for line in bench_report.not_timed_lines(data):
+            ui.note(line)
+        print(
+            f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
+            f"{len(data['not_run'])} shapes left out"
+        )
+        if data["charts_missing"]:
+            print(f"no charts: {data['charts_missing']}")
+        for chart in data["charts"]:
+            print(f"chart ({chart['kind']}, {chart['group']}): {outcome.out / chart['file']}")
+        print(f"results: {outcome.out / 'results.json'}")
+        print(f"report: {outcome.out / 'report.md'}")
+    if not bench_report.flashattention_timed(data["results"]):
         why = [line for line in bench_report.not_timed_lines(data) if " baseline capi " in line]
         raise NothingTimed(
             f"bench: FlashAttention was timed on no shape ({why[0] if why else 'no shape ran'}); "
@@ -126,28 +138,6 @@ def bench(
             "so (cannbuild doctor names this host's; rebuild with --soc), then rerun "
             "cannbuild validate.",
         )
-
-
-def _print_outcome(data: Dict[str, Any], out: Path) -> None:
-    timed = [r for r in data["results"] if r["status"] == "timed"]
-    host = data["host"]
-    if host["loaded"]:
-        ui.note(
-            f"the host was loaded (load average up to {host['load_max']} over {host['cores']} "
-            "cores): compare these timings with care"
-        )
-    for line in bench_report.not_timed_lines(data):
-        ui.note(line)
-    print(
-        f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
-        f"{len(data['not_run'])} shapes left out"
-    )
-    if data["charts_missing"]:
-        print(f"no charts: {data['charts_missing']}")
-    for chart in data["charts"]:
-        print(f"chart ({chart['kind']}, {chart['group']}): {out / chart['file']}")
-    print(f"results: {out / 'results.json'}")
-    print(f"report: {out / 'report.md'}")
 
 
 def _compare(old: Optional[str], new: Optional[str], as_json: bool) -> None:

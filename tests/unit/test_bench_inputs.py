@@ -143,9 +143,9 @@ def test_a_run_with_no_flashattention_timing_is_told_apart():
     def row(impl, status):
         return {"variant": "baseline", "impl": impl, "status": status}
 
-    assert flashattention_timed({"results": [row("capi", "timed"), row("sdpa", "timed")]})
+    assert flashattention_timed([row("capi", "timed"), row("sdpa", "timed")])
     assert not flashattention_timed(
-        {"results": [row("capi", "excluded"), row("torch_npu", "not run"), row("sdpa", "timed")]}
+        [row("capi", "excluded"), row("torch_npu", "not run"), row("sdpa", "timed")]
     )
 
 
