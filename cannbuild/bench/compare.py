@@ -7,16 +7,18 @@ on a loaded host read -99.4 % and +46,841.6 %), so each pair of timings is compa
 samples: a Mann-Whitney U test on the recorded times (exact for the sizes bench records,
 3 to 25 calls, without ties; the normal approximation with the tie correction otherwise) and
 the interquartile ranges.  A row is faster or slower only when the test says so (two-sided
-p < ALPHA) and the two IQRs do not overlap; within noise when either fails; no verdict when
-the samples are too few for the test to ever say so, or spread too wide to read (an IQR
-over MAX_SPREAD of its median).  Each row says how many samples back it."""
+p < ALPHA), the two IQRs do not overlap and the medians differ by MIN_CHANGE or more (less
+is what two runs of one build differ by on a shared host); within noise when any of these
+fails; no verdict when the samples are too few for the test to ever say so, spread too wide
+to read (an IQR over MAX_SPREAD of its median), or taken on a host loaded past its cores
+(results.json `host.loaded_shapes`).  Each row says how many samples back it."""
 
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..bounded import LOCK_BYTES, read_bytes
 from ..errors import UsageError
@@ -25,6 +27,7 @@ from .timing import quartiles
 SCHEMA = "cannbuild-bench/1"
 ALPHA = 0.05
 MAX_SPREAD = 0.5  # an IQR wider than half its median: no verdict
+MIN_CHANGE = 0.1  # a smaller change of the median is run-to-run noise
 EXACT_MAX = 30  # each side's size up to which the U distribution is counted exactly
 FASTER, SLOWER, NOISE, NONE = "faster", "slower", "within noise", "no verdict"
 
@@ -135,6 +138,8 @@ def judge(old: Sequence[float], new: Sequence[float]) -> Tuple[str, str, Optiona
         return NOISE, f"p = {p:.2g}", p
     if n3 >= o1 and o3 >= n1:
         return NOISE, f"p = {p:.2g} but the IQRs overlap", p
+    if abs(nm / om - 1) < MIN_CHANGE:
+        return NOISE, f"p = {p:.2g} but the medians differ by less than {MIN_CHANGE:.0%}", p
     return (FASTER if nm < om else SLOWER), f"p = {p:.2g}", p
 
 
@@ -145,6 +150,7 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
     rows: List[Dict[str, Any]] = []
     ratios: List[float] = []
     tally = {FASTER: 0, SLOWER: 0, NOISE: 0, NONE: 0}
+    loaded = _loaded(old) | _loaded(new)
     samples: List[Tuple[int, int]] = []
     for key in sorted(set(before) & set(after)):
         b, a = _times(before[key]), _times(after[key])
@@ -162,6 +168,8 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
         }
         if b and a:
             verdict, why, p = judge(b, a)
+            if key[2] in loaded:
+                verdict, why = NONE, "timed on a host loaded past its cores"
             row.update(old_n=len(b), new_n=len(a), verdict=verdict, why=why)
             row["p"] = None if p is None else round(p, 4)
             tally[verdict] += 1
@@ -187,6 +195,13 @@ def compare_results(old: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
         "only_new": [" ".join(k) for k in sorted(set(after) - set(before))],
         "verdict": verdict,
     }
+
+
+def _loaded(data: Mapping[str, object]) -> Set[str]:
+    """The shapes a run timed while the load average was above its cores."""
+    host = data.get("host")
+    shapes = host.get("loaded_shapes") if isinstance(host, dict) else None
+    return {str(s) for s in shapes} if isinstance(shapes, list) else set()
 
 
 def _conditions(old: Mapping[str, object], new: Mapping[str, object]) -> str:

@@ -89,7 +89,7 @@ def test_profile_compare_with_a_missing_profile_is_exit_2(tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
-def _bench(path: Path, times: dict, sha: str = "ab" * 32) -> Path:
+def _bench(path: Path, times: dict, sha: str = "ab" * 32, loaded: tuple = ()) -> Path:
     rows = [
         {
             "variant": "baseline",
@@ -100,7 +100,13 @@ def _bench(path: Path, times: dict, sha: str = "ab" * 32) -> Path:
         }
         for (impl, shape), ms in times.items()
     ]
-    data = {"schema": "cannbuild-bench/1", "results": rows, "package": {"sha256": sha}}
+    host = {"loaded": bool(loaded), "loaded_shapes": list(loaded)}
+    data = {
+        "schema": "cannbuild-bench/1",
+        "results": rows,
+        "package": {"sha256": sha},
+        "host": host,
+    }
     path.write_text(json.dumps(data))
     return path
 
@@ -123,6 +129,8 @@ def test_bench_compare_judges_distributions_and_says_how_many_samples_back_each_
             ("torch_npu", s): [1.0, 1.01, 0.99],
             ("unfused", s): [1.0, 3.0, 0.5, 9.0, 0.2, 4.0, 2.0],
             ("capi", "N8S2048D64"): _spread(8.0, 5),
+            ("capi", "N8S256D64"): _spread(1.0, 25, width=0.01, seed=5),
+            ("sdpa", "N8S512D64"): _spread(1.0, 25, seed=6),
         },
     )
     new = _bench(
@@ -133,31 +141,40 @@ def test_bench_compare_judges_distributions_and_says_how_many_samples_back_each_
             ("torch_npu", s): [0.5, 0.51, 0.49],  # 3 vs 3: no rank test can tell
             ("unfused", s): [1.0, 3.0, 0.5, 9.0, 0.2, 4.0, 0.1],  # spread too wide to read
             ("capi", "N8S4096D64"): _spread(30.0, 5),
+            # 5% slower, every call: a real difference, but what two runs of one build differ by
+            ("capi", "N8S256D64"): _spread(1.05, 25, width=0.01, seed=7),
+            ("sdpa", "N8S512D64"): _spread(2.0, 25, seed=8),  # twice as slow, on a loaded host
         },
+        loaded=("N8S512D64",),
     )
     proc = cli("bench", "--compare", str(old), str(new), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     rows = {(r["impl"], r["shape"]): r for r in data["rows"]}
-    said = {impl: (r["verdict"], r["old_n"], r["new_n"]) for (impl, _), r in rows.items()}
+    said = {key: (r["verdict"], r["old_n"], r["new_n"]) for key, r in rows.items()}
     assert said == {
-        "capi": ("faster", 25, 25),
-        "sdpa": ("within noise", 25, 25),
-        "torch_npu": ("no verdict", 3, 3),
-        "unfused": ("no verdict", 7, 7),
+        ("capi", s): ("faster", 25, 25),
+        ("sdpa", s): ("within noise", 25, 25),
+        ("torch_npu", s): ("no verdict", 3, 3),
+        ("unfused", s): ("no verdict", 7, 7),
+        ("capi", "N8S256D64"): ("within noise", 25, 25),
+        ("sdpa", "N8S512D64"): ("no verdict", 25, 25),
     }
+    assert "differ by less than 10%" in rows[("capi", "N8S256D64")]["why"]
+    assert "loaded" in rows[("sdpa", "N8S512D64")]["why"]
     assert rows[("capi", s)]["p"] < 0.001 and rows[("sdpa", s)]["p"] > 0.05
     assert "too few" in rows[("torch_npu", s)]["why"]
     assert "spread too wide" in rows[("unfused", s)]["why"]
     assert data["only_old"] == ["baseline capi N8S2048D64"]
     assert data["only_new"] == ["baseline capi N8S4096D64"]
     assert data["verdict"].startswith(
-        "4 timings compared: 1 faster, 0 slower, 1 within noise, 2 without a verdict"
+        "6 timings compared: 1 faster, 0 slower, 2 within noise, 3 without a verdict"
     )
     assert "one build (package sha256 abababababab...) in both" in data["verdict"]
     table = cli("bench", "--compare", str(old), str(new), cwd=tmp_path)
     assert "faster (25 vs 25, p = " in " ".join(table.stdout.split())
-    assert "verdict: 4 timings compared" in table.stdout
+    assert "verdict: 6 timings compared" in table.stdout
+    assert "the new run timed on a loaded host" in data["verdict"]
 
 
 def test_bench_compare_refuses_a_file_that_is_no_bench_result(tmp_path):
