@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 from llamaprofile import Llama, generate
 
+from cannbuild.bench.compare import compare_results, load_results
 from cannbuild.profile.summary import summarise
 
 from clirun import cannbuild as cli
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
+BENCH = FIX.parent / "bench"
 # before: two unfused chains (BatchMatMul > Mul > ScaledMaskedSoftmax > DropOutDoMask >
 # BatchMatMul, 449.64 us); after: FlashAttentionScore and its Grad, no chain.
 BEFORE = FIX / "torch_npu_2.5_level1"
@@ -175,6 +177,23 @@ def test_bench_compare_judges_distributions_and_says_how_many_samples_back_each_
     assert "faster (25 vs 25, p = " in " ".join(table.stdout.split())
     assert "verdict: 6 timings compared" in table.stdout
     assert "the new run timed on a loaded host" in data["verdict"]
+
+
+def test_two_benches_of_one_build_on_a_loaded_host_claim_no_change():
+    """Two real sandbox runs of one build on a loaded host (fixtures/bench, see its .source):
+    their medians differ by -76 % to +52 %, and no row may call that a change."""
+    old, new = (
+        load_results(BENCH / name, "--compare") for name in ("loaded1.json", "loaded2.json")
+    )
+    data = compare_results(old, new)
+    changes = [r["change"] for r in data["rows"]]
+    assert min(changes) < -0.5 and max(changes) > 0.5  # what a median against a median reads
+    assert {(r["verdict"], r["why"]) for r in data["rows"]} == {
+        ("no verdict", "timed on a host loaded past its cores")
+    }
+    assert data["verdict"].startswith("8 timings compared: 0 faster, 0 slower, 0 within noise")
+    assert "one build (package sha256 3e2807fd7021...) in both" in data["verdict"]
+    assert "the old and new run timed on a loaded host" in data["verdict"]
 
 
 def test_bench_compare_refuses_a_file_that_is_no_bench_result(tmp_path):
