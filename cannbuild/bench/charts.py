@@ -132,7 +132,7 @@ def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedu
             range(len(labels)),
             [p.value for p in points],
             color=[f"C{i}" for i in range(len(labels))],
-            yerr=spans,
+            yerr=spans if spread else None,
             capsize=6,
         )
         ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
