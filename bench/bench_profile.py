@@ -45,6 +45,9 @@ from typing import Dict, List, NamedTuple, Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from llamaprofile import KERNEL_HEADER  # noqa: E402  torch_npu 2.13's Level1 kernel_details header
 
 from common import cannbuild_argv, compile_package, measure_peak  # noqa: E402
 
@@ -121,13 +124,6 @@ KERNELS = (
         "1024,2048",
     ),
 )
-# torch_npu 2.13.0's kernel_details.csv at Level1 without PMU metrics (profiler-formats.md §1.2)
-KERNEL_HEADER = [
-    "Step Id", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State",
-    "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Num",
-    "Mix Block Num", "HF32 Eligible", "Input Shapes", "Input Data Types", "Input Formats",
-    "Output Shapes", "Output Data Types", "Output Formats", "Context ID",
-]  # fmt: skip
 
 
 def _events(task: int, ts: float, host_ts: float, kernel: Kernel) -> List[Dict[str, object]]:

@@ -88,6 +88,11 @@ class ValidationFailed(CannbuildError):
     meaning = "validation failed (or was SKIPPED with --require-device)"
 
 
+class NothingTimed(ValidationFailed):
+    """`bench` timed FlashAttention on no shape: every call failed its check or could not
+    run (a package built for another SoC, say), so there is no figure to give."""
+
+
 class LockDrift(CannbuildError):
     """`--locked` and the inputs differ from `cannbuild.lock`."""
 

@@ -457,13 +457,9 @@ def print_profile(
                 stream,
             )
         text = (
-            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device time"
+            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device "
+            f"time; {gain['said']}"
         )
-        if gain["estimated_saving_us"] is not None:
-            text += (
-                f"; at the {gain['fused_mean_us']:.1f} us per call the fused op ran at here, fusing "
-                f"them would save about {gain['estimated_saving_us']:.1f} us"
-            )
         lines += wrap(
             text + " (cannbuild diagnose --profile says why they were not fused)",
             4,

@@ -44,7 +44,7 @@ def print_profile_compare(data: Mapping[str, Any], stream: TextIO = sys.stdout) 
         ("  of it backward", "fused_backward_us"),
         ("unfused chains", "unfused_chains"),
         ("unfused us", "unfused_us"),
-        ("attention us", "attention_us"),
+        ("forward attn us", "attention_us"),
         ("host fallbacks", "host_fallbacks"),
     ):
         before, after = b[key], a[key]
@@ -68,10 +68,11 @@ def print_bench_compare(
             ms(r["old_median_ms"]),
             ms(r["new_median_ms"]),
             "-" if r["change"] is None else f"{r['change'] * 100:+.1f}%",
+            f"{r['verdict']} ({r['old_n']} vs {r['new_n']}, {r['why']})" if "verdict" in r else "-",
         ]
         for r in data["rows"]
     ]
-    _table(["variant impl shape", "old ms", "new ms", "change"], rows, stream)
+    _table(["variant impl shape", "old ms", "new ms", "change", "verdict"], rows, stream)
     for label in ("only_old", "only_new"):
         if data[label]:
             stream.write(f"{label.replace('_', ' in ')}: {', '.join(data[label])}\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from ..workspace import write_atomic
-from .routes import CAPI, LABELS, SDPA
+from .routes import CAPI, LABELS, SDPA, TORCH_NPU, UNFUSED
 from .sweep import BASELINE, SweepResult
 from .timing import quartiles
 
@@ -104,35 +104,68 @@ def chart_title(what: str, group: str, emulated: bool) -> str:
     return f"{head}\n{explained}" if explained else head
 
 
+MARKERS = "osD^v<>p"
+# a bar's name under it, in two short lines
+BAR_NAMES = {
+    LABELS[CAPI]: "FlashAttention\n(C API)",
+    LABELS[TORCH_NPU]: "FlashAttention\n(torch_npu)",
+    LABELS[SDPA]: "torch SDPA",
+    LABELS[UNFUSED]: "torch unfused\nMatMul>Softmax>MatMul",
+}
+
+
 def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedup: bool) -> Any:
-    """Log-2 S; each line its median with the interquartile spread shaded around it; memory
-    on a log scale too (it grows with S or S² by implementation); a speedup chart's 1.0
-    line is SDPA's own speed."""
+    """Each implementation's median with its interquartile range as error bars: over S
+    (log 2) a line per implementation, each with its own marker and a little apart from the
+    others so that equal values do not hide one another; a group of one S is a bar per
+    implementation.  Memory on a log scale (it grows with S or S² by implementation); a
+    speedup chart's dashed 1.0 line is SDPA's own speed."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.4), dpi=90)
-    for label, points in sorted(lines.items()):
-        ordered = sorted(points)
-        xs = [p.S for p in ordered]
-        (drawn,) = ax.plot(xs, [p.value for p in ordered], marker="o", label=label)
-        if any(p.low != p.high for p in ordered):
-            ax.fill_between(
-                xs,
-                [p.low for p in ordered],
-                [p.high for p in ordered],
-                color=drawn.get_color(),
-                alpha=0.2,
-                linewidth=0,
+    labels = sorted(lines)
+    sizes = {p.S for points in lines.values() for p in points}
+    spread = any(p.low != p.high for points in lines.values() for p in points)
+    if len(sizes) == 1:  # a bar per implementation, its IQR the error bar, its value on it
+        points = [lines[label][0] for label in labels]
+        spans = [[p.value - p.low for p in points], [p.high - p.value for p in points]]
+        bars = ax.bar(
+            range(len(labels)),
+            [p.value for p in points],
+            color=[f"C{i}" for i in range(len(labels))],
+            yerr=spans if spread else None,
+            capsize=6,
+        )
+        ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels([BAR_NAMES.get(x, x.replace(" ", "\n", 1)) for x in labels], fontsize=7)
+        ax.set_xlabel(
+            f"S = {sizes.pop()}"
+            + (" (error bars: interquartile range of the timings)" if spread else "")
+        )
+    else:
+        for i, label in enumerate(labels):
+            ordered = sorted(lines[label])
+            # a few percent apart on the log-2 axis: coinciding points stay visible
+            nudge = 2 ** (0.04 * (i - (len(labels) - 1) / 2))
+            ax.errorbar(
+                [p.S * nudge for p in ordered],
+                [p.value for p in ordered],
+                yerr=[[p.value - p.low for p in ordered], [p.high - p.value for p in ordered]],
+                marker=MARKERS[i % len(MARKERS)],
+                capsize=3,
+                label=label,
             )
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sequence length S (error bars: interquartile range of the timings)")
     if speedup:
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="1.0: as fast as SDPA")
-    ax.set_xscale("log", base=2)
     if "memory" in ylabel and all(p.value > 0 for points in lines.values() for p in points):
         ax.set_yscale("log")
-    ax.set_xlabel("sequence length S (shaded: interquartile range of the timings)")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # a bar chart names its bars on the axis
+        ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 

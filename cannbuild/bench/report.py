@@ -37,7 +37,14 @@ def results_json(
         "charts": list(charts),
         "charts_missing": charts_missing,
         "sweep_s": round(result.duration_s, 3),
+        "host": result.host_json(),
     }
+
+
+_CONDITIONS = (
+    "torch on {torch_threads} threads of {cores} cores; the routes timed in {rounds} rounds "
+    "each, in turn; load average up to {load_max}"
+)
 
 
 def not_timed_lines(data: Mapping[str, Any]) -> List[str]:
@@ -63,6 +70,14 @@ def not_timed_lines(data: Mapping[str, Any]) -> List[str]:
     return lines
 
 
+def flashattention_timed(results: Sequence[Mapping[str, object]]) -> bool:
+    """Whether the baseline's FlashAttention (C API or torch_npu) was timed on any shape."""
+    return any(
+        r["variant"] == BASELINE and r["impl"] in (CAPI, TORCH_NPU) and r["status"] == TIMED
+        for r in results
+    )
+
+
 def _fmt(value: Optional[float], digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}g}"
 
@@ -76,6 +91,14 @@ def report_md(data: Mapping[str, Any]) -> str:
         f"torch_npu {data['versions'].get('torch_npu') or 'not installed'}.",
         f"Package {data['package']['library']} (sha256 {data['package']['sha256'][:16]}…), "
         + ", ".join(f"{r} {c[:12]}" for r, c in sorted(data["commits"].items())),
+        "",
+        _CONDITIONS.format(**data["host"])
+        + (
+            f" (**loaded**: above the cores for {', '.join(data['host']['loaded_shapes'])}: "
+            "those timings are slower and wider than the host can do)."
+            if data["host"]["loaded"]
+            else "."
+        ),
         "",
         "Every implementation ran each shape once and was judged against a float64 reference "
         f"({data['rule']}) before it was timed; a result that failed is listed, not timed. "

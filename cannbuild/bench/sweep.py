@@ -1,5 +1,11 @@
 """The sweep: for each shape (cheapest first, within the time budget) the inputs and the
-float64 reference once, then every implementation checked and, if it passed, timed."""
+float64 reference once, then every implementation checked and, if it passed, timed.
+
+Timing routes in the same conditions: torch runs on a thread count set for the whole run
+(`threads`, the cores this process may use), the routes that passed are timed in ROUNDS
+rounds of a share of their calls each, in a rotating order (a spell of load falls on every
+route, not on whichever was being timed), and the load average is read before each shape: a
+host loaded past its cores is said once and recorded."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ import time
 from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
@@ -71,6 +77,21 @@ class SweepResult(Struct, kw_only=True):
     measurements: List[Measurement] = field(default_factory=list)
     skipped: List[Skipped] = field(default_factory=list)
     duration_s: float = 0.0
+    threads: int = 0  # torch.set_num_threads for the run
+    loads: Dict[str, float] = field(default_factory=dict)  # shape -> 1-min load average before it
+
+    def host_json(self) -> Dict[str, object]:
+        """results.json `host`: the conditions the timings were taken in."""
+        cores = thread_count()
+        worst = max(self.loads.values(), default=0.0)
+        return {
+            "cores": cores,
+            "torch_threads": self.threads,
+            "rounds": ROUNDS,
+            "load_max": round(worst, 2),
+            "loaded": worst > cores,
+            "loaded_shapes": sorted(k for k, v in self.loads.items() if v > cores),
+        }
 
     def sdpa_ms(self, shape: BenchShape) -> Optional[float]:
         for m in self.measurements:
@@ -83,6 +104,11 @@ class SweepSettings(Struct, frozen=True, kw_only=True):
     budget_s: float
     target_s: float  # timing per implementation and shape, roughly
     with_torch: bool = True
+    threads: int = 0  # torch's thread count; 0: the cores this process may use
+
+
+# Rounds each route is timed in, a share of its calls in each, the order rotated per round.
+ROUNDS = 3
 
 
 def _available_bytes() -> Optional[int]:
@@ -100,14 +126,28 @@ def reference_bytes(shape: BenchShape) -> int:
     return 2 * 8 * shape.B * shape.N1 * shape.S * shape.S
 
 
-def _measure(
+class _Route(Struct, kw_only=True):
+    """A route that passed its check, with the calls left to time and the times so far."""
+
+    variant: str
+    impl: str
+    check: CaseResult
+    peak: Optional[int]
+    timed: Callable[[int], Timing]
+    reps: int
+    times: List[float] = field(default_factory=list)
+    error: str = ""
+
+
+def _check(
     variant: str,
     impl: str,
     shape: BenchShape,
     check: Callable[[], Tuple[CaseResult, Optional[float], Optional[int]]],
     timed: Callable[[int], Timing],
     target_s: float,
-) -> Measurement:
+) -> Union[Measurement, _Route]:
+    """One judged call: a Measurement when the route is not timed, else the route to time."""
     try:
         result, single_ms, peak = check()
     except RouteError as exc:
@@ -121,21 +161,35 @@ def _measure(
             check=result,
             reason=f"not timed: {result.message}",
         )
-    try:
-        timing = timed(repetitions(single_ms, target_s))
-    except RouteError as exc:
-        return Measurement(
-            variant=variant, impl=impl, shape=shape, status=ERROR, check=result, reason=str(exc)
+    reps = repetitions(single_ms, target_s)
+    return _Route(variant=variant, impl=impl, check=result, peak=peak, timed=timed, reps=reps)
+
+
+def _time_rounds(shape: BenchShape, routes: List[_Route]) -> List[Measurement]:
+    """Every route's calls in ROUNDS rounds, the order rotated each round."""
+    for turn in range(ROUNDS if routes else 0):
+        for route in routes[turn % len(routes) :] + routes[: turn % len(routes)]:
+            share = -(-route.reps // ROUNDS)
+            calls = min(share, route.reps - len(route.times))
+            if route.error or calls <= 0:
+                continue
+            try:
+                route.times += route.timed(calls).times_ms
+            except RouteError as exc:
+                route.error = str(exc)
+    return [
+        Measurement(
+            variant=r.variant,
+            impl=r.impl,
+            shape=shape,
+            status=ERROR if r.error else TIMED,
+            check=r.check,
+            timing=None if r.error else Timing(times_ms=tuple(r.times)),
+            reason=r.error,
+            peak_memory_bytes=None if r.error else r.peak,
         )
-    return Measurement(
-        variant=variant,
-        impl=impl,
-        shape=shape,
-        status=TIMED,
-        check=result,
-        timing=timing,
-        peak_memory_bytes=peak,
-    )
+        for r in routes
+    ]
 
 
 def _measure_shape(
@@ -148,10 +202,10 @@ def _measure_shape(
 ) -> List[Measurement]:
     tensors = write_inputs(shape, data)
     expected = reference(shape, tensors)
-    out: List[Measurement] = []
+    checked: List[Union[Measurement, _Route]] = []
     for variant, program in programs:
-        out.append(
-            _measure(
+        checked.append(
+            _check(
                 variant,
                 CAPI,
                 shape,
@@ -162,14 +216,14 @@ def _measure_shape(
         )
     why_not = npu.unavailable() if npu is not None else None
     if npu is not None and why_not is not None:
-        out.append(
+        checked.append(
             Measurement(
                 variant=BASELINE, impl=TORCH_NPU, shape=shape, status=NOT_RUN, reason=why_not
             )
         )
     elif npu is not None:
-        out.append(
-            _measure(
+        checked.append(
+            _check(
                 BASELINE,
                 TORCH_NPU,
                 shape,
@@ -181,8 +235,8 @@ def _measure_shape(
     if settings.with_torch:
         for impl, make in ((SDPA, routes.sdpa_call), (UNFUSED, routes.unfused_call)):
             call = make(torch, shape, tensors)
-            out.append(
-                _measure(
+            checked.append(
+                _check(
                     BASELINE,
                     impl,
                     shape,
@@ -191,7 +245,9 @@ def _measure_shape(
                     settings.target_s,
                 )
             )
-    return out
+    timed = iter(_time_rounds(shape, [c for c in checked if isinstance(c, _Route)]))
+    # in the order checked: each route's Measurement where its check left it
+    return [c if isinstance(c, Measurement) else next(timed) for c in checked]
 
 
 def run_sweep(
@@ -205,7 +261,9 @@ def run_sweep(
     """`programs`: (variant name, fa_check built against that package), the baseline first;
     `npu`: the torch_npu route (None: not asked for, as with variants only)."""
     torch = reference_torch()
-    result = SweepResult()
+    threads = settings.threads or thread_count()
+    torch.set_num_threads(threads)
+    result = SweepResult(threads=threads)
     start = time.monotonic()
     seconds_per_flop: Optional[float] = (
         None  # of the last shape measured: overheads fade as S grows
@@ -236,6 +294,13 @@ def run_sweep(
             )
             continue
         began = time.monotonic() - (npu.waited_s if npu is not None else 0.0)
+        load = os.getloadavg()[0]
+        if load > thread_count() and not any(v > thread_count() for v in result.loads.values()):
+            note(
+                f"the host is loaded: load average {load:.1f} over {thread_count()} cores; "
+                "timings taken now are slower and spread wider (results.json host.loaded)"
+            )
+        result.loads[shape.name] = load
         note(f"{shape.name}: checking against float64, then timing")
         result.measurements += _measure_shape(shape, programs, torch, data, settings, npu)
         for suffix in ("q", "k", "v", "mask", "out", "smax", "ssum", "manifest"):

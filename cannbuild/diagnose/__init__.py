@@ -24,10 +24,11 @@ from __future__ import annotations
 from typing import List
 
 from ..host.check import Check
+from ..profile.summary import summarise
 from .facts import BUILTIN_SOURCE, FA_OP, Limit, OperatorFacts, fa_checkout, operator_facts
 from .inputs import DiagnoseInputs
 from .registration import registration_checks
-from .rules import dtype_check, profile_checks, shape_checks
+from .rules import attention_checks, profile_checks
 
 __all__ = [
     "BUILTIN_SOURCE",
@@ -44,8 +45,10 @@ __all__ = [
 def diagnose(inp: DiagnoseInputs) -> List[Check]:
     facts = operator_facts(inp.vendor_dir, inp.soc, inp.checkout)
     checks = registration_checks(inp)
-    checks.append(dtype_check(inp.shape.dtype, facts, inp.soc))
-    checks += shape_checks(inp.shape, facts)
+    summary = inp.profile_summary
+    if inp.profile is not None and summary is None:
+        summary = summarise(inp.profile, timeline=False)
+    checks += attention_checks(inp.shape, summary, facts, inp.soc)
     if inp.profile is not None:
-        checks += profile_checks(inp.profile, facts, inp.soc, checks, inp.profile_summary)
+        checks += profile_checks(inp.profile, facts, inp.soc, checks, summary)
     return checks

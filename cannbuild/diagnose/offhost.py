@@ -17,7 +17,7 @@ from ..options import Options
 from ..profile.shape import AttentionShape
 from ..profile.summary import ProfileSummary
 from .facts import operator_facts
-from .rules import dtype_check, profile_checks, shape_checks
+from .rules import attention_checks, profile_checks
 
 # What the rows say the SoC is when no hardware and no --soc tell.
 ANY_SOC = "the NPU host's SoC"
@@ -59,8 +59,7 @@ def off_host_checks(
             hint="Run cannbuild diagnose on the NPU host (where the package is installed and the "
             "framework runs) for these rows.",
         ),
-        dtype_check(shape.dtype, facts, target),
     ]
-    checks += shape_checks(shape, facts)
+    checks += attention_checks(shape, summary, facts, target)
     checks += profile_checks(profile, facts, target, checks, summary, off_host=True)
     return checks

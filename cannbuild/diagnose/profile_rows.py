@@ -49,11 +49,14 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
     )
     cid = f"profile.fa_shape{i}"
     if dims is None:
+        # the shapes are there (classes are only made of calls with shapes): a 3-dim query
+        # (BSH/SBH) gives D only with the head count, which only softmax_max/lse records
         return Check(
             id=cid,
             status=WARN,
-            detail=f"{what}: D and S not readable from the shapes {c.input_shapes!r}",
-            hint="Profile at Level1 with record_shapes=True so the query's shape is recorded.",
+            detail=f"{what}: the query {c.input_shapes.split(';')[0]} does not tell D (H = N x D "
+            "and no output of this call records N)",
+            hint="Pass --heads and --head-dim of this attention to judge them.",
         )
     said = f"{dims.layout}, D={dims.D}" + (f", S={dims.S}" if dims.S else "")
     limit = facts.limits["D"]
@@ -92,11 +95,13 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
             hint=f"Shapes with D and S multiples of {AFFINE} run at the operator's best rate: "
             "pad the sequence (with a mask) or choose the head dim accordingly.",
         )
+    # only what the shapes tell: TND's T counts every sequence's tokens, so S is not known
+    known = "D and S are multiples" if dims.S else "D is a multiple"
+    unknown = "" if dims.S else f"; S is not in the shapes ({dims.layout}), not judged"
     return Check(
         id=cid,
         status=PASS,
-        detail=f"{what} ({said}): D and S are multiples of {AFFINE}, D within "
-        f"{limit.low}..{limit.high}",
+        detail=f"{what} ({said}): {known} of {AFFINE}, D within {limit.low}..{limit.high}{unknown}",
     )
 
 
@@ -104,8 +109,8 @@ def host_fallback_checks(a: Analysis) -> List[Check]:
     """One row per torch op that shows attention off the device: the cause, with time."""
     checks = []
     for i, op in enumerate((o for o in a.host_ops if o.is_fallback), 1):
-        calls = op.count if op.backend else op.host_only
-        us = op.total_us if op.backend else op.host_only_us
+        calls = op.host_only if op.judged else op.count
+        us = op.host_only_us if op.judged else op.total_us
         checks.append(
             Check(
                 id=f"profile.host{i}",

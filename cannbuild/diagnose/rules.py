@@ -4,9 +4,13 @@ unfused chain in a profile."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from msgspec.structs import replace
 
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
+from ..profile.affinity import tensors
+from ..profile.hostops import MATH_SDPA
 from ..profile.shape import AttentionShape
 from ..profile.summary import summarise
 from .facts import LAYOUTS, Limit, OperatorFacts
@@ -22,6 +26,63 @@ CALL_FUSED = (
     "Call torch_npu.npu_fusion_attention (or the model's flash-attention option) instead of "
     "matmul/softmax/matmul."
 )
+
+
+# the row each attention field is judged in
+FIELD_ROWS = {
+    "dtype": "dtype",
+    "D": "shape.head_dim",
+    "N1": "shape.heads",
+    "S": "shape.seq_len",
+    "B": "shape.batch",
+}
+
+
+def profile_shape(
+    shape: AttentionShape, summary: Optional[ProfileSummary]
+) -> Tuple[AttentionShape, Dict[str, str]]:
+    """The user's attention with what no flag gave read from the profile: the heaviest
+    unfused chain group's dtype and its Q·Kᵀ query (B, N, S, D), else the heaviest
+    FlashAttention shape class's; and per field filled, where it was read."""
+    if summary is None:
+        return shape, {}
+    a = summary.analysis
+    found: Dict[str, Optional[object]] = {}
+    where = ""
+    group = next((g for g in a.chains if g.dtype or g.dims()), None)
+    if group is not None:
+        dims = group.dims()
+        query = tensors(group.input_shapes)[0] if group.input_shapes else []
+        found = {"dtype": group.dtype, "S": dims[0] if dims else None}
+        found["D"] = dims[2] if dims else None
+        if len(query) == 4:  # (B, N, S, D)
+            found.update(B=query[0], N1=query[1])
+        where = f"the profile's unfused chains, {group.count} with inputs {group.input_shapes}"
+    else:
+        fa = next((c for c in a.fused_shapes if c.input_shapes), None)
+        if fa is not None:
+            fa_dims = fa.dims()
+            found = {"dtype": fa.dtype}
+            if fa_dims is not None:
+                found.update(D=fa_dims.D, S=fa_dims.S, N1=fa_dims.N)
+            where = f"the profile's {fa.op_type} calls, {fa.count} with inputs {fa.input_shapes}"
+    filled = {k: v for k, v in found.items() if v is not None and getattr(shape, k) is None}
+    if not filled:
+        return shape, {}
+    return replace(shape, **filled), {k: f"read from {where}" for k in filled}
+
+
+def attention_checks(
+    shape: AttentionShape, summary: Optional[ProfileSummary], facts: OperatorFacts, soc: str
+) -> List[Check]:
+    """The dtype and shape rows, of the flags given and else of the profile's shapes (a
+    row whose value the profile gave says where it was read)."""
+    shape, sources = profile_shape(shape, summary)
+    rows = {FIELD_ROWS[k]: v for k, v in sources.items()}
+    return [
+        replace(c, detail=f"{c.detail} ({rows[c.id]})") if c.id in rows else c
+        for c in (dtype_check(shape.dtype, facts, soc), *shape_checks(shape, facts))
+    ]
 
 
 def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
@@ -223,6 +284,8 @@ def _chain_checks(
         if not fused
         else []
     )
+    # SDPA calls whose kernels ran on the NPU by PyTorch's math path: these chains are theirs
+    math = sum(o.math_on_device for o in a.host_ops)
     checks = []
     # Chains are grouped by their ops, input shapes and dtypes, heaviest first; five groups show
     # the pattern, the rest are counted.
@@ -239,7 +302,7 @@ def _chain_checks(
             f"{group.count} unfused chain(s) {described} on {group.stream}, "
             f"{group.total_us:.1f} us" + (f" ({', '.join(facts_seen)})" if facts_seen else "")
         )
-        cause, fix = _cause(dtype, dims, facts, soc, registration)
+        cause, fix = _cause(dtype, dims, facts, soc, registration, math, bool(group.input_shapes))
         if off_host and cause.startswith(SEPARATE_OPS):
             cause, fix = _off_host_cause(fused)
         checks.append(
@@ -264,6 +327,8 @@ def _cause(
     facts: OperatorFacts,
     soc: str,
     registration: Sequence[Check],
+    math: int = 0,
+    shapes: bool = True,
 ) -> Tuple[str, str]:
     # Most certain cause first: an unsupported dtype or a D out of range keeps the fused op from
     # ever being picked; only then is the package's registration blamed; a Level0 profile has no
@@ -281,10 +346,18 @@ def _cause(
                 f"cause: head dim {d} is outside {_span(limit)} ({limit.source})",
                 f"Use a head dim within {_span(limit)}.",
             )
+    if math:
+        return (
+            f"cause: scaled_dot_product_attention took PyTorch's math path on the NPU ({math} "
+            f"call(s) of {MATH_SDPA} launched these kernels), not torch_npu's "
+            "npu_fusion_attention",
+            "Call torch_npu.npu_fusion_attention for this attention (torch_npu sends SDPA to it "
+            "only for the inputs it supports: check the dtype, the mask and the head dim).",
+        )
     if registration:
         first = registration[0]
         return (f"cause: registration ({first.id}: {first.detail})", first.hint or "")
-    if dtype is None and dims is None:
+    if not shapes and dtype is None:
         return (
             "cause unknown: the profile has no shapes or dtypes (Level0)",
             "Profile at Level1 (torch_npu: experimental_config profiler_level=Level1, "

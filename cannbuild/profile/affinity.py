@@ -15,6 +15,7 @@ output's second; VarLen: the query's third).
 
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional, Tuple
 
 from msgspec import Struct
@@ -62,6 +63,13 @@ class ShapeClass(Struct, frozen=True, kw_only=True):
     def dims(self) -> Optional[FaDims]:
         return fa_dims(self.op_type, self.input_shapes, self.output_shapes)
 
+    def problem(self) -> Optional[Tuple[int, int, int]]:
+        """(query size, S, D): the attention these calls computed, as an unfused chain's
+        `ChainGroup.problem` says it (None where S or D is not recorded)."""
+        dims = self.dims()
+        query = tensors(self.input_shapes)[0] if dims and dims.S else []
+        return (math.prod(query), dims.S, dims.D) if query and dims and dims.S else None
+
     def to_json(self) -> Dict[str, object]:
         data: Dict[str, object] = {
             "type": self.op_type,
@@ -77,7 +85,7 @@ class ShapeClass(Struct, frozen=True, kw_only=True):
         return data
 
 
-def _tensors(cell: str) -> List[List[int]]:
+def tensors(cell: str) -> List[List[int]]:
     """`4096,2,512;4096,2,512;;;` -> [[4096, 2, 512], [4096, 2, 512], [], [], []]; a
     segment that is not whole numbers is empty."""
     out: List[List[int]] = []
@@ -92,7 +100,7 @@ def _tensors(cell: str) -> List[List[int]]:
 def fa_dims(op_type: str, input_shapes: str, output_shapes: str) -> Optional[FaDims]:
     """D (and S, N where a tensor tells them) of one FlashAttention call, None when the
     cells hold no query shape (Level0, a trace)."""
-    inputs = _tensors(input_shapes)
+    inputs = tensors(input_shapes)
     q = inputs[0] if inputs else []
     if len(q) not in (3, 4) or min(q) <= 0:
         return None
@@ -100,9 +108,12 @@ def fa_dims(op_type: str, input_shapes: str, output_shapes: str) -> Optional[FaD
         later = inputs[GRAD_FIRST_OPTIONAL:]
         stats = next((t for t in later if len(t) in (3, 4) and t[-1] == STATS_LAST), [])
     else:
-        outputs = _tensors(output_shapes)
+        outputs = tensors(output_shapes)
         stats = outputs[0] if outputs else []
-    if stats and stats[-1] != STATS_LAST:
+        if stats and stats[-1] != STATS_LAST:
+            # FusedInferAttentionScore puts attention_out first and softmax_lse (B, N, S, 1) after
+            stats = next((t for t in outputs[1:] if len(t) == 4 and t[-1] == 1), [])
+    if stats and stats[-1] not in (STATS_LAST, 1):
         stats = []
     if len(q) == 4:
         s = stats[2] if len(stats) == 4 else None

@@ -11,6 +11,7 @@ for diagnose) and one by one, up to MAX_LISTED of them (the rest are only counte
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -91,7 +92,16 @@ class ChainGroup(Struct, frozen=True, kw_only=True):
         # A rank-1 input has no (rows, columns) to read.
         if len(q) < 2 or len(k) < 2:
             return None
-        return q[-2], k[-1], q[-1]
+        # K is recorded transposed (..., D, Skv), or as it is (..., Skv, D)
+        return q[-2], k[-1] if k[-2] == q[-1] else k[-2], q[-1]
+
+    def problem(self) -> Optional[Tuple[int, int, int]]:
+        """(query size, S, D), to be set beside fused calls of the same attention."""
+        dims = self.dims()
+        if dims is None:
+            return None
+        query = [int(x) for x in strip_quotes(self.input_shapes).split(";")[0].split(",")]
+        return math.prod(query), dims[0], dims[2]
 
     def merged(self, other: ChainGroup) -> ChainGroup:
         return replace(
@@ -255,7 +265,7 @@ class Analyzer:
         # The first fused call opens the "fused" timeline window; later ones only count.
         if "fused" in self._want_windows and category(k.op_type) == "fused":
             self._open_window("fused", st, [k])
-        done = self._matcher.step(k.stream, k, k.op_type)
+        done = self._matcher.step(k.stream, k)
         if done is not None:
             self._emit(st, done)
 

@@ -76,10 +76,17 @@ def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
         plt.close(fig)
 
 
+# the view around the attention: this much of the longest attention's span either side of it
+MARGIN = 0.3
+
+
 def timeline_figure(windows: Sequence[Window]) -> Any:
     """One panel per window (fused first), kernels as bars on a millisecond axis from the
-    window's first kernel; the panels share one time scale, so a bar's length compares
-    across them (the fused op against the chain it replaces)."""
+    window's first attention kernel; the panels share one time scale, so a bar's length
+    compares across them (the fused op against the chain it replaces), and open on the
+    attention: the longest one's span and MARGIN of it either side, the context kernels
+    cut at the edges (a window of launch gaps and long neighbours would make the chain a
+    hairline)."""
     plt = pyplot()
     ordered = sorted(windows, key=lambda w: w.kind != "fused")
     fig, axes = plt.subplots(
@@ -92,9 +99,12 @@ def timeline_figure(windows: Sequence[Window]) -> Any:
     )
     first = min(s.start_us for w in ordered for s in w.spans)
     seen = set()
+    longest = 0.0
     for ax, window in zip(axes[0], ordered):
         lift = 0
-        t0 = min(s.start_us for s in window.spans)
+        inside = [s for s in window.spans if s.attention] or list(window.spans)
+        t0 = min(s.start_us for s in inside)
+        longest = max(longest, max(s.start_us + s.dur_us for s in inside) - t0)
         colors = bar_colors(window.spans)
         for span, color in zip(window.spans, colors):
             kind = category(span.op_type)
@@ -127,14 +137,16 @@ def timeline_figure(windows: Sequence[Window]) -> Any:
             title = f"unfused: {' > '.join(s.op_type for s in members)} ({busy / 1000.0:.3f} ms)"
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(
-            f"ms from this window's first kernel, {(t0 - first) / 1000.0:.3f} ms after the first "
-            f"one shown ({window.stream})",
+            f"ms from the attention's first kernel, {(t0 - first) / 1000.0:.3f} ms after the "
+            f"first one shown ({window.stream})",
             fontsize=8,
         )
         ax.set_yticks([0.35, 0.7])
         ax.set_yticklabels(["stream", "attention"], fontsize=8)
         ax.set_ylim(0, 1.6)
         ax.grid(axis="x", alpha=0.3)
+    span_ms = max(longest, 1.0) / 1000.0
+    axes[0][0].set_xlim(-MARGIN * span_ms, (1 + MARGIN) * span_ms)  # shared by every panel
     handles, labels = [], []
     for ax in axes[0]:
         h, lab = ax.get_legend_handles_labels()

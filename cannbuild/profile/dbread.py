@@ -11,9 +11,22 @@ op_summary.py `OpSummaryDB`, compare_tools/.../npu_profiling_db_parser.py):
   outputShapes, ..., blockNum|blockDim, mixBlockNum|mixBlockDim, [opState])`: the
   compute kernels (the `blockDim` spelling before msprof's 2026-01-28 rename; `opState`
   only in some versions);
+- `COMMUNICATION_SCHEDULE_TASK_INFO(name, globalTaskId, taskType, opType)`: the AI CPU
+  kernels that schedule communication, moved out of COMPUTE_TASK_INFO (msprof
+  db_assembler.cpp), still rows of op_summary;
+- `COMMUNICATION_OP(opName, startNs, endNs, connectionId, opType, [deviceId])`: the
+  collectives (`hcom_allReduce_`), the rows op_summary adds with Task Type COMMUNICATION
+  (GenerateHcclBody); their small tasks in TASK are not op_summary rows;
 - `PYTORCH_API(startNs, endNs, globalTid, connectionId, name, inputShapes, type)`: torch
-  ops; a non-NULL connectionId is a launch to the device.
-A missing table or column is named in the error; the variants are named in the notes.
+  ops (startNs TEXT in torch_npu's schema), `type` 50001 a torch op, 50002 a task-queue
+  hop; connectionId is an id into `CONNECTION_IDS(id, connectionId)`, the op's links: a
+  CANN node launch's id (TASK.connectionId: a device launch) or, from 5 << 28 up
+  (torch_npu START_CONNECTION_ID_FWK_API), a task-queue or forward/backward link.
+So the op table, totals and shares equal the CSV export's: op_summary's rows are the
+compute tasks but those of Task Type WRITE_BACK, INVALID, HCCL_AI_CPU and COMMUNICATION
+(unless named `...AivKernel`: op_summary_assembler.cpp INVALID_TASK_TYPE), the scheduling
+kernels and the collectives.  A missing table or column is named in the error; the
+variants are named in the notes.
 """
 
 from __future__ import annotations
@@ -36,6 +49,10 @@ KERNEL_TABLES = ("STRING_IDS", "TASK", "COMPUTE_TASK_INFO")
 TASK_COLUMNS = ("globalTaskId", "startNs", "endNs", "streamId")
 COMPUTE_COLUMNS = ("globalTaskId", "name")
 OPTIONAL_STRINGS = ("opType", "taskType", "inputShapes", "inputDataTypes", "outputShapes")
+# op_summary_assembler.cpp: task types that make no op_summary row (but `...AivKernel`)
+NOT_OP_ROWS: Tuple[str, ...] = ("WRITE_BACK", "INVALID", "HCCL_AI_CPU", "COMMUNICATION")
+FWK_LINKS = 5 << 28  # torch_npu DbConstant.START_CONNECTION_ID_FWK_API
+TORCH_OP = 50001  # PYTORCH_API.type of a torch op (torch_npu ApiType.TORCH_OP)
 HINT = (
     "torch_npu writes ascend_pytorch_profiler_<rank>.db and msprof msprof_<ts>.db with these "
     "tables: pass the profiler's own file (was the export finished?)."
@@ -107,15 +124,30 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
     joins = " ".join(
         f"LEFT JOIN STRING_IDS s{i} ON s{i}.id = c.{col}" for i, col in enumerate(strings)
     )
+    keep, args = "", NOT_OP_ROWS[:0]
+    if "taskType" in strings:
+        kind = f"s{strings.index('taskType')}.value"
+        marks = ", ".join("?" * len(NOT_OP_ROWS))
+        keep = f"WHERE {kind} IS NULL OR {kind} NOT IN ({marks}) OR n.value LIKE '%AivKernel'"
+        args = NOT_OP_ROWS
     sql = (
         f"SELECT {device}, t.streamId, t.startNs, t.endNs, n.value{', ' + picks if picks else ''} "
         "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId "
-        f"LEFT JOIN STRING_IDS n ON n.id = c.name {joins} "
-        "ORDER BY 1, t.streamId, t.startNs"
+        f"LEFT JOIN STRING_IDS n ON n.id = c.name {joins} {keep}"
     )
+    if "COMMUNICATION_SCHEDULE_TASK_INFO" in tables:
+        own = {"opType": "o.value", "taskType": "k.value"}
+        sql += (
+            f" UNION ALL SELECT {device}, t.streamId, t.startNs, t.endNs, n.value"
+            + "".join(f", {own.get(col, 'NULL')}" for col in strings)
+            + " FROM COMMUNICATION_SCHEDULE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
+            " LEFT JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType"
+            " LEFT JOIN STRING_IDS k ON k.id = c.taskType"
+        )
+    sql += " ORDER BY 1, 2, 3"
     resolve = TypeResolver()
     rows = 0
-    for row in db.execute(sql):
+    for row in db.execute(sql, args):
         rows += 1
         dev, stream, start, end, name = row[:5]
         cells = dict(zip(strings, row[5:]))
@@ -137,9 +169,13 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
                 output_shapes=strip_quotes(_text(cells.get("outputShapes"))),
             )
         )
+    if "COMMUNICATION_OP" in tables:
+        rows += _collectives(path, db, analyzer, resolve)
+    else:
+        notes.append("no COMMUNICATION_OP table: no collectives in this run")
     host: Tuple[HostOp, ...] = ()
     if "PYTORCH_API" in tables:
-        host = _host_ops(db)
+        host = _host_ops(db, "CONNECTION_IDS" in tables)
     else:
         notes.append("no PYTORCH_API table: host-side torch ops not seen")
     return DbInfo(rows=rows, notes=tuple(notes), host_ops=host)
@@ -150,25 +186,75 @@ def _text(value: object) -> str:
     return "" if text == NA else text
 
 
-def _host_ops(db: sqlite3.Connection) -> Tuple[HostOp, ...]:
+def _collectives(
+    path: Path, db: sqlite3.Connection, analyzer: Analyzer, resolve: TypeResolver
+) -> int:
+    """COMMUNICATION_OP: one kernel per collective, on its device's stream-less key as the
+    CSV's HCCL rows (Stream ID N/A) have it."""
+    have = _columns(db, "COMMUNICATION_OP")
+    if not {"opName", "startNs", "endNs"} <= have:
+        raise ProfileFormatError(
+            f"{path}: table COMMUNICATION_OP has no opName, startNs or endNs column.", HINT
+        )
+    device = "c.deviceId" if "deviceId" in have else "0"
+    if device == "0" and "connectionId" in have:  # torch_npu's join: the device of its tasks
+        device = "(SELECT t.deviceId FROM TASK t WHERE t.connectionId = c.connectionId LIMIT 1)"
+    op_type = "o.value" if "opType" in have else "NULL"
+    join = "LEFT JOIN STRING_IDS o ON o.id = c.opType" if "opType" in have else ""
+    count = 0
+    for dev, start, end, name, kind in db.execute(
+        f"SELECT {device}, c.startNs, c.endNs, n.value, {op_type} FROM COMMUNICATION_OP c "
+        f"LEFT JOIN STRING_IDS n ON n.id = c.opName {join} ORDER BY 1, 2"
+    ):
+        count += 1
+        if start is None or end is None or end < start:
+            raise ProfileFormatError(
+                f"{path}: collective {count} has startNs {start!r}, endNs {end!r}: not a time "
+                "span.",
+                HINT,
+            )
+        text = str(name) if name is not None else ""
+        analyzer.add(
+            Kernel(
+                stream=f"device {0 if dev is None else dev}",
+                name=text,
+                op_type=resolve(text, _text(kind)),
+                start_us=start / 1000.0,
+                dur_us=(end - start) / 1000.0,
+                core="COMMUNICATION",
+            )
+        )
+    return count
+
+
+def _host_ops(db: sqlite3.Connection, links: bool) -> Tuple[HostOp, ...]:
     have = _columns(db, "PYTORCH_API")
     if not {"startNs", "endNs", "name"} <= have:
         return ()
     tid = "p.globalTid" if "globalTid" in have else "0"
+    # torch_npu declares PYTORCH_API.startNs/endNs TEXT: the numbers are read as integers
+    start, end = "CAST(p.startNs AS INTEGER)", "CAST(p.endNs AS INTEGER)"
+    ops = f"AND p.type = {TORCH_OP}" if "type" in have else ""
     collector = HostCollector()
     marks = ", ".join("?" for _ in WATCHED)
-    for name, start, end, thread in db.execute(
-        f"SELECT s.value, p.startNs, p.endNs, {tid} FROM PYTORCH_API p "
-        f"JOIN STRING_IDS s ON s.id = p.name WHERE s.value IN ({marks})",
+    for name, begin, finish, thread in db.execute(
+        f"SELECT s.value, {start}, {end}, {tid} FROM PYTORCH_API p "
+        f"JOIN STRING_IDS s ON s.id = p.name WHERE s.value IN ({marks}) {ops}",
         sorted(WATCHED),
     ):
-        if start is not None and end is not None and end >= start:
-            collector.op(thread, str(name), start / 1000.0, (end - start) / 1000.0)
+        if begin is not None and finish is not None and finish >= begin:
+            collector.op(thread, str(name), begin / 1000.0, (finish - begin) / 1000.0)
     if "connectionId" in have:
-        # A torch op with a connection id launched a device task (the trace's torch_to_npu flow).
-        for start, thread in db.execute(
-            f"SELECT p.startNs, {tid} FROM PYTORCH_API p WHERE p.connectionId IS NOT NULL"
+        # A torch op launched a device task when one of its links is a CANN node launch's id
+        # (below FWK_LINKS); a task-queue hop or a forward/backward pair is not a launch.
+        launch = (
+            "JOIN CONNECTION_IDS c ON c.id = p.connectionId WHERE c.connectionId < ?"
+            if links
+            else "WHERE p.connectionId < ?"
+        )
+        for begin, thread in db.execute(
+            f"SELECT DISTINCT {start}, {tid} FROM PYTORCH_API p {launch} {ops}", (FWK_LINKS,)
         ):
-            if start is not None:
-                collector.flow(thread, start / 1000.0)
+            if begin is not None:
+                collector.flow(thread, begin / 1000.0)
     return collector.result()

@@ -24,11 +24,12 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 SDPA = "aten::scaled_dot_product_attention"
+MATH_SDPA = "aten::_scaled_dot_product_attention_math"
 SDPA_BACKENDS = {
     "aten::_scaled_dot_product_efficient_attention": "PyTorch's memory-efficient SDPA kernel",
     "aten::_scaled_dot_product_flash_attention": "PyTorch's own flash SDPA kernel",
     "aten::_scaled_dot_product_flash_attention_for_cpu": "PyTorch's CPU flash SDPA kernel",
-    "aten::_scaled_dot_product_attention_math": "PyTorch's math SDPA fallback",
+    MATH_SDPA: "PyTorch's math SDPA fallback",
     "aten::_efficient_attention_forward": "PyTorch's memory-efficient attention kernel",
     "aten::_flash_attention_forward": "PyTorch's own flash attention kernel",
 }
@@ -60,8 +61,16 @@ class HostOp(Struct, frozen=True, kw_only=True):
 
     @property
     def is_fallback(self) -> bool:
-        """A cause worth reporting: a foreign SDPA backend, or calls that stayed on the host."""
-        return bool(self.backend) or (self.judged and self.host_only > 0)
+        """Attention computed on the host: calls that launched nothing on the device (where
+        the flows tell), else any call of an SDPA backend that is not torch_npu's.  A math
+        SDPA whose kernels ran on the NPU is no fallback: its kernels are the unfused chains
+        (math_on_device), one cause, said there."""
+        return self.host_only > 0 if self.judged else bool(self.backend)
+
+    @property
+    def math_on_device(self) -> int:
+        """Calls of PyTorch's math SDPA that launched their MatMul/Softmax on the device."""
+        return self.count - self.host_only if self.name == MATH_SDPA and self.judged else 0
 
     def merged(self, other: HostOp) -> HostOp:
         return replace(
@@ -74,6 +83,10 @@ class HostOp(Struct, frozen=True, kw_only=True):
         )
 
     def cause(self) -> str:
+        if self.backend and self.judged:
+            return (
+                f"SDPA ran {self.backend} ({self.name}) on the host: attention computed on the CPU"
+            )
         if self.backend:
             return (
                 f"SDPA ran {self.backend} ({self.name}), not torch_npu's npu_fusion_attention "

@@ -26,72 +26,41 @@ NA = "N/A"
 # between Mul and Softmax) and timeline_fusion_ops.yaml (npu_fusion_attention's aten patterns
 # `matmul-(add){0,1}-(mul){0,1}-(masked_fill_|add){0,1}-softmax-(dropout){0,1}-matmul`); the
 # type names are the ones the ops repos register (hicann/ops-nn, ops-math, ops-transformer
-# OP_ADD: BatchMatMulV3, MatMulV3, ScaledMaskedSoftmaxV2, DropOutDoMaskV3, ...).
-MATMUL = frozenset(
-    {
-        "MatMul",
-        "MatMulV2",
-        "MatMulV3",
-        "BatchMatMul",
-        "BatchMatMulV2",
-        "BatchMatMulV3",
-        "TransposeBatchMatMul",
-    }
-)
+# OP_ADD: BatchMatMulV3, MatMulV3, ScaledMaskedSoftmaxV2, DropOutDoMaskV3, ...).  Which kernels
+# sit between the two MatMuls is decided by structure in chains.py; the families below only
+# say what an op can be there when the profile records no shapes (Level0, a trace).
+MATMUL = frozenset({
+    "MatMul", "MatMulV2", "MatMulV3", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
+    "TransposeBatchMatMul"
+})  # fmt: skip
 # [Softmax, SoftmaxV2] in the pass; GE-era graphs fuse scale and mask into ScaledMaskedSoftmax
 # (`ScaledMaskedSoftmax98` in msprof-analyze's unfused sample).
-SOFTMAX = frozenset(
-    {
-        "Softmax",
-        "SoftmaxV2",
-        "ScaledMaskedSoftmax",
-        "ScaledMaskedSoftmaxV2",
-        "MaskedSoftmaxWithRelPosBias",
-    }
-)
+SOFTMAX = frozenset({
+    "Softmax", "SoftmaxV2", "ScaledMaskedSoftmax", "ScaledMaskedSoftmaxV2",
+    "MaskedSoftmaxWithRelPosBias"
+})  # fmt: skip
 # Between the first MatMul and the Softmax: the scale (`Mul`/`Muls`, or a division by sqrt(D)) and
 # the mask (the additive `scores + mask`, or masked_fill, which runs as MaskedFill or Select).
-SCALE_MASK = frozenset(
-    {
-        "Mul",
-        "Muls",
-        "RealDiv",
-        "Div",
-        "DivV2",
-        "Add",
-        "Adds",
-        "Sub",
-        "MaskedFill",
-        "Select",
-        "SelectV2",
-    }
+SCALE_MASK = frozenset({
+    "Mul", "Muls", "RealDiv", "Div", "DivV2", "Add", "Adds", "Sub", "MaskedFill", "Select",
+    "SelectV2"
+})  # fmt: skip
+# Dropout on the probabilities: torch_npu runs F.dropout as a mask kernel (DropOutGenMaskV3, or
+# StatelessDropOutGenMask) and DropOutDoMaskV3 on the compute stream; GE graphs as DropOutDoMask.
+_DROPOUT = re.compile(r"^(Stateless)?Drop[Oo]ut")
+# Views, copies and dtype or layout changes of an operand, anywhere in the chain: the causal mask's
+# slice `causal_mask[:, :, :, :kv_len]` made contiguous (StridedSliceD, or ViewCopy in newer
+# torch_npu), V as a strided view (`AsStrided93` in msprof-analyze's real unfused sample), the
+# Casts around an fp32 softmax (transformers' `softmax(..., dtype=torch.float32).to(q.dtype)`),
+# GQA's repeat_kv (an expand made contiguous) and GE's TransData.
+_VIEW = re.compile(
+    r"^(Strided)?Slice|^(View)?Copy$|^TensorMove$|^Identity$|^AsStrided|^Transpose|^Confusion"
+    r"Transpose|^TransData|^Cast$|^Reshape$|^Contiguous$|^BroadcastTo|^Expand|^Tile$|Squeeze$"
 )
-# Between the Softmax and the second MatMul: dropout on the probabilities.
-DROPOUT = frozenset({"DropOutDoMask", "DropOutDoMaskV3", "DropOutDoMaskV3D", "DropOutV3"})
-# Anywhere in the chain: views and layout or dtype changes of the operands (the V operand's
-# `AsStrided93` sits between DropOutDoMask100 and BatchMatMul101 in msprof-analyze's real
-# unfused sample; autocast runs Softmax in fp32 between two Casts).
-VIEW = frozenset(
-    {
-        "AsStrided",
-        "Transpose",
-        "TransposeD",
-        "TransposeV2",
-        "ConfusionTransposeD",
-        "Reshape",
-        "ViewCopy",
-        "Contiguous",
-        "TransData",
-        "Cast",
-        "TensorMove",
-        "Identity",
-        "BroadcastTo",
-        "ExpandDims",
-        "Squeeze",
-        "Unsqueeze",
-    }
-)
-BETWEEN = SCALE_MASK | DROPOUT | VIEW
+# Kernels of a backward pass (SoftmaxGrad, DropOutDoMaskGrad, MatMul's grads run as plain MatMuls):
+# an attention chain is forward work.
+_BACKWARD = re.compile(r"Grad(V\d)?$|Grad[A-Z]|Backward")
+BETWEEN = frozenset({"scale", "dropout", "view"})
 # The inference op whose type lacks "flashattention" but which fuses attention all the same.
 FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 
@@ -99,22 +68,10 @@ FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 # one the ops repos register (hicann/ops-math c41933244c, ops-nn e5c3fa9327, ops-transformer
 # 05c401f9d: OP_ADD): a GE node name is never split inside them (`Relu6` stays Relu6, `Relu612` is
 # Relu6 node 12, `SplitV3` is SplitV node 3).
-OWN_DIGIT_TYPES = frozenset(
-    {
-        "AccumulateNv2",
-        "Atan2",
-        "Expm1",
-        "ForeachExpm1",
-        "ForeachLog10",
-        "ForeachLog2",
-        "MatmulFp32",
-        "Pow2",
-        "Relu6",
-        "LambNextMV",
-        "SplitV",
-        "SwinTransformerLnQKV",
-    }
-)
+OWN_DIGIT_TYPES = frozenset({
+    "AccumulateNv2", "Atan2", "Expm1", "ForeachExpm1", "ForeachLog10", "ForeachLog2",
+    "MatmulFp32", "Pow2", "Relu6", "LambNextMV", "SplitV", "SwinTransformerLnQKV"
+})  # fmt: skip
 # GE node names: the op type followed by the node's number (`BatchMatMul96`, `ReduceSum7`).  The
 # same repos register 215 types that end in a digit: all but the ones above end in a one-digit
 # version suffix `V<n>` (none has `V10` or more), so the first digit after such a `V` belongs to
@@ -137,23 +94,25 @@ def is_fused_attention(op_type: str) -> bool:
 def category(op_type: str) -> str:
     """fused | matmul | softmax | between | other (for charts)."""
     found = role(op_type)
-    return "between" if found in ("scale", "dropout", "view") else found
+    return "between" if found in BETWEEN else "other" if found == "backward" else found
 
 
 def role(op_type: str) -> str:
-    """What an op can be in an unfused attention chain: fused | matmul | softmax | scale
-    | dropout | view | other."""
+    """What an op can be in an unfused attention chain: fused | backward | matmul | softmax
+    | scale | dropout | view | other."""
     if is_fused_attention(op_type):
         return "fused"
+    if _BACKWARD.search(op_type):
+        return "backward"
     if op_type in MATMUL:
         return "matmul"
     if op_type in SOFTMAX:
         return "softmax"
     if op_type in SCALE_MASK:
         return "scale"
-    if op_type in DROPOUT:
+    if _DROPOUT.match(op_type):
         return "dropout"
-    if op_type in VIEW:
+    if _VIEW.search(op_type):
         return "view"
     return "other"
 

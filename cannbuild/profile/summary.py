@@ -85,26 +85,35 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         return max(self.ranks, key=lambda r: r.analysis.total_us) if self.ranks else None
 
     def opportunity(self) -> Dict[str, object]:
-        """What the unfused chains cost, and what the fused op would save at the rate it
-        ran at in the same profile (when it ran)."""
+        """What the unfused chains cost, and what they would cost as the forward fused calls
+        of the same attention (query size, S, D) that ran in this profile: no estimate for
+        chains that have none (`matched_chains` says how many had)."""
         a = self.analysis
         total = a.chain_total_us
-        result: Dict[str, object] = {
+        rates: Dict[object, List[float]] = {}
+        for c in a.fused_shapes:
+            key = c.problem() if direction(c.op_type) == "forward" else None
+            if key is not None:
+                rate = rates.setdefault(key, [0, 0.0])
+                rate[0] += c.count
+                rate[1] += c.total_us
+        matched, fused_us, saving = 0, 0.0, 0.0
+        for group in a.chains:
+            found = rates.get(group.problem())
+            if found:
+                mean = found[1] / found[0]
+                matched += group.count
+                fused_us += group.count * mean
+                saving += group.total_us - group.count * mean
+        return {
             "chains_us": round(total, 3),
             "share": round(total / a.total_us, 4) if a.total_us else 0.0,
-            "fused_mean_us": None,
-            "estimated_saving_us": None,
+            "matched_chains": matched,
+            "fused_mean_us": round(fused_us / matched, 3) if matched else None,
+            # negative where the fused calls of that shape ran slower here
+            "estimated_saving_us": round(saving, 3) if matched else None,
+            "said": _saving_said(matched, fused_us / max(matched, 1), saving, a.chain_count),
         }
-        # The backward pass (FlashAttentionScoreGrad) does other work; only forward calls set the
-        # rate a chain would run at fused.
-        fused = [f for f in a.fused if not f.op_type.endswith("Grad")]
-        if fused and a.chain_count:
-            mean = sum(f.total_us for f in fused) / sum(f.count for f in fused)
-            result["fused_mean_us"] = round(mean, 3)
-            # The saving: what the chains took, less as many fused calls at the fused op's mean
-            # duration; never below zero.
-            result["estimated_saving_us"] = round(max(total - a.chain_count * mean, 0.0), 3)
-        return result
 
     def to_json(self) -> Dict[str, Any]:
         """`profile --json`: exactly the documented schema (ops sorted by total_us;
@@ -190,6 +199,24 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         data["kernels"] = a.kernels
         data["notes"] = list(self.notes)
         return data
+
+
+def _saving_said(matched: int, mean: float, saving: float, chains: int) -> str:
+    """What fusing would save, against fused calls of the same shape only, in words."""
+    if not matched:
+        return (
+            "no FlashAttention call of the same shape (query size, S, D) ran in this profile, "
+            "so no saving is estimated"
+        )
+    text = f"{matched} of them set beside FlashAttention calls of the same shape here ({mean:.1f} us per call): "
+    text += (
+        f"fusing them would save about {saving:.1f} us"
+        if saving >= 0.05
+        else f"the fused calls were no faster ({-saving:.1f} us more)"
+    )
+    if matched < chains:
+        text += f"; {chains - matched} have no fused call of their shape to compare with"
+    return text
 
 
 def direction(op_type: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from .. import ui
-from ..errors import UsageError
+from ..errors import NothingTimed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
 from ._config import Context
@@ -112,29 +112,39 @@ def bench(
     )
     built = bench_variants.build_variants(session, specs, os.environ, ui.note) if specs else []
     outcome = bench_run.run_bench(session, request, built, ui.note)
-    if json:
-        ui.print_json(outcome.results)
-        return
     data = outcome.results
-    timed = [r for r in data["results"] if r["status"] == "timed"]
-    for line in bench_report.not_timed_lines(data):
-        ui.note(line)
-    # the shapes left out, by reason (the budget, a layout the operator lacks): each shape in report.md
-    reasons: Dict[str, int] = {}
-    for n in data["not_run"]:
-        reasons[n["reason"]] = reasons.get(n["reason"], 0) + 1
-    left = "; ".join(f"{count}: {reason}" for reason, count in list(reasons.items())[:2])
-    left += "; ... (each shape's reason: report.md)" if len(reasons) > 2 else ""
-    print(
-        f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
-        f"{len(data['not_run'])} shapes left out" + (f" ({left})" if left else "")
-    )
-    if data["charts_missing"]:
-        print(f"no charts: {data['charts_missing']}")
-    for chart in data["charts"]:
-        print(f"chart ({chart['kind']}, {chart['group']}): {outcome.out / chart['file']}")
-    print(f"results: {outcome.out / 'results.json'}")
-    print(f"report: {outcome.out / 'report.md'}")
+    if json:
+        ui.print_json(data)
+    else:
+        timed = [r for r in data["results"] if r["status"] == "timed"]
+        for line in bench_report.not_timed_lines(data):
+            ui.note(line)
+        # the shapes left out, by reason (the budget, a layout the operator lacks): each
+        # shape's in report.md
+        reasons: Dict[str, int] = {}
+        for n in data["not_run"]:
+            reasons[n["reason"]] = reasons.get(n["reason"], 0) + 1
+        left = "; ".join(f"{count}: {reason}" for reason, count in list(reasons.items())[:2])
+        left += "; ... (each shape's reason: report.md)" if len(reasons) > 2 else ""
+        print(
+            f"bench: {len(data['shapes'])} shapes, {len(timed)} timings in {data['sweep_s']:.0f} s; "
+            f"{len(data['not_run'])} shapes left out" + (f" ({left})" if left else "")
+        )
+        if data["charts_missing"]:
+            print(f"no charts: {data['charts_missing']}")
+        for chart in data["charts"]:
+            print(f"chart ({chart['kind']}, {chart['group']}): {outcome.out / chart['file']}")
+        print(f"results: {outcome.out / 'results.json'}")
+        print(f"report: {outcome.out / 'report.md'}")
+    if not bench_report.flashattention_timed(data["results"]):
+        why = [line for line in bench_report.not_timed_lines(data) if " baseline capi " in line]
+        raise NothingTimed(
+            f"bench: FlashAttention was timed on no shape ({why[0] if why else 'no shape ran'}); "
+            f"results in {outcome.out / 'results.json'}.",
+            "Every call failed before it could be timed: a package built for another SoC does "
+            "so (cannbuild doctor names this host's; rebuild with --soc), then rerun "
+            "cannbuild validate.",
+        )
 
 
 def _compare(old: Optional[str], new: Optional[str], as_json: bool) -> None:

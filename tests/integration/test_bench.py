@@ -115,14 +115,19 @@ def test_bench_on_a_fresh_workspace_builds_it_first_and_then_finds_it_up_to_date
     assert cli.stamp("ops-transformer-install")["finished"] == installed
 
 
-def test_a_wrong_kernel_is_judged_and_left_out_of_the_timings(cli, tmp_path):
+def test_a_wrong_kernel_is_judged_left_out_of_the_timings_and_the_run_fails(cli, tmp_path):
     """A package whose FlashAttention squares the softmax scale: its output fails the check,
-    so it is listed with the reason and never timed; the torch routes still are."""
+    so it is listed with the reason and never timed; the torch routes still are, and a run
+    that timed FlashAttention on no shape exits 5 naming why, its results written."""
     env = cli.env(CANNBUILD_SANDBOX_FAULT="fa-wrong-scale")
     assert cli("install", env=env).returncode == 0
     out = tmp_path / "out"
     proc = cli("bench", "--shapes", "N8S128D64", "--out", str(out), env=env)  # no rebuild
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 5, proc.stderr
+    assert "FlashAttention was timed on no shape (not timed: baseline capi on" in " ".join(
+        proc.stderr.split()
+    )
+    assert "Traceback" not in proc.stderr
     data = json.loads((out / "results.json").read_text())
     same_kernel = ["capi", "torch_npu"] if HAS_TORCH_NPU else ["capi"]
     for impl in same_kernel:  # torch_npu reaches the same wrong kernel

@@ -3,6 +3,7 @@ line; checked through matplotlib's own objects (titles, lines, shaded areas), no
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from cannbuild.bench import charts
@@ -46,18 +47,43 @@ def _figure(kind: str, value: str, emulated: bool):
     return charts.figure(title, kind, lines, kind == "speedup")
 
 
-def test_the_spread_is_the_interquartile_range_of_the_timings():
+def test_the_error_bars_are_the_interquartile_range_of_the_timings():
     group = charts.series(_result(), "speedup")["fp32 BNSD B1 N8/2 D64"]
     (point, _) = sorted(group[LABELS[CAPI]])
     # SDPA 4.0 ms against the C API's median 2.0 ms, quartiles 1.5 and 2.5 ms
     assert (point.value, point.low, point.high) == pytest.approx((2.0, 4.0 / 2.5, 4.0 / 1.5))
     fig = _figure("speedup", "speedup", emulated=False)
-    from matplotlib.collections import PolyCollection
+    from matplotlib.collections import LineCollection
 
-    shaded = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
-    assert len(shaded) == 1  # the C API's band; SDPA's own flat times have none here
-    ys = shaded[0].get_paths()[0].vertices[:, 1]
-    assert min(ys) == pytest.approx(4.0 / 2.5) and max(ys) == pytest.approx(4.0 / 1.5)
+    (bars,) = [c for c in fig.axes[0].collections if isinstance(c, LineCollection)]
+    spans = sorted((min(seg[:, 1]), max(seg[:, 1])) for seg in bars.get_segments())
+    assert spans[0] == pytest.approx((4.0 / 2.5, 4.0 / 1.5))
+
+
+def test_lines_of_equal_values_stay_apart_with_their_own_markers():
+    # the C API at exactly SDPA's speed: its points must not hide under SDPA's
+    out = _result()
+    out.measurements = [
+        msgspec.structs.replace(m, timing=Timing(times_ms=(4.0, 4.0, 4.0)))
+        for m in out.measurements
+    ]
+    _group, lines = next(iter(charts.series(out, "tflops").items()))
+    ax = charts.figure("t", "TFLOP/s", lines, False).axes[0]
+    drawn = [bars.lines[0] for bars in ax.containers]  # each errorbar's data line
+    assert len(drawn) == 2 and drawn[0].get_marker() != drawn[1].get_marker()
+    assert list(drawn[0].get_xdata()) != list(drawn[1].get_xdata())
+
+
+def test_a_group_of_one_shape_is_a_bar_per_implementation_with_its_error_bar():
+    out = _result()
+    out.measurements = [m for m in out.measurements if m.shape.S == 128]
+    _group, lines = next(iter(charts.series(out, "tflops").items()))
+    ax = charts.figure("t", "TFLOP/s", lines, False).axes[0]
+    heights = sorted(round(b.get_height(), 6) for b in ax.patches)
+    assert heights == sorted(round(p[0].value, 6) for p in lines.values()) and len(heights) == 2
+    names = [t.get_text() for t in ax.get_xticklabels()]
+    assert names == ["FlashAttention\n(C API)", "torch SDPA"]
+    assert "interquartile range" in ax.get_xlabel()
 
 
 def test_a_speedup_chart_draws_the_1_0_line_and_a_throughput_chart_does_not():

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from reference import reference_torch
 
-from cannbuild.bench.shapes import default_dims, parse_shapes, sweep
+from cannbuild.bench.report import flashattention_timed
+from cannbuild.bench.routes import RouteError
+from cannbuild.bench.shapes import bench_shape, default_dims, parse_shapes, sweep
+from cannbuild.bench.sweep import (
+    BASELINE,
+    SweepResult,
+    SweepSettings,
+    _Route,
+    _time_rounds,
+    run_sweep,
+)
 from cannbuild.bench.timing import Timing, repetitions
 from cannbuild.bench.variants import parse_variants
 from cannbuild.errors import UsageError
+from cannbuild.validate.cases import CaseResult
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,3 +86,77 @@ def test_a_bad_variant_is_one_paragraph_naming_it(flags, message, tmp_path):
     with pytest.raises(UsageError) as err:
         parse_variants(None, flags, tmp_path)
     assert message in err.value.paragraph()
+
+
+def _route(name: str, reps: int, order: list, fail_at: int = -1) -> _Route:
+    def timed(calls: int) -> Timing:
+        order.append(name)
+        if len(order) == fail_at:
+            raise RouteError("the device was lost")
+        return Timing(times_ms=tuple(1.0 for _ in range(calls)))
+
+    check = CaseResult(case=bench_shape("fp32", "BNSD", 1, 8, 8, 128, 64, False), status="PASS")
+    return _Route(variant=BASELINE, impl=name, check=check, peak=None, timed=timed, reps=reps)
+
+
+def test_every_route_is_timed_in_rounds_in_turn_so_load_falls_on_all_of_them():
+    order: list = []
+    shape = bench_shape("fp32", "BNSD", 1, 8, 8, 128, 64, False)
+    routes = [_route("capi", 25, order), _route("sdpa", 3, order), _route("unfused", 10, order)]
+    done = _time_rounds(shape, routes)
+    assert order == [
+        "capi",
+        "sdpa",
+        "unfused",
+        "sdpa",
+        "unfused",
+        "capi",
+        "unfused",
+        "capi",
+        "sdpa",
+    ]
+    assert [len(m.timing.times_ms) for m in done] == [25, 3, 10]
+    # a route whose call fails mid-way is an error, the others are still timed
+    order.clear()
+    routes = [_route("capi", 9, order, fail_at=4), _route("sdpa", 9, order)]
+    capi, sdpa = _time_rounds(shape, routes)
+    assert (capi.status, capi.reason, capi.timing) == ("error", "the device was lost", None)
+    assert sdpa.status == "timed" and len(sdpa.timing.times_ms) == 9
+
+
+def test_the_host_conditions_are_recorded_and_a_load_past_the_cores_is_loaded():
+    cores = len(os.sched_getaffinity(0))
+    calm = SweepResult(threads=cores, loads={"a": 0.0}).host_json()
+    assert calm == {
+        "cores": cores,
+        "torch_threads": cores,
+        "rounds": 3,
+        "load_max": 0.0,
+        "loaded": False,
+        "loaded_shapes": [],
+    }
+    busy = SweepResult(threads=cores, loads={"a": 0.0, "b": cores + 1.5}).host_json()
+    assert busy["loaded"] and busy["loaded_shapes"] == ["b"]
+
+
+def test_a_run_with_no_flashattention_timing_is_told_apart():
+    def row(impl, status):
+        return {"variant": "baseline", "impl": impl, "status": status}
+
+    assert flashattention_timed([row("capi", "timed"), row("sdpa", "timed")])
+    assert not flashattention_timed(
+        [row("capi", "excluded"), row("torch_npu", "not run"), row("sdpa", "timed")]
+    )
+
+
+def test_the_sweep_sets_torchs_thread_count_for_the_whole_run(tmp_path):
+    torch = reference_torch()
+    before = torch.get_num_threads()
+    try:
+        settings = SweepSettings(budget_s=1.0, target_s=0.1, threads=1)
+        result = run_sweep([], [], tmp_path, settings, lambda line: None)
+        assert (result.threads, torch.get_num_threads()) == (1, 1)
+        default = run_sweep([], [], tmp_path, SweepSettings(budget_s=1.0, target_s=0.1), print)
+        assert default.threads == len(os.sched_getaffinity(0)) == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 import pytest
+from llamaprofile import Llama, analyse, generate
 
-from cannbuild.diagnose import BUILTIN_SOURCE, DiagnoseInputs, diagnose
+from cannbuild.diagnose import BUILTIN_SOURCE, DiagnoseInputs, diagnose, operator_facts
+from cannbuild.diagnose.profile_rows import fa_shape_checks
 from cannbuild.errors import UsageError
 from cannbuild.host.check import Check
 from cannbuild.profile.shape import AttentionShape, shape_from_flags
@@ -322,3 +325,76 @@ def test_a_level0_profile_has_no_shapes_and_says_how_to_get_them(tmp_path):
 def test_a_profile_without_chains_passes(tmp_path):
     check = row(diagnose(inputs(tmp_path, profile=FIX / "msprof")), "profile")
     assert check.status == "pass" and "fused attention ran 2 times" in check.detail
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory) -> Dict[str, Path]:
+    root = tmp_path_factory.mktemp("llama")
+    one = replace(Llama(), ranks=1)
+    return {
+        "eager": generate(root / "eager", one, formats=("csv",))["csv"],
+        "math": generate(root / "math", replace(one, attention="sdpa_math"), formats=("db",))["db"],
+    }
+
+
+def test_the_dtype_and_shape_rows_are_read_from_the_profile_where_no_flag_gives_them(
+    tmp_path, llama
+):
+    checks = diagnose(inputs(tmp_path, profile=llama["eager"]))
+    read = "read from the profile's unfused chains, 4 with inputs 2,16,1024,128;2,16,128,1024"
+    for cid, said in (
+        ("dtype", "bf16 is supported"),
+        ("shape.head_dim", "head dim 128 is within"),
+        ("shape.heads", "16 query heads"),
+        ("shape.seq_len", "sequence length 1024"),
+        ("shape.batch", "batch 2"),
+    ):
+        check = row(checks, cid)
+        assert check.status == "pass" and said in check.detail and read in check.detail, cid
+    # a flag wins, and its row does not claim the profile
+    flagged = row(
+        diagnose(inputs(tmp_path, AttentionShape(D=72), profile=llama["eager"])),
+        "shape.head_dim",
+    )
+    assert "head dim 72" in flagged.detail and "read from" not in flagged.detail
+
+
+def test_sdpa_on_the_math_path_on_the_npu_is_one_cause_not_a_host_fallback(tmp_path, llama):
+    checks = diagnose(inputs(tmp_path, profile=llama["math"]))
+    chain = row(checks, "profile.chain1")
+    assert "math path on the NPU (4 call(s) of aten::_scaled_dot_product_attention_math" in (
+        chain.detail
+    )
+    assert "npu_fusion_attention" in (chain.hint or "")
+    assert not [c for c in checks if c.id.startswith("profile.host")]
+
+
+def fused(op_type: str, inputs_: str, outputs: str):
+    """Two calls of one fused op with these shapes, 50 us each."""
+    return analyse([(op_type, inputs_, outputs)] * 2, dur_us=50.0, dtype="FLOAT16")
+
+
+def test_recorded_shapes_never_get_the_level1_advice_and_tnd_claims_no_s(tmp_path):
+    facts = operator_facts(None, SOC, tmp_path / "none")
+    # FusedInferAttentionScore, BSH: softmax_lse (B, N, S, 1) gives N, so D = 4088 / 8 = 511
+    (with_lse,) = fa_shape_checks(
+        fused(
+            "FusedInferAttentionScore",
+            "1,1024,4088;1,1024,4088;1,1024,4088",
+            "1,1024,4088;1,8,1024,1",
+        ),
+        facts,
+    )
+    assert "D=511, S=1024" in with_lse.detail and "Level1" not in (with_lse.hint or "")
+    # without softmax_lse the query does not tell D: said so, no advice to record shapes
+    (no_lse,) = fa_shape_checks(
+        fused("FusedInferAttentionScore", "1,1024,4088;1,1024,4088", "1,1024,4088"),
+        facts,
+    )
+    assert "does not tell D" in no_lse.detail and "Level1" not in (no_lse.hint or "")
+    (tnd,) = fa_shape_checks(
+        fused("FlashAttentionVarLenScore", "8192,16,128;8192,16,128", "8192,16,8"),
+        facts,
+    )
+    assert tnd.status == "pass" and "D is a multiple of 128" in tnd.detail
+    assert "S is not in the shapes (TND)" in tnd.detail and "D and S" not in tnd.detail

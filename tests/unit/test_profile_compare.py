@@ -3,15 +3,23 @@ real-shaped samples under fixtures/profiler (see their .source notes)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import random
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+from llamaprofile import Llama, generate
+
+from cannbuild.bench.compare import compare_results, load_results
 from cannbuild.profile.summary import summarise
 
 from clirun import cannbuild as cli
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
+BENCH = FIX.parent / "bench"
 # before: two unfused chains (BatchMatMul > Mul > ScaledMaskedSoftmax > DropOutDoMask >
 # BatchMatMul, 449.64 us); after: FlashAttentionScore and its Grad, no chain.
 BEFORE = FIX / "torch_npu_2.5_level1"
@@ -25,7 +33,7 @@ def test_profile_compare_gives_the_verdict_and_each_op_types_delta(tmp_path):
     after_fa = summarise(AFTER, timeline=False).analysis
     fused_us = sum(f.total_us for f in after_fa.fused if not f.op_type.endswith("Grad"))
     assert data["verdict"].startswith(
-        f"unfused chains 2 -> 0, attention time 450 us -> {fused_us:.0f} us"
+        f"unfused chains 2 -> 0, forward attention time 450 us -> {fused_us:.0f} us"
     )
     b, a = data["attention"]["before"], data["attention"]["after"]
     assert (b["unfused_chains"], b["unfused_us"], b["fused_calls"]) == (2, 449.64, 0)
@@ -36,6 +44,39 @@ def test_profile_compare_gives_the_verdict_and_each_op_types_delta(tmp_path):
     assert ops["FlashAttentionScore"]["before_count"] == 0
     deltas = [abs(o["delta_us"]) for o in data["ops"]]
     assert deltas == sorted(deltas, reverse=True)
+
+
+def test_eager_llama_against_the_same_model_with_flashattention_gives_the_true_counts_and_times(
+    tmp_path,
+):
+    before = generate(tmp_path / "eager", replace(Llama(), ranks=1), formats=("csv",))["csv"]
+    after = generate(tmp_path / "fa", replace(Llama(), ranks=1, attention="flash"))["db"]
+    proc = cli("profile", "--compare", str(before), str(after), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    # the truth, from the rows of the forward pass: from each Q·Kᵀ (its query and key shapes)
+    # to the P·V after it
+    with open(next(before.rglob("kernel_details.csv")), newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Stream ID"] == "2"]
+    rows = rows[: next(i for i, r in enumerate(rows) if r["Type"] == "NLLLoss")]
+    truth, inside = [], False
+    for r in rows:
+        shapes = r["Input Shapes"].strip('"')
+        inside = inside or shapes == "2,16,1024,128;2,16,128,1024"
+        if inside:
+            truth.append(float(r["Duration(us)"]))
+        inside = inside and shapes != "2,16,1024,1024;2,16,1024,128"
+    assert len(truth) == 4 * 10
+    b, a = data["attention"]["before"], data["attention"]["after"]
+    (fa,) = [o for o in data["ops"] if o["type"] == "FlashAttentionScore"]
+    assert (b["unfused_chains"], a["unfused_chains"]) == (4, 0)
+    assert a["attention_us"] == fa["after_us"] and fa["after_count"] == 4
+    assert b["attention_us"] == pytest.approx(sum(truth), abs=0.01)
+    assert b["attention_us"] > 4 * a["attention_us"]  # the fused call is far faster
+    assert data["verdict"].startswith(
+        f"unfused chains 4 -> 0, forward attention time {b['attention_us']:.0f} us -> "
+        f"{a['attention_us']:.0f} us, fused calls 0 -> 8"
+    )
 
 
 def test_profile_compare_table_ends_with_the_verdict(tmp_path):
@@ -50,40 +91,109 @@ def test_profile_compare_with_a_missing_profile_is_exit_2(tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
-def _bench(path: Path, medians: dict) -> Path:
+def _bench(path: Path, times: dict, sha: str = "ab" * 32, loaded: tuple = ()) -> Path:
     rows = [
         {
             "variant": "baseline",
             "impl": impl,
             "shape": shape,
             "status": "timed" if ms else "not run",
-            "timing": {"median_ms": ms} if ms else None,
+            "timing": {"times_ms": list(ms), "median_ms": sorted(ms)[len(ms) // 2]} if ms else None,
         }
-        for (impl, shape), ms in medians.items()
+        for (impl, shape), ms in times.items()
     ]
-    path.write_text(json.dumps({"schema": "cannbuild-bench/1", "results": rows}))
+    host = {"loaded": bool(loaded), "loaded_shapes": list(loaded)}
+    data = {
+        "schema": "cannbuild-bench/1",
+        "results": rows,
+        "package": {"sha256": sha},
+        "host": host,
+    }
+    path.write_text(json.dumps(data))
     return path
 
 
-def test_bench_compare_matches_rows_and_says_what_got_faster(tmp_path):
+def _spread(median: float, n: int, width: float = 0.04, seed: int = 0) -> list:
+    """n timings around a median, the middle half within +-width/2 of it."""
+    rng = random.Random(seed)
+    return [median * (1 + width * (rng.random() - 0.5) * 2) for _ in range(n)]
+
+
+def test_bench_compare_judges_distributions_and_says_how_many_samples_back_each_verdict(
+    tmp_path,
+):
+    s = "N8S1024D64"
     old = _bench(
         tmp_path / "old.json",
-        {("capi", "N8S1024D64"): 2.0, ("sdpa", "N8S1024D64"): 4.0, ("capi", "N8S2048D64"): 8.0},
+        {
+            ("capi", s): _spread(2.0, 25, seed=1),
+            ("sdpa", s): _spread(4.0, 25, seed=2),
+            ("torch_npu", s): [1.0, 1.01, 0.99],
+            ("unfused", s): [1.0, 3.0, 0.5, 9.0, 0.2, 4.0, 2.0],
+            ("capi", "N8S2048D64"): _spread(8.0, 5),
+            ("capi", "N8S256D64"): _spread(1.0, 25, width=0.01, seed=5),
+            ("sdpa", "N8S512D64"): _spread(1.0, 25, seed=6),
+        },
     )
     new = _bench(
         tmp_path / "new.json",
-        {("capi", "N8S1024D64"): 1.0, ("sdpa", "N8S1024D64"): 4.1, ("capi", "N8S4096D64"): 30.0},
+        {
+            ("capi", s): _spread(1.0, 25, seed=3),  # twice as fast, every call
+            ("sdpa", s): _spread(4.0, 25, seed=4),  # the same distribution
+            ("torch_npu", s): [0.5, 0.51, 0.49],  # 3 vs 3: no rank test can tell
+            ("unfused", s): [1.0, 3.0, 0.5, 9.0, 0.2, 4.0, 0.1],  # spread too wide to read
+            ("capi", "N8S4096D64"): _spread(30.0, 5),
+            # 5% slower, every call: a real difference, but what two runs of one build differ by
+            ("capi", "N8S256D64"): _spread(1.05, 25, width=0.01, seed=7),
+            ("sdpa", "N8S512D64"): _spread(2.0, 25, seed=8),  # twice as slow, on a loaded host
+        },
+        loaded=("N8S512D64",),
     )
     proc = cli("bench", "--compare", str(old), str(new), "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     rows = {(r["impl"], r["shape"]): r for r in data["rows"]}
-    assert rows[("capi", "N8S1024D64")]["change"] == -0.5
+    said = {key: (r["verdict"], r["old_n"], r["new_n"]) for key, r in rows.items()}
+    assert said == {
+        ("capi", s): ("faster", 25, 25),
+        ("sdpa", s): ("within noise", 25, 25),
+        ("torch_npu", s): ("no verdict", 3, 3),
+        ("unfused", s): ("no verdict", 7, 7),
+        ("capi", "N8S256D64"): ("within noise", 25, 25),
+        ("sdpa", "N8S512D64"): ("no verdict", 25, 25),
+    }
+    assert "differ by less than 10%" in rows[("capi", "N8S256D64")]["why"]
+    assert "loaded" in rows[("sdpa", "N8S512D64")]["why"]
+    assert rows[("capi", s)]["p"] < 0.001 and rows[("sdpa", s)]["p"] > 0.05
+    assert "too few" in rows[("torch_npu", s)]["why"]
+    assert "spread too wide" in rows[("unfused", s)]["why"]
     assert data["only_old"] == ["baseline capi N8S2048D64"]
     assert data["only_new"] == ["baseline capi N8S4096D64"]
-    assert data["verdict"].startswith("2 timings compared: 1 faster, 0 slower, 1 within 5%")
+    assert data["verdict"].startswith(
+        "6 timings compared: 1 faster, 0 slower, 2 within noise, 3 without a verdict"
+    )
+    assert "one build (package sha256 abababababab...) in both" in data["verdict"]
     table = cli("bench", "--compare", str(old), str(new), cwd=tmp_path)
-    assert "-50.0%" in table.stdout and "verdict: 2 timings compared" in table.stdout
+    assert "faster (25 vs 25, p = " in " ".join(table.stdout.split())
+    assert "verdict: 6 timings compared" in table.stdout
+    assert "the new run timed on a loaded host" in data["verdict"]
+
+
+def test_two_benches_of_one_build_on_a_loaded_host_claim_no_change():
+    """Two real sandbox runs of one build on a loaded host (fixtures/bench, see its .source):
+    their medians differ by -76 % to +52 %, and no row may call that a change."""
+    old, new = (
+        load_results(BENCH / name, "--compare") for name in ("loaded1.json", "loaded2.json")
+    )
+    data = compare_results(old, new)
+    changes = [r["change"] for r in data["rows"]]
+    assert min(changes) < -0.5 and max(changes) > 0.5  # what a median against a median reads
+    assert {(r["verdict"], r["why"]) for r in data["rows"]} == {
+        ("no verdict", "timed on a host loaded past its cores")
+    }
+    assert data["verdict"].startswith("8 timings compared: 0 faster, 0 slower, 0 within noise")
+    assert "one build (package sha256 3e2807fd7021...) in both" in data["verdict"]
+    assert "the old and new run timed on a loaded host" in data["verdict"]
 
 
 def test_bench_compare_refuses_a_file_that_is_no_bench_result(tmp_path):

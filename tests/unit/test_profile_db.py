@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from llamaprofile import Llama, generate
 
 from cannbuild.bounded import PROFILE_DB_BYTES
 from cannbuild.errors import ProfileFormatError, UsageError
@@ -163,7 +165,7 @@ def make_db(
             begin = T0 + start * 1000
             db.execute(
                 "INSERT INTO PYTORCH_API VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (begin, begin + dur * 1000, 77, conn, sid(name), 1, 0, None, None, None, 1),
+                (begin, begin + dur * 1000, 77, conn, sid(name), 1, 0, None, None, None, 50001),
             )
     db.execute("CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT)")
     db.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", [(v, k) for k, v in ids.items()])
@@ -257,3 +259,76 @@ def test_a_database_past_its_bound_is_refused_before_sqlite_opens_it(tmp_path):
         fh.truncate(PROFILE_DB_BYTES + 1)  # sparse: no disk used
     with pytest.raises(UsageError, match="over the 8 GiB"):
         summarise(path, timeline=False)
+
+
+def _tables(path: Path):
+    s = summarise(path, timeline=False)
+    data = s.to_json()
+    ranks = [
+        {k: v for k, v in r.items() if k != "path"} for r in data.get("ranks", [])
+    ]  # the folders differ, the numbers must not
+    return data["ops"], data["attention"], ranks, s.analysis.kernels
+
+
+def test_the_db_export_and_the_csv_of_the_same_run_give_the_same_tables(tmp_path):
+    made = generate(tmp_path, Llama())  # four ranks, collectives and AI CPU scheduling kernels
+    csv_ops, csv_att, csv_ranks, csv_kernels = _tables(made["csv"])
+    db_ops, db_att, db_ranks, db_kernels = _tables(made["db"])
+    assert db_kernels == csv_kernels and db_ops == csv_ops  # counts, totals, max, shares
+    assert db_ranks == csv_ranks and len(db_ranks) == 4
+    assert {o["type"] for o in db_ops} >= {"hcom_allReduce_", "AllReduceAicpuKernel"}
+    # the same chains (a start in ns through a float differs from the CSV's text by < 1 us)
+    for att in (csv_att, db_att):
+        for chain in att["unfused_chains"]["chains"]:
+            chain["start_us"] = pytest.approx(chain["start_us"], abs=1.0)
+    assert db_att == csv_att and csv_att["unfused_chains"]["count"] == 16
+    # without the collectives' table the .db would lose their time: the check can fail
+    for db_path in made["db"].rglob("*.db"):
+        con = sqlite3.connect(db_path)
+        con.execute("DROP TABLE COMMUNICATION_OP")
+        con.commit()
+        con.close()
+    lost = summarise(made["db"], timeline=False)
+    assert lost.analysis.kernels == csv_kernels - 16
+    assert any("no COMMUNICATION_OP" in n for f in lost.files for n in f.notes)
+
+
+def test_compute_tasks_of_a_type_op_summary_leaves_out_are_no_op_rows(tmp_path):
+    made = generate(tmp_path, replace(Llama(), ranks=1, backward=False), formats=("db",))
+    (path,) = made["db"].rglob("*.db")
+    before = summarise(path, timeline=False).analysis.kernels
+    con = sqlite3.connect(path)
+    ids = {v: i for i, v in con.execute("SELECT id, value FROM STRING_IDS")}
+    for i, (name, kind) in enumerate(
+        (("ReduceScatterAivKernel", "COMMUNICATION"), ("AllGather_Notify", "COMMUNICATION"))
+    ):
+        for text in (name, kind):
+            if text not in ids:
+                ids[text] = max(ids.values()) + 1
+                con.execute("INSERT INTO STRING_IDS VALUES (?, ?)", (ids[text], text))
+        task = 9_000_000 + i
+        con.execute(
+            "INSERT INTO TASK VALUES (?,?,0,NULL,?,1,NULL,0,2,?,0)",
+            (T0 + i, T0 + i + 1000, task, task),
+        )
+        con.execute(
+            "INSERT INTO COMPUTE_TASK_INFO (name, globalTaskId, taskType, opType) VALUES (?,?,?,?)",
+            (ids[name], task, ids[kind], ids[name]),
+        )
+    con.commit()
+    con.close()
+    ops = {o.op_type for o in summarise(path, timeline=False).analysis.ops}
+    # op_summary keeps a COMMUNICATION task only when it is an `...AivKernel`
+    assert "ReduceScatterAivKernel" in ops and "AllGather_Notify" not in ops
+    assert summarise(path, timeline=False).analysis.kernels == before + 1
+
+
+def test_a_task_queue_or_backward_link_is_not_a_device_launch(tmp_path):
+    # one softmax ran on CPU tensors: its PYTORCH_API row links only to its backward, and the
+    # task queue's Enqueue rows sit on the same thread; both exports must call it host-only
+    made = generate(tmp_path, replace(Llama(), ranks=1, host_softmax=True))
+    for fmt in ("csv", "db"):
+        fallbacks = summarise(made[fmt], timeline=False).to_json()["attention"]["host_fallbacks"]
+        assert [(f["name"], f["count"], f["host_only"]) for f in fallbacks] == [
+            ("aten::softmax", 5, 1)
+        ], fmt
