@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from msgspec import Struct
 
 from . import __version__
-from .bounded import first_line
+from .bounded import ARCHIVE, RENDERED_FILE, Absent, digest, head
 from .errors import UsageError
 from .host.versions import parse_cann_version
 from .ownership import check_writable
@@ -34,7 +34,6 @@ from .self_install import (
     build_own_wheel,
     installed_spec,
     no_install_source,
-    sha256_of,
     source_files,
 )
 from .sources.lock import read_lock
@@ -245,7 +244,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
                 old.unlink()
         install = Install(
             wheel=wheel.relative_to(root).as_posix() if _inside(wheel, root) else str(wheel),
-            sha256=sha256_of(wheel),
+            sha256=digest(wheel, ARCHIVE),
         )
         note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
     rendered = rendered_with(install)
@@ -301,11 +300,9 @@ def refuse_foreign_file(target: Path, what: str) -> None:
     """A file cannbuild renders replaces only a file it rendered before (its first line
     says so), never one a user wrote."""
     try:
-        first = first_line(target, what)  # a regular file, its first 4 KiB line at most
-    except FileNotFoundError:
+        first = head(target, RENDERED_FILE.named(what), 4096).decode("utf-8", "replace")
+    except Absent:
         return
-    except OSError as exc:
-        raise UsageError(f"{what} {target} cannot be read ({exc.strerror}).") from None
     if not first.startswith(RENDERED_HEADER):
         raise UsageError(
             f"{what} {target} exists and was not rendered by cannbuild (its first line is not "

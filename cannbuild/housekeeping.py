@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from . import vendors as vendors_mod
+from .bounded import ATTEMPT, STAMP, read_state
 from .decoded import JSONObject, JSONValue
 from .lazy import lazy_module
 from .ownership import remove_inside
-from .workspace import Workspace, read_json
+from .workspace import Workspace
 
 if TYPE_CHECKING:
     from .build import stamps
@@ -178,6 +179,7 @@ def _lock_held(ws: Workspace) -> bool:
     """Whether a run holds the workspace lock now (the kernel drops a dead run's flock;
     a pid could have been reused)."""
     try:
+        # bounded: opened only to take a shared flock, never read
         fd = os.open(ws.root / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
@@ -193,7 +195,7 @@ def _lock_held(ws: Workspace) -> bool:
 def _last_attempt(ws: Workspace) -> Optional[JSONObject]:
     """The last build attempt; one recorded as started whose process is gone died
     (kill -9, a power cut): it is shown as interrupted, not as what it never finished."""
-    attempt = read_json(ws.reports / ATTEMPT_FILE)
+    attempt = read_state(ws.reports / ATTEMPT_FILE, ATTEMPT)
     if not isinstance(attempt, dict):
         return None
     if attempt.get("status") == RUNNING and not _lock_held(ws):
@@ -269,7 +271,7 @@ def workspace_status(
     installs: List[Tuple[JSONObject, JSONObject]] = []  # each install step's entry and stamp
     seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
-        stamp = read_json(stamp_path)
+        stamp = read_state(stamp_path, STAMP)
         if not isinstance(stamp, dict) or "input_hash" not in stamp:
             continue
         source = (stamp.get("inputs") or {}).get("source") or {}
@@ -289,7 +291,7 @@ def workspace_status(
         steps.append(step)
         if _is_install(ws, stamp):
             installs.append((step, stamp))
-    validation = read_json(ws.stamps / "validate.json") or {}
+    validation = read_state(ws.stamps / "validate.json", STAMP) or {}
     current_soc = soc or (target.soc_word if target else "") or (lock.soc if lock else "")
     installs = _in_source_order(ws, installs)
     vendors = [_vendor_entry(ws, step, stamp, current_soc, lock) for step, stamp in installs]

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Set
 
 from . import __version__, safefs
+from .bounded import OWNER_MARK, head, read_json
 from .errors import StorageError, UsageError, write_error
 from .lazy import lazy_module
-from .workspace import FOLDERS, LATEST_LINKS, Workspace, read_json, write_atomic
+from .workspace import FOLDERS, LATEST_LINKS, Workspace, write_atomic
 
 if TYPE_CHECKING:
     from .host import toolchain
@@ -71,7 +72,7 @@ def _known(name: str, kind: str) -> bool:
 
 
 def marker_kind(folder: Path) -> Optional[str]:
-    data = read_json(folder / MARKER)
+    data = _json(folder / MARKER)
     return data.get("kind") if isinstance(data, dict) else None
 
 
@@ -88,8 +89,17 @@ def _entries(folder: Path) -> Sequence[str]:
     return [n for n in names if n != MARKER and not n.startswith(f".{MARKER}.")]
 
 
+def _json(path: Path) -> object:
+    """What a file cannbuild may have written holds (None: nothing it can read): the
+    evidence of who made a folder, never an error of the run that asks."""
+    try:
+        return read_json(path, OWNER_MARK)
+    except UsageError:
+        return None
+
+
 def _json_keys(path: Path) -> Set[str]:
-    data = read_json(path)
+    data = _json(path)
     return set(data) if isinstance(data, dict) else set()
 
 
@@ -121,11 +131,9 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
         return {"schema", "run_id", "results", "sweep_s"} <= _json_keys(folder / "results.json")
     if kind == "container-context":
         try:
-            with open(folder / "Dockerfile", encoding="utf-8", errors="replace") as f:
-                head = f.read(512)
-        except OSError:
+            return b"# Rendered by cannbuild " in head(folder / "Dockerfile", OWNER_MARK, 512)
+        except UsageError:
             return False
-        return "# Rendered by cannbuild " in head
     return False
 
 

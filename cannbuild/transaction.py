@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Seque
 from msgspec import Struct
 
 from . import vendors
+from .bounded import ATTEMPT, read_state
 from .build import compile_cache
 from .build.cache_probe import PROBE_TIMEOUT_S
 from .build.reproducible import artifact_records, step_epoch
@@ -35,7 +36,7 @@ from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
 from .target import record_session
 from .validate import ValidationRun, validate_session
-from .workspace import read_json, write_json_atomic
+from .workspace import write_json_atomic
 
 if TYPE_CHECKING:
     from .sources.state import SourceState
@@ -170,7 +171,7 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
         "run_id": stamp.get("run_id"),
         "commits": commits,
     }
-    attempt = read_json(session.ws.reports / ATTEMPT_FILE)
+    attempt = read_state(session.ws.reports / ATTEMPT_FILE, ATTEMPT)
     if (
         isinstance(attempt, dict)
         and attempt.get("status") == "failed"

@@ -11,6 +11,7 @@ import errno
 import functools
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -122,8 +123,17 @@ def print_checks(
 
 
 def note(text: str, stream: TextIO = sys.stderr) -> None:
-    stream.write(text.rstrip() + "\n")
+    stream.write(printable(text.rstrip()) + "\n")
     stream.flush()
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (ESC...) written as escapes: no record read from disk
+    clears the screen."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def waiting(who: str) -> None:

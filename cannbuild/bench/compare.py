@@ -5,13 +5,11 @@ gets its medians and the change, and one verdict line sums them up."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..bounded import LOCK_BYTES, read_bytes
-from ..errors import UsageError
+from ..bounded import BENCH_RESULTS, read_json, refusal
 
 SCHEMA = "cannbuild-bench/1"
 # A change within this fraction of the old median is noise on a shared host.
@@ -19,29 +17,12 @@ NOISE = 0.05
 
 
 def load_results(path: Path, flag: str) -> Dict[str, Any]:
-    try:
-        raw = read_bytes(path, "bench results file", LOCK_BYTES)
-    except OSError as exc:
-        raise UsageError(
-            f"{flag} {path}: cannot be read ({exc.strerror or exc}).",
-            "Pass a results.json that cannbuild bench wrote (<workspace>/bench/<run>/results.json).",
-        ) from None
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        data = None
-        why = f"not JSON ({exc})"
-    else:
-        why = f'no "schema": "{SCHEMA}"'
-    if (
-        not isinstance(data, dict)
-        or data.get("schema") != SCHEMA
-        or not isinstance(data.get("results"), list)
-    ):
-        raise UsageError(
-            f"{flag} {path}: {why}, so not a cannbuild bench result file.",
-            "Pass a results.json that cannbuild bench wrote (<workspace>/bench/<run>/results.json).",
-        )
+    kind = BENCH_RESULTS.named(f"{flag} {BENCH_RESULTS.what}")
+    data = read_json(path, kind)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise refusal(path, kind, f'has no "schema": "{SCHEMA}", so it is not one cannbuild wrote')
+    if not isinstance(data.get("results"), list):
+        raise refusal(path, kind, 'has no "results" list')
     return data
 
 

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
+from ..bounded import proc_value
 from ..validate.casefiles import write_inputs
 from ..validate.cases import CaseResult, reference, reference_torch
 from . import routes
@@ -86,13 +87,8 @@ class SweepSettings(Struct, frozen=True, kw_only=True):
 
 
 def _available_bytes() -> Optional[int]:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    value = proc_value("meminfo", "MemAvailable")  # in KiB
+    return int(value) * 1024 if value and value.isdigit() else None
 
 
 def reference_bytes(shape: BenchShape) -> int:

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from msgspec import Struct
 
-from ..bounded import PROFILE_DB_BYTES, open_regular
+from ..bounded import PROFILE_DB, open_regular
 from ..errors import ProfileFormatError
 from .analysis import Analyzer, Kernel
 from .hostops import WATCHED, HostCollector, HostOp
@@ -50,14 +50,10 @@ class DbInfo(Struct, frozen=True, kw_only=True):
 
 def read_db(path: Path, analyzer: Analyzer) -> DbInfo:
     """Feed the compute kernels to `analyzer` by device, stream and start."""
-    try:
-        fd = open_regular(path, "profiler database", PROFILE_DB_BYTES)
-    except OSError as exc:
-        raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    os.close(fd)  # checked: a regular file within the bound; sqlite opens it read-only below
+    os.close(open_regular(path, PROFILE_DB))  # checked; sqlite opens it read-only below
     uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
     try:
-        db = sqlite3.connect(uri, uri=True)
+        db = sqlite3.connect(uri, uri=True)  # bounded: open_regular above
     except sqlite3.Error as exc:
         raise ProfileFormatError(f"{path}: cannot be opened as SQLite ({exc}).", HINT) from None
     try:

@@ -10,9 +10,8 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
-from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
+from ..bounded import RECIPE, decode_text, parse_toml, read_bytes
 from ..decoded import JSONValue
-from ..errors import UsageError
 from .fields import Reader, relative
 from .model import (
     ACTIONS,
@@ -85,19 +84,12 @@ _FILE_KEYS = {"component", "package", "step", "paths", "source", "reason"}
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
-_RECIPE_TOO_BIG = "A recipe is a page of TOML (see recipes/*.toml): is this the right file?"
-
-
 def load_recipe(path: Path) -> Recipe:
     """The recipe at `path`, every table checked in the file's order (the first mistake is
     the one reported)."""
-    raw = _read(path)
-    hint = "Fix the file; see recipes/*.toml."
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"recipe {path} is not valid TOML: {exc}.", hint) from None
-    data = parse_toml(text, path, "recipe", hint)
+    raw = read_bytes(path, RECIPE)
+    kind = RECIPE.named(hint="Fix the file; see recipes/*.toml.")
+    data = parse_toml(decode_text(raw, path, kind), path, kind)
     r = Reader(path)
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")
@@ -139,15 +131,6 @@ def load_recipe(path: Path) -> Recipe:
         order=order,
         notes=notes,
     )
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return read_bytes(path, "recipe", CONFIG_BYTES, _RECIPE_TOO_BIG)
-    except OSError as exc:
-        raise UsageError(
-            f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."
-        ) from exc
 
 
 def _opbase(r: Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:

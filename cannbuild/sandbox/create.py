@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from msgspec import Struct
 
+from ..bounded import DATA_FILE, SANDBOX_RECORD, read_bytes, read_state
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
 from ..ownership import claim
@@ -67,7 +67,7 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
     for root in roots:
         for path in _files(root):
             digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+            digest.update(read_bytes(path, DATA_FILE))
     return digest.hexdigest()
 
 
@@ -99,11 +99,10 @@ DEFAULT_CANN = "8.5.0"
 def recorded_spec(directory: Path) -> Optional[SandboxSpec]:
     """The variant and CANN a sandbox folder was made with (even if its sources changed
     since, which only means it is remade the same)."""
-    try:
-        data = json.loads((directory / INFO_FILE).read_text(encoding="utf-8"))
-        return SandboxSpec(dir=directory, variant=str(data["variant"]), cann=str(data["cann"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    data = read_state(directory / INFO_FILE, SANDBOX_RECORD)
+    if not isinstance(data, dict) or not {"variant", "cann"} <= set(data):
         return None
+    return SandboxSpec(dir=directory, variant=str(data["variant"]), cann=str(data["cann"]))
 
 
 def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -> SandboxSpec:

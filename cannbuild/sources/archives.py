@@ -14,7 +14,6 @@ entry citing the upstream lines), and may add archives or override a URL or hash
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -22,10 +21,11 @@ from urllib.parse import urlsplit
 
 from msgspec import Struct
 
+from ..bounded import ARCHIVE, MEMO, digest, read_state
 from ..errors import FetchError, UsageError
 from ..recipes import ArchiveRule, RepoSpec
 from ..redact import redact
-from ..workspace import read_text_map, remember
+from ..workspace import remember
 from .fetch import Fetcher
 
 # Where both repos declare their downloads up to 9.0 (makeself-fetch.cmake, protobuf.cmake,
@@ -292,11 +292,7 @@ def check_declared(path: Path, item: Needed, repo: str, source: str) -> None:
     for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
         if not expected:
             continue
-        digest = hashlib.new(algo)
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        actual = digest.hexdigest()
+        actual = digest(path, ARCHIVE, algo)
         if actual != expected:
             via = "" if source == item.url else f" (fetched as {redact(source)})"
             raise FetchError(
@@ -333,7 +329,7 @@ def _remembered(memo: Optional[Path], commit: str) -> Optional[Dict[str, str]]:
     # Only a full object id (40 hex for SHA-1, 64 for SHA-256) may become a file name here.
     if memo is None or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
         return None
-    return read_text_map(memo / f"{commit}.json")
+    return read_state(memo / f"{commit}.json", MEMO, Dict[str, str])
 
 
 __all__ = [

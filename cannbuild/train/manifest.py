@@ -14,7 +14,7 @@ from typing import Dict, Optional, Tuple
 
 from msgspec import Struct
 
-from ..bounded import CONFIG_BYTES, read_text
+from ..bounded import MANIFEST, read_text
 from ..errors import UsageError
 
 _ELEMENT = re.compile(r"<(project|default|remote)\b([^>]*)>", re.DOTALL)
@@ -50,7 +50,7 @@ def revision_of(text: str, cite: str) -> Revision:
 
 
 def read_manifest(path: Path) -> Manifest:
-    text = read_text(path, "manifest", CONFIG_BYTES)
+    text = read_text(path, MANIFEST)
     label = path.name
     default: Optional[Revision] = None
     remote = ""

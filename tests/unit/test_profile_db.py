@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from cannbuild.bounded import PROFILE_DB_BYTES
+from cannbuild.bounded import PROFILE_DB
 from cannbuild.errors import ProfileFormatError, UsageError
 from cannbuild.profile.summary import summarise
 
@@ -254,6 +254,6 @@ def test_msprofs_database_beside_its_csv_export_is_not_counted_twice(tmp_path):
 def test_a_database_past_its_bound_is_refused_before_sqlite_opens_it(tmp_path):
     path = tmp_path / "ascend_pytorch_profiler_0.db"
     with open(path, "wb") as fh:
-        fh.truncate(PROFILE_DB_BYTES + 1)  # sparse: no disk used
+        fh.truncate((PROFILE_DB.max_bytes or 0) + 1)  # sparse: no disk used
     with pytest.raises(UsageError, match="over the 8 GiB"):
         summarise(path, timeline=False)
