@@ -12,6 +12,7 @@ requirement the user gives (--cannbuild-spec); never a name that does not resolv
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -195,7 +196,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
     if request.cannbuild_spec is not None:
         check_requirement(request.cannbuild_spec)
     if out is not None:
-        target = out.resolve()
+        target = Path(os.path.abspath(out))  # not resolved: a link at --out is refused
         root = git_toplevel(target.parent) or target.parent
     else:
         found = git_toplevel(cwd)

@@ -10,6 +10,7 @@ import os
 import time
 from typing import Callable, Optional
 
+from . import safefs
 from .bounded import LOCK_HOLDER, read_state
 from .decoded import JSONObject
 from .errors import WorkspaceBusy
@@ -48,7 +49,7 @@ class WorkspaceLock:
 
     def __enter__(self) -> WorkspaceLock:
         claim(self.path.parent, "workspace", "--workspace")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = safefs.open_lock(self.path, "the workspace lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -288,11 +288,17 @@ def _size(path: Path) -> int:
 
 def check_writable(path: Path, what: str) -> Path:
     """Refuse up front (exit 11) a file cannbuild will write (a lock, a bundle, a
-    workflow) whose folder it cannot write: found after an hour's build, it would lose
+    workflow) whose folder it cannot write, and a link there (exit 2): found after an hour's build, it would lose
     the result.  The nearest folder that exists is tried with a real file, created and
     removed: permission bits say nothing to root, and /sys or a read-only mount refuse
     root too."""
     path = Path(os.path.abspath(path))
+    if path.is_symlink():  # writing through it, dangling or not, would write where it points
+        raise UsageError(
+            f"{what} {path} is a symlink (to {os.readlink(path)}); cannbuild does not write "
+            "through a link, so it is left as it is.",
+            f"Pass {what} as a path that is not a link, or remove the link first.",
+        )
     probe = path if path.exists() else path.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

@@ -242,3 +242,25 @@ def replace(root: PathLike, src: PathLike, dst: PathLike, what: str) -> Path:
             raise FileNotFoundError(errno.ENOENT, "no folder to move into", str(dst_full))
         os.replace(src_full.name, dst_full.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     return dst_full
+
+
+def open_lock(path: Path, what: str) -> int:
+    """A read-write descriptor of the lock file `path`, made when missing, never through
+    a link (a dangling one included: O_CREAT would make the file where it points) and
+    only a regular file (a FIFO opens without waiting and is refused)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise _link_refusal(what, path, None, str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refuse(
+            what,
+            f"{path} is not a regular file, not the lock file cannbuild makes. {_FIX}",
+            f"Remove it (rm {path}) and rerun; cannbuild makes the lock file itself.",
+        )
+    os.set_blocking(fd, True)
+    return fd

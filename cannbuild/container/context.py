@@ -457,7 +457,7 @@ def make_container(
     )
     check_spec(spec)
     check_lock(spec, lock, lock_file)
-    out = (request.out or Path("container")).resolve()
+    out = Path(os.path.abspath(request.out or "container"))  # a link there is refused
     if request.dry_run:
         reference, _ = base_reference(spec, lock)
         note(

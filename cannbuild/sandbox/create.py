@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from msgspec import Struct
 
+from .. import safefs
 from ..bounded import DATA_FILE, SANDBOX_RECORD, read_bytes, read_state
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
@@ -182,7 +183,7 @@ def create_sandbox(spec: SandboxSpec, phases: PhaseSink = no_phases) -> CreateRe
     if existing is None or existing.key != key:
         _check_spec(spec)
     claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = safefs.open_lock(directory / LOCK_FILE, "the sandbox lock")
     lease = SandboxLease(fd)
     # flock cannot turn a shared lock into an exclusive one atomically: drop it, try the exclusive
     # one without waiting, and look again.  A run using the sandbox holds its shared lock
