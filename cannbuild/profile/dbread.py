@@ -14,19 +14,25 @@ op_summary.py `OpSummaryDB`, compare_tools/.../npu_profiling_db_parser.py):
 - `PYTORCH_API(startNs, endNs, globalTid, connectionId, name, inputShapes, type)`: torch
   ops; a non-NULL connectionId is a launch to the device.
 A missing table or column is named in the error; the variants are named in the notes.
+Each STRING_IDS value is read once, at most PROFILE_DB_CELL_CHARS of it, and shared by
+every row that names it (one value named by thousands of rows is one string); a time
+that is not a number is an error naming its table and column; SQLite's own work
+(the sort) lets a signal through every 100,000 steps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import sys
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 from urllib.parse import quote
 
 from msgspec import Struct
 
-from ..bounded import PROFILE_DB, open_regular
+from ..bounded import PROFILE_DB, PROFILE_DB_CELL_CHARS, open_regular
 from ..errors import ProfileFormatError
 from .analysis import Analyzer, Kernel
 from .hostops import WATCHED, HostCollector, HostOp
@@ -53,17 +59,38 @@ def read_db(path: Path, analyzer: Analyzer) -> DbInfo:
     os.close(open_regular(path, PROFILE_DB))  # checked; sqlite opens it read-only below
     uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
     try:
-        db = sqlite3.connect(uri, uri=True)  # bounded: open_regular above
+        db = sqlite3.connect(uri, uri=True)  # bounded: open_regular above, cells below
     except sqlite3.Error as exc:
         raise ProfileFormatError(f"{path}: cannot be opened as SQLite ({exc}).", HINT) from None
     try:
-        return _read(path, db, analyzer)
+        with _interruptible(db):
+            return _read(path, db, analyzer)
     except sqlite3.DatabaseError as exc:
         raise ProfileFormatError(
             f"{path}: not a readable profiler database ({exc}).", HINT
         ) from None
     finally:
         db.close()
+
+
+@contextlib.contextmanager
+def _interruptible(db: sqlite3.Connection) -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop SQLite's own work (a sort): every 100,000 of its steps it
+    calls into Python, where a pending signal's handler raises; that aborts the query,
+    and sqlite3 hands the exception to sys.unraisablehook, whence it is raised again."""
+    stopped: List[Optional[BaseException]] = []
+    hook, sys.unraisablehook = sys.unraisablehook, lambda u: stopped.append(u.exc_value)
+    sqlite3.enable_callback_tracebacks(True)
+    db.set_progress_handler(lambda: 0, 100_000)
+    try:
+        yield
+    except sqlite3.OperationalError:
+        if stopped and stopped[0] is not None:
+            raise stopped[0] from None
+        raise
+    finally:
+        sqlite3.enable_callback_tracebacks(False)
+        sys.unraisablehook = hook
 
 
 def _columns(db: sqlite3.Connection, table: str) -> Set[str]:
@@ -99,27 +126,25 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
     if absent:
         notes.append(f"schema: COMPUTE_TASK_INFO without {', '.join(absent)}")
     device = "t.deviceId" if "deviceId" in task else "0"
-    picks = ", ".join(f"s{i}.value" for i in range(len(strings)))
-    joins = " ".join(
-        f"LEFT JOIN STRING_IDS s{i} ON s{i}.id = c.{col}" for i, col in enumerate(strings)
-    )
+    picks = "".join(f", c.{col}" for col in strings)
     sql = (
-        f"SELECT {device}, t.streamId, t.startNs, t.endNs, n.value{', ' + picks if picks else ''} "
+        f"SELECT {device}, t.streamId, t.startNs, t.endNs, c.name{picks} "
         "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId "
-        f"LEFT JOIN STRING_IDS n ON n.id = c.name {joins} "
         "ORDER BY 1, t.streamId, t.startNs"
     )
     resolve = TypeResolver()
+    text = _strings(path, db)
     rows = 0
     for row in db.execute(sql):
         rows += 1
         dev, stream, start, end, name = row[:5]
-        cells = dict(zip(strings, row[5:]))
+        _nanoseconds(path, "TASK", f"task {rows}", start, end)
         if start is None or end is None or end < start:
             raise ProfileFormatError(
                 f"{path}: task {rows} has startNs {start!r}, endNs {end!r}: not a time span.", HINT
             )
-        kernel_name = str(name) if name is not None else ""
+        cells = {col: text(value, col) for col, value in zip(strings, row[5:])}
+        kernel_name = text(name, "name")
         analyzer.add(
             Kernel(
                 stream=f"device {dev} stream {stream}",
@@ -135,18 +160,48 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
         )
     host: Tuple[HostOp, ...] = ()
     if "PYTORCH_API" in tables:
-        host = _host_ops(db)
+        host = _host_ops(path, db)
     else:
         notes.append("no PYTORCH_API table: host-side torch ops not seen")
     return DbInfo(rows=rows, notes=tuple(notes), host_ops=host)
 
 
-def _text(value: object) -> str:
-    text = "" if value is None else str(value).strip()
+def _strings(path: Path, db: sqlite3.Connection) -> Callable[[object, str], str]:
+    """STRING_IDS values by id: each read once (at most PROFILE_DB_CELL_CHARS of it), and
+    one str for every row that names it."""
+    seen: Dict[object, str] = {None: ""}
+
+    def text(ident: object, column: str) -> str:
+        if ident not in seen:
+            sql = "SELECT substr(value, 1, ?) FROM STRING_IDS WHERE id = ?"
+            row = db.execute(sql, (PROFILE_DB_CELL_CHARS + 1, ident)).fetchone()
+            seen[ident] = "" if row is None or row[0] is None else str(row[0])
+            if len(seen[ident]) > PROFILE_DB_CELL_CHARS:
+                raise ProfileFormatError(
+                    f"{path}: STRING_IDS value {ident!r} (a COMPUTE_TASK_INFO.{column}) is "
+                    f"longer than the {PROFILE_DB_CELL_CHARS >> 20} MiB cannbuild reads of a cell.",
+                    HINT,
+                )
+        return seen[ident]
+
+    return text
+
+
+def _nanoseconds(path: Path, table: str, row: str, start: object, end: object) -> None:
+    """startNs and endNs are numbers (or NULL): text there is an error naming them."""
+    for column, value in (("startNs", start), ("endNs", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ProfileFormatError(
+                f"{path}: {table}.{column} of {row} is {repr(value)[:60]}, not nanoseconds.", HINT
+            )
+
+
+def _text(value: Optional[str]) -> str:
+    text = "" if value is None else value.strip()
     return "" if text == NA else text
 
 
-def _host_ops(db: sqlite3.Connection) -> Tuple[HostOp, ...]:
+def _host_ops(path: Path, db: sqlite3.Connection) -> Tuple[HostOp, ...]:
     have = _columns(db, "PYTORCH_API")
     if not {"startNs", "endNs", "name"} <= have:
         return ()
@@ -158,6 +213,7 @@ def _host_ops(db: sqlite3.Connection) -> Tuple[HostOp, ...]:
         f"JOIN STRING_IDS s ON s.id = p.name WHERE s.value IN ({marks})",
         sorted(WATCHED),
     ):
+        _nanoseconds(path, "PYTORCH_API", f"a {name} call", start, end)
         if start is not None and end is not None and end >= start:
             collector.op(thread, str(name), start / 1000.0, (end - start) / 1000.0)
     if "connectionId" in have:
@@ -165,6 +221,7 @@ def _host_ops(db: sqlite3.Connection) -> Tuple[HostOp, ...]:
         for start, thread in db.execute(
             f"SELECT p.startNs, {tid} FROM PYTORCH_API p WHERE p.connectionId IS NOT NULL"
         ):
+            _nanoseconds(path, "PYTORCH_API", "a launching call", start, None)
             if start is not None:
                 collector.flow(thread, start / 1000.0)
     return collector.result()
