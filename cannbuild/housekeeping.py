@@ -21,6 +21,7 @@ from .ownership import remove_inside
 from .workspace import Workspace
 
 if TYPE_CHECKING:
+    from . import recipes
     from .build import stamps
     from .sources import lock as lockfile
     from .sources.lock import Lock
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 else:  # for status; `clean` does not load them
     stamps = lazy_module("cannbuild.build.stamps")
     lockfile = lazy_module("cannbuild.sources.lock")
+    recipes = lazy_module("cannbuild.recipes")
 
 # What build.sh leaves in a checkout besides the packages (build_out/ keeps those, so
 # the steps stay up to date after a clean).
@@ -431,8 +433,10 @@ def _target_json(ws: Workspace, target: Optional[Target], soc: str) -> Optional[
     """The remembered target as status shows it (None: the workspace has no record)."""
     if target is None:
         return None
+    known = recipes.known_repos(Path.cwd()) if target.repos else set()
     return {
         "file": str(ws.target),
+        "unknown_repos": sorted(set(target.repos or ()) - known),
         "host": target.host,
         "soc": soc or None,
         "remembered": dict(target.layer()),

@@ -104,7 +104,8 @@ def target_file(workspace: Path) -> Path:
 
 def read_target(workspace: Path) -> Optional[Target]:
     """The workspace's remembered target; None when there is none (a new workspace, one
-    made before cannbuild remembered targets)."""
+    made before cannbuild remembered targets).  A record is data a user could have
+    edited: a sandbox folder outside the workspace is taken only where a sandbox is."""
     path = target_file(workspace)
     try:
         data = read_bytes(path, TARGET)
@@ -113,7 +114,20 @@ def read_target(workspace: Path) -> Optional[Target]:
     schema = decode_json(data, path, TARGET, _Schema).schema
     if schema != SCHEMA:
         raise refusal(path, TARGET, f"has schema {schema}; this cannbuild reads schema {SCHEMA}")
-    return decode_json(data, path, TARGET, Target)  # type: ignore[no-any-return]
+    target: Target = decode_json(data, path, TARGET, Target)
+    where = Path(
+        os.path.normpath(os.path.join(os.path.abspath(workspace), target.sandbox_dir or "."))
+    )
+    outside = not where.is_relative_to(os.path.abspath(workspace))
+    if target.sandbox and outside and load_info(where) is None:
+        raise refusal(
+            path,
+            TARGET,
+            f"names the sandbox folder {target.sandbox_dir}, outside the workspace, where no "
+            "sandbox is: cannbuild makes a sandbox outside its workspace only when asked "
+            "(--cann-path of a sandbox's toolkit)",
+        )
+    return target
 
 
 class _Schema(Struct, kw_only=True):

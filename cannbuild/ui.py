@@ -329,6 +329,12 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
             f"target: {target['host']}{soc} (set by {target['set_by']} on {target['set_at']}; "
             "flags override it)"
         )
+        unknown = target.get("unknown_repos") or []
+        if unknown:
+            names = ", ".join(unknown[:5]) + (
+                f" and {len(unknown) - 5} more" if unknown[5:] else ""
+            )
+            lines.append(f"  it names repos no recipe here lists: {names} (a build refuses them)")
     lock = data.get("lock")
     if lock:
         lines.append(
@@ -388,7 +394,7 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
         )
     if data.get("latest_report"):
         lines.append(f"latest report: {data['latest_report']}")
-    stream.write("\n".join(lines) + "\n")
+    stream.write(printable("\n".join(lines)) + "\n")
 
 
 def print_profile(
