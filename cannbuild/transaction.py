@@ -26,7 +26,7 @@ from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
 from .build.stamps import read_stamp
 from .build.steps import RunResult, run_steps
-from .errors import CannbuildError
+from .errors import CannbuildError, path_error, storage_error
 from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
@@ -297,10 +297,12 @@ def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
     """A run that ends in an error (a fetch, a drift, Ctrl-C) still leaves its report."""
     try:
         yield
-    except CannbuildError as exc:
+    except (CannbuildError, OSError) as exc:  # OSError: a full or read-only disk (exit 11)
+        known = exc if isinstance(exc, CannbuildError) else storage_error(exc) or path_error(exc)
+        error = known or CannbuildError(str(exc))
         with contextlib.suppress(CannbuildError, OSError):
-            _record_attempt(session, run_id, command, f"({type(exc).__name__})")
-            _write_report(session, run_id, command, None, exc, None, None)
+            _record_attempt(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
+            _write_report(session, run_id, command, None, error, None, None)
         raise
 
 
