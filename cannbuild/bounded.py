@@ -158,7 +158,7 @@ def _mode_kind(path: Path, mode: int) -> str:
 
 def refusal(path: Path, kind: Kind, problem: str) -> UsageError:
     """`{what} {path} {problem}.` and what to do."""
-    hint = kind.hint or f"Is this the right file? A {kind.what} is far smaller."
+    hint = kind.hint or f"Is this the right file? No {kind.what} is that big."
     return UsageError(f"{kind.what} {path} {problem}.", hint)
 
 
@@ -202,7 +202,9 @@ def _not_regular(path: Path, kind: Kind, mode: int) -> UsageError:
 def _too_big(path: Path, kind: Kind, size: str) -> UsageError:
     assert kind.max_bytes is not None
     return refusal(
-        path, kind, f"is {size}, over the {_size(kind.max_bytes)} cannbuild reads of a {kind.what}"
+        path,
+        kind,
+        f"is {size}, over the {_size(kind.max_bytes)} cannbuild reads of one {kind.what}",
     )
 
 

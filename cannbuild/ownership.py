@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Set
 
 from . import __version__, safefs
-from .bounded import OWNER_MARK, head, read_json
+from .bounded import OWNER_MARK, head, read_json, read_state
 from .errors import StorageError, UsageError, write_error
 from .lazy import lazy_module
 from .workspace import FOLDERS, LATEST_LINKS, Workspace, write_atomic
@@ -72,7 +72,7 @@ def _known(name: str, kind: str) -> bool:
 
 
 def marker_kind(folder: Path) -> Optional[str]:
-    data = _json(folder / MARKER)
+    data = read_state(folder / MARKER, OWNER_MARK)
     return data.get("kind") if isinstance(data, dict) else None
 
 

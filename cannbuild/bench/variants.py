@@ -136,7 +136,8 @@ def parse_flag(text: str, cwd: Path) -> VariantSpec:
 
 
 def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List[VariantSpec]:
-    specs = read_variant_file((cwd / file).resolve()) if file else []
+    given = cwd / file if file else None  # its link itself named in a message, not its target
+    specs = read_variant_file(given.parent.resolve() / given.name) if given else []
     specs += [parse_flag(text, cwd) for text in flags]
     seen = set()
     for spec in specs:

@@ -31,7 +31,7 @@ from ..bounded import (
 from ..errors import UsageError, write_error
 from ..ownership import inside
 from ..workspace import Workspace
-from .checkout import archive_path, cache_path
+from .checkout import archive_path, cache_path, tar_mode
 from .fetch import Fetcher, sha256_file
 from .lock import Lock, read_lock
 
@@ -243,7 +243,7 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
     the manifest before any cache is touched."""
     fh = open_binary(bundle, BUNDLE)  # a FIFO would block the open, /dev/zero read as an empty tar
     try:
-        tar = tarfile.open(fileobj=fh, mode="r")  # noqa: SIM115 - closed by the with below
+        tar = tarfile.open(fileobj=fh, mode=tar_mode(fh))  # noqa: SIM115 - closed below
     except (OSError, tarfile.TarError) as exc:
         fh.close()
         raise _unreadable(bundle, exc) from exc
