@@ -1,22 +1,15 @@
 """The one door for reading a file: what a user points at and cannbuild's own state alike.
 
-Only regular files are read: the open is non-blocking (a FIFO cannot hang it) and
-`fstat` on the open file must say regular (a symlink to a regular file is fine, to
-`/dev/zero`, a FIFO, a socket or a device is not; the path is stat-ed first so a
-device is never even opened).  Each `Kind` of file below has a bound, and a file past
-it is one paragraph naming the file, the bound and what to do; nothing is read past a
-bound, so memory stays bounded whatever the file holds.  JSON is decoded by msgspec
-(a schema type is passed in here, `read_json(path, KIND, type=...)`), nested no deeper
-than the interpreter's recursion limit (1000 levels); text must be UTF-8.  Every
-problem is a `UsageError` (exit 2) naming the file, but for a `state` kind: a file
-cannbuild wrote and a later run writes again (a stamp, a memo, a record), which
-`read_state` reads as absent with a warning (`StateIgnored`, which the task layer
-prints) instead of refusing the run.  A folder walk is bounded in depth, folders and
-names, and never follows a symlinked folder (it may leave the tree or loop back).
-
-tests/unit/test_every_reader.py finds every read in cannbuild that bypasses this module
-(an AST scan) and feeds every `Kind` a FIFO, a link to /dev/zero, a 300 MB file, deep
-JSON and invalid UTF-8.
+Only regular files are read, opened non-blocking (a FIFO cannot hang it) and checked on
+the open descriptor (a link to /dev/zero is refused unopened); each `Kind` below has a
+bound, nothing is read past it.  Text is UTF-8; JSON is decoded by msgspec (the schema
+type is passed in: `read_json(path, KIND, type=...)`), nested no deeper than the
+recursion limit.  A problem is one paragraph naming the file (UsageError, exit 2), but
+for cannbuild's own `state` (a stamp, a memo, a record), which `read_state` reads as
+absent with a warning (`StateIgnored`, said by the task layer).  A folder walk is bounded
+in depth, folders and names, and never follows a linked folder.
+tests/unit/test_every_reader.py finds every read that bypasses this module and feeds
+every Kind a FIFO, a link to /dev/zero, a 300 MB file, deep JSON and invalid UTF-8.
 """
 
 from __future__ import annotations
@@ -51,9 +44,8 @@ GiB = 1 << 30
 
 
 class Kind(Struct, frozen=True):
-    """A kind of file cannbuild reads: its name in messages, its size bound (None: the
-    reader bounds what it holds itself, streaming), what to do about a bad one, and
-    whether it is cannbuild's own `state`, which a run makes again."""
+    """A kind of file: its name in messages, its bound (None: the reader streams), what to
+    do about a bad one, and whether it is cannbuild's own `state`, which a run remakes."""
 
     what: str
     max_bytes: Optional[int]
@@ -61,8 +53,7 @@ class Kind(Struct, frozen=True):
     state: bool = False
 
     def named(self, what: str = "", hint: str = "") -> Kind:
-        """The same kind, called `what` in messages (`--variants`, `lock file`) and with
-        another `hint`, where given."""
+        """The same kind, called `what` and with another `hint`, where given."""
         return msgspec.structs.replace(self, what=what or self.what, hint=hint or self.hint)
 
 
@@ -122,8 +113,6 @@ RUN_FILE = Kind("run file", 16 * MiB, _OURS, True)  # a child's job, result, rep
 CASE_DATA = Kind("case data", 4 * GiB, _OURS, True)  # a case's tensors, for and from a check
 LOG = Kind("step log", None, _OURS, True)  # read at its head and tail
 
-KINDS: Tuple[Kind, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, Kind))
-
 WALK_DEPTH = 12
 WALK_FOLDERS = 2000
 WALK_NAMES = 200_000  # names listed in all folders together (a flat folder of millions)
@@ -141,19 +130,18 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+_MODES = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
 def _mode_kind(path: Path, mode: int) -> str:
-    kind = "not a regular file"
-    if stat.S_ISDIR(mode):
-        kind = "a folder"
-    elif stat.S_ISFIFO(mode):
-        kind = "a FIFO (named pipe)"
-    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        kind = "a device"
-    elif stat.S_ISSOCK(mode):
-        kind = "a socket"
-    if os.path.islink(path):
-        kind = f"a link to {os.path.realpath(path)}, {kind}"
-    return kind
+    kind = _MODES.get(stat.S_IFMT(mode), "not a regular file")
+    return f"a link to {os.path.realpath(path)}, {kind}" if os.path.islink(path) else kind
 
 
 def refusal(path: Path, kind: Kind, problem: str) -> UsageError:
@@ -244,18 +232,12 @@ def _read_at_most(fh: io.FileIO, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def decode_text(data: bytes, path: object, kind: Kind, errors: str = "strict") -> str:
-    try:
-        return data.decode("utf-8", errors)
-    except UnicodeDecodeError as exc:
-        raise refusal(
-            Path(str(path)), kind, f"is not UTF-8 text (byte {exc.start}: {exc.reason})"
-        ) from None
-
-
 def read_text(path: Path, kind: Kind, errors: str = "strict") -> str:
     """The whole file as UTF-8 text (`errors="replace"`: any bytes)."""
-    return decode_text(read_bytes(path, kind), path, kind, errors)
+    try:
+        return read_bytes(path, kind).decode("utf-8", errors)
+    except UnicodeDecodeError as exc:
+        raise refusal(path, kind, f"is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 
 
 def decode_json(data: bytes, source: object, kind: Kind, type: object = Any) -> Any:

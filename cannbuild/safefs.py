@@ -245,22 +245,16 @@ def replace(root: PathLike, src: PathLike, dst: PathLike, what: str) -> Path:
 
 
 def open_lock(path: Path, what: str) -> int:
-    """A read-write descriptor of the lock file `path`, made when missing, never through
-    a link (a dangling one included: O_CREAT would make the file where it points) and
-    only a regular file (a FIFO opens without waiting and is refused)."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    """A read-write descriptor of the lock file `path`, made when missing, never through a
+    link (O_CREAT would make the file a dangling one names), only a regular file."""
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as exc:
         if exc.errno == errno.ELOOP and os.path.islink(path):
             raise _link_refusal(what, path, None, str(path)) from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO opens without waiting: refused
         os.close(fd)
-        raise _refuse(
-            what,
-            f"{path} is not a regular file, not the lock file cannbuild makes. {_FIX}",
-            f"Remove it (rm {path}) and rerun; cannbuild makes the lock file itself.",
-        )
+        raise _refuse(what, f"{path} is not a regular file. {_FIX}", f"Remove it: rm {path}")
     os.set_blocking(fd, True)
     return fd

@@ -111,7 +111,7 @@ def read_target(workspace: Path) -> Optional[Target]:
         data = read_bytes(path, TARGET)
     except Absent:
         return None
-    schema = decode_json(data, path, TARGET, _Schema).schema
+    schema = decode_json(data, path, TARGET, _Schema).schema  # before the fields it names
     if schema != SCHEMA:
         raise refusal(path, TARGET, f"has schema {schema}; this cannbuild reads schema {SCHEMA}")
     target: Target = decode_json(data, path, TARGET, Target)

@@ -14,10 +14,9 @@ op_summary.py `OpSummaryDB`, compare_tools/.../npu_profiling_db_parser.py):
 - `PYTORCH_API(startNs, endNs, globalTid, connectionId, name, inputShapes, type)`: torch
   ops; a non-NULL connectionId is a launch to the device.
 A missing table or column is named in the error; the variants are named in the notes.
-Each STRING_IDS value is read once, at most PROFILE_DB_CELL_CHARS of it, and shared by
-every row that names it (one value named by thousands of rows is one string); a time
-that is not a number is an error naming its table and column; SQLite's own work
-(the sort) lets a signal through every 100,000 steps.
+A STRING_IDS value is read once (at most PROFILE_DB_CELL_CHARS of it), shared by the rows
+naming it; a time that is not a number is an error naming its column; a signal stops
+SQLite's own sort.
 """
 
 from __future__ import annotations
@@ -75,9 +74,9 @@ def read_db(path: Path, analyzer: Analyzer) -> DbInfo:
 
 @contextlib.contextmanager
 def _interruptible(db: sqlite3.Connection) -> Iterator[None]:
-    """Ctrl-C and SIGTERM stop SQLite's own work (a sort): every 100,000 of its steps it
-    calls into Python, where a pending signal's handler raises; that aborts the query,
-    and sqlite3 hands the exception to sys.unraisablehook, whence it is raised again."""
+    """Ctrl-C and SIGTERM stop SQLite's own work: every 100,000 steps it calls into Python,
+    where a pending signal's handler raises; that aborts the query, and sqlite3 hands the
+    exception to sys.unraisablehook, whence it is raised again."""
     stopped: List[Optional[BaseException]] = []
     hook, sys.unraisablehook = sys.unraisablehook, lambda u: stopped.append(u.exc_value)
     sqlite3.enable_callback_tracebacks(True)

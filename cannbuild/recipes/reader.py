@@ -11,7 +11,7 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
-from ..bounded import RECIPE, decode_text, parse_toml, read_bytes
+from ..bounded import RECIPE, parse_toml, read_text
 from ..decoded import JSONValue
 from .fields import Reader, relative
 from .model import (
@@ -88,9 +88,8 @@ _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 def load_recipe(path: Path) -> Recipe:
     """The recipe at `path`, every table checked in the file's order (the first mistake is
     the one reported)."""
-    raw = read_bytes(path, RECIPE)
-    kind = RECIPE.named(hint="Fix the file; see recipes/*.toml.")
-    data = parse_toml(decode_text(raw, path, kind), path, kind)
+    text = read_text(path, RECIPE)
+    data = parse_toml(text, path, RECIPE.named(hint="Fix the file; see recipes/*.toml."))
     r = Reader(path)
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")
@@ -114,7 +113,7 @@ def load_recipe(path: Path) -> Recipe:
         path=path,
         # The digest of the bytes as read, which the lock and the run report record: it tells two
         # recipes of one name apart.
-        digest=hashlib.sha256(raw).hexdigest(),
+        digest=hashlib.sha256(text.encode()).hexdigest(),
         name=r.get(head, "name", str, "[recipe]"),
         train=r.get(head, "train", str, "[recipe]"),
         description=r.get(head, "description", str, "[recipe]", required=False) or "",

@@ -322,9 +322,7 @@ class Templates:
             loader.get_source = original
 
 
-class _Entry(Struct, frozen=True):
-    """A remembered render: its text and the (name, path, sha256) of the files it read."""
-
+class _Entry(Struct, frozen=True):  # a remembered render, and (name, path, sha256) it read
     text: str
     files: List[Tuple[str, str, str]]
 
@@ -337,8 +335,7 @@ def _sha256(path: Path) -> str:
 
 
 def _loader(search_path: Sequence[Path]) -> jinja2.BaseLoader:
-    """Jinja's FileSystemLoader reading through bounded.py: a step template that is a
-    FIFO, a device, too big or not UTF-8 is refused by name (exit 2), not opened."""
+    """Jinja's FileSystemLoader through bounded.py: a FIFO, too big, not UTF-8: exit 2."""
 
     class Loader(jinja2.FileSystemLoader):
         def get_source(
@@ -352,14 +349,7 @@ def _loader(search_path: Sequence[Path]) -> jinja2.BaseLoader:
             else:
                 raise jinja2.TemplateNotFound(template)
             text = read_text(Path(name), STEP_TEMPLATE)
-            mtime = os.path.getmtime(name)
-            return text, name, lambda: _mtime(name) == mtime
+            stamp = os.stat(name).st_mtime_ns
+            return text, name, lambda: os.path.exists(name) and os.stat(name).st_mtime_ns == stamp
 
     return Loader([str(p) for p in search_path])
-
-
-def _mtime(name: str) -> float:
-    try:
-        return os.path.getmtime(name)
-    except OSError:
-        return -1.0

@@ -348,9 +348,8 @@ def _unpack(archive: Path, raw: IO[bytes], work: Path) -> None:
 
 
 def tar_mode(raw: IO[bytes]) -> Literal["r:gz", "r:bz2", "r:xz", "r:"]:
-    """tarfile's mode for the stream `raw` by its magic bytes: tarfile's own guess tries
-    each decompressor in turn, and lzma takes a run of zero bytes for empty streams (300 MB
-    of zeros: 38 s)."""
+    """tarfile's mode for `raw` by its magic bytes: tarfile's own guess tries lzma too,
+    which reads zero bytes as empty streams (300 MB of zeros: 38 s)."""
     magic = raw.read(6)
     raw.seek(0)
     if magic.startswith(b"\x1f\x8b"):
