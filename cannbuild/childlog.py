@@ -14,6 +14,9 @@ import signal
 from pathlib import Path
 from typing import List, Optional
 
+from .bounded import LOG, open_binary
+from .errors import UsageError
+
 # A log is read at its start (where the first error is) and its end, never whole: a worker
 # that loops printing must not cost memory.
 HEAD_BYTES = 1 << 20
@@ -69,7 +72,7 @@ def error_line(text: str) -> Optional[str]:
 def read_log(path: Path) -> str:
     """The log's start and end (bounded), or "" when it cannot be read."""
     try:
-        with open(path, "rb") as fh:
+        with open_binary(path, LOG) as fh:
             head = fh.read(HEAD_BYTES)
             fh.seek(0, 2)
             size = fh.tell()
@@ -77,7 +80,7 @@ def read_log(path: Path) -> str:
             if size > HEAD_BYTES:
                 fh.seek(max(size - TAIL_BYTES, HEAD_BYTES))
                 tail = fh.read(TAIL_BYTES)
-    except OSError:
+    except (OSError, UsageError):
         return ""
     return (head + (b"\n" + tail if tail else b"")).decode("utf-8", "replace")
 

@@ -12,6 +12,7 @@ requirement the user gives (--cannbuild-spec); never a name that does not resolv
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from msgspec import Struct
 
 from . import __version__
-from .bounded import first_line
+from .bounded import ARCHIVE, RENDERED_FILE, Absent, digest, head
 from .errors import UsageError
 from .host.versions import parse_cann_version
 from .ownership import check_writable
@@ -34,7 +35,6 @@ from .self_install import (
     build_own_wheel,
     installed_spec,
     no_install_source,
-    sha256_of,
     source_files,
 )
 from .sources.lock import read_lock
@@ -196,7 +196,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
     if request.cannbuild_spec is not None:
         check_requirement(request.cannbuild_spec)
     if out is not None:
-        target = out.resolve()
+        target = Path(os.path.abspath(out))  # not resolved: a link at --out is refused
         root = git_toplevel(target.parent) or target.parent
     else:
         found = git_toplevel(cwd)
@@ -245,7 +245,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
                 old.unlink()
         install = Install(
             wheel=wheel.relative_to(root).as_posix() if _inside(wheel, root) else str(wheel),
-            sha256=sha256_of(wheel),
+            sha256=digest(wheel, ARCHIVE),
         )
         note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
     rendered = rendered_with(install)
@@ -301,11 +301,9 @@ def refuse_foreign_file(target: Path, what: str) -> None:
     """A file cannbuild renders replaces only a file it rendered before (its first line
     says so), never one a user wrote."""
     try:
-        first = first_line(target, what)  # a regular file, its first 4 KiB line at most
-    except FileNotFoundError:
+        first = head(target, RENDERED_FILE.named(what), 4096).decode("utf-8", "replace")
+    except Absent:
         return
-    except OSError as exc:
-        raise UsageError(f"{what} {target} cannot be read ({exc.strerror}).") from None
     if not first.startswith(RENDERED_HEADER):
         raise UsageError(
             f"{what} {target} exists and was not rendered by cannbuild (its first line is not "

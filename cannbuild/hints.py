@@ -8,7 +8,6 @@ caller passes them): which file CMake refused, and whether it was cannbuild's.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -16,6 +15,8 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from .bounded import ARCHIVE, digest
+from .errors import UsageError
 from .redact import redact
 
 if TYPE_CHECKING:
@@ -332,10 +333,6 @@ def _digest(path: Optional[Path], algo: str) -> Optional[str]:
     if path is None:
         return None
     try:
-        digest = hashlib.new(algo.lower())
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    except (OSError, ValueError):
+        return digest(path, ARCHIVE, algo)
+    except (UsageError, ValueError):  # unreadable, or an algorithm hashlib does not know
         return None
-    return digest.hexdigest()

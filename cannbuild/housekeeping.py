@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from . import vendors as vendors_mod
+from .bounded import ATTEMPT, STAMP, read_state
 from .decoded import JSONObject, JSONValue
 from .lazy import lazy_module
 from .ownership import remove_inside
-from .workspace import Workspace, read_json
+from .workspace import Workspace
 
 if TYPE_CHECKING:
+    from . import recipes
     from .build import stamps
     from .sources import lock as lockfile
     from .sources.lock import Lock
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 else:  # for status; `clean` does not load them
     stamps = lazy_module("cannbuild.build.stamps")
     lockfile = lazy_module("cannbuild.sources.lock")
+    recipes = lazy_module("cannbuild.recipes")
 
 # What build.sh leaves in a checkout besides the packages (build_out/ keeps those, so
 # the steps stay up to date after a clean).
@@ -178,6 +181,7 @@ def _lock_held(ws: Workspace) -> bool:
     """Whether a run holds the workspace lock now (the kernel drops a dead run's flock;
     a pid could have been reused)."""
     try:
+        # bounded: opened only to take a shared flock, never read
         fd = os.open(ws.root / ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
@@ -193,7 +197,7 @@ def _lock_held(ws: Workspace) -> bool:
 def _last_attempt(ws: Workspace) -> Optional[JSONObject]:
     """The last build attempt; one recorded as started whose process is gone died
     (kill -9, a power cut): it is shown as interrupted, not as what it never finished."""
-    attempt = read_json(ws.reports / ATTEMPT_FILE)
+    attempt = read_state(ws.reports / ATTEMPT_FILE, ATTEMPT)
     if not isinstance(attempt, dict):
         return None
     if attempt.get("status") == RUNNING and not _lock_held(ws):
@@ -269,7 +273,7 @@ def workspace_status(
     installs: List[Tuple[JSONObject, JSONObject]] = []  # each install step's entry and stamp
     seen: Dict[str, Tuple[str, str]] = {}
     for stamp_path in sorted(ws.stamps.glob("*.json")) if ws.stamps.is_dir() else []:
-        stamp = read_json(stamp_path)
+        stamp = read_state(stamp_path, STAMP)
         if not isinstance(stamp, dict) or "input_hash" not in stamp:
             continue
         source = (stamp.get("inputs") or {}).get("source") or {}
@@ -289,7 +293,7 @@ def workspace_status(
         steps.append(step)
         if _is_install(ws, stamp):
             installs.append((step, stamp))
-    validation = read_json(ws.stamps / "validate.json") or {}
+    validation = read_state(ws.stamps / "validate.json", STAMP) or {}
     current_soc = soc or (target.soc_word if target else "") or (lock.soc if lock else "")
     installs = _in_source_order(ws, installs)
     vendors = [_vendor_entry(ws, step, stamp, current_soc, lock) for step, stamp in installs]
@@ -433,8 +437,10 @@ def _target_json(ws: Workspace, target: Optional[Target], soc: str) -> Optional[
     """The remembered target as status shows it (None: the workspace has no record)."""
     if target is None:
         return None
+    known = recipes.known_repos(Path.cwd()) if target.repos else set()
     return {
         "file": str(ws.target),
+        "unknown_repos": sorted(set(target.repos or ()) - known),
         "host": target.host,
         "soc": soc or None,
         "remembered": dict(target.layer()),

@@ -10,11 +10,13 @@ import os
 import time
 from typing import Callable, Optional
 
+from . import safefs
+from .bounded import LOCK_HOLDER, read_state
 from .decoded import JSONObject
 from .errors import WorkspaceBusy
 from .housekeeping import sweep
 from .ownership import claim
-from .workspace import Workspace, read_json, write_json_atomic
+from .workspace import Workspace, write_json_atomic
 
 
 class WorkspaceLock:
@@ -42,11 +44,12 @@ class WorkspaceLock:
         self._fd: Optional[int] = None
 
     def holder(self) -> JSONObject:
-        return read_json(self.info) or {}
+        holder = read_state(self.info, LOCK_HOLDER)
+        return holder if isinstance(holder, dict) else {}
 
     def __enter__(self) -> WorkspaceLock:
         claim(self.path.parent, "workspace", "--workspace")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = safefs.open_lock(self.path, "the workspace lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -325,7 +325,7 @@ def _coerce_repos(value: object, origin: str) -> Tuple[str, ...]:
         )
     else:
         names = [str(v).strip() for v in value]
-    for name in names:
+    for name in names or [str(value)]:  # `--repos ''` or `,,` names no repo: not the default
         if not _REPO_NAME.fullmatch(name):
             raise UsageError(
                 f"{origin} has value {value!r}; {name!r} is not a repository name.",

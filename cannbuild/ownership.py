@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Set
 
 from . import __version__, safefs
+from .bounded import OWNER_MARK, head, read_json, read_state
 from .errors import StorageError, UsageError, write_error
 from .lazy import lazy_module
-from .workspace import FOLDERS, LATEST_LINKS, Workspace, read_json, write_atomic
+from .workspace import FOLDERS, LATEST_LINKS, Workspace, write_atomic
 
 if TYPE_CHECKING:
     from .host import toolchain
@@ -71,7 +72,7 @@ def _known(name: str, kind: str) -> bool:
 
 
 def marker_kind(folder: Path) -> Optional[str]:
-    data = read_json(folder / MARKER)
+    data = read_state(folder / MARKER, OWNER_MARK)
     return data.get("kind") if isinstance(data, dict) else None
 
 
@@ -88,8 +89,17 @@ def _entries(folder: Path) -> Sequence[str]:
     return [n for n in names if n != MARKER and not n.startswith(f".{MARKER}.")]
 
 
+def _json(path: Path) -> object:
+    """What a file cannbuild may have written holds (None: nothing it can read): the
+    evidence of who made a folder, never an error of the run that asks."""
+    try:
+        return read_json(path, OWNER_MARK)
+    except UsageError:
+        return None
+
+
 def _json_keys(path: Path) -> Set[str]:
-    data = read_json(path)
+    data = _json(path)
     return set(data) if isinstance(data, dict) else set()
 
 
@@ -121,11 +131,9 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
         return {"schema", "run_id", "results", "sweep_s"} <= _json_keys(folder / "results.json")
     if kind == "container-context":
         try:
-            with open(folder / "Dockerfile", encoding="utf-8", errors="replace") as f:
-                head = f.read(512)
-        except OSError:
+            return b"# Rendered by cannbuild " in head(folder / "Dockerfile", OWNER_MARK, 512)
+        except UsageError:
             return False
-        return "# Rendered by cannbuild " in head
     return False
 
 
@@ -280,11 +288,17 @@ def _size(path: Path) -> int:
 
 def check_writable(path: Path, what: str) -> Path:
     """Refuse up front (exit 11) a file cannbuild will write (a lock, a bundle, a
-    workflow) whose folder it cannot write: found after an hour's build, it would lose
+    workflow) whose folder it cannot write, and a link there (exit 2): found after an hour's build, it would lose
     the result.  The nearest folder that exists is tried with a real file, created and
     removed: permission bits say nothing to root, and /sys or a read-only mount refuse
     root too."""
     path = Path(os.path.abspath(path))
+    if path.is_symlink():  # writing through it, dangling or not, would write where it points
+        raise UsageError(
+            f"{what} {path} is a symlink (to {os.readlink(path)}); cannbuild does not write "
+            "through a link, so it is left as it is.",
+            f"Pass {what} as a path that is not a link, or remove the link first.",
+        )
     probe = path if path.exists() else path.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

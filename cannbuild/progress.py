@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Mapping, Optional, TextIO
 
 from . import ui
+from .bounded import RUN_FILE, read_text
 from .build.plan import PlannedStep
 from .build.runner import StepOutcome
+from .errors import UsageError
 
 _MARK = {"ran": "done", "failed": "FAILED", "interrupted": "interrupted", "skipped": "up to date"}
 HEARTBEAT_S = 10.0
@@ -244,8 +246,8 @@ def publish_summary(report_dir: Path, env: Mapping[str, str] = os.environ) -> No
     if not target or not under_github_actions(env):
         return
     try:
-        text = (report_dir / "report.md").read_text(encoding="utf-8")
+        text = read_text(report_dir / "report.md", RUN_FILE, errors="replace")
         with open(target, "a", encoding="utf-8") as out:
             out.write(text + "\n")
-    except OSError:
+    except (OSError, UsageError):
         pass  # a summary is a courtesy; the report itself is on disk

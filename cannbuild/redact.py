@@ -18,12 +18,21 @@ _ENDS_SECRET = re.compile(
 _HOLDS_SECRET = re.compile(r"(?i)passw(?:or)?d|passphrase|token|secret|credential")
 # ... or by a whole word of it (words split at _ - . and camelCase): API_KEY_ID (an AWS
 # key id is half a credential), KEY_FILE, PRIVATE_KEY_PEM, NPM_AUTH, Authorization,
-# DB_PASS, SESSION_COOKIE.  As words only: PASSTHROUGH, BYPASS, AUTHOR, KEYBOARD and
-# MONKEY are no secrets.  A session id alone is not (SESSION_MANAGER, TMUX_SESSION).
+# DB_PASS, SESSION_COOKIE; a git host's personal access token (GH_PAT, ADO_PAT), a
+# BEARER, a JWT, a NETRC; a database's DSN.  As words only: PASSTHROUGH, BYPASS, AUTHOR,
+# KEYBOARD, MONKEY and PATH are no secrets.  A session id alone is not (SESSION_MANAGER).
 _SECRET_WORDS = frozenset(
     {"key", "pass", "auth", "authorization", "oauth", "private", "privkey", "apikey"}
-    | {"cookie", "cookies", "sessionid", "sshpass"}
+    | {"cookie", "cookies", "sessionid", "sshpass", "pat", "bearer", "jwt", "netrc", "dsn"}
 )
+# ... or a database's address, which carries its password (postgres://user:pass@host):
+# a database word with an address word, DATABASE_URL, MONGODB_URI, SQLALCHEMY_DATABASE_URI,
+# REDIS_URL, JDBC_URL, PG_CONN; and a CONNECTION_STRING (Azure's holds the AccountKey).
+_DATABASES = frozenset(
+    {"database", "db", "sql", "sqlalchemy", "pg", "postgres", "postgresql", "mysql", "mariadb"}
+    | {"mongo", "mongodb", "redis", "jdbc", "amqp"}
+)
+_ADDRESSES = frozenset({"url", "uri", "conn", "connection"})
 # a word of a NAME: runs of capitals (API in APIKey), capitalised or lowercase words, digits
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # NAME: value and NAME=value in text: the NAME and its separator (a name starts where no
@@ -91,7 +100,13 @@ def _words(name: str) -> List[str]:
 
 def _secret_word(words: List[str]) -> bool:
     # PWD alone is the shell's folder; DB_PWD and MYSQL_PWD are passwords
-    return bool(_SECRET_WORDS.intersection(words)) or ("pwd" in words and len(words) > 1)
+    found = set(words)
+    return bool(
+        found & _SECRET_WORDS
+        or ("pwd" in found and len(words) > 1)
+        or (found & _DATABASES and found & _ADDRESSES)
+        or {"connection", "string"} <= found
+    )
 
 
 def secret_name(name: str) -> bool:

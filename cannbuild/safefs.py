@@ -242,3 +242,19 @@ def replace(root: PathLike, src: PathLike, dst: PathLike, what: str) -> Path:
             raise FileNotFoundError(errno.ENOENT, "no folder to move into", str(dst_full))
         os.replace(src_full.name, dst_full.name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     return dst_full
+
+
+def open_lock(path: Path, what: str) -> int:
+    """A read-write descriptor of the lock file `path`, made when missing, never through a
+    link (O_CREAT would make the file a dangling one names), only a regular file."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise _link_refusal(what, path, None, str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO opens without waiting: refused
+        os.close(fd)
+        raise _refuse(what, f"{path} is not a regular file. {_FIX}", f"Remove it: rm {path}")
+    os.set_blocking(fd, True)
+    return fd

@@ -4,8 +4,6 @@ the VCS requirement pip recorded; never a name that does not resolve."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +14,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import __version__
+from .bounded import DATA_FILE, decode_json
 from .errors import UsageError
 from .proc import run
 
@@ -55,14 +54,10 @@ def installed_spec() -> Optional[str]:
     """A requirement for the installed cannbuild that resolves elsewhere: the VCS URL and
     commit pip recorded when it was installed from one (PEP 610 direct_url.json)."""
     try:
+        # bounded: importlib.metadata reads its own record of the installed package
         text = metadata.distribution("cannbuild").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
-    if not text:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
+        data = decode_json((text or "").encode(), "direct_url.json", DATA_FILE, dict)
+    except (metadata.PackageNotFoundError, UsageError):
         return None
     vcs = data.get("vcs_info") or {}
     url = str(data.get("url", ""))
@@ -105,10 +100,6 @@ def build_own_wheel(root: Path, into: Path, epoch: Optional[int] = None) -> Path
         final = into / wheels[0].name
         shutil.copyfile(wheels[0], final)
     return final
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def no_install_source() -> UsageError:

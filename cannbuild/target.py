@@ -23,11 +23,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
-import msgspec
 from msgspec import Struct
 from msgspec.structs import asdict
 
-from .bounded import KiB, read_bytes
+from .bounded import TARGET, Absent, decode_json, read_bytes, refusal
 from .errors import UsageError
 from .options import Options
 from .ownership import owned
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from .build.session import Session
 
 SCHEMA = 1
-MAX_BYTES = 64 * KiB  # a dozen short values; anything larger is not a record cannbuild wrote
 # The Options fields a target is made of; the first six name the host.
 HOST_FIELDS = ("sandbox", "sandbox_dir", "sandbox_variant", "sandbox_cann", "sysroot", "cann_path")
 FIELDS = (*HOST_FIELDS, "soc", "ops_release", "repos")
@@ -104,37 +102,32 @@ def target_file(workspace: Path) -> Path:
     return Workspace(root=workspace).target
 
 
-def _damaged(path: Path, why: str) -> UsageError:
-    return UsageError(
-        f"{path} is not a target record this cannbuild can read ({why}); it remembers which "
-        "host, SoC and ops release this workspace builds for.",
-        "Remove it: the next setup, build or install records the target again from its flags "
-        "(e.g. `cannbuild setup --sandbox`).",
-    )
-
-
 def read_target(workspace: Path) -> Optional[Target]:
     """The workspace's remembered target; None when there is none (a new workspace, one
-    made before cannbuild remembered targets)."""
+    made before cannbuild remembered targets).  A record is data a user could have
+    edited: a sandbox folder outside the workspace is taken only where a sandbox is."""
     path = target_file(workspace)
     try:
-        data = read_bytes(
-            path, "remembered target", MAX_BYTES, "Remove it: it is not one cannbuild wrote."
-        )
-    except (FileNotFoundError, NotADirectoryError):
+        data = read_bytes(path, TARGET)
+    except Absent:
         return None
-    except OSError as exc:
-        raise _damaged(path, exc.strerror or str(exc)) from None
-    try:
-        schema = msgspec.json.decode(data, type=_Schema).schema
-    except msgspec.DecodeError as exc:
-        raise _damaged(path, f"not a JSON object with a schema number: {exc}") from None
+    schema = decode_json(data, path, TARGET, _Schema).schema  # before the fields it names
     if schema != SCHEMA:
-        raise _damaged(path, f"schema {schema}; this cannbuild reads schema {SCHEMA}")
-    try:
-        return msgspec.json.decode(data, type=Target)
-    except msgspec.DecodeError as exc:
-        raise _damaged(path, str(exc)) from None
+        raise refusal(path, TARGET, f"has schema {schema}; this cannbuild reads schema {SCHEMA}")
+    target: Target = decode_json(data, path, TARGET, Target)
+    where = Path(
+        os.path.normpath(os.path.join(os.path.abspath(workspace), target.sandbox_dir or "."))
+    )
+    outside = not where.is_relative_to(os.path.abspath(workspace))
+    if target.sandbox and outside and load_info(where) is None:
+        raise refusal(
+            path,
+            TARGET,
+            f"names the sandbox folder {target.sandbox_dir}, outside the workspace, where no "
+            "sandbox is: cannbuild makes a sandbox outside its workspace only when asked "
+            "(--cann-path of a sandbox's toolkit)",
+        )
+    return target
 
 
 class _Schema(Struct, kw_only=True):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Seque
 from msgspec import Struct
 
 from . import vendors
+from .bounded import ATTEMPT, read_state
 from .build import compile_cache
 from .build.cache_probe import PROBE_TIMEOUT_S
 from .build.reproducible import artifact_records, step_epoch
@@ -25,7 +26,7 @@ from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
 from .build.stamps import read_stamp
 from .build.steps import RunResult, run_steps
-from .errors import CannbuildError, UsageError
+from .errors import CannbuildError, UsageError, path_error, storage_error
 from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
@@ -35,7 +36,7 @@ from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
 from .target import Target, read_target, record_session
 from .validate import ValidationRun, validate_session
-from .workspace import read_json, write_json_atomic
+from .workspace import write_json_atomic
 
 if TYPE_CHECKING:
     from .sources.state import SourceState
@@ -170,7 +171,7 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
         "run_id": stamp.get("run_id"),
         "commits": commits,
     }
-    attempt = read_json(session.ws.reports / ATTEMPT_FILE)
+    attempt = read_state(session.ws.reports / ATTEMPT_FILE, ATTEMPT)
     if (
         isinstance(attempt, dict)
         and attempt.get("status") == "failed"
@@ -296,10 +297,12 @@ def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
     """A run that ends in an error (a fetch, a drift, Ctrl-C) still leaves its report."""
     try:
         yield
-    except CannbuildError as exc:
+    except (CannbuildError, OSError) as exc:  # OSError: a full or read-only disk (exit 11)
+        known = exc if isinstance(exc, CannbuildError) else storage_error(exc) or path_error(exc)
+        error = known or CannbuildError(str(exc))
         with contextlib.suppress(CannbuildError, OSError):
-            _record_attempt(session, run_id, command, f"({type(exc).__name__})")
-            _write_report(session, run_id, command, None, exc, None, None)
+            _record_attempt(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
+            _write_report(session, run_id, command, None, error, None, None)
         raise
 
 

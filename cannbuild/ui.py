@@ -11,6 +11,7 @@ import errno
 import functools
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -122,8 +123,17 @@ def print_checks(
 
 
 def note(text: str, stream: TextIO = sys.stderr) -> None:
-    stream.write(text.rstrip() + "\n")
+    stream.write(printable(text.rstrip()) + "\n")
     stream.flush()
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (ESC...) written as escapes: no record read from disk
+    clears the screen."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def waiting(who: str) -> None:
@@ -337,6 +347,12 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
             f"target: {target['host']}{soc} (set by {target['set_by']} on {target['set_at']}; "
             "flags override it)"
         )
+        unknown = target.get("unknown_repos") or []
+        if unknown:
+            names = ", ".join(unknown[:5]) + (
+                f" and {len(unknown) - 5} more" if unknown[5:] else ""
+            )
+            lines.append(f"  it names repos no recipe here lists: {names} (a build refuses them)")
     lock = data.get("lock")
     if lock:
         lines.append(
@@ -397,7 +413,7 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
         )
     if data.get("latest_report"):
         lines.append(f"latest report: {data['latest_report']}")
-    stream.write("\n".join(lines) + "\n")
+    stream.write(printable("\n".join(lines)) + "\n")
 
 
 def print_profile(

@@ -14,7 +14,6 @@ does that, for the repos in the --repos order (vllm-ascend issues 13512, 11417, 
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -22,7 +21,7 @@ from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence
 from msgspec import Struct
 
 from . import safefs
-from .bounded import OPERATOR_FILE_BYTES, read_text
+from .bounded import INSTALLED_FILE, read_state
 from .host.check import PASS, SKIP, WARN, Check
 from .workspace import write_atomic
 
@@ -65,10 +64,7 @@ def read_vendor(path: Path, exports: Optional[Exports] = None) -> Vendor:
     its library's aclnn entry points only given `exports`, the ELF reader."""
     types: Dict[str, str] = {}
     for config in sorted(path.glob(f"{CONFIGS}/*/aic-*-ops-info.json")):
-        try:
-            data = json.loads(read_text(config, "op_impl config", OPERATOR_FILE_BYTES))
-        except (OSError, ValueError):
-            continue
+        data = read_state(config, INSTALLED_FILE.named("op_impl config"))
         for op_type, entry in data.items() if isinstance(data, dict) else ():
             op_file = entry.get("opFile") if isinstance(entry, dict) else None
             value = op_file.get("value") if isinstance(op_file, dict) else None
@@ -175,10 +171,10 @@ def source_order(opp: Path) -> Optional[List[Path]]:
     """The vendor folders `<opp>/set_env.bash` puts on ASCEND_CUSTOM_OPP_PATH, first
     first (None: there is no such file of cannbuild's)."""
     path = source_file(opp)
-    try:
-        text = read_text(path, "vendor source file", OPERATOR_FILE_BYTES, errors="replace")
-    except OSError:
+    data = read_state(path, INSTALLED_FILE.named("vendor source file"), bytes)
+    if data is None:
         return None
+    text = data.decode("utf-8", "replace")
     if not text.startswith(_HEADER):
         return None
     order: List[Path] = []

@@ -18,15 +18,15 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Mapping
 
+import msgspec
 from msgspec import Struct
 
-from .decoded import JSONValue
+from .bounded import proc_value
 
 # The folders runs write files into, by the fixed names cannbuild gives them: the top of
 # the workspace and the caches' folders (a run's own logs/<run> and reports/<run> are
@@ -156,15 +156,9 @@ class Workspace(Struct, frozen=True, kw_only=True):
 
 def _umask() -> int:
     """The process umask, read without changing it (os.umask would race other threads)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                # `Umask: 0022` in /proc/self/status (Linux 4.7 and later), an octal number.
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    # Without /proc: the usual default, which gives 0644 files.
-    return 0o022
+    # `Umask: 0022` in /proc/self/status (Linux 4.7 and later), an octal number; without
+    # /proc the usual default, which gives 0644 files.
+    return int(proc_value("self/status", "Umask") or "022", 8)
 
 
 def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
@@ -194,26 +188,10 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
 
 
 def write_json_atomic(path: Path, data: object, durable: bool = True) -> None:
-    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-    write_atomic(path, text.encode(), durable)
-
-
-def read_json(path: Path) -> JSONValue:  # None when absent or not JSON
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def read_text_map(path: Path) -> Optional[Dict[str, str]]:
-    """A JSON object of strings (a memo cannbuild wrote); None when absent, unreadable or
-    anything else, so a damaged memo is never trusted."""
-    data = read_json(path)
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-    ):
-        return None
-    return data
+    """`data` as JSON that bounded.read_json reads back (msgspec: a NaN is written null),
+    keys sorted; what JSON has no type for (a Path) by its text."""
+    text = msgspec.json.encode(data, enc_hook=str, order="sorted")
+    write_atomic(path, msgspec.json.format(text, indent=2) + b"\n", durable)
 
 
 def remember(path: Path, data: Mapping[str, str]) -> None:

@@ -15,13 +15,11 @@ to read (an IQR over MAX_SPREAD of its median), or taken on a host loaded past i
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..bounded import LOCK_BYTES, read_bytes
-from ..errors import UsageError
+from ..bounded import BENCH_RESULTS, read_json, refusal
 from .timing import quartiles
 
 SCHEMA = "cannbuild-bench/1"
@@ -33,29 +31,12 @@ FASTER, SLOWER, NOISE, NONE = "faster", "slower", "within noise", "no verdict"
 
 
 def load_results(path: Path, flag: str) -> Dict[str, Any]:
-    try:
-        raw = read_bytes(path, "bench results file", LOCK_BYTES)
-    except OSError as exc:
-        raise UsageError(
-            f"{flag} {path}: cannot be read ({exc.strerror or exc}).",
-            "Pass a results.json that cannbuild bench wrote (<workspace>/bench/<run>/results.json).",
-        ) from None
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        data = None
-        why = f"not JSON ({exc})"
-    else:
-        why = f'no "schema": "{SCHEMA}"'
-    if (
-        not isinstance(data, dict)
-        or data.get("schema") != SCHEMA
-        or not isinstance(data.get("results"), list)
-    ):
-        raise UsageError(
-            f"{flag} {path}: {why}, so not a cannbuild bench result file.",
-            "Pass a results.json that cannbuild bench wrote (<workspace>/bench/<run>/results.json).",
-        )
+    kind = BENCH_RESULTS.named(f"{flag} {BENCH_RESULTS.what}")
+    data = read_json(path, kind)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise refusal(path, kind, f'has no "schema": "{SCHEMA}", so it is not one cannbuild wrote')
+    if not isinstance(data.get("results"), list):
+        raise refusal(path, kind, 'has no "results" list')
     return data
 
 

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from pathlib import Path
 from typing import Callable, Optional, Tuple, TypeVar
+
+from ..bounded import proc_value
 
 T = TypeVar("T")
 
 
 def _status_kb(key: str) -> Optional[int]:
-    try:
-        # `/proc/self/status` lines look like `VmRSS:       123456 kB`: the number, in KiB.
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    # `/proc/self/status` lines look like `VmRSS:       123456 kB`: the number, in KiB.
+    value = proc_value("self/status", key)
+    return int(value) if value and value.isdigit() else None
 
 
 def _return_free_pages() -> None:

@@ -14,8 +14,10 @@ from typing import IO, TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 import msgspec
 
+from ..bounded import RUN_FILE, decode_json
 from ..childlog import died
 from ..decoded import JSONObject
+from ..errors import UsageError
 from ..proc import kill_group
 from ..states import Verdict
 from ..validate import torchnpu
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 REQUEST_TIMEOUT_S = 600  # the import, or one request
 EXIT_WAIT_S = 5.0  # from the worker's stdout closing to its exit status
+
+_WORKER = RUN_FILE.named("reply of the torch_npu worker on")
 
 
 class NpuWorker:
@@ -78,7 +82,11 @@ class NpuWorker:
                 line, self._buffer = self._buffer.split(b"\n", 1)
                 text = line.decode(errors="replace")
                 if text.startswith(torchnpu.REPLY):
-                    return dict(json.loads(text[len(torchnpu.REPLY) :]))
+                    reply = text[len(torchnpu.REPLY) :].encode()
+                    try:
+                        return dict(decode_json(reply, "stdout", _WORKER, dict))
+                    except UsageError as exc:
+                        raise self._fail(exc.message) from None
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._fail(f"the torch_npu worker did not answer in {REQUEST_TIMEOUT_S} s")

@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
+from ..bounded import proc_value
 from ..validate.casefiles import write_inputs
 from ..validate.cases import CaseResult, reference, reference_torch
 from . import routes
@@ -112,13 +113,8 @@ ROUNDS = 3
 
 
 def _available_bytes() -> Optional[int]:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    value = proc_value("meminfo", "MemAvailable")  # in KiB
+    return int(value) * 1024 if value and value.isdigit() else None
 
 
 def reference_bytes(shape: BenchShape) -> int:

@@ -8,7 +8,6 @@ and build.sh configures afresh every time): on a real host that is the host-side
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..bounded import CONFIG_BYTES, PATCH_BYTES, open_regular, parse_toml, read_bytes, read_text
+from ..bounded import PATCH, VARIANTS, digest, open_regular, read_toml
 from ..build.plan import UP_TO_DATE
 from ..build.runner import new_run_id
 from ..build.session import Session
@@ -82,19 +81,8 @@ def _spec(
             f"{origin}: {name!r} is not a variant name.",
             "Use letters, digits, '.', '_' or '-' (not 'baseline').",
         )
-    if patch is not None and not patch.exists():
-        raise UsageError(
-            f"{origin}: variant {name!r}: patch {patch} does not exist.",
-            "Give an existing unified diff.",
-        )
-    if patch is not None:  # a regular file within PATCH_BYTES, before git apply reads it
-        try:
-            os.close(open_regular(patch, f"{origin}: variant {name!r}: patch", PATCH_BYTES))
-        except OSError as exc:
-            raise UsageError(
-                f"{origin}: variant {name!r}: patch {patch} cannot be read ({exc.strerror}).",
-                "Give a readable unified diff.",
-            ) from None
+    if patch is not None:  # a regular file within its bound, before git apply reads it
+        os.close(open_regular(patch, PATCH.named(f"{origin}: variant {name!r}: patch")))
     if patch is None and not defines:
         raise UsageError(
             f"{origin}: variant {name!r} has neither a patch nor defines.", f"Write {FORMAT}."
@@ -103,19 +91,7 @@ def _spec(
 
 
 def read_variant_file(path: Path) -> List[VariantSpec]:
-    if not path.exists():
-        raise UsageError(f"--variants {path}: no such file.", f"Give a TOML file of {FORMAT}.")
-    try:
-        text = read_text(path, "--variants", CONFIG_BYTES)
-    except OSError as exc:
-        raise UsageError(
-            f"--variants {path} cannot be read ({exc.strerror}).", f"Give a TOML file of {FORMAT}."
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"--variants {path} is not valid TOML: {exc}.", f"Write {FORMAT}."
-        ) from None
-    data = parse_toml(text, path, "--variants", f"Write {FORMAT}.")
+    data = read_toml(path, VARIANTS.named(hint=f"Write {FORMAT}."))
     rows = data.get("variant")
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise UsageError(f"--variants {path}: no [[variant]] tables.", f"Write {FORMAT}.")
@@ -160,7 +136,8 @@ def parse_flag(text: str, cwd: Path) -> VariantSpec:
 
 
 def parse_variants(file: Optional[str], flags: Sequence[str], cwd: Path) -> List[VariantSpec]:
-    specs = read_variant_file((cwd / file).resolve()) if file else []
+    given = cwd / file if file else None  # its link itself named in a message, not its target
+    specs = read_variant_file(given.parent.resolve() / given.name) if given else []
     specs += [parse_flag(text, cwd) for text in flags]
     seen = set()
     for spec in specs:
@@ -199,7 +176,7 @@ def _baseline_commit(session: Session, env: Mapping[str, str], repo: str) -> str
 def _file_sha(path: Optional[Path]) -> Optional[str]:
     if path is None:
         return None
-    return hashlib.sha256(read_bytes(path, "patch", PATCH_BYTES)).hexdigest()
+    return digest(path, PATCH)
 
 
 def build_variants(

@@ -24,11 +24,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import msgspec
 from msgspec import Struct
 
-from ..errors import DoctorBlocked
+from ..bounded import CHECKOUT_RECORD, MEMO, SOURCE_FILE, head, read_state
+from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..host.contents import wall_of, wall_row
 from ..recipes import Recipe, StepSpec
-from ..workspace import Workspace, read_json, write_json_atomic
+from ..workspace import Workspace, write_json_atomic
 from .cmake_text import is_test_file
 from .derived_cmake import CmakeFacts, Lookup, scan_cmake
 from .derived_compile import CompileTarget, compile_row
@@ -91,7 +92,7 @@ def derive(
     write the memo (a run that acts; doctor and plan read it and write nothing)."""
     path = memo_path(memo, commit, opbase_commit, ops) if memo is not None else None
     if path is not None:
-        known = read_json(path)
+        known = read_state(path, MEMO)
         if isinstance(known, dict) and known.get("scanner") == SCANNER:
             try:
                 return msgspec.convert(known, Derived), True
@@ -135,8 +136,8 @@ def cmake_files(checkout: Path) -> Dict[str, str]:
         rel = path.relative_to(checkout).as_posix()
         if is_test_file(rel) or not path.is_file():
             continue
-        with open(path, "rb") as fh:
-            files[rel] = fh.read(MAX_CMAKE_BYTES).decode("utf-8", "replace")
+        with contextlib.suppress(UsageError):  # made a FIFO since: nothing to read
+            files[rel] = head(path, SOURCE_FILE, MAX_CMAKE_BYTES).decode("utf-8", "replace")
     return files
 
 
@@ -196,7 +197,7 @@ def checked_out(ws: Workspace, repos: Sequence[str]) -> Dict[str, Mapping[str, o
     """What each repo's checkout marker says is checked out (sources/checkout.py)."""
     out: Dict[str, Mapping[str, object]] = {}
     for repo in repos:
-        marker = read_json(ws.src / f".{repo}.checkout.json")
+        marker = read_state(ws.src / f".{repo}.checkout.json", CHECKOUT_RECORD)
         if isinstance(marker, dict) and (ws.checkout(repo) / ".git").exists():
             out[repo] = marker
     return out

@@ -29,8 +29,10 @@ import msgspec
 from msgspec import Struct
 
 from .. import proc
+from ..bounded import MEMO, SOURCE_FILE, head, read_state, read_text
+from ..errors import UsageError
 from ..host.check import FAIL, PASS, Check
-from ..workspace import read_json, write_json_atomic
+from ..workspace import write_json_atomic
 from .derived_cmake import CmakeFacts
 from .derived_includes import op_folders
 
@@ -136,12 +138,9 @@ def compile_check(
     key = _memo_key(compiler, sources, flags)
     path = memo / f"{commit}-compile-{key}.json" if memo is not None else None
     if path is not None:
-        known = read_json(path)
-        if isinstance(known, dict) and known.get("scanner") == COMPILED:
-            with contextlib.suppress(msgspec.ValidationError):
-                check = msgspec.convert(known, CompileCheck)
-                if _still_valid(check):
-                    return msgspec.structs.replace(check, cached=True)
+        known: Optional[CompileCheck] = read_state(path, MEMO, CompileCheck)
+        if known is not None and known.scanner == COMPILED and _still_valid(known):
+            return msgspec.structs.replace(known, cached=True)
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(sources)))) as pool:
         results = list(pool.map(lambda s: _compile(checkout, s, flags, home, compiler), sources))
@@ -188,7 +187,7 @@ def _compile(
 
 
 def _toolkit_headers(deps: Path, home: Path) -> Tuple[Tuple[str, int, int], ...]:
-    text = deps.read_text(encoding="utf-8", errors="replace").replace("\\\n", " ")
+    text = read_text(deps, SOURCE_FILE, errors="replace").replace("\\\n", " ")
     top = os.path.realpath(home)
     out: Dict[str, Tuple[int, int]] = {}
     for token in text.split()[1:]:
@@ -268,12 +267,9 @@ def compile_row(
 def _stubs_read(headers: Sequence[Tuple[str, int, int]]) -> List[str]:
     out = []
     for path, _, _ in headers:
-        try:
-            with open(path, "rb") as fh:
-                if b"cannbuild sandbox stub of" in fh.read(256):
-                    out.append(Path(path).name)
-        except OSError:
-            continue
+        with contextlib.suppress(OSError, UsageError):
+            if b"cannbuild sandbox stub of" in head(Path(path), SOURCE_FILE, 256):
+                out.append(Path(path).name)
     return out
 
 

@@ -21,6 +21,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from msgspec import Struct
 
+from ..bounded import SOURCE_FILE, head
+from ..errors import UsageError
 from .cmake_text import is_test_file
 from .toolkit_packages import shipper_of
 
@@ -189,13 +191,13 @@ def scan_includes(
 
 def _includes(path: Path) -> List[Tuple[int, str, str]]:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES)
-    except OSError:
+        data = head(path, SOURCE_FILE, MAX_FILE_BYTES)
+    except UsageError:
         return []
     out = []
+    line, counted = 1, 0  # lines counted on from the last match: linear in the file
     for m in _INCLUDE.finditer(data):
-        line = data.count(b"\n", 0, m.start()) + 1
+        line, counted = line + data.count(b"\n", counted, m.start()), m.start()
         out.append((line, m.group(1).decode(), m.group(2).decode("utf-8", "replace").strip()))
     return out
 

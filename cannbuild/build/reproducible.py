@@ -20,9 +20,11 @@ from typing import IO, TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, T
 
 from msgspec.structs import replace
 
+from ..bounded import ARCHIVE, CHECKOUT_RECORD, MEMO, decode_json, head, open_binary, read_state
+from ..errors import UsageError
 from ..lazy import lazy_module
 from ..proc import run
-from ..workspace import read_text_map, remember
+from ..workspace import remember
 
 if TYPE_CHECKING:
     import tarfile
@@ -46,8 +48,8 @@ def _head(checkout: Path) -> Optional[str]:
     locked commits detached); None for anything else."""
     try:
         # A detached HEAD file holds the bare commit id; a branch checkout holds `ref: refs/...`.
-        text = (checkout / ".git" / "HEAD").read_text(encoding="ascii").strip()
-    except (OSError, ValueError):
+        text = head(checkout / ".git" / "HEAD", CHECKOUT_RECORD, 128).decode("ascii").strip()
+    except (UsageError, ValueError):
         return None
     return text if _COMMIT.fullmatch(text) else None
 
@@ -59,7 +61,9 @@ def commit_time(checkout: Path, memo: Optional[Path] = None) -> Optional[int]:
     if not (checkout / ".git").exists():
         return None
     head = _head(checkout) if memo is not None else None
-    known = (read_text_map(memo) if memo is not None and head is not None else None) or {}
+    known = (
+        read_state(memo, MEMO, Dict[str, str]) if memo is not None and head is not None else None
+    ) or {}
     if head is not None and known.get(head, "").isdigit():
         return int(known[head])
     when = _git_commit_time(checkout)
@@ -103,12 +107,12 @@ def what_varies(
     header's packaging date, the gzip time, members' build times, members embedding the
     workspace path.  Empty: nothing found that would differ between two builds.  The
     package is streamed (a built-in ops-transformer package runs to gigabytes)."""
-    with open(package, "rb") as fh:
-        head = fh.read(HEADER_SCAN_BYTES)
-        start = _split(head)
-        if start is None or len(head) < start + 8:
+    with open_binary(package, ARCHIVE) as fh:
+        top = fh.read(HEADER_SCAN_BYTES)
+        start = _split(top)
+        if start is None or len(top) < start + 8:
             return [{"file": package.name, "why": "not a makeself archive with a gzip payload"}]
-        found = _header_varies(head[:start], head[start : start + 8], epoch)
+        found = _header_varies(top[:start], top[start : start + 8], epoch)
         fh.seek(start)
         found += _payload_varies(fh, workspace, epoch)
     return found
@@ -199,7 +203,7 @@ def artifact_records(
     what in the package varies between builds (`epoch`: the SOURCE_DATE_EPOCH its step
     had).  With `memo`, a package already read (same sha256, workspace and epoch) is
     not read again; the memo keeps only the entries of these packages."""
-    known = (read_text_map(memo) if memo is not None else None) or {}
+    known = (read_state(memo, MEMO, Dict[str, str]) if memo is not None else None) or {}
     kept: Dict[str, str] = {}
     records: List[Dict[str, object]] = []
     for step, path, sha256, epoch in packages:
@@ -210,12 +214,17 @@ def artifact_records(
             continue
         # Only a real sha256 makes a memo key; anything else is read every time.
         key = f"{sha256} {workspace} {epoch}" if _SHA256.fullmatch(sha256) else ""
-        varies = _json_list(known.get(key)) if key else None
+        varies = _json_list(known.get(key), memo) if key else None
         if varies is None:
             try:
                 varies = what_varies(package, workspace, epoch)
-            except OSError as exc:
-                varies = [{"file": package.name, "why": f"cannot be read ({exc.strerror})"}]
+            except (OSError, UsageError) as exc:
+                why = (
+                    exc.message
+                    if isinstance(exc, UsageError)
+                    else f"cannot be read ({exc.strerror})"
+                )
+                varies = [{"file": package.name, "why": why}]
                 key = ""  # read again next time
         if key:
             kept[key] = json.dumps(varies, sort_keys=True)
@@ -226,14 +235,13 @@ def artifact_records(
     return records
 
 
-def _json_list(text: Optional[str]) -> Optional[List[Dict[str, str]]]:
+def _json_list(text: Optional[str], memo: Optional[Path]) -> Optional[List[Dict[str, str]]]:
+    """An entry of the memo; None (read the package again) when it is not one."""
     if text is None:
         return None
     try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        data: List[Dict[str, str]] = decode_json(text.encode(), memo, MEMO, List[Dict[str, str]])
+    except UsageError:
         return None
     return data
 

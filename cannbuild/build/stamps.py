@@ -12,11 +12,12 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ..bounded import STAMP, read_state
 from ..decoded import JSONObject, JSONValue
 from ..sources.fetch import sha256_file
-from ..workspace import Workspace, read_json, write_json_atomic
+from ..workspace import Workspace, write_json_atomic
 
 
 def stamp_path(ws: Workspace, step: str) -> Path:
@@ -25,8 +26,7 @@ def stamp_path(ws: Workspace, step: str) -> Path:
 
 def read_stamp(ws: Workspace, step: str) -> Optional[JSONObject]:
     # A stamp that is not a JSON object (hand-edited, truncated) counts as no stamp: rebuild.
-    data = read_json(stamp_path(ws, step))
-    return data if isinstance(data, dict) else None
+    return read_state(stamp_path(ws, step), STAMP, Dict[str, Any])  # type: ignore[no-any-return]
 
 
 def digest(data: object) -> str:

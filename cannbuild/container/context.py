@@ -27,6 +27,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 from .. import __version__
+from ..bounded import DATA_FILE, LOCK, read_text
 from ..errors import StepFailed, UsageError
 from ..host.socs import FAMILIES
 from ..options import Options
@@ -336,8 +337,10 @@ def render_context(
         files = {
             "Dockerfile": templates.get_template("Dockerfile.j2").render(**values),
             ".dockerignore": templates.get_template("dockerignore.j2").render(**values),
-            ".hadolint.yaml": (data_dir("templates") / "container" / "hadolint.yaml").read_text(),
-            "cannbuild.lock": lock_file.read_text(),
+            ".hadolint.yaml": read_text(
+                data_dir("templates") / "container" / "hadolint.yaml", DATA_FILE
+            ),
+            "cannbuild.lock": read_text(lock_file, LOCK),
         }
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
@@ -454,7 +457,7 @@ def make_container(
     )
     check_spec(spec)
     check_lock(spec, lock, lock_file)
-    out = (request.out or Path("container")).resolve()
+    out = Path(os.path.abspath(request.out or "container"))  # a link there is refused
     if request.dry_run:
         reference, _ = base_reference(spec, lock)
         note(

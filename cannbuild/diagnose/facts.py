@@ -5,14 +5,13 @@ else a built-in copy of the v8.5.0 docs that says so."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..bounded import OPERATOR_FILE_BYTES, read_text, walk
+from ..bounded import INSTALLED_FILE, OPERATOR_FILE, Absent, read_state, read_text, walk
 from ..validate.cases import FA_OP
 from ..workspace import Workspace
 
@@ -92,10 +91,7 @@ def fa_checkout(ws: Workspace) -> Path:
 
 
 def ops_info(path: Path) -> Optional[Dict[str, object]]:
-    try:
-        data = json.loads(read_text(path, "op_impl config", OPERATOR_FILE_BYTES))
-    except (OSError, ValueError):
-        return None
+    data = read_state(path, INSTALLED_FILE.named("op_impl config"))
     return data if isinstance(data, dict) else None
 
 
@@ -138,9 +134,9 @@ def _doc(checkout: Path) -> Tuple[Optional[Path], List[str]]:
     for name in DOCS:
         path = checkout / OP_DIR / "docs" / name
         try:
-            text = read_text(path, "operator doc", OPERATOR_FILE_BYTES, errors="replace")
+            text = read_text(path, OPERATOR_FILE.named("operator doc"), errors="replace")
             return path, text.splitlines()
-        except OSError:
+        except Absent:
             continue
     return None, []
 
@@ -222,8 +218,8 @@ def _alignment(checkout: Path) -> Tuple[int, str]:
             p for p in found if p.suffix == ".h"
         ):
             try:
-                text = read_text(path, "tiling source", OPERATOR_FILE_BYTES, errors="replace")
-            except OSError:
+                text = read_text(path, OPERATOR_FILE.named("tiling source"), errors="replace")
+            except Absent:
                 continue
             match = _FRACTAL.search(text)
             if match:

@@ -14,7 +14,8 @@ from typing import List, Optional, Sequence, Tuple
 from elftools.common.exceptions import ELFError
 
 from .. import vendors
-from ..bounded import OPERATOR_FILE_BYTES, read_text
+from ..bounded import HOST_FILE, Absent, read_text
+from ..errors import UsageError
 from ..host.check import FAIL, PASS, WARN, Check
 from ..validate.elfcheck import read_elf
 from .facts import ENTRY_POINTS, OP_TYPE, ops_info, ops_info_path
@@ -218,8 +219,8 @@ def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
 def _default_vendors(opp: Path) -> List[str]:
     config = opp / "vendors" / "config.ini"
     try:
-        text = read_text(config, "vendors config", OPERATOR_FILE_BYTES, errors="replace")
-    except OSError:
+        text = read_text(config, HOST_FILE.named("vendors config"), errors="replace")
+    except Absent:
         return []
     for line in text.splitlines():
         # One line `load_priority=<vendor>,<vendor>,...`, first tried first.
@@ -242,5 +243,5 @@ def _exports(lib: Path) -> Optional[set]:
         return None
     try:
         return set(read_elf(lib).exported)
-    except (ELFError, OSError):
+    except (ELFError, OSError, UsageError):
         return None

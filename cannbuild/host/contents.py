@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 
 from msgspec import Struct
 
+from ..bounded import BINARY, head
+from ..errors import UsageError
 from .check import FAIL, PASS, SKIP, Check
 
 if TYPE_CHECKING:
@@ -67,14 +69,13 @@ WALL_MARKER = "cannbuild sandbox wall:"
 def wall_of(path: Path) -> Optional[Tuple[str, str]]:
     """(component, what it is) when `path` is a sandbox wall, else None."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except OSError:
+        text = head(path, BINARY, 4096).decode("utf-8", "replace")
+    except (OSError, UsageError):
         return None
-    at = head.find(WALL_MARKER)
+    at = text.find(WALL_MARKER)
     if at < 0:
         return None
-    said = head[at + len(WALL_MARKER) :].split("\n", 1)[0].strip()
+    said = text[at + len(WALL_MARKER) :].split("\n", 1)[0].strip()
     return said.split(" ", 1)[0], said
 
 

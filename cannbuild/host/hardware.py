@@ -14,7 +14,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..proc import run
-from .infofiles import InfoFileError, read_regular
+from .infofiles import InfoFileError, read_host_file
 from .npusmi import (
     NpuProcess,
     NpuSmiInfo,
@@ -66,10 +66,10 @@ def scan_pci(sysroot: Sysroot) -> Dict[str, int]:
     for dev in devices:
         try:
             # Each file holds one line such as `0x19e5`, so 64 bytes is ample.
-            vendor = read_regular(dev / "vendor", 64).decode("ascii").strip().lower()
+            vendor = read_host_file(dev / "vendor").decode("ascii").strip().lower()
             if vendor.removeprefix("0x") != HUAWEI_PCI_VENDOR:
                 continue
-            device = read_regular(dev / "device", 64).decode("ascii").strip()
+            device = read_host_file(dev / "device").decode("ascii").strip()
         except (InfoFileError, UnicodeDecodeError):
             continue
         fam = by_pci_device(device)

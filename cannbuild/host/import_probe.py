@@ -9,7 +9,7 @@ seconds, and an abort there would take doctor with it).
 
 from __future__ import annotations
 
-import json
+import contextlib
 import subprocess
 import sys
 import time
@@ -17,12 +17,15 @@ from typing import Dict, Mapping, Optional
 
 from msgspec import Struct
 
+from ..bounded import RUN_FILE, decode_json
 from ..childlog import error_line
+from ..errors import UsageError
 from ..proc import run
 from .pystack import AUTOLOAD
 
 PROBE_TIMEOUT_S = 60.0
 REPLY = "CANNBUILD-IMPORT "
+_PROBE = RUN_FILE.named("reply of the import probe on")
 # torch_npu explicitly, after torch with auto-loading off: the failing import is then named
 # (with auto-loading, a torch_npu that fails to load fails `import torch` with torch's
 # generic "Failed to load the backend extension").
@@ -93,10 +96,8 @@ def _probe(
     said: Dict[str, object] = {}
     for line in stdout.decode("utf-8", "replace").splitlines():
         if line.startswith(REPLY):
-            try:
-                said.update(json.loads(line[len(REPLY) :]))
-            except ValueError:
-                continue
+            with contextlib.suppress(UsageError):
+                said.update(decode_json(line[len(REPLY) :].encode(), "stdout", _PROBE, dict))
     device = next((f"{name} {said[key]}" for key, name in _BUILD_NAMES if said.get(key)), None)
     return ImportProbe(
         code=code,

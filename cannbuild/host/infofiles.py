@@ -6,15 +6,12 @@
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-# Real version files are a dozen lines (tests/fixtures/host/driver-version.info.25.3.rc1); anything
-# past 1 MiB is not one.
-_MAX_INFO_BYTES = 1 << 20
+from ..bounded import HOST_FILE, read_bytes
+from ..errors import UsageError
 
 # The list syntax of `compatible_version=[V100R001C19],[V100R001C20]` and of version.cfg's
 # `[7.6.0.1.220:8.0.0]`.
@@ -30,32 +27,21 @@ class InfoFileError(ValueError):
         self.problem = problem
 
 
-def read_regular(path: Path, limit: int = _MAX_INFO_BYTES) -> bytes:
-    """At most `limit` + 1 bytes of a regular file.  A FIFO, socket or device where a
-    version file should be is refused without blocking (opened non-blocking, then
-    checked), so a stray `mkfifo version.cfg` cannot hang doctor."""
+def read_host_file(path: Path) -> bytes:
+    """A host file within bounded.HOST_FILE's bound (real version files are a dozen lines:
+    tests/fixtures/host/driver-version.info.25.3.rc1); a FIFO, socket or device where a
+    version file should be is refused without blocking, so a stray `mkfifo version.cfg`
+    cannot hang doctor."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise InfoFileError(path, f"cannot be read ({exc.strerror or exc})") from exc
-    try:
-        # Checked on the open descriptor, not the path, so a swap between check and read is moot.
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InfoFileError(path, "is not a regular file (a FIFO, socket or device)")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(limit + 1)
-    except OSError as exc:
-        raise InfoFileError(path, f"cannot be read ({exc.strerror or exc})") from exc
-    finally:
-        os.close(fd)
+        return read_bytes(path, HOST_FILE)
+    except UsageError as exc:
+        problem = exc.message.removeprefix(f"{HOST_FILE.what} {path} ").rstrip(".")
+        raise InfoFileError(path, problem) from None
 
 
 def read_kv(path: Path) -> Dict[str, str]:
     """Parse `key=value` lines; raise InfoFileError if unreadable or not text."""
-    data = read_regular(path)
-    if len(data) > _MAX_INFO_BYTES:
-        raise InfoFileError(path, "is larger than 1 MiB, not a version file")
+    data = read_host_file(path)
     if b"\0" in data:
         raise InfoFileError(path, "is binary, not a key=value version file")
     try:

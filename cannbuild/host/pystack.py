@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from msgspec import Struct
+
+from ..bounded import HOST_FILE, head
+from ..errors import UsageError
 
 # torch's switch for loading installed device backends (torch_npu) at `import torch`.
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
@@ -92,9 +96,9 @@ def device_build(version: Optional[str], path: Iterable[str]) -> Optional[str]:
         if not entry or not os.path.isfile(os.path.join(entry, "torch", "__init__.py")):
             continue
         try:
-            with open(os.path.join(entry, "torch", "version.py"), errors="replace") as fh:
-                text = fh.read(VERSION_PY_BYTES)
-        except OSError:
+            version_py = Path(entry, "torch", "version.py")
+            text = head(version_py, HOST_FILE, VERSION_PY_BYTES).decode("utf-8", "replace")
+        except UsageError:
             break
         for key, value in _VERSION_PY.findall(text):
             return f"{_BUILD_NAMES[key]} {value}"

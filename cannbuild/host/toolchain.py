@@ -18,8 +18,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
+from ..bounded import BINARY, MEMO, head, read_state
+from ..errors import UsageError
 from ..proc import run
-from ..workspace import read_text_map, remember
+from ..workspace import remember
 
 ENV_CAPTURE_TIMEOUT_S = 30.0
 TOOL_TIMEOUT_S = 10.0
@@ -203,10 +205,9 @@ def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
     try:
         real = os.path.realpath(path)
         st = os.stat(real)
-        with open(real, "rb") as fh:
-            if fh.read(4) != b"\x7fELF":
-                return None
-    except OSError:
+        if head(Path(real), BINARY, 4) != b"\x7fELF":
+            return None
+    except (OSError, UsageError):
         return None
     args = " ".join(spec.version_args)
     return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{args}"
@@ -214,12 +215,12 @@ def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
 
 def is_tool_memo(path: Path) -> bool:
     """Whether `path` holds a memo remember_tools wrote: keys as binary_key makes them."""
-    memo = read_text_map(path) or {}
+    memo = read_state(path, MEMO, Dict[str, str]) or {}
     return bool(memo) and all(re.fullmatch(r"/.*\|\d+\|\d+\|\d+\|.*", k) for k in memo)
 
 
 def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
-    return (read_text_map(memo) if memo is not None else None) or {}
+    return (read_state(memo, MEMO, Dict[str, str]) if memo is not None else None) or {}
 
 
 class CapturedEnv(Struct, frozen=True, kw_only=True):

@@ -27,19 +27,24 @@ compute tasks but those of Task Type WRITE_BACK, INVALID, HCCL_AI_CPU and COMMUN
 (unless named `...AivKernel`: op_summary_assembler.cpp INVALID_TASK_TYPE), the scheduling
 kernels and the collectives.  A missing table or column is named in the error; the
 variants are named in the notes.
+A STRING_IDS value is read once (at most PROFILE_DB_CELL_CHARS of it), shared by the rows
+naming it; a time that is not a number is an error naming its column; a signal stops
+SQLite's own sort.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import sys
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 from urllib.parse import quote
 
 from msgspec import Struct
 
-from ..bounded import PROFILE_DB_BYTES, open_regular
+from ..bounded import PROFILE_DB, PROFILE_DB_CELL_CHARS, open_regular
 from ..errors import ProfileFormatError
 from .analysis import Analyzer, Kernel
 from .hostops import WATCHED, HostCollector, HostOp
@@ -49,10 +54,6 @@ KERNEL_TABLES = ("STRING_IDS", "TASK", "COMPUTE_TASK_INFO")
 TASK_COLUMNS = ("globalTaskId", "startNs", "endNs", "streamId")
 COMPUTE_COLUMNS = ("globalTaskId", "name")
 OPTIONAL_STRINGS = ("opType", "taskType", "inputShapes", "inputDataTypes", "outputShapes")
-# op_summary_assembler.cpp: task types that make no op_summary row (but `...AivKernel`)
-NOT_OP_ROWS: Tuple[str, ...] = ("WRITE_BACK", "INVALID", "HCCL_AI_CPU", "COMMUNICATION")
-FWK_LINKS = 5 << 28  # torch_npu DbConstant.START_CONNECTION_ID_FWK_API
-TORCH_OP = 50001  # PYTORCH_API.type of a torch op (torch_npu ApiType.TORCH_OP)
 HINT = (
     "torch_npu writes ascend_pytorch_profiler_<rank>.db and msprof msprof_<ts>.db with these "
     "tables: pass the profiler's own file (was the export finished?)."
@@ -65,26 +66,49 @@ class DbInfo(Struct, frozen=True, kw_only=True):
     host_ops: Tuple[HostOp, ...]
 
 
+# op_summary_assembler.cpp: task types that make no op_summary row (but `...AivKernel`)
+NOT_OP_ROWS: Tuple[str, ...] = ("WRITE_BACK", "INVALID", "HCCL_AI_CPU", "COMMUNICATION")
+FWK_LINKS = 5 << 28  # torch_npu DbConstant.START_CONNECTION_ID_FWK_API
+TORCH_OP = 50001  # PYTORCH_API.type of a torch op (torch_npu ApiType.TORCH_OP)
+
+
 def read_db(path: Path, analyzer: Analyzer) -> DbInfo:
     """Feed the compute kernels to `analyzer` by device, stream and start."""
-    try:
-        fd = open_regular(path, "profiler database", PROFILE_DB_BYTES)
-    except OSError as exc:
-        raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    os.close(fd)  # checked: a regular file within the bound; sqlite opens it read-only below
+    os.close(open_regular(path, PROFILE_DB))  # checked; sqlite opens it read-only below
     uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
     try:
-        db = sqlite3.connect(uri, uri=True)
+        db = sqlite3.connect(uri, uri=True)  # bounded: open_regular above, cells below
     except sqlite3.Error as exc:
         raise ProfileFormatError(f"{path}: cannot be opened as SQLite ({exc}).", HINT) from None
     try:
-        return _read(path, db, analyzer)
+        with _interruptible(db):
+            return _read(path, db, analyzer)
     except sqlite3.DatabaseError as exc:
         raise ProfileFormatError(
             f"{path}: not a readable profiler database ({exc}).", HINT
         ) from None
     finally:
         db.close()
+
+
+@contextlib.contextmanager
+def _interruptible(db: sqlite3.Connection) -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop SQLite's own work: every 100,000 steps it calls into Python,
+    where a pending signal's handler raises; that aborts the query, and sqlite3 hands the
+    exception to sys.unraisablehook, whence it is raised again."""
+    stopped: List[Optional[BaseException]] = []
+    hook, sys.unraisablehook = sys.unraisablehook, lambda u: stopped.append(u.exc_value)
+    sqlite3.enable_callback_tracebacks(True)
+    db.set_progress_handler(lambda: 0, 100_000)
+    try:
+        yield
+    except sqlite3.OperationalError:
+        if stopped and stopped[0] is not None:
+            raise stopped[0] from None
+        raise
+    finally:
+        sqlite3.enable_callback_tracebacks(False)
+        sys.unraisablehook = hook
 
 
 def _columns(db: sqlite3.Connection, table: str) -> Set[str]:
@@ -120,42 +144,35 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
     if absent:
         notes.append(f"schema: COMPUTE_TASK_INFO without {', '.join(absent)}")
     device = "t.deviceId" if "deviceId" in task else "0"
-    picks = ", ".join(f"s{i}.value" for i in range(len(strings)))
-    joins = " ".join(
-        f"LEFT JOIN STRING_IDS s{i} ON s{i}.id = c.{col}" for i, col in enumerate(strings)
-    )
-    keep, args = "", NOT_OP_ROWS[:0]
-    if "taskType" in strings:
-        kind = f"s{strings.index('taskType')}.value"
-        marks = ", ".join("?" * len(NOT_OP_ROWS))
-        keep = f"WHERE {kind} IS NULL OR {kind} NOT IN ({marks}) OR n.value LIKE '%AivKernel'"
-        args = NOT_OP_ROWS
+    picks = "".join(f", c.{col}" for col in strings)
     sql = (
-        f"SELECT {device}, t.streamId, t.startNs, t.endNs, n.value{', ' + picks if picks else ''} "
-        "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId "
-        f"LEFT JOIN STRING_IDS n ON n.id = c.name {joins} {keep}"
+        f"SELECT {device}, t.streamId, t.startNs, t.endNs, c.name{picks} "
+        "FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
     )
     if "COMMUNICATION_SCHEDULE_TASK_INFO" in tables:
-        own = {"opType": "o.value", "taskType": "k.value"}
+        own = {"opType": "c.opType", "taskType": "c.taskType"}
         sql += (
-            f" UNION ALL SELECT {device}, t.streamId, t.startNs, t.endNs, n.value"
+            f" UNION ALL SELECT {device}, t.streamId, t.startNs, t.endNs, c.name"
             + "".join(f", {own.get(col, 'NULL')}" for col in strings)
             + " FROM COMMUNICATION_SCHEDULE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
-            " LEFT JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType"
-            " LEFT JOIN STRING_IDS k ON k.id = c.taskType"
         )
     sql += " ORDER BY 1, 2, 3"
     resolve = TypeResolver()
+    text = _strings(path, db)
     rows = 0
-    for row in db.execute(sql, args):
-        rows += 1
+    for row in db.execute(sql):
         dev, stream, start, end, name = row[:5]
-        cells = dict(zip(strings, row[5:]))
+        _nanoseconds(path, "TASK", f"task {rows + 1}", start, end)
+        cells = {col: text(value, col) for col, value in zip(strings, row[5:])}
+        kernel_name = text(name, "name")
+        kind = _text(cells.get("taskType"))
+        if kind in NOT_OP_ROWS and not kernel_name.endswith("AivKernel"):
+            continue  # no op_summary row
+        rows += 1
         if start is None or end is None or end < start:
             raise ProfileFormatError(
                 f"{path}: task {rows} has startNs {start!r}, endNs {end!r}: not a time span.", HINT
             )
-        kernel_name = str(name) if name is not None else ""
         analyzer.add(
             Kernel(
                 stream=f"device {dev} stream {stream}",
@@ -163,31 +180,65 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
                 op_type=resolve(kernel_name, _text(cells.get("opType"))),
                 start_us=start / 1000.0,
                 dur_us=(end - start) / 1000.0,
-                core=_text(cells.get("taskType")),
+                core=kind,
                 input_shapes=strip_quotes(_text(cells.get("inputShapes"))),
                 input_dtypes=_text(cells.get("inputDataTypes")),
                 output_shapes=strip_quotes(_text(cells.get("outputShapes"))),
             )
         )
     if "COMMUNICATION_OP" in tables:
-        rows += _collectives(path, db, analyzer, resolve)
+        rows += _collectives(path, db, analyzer, resolve, text)
     else:
         notes.append("no COMMUNICATION_OP table: no collectives in this run")
     host: Tuple[HostOp, ...] = ()
     if "PYTORCH_API" in tables:
-        host = _host_ops(db, "CONNECTION_IDS" in tables)
+        host = _host_ops(path, db, "CONNECTION_IDS" in tables)
     else:
         notes.append("no PYTORCH_API table: host-side torch ops not seen")
     return DbInfo(rows=rows, notes=tuple(notes), host_ops=host)
 
 
-def _text(value: object) -> str:
-    text = "" if value is None else str(value).strip()
+def _strings(path: Path, db: sqlite3.Connection) -> Callable[[object, str], str]:
+    """STRING_IDS values by id: each read once (at most PROFILE_DB_CELL_CHARS of it), and
+    one str for every row that names it."""
+    seen: Dict[object, str] = {None: ""}
+
+    def text(ident: object, column: str) -> str:
+        if ident not in seen:
+            sql = "SELECT substr(value, 1, ?) FROM STRING_IDS WHERE id = ?"
+            row = db.execute(sql, (PROFILE_DB_CELL_CHARS + 1, ident)).fetchone()
+            seen[ident] = "" if row is None or row[0] is None else str(row[0])
+            if len(seen[ident]) > PROFILE_DB_CELL_CHARS:
+                raise ProfileFormatError(
+                    f"{path}: STRING_IDS value {ident!r} (a COMPUTE_TASK_INFO.{column}) is "
+                    f"longer than the {PROFILE_DB_CELL_CHARS >> 20} MiB cannbuild reads of a cell.",
+                    HINT,
+                )
+        return seen[ident]
+
+    return text
+
+
+def _nanoseconds(path: Path, table: str, row: str, start: object, end: object) -> None:
+    """startNs and endNs are numbers (or NULL): text there is an error naming them."""
+    for column, value in (("startNs", start), ("endNs", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ProfileFormatError(
+                f"{path}: {table}.{column} of {row} is {repr(value)[:60]}, not nanoseconds.", HINT
+            )
+
+
+def _text(value: Optional[str]) -> str:
+    text = "" if value is None else value.strip()
     return "" if text == NA else text
 
 
 def _collectives(
-    path: Path, db: sqlite3.Connection, analyzer: Analyzer, resolve: TypeResolver
+    path: Path,
+    db: sqlite3.Connection,
+    analyzer: Analyzer,
+    resolve: TypeResolver,
+    text: Callable[[object, str], str],
 ) -> int:
     """COMMUNICATION_OP: one kernel per collective, on its device's stream-less key as the
     CSV's HCCL rows (Stream ID N/A) have it."""
@@ -199,26 +250,26 @@ def _collectives(
     device = "c.deviceId" if "deviceId" in have else "0"
     if device == "0" and "connectionId" in have:  # torch_npu's join: the device of its tasks
         device = "(SELECT t.deviceId FROM TASK t WHERE t.connectionId = c.connectionId LIMIT 1)"
-    op_type = "o.value" if "opType" in have else "NULL"
-    join = "LEFT JOIN STRING_IDS o ON o.id = c.opType" if "opType" in have else ""
+    op_type = "c.opType" if "opType" in have else "NULL"
     count = 0
     for dev, start, end, name, kind in db.execute(
-        f"SELECT {device}, c.startNs, c.endNs, n.value, {op_type} FROM COMMUNICATION_OP c "
-        f"LEFT JOIN STRING_IDS n ON n.id = c.opName {join} ORDER BY 1, 2"
+        f"SELECT {device}, c.startNs, c.endNs, c.opName, {op_type} FROM COMMUNICATION_OP c "
+        "ORDER BY 1, 2"
     ):
         count += 1
+        _nanoseconds(path, "COMMUNICATION_OP", f"collective {count}", start, end)
         if start is None or end is None or end < start:
             raise ProfileFormatError(
                 f"{path}: collective {count} has startNs {start!r}, endNs {end!r}: not a time "
                 "span.",
                 HINT,
             )
-        text = str(name) if name is not None else ""
+        label = text(name, "opName")
         analyzer.add(
             Kernel(
                 stream=f"device {0 if dev is None else dev}",
-                name=text,
-                op_type=resolve(text, _text(kind)),
+                name=label,
+                op_type=resolve(label, _text(text(kind, "opType"))),
                 start_us=start / 1000.0,
                 dur_us=(end - start) / 1000.0,
                 core="COMMUNICATION",
@@ -227,7 +278,7 @@ def _collectives(
     return count
 
 
-def _host_ops(db: sqlite3.Connection, links: bool) -> Tuple[HostOp, ...]:
+def _host_ops(path: Path, db: sqlite3.Connection, links: bool) -> Tuple[HostOp, ...]:
     have = _columns(db, "PYTORCH_API")
     if not {"startNs", "endNs", "name"} <= have:
         return ()
@@ -242,6 +293,7 @@ def _host_ops(db: sqlite3.Connection, links: bool) -> Tuple[HostOp, ...]:
         f"JOIN STRING_IDS s ON s.id = p.name WHERE s.value IN ({marks}) {ops}",
         sorted(WATCHED),
     ):
+        _nanoseconds(path, "PYTORCH_API", f"a {name} call", begin, finish)
         if begin is not None and finish is not None and finish >= begin:
             collector.op(thread, str(name), begin / 1000.0, (finish - begin) / 1000.0)
     if "connectionId" in have:
@@ -255,6 +307,7 @@ def _host_ops(db: sqlite3.Connection, links: bool) -> Tuple[HostOp, ...]:
         for begin, thread in db.execute(
             f"SELECT DISTINCT {start}, {tid} FROM PYTORCH_API p {launch} {ops}", (FWK_LINKS,)
         ):
+            _nanoseconds(path, "PYTORCH_API", "a launching call", begin, None)
             if begin is not None:
                 collector.flow(thread, begin / 1000.0)
     return collector.result()

@@ -22,7 +22,7 @@ from typing import Iterator, List, Optional, Tuple, Union
 
 from msgspec import Struct
 
-from ..bounded import PROFILE_TRACE_BYTES, GiB, open_text
+from ..bounded import PROFILE_TRACE, GiB, open_text
 from ..decoded import JSONValue
 from ..errors import ProfileFormatError
 
@@ -32,10 +32,6 @@ MAX_ELEMENT_CHARS = 1 << 24  # one event larger than this is a broken file, not 
 _BOUNDARY = re.compile(r"\}\s*,\s*\{")
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
-_TOO_BIG = (
-    "Profile fewer steps (torch_npu's schedule: fewer active steps); a trace is streamed, "
-    "the bound is the time reading it takes (about 40 s per GiB)."
-)
 
 
 class Position(Struct, frozen=True, kw_only=True):
@@ -49,11 +45,8 @@ class _Source:
     def __init__(self, path: Path, chunk_chars: int) -> None:
         self.path = path
         self.chunk_chars = chunk_chars
-        try:
-            # newline="" leaves `\r\n` untranslated, so columns count what the file holds.
-            self.fh = open_text(path, "profiler trace", PROFILE_TRACE_BYTES, _TOO_BIG, newline="")
-        except OSError as exc:
-            raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+        # newline="" leaves `\r\n` untranslated, so columns count what the file holds.
+        self.fh = open_text(path, PROFILE_TRACE, newline="")
         self.chars = 0  # read so far: a file growing past the bound while read stops too
         self.buf = ""
         self.pos = 0  # next unread char of buf
@@ -78,10 +71,11 @@ class _Source:
             ) from None
         self._drop()
         self.chars += len(chunk)
-        if self.chars > PROFILE_TRACE_BYTES:
+        if self.chars > (PROFILE_TRACE.max_bytes or 0):
             raise ProfileFormatError(
-                f"{self.path}: grew past {PROFILE_TRACE_BYTES // GiB} GiB while it was read.",
-                _TOO_BIG,
+                f"{self.path}: grew past {(PROFILE_TRACE.max_bytes or 0) // GiB} GiB while it "
+                "was read.",
+                PROFILE_TRACE.hint,
             )
         if not chunk:
             self.eof = True
@@ -225,7 +219,7 @@ def _fast_batch(src: _Source) -> List[JSONValue]:
     # Keep the `}` of the last complete event; the `, {` after it starts the next batch.
     cut = last.start() + 1
     try:
-        batch = json.loads("[" + buf[start:cut] + "]")
+        batch = json.loads("[" + buf[start:cut] + "]")  # bounded: a chunk of open_text's
     except (ValueError, RecursionError):
         return []  # the slow path says where
     src.pos = cut

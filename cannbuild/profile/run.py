@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from .. import safefs
-from ..decoded import JSONObject, JSONValue
+from ..bounded import RUN_FILE, read_json
+from ..decoded import JSONValue
 from ..errors import UsageError, ValidationFailed
 from ..host.pystack import read_python_stack
 from ..locks import WorkspaceLock
@@ -176,7 +177,7 @@ def start(
         except BaseException:  # Ctrl-C, SIGTERM: the worker and its group go too
             kill_group(child, grace_s=1.0)
             raise
-    result = _read(work / RESULT)
+    result = torchnpu.read_result(work / RESULT)
     if result is None or "error" in result:
         why = torchnpu.failure(code, result, log, RUN_TIMEOUT_S)
         fix = torchnpu.cuda_fix(read_python_stack())
@@ -243,14 +244,6 @@ def run_profile(
     with WorkspaceLock(session.ws, command, session.options.wait, None):
         work = session.ws.tmp / "profile-run"
         return start(shape, level, iterations, inp.env, out, inp.target == "sandbox", work)
-
-
-def _read(path: Path) -> Optional[JSONObject]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 # ---- the worker: runs in the child process, with the package's env ----
@@ -376,7 +369,7 @@ def _inputs(
 def worker(folder: str) -> int:
     """The child process: run the job in `folder`, write result.json."""
     directory = Path(folder)
-    job = json.loads((directory / JOB).read_text())
+    job = read_json(directory / JOB, RUN_FILE)
     shape = job["shape"]
     try:
         with warnings.catch_warnings():

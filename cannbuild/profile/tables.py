@@ -33,7 +33,7 @@ from typing import (
 from msgspec import Struct
 
 from ..bounded import (
-    PROFILE_CSV_BYTES,
+    PROFILE_CSV,
     PROFILE_CSV_LINE_CHARS,
     PROFILE_CSV_ROW_CHARS,
     MiB,
@@ -97,22 +97,11 @@ class TableInfo(Struct, frozen=True, kw_only=True):
 def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], CsvReader]]:
     """The rows of a CSV file (a real CSV reader: quoted cells may hold commas and line
     breaks) and the reader, whose line_num says where a row ends.  Only a regular file
-    of at most PROFILE_CSV_BYTES is opened, and no line or row longer than its bound is
+    within PROFILE_CSV's bound is opened, and no line or row longer than its bound is
     ever held (bounded.py)."""
-    try:
-        fh = open_text(
-            path,
-            "profiler table",
-            PROFILE_CSV_BYTES,
-            "Pass the profile of fewer steps (torch_npu's schedule: fewer active steps), "
-            "or split the table.",
-            # utf-8-sig drops a BOM; newline="" is what the csv module needs to keep a quoted
-            # cell's own `\r\n` (operator_details.csv splits its cells with `";\r\n"`).
-            encoding="utf-8-sig",
-            newline="",
-        )
-    except OSError as exc:
-        raise ProfileFormatError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+    # utf-8-sig drops a BOM; newline="" is what the csv module needs to keep a quoted
+    # cell's own `\r\n` (operator_details.csv splits its cells with `";\r\n"`).
+    fh = open_text(path, PROFILE_CSV, encoding="utf-8-sig", newline="")
     try:
         lines = _Lines(path, fh)
         # strict: a stray quote is an error with a line number, not a silently merged row.

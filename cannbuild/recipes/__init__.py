@@ -8,9 +8,11 @@ and what validation checks.  Adding a recipe file needs no code: pass
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
+from ..bounded import RECIPE, read_toml
 from ..errors import UsageError
 from ..render.templates import render_value
 from ..resources import data_dir
@@ -48,6 +50,16 @@ def available(cwd: Path) -> Dict[str, Path]:
         for path in sorted(directory.glob("*.toml")):
             found[path.stem] = path
     return found
+
+
+def known_repos(cwd: Path) -> Set[str]:
+    """The repositories the recipes here list (`[repos.X]`; a recipe that cannot be read
+    lists none)."""
+    names: Set[str] = set()
+    for path in available(cwd).values():
+        with contextlib.suppress(UsageError):
+            names.update(read_toml(path, RECIPE).get("repos") or {})
+    return names
 
 
 def select_recipe(

@@ -4,15 +4,15 @@ and the key."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec.structs import replace
 
-from ..bounded import CONFIG_BYTES, parse_toml, read_bytes
+from ..bounded import RECIPE, parse_toml, read_text
 from ..decoded import JSONValue
-from ..errors import UsageError
 from .fields import Reader, relative
 from .model import (
     ACTIONS,
@@ -86,19 +86,11 @@ _FILE_KEYS = {"component", "package", "step", "paths", "source", "reason", "used
 _STEP_INPUTS = {"soc", "ops", "vendor_name"}
 
 
-_RECIPE_TOO_BIG = "A recipe is a page of TOML (see recipes/*.toml): is this the right file?"
-
-
 def load_recipe(path: Path) -> Recipe:
     """The recipe at `path`, every table checked in the file's order (the first mistake is
     the one reported)."""
-    raw = _read(path)
-    hint = "Fix the file; see recipes/*.toml."
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"recipe {path} is not valid TOML: {exc}.", hint) from None
-    data = parse_toml(text, path, "recipe", hint)
+    text = read_text(path, RECIPE)
+    data = parse_toml(text, path, RECIPE.named(hint="Fix the file; see recipes/*.toml."))
     r = Reader(path)
     r.keys(data, _TOP_KEYS, "the top level")
     head = r.get(data, "recipe", dict, "the file")
@@ -122,7 +114,7 @@ def load_recipe(path: Path) -> Recipe:
         path=path,
         # The digest of the bytes as read, which the lock and the run report record: it tells two
         # recipes of one name apart.
-        digest=hashlib.sha256(raw).hexdigest(),
+        digest=hashlib.sha256(text.encode()).hexdigest(),
         name=r.get(head, "name", str, "[recipe]"),
         train=r.get(head, "train", str, "[recipe]"),
         description=r.get(head, "description", str, "[recipe]", required=False) or "",
@@ -140,15 +132,6 @@ def load_recipe(path: Path) -> Recipe:
         order=order,
         notes=notes,
     )
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return read_bytes(path, "recipe", CONFIG_BYTES, _RECIPE_TOO_BIG)
-    except OSError as exc:
-        raise UsageError(
-            f"recipe {path} cannot be read ({exc.strerror}).", "Check the --recipe path."
-        ) from exc
 
 
 def _opbase(r: Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
@@ -281,7 +264,7 @@ def _check_step(
         raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
     # The template must exist under one of the recipe's template folders now, not when the step
     # runs.
-    if not any((d / step.command).is_file() for d in search):
+    if not any(os.path.lexists(d / step.command) for d in search):  # a FIFO: the loader says
         shown = ", ".join(str(d) for d in search)
         raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
 

@@ -225,6 +225,16 @@ def bounded_classes() -> Tuple[Type[ImmutableSandboxedEnvironment], Type[Templat
             for name, func in list(self.filters.items()):
                 self.filters[name] = _bounded_filter(name, func)
 
+        def _parse(
+            self, source: str, name: Optional[str], filename: Optional[str]
+        ) -> nodes.Template:
+            try:
+                return super()._parse(source, name, filename)
+            except RecursionError:  # `{{ ((((...` thousands deep: a syntax error, not a crash
+                raise jinja_exceptions.TemplateSyntaxError(
+                    "brackets nested deeper than the parser recurses", 1, name, filename
+                ) from None
+
         def call_binop(
             self, context: Context, operator: str, left: object, right: object
         ) -> object:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
+    Callable,
     Dict,
     List,
     Mapping,
@@ -38,9 +39,12 @@ from typing import (
     Union,
 )
 
+from msgspec import Struct
+
+from ..bounded import MEMO, STEP_TEMPLATE, decode_json, read_bytes, read_state, read_text
 from ..errors import UsageError
 from ..lazy import lazy_module
-from ..workspace import read_text_map, remember
+from ..workspace import remember
 from .bounds import COMPILED_AS, MAX_COMMAND_CHARS, MAX_VALUE_CHARS, counted, short
 from .sandbox import bounded_classes
 
@@ -132,11 +136,11 @@ def command_env(
 ) -> jinja2.Environment:
     """Commands: every value shell-quoted; `search_path` may be several folders."""
     paths = [search_path] if isinstance(search_path, Path) else list(search_path)
-    return _environment(jinja2.FileSystemLoader([str(p) for p in paths]), True, cache=cache)
+    return _environment(_loader(paths), True, cache=cache)
 
 
 def file_env(search_path: Path, cache: Optional[Path] = None) -> jinja2.Environment:
-    return _environment(jinja2.FileSystemLoader(str(search_path)), False, cache=cache)
+    return _environment(_loader([search_path]), False, cache=cache)
 
 
 # What makes a string a template in the shell syntax (and `\r`, which Jinja normalises).
@@ -178,7 +182,7 @@ def render_string(template: str, context: Mapping[str, object], *, quote: bool) 
 
 def ci_env(search_path: Path) -> jinja2.Environment:
     """CI workflows are full of `${{ ... }}`: these templates use `[[ ]]` and `[% %]`."""
-    return _environment(jinja2.FileSystemLoader(str(search_path)), quote=False, syntax=_CI_SYNTAX)
+    return _environment(_loader([search_path]), quote=False, syntax=_CI_SYNTAX)
 
 
 def render_value(template: str, context: Mapping[str, object], what: str) -> str:
@@ -244,7 +248,7 @@ class Templates:
         self.search_path = tuple(search_path)
         self.cache = cache
         self.memo = memo
-        self._known = (read_text_map(memo) if memo is not None else None) or {}
+        self._known = (read_state(memo, MEMO, Dict[str, str]) if memo is not None else None) or {}
         self._used: Dict[str, str] = {}
         self._env: Any = None  # a jinja2.Environment whose loader _render_reading patches
 
@@ -276,19 +280,16 @@ class Templates:
         """The file FileSystemLoader would load for `name`, spelled as it reports it."""
         for folder in self.search_path:
             candidate = os.path.normpath(os.path.join(folder, *name.split("/")))
-            if os.path.isfile(candidate):
+            if os.path.lexists(candidate):  # as _loader finds it
                 return candidate
         return None
 
     def _still_valid(self, entry: str) -> Optional[str]:
         try:
-            data = json.loads(entry)
-            files: List[Tuple[str, str, str]] = [tuple(f) for f in data["files"]]  # type: ignore[misc]
-            text = data["text"]
-        except (ValueError, KeyError, TypeError):
+            data = decode_json(entry.encode(), self.memo, MEMO, _Entry)
+        except UsageError:
             return None
-        if not isinstance(text, str):
-            return None
+        text, files = data.text, data.files
         for name, path, sha in files:
             found = self._find(name)
             if found is None or found != path or _sha256(Path(found)) != sha:
@@ -321,8 +322,34 @@ class Templates:
             loader.get_source = original
 
 
+class _Entry(Struct, frozen=True):  # a remembered render, and (name, path, sha256) it read
+    text: str
+    files: List[Tuple[str, str, str]]
+
+
 def _sha256(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
-    except (OSError, ValueError):
+        return hashlib.sha256(read_bytes(path, STEP_TEMPLATE)).hexdigest()
+    except UsageError:
         return ""
+
+
+def _loader(search_path: Sequence[Path]) -> jinja2.BaseLoader:
+    """Jinja's FileSystemLoader through bounded.py: a FIFO, too big, not UTF-8: exit 2."""
+
+    class Loader(jinja2.FileSystemLoader):
+        def get_source(
+            self, environment: jinja2.Environment, template: str
+        ) -> Tuple[str, str, Callable[[], bool]]:
+            parts = jinja2.loaders.split_template_path(template)
+            for folder in self.searchpath:
+                name = os.path.normpath(os.path.join(folder, *parts))
+                if os.path.lexists(name):
+                    break
+            else:
+                raise jinja2.TemplateNotFound(template)
+            text = read_text(Path(name), STEP_TEMPLATE)
+            stamp = os.stat(name).st_mtime_ns
+            return text, name, lambda: os.path.exists(name) and os.stat(name).st_mtime_ns == stamp
+
+    return Loader([str(p) for p in search_path])

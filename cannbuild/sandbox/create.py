@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from msgspec import Struct
 
+from .. import safefs
+from ..bounded import DATA_FILE, SANDBOX_RECORD, read_bytes, read_state
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
 from ..ownership import claim
@@ -68,7 +69,7 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
     for root in roots:
         for path in _files(root):
             digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
+            digest.update(read_bytes(path, DATA_FILE))
     return digest.hexdigest()
 
 
@@ -100,11 +101,10 @@ DEFAULT_CANN = "8.5.0"
 def recorded_spec(directory: Path) -> Optional[SandboxSpec]:
     """The variant and CANN a sandbox folder was made with (even if its sources changed
     since, which only means it is remade the same)."""
-    try:
-        data = json.loads((directory / INFO_FILE).read_text(encoding="utf-8"))
-        return SandboxSpec(dir=directory, variant=str(data["variant"]), cann=str(data["cann"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    data = read_state(directory / INFO_FILE, SANDBOX_RECORD)
+    if not isinstance(data, dict) or not {"variant", "cann"} <= set(data):
         return None
+    return SandboxSpec(dir=directory, variant=str(data["variant"]), cann=str(data["cann"]))
 
 
 def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -> SandboxSpec:
@@ -184,7 +184,7 @@ def create_sandbox(spec: SandboxSpec, phases: PhaseSink = no_phases) -> CreateRe
     if existing is None or existing.key != key:
         _check_spec(spec)
     claim(directory, "sandbox", "the sandbox folder (--dir, or <workspace>/sandbox)")
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = safefs.open_lock(directory / LOCK_FILE, "the sandbox lock")
     lease = SandboxLease(fd)
     # flock cannot turn a shared lock into an exclusive one atomically: drop it, try the exclusive
     # one without waiting, and look again.  A run using the sandbox holds its shared lock

@@ -11,6 +11,7 @@ from typing import List, Tuple
 
 from msgspec import Struct
 
+from ..bounded import DATA_FILE, read_text
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import write
@@ -79,9 +80,8 @@ VARIANTS = {
 
 def info_table(v: Variant, driver: str) -> str:
     """`npu-smi info`: the real capture for this variant, with the emulated driver's version."""
-    text = (
-        data_dir("templates") / "sandbox" / "hardware" / f"npu-smi-info-{v.name.lower()}.txt"
-    ).read_text()
+    capture = f"npu-smi-info-{v.name.lower()}.txt"
+    text = read_text(data_dir("templates") / "sandbox" / "hardware" / capture, DATA_FILE)
     lines = text.splitlines()
     # Line 2 is the banner `| npu-smi 24.1.rc3.7 Version: 24.1.rc3.7 ... |`: rewritten to the
     # capture's 98 columns with this release's driver version.

@@ -29,8 +29,9 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import msgspec
 from msgspec import Struct
 
+from ..bounded import SANDBOX_RECORD, read_state
 from ..errors import SandboxError
-from ..workspace import read_json, write_json_atomic
+from ..workspace import write_json_atomic
 from .packaging import Placement, RepoIndex, placements
 
 RECORD = "hostside.json"
@@ -86,13 +87,9 @@ def host_side_key(commits: Mapping[str, str], release: str) -> str:
 
 
 def read_record(sandbox: Path) -> Optional[HostSideRecord]:
-    data = read_json(sandbox / RECORD)
-    if not isinstance(data, dict):
-        return None
-    try:
-        return msgspec.convert(data, HostSideRecord)
-    except msgspec.ValidationError:
-        return None  # a damaged record: the layout is redone
+    """The record, or None (absent, or damaged and said so: the layout is redone)."""
+    record: Optional[HostSideRecord] = read_state(sandbox / RECORD, SANDBOX_RECORD, HostSideRecord)
+    return record
 
 
 def laid_out_for(sandbox: Path, commits: Mapping[str, str]) -> bool:

@@ -28,6 +28,9 @@ from xml.parsers import expat
 
 from msgspec import Struct
 
+from ..bounded import SOURCE_FILE, head
+from ..errors import UsageError
+
 PACKAGE_DIR = "scripts/package"
 MAX_XML_BYTES = 4 << 20
 MAX_REPO_FILES = 200_000
@@ -58,9 +61,8 @@ class Placement(Struct, frozen=True, kw_only=True):
 def parse_xml(path: Path) -> Optional[Node]:
     """The element tree of one XML file with line numbers (None when it is no XML)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_XML_BYTES)
-    except OSError:
+        data = head(path, SOURCE_FILE, MAX_XML_BYTES)
+    except (OSError, UsageError):
         return None
     stack: List[Node] = []
     root: List[Node] = []
@@ -165,10 +167,10 @@ def staged_links(checkout: Path, arch: str) -> Dict[str, str]:
             if not (name == "CMakeLists.txt" or name.endswith(".cmake")):
                 continue
             try:
-                with open(os.path.join(dirpath, name), "rb") as fh:
-                    text = fh.read(MAX_XML_BYTES).decode("utf-8", "replace")
-            except OSError:
+                raw = head(Path(dirpath) / name, SOURCE_FILE, MAX_XML_BYTES)
+            except (OSError, UsageError):
                 continue
+            text = raw.decode("utf-8", "replace")
             for m in _CREATE_LINK.finditer(text):
                 target, path = m.group(1).strip('"'), m.group(2).strip('"')
                 if "}/" not in path and "@/" not in path:

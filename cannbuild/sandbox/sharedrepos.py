@@ -17,6 +17,7 @@ from typing import Any, Dict, Mapping, Tuple
 
 from msgspec import Struct
 
+from ..bounded import DATA_FILE, read_text
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import write
@@ -132,7 +133,7 @@ def _tree(folder: str, context: Mapping[str, Any]) -> Dict[str, str]:
             template = path.relative_to(templates).as_posix()
             files[name[: -len(".j2")]] = env.get_template(template).render(**context)
         else:
-            files[name] = path.read_text(encoding="utf-8")
+            files[name] = read_text(path, DATA_FILE)
     return files
 
 
@@ -140,11 +141,11 @@ def cann_cmake_files(state: str, archives: Mapping[str, Mapping[str, str]]) -> D
     """The stand-in cann/cmake at one state; `archives` as standin_archives() contexts."""
     files = _tree("cann-cmake", {"state": state, "tp": archives})
     common = data_dir("templates") / "sandbox" / "common"
-    files["function/sandbox_network.cmake"] = (common / "sandbox_network.cmake").read_text()
+    files["function/sandbox_network.cmake"] = read_text(common / "sandbox_network.cmake", DATA_FILE)
     # what check_cann_pkg_build_deps runs (CC prepare.cmake:348-359)
-    files["scripts/version/check_build_dependencies.py"] = (
-        common / "check_build_dependencies.py"
-    ).read_text()
+    files["scripts/version/check_build_dependencies.py"] = read_text(
+        common / "check_build_dependencies.py", DATA_FILE
+    )
     return files
 
 

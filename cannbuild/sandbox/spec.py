@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 from msgspec import Struct
 from msgspec.structs import asdict
 
+from ..bounded import SANDBOX_RECORD, read_state
 from ..decoded import JSONObject
 
 INFO_FILE = "sandbox.json"
@@ -73,15 +73,11 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
 
 def load_info(directory: Path) -> Optional[SandboxInfo]:
     """The finished sandbox at `directory`, or None if there is none (or only half of one)."""
-    info = directory / INFO_FILE
     # A half-made sandbox (the mark still there) is no sandbox: create_sandbox remakes it.
-    if not info.is_file() or (directory / CREATING_MARK).exists():
+    if (directory / CREATING_MARK).exists():
         return None
-    try:
-        data = json.loads(info.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if data.get("schema") != SCHEMA:
+    data = read_state(directory / INFO_FILE, SANDBOX_RECORD)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         return None
     try:
         return SandboxInfo.from_json(data)

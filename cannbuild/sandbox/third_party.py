@@ -24,6 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..bounded import DATA_FILE, read_bytes
 from ..host.contents import WALL_MARKER
 from ..resources import data_dir
 from .flavors import (
@@ -111,7 +112,7 @@ def tree_entries(src: Path, top: str) -> List[Tuple[str, Optional[bytes], int]]:
             entries.append((name, None, 0o755))
         else:
             mode = 0o755 if path.suffix == ".sh" else 0o644
-            entries.append((name, path.read_bytes(), mode))
+            entries.append((name, read_bytes(path, DATA_FILE), mode))
     return entries
 
 

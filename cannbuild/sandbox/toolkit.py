@@ -17,6 +17,7 @@ from typing import Callable, List
 from msgspec import Struct
 
 from .. import usercache
+from ..bounded import DATA_FILE, read_text
 from ..host.toolkit import host_arch
 from ..render.templates import file_env
 from ..resources import data_dir
@@ -197,7 +198,7 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         )
     write(
         tk / "bin" / "setenv.bash",
-        (templates / "toolkit" / "setenv.bash").read_text(),
+        read_text(templates / "toolkit" / "setenv.bash", DATA_FILE),
         executable=True,
     )
     bisheng = file_env(templates).get_template("toolkit/bisheng.j2").render(cxx=cxx)

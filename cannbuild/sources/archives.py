@@ -14,7 +14,6 @@ entry citing the upstream lines), and may add archives or override a URL or hash
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -23,10 +22,11 @@ from urllib.parse import urlsplit
 from msgspec import Struct
 from msgspec.structs import replace
 
+from ..bounded import ARCHIVE, MEMO, digest, read_state
 from ..errors import FetchError, UsageError
 from ..recipes import ArchiveRule, RepoSpec
 from ..redact import redact
-from ..workspace import read_text_map, remember
+from ..workspace import remember
 from .fetch import Fetcher
 
 # Where both repos declare their downloads up to 9.0 (makeself-fetch.cmake, protobuf.cmake,
@@ -371,7 +371,7 @@ def check_hashes(
     and what can be done.  `sha256`: the file's; `via`: the URL after the mirror rules;
     `stand_in`: the sandbox served its stand-in of the file."""
     for want in expects:
-        actual = sha256 if want.algo == "sha256" else _digest(path, want.algo)
+        actual = sha256 if want.algo == "sha256" else digest(path, ARCHIVE, want.algo)
         if actual == want.value:
             continue
         fetched = "" if via == url else f" (fetched as {redact(via)})"
@@ -407,17 +407,9 @@ def _prefix(url: str) -> str:
 def declared_matches(path: Path, item: Needed) -> bool:
     """Whether the file has the hashes the checkout declares."""
     for algo, expected in (("md5", item.md5), ("sha256", item.sha256)):
-        if expected and _digest(path, algo) != expected:
+        if expected and digest(path, ARCHIVE, algo) != expected:
             return False
     return True
-
-
-def _digest(path: Path, algo: str) -> str:
-    digest = hashlib.new(algo)
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def accept_stand_in(item: Needed, repo: str, sha256: str) -> Tuple[Needed, str]:
@@ -466,7 +458,7 @@ def _remembered(memo: Optional[Path], commit: str) -> Optional[Dict[str, str]]:
     # Only a full object id (40 hex for SHA-1, 64 for SHA-256) may become a file name here.
     if memo is None or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
         return None
-    return read_text_map(memo / f"{commit}.json")
+    return read_state(memo / f"{commit}.json", MEMO, Dict[str, str])
 
 
 __all__ = [

@@ -19,11 +19,19 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..bounded import BUNDLE_MEMBERS, head, open_regular
+from ..bounded import (
+    ARCHIVE,
+    BUNDLE,
+    BUNDLE_MANIFEST,
+    BUNDLE_MEMBERS,
+    decode_json,
+    head,
+    open_binary,
+)
 from ..errors import UsageError, write_error
 from ..ownership import inside
 from ..workspace import Workspace
-from .checkout import archive_path, cache_path
+from .checkout import archive_path, cache_path, tar_mode
 from .fetch import Fetcher, sha256_file
 from .lock import Lock, read_lock
 
@@ -91,7 +99,7 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
                         tar.addfile(info, io.BytesIO(text))
                         continue
                     info.size = files[name].stat().st_size
-                    with open(files[name], "rb") as fh:
+                    with open_binary(files[name], ARCHIVE) as fh:
                         tar.addfile(info, fh)
             refuse_foreign_out(out)  # again: a file may have been put there meanwhile
             os.replace(partial, out)
@@ -133,7 +141,7 @@ def _is_bundle(path: Path) -> bool:
     tar of a project holding a cannbuild.lock does not have).  Only the first header
     (512 bytes) is read."""
     try:
-        first = head(path, "OUT", tarfile.BLOCKSIZE)
+        first = head(path, BUNDLE.named("OUT"), tarfile.BLOCKSIZE)
         info = tarfile.TarInfo.frombuf(first, "utf-8", "surrogateescape")
     except (OSError, UsageError, tarfile.TarError):
         return False
@@ -183,11 +191,13 @@ _MEMBER = re.compile(
 CHUNK = 1 << 20
 
 
+_BAD_HINT = (
+    "Pass a file made by `cannbuild bundle`; copy it again, or make a new one if it persists."
+)
+
+
 def _bad(bundle: Path, problem: str) -> UsageError:
-    return UsageError(
-        f"--bundle {bundle}: {problem}.",
-        "Pass a file made by `cannbuild bundle`; copy it again, or make a new one if it persists.",
-    )
+    return UsageError(f"--bundle {bundle}: {problem}.", _BAD_HINT)
 
 
 def _manifest(
@@ -200,14 +210,9 @@ def _manifest(
         raise _bad(bundle, f"its {MANIFEST} is {members[MANIFEST].size} bytes, not a manifest")
     handle = tar.extractfile(members[MANIFEST])
     assert handle is not None
-    try:
-        manifest = json.loads(handle.read().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(bundle, f"its {MANIFEST} is not JSON ({exc})") from None
-    if not isinstance(manifest, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in manifest.items()
-    ):
-        raise _bad(bundle, f"its {MANIFEST} is not a map of member names to sha256 digests")
+    where = f"{bundle}:{MANIFEST}"
+    kind = BUNDLE_MANIFEST.named(hint=_BAD_HINT)
+    manifest: Dict[str, str] = decode_json(handle.read(), where, kind, Dict[str, str])
     for name in manifest:  # a strict grammar: no absolute path, no '..', no empty part
         if not _MEMBER.fullmatch(name):
             raise _bad(bundle, f"member name {name!r} is not one a bundle holds")
@@ -236,13 +241,9 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
     to a path built from a strict name grammar and checked to stay inside (with the
     standard library's tar data filter where this Python has it), and verified against
     the manifest before any cache is touched."""
+    fh = open_binary(bundle, BUNDLE)  # a FIFO would block the open, /dev/zero read as an empty tar
     try:
-        # a regular file only: a FIFO would block the open, /dev/zero reads as an empty tar
-        fh = open(open_regular(bundle, "--bundle", None), "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise _unreadable(bundle, exc) from exc
-    try:
-        tar = tarfile.open(fileobj=fh, mode="r")  # noqa: SIM115 - closed by the with below
+        tar = tarfile.open(fileobj=fh, mode=tar_mode(fh))  # noqa: SIM115 - closed below
     except (OSError, tarfile.TarError) as exc:
         fh.close()
         raise _unreadable(bundle, exc) from exc

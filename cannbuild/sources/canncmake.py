@@ -27,7 +27,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
-from ..workspace import read_text_map, remember
+from ..bounded import MEMO, read_state
+from ..workspace import remember
 from .archives import ARCHIVE_SUFFIXES, Declared, discover
 from .fetch import Fetcher, GitFailed
 from .reach import Reach, names_any, on_demand, options_off
@@ -407,7 +408,9 @@ class _Files:
     ) -> None:
         self.fetcher, self.cache, self.commit = fetcher, cache, commit
         self.path = memo / f"{key}.json" if memo is not None and _HEX_PAIR.fullmatch(key) else None
-        self.known: Dict[str, str] = (read_text_map(self.path) if self.path else None) or {}
+        self.known: Dict[str, str] = (
+            read_state(self.path, MEMO, Dict[str, str]) if self.path else None
+        ) or {}
         self.changed = False
 
     def get(self, key: str, make: Callable[[], str]) -> str:

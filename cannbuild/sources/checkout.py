@@ -16,16 +16,28 @@ import re
 import shutil
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from msgspec import Struct
 
 from .. import safefs
+from ..bounded import ARCHIVE, CHECKOUT_RECORD, open_binary, read_state
 from ..errors import FetchError, UsageError
 from ..lazy import lazy_module
 from ..recipes import describe_ref
 from ..redact import redact
-from ..workspace import Workspace, read_json, write_json_atomic
+from ..workspace import Workspace, write_json_atomic
 from .archives import Expected, check_hashes
 from .fetch import Fetcher, GitFailed, in_parallel, rewrite, sha256_file
 
@@ -154,7 +166,7 @@ def placed_copies(ws: Workspace) -> Tuple[PlacedCopy, ...]:
     markers = sorted(ws.src.glob(f".*{_MARKER_SUFFIX}")) if ws.src.is_dir() else []
     for marker in markers:
         repo = marker.name[1 : -len(_MARKER_SUFFIX)]
-        data = read_json(marker)
+        data = read_state(marker, CHECKOUT_RECORD)
         seeded = data.get("third_party") if isinstance(data, dict) else None
         if not isinstance(seeded, dict):
             continue
@@ -223,7 +235,7 @@ def ensure_checkout(
     what = f"the {repo} checkout"
     safefs.make_dirs(ws.root, ws.src, what)
     # Same commit, same nested pins, same archives as the marker records: nothing to do.
-    if not dest.is_symlink() and dest.is_dir() and read_json(marker) == identity:
+    if not dest.is_symlink() and dest.is_dir() and read_state(marker, CHECKOUT_RECORD) == identity:
         return dest, False
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
     # the nested clones go to folders of their own, so they run beside the main clone
@@ -296,24 +308,8 @@ def unpack_archive(archive: Path, dest: Path, root: Optional[Path] = None) -> No
     safefs.remove(owner, work, what)
     safefs.make_dirs(owner, work, what)
     try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zf:
-                for name in zf.namelist():
-                    _inside(archive, name)
-                zf.extractall(work)
-        else:
-            with tarfile.open(archive) as tar:
-                for member in tar.getmembers():
-                    _inside(archive, member.name)
-                    # A link member is checked by where it points, relative to its own folder.
-                    if member.issym() or member.islnk():
-                        _inside(archive, str(Path(member.name).parent / member.linkname))
-                # Python >= 3.12 (and security releases before it) has the `data` filter, which
-                # also refuses device files and strips set-uid bits.
-                if hasattr(tarfile, "data_filter"):
-                    tar.extractall(work, filter="data")
-                else:  # pragma: no cover - a Python without the filter
-                    tar.extractall(work)
+        with open_binary(archive, ARCHIVE) as raw:
+            _unpack(archive, raw, work)
         entries = list(work.iterdir())
         # CMake's ExternalProject strips a single top folder (`protobuf-25.1/`); a flat archive
         # (json's include.zip holds `include/` and `single_include/`) is kept as it is.
@@ -327,6 +323,41 @@ def unpack_archive(archive: Path, dest: Path, root: Optional[Path] = None) -> No
         ) from None
     finally:
         safefs.remove(owner, work, what, ignore_errors=True)
+
+
+def _unpack(archive: Path, raw: IO[bytes], work: Path) -> None:
+    """Unpack the zip or tar `raw` (the file `archive`) into `work`."""
+    if zipfile.is_zipfile(raw):
+        with zipfile.ZipFile(raw) as zf:
+            for name in zf.namelist():
+                _inside(archive, name)
+            zf.extractall(work)
+        return
+    raw.seek(0)
+    with tarfile.open(fileobj=raw, mode=tar_mode(raw)) as tar:
+        for member in tar.getmembers():
+            _inside(archive, member.name)
+            # A link member is checked by where it points, relative to its own folder.
+            if member.issym() or member.islnk():
+                _inside(archive, str(Path(member.name).parent / member.linkname))
+        # Python >= 3.12 (and security releases before it) has the `data` filter, which
+        # also refuses device files and strips set-uid bits.
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(work, filter="data")
+        else:  # pragma: no cover - a Python without the filter
+            tar.extractall(work)
+
+
+def tar_mode(raw: IO[bytes]) -> Literal["r:gz", "r:bz2", "r:xz", "r:"]:
+    """tarfile's mode for `raw` by its magic bytes: tarfile's own guess tries lzma too,
+    which reads zero bytes as empty streams (300 MB of zeros: 38 s)."""
+    magic = raw.read(6)
+    raw.seek(0)
+    if magic.startswith(b"\x1f\x8b"):
+        return "r:gz"
+    if magic.startswith(b"BZh"):
+        return "r:bz2"
+    return "r:xz" if magic.startswith(b"\xfd7zXZ\x00") else "r:"
 
 
 def _inside(archive: Path, name: str) -> None:

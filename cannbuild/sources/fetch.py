@@ -15,7 +15,6 @@ naming the URL, the bound and the fix.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from msgspec import Struct
 
 from .. import safefs
+from ..bounded import ARCHIVE, digest
 from ..errors import FetchError, OfflineViolation
 from ..lazy import lazy_module
 from ..proc import run
@@ -414,8 +414,4 @@ def _fetch_hint(url: str, source: str) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return digest(path, ARCHIVE)

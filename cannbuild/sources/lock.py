@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from msgspec import Struct, field
 from msgspec.structs import asdict
 
-from ..bounded import LOCK_BYTES, parse_toml, read_text
+from ..bounded import LOCK, parse_toml, read_text
 from ..errors import LockDrift, UsageError
 from ..host.versions import parse_cann_version
 from ..lazy import lazy_module
@@ -162,18 +162,13 @@ def _written(entry: Dict[str, Any]) -> Dict[str, Any]:
 
 
 _OPTIONAL = ("repos", "source", "places", "stand_in")
-_LOCK_TOO_BIG = "A lock pins a few repos and archives in KBs: restore it, or run `cannbuild lock`."
 
 
 def read_lock(path: Path) -> Optional[Lock]:
     if not path.exists():
         return None
-    hint = "Restore it from version control, or delete it and run `cannbuild lock`."
-    try:
-        text = read_text(path, "lock file", LOCK_BYTES, _LOCK_TOO_BIG)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"lock file {path} cannot be read: {exc}.", hint) from exc
-    data = parse_toml(text, path, "lock file", hint, "cannot be read")
+    text = read_text(path, LOCK)
+    data = parse_toml(text, path, LOCK, "cannot be read")
     version = data.get("version")
     # TOML's `version = true` parses to True, which Python counts as the int 1.
     if isinstance(version, bool) or version not in READABLE_VERSIONS:

@@ -8,17 +8,21 @@ agree on every file format and merge rule."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Protocol
 
 from msgspec import Struct
 
-from ..bounded import CONFIG_BYTES, open_regular, read_bytes
+from ..bounded import CONFIG, StateIgnored, open_regular, read_bytes
 from ..decoded import JSONValue
 from ..errors import UsageError
 from ..lazy import lazy_module
+from ..ui import printable
 
 if TYPE_CHECKING:
     from invoke import config as invoke_config
@@ -39,7 +43,7 @@ MAX_CONFIG_DEPTH = 64
 # Characters of scalars plus one per node, aliases expanded: an alias-free file is at
 # most about twice its size, so only aliases reach this (2 per level for 50 levels pass
 # the alias count and would still be 2**50 nodes).
-MAX_CONFIG_EXPANDED = 4 * CONFIG_BYTES
+MAX_CONFIG_EXPANDED = 4 * (CONFIG.max_bytes or 0)
 
 
 class TaskContext(Struct, frozen=True, kw_only=True):
@@ -107,17 +111,11 @@ def check_config_file(path: Path, what: str) -> None:
     """invoke's loader reads a config file whole and blocks on a FIFO: only a regular
     file of at most CONFIG_BYTES reaches it (bounded.py), and a YAML or JSON one only
     within the bounds above.  A .py config is code the user wrote; invoke runs it."""
-    try:
-        if path.suffix in (".yaml", ".yml", ".json"):
-            data = read_bytes(path, what, CONFIG_BYTES, _TOO_BIG)
-        else:
-            os.close(open_regular(path, what, CONFIG_BYTES, _TOO_BIG))
-            return
-    except OSError as exc:
-        raise UsageError(
-            f"{what} {path} cannot be read ({exc.strerror or exc}).",
-            "Fix its permissions or remove it.",
-        ) from None
+    kind = CONFIG.named(what, _TOO_BIG)
+    if path.suffix not in (".yaml", ".yml", ".json"):
+        os.close(open_regular(path, kind))
+        return
+    data = read_bytes(path, kind)
     found = _json_shape(data) if path.suffix == ".json" else _yaml_shape(data)
     if found:
         raise UsageError(
@@ -192,6 +190,23 @@ def _json_shape(data: bytes) -> Optional[str]:
         if depth > MAX_CONFIG_DEPTH:
             return f"more than {MAX_CONFIG_DEPTH} levels of nesting"
     return None
+
+
+@contextlib.contextmanager
+def state_warnings() -> Iterator[None]:
+    """While a task runs, a state file read as absent (bounded.StateIgnored) is said once,
+    in one line on stderr; other warnings as Python says them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("once", StateIgnored)
+        shown = warnings.showwarning
+
+        def show(message: object, category: type, *rest: object) -> None:
+            if not issubclass(category, StateIgnored):
+                return shown(message, category, *rest)  # type: ignore[arg-type]
+            sys.stderr.write(f"cannbuild: warning: {printable(str(message))}\n")
+
+        warnings.showwarning = show  # type: ignore[assignment]
+        yield
 
 
 def _first_line(exc: Exception) -> str:

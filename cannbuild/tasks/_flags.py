@@ -17,7 +17,7 @@ from msgspec import Struct
 from ..errors import CannbuildError, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, Options, check_path, resolve_options
-from ._config import Context
+from ._config import Context, state_warnings
 
 F = TypeVar("F", bound=Callable[..., None])
 # what an option arrives as: a value, a switch, a repeated option's values, or unset
@@ -364,10 +364,7 @@ def _path_values(
 ) -> Iterable[Tuple[object, str]]:
     """The given values of the path-valued arguments, each with its spelling."""
     for index, name, spelled in paths:
-        if index is not None:
-            value = args[index] if index < len(args) else kwargs.get(name)
-        else:
-            value = kwargs.get(name)
+        value = args[index] if index is not None and index < len(args) else kwargs.get(name)
         for item in value if isinstance(value, (list, tuple)) else [value]:
             if item not in (None, "", False, True):
                 yield item, spelled
@@ -383,7 +380,8 @@ def guarded(fn: F, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
         try:
             for value, spelled in _path_values(paths, args, kwargs):
                 check_path(value, spelled)
-            return fn(c, *args, **kwargs)
+            with state_warnings():  # a state file read as absent: one line on stderr
+                return fn(c, *args, **kwargs)
         except CannbuildError as exc:
             text = exc.paragraph()
             raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None

@@ -4,6 +4,7 @@ and diagnose use the workspace."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from .. import ui
-from ..errors import StepFailed
+from ..errors import StepFailed, StorageError
 from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_writable
@@ -96,8 +97,17 @@ def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) 
     for text in run.notes:
         progress.note(text)  # what resolving found: a moved tag, an updated lock
     progress_ui.publish_summary(run.report_dir)
-    if run.failed is not None:
+    failed = run.failed
+    if failed is not None:
         ui.note(f"report: {run.report_dir}/report.md")
+        full = [os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT)]
+        if any(word in line for line in failed.tail for word in full):  # a disk, not the step
+            raise StorageError(
+                f"{failed.name} could not write its files: its log says the disk is full "
+                f"({failed.log}).",
+                "Free space on that disk (`cannbuild clean` removes build trees and old logs), "
+                "or pass --workspace on a larger one, then rerun.",
+            )
         raise StepFailed()
     return run
 

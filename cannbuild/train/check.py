@@ -10,13 +10,14 @@ commit, or a folder given per repo), through `recipes/optspec.py`.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..bounded import CONFIG_BYTES, read_text
+from ..bounded import BUILD_SH, CHECKOUT_RECORD, read_state, read_text
 from ..build.compile_cache import ccache_words
 from ..build.plan import StepContext, example_values, recipe_templates, render_command, walk
 from ..build.session import BuildContext, CannFacts
@@ -29,7 +30,7 @@ from ..recipes.selection import ops_by_repo, select_repos
 from ..redact import redact
 from ..sources.checkout import cache_path, checkout_marker, resolve_ref
 from ..sources.fetch import Fetcher, GitFailed
-from ..workspace import Workspace, read_json
+from ..workspace import Workspace
 
 SCRIPT = "build.sh"
 # a repo's validation example runs in its own checkout (validate/__init__.py)
@@ -111,9 +112,7 @@ class RecipeCheck(Struct, frozen=True, kw_only=True):
 
 def script_spec(repo: str, path: Path, ref: str = "") -> ScriptSpec:
     """The option spec of the build.sh at `path`."""
-    return text_spec(
-        repo, read_text(path, "build.sh", CONFIG_BYTES, errors="replace"), str(path), ref
-    )
+    return text_spec(repo, read_text(path, BUILD_SH, errors="replace"), str(path), ref)
 
 
 def text_spec(repo: str, text: str, where: str, ref: str = "") -> ScriptSpec:
@@ -148,8 +147,12 @@ def workspace_scripts(
     for name in (n for n in names if n in built or not recipe.repo(n).toolkit):
         folder = given.get(name) or ws.checkout(name)
         path = folder / SCRIPT
-        if path.is_file():
-            marker = read_json(checkout_marker(ws, name)) if name not in given else None
+        if os.path.lexists(path):  # a FIFO or a device is refused by name, not missed
+            marker = (
+                read_state(checkout_marker(ws, name), CHECKOUT_RECORD)
+                if name not in given
+                else None
+            )
             ref = str(marker.get("commit", "")) if isinstance(marker, dict) else ""
             scripts[name] = script_spec(name, path.resolve(), ref)
             continue

@@ -19,7 +19,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from msgspec import Struct
 from msgspec.structs import replace
 
-from ..bounded import CONFIG_BYTES, parse_toml, read_text
+from ..bounded import RECIPE, read_toml
 from ..decoded import JSONObject, JSONValue
 from ..errors import UsageError
 from ..host.socs import FAMILIES
@@ -229,7 +229,7 @@ def draft_recipe(req: DraftRequest) -> Draft:
             rules = module_rules(fetcher, ws, readout, caches[repo.name], repo)
         _add_rules(table, rules, repo.name, read, undecided)
         repos[repo.name] = table
-    raw = parse_toml(read_text(base.path, "recipe", CONFIG_BYTES), base.path, "recipe", "")
+    raw = read_toml(base.path, RECIPE)
     # what makes a repo buildable (vendor suffix, ops, ccache option, its validation) and the
     # default selection are the base recipe's, as its steps are
     for name, table in repos.items():

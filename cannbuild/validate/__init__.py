@@ -24,6 +24,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from .. import safefs
+from ..bounded import STAMP, read_state
 from ..build.overlay import overlay_env
 from ..build.plan import example_values, recipe_templates, render_command
 from ..build.session import Session
@@ -36,7 +37,7 @@ from ..phases import PhaseSink, no_phases
 from ..recipes import RepoSpec
 from ..render.templates import Templates, render_value
 from ..states import Verdict
-from ..workspace import read_json, write_json_atomic
+from ..workspace import write_json_atomic
 from . import precision
 from .inputs import FA_CHECK, ValidationInputs
 from .registry import CHECKS, numeric_check
@@ -334,7 +335,7 @@ def validate_session(
     keys = [validation_key(inp) for inp in inputs]
     key = keys[0] if len(keys) == 1 else hashlib.sha256("".join(keys).encode()).hexdigest()
     stamp_file = session.ws.stamps / "validate.json"
-    cached = read_json(stamp_file) if reuse else None
+    cached = read_state(stamp_file, STAMP) if reuse else None
     # Only a PASS is reused: a FAIL or SKIPPED verdict is always worked out again.
     if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
         reused_from = cached["run_id"]

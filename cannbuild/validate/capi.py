@@ -18,6 +18,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
+from ..bounded import BINARY, RUN_FILE, digest, read_state
+from ..errors import UsageError
 from ..host.toolkit import host_arch
 from ..proc import run
 from ..resources import data_dir
@@ -119,10 +121,10 @@ def compile_check(
     key = hashlib.sha256(shown.encode())
     headers = sorted(p for d in extra_includes for p in Path(d).glob("*.h"))
     for path in (program, *headers, vendor / "op_api" / "lib" / "libcust_opapi.so"):
-        with contextlib.suppress(OSError):
-            key.update(path.read_bytes())
+        with contextlib.suppress(UsageError):
+            key.update(digest(path, BINARY).encode())
     stamp = workdir / f"{program.stem}.key"
-    if binary.is_file() and stamp.is_file() and stamp.read_text() == key.hexdigest():
+    if binary.is_file() and read_state(stamp, RUN_FILE, bytes) == key.hexdigest().encode():
         return Compiled(ok=True, binary=binary, command=shown, output="(cached)")
     workdir.mkdir(parents=True, exist_ok=True)
     proc = run(argv, env=env, timeout=COMPILE_TIMEOUT_S)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
+from ..bounded import CASE_DATA, read_bytes
+from ..errors import UsageError
 from ..lazy import lazy_module
 from ..states import Verdict
 from .cases import Case, CaseResult, Reference, judge, make_inputs, reference_torch, torch_dtype
@@ -72,10 +74,15 @@ def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
     base = directory / case.name
     shape = case.shape("out")
     out = torch.frombuffer(
-        bytearray(base.with_suffix(".out").read_bytes()), dtype=torch_dtype(torch, case.dtype)
+        bytearray(read_bytes(base.with_suffix(".out"), CASE_DATA)),
+        dtype=torch_dtype(torch, case.dtype),
     )
-    smax = torch.frombuffer(bytearray(base.with_suffix(".smax").read_bytes()), dtype=torch.float32)
-    ssum = torch.frombuffer(bytearray(base.with_suffix(".ssum").read_bytes()), dtype=torch.float32)
+    smax = torch.frombuffer(
+        bytearray(read_bytes(base.with_suffix(".smax"), CASE_DATA)), dtype=torch.float32
+    )
+    ssum = torch.frombuffer(
+        bytearray(read_bytes(base.with_suffix(".ssum"), CASE_DATA)), dtype=torch.float32
+    )
     # softmaxMax / softmaxSum are float32 [B, N1, S, 8]: the same value in 8 lanes, as the
     # example's [1, 1, 256, 8] shows; TND's [T, N1, 8] are judged as (1, N1, T, 8).
     stats = case.stat_shape
@@ -94,7 +101,7 @@ def judge_files(
 ) -> CaseResult:
     try:
         out, smax, ssum = read_outputs(case, directory)
-    except (OSError, RuntimeError, ValueError) as exc:
+    except (UsageError, RuntimeError, ValueError) as exc:
         return CaseResult(
             case=case,
             status=Verdict.FAIL,

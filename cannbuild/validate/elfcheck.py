@@ -19,6 +19,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 from msgspec import Struct, field
 
+from ..bounded import BINARY, open_binary
+from ..errors import UsageError
 from ..proc import run
 
 # pyelftools' names for e_machine.
@@ -45,7 +47,7 @@ class LibraryCheck(Struct, frozen=True, kw_only=True):
 
 
 def read_elf(path: Path) -> ElfInfo:
-    with open(path, "rb") as fh:
+    with open_binary(path, BINARY) as fh:
         elf = ELFFile(fh)
         exported: Set[str] = set()
         dynsym = elf.get_section_by_name(".dynsym")
@@ -118,7 +120,7 @@ def _search(name: str, dirs: Sequence[str], machine: str) -> Optional[str]:
                 # A library of the wrong arch in a search dir is skipped, as the loader skips it.
                 if read_elf(Path(candidate)).machine == machine:
                     return candidate
-            except (ELFError, OSError):
+            except (ELFError, OSError, UsageError):
                 continue
     return None
 
@@ -130,7 +132,7 @@ def check_library(
         return LibraryCheck(path=path, ok=False, problems=(f"{path} does not exist",))
     try:
         info = read_elf(path)
-    except (ELFError, OSError) as exc:
+    except (ELFError, OSError, UsageError) as exc:
         return LibraryCheck(
             path=path, ok=False, problems=(f"{path.name} is not a readable ELF file ({exc})",)
         )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
 from msgspec.structs import asdict
 
 from .. import safefs
+from ..bounded import DATA_FILE, read_bytes
 from ..host.pystack import read_python_stack
 from ..lazy import lazy_module
 from ..phases import PhaseSink
@@ -35,7 +36,7 @@ class FlashAttention:
         cases, the rule, torch."""
         stack = read_python_stack()
         return {
-            "program": capi.fa_check_source().read_bytes().hex(),
+            "program": read_bytes(capi.fa_check_source(), DATA_FILE).hex(),
             "cases": json.dumps([asdict(c) for c in cases.select(inp.case_names)], sort_keys=True),
             "rule": cases.RULE,
             "torch": stack.torch,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct, field
 
 from .. import safefs
+from ..bounded import CASE_DATA, DATA_FILE, read_bytes
 from ..errors import UsageError
 from ..host.pystack import read_python_stack
 from ..phases import PhaseSink, no_phases
@@ -265,11 +266,11 @@ def _judge_run(check: OpCheck, case: OpCase, x: Tensor, data: Path, run: capi.Ca
         )
     torch = reference_torch()
     try:
-        raw = bytearray((data / f"{case.name}.out").read_bytes())
+        raw = bytearray(read_bytes(data / f"{case.name}.out", CASE_DATA))
         got = torch.frombuffer(raw, dtype=torch_dtype(torch, case.dtype)).reshape(
             out_shape(check.op, case)
         )
-    except (OSError, RuntimeError, ValueError) as exc:
+    except (UsageError, RuntimeError, ValueError) as exc:
         return OpResult(
             check=check.name,
             case=case,
@@ -332,7 +333,7 @@ class OpNumeric:
         source = program_source(self.check)
         header = source.parent / "op_check.h"
         return {
-            "program": (source.read_bytes() + header.read_bytes()).hex(),
+            "program": (read_bytes(source, DATA_FILE) + read_bytes(header, DATA_FILE)).hex(),
             "cases": json.dumps(
                 [msgspec_dict(c) for c in select(self.check, inp.case_names)], sort_keys=True
             ),

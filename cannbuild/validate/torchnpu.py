@@ -26,9 +26,10 @@ from typing import IO, TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, T
 
 from msgspec import Struct, field
 
-from .. import safefs
+from .. import bounded, safefs
 from ..childlog import died, log_error_line
 from ..decoded import JSONObject, JSONValue
+from ..errors import UsageError
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
@@ -135,7 +136,7 @@ def run(
         "log": str(data / LOG),
         "duration_s": round(time.monotonic() - start, 3),
     }
-    result = _read_result(data)
+    result = read_result(data / RESULT)
     if result is None or "error" in result:
         failed = (
             f"the torch_npu {stack.torch_npu} worker failed: {failure(code, result, data / LOG)} "
@@ -251,11 +252,9 @@ def _verdict(
     )
 
 
-def _read_result(directory: Path) -> Optional[JSONObject]:
-    try:
-        data = json.loads((directory / RESULT).read_text())
-    except (OSError, ValueError):
-        return None
+def read_result(path: Path) -> Optional[JSONObject]:
+    """What a worker wrote (None: nothing readable: it died before, or it was damaged)."""
+    data = bounded.read_state(path, bounded.RUN_FILE)
     return data if isinstance(data, dict) else None
 
 
@@ -270,8 +269,8 @@ def _first_lines(exc: BaseException, count: int = 3) -> str:
 def _op_libraries() -> List[str]:
     """The operator API libraries this process has mapped (Linux), to show which package ran."""
     try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
+        maps = bounded.read_text(Path("/proc/self/maps"), bounded.PROC_FILE)
+    except UsageError:
         return []
     # A /proc/self/maps line: `<range> <perms> <offset> <dev> <inode>  <path>`; the sixth field is
     # the mapped file.
@@ -285,7 +284,7 @@ def _op_libraries() -> List[str]:
 
 
 def _load(torch: ModuleType, case: Case, directory: Path, key: str) -> Tensor:
-    raw = bytearray((directory / f"{case.name}.{key}").read_bytes())
+    raw = bytearray(bounded.read_bytes(directory / f"{case.name}.{key}", bounded.CASE_DATA))
     if key == "mask":
         # The causal mask file is uint8 [S, S]; the worker passes it on as a bool tensor.
         return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
@@ -367,7 +366,7 @@ def _import_torch_npu() -> Tuple[ModuleType, ModuleType]:
 def worker(folder: str) -> int:
     """The child process: run the job in `folder`, write result.json; 3 if torch_npu cannot load."""
     directory = Path(folder)
-    job = json.loads((directory / JOB).read_text())
+    job = bounded.read_json(directory / JOB, bounded.RUN_FILE)
     try:
         torch, torch_npu = _import_torch_npu()
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
@@ -443,7 +442,7 @@ def serve(folder: str) -> int:
     _reply({"ready": True, "torch_npu": torch_npu.__version__})
     held: Optional[Tuple[str, Inputs]] = None
     for line in sys.stdin:
-        request = json.loads(line)
+        request = bounded.decode_json(line.encode(), "stdin", bounded.RUN_FILE.named("request"))
         case = Case(**request["case"])
         try:
             if held is None or held[0] != case.name:

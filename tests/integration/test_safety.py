@@ -285,8 +285,20 @@ def test_a_full_disk_under_logs_is_one_paragraph(cli):
         finally:
             os.close(fd)
         proc = cli("build")
+        status = cli("status")
     no_traceback(proc, 11)
     assert "No space left" in proc.stderr
+    # the attempt says what happened: it failed on a full disk, it was not killed (issue 41)
+    assert "last build attempt: failed at (StorageError" in status.stdout, status.stdout
+    assert "interrupted" not in status.stdout
+
+
+def test_a_full_disk_under_opp_during_install_is_exit_11_as_the_readme_says(cli):
+    assert cli("build").returncode == 0
+    with tmpfs(cli.ws / "opp", "size=64k"):
+        proc = cli("install")
+    no_traceback(proc, 11)
+    assert "its log says the disk is full" in proc.stderr, proc.stderr
 
 
 def test_install_into_toolkit_says_what_it_changes_and_restore_sh_undoes_it(cli_for, tmp_path):

@@ -18,10 +18,11 @@ import pytest
 from warmcli import cap_memory
 
 from cannbuild.bounded import (
-    PROFILE_CSV_BYTES,
-    PROFILE_TRACE_BYTES,
+    PROFILE_CSV,
+    PROFILE_TRACE,
     WALK_DEPTH,
     WALK_FOLDERS,
+    Kind,
     read_bytes,
     walk,
 )
@@ -172,10 +173,10 @@ HOSTILE: Dict[str, Case] = {
         "kernel_details.csv", SINGLE_LINE_BYTES, "line longer than 1 MiB"
     ),
     "profile-csv-over-its-size-bound": _profile_sparse(
-        "kernel_details.csv", PROFILE_CSV_BYTES + 1, "over the 1 GiB"
+        "kernel_details.csv", (PROFILE_CSV.max_bytes or 0) + 1, "over the 1 GiB"
     ),
     "profile-trace-over-its-size-bound": _profile_sparse(
-        "trace_view.json", PROFILE_TRACE_BYTES + 1, "over the 8 GiB"
+        "trace_view.json", (PROFILE_TRACE.max_bytes or 0) + 1, "over the 8 GiB"
     ),
     "profile-path-is-a-fifo": _profile_given_fifo,
     "profile-tree-deeper-than-the-walk-bound": _profile_deep,
@@ -281,9 +282,9 @@ def test_the_walk_is_top_down_in_name_order_and_lists_links_to_files_as_files(
 def test_read_bytes_refuses_a_file_over_its_bound_and_reads_one_at_it(tmp_path: Path) -> None:
     path = tmp_path / "cfg.toml"
     path.write_bytes(b"x" * 100)
-    assert read_bytes(path, "config file", 100) == b"x" * 100
+    assert read_bytes(path, Kind("config file", 100)) == b"x" * 100
     with pytest.raises(UsageError, match=r"cfg.toml is 100 bytes, over the 99 bytes"):
-        read_bytes(path, "config file", 99)
+        read_bytes(path, Kind("config file", 99))
 
 
 BUNDLE_READER = """

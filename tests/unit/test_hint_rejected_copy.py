@@ -10,6 +10,7 @@ from typing import List
 
 import pytest
 
+from cannbuild.bounded import StateIgnored
 from cannbuild.build.actions import ActionContext
 from cannbuild.build.plan import PlannedStep
 from cannbuild.build.runner import NoProgress, RunLogs, first_errors, run_step
@@ -151,7 +152,9 @@ def test_copies_that_cannot_be_compared_are_not_claimed(tmp_path: Path, broken: 
     ws = placed(tmp_path, "third_party/pkg/pkg/pkg-1.0.tar.gz")
     if broken == "no marker":
         (ws.src / ".opbase.checkout.json").write_text("{")
-        hint = match_hint(captured("download-rejected-copy", ws.root), placed_copies(ws))
+        with pytest.warns(StateIgnored, match="checkout record .* is not valid JSON"):
+            copies = placed_copies(ws)
+        hint = match_hint(captured("download-rejected-copy", ws.root), copies)
         assert "cannbuild put no copy of pkg-1.0.tar.gz" in hint
     else:
         for copy in placed_copies(ws):

@@ -201,7 +201,7 @@ def test_bench_compare_refuses_a_file_that_is_no_bench_result(tmp_path):
     old.write_text('{"ops": []}')
     new = _bench(tmp_path / "new.json", {})
     proc = cli("bench", "--compare", str(old), str(new), cwd=tmp_path)
-    assert proc.returncode == 2 and "not a cannbuild bench result file" in proc.stderr
+    assert proc.returncode == 2 and "so it is not one cannbuild wrote" in proc.stderr
     alone = cli("bench", str(new), cwd=tmp_path)
     assert alone.returncode == 2 and "--compare OLD.json NEW.json" in alone.stderr
 

@@ -5,9 +5,15 @@ profiling_parser/npu_profiling_db_parser.py), in both schema variants."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -15,9 +21,11 @@ from typing import Dict, List, Tuple
 import pytest
 from llamaprofile import Llama, generate
 
-from cannbuild.bounded import PROFILE_DB_BYTES
+from cannbuild.bounded import PROFILE_DB
 from cannbuild.errors import ProfileFormatError, UsageError
 from cannbuild.profile.summary import summarise
+
+from clirun import run_route
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
 T0 = 1775122200000000000  # ns
@@ -256,7 +264,7 @@ def test_msprofs_database_beside_its_csv_export_is_not_counted_twice(tmp_path):
 def test_a_database_past_its_bound_is_refused_before_sqlite_opens_it(tmp_path):
     path = tmp_path / "ascend_pytorch_profiler_0.db"
     with open(path, "wb") as fh:
-        fh.truncate(PROFILE_DB_BYTES + 1)  # sparse: no disk used
+        fh.truncate((PROFILE_DB.max_bytes or 0) + 1)  # sparse: no disk used
     with pytest.raises(UsageError, match="over the 8 GiB"):
         summarise(path, timeline=False)
 
@@ -332,3 +340,85 @@ def test_a_task_queue_or_backward_link_is_not_a_device_launch(tmp_path):
         assert [(f["name"], f["count"], f["host_only"]) for f in fallbacks] == [
             ("aten::softmax", 5, 1)
         ], fmt
+
+
+# --- bounded cells (issue 41 item 2): the hostile databases of bench/bench_bounded_reads.py -
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_bounded_reads", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_bounded_reads.py"
+CELL_CAP = 500 << 20  # the address space the reader may map: the bound the issue sets
+
+
+@pytest.mark.parametrize("references", [20, 200])
+def test_a_50_mb_string_many_kernels_name_is_refused_at_the_cell_bound_in_500_mb(
+    tmp_path, references
+):
+    db = tmp_path / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db"
+    _bench().hostile_db(db, 50 << 20, references)
+    began = time.monotonic()
+    proc = run_route(
+        "cannbuild", "profile", str(db), "--json", "--out", "out",
+        cwd=tmp_path, timeout=60, memory_cap=CELL_CAP,
+    )  # fmt: skip
+    assert time.monotonic() - began < 10
+    assert proc.returncode == 2, proc.stderr
+    assert "STRING_IDS value 1" in proc.stderr and "longer than the 1 MiB" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_long_string_thousands_of_kernels_name_is_read_once_and_shared(tmp_path):
+    """20,000 rows naming one 1 MiB value: 20 GB if each row held a copy, within the
+    500 MB cap when they share it."""
+    db = tmp_path / "ascend_pytorch_profiler_0.db"
+    _bench().hostile_db(db, (1 << 20) - 64, 20_000)
+    proc = run_route(
+        "cannbuild", "profile", str(db), "--json", "--out", "out",
+        cwd=tmp_path, timeout=60, memory_cap=CELL_CAP,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ops"][0]["count"] == 20_000
+
+
+@pytest.mark.parametrize(
+    "table, column, update",
+    [
+        ("TASK", "startNs", "UPDATE TASK SET startNs = 'soon' WHERE globalTaskId = 7002"),
+        ("TASK", "endNs", "UPDATE TASK SET endNs = x'00ff' WHERE globalTaskId = 7000"),
+        ("PYTORCH_API", "startNs", "UPDATE PYTORCH_API SET startNs = 'a while ago'"),
+    ],
+)
+def test_text_where_a_time_belongs_is_an_error_naming_table_and_column(
+    tmp_path, table, column, update
+):
+    path = make_db(tmp_path / "msprof_20260402093000.db")
+    db = sqlite3.connect(path)
+    db.execute(update)
+    db.commit()
+    db.close()
+    with pytest.raises(ProfileFormatError, match=rf"{table}\.{column} of .* not nanoseconds"):
+        summarise(path, timeline=False)
+
+
+@pytest.mark.integration  # a 2,000,000-row database: seconds to make
+def test_sigterm_stops_sqlites_own_sort_within_5_s(tmp_path):
+    db = _bench().hostile_db(tmp_path / "ascend_pytorch_profiler_0.db", 100, 0, rows=2_000_000)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cannbuild", "profile", str(db), "--json", "--out", "out"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    time.sleep(1.0)  # SQLite sorts the joined rows before the first one comes back
+    assert child.poll() is None, "read before the signal: the test proves nothing"
+    child.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _out, err = child.communicate(timeout=30)
+    assert time.monotonic() - sent < 5
+    assert child.returncode == 143, err
+    assert b"Traceback" not in err

@@ -114,8 +114,11 @@ def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bou
         ),
         ("{{ range(10000)|map('string')|map('center',260000)|list }}", "MAX_BUILT_CHARS"),
         ("{{ {'a':1}|tojson(indent=999999999) }}", "MAX_TEXT_CHARS"),
+        # 5,000 nested parentheses: a RecursionError traceback from Jinja's parser (issue 41)
+        ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested deeper than the parser recurses"),
+        ("{{ " + "[" * 5000 + "]" * 5000 + " }}", "nested deeper than the parser recurses"),
     ],
-    ids=["nested-loops", "map-center", "tojson-indent"],
+    ids=["nested-loops", "map-center", "tojson-indent", "nested-parens", "nested-lists"],
 )
 def test_a_recipe_value_past_the_render_budget_is_exit_2_within_a_memory_cap(
     tree, tmp_path, route, value, bound

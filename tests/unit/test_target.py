@@ -77,12 +77,12 @@ def test_a_folder_cannbuild_does_not_own_gets_no_record(tmp_path):
 @pytest.mark.parametrize(
     "content, why",
     [
-        (b"{not json", "not a JSON object with a schema number"),
-        (b"[1, 2]", "not a JSON object with a schema number"),
+        (b"{not json", "is not valid JSON"),
+        (b"[1, 2]", "Expected `object`, got `array`"),
         (b'{"schema": 2, "sandbox": true}', "schema 2; this cannbuild reads schema 1"),
         (b'{"schema": 1, "sandbox": "yes"}', "Expected `bool`"),
         (b'{"schema": 1, "soc": 42}', "Expected `str | null`"),
-        (b"\x00\x01binary", "not a JSON object"),
+        (b"\x00\x01binary", "is not valid JSON"),
     ],
 )
 def test_a_damaged_record_is_an_error_naming_the_file_never_ignored(tmp_path, content, why):
