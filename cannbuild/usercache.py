@@ -19,6 +19,7 @@ import stat
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
+from .bounded import MEMO, read_state
 from .sources.fetch import sha256_file
 
 MANIFEST = "cannbuild-cache.json"
@@ -60,8 +61,8 @@ def _own(folder: Path) -> bool:
 
 def _intact(entry: Path) -> bool:
     try:
-        listed: Dict[str, str] = json.loads((entry / MANIFEST).read_text())
-        return all(
+        listed: Optional[Dict[str, str]] = read_state(entry / MANIFEST, MEMO, Dict[str, str])
+        return listed is not None and all(
             (entry / name).is_file()
             and not (entry / name).is_symlink()
             and sha256_file(entry / name) == digest

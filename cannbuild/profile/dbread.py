@@ -219,13 +219,21 @@ def _strings(path: Path, db: sqlite3.Connection) -> Callable[[object, str], str]
     return text
 
 
-def _nanoseconds(path: Path, table: str, row: str, start: object, end: object) -> None:
-    """startNs and endNs are numbers (or NULL): text there is an error naming them."""
+def _nanoseconds(
+    path: Path, table: str, row: str, start: object, end: object
+) -> Tuple[Optional[int], Optional[int]]:
+    """startNs and endNs as numbers (or NULL); torch_npu declares PYTORCH_API's TEXT, so
+    digits there are read as the number they write; other text is an error naming them."""
+    out: List[Optional[int]] = []
     for column, value in (("startNs", start), ("endNs", end)):
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ProfileFormatError(
                 f"{path}: {table}.{column} of {row} is {repr(value)[:60]}, not nanoseconds.", HINT
             )
+        out.append(None if value is None else int(value))
+    return out[0], out[1]
 
 
 def _text(value: Optional[str]) -> str:
@@ -283,17 +291,15 @@ def _host_ops(path: Path, db: sqlite3.Connection, links: bool) -> Tuple[HostOp, 
     if not {"startNs", "endNs", "name"} <= have:
         return ()
     tid = "p.globalTid" if "globalTid" in have else "0"
-    # torch_npu declares PYTORCH_API.startNs/endNs TEXT: the numbers are read as integers
-    start, end = "CAST(p.startNs AS INTEGER)", "CAST(p.endNs AS INTEGER)"
     ops = f"AND p.type = {TORCH_OP}" if "type" in have else ""
     collector = HostCollector()
     marks = ", ".join("?" for _ in WATCHED)
     for name, begin, finish, thread in db.execute(
-        f"SELECT s.value, {start}, {end}, {tid} FROM PYTORCH_API p "
+        f"SELECT s.value, p.startNs, p.endNs, {tid} FROM PYTORCH_API p "
         f"JOIN STRING_IDS s ON s.id = p.name WHERE s.value IN ({marks}) {ops}",
         sorted(WATCHED),
     ):
-        _nanoseconds(path, "PYTORCH_API", f"a {name} call", begin, finish)
+        begin, finish = _nanoseconds(path, "PYTORCH_API", f"a {name} call", begin, finish)
         if begin is not None and finish is not None and finish >= begin:
             collector.op(thread, str(name), begin / 1000.0, (finish - begin) / 1000.0)
     if "connectionId" in have:
@@ -305,9 +311,9 @@ def _host_ops(path: Path, db: sqlite3.Connection, links: bool) -> Tuple[HostOp, 
             else "WHERE p.connectionId < ?"
         )
         for begin, thread in db.execute(
-            f"SELECT DISTINCT {start}, {tid} FROM PYTORCH_API p {launch} {ops}", (FWK_LINKS,)
+            f"SELECT DISTINCT p.startNs, {tid} FROM PYTORCH_API p {launch} {ops}", (FWK_LINKS,)
         ):
-            _nanoseconds(path, "PYTORCH_API", "a launching call", begin, None)
+            begin, _ = _nanoseconds(path, "PYTORCH_API", "a launching call", begin, None)
             if begin is not None:
                 collector.flow(thread, begin / 1000.0)
     return collector.result()

@@ -17,7 +17,7 @@ from typing import Callable, List
 from msgspec import Struct
 
 from .. import usercache
-from ..bounded import DATA_FILE, read_text
+from ..bounded import DATA_FILE, read_bytes, read_text
 from ..host.toolkit import host_arch
 from ..render.templates import file_env
 from ..resources import data_dir
@@ -101,7 +101,7 @@ def _emulation_key(sources: List[Path], args: List[str], log: CommandLog) -> str
     for root in sources:
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             digest.update(f"{path.relative_to(root.parent)}\n".encode())
-            digest.update(path.read_bytes())
+            digest.update(read_bytes(path, DATA_FILE))
     cxx = os.environ.get("CXX") or shutil.which("c++") or "c++"
     for tool in (cxx, "cmake"):
         found = shutil.which(tool) or tool

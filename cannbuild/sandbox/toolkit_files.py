@@ -30,6 +30,7 @@ from typing import Dict, List, Tuple
 
 from msgspec import Struct
 
+from ..bounded import DATA_FILE, read_bytes
 from ..host.contents import WALL_MARKER
 from ..resources import data_dir
 from .files import write
@@ -321,11 +322,10 @@ def stand_in_repo_files(repo: str, register_in_ge: bool) -> Dict[str, bytes]:
         if source is not None and source.is_dir():
             for path in sorted(source.rglob("*")):
                 if path.is_file():
-                    files[f"{folder}{rel}/{path.relative_to(source).as_posix()}"] = (
-                        path.read_bytes()
-                    )
+                    name = f"{folder}{rel}/{path.relative_to(source).as_posix()}"
+                    files[name] = read_bytes(path, DATA_FILE)
         elif source is not None:
-            files[folder + rel] = source.read_bytes()
+            files[folder + rel] = read_bytes(source, DATA_FILE)
         else:
             files[folder + rel] = _stub(item).encode()
         where, name = posixpath.split(rel)
@@ -334,7 +334,7 @@ def stand_in_repo_files(repo: str, register_in_ge: bool) -> Dict[str, bytes]:
         common = kernels / "standin" / "opbase" / "pkg_inc"
         for path in sorted(common.rglob("*.h")):
             rel = path.relative_to(common).as_posix()
-            files[f"pkg_inc/{rel}"] = path.read_bytes()
+            files[f"pkg_inc/{rel}"] = read_bytes(path, DATA_FILE)
             where, name = posixpath.split(rel)
             folders.setdefault(f"pkg_inc:{where}", []).append(name)
     if repo == "libboundscheck":
