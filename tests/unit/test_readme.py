@@ -8,6 +8,7 @@ so that they can run as written (root or sudo, apt's lists, a venv, the CPU torc
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -187,13 +188,23 @@ def test_every_readme_block_is_marked_and_run_by_the_file_its_marker_names():
 def test_the_readmes_profile_comparison_runs_as_shown_on_the_samples(tmp_path):
     """The block's command, run on the samples the README names, prints every line the
     block shows (its `...` stands for lines left out)."""
-    import shutil
-
     block = marked_block("profile-compare").splitlines()
     command = block[0].removeprefix("$ ")
-    samples = ROOT / "tests" / "fixtures" / "profiler"
-    shutil.copytree(samples / "torch_npu_2.5_level1", tmp_path / "before_ascend_pt")
-    shutil.copytree(samples / "msprof", tmp_path / "after_PROF")
+    # the samples the README names: tests/llamaprofile.py's eager and FlashAttention runs
+    for name, attention in (("eager", "eager"), ("flash", "flash")):
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "llamaprofile.py"),
+                str(tmp_path / name),
+                "--ranks",
+                "1",
+                "--attention",
+                attention,
+            ],
+            check=True,
+            capture_output=True,
+        )
     proc = subprocess.run(
         words(command),
         cwd=tmp_path,
