@@ -366,7 +366,11 @@ class _HeaderTrees:
 
 def _summary(n: StepNeeds, lookups: int, headers: int, provided: int, home: Path) -> Check:
     d = n.derived
-    what = f"the {lookups} lookups of {len(d.cmake.modules)} find_package modules"
+    what = (
+        f"the {lookups} lookups of {len(d.cmake.modules)} find_package modules"
+        if d.cmake.modules
+        else "no find_package module of the toolkit (none in its cmake)"
+    )
     if d.cmake.toolkit_dirs:
         ops = ", ".join(d.ops) if d.ops else "its common code"
         what += (
