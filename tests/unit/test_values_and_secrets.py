@@ -1,7 +1,7 @@
 """Recipe and template values are bounded data, secrets are known by their names, and a flag
 value never becomes a line of a rendered Dockerfile or workflow (issue 25).
 
-The hostile command lines run through both routes (`cannbuild` and `invoke`): exit 2, one
+The hostile command lines run through the CLI in a process of their own: exit 2, one
 paragraph, no traceback, nothing written, and a timeout so a render that runs away fails
 the test instead of hanging it."""
 
@@ -22,7 +22,7 @@ from cannbuild.render import templates as render
 from cannbuild.render.templates import render_value
 from cannbuild.workspace import Workspace
 
-from clirun import ROUTE_PARAMS, run_route
+from clirun import cannbuild
 from lockdata import sample_lock
 from tinyrecipe import build_step, run_alone, tiny_recipe
 
@@ -64,7 +64,6 @@ def write_recipe(
     return path
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "value, command, bound",
     [
@@ -76,7 +75,7 @@ def write_recipe(
     ids=["power", "repeat", "too-long", "command-template"],
 )
 def test_a_recipe_value_past_a_bound_is_refused_fast_naming_it(
-    tree, tmp_path, route, value, command, bound
+    tree, tmp_path, value, command, bound
 ):
     tree.toolkit_cann("8.5.0")
     project = tmp_path / "project"
@@ -86,9 +85,7 @@ def test_a_recipe_value_past_a_bound_is_refused_fast_naming_it(
     else:
         recipe = write_recipe(project, value, command)
     before = snapshot(project)
-    proc = run_route(
-        route,
-        "plan",
+    proc = cannbuild("plan",
         "--sysroot", str(tree.root),
         "--soc", "ascend910b",
         "--recipe", str(recipe),
@@ -103,9 +100,7 @@ def test_a_plain_recipe_plans_through_the_same_route(tree, tmp_path):
     """The refusals above come from the values, not from the command line."""
     tree.toolkit_cann("8.5.0")
     recipe = write_recipe(tmp_path, "{{ soc | upper }}-{{ 2 ** 10 }}")
-    proc = run_route(
-        "cannbuild",
-        "plan", "--json", "--sysroot", str(tree.root), "--soc", "ascend910b", "--recipe", str(recipe),
+    proc = cannbuild("plan", "--json", "--sysroot", str(tree.root), "--soc", "ascend910b", "--recipe", str(recipe),
         cwd=tmp_path,
         timeout=HOSTILE_RUN,
     )  # fmt: skip
@@ -320,7 +315,6 @@ def lock_project(tmp_path: Path) -> Path:
     return project
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "flags, named",
     [
@@ -338,13 +332,9 @@ def lock_project(tmp_path: Path) -> Path:
     ids=["base-newline", "base-as", "base-upper", "base-short-digest", "spec-newline",
          "spec-shell", "cann-newline", "os-newline", "python-as", "digest-newline"],
 )  # fmt: skip
-def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(
-    lock_project, route, flags, named
-):
+def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(lock_project, flags, named):
     before = snapshot(lock_project)
-    proc = run_route(
-        route,
-        "container", "--variant", "A3", "--lock-file", "cannbuild.lock", "--out", "ctx", *flags,
+    proc = cannbuild("container", "--variant", "A3", "--lock-file", "cannbuild.lock", "--out", "ctx", *flags,
         cwd=lock_project,
         timeout=HOSTILE_RUN,
     )  # fmt: skip
@@ -352,7 +342,6 @@ def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(
     assert snapshot(lock_project) == before  # no context, the lock unchanged
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "flags, named",
     [
@@ -363,12 +352,12 @@ def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(
     ],
     ids=["spec-newline", "spec-empty", "label-newline", "label-space"],
 )
-def test_a_flag_value_that_would_break_the_workflow_is_refused(tmp_path, route, flags, named):
+def test_a_flag_value_that_would_break_the_workflow_is_refused(tmp_path, flags, named):
     project = tmp_path / "project"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     before = snapshot(project)
-    proc = run_route(route, "ci", "--provider", "github", *flags, cwd=project, timeout=HOSTILE_RUN)
+    proc = cannbuild("ci", "--provider", "github", *flags, cwd=project, timeout=HOSTILE_RUN)
     refused(proc, named)
     assert snapshot(project) == before
 
