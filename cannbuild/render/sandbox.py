@@ -5,10 +5,12 @@ A recipe is data a user may hand us, and so are the step templates beside it; ye
 templates render the bash command cannbuild then runs, so bounding Jinja operator by
 operator guards nothing that command could not do.  What the bounds are for is a mistake
 or a hostile value that would hang the run or take the machine's memory: such a render is
-stopped and named (exit 2 where a recipe is rendered) instead.  `run_bounded` compiles and
-renders in a forked child with at most RENDER_CPU_SECONDS of CPU (SIGPROF ends it, even
-inside one long C call such as `10 ** 10000000`) and RENDER_MEMORY_BYTES more address
-space than the run has, and takes back at most MAX_RENDER_CHARS; Jinja's immutable sandbox
+stopped and named (exit 2 where a recipe is rendered) instead.  A `RenderChild` compiles
+and renders in a forked child, each render with at most RENDER_CPU_SECONDS of CPU
+(SIGPROF ends the child, even inside one long C call such as `10 ** 10000000`), the child
+with at most RENDER_MEMORY_BYTES more address space than the run had, and takes back at
+most MAX_RENDER_CHARS; one child serves a run's step templates one after another (a fork
+per render was 10 ms), and one that crossed a bound is replaced.  Jinja's immutable sandbox
 keeps a template from reaching Python (`cycler.__init__.__globals__`).  Real renders take
 a few milliseconds and under a megabyte.  cannbuild's own templates (the sandbox's, the
 container's, CI) render in process.
@@ -21,10 +23,13 @@ import pickle
 import resource
 import select
 import signal
+import struct
+import threading
 import time
 import traceback
 import warnings
-from typing import TYPE_CHECKING, Callable, List, NoReturn, Optional, TypeVar, cast
+import weakref
+from typing import TYPE_CHECKING, Callable, Dict, NoReturn, Optional, Tuple, TypeVar, cast
 
 from ..lazy import lazy_module
 
@@ -47,99 +52,185 @@ RENDER_WALL_SECONDS = 30.0
 _WHERE = "in cannbuild/render/sandbox.py"
 
 T = TypeVar("T")
+_SIZE = struct.Struct("!Q")
 
 
 def _refuse(what: str) -> NoReturn:
     raise jinja_exceptions.SecurityError(what)
 
 
-def _child(job: Callable[[], object], fd: int) -> NoReturn:
-    """In the forked child: limits, the job, its answer pickled onto `fd`."""
-    answer: object
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(_SIZE.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _answer(job: Callable[[object], object], request: object) -> Tuple[str, object]:
+    """One render in the child, its CPU bounded; what went wrong, as data."""
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPROF):
-            signal.signal(sig, signal.SIG_DFL)
         signal.setitimer(signal.ITIMER_PROF, RENDER_CPU_SECONDS)
-        with open("/proc/self/statm") as statm:
-            mapped = int(statm.read().split()[0]) * resource.getpagesize()
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        cap = mapped + RENDER_MEMORY_BYTES
-        resource.setrlimit(resource.RLIMIT_AS, (cap if hard < 0 else min(cap, hard), hard))
-        result = job()
-        signal.setitimer(signal.ITIMER_PROF, 0)  # the answer is not the render's to pay for
-        answer = ("ok", result)
+        try:
+            return "ok", job(request)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)  # the answer is not the render's to pay for
     except MemoryError:
-        answer = ("memory", "")
+        return "memory", ""
     except jinja_exceptions.UndefinedError as exc:
-        answer = ("undefined", str(exc.message))
+        return "undefined", str(exc.message)
     except jinja_exceptions.TemplateError as exc:
-        answer = ("error", str(exc))
+        return "error", str(exc)
     except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as exc:
         # 1 // 0, 'a' - 1, a macro that calls itself forever: the template's mistake
-        answer = ("error", f"{type(exc).__name__}: {exc}")
-    except BaseException:
-        answer = ("crash", traceback.format_exc())
-    try:
-        data = pickle.dumps(answer)
-        if len(data) > 4 * MAX_RENDER_CHARS + 4096:  # a str is pickled as UTF-8
-            data = pickle.dumps(("long", ""))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except MemoryError:
-        os._exit(3)
-    os._exit(0)
+        return "error", f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return "crash", traceback.format_exc()
 
 
-def run_bounded(job: Callable[[], T], what: str = "the render") -> T:
-    """`job()` (a compile and render) run in a child within the bounds above; its result,
-    or the TemplateError it raised, or a SecurityError naming the bound it crossed."""
-    read_end, write_end = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12 warns about fork beside threads
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        _child(job, write_end)
-    os.close(write_end)
-    chunks: List[bytes] = []
-    status: Optional[int] = None  # None: still running when given up on
-    try:
-        deadline = time.monotonic() + RENDER_WALL_SECONDS
-        while select.select([read_end], [], [], max(deadline - time.monotonic(), 0))[0]:
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:  # the child has exited
-                status = os.waitpid(pid, 0)[1]
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-        if status is None:  # out of time, or this run was interrupted
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-    if status is None:
-        _refuse(
-            f"{what} did not finish in {RENDER_WALL_SECONDS:g} s (RENDER_WALL_SECONDS {_WHERE})"
-        )
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
+def _serve(job: Callable[[object], object], requests: int, replies: int) -> NoReturn:
+    """The child: its limits, then each request answered until the parent closes the pipe."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPROF):
+        signal.signal(sig, signal.SIG_DFL)
+    low, high = sorted((requests, replies))  # no lock or pipe of the run's kept open here
+    for first, end in (
+        (3, low),
+        (low + 1, high),
+        (high + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+    ):
+        os.closerange(first, end)
+    with open("/proc/self/statm") as statm:
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mapped + RENDER_MEMORY_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard < 0 else min(cap, hard), hard))
+    with os.fdopen(requests, "rb") as incoming:
+        while True:
+            head = incoming.read(_SIZE.size)
+            if len(head) < _SIZE.size:
+                os._exit(0)
+            request = pickle.loads(incoming.read(_SIZE.unpack(head)[0]))
+            try:
+                data = pickle.dumps(_answer(job, request))
+                if len(data) > 4 * MAX_RENDER_CHARS + 4096:  # a str is pickled as UTF-8
+                    data = pickle.dumps(("long", ""))
+                _send(replies, data)
+            except MemoryError:
+                os._exit(3)
+
+
+class RenderChild:
+    """A forked child that runs `job(request)` for each request within the bounds above:
+    the result comes back, or the TemplateError the render raised, or a SecurityError
+    naming the bound it crossed (the child then ends; the next request starts another).
+    `job` and what the parent held when the child forked (a Jinja environment) live on
+    in the child; requests and results travel pickled."""
+
+    def __init__(self, job: Callable[[object], object]) -> None:
+        self.job = job
+        self.lock = threading.Lock()
+        self.child: Optional[Tuple[int, int, int]] = None  # pid, request fd, reply fd
+        weakref.finalize(self, _stop, self.__dict__)
+
+    def __call__(self, request: object, what: str) -> object:
+        with self.lock:
+            if self.child is None:
+                self.child = self._start()
+            _, requests, replies = self.child
+            try:
+                _send(requests, pickle.dumps(request))
+                data = _receive(replies)
+            except BaseException:
+                _stop(self.__dict__)  # interrupted mid-render: never read a stale answer
+                raise
+            if data is None:  # the child ended: out of time, memory, or wall clock
+                status = _stop(self.__dict__)
+                _crossed(status, what)
+        kind, value = pickle.loads(data)
+        if kind == "ok":
+            return value
+        if kind == "memory":
+            _refuse(
+                f"{what} needed more than {RENDER_MEMORY_BYTES >> 20} MiB of memory "
+                f"(RENDER_MEMORY_BYTES {_WHERE})"
+            )
+        if kind == "long":
+            _refuse(f"{what} is over {MAX_RENDER_CHARS} characters (MAX_RENDER_CHARS {_WHERE})")
+        if kind == "undefined":
+            raise jinja_exceptions.UndefinedError(value)
+        if kind == "error":
+            raise jinja_exceptions.TemplateRuntimeError(value)
+        raise RuntimeError(f"a render crashed in its child:\n{value}")
+
+    def _start(self) -> Tuple[int, int, int]:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12 warns about fork beside threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            os.close(down_w)
+            os.close(up_r)
+            _serve(self.job, down_r, up_w)
+        os.close(down_r)
+        os.close(up_w)
+        return pid, down_w, up_r
+
+
+def _receive(fd: int) -> Optional[bytes]:
+    """One reply, or None when the child ended (or did not answer in RENDER_WALL_SECONDS)."""
+    deadline = time.monotonic() + RENDER_WALL_SECONDS
+    data = b""
+    need = _SIZE.size
+    while len(data) < need:
+        if not select.select([fd], [], [], max(deadline - time.monotonic(), 0))[0]:
+            return None
+        chunk = os.read(fd, max(need - len(data), 1 << 16))
+        if not chunk:
+            return None
+        data += chunk
+        if need == _SIZE.size and len(data) >= _SIZE.size:
+            need += _SIZE.unpack(data[: _SIZE.size])[0]
+    return data[_SIZE.size :]
+
+
+def _stop(state: Dict[str, object]) -> Optional[int]:
+    """End the child (if any) and reap it: its wait status, None if it had to be killed."""
+    child = cast(Optional[Tuple[int, int, int]], state.get("child"))
+    if child is None:
+        return None
+    state["child"] = None
+    pid, requests, replies = child
+    os.close(requests)
+    os.close(replies)
+    for _ in range(50):  # it ends at once when its pipe closes (or when a bound ended it)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.002)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+def _crossed(status: Optional[int], what: str) -> NoReturn:
+    if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
         _refuse(
             f"{what} ran past its deadline of {RENDER_CPU_SECONDS:g} s of CPU "
             f"(RENDER_CPU_SECONDS {_WHERE})"
         )
-    if not chunks and os.WIFSIGNALED(status):
-        _refuse(f"{what} was ended by signal {os.WTERMSIG(status)}")
-    kind, value = pickle.loads(b"".join(chunks)) if chunks else ("memory", "")
-    if kind == "ok":
-        return cast(T, value)
-    if kind == "memory":
+    if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3:
         _refuse(
             f"{what} needed more than {RENDER_MEMORY_BYTES >> 20} MiB of memory "
             f"(RENDER_MEMORY_BYTES {_WHERE})"
         )
-    if kind == "long":
-        _refuse(f"{what} is over {MAX_RENDER_CHARS} characters (MAX_RENDER_CHARS {_WHERE})")
-    if kind == "undefined":
-        raise jinja_exceptions.UndefinedError(value)
-    if kind == "error":
-        raise jinja_exceptions.TemplateRuntimeError(value)
-    raise RuntimeError(f"a render crashed (exit status {status}):\n{value}")
+    if status is not None and os.WIFSIGNALED(status):
+        _refuse(f"{what} was ended by signal {os.WTERMSIG(status)}")
+    _refuse(f"{what} did not finish in {RENDER_WALL_SECONDS:g} s (RENDER_WALL_SECONDS {_WHERE})")
+
+
+def run_bounded(job: Callable[[], T], what: str = "the render") -> T:
+    """`job()` once, in a child of its own within the bounds."""
+    child = RenderChild(lambda _: job())
+    try:
+        return cast(T, child(None, what))
+    finally:
+        _stop(child.__dict__)

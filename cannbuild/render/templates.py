@@ -20,6 +20,7 @@ came from), so it does not pay for Jinja's import.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os.path
@@ -37,12 +38,13 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
 )
 
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..workspace import read_text_map, remember
-from .sandbox import run_bounded
+from .sandbox import RenderChild, run_bounded
 
 if TYPE_CHECKING:
     import jinja2
@@ -261,7 +263,7 @@ class Templates:
         self.memo = memo
         self._known = (read_text_map(memo) if memo is not None else None) or {}
         self._used: Dict[str, str] = {}
-        self._env: Any = None  # a jinja2.Environment whose loader _render_reading patches
+        self._child: Optional[RenderChild] = None  # renders, with the environment it forked with
 
     def render(self, name: str, values: Mapping[str, object]) -> str:
         key = hashlib.sha256(
@@ -313,29 +315,38 @@ class Templates:
     def _render_reading(
         self, name: str, values: Mapping[str, object]
     ) -> Tuple[str, List[List[str]]]:
-        """The render (in a bounded child) and the template files it read."""
-        if self._env is None:
-            self._env = command_env(list(self.search_path), self.cache)
-        env = self._env
-
-        def job() -> Tuple[str, List[List[str]]]:
-            read: List[List[str]] = []
-            original = env.loader.get_source
-
-            def recording(environment: Any, template: str) -> Any:
-                source, filename, uptodate = original(environment, template)
-                read.append([template, filename, hashlib.sha256(source.encode()).hexdigest()])
-                return source, filename, uptodate
-
-            env.loader.get_source = recording  # the child's loader: nothing to put back
-            return env.get_template(name).render(**values), read
-
+        """The render (in the bounded child) and the template files it read."""
+        if self._child is None:
+            env = command_env(list(self.search_path), self.cache)
+            self._child = RenderChild(functools.partial(_render_recording, env))
         try:
-            return run_bounded(job, f"template {name}")
+            return cast(
+                Tuple[str, List[List[str]]], self._child((name, values), f"template {name}")
+            )
         except jinja2.UndefinedError as exc:
             raise TemplateFailure(str(exc.message), undefined=True) from None
         except jinja2.TemplateError as exc:
             raise TemplateFailure(str(exc), undefined=False) from None
+
+
+def _render_recording(env: Any, request: object) -> Tuple[str, List[List[str]]]:
+    """In the render child: `name` rendered with `values`, and each template file it read
+    (path and sha256), read afresh through the loader."""
+    name, values = cast(Tuple[str, Mapping[str, object]], request)
+    read: List[List[str]] = []
+    original = env.loader.get_source
+
+    def recording(environment: Any, template: str) -> Any:
+        source, filename, uptodate = original(environment, template)
+        read.append([template, filename, hashlib.sha256(source.encode()).hexdigest()])
+        return source, filename, uptodate
+
+    env.loader.get_source = recording
+    env.cache.clear()  # every template of this render is read through the loader
+    try:
+        return env.get_template(name).render(**values), read
+    finally:
+        env.loader.get_source = original
 
 
 def _sha256(path: Path) -> str:
