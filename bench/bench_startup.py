@@ -68,6 +68,8 @@ def workspace(ws: Path, env: Dict[str, str]) -> Path:
 
 
 def env_for(tmp: Path, checkout: Optional[Path]) -> Dict[str, str]:
+    """The environment of one checkout's runs: its sandbox, and that checkout first on the
+    path (the one holding this script unless another is given), whatever is installed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "CANNBUILD_"))}
     env["CANNBUILD_SANDBOX_DIR"] = str(tmp / "sandbox")
     if checkout is not None:
@@ -97,7 +99,7 @@ def main() -> None:
         if label and checkout is None:
             continue
         folder = tmp / ("baseline" if label else "this")
-        env = env_for(folder, checkout.resolve() if checkout else None)
+        env = env_for(folder, checkout.resolve() if checkout else HERE.parent)
         ws = workspace(folder / "project", env)
         runs[f"setup --sandbox, no-op{label}"] = (argv_of("setup", "--sandbox"), ws, env)
         runs[f"doctor --json{label}"] = (argv_of("doctor", "--json"), ws, env)
