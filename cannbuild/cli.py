@@ -16,7 +16,6 @@ stay invoke's, and `invoke help` is cannbuild's.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import logging
@@ -27,7 +26,7 @@ import signal
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, Iterable, List, NoReturn, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, NoReturn, Optional, Sequence, Set, Tuple
 
 from invoke import Argument, Collection, Config, Exit, ParseError, Program, Task
 from invoke.completion.complete import complete, print_completion_script
@@ -36,11 +35,17 @@ from invoke.parser import Parser, ParserContext
 from . import __version__
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
 from .interpreter import leave
+from .lazy import lazy_module
 from .redact import redact
 from .signals import on_termination
 from .tasks import all_tasks
 from .tasks._config import Context, load_config
 from .tasks._flags import FLAGS, FlagValue, TaskExit, TaskSpec
+
+if TYPE_CHECKING:
+    import difflib
+else:  # only a mistyped word pays for it
+    difflib = lazy_module("difflib")
 
 HINT = "Run `cannbuild --help` for the tasks, `cannbuild help TASK` for a task's options."
 LIST_FORMATS = ("flat", "nested", "json")  # Program.list_<format>
