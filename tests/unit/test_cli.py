@@ -269,3 +269,30 @@ def test_a_tasks_help_says_which_options_take_a_value_and_which_repeat(tmp_path)
     assert any(re.match(r"^\s+--sandbox\s{2,}\S", r) for r in rows)
     assert not any(re.match(r"^\s+--(force|with-step)\s{2,}", r) for r in rows)
     assert list(tmp_path.iterdir()) == []  # help ran nothing
+
+
+def test_completion_is_invokes_own_over_cannbuilds_tasks(capsys, monkeypatch):
+    """`cannbuild --print-completion-script bash` (README, Set up) and the `--complete`
+    the script calls: task names, then a task's own options."""
+    import signal
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    def run(*args):
+        code = CannbuildProgram(Path.cwd()).run(["cannbuild", *args], exit=False)
+        return code, capsys.readouterr()
+
+    try:
+        code, out = run("--print-completion-script", "bash")
+        assert code == 0 and "cannbuild --complete --" in out.out
+        assert "complete -F _complete_cannbuild -o default cannbuild" in out.out
+        code, out = run("--complete", "--", "cannbuild", "bu")
+        assert code == 0 and {"build", "bundle", "setup"} <= set(out.out.split())
+        code, out = run("--complete", "--", "cannbuild", "plan", "--jo")
+        assert code == 0 and "--jobs" in out.out.split() and "--force" not in out.out.split()
+        code, out = run("--print-completion-script", "tcsh")
+        assert code == 2 and "tcsh" in out.err and "Traceback" not in out.err
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
