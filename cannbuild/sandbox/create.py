@@ -239,6 +239,7 @@ def create_sandbox(spec: SandboxSpec, phases: PhaseSink = no_phases) -> CreateRe
             fcntl.flock(fd, fcntl.LOCK_SH)
             return CreateResult(info=existing, created=False, lease=lease)
         info = _lay_out(spec, directory, key, cxx, phases)
+        sources_key(SandboxSpec(dir=directory, variant=spec.variant, cann=spec.cann), cxx)  # kept
         fcntl.flock(fd, fcntl.LOCK_SH)  # keep using what we made
         return CreateResult(info=info, created=True, lease=lease)
     lease.close()
