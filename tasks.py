@@ -1,9 +1,7 @@
-"""cannbuild's tasks for `invoke TASK` in a checkout, as the `cannbuild` script runs them.
+"""cannbuild's tasks for `invoke TASK` in a checkout: invoke's command line is handed to
+the program the `cannbuild` script runs (cannbuild/cli.py), so both routes are one."""
 
-The same tasks, options, help and exit codes: invoke's command line is handed to
-cannbuild's parser (see cannbuild/tasks/_invoke.py)."""
-
-from cannbuild.tasks._invoke import namespace, take_over
+from cannbuild.cli import namespace, take_over
 
 take_over(__file__)
 ns = namespace()

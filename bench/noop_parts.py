@@ -37,12 +37,12 @@ def main() -> None:
     from cannbuild.interpreter import tune_collector
 
     tune_collector()
-    from cannbuild.cli import run
+    from cannbuild.cli import CannbuildProgram
 
     code: Any = None
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
-            code = run(sys.argv[1:])
+            code = CannbuildProgram().run(["cannbuild", *sys.argv[1:]], exit=False)
         except SystemExit as exc:
             code = exc.code
     result: Dict[str, Any] = {

@@ -6,20 +6,14 @@ the objects a short run makes (see interpreter.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .interpreter import tune_collector
-from .lazy import lazy_module
-
-if TYPE_CHECKING:
-    from . import cli
-else:  # imported by main(), once the collector is tuned
-    cli = lazy_module("cannbuild.cli")
 
 
 def main() -> None:
     tune_collector()
-    cli.main()
+    from .cli import main as run
+
+    run()
 
 
 if __name__ == "__main__":

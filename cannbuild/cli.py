@@ -1,19 +1,36 @@
-"""The `cannbuild` console script: the same tasks as `invoke TASK` in a checkout, with
-cannbuild's own core options, help and exit codes.
+"""The command line of both routes: one invoke `Program` over one `Collection`.
 
-It reads the command line itself (tasks/_argv.py) and imports only the group of the
-task it runs: importing invoke and every task was most of a no-op run's time.  A usage
-error exits 2 with a did-you-mean; `cannbuild help TASK` and `cannbuild TASK --help`
-print the task's help.
+The `cannbuild` script runs `CannbuildProgram`; `invoke TASK` in a checkout hands invoke's
+command line to the same program (tasks.py calls `take_over`), so both read the same words
+with invoke's own parser: `--name VALUE`, `--name=VALUE`, `-j8`, a repeatable option given
+again, a positional argument by place or by name, tasks one after another.  What this
+module adds to invoke's Program is the project's contract (README, Guarantees): a usage
+error is one paragraph with a did-you-mean and exit 2 (invoke exits 1), cannbuild's help,
+config files read within bounds (tasks/_config.py), and the exit-code table: a typed
+error's code, 130/143/129 on a signal, 141 when the reader left.
+
+A bare `invoke --help` or `invoke --version` never reaches tasks.py (invoke answers them
+while reading its own core options, invoke@3.0.3:invoke/program.py:441 and :473): they
+stay invoke's, and `invoke help` is cannbuild's.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import os
+import re
+import shutil
 import signal
 import sys
+import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Iterable, List, NoReturn, Optional, Sequence, Set, Tuple
+
+from invoke import Argument, Collection, Config, Exit, ParseError, Program, Task
+from invoke.completion.complete import complete, print_completion_script
+from invoke.parser import Parser, ParserContext
 
 from . import __version__
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
@@ -21,44 +38,411 @@ from .interpreter import leave
 from .lazy import lazy_module
 from .redact import redact
 from .signals import on_termination
-from .tasks import GROUPS, TaskSpec, all_tasks, task
-from .tasks._argv import ArgvError, Invocation, core_names, parse, values_for
-from .tasks._config import load_config
-from .tasks._flags import TaskExit
-from .tasks._help import program_help, task_help, task_list
+from .tasks import START_HERE, all_tasks
+from .tasks._config import Context, load_config
+from .tasks._flags import FLAGS, FlagValue, TaskExit, TaskSpec
 
 if TYPE_CHECKING:
     import difflib
-    import logging
-
-    from invoke import exceptions as invoke_exceptions
-    from invoke.completion import complete as invoke_complete
-else:  # only a mistyped word, --debug or the completion script pays for these
+else:  # only a mistyped word pays for it
     difflib = lazy_module("difflib")
-    logging = lazy_module("logging")
-    invoke_exceptions = lazy_module("invoke.exceptions")
-    invoke_complete = lazy_module("invoke.completion.complete")
 
-USAGE_EXIT = UsageError.exit_code
 HINT = "Run `cannbuild --help` for the tasks, `cannbuild help TASK` for a task's options."
+LIST_FORMATS = ("flat", "nested", "json")  # Program.list_<format>
 
 
-def _find(name: str) -> Optional[TaskSpec]:
-    return task(name) if name in GROUPS else None
+class CannbuildTask(Task):
+    """A task made from its `TaskSpec`: the options the spec declares, their letters and
+    no automatic short flags (a letter means the same in every task)."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+
+        @functools.wraps(spec.body)
+        def body(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
+            try:
+                return spec.body(c, *args, **kwargs)
+            except TaskExit as exc:  # as invoke ends a task, for a program other than ours
+                raise Exit(exc.message, code=exc.code) from None
+
+        params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        params += [
+            inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+            if n in spec.optional
+            else inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for n, _ in spec.positional
+        ]
+        params += [
+            inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
+            for o in spec.options
+        ]
+        body.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        # invoke lists a docstring's first line (invoke/util.py helpline): the summary whole
+        body.__doc__ = "\n\n".join([spec.summary, *spec.doc.split("\n\n", 1)[1:]])
+        super().__init__(
+            body,
+            name=spec.name,
+            help={**dict(spec.positional), **{o.name: o.help for o in spec.options}},
+            positional=[n for n, _ in spec.positional],
+            iterable=[o.name for o in spec.options if o.kind is list],
+            auto_shortflags=False,
+        )
+
+    def get_arguments(self, ignore_unknown_help: Optional[bool] = None) -> List[Argument]:
+        texts = dict(self.help)
+        try:
+            return super().get_arguments(ignore_unknown_help)
+        finally:
+            self.help = texts  # invoke pops each text it uses: a second parser would lose them
+
+    def arg_opts(self, name: str, default: str, taken_names: Set[str]) -> Dict[str, object]:
+        opts = super().arg_opts(name, default, taken_names)
+        opts["names"] = [
+            *opts["names"],
+            *(o.short for o in self.spec.options if o.name == name and o.short),
+        ]  # type: ignore[misc]
+        return opts
 
 
-def _help_first(argv: List[str]) -> List[str]:
-    """`cannbuild help build` and `cannbuild build ... --help` mean `cannbuild --help build`
-    (a task's positional argument must not swallow --help)."""
-    if not argv:
-        return argv
-    if argv[0] == "help":
-        return ["--help", *argv[1:2]]
-    words = argv[: argv.index("--")] if "--" in argv else argv
-    name = next((a for a in words if not a.startswith("-")), None)
-    if name is not None and any(a in ("--help", "-h") for a in words):
-        return ["--help", name]
-    return argv
+def namespace() -> Collection:
+    """Every task, as invoke's collection (tasks.py's `ns` too)."""
+    ns = Collection()
+    for name, spec in all_tasks().items():
+        ns.add_task(CannbuildTask(spec), name)
+    return ns
+
+
+class CannbuildProgram(Program):
+    """invoke's Program with cannbuild's core options, help and exit codes.  `project`:
+    the folder whose invoke.yaml is the project config (the cwd for the script, the
+    folder of tasks.py for `invoke TASK`, as invoke itself reads it)."""
+
+    def __init__(self, project: Optional[Path] = None, binary_names: Sequence[str] = ()) -> None:
+        super().__init__(
+            version=__version__,
+            name="cannbuild",
+            binary="cannbuild",
+            binary_names=list(binary_names) or ["cannbuild"],
+        )
+        self.project = project or Path.cwd()
+        self.relaxed: Set[str] = set()  # tasks whose optional positionals were left out
+
+    def core_args(self) -> List[Argument]:
+        return [
+            Argument(
+                names=("help", "h"),
+                optional=True,
+                help="show help; cannbuild help TASK shows a task's options",
+            ),
+            Argument(names=("version", "V"), kind=bool, default=False, help="show the version"),
+            Argument(names=("list", "l"), kind=bool, default=False, help="list the tasks"),
+            Argument(
+                names=("list-format", "F"), default="flat", help="--list as flat, nested or json"
+            ),
+            Argument(names=("config",), help="read this config file besides ./invoke.yaml"),
+            Argument(
+                names=("debug",),
+                kind=bool,
+                default=False,
+                help="log each command cannbuild runs (to stderr)",
+            ),
+            Argument(
+                names=("complete",),
+                kind=bool,
+                default=False,
+                help="print completion candidates (the completion script calls it)",
+            ),
+            Argument(
+                names=("print-completion-script",),
+                default="",
+                help="print the shell completion script (bash, zsh, fish)",
+            ),
+        ]
+
+    def task_args(self) -> List[Argument]:
+        return []  # invoke's --collection, --search-root: the script has one collection
+
+    def run(self, argv: Optional[List[str]] = None, exit: bool = True) -> int:  # type: ignore[override]
+        """The whole run to its exit code; `exit`: end the process with it (leave)."""
+        on_termination()
+        try:
+            try:
+                code = self._run(argv)
+            except KeyboardInterrupt as exc:
+                print("cannbuild: interrupted", file=sys.stderr)
+                code = 128 + signal_number(exc)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `cannbuild plan | head`: the reader left.  Stop quietly, as a program killed by
+            # SIGPIPE would (exit 141), and keep Python from complaining at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 128 + signal.SIGPIPE
+        if exit:
+            leave(code)
+        return code
+
+    def _run(self, argv: Optional[List[str]]) -> int:
+        try:
+            self.config = Config(lazy=True)  # no file is read before the command line is
+            self.parse_core(argv)
+            self.parse_collection()
+            self.parse_tasks()
+            self.parse_cleanup()
+            self.config = load_config(self.args.config.value, self.project, os.environ)
+            self.execute()
+        except ParseError as exc:
+            _say(self.usage_paragraph(exc))
+            return UsageError.exit_code
+        except (Exit, TaskExit) as exc:
+            if exc.message:
+                _say(exc.message)
+            return exc.code
+        except CannbuildError as exc:  # the config files
+            _say(f"cannbuild: {exc.paragraph()}")
+            return exc.exit_code
+        return 0
+
+    def parse_core(self, argv: Optional[List[str]]) -> None:
+        self.normalize_argv(argv)
+        self.argv = [self.argv[0], *_help_first(self.argv[1:])]
+        self.parse_core_args()
+        if self.args.debug.value:
+            logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+            if not os.environ.get("INVOKE_DEBUG"):  # invoke's own parser steps
+                logging.getLogger("invoke").setLevel(logging.INFO)
+        if self.args.version.value:
+            self.print_version()
+            raise Exit
+        shell = self.args["print-completion-script"].value
+        if shell:
+            print_completion_script(shell=shell, names=self.binary_names)
+            raise Exit
+
+    def parse_collection(self) -> None:
+        self.collection = self.scoped_collection = namespace()
+        self.list_root: Optional[str] = None
+        self.list_depth: Optional[int] = None
+        self.list_format = "flat"
+
+    def parse_tasks(self) -> None:
+        """invoke takes every positional argument as required: where a parse fails only on
+        trailing ones the task marks optional (`recipe draft`, `bench` without --compare),
+        it parses again with those taken by name only."""
+        try:
+            super().parse_tasks()
+        except ParseError as exc:
+            context = exc.context
+            name = context.name if context is not None else None
+            if context is None or name is None or name in self.relaxed:
+                raise
+            missing = {a.name for a in context.missing_positional_args}
+            if not missing or not missing <= set(self.collection[name].spec.optional):
+                raise
+            self.relaxed.add(name)
+            self.parse_tasks()
+
+    def _make_parser(self) -> Parser:
+        """A parser knowing only the tasks the command line names: the parser looks a
+        context up only for a word that names it, and copies every context it knows on
+        each parse (copy.deepcopy, most of a short run's parse time with all of them)."""
+        words = {*self.argv, *self.core.remainder.split()}
+        contexts = []
+        for name in self.collection.task_names:
+            if name in words:
+                context = ParserContext(name=name, args=self.collection[name].get_arguments())
+                if name in self.relaxed:
+                    optional = self.collection[name].spec.optional
+                    context.positional_args = [
+                        a for a in context.positional_args if a.name not in optional
+                    ]
+                contexts.append(context)
+        return Parser(initial=self.initial_context, contexts=contexts)
+
+    def parse_cleanup(self) -> None:
+        halp = self.args.help.value
+        listing = self.args.list.value
+        if halp is True or not (self.tasks or listing or self.args.complete.value or halp):
+            self.print_help()
+            raise Exit
+        if halp:
+            if halp not in self.parser.contexts:
+                raise ParseError(f"No idea what {halp!r} is!")
+            self.print_task_help(halp)
+            raise Exit
+        if self.args.complete.value:
+            complete(
+                names=self.binary_names,
+                core=self.core,
+                initial_context=self.initial_context,
+                collection=self.collection,
+                parser=self._make_parser(),
+            )
+        if self.core.remainder:
+            raise ParseError(f"no task takes words after '--' (got '{self.core.remainder}')")
+        if listing:
+            self.list_format = self.args["list-format"].value
+            if self.list_format not in LIST_FORMATS:
+                raise _Usage(
+                    f"--list-format takes {', '.join(LIST_FORMATS)}, not '{self.list_format}'",
+                    self.list_format,
+                    LIST_FORMATS,
+                )
+            self.list_tasks()
+            raise Exit
+
+    def usage_paragraph(self, exc: ParseError) -> str:
+        """invoke's parse error as one paragraph in cannbuild's words, with a did-you-mean."""
+        message, word, choices = _explained(exc, self)
+        close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.7)
+        hint = f"Did you mean {close[0]}? {HINT}" if close else HINT
+        return f"cannbuild: {message.rstrip('.!')}. {hint}"
+
+    # --- help -----------------------------------------------------------------------------
+
+    def print_columns(self, tuples: Sequence[Tuple[str, Optional[str]]]) -> None:
+        print("\n".join(_columns((a, b or "") for a, b in tuples)) + "\n")
+
+    def task_list_opener(self, extra: str = "") -> str:
+        return "Tasks"
+
+    def print_help(self) -> None:
+        specs = [t.spec for t in self.collection.tasks.values()]
+        common = [f for f in FLAGS.values() if f.short] + [FLAGS[n] for n in ("sandbox", "dry_run")]
+        env_flags = sorted((f for f in FLAGS.values() if f.env), key=lambda f: f.env or "")
+        lines = [
+            "Usage: cannbuild TASK [options]      (cannbuild help TASK: the task's options)",
+            "",
+            "Build, install and validate CANN's opbase and ops-transformer (--repos: its siblings",
+            "too) on an Ascend host; --sandbox runs everything on an emulated host (no NPU, no CANN).",
+            "",
+            *textwrap.wrap(START_HERE, min(_width(), 100)),
+            "",
+            "Tasks:",
+            *_columns((s.name, s.summary) for s in sorted(specs, key=lambda s: s.name)),
+            "",
+            "Common options (same meaning in every task that takes them):",
+            *_columns(
+                [
+                    *((f"-{f.short}, {f.option}" if f.short else f.option, f.help) for f in common),
+                    ("-h, --help", "show help; cannbuild help TASK shows a task's options"),
+                    ("-V, --version", "show the version"),
+                    ("-l, --list", "list the tasks (--list-format flat, nested or json)"),
+                    ("--config FILE", "read this config file besides ./invoke.yaml"),
+                ]
+            ),
+            "",
+            "Environment (flags beat CANNBUILD_* variables, which beat the `cannbuild:` key of ./invoke.yaml):",
+            *_columns(
+                [
+                    *((f.env or "", f.option) for f in env_flags),
+                    ("CANNBUILD_MIRRORS", "URL prefix rewrites: PREFIX=REPLACEMENT,..."),
+                    ("CANNBUILD_RETRIES", "retries of a transient network error (default 3)"),
+                    ("CANNBUILD_SANDBOX_DIR", "where --sandbox keeps the emulated host"),
+                ]
+            ),
+            "",
+            "Exit codes:",
+            *_columns((str(code), meaning) for code, meaning in EXIT_CODES),
+        ]
+        print("\n".join(lines))
+
+    def print_task_help(self, name: str) -> None:
+        spec: TaskSpec = self.collection[name].spec
+        words = [f"[{n.upper()}]" if n in spec.optional else n.upper() for n, _ in spec.positional]
+        lines = [f"Usage: {' '.join(['cannbuild', spec.name, *words, '[options]'])}", ""]
+        width = min(_width(), 100)
+        lines += [textwrap.fill(p, width) for p in spec.doc.split("\n\n") if p.strip()]
+        rows = [(n.upper(), text) for n, text in spec.positional]
+        for option in sorted(spec.options, key=lambda o: o.name):
+            spelled = ", ".join(reversed(option.spellings))
+            if option.kind is not bool:
+                spelled += "=VALUE" if option.kind is str else "=VALUE (repeatable)"
+            rows.append((spelled, option.help))
+        lines += ["", "Options:" if rows else "Options: none", *_columns(rows)]
+        print("\n".join(lines))
+
+
+class _Usage(ParseError):
+    """A usage error found past invoke's parser, with the words it may have meant."""
+
+    def __init__(self, message: str, word: str = "", choices: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.word = word
+        self.choices = tuple(choices)
+
+
+def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Sequence[str]]:
+    """(what is wrong, the word the user typed, what they may have meant) of invoke's
+    parse error (invoke@3.0.3:invoke/parser/parser.py words them)."""
+    if isinstance(exc, _Usage):
+        return str(exc), exc.word, exc.choices
+    text, context = str(exc), exc.context
+    task = context.name if context is not None else None
+    tasks = sorted(getattr(program, "collection", Collection()).tasks)
+    core = program.initial_context.flag_names()
+    unknown = re.fullmatch(r"No idea what '(.*)' is!", text)
+    if unknown:
+        word = unknown.group(1)
+        if word.startswith("-") and task and context is not None:
+            return f"{task} does not take '{word}'", word, context.flag_names()
+        if word.startswith("-"):
+            longs = ", ".join(n for n in core if n.startswith("--"))
+            return (
+                f"'{word}' is not a cannbuild option (the options before the task are {longs})",
+                word,
+                core,
+            )
+        if task:
+            return f"{task} takes no argument '{word}'", word, tasks
+        return f"there is no task '{word}'", word, tasks
+    flag = re.match(r"Flag <Argument: ([^ >]+).* needed value", text)
+    if flag:
+        return f"'--{flag.group(1)}'{f' of {task}' if task else ''} needs a value", "", ()
+    missing = re.fullmatch(r"'(.*)' did not receive required positional arguments: (.*)", text)
+    if missing:
+        optional = program.collection[missing.group(1)].spec.optional
+        names = [n.strip("'") for n in missing.group(2).split(", ")]
+        return (
+            f"{missing.group(1)} needs {' '.join(n.upper() for n in names if n not in optional)}",
+            "",
+            (),
+        )
+    return text, "", ()
+
+
+def _help_first(words: List[str]) -> List[str]:
+    """`help TASK` and `TASK ... --help` mean `--help TASK` (a task's positional argument
+    would otherwise take `--help` as its value)."""
+    if words[:1] == ["help"]:
+        return ["--help", *words[1:2]]
+    head = words[: words.index("--")] if "--" in words else words
+    if "--help" in head or "-h" in head:
+        names = all_tasks()
+        name = next((w for w in head if w in names), None)
+        if name is not None:
+            return ["--help", name]
+    return words
+
+
+def _width() -> int:
+    return max(shutil.get_terminal_size((100, 24)).columns, 40)
+
+
+def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
+    """Two columns, the second wrapped to the terminal (COLUMNS); nothing is ever cut."""
+    rows = list(rows)
+    left = min(max((len(a) for a, _ in rows), default=0), 32)
+    width = max(_width() - indent - left - 3, 20)
+    out: List[str] = []
+    for a, b in rows:
+        chunks = textwrap.wrap(b, width, break_on_hyphens=False, break_long_words=False) or [""]
+        if len(a) > left:
+            out.append(" " * indent + a)
+            chunks = ["", *chunks]
+        else:
+            out.append(" " * indent + a.ljust(left) + "   " + chunks[0])
+        out.extend(" " * (indent + left + 3) + c for c in chunks[1:])
+    return [line.rstrip() for line in out]
 
 
 def _say(paragraph: str) -> None:
@@ -67,122 +451,69 @@ def _say(paragraph: str) -> None:
     sys.stderr.write(redact(paragraph) + "\n")
 
 
-def usage_exit(error: ArgvError) -> NoReturn:
-    """One paragraph, a did-you-mean and exit 2 (tasks.py's take-over says invoke's own
-    listing errors this way too)."""
-    hint = HINT
-    choices = error.choices or (sorted(GROUPS) if error.word and error.word[0] != "-" else ())
-    close = difflib.get_close_matches(error.word, sorted(set(choices)), n=1, cutoff=0.7)
-    if close:
-        hint = f"Did you mean {close[0]}? {hint}"
-    _say(f"cannbuild: {str(error).rstrip('.!')}. {hint}")
-    sys.exit(USAGE_EXIT)
-
-
-def _complete(remainder: Sequence[str]) -> None:
-    """Candidates for the shell's tab (the completion script calls `--complete -- WORDS`)."""
-    words = list(remainder[1:])  # without the program name
-    names = sorted(GROUPS)
-    current = next((task(w) for w in reversed(words) if w in GROUPS), None)
-    flags = [n for o in current.options for n in o.spellings] if current else core_names()
-    tail = words[-1] if words else ""
-    if not tail.startswith("-"):
-        print("\n".join(names))
-    elif tail not in flags:
-        print("\n".join(f for f in flags if tail == "-" or f.startswith(tail) or tail == "--"))
-    elif current is None or not any(tail in o.spellings and o.takes_value for o in current.options):
-        print("\n".join(names))
-
-
-def _core(invocation: Invocation) -> bool:
-    """Carry out the core options; True when that was the whole job."""
-    core = invocation.core
-    if core.get("debug"):
-        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
-    if core.get("version"):
-        print(f"cannbuild {__version__}")
-        return True
-    shell = core.get("print-completion-script")
-    if isinstance(shell, str) and shell:
-        try:
-            invoke_complete.print_completion_script(shell=shell, names=["cannbuild"])
-        except invoke_exceptions.ParseError as exc:
-            raise ArgvError(str(exc)) from None
-        return True
-    if core.get("complete"):
-        _complete(invocation.remainder)
-        return True
-    halp = core.get("help")
-    if not (halp or core.get("list") or not invocation.calls):
-        return False
-    if isinstance(halp, str):
-        spec = _find(halp)
-        if spec is None:
-            raise ArgvError(f"there is no task '{halp}'", halp)
-        print(task_help(spec))
-        return True
-    if core.get("list"):
-        print(task_list(all_tasks()))
-        return True
-    print(program_help(all_tasks()))
-    return True
-
-
-def run(argv: Sequence[str], project: Optional[Path] = None) -> int:
-    """Parse and run; the exit code (a usage error exits here with 2).  `project` is the
-    folder whose invoke.yaml is the project config: the cwd for the script, the folder
-    holding tasks.py for `invoke TASK` (as invoke itself reads it)."""
-    try:
-        invocation = parse(_help_first(list(argv)), _find)
-        if _core(invocation):
-            return 0
-        config = invocation.core.get("config")  # an option that takes a value: a str
-        runtime = config if isinstance(config, str) else None
-        context = load_config(runtime, project or Path.cwd(), os.environ)
-    except ArgvError as exc:
-        usage_exit(exc)
-    except CannbuildError as exc:  # the config files
-        _say(f"cannbuild: {exc.paragraph()}")
-        return exc.exit_code
-    for call in invocation.calls:
-        try:
-            call.task.body(context, *call.args, **values_for(call))
-        except TaskExit as exc:
-            if exc.message:
-                _say(exc.message)
-            return exc.code
-    return 0
-
-
-def check_project_config(runtime: Optional[str], project: Path) -> None:
-    """Exit as `run` would (one paragraph, exit 2) where the config files cannot be read;
-    for `invoke --list ...`, which invoke answers itself after reading them."""
-    try:
-        load_config(runtime, project, os.environ)
-    except CannbuildError as exc:
-        _say(f"cannbuild: {exc.paragraph()}")
-        leave(exc.exit_code)
-
-
 def main(argv: Optional[Sequence[str]] = None, project: Optional[Path] = None) -> NoReturn:
-    """The whole process: `argv` (default: the command line) run to its exit code, a
-    reader that left as 141, an interrupt as 128 + the signal.  tasks.py hands `invoke
-    TASK` here too, so both routes share one grammar and one exit-code table."""
-    on_termination()
-    try:
-        try:
-            code = run(sys.argv[1:] if argv is None else argv, project)
-        except KeyboardInterrupt as exc:
-            print("cannbuild: interrupted", file=sys.stderr)
-            code = 128 + signal_number(exc)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # `cannbuild plan | head`: the reader left.  Stop quietly, as a program killed by
-        # SIGPIPE would (exit 141), and keep Python from complaining at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 128 + signal.SIGPIPE
-    leave(code)
+    """The `cannbuild` script: the command line run to its exit code."""
+    CannbuildProgram(project).run(None if argv is None else ["cannbuild", *argv])
+    raise AssertionError("unreachable: run() leaves")  # pragma: no cover
 
 
-__all__ = ["EXIT_CODES", "check_project_config", "main", "run", "usage_exit"]
+# --- `invoke TASK` in a checkout -----------------------------------------------------------
+
+# invoke's core options that mean the same to cannbuild, and those that only find tasks.py;
+# every other one (--dry, --echo, --pty, ...) drives invoke's `c.run`, which no cannbuild
+# task uses: it is handed on as the user spelled it, and refused as any unknown option is.
+_SAME = {"config": "--config", "debug": "--debug", "help": "--help"}
+_FINDING = ("search-root", "collection")
+
+
+def _loading_program() -> Optional[Program]:
+    """The invoke program importing tasks.py right now, if any (None on a plain import):
+    it imports tasks.py while loading its collection, after parsing its core options."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Program) and getattr(owner, "core", None) is not None:
+            return owner
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _spelled(program: Program, name: str) -> str:
+    """How the command line spelled invoke's core option `name` (`-e`, `--echo`)."""
+    names = program.core[0].args[name].names
+    for word in program.argv[1:]:
+        if word == "--":
+            break
+        if word.split("=", 1)[0] in {f"--{n}" for n in names if len(n) > 1}:
+            return word.split("=", 1)[0]
+        if word[:1] == "-" and word[1:2] in names and not word.startswith("--"):
+            return word[:2]
+    return "--" + name
+
+
+def handed_over(program: Program) -> List[str]:
+    """invoke's command line as the `cannbuild` script would be given it."""
+    words: List[str] = []
+    for name, arg in program.core[0].args.items():
+        if arg.got_value and name not in _FINDING:
+            words.append(_SAME.get(name) or _spelled(program, name))
+            if arg.value is not True:
+                words.append(str(arg.value))
+    words += program.core.unparsed
+    if "--" in program.argv:
+        words += program.argv[program.argv.index("--") :]
+    return words
+
+
+def take_over(tasks_file: str) -> None:
+    """When invoke's program is loading tasks.py: run its command line through
+    `CannbuildProgram` and exit with its code (invoke never parses the tasks).  On a plain
+    import: return, and the importer has `namespace()`."""
+    program = _loading_program()
+    if program is None:
+        return
+    ours = CannbuildProgram(Path(tasks_file).resolve().parent, binary_names=["inv", "invoke"])
+    raise SystemExit(ours.run(["invoke", *handed_over(program)], exit=False))
+
+
+__all__ = ["EXIT_CODES", "CannbuildProgram", "handed_over", "main", "namespace", "take_over"]

@@ -16,13 +16,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Mapping, Optional, TextIO
+from typing import TYPE_CHECKING, Mapping, Optional, TextIO
 
 from . import ui
 from .bounded import RUN_FILE, read_text
-from .build.plan import PlannedStep
-from .build.runner import StepOutcome
 from .errors import UsageError
+
+if TYPE_CHECKING:  # what the steps report; `doctor` shows phases without loading the engine
+    from .build.plan import PlannedStep
+    from .build.runner import StepOutcome
 
 _MARK = {"ran": "done", "failed": "FAILED", "interrupted": "interrupted", "skipped": "up to date"}
 HEARTBEAT_S = 10.0

@@ -1,11 +1,10 @@
 """The CLI as a user runs it, in a process of its own, without the caller's CANNBUILD_*
 settings (unit tests use it for what only a whole process shows: exit codes, help).
 
-Both routes the README names: the `cannbuild` script (`python -m cannbuild`) and
-`invoke TASK` in a checkout (tasks.py at the checkout's top, found with --search-root
-as it would be from the checkout itself).  A hostile-input table runs through both
-(`ROUTES`, or `ROUTE_PARAMS` in a unit test): the exit code, the paragraph and the files
-left must be the same."""
+The contract is tested through the `cannbuild` script (`python -m cannbuild`); `invoke
+TASK` in a checkout (tasks.py at the checkout's top, found with --search-root as it would
+be from the checkout itself) hands its command line to the same program, which
+test_routes.py proves once for every task, flag, typo and help."""
 
 from __future__ import annotations
 
@@ -16,18 +15,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-import pytest
 import warmcli
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-ROUTES = ("cannbuild", "invoke")
-# A unit test's table through both routes: each case runs through the script in the quick
-# loop, and through invoke (twice the start-up: it loads tasks.py) with the integration
-# tests, so the full suite still runs every case on both.
-ROUTE_PARAMS = (
-    pytest.param("cannbuild", id="cannbuild"),
-    pytest.param("invoke", id="invoke", marks=pytest.mark.integration),
-)
 
 
 def argv_for(route: str, args: Sequence[str]) -> List[str]:
@@ -75,5 +65,6 @@ def run_route(
     )
 
 
-def cannbuild(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return run_route("cannbuild", *args, cwd=cwd, **env)
+def cannbuild(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """`cannbuild ARGS` in `cwd` (run_route's keywords: timeout, env, memory_cap, env vars)."""
+    return run_route("cannbuild", *args, cwd=cwd, **kwargs)

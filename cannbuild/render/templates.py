@@ -7,9 +7,9 @@ CMake, Dockerfiles): no quoting.  All use Jinja's immutable sandbox and
 StrictUndefined, and comments are `{=# … #=}` so bash's `${#array[@]}` is not read
 as a Jinja comment.
 
-Templates are data a user may hand us, so the sandbox also bounds what they compute
-(render/bounds.py, enforced by the environment of render/sandbox.py): past a bound the
-render fails naming it, exit 2.
+A recipe's templates and values are data a user may hand us: they compile and render
+under a deadline and an output cap (render/sandbox.py); past a bound the render fails
+naming it, exit 2.
 
 Jinja is imported only when something is rendered for the first time: a no-op run
 renders recipe values that are plain `{{ name }}` lookups (`_lookup`) and step
@@ -20,10 +20,12 @@ came from), so it does not pay for Jinja's import.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os.path
 import re
+import reprlib
 import shlex
 from pathlib import Path
 from typing import (
@@ -37,6 +39,7 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
 )
 
 from msgspec import Struct
@@ -45,14 +48,33 @@ from ..bounded import MEMO, STEP_TEMPLATE, decode_json, read_bytes, read_state, 
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..workspace import remember
-from .bounds import COMPILED_AS, MAX_COMMAND_CHARS, MAX_VALUE_CHARS, counted, short
-from .sandbox import bounded_classes
+from .sandbox import RenderChild, run_bounded
 
 if TYPE_CHECKING:
     import jinja2
+    from jinja2 import sandbox as jinja_sandbox
     from jinja2.bccache import Bucket
 else:  # Jinja is imported on the first render that needs it
     jinja2 = lazy_module("jinja2")
+    jinja_sandbox = lazy_module("jinja2.sandbox")
+
+# One rendered recipe value (a tag, a cwd, an env entry, an output pattern).  Linux refuses
+# one argument or environment string over 128 KiB (MAX_ARG_STRLEN, E2BIG); real values are
+# under 1 KiB.
+MAX_VALUE_CHARS = 64 * 1024
+# One rendered step command, all its arguments: far above any real one (under 2 KiB), well
+# under the 2 MiB a whole command line and environment may take (ARG_MAX).
+MAX_COMMAND_CHARS = 256 * 1024
+# Compiled templates are cached by name and source; a change to what the environment
+# compiles into them must not load older code.
+COMPILED_AS = "sandbox-3"
+
+
+def short(value: object) -> str:
+    """`value` for a message, cut to a line."""
+    cut = reprlib.Repr()
+    cut.maxstring = cut.maxother = cut.maxlong = 60
+    return cut.repr(value)
 
 
 class Raw(str):
@@ -66,10 +88,6 @@ def _quote(value: object) -> str:
         raise UsageError("a template tried to insert an empty (None) value into a command.")
     text = str(value)
     return shlex.quote(text)
-
-
-def _quoted(value: object) -> str:
-    return _quote(counted(value))
 
 
 # `{=# … #=}` comments for shell and CMake; CI files use `[[ ]]`/`[% %]` around `${{ }}`.
@@ -116,14 +134,13 @@ def _environment(
             bytecode_cache = _bytecode_cache(cache)
         except OSError:
             bytecode_cache = None  # a read-only workspace compiles every time; nothing else changes
-    sandbox, _ = bounded_classes()
-    env = sandbox(
+    env = jinja_sandbox.ImmutableSandboxedEnvironment(
         loader=loader,
         bytecode_cache=bytecode_cache,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
-        finalize=_quoted if quote else counted,
+        finalize=_quote if quote else None,
         **syntax,
     )
     env.filters["raw"] = Raw
@@ -177,7 +194,7 @@ def render_string(template: str, context: Mapping[str, object], *, quote: bool) 
         if text is not None:
             return text
     env = _environment(jinja2.BaseLoader(), quote=quote)
-    return env.from_string(template).render(**context)
+    return run_bounded(lambda: env.from_string(template).render(**context))
 
 
 def ci_env(search_path: Path) -> jinja2.Environment:
@@ -198,12 +215,12 @@ def render_value(template: str, context: Mapping[str, object], what: str) -> str
                 f"{what} = {short(template)} does not render: {exc}.",
                 "Recipe values may only use the documented variables (cann, ops_release, soc, "
                 "jobs, src, third_party, vendor_name, ...), not Python, and stay within the bounds "
-                "cannbuild/render/templates.py states.",
+                "cannbuild/render/sandbox.py states.",
             ) from None
     if len(text) > MAX_VALUE_CHARS:
         raise UsageError(
             f"{what} = {short(template)} renders {len(text)} characters, over the bound of "
-            f"{MAX_VALUE_CHARS} for one recipe value (MAX_VALUE_CHARS in cannbuild/render/bounds.py).",
+            f"{MAX_VALUE_CHARS} for one recipe value (MAX_VALUE_CHARS in cannbuild/render/templates.py).",
             "A tag, path or env entry is a short string; check the recipe.",
         )
     return text
@@ -250,7 +267,7 @@ class Templates:
         self.memo = memo
         self._known = (read_state(memo, MEMO, Dict[str, str]) if memo is not None else None) or {}
         self._used: Dict[str, str] = {}
-        self._env: Any = None  # a jinja2.Environment whose loader _render_reading patches
+        self._child: Optional[RenderChild] = None  # renders, with the environment it forked with
 
     def render(self, name: str, values: Mapping[str, object]) -> str:
         key = hashlib.sha256(
@@ -266,7 +283,7 @@ class Templates:
         if len(text) > MAX_COMMAND_CHARS:
             raise TemplateFailure(
                 f"{name} renders {len(text)} characters, over the bound of {MAX_COMMAND_CHARS} "
-                "for one step command (MAX_COMMAND_CHARS in cannbuild/render/bounds.py)",
+                "for one step command (MAX_COMMAND_CHARS in cannbuild/render/templates.py)",
                 undefined=False,
             )
         self._used[key] = entry
@@ -299,27 +316,38 @@ class Templates:
     def _render_reading(
         self, name: str, values: Mapping[str, object]
     ) -> Tuple[str, List[List[str]]]:
-        if self._env is None:
-            self._env = command_env(list(self.search_path), self.cache)
-        read: List[List[str]] = []
-        loader = self._env.loader
-        original = loader.get_source
-
-        def recording(environment: Any, template: str) -> Any:
-            source, filename, uptodate = original(environment, template)
-            read.append([template, filename, hashlib.sha256(source.encode()).hexdigest()])
-            return source, filename, uptodate
-
-        loader.get_source = recording
+        """The render (in the bounded child) and the template files it read."""
+        if self._child is None:
+            env = command_env(list(self.search_path), self.cache)
+            self._child = RenderChild(functools.partial(_render_recording, env))
         try:
-            self._env.cache.clear()  # every template of this render is read through the loader
-            return self._env.get_template(name).render(**values), read
+            return cast(
+                Tuple[str, List[List[str]]], self._child((name, values), f"template {name}")
+            )
         except jinja2.UndefinedError as exc:
             raise TemplateFailure(str(exc.message), undefined=True) from None
         except jinja2.TemplateError as exc:
             raise TemplateFailure(str(exc), undefined=False) from None
-        finally:
-            loader.get_source = original
+
+
+def _render_recording(env: Any, request: object) -> Tuple[str, List[List[str]]]:
+    """In the render child: `name` rendered with `values`, and each template file it read
+    (path and sha256), read afresh through the loader."""
+    name, values = cast(Tuple[str, Mapping[str, object]], request)
+    read: List[List[str]] = []
+    original = env.loader.get_source
+
+    def recording(environment: Any, template: str) -> Any:
+        source, filename, uptodate = original(environment, template)
+        read.append([template, filename, hashlib.sha256(source.encode()).hexdigest()])
+        return source, filename, uptodate
+
+    env.loader.get_source = recording
+    env.cache.clear()  # every template of this render is read through the loader
+    try:
+        return env.get_template(name).render(**values), read
+    finally:
+        env.loader.get_source = original
 
 
 class _Entry(Struct, frozen=True):  # a remembered render, and (name, path, sha256) it read

@@ -13,18 +13,18 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence
 
 from msgspec import Struct
 
 from .. import safefs
-from ..bounded import DATA_FILE, SANDBOX_RECORD, read_bytes, read_state
+from ..bounded import DATA_FILE, MEMO, SANDBOX_RECORD, read_bytes, read_state
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
 from ..ownership import claim
 from ..phases import PhaseSink, no_phases
 from ..resources import data_dir
-from ..workspace import write_json_atomic
+from ..workspace import remember, write_json_atomic
 from .files import CommandLog, write
 from .spec import CREATING_MARK, INFO_FILE, SandboxInfo, SandboxSpec, load_info
 
@@ -37,6 +37,7 @@ else:  # the tables and builders: a reused sandbox does not load them
     toolkit = lazy_module("cannbuild.sandbox.toolkit")
 
 LOCK_FILE = ".lock"
+KEY_MEMO = "sources-key.json"  # sources_key, kept with the mark of its files
 # hostside.RECORD: a remade toolkit holds no host side until the next run lays it out
 MANAGED = ("sysroot", "mirror", ".build", "create.log", INFO_FILE, "hostside.json")
 SANDBOX_FORMAT = "1"
@@ -52,25 +53,52 @@ def _files(root: Path) -> Iterable[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
-def sources_key(spec: SandboxSpec, cxx: str) -> str:
-    """Hash of the spec and of everything a sandbox is made from."""
-    digest = hashlib.sha256()
-    # The compiler is part of the key: another one builds other emulation libraries.
-    digest.update(f"{SANDBOX_FORMAT}|{spec.variant}|{spec.cann}|{spec.dir}|{cxx}".encode())
-    package = Path(__file__).resolve().parent
-    roots = [
+def _source_roots() -> List[Path]:
+    return [
         data_dir("templates") / "sandbox",
         data_dir("kernels") / "emu",
         data_dir("kernels") / "standin",
         data_dir("kernels") / "toolkit",
         # cannbuild's own sandbox code too: a changed emulator means a sandbox made anew.
-        package,
+        Path(__file__).resolve().parent,
     ]
+
+
+def _stat_mark(roots: Sequence[Path]) -> str:
+    """The name, size, inode and mtime of every source file: what changes when one does."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(names):
+                st = os.stat(os.path.join(folder, name))
+                digest.update(
+                    f"{folder}/{name}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}\n".encode()
+                )
+    return digest.hexdigest()
+
+
+def sources_key(spec: SandboxSpec, cxx: str) -> str:
+    """Hash of the spec and of everything a sandbox is made from.  Reading and hashing
+    those files was 10 ms of every run on a sandbox, so the hash is kept in the sandbox
+    folder with a mark of their names, sizes and times: a run whose mark matches takes it."""
+    # The compiler is part of the key: another one builds other emulation libraries.
+    head = f"{SANDBOX_FORMAT}|{spec.variant}|{spec.cann}|{spec.dir}|{cxx}"
+    roots = _source_roots()
+    mark = hashlib.sha256(f"{head}|{_stat_mark(roots)}".encode()).hexdigest()
+    kept = read_state(spec.dir / KEY_MEMO, MEMO, Dict[str, str])
+    if kept is not None and kept.get("mark") == mark and kept.get("key"):
+        return kept["key"]
+    digest = hashlib.sha256()
+    digest.update(head.encode())
     for root in roots:
         for path in _files(root):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(read_bytes(path, DATA_FILE))
-    return digest.hexdigest()
+    key = digest.hexdigest()
+    if (spec.dir / INFO_FILE).is_file():  # a sandbox folder cannbuild made
+        remember(spec.dir / KEY_MEMO, {"mark": mark, "key": key})
+    return key
 
 
 def find_cxx() -> Optional[str]:
@@ -212,6 +240,7 @@ def create_sandbox(spec: SandboxSpec, phases: PhaseSink = no_phases) -> CreateRe
             fcntl.flock(fd, fcntl.LOCK_SH)
             return CreateResult(info=existing, created=False, lease=lease)
         info = _lay_out(spec, directory, key, cxx, phases)
+        sources_key(SandboxSpec(dir=directory, variant=spec.variant, cann=spec.cann), cxx)  # kept
         fcntl.flock(fd, fcntl.LOCK_SH)  # keep using what we made
         return CreateResult(info=info, created=True, lease=lease)
     lease.close()

@@ -63,15 +63,30 @@ _SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def uses_cann_cmake(fetcher: Fetcher, cache: Path, commit: str) -> bool:
-    """Whether the checkout at `commit` clones the shared cann/cmake repository."""
+def uses_cann_cmake(
+    fetcher: Fetcher, cache: Path, commit: str, memo: Optional[Path] = None
+) -> bool:
+    """Whether the checkout at `commit` clones the shared cann/cmake repository; a
+    commit's files never change, so the answer is kept in `memo` (a no-op asked git
+    twice per repo on every run)."""
+    known = (
+        read_state(memo / f"{commit}.cann-cmake.json", MEMO, Dict[str, str])
+        if memo is not None and re.fullmatch(r"[0-9a-f]{40,64}", commit)
+        else None
+    )
+    if known is not None and known.get("uses") in ("yes", "no"):
+        return known["uses"] == "yes"
+    uses = False
     for path in FETCH_CANN_CMAKE_FILES:
         try:
             fetcher.git(["cat-file", "-e", f"{commit}:{path}"], cwd=cache)
         except GitFailed:
             continue
-        return True
-    return False
+        uses = True
+        break
+    if known is None and memo is not None and re.fullmatch(r"[0-9a-f]{40,64}", commit):
+        remember(memo / f"{commit}.cann-cmake.json", {"uses": "yes" if uses else "no"})
+    return uses
 
 
 def archive_stem(url: str) -> str:

@@ -286,7 +286,7 @@ class PendingSources:
         cmake/third_party/*.cmake, or (with cmake/fetch_cann_cmake.cmake, 9.1 on) the
         `add_cann_third_party` modules of the cann/cmake source it pins."""
         request, ws, fetcher = self.request, self.request.ws, self.request.fetcher
-        if not uses_cann_cmake(fetcher, cache, commit):
+        if not uses_cann_cmake(fetcher, cache, commit, ws.third_party_memo):
             return declared_archives(fetcher, cache, commit, ws.third_party_memo), ()
         shared = next(
             (

@@ -1,18 +1,18 @@
-"""The command line: tasks grouped by what they act on, each parsing its options, calling
-the core and rendering what it returns.
+"""The command line's tasks, grouped by what they act on, each parsing its options,
+calling the core and rendering what it returns.
 
 host (doctor, sandbox), build (plan, fetch, lock, build, install, setup, bundle, clean,
 status), validate, bench, container (container, container-run, ci), analyze (profile,
-diagnose), recipe (recipe check, recipe draft).  Every option is declared once, in `_flags.FLAGS`; each group module lists
-its tasks in `TASKS`.  Only the group of the task being run is imported (start-up time
-of every run), so `GROUPS` names where each task lives; a test keeps it true.
+diagnose), recipe (recipe check, recipe draft).  Every option is declared once, in
+`_flags.FLAGS`; each group module lists its tasks in `TASKS`; cli.py makes them one
+invoke collection.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Dict
 
+from . import analyze, bench, build, container, host, recipe, validate
 from ._flags import TaskSpec
 
 # What `cannbuild --help` says first (issue 42: it had no "start here"); setup's summary
@@ -22,37 +22,12 @@ START_HERE = (
     "host runs doctor, fetch, build, install and validate in one go; then `cannbuild status`."
 )
 
-GROUPS: Dict[str, str] = {
-    "doctor": "host",
-    "sandbox": "host",
-    "plan": "build",
-    "fetch": "build",
-    "lock": "build",
-    "build": "build",
-    "install": "build",
-    "setup": "build",
-    "bundle": "build",
-    "clean": "build",
-    "status": "build",
-    "validate": "validate",
-    "bench": "bench",
-    "container": "container",
-    "container-run": "container",
-    "ci": "container",
-    "profile": "analyze",
-    "diagnose": "analyze",
-    "recipe": "recipe",
-}
-
-
-def task(name: str) -> TaskSpec:
-    """The task called `name` (a key of GROUPS), importing only its group."""
-    module = importlib.import_module(f"{__name__}.{GROUPS[name]}")
-    return next(t for t in module.TASKS if t.name == name)
+GROUPS = (host, build, validate, bench, container, analyze, recipe)
 
 
 def all_tasks() -> Dict[str, TaskSpec]:
-    return {name: task(name) for name in sorted(GROUPS)}
+    """Every task by name, sorted."""
+    return dict(sorted((t.name, t) for group in GROUPS for t in group.TASKS))
 
 
-__all__ = ["GROUPS", "TaskSpec", "all_tasks", "task"]
+__all__ = ["START_HERE", "TaskSpec", "all_tasks"]

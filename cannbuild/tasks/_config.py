@@ -1,10 +1,8 @@
-"""The invoke-style config a task reads its `cannbuild` key from, as `invoke TASK` would
-load it: /etc/invoke.*, ~/.invoke.*, ./invoke.*, then --config (or
-INVOKE_RUNTIME_CONFIG), then INVOKE_* variables.
-
-Where none of those files exists (the usual case) the config is empty and invoke is
-not imported; where one does, invoke's own loader reads it, so both entry points
-agree on every file format and merge rule."""
+"""The invoke config a task reads its `cannbuild` key from, as `invoke TASK` loads it:
+/etc/invoke.*, ~/.invoke.*, the project's invoke.*, then --config (or
+INVOKE_RUNTIME_CONFIG), then INVOKE_* variables.  invoke's own loader reads them, so both
+routes agree on every file format and merge rule; each file is checked first
+(check_config_file), and one that cannot be read is a usage error naming it."""
 
 from __future__ import annotations
 
@@ -14,22 +12,15 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Protocol
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Protocol
 
-from msgspec import Struct
+from invoke import Config
+from invoke.util import yaml
 
 from ..bounded import CONFIG, StateIgnored, open_regular, read_bytes
 from ..decoded import JSONValue
 from ..errors import UsageError
-from ..lazy import lazy_module
 from ..ui import printable
-
-if TYPE_CHECKING:
-    from invoke import config as invoke_config
-    from invoke import util as invoke_util
-else:  # only a config file found pays for invoke
-    invoke_config = lazy_module("invoke.config")
-    invoke_util = lazy_module("invoke.util")
 
 SUFFIXES = ("yaml", "yml", "json", "py")
 # What invoke's loader may be handed (it builds the whole document, then merges and
@@ -46,16 +37,8 @@ MAX_CONFIG_DEPTH = 64
 MAX_CONFIG_EXPANDED = 4 * (CONFIG.max_bytes or 0)
 
 
-class TaskContext(Struct, frozen=True, kw_only=True):
-    """What a task body gets as `c` from the `cannbuild` script: the config (`c.config`),
-    as invoke's Context gives it under `invoke TASK`."""
-
-    config: JSONValue  # a Mapping, or invoke's Config where a config file was read
-
-
 class Context(Protocol):
-    """What a task body reads of its `c`: a `TaskContext` from the `cannbuild` script,
-    invoke's Context under `invoke TASK`; only its config."""
+    """What a task body reads of its `c` (invoke's Context): only its config."""
 
     @property
     def config(self) -> JSONValue: ...
@@ -69,7 +52,7 @@ def _candidates(cwd: Path, home: Optional[str]) -> Iterator[Path]:
         yield cwd / f"invoke.{suffix}"
 
 
-def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> TaskContext:
+def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Config:
     """The merged config; a file that cannot be read is a usage error naming it."""
     given = "--config" if runtime else "INVOKE_RUNTIME_CONFIG"
     runtime = runtime or env.get("INVOKE_RUNTIME_CONFIG")
@@ -81,14 +64,11 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
     found = [p for p in _candidates(cwd, env.get("HOME")) if p.exists()]
     for path in found + ([Path(runtime)] if runtime else []):
         check_config_file(path, given if runtime and path == Path(runtime) else "config file")
-    if not runtime and not found:
-        return TaskContext(config={})
     try:
-        config = invoke_config.Config()  # reads /etc/invoke.* and ~/.invoke.*
+        config = Config()  # reads /etc/invoke.* and ~/.invoke.*
         config.set_project_location(str(cwd))
         config.load_project()
     except Exception as exc:  # yaml's errors, a binary file, a folder: all the user's file
-        found = [p for p in _candidates(cwd, env.get("HOME")) if p.exists()]
         where = " or ".join(str(p) for p in found) or str(cwd / "invoke.yaml")
         raise UsageError(
             f"{where} cannot be read as a config file ({_first_line(exc)}).",
@@ -104,7 +84,7 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Ta
         ) from None
     config.merge()
     config.load_shell_env()
-    return TaskContext(config=config)
+    return config
 
 
 def check_config_file(path: Path, what: str) -> None:
@@ -139,24 +119,24 @@ def _yaml_shape(data: bytes) -> Optional[str]:
     open_nodes: List[List[Any]] = []  # [anchor, size so far] of each unclosed collection
     total = 0
     try:
-        for event in invoke_util.yaml.parse(data, Loader=invoke_util.yaml.SafeLoader):
-            if isinstance(event, invoke_util.yaml.CollectionStartEvent):
+        for event in yaml.parse(data, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
                 if len(open_nodes) >= MAX_CONFIG_DEPTH:
                     return f"more than {MAX_CONFIG_DEPTH} levels of nesting"
                 open_nodes.append([event.anchor, 1])
                 continue
-            if isinstance(event, invoke_util.yaml.AliasEvent):
+            if isinstance(event, yaml.AliasEvent):
                 aliases += 1
                 if aliases > MAX_CONFIG_ALIASES:
                     return f"more than {MAX_CONFIG_ALIASES} aliases (*name)"
                 if any(node[0] == event.anchor for node in open_nodes):
                     return f"an alias *{event.anchor} inside the node it names (a loop)"
                 weight = weights.get(event.anchor, 1)
-            elif isinstance(event, invoke_util.yaml.ScalarEvent):
+            elif isinstance(event, yaml.ScalarEvent):
                 weight = 1 + len(event.value)
                 if event.anchor:
                     weights[event.anchor] = weight
-            elif isinstance(event, invoke_util.yaml.CollectionEndEvent):
+            elif isinstance(event, yaml.CollectionEndEvent):
                 anchor, weight = open_nodes.pop()
                 if anchor:
                     weights[anchor] = weight
@@ -170,7 +150,7 @@ def _yaml_shape(data: bytes) -> Optional[str]:
                 size = total
             if size > MAX_CONFIG_EXPANDED:
                 return f"more than {_EXPANDED} once its aliases are expanded"
-    except invoke_util.yaml.YAMLError:
+    except yaml.YAMLError:
         return None
     return None
 
@@ -214,4 +194,4 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-__all__ = ["TaskContext", "check_config_file", "load_config"]
+__all__ = ["Context", "check_config_file", "load_config"]

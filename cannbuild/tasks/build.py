@@ -191,7 +191,8 @@ def run_and_report(
     made and how to use it."""
     force = list_of(flags, "force")
     names = [n.strip() for n in (text_of(flags, "cases") or "").split(",") if n.strip()]
-    validation_cases.select(names)  # a typo fails before any build, not after it
+    if names:
+        validation_cases.select(names)  # a typo fails before any build, not after it
     revalidate = "validate" in force
     flags = {**flags, "force": [f for f in force if f != "validate"]}
     if _dry(c, flags, phases, command):

@@ -2,8 +2,8 @@
 cache remote that trickles does not hang `doctor`, and a run killed with -9 leaves a
 workspace whose `status` says what `plan` says.
 
-The hang cases run through both routes (the `cannbuild` script and `invoke`) with a
-subprocess timeout as the hang guard: the test fails, never hangs."""
+The hang cases run with a subprocess timeout as the hang guard: the test fails, never
+hangs (`invoke TASK` is the same program, test_routes.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from conftest import SPECS, Cli, base_env, wait_until_no_process_under
 
 from cannbuild.build.compile_cache import find_ccache
 
-from clirun import ROUTES, run_route
+from clirun import cannbuild
 from slowremote import trickling_server
 
 SANDBOX = ("--sandbox", "--variant", "A2", "--cann", "8.5.0")
@@ -36,14 +36,11 @@ NO_CCACHE = (
 
 
 @pytest.mark.skipif(NO_CCACHE is not None, reason=str(NO_CCACHE))
-@pytest.mark.parametrize("route", ROUTES)
-def test_doctor_gives_up_on_a_trickling_cache_remote_within_its_deadline(
-    route, sandboxes, tmp_path
-):
+def test_doctor_gives_up_on_a_trickling_cache_remote_within_its_deadline(sandboxes, tmp_path):
     env = base_env(CANNBUILD_SANDBOX_DIR=str(sandboxes["A2-8.5.0"]))
     with trickling_server(every_s=0.5, lasts_s=120) as port:  # a reply would take 3.5 min
         env["CANNBUILD_CACHE_REMOTE"] = f"http://user:hunter2@127.0.0.1:{port}/cache"
-        proc = run_route(route, "doctor", *SANDBOX, cwd=tmp_path, env=env, timeout=60)
+        proc = cannbuild("doctor", *SANDBOX, cwd=tmp_path, env=env, timeout=60)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out  # a remote that does not answer warns: builds still run
     assert "Traceback" not in out and "hunter2" not in out
@@ -86,22 +83,19 @@ def test_status_after_a_kill_during_install_says_what_plan_says(validated):
     assert plan.returncode == 0, plan.stderr
     steps = {s["name"]: s for s in json.loads(plan.stdout)["steps"]}
     assert steps["ops-transformer-install"]["status"] == "needs run"
-    for route in ROUTES:
-        shown = run_route(route, "status", cwd=cli.cwd, env=cli.env(), timeout=60)
-        out = shown.stdout + shown.stderr
-        assert shown.returncode == 0 and "Traceback" not in out, out
-        assert "\ninstalled: " not in out, out
-        assert "validation: PASS" in out and "stale: the package it validated" in out, out
-        assert "last build attempt: interrupted (cannbuild install" in out, out
-        data = json.loads(
-            run_route(route, "status", "--json", cwd=cli.cwd, env=cli.env(), timeout=60).stdout
-        )
-        built = {s["step"]: s for s in data["steps"]}
-        assert "ops-transformer-install" not in built  # its stamp went as it started again
-        assert data["installed"] == [] and data["last_build"]["status"] == "interrupted"
+    shown = cannbuild("status", cwd=cli.cwd, env=cli.env(), timeout=60)
+    out = shown.stdout + shown.stderr
+    assert shown.returncode == 0 and "Traceback" not in out, out
+    assert "\ninstalled: " not in out, out
+    assert "validation: PASS" in out and "stale: the package it validated" in out, out
+    assert "last build attempt: interrupted (cannbuild install" in out, out
+    data = json.loads(cannbuild("status", "--json", cwd=cli.cwd, env=cli.env(), timeout=60).stdout)
+    built = {s["step"]: s for s in data["steps"]}
+    assert "ops-transformer-install" not in built  # its stamp went as it started again
+    assert data["installed"] == [] and data["last_build"]["status"] == "interrupted"
     again = cli("install", timeout=600)  # and the next run puts it right
     assert again.returncode == 0, again.stdout + again.stderr
-    shown = run_route("cannbuild", "status", cwd=cli.cwd, env=cli.env(), timeout=60)
+    shown = cannbuild("status", cwd=cli.cwd, env=cli.env(), timeout=60)
     assert "\ninstalled: " in shown.stdout and "last build attempt: ok" in shown.stdout
 
 
@@ -125,15 +119,12 @@ def bad_lock(path, case: str) -> None:
 
 @pytest.mark.parametrize("case", sorted(BAD_LOCKS))
 @pytest.mark.parametrize("task", [("fetch",), ("setup", "--locked")])
-@pytest.mark.parametrize("route", ROUTES)
-def test_a_malformed_lock_is_refused_before_anything_runs(route, task, case, sandboxes, tmp_path):
+def test_a_malformed_lock_is_refused_before_anything_runs(task, case, sandboxes, tmp_path):
     lock = tmp_path / "cannbuild.lock"
     bad_lock(lock, case)
     before = lock.read_bytes()
     env = base_env(CANNBUILD_SANDBOX_DIR=str(sandboxes["A2-8.5.0"]))
-    proc = run_route(
-        route, *task, "--lock-file", str(lock), *SANDBOX, cwd=tmp_path, env=env, timeout=120
-    )
+    proc = cannbuild(*task, "--lock-file", str(lock), *SANDBOX, cwd=tmp_path, env=env, timeout=120)
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 2, out
     assert "Traceback" not in out and f"lock file {lock}" in out and BAD_LOCKS[case][1] in out

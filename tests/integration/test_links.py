@@ -3,8 +3,8 @@ workspace replaced by a symlink to a user's folder is refused (exit 2, naming th
 before anything is removed or written there, and `bench --out` / `profile --out` take
 only a folder cannbuild made (a non-empty other folder, or a file: exit 2).
 
-Each case runs through both routes (the `cannbuild` script and `invoke`), on one
-workspace built once for the module; a case puts its link in, runs, and puts the real
+Each case runs through the CLI (`invoke TASK` is the same program, test_routes.py), on
+one workspace built once for the module; a case puts its link in, runs, and puts the real
 folder back."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from conftest import SPECS, Cli
 from reference import reference_torch
 
-from clirun import ROUTES, run_route
+from clirun import cannbuild
 from usertree import tree_digest, users_folder
 
 reference_torch()
@@ -99,14 +99,13 @@ def refused(proc, code: int = 2) -> None:
     assert lines and lines[-1].startswith("cannbuild: "), out
 
 
-@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", sorted(LINKED))
-def test_a_workspace_folder_linked_to_a_users_folder_is_refused(built, tmp_path, case, route):
+def test_a_workspace_folder_linked_to_a_users_folder_is_refused(built, tmp_path, case):
     name, files, args = LINKED[case]
     mine = users_folder(tmp_path / "mine", files)
     before = tree_digest(mine)
     with linked(built.ws, name, mine) as link:
-        proc = run_route(route, *args, *SANDBOX, cwd=built.cwd, env=built.env(), timeout=300)
+        proc = cannbuild(*args, *SANDBOX, cwd=built.cwd, env=built.env(), timeout=300)
         refused(proc)
         assert str(link) in proc.stderr and "symlink" in proc.stderr, proc.stderr
         assert tree_digest(mine) == before
@@ -126,26 +125,24 @@ OUTPUTS = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("command", sorted(OUTPUTS))
-def test_out_at_a_folder_cannbuild_did_not_make_is_refused(built, tmp_path, command, route):
+def test_out_at_a_folder_cannbuild_did_not_make_is_refused(built, tmp_path, command):
     argv, files = OUTPUTS[command]
     theirs = users_folder(tmp_path / "theirs", files)
     before = tree_digest(theirs)
-    proc = run_route(route, *argv(str(theirs)), cwd=built.cwd, env=built.env(), timeout=300)
+    proc = cannbuild(*argv(str(theirs)), cwd=built.cwd, env=built.env(), timeout=300)
     refused(proc)
     assert "did not create" in proc.stderr, proc.stderr
     assert tree_digest(theirs) == before
     assert not (theirs / ".cannbuild-owned").exists()
 
 
-@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("command", sorted(OUTPUTS))
-def test_out_at_a_file_is_refused(built, tmp_path, command, route):
+def test_out_at_a_file_is_refused(built, tmp_path, command):
     argv, _files = OUTPUTS[command]
     target = tmp_path / "results.txt"
     target.write_text("mine\n")
-    proc = run_route(route, *argv(str(target)), cwd=built.cwd, env=built.env(), timeout=300)
+    proc = cannbuild(*argv(str(target)), cwd=built.cwd, env=built.env(), timeout=300)
     refused(proc)
     assert str(target) in proc.stderr
     assert target.read_text() == "mine\n"
@@ -154,8 +151,8 @@ def test_out_at_a_file_is_refused(built, tmp_path, command, route):
 def test_out_at_a_new_folder_is_made_and_marked_cannbuilds(built, tmp_path):
     """The refusal is about whose folder it is, not about --out: a new one is written."""
     out = tmp_path / "new"
-    proc = run_route("cannbuild", *_profile(str(out)), cwd=built.cwd, env=built.env())
+    proc = cannbuild(*_profile(str(out)), cwd=built.cwd, env=built.env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (out / "timeline.png").is_file() and (out / ".cannbuild-owned").is_file()
-    again = run_route("cannbuild", *_profile(str(out)), cwd=built.cwd, env=built.env())
+    again = cannbuild(*_profile(str(out)), cwd=built.cwd, env=built.env())
     assert again.returncode == 0, again.stdout + again.stderr

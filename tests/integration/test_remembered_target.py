@@ -1,14 +1,14 @@
 """A workspace remembers its target (issue 30): after `setup --sandbox`, doctor, plan,
-validate and status need no flags on both routes; a flag that differs says so and wins
-for the run; `--cann-path=<a sandbox's toolkit>` is that sandbox.  On the session's
-installed workspace (no build of its own)."""
+validate and status need no flags; a flag that differs says so and wins for the run;
+`--cann-path=<a sandbox's toolkit>` is that sandbox, here through `invoke` in the checkout
+(the same program, test_routes.py: one real run of that route end to end).  On the
+session's installed workspace (no build of its own)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 
-import pytest
 from conftest import base_env
 
 from clirun import argv_for
@@ -24,8 +24,7 @@ def bare(route: str, cwd, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("route", ["cannbuild", "invoke"])
-def test_after_setup_sandbox_doctor_plan_validate_and_status_need_no_flags(installed, route):
+def test_after_setup_sandbox_doctor_plan_validate_and_status_need_no_flags(installed):
     setup = installed("setup", "--cases", CASE)
     assert setup.returncode == 0, setup.stderr
     target = json.loads((installed.ws / "target.json").read_text())
@@ -36,12 +35,12 @@ def test_after_setup_sandbox_doctor_plan_validate_and_status_need_no_flags(insta
     )
     assert target["sandbox_dir"] == str(installed.sandbox)  # the shared one, not <ws>/sandbox
     for args in (("doctor",), ("plan", "--json"), ("validate", "--cases", CASE), ("status",)):
-        proc = bare(route, installed.cwd, *args)
+        proc = bare("cannbuild", installed.cwd, *args)
         assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
         assert "differs" not in proc.stderr and "Traceback" not in proc.stderr
-    plan = json.loads(bare(route, installed.cwd, "plan", "--json").stdout)
+    plan = json.loads(bare("cannbuild", installed.cwd, "plan", "--json").stdout)
     assert {s["status"] for s in plan["steps"]} == {"up to date"}
-    status = bare(route, installed.cwd, "status").stdout
+    status = bare("cannbuild", installed.cwd, "status").stdout
     assert "target: the sandbox (A2, CANN 8.5.0)" in status
     assert "validation: PASS" in status and "stale" not in status
     assert not (installed.ws / "sandbox").exists()  # no second sandbox was made

@@ -1,7 +1,7 @@
 """Anything a user points at is read only when it is a regular file, within a documented
 bound, and a folder walk is bounded (issue 25, cannbuild/bounded.py): a FIFO, a link to
 /dev/zero, a gigabyte line, a file past its size bound, a deep or wide tree is one
-paragraph and exit 2 on both routes, in bounded time and under a memory cap, and the
+paragraph and exit 2, in bounded time and under a memory cap, and the
 user's files are left as they were."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from cannbuild.bounded import (
 )
 from cannbuild.errors import UsageError
 
-from clirun import ROUTE_PARAMS, clean_env, run_route
+from clirun import cannbuild, clean_env
 from usertree import tree_digest
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "profiler"
@@ -193,18 +193,15 @@ HOSTILE: Dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_a_hostile_file_or_tree_is_refused_with_exit_2_in_bounded_time_and_memory(
-    tmp_path: Path, case: str, route: str
+    tmp_path: Path, case: str
 ) -> None:
-    if case == "invoke-yaml-is-a-fifo" and route == "invoke":
-        pytest.skip("invoke reads the invoke.yaml beside tasks.py (the checkout), not the cwd's")
     args, cwd, words = HOSTILE[case](tmp_path)
     user = tmp_path / "user"
     before = tree_digest(user)
     env = clean_env(HOME=str(tmp_path / "home"))
-    result = run_route(route, *args, cwd=cwd, timeout=30, env=env, memory_cap=MEMORY_CAP)
+    result = cannbuild(*args, cwd=cwd, timeout=30, env=env, memory_cap=MEMORY_CAP)
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
     assert "Traceback" not in output
@@ -212,17 +209,15 @@ def test_a_hostile_file_or_tree_is_refused_with_exit_2_in_bounded_time_and_memor
     assert tree_digest(user) == before
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-def test_the_memory_cap_leaves_room_for_a_normal_profile(tmp_path: Path, route: str) -> None:
+def test_the_memory_cap_leaves_room_for_a_normal_profile(tmp_path: Path) -> None:
     """The cap the hostile cases run under is not what refuses them."""
     _valid_run(tmp_path / "user")
-    result = run_route(
-        route,
+    result = cannbuild(
         "profile",
         "user",
         "--json",
         "--out",
-        f"out-{route}",
+        "out",
         cwd=tmp_path,
         timeout=60,
         memory_cap=MEMORY_CAP,
@@ -238,9 +233,7 @@ def test_a_link_to_a_regular_file_is_read_and_linked_folders_are_not_entered(
     (out / "kernel_details.csv").symlink_to(KERNELS / "kernel_details.csv")
     (tmp_path / "user" / "loop").symlink_to(tmp_path / "user")  # a cycle
     (tmp_path / "user" / "root").symlink_to("/")  # out of the tree
-    result = run_route(
-        "cannbuild", "profile", "user", "--json", "--out", "out", cwd=tmp_path, timeout=30
-    )
+    result = cannbuild("profile", "user", "--json", "--out", "out", cwd=tmp_path, timeout=30)
     assert result.returncode == 0, result.stderr
     assert '"BatchMatMul"' in result.stdout
     assert result.stdout.count('"kernel_details"') == 1  # read once, not again through loop/

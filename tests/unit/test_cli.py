@@ -1,19 +1,23 @@
-"""The command line: one grammar for every task, help that always works, usage errors
-that exit 2 with one paragraph and no traceback."""
+"""The command line: one grammar for every task (invoke's parser, the Program in
+cannbuild/cli.py), help that always works, usage errors that exit 2 with one paragraph
+and no traceback."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
+from invoke.util import helpline
 
+from cannbuild.cli import CannbuildProgram, namespace
 from cannbuild.options import resolve_options
-from cannbuild.tasks import GROUPS, all_tasks
+from cannbuild.tasks import all_tasks
 from cannbuild.tasks._flags import FLAGS
-from cannbuild.tasks._invoke import namespace
 
 from clirun import cannbuild
 
@@ -21,12 +25,43 @@ COMMON_SHORT = {"j": "jobs", "w": "workspace", "v": "verbose"}
 
 
 def arguments():
-    """Every option of every task, as invoke in a checkout parses them (the `cannbuild`
-    script reads the same `TaskSpec`s, see test_argv.py)."""
-    ns = namespace()
-    for name, task in sorted(ns.tasks.items()):
+    """Every option of every task, as the parser reads them."""
+    for name, task in sorted(namespace().tasks.items()):
         for arg in task.get_arguments():
             yield name, arg
+
+
+def parsed(*argv):
+    """The tasks `cannbuild ARGV` would run, each with the values it would be given."""
+    program = CannbuildProgram(Path.cwd())
+    program.parse_core(["cannbuild", *argv])
+    program.parse_collection()
+    program.parse_tasks()
+    return [(context.name, context.as_kwargs) for context in program.tasks]
+
+
+@pytest.mark.parametrize(
+    "argv", [("-j", "8"), ("-j8",), ("-j=8",), ("--jobs", "8"), ("--jobs=8",)], ids=" ".join
+)
+def test_an_option_value_is_read_in_every_spelling(argv):
+    assert parsed("plan", *argv)[0][1]["jobs"] == "8"
+
+
+def test_switches_repeatable_options_positionals_and_several_tasks():
+    [(_, setup)] = parsed("setup", "--sandbox", "-v")
+    assert setup["sandbox"] is True and setup["verbose"] is True
+    assert setup["locked"] is False and setup["soc"] is None and setup["force"] == []
+    [(_, build)] = parsed("build", "--force", "opbase-build", "--force=ops-transformer-build")
+    assert build["force"] == ["opbase-build", "ops-transformer-build"]
+    assert parsed("bundle", "a.tar")[0][1]["out"] == parsed("bundle", "--out", "a.tar")[0][1]["out"]
+    fetch, build = parsed("fetch", "--sandbox", "build", "-j", "2")
+    assert (fetch[0], fetch[1]["sandbox"], build[0], build[1]["jobs"]) == (
+        "fetch",
+        True,
+        "build",
+        "2",
+    )
+    assert parsed("recipe", "draft", "--ref", "v9.1.0")[0][1]["recipe"] is None  # optional
 
 
 def test_no_letter_means_two_things_across_tasks():
@@ -51,24 +86,6 @@ def test_every_option_of_every_task_has_help():
     assert missing == []
 
 
-def test_each_task_is_in_the_group_the_script_imports_it_from():
-    import importlib
-
-    found = {}
-    for group in set(GROUPS.values()):
-        for spec in importlib.import_module(f"cannbuild.tasks.{group}").TASKS:
-            found[spec.name] = group
-    assert found == GROUPS
-
-
-def test_the_script_and_invoke_offer_the_same_tasks_and_options():
-    ns = namespace()
-    assert sorted(ns.tasks) == sorted(all_tasks())
-    for name, spec in all_tasks().items():
-        invoke_names = {a.name.replace("-", "_") for a in ns.tasks[name].get_arguments()}
-        assert invoke_names == {o.name for o in spec.options} | {p for p, _ in spec.positional}
-
-
 def test_the_options_table_names_an_env_variable_for_each_options_field():
     from msgspec.structs import fields
 
@@ -76,19 +93,6 @@ def test_the_options_table_names_an_env_variable_for_each_options_field():
 
     names = {f.name for f in fields(Options)}
     assert all(f.field in names for f in FLAGS.values() if f.field)
-
-
-# With the integration tests: the quick loop runs the same checks (and an empty folder
-# after) as the script's route of test_exit_contract's help table, a process pair per task.
-@pytest.mark.integration
-@pytest.mark.parametrize("task", sorted(GROUPS))
-def test_help_works_on_every_task_both_ways(task, tmp_path):
-    by_flag = cannbuild(task, "--help", cwd=tmp_path)
-    by_word = cannbuild("help", task, cwd=tmp_path)
-    assert by_flag.returncode == 0, by_flag.stderr
-    assert by_flag.stdout == by_word.stdout
-    assert by_flag.stdout.startswith(f"Usage: cannbuild {task}")
-    assert not (tmp_path / ".cannbuild").exists()  # help ran nothing
 
 
 def test_program_help_lists_cannbuild_things_not_invoke_machinery(tmp_path):
@@ -237,3 +241,58 @@ def test_output_to_a_pipe_takes_its_width_from_columns(tmp_path):
     assert narrow and all(len(line) <= 80 or len(line.split()) == 1 for line in narrow)
     wide = cannbuild("doctor", cwd=tmp_path, COLUMNS="").stdout.splitlines()
     assert any(80 < len(line) <= 100 and len(line.split()) > 1 for line in wide)
+
+
+def test_the_task_list_gives_each_summary_whole_as_one_paragraph(tmp_path):
+    """Summaries wrap in their docstrings; listed, each is its first paragraph whole (and
+    invoke's own listing, which shows a docstring's first line, shows the same)."""
+    summaries = {name: spec.summary for name, spec in all_tasks().items()}
+    assert any("\n" in spec.doc.split("\n\n", 1)[0] for spec in all_tasks().values())
+    assert {name: helpline(task) for name, task in namespace().tasks.items()} == summaries
+    out = cannbuild("--list", cwd=tmp_path, COLUMNS="80").stdout
+    rows, name = {}, ""
+    for line in out.splitlines():
+        head = re.match(r"^  (\S+)\s{2,}(\S.*)$", line)
+        if head:
+            name = head.group(1)
+            rows[name] = [head.group(2)]
+        elif name and line.startswith("   ") and line.strip():
+            rows[name].append(line.strip())
+    assert {n: " ".join(words) for n, words in rows.items()} == summaries
+
+
+def test_a_tasks_help_says_which_options_take_a_value_and_which_repeat(tmp_path):
+    rows = cannbuild("help", "setup", cwd=tmp_path).stdout.splitlines()
+    for spelled in ("--force", "--with-step"):
+        assert any(r.strip().startswith(f"{spelled}=VALUE (repeatable)") for r in rows), spelled
+    assert any(r.strip().startswith("-j, --jobs=VALUE ") for r in rows)
+    assert any(re.match(r"^\s+--sandbox\s{2,}\S", r) for r in rows)
+    assert not any(re.match(r"^\s+--(force|with-step)\s{2,}", r) for r in rows)
+    assert list(tmp_path.iterdir()) == []  # help ran nothing
+
+
+def test_completion_is_invokes_own_over_cannbuilds_tasks(capsys, monkeypatch):
+    """`cannbuild --print-completion-script bash` (README, Set up) and the `--complete`
+    the script calls: task names, then a task's own options."""
+    import signal
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    def run(*args):
+        code = CannbuildProgram(Path.cwd()).run(["cannbuild", *args], exit=False)
+        return code, capsys.readouterr()
+
+    try:
+        code, out = run("--print-completion-script", "bash")
+        assert code == 0 and "cannbuild --complete --" in out.out
+        assert "complete -F _complete_cannbuild -o default cannbuild" in out.out
+        code, out = run("--complete", "--", "cannbuild", "bu")
+        assert code == 0 and {"build", "bundle", "setup"} <= set(out.out.split())
+        code, out = run("--complete", "--", "cannbuild", "plan", "--jo")
+        assert code == 0 and "--jobs" in out.out.split() and "--force" not in out.out.split()
+        code, out = run("--print-completion-script", "tcsh")
+        assert code == 2 and "tcsh" in out.err and "Traceback" not in out.err
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)

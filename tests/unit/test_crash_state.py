@@ -35,7 +35,7 @@ from cannbuild.sources.lock import write_lock
 from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 
-from clirun import ROUTE_PARAMS, argv_for, clean_env, run_route
+from clirun import argv_for, cannbuild, clean_env
 from lockdata import sample_lock
 from slowremote import trickling_server
 from usertree import tree_digest
@@ -253,11 +253,10 @@ def test_the_next_run_holding_the_lock_removes_what_dead_runs_left(tmp_path):
     assert all(path.exists() for path in made["kept"])
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-def test_clean_removes_and_counts_what_dead_runs_left(route, tmp_path):
+def test_clean_removes_and_counts_what_dead_runs_left(tmp_path):
     ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     made = leftover_tree(ws, os.getppid())
-    proc = run_route(route, "clean", "-w", str(ws.root), cwd=tmp_path, timeout=60)
+    proc = cannbuild("clean", "-w", str(ws.root), cwd=tmp_path, timeout=60)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Traceback" not in out, out
     assert "removed 6 paths" in out, out  # .incoming's two, the git tmp, three in src
@@ -265,16 +264,13 @@ def test_clean_removes_and_counts_what_dead_runs_left(route, tmp_path):
     assert all(path.exists() for path in made["kept"])
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-def test_clean_waits_its_turn_and_never_deletes_a_running_builds_sources(route, tmp_path):
+def test_clean_waits_its_turn_and_never_deletes_a_running_builds_sources(tmp_path):
     ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
     (ws.src / "opbase").mkdir(parents=True)
     (ws.src / "opbase" / "build.sh").write_text("#!/bin/sh\n")
     before = tree_digest(ws.root / "src")
     with WorkspaceLock(ws, "cannbuild setup"):
-        proc = run_route(
-            route, "clean", "--include-sources", "-w", str(ws.root), cwd=tmp_path, timeout=60
-        )
+        proc = cannbuild("clean", "--include-sources", "-w", str(ws.root), cwd=tmp_path, timeout=60)
         assert tree_digest(ws.root / "src") == before
     out = proc.stdout + proc.stderr
     assert proc.returncode == 7 and "Traceback" not in out, out
@@ -330,14 +326,12 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-def test_status_refuses_a_malformed_lock_naming_the_file_and_the_key(route, case, tmp_path):
+def test_status_refuses_a_malformed_lock_naming_the_file_and_the_key(case, tmp_path):
     text, says = MALFORMED[case]
     lock = tmp_path / "cannbuild.lock"
     lock.write_text(text)
     before = lock.read_bytes()
-    proc = run_route(
-        route, "status", "--lock-file", str(lock), "-w", str(tmp_path / "ws"),
+    proc = cannbuild("status", "--lock-file", str(lock), "-w", str(tmp_path / "ws"),
         cwd=tmp_path, timeout=60,
     )  # fmt: skip
     out = proc.stdout + proc.stderr

@@ -6,7 +6,7 @@ would without the file), within seconds, under a memory cap, and never with a tr
 
 The table is made from the code: tests/readscan.py finds any read outside the door (so a
 new reader must use it), and every `Kind` bounded.py declares must have a case below, run
-through the CLI on both routes where a user can put the file there, or by calling its
+through the CLI where a user can put the file there, or by calling its
 reader where only a run puts it there; a new kind of file without a case fails
 `test_every_kind_of_file_cannbuild_reads_has_a_hostile_case`."""
 
@@ -29,7 +29,7 @@ from cannbuild.errors import UsageError
 from cannbuild.sources.bundle import seed_from_bundle
 from cannbuild.workspace import Workspace
 
-from clirun import ROUTE_PARAMS, clean_env, run_route
+from clirun import cannbuild, clean_env
 from hosttree import HostTree
 from tinyrecipe import tiny_recipe
 
@@ -310,52 +310,37 @@ def test_every_kind_of_file_cannbuild_reads_has_a_hostile_case() -> None:
     assert [k for k in kinds if k not in source] == [], "a kind no reader uses"
 
 
-def _run(case: Case, route: str) -> subprocess.CompletedProcess:
+def _run(case: Case) -> subprocess.CompletedProcess:
     env = clean_env(HOME=str(case.cwd / "home"))
     if case.hold_lock is None:
-        return run_route(
-            route, *case.args, cwd=case.cwd, timeout=WITHIN, env=env, memory_cap=MEMORY_CAP
-        )
+        return cannbuild(*case.args, cwd=case.cwd, timeout=WITHIN, env=env, memory_cap=MEMORY_CAP)
     with open(case.hold_lock) as held:  # another run holds the workspace
         fcntl.flock(held, fcntl.LOCK_EX)
-        return run_route(
-            route, *case.args, cwd=case.cwd, timeout=WITHIN, env=env, memory_cap=MEMORY_CAP
-        )
+        return cannbuild(*case.args, cwd=case.cwd, timeout=WITHIN, env=env, memory_cap=MEMORY_CAP)
 
 
 def _params() -> List[object]:
-    """Each kind with each hostile file on each route; the FIFO and the link to /dev/zero
-    (what hangs or never ends) on the script in the quick loop, the rest with the
-    integration tests (each run costs a process)."""
+    """Each kind with each hostile file; the FIFO and the link to /dev/zero (what hangs or
+    never ends) in the quick loop, the rest with the integration tests (each run costs a
+    process)."""
     out = []
     for kind in sorted(CLI_CASES):
         for hostile in HOSTILE:
-            for route in ROUTE_PARAMS:
-                marks = list(route.marks)
-                if hostile not in UNOPENABLE and not marks:
-                    marks.append(pytest.mark.integration)
-                out.append(
-                    pytest.param(
-                        kind,
-                        hostile,
-                        route.values[0],
-                        marks=marks,
-                        id=f"{kind}-{hostile}-{route.id}",
-                    )
-                )
+            marks = [] if hostile in UNOPENABLE else [pytest.mark.integration]
+            out.append(pytest.param(kind, hostile, marks=marks, id=f"{kind}-{hostile}"))
     return out
 
 
-@pytest.mark.parametrize("kind, hostile, route", _params())
+@pytest.mark.parametrize("kind, hostile", _params())
 def test_each_reader_refuses_or_ignores_a_hostile_file_naming_it(
-    tmp_path: Path, kind: str, hostile: str, route: str
+    tmp_path: Path, kind: str, hostile: str
 ) -> None:
     case = CLI_CASES[kind](tmp_path)
     if case.ignored:  # the run without the file at all
         case.path.unlink(missing_ok=True)
-        plain = _run(case, route)
+        plain = _run(case)
     _plant(case.path, hostile)
-    proc = _run(case, route)
+    proc = _run(case)
     said = " ".join((proc.stdout + proc.stderr).split())
     assert "Traceback" not in said, said
     if hostile not in UNOPENABLE and case.content == "read":

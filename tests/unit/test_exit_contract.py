@@ -1,17 +1,16 @@
-"""One exit-code contract on both routes: the `cannbuild` script and `invoke TASK` in a
-checkout read the same command line into the same exit code and the same one-paragraph
-`cannbuild: ...` error, never a traceback (README: exit codes, Guarantees).
+"""One exit-code contract: a command line ends in its exit code and, for an error, one
+paragraph `cannbuild: ...`, never a traceback (README: exit codes, Guarantees).  Tested
+once, through the `cannbuild` script; `invoke TASK` in a checkout is the same program
+(test_routes.py).
 
-Each hostile command line runs through both routes in a process of its own, in a folder
-standing for the user's project, which must be byte for byte the same afterwards."""
+Each hostile command line runs in a process of its own, in a folder standing for the
+user's project, which must be byte for byte the same afterwards."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, Sequence
 
@@ -20,9 +19,8 @@ import pytest
 from cannbuild.errors import UsageError
 from cannbuild.options import resolve_options
 from cannbuild.sources.lock import write_lock
-from cannbuild.tasks import GROUPS
 
-from clirun import CHECKOUT, ROUTE_PARAMS, clean_env, run_route
+from clirun import CHECKOUT, cannbuild, clean_env
 from lockdata import sample_lock
 
 PROFILE = CHECKOUT / "tests" / "fixtures" / "profiler" / "torch_npu_2.13_level0"
@@ -55,8 +53,8 @@ def one_paragraph(proc: subprocess.CompletedProcess) -> None:
     assert len(lines) == 1 and lines[0].startswith("cannbuild: "), proc.stderr
 
 
-def through(route: str, args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess:
-    return run_route(route, *args, cwd=cwd, timeout=60)
+def through(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess:
+    return cannbuild(*args, cwd=cwd, timeout=60)
 
 
 @pytest.fixture
@@ -70,9 +68,9 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-def refused(route: str, args: Sequence[str], cwd: Path, code: int) -> None:
+def refused(args: Sequence[str], cwd: Path, code: int) -> None:
     before = tree(cwd)
-    proc = through(route, args, cwd)
+    proc = through(args, cwd)
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     one_paragraph(proc)
     assert tree(cwd) == before
@@ -81,7 +79,6 @@ def refused(route: str, args: Sequence[str], cwd: Path, code: int) -> None:
 # --- usage errors: one grammar ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -96,68 +93,14 @@ def refused(route: str, args: Sequence[str], cwd: Path, code: int) -> None:
     ],
     ids=lambda a: " ".join(a),
 )
-def test_a_usage_error_is_exit_2_in_one_paragraph_on_both_routes(route, args, project):
-    refused(route, args, project, 2)
-
-
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-@pytest.mark.parametrize(
-    "config, named",
-    [
-        ("cannbuild:\n  jobs: [8\n", "project/invoke.yaml cannot be read"),
-        ("cannbuild: 5\n", "key cannbuild is a int"),
-        ("cannbuild:\n  sokc: A2\n", "cannbuild.sokc is not a cannbuild option"),
-    ],
-)
-def test_a_malformed_invoke_yaml_beside_tasks_py_is_exit_2_on_both_routes(
-    route, config, named, tmp_path
-):
-    """invoke reads the invoke.yaml next to tasks.py; the script, the one in its cwd.  A
-    copy of tasks.py (the checkout is shared) with the bad file beside it."""
-    project = tmp_path / "project"
-    project.mkdir()
-    shutil.copy(CHECKOUT / "tasks.py", project / "tasks.py")
-    (project / "invoke.yaml").write_text(config)
-    before = tree(project)
-    args = ["doctor", "--sysroot", str(tmp_path / "empty")]
-    head = ["-m", "cannbuild"] if route == "cannbuild" else ["-m", "invoke"]  # finds ./tasks.py
-    proc = subprocess.run(
-        [sys.executable, *head, *args],
-        cwd=project,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 2, proc.stderr
-    one_paragraph(proc)
-    assert named in proc.stderr
-    assert tree(project) == before
-
-
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-@pytest.mark.parametrize("task", sorted(GROUPS))
-def test_every_tasks_help_works_on_both_routes(route, task, tmp_path):
-    proc = through(route, [task, "--help"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"Usage: cannbuild {task}")
-    assert proc.stdout == through("cannbuild", ["help", task], tmp_path).stdout
-    assert list(tmp_path.iterdir()) == []  # help ran nothing
-
-
-def test_invoke_still_lists_the_collection_in_its_own_formats(tmp_path):
-    """`invoke --list --list-format json` is invoke's: it lists `namespace()`."""
-    import json
-
-    proc = through("invoke", ["--list", "--list-format", "json"], tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert {t["name"] for t in json.loads(proc.stdout)["tasks"]} == set(GROUPS)
+def test_a_usage_error_is_exit_2_in_one_paragraph(args, project):
+    refused(args, project, 2)
 
 
 # --- a reader that left: 141 -----------------------------------------------------------
 
 
-def closed_pipe_run(route: str, args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess:
+def closed_pipe_run(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess:
     from clirun import argv_for
 
     # stdout block-buffered, as in a user's shell: rich's console then meets the closed
@@ -168,7 +111,7 @@ def closed_pipe_run(route: str, args: Sequence[str], cwd: Path) -> subprocess.Co
     os.close(read_end)  # `| head` that has already gone: every write meets a closed pipe
     try:
         return subprocess.run(
-            argv_for(route, args),
+            argv_for("cannbuild", args),
             stdout=write_end,
             stderr=subprocess.PIPE,
             cwd=cwd,
@@ -179,7 +122,6 @@ def closed_pipe_run(route: str, args: Sequence[str], cwd: Path) -> subprocess.Co
         os.close(write_end)
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -190,8 +132,8 @@ def closed_pipe_run(route: str, args: Sequence[str], cwd: Path) -> subprocess.Co
     ],
     ids=lambda a: a[0],
 )
-def test_a_reader_that_left_is_exit_141_on_both_routes(route, args, tmp_path):
-    proc = closed_pipe_run(route, args, tmp_path)
+def test_a_reader_that_left_is_exit_141(args, tmp_path):
+    proc = closed_pipe_run(args, tmp_path)
     assert proc.stderr == b"", proc.stderr.decode()  # no traceback, nothing at all
     assert proc.returncode == 141
 
@@ -199,7 +141,6 @@ def test_a_reader_that_left_is_exit_141_on_both_routes(route, args, tmp_path):
 # --- a folder that cannot be written: 11 -----------------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -214,14 +155,13 @@ def test_a_reader_that_left_is_exit_141_on_both_routes(route, args, tmp_path):
     ],
     ids=lambda a: " ".join(a[:2]),
 )
-def test_a_folder_that_cannot_be_written_is_exit_11_on_both_routes(route, args, project):
-    refused(route, args, project, 11)
+def test_a_folder_that_cannot_be_written_is_exit_11(args, project):
+    refused(args, project, 11)
 
 
 # --- path values the kernel would refuse: 2, naming the flag ---------------------------
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args, named",
     [
@@ -240,16 +180,15 @@ def test_a_folder_that_cannot_be_written_is_exit_11_on_both_routes(route, args, 
     ],
     ids=lambda a: a[0] if isinstance(a, list) else a,
 )
-def test_a_path_the_kernel_would_refuse_is_exit_2_naming_the_flag(route, args, named, project):
+def test_a_path_the_kernel_would_refuse_is_exit_2_naming_the_flag(args, named, project):
     before = tree(project)
-    proc = through(route, args, project)
+    proc = through(args, project)
     assert proc.returncode == 2, proc.stderr
     one_paragraph(proc)
     assert proc.stderr.startswith(f"cannbuild: {named} ")
     assert tree(project) == before
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -260,9 +199,9 @@ def test_a_path_the_kernel_would_refuse_is_exit_2_naming_the_flag(route, args, n
     ],
     ids=lambda a: " ".join(a[:1] + a[-1:]),
 )
-def test_an_output_path_through_a_file_is_exit_2(route, args, project):
+def test_an_output_path_through_a_file_is_exit_2(args, project):
     mine = project / "notes.txt"
-    refused(route, [a.format(file=mine) for a in args], project, 2)
+    refused([a.format(file=mine) for a in args], project, 2)
 
 
 def test_a_path_from_the_config_is_checked_like_the_flag():
@@ -275,7 +214,6 @@ def test_a_path_from_the_config_is_checked_like_the_flag():
 # --- bench values: finite budgets, sizes as written ------------------------------------
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize(
     "args",
     [
@@ -289,5 +227,5 @@ def test_a_path_from_the_config_is_checked_like_the_flag():
     ],
     ids=lambda a: " ".join(a) or "empty",
 )
-def test_a_bench_value_that_means_nothing_is_exit_2(route, args, project):
-    refused(route, ["bench", *args], project, 2)
+def test_a_bench_value_that_means_nothing_is_exit_2(args, project):
+    refused(["bench", *args], project, 2)

@@ -1,5 +1,7 @@
-"""The package's shape stays readable: no module over 500 lines and no import cycle at any
-scope (bench/house.py counts a lazy import as an edge, as a reader must)."""
+"""No import cycle at any scope (bench/house.py counts a lazy import as an edge, as a reader
+must): a cycle is a defect, so it is a test.  The house figures (modules, lines, the
+largest modules, `Any` in annotations) steer review instead: .ci/run prints them in its
+lint step, and the measure itself is proven here."""
 
 from __future__ import annotations
 
@@ -29,8 +31,7 @@ def figures():
     return _house().measure(comments=False)
 
 
-def test_no_module_is_over_500_lines_and_no_import_makes_a_cycle(figures):
-    assert figures["over_500"] == []
+def test_no_import_makes_a_cycle(figures):
     assert figures["cycles"] == []
 
 
@@ -106,8 +107,3 @@ def test_an_alias_of_any_counts_as_any_where_it_is_used(tmp_path):
     )
     (pkg / "user.py").write_text("def f(a: 'Obj', b: int) -> JSON:\n    return a\n")
     assert _house().measure(pkg)["any_in_annotations"] == 2
-
-
-def test_any_stays_at_most_half_of_what_issue_31_found(figures):
-    """548 names of Any (aliases counted) before issue 31; JSON/TOML boundaries keep the rest."""
-    assert figures["any_in_annotations"] <= 250

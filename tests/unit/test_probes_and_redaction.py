@@ -135,3 +135,43 @@ def test_a_script_is_asked_every_time(tmp_path):
     shim.write_text("#!/bin/sh\necho Python 3.9.1\n")
     shim.chmod(0o755)
     assert binary_key(ToolSpec(name="python3", version_args=("--version",)), str(shim)) is None
+
+
+def test_a_pyenv_shim_is_answered_by_the_interpreter_pyenv_would_pick(tmp_path, monkeypatch):
+    """The shim itself (a script: about 40 processes a call) is never run where its pick
+    can be read: PYENV_VERSION, else the nearest .python-version, else the global file;
+    and the pick is remembered as any binary is, so a changed pick is seen."""
+    import sys
+
+    from cannbuild.host.toolchain import ToolSpec, probe_tools, remember_tools
+
+    root = tmp_path / "pyenv"
+    (root / "shims").mkdir(parents=True)
+    ran = tmp_path / "shim-ran"
+    shim = root / "shims" / "python3"
+    shim.write_text(f"#!/bin/sh\necho ran > {ran}\necho Python 0.0.1\n")
+    shim.chmod(0o755)
+    for version in ("3.9.1", "3.10.2"):
+        (root / "versions" / version / "bin").mkdir(parents=True)
+        (root / "versions" / version / "bin" / "python3").symlink_to(sys.executable)
+    (root / "version").write_text("3.9.1\n")
+    project = tmp_path / "project" / "sub"
+    project.mkdir(parents=True)
+    monkeypatch.chdir(project)
+    spec = ToolSpec(name="python3", version_args=("--version",))
+    env = {"PATH": str(root / "shims"), "PYENV_ROOT": str(root)}
+    mine = ".".join(map(str, sys.version_info[:3]))
+
+    (found,) = probe_tools(env, (spec,))
+    assert (found.path, found.binary) == (str(shim), str(root / "versions/3.9.1/bin/python3"))
+    assert found.version == mine and not ran.exists()
+    (tmp_path / "project" / ".python-version").write_text("3.10.2\n")
+    assert probe_tools(env, (spec,))[0].binary == str(root / "versions/3.10.2/bin/python3")
+    memo = tmp_path / "tools.json"
+    remember_tools(memo, [probe_tools(env, (spec,))[0]])
+    assert probe_tools(env, (spec,), memo)[0].version == mine
+    # what pyenv's own rules decide (several versions, `system`, one not installed): the shim
+    for version in ("3.9.1:3.10.2", "system", "3.12.0"):
+        (found,) = probe_tools({**env, "PYENV_VERSION": version}, (spec,), memo)
+        assert (found.binary, found.version) == (None, "0.0.1") and ran.exists()
+        ran.unlink()

@@ -122,3 +122,34 @@ def test_from_8_5_an_open_repository_s_headers_come_from_its_stand_in_repository
     assert "inc/external/register/op_def_registry.h" in stand_in_repo_files(
         "metadef", register_in_ge=False
     )
+
+
+def test_the_sandbox_sources_key_is_kept_with_the_mark_of_its_files(tmp_path):
+    """Hashing every source file of the sandbox was 10 ms of each run on it: the key is
+    kept in the sandbox folder with a mark of the files' names, sizes and times, taken
+    while the mark matches and worked out again when it does not."""
+    import json
+    import os
+
+    from cannbuild.sandbox.create import KEY_MEMO, _stat_mark, sources_key
+    from cannbuild.sandbox.spec import INFO_FILE, SandboxSpec
+
+    spec = SandboxSpec(dir=tmp_path / "sb", variant="A2", cann="8.5.0")
+    spec.dir.mkdir()
+    key = sources_key(spec, "/usr/bin/c++")
+    assert not (spec.dir / KEY_MEMO).exists()  # a folder that is no sandbox keeps nothing
+    (spec.dir / INFO_FILE).write_text("{}")
+    assert sources_key(spec, "/usr/bin/c++") == key
+    kept = json.loads((spec.dir / KEY_MEMO).read_text())
+    (spec.dir / KEY_MEMO).write_text(json.dumps({**kept, "key": "kept"}))
+    assert sources_key(spec, "/usr/bin/c++") == "kept"  # the mark matches: taken as kept
+    assert sources_key(spec, "/usr/bin/clang++") not in (key, "kept")  # another compiler
+    (spec.dir / KEY_MEMO).write_text(json.dumps({**kept, "mark": "another", "key": "kept"}))
+    assert sources_key(spec, "/usr/bin/c++") == key
+    # the mark sees a file that changes, even at the same size
+    root = tmp_path / "src"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.cpp").write_text("int a;\n")
+    before = _stat_mark([root])
+    os.utime(root / "sub" / "a.cpp", ns=(0, 10**18))
+    assert _stat_mark([root]) != before

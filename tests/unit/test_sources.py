@@ -375,3 +375,31 @@ def test_an_archive_member_outside_the_folder_refuses_the_archive(tmp_path: Path
     with pytest.raises(FetchError, match="points outside the folder"):
         unpack_archive(archive, tmp_path / "deep" / "dest")
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "deep" / "dest").exists()
+
+
+def test_whether_a_commit_uses_cann_cmake_is_asked_of_git_once_and_kept(tmp_path: Path):
+    """A commit's files never change: the answer is kept per commit, and a no-op run asks
+    git nothing (here the repository is gone, and the kept answers still come back)."""
+    import shutil
+
+    from cannbuild.sources.canncmake import FETCH_CANN_CMAKE, uses_cann_cmake
+
+    work = tmp_path / "work"
+    git("-c", "init.defaultBranch=master", "init", "-q", str(work))
+    (work / "build.sh").write_text("#!/bin/bash\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "9.0", cwd=work)
+    old = git("rev-parse", "HEAD", cwd=work)
+    (work / FETCH_CANN_CMAKE).parent.mkdir(parents=True)
+    (work / FETCH_CANN_CMAKE).write_text("include(FetchContent)\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-qm", "9.1", cwd=work)
+    new = git("rev-parse", "HEAD", cwd=work)
+    memo = tmp_path / "memo"
+    assert uses_cann_cmake(Fetcher(), work, new, memo)
+    assert not uses_cann_cmake(Fetcher(), work, old, memo)
+    shutil.rmtree(work)
+    assert uses_cann_cmake(Fetcher(), work, new, memo)
+    assert not uses_cann_cmake(Fetcher(), work, old, memo)
+    with pytest.raises(OSError):  # nothing kept for another commit: git is asked (no folder)
+        uses_cann_cmake(Fetcher(), work, "0" * 40, memo)

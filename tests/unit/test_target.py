@@ -24,7 +24,7 @@ from cannbuild.target import Target, choose, read_target, record, sandbox_of_too
 from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 
-from clirun import ROUTE_PARAMS, run_route
+from clirun import cannbuild
 from hosttree import a2_host, clean_env
 from lockdata import sample_lock
 
@@ -361,13 +361,13 @@ def test_doctor_takes_the_remembered_host_and_a_differing_soc_says_so(tree, tmp_
             set_at=WHEN,
         ),
     )
-    bare = run_route("cannbuild", "doctor", "--json", "-w", str(ws), cwd=tmp_path, env=clean_env())
+    bare = cannbuild("doctor", "--json", "-w", str(ws), cwd=tmp_path, env=clean_env())
     assert bare.returncode in (0, 1), bare.stderr
     host = json.loads(bare.stdout)["host"]
     assert host["sysroot"] == str(tree.root) and host["soc"] == "ascend910b"
     assert "differs" not in bare.stderr
-    other = run_route(
-        "cannbuild", "doctor", "--json", "-w", str(ws), "--soc", "A3", cwd=tmp_path, env=clean_env()
+    other = cannbuild(
+        "doctor", "--json", "-w", str(ws), "--soc", "A3", cwd=tmp_path, env=clean_env()
     )
     assert json.loads(other.stdout)["host"]["soc"] == "ascend910_93"
     assert (
@@ -377,12 +377,11 @@ def test_doctor_takes_the_remembered_host_and_a_differing_soc_says_so(tree, tmp_
     assert read_target(ws).soc == "ascend910b"  # doctor reads; it does not record
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("task", ["doctor", "status", "plan"])
-def test_a_damaged_record_is_exit_2_naming_the_file_on_both_routes(route, task, tmp_path):
+def test_a_damaged_record_is_exit_2_naming_the_file(task, tmp_path):
     ws = owned_workspace(tmp_path / "ws")
     target_file(ws).write_text('{"schema": 1, "sandbox": "yes"}\n')
-    proc = run_route(route, task, "-w", str(ws), cwd=tmp_path, env=clean_env())
+    proc = cannbuild(task, "-w", str(ws), cwd=tmp_path, env=clean_env())
     assert proc.returncode == 2, proc.stderr
     assert str(target_file(ws)) in proc.stderr and "Traceback" not in proc.stderr
     assert "Remove it" in proc.stderr

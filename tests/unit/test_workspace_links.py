@@ -23,7 +23,7 @@ from cannbuild.ownership import claim
 from cannbuild.sources.lock import Lock, LockedRepo, write_lock
 from cannbuild.workspace import FOLDERS, Workspace, point_link, write_atomic
 
-from clirun import ROUTE_PARAMS, run_route
+from clirun import cannbuild
 from usertree import tree_digest, users_folder
 
 RUN = "20260101-000000-4242"
@@ -118,16 +118,15 @@ def test_a_latest_that_is_not_cannbuilds_link_to_a_run_is_refused(world, folder,
     assert tree_digest(mine) == before
 
 
-# --- through both routes: `clean` takes the workspace like every task that writes ------
+# --- through the CLI: `clean` takes the workspace like every task that writes ------
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("name", ["reports", "cache", "stamps", "cache/git", "logs/latest"])
-def test_a_linked_workspace_folder_is_exit_2_naming_it_on_both_routes(world, name, route):
+def test_a_linked_workspace_folder_is_exit_2_naming_it(world, name):
     ws, mine = world
     link = put_link(ws, name, mine)
     before = tree_digest(mine)
-    proc = run_route(route, "clean", "-w", str(ws.root), cwd=mine.parent, timeout=60)
+    proc = cannbuild("clean", "-w", str(ws.root), cwd=mine.parent, timeout=60)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert "Traceback" not in out
@@ -179,16 +178,16 @@ def bundling(tmp_path_factory) -> Path:
         source_date_epoch=1700000000,
     )
     write_lock(project / "cannbuild.lock", lock)
-    proc = bundle_to(project, "cannbuild", project / "made.tar")
+    proc = bundle_to(project, project / "made.tar")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return project
 
 
-def bundle_to(project: Path, route: str, out: Path) -> subprocess.CompletedProcess:
+def bundle_to(project: Path, out: Path) -> subprocess.CompletedProcess:
     ws = project.parent / "ws"
     lock = project / "cannbuild.lock"
-    return run_route(
-        route, "bundle", "-w", str(ws), "--lock-file", str(lock), str(out), cwd=project, timeout=60
+    return cannbuild(
+        "bundle", "-w", str(ws), "--lock-file", str(lock), str(out), cwd=project, timeout=60
     )
 
 
@@ -230,14 +229,13 @@ OUTS: Dict[str, Callable[[Path, Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
 @pytest.mark.parametrize("case", sorted(OUTS))
-def test_bundle_out_at_what_cannbuild_did_not_make_is_refused(bundling, tmp_path, case, route):
+def test_bundle_out_at_what_cannbuild_did_not_make_is_refused(bundling, tmp_path, case):
     out = tmp_path / "user" / "notes.txt"
     out.parent.mkdir()
     OUTS[case](out, bundling)
     before = tree_digest(out.parent)
-    proc = bundle_to(bundling, route, out)
+    proc = bundle_to(bundling, out)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 2, text
     assert "Traceback" not in text
@@ -245,12 +243,11 @@ def test_bundle_out_at_what_cannbuild_did_not_make_is_refused(bundling, tmp_path
     assert tree_digest(out.parent) == before
 
 
-@pytest.mark.parametrize("route", ROUTE_PARAMS)
-def test_bundle_out_at_a_bundle_cannbuild_made_is_replaced(bundling, tmp_path, route):
+def test_bundle_out_at_a_bundle_cannbuild_made_is_replaced(bundling, tmp_path):
     out = tmp_path / "cann.tar"
     shutil.copy(bundling / "made.tar", out)
     inode = out.stat().st_ino
-    proc = bundle_to(bundling, route, out)
+    proc = bundle_to(bundling, out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert out.stat().st_ino != inode  # a new file renamed into place
     with tarfile.open(out) as tar:
