@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
-from ..bounded import BINARY, MEMO, head, read_state
+from ..bounded import BINARY, HOST_FILE, MEMO, head, read_state, read_text
 from ..errors import UsageError
 from ..proc import run
 from ..workspace import remember
@@ -234,8 +234,8 @@ def pyenv_target(path: str, env: Mapping[str, str]) -> Optional[str]:
         files = [d / ".python-version" for d in (here, *here.parents)]
         found = next((f for f in [*files, Path(root) / "version"] if f.is_file()), None)
         try:
-            version = found.read_text(encoding="utf-8").strip() if found else ""
-        except (OSError, ValueError):
+            version = read_text(found, HOST_FILE).strip() if found else ""
+        except UsageError:
             return None
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", version) or version == "system":
         return None  # several versions, `system` or a comment: pyenv's own rules decide

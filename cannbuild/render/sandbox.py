@@ -29,8 +29,9 @@ import time
 import traceback
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Callable, Dict, NoReturn, Optional, Tuple, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Dict, NoReturn, Optional, Tuple, Type, TypeVar, cast
 
+from ..errors import CannbuildError
 from ..lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -75,11 +76,15 @@ def _answer(job: Callable[[object], object], request: object) -> Tuple[str, obje
             signal.setitimer(signal.ITIMER_PROF, 0)  # the answer is not the render's to pay for
     except MemoryError:
         return "memory", ""
+    except CannbuildError as exc:  # a template file bounded.py refuses: the user's to fix
+        return "refused", (type(exc), exc.message, exc.hint)
     except jinja_exceptions.UndefinedError as exc:
         return "undefined", str(exc.message)
     except jinja_exceptions.TemplateError as exc:
         return "error", str(exc)
-    except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as exc:
+    except RecursionError:  # `{{ ((((...` thousands deep, or a macro that calls itself
+        return "error", "nested deeper than Python recurses (brackets, or a macro calling itself)"
+    except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
         # 1 // 0, 'a' - 1, a macro that calls itself forever: the template's mistake
         return "error", f"{type(exc).__name__}: {exc}"
     except Exception:
@@ -97,16 +102,18 @@ def _serve(job: Callable[[object], object], requests: int, replies: int) -> NoRe
         (high + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
     ):
         os.closerange(first, end)
-    with open("/proc/self/statm") as statm:
+    with open("/proc/self/statm") as statm:  # bounded: one line the kernel writes
         mapped = int(statm.read().split()[0]) * resource.getpagesize()
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = mapped + RENDER_MEMORY_BYTES
     resource.setrlimit(resource.RLIMIT_AS, (cap if hard < 0 else min(cap, hard), hard))
+    # bounded: the parent's requests, each its own pickled (name, values), on a pipe only it holds
     with os.fdopen(requests, "rb") as incoming:
         while True:
             head = incoming.read(_SIZE.size)
             if len(head) < _SIZE.size:
                 os._exit(0)
+            # bounded: the parent's own pickle of a request, never a file
             request = pickle.loads(incoming.read(_SIZE.unpack(head)[0]))
             try:
                 data = pickle.dumps(_answer(job, request))
@@ -144,6 +151,7 @@ class RenderChild:
             if data is None:  # the child ended: out of time, memory, or wall clock
                 status = _stop(self.__dict__)
                 _crossed(status, what)
+        # bounded: the forked child's reply, capped at 4 * MAX_RENDER_CHARS in _serve
         kind, value = pickle.loads(data)
         if kind == "ok":
             return value
@@ -154,6 +162,9 @@ class RenderChild:
             )
         if kind == "long":
             _refuse(f"{what} is over {MAX_RENDER_CHARS} characters (MAX_RENDER_CHARS {_WHERE})")
+        if kind == "refused":
+            error, message, hint = cast(Tuple[Type[CannbuildError], str, Optional[str]], value)
+            raise error(message, hint)
         if kind == "undefined":
             raise jinja_exceptions.UndefinedError(value)
         if kind == "error":

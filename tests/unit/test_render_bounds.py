@@ -118,8 +118,8 @@ def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bou
         ("{{ range(10000)|map('string')|map('center',260000)|list }}", "RENDER_MEMORY_BYTES"),
         ("{{ {'a':1}|tojson(indent=999999999) }}", "RENDER_MEMORY_BYTES"),
         # 5,000 nested parentheses: a RecursionError traceback from Jinja's parser (issue 41)
-        ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested deeper than the parser recurses"),
-        ("{{ " + "[" * 5000 + "]" * 5000 + " }}", "nested deeper than the parser recurses"),
+        ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested deeper than Python recurses"),
+        ("{{ " + "[" * 5000 + "]" * 5000 + " }}", "nested deeper than Python recurses"),
     ],
     ids=["nested-loops", "map-center", "tojson-indent", "nested-parens", "nested-lists"],
 )
