@@ -1,27 +1,20 @@
-"""Reading what a recipe says of each repository as a buildable one: its vendor suffix,
-default ops, ccache option and `[repos.X.validate]`; an old top-level `[validate]`
-read as one repo's; and the default selection (`[recipe] default_repos`)."""
+"""Checking what a recipe says of each repository as a buildable one (its vendor suffix,
+default ops and ccache option); an old top-level `[validate]` read as one repo's; and the
+default selection (`[recipe] default_repos`)."""
 
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
 
 from msgspec.structs import replace
 
-from ..decoded import JSONValue
-from .fields import Reader
+from .fields import fail
 from .model import RepoSpec, StepSpec, ValidateSpec
 
 # the keys of [repos.X] that make it buildable, in the order a drafted recipe writes them
 BUILDABLE_KEYS = ("vendor_suffix", "ops", "ccache_option", "validate")
-REPO_KEYS = set(BUILDABLE_KEYS)
-_VALIDATE_KEYS = {"library", "symbols", "example", "example_lookup", "check", "why", "example_op"}
-# Where a repo's example looks for the custom package: ops-transformer 8.3's build.sh only in
-# `${ASCEND_OPP_PATH}/vendors/<vendor>_<repo>` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
-# (:504) also in ASCEND_CUSTOM_OPP_PATH; ops-math, ops-nn and ops-cv at v9.0.0 only in
-# `${ASCEND_HOME_PATH}/opp/vendors/<vendor>_<repo>` ("home-opp", ops-math@v9.0.0:build.sh:1526).
-EXAMPLE_LOOKUPS = ("custom-opp", "opp", "home-opp")
 # the suffix build.sh appends to the vendor name (REPOSITORY_NAME: `transformer`, `math`):
 # a folder name, one word
 _SUFFIX = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")
@@ -37,74 +30,49 @@ LEGACY_OPS = ("flash_attention_score",)
 _CCACHE = re.compile(r"--[A-Za-z0-9_-]+=?")
 
 
-def buildable_fields(r: Reader, table: Mapping[str, JSONValue], name: str) -> Dict[str, object]:
-    """The RepoSpec fields of `[repos.<name>]` that make it buildable (all optional)."""
-    where = f"[repos.{name}]"
-    suffix = r.get(table, "vendor_suffix", str, where, required=False)
+def check_buildable(path: Path, repo: RepoSpec) -> None:
+    """The keys of `[repos.<name>]` that make it buildable, each in its grammar."""
+    where = f"[repos.{repo.name}]"
+    suffix = repo.vendor_suffix
     if suffix is not None and not _SUFFIX.fullmatch(suffix):
-        raise r.fail(
+        raise fail(
+            path,
             where,
             f"vendor_suffix = {suffix!r} is not a folder word.",
             "Write the suffix build.sh appends to the vendor name, e.g. 'math' for "
             "vendors/<vendor>_math (lower-case letters, digits, '_').",
         )
-    ops = r.strings(table, "ops", where)
-    bad = next((op for op in ops if not _OP.fullmatch(op)), None)
+    bad = next((op for op in repo.ops if not _OP.fullmatch(op)), None)
     if bad is not None:
-        raise r.fail(where, f"ops lists {bad!r}, which is not an operator name.")
-    if ops and suffix is None:
-        raise r.fail(where, "lists ops but has no vendor_suffix: only a buildable repo has ops.")
-    ccache = r.get(table, "ccache_option", str, where, required=False)
+        raise fail(path, where, f"ops lists {bad!r}, which is not an operator name.")
+    if repo.ops and suffix is None:
+        raise fail(
+            path, where, "lists ops but has no vendor_suffix: only a buildable repo has ops."
+        )
+    ccache = repo.ccache_option
     if ccache is not None and not _CCACHE.fullmatch(ccache):
-        raise r.fail(
+        raise fail(
+            path,
             where,
             f"ccache_option = {ccache!r} is not a build.sh option.",
             "Write '--ccache' (build.sh takes `--ccache <path>`) or '--ccache=' (glued).",
         )
-    validate = None
-    if "validate" in table:
-        validate = read_validate(
-            r, r.get(table, "validate", dict, where), f"[repos.{name}.validate]"
-        )
-    return {"vendor_suffix": suffix, "ops": ops, "ccache_option": ccache, "validate": validate}
-
-
-def read_validate(r: Reader, vtable: Mapping[str, JSONValue], where: str) -> ValidateSpec:
-    r.keys(vtable, _VALIDATE_KEYS, where)
-    validate = ValidateSpec(
-        library=r.get(vtable, "library", str, where),
-        symbols=r.strings(vtable, "symbols", where),
-        example=r.get(vtable, "example", str, where, required=False),
-        example_lookup=r.get(vtable, "example_lookup", str, where, required=False) or "custom-opp",
-        check=r.get(vtable, "check", str, where, required=False),
-        why=r.get(vtable, "why", str, where, required=False) or "",
-        example_op=r.get(vtable, "example_op", str, where, required=False),
-    )
-    if validate.example_lookup not in EXAMPLE_LOOKUPS:
-        raise r.fail(
-            where,
-            f"example_lookup = {validate.example_lookup!r} is not one of {', '.join(EXAMPLE_LOOKUPS)}.",
-        )
-    return validate
 
 
 def attach_legacy_validate(
-    r: Reader,
-    data: Mapping[str, JSONValue],
-    repos: List[RepoSpec],
-    steps: Sequence[StepSpec],
+    path: Path, validate: Optional[ValidateSpec], repos: List[RepoSpec], steps: Sequence[StepSpec]
 ) -> Tuple[List[RepoSpec], Tuple[str, ...]]:
     """An old recipe's top-level `[validate]`, read as the `[repos.X.validate]` of the repo
     its package installer builds (the repo of the step the `vendor` step runs after),
     and that repo made buildable by the suffix its library path names; with a note."""
-    if "validate" not in data:
+    if validate is None:
         return repos, ()
-    validate = read_validate(r, r.get(data, "validate", dict, "the file"), "[validate]")
     owner = _legacy_owner(repos, steps)
     if owner is None:
-        raise r.fail("[validate]", "has no repository to belong to: the recipe defines none.")
+        raise fail(path, "[validate]", "has no repository to belong to: the recipe defines none.")
     if any(repo.validate is not None for repo in repos):
-        raise r.fail(
+        raise fail(
+            path,
             "[validate]",
             "is the old, recipe-wide form, and the recipe also has a [repos.X.validate].",
             f"Move it to [repos.{owner}.validate].",
@@ -118,7 +86,7 @@ def attach_legacy_validate(
             repo = replace(repo, validate=validate, vendor_suffix=suffix, ops=ops)
         out.append(repo)
     note = (
-        f"recipe {r.path}: the top-level [validate] is the old form, read as "
+        f"recipe {path}: the top-level [validate] is the old form, read as "
         f"[repos.{owner}.validate]; move it there (see recipes/*.toml)"
     )
     return out, (note,)
@@ -142,20 +110,20 @@ def _legacy_owner(repos: Sequence[RepoSpec], steps: Sequence[StepSpec]) -> Optio
 
 
 def default_order(
-    r: Reader, head: Mapping[str, JSONValue], repos: Sequence[RepoSpec]
+    path: Path, given: Optional[Tuple[str, ...]], repos: Sequence[RepoSpec]
 ) -> Tuple[str, ...]:
     """`[recipe] default_repos`, each a buildable repo; absent: every buildable repo."""
     buildable = [repo.name for repo in repos if repo.buildable]
-    given = r.strings(head, "default_repos", "[recipe]")
-    if "default_repos" not in head:
+    if given is None:
         return tuple(buildable)
     for name in given:
         if name not in buildable:
-            raise r.fail(
+            raise fail(
+                path,
                 "[recipe]",
                 f"default_repos names {name!r}, which is not a buildable repo of the recipe.",
                 f"Buildable repos (with a vendor_suffix): {', '.join(buildable) or 'none'}.",
             )
     if len(set(given)) != len(given):
-        raise r.fail("[recipe]", "default_repos names a repo twice.")
+        raise fail(path, "[recipe]", "default_repos names a repo twice.")
     return tuple(given)
