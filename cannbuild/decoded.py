@@ -94,7 +94,8 @@ def _explain(message: str, data: JSONValue, kind: type) -> Tuple[str, Optional[s
     expected, enum = _EXPECTED.match(problem), _ENUM.match(problem)
     if expected:  # `str | null`: a key that may be left out is never written as null
         kinds = [_KINDS.get(k, k) for k in expected.group(1).split(" | ") if k != "null"]
-        return f"{lead} = {shown} is not {' or '.join(kinds)}.", None
+        want = ", ".join(kinds[:-1]) + " or " + kinds[-1] if len(kinds) > 1 else kinds[0]
+        return f"{lead} = {shown} is not {want}.", None
     if enum:
         choices = ", ".join(map(str, get_args(_plain(tp))))
         return f"{lead} = {shown} is not one of {choices}.", None
