@@ -10,7 +10,7 @@ that names the file, the table and the key as the file writes them."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union, get_args, get_origin
 
 import msgspec
@@ -46,6 +46,19 @@ def to_path(kind: type, value: JSONValue) -> Path:
     """msgspec's dec_hook for a Path field (written as its string)."""
     if kind is Path and isinstance(value, str):
         return Path(value)
+    raise NotImplementedError
+
+
+def to_plain(value: object) -> JSONValue:
+    """`value` as a JSON document holds it, for --json and the files cannbuild writes:
+    Structs as objects (their fields in order), tuples as lists, Paths as strings."""
+    # bounded: the bytes this line encoded from `value`, not a file
+    return msgspec.json.decode(msgspec.json.encode(value, enc_hook=_path_text))
+
+
+def _path_text(value: object) -> str:
+    if isinstance(value, PurePath):
+        return str(value)
     raise NotImplementedError
 
 
