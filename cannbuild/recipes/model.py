@@ -102,7 +102,7 @@ class ValidateSpec(RecipeTable, frozen=True, kw_only=True):
 
 class RepoSpec(RecipeTable, frozen=True, kw_only=True):
     """`[repos.<name>]`: a ref is a tag, a branch (`until` bounds it) or a commit id; the
-    pins its CMake declares; what makes it buildable (repodata.py)."""
+    pins its CMake declares; what makes it buildable (checked in reader.py)."""
 
     url: str
     name: str = ""  # the table's name, set by the reader
