@@ -26,6 +26,7 @@ from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
 from .build.stamps import read_stamp
 from .build.steps import RunResult, run_steps
+from .decoded import to_plain
 from .errors import CannbuildError, UsageError, path_error, storage_error
 from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
@@ -268,7 +269,7 @@ def _write_report(
             session.ws, result.outcomes if result else None, [s.name for s in recipe.steps]
         ),
         validation=validation,
-        sandbox=session.sandbox.to_json() if session.sandbox else None,
+        sandbox=to_plain(session.sandbox) if session.sandbox else None,
         build=_build_record(command, result, error),
         built_from=built,
         artifacts=artifact_records(

@@ -49,15 +49,6 @@ class Vendor(Struct, frozen=True, kw_only=True):
     def name(self) -> str:
         return self.path.name
 
-    def to_json(self) -> Dict[str, object]:
-        return {
-            "vendor": str(self.path),
-            "name": self.name,
-            "op_types": list(self.op_types),
-            "ops": list(self.ops),
-            "aclnn": list(self.apis),
-        }
-
 
 def read_vendor(path: Path, exports: Optional[Exports] = None) -> Vendor:
     """What `path` ships, read from its files (a missing or unreadable one ships nothing);
@@ -110,14 +101,6 @@ class Served(Struct, frozen=True, kw_only=True):
     kind: str  # "op" (an op type) or "aclnn" (an entry point)
     by: Path
     shadowed: Tuple[Path, ...] = ()
-
-    def to_json(self) -> Dict[str, object]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "served_by": str(self.by),
-            "shadowed": [str(p) for p in self.shadowed],
-        }
 
 
 def serving(vendors: Sequence[Vendor]) -> List[Served]:

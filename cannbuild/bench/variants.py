@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from ..bounded import PATCH, VARIANTS, digest, open_regular, read_toml
 from ..build.plan import UP_TO_DATE
@@ -21,6 +21,7 @@ from ..build.runner import new_run_id
 from ..build.session import Session
 from ..build.steps import plan_session
 from ..build.variant import Variant
+from ..decoded import convert
 from ..errors import UsageError
 from ..locks import WorkspaceLock
 from ..sources.pinning import sources_from_lock
@@ -50,17 +51,26 @@ class VariantSpec(Struct, frozen=True, kw_only=True):
         return ", ".join(parts)
 
 
+class VariantRow(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One `[[variant]]` of a --variants file."""
+
+    name: str
+    patch: Optional[str] = None  # relative to the file
+    defines: Dict[str, Union[str, int, float, bool]] = field(default_factory=dict)
+    description: str = ""
+
+
+class VariantFile(Struct, frozen=True, kw_only=True):
+    variant: Tuple[VariantRow, ...] = ()
+
+
 class BuiltVariant(Struct, frozen=True, kw_only=True):
     name: str
     vendor: Optional[Path]  # None: it failed to build or to validate, and is not timed
     info: Dict[str, Any]
 
 
-def _defines(raw: Any, origin: str, name: str) -> Tuple[Tuple[str, str], ...]:
-    if not isinstance(raw, dict):
-        raise UsageError(
-            f"{origin}: variant {name!r}: defines must be a table.", f"Write {FORMAT}."
-        )
+def _defines(raw: Mapping[str, object], origin: str, name: str) -> Tuple[Tuple[str, str], ...]:
     out = []
     for key, value in sorted(raw.items()):
         text = str(value).lower() if isinstance(value, bool) else str(value)
@@ -74,9 +84,9 @@ def _defines(raw: Any, origin: str, name: str) -> Tuple[Tuple[str, str], ...]:
 
 
 def _spec(
-    name: Any, patch: Optional[Path], defines: Tuple[Tuple[str, str], ...], origin: str
+    name: str, patch: Optional[Path], defines: Tuple[Tuple[str, str], ...], origin: str
 ) -> VariantSpec:
-    if not isinstance(name, str) or not _NAME.match(name) or name == BASELINE:
+    if not _NAME.match(name) or name == BASELINE:
         raise UsageError(
             f"{origin}: {name!r} is not a variant name.",
             "Use letters, digits, '.', '_' or '-' (not 'baseline').",
@@ -92,25 +102,18 @@ def _spec(
 
 def read_variant_file(path: Path) -> List[VariantSpec]:
     data = read_toml(path, VARIANTS.named(hint=f"Write {FORMAT}."))
-    rows = data.get("variant")
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+    rows = convert(data, VariantFile, f"--variants {path}", f"Write {FORMAT}.").variant
+    if not rows:
         raise UsageError(f"--variants {path}: no [[variant]] tables.", f"Write {FORMAT}.")
-    specs = []
-    for row in rows:
-        unknown = sorted(set(row) - {"name", "patch", "defines", "description"})
-        if unknown:
-            raise UsageError(
-                f"--variants {path}: unknown key {unknown[0]!r} in a [[variant]].",
-                f"Write {FORMAT}.",
-            )
-        patch = (
-            (path.parent / row["patch"]).resolve() if isinstance(row.get("patch"), str) else None
+    return [
+        _spec(
+            row.name,
+            (path.parent / row.patch).resolve() if row.patch is not None else None,
+            _defines(row.defines, str(path), row.name),
+            str(path),
         )
-        name = row.get("name")
-        specs.append(
-            _spec(name, patch, _defines(row.get("defines", {}), str(path), str(name)), str(path))
-        )
-    return specs
+        for row in rows
+    ]
 
 
 def parse_flag(text: str, cwd: Path) -> VariantSpec:

@@ -274,7 +274,8 @@ def plan_step(
     else:
         cwd = ws.root
     step_env = {
-        k: _render_inline(recipe, v, values, f"step {spec.name!r} env {k}") for k, v in spec.env
+        k: _render_inline(recipe, v, values, f"step {spec.name!r} env {k}")
+        for k, v in sorted(spec.env.items())
     }
     # Steps after the overlay step build against the overlay (the toolkit with the staged opbase on
     # top, build/overlay.py); the ones before against the toolkit itself.

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Optional
 
 from msgspec import Struct
-from msgspec.structs import asdict
 
 from ..states import CheckLevel
 
@@ -31,7 +30,3 @@ class Check(Struct, frozen=True, kw_only=True):
             raise ValueError(f"unknown check status {self.status!r}")
         if self.status != PASS and not self.hint:
             raise ValueError(f"check {self.id!r} is {self.status} but has no hint")
-
-    def to_json(self) -> Dict[str, object]:
-        data = asdict(self)
-        return data

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
+from ..decoded import to_plain
 from ..options import Options
 from .check import FAIL, Check
 from .hardware import Hardware
@@ -39,7 +40,7 @@ class HostReport(Struct, frozen=True, kw_only=True):
         return [c for c in self.checks if c.status == FAIL and c.blocking]
 
     def to_json(self) -> Dict[str, Any]:
-        return {"host": self.facts, "checks": [c.to_json() for c in self.checks]}
+        return {"host": self.facts, "checks": to_plain(self.checks)}
 
 
 def read_host(options: Options, env: Mapping[str, str]) -> HostReport:

@@ -34,7 +34,7 @@ from msgspec import Struct
 
 from .. import safefs
 from ..bounded import RUN_FILE, read_json
-from ..decoded import JSONValue
+from ..decoded import JSONValue, to_plain
 from ..errors import UsageError, ValidationFailed
 from ..host.pystack import read_python_stack
 from ..locks import WorkspaceLock
@@ -81,7 +81,7 @@ class RunOutcome(Struct, frozen=True, kw_only=True):
     def to_json(self) -> Dict[str, object]:
         return {
             "output": str(self.output),
-            "shape": self.shape.to_json(),
+            "shape": to_plain(self.shape),
             "level": self.level,
             "fused_ms": [round(m, 3) for m in self.fused_ms],
             "unfused_ms": [round(m, 3) for m in self.unfused_ms],
@@ -146,7 +146,7 @@ def start(
         "sandbox": sandbox,
         "level": level,
         "iterations": iterations,
-        "shape": shape.to_json(),
+        "shape": to_plain(shape),
         "out": str(out),
     }
     (work / JOB).write_text(json.dumps(job))

@@ -37,8 +37,9 @@ NUMBERS = (
 )
 
 
-class AttentionShape(Struct, frozen=True, kw_only=True):
-    """What is known of the user's attention; None where a flag was not given."""
+class AttentionShape(Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What is known of the user's attention; None where a flag was not given (and left
+    out of its JSON)."""
 
     dtype: Optional[str] = None
     layout: Optional[str] = None
@@ -47,9 +48,6 @@ class AttentionShape(Struct, frozen=True, kw_only=True):
     N2: Optional[int] = None
     S: Optional[int] = None
     D: Optional[int] = None
-
-    def to_json(self) -> Dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
 
     def with_defaults(self, **defaults: Any) -> AttentionShape:
         values = {k: (v if v is not None else defaults.get(k)) for k, v in asdict(self).items()}

@@ -23,6 +23,7 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from ..bounded import walk
+from ..decoded import to_plain
 from ..errors import UsageError
 from .analysis import Analysis, Analyzer, op_table_from_statistic
 from .dbread import read_db
@@ -57,20 +58,13 @@ TRACE_KINDS = ("trace_view", "msprof_json")
 
 
 class SourceFile(Struct, frozen=True, kw_only=True):
+    """One file a profile was read from; its JSON is its fields, in this order."""
+
     path: Path
     kind: str
     records: int
-    notes: Tuple[str, ...] = ()
     used_for: Tuple[str, ...] = ()
-
-    def to_json(self) -> Dict[str, object]:
-        return {
-            "path": str(self.path),
-            "kind": self.kind,
-            "records": self.records,
-            "used_for": list(self.used_for),
-            "notes": list(self.notes),
-        }
+    notes: Tuple[str, ...] = ()
 
 
 class ProfileSummary(Struct, frozen=True, kw_only=True):
@@ -164,7 +158,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
                 # torch ops that computed attention off the device (hostops.py)
                 "host_fallbacks": [o.to_json() for o in a.host_ops if o.is_fallback],
             },
-            "files": [f.to_json() for f in self.files],
+            "files": to_plain(self.files),
             # several profiler outputs (ranks): each one's totals, and the slowest
             **self._ranks_json(),
         }

@@ -17,10 +17,6 @@ from ..errors import UsageError
 from ..render.templates import render_value
 from ..resources import data_dir
 from .model import (
-    ACTIONS,
-    OPBASE_MODES,
-    PHASES,
-    PIN_KINDS,
     USER_RECIPE_DIR,
     ArchiveRule,
     HostTool,
@@ -176,10 +172,6 @@ def describe_ref(ref: Mapping[str, Optional[str]]) -> str:
 
 
 __all__ = [
-    "ACTIONS",
-    "OPBASE_MODES",
-    "PHASES",
-    "PIN_KINDS",
     "USER_RECIPE_DIR",
     "ArchiveRule",
     "HostTool",

@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Literal, Optional, Tuple
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from ..decoded import JSONValue
 from ..resources import data_dir
 
 USER_RECIPE_DIR = "cannbuild-recipes"
-OPBASE_MODES = ("toolkit", "source")
-PHASES = ("build", "install")
-ACTIONS = ("overlay", "vendor")
+# The words a recipe may write for these keys (msgspec refuses any other, naming them).
+Phase = Literal["build", "install"]
+Action = Literal["overlay", "vendor"]
+PinKind = Literal["commit", "tag"]
+# The run's values a step may declare as inputs: each one joins the step's input hash
+# (build/plan.py), so changing it reruns the step.
+StepInput = Literal["soc", "ops", "vendor_name"]
+# Where a repo's example looks for the custom package: ops-transformer 8.3's build.sh only in
+# `${ASCEND_OPP_PATH}/vendors/<vendor>_<repo>` (build.sh:391-392), v8.5.0 (:450) and v9.0.0
+# (:504) also in ASCEND_CUSTOM_OPP_PATH; ops-math, ops-nn and ops-cv at v9.0.0 only in
+# `${ASCEND_HOME_PATH}/opp/vendors/<vendor>_<repo>` ("home-opp", ops-math@v9.0.0:build.sh:1526).
+ExampleLookup = Literal["custom-opp", "opp", "home-opp"]
 
 
-PIN_KINDS = ("commit", "tag")
+class RecipeTable(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A table of a recipe file, read by msgspec (reader.py): an unknown key is refused."""
 
 
-class SourcePin(Struct, frozen=True, kw_only=True):
+class SourcePin(RecipeTable, frozen=True, kw_only=True):
     """A git source a repo's own CMake clones at a pin it declares, which cannbuild
     locks, fetches (through cannbuild.mirrors) and places into the checkout instead.
 
@@ -45,7 +55,7 @@ class SourcePin(Struct, frozen=True, kw_only=True):
     repo: Optional[str] = None
     name: Optional[str] = None
     url: Optional[str] = None
-    pin: str = "commit"
+    pin: PinKind = "commit"
 
     @property
     def source(self) -> str:
@@ -53,7 +63,7 @@ class SourcePin(Struct, frozen=True, kw_only=True):
         return self.repo or self.name or ""
 
 
-class ArchiveRule(Struct, frozen=True, kw_only=True):
+class ArchiveRule(RecipeTable, frozen=True, kw_only=True):
     """What the recipe says of one third-party archive of a repo at its pinned ref.
 
     `place`: where that ref's CMake accepts a local copy, in the order cannbuild
@@ -63,15 +73,15 @@ class ArchiveRule(Struct, frozen=True, kw_only=True):
     `md5` add the archive or override what the repo's CMake declares."""
 
     name: str
-    place: Tuple[str, ...]
     source: str
+    place: Tuple[str, ...] = ()
     needed: bool = True
     url: Optional[str] = None
     sha256: Optional[str] = None
     md5: Optional[str] = None
 
 
-class ValidateSpec(Struct, frozen=True, kw_only=True):
+class ValidateSpec(RecipeTable, frozen=True, kw_only=True):
     """`[repos.X.validate]`: what proves one repository's installed package works.
 
     `library` is relative to the workspace's opp; `check` names a numeric check
@@ -80,24 +90,28 @@ class ValidateSpec(Struct, frozen=True, kw_only=True):
     `example_op`."""
 
     library: str
-    symbols: Tuple[str, ...]
+    symbols: Tuple[str, ...] = ()
     example: Optional[str] = None
     # where the ref's build.sh --run_example looks for the custom package: "custom-opp"
     # (ASCEND_CUSTOM_OPP_PATH, then ASCEND_OPP_PATH/vendors) or "opp" (ASCEND_OPP_PATH only)
-    example_lookup: str = "custom-opp"
+    example_lookup: ExampleLookup = "custom-opp"
     check: Optional[str] = None
     why: str = ""
     example_op: Optional[str] = None
 
 
-class RepoSpec(Struct, frozen=True, kw_only=True):
-    name: str
+class RepoSpec(RecipeTable, frozen=True, kw_only=True):
+    """`[repos.<name>]`: a ref is a tag, a branch (`until` bounds it) or a commit id; the
+    pins its CMake declares; what makes it buildable (checked in reader.py)."""
+
     url: str
+    name: str = ""  # the table's name, set by the reader
     tag: Optional[str] = None
     branch: Optional[str] = None
     until: Optional[str] = None
     commit: Optional[str] = None
-    pins: Tuple[SourcePin, ...] = ()  # `opbase_source` first, then `pinned_sources`
+    opbase_source: Optional[SourcePin] = None  # the 9.0 form, one pin
+    pinned_sources: Tuple[SourcePin, ...] = ()
     third_party: Tuple[ArchiveRule, ...] = ()
     # a buildable repo (selectable with --repos) installs vendors/<vendor_name>_<suffix>;
     # a source (opbase, ops-tensor) has none
@@ -111,6 +125,15 @@ class RepoSpec(Struct, frozen=True, kw_only=True):
     # real host has them installed, the sandbox lays them out from the checkout
     # (sandbox/hostside.py); only fetched on the sandbox
     toolkit: bool = False
+
+    @property
+    def pins(self) -> Tuple[SourcePin, ...]:
+        """`opbase_source` first, then `pinned_sources`."""
+        return (
+            (self.opbase_source, *self.pinned_sources)
+            if self.opbase_source
+            else self.pinned_sources
+        )
 
     @property
     def source_pin(self) -> Optional[SourcePin]:
@@ -134,7 +157,7 @@ class RepoSpec(Struct, frozen=True, kw_only=True):
         return (self.ccache_option, path)
 
 
-class ToolkitFile(Struct, frozen=True, kw_only=True):
+class ToolkitFile(RecipeTable, frozen=True, kw_only=True):
     """A file the builds read from the toolkit, found by any one of `paths` (relative to
     ASCEND_HOME_PATH, `{{ arch }}` filled in); `source` is the upstream file that looks,
     `reason` why it is listed by hand: what a checkout's cmake looks for with find_* and
@@ -143,7 +166,7 @@ class ToolkitFile(Struct, frozen=True, kw_only=True):
     component: str
     package: str
     step: str
-    paths: Tuple[str, ...]
+    paths: Tuple[str, ...] = ()
     source: str = ""
     reason: str = ""
     # a word of the checkout's cmake that says the build runs it (`add_es_library` for
@@ -155,32 +178,32 @@ class ToolkitFile(Struct, frozen=True, kw_only=True):
         return self.used_by or self.paths[0].rstrip("/").rsplit("/", 1)[-1]
 
 
-class StepSpec(Struct, frozen=True, kw_only=True):
+class StepSpec(RecipeTable, frozen=True, kw_only=True):
     name: str
     command: str
     repo: Optional[str] = None
     after: Tuple[str, ...] = ()
-    inputs: Tuple[str, ...] = ()
+    inputs: Tuple[StepInput, ...] = ()
     produces: Tuple[str, ...] = ()
     # folders the command removes and makes again by name in its cwd (build.sh's clean:
     # build/, output/; build_out/): a link there is refused before the step runs, or the
     # build would run, and delete, where it leads
     scratch: Tuple[str, ...] = ()
-    phase: str = "build"
-    action: Optional[str] = None
-    env: Tuple[Tuple[str, str], ...] = ()
+    phase: Phase = "build"
+    action: Optional[Action] = None
+    env: Dict[str, str] = field(default_factory=dict)
     cwd: Optional[str] = None
     # runs only when asked for (--with-step NAME, CANNBUILD_OPTIONAL_STEPS, or --force NAME);
     # shown in the plan either way
     optional: bool = False
 
 
-class HostTool(Struct, frozen=True, kw_only=True):
+class HostTool(RecipeTable, frozen=True, kw_only=True):
     """A program the recipe's builds call that doctor must find on PATH."""
 
     name: str
     why: str
-    install: str
+    install: str = ""  # "": the reader writes the apt/yum line
     # only the builds of these repos call it (ops-nn's install_deps.sh wants pigz, dos2unix):
     # checked when one of them is selected; empty: always
     repos: Tuple[str, ...] = ()

@@ -1,203 +1,180 @@
-"""Reading a recipe file: every key checked for its kind, every error naming the file
-and the key."""
+"""Reading a recipe file: msgspec decodes the TOML into the recipe's Structs (every key
+checked for its kind, an unknown one refused, decoded.convert naming the file and the
+key); the checks no type can say follow, each a paragraph naming the file and the table:
+the refs, the pins (model.SourcePin says what they mean), what makes a repo buildable,
+the steps, the host tools, the toolkit files, and an old recipe's top-level [validate]."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Set, Tuple
+from pathlib import Path, PurePosixPath
+from typing import Dict, List, Literal, Optional, Sequence, Set, Tuple
 
+from msgspec import field
 from msgspec.structs import replace
 
 from ..bounded import RECIPE, parse_toml, read_text
-from ..decoded import JSONValue
-from .fields import Reader, relative
+from ..decoded import JSONValue, convert
+from ..errors import UsageError
 from .model import (
-    ACTIONS,
-    OPBASE_MODES,
-    PHASES,
     ArchiveRule,
     HostTool,
     Recipe,
+    RecipeTable,
     RepoSpec,
+    SourcePin,
     StepSpec,
     ToolkitFile,
+    ValidateSpec,
     template_dirs,
 )
-from .pins import check_pins, read_pins
-from .repodata import REPO_KEYS, attach_legacy_validate, buildable_fields, default_order
 
-_TOP_KEYS = {"recipe", "vars", "toolkit", "host", "repos", "third_party", "steps", "validate"}
-_TOOL_KEYS = {"name", "why", "install", "repos"}
-_RECIPE_KEYS = {
-    "name",
-    "train",
-    "description",
-    "socs",
-    "opbase",
-    "image_cann",
-    "opbase_headers",
-    "default_repos",
-}
-# The 8.3 pair disagrees: opbase 868d751 installs op_common under `<arch>-linux/pkg_inc` (upstream
-# commit 32b4a5c), while ops-transformer c29bc10's FindOPBASE.cmake:19 searches
-# `<arch>-linux/include`; recipes/8.3.toml says `include` (reference real-host-findings.md §1).
-# where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
-OPBASE_HEADERS = ("pkg_inc", "include")
-# `until` bounds a branch; `opbase_source` is the nested pin (ops-transformer v9.0 pins opbase by
-# OPBASE_TAG_ID in cmake/third_party/opbase.cmake); `pinned_sources` any number of them
-# (ops-transformer 9.1 also pins ops-tensor and the shared cann/cmake repository); the rest
-# makes it buildable (repodata.py).
-_REPO_KEYS = {
-    "url",
-    "tag",
-    "branch",
-    "until",
-    "commit",
-    "opbase_source",
-    "pinned_sources",
-    "third_party",
-    "toolkit",
-} | REPO_KEYS
-# The older recipe-wide `[[third_party]]` form, still read below.
-_THIRD_KEYS = {"name", "url", "dest", "repos", "sha256"}
-_RULE_KEYS = {"name", "place", "source", "needed", "url", "sha256", "md5"}
+# the keys of [repos.X] that make it buildable, in the order a drafted recipe writes them
+BUILDABLE_KEYS = ("vendor_suffix", "ops", "ccache_option", "validate")
+# the suffix build.sh appends to the vendor name (REPOSITORY_NAME: `transformer`, `math`):
+# a folder name, one word
+_SUFFIX = re.compile(r"[a-z0-9][a-z0-9_]{0,31}")
+# an op name as --ops takes it (`flash_attention_score`, `segsum`)
+_OP = re.compile(r"[A-Za-z0-9_]+")
+# the legacy library path names the vendor folder: vendors/{{ vendor_name }}_<suffix>/...
+_LEGACY_SUFFIX = re.compile(r"vendors/\{\{\s*vendor_name\s*\}\}_([a-z0-9_]+)/")
+# what --ops meant when a recipe named no repo's ops (its default before issue 27): the
+# operators an old recipe's one buildable repo builds
+LEGACY_OPS = ("flash_attention_score",)
+# the build.sh ccache option as a recipe writes it: `--ccache` (its value the next word)
+# or `--ccache=` (glued)
+_CCACHE = re.compile(r"--[A-Za-z0-9_-]+=?")
+
+
 # Lengths of a sha256 and an md5 digest in hex.
 _HEX = {"sha256": 64, "md5": 32}
-_STEP_KEYS = {
-    "name",
-    "command",
-    "repo",
-    "after",
-    "inputs",
-    "produces",
-    "scratch",
-    "phase",
-    "action",
-    "env",
-    "cwd",
-    "optional",
-}
-_FILE_KEYS = {"component", "package", "step", "paths", "source", "reason", "used_by"}
-# The run's values a step may declare as inputs: each one joins the step's input hash
-# (build/plan.py), so changing it reruns the step.
-_STEP_INPUTS = {"soc", "ops", "vendor_name"}
+
+
+class RecipeHead(RecipeTable, frozen=True, kw_only=True):
+    """`[recipe]`."""
+
+    name: str
+    train: str
+    opbase: Literal["toolkit", "source"]
+    description: str = ""
+    socs: Tuple[str, ...] = ()
+    image_cann: Optional[str] = None
+    # where ops-transformer looks for opbase's op_common headers in the toolkit: <arch>-linux/...
+    # The 8.3 pair disagrees: opbase 868d751 installs op_common under `<arch>-linux/pkg_inc`
+    # (upstream commit 32b4a5c), while ops-transformer c29bc10's FindOPBASE.cmake:19 searches
+    # `<arch>-linux/include`; recipes/8.3.toml says `include` (reference real-host-findings.md §1).
+    opbase_headers: Literal["pkg_inc", "include"] = "pkg_inc"
+    default_repos: Optional[Tuple[str, ...]] = None  # None: every buildable repo
+
+
+class RecipeArchive(RecipeTable, frozen=True, kw_only=True):
+    """The older, recipe-wide `[[third_party]]`: an archive added to the repos it names."""
+
+    name: str
+    url: str
+    dest: str
+    repos: Tuple[str, ...] = ()
+    sha256: Optional[str] = None
+
+
+class ToolkitTable(RecipeTable, frozen=True, kw_only=True):
+    # share/info package -> its minimum (runtime = ">=9.0.0")
+    requires: Dict[str, str] = field(default_factory=dict)
+    files: Tuple[ToolkitFile, ...] = ()
+
+
+class HostTable(RecipeTable, frozen=True, kw_only=True):
+    tools: Tuple[HostTool, ...] = ()
+
+
+class RecipeFile(RecipeTable, frozen=True, kw_only=True):
+    """A recipe file as written: the tables in the order reader.py checks them."""
+
+    recipe: RecipeHead
+    repos: Dict[str, RepoSpec]
+    steps: Tuple[StepSpec, ...]
+    vars: Dict[str, JSONValue] = field(default_factory=dict)
+    toolkit: ToolkitTable = field(default_factory=ToolkitTable)
+    host: HostTable = field(default_factory=HostTable)
+    third_party: Tuple[RecipeArchive, ...] = ()
+    validate: Optional[ValidateSpec] = None  # the old form of [repos.X.validate]
 
 
 def load_recipe(path: Path) -> Recipe:
-    """The recipe at `path`, every table checked in the file's order (the first mistake is
-    the one reported)."""
+    """The recipe at `path`: decoded (the first mistake msgspec meets is reported), then
+    checked table by table."""
     text = read_text(path, RECIPE)
-    data = parse_toml(text, path, RECIPE.named(hint="Fix the file; see recipes/*.toml."))
-    r = Reader(path)
-    r.keys(data, _TOP_KEYS, "the top level")
-    head = r.get(data, "recipe", dict, "the file")
-    r.keys(head, _RECIPE_KEYS, "[recipe]")
-    opbase, opbase_headers = _opbase(r, head)
-    repos = [
-        _repo(r, name, table) for name, table in r.get(data, "repos", dict, "the file").items()
-    ]
-    names = {repo.name for repo in repos}
-    check_pins(r, repos, names)
-    repos = _add_recipe_archives(r, data, repos, names)
-    steps = _steps(r, data, template_dirs(path), names)
-    repos, notes = attach_legacy_validate(r, data, repos, steps)
-    order = default_order(r, head, repos)
-    toolkit = r.get(data, "toolkit", dict, "the file", required=False) or {}
-    r.keys(toolkit, {"requires", "files"}, "[toolkit]")
-    requires = r.get(toolkit, "requires", dict, "[toolkit]", required=False) or {}
-    tools = _host_tools(r, data, names)
-    files = _toolkit_files(r, toolkit, {step.name for step in steps})
+    hint = "Fix the file; see recipes/*.toml."
+    data = parse_toml(text, path, RECIPE.named(hint=hint))
+    doc = convert(data, RecipeFile, f"recipe {path}", hint)
+    head = doc.recipe
+    repos = [_repo(path, name, spec) for name, spec in doc.repos.items()]
+    _check_pins(path, repos)
+    repos = _add_recipe_archives(path, doc.third_party, repos)
+    steps = _steps(path, doc.steps, template_dirs(path), {repo.name for repo in repos})
+    repos, notes = _attach_legacy_validate(path, doc.validate, repos, steps)
+    order = _default_order(path, head.default_repos, repos)
     return Recipe(
         path=path,
         # The digest of the bytes as read, which the lock and the run report record: it tells two
         # recipes of one name apart.
         digest=hashlib.sha256(text.encode()).hexdigest(),
-        name=r.get(head, "name", str, "[recipe]"),
-        train=r.get(head, "train", str, "[recipe]"),
-        description=r.get(head, "description", str, "[recipe]", required=False) or "",
-        socs=r.strings(head, "socs", "[recipe]"),
-        opbase=opbase,
-        vars=tuple(sorted((r.get(data, "vars", dict, "the file", required=False) or {}).items())),
-        requires=tuple(sorted((str(k), str(v)) for k, v in requires.items())),
+        name=head.name,
+        train=head.train,
+        description=head.description,
+        socs=head.socs,
+        opbase=head.opbase,
+        vars=tuple(sorted(doc.vars.items())),
+        requires=tuple(sorted(doc.toolkit.requires.items())),
         repos=tuple(repos),
-        steps=tuple(steps),
-        image_cann=r.get(head, "image_cann", str, "[recipe]", required=False),
-        tools=tuple(tools),
-        toolkit_files=tuple(files),
-        opbase_headers=opbase_headers,
+        steps=steps,
+        image_cann=head.image_cann,
+        tools=_host_tools(path, doc.host.tools, {repo.name for repo in repos}),
+        toolkit_files=_toolkit_files(path, doc.toolkit.files, {step.name for step in steps}),
+        opbase_headers=head.opbase_headers,
         default_repos=order,
         order=order,
         notes=notes,
     )
 
 
-def _opbase(r: Reader, head: Mapping[str, JSONValue]) -> Tuple[str, str]:
-    """[recipe]'s opbase mode and where its headers are (`opbase`, `opbase_headers`)."""
-    opbase = r.get(head, "opbase", str, "[recipe]")
-    if opbase not in OPBASE_MODES:
-        raise r.fail("[recipe]", f"opbase = {opbase!r} is not one of {', '.join(OPBASE_MODES)}.")
-    opbase_headers = r.get(head, "opbase_headers", str, "[recipe]", required=False) or "pkg_inc"
-    if opbase_headers not in OPBASE_HEADERS:
-        raise r.fail(
-            "[recipe]",
-            f"opbase_headers = {opbase_headers!r} is not one of {', '.join(OPBASE_HEADERS)}.",
-        )
-    return opbase, opbase_headers
-
-
-def _repo(r: Reader, name: str, table: Mapping[str, JSONValue]) -> RepoSpec:
+def _repo(path: Path, name: str, spec: RepoSpec) -> RepoSpec:
     where = f"[repos.{name}]"
-    r.keys(table, _REPO_KEYS, where)
-    # A ref is a tag, a branch (with an optional `until` commit bound) or a commit id, one of
-    # them.
-    refs = [k for k in ("tag", "branch", "commit") if k in table]
-    if len(refs) != 1:
-        raise r.fail(where, "needs exactly one of tag, branch or commit.")
-    if "until" in table and "branch" not in table:
-        raise r.fail(where, "has 'until', which only applies to a branch.")
-    pins = read_pins(r, table, where, name)
-    rules = [
-        _archive_rule(r, rule, f"[[repos.{name}.third_party]] #{i}")
-        for i, rule in enumerate(r.get(table, "third_party", list, where, required=False) or [], 1)
-    ]
-    return RepoSpec(
-        name=name,
-        url=r.get(table, "url", str, where),
-        tag=r.get(table, "tag", str, where, required=False),
-        branch=r.get(table, "branch", str, where, required=False),
-        until=r.get(table, "until", str, where, required=False),
-        commit=r.get(table, "commit", str, where, required=False),
-        pins=tuple(pins),
-        third_party=tuple(rules),
-        toolkit=bool(r.get(table, "toolkit", bool, where, required=False)),
-        **buildable_fields(r, table, name),  # type: ignore[arg-type]
-    )
+    if spec.name:  # the table's name is the repo's
+        raise _fail(
+            path, where, "has an unknown key 'name'.", f"Its name is {name!r}, the table's."
+        )
+    if sum(ref is not None for ref in (spec.tag, spec.branch, spec.commit)) != 1:
+        raise _fail(path, where, "needs exactly one of tag, branch or commit.")
+    if spec.until is not None and spec.branch is None:
+        raise _fail(path, where, "has 'until', which only applies to a branch.")
+    spec = replace(spec, name=name)
+    _check_buildable(path, spec)
+    for i, rule in enumerate(spec.third_party, 1):
+        _archive_rule(path, rule, f"[[repos.{name}.third_party]] #{i}")
+    return spec
 
 
 def _add_recipe_archives(
-    r: Reader, data: Mapping[str, JSONValue], repos: List[RepoSpec], names: Set[str]
+    path: Path, archives: Tuple[RecipeArchive, ...], repos: List[RepoSpec]
 ) -> List[RepoSpec]:
     """The older, recipe-wide form: an archive the recipe adds to the repos it names."""
     added: Dict[str, List[ArchiveRule]] = {}
-    for i, table in enumerate(
-        r.get(data, "third_party", list, "the file", required=False) or [], 1
-    ):
+    for i, table in enumerate(archives, 1):
         where = f"[[third_party]] #{i}"
-        r.keys(table, _THIRD_KEYS, where)
-        dest = relative(r, f"third_party/{r.get(table, 'dest', str, where)}", where)
         rule = ArchiveRule(
-            name=r.get(table, "name", str, where),
-            place=(dest,),
+            name=table.name,
+            place=(_relative(path, f"third_party/{table.dest}", where),),
             source=f"the recipe's {where}",
-            url=r.get(table, "url", str, where),
-            sha256=_hex(r, table, "sha256", where),
+            url=table.url,
+            sha256=table.sha256,
         )
-        for repo in r.strings(table, "repos", where):
-            if repo not in names:
-                raise r.fail(where, f"names repo {repo!r}, which [repos] does not define.")
+        _archive_rule(path, rule, where)
+        for repo in table.repos:
+            if repo not in {r.name for r in repos}:
+                raise _fail(path, where, f"names repo {repo!r}, which [repos] does not define.")
             added.setdefault(repo, []).append(rule)
     return [
         replace(repo, third_party=repo.third_party + tuple(added.get(repo.name, ())))
@@ -206,115 +183,61 @@ def _add_recipe_archives(
 
 
 def _steps(
-    r: Reader, data: Mapping[str, JSONValue], search: List[Path], names: Set[str]
-) -> List[StepSpec]:
-    steps: List[StepSpec] = []
-    for i, table in enumerate(r.get(data, "steps", list, "the file"), 1):
-        step = _step(r, table, f"[[steps]] #{i}")
-        _check_step(r, step, steps, search, names)
-        steps.append(step)
+    path: Path, steps: Tuple[StepSpec, ...], search: List[Path], names: Set[str]
+) -> Tuple[StepSpec, ...]:
+    """Each step against the steps before it, the repos and the templates."""
+    for i, step in enumerate(steps):
+        where = f"step {step.name!r}"
+        earlier = steps[:i]
+        for place in step.scratch:
+            _relative(path, place, f"[[steps]] #{i + 1}", "scratch")
+        # `after` may only name earlier steps: the file order is then already a valid run order,
+        # and a cycle cannot be written.
+        if step.name in [s.name for s in earlier]:
+            raise _fail(path, where, "is defined twice.")
+        if step.repo is not None and step.repo not in names:
+            raise _fail(path, where, f"names repo {step.repo!r}, which [repos] does not define.")
+        for dep in step.after:
+            if dep not in [s.name for s in earlier]:
+                raise _fail(path, where, f"runs after {dep!r}, which is not an earlier step.")
+            if not step.optional and any(s.name == dep and s.optional for s in earlier):
+                raise _fail(
+                    path,
+                    where,
+                    f"runs after {dep!r}, which is optional and may not run.",
+                    "Make this step optional too, or drop the dependency.",
+                )
+        # The template must exist under one of the recipe's template folders now, not when the
+        # step runs.
+        if not any(os.path.lexists(d / step.command) for d in search):  # a FIFO: the loader says
+            shown = ", ".join(str(d) for d in search)
+            raise _fail(path, where, f"uses template {step.command!r}, which is not in {shown}.")
     return steps
 
 
-def _step(r: Reader, table: Mapping[str, JSONValue], where: str) -> StepSpec:
-    r.keys(table, _STEP_KEYS, where)
-    return StepSpec(
-        name=r.get(table, "name", str, where),
-        command=r.get(table, "command", str, where),
-        repo=r.get(table, "repo", str, where, required=False),
-        after=r.strings(table, "after", where),
-        inputs=r.strings(table, "inputs", where),
-        produces=r.strings(table, "produces", where),
-        scratch=tuple(relative(r, p, where, "scratch") for p in r.strings(table, "scratch", where)),
-        phase=r.get(table, "phase", str, where, required=False) or "build",
-        action=r.get(table, "action", str, where, required=False),
-        env=tuple(sorted((r.get(table, "env", dict, where, required=False) or {}).items())),
-        cwd=r.get(table, "cwd", str, where, required=False),
-        optional=bool(r.get(table, "optional", bool, where, required=False)),
-    )
-
-
-def _check_step(
-    r: Reader, step: StepSpec, earlier: List[StepSpec], search: List[Path], names: Set[str]
-) -> None:
-    """A step against the steps before it, the repos and the templates."""
-    where = f"step {step.name!r}"
-    seen = [s.name for s in earlier]
-    # `after` may only name earlier steps: the file order is then already a valid run order,
-    # and a cycle cannot be written.
-    if step.name in seen:
-        raise r.fail(where, "is defined twice.")
-    if step.repo is not None and step.repo not in names:
-        raise r.fail(where, f"names repo {step.repo!r}, which [repos] does not define.")
-    for dep in step.after:
-        if dep not in seen:
-            raise r.fail(where, f"runs after {dep!r}, which is not an earlier step.")
-        if not step.optional and any(s.name == dep and s.optional for s in earlier):
-            raise r.fail(
-                where,
-                f"runs after {dep!r}, which is optional and may not run.",
-                "Make this step optional too, or drop the dependency.",
-            )
-    for inp in step.inputs:
-        if inp not in _STEP_INPUTS:
-            raise r.fail(where, f"input {inp!r} is not one of {', '.join(sorted(_STEP_INPUTS))}.")
-    if step.phase not in PHASES:
-        raise r.fail(where, f"phase {step.phase!r} is not one of {', '.join(PHASES)}.")
-    if step.action is not None and step.action not in ACTIONS:
-        raise r.fail(where, f"action {step.action!r} is not one of {', '.join(ACTIONS)}.")
-    # The template must exist under one of the recipe's template folders now, not when the step
-    # runs.
-    if not any(os.path.lexists(d / step.command) for d in search):  # a FIFO: the loader says
-        shown = ", ".join(str(d) for d in search)
-        raise r.fail(where, f"uses template {step.command!r}, which is not in {shown}.")
-
-
-def _host_tools(r: Reader, data: Mapping[str, JSONValue], names: Set[str]) -> List[HostTool]:
-    host = r.get(data, "host", dict, "the file", required=False) or {}
-    r.keys(host, {"tools"}, "[host]")
-    tools: List[HostTool] = []
-    for i, table in enumerate(r.get(host, "tools", list, "[host]", required=False) or [], 1):
-        where = f"[[host.tools]] #{i}"
-        if not isinstance(table, dict):
-            raise r.fail(where, "should be a table with name, why and install.")
-        r.keys(table, _TOOL_KEYS, where)
-        name = r.get(table, "name", str, where)
-        repos = r.strings(table, "repos", where)
-        unknown = next((repo for repo in repos if repo not in names), None)
+def _host_tools(path: Path, tools: Tuple[HostTool, ...], names: Set[str]) -> Tuple[HostTool, ...]:
+    for i, tool in enumerate(tools, 1):
+        unknown = next((repo for repo in tool.repos if repo not in names), None)
         if unknown is not None:
-            raise r.fail(where, f"names repo {unknown!r}, which [repos] does not define.")
-        tools.append(
-            HostTool(
-                name=name,
-                why=r.get(table, "why", str, where),
-                install=r.get(table, "install", str, where, required=False)
-                or f"apt install {name} (Debian/Ubuntu) or yum install {name}",
-                repos=repos,
+            raise _fail(
+                path,
+                f"[[host.tools]] #{i}",
+                f"names repo {unknown!r}, which [repos] does not define.",
             )
-        )
-    return tools
+    default = "apt install {0} (Debian/Ubuntu) or yum install {0}"
+    return tuple(replace(t, install=t.install or default.format(t.name)) for t in tools)
 
 
 def _toolkit_files(
-    r: Reader, toolkit: Mapping[str, JSONValue], step_names: Set[str]
-) -> List[ToolkitFile]:
-    files: List[ToolkitFile] = []
-    for i, table in enumerate(r.get(toolkit, "files", list, "[toolkit]", required=False) or [], 1):
+    path: Path, files: Tuple[ToolkitFile, ...], step_names: Set[str]
+) -> Tuple[ToolkitFile, ...]:
+    for i, entry in enumerate(files, 1):
         where = f"[[toolkit.files]] #{i}"
-        r.keys(table, _FILE_KEYS, where)
-        entry = ToolkitFile(
-            component=r.get(table, "component", str, where),
-            package=r.get(table, "package", str, where),
-            step=r.get(table, "step", str, where),
-            paths=r.strings(table, "paths", where),
-            source=r.get(table, "source", str, where, required=False) or "",
-            reason=r.get(table, "reason", str, where, required=False) or "",
-            used_by=r.get(table, "used_by", str, where, required=False) or "",
-        )
         if not entry.reason.strip():
             # what the checkout's cmake looks for and its code includes is derived
             # (build/derived.py): a file listed by hand says why it cannot be
-            raise r.fail(
+            raise _fail(
+                path,
                 where,
                 "has no 'reason': a file is listed by hand only when it cannot be derived from "
                 "the checkout (doctor derives every find_path/find_library and included header).",
@@ -322,33 +245,199 @@ def _toolkit_files(
                 'find_library, else add reason = "<how the build reads it>".',
             )
         if not entry.paths:
-            raise r.fail(where, "needs at least one path in 'paths'.")
+            raise _fail(path, where, "needs at least one path in 'paths'.")
         # A toolkit file is checked only when its step will run; the step must exist to tell.
         if entry.step not in step_names:
-            raise r.fail(where, f"names step {entry.step!r}, which [[steps]] does not define.")
-        files.append(entry)
+            raise _fail(path, where, f"names step {entry.step!r}, which [[steps]] does not define.")
     return files
 
 
-def _archive_rule(r: Reader, table: JSONValue, where: str) -> ArchiveRule:
-    if not isinstance(table, dict):
-        raise r.fail(where, f"should be a table, got {type(table).__name__}.")
-    r.keys(table, _RULE_KEYS, where)
-    needed = r.get(table, "needed", bool, where, required=False)
-    return ArchiveRule(
-        name=r.get(table, "name", str, where),
-        place=tuple(relative(r, p, where) for p in r.strings(table, "place", where)),
-        source=r.get(table, "source", str, where),
-        needed=True if needed is None else needed,
-        url=r.get(table, "url", str, where, required=False),
-        sha256=_hex(r, table, "sha256", where),
-        md5=_hex(r, table, "md5", where),
+def _archive_rule(path: Path, rule: ArchiveRule, where: str) -> None:
+    for place in rule.place:
+        _relative(path, place, where)
+    for key in ("sha256", "md5"):
+        value = getattr(rule, key)
+        # Lower case only, the form hashlib's hexdigest() compares against.
+        if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
+            raise _fail(path, where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
+
+
+def _fail(path: Path, where: str, problem: str, hint: Optional[str] = None) -> UsageError:
+    return UsageError(f"recipe {path}: {where} {problem}", hint)
+
+
+def _relative(path: Path, place: str, where: str, key: str = "place") -> str:
+    """A place inside the checkout: relative, without `..`."""
+    parts = PurePosixPath(place).parts
+    # A place is joined to the checkout: an absolute path, `..` or a backslash could put a file
+    # outside it.
+    if not place or place.startswith("/") or ".." in parts or "\\" in place:
+        raise _fail(
+            path,
+            where,
+            f"{key} {place!r} is not a path inside the checkout.",
+            "Write it relative to the repository root, e.g. 'third_party/pkg/x.tar.gz' "
+            "(a trailing '/' means: unpacked there).",
+        )
+    return place
+
+
+def _check_pins(path: Path, repos: List[RepoSpec]) -> None:
+    """Each pin is whole and names a repo the recipe has, two pins of one name agree on
+    the URL, and no two pins of a repo share a dest."""
+    names = {repo.name for repo in repos}
+    urls: Dict[str, str] = {}
+    for repo in repos:
+        wheres = [f"[repos.{repo.name}].opbase_source"] if repo.opbase_source else []
+        wheres += [
+            f"[[repos.{repo.name}.pinned_sources]] #{i}"
+            for i in range(1, 1 + len(repo.pinned_sources))
+        ]
+        for where, pin in zip(wheres, repo.pins):
+            _check_pin(path, pin, where)
+        dests: Set[str] = set()
+        for pin in repo.pins:
+            where = f"[repos.{repo.name}] pin {pin.dest!r}"
+            if pin.repo is not None and (pin.repo not in names or pin.repo == repo.name):
+                raise _fail(
+                    path, where, f"names repo {pin.repo!r}, which is not another [repos.*]."
+                )
+            if pin.name is not None:
+                if pin.name in names:
+                    raise _fail(
+                        path,
+                        where,
+                        f"has name {pin.name!r}, which is a [repos.*] of this recipe.",
+                        f"Write repo = {pin.name!r} instead of name and url.",
+                    )
+                if urls.setdefault(pin.name, pin.url or "") != pin.url:
+                    raise _fail(path, where, f"gives source {pin.name!r} another url than before.")
+            if pin.dest.rstrip("/") in dests:
+                raise _fail(path, where, "has the dest of another pin of this repo.")
+            dests.add(pin.dest.rstrip("/"))
+
+
+def _check_pin(path: Path, pin: SourcePin, where: str) -> None:
+    """A recipe repo (`repo`) or a source of its own (`name` + `url`), its regex compiled
+    now so a bad pattern fails at load with the recipe's name, not mid-fetch:
+    pin_regex = 'set\\(OPBASE_TAG_ID\\s+([0-9a-f]{40})\\)'."""
+    own = pin.name is not None or pin.url is not None
+    if (pin.repo is None) == (not own) or (own and None in (pin.name, pin.url)):
+        raise _fail(
+            path,
+            where,
+            "needs either 'repo' (a [repos.*] whose repository holds the pinned commit) or "
+            "both 'name' and 'url' (a source of its own), not both.",
+        )
+    try:
+        groups = re.compile(pin.pin_regex).groups
+    except re.error as exc:
+        raise _fail(path, where, f"pin_regex is not a valid regex: {exc}.") from exc
+    if groups < 1:
+        raise _fail(path, where, "pin_regex has no group: its group 1 must capture the pin.")
+    if pin.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", pin.name):
+        # it names the source's git cache and its member of an offline bundle
+        raise _fail(
+            path, where, f"name = {pin.name!r} is not a plain name (letters, digits, . _ -)."
+        )
+    _relative(path, pin.pin_file, where, "pin_file")
+    _relative(path, pin.dest, where, "dest")
+
+
+def _check_buildable(path: Path, repo: RepoSpec) -> None:
+    """The keys of `[repos.<name>]` that make it buildable, each in its grammar."""
+    where = f"[repos.{repo.name}]"
+    suffix = repo.vendor_suffix
+    if suffix is not None and not _SUFFIX.fullmatch(suffix):
+        raise _fail(
+            path,
+            where,
+            f"vendor_suffix = {suffix!r} is not a folder word.",
+            "Write the suffix build.sh appends to the vendor name, e.g. 'math' for "
+            "vendors/<vendor>_math (lower-case letters, digits, '_').",
+        )
+    bad = next((op for op in repo.ops if not _OP.fullmatch(op)), None)
+    if bad is not None:
+        raise _fail(path, where, f"ops lists {bad!r}, which is not an operator name.")
+    if repo.ops and suffix is None:
+        raise _fail(
+            path, where, "lists ops but has no vendor_suffix: only a buildable repo has ops."
+        )
+    ccache = repo.ccache_option
+    if ccache is not None and not _CCACHE.fullmatch(ccache):
+        raise _fail(
+            path,
+            where,
+            f"ccache_option = {ccache!r} is not a build.sh option.",
+            "Write '--ccache' (build.sh takes `--ccache <path>`) or '--ccache=' (glued).",
+        )
+
+
+def _attach_legacy_validate(
+    path: Path, validate: Optional[ValidateSpec], repos: List[RepoSpec], steps: Sequence[StepSpec]
+) -> Tuple[List[RepoSpec], Tuple[str, ...]]:
+    """An old recipe's top-level `[validate]`, read as the `[repos.X.validate]` of the repo
+    its package installer builds (the repo of the step the `vendor` step runs after),
+    and that repo made buildable by the suffix its library path names; with a note."""
+    if validate is None:
+        return repos, ()
+    owner = _legacy_owner(repos, steps)
+    if owner is None:
+        raise _fail(path, "[validate]", "has no repository to belong to: the recipe defines none.")
+    if any(repo.validate is not None for repo in repos):
+        raise _fail(
+            path,
+            "[validate]",
+            "is the old, recipe-wide form, and the recipe also has a [repos.X.validate].",
+            f"Move it to [repos.{owner}.validate].",
+        )
+    match = _LEGACY_SUFFIX.search(validate.library)
+    out = []
+    for repo in repos:
+        if repo.name == owner:
+            suffix = repo.vendor_suffix or (match.group(1) if match else None)
+            ops = repo.ops or (LEGACY_OPS if suffix else ())
+            repo = replace(repo, validate=validate, vendor_suffix=suffix, ops=ops)
+        out.append(repo)
+    note = (
+        f"recipe {path}: the top-level [validate] is the old form, read as "
+        f"[repos.{owner}.validate]; move it there (see recipes/*.toml)"
     )
+    return out, (note,)
 
 
-def _hex(r: Reader, table: Mapping[str, JSONValue], key: str, where: str) -> Optional[str]:
-    value = r.get(table, key, str, where, required=False)
-    # Lower case only, the form hashlib's hexdigest() compares against.
-    if value is not None and not re.fullmatch(f"[0-9a-f]{{{_HEX[key]}}}", value):
-        raise r.fail(where, f"{key} = {value!r} is not {_HEX[key]} lower-case hex digits.")
-    return value
+def _legacy_owner(repos: Sequence[RepoSpec], steps: Sequence[StepSpec]) -> Optional[str]:
+    by_name = {s.name: s for s in steps}
+    for step in steps:
+        if step.action != "vendor":
+            continue
+        todo = [step]
+        while todo:
+            current = todo.pop(0)
+            if current.repo:
+                return current.repo
+            todo += [by_name[d] for d in current.after if d in by_name]
+    built = [s.repo for s in steps if s.repo]
+    if built:
+        return built[-1]  # the last repo built: what the steps lead up to
+    return repos[-1].name if repos else None
+
+
+def _default_order(
+    path: Path, given: Optional[Tuple[str, ...]], repos: Sequence[RepoSpec]
+) -> Tuple[str, ...]:
+    """`[recipe] default_repos`, each a buildable repo; absent: every buildable repo."""
+    buildable = [repo.name for repo in repos if repo.buildable]
+    if given is None:
+        return tuple(buildable)
+    for name in given:
+        if name not in buildable:
+            raise _fail(
+                path,
+                "[recipe]",
+                f"default_repos names {name!r}, which is not a buildable repo of the recipe.",
+                f"Buildable repos (with a vendor_suffix): {', '.join(buildable) or 'none'}.",
+            )
+    if len(set(given)) != len(given):
+        raise _fail(path, "[recipe]", "default_repos names a repo twice.")
+    return tuple(given)

@@ -19,6 +19,7 @@ from msgspec import Struct
 
 from .. import safefs
 from ..bounded import DATA_FILE, MEMO, SANDBOX_RECORD, read_bytes, read_state
+from ..decoded import to_plain
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
 from ..ownership import claim
@@ -305,6 +306,6 @@ def _lay_out(
         soc=variant.soc,
         chip=variant.chip,
     )
-    write_json_atomic(directory / INFO_FILE, info.to_json())
+    write_json_atomic(directory / INFO_FILE, to_plain(info))
     (directory / CREATING_MARK).unlink()
     return info

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Dict, Optional
 
+import msgspec
 from msgspec import Struct
-from msgspec.structs import asdict
 
 from ..bounded import SANDBOX_RECORD, read_state
-from ..decoded import JSONObject
+from ..decoded import to_path
 
 INFO_FILE = "sandbox.json"
 # Written first, removed last by create.py: its presence means a creation was cut short.
@@ -44,6 +44,7 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
     upstream: str
     soc: str
     chip: str
+    schema: int = SCHEMA  # sandbox.json's, written last
 
     @property
     def mirrors(self) -> Dict[str, str]:
@@ -56,20 +57,6 @@ class SandboxInfo(Struct, frozen=True, kw_only=True):
             GITEE_UPSTREAM: (self.mirror / GITEE_FOLDER).as_uri() + "/",
         }
 
-    def to_json(self) -> Dict[str, object]:
-        data = asdict(self)
-        data = {k: str(v) if isinstance(v, Path) else v for k, v in data.items()}
-        data["schema"] = SCHEMA
-        return data
-
-    @classmethod
-    def from_json(cls, data: JSONObject) -> SandboxInfo:
-        paths = {"dir", "sysroot", "toolkit", "set_env", "mirror"}
-        values: Dict[str, Any] = {
-            k: Path(v) if k in paths else v for k, v in data.items() if k != "schema"
-        }
-        return cls(**values)
-
 
 def load_info(directory: Path) -> Optional[SandboxInfo]:
     """The finished sandbox at `directory`, or None if there is none (or only half of one)."""
@@ -80,6 +67,6 @@ def load_info(directory: Path) -> Optional[SandboxInfo]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         return None
     try:
-        return SandboxInfo.from_json(data)
-    except TypeError:
+        return msgspec.convert(data, SandboxInfo, dec_hook=to_path)
+    except msgspec.ValidationError:
         return None

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from msgspec import Struct, field
-from msgspec.structs import asdict
+from msgspec.structs import asdict, replace
 
 from ..bounded import LOCK, parse_toml, read_text
+from ..decoded import convert
 from ..errors import LockDrift, UsageError
 from ..host.versions import parse_cann_version
 from ..lazy import lazy_module
@@ -48,7 +49,7 @@ LOCK_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 
 
-class LockedRepo(Struct, frozen=True, kw_only=True):
+class LockedRepo(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
     url: str
     ref: str  # "tag v9.0.0"; a pin: "pinned by cmake/third_party/opbase.cmake:10"
@@ -58,7 +59,7 @@ class LockedRepo(Struct, frozen=True, kw_only=True):
     source: str = ""
 
 
-class LockedArchive(Struct, frozen=True, kw_only=True):
+class LockedArchive(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
     url: str
     sha256: str
@@ -71,14 +72,17 @@ class LockedArchive(Struct, frozen=True, kw_only=True):
     stand_in: str = ""
 
 
-class Lock(Struct, frozen=True, kw_only=True):
+class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A lock file as written (read_lock: msgspec checks each key's kind, check_values
+    what each value may hold)."""
+
     recipe: str
-    recipe_digest: str
     toolkit_version: str
     soc: str
-    arch: str
-    repos: Tuple[LockedRepo, ...]
-    third_party: Tuple[LockedArchive, ...]
+    recipe_digest: str = ""  # "" in a lock made before cannbuild recorded them
+    arch: str = ""
+    repos: Tuple[LockedRepo, ...] = ()
+    third_party: Tuple[LockedArchive, ...] = ()
     source_date_epoch: int = 0
     container: Dict[str, str] = field(default_factory=dict)
     # as read; one made in memory is written as `written_version()`
@@ -177,126 +181,11 @@ def read_lock(path: Path) -> Optional[Lock]:
             f"{', '.join(map(str, READABLE_VERSIONS))}.",
             "Run `cannbuild lock` to rewrite it.",
         )
-    _check_shape(path, data)
-    try:
-        lock = Lock(
-            recipe=data["recipe"],
-            recipe_digest=data.get("recipe_digest", ""),
-            toolkit_version=data["toolkit_version"],
-            soc=data["soc"],
-            arch=data.get("arch", ""),
-            repos=tuple(LockedRepo(**r) for r in data.get("repos", [])),
-            third_party=tuple(
-                LockedArchive(
-                    **{**a, "repos": tuple(a.get("repos", ())), "places": dict(a.get("places", {}))}
-                )
-                for a in data.get("third_party", [])
-            ),
-            source_date_epoch=int(data.get("source_date_epoch", 0)),
-            container=dict(data.get("container", {})),
-            version=int(data["version"]),
-            sandbox=data.get("sandbox", False),
-            ops_release=data.get("ops_release", ""),
-            archives_skipped=tuple(data.get("archives_skipped", ())),
-            build_repos=tuple(data.get("build_repos", ())),
-            origins=origins_in(text),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(
-            f"lock file {path} is missing or has a malformed field ({exc}).",
-            "Delete it and run `cannbuild lock`.",
-        ) from exc
+    lock = replace(convert(data, Lock, f"lock file {path}", LOCK.hint), origins=origins_in(text))
     check_values(path, lock)
     return lock
 
 
-# the keys of a lock and the TOML type each must have (bool is not an int here)
-_TOP = {
-    "version": (int, "a whole number", True),
-    "recipe": (str, "a string", True),
-    "recipe_digest": (str, "a string", False),
-    "toolkit_version": (str, "a string", True),
-    "ops_release": (str, "a string", False),
-    "soc": (str, "a string", True),
-    "arch": (str, "a string", False),
-    "source_date_epoch": (int, "a whole number", False),
-    "sandbox": (bool, "true or false", False),
-    "archives_skipped": (list, "an array of repo names", False),
-    "build_repos": (list, "an array of repo names", False),
-    "repos": (list, "an array of tables ([[repos]])", False),
-    "third_party": (list, "an array of tables ([[third_party]])", False),
-    "container": (dict, "a table ([container])", False),
-}
-_ENTRIES = {
-    "repos": {"name": True, "url": True, "ref": True, "commit": True, "source": False},
-    "third_party": {
-        "name": True,
-        "url": True,
-        "sha256": True,
-        "repos": False,
-        "places": False,
-        "stand_in": False,
-    },
-}
-
-
-def _check_shape(path: Path, data: Dict[str, Any]) -> None:
-    """Every key of the lock has the type cannbuild writes, named when it has not (a
-    `commit = 42` is a malformed lock, not a missing one)."""
-
-    def bad(key: str, value: Any, want: str) -> UsageError:
-        said = (
-            f"{key} is missing (expected {want})"
-            if value is _MISSING
-            else f"{key} = {f'{value!r}'[:80]} is not {want}"
-        )
-        return UsageError(
-            f"lock file {path}: {said}.",
-            "Restore the lock from version control, or delete it and run `cannbuild lock`.",
-        )
-
-    def typed(value: Any, kind: type) -> bool:
-        return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
-
-    for key, (kind, want, required) in _TOP.items():
-        value = data.get(key, _MISSING)
-        if value is _MISSING and not required:
-            continue
-        if value is _MISSING or not typed(value, kind):
-            raise bad(key, value, want)
-    for section, fields in _ENTRIES.items():
-        for i, entry in enumerate(data.get(section, [])):
-            where = f"{section}[{i}]"
-            if not isinstance(entry, dict):
-                raise bad(where, entry, "a table with " + ", ".join(fields))
-            for name, required in fields.items():
-                value = entry.get(name, _MISSING)
-                if value is _MISSING and not required:
-                    continue
-                if name == "repos":
-                    if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
-                        raise bad(f"{where}.repos", value, "an array of repo names")
-                elif name == "places":
-                    if not isinstance(value, dict) or not all(
-                        isinstance(v, str) for v in value.values()
-                    ):
-                        raise bad(f"{where}.places", value, "a table of checkout = place")
-                elif value is _MISSING or not isinstance(value, str):
-                    kinds = {"commit": "a 40-hex commit id", "sha256": "a sha256 digest"}
-                    raise bad(f"{where}.{name}", value, kinds.get(name, "a string"))
-            unknown = sorted(set(entry) - set(fields))
-            if unknown:
-                raise bad(f"{where}.{unknown[0]}", entry[unknown[0]], f"a key of {section}")
-    for key, value in (data.get("container") or {}).items():
-        if not isinstance(value, str):
-            raise bad(f"container.{key}", value, "a string")
-    for key in ("archives_skipped", "build_repos"):
-        names = data.get(key, [])
-        if not all(isinstance(name, str) for name in names):
-            raise bad(key, names, "an array of repo names")
-
-
-_MISSING = object()
 # A SHA-1 commit id as `git rev-parse` prints it; upper case or abbreviations never occur in a lock
 # cannbuild wrote.
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -363,8 +252,6 @@ def check_values(path: Path, lock: Lock) -> None:
         text(f"container.{key}", value)
     for name in lock.archives_skipped:
         text("archives_skipped", name, _NAME, "a repo name")
-    if not isinstance(lock.sandbox, bool):
-        raise bad("sandbox", lock.sandbox, "true or false")
 
 
 def write_lock(path: Path, lock: Lock) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 from .. import ui
+from ..decoded import to_plain
 from ..errors import DiagnoseFailed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
@@ -275,8 +276,8 @@ def _report(
     if as_json:
         ui.print_json(
             {
-                "checks": [check.to_json() for check in checks],
-                "shape": shape.to_json(),
+                "checks": to_plain(checks),
+                "shape": to_plain(shape),
                 "vendor": vendor,
                 "soc": soc,
                 "failed": failed,

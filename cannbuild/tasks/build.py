@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from .. import ui
+from ..decoded import to_plain
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..ownership import check_writable, require_owned
@@ -77,7 +78,7 @@ def show_plan(session: Session, phases: List[str], as_json: bool = False) -> Non
             {
                 "recipe": session.recipe.name,
                 "repos": list(session.recipe.order),
-                "toolkit": [r.to_json() for r in rows],
+                "toolkit": to_plain(rows),
                 "steps": [s.to_json() for s in steps],
                 "pinned_sources": sharing,
             }

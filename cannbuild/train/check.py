@@ -15,12 +15,13 @@ import shlex
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from ..bounded import BUILD_SH, CHECKOUT_RECORD, read_state, read_text
 from ..build.compile_cache import ccache_words
 from ..build.plan import StepContext, example_values, recipe_templates, render_command, walk
 from ..build.session import BuildContext, CannFacts
+from ..decoded import to_plain
 from ..errors import FetchError, UsageError
 from ..host.toolkit import host_arch
 from ..host.versions import parse_cann_version
@@ -62,7 +63,7 @@ class FlagRow(Struct, frozen=True, kw_only=True):
     step: str
     soc: str
     repo: str
-    word: str  # as rendered (its value redacted)
+    word: str = field(name="flag")  # as rendered (its value redacted)
     accepted: bool
     option: str = ""  # the pattern that takes it (`--soc=*`, `--pkg`)
     line: int = 0  # of that pattern's arm in the script
@@ -88,21 +89,7 @@ class RecipeCheck(Struct, frozen=True, kw_only=True):
         return {
             "recipe": str(self.recipe),
             "scripts": [{"repo": s.repo, "path": s.path, "ref": s.ref} for s in self.scripts],
-            "flags": [
-                {
-                    "step": r.step,
-                    "soc": r.soc,
-                    "repo": r.repo,
-                    "flag": r.word,
-                    "accepted": r.accepted,
-                    "option": r.option,
-                    "line": r.line,
-                    "why": r.why,
-                    "closest": r.closest,
-                    "note": r.note,
-                }
-                for r in self.rows
-            ],
+            "flags": to_plain(self.rows),
             "skipped": list(self.skipped),
         }
 

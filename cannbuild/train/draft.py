@@ -25,7 +25,7 @@ from ..errors import UsageError
 from ..host.socs import FAMILIES
 from ..recipes import Recipe, available, load_recipe
 from ..recipes.optspec import judge
-from ..recipes.repodata import BUILDABLE_KEYS
+from ..recipes.reader import BUILDABLE_KEYS
 from ..recipes.selection import select_repos
 from ..sources.canncmake import FETCH_CANN_CMAKE_FILES
 from ..sources.checkout import cache_path, resolve_ref

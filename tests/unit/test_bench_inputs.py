@@ -160,3 +160,19 @@ def test_the_sweep_sets_torchs_thread_count_for_the_whole_run(tmp_path):
         assert default.threads == len(os.sched_getaffinity(0)) == torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[[variant]]\nname = "q"\npatchh = "q.diff"\n', "#1 has an unknown key 'patchh'"),
+        ('[[variant]]\nname = "q"\ndefines = { A = [1] }\n', "#1 defines.A = [1] is not true"),
+        ("[[variant]]\nname = 3\n", "[[variant]] #1 name = 3 is not a string"),
+        ("title = 'no variants'\n", "no [[variant]] tables"),
+    ],
+)
+def test_a_bad_variant_file_names_the_table_and_key(text, message, tmp_path):
+    (tmp_path / "v.toml").write_text(text)
+    with pytest.raises(UsageError) as err:
+        parse_variants("v.toml", [], tmp_path)
+    assert message in err.value.paragraph() and str(tmp_path / "v.toml") in err.value.paragraph()

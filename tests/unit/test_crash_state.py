@@ -308,18 +308,18 @@ def without_line(start: str) -> str:
 
 MALFORMED = {
     "commit-not-a-string": (GOOD.replace('commit = "' + "a" * 40 + '"', "commit = 42"),
-                            "repos[0].commit = 42 is not a 40-hex commit id"),
+                            "[[repos]] #1 commit = 42 is not a string"),
     "commit-not-hex": (GOOD.replace("a" * 40, "z" * 40), "commit = 'zzzz"),
     "not-toml": ("recipe = [unclosed\n", "cannot be read"),
     "version-a-string": (GOOD.replace("version = 2", 'version = "2"'), "has version '2'"),
     "recipe-missing": (without_line("recipe ="),
-                       "recipe is missing (expected a string)"),
+                       "the file needs a 'recipe' key"),
     "repos-a-string": (GOOD.split("[[repos]]")[0] + 'repos = "opbase"\n',
-                       "repos = 'opbase' is not an array of tables"),
+                       "repos = 'opbase' is not an array"),
     "repo-without-commit": (without_line("commit ="),
-                            "repos[0].commit is missing (expected a 40-hex commit id)"),
+                            "[[repos]] #1 needs a 'commit' key"),
     "sha256-a-number": (GOOD.replace('sha256 = "' + "d" * 64 + '"', "sha256 = 5"),
-                        "third_party[0].sha256 = 5 is not a sha256 digest"),
+                        "[[third_party]] #1 sha256 = 5 is not a string"),
     "epoch-a-string": (GOOD.replace("source_date_epoch = 1700000000", 'source_date_epoch = "x"'),
                        "source_date_epoch = 'x' is not a whole number"),
 }  # fmt: skip

@@ -97,7 +97,12 @@ def test_a_version_1_lock_is_read_and_reported_as_needing_a_relock(tmp_path: Pat
 @pytest.mark.parametrize(
     "old, new, word",
     [
-        ('commit = "' + "a" * 40 + '"', "commit = 42", "commit"),
+        (
+            'commit = "' + "a" * 40 + '"',
+            "commit = 42",
+            r"\[\[repos\]\] #1 commit = 42 is not a string",
+        ),
+        ('commit = "' + "a" * 40 + '"', 'comit = "' + "a" * 40 + '"', "unknown key 'comit'"),
         ('commit = "' + "a" * 40 + '"', 'commit = "HEAD"', "40-hex"),
         (
             'url = "https://gitcode.com/cann/opbase.git"',
@@ -192,7 +197,7 @@ def test_a_lock_is_version_3_only_when_it_holds_what_3_added(tmp_path: Path):
     [
         ('"third_party/json-3.11.3.tar.gz"', '"../../etc/x"', "is not a path inside the checkout"),
         ('"third_party/json-3.11.3.tar.gz"', '"/etc/x"', "is not a path inside the checkout"),
-        ('"third_party/json-3.11.3.tar.gz"', "3", "is not a table of checkout = place"),
+        ('"third_party/json-3.11.3.tar.gz"', "3", "#2 places = 3 is not a table"),
         ('source = "cann-cmake"', 'source = "../cache"', "is not a plain name"),
     ],
 )

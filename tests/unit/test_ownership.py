@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cannbuild.build.stamps import write_stamp
+from cannbuild.decoded import to_plain
 from cannbuild.errors import UsageError
 from cannbuild.host.toolchain import probe_tools, remember_tools
 from cannbuild.locks import WorkspaceLock
@@ -119,7 +120,7 @@ def test_a_sandbox_is_adopted_by_its_own_record_only(tmp_path):
         soc="ascend910b",
         chip="910B3",
     )
-    (folder / "sandbox.json").write_text(json.dumps(info.to_json()))
+    (folder / "sandbox.json").write_text(json.dumps(to_plain(info)))
     claim(folder, "sandbox", "--dir")
     assert owned(folder, "sandbox")
 

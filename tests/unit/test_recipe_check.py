@@ -324,3 +324,15 @@ def test_sibling_groundwork_a_flag_a_sibling_does_not_take_is_named(tmp_path):
     assert [r.word for r in result.unknown] == ["--cann_3rd_lib_path", path]
     assert "must be glued on: --cann_3rd_lib_path=VALUE" in result.unknown[0].why
     assert result.unknown[1].why.startswith("getopts stops")  # the path, a word on its own
+
+
+def test_recipe_check_json_names_each_word_a_flag():
+    from cannbuild.train.check import FlagRow, RecipeCheck
+
+    row = FlagRow(step="build", soc="ascend910b", repo="ops-math", word="--soc=x", accepted=True)
+    data = RecipeCheck(recipe=Path("r.toml"), scripts=(), rows=(row,), skipped=()).to_json()
+    assert data["flags"] == [
+        {"step": "build", "soc": "ascend910b", "repo": "ops-math", "flag": "--soc=x",
+         "accepted": True, "option": "", "line": 0, "why": "", "closest": None, "note": ""}
+    ]  # fmt: skip
+    assert data["recipe"] == "r.toml" and data["skipped"] == []

@@ -127,6 +127,23 @@ def test_user_recipe_dir_shadows_the_shipped_one(tmp_path: Path):
             ),
             "md5 = 'XYZ' is not 32 lower-case hex digits",
         ),
+        # what msgspec checks, said in the file's words: the table as the file heads it
+        (lambda t: t.replace('tag = "v1"', "tag = 1"), "[repos.opbase] tag = 1 is not a string"),
+        (
+            lambda t: t.replace('repo = "opbase"\n', 'repo = "opbase"\nenv = { CC = 3 }\n'),
+            "[[steps]] #1 env.CC = 3 is not a string",
+        ),
+        (
+            lambda t: t.replace('repo = "opbase"\n', 'repo = "opbase"\nphase = "later"\n'),
+            "[[steps]] #1 phase = 'later' is not one of build, install",
+        ),
+        (
+            lambda t: t.replace(
+                'tag = "v1"', 'tag = "v1"' + RULE.format(place='"a/"') + "needd = 1"
+            ),
+            "[[repos.opbase.third_party]] #1 has an unknown key 'needd'. Did you mean 'needed'?",
+        ),
+        (lambda t: t.replace('name = "x"\n', ""), "[recipe] needs a 'name' key"),
     ],
 )
 def test_recipe_mistakes_name_the_file_and_key(tmp_path: Path, edit, expected):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cannbuild.build.stamps import artifact_record, digest, write_stamp
+from cannbuild.decoded import to_plain
 from cannbuild.errors import UsageError
 from cannbuild.housekeeping import workspace_status
 from cannbuild.options import given_fields, resolve_options
@@ -246,7 +247,7 @@ def fake_sandbox(folder: Path) -> Path:
         soc="ascend910b",
         chip="Ascend910B3",
     )
-    write_json_atomic(folder / "sandbox.json", info.to_json())
+    write_json_atomic(folder / "sandbox.json", to_plain(info))
     return toolkit
 
 
