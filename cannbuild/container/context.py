@@ -28,7 +28,7 @@ from packaging.requirements import Requirement
 
 from .. import __version__
 from ..errors import StepFailed, UsageError
-from ..host.socs import FAMILIES
+from ..host.socs import families
 from ..options import Options
 from ..ownership import MARKER, check_replaceable, check_writable, mark
 from ..proc import run
@@ -42,7 +42,6 @@ from .engine import build as engine_build
 
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
-SOCS = {f.variant: f.soc for f in FAMILIES if f.variant in CHIPS}
 OSES = ("ubuntu22.04", "ubuntu24.04", "openeuler22.03", "openeuler24.03")
 PYTHONS = ("3.10", "3.11", "3.12")
 # Tags seen published (Ascend/cann-container-image, vllm-ascend Dockerfiles); others follow the
@@ -79,6 +78,11 @@ class ContainerSpec(Struct, frozen=True, kw_only=True):
     bundle: Optional[Path] = None
     base_digest: Optional[str] = None
     cannbuild_spec: Optional[str] = None  # how the image installs cannbuild (not from a checkout)
+
+
+def _soc(variant: str) -> str:
+    """The `--soc` of a variant's family (recipes/facts/hosts.toml)."""
+    return next(f.soc for f in families() if f.variant == variant)
 
 
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
@@ -178,7 +182,7 @@ def pinned(lock: Lock, base: str, digest: str) -> Lock:
 
 
 def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
-    want_soc = SOCS[spec.variant]
+    want_soc = _soc(spec.variant)
     if lock.sandbox and not spec.sandbox:
         raise UsageError(
             f"{lock_file} was made on cannbuild's emulated Ascend host (--sandbox): it pins the "
@@ -293,7 +297,7 @@ def render_context(
                 "stand in a Dockerfile LABEL: it holds a quote, a backslash or a newline.",
                 "Restore the lock from version control, or delete it and run `cannbuild lock`.",
             )
-    soc = lock.soc if spec.sandbox else SOCS[spec.variant]
+    soc = lock.soc if spec.sandbox else _soc(spec.variant)
     offline = spec.bundle is not None
     extra: List[str] = []
     if spec.sandbox:

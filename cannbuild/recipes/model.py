@@ -8,9 +8,9 @@ from typing import Dict, List, Optional, Tuple
 from msgspec import Struct
 
 from ..decoded import JSONValue
-from ..resources import data_dir
+from ..resources import USER_DATA, data_dir
 
-USER_RECIPE_DIR = "cannbuild-recipes"
+USER_RECIPE_DIR = USER_DATA
 OPBASE_MODES = ("toolkit", "source")
 PHASES = ("build", "install")
 ACTIONS = ("overlay", "vendor")

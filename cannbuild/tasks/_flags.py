@@ -106,7 +106,7 @@ FLAGS: Dict[str, Flag] = {
             name="ops_release",
             help="build the operator sources of this release (e.g. 9.0.1) instead of the "
             "toolkit's own: its train picks the recipe, it renders the tags; only where the "
-            "release notes pair it with the toolkit (cannbuild/host/releases.py)",
+            "release notes pair it with the toolkit (recipes/facts/*.toml)",
             field="ops_release",
         ),
         Flag(
