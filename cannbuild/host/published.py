@@ -78,6 +78,7 @@ class ReleaseFacts(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     min_driver: Optional[str] = None  # where only a floor is published
     note: str = ""  # its release note, repo@commit:path
     ops_pairings: Tuple[OpsRow, ...] = ()  # the note's pairing rows
+    images: Tuple[str, ...] = ()  # quay.io/ascend/cann tags seen published
 
 
 class FactsFile(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

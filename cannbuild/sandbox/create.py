@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from msgspec import Struct
 
+from .. import facts
 from ..errors import SandboxError, UsageError
 from ..lazy import lazy_module
 from ..ownership import claim
@@ -69,6 +70,10 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
         for path in _files(root):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
+    # and the data it is made from: the shipped releases and stand-ins, and a user's
+    for path in facts.files(facts.SANDBOX):
+        digest.update(f"{path.name}\n".encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -99,7 +99,8 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="recipe",
-            help="recipe: a CANN train (8.3, 8.5, 9.0, 9.1) or a recipe .toml file; default: the toolkit's train",
+            help="recipe: a CANN train (recipes/<train>.toml, or yours in cannbuild-recipes/) or a "
+            "recipe .toml file; default: the toolkit's train",
             field="recipe",
         ),
         Flag(
@@ -174,7 +175,8 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="cann",
-            help="sandbox CANN version: 8.3.RC2, 8.5.0, 9.0.0, 9.0.1 or 9.1.0",
+            help="sandbox CANN version: a [release] of recipes/sandbox/*.toml or of your "
+            "cannbuild-recipes/sandbox/*.toml (default 8.5.0)",
             field="sandbox_cann",
         ),
         Flag(
