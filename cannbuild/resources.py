@@ -7,6 +7,9 @@ from pathlib import Path
 from .errors import CannbuildError
 
 _PACKAGE = Path(__file__).resolve().parent
+# A user's recipes (`<train>.toml`) and release facts (`facts/`, `sandbox/`), in the folder a
+# command runs in.
+USER_DATA = "cannbuild-recipes"
 
 
 def data_dir(name: str) -> Path:

@@ -294,9 +294,10 @@ def _built_elsewhere(name: str, recipe: Recipe, options: Options, cwd: Path) -> 
     )
     if not options.sandbox:
         return said + " Build it with a toolkit of one of those trains (--cann-path, or --cann)."
-    from ..sandbox.releases import RELEASES  # the sandbox's CANN versions
+    from ..sandbox.releases import standins  # the sandbox's CANN versions
 
-    cann = max((v for v in RELEASES if v.startswith(trains[-1] + ".")), default=trains[-1])
+    known = standins(cwd).releases
+    cann = max((v for v in known if v.startswith(trains[-1] + ".")), default=trains[-1])
     repos = ",".join(options.repos)
     return (
         f"{said} A workspace's sandbox keeps the CANN it was made with (this one's is "

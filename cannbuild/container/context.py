@@ -19,7 +19,7 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -29,7 +29,9 @@ from packaging.requirements import Requirement
 from .. import __version__
 from ..bounded import DATA_FILE, LOCK, read_text
 from ..errors import StepFailed, UsageError
-from ..host.socs import FAMILIES
+from ..host.compat import image_oses
+from ..host.published import releases
+from ..host.socs import families
 from ..options import Options
 from ..ownership import MARKER, check_replaceable, check_writable, mark
 from ..proc import run
@@ -43,23 +45,7 @@ from .engine import build as engine_build
 
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
-SOCS = {f.variant: f.soc for f in FAMILIES if f.variant in CHIPS}
-OSES = ("ubuntu22.04", "ubuntu24.04", "openeuler22.03", "openeuler24.03")
 PYTHONS = ("3.10", "3.11", "3.12")
-# Tags seen published (Ascend/cann-container-image, vllm-ascend Dockerfiles); others follow the
-# same grammar but are not known to exist.
-SEEN_TAGS = frozenset(
-    {
-        "8.1.rc1-910b-ubuntu22.04-py3.10",
-        "8.2.rc1-a3-openeuler24.03-py3.11",
-        "8.3.rc1-910b-ubuntu22.04-py3.11",
-        "8.5.0-910b-ubuntu22.04-py3.11",
-        "8.5.0-a3-ubuntu22.04-py3.11",
-        "9.0.0-910b-ubuntu22.04-py3.11",
-        "9.0.0-a3-ubuntu22.04-py3.11",
-        "9.1.0-910b-ubuntu22.04-py3.12",
-    }
-)
 SANDBOX_BASE = "python:3.11-slim-bookworm"
 # What build.sh calls besides the compilers (gawk: ops-transformer pipes its log through it),
 # and ccache for the cache mount.
@@ -80,6 +66,18 @@ class ContainerSpec(Struct, frozen=True, kw_only=True):
     bundle: Optional[Path] = None
     base_digest: Optional[str] = None
     cannbuild_spec: Optional[str] = None  # how the image installs cannbuild (not from a checkout)
+
+
+def seen_tags() -> Set[str]:
+    """The image tags seen published (Ascend/cann-container-image, vllm-ascend Dockerfiles;
+    each release's `images` in recipes/facts/*.toml); others follow the same grammar but
+    are not known to exist."""
+    return {tag for rel in releases().values() for tag in rel.images}
+
+
+def _soc(variant: str) -> str:
+    """The `--soc` of a variant's family (recipes/facts/hosts.toml)."""
+    return next(f.soc for f in families() if f.variant == variant)
 
 
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
@@ -106,10 +104,11 @@ def check_flag_values(
         raise UsageError(
             f"--variant {variant!r} has no CANN image.", "Use A2 (910B) or A3 (910_93)."
         )
-    if os_name not in OSES:
+    oses = [f"{o}{v}" for o, v in image_oses()]  # recipes/facts/hosts.toml
+    if os_name not in oses:
         raise UsageError(
             f"--os {os_name!r} is not an OS the CANN images come in.",
-            f"Use one of {', '.join(OSES)}.",
+            f"Use one of {', '.join(oses)}.",
         )
     if python not in PYTHONS:
         raise UsageError(
@@ -167,7 +166,7 @@ def base_reference(spec: ContainerSpec, lock: Lock) -> Tuple[str, str]:
     if (
         not spec.base
         and not spec.sandbox
-        and image_tag(spec.cann, spec.variant, spec.os, spec.python) not in SEEN_TAGS
+        and image_tag(spec.cann, spec.variant, spec.os, spec.python) not in seen_tags()
     ):
         note = f"{base} follows the CANN image tag grammar but is not a tag cannbuild has seen published"
     return (f"{base}@{digest}" if digest else base), note
@@ -179,7 +178,7 @@ def pinned(lock: Lock, base: str, digest: str) -> Lock:
 
 
 def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
-    want_soc = SOCS[spec.variant]
+    want_soc = _soc(spec.variant)
     if lock.sandbox and not spec.sandbox:
         raise UsageError(
             f"{lock_file} was made on cannbuild's emulated Ascend host (--sandbox): it pins the "
@@ -294,7 +293,7 @@ def render_context(
                 "stand in a Dockerfile LABEL: it holds a quote, a backslash or a newline.",
                 "Restore the lock from version control, or delete it and run `cannbuild lock`.",
             )
-    soc = lock.soc if spec.sandbox else SOCS[spec.variant]
+    soc = lock.soc if spec.sandbox else _soc(spec.variant)
     offline = spec.bundle is not None
     extra: List[str] = []
     if spec.sandbox:

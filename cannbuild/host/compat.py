@@ -3,56 +3,19 @@
 torch_npu's own import check only knows CANN 6.x, so a torch_npu built for
 another CANN goes unnoticed until `undefined symbol` errors; this module
 catches that from package metadata alone (reference cann-environment.md §4).
-The torch / torch_npu / CANN / Python rows, each source's apart, are in host/pairings.py.
+The HDK drivers of each release and the torch / torch_npu / CANN / Python rows, each
+source's apart, are data: recipes/facts/*.toml (host/published.py).
 """
 
 from __future__ import annotations
 
 import re
-from types import MappingProxyType
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from msgspec import Struct
 
-from .pairings import NPU_PAIRINGS, PYTHON_PAIRINGS, NpuPairing, Source
+from .published import NpuPairing, Source, npu_pairings, python_pairings, read, releases
 from .versions import CannVersion, DriverVersion, parse_driver_version
-
-# hiascend release notes / hicann/release-management: CANN release -> HDK drivers.
-# `X` matches any patch of that HDK line.
-DRIVERS_FOR_CANN: Mapping[str, Tuple[str, ...]] = MappingProxyType(
-    {
-        "8.1.RC1": ("25.0.RC1",),
-        # MindIE 2.1.RC1's list for 8.2.RC1 (reference cann-environment.md §4.2).
-        "8.2.RC1": ("25.2.0", "25.0.RC1", "24.1.0", "24.1.RC3", "24.1.RC2"),
-        "8.3.RC1": ("25.3.RC1",),
-        # The 8.5.0 release note says `25.5.X, 25.3.X, 25.2.X, 25.0.X`.
-        "8.5.0": ("25.5.X", "25.3.X", "25.2.X", "25.0.X"),
-        "8.5.2": ("26.0.RC1", "25.5.2", "25.5.1"),
-        "9.0.0": ("26.0.RC1", "25.5.2", "25.5.1"),
-        # Each row below is what the release's own note publishes for it (the same notes as the
-        # ops pairing table, host/releases.py). Later notes widen older rows (9.1.1's says 9.0.X
-        # and 8.5.2 go with 25.0.X-26.1.1 too); those are not folded in here.
-        # hicann/release-management@cc6f9c23:9.0.1/release-notes.md §1 CANN与Ascend HDK版本配套关系
-        "9.0.1": ("26.0.RC3", "25.5.5", "26.0.RC1", "25.5.2", "25.5.1"),
-        # hicann/release-management@9bf36e97:9.1.0/release-notes.md 版本配套说明 (9.1.0: 26.1.0)
-        # and 版本兼容性说明 (9.1.X: Y for 25.5.X, 26.0.RC1/25.7.RC1, 26.1.0)
-        "9.1.0": ("26.1.0", "26.0.RC1", "25.7.RC1", "25.5.X"),
-        # hicann/release-management@0436983c:9.1.1/release-notes.md 版本配套说明 (9.1.1: 26.1.1)
-        # and 版本兼容性说明 (9.1.X: N for 25.0.X; Y for 25.2.X, 25.3.X, 25.5.X,
-        # 26.0.RC1/25.7.RC1, 26.1.1)
-        "9.1.1": ("26.1.1", "26.0.RC1", "25.7.RC1", "25.5.X", "25.3.X", "25.2.X"),
-    }
-)
-# Only a floor is published for 8.0.RC1: A2 inference needs HDK >= 24.1.RC1.
-MIN_DRIVER_FOR_CANN: Mapping[str, str] = MappingProxyType({"8.0.RC1": "24.1.RC1"})
-
-# OSes of the official CANN container images (Ascend/cann-container-image).
-IMAGE_OSES: Tuple[Tuple[str, str], ...] = (
-    ("ubuntu", "22.04"),
-    ("ubuntu", "24.04"),
-    ("openeuler", "22.03"),
-    ("openeuler", "24.03"),
-)
 
 # A release train inside an `innerversion` / `Innerversion` value: `V100R001C23SPC002B212` ->
 # `V100R001C23` (driver 25.3.rc1, CANN 8.3.RC2 both carry C23).
@@ -62,8 +25,13 @@ _TRAIN_RE = re.compile(r"V\d+R\d+C\d+", re.IGNORECASE)
 class Verdict(Struct, frozen=True, kw_only=True):
     ok: Optional[bool]  # None: nothing published to judge by
     detail: str
-    # the sources that pair it (ok) or that pair it otherwise (not ok); names from host/pairings.py
+    # the sources that pair it (ok) or that pair it otherwise (not ok): their names
     sources: Tuple[str, ...] = ()
+
+
+def image_oses() -> Tuple[Tuple[str, str], ...]:
+    """(os id, version) of the official CANN container images."""
+    return tuple((o.id, o.version) for f in read() for o in f.image_os)
 
 
 def _match_driver(entry: str, driver: DriverVersion) -> bool:
@@ -82,8 +50,9 @@ def driver_verdict(
     driver_inner: Optional[str] = None,
 ) -> Verdict:
     release = cann.release
-    if release in DRIVERS_FOR_CANN:
-        listed = DRIVERS_FOR_CANN[release]
+    published = releases().get(release)
+    listed = published.drivers if published else ()
+    if listed:
         if any(_match_driver(e, driver) for e in listed):
             return Verdict(ok=True, detail=f"driver {driver} is listed for CANN {release}")
         return Verdict(
@@ -91,10 +60,10 @@ def driver_verdict(
             detail=f"driver {driver} is not among the HDK versions published for CANN {release} "
             f"({', '.join(listed)})",
         )
-    if release in MIN_DRIVER_FOR_CANN:
-        minimum = parse_driver_version(MIN_DRIVER_FOR_CANN[release].lower())
-        ok = not driver.internal and driver >= minimum
-        return Verdict(ok=ok, detail=f"CANN {release} needs HDK >= {MIN_DRIVER_FOR_CANN[release]}")
+    if published and published.min_driver:
+        minimum = parse_driver_version(published.min_driver.lower())
+        ok = not driver.internal and not driver < minimum  # Struct leaves >= unordered
+        return Verdict(ok=ok, detail=f"CANN {release} needs HDK >= {published.min_driver}")
     # No published row: fall back to the release-train ids both packages carry.
     # A heuristic: every official pairing checked passes one of the two tests below, not
     # always both; CANN 8.5.0 (C25) with driver 25.3.rc1 (C23) passes only the second, as
@@ -156,13 +125,13 @@ def _names(sources: Iterable[Source]) -> Tuple[str, ...]:
 def in_table(torch_npu: str) -> bool:
     """Whether any source pairs this torch_npu with some CANN release."""
     base = base_version(torch_npu)
-    return any(row.torch_npu == base for row in NPU_PAIRINGS)
+    return any(row.torch_npu == base for row in npu_pairings())
 
 
 def paired_torch_npu(release: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     """Per source (its name), the torch_npu releases it pairs with CANN `release`, newest first."""
     by_source: Dict[str, List[str]] = {}
-    for row in NPU_PAIRINGS:
+    for row in npu_pairings():
         if row.cann == release:
             by_source.setdefault(row.source.name, []).append(row.torch_npu)
     return tuple(
@@ -174,7 +143,7 @@ def paired_torch_npu(release: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
 def _newest_rows() -> str:
     """Each source's newest torch_npu and its CANN: what "no source lists it" is measured by."""
     newest: Dict[str, NpuPairing] = {}
-    for row in NPU_PAIRINGS:
+    for row in npu_pairings():
         held = newest.get(row.source.name)
         if held is None or _key(row.torch_npu) > _key(held.torch_npu):
             newest[row.source.name] = row
@@ -194,7 +163,7 @@ def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
     """Paired (some source lists this torch_npu with this CANN), not paired (the sources list
     it with other CANN releases only) or no published pairing (no source speaks to it)."""
     release = cann.release
-    rows = [row for row in NPU_PAIRINGS if row.torch_npu == base_version(torch_npu)]
+    rows = [row for row in npu_pairings() if row.torch_npu == base_version(torch_npu)]
     pairing = _names(row.source for row in rows if row.cann == release)
     if pairing:
         return Verdict(
@@ -208,7 +177,7 @@ def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
             detail=f"no published pairing for torch_npu {torch_npu}: no source lists it "
             f"(the newest each lists: {_newest_rows()})",
         )
-    if not any(row.cann == release for row in NPU_PAIRINGS):
+    if not any(row.cann == release for row in npu_pairings()):
         return Verdict(
             ok=None,
             detail=f"no published pairing for CANN {release}: no source lists a torch_npu for it "
@@ -243,7 +212,7 @@ def python_verdict(torch: str, python: Tuple[int, int]) -> Verdict:
     """Whether a source pairs this torch line with this Python (rows matched by major.minor)."""
     line = _line(torch)
     py = f"{python[0]}.{python[1]}"
-    rows = [row for row in PYTHON_PAIRINGS if _line(row.torch) == line]
+    rows = [row for row in python_pairings() if _line(row.torch) == line]
     if not rows:
         return Verdict(
             ok=None,

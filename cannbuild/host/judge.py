@@ -48,9 +48,10 @@ def _os_checks() -> List[Check]:
     name = info.name(pretty=True) or os_id
     # Image tags name the OS as `ubuntu22.04` or `openeuler24.03`: id plus major.minor.
     major_minor = ".".join(version.split(".")[:2])
-    if (os_id.lower(), major_minor) in compat.IMAGE_OSES:
+    oses = compat.image_oses()
+    if (os_id.lower(), major_minor) in oses:
         return [Check(id="os", status=PASS, detail=f"{name}")]
-    known = ", ".join(f"{o} {v}" for o, v in compat.IMAGE_OSES)
+    known = ", ".join(f"{o} {v}" for o, v in oses)
     # A note (skip), not a warning: no build step depends on the OS's name; the tools a step
     # needs have rows of their own.
     return [

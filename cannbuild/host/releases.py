@@ -5,9 +5,8 @@ note of hicann/release-management lists, per ops release, the toolkits it is pub
 for ("CANN组合包版本配套关系" / "CANN ops与Toolkit配套关系") and, per operator
 sub-package, its source tag and the CANN releases it goes with ("独立升级子包版本配套关系").
 `--ops-release` builds the operator sources of another release than the toolkit's only
-where a row here publishes that pairing.  Each row cites the note it was read from
-(`RM@<commit>:<path>` and its section; the 9.0.0 note from the local snapshot with its
-lines, the later ones from the search index at the commit given).
+where a row publishes that pairing: the rows are data, each release's note's in
+recipes/facts/<train>.toml, citing the note (`RM@<commit>:<path>` and its section).
 """
 
 from __future__ import annotations
@@ -18,14 +17,13 @@ from typing import List, Optional, Tuple
 from msgspec import Struct
 
 from ..errors import UsageError
+from .published import releases
 from .versions import CannVersion, parse_cann_version
 
 RM = "hicann/release-management"
-TABLE = "cannbuild/host/releases.py"
+TABLE = "the ops_pairings of recipes/facts/*.toml"
 # the ops bundle and the ops-transformer sub-package: the rows that speak for the sources
-# cannbuild builds.  cann-opbase's rows pair an opbase *package* (the optional opbase-build
-# step); from 9.0 ops-transformer compiles the opbase commit it pins
-# (OT@v9.0.1:cmake/third_party/opbase.cmake:10 = 929902e5), not the opbase tag.
+# cannbuild builds (recipes/facts/9.0.toml says why).
 BUILT_PACKAGES = ("ascend-cann-ops", "cann-ops-transformer")
 # `9.0.x` in a note (9.1.1's tables): any 9.0 release
 _ANY_PATCH = re.compile(r"(\d+)\.(\d+)\.x", re.IGNORECASE)
@@ -42,63 +40,20 @@ class OpsPairing(Struct, frozen=True, kw_only=True):
     tag: Optional[str] = None  # the source tag the note gives (版本源码标签), none for the bundle
 
 
-_N900 = f"{RM}@68ef36b:9.0.0/release-notes.md"
-_N901 = f"{RM}@cc6f9c23:9.0.1/release-notes.md"  # the same tables at @20e00cd8
-_N910 = f"{RM}@9bf36e97:9.1.0/release-notes.md"  # the same tables at @03fc5851; "（开发中）"
-_N911 = f"{RM}@0436983c:9.1.1/release-notes.md"
-_N920B1 = f"{RM}@17483ebf:9.2.0-beta.1/release-notes.md"
-_N920B2 = f"{RM}@0159f9de:9.2.0-beta.2/release-notes.md"
-_BUNDLE_90 = "§2 CANN组合包版本配套关系"
-_BUNDLE_91 = "§CANN ops与Toolkit配套关系"
-_OPS_TK_85_90 = ("9.0.0", "8.5.2")
-_OPS_TK_91 = ("9.1.0", "9.0.0", "8.5.2")
-_OPS_TK_911 = ("9.1.x", "9.0.x", "8.5.2")
-
-
-def _row(package: str, ops: str, toolkits: Tuple[str, ...], source: str) -> OpsPairing:
-    tag = None if package == "ascend-cann-ops" else f"v{ops}"
-    return OpsPairing(package=package, ops=ops, toolkits=toolkits, source=source, tag=tag)
-
-
-PAIRINGS: Tuple[OpsPairing, ...] = (
-    # CANN 9.0.0 (the first note with the tables; 8.5.0's has none, 8.5.2 has no note)
-    _row("ascend-cann-ops", "9.0.0", _OPS_TK_85_90, f"{_N900}:21 {_BUNDLE_90}"),
-    _row("ascend-cann-ops", "8.5.2", _OPS_TK_85_90, f"{_N900}:22 {_BUNDLE_90}"),
-    _row("cann-ops-transformer", "9.0.0", _OPS_TK_85_90, f"{_N900}:31 §3 独立升级子包"),
-    _row("cann-opbase", "9.0.0", ("9.0.0",), f"{_N900}:39 §4 开源子包"),
-    # CANN 9.0.1 (not in the local snapshot, no manifest tag; OT/OB tags v9.0.1 exist)
-    _row("ascend-cann-ops", "9.0.1", ("9.0.1", "9.0.0", "8.5.2"), f"{_N901} {_BUNDLE_90}"),
-    _row("ascend-cann-ops", "9.0.0", _OPS_TK_85_90, f"{_N901} {_BUNDLE_90}"),
-    _row("ascend-cann-ops", "8.5.2", _OPS_TK_85_90, f"{_N901} {_BUNDLE_90}"),
-    _row("cann-ops-transformer", "9.0.1", ("9.0.1", "9.0.0", "8.5.2"), f"{_N901} §3 独立升级子包"),
-    _row("cann-opbase", "9.0.1", ("9.0.1",), f"{_N901} §4 开源子包"),
-    # CANN 9.1.0: "CANN ops包已与Toolkit解耦，支持独立升级"; cann-opbase v9.1.0 is listed in
-    # the Toolkit and the ops bundle, with no pairing row
-    _row("ascend-cann-ops", "9.1.0", _OPS_TK_91, f"{_N910} {_BUNDLE_91}"),
-    _row("ascend-cann-ops", "9.0.0", _OPS_TK_91, f"{_N910} {_BUNDLE_91}"),
-    _row("ascend-cann-ops", "8.5.2", _OPS_TK_91, f"{_N910} {_BUNDLE_91}"),
-    _row("cann-ops-transformer", "9.1.0", _OPS_TK_91, f"{_N910} §CANN ops子包内可独立升级子包"),
-    # CANN 9.1.1
-    _row("ascend-cann-ops", "9.1.1", _OPS_TK_911, f"{_N911} {_BUNDLE_91}"),
-    _row("ascend-cann-ops", "9.0.0", _OPS_TK_911, f"{_N911} {_BUNDLE_91}"),
-    _row("ascend-cann-ops", "8.5.2", _OPS_TK_911, f"{_N911} {_BUNDLE_91}"),
-    _row("cann-ops-transformer", "9.1.1", _OPS_TK_911, f"{_N911} §CANN ops组合包内可独立升级子包"),
-    # CANN 9.2.0 betas: each with its own toolkit only
-    _row("ascend-cann-ops", "9.2.0-beta.1", ("9.2.0-beta.1",), f"{_N920B1} {_BUNDLE_91}"),
-    _row(
-        "cann-ops-transformer",
-        "9.2.0-beta.1",
-        ("9.2.0-beta.1",),
-        f"{_N920B1} §CANN ops组合包内可独立升级子包",
-    ),
-    _row("ascend-cann-ops", "9.2.0-beta.2", ("9.2.0-beta.2",), f"{_N920B2} {_BUNDLE_91}"),
-    _row(
-        "cann-ops-transformer",
-        "9.2.0-beta.2",
-        ("9.2.0-beta.2",),
-        f"{_N920B2} §CANN ops组合包内可独立升级子包",
-    ),
-)
+def pairings() -> Tuple[OpsPairing, ...]:
+    """Every note's rows, in the order of the facts files (oldest note first)."""
+    return tuple(
+        OpsPairing(
+            package=row.package,
+            ops=row.ops,
+            toolkits=row.toolkits,
+            source=f"{rel.note}{'' if row.line is None else f':{row.line}'} {row.section}",
+            # the notes give a source tag for each sub-package, none for the ops bundle
+            tag=None if row.package == "ascend-cann-ops" else f"v{row.ops}",
+        )
+        for rel in releases().values()
+        for row in rel.ops_pairings
+    )
 
 
 def _parse(text: str) -> Optional[CannVersion]:
@@ -120,7 +75,7 @@ def toolkit_matches(entry: str, toolkit: CannVersion) -> bool:
 
 def rows_for(ops: CannVersion, packages: Tuple[str, ...] = BUILT_PACKAGES) -> List[OpsPairing]:
     """Every row, of the given packages, about this ops release."""
-    return [p for p in PAIRINGS if p.package in packages and _parse(p.ops) == ops]
+    return [p for p in pairings() if p.package in packages and _parse(p.ops) == ops]
 
 
 def published(ops: CannVersion, toolkit: CannVersion) -> Optional[OpsPairing]:
@@ -147,7 +102,7 @@ def ops_for(toolkit: CannVersion) -> Tuple[str, ...]:
 
 def known_ops() -> Tuple[str, ...]:
     """The ops releases the table has rows for, oldest first."""
-    names = {row.ops for row in PAIRINGS if row.package in BUILT_PACKAGES}
+    names = {row.ops for row in pairings() if row.package in BUILT_PACKAGES}
     return tuple(sorted(names, key=parse_cann_version))
 
 

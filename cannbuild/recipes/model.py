@@ -8,9 +8,9 @@ from typing import Dict, List, Literal, Optional, Tuple
 from msgspec import Struct, field
 
 from ..decoded import JSONValue
-from ..resources import data_dir
+from ..resources import USER_DATA, data_dir
 
-USER_RECIPE_DIR = "cannbuild-recipes"
+USER_RECIPE_DIR = USER_DATA
 # The words a recipe may write for these keys (msgspec refuses any other, naming them).
 Phase = Literal["build", "install"]
 Action = Literal["overlay", "vendor"]

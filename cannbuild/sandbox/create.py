@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence
 
 from msgspec import Struct
 
-from .. import safefs
+from .. import facts, safefs
 from ..bounded import DATA_FILE, MEMO, SANDBOX_RECORD, read_bytes, read_state
 from ..decoded import to_plain
 from ..errors import SandboxError, UsageError
@@ -86,7 +86,9 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
     # The compiler is part of the key: another one builds other emulation libraries.
     head = f"{SANDBOX_FORMAT}|{spec.variant}|{spec.cann}|{spec.dir}|{cxx}"
     roots = _source_roots()
-    mark = hashlib.sha256(f"{head}|{_stat_mark(roots)}".encode()).hexdigest()
+    data = facts.files(facts.SANDBOX)  # a user's cannbuild-recipes/sandbox/ too
+    marks = [_stat_mark(roots), *(f"{p}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in data)]
+    mark = hashlib.sha256(f"{head}|{'|'.join(marks)}".encode()).hexdigest()
     kept = read_state(spec.dir / KEY_MEMO, MEMO, Dict[str, str])
     if kept is not None and kept.get("mark") == mark and kept.get("key"):
         return kept["key"]
@@ -96,6 +98,10 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
         for path in _files(root):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(read_bytes(path, DATA_FILE))
+    # and the data it is made from: the shipped releases and stand-ins, and a user's
+    for path in data:
+        digest.update(f"{path.name}\n".encode())
+        digest.update(read_bytes(path, DATA_FILE))
     key = digest.hexdigest()
     if (spec.dir / INFO_FILE).is_file():  # a sandbox folder cannbuild made
         remember(spec.dir / KEY_MEMO, {"mark": mark, "key": key})

@@ -1,9 +1,8 @@
-"""What each stand-in state of opbase and ops-transformer does: its build.sh options,
-messages, opbase hand-over and third-party layout (one record per real ref that matters).
-
-shared/reference/cann-build-systems.md and docs/upstream-9.1.md are the sources; each
-field says which ref it mirrors.
-"""
+"""What a stand-in repository does at one real ref (a flavor): its build.sh options,
+messages, opbase hand-over, third-party layout and pins.  The flavors are data,
+`[flavor.<repo>."<ref>"]` in recipes/sandbox/*.toml, each field citing the ref it mirrors
+(shared/reference/cann-build-systems.md, docs/upstream-9.1.md, siblings-facts); these are
+their shapes, which the templates in templates/sandbox/ read."""
 
 from __future__ import annotations
 
@@ -11,68 +10,47 @@ from typing import Tuple
 
 from msgspec import Struct
 
-# opbase's build dependencies, checked by check_build_dependencies.py against
-# share/info/<pkg>/version.info: the v8.5.0 tag lists these five (`>=8.5.0`), master adds hcomm
-# (reference cann-build-systems.md §1.2).
-DEPS_85 = (
-    ("runtime", ">=8.5"),
-    ("metadef", ">=8.5"),
-    ("bisheng-compiler", ">=8.5"),
-    ("asc-devkit", ">=8.5"),
-    ("ge-executor", ">=8.5"),
-)
-# ops-transformer's build dependencies at 9.0 (version.cmake; reference §2.2 lists runtime, opbase,
-# hcomm, ge-executor, metadef, ge-compiler, asc-devkit, bisheng-compiler at master).
-OT_DEPS_90 = (
-    ("runtime", ">=8.5"),
-    ("opbase", ">=8.5"),
-    ("hcomm", ">=8.5"),
-    ("ge-executor", ">=8.5"),
-    ("metadef", ">=8.5"),
-    ("ge-compiler", ">=8.5"),
-    ("asc-devkit", ">=8.5"),
-    ("bisheng-compiler", ">=8.5"),
-    ("asc-tools", ">=8.5"),
-)
-# ...and at 9.1: the same without asc-tools (OT@9.1.0:version.cmake:13-20, set_cann_build_dependencies).
-OT_DEPS_91 = tuple(dep for dep in OT_DEPS_90 if dep[0] != "asc-tools")
-# opbase 9.1 (OB@9.1.0:version.cmake): the v9.0.0 five plus hcomm.
-OPBASE_DEPS_91 = (*DEPS_85, ("hcomm", ">=8.5"))
+Deps = Tuple[Tuple[str, str], ...]  # (package, version spec) of version.info / version.cmake
 
 
-class OpbaseFlavor(Struct, frozen=True, kw_only=True):
+class StandIn(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What every flavor says."""
+
     label: str
     version: str
+    ref: str = ""  # the upstream state it stands in for: its key in the data
+    deps: Deps = ()  # build dependencies, checked against share/info/<pkg>/version.info
+    # the third-party modules its package build includes (cmake/third_party/<module>.cmake),
+    # in the real CMakeLists' order, and the test-only ones it carries but never includes
+    modules: Tuple[str, ...] = ()
+    test_modules: Tuple[str, ...] = ()
+    # 9.1: third-party libraries come from the shared cann/cmake repository
+    # (cmake/fetch_cann_cmake.cmake, add_cann_third_party), at tag `cmake_tag`
+    cann_cmake: bool = False
+    cmake_tag: str = ""
+    cann_cmake_hash: bool = True  # the tarball declared with its URL_HASH (ops-nn 9.1: without)
+    # the commits its CMake pins as source, by their message in the stand-in's history
+    opbase_pin: str = ""
+    optensor_pin: str = ""
+
+
+class OpbaseFlavor(StandIn, frozen=True, kw_only=True, forbid_unknown_fields=True):
     version_dir: str
     # build.sh's getopt spec: `getopt -a -o <short_opts> -l <long_opts>`.
     short_opts: str
     long_opts: str
-    has_pkg: bool
-    # The default ASCEND_HOME_PATH's last part: `/usr/local/Ascend/latest` up to v8.5.0,
-    # `/usr/local/Ascend/cann` from v9.0.0 on.
+    has_pkg: bool  # also: its package installs headers, so the commit carries its packaging XML
+    # The default ASCEND_HOME_PATH's last part: `latest` up to v8.5.0, `cann` from v9.0.0.
     default_home_tail: str
-    deps: Tuple[Tuple[str, str], ...] = ()
-    run_deps: Tuple[Tuple[str, str], ...] = ()
-    # CMakeLists.txt:7-10 from v8.5.0: the ccache PATH finds becomes the compiler launcher
-    finds_ccache: bool = False
-    # `-s` has a case arm from v8.5.0 to v9.0.0; at 9.1 it is still in the getopt spec but its arm
-    # is gone, so it reaches `*)` "Undefined option" (OB@9.1.0:build.sh:92, v9.0.0:95).
-    s_arm: bool = True
-    # 9.1: `--extra-cmake-args=A=B,...`, of which only ENABLE_BUILD_DEVICE= gets through
-    # (OB@9.1.0:build.sh:44-66).
-    extra_cmake_args: bool = False
-    # 9.1: third-party libraries come from the shared cann/cmake repository
-    # (cmake/fetch_cann_cmake.cmake, add_cann_third_party), not cmake/third_party/*.cmake.
-    cann_cmake: bool = False
+    run_deps: Deps = ()
+    finds_ccache: bool = False  # the ccache PATH finds becomes the compiler launcher
+    s_arm: bool = True  # `-s` has a case arm (not at 9.1: "Undefined option")
+    extra_cmake_args: bool = False  # 9.1: `--extra-cmake-args=A=B,...`
 
 
-class OpsTransformerFlavor(Struct, frozen=True, kw_only=True):
-    label: str
-    version: str
-    socs: Tuple[str, ...]
-    # Only the 2025-11 script runs `{ ...; } 2>&1 | gawk` (stderr stamped too, no pipefail); v8.5.0
-    # and v9.0.0 pipe stdout alone through gawk (reference real-host-findings.md §1).
-    stamp_stderr: bool
+class OpsTransformerFlavor(StandIn, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    socs: Tuple[str, ...]  # SUPPORT_COMPUTE_UNIT_SHORT
+    stamp_stderr: bool  # `{ ...; } 2>&1 | gawk` (the 2025-11 script) or stdout alone
     has_3rd_lib_flag: bool
     tiling_key_eq: bool
     extra_flags: Tuple[str, ...]
@@ -80,198 +58,66 @@ class OpsTransformerFlavor(Struct, frozen=True, kw_only=True):
     soc_warnings: bool
     run_example_soc_check: bool
     example_links_opapi_math: bool
-    # Where ops-transformer finds opbase: installed `<arch>-linux/include` (c29bc10's
-    # FindOPBASE.cmake:19), installed `<arch>-linux/pkg_inc` (v8.5.0), or source in
-    # third_party/opbase at OPBASE_TAG_ID (v9.0.0).
+    # Where ops-transformer finds opbase: installed `<arch>-linux/include`, installed
+    # `<arch>-linux/pkg_inc`, or source in third_party/opbase at OPBASE_TAG_ID.
     opbase_mode: str  # installed-include | installed-pkg_inc | source
-    deps: Tuple[Tuple[str, str], ...] = ()
-    # FlashAttentionScore's head dim limit, as its docs (and tiling) state at that ref:
-    # 512 at the 8.3 pin (c29bc10), 768 from v8.5.0
-    fa_head_dim_max: int = 768
-    # the real */flash_attention_score/examples/test_aclnn_*.cpp at this ref, each with the
-    # stand-in source (kernels/standin/flash_attention_score/examples) shipped under its name
+    fa_head_dim_max: int = 768  # FlashAttentionScore's head dim limit as its docs state
+    # (the real examples/test_aclnn_*.cpp name, the stand-in source shipped under it)
     examples: Tuple[Tuple[str, str], ...] = ()
-    example_lookup: str = "custom-opp"  # "opp": only ${ASCEND_OPP_PATH}/vendors (the 8.3 pin)
+    example_lookup: str = "custom-opp"  # "opp": only ${ASCEND_OPP_PATH}/vendors
     example_summary: bool = True  # "execute samples success" / "Example completed successfully"
-    # Up to v9.0.0 build.sh pipes its output through gawk's strftime (exit 127 without gawk); 9.1
-    # stamps stdout with a `while IFS= read -r line` loop instead (OT@9.1.0:build.sh:2029).
-    gawk: bool = True
-    # Flags the common stand-in option list has that this ref no longer parses (9.1 dropped
-    # `--disable_asan`, v9.0.0:1131).
-    removed_flags: Tuple[str, ...] = ()
-    # 9.1: cmake/fetch_cann_cmake.cmake + add_cann_third_party(...) from cann/cmake, ops-tensor
-    # pinned as source beside opbase (cmake/third_party/ops-tensor.cmake), makeself for the
-    # custom package hard-wired at <src>/third_party/makeself (OT@9.1.0:cmake/custom_build.cmake:1219).
-    cann_cmake: bool = False
+    gawk: bool = True  # output stamped through gawk's strftime (else a `while read` loop)
+    removed_flags: Tuple[str, ...] = ()  # common stand-in flags this ref no longer parses
 
 
-OPBASE_2025_11 = OpbaseFlavor(
-    label="master, November 2025 (the 8.3 commercial guide)",
-    version="8.5.0.alpha001",
-    version_dir="8.5.0.alpha001",
-    short_opts="j:hvuO:",
-    long_opts="help,verbose,cov,make_clean_all,debug,noexec,cann_3rd_lib_path:",
-    has_pkg=False,
-    default_home_tail="latest",
-    run_deps=(("compiler", ">=8.3"), ("runtime", ">=8.3")),
-)
-OPBASE_V850 = OpbaseFlavor(
-    label="tag v8.5.0",
-    version="8.5.0-beta.1",  # the v8.5.0 tag's version.info really says this
-    version_dir="cann",
-    short_opts="j:hvusO:",
-    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:",
-    has_pkg=True,
-    default_home_tail="latest",
-    run_deps=tuple((p, ">=8.5.0") for p, _ in DEPS_85),
-    finds_ccache=True,
-)
-OPBASE_V900 = OpbaseFlavor(
-    label="tag v9.0.0",
-    version="9.0.0",
-    version_dir="cann",
-    short_opts="j:hvusO:",
-    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:",
-    has_pkg=True,
-    default_home_tail="cann",
-    deps=DEPS_85,
-    run_deps=DEPS_85,
-    finds_ccache=True,
-)
+class SiblingOp(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The one operator a sibling stand-in builds, with its emulated kernel (kernels/standin/<name>)."""
 
-_DENSE = "test_aclnn_flash_attention_score_v2_fp32.cpp"
-_VARLEN = "test_aclnn_flash_attention_score_varlen_v4_fp32.cpp"
+    category: str  # math | activation | image
+    name: str  # the folder, --ops and --run_example name
+    op_type: str
+    header: str  # op_host/op_api/<header>, installed into op_api/include
+    sources: Tuple[str, ...]  # relative to <category>/<name>
+    example: str  # examples/<example>
+    dtypes: str  # what the op_impl config lists for the A2/A3 kernels
+    formats: str
+    # CANNBUILD_SANDBOX_FAULT=<fault> compiles SANDBOX_FAULT_<fault_define> into the kernel
+    fault: str
+    fault_define: str
 
-OT_2025_11 = OpsTransformerFlavor(
-    label="master, November 2025 (the 8.3 commercial guide)",
-    version="8.5.0.alpha001",
-    # `SUPPORT_COMPUTE_UNIT_SHORT` at each ref (reference cann-build-systems.md §2.3).
-    socs=("ascend910b", "ascend910_93", "ascend910_95", "ascend310p", "ascend910"),
-    stamp_stderr=True,
-    has_3rd_lib_flag=False,
-    tiling_key_eq=True,
-    # `--debug` is parsed at this ref, as the sandbox models it; master prints help and exits 1 on
-    # it.
-    extra_flags=("--debug",),
-    extra_eq_flags=(),
-    soc_warnings=False,
-    run_example_soc_check=False,
-    example_links_opapi_math=False,
-    opbase_mode="installed-include",
-    fa_head_dim_max=512,
-    # 8.3 ran two examples, v9.0.0 three (`build.sh --run_example` loops over every
-    # `test_aclnn_*.cpp`; reference real-host-findings.md §1).
-    examples=(
-        ("test_aclnn_flash_attention_score.cpp", _DENSE),
-        ("test_aclnn_flash_attention_varlen_score.cpp", _VARLEN),
-    ),
-    example_lookup="opp",
-    example_summary=False,
-)
-OT_V850 = OpsTransformerFlavor(
-    label="tag v8.5.0",
-    version="8.5.0-beta.1",
-    socs=("ascend910b", "ascend910_93", "ascend910_95", "kirinx90"),
-    stamp_stderr=False,
-    has_3rd_lib_flag=True,
-    tiling_key_eq=True,
-    extra_flags=(),
-    extra_eq_flags=(),
-    soc_warnings=False,
-    run_example_soc_check=False,
-    example_links_opapi_math=False,
-    opbase_mode="installed-pkg_inc",
-    examples=((_DENSE, _DENSE), (_VARLEN, _VARLEN)),
-)
-OT_V900 = OpsTransformerFlavor(
-    label="tag v9.0.0",
-    version="9.0.0",
-    socs=(
-        "ascend910b",
-        "ascend910_93",
-        "ascend950",
-        "ascend310p",
-        "kirinx90",
-        "kirin9030",
-        "mc62cm12a",
-    ),
-    stamp_stderr=False,
-    has_3rd_lib_flag=True,
-    tiling_key_eq=False,
-    extra_flags=("--noaicpu",),
-    extra_eq_flags=("--bisheng_flags", "--simulator", "--kernel_template_input"),
-    soc_warnings=True,
-    run_example_soc_check=True,
-    example_links_opapi_math=True,
-    opbase_mode="source",
-    deps=OT_DEPS_90,
-    examples=(
-        ("test_aclnn_flash_attention_score.cpp", _DENSE),
-        (_DENSE, _DENSE),
-        (_VARLEN, _VARLEN),
-    ),
-)
-# opbase at branch 9.1.0 (= v9.1.0.pre in every build file; docs/upstream-9.1.md §3b, §3c).
-OPBASE_V910 = OpbaseFlavor(
-    label="branch 9.1.0 (v9.1.0.pre)",
-    # OB@9.1.0:version.cmake still says set_cann_package(opbase VERSION "9.0.0")
-    version="9.0.0",
-    version_dir="cann",
-    short_opts="j:hvusO:",
-    long_opts="help,verbose,cov,make_clean,build-type:,noexec,pkg,asan,cann_3rd_lib_path:,"
-    "extra-cmake-args:",
-    has_pkg=True,
-    default_home_tail="cann",
-    deps=OPBASE_DEPS_91,
-    run_deps=DEPS_85,
-    finds_ccache=True,
-    s_arm=False,
-    extra_cmake_args=True,
-    cann_cmake=True,
-)
-# ops-transformer at branch 9.1.0 (= v9.1.0.pre in build.sh, cmake/, CMakeLists.txt; §3a).
-OT_V910 = OpsTransformerFlavor(
-    label="branch 9.1.0 (v9.1.0.pre)",
-    version="9.1.0",
-    # OT@9.1.0:build.sh:46: mc62 replaces mc62cm12a
-    socs=(
-        "ascend910b",
-        "ascend910_93",
-        "ascend950",
-        "ascend310p",
-        "kirinx90",
-        "kirin9030",
-        "mc62",
-    ),
-    stamp_stderr=False,
-    has_3rd_lib_flag=True,
-    # `--tiling-key|--tiling_key <k>` (:1319) and `--tiling_key=*` (:1323) are back
-    tiling_key_eq=True,
-    # new at 9.1: --aicpu_kernel (:1156), --asan (:1297)
-    extra_flags=("--noaicpu", "--aicpu_kernel", "--asan"),
-    # new at 9.1: --aicpu=* (:1152), --rule_launch=* (:1189), --example_name=* (:1205),
-    # --genop_aicpu=* (:1436)
-    extra_eq_flags=(
-        "--bisheng_flags",
-        "--simulator",
-        "--kernel_template_input",
-        "--aicpu",
-        "--rule_launch",
-        "--example_name",
-        "--genop_aicpu",
-    ),
-    soc_warnings=True,
-    run_example_soc_check=True,
-    example_links_opapi_math=True,
-    opbase_mode="source",
-    deps=OT_DEPS_91,
-    # the same three examples as v9.0.0 (the folder is unchanged, §3a)
-    examples=(
-        ("test_aclnn_flash_attention_score.cpp", _DENSE),
-        (_DENSE, _DENSE),
-        (_VARLEN, _VARLEN),
-    ),
-    gawk=False,
-    removed_flags=("--disable_asan",),
-    cann_cmake=True,
-)
+
+class SiblingFlavor(StandIn, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """ops-math, ops-nn or ops-cv at one ref: build.sh in the bash builtin getopts style."""
+
+    repo: str
+    suffix: str  # the vendor folder is <vendor>_<suffix> (REPOSITORY_NAME in build.sh)
+    package: str  # the version.cmake / share/info package name
+    op: SiblingOp
+    socs: Tuple[str, ...]
+    sort_socs: bool  # ops-nn re-sorts SUPPORT_COMPUTE_UNIT_SHORT by length
+    release_targets: Tuple[str, ...]
+    ut_targets: Tuple[str, ...]  # emptied in checkopts before the loop
+    long_opts: Tuple[str, ...]  # SUPPORTED_LONG_OPTS as written
+    # long options with a `name=*)` arm beyond ops/soc/vendor_name/cann_3rd_lib_path
+    value_arms: Tuple[str, ...]
+    # long options with a plain arm beyond help/pkg/run_example/make_clean (no effect here)
+    flag_arms: Tuple[str, ...]
+    stamp_stderr: bool  # `main "$@" 2>&1 | ...` (ops-math) or stdout only
+    gawk: bool
+    unparsed_exits: bool  # "unparsed param", usage, `exit` (status 0)
+    no_args_usage: bool  # `if [ $# -eq 0 ]; then usage` before main
+    no_args_exits: bool  # ... then exit 0
+    example_args: str  # "checkopts_run_example" (math, cv) | "set_example_opt" (nn)
+    example_report: str  # "math" (`execute samples success|failed`) | "nn" (`Run ... success.`)
+    example_lookup: str  # "home-opp" (v9.0.0) | "custom-opp" (every ASCEND_CUSTOM_OPP_PATH entry)
+    links_opapi_math: bool  # the cust example links -lopapi_math too
+    install_deps: bool  # build.sh sources ./install_deps.sh (pigz, dos2unix)
+    run_name: str  # the .run file, with ${VENDOR_NAME} and ${ARCH} for CMake
+    cann_cmake_file: str = "cmake/fetch_cann_cmake.cmake"
+    cann_third_party: Tuple[str, ...] = ()  # add_cann_third_party(...) in CMakeLists.txt
+    # where a 9.1 build asks for gtest: "cmake/ut.cmake", included by every build, or
+    # "ENABLE_TEST", an if() around the call
+    gtest: str = ""
+    opbase_fetch: bool = False  # `git fetch origin <pin>` before the checkout
+    opbase_checkout_fatal: bool = False  # a failed checkout of the pin is FATAL
+    ops_tensor: bool = False  # pins ops-tensor too

@@ -16,30 +16,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, write
-from .flavors import OPBASE_2025_11, OpsTransformerFlavor
-from .releases import (
-    OPBASE_HISTORY,
-    OT_HISTORY,
-    OT_V900_OPBASE_PIN_INDEX,
-    OT_V910_OPBASE_PIN_INDEX,
-    Commit,
-)
+from .flavors import OpsTransformerFlavor
+from .releases import Commit, StandIns, standins
 from .sharedrepos import (
-    CANN_CMAKE_TAG,
-    CMAKE_HISTORY,
-    CMAKE_PIN_INDEX,
-    CMAKE_TAGS_PINNED,
     LIBBOUNDSCHECK_URL,
-    OPTENSOR_HISTORY,
-    OPTENSOR_PIN_INDEX,
-    TOOLKIT_HISTORY,
-    TOOLKIT_REPOS,
-    TreeCommit,
     cann_cmake_files,
     cmake_tarball,
     cmake_tarball_url,
@@ -47,17 +32,10 @@ from .sharedrepos import (
     sha256,
     write_tree,
 )
-from .siblings import (
-    NN_OPTENSOR_PIN_INDEX,
-    SIBLING_HISTORY,
-    SiblingCommit,
-    render_sibling,
-    sibling_extra,
-)
+from .siblings import render_sibling
 from .third_party import (
     mirror_path,
     standin_archives,
-    state_of,
     tar_gz,
     tree_entries,
     write_mirror,
@@ -101,11 +79,12 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
     kernels = data_dir("kernels")
     env = file_env(templates)
     flavor = commit.flavor
-    ref, modules, test_only = state_of(flavor)
+    assert flavor is not None, commit.message  # opbase and ops-transformer have one
+    modules, test_only = flavor.modules, flavor.test_modules
     archives = {key: a.context() for key, a in standin_archives().items()}
     ctx: Dict[str, Any] = {
         "flavor": flavor,
-        "ref": ref,
+        "ref": flavor.ref,
         "tp": archives,
         "modules": modules,
         "repo": commit.repo,
@@ -215,13 +194,13 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
 
 def build_repo(
     name: str,
-    history: Sequence[Union[Commit, TreeCommit, SiblingCommit]],
+    history: Sequence[Commit],
     work: Path,
     bare: Path,
     log: CommandLog,
-    render: Callable[[Path, int], None],
+    render: Callable[[Path, Commit], None],
 ) -> List[str]:
-    """Create the repository's history (`render(work, i)` lays out commit i's files);
+    """Create the repository's history (`render(work, commit)` lays out a commit's files);
     returns the commit ids in order."""
     if work.exists():
         shutil.rmtree(work)
@@ -234,8 +213,8 @@ def build_repo(
         what=f"creating {name}",
     )
     commits: List[str] = []
-    for index, commit in enumerate(history):
-        render(work, index)
+    for commit in history:
+        render(work, commit)
         env = git_env(commit.date)
         log.run(["git", "add", "-A"], cwd=work, env=env, what=f"staging {name}")
         log.run(
@@ -270,146 +249,102 @@ def build_repo(
     return commits
 
 
-def pinned_cmake_tarball(tag: str = CMAKE_HISTORY[CMAKE_PIN_INDEX].state) -> bytes:
-    """cmake-<tag>.tar.gz as the mirror serves it: the stand-in cann/cmake at the tag
-    (master-026, ops-transformer's, unless another is named)."""
+def pinned_cmake_tarball(tag: str) -> bytes:
+    """cmake-<tag>.tar.gz as the mirror serves it: the stand-in cann/cmake at the tag."""
     archives = {key: a.context() for key, a in standin_archives().items()}
     return cmake_tarball(cann_cmake_files(tag, archives), tag)
 
 
-def build_repos(mirror: Path, build_dir: Path, log: CommandLog) -> Dict[str, List[str]]:
+def build_repos(
+    mirror: Path, build_dir: Path, log: CommandLog, data: Optional[StandIns] = None
+) -> Dict[str, List[str]]:
+    """Every stand-in repository the sandbox's data declares, published under `mirror`;
+    returns each one's commit ids in order."""
+    data = data or standins()
     cann = mirror / "cann"
     archives = {key: a.context() for key, a in standin_archives().items()}
+    built: Dict[str, List[str]] = {}
 
-    def files_of(
-        history: Sequence[TreeCommit], files: Callable[[str], Mapping[str, str]]
-    ) -> Callable[[Path, int], None]:
-        def render(work: Path, index: int) -> None:
-            _clear(work)
-            write_tree(work, files(history[index].state))
+    def publish(
+        name: str, render: Callable[[Path, Commit], None], bare: Optional[Path] = None
+    ) -> None:
+        history = data.history("toolkit" if name in data.toolkit_repos else name)
+        if history:
+            where = bare or cann / f"{name}.git"
+            built[name] = build_repo(name, history, build_dir / name, where, log, render)
 
-        return render
-
-    optensor = build_repo(
-        "ops-tensor",
-        OPTENSOR_HISTORY,
-        build_dir / "ops-tensor",
-        cann / "ops-tensor.git",
-        log,
-        files_of(OPTENSOR_HISTORY, ops_tensor_files),
-    )
-    cmake = build_repo(
-        "cmake",
-        CMAKE_HISTORY,
-        build_dir / "cmake",
-        cann / "cmake.git",
-        log,
-        files_of(CMAKE_HISTORY, lambda state: cann_cmake_files(state, archives)),
-    )
+    publish("ops-tensor", lambda work, c: _tree(work, ops_tensor_files(c.state)))
+    publish("cmake", lambda work, c: _tree(work, cann_cmake_files(c.state, archives)))
     # Each pinned tag's tarball, which the 9.1 repos take with its SHA256
     # (fetch_cann_cmake.cmake:18-23).
     tarball_sha256: Dict[str, str] = {}
-    for tag in CMAKE_TAGS_PINNED:
+    for tag in sorted({f.cmake_tag for f in data.flavors() if f.cmake_tag}):
         tarball = pinned_cmake_tarball(tag)
         target = mirror_path(mirror, cmake_tarball_url(tag))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(tarball)
         tarball_sha256[tag] = sha256(tarball)
-    shared = {"cann_cmake_tag": CANN_CMAKE_TAG, "cann_cmake_sha256": tarball_sha256[CANN_CMAKE_TAG]}
-    opbase = build_repo(
-        "opbase",
-        OPBASE_HISTORY,
-        build_dir / "opbase",
-        cann / "opbase.git",
-        log,
-        lambda work, i: _render_opbase(work, OPBASE_HISTORY[i], shared),
-    )
 
-    # ops-transformer v9.0.0 pins an opbase commit, not the v9.0.0 tag (929902e upstream;
-    # releases.py), so the stand-in pins an untagged commit too; so does 9.1 (cd48c600), and
-    # an ops-tensor commit that is not its master (b24535e3).
-    def ot_extra(commit: Commit) -> Dict[str, Any]:
-        if not commit.flavor.cann_cmake:
-            return {"opbase_tag_id": opbase[OT_V900_OPBASE_PIN_INDEX]}
-        return {
-            "opbase_tag_id": opbase[OT_V910_OPBASE_PIN_INDEX],
-            "optensor_tag_id": optensor[OPTENSOR_PIN_INDEX],
-            "optensor_api": OPTENSOR_HISTORY[OPTENSOR_PIN_INDEX].state,
-            **shared,
-        }
+    def pins(commit: Commit) -> Dict[str, Any]:
+        """What a commit's CMake pins (flavor.opbase_pin and the rest), as commit ids: the
+        real repos pin commits that are not tags (ops-transformer v9.0.0 929902e upstream)."""
+        flavor = commit.flavor
+        assert flavor is not None
+        extra: Dict[str, Any] = {}
+        by = f"flavor {commit.repo} {flavor.ref}"
+        if flavor.opbase_pin:
+            extra["opbase_tag_id"] = built["opbase"][data.index("opbase", flavor.opbase_pin, by)]
+        if flavor.optensor_pin:
+            at = data.index("ops-tensor", flavor.optensor_pin, by)
+            extra["optensor_tag_id"] = built["ops-tensor"][at]
+            extra["optensor_api"] = data.history("ops-tensor")[at].state
+        if flavor.cmake_tag:
+            extra["cann_cmake_tag"] = flavor.cmake_tag
+            extra["cann_cmake_sha256"] = (
+                tarball_sha256[flavor.cmake_tag] if flavor.cann_cmake_hash else ""
+            )
+            extra["cann_cmake_in_3rd"] = not flavor.cann_cmake_hash
+        return extra
 
-    ot = build_repo(
-        "ops-transformer",
-        OT_HISTORY,
-        build_dir / "ops-transformer",
-        cann / "ops-transformer.git",
-        log,
-        lambda work, i: _render_commit(work, OT_HISTORY[i], ot_extra(OT_HISTORY[i])),
-    )
-    built = {"opbase": opbase, "ops-transformer": ot, "cmake": cmake, "ops-tensor": optensor}
-    for name in TOOLKIT_REPOS:
-        bare = (
-            mirror_path(mirror, LIBBOUNDSCHECK_URL)
-            if name == "libboundscheck"
-            else cann / f"{name}.git"
-        )
-        built[name] = build_repo(
-            name,
-            TOOLKIT_HISTORY,
-            build_dir / name,
-            bare,
-            log,
-            _toolkit_renderer(name),
-        )
-    by_message = {c.message: sha for c, sha in zip(OPBASE_HISTORY, opbase)}
-    for name, history in SIBLING_HISTORY.items():
-        built[name] = build_repo(
-            name,
-            history,
-            build_dir / name,
-            cann / f"{name}.git",
-            log,
-            _sibling_renderer(history, by_message, tarball_sha256, optensor),
-        )
+    publish("opbase", lambda work, c: _render_opbase(work, c, pins(c)))
+    publish("ops-transformer", lambda work, c: _render_commit(work, c, pins(c)))
+    for name in data.toolkit_repos:
+        gitee = mirror_path(mirror, LIBBOUNDSCHECK_URL) if name == "libboundscheck" else None
+        publish(name, _toolkit_renderer(name), gitee)
+
+    def sibling(work: Path, commit: Commit) -> None:
+        _clear(work)
+        render_sibling(work, commit, pins(commit))
+
+    for name in ("ops-math", "ops-nn", "ops-cv"):
+        publish(name, sibling)
     return built
 
 
+def _tree(work: Path, files: Mapping[str, str]) -> None:
+    _clear(work)
+    write_tree(work, files)
+
+
 def _render_opbase(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
-    """A stand-in opbase commit; from v8.5.0 (whose package the toolkit holds) with the
-    headers its package installs and the packaging XML that says where."""
+    """A stand-in opbase commit; one that makes a package (from v8.5.0, which the toolkit
+    holds) with the headers its package installs and the packaging XML that says where."""
     _render_commit(work, commit, extra)
-    if commit.flavor is not OPBASE_2025_11:
+    if getattr(commit.flavor, "has_pkg", False):
         for rel, data in stand_in_repo_files("opbase", register_in_ge=False).items():
             target = work / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
 
 
-def _toolkit_renderer(name: str) -> Callable[[Path, int], None]:
-    def render(work: Path, index: int) -> None:
+def _toolkit_renderer(name: str) -> Callable[[Path, Commit], None]:
+    def render(work: Path, commit: Commit) -> None:
         _clear(work)
-        commit = TOOLKIT_HISTORY[index]
         write(work / "README.md", f"cannbuild sandbox stand-in for {name}: {commit.message}\n")
-        for rel, data in stand_in_repo_files(name, register_in_ge=commit.state != "9.1").items():
+        for rel, data in stand_in_repo_files(name, commit.register_in_ge).items():
             target = work / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-
-    return render
-
-
-def _sibling_renderer(
-    history: Sequence[SiblingCommit],
-    opbase: Mapping[str, str],
-    tarball_sha256: Mapping[str, str],
-    optensor: List[str],
-) -> Callable[[Path, int], None]:
-    api = OPTENSOR_HISTORY[NN_OPTENSOR_PIN_INDEX].state
-
-    def render(work: Path, index: int) -> None:
-        _clear(work)
-        commit = history[index]
-        render_sibling(work, commit, sibling_extra(commit, opbase, tarball_sha256, optensor, api))
 
     return render
 

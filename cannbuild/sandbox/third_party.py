@@ -27,16 +27,6 @@ from msgspec import Struct
 from ..bounded import DATA_FILE, read_bytes
 from ..host.contents import WALL_MARKER
 from ..resources import data_dir
-from .flavors import (
-    OPBASE_2025_11,
-    OPBASE_V850,
-    OPBASE_V900,
-    OPBASE_V910,
-    OT_2025_11,
-    OT_V850,
-    OT_V900,
-    OT_V910,
-)
 from .releases import MAKESELF_URL, UPSTREAM
 from .spec import GITEE_FOLDER, GITEE_UPSTREAM, OBS_FOLDER, OBS_UPSTREAM
 
@@ -293,32 +283,3 @@ def mirror_path(mirror: Path, url: str) -> Path:
     if url.startswith(UPSTREAM):
         return mirror / url[len(UPSTREAM) :]
     raise ValueError(f"the sandbox mirror serves no host of {url}")
-
-
-# Per stand-in state: the upstream state it stands in for, the third-party modules its
-# package build includes (in the real CMakeLists' order), and the test-only ones it
-# carries but never includes.
-_STATES: Tuple[Tuple[object, str, Tuple[str, ...], Tuple[str, ...]], ...] = (
-    (OPBASE_2025_11, "2025-11", ("protobuf", "eigen", "makeself-fetch"), ("gtest",)),
-    (OPBASE_V850, "v8.5.0", ("protobuf", "eigen", "nlohmann_json", "makeself-fetch"), ("gtest",)),
-    (OPBASE_V900, "v9.0.0", ("protobuf", "eigen", "nlohmann_json", "makeself-fetch"), ("gtest",)),
-    (OT_2025_11, "2025-11", ("json", "makeself-fetch"), ("gtest",)),
-    (OT_V850, "v8.5.0", ("json", "abseil-cpp", "ascend_protobuf", "makeself-fetch"), ("gtest",)),
-    (
-        OT_V900,
-        "v9.0.0",
-        ("json", "eigen", "abseil-cpp", "ascend_protobuf", "makeself-fetch"),
-        ("gtest",),
-    ),
-    # 9.1: no archive module of their own; cann/cmake's add_cann_third_party declares them
-    (OPBASE_V910, "v9.1.0", (), ()),
-    (OT_V910, "v9.1.0", (), ()),
-)
-
-
-def state_of(flavor: object) -> Tuple[str, Tuple[str, ...], Tuple[str, ...]]:
-    """(upstream state, included modules, test-only modules) of a stand-in flavor."""
-    for known, ref, included, test_only in _STATES:
-        if known is flavor:
-            return ref, included, test_only
-    raise KeyError(getattr(flavor, "label", flavor))

@@ -22,7 +22,6 @@ from ..host.toolkit import host_arch
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, symlink, write
-from .flavors import OPBASE_V900
 from .hardware import Variant
 from .releases import Release
 from .toolkit_files import WALLS, lay_out, wall_script
@@ -209,10 +208,9 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
         # What check_build_dependencies.py reads: `share/info/<pkg>/version.info`.
         write(tk / "share" / "info" / pkg / "version.info", f"Version={rel.version}\n")
     if rel.opbase_in_toolkit:
-        version = OPBASE_V900.version if rel.version.startswith("9") else rel.version
         write(
             tk / "share" / "info" / "opbase" / "version.info",
-            f"Version={version}\nversion_dir=cann\n",
+            f"Version={rel.opbase_version or rel.version}\nversion_dir=cann\n",
         )
     # the kernels (ops) package for this SoC, and the vendors folder custom packages go to
     kernel_root = tk / "opp/built-in/op_impl/ai_core/tbe/kernel" / v.soc

@@ -99,14 +99,15 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="recipe",
-            help="recipe: a CANN train (8.3, 8.5, 9.0, 9.1) or a recipe .toml file; default: the toolkit's train",
+            help="recipe: a CANN train (recipes/<train>.toml, or yours in cannbuild-recipes/) or a "
+            "recipe .toml file; default: the toolkit's train",
             field="recipe",
         ),
         Flag(
             name="ops_release",
             help="build the operator sources of this release (e.g. 9.0.1) instead of the "
             "toolkit's own: its train picks the recipe, it renders the tags; only where the "
-            "release notes pair it with the toolkit (cannbuild/host/releases.py)",
+            "release notes pair it with the toolkit (recipes/facts/*.toml)",
             field="ops_release",
         ),
         Flag(
@@ -174,7 +175,8 @@ FLAGS: Dict[str, Flag] = {
         ),
         Flag(
             name="cann",
-            help="sandbox CANN version: 8.3.RC2, 8.5.0, 9.0.0, 9.0.1 or 9.1.0",
+            help="sandbox CANN version: a [release] of recipes/sandbox/*.toml or of your "
+            "cannbuild-recipes/sandbox/*.toml (default 8.5.0)",
             field="sandbox_cann",
         ),
         Flag(

@@ -22,7 +22,7 @@ from msgspec.structs import replace
 from ..bounded import RECIPE, read_toml
 from ..decoded import JSONObject, JSONValue
 from ..errors import UsageError
-from ..host.socs import FAMILIES
+from ..host.socs import families
 from ..recipes import Recipe, available, load_recipe
 from ..recipes.optspec import judge
 from ..recipes.reader import BUILDABLE_KEYS
@@ -300,7 +300,7 @@ def _head(
     }
     soc_repos = [s.repo for s in base.steps if "soc" in s.inputs and s.repo]
     readout = readouts.get(soc_repos[0]) if soc_repos else None
-    known = {f.soc for f in FAMILIES}
+    known = {f.soc for f in families()}
     if readout is not None and readout.socs:
         head["socs"] = [s for s in readout.socs if s in known]
         other = [s for s in readout.socs if s not in known]
@@ -310,7 +310,7 @@ def _head(
         if other:
             undecided.append(
                 f"socs: build.sh also builds for {', '.join(other)}, which cannbuild knows no "
-                "hardware of (host/socs.py); left out."
+                "hardware of (recipes/facts/hosts.toml); left out."
             )
     else:
         head["socs"] = list(base.socs)

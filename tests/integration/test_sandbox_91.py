@@ -20,15 +20,14 @@ import pytest
 
 from cannbuild.resources import data_dir
 from cannbuild.sandbox.files import CommandLog
-from cannbuild.sandbox.flavors import OPBASE_V900, OT_V900
-from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY, release
+from cannbuild.sandbox.releases import release, standins
 from cannbuild.sandbox.repos import (
     _render_commit,
     build_repos,
     build_third_party,
     pinned_cmake_tarball,
 )
-from cannbuild.sandbox.sharedrepos import CMAKE_TARBALL_URL, cann_cmake_files
+from cannbuild.sandbox.sharedrepos import cann_cmake_files, cmake_tarball_url
 from cannbuild.sandbox.spec import OBS_UPSTREAM, SandboxInfo
 from cannbuild.sandbox.third_party import mirror_path, standin_archives
 from cannbuild.sources.archives import discover
@@ -52,8 +51,9 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def last(history, repo_flavor) -> object:
-    return [c for c in history if c.flavor is repo_flavor][-1]
+def last(repo: str, ref: str) -> object:
+    """The newest stand-in commit of `repo` laid out by its flavor at `ref`."""
+    return [c for c in standins().history(repo) if c.flavor.ref == ref][-1]
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +62,10 @@ def rendered(tmp_path_factory) -> Dict[str, Path]:
     root = tmp_path_factory.mktemp("rendered")
     out = {}
     for name, commit in (
-        ("ot90", last(OT_HISTORY, OT_V900)),
-        ("ob90", last(OPBASE_HISTORY, OPBASE_V900)),
-        ("ot91", OT_HISTORY[-1]),
-        ("ob91", OPBASE_HISTORY[-1]),
+        ("ot90", last("ops-transformer", "v9.0.0")),
+        ("ob90", last("opbase", "v9.0.0")),
+        ("ot91", last("ops-transformer", "v9.1.0")),
+        ("ob91", last("opbase", "v9.1.0")),
     ):
         (root / name).mkdir()
         _render_commit(root / name, commit, EXTRA)
@@ -271,7 +271,7 @@ def test_the_mirror_serves_each_archive_where_a_mirror_rule_maps_its_url(tmp_pat
         soc="ascend910_93",
         chip="Ascend910_9392",
     )
-    urls = [a.url for a in standin_archives().values()] + [CMAKE_TARBALL_URL]
+    urls = [a.url for a in standin_archives().values()] + [cmake_tarball_url("master-026")]
     for url in urls:
         prefix = next(p for p in info.mirrors if url.startswith(p))
         mapped = info.mirrors[prefix] + url[len(prefix) :]
@@ -357,8 +357,8 @@ def test_master_026_is_an_annotated_tag_whose_tarball_the_9_1_repos_pin_by_hash(
     cmake = mirror / "cann/cmake.git"
     assert git(cmake, "cat-file", "-t", "master-026") == "tag"
     assert git(cmake, "rev-parse", "master-026^{commit}") != git(cmake, "rev-parse", "master")
-    tarball = mirror_path(mirror, CMAKE_TARBALL_URL).read_bytes()
-    assert tarball == pinned_cmake_tarball()
+    tarball = mirror_path(mirror, cmake_tarball_url("master-026")).read_bytes()
+    assert tarball == pinned_cmake_tarball("master-026")
     ot = mirror / "cann/ops-transformer.git"
     fetch = git(ot, "show", "9.1.0:cmake/fetch_cann_cmake.cmake")
     assert f"URL_HASH SHA256={hashlib.sha256(tarball).hexdigest()}" in fetch

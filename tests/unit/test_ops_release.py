@@ -107,7 +107,7 @@ def test_an_unpublished_pairing_is_exit_2_before_anything_is_written(tmp_path):
     assert proc.returncode == 2, proc
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
     assert "--ops-release 9.0.1 is not published for toolkit CANN 8.5.0" in proc.stderr
-    assert "cannbuild/host/releases.py" in proc.stderr and "9.0.1, 9.0.0, 8.5.2" in proc.stderr
+    assert "recipes/facts/*.toml" in proc.stderr and "9.0.1, 9.0.0, 8.5.2" in proc.stderr
     assert not (tmp_path / ".cannbuild").exists() and not (tmp_path / "cannbuild.lock").exists()
 
 

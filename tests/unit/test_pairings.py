@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cannbuild.host import compat, pairings
+from cannbuild.host import compat, published
 from cannbuild.host.judge_python import python_stack_checks
 from cannbuild.host.pystack import PythonStack, read_python_stack
 from cannbuild.host.toolkit import Toolkit
@@ -40,7 +40,7 @@ def rows(python, torch, torch_npu, cann):
 def test_a_pairing_only_the_installer_lists_passes_naming_the_installer():
     # version_match.json:32 "Torch-npu_2.10.0": "CANN_9.0.0"; the official table has
     # 2.10.0.post4 for 9.1.0 only
-    official = [r for r in pairings.NPU_PAIRINGS if r.source == pairings.OFFICIAL]
+    official = [r for r in published.npu_pairings() if r.source.name == OFFICIAL]
     assert not any(r.torch_npu == "2.10.0" for r in official)
     row = rows((3, 11), "2.10.0+cpu", "2.10.0", "9.0.0")["torch_npu"]
     assert row.status == "pass"
@@ -112,11 +112,11 @@ def test_a_torch_npu_for_another_torch_still_fails():
 
 
 def test_no_listed_pairing_ever_warns_or_fails():
-    for pairing in pairings.NPU_PAIRINGS:
+    for pairing in published.npu_pairings():
         row = rows((3, 11), pairing.torch, pairing.torch_npu, pairing.cann)["torch_npu"]
         assert row.status == "pass", (pairing, row.detail)
         assert pairing.source.name in row.detail
-    for py in pairings.PYTHON_PAIRINGS:
+    for py in published.python_pairings():
         for python in py.pythons:
             row = rows(python, py.torch, None, "9.1.0")["torch"]
             assert row.status == "pass", (py, python, row.detail)
@@ -124,12 +124,12 @@ def test_no_listed_pairing_ever_warns_or_fails():
 
 def test_every_row_cites_its_source_and_names_a_real_release():
     seen = set()
-    for row in pairings.NPU_PAIRINGS:
+    for row in published.npu_pairings():
         assert parse_cann_version(row.cann).comparable, row
         assert compat.same_torch_line(row.torch, row.torch_npu), row
         assert row.cite and row.source.where, row
         key = (row.torch_npu, row.cann, row.source.name)
         assert key not in seen, row
         seen.add(key)
-    for py in pairings.PYTHON_PAIRINGS:
+    for py in published.python_pairings():
         assert py.pythons and py.cite and py.source.where, py

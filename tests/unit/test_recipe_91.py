@@ -18,7 +18,7 @@ from cannbuild.build.plan import example_values, render_command
 from cannbuild.build.session import BuildContext, CannFacts
 from cannbuild.recipes import load_recipe, render_ref, select_recipe
 from cannbuild.resources import data_dir
-from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
+from cannbuild.sandbox import releases as sandbox_data
 from cannbuild.sandbox.repos import _render_commit
 
 EXTRA = {
@@ -41,7 +41,8 @@ def standins(tmp_path_factory) -> Dict[str, Path]:
     """opbase and ops-transformer at branch 9.1.0, as the sandbox writes them."""
     root = tmp_path_factory.mktemp("standins91")
     out = {}
-    for name, commit in (("ops-transformer", OT_HISTORY[-1]), ("opbase", OPBASE_HISTORY[-1])):
+    for name in ("ops-transformer", "opbase"):
+        commit = sandbox_data.standins().history(name)[-1]
         assert commit.flavor.cann_cmake, commit.flavor.label  # the 9.1 layout
         (root / name).mkdir()
         _render_commit(root / name, commit, EXTRA)

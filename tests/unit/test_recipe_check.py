@@ -18,9 +18,9 @@ from cannbuild.errors import UsageError
 from cannbuild.recipes import load_recipe
 from cannbuild.recipes.optspec import OptionSpec, option_spec
 from cannbuild.resources import data_dir
-from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
+from cannbuild.sandbox.releases import Commit, standins
 from cannbuild.sandbox.repos import _render_commit
-from cannbuild.sandbox.siblings import SIBLING_HISTORY, SiblingCommit, render_sibling
+from cannbuild.sandbox.siblings import render_sibling
 from cannbuild.train.check import (
     ScriptSpec,
     StepCommand,
@@ -33,6 +33,10 @@ from cannbuild.workspace import Workspace
 
 from clirun import cannbuild
 
+STANDINS = standins()
+OPBASE_HISTORY = STANDINS.history("opbase")
+OT_HISTORY = STANDINS.history("ops-transformer")
+SIBLING_HISTORY = {repo: STANDINS.history(repo) for repo in ("ops-math", "ops-nn", "ops-cv")}
 SPECS = Path(__file__).resolve().parents[1] / "fixtures" / "buildsh"
 # recipe train -> the refs of its real build.sh files (recipes/<train>.toml): 8.3 master as of
 # 2025-11-16; 9.0's tag v{{ ops_release }} for 9.0.0 and 9.0.1; 9.1's branch 9.1.0.
@@ -141,7 +145,7 @@ def test_every_sandbox_stand_in_build_sh_parses_in_the_style_of_the_real_one(com
     assert {"--pkg", "-j"} <= names if commit.repo == "ops-transformer" else "-j" in names
 
 
-def sibling_fixture(commit: SiblingCommit) -> str:
+def sibling_fixture(commit: Commit) -> str:
     """The real spec a sibling stand-in commit stands for (its build.sh is the same at
     v9.0.0 and v9.0.1, and at tag v9.1.0 and branch 9.1.0)."""
     ref = "v9.0.0" if commit.flavor.ref == "v9.0.0" else "9.1.0"

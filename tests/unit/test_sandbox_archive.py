@@ -70,9 +70,9 @@ def test_the_mirror_serves_real_shaped_archives_with_fixed_bytes():
 def test_each_stand_in_declares_the_hashes_of_the_archives_the_mirror_serves(tmp_path):
     """cannbuild reads the stand-ins' cmake/third_party/*.cmake (up to 9.0) and the stand-in
     cann/cmake's third_party/*.cmake (9.1) as it reads the real ones."""
-    from cannbuild.sandbox.releases import OPBASE_HISTORY, OT_HISTORY
+    from cannbuild.sandbox.releases import standins
     from cannbuild.sandbox.repos import _render_commit
-    from cannbuild.sandbox.sharedrepos import CMAKE_HISTORY, cann_cmake_files
+    from cannbuild.sandbox.sharedrepos import cann_cmake_files
     from cannbuild.sandbox.third_party import standin_archives
     from cannbuild.sources.archives import discover
 
@@ -86,14 +86,15 @@ def test_each_stand_in_declares_the_hashes_of_the_archives_the_mirror_serves(tmp
         "cann_cmake_sha256": "2" * 64,
     }
     sources = []
-    for i, commit in enumerate(OPBASE_HISTORY + OT_HISTORY):
+    data = standins()
+    for i, commit in enumerate(data.history("opbase") + data.history("ops-transformer")):
         work = tmp_path / str(i)
         work.mkdir()
         _render_commit(work, commit, extra)
         folder = work / "cmake" / "third_party"
         sources.append({p.name: p.read_text() for p in folder.glob("*.cmake")})
     contexts = {key: a.context() for key, a in archives.items()}
-    for state in CMAKE_HISTORY:
+    for state in data.history("cmake"):
         files = cann_cmake_files(state.state, contexts)
         sources.append({k: v for k, v in files.items() if k.startswith("third_party/")})
     seen = set()

@@ -14,7 +14,8 @@ from typing import Dict, List
 
 import pytest
 
-from cannbuild.sandbox.siblings import SIBLING_HISTORY, render_sibling
+from cannbuild.sandbox import releases as sandbox_data
+from cannbuild.sandbox.siblings import render_sibling
 from cannbuild.sandbox.toolkit import lay_out_host_tools
 
 EXTRA = {
@@ -33,7 +34,8 @@ def standins(tmp_path_factory) -> Dict[str, Path]:
     """Each sibling at branch 9.1.0 (no gawk needed), as the sandbox writes it."""
     root = tmp_path_factory.mktemp("siblings")
     out = {}
-    for repo, history in SIBLING_HISTORY.items():
+    for repo in ("ops-math", "ops-nn", "ops-cv"):
+        history = sandbox_data.standins().history(repo)
         (root / repo).mkdir()
         render_sibling(root / repo, history[-1], EXTRA)
         out[repo] = root / repo
