@@ -328,6 +328,15 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
             f"{len(ranks)} profiler outputs (ranks) found; the tables add them up; the slowest "
             f"is {slowest.rank} ({slowest.analysis.total_us:.1f} us of device time)",
         )
+        names = [r.rank for r in ranks]
+        for twice in sorted({n for n in names if names.count(n) > 1}):
+            where = ", ".join(str(r.path) for r in ranks if r.rank == twice)
+            notes.insert(
+                1,
+                f"{twice} is in {names.count(twice)} outputs ({where}): one rank profiled "
+                "twice, or one run exported twice (a CSV and a .db); the tables count it "
+                "each time: pass one of them",
+            )
     elif len(runs) > 1:
         notes.insert(0, f"{len(runs)} profiler outputs found; their kernels are added together")
     return ProfileSummary(

@@ -227,3 +227,19 @@ def test_a_multi_rank_folder_gives_one_row_per_rank_the_sum_and_the_slowest(tmp_
     assert abs(total - sum(r["device_total_us"] for r in ranks.values())) < 0.01
     table = cli("profile", str(tmp_path), "--out", str(tmp_path / "pics2"), cwd=tmp_path)
     assert "slowest: rank 1" in table.stdout and "\n  sum " in table.stdout
+
+
+def test_one_rank_found_twice_is_named_with_both_places(tmp_path):
+    """A CSV and a .db export of one run side by side look like two ranks of rank 0: the
+    sum counts that rank twice, so the note names it and where it is, and says what to pass."""
+    _rank(tmp_path, "csv_ascend_pt", FIX / "torch_npu_2.13_level0", 0)
+    _rank(tmp_path, "db_ascend_pt", FIX / "torch_npu_2.13_level0", 0)
+    proc = cli("profile", str(tmp_path), "--out", str(tmp_path / "pics"), cwd=tmp_path)
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 0 is in 2 outputs (" in said and "pass one of them" in said
+    assert "csv_ascend_pt" in said and "db_ascend_pt" in said
+    _rank(tmp_path, "rank1_ascend_pt", FIX / "attention_patterns" / "eager", 1)
+    shutil.rmtree(tmp_path / "db_ascend_pt")
+    apart = cli("profile", str(tmp_path), "--out", str(tmp_path / "pics2"), cwd=tmp_path)
+    assert "is in 2 outputs" not in apart.stdout  # two ranks, each once
