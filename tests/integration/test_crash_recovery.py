@@ -100,9 +100,9 @@ def test_status_after_a_kill_during_install_says_what_plan_says(validated):
 
 
 BAD_LOCKS = {
-    "commit-42": ("commit = 42", "repos[0].commit = 42 is not a 40-hex commit id"),
+    "commit-42": ("commit = 42", "[[repos]] #1 commit = 42 is not a string"),
     "not-toml": ("recipe = [unclosed", "cannot be read"),
-    "repos-a-string": ('repos = "opbase"', "repos = 'opbase' is not an array of tables"),
+    "repos-a-string": ('repos = "opbase"', "repos = 'opbase' is not an array"),
 }
 
 

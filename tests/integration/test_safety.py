@@ -200,7 +200,7 @@ def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(
     assert not (cli.ws / ".lock.info").exists()
     assert cli.stamp("ops-transformer-build")["finished"] == before
     again = cli("build")
-    assert again.returncode == 0 and "ops-transformer-build built in" in again.stderr
+    assert again.returncode == 0 and "ops-transformer-build: done in" in again.stderr
 
 
 def test_a_hang_up_ignored_at_start_does_not_stop_the_build(cli):

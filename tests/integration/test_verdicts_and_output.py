@@ -231,4 +231,4 @@ def test_status_and_clean(cli):
     assert not any(t.exists() for t in trees)
     assert (cli.ws / "cache" / "git").is_dir() and (cli.ws / "opp").is_dir()
     again = cli("install")
-    assert again.returncode == 0 and "built in" not in again.stderr  # still up to date
+    assert again.returncode == 0 and ": done in" not in again.stderr  # still up to date
