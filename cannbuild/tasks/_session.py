@@ -1,90 +1,31 @@
-"""Opening a session from the command line (the sandbox, made or reused, and the host), and
-running the build transaction on it: for build and install, and before bench, profile --run
-and diagnose use the workspace."""
+"""Running the build transaction on a task's session (`_frame.Frame.session`): for build
+and install, and before bench, profile --run and diagnose use the workspace."""
 
 from __future__ import annotations
 
 import errno
 import os
 import sys
-import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from .. import ui
 from ..errors import StepFailed, StorageError
 from ..lazy import lazy_module
-from ..options import Options
 from ..ownership import check_writable
-from ._config import Context
-from ._flags import FlagValue
-from ._target import target_options
 
 if TYPE_CHECKING:
     from .. import progress as progress_ui
     from .. import transaction
     from ..build import plan as build_plan
-    from ..build import session as build_session
     from ..build import steps as build_steps
-    from ..build.session import Sandboxed, Session
+    from ..build.session import Session
     from ..progress import ConsoleProgress
-    from ..sandbox import create
     from ..transaction import PipelineRun, RunRequest
 else:  # a task loads the build core only when it runs (`cannbuild --help` loads this module)
     progress_ui = lazy_module("cannbuild.progress")
     transaction = lazy_module("cannbuild.transaction")
     build_plan = lazy_module("cannbuild.build.plan")
-    build_session = lazy_module("cannbuild.build.session")
     build_steps = lazy_module("cannbuild.build.steps")
-    create = lazy_module("cannbuild.sandbox.create")
-
-
-class DryRunStop(Exception):
-    """A dry run that cannot go further without changing something; the message says what."""
-
-
-def sandboxed(options: Options, dry_run: bool) -> Sandboxed:
-    """The options pointed at the sandbox (made or reused) when --sandbox is given, with
-    its info and lease (`pipeline.Sandboxed`).  A dry run never makes one: it stops,
-    saying it would."""
-    if not options.sandbox:
-        return build_session.Sandboxed(options=options)
-    if dry_run:
-        assert options.sandbox_dir is not None
-        spec = create.resolve_spec(
-            options.sandbox_dir, options.sandbox_variant, options.sandbox_cann
-        )
-        plan = create.plan_sandbox(spec)
-        if not plan.startswith("up to date"):
-            raise DryRunStop(f"the sandbox: {plan}")
-    began = time.monotonic()
-    # only a creation has phases; on a terminal they pass on the live line, summed up below
-    with progress_ui.PhaseProgress("sandbox", lines=False) as phases:
-        made = build_session.with_sandbox(options, phases)
-    if made.created and made.info is not None:
-        ui.note(
-            f"sandbox created: {made.info.variant} host with CANN {made.info.cann} at "
-            f"{made.info.dir} in {time.monotonic() - began:.1f}s (log: {made.info.dir}/create.log)"
-        )
-    return made
-
-
-def on_sandbox(options: Options, dry_run: bool) -> Options:
-    return sandboxed(options, dry_run).options
-
-
-def open_session(c: Context, flags: Mapping[str, FlagValue], builds: bool = False) -> Session:
-    """The session a task runs on: its options (the workspace's remembered target under
-    the flags: `_target.target_options`), pointed at the sandbox when it is one, and the
-    host read.  `builds`: the task builds for that target (and records it)."""
-    options = target_options(c, flags, builds)
-    made = sandboxed(options, bool(flags.get("dry_run")))
-    session = build_session.open_session(
-        made.options, os.environ, Path.cwd(), made.info, made.lease
-    )
-    for text in session.recipe.notes:  # an old recipe form, read as the new one
-        ui.note(f"note: {text}")
-    return session
 
 
 def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) -> PipelineRun:
