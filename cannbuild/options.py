@@ -459,11 +459,9 @@ def sources(
     config: object,
     spelled: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Tuple[str, Any]]:
-    """Each field a flag, an environment variable or the invoke config sets (the first
-    that does): how the user spelled it (`--soc`, `environment variable CANNBUILD_SOC`)
-    and its value, checked.  `cli` holds only the flags the user gave; `spelled`: how
-    the command line spells a field's flag where it is not the field's name
-    (sandbox_variant is --variant), so an error names the flag the user typed."""
+    """Each field the user set (`cli`: the flags given, then `env`, then `config`): how
+    it was spelled (`--variant`, `environment variable CANNBUILD_SOC`; `spelled` holds
+    the flags not named as their field) and its value, checked."""
     checked = _checked_config(_config_map(config))
     found: Dict[str, Tuple[str, Any]] = {}
     for name in _field_names():
@@ -479,8 +477,7 @@ def options_from(
     remembered_in: str = "the workspace's target.json",
 ) -> Options:
     """The frozen `Options`: the `given` values (`sources`), then the workspace's
-    remembered target (target.py) where none is given, then the defaults, some of which
-    follow the others (a sandbox's sysroot and lock are in the workspace)."""
+    remembered target where none is, then the defaults (a sandbox's in the workspace)."""
     values = {name: value for name, (_, value) in given.items()}
     for name, value in (remembered or {}).items():
         if name not in values and value is not None:
@@ -500,16 +497,6 @@ def options_from(
     return options
 
 
-def given_fields(
-    cli: Mapping[str, object],
-    env: Mapping[str, str],
-    config: object,
-    spelled: Optional[Mapping[str, str]] = None,
-) -> Dict[str, str]:
-    """The fields the user set, each with how it was spelled (what `target.choose` reads)."""
-    return {name: where for name, (where, _) in sources(cli, env, config, spelled).items()}
-
-
 def resolve_options(
     cli: Mapping[str, object],
     env: Mapping[str, str],
@@ -517,6 +504,5 @@ def resolve_options(
     spelled: Optional[Mapping[str, str]] = None,
     remembered: Optional[Mapping[str, object]] = None,
 ) -> Options:
-    """`options_from(sources(...))`: the whole order for callers that have the sources
-    at hand (the command frame, tasks/_frame.py, reads them once and keeps them)."""
+    """The whole order at once (the command frame, tasks/_frame.py, keeps the sources)."""
     return options_from(sources(cli, env, config, spelled), remembered)

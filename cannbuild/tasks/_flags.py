@@ -7,13 +7,20 @@ workspace or force work).  Options that feed `Options` read `CANNBUILD_<NAME>` t
 
 from __future__ import annotations
 
+import functools
 import inspect
-from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from msgspec import Struct
 
+from .. import ui
+from ..errors import CannbuildError, DryRun, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
-from ..options import ENV_PREFIX
+from ..options import ENV_PREFIX, PATH_FIELDS, check_path
+from ._config import Context, state_warnings
+from ._frame import Frame
+
+F = TypeVar("F", bound=Callable[..., None])
 
 # what an option arrives as: a value, a switch, a repeated option's values, or unset
 FlagValue = Union[None, bool, str, List[str]]
@@ -349,6 +356,109 @@ class TaskExit(Exception):
         super().__init__(message or "")
         self.message = message
         self.code = code
+
+
+def _path_values(
+    paths: Tuple[Tuple[Optional[int], str, str], ...],
+    args: Tuple[FlagValue, ...],
+    kwargs: Mapping[str, FlagValue],
+) -> Iterable[Tuple[object, str]]:
+    """The given values of the path-valued arguments, each with its spelling."""
+    for index, name, spelled in paths:
+        value = args[index] if index is not None and index < len(args) else kwargs.get(name)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if item not in (None, "", False, True):
+                yield item, spelled
+
+
+def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
+    """Run the body in its `Frame` (_frame.py); turn cannbuild errors into one paragraph
+    and their exit code, a `DryRun` into its line.  `paths`: the (place, name, spelling)
+    of each path-valued argument, checked before the task runs (check_path: exit 2
+    naming the flag, not a traceback where the kernel refuses it)."""
+
+    @functools.wraps(fn)
+    def wrapper(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
+        try:
+            for value, spelled in _path_values(paths, args, kwargs):
+                check_path(value, spelled)
+            config = c.config.get("cannbuild") or {}
+            fields, dry_run = option_fields(kwargs), bool(kwargs.get("dry_run"))
+            frame = Frame(config, fields, spellings(), f"cannbuild {name}", dry_run)
+            with state_warnings():  # a state file read as absent: one line on stderr
+                return fn(frame, *args, **kwargs)
+        except DryRun as done:
+            ui.note(f"dry run: {done}; nothing was changed.")
+            return None
+        except CannbuildError as exc:
+            text = exc.paragraph()
+            raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
+        except OSError as exc:  # a full disk, a read-only folder, a path the kernel refuses
+            known = storage_error(exc) or path_error(exc)
+            if known is None:
+                raise
+            raise TaskExit(f"cannbuild: {known.paragraph()}", known.exit_code) from None
+        except KeyboardInterrupt as exc:
+            raise TaskExit("cannbuild: interrupted", 128 + signal_number(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def cli_task(
+    *names: str,
+    positional: Iterable[Tuple[str, str]] = (),
+    help: Optional[Mapping[str, str]] = None,
+    extra: Iterable[Tuple[str, FlagValue, str]] = (),
+    optional: Iterable[str] = (),
+) -> Callable[[Callable[..., None]], TaskSpec]:
+    """A task taking `positional` (name, help) arguments, the table's options `names`
+    (help overridable per task) and task-only `extra` (name, default, help) options.
+
+    The body is `fn(frame, *positional, **values)`: every option arrives by name, `frame`
+    is its `_frame.Frame`.  `optional` names trailing positionals that may be left out
+    (the body gives them a default)."""
+    help = dict(help or {})
+    options: List[Option] = []
+    for name in names:
+        flag = FLAGS[name]
+        default: FlagValue = False if flag.kind is bool else [] if flag.kind is list else None
+        text = with_env(flag, help.pop(name, flag.help))
+        options.append(
+            Option(
+                name=name,
+                kind=flag.kind,
+                default=default,
+                help=text,
+                short=flag.short,
+                path=flag.path or flag.field in PATH_FIELDS,
+            )
+        )
+    for name, default, text in extra:
+        kind = bool if isinstance(default, bool) else str
+        options.append(
+            Option(name=name, kind=kind, default=default, help=text, path=name in PATH_ARGUMENTS)
+        )
+    if help:
+        raise ValueError(f"help given for options the task does not take: {sorted(help)}")
+
+    places = tuple(positional)
+    paths = tuple(
+        (i, name, name.upper())
+        for i, (name, _) in enumerate(places)
+        if name in PATH_ARGUMENTS or (name in FLAGS and FLAGS[name].path)
+    ) + tuple((None, o.name, o.option) for o in options if o.path)
+
+    def decorate(fn: Callable[..., None]) -> TaskSpec:
+        name = fn.__name__.replace("_", "-")
+        return TaskSpec(
+            name=name,
+            body=guarded(fn, name, paths),
+            positional=places,
+            options=tuple(options),
+            optional=tuple(optional),
+        )
+
+    return decorate
 
 
 def text_of(flags: Mapping[str, FlagValue], name: str) -> Optional[str]:

@@ -1,70 +1,47 @@
-"""The command frame: what runs around every task body, once.
-
-`cli_task` declares a task from the option table (_flags.FLAGS); `guarded` makes its
-`Frame` and runs the body in it.  The frame holds the one resolution of the options
-(`resolve`: flag > environment > invoke config > the workspace's remembered target >
-default, into the frozen `Options`), the session a task runs on (the sandbox made or
-reused, the host read), and --dry-run: a dry run never makes a sandbox, and a body ends
-one with `raise DryRun("would ...")`, said once here as "dry run: ...; nothing was
-changed."  A body is `fn(run, *positional, **values)`.
+"""The command frame every task body runs in (`fn(frame, *positional, **values)`, made
+by `_flags.guarded`): the one resolution of its options (`resolve`), the session it runs
+on (`run_build` runs the build transaction on it) and --dry-run: a dry run never makes a
+sandbox, and a body ends one with `raise DryRun("would ...")`, said once by `guarded`.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import sys
 import time
 from pathlib import Path
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Tuple,
-    TypeVar,
-)
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
 from .. import ui
-from ..errors import CannbuildError, path_error, signal_number, storage_error
+from ..errors import DryRun, StepFailed, StorageError
 from ..lazy import lazy_module
-from ..options import PATH_FIELDS, Options, check_path, options_from, sources
-from ._config import Context, state_warnings
-from ._flags import (
-    FLAGS,
-    PATH_ARGUMENTS,
-    FlagValue,
-    Option,
-    TaskExit,
-    TaskSpec,
-    option_fields,
-    spellings,
-    with_env,
-)
+from ..options import Options, options_from, sources
+from ..ownership import check_writable
 
 if TYPE_CHECKING:
     from .. import progress as progress_ui
     from .. import target as targets
+    from .. import transaction
+    from ..build import plan as build_plan
     from ..build import session as build_session
+    from ..build import steps as build_steps
     from ..build.session import Sandboxed, Session
+    from ..progress import ConsoleProgress
     from ..sandbox import create
     from ..target import Target
+    from ..transaction import PipelineRun, RunRequest
 else:  # `cannbuild --help` loads this module; a task pays for these when it runs
     progress_ui = lazy_module("cannbuild.progress")
     targets = lazy_module("cannbuild.target")
+    transaction = lazy_module("cannbuild.transaction")
+    build_plan = lazy_module("cannbuild.build.plan")
     build_session = lazy_module("cannbuild.build.session")
+    build_steps = lazy_module("cannbuild.build.steps")
     create = lazy_module("cannbuild.sandbox.create")
-
-F = TypeVar("F", bound=Callable[..., None])
-
-
-class DryRun(Exception):
-    """A dry run ends here; the message says what would have happened."""
 
 
 class Resolved(Struct, frozen=True, kw_only=True):
@@ -87,15 +64,16 @@ class Resolved(Struct, frozen=True, kw_only=True):
 
 def resolve(
     config: object,
-    flags: Mapping[str, FlagValue],
+    given: Mapping[str, object],
+    spelled: Mapping[str, str],
     env: Mapping[str, str],
     remembered: bool,
 ) -> Resolved:
-    """The one resolution: flag > environment > invoke config (`config`, its `cannbuild`
-    key) > the workspace's remembered target (target.py; only when `remembered`, for a
-    task that targets a host) > default.  The sources are read and checked once; a
+    """flag > environment > invoke config (its `cannbuild` key) > the workspace's
+    remembered target (target.py; when `remembered`: a task that targets a host) >
+    default, into the frozen `Options`; each source read and checked once.  A
     `--cann-path` of a sandbox's toolkit is that sandbox."""
-    found = sources(option_fields(flags), env, config, spellings())
+    found = sources(given, env, config, spelled)
     plain = options_from(found)
     if not remembered:
         return Resolved(options=plain, plain=plain, given=_spelled(found))
@@ -124,29 +102,29 @@ def _spelled(found: Mapping[str, Tuple[str, Any]]) -> Dict[str, str]:
 
 
 class Frame:
-    """One task's run: its option values, its options resolved once, --dry-run, and
-    the session it runs on."""
+    """One task's run.  `given`: the Options fields its flags set, `spelled`: how they
+    were spelled (_flags.option_fields, spellings); resolved when first asked for."""
 
     def __init__(
         self,
         config: object,
-        flags: Mapping[str, FlagValue],
+        given: Mapping[str, object],
+        spelled: Mapping[str, str],
         command: str,
+        dry_run: bool = False,
         env: Mapping[str, str] = os.environ,
     ) -> None:
-        self.config = config
-        self.flags = flags
-        self.command = command  # "cannbuild setup"
-        self.env = env
-        self.dry_run = bool(flags.get("dry_run"))
+        self.sources = (config, given, spelled, env)
+        self.env, self.command = env, command
+        self.dry_run = dry_run
 
     @functools.cached_property
     def untargeted(self) -> Resolved:
-        return resolve(self.config, self.flags, self.env, remembered=False)
+        return resolve(*self.sources, remembered=False)
 
     @functools.cached_property
     def targeted(self) -> Resolved:
-        return resolve(self.config, self.flags, self.env, remembered=True)
+        return resolve(*self.sources, remembered=True)
 
     @property
     def options(self) -> Options:
@@ -209,101 +187,54 @@ class Frame:
         return session
 
 
-def _path_values(
-    paths: Tuple[Tuple[Optional[int], str, str], ...],
-    args: Tuple[FlagValue, ...],
-    kwargs: Mapping[str, FlagValue],
-) -> Iterable[Tuple[object, str]]:
-    """The given values of the path-valued arguments, each with its spelling."""
-    for index, name, spelled in paths:
-        value = args[index] if index is not None and index < len(args) else kwargs.get(name)
-        for item in value if isinstance(value, (list, tuple)) else [value]:
-            if item not in (None, "", False, True):
-                yield item, spelled
-
-
-def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
-    """Run the body in its frame; turn cannbuild errors into one paragraph and their
-    exit code.  `paths`: the (place, name, spelling) of each path-valued argument,
-    checked before the task runs (check_path: exit 2 naming the flag, not a traceback
-    where the kernel refuses it)."""
-
-    @functools.wraps(fn)
-    def wrapper(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
-        try:
-            for value, spelled in _path_values(paths, args, kwargs):
-                check_path(value, spelled)
-            run = Frame(c.config.get("cannbuild") or {}, kwargs, f"cannbuild {name}")
-            with state_warnings():  # a state file read as absent: one line on stderr
-                return fn(run, *args, **kwargs)
-        except DryRun as done:
-            ui.note(f"dry run: {done}; nothing was changed.")
-            return None
-        except CannbuildError as exc:
-            text = exc.paragraph()
-            raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
-        except OSError as exc:  # a full disk, a read-only folder, a path the kernel refuses
-            known = storage_error(exc) or path_error(exc)
-            if known is None:
-                raise
-            raise TaskExit(f"cannbuild: {known.paragraph()}", known.exit_code) from None
-        except KeyboardInterrupt as exc:
-            raise TaskExit("cannbuild: interrupted", 128 + signal_number(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def cli_task(
-    *names: str,
-    positional: Iterable[Tuple[str, str]] = (),
-    help: Optional[Mapping[str, str]] = None,
-    extra: Iterable[Tuple[str, FlagValue, str]] = (),
-    optional: Iterable[str] = (),
-) -> Callable[[Callable[..., None]], TaskSpec]:
-    """A task taking `positional` (name, help) arguments, the table's options `names`
-    (help overridable per task) and task-only `extra` (name, default, help) options.
-
-    The body is `fn(run, *positional, **values)`: every option arrives by name, `run`
-    is its `Frame`.  `optional` names trailing positionals that may be left out (the
-    body gives them a default)."""
-    help = dict(help or {})
-    options: List[Option] = []
-    for name in names:
-        flag = FLAGS[name]
-        default: FlagValue = False if flag.kind is bool else [] if flag.kind is list else None
-        options.append(
-            Option(
-                name=name,
-                kind=flag.kind,
-                default=default,
-                help=with_env(flag, help.pop(name, flag.help)),
-                short=flag.short,
-                path=flag.path or flag.field in PATH_FIELDS,
+def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) -> PipelineRun:
+    """The build transaction (`transaction.run_pipeline`: the workspace lock, the sources
+    under --locked and --offline, the steps, the report, the validation's phases shown
+    like the steps) as every task runs it; a failed step ends the task with its digest
+    (the progress showed it) and exit 4."""
+    with progress_ui.PhaseProgress("validation", lines=progress.verbose) as phases:
+        run = transaction.run_pipeline(session, os.environ, request, progress, phases)
+    for text in run.notes:
+        progress.note(text)  # what resolving found: a moved tag, an updated lock
+    progress_ui.publish_summary(run.report_dir)
+    failed = run.failed
+    if failed is not None:
+        ui.note(f"report: {run.report_dir}/report.md")
+        full = [os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT)]
+        if any(word in line for line in failed.tail for word in full):  # a disk, not the step
+            raise StorageError(
+                f"{failed.name} could not write its files: its log says the disk is full "
+                f"({failed.log}).",
+                "Free space on that disk (`cannbuild clean` removes build trees and old logs), "
+                "or pass --workspace on a larger one, then rerun.",
             )
-        )
-    for name, default, text in extra:
-        kind = bool if isinstance(default, bool) else str
-        options.append(
-            Option(name=name, kind=kind, default=default, help=text, path=name in PATH_ARGUMENTS)
-        )
-    if help:
-        raise ValueError(f"help given for options the task does not take: {sorted(help)}")
+        raise StepFailed()
+    return run
 
-    places = tuple(positional)
-    paths = tuple(
-        (i, name, name.upper())
-        for i, (name, _) in enumerate(places)
-        if name in PATH_ARGUMENTS or (name in FLAGS and FLAGS[name].path)
-    ) + tuple((None, o.name, o.option) for o in options if o.path)
 
-    def decorate(fn: Callable[..., None]) -> TaskSpec:
-        name = fn.__name__.replace("_", "-")
-        return TaskSpec(
-            name=name,
-            body=guarded(fn, name, paths),
-            positional=places,
-            options=tuple(options),
-            optional=tuple(optional),
-        )
+def bring_up_to_date(session: Session, command: str, as_json: bool, verbose: bool = False) -> None:
+    """Before bench, profile --run and diagnose use the workspace, the steps that are not
+    up to date run (the walk `cannbuild install` runs), and one line says so: on stdout
+    before the task's own output, on stderr under --json (stdout is the JSON alone)."""
+    check_writable(session.options.lock_file, "--lock-file")
+    progress = progress_ui.ConsoleProgress(verbose=verbose, show_skipped=False)
+    run = run_build(session, transaction.RunRequest(command=command), progress)
+    ran = run.result.ran if run.result is not None else []
+    count = len(run.result.outcomes) if run.result is not None else 0
+    line = (
+        f"workspace brought up to date first: ran {', '.join(ran)} (report {run.report_dir})"
+        if ran
+        else f"workspace up to date: all {count} steps were, nothing was built"
+    )
+    stream = sys.stderr if as_json else sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
 
-    return decorate
+
+def would_bring_up_to_date(session: Session) -> str:
+    """What a dry run says `bring_up_to_date` would do (nothing is run or written)."""
+    steps = build_steps.plan_session(session, os.environ, ("build", "install"))
+    needed = [s.name for s in steps if s.status == build_plan.NEEDS_RUN]
+    if not needed:
+        return "the workspace is up to date"
+    return f"the workspace would be brought up to date first (would run {', '.join(needed)})"

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 from .. import ui
 from ..decoded import to_plain
-from ..errors import DiagnoseFailed, UsageError
+from ..errors import DiagnoseFailed, DryRun, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
 from ..workspace import Workspace
-from ._flags import SESSION_FLAGS, FlagValue
-from ._frame import DryRun, Frame, cli_task
-from ._session import bring_up_to_date, would_bring_up_to_date
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
+from ._frame import Frame, bring_up_to_date, would_bring_up_to_date
 
 if TYPE_CHECKING:
     from .. import diagnose as diagnosis

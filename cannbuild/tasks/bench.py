@@ -12,9 +12,8 @@ from .. import ui
 from ..errors import NothingTimed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
-from ._flags import SESSION_FLAGS, FlagValue
-from ._frame import Frame, cli_task
-from ._session import bring_up_to_date
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
+from ._frame import Frame, bring_up_to_date
 
 if TYPE_CHECKING:
     from ..bench import report as bench_report

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from .. import ui
 from ..decoded import to_plain
-from ..errors import UsageError
+from ..errors import DryRun, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_writable, require_owned
 from ..workspace import Workspace
-from ._flags import RUN_FLAGS, SESSION_FLAGS, TARGET_FLAGS, FlagValue, text_of
-from ._frame import DryRun, Frame, cli_task
-from ._session import run_build
+from ._flags import RUN_FLAGS, SESSION_FLAGS, TARGET_FLAGS, FlagValue, cli_task, text_of
+from ._frame import Frame, run_build
 
 if TYPE_CHECKING:
     from .. import housekeeping, locks, transaction

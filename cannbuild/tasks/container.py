@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Optional
 
 from .. import ui
 from ..lazy import lazy_module
-from ._flags import FlagValue, text_of
-from ._frame import Frame, cli_task
+from ._flags import FlagValue, cli_task, text_of
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import ci as workflows

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import ui
-from ..errors import DoctorFailed, UsageError
+from ..errors import DoctorFailed, DryRun, UsageError
 from ..lazy import lazy_module
-from ._flags import FlagValue
-from ._frame import DryRun, Frame, cli_task
+from ._flags import FlagValue, cli_task
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import progress

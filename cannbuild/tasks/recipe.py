@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 from .. import ui
 from ..errors import UsageError
 from ..lazy import lazy_module
-from ._flags import FlagValue, list_of, text_of
-from ._frame import Frame, cli_task
+from ._flags import FlagValue, cli_task, list_of, text_of
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import locks, recipes, workspace

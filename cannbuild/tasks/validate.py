@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from .. import ui
+from ..errors import DryRun
 from ..lazy import lazy_module
-from ._flags import SESSION_FLAGS, FlagValue
-from ._frame import DryRun, Frame, cli_task
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import progress, transaction

@@ -17,7 +17,7 @@ from cannbuild.build.stamps import artifact_record, digest, write_stamp
 from cannbuild.decoded import to_plain
 from cannbuild.errors import UsageError
 from cannbuild.housekeeping import workspace_status
-from cannbuild.options import given_fields, resolve_options
+from cannbuild.options import resolve_options, sources
 from cannbuild.ownership import claim
 from cannbuild.sandbox.spec import SandboxInfo
 from cannbuild.sources.lock import write_lock
@@ -31,6 +31,11 @@ from hosttree import a2_host, clean_env
 from lockdata import sample_lock
 
 WHEN = "2026-12-02 14:30 UTC"
+
+
+def given_fields(cli, env, config, spelled=None):
+    """The fields the user set and how (what `choose` reads), as the frame has them."""
+    return {name: where for name, (where, _) in sources(cli, env, config, spelled).items()}
 
 
 def sandbox_target(**extra) -> Target:
@@ -152,6 +157,7 @@ def test_the_frame_takes_flag_then_env_then_config_then_remembered_then_default(
     frame = Frame(
         {"ops_release": config} if config else {},
         {"workspace": str(ws), "ops_release": flag},
+        {"ops_release": "--ops-release"},
         "cannbuild doctor",
         env={"CANNBUILD_OPS_RELEASE": env} if env else {},
     )
