@@ -92,8 +92,8 @@ def resolve(
     given = _spelled(found)
     target = targets.read_target(plain.workspace)
     layer = targets.choose(target, given, plain, False).layer if target is not None else {}
-    where = str(targets.target_file(plain.workspace))
-    options = options_from(found, layer, where) if layer else plain
+    record_file = str(targets.target_file(plain.workspace))
+    options = options_from(found, layer, record_file) if layer else plain
     return Resolved(options=options, plain=plain, given=given, target=target, found_sandbox=said)
 
 
