@@ -23,7 +23,7 @@ from msgspec import Struct
 
 from . import __version__
 from .bounded import ARCHIVE, RENDERED_FILE, Absent, digest, head
-from .errors import UsageError
+from .errors import DryRun, UsageError
 from .host.versions import parse_cann_version
 from .ownership import check_writable
 from .proc import run
@@ -183,10 +183,10 @@ class CiRequest(Struct, frozen=True, kw_only=True):
     dry_run: bool = False
 
 
-def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Optional[Path]:
+def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path:
     """Write the workflow at the top level of the git repository `cwd` is in (or at
-    --out), with the wheel of this cannbuild beside it; returns its path (None on a dry
-    run).  `note` hears what was written and what was left alone."""
+    --out), with the wheel of this cannbuild beside it; returns its path (a dry run ends
+    in DryRun).  `note` hears what was written and what was left alone."""
     provider, out = request.provider, request.out
     if provider not in PROVIDERS:
         raise UsageError(
@@ -232,8 +232,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Opti
             else " and " + ", ".join(str(root / e) for e in rendered_with(install)["extras"])
         )
         also = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
-        note(f"dry run: would write {target}{extras}{also}; nothing was changed.")
-        return None
+        raise DryRun(f"would write {target}{extras}{also}")
     what = "--out" if out else "the workflow path"
     refuse_foreign_file(target, what)
     check_writable(target, what)

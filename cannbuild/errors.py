@@ -31,6 +31,11 @@ class CannbuildError(Exception):
         return text
 
 
+class DryRun(Exception):
+    """Not an error: a dry run ends here (exit 0), its message saying what would have
+    happened; the command frame says it once (tasks/_flags.guarded)."""
+
+
 class DoctorFailed(CannbuildError):
     """`doctor` found a check that fails (its table says which)."""
 

@@ -136,9 +136,11 @@ def check_path(value: object, origin: str) -> str:
     return text
 
 
-_PATH_FIELDS = {"cann_path", "sysroot", "workspace", "lock_file", "bundle", "sandbox_dir"}
-_BOOL_FIELDS = {"locked", "offline", "install_into_toolkit", "sandbox", "require_device", "wait"}
-_INT_FIELDS = {"jobs", "retries"}
+# Each field's kind, read off its annotation (a string here): a new field needs no list.
+_KINDS = Options.__annotations__
+PATH_FIELDS = frozenset(n for n, t in _KINDS.items() if t in ("Path", "Optional[Path]"))
+_BOOL_FIELDS = frozenset(n for n, t in _KINDS.items() if t == "bool")
+_INT_FIELDS = frozenset(n for n, t in _KINDS.items() if t == "int")
 # a repository name of a recipe ([repos.<name>]), an operator name
 _REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _OP_NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -227,7 +229,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
             f"{origin} has value {value!r} ({type(value).__name__}); expected a single value.",
             f"Give {origin.split()[-1]} one word, number or path.",
         )
-    if name in _PATH_FIELDS:
+    if name in PATH_FIELDS:
         return Path(os.path.abspath(os.path.expanduser(check_path(value, origin))))
     if name in _BOOL_FIELDS:
         if isinstance(value, bool):
@@ -441,23 +443,6 @@ def _given(
     return None
 
 
-def given_fields(
-    cli: Mapping[str, object],
-    env: Mapping[str, str],
-    config: Mapping[str, JSONValue],
-    spelled: Optional[Mapping[str, str]] = None,
-) -> Dict[str, str]:
-    """The fields a flag, an environment variable or the invoke config sets, each with
-    how the user spelled it (`--soc`, `environment variable CANNBUILD_SOC`)."""
-    checked = _checked_config(_config_map(config))
-    found: Dict[str, str] = {}
-    for name in _field_names():
-        where = _given(name, cli, env, checked, spelled)
-        if where is not None:
-            found[name] = where[0]
-    return found
-
-
 def _config_map(config: object) -> Mapping[str, JSONValue]:
     if not isinstance(config, Mapping):
         raise UsageError(
@@ -468,28 +453,35 @@ def _config_map(config: object) -> Mapping[str, JSONValue]:
     return config
 
 
-def resolve_options(
+def sources(
     cli: Mapping[str, object],
     env: Mapping[str, str],
-    config: Mapping[str, JSONValue],
+    config: object,
     spelled: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Tuple[str, Any]]:
+    """Each field the user set (`cli`: the flags given, then `env`, then `config`): how
+    it was spelled (`--variant`, `environment variable CANNBUILD_SOC`; `spelled` holds
+    the flags not named as their field) and its value, checked."""
+    checked = _checked_config(_config_map(config))
+    found: Dict[str, Tuple[str, Any]] = {}
+    for name in _field_names():
+        where = _given(name, cli, env, checked, spelled)
+        if where is not None:
+            found[name] = (where[0], _coerce(name, where[1], where[0]))
+    return found
+
+
+def options_from(
+    given: Mapping[str, Tuple[str, Any]],
     remembered: Optional[Mapping[str, object]] = None,
     remembered_in: str = "the workspace's target.json",
 ) -> Options:
-    """Merge the sources; `cli` holds only flags the user actually gave.  `spelled`: how
-    the command line spells a field's flag where it is not the field's name
-    (sandbox_variant is --variant), so an error names the flag the user typed.
-    `remembered`: the workspace's target (target.py), below the config; `remembered_in`
-    names its file in an error."""
-    names = _field_names()
-    config = _checked_config(_config_map(config))
-    values: Dict[str, Any] = {}
-    for name in names:
-        where = _given(name, cli, env, config, spelled)
-        if where is not None:
-            values[name] = _coerce(name, where[1], where[0])
-        elif remembered is not None and remembered.get(name) is not None:
-            values[name] = _coerce(name, remembered[name], f"{remembered_in} key {name}")
+    """The frozen `Options`: the `given` values (`sources`), then the workspace's
+    remembered target where none is, then the defaults (a sandbox's in the workspace)."""
+    values = {name: value for name, (_, value) in given.items()}
+    for name, value in (remembered or {}).items():
+        if name not in values and value is not None:
+            values[name] = _coerce(name, value, f"{remembered_in} key {name}")
     options = Options(**values)
     if "workspace" not in values:
         options = replace(options, workspace=Path(os.path.abspath(options.workspace)))
@@ -503,3 +495,14 @@ def resolve_options(
         assert options.sandbox_dir is not None
         options = replace(options, sysroot=options.sandbox_dir / "sysroot")
     return options
+
+
+def resolve_options(
+    cli: Mapping[str, object],
+    env: Mapping[str, str],
+    config: object,
+    spelled: Optional[Mapping[str, str]] = None,
+    remembered: Optional[Mapping[str, object]] = None,
+) -> Options:
+    """The whole order at once (the command frame, tasks/_frame.py, keeps the sources)."""
+    return options_from(sources(cli, env, config, spelled), remembered)

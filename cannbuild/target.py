@@ -4,7 +4,7 @@ A run that takes the workspace to build or lock (setup, build, install, fetch, l
 bench, profile --run and diagnose when they bring it up to date) records the target it
 ran for in `<workspace>/target.json`: the sandbox (its folder, variant and CANN), or the
 --sysroot and --cann-path given, and the --soc, --ops-release and --repos given.  Every later task
-on that workspace takes those values where the user sets none (options.resolve_options:
+on that workspace takes those values where the user sets none (tasks/_frame.resolve:
 flag > environment > invoke config > remembered > default), so `setup --sandbox` is
 followed by a bare `doctor`, `plan`, `validate`, `status`.
 
@@ -66,7 +66,7 @@ class Target(Struct, frozen=True, kw_only=True):
     set_at: str = ""  # "2026-12-02 14:30 UTC"
 
     def layer(self) -> Dict[str, object]:
-        """The values it gives `resolve_options` (only what was chosen)."""
+        """The values it gives the frame (tasks/_frame.resolve): only what was chosen."""
         return {
             name: getattr(self, name)
             for name in FIELDS
@@ -202,7 +202,7 @@ def record(workspace: Path, target: Target) -> bool:
 
 
 class Choice(Struct, frozen=True, kw_only=True):
-    """What the record gives a run (`layer`, for resolve_options) and the lines that say
+    """What the record gives a run (`layer`, for options.options_from) and the lines that say
     where an explicit choice differs from it."""
 
     layer: Mapping[str, object]

@@ -20,7 +20,7 @@ from ..host.doctor import HostReport, read_host
 from ..host.hardware import Hardware
 from ..host.releases import OpsChoice, choose_ops
 from ..host.socs import normalize_soc
-from ..host.toolkit import Toolkit, host_arch
+from ..host.toolkit import Toolkit, host_arch, toolkit_home
 from ..host.versions import parse_cann_version
 from ..lazy import lazy_module
 from ..options import Options
@@ -50,7 +50,7 @@ class CannFacts(Struct, frozen=True, kw_only=True):
     release: str
     train: str
     path: Path  # the toolkit folder found (a link such as /usr/local/Ascend/cann)
-    home: Path  # ASCEND_HOME_PATH after sourcing set_env.sh
+    home: Path  # where the build looks for it (host.toolkit.toolkit_home)
     layout: str  # "cann" (>= 8.5) or "ascend-toolkit" (<= 8.3)
 
 
@@ -332,7 +332,6 @@ def build_context(
     assert tk.version is not None
     ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
-    home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
     per_repo = ops_by_repo(recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op))
     repos = {
         r.name: {
@@ -350,7 +349,7 @@ def build_context(
             release=tk.version.release,
             train=tk.version.train,
             path=tk.path,
-            home=Path(home),
+            home=toolkit_home(tk, host.build_env),
             layout=tk.layout,
         ),
         arch=host_arch(),

@@ -74,7 +74,7 @@ def step_context(
     base = dict(host.build_env or env)
     over = None
     if session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit:
-        home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
+        home = session.context.cann.home
         over = overlay_env(base, [home, tk.path, tk.real_path], session.ws.overlay)
     extra = {"TMPDIR": str(session.ws.tmp)}
     extra.update(mirror_git_env(session.options.mirrors, session.options.offline))

@@ -28,7 +28,7 @@ from packaging.requirements import Requirement
 
 from .. import __version__
 from ..bounded import DATA_FILE, LOCK, read_text
-from ..errors import StepFailed, UsageError
+from ..errors import DryRun, StepFailed, UsageError
 from ..host.compat import image_oses
 from ..host.published import releases
 from ..host.socs import families
@@ -422,9 +422,9 @@ class ContainerRequest(Struct, frozen=True, kw_only=True):
 
 def make_container(
     request: ContainerRequest, options: Options, note: Callable[[str], None]
-) -> Optional[Dict[str, Any]]:
+) -> Dict[str, Any]:
     """Render the build context from the lock (and build it with an engine that answers,
-    pinning the base image's digest in the lock); None on a dry run.  `note` hears what
+    pinning the base image's digest in the lock); a dry run ends in DryRun.  `note` hears what
     was done, in order (a build's own output goes to the terminal in between)."""
     check_flag_values(
         (request.variant or "A2").upper(),
@@ -459,13 +459,11 @@ def make_container(
     out = Path(os.path.abspath(request.out or "container"))  # a link there is refused
     if request.dry_run:
         reference, _ = base_reference(spec, lock)
-        note(
-            f"dry run: would write the build context {out} (Dockerfile, .dockerignore, "
-            f".hadolint.yaml, cannbuild.lock, cannbuild's sources) FROM {reference}"
+        raise DryRun(
+            f"would write the build context {out} (Dockerfile, .dockerignore, .hadolint.yaml, "
+            f"cannbuild.lock, cannbuild's sources) FROM {reference}"
             + (", then build it" if request.build else "")
-            + "; nothing was changed."
         )
-        return None
 
     def pin_base(current: Lock, digest: str) -> Lock:
         new = pinned(current, base_name(spec), digest)

@@ -58,6 +58,13 @@ class Toolkit(Struct, frozen=True, kw_only=True):
     problems: Tuple[str, ...] = ()
 
 
+def toolkit_home(toolkit: Toolkit, build_env: Optional[Mapping[str, str]]) -> Path:
+    """Where a build looks for the toolkit: the ASCEND_HOME_PATH its own set_env.sh
+    exports (`<root>/cann-<ver>` from 8.5, `ascend-toolkit/latest` up to 8.3: reference
+    cann-environment.md §1), else, not sourced or exporting none, the folder found."""
+    return Path((build_env or {}).get("ASCEND_HOME_PATH") or toolkit.path)
+
+
 class ToolkitSearch(Struct, frozen=True, kw_only=True):
     toolkit: Optional[Toolkit]
     tried: Tuple[Tuple[str, str, str], ...]  # (rule, path, outcome)

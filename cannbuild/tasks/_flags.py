@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from msgspec import Struct
 
-from ..errors import CannbuildError, path_error, signal_number, storage_error
+from .. import ui
+from ..errors import CannbuildError, DryRun, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
-from ..options import ENV_PREFIX, Options, check_path, resolve_options
+from ..options import ENV_PREFIX, PATH_FIELDS, check_path
 from ._config import Context, state_warnings
+from ._frame import Frame
 
 F = TypeVar("F", bound=Callable[..., None])
+
 # what an option arrives as: a value, a switch, a repeated option's values, or unset
 FlagValue = Union[None, bool, str, List[str]]
 
@@ -36,7 +38,9 @@ class Flag(Struct, frozen=True, kw_only=True):
     kind: type = str  # str, bool or list (repeatable)
     short: Optional[str] = None
     field: Optional[str] = None  # the Options field it sets (and CANNBUILD_<FIELD>)
-    path: bool = False  # a file or folder: checked against the kernel's limits (check_path)
+    # a file or folder: checked against the kernel's limits (check_path); a field's is
+    # known from its Options type (options.PATH_FIELDS)
+    path: bool = False
 
     @property
     def option(self) -> str:
@@ -54,20 +58,17 @@ FLAGS: Dict[str, Flag] = {
             name="cann_path",
             help="CANN toolkit folder (the one holding set_env.sh), e.g. /usr/local/Ascend/cann",
             field="cann_path",
-            path=True,
         ),
         Flag(
             name="sysroot",
             help="read the host under this root instead of / (fixtures, sandbox)",
             field="sysroot",
-            path=True,
         ),
         Flag(
             name="workspace",
             help="where sources, builds, logs and reports go (default ./.cannbuild)",
             short="w",
             field="workspace",
-            path=True,
         ),
         Flag(
             name="soc",
@@ -114,7 +115,6 @@ FLAGS: Dict[str, Flag] = {
             name="lock_file",
             help="lock file to read and write (default ./cannbuild.lock)",
             field="lock_file",
-            path=True,
         ),
         Flag(
             name="locked",
@@ -132,7 +132,6 @@ FLAGS: Dict[str, Flag] = {
             name="bundle",
             help="offline bundle (from `cannbuild bundle`) to seed the caches from",
             field="bundle",
-            path=True,
         ),
         Flag(
             name="force",
@@ -372,18 +371,25 @@ def _path_values(
                 yield item, spelled
 
 
-def guarded(fn: F, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
-    """Turn cannbuild errors into one paragraph and their exit code.  `paths`: the
-    (place, name, spelling) of each path-valued argument, checked before the task runs
-    (check_path: exit 2 naming the flag, not a traceback where the kernel refuses it)."""
+def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
+    """Run the body in its `Frame` (_frame.py); turn cannbuild errors into one paragraph
+    and their exit code, a `DryRun` into its line.  `paths`: the (place, name, spelling)
+    of each path-valued argument, checked before the task runs (check_path: exit 2
+    naming the flag, not a traceback where the kernel refuses it)."""
 
     @functools.wraps(fn)
     def wrapper(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
         try:
             for value, spelled in _path_values(paths, args, kwargs):
                 check_path(value, spelled)
+            config = c.config.get("cannbuild") or {}
+            fields, dry_run = option_fields(kwargs), bool(kwargs.get("dry_run"))
+            frame = Frame(config, fields, spellings(), f"cannbuild {name}", dry_run)
             with state_warnings():  # a state file read as absent: one line on stderr
-                return fn(c, *args, **kwargs)
+                return fn(frame, *args, **kwargs)
+        except DryRun as done:
+            ui.note(f"dry run: {done}; nothing was changed.")
+            return None
         except CannbuildError as exc:
             text = exc.paragraph()
             raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
@@ -408,9 +414,9 @@ def cli_task(
     """A task taking `positional` (name, help) arguments, the table's options `names`
     (help overridable per task) and task-only `extra` (name, default, help) options.
 
-    The body is `fn(c, *positional, **values)`: every option arrives by name, `c.config`
-    is the invoke-style config (its `cannbuild` key is read by `make_options`).  `optional`
-    names trailing positionals that may be left out (the body gives them a default)."""
+    The body is `fn(frame, *positional, **values)`: every option arrives by name, `frame`
+    is its `_frame.Frame`.  `optional` names trailing positionals that may be left out
+    (the body gives them a default)."""
     help = dict(help or {})
     options: List[Option] = []
     for name in names:
@@ -424,7 +430,7 @@ def cli_task(
                 default=default,
                 help=text,
                 short=flag.short,
-                path=flag.path,
+                path=flag.path or flag.field in PATH_FIELDS,
             )
         )
     for name, default, text in extra:
@@ -443,9 +449,10 @@ def cli_task(
     ) + tuple((None, o.name, o.option) for o in options if o.path)
 
     def decorate(fn: Callable[..., None]) -> TaskSpec:
+        name = fn.__name__.replace("_", "-")
         return TaskSpec(
-            name=fn.__name__.replace("_", "-"),
-            body=guarded(fn, paths),
+            name=name,
+            body=guarded(fn, name, paths),
             positional=places,
             options=tuple(options),
             optional=tuple(optional),
@@ -484,26 +491,3 @@ def option_fields(values: Mapping[str, FlagValue]) -> Dict[str, FlagValue]:
 def spellings() -> Dict[str, str]:
     """How the command line spells each Options field's flag (sandbox_variant: --variant)."""
     return {f.field: f.option for f in FLAGS.values() if f.field}
-
-
-def make_options(c: Context, values: Mapping[str, FlagValue]) -> Options:
-    """`Options` from the given option values (those the user set), the environment and
-    the `cannbuild` key of invoke.yaml; without the workspace's remembered target (a
-    task that targets a host takes `_target.target_options`)."""
-    config = c.config.get("cannbuild") or {}
-    return resolve_options(option_fields(values), os.environ, config, spellings())
-
-
-def lock_to_read(c: Context, values: Mapping[str, FlagValue], options: Options) -> Options:
-    """For tasks that read a lock: without --lock-file (or its env/config), ./cannbuild.lock,
-    else the workspace's, where a --sandbox run writes its lock."""
-    config = c.config.get("cannbuild") or {}
-    given = (
-        values.get("lock_file")
-        or os.environ.get(ENV_PREFIX + "LOCK_FILE")
-        or config.get("lock_file")
-    )
-    fallback = options.workspace / "cannbuild.lock"
-    if given or options.lock_file.exists() or not fallback.is_file():
-        return options
-    return options.with_(lock_file=fallback)

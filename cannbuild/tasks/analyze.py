@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 from .. import ui
 from ..decoded import to_plain
-from ..errors import DiagnoseFailed, UsageError
+from ..errors import DiagnoseFailed, DryRun, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
 from ..workspace import Workspace
-from ._config import Context
-from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
-from ._session import DryRunStop, bring_up_to_date, open_session, would_bring_up_to_date
-from ._target import target_choice
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
+from ._frame import Frame, bring_up_to_date, would_bring_up_to_date
 
 if TYPE_CHECKING:
     from .. import diagnose as diagnosis
@@ -81,7 +79,7 @@ SHAPE_FLAGS = ("dtype", "layout", "batch", "heads", "kv_heads", "seq_len", "head
     ],
 )
 def profile(
-    c: Context,
+    frame: Frame,
     path: str,
     json: bool = False,
     out: Optional[str] = None,
@@ -101,29 +99,26 @@ def profile(
     if compare:
         _compare(Path(compare), Path(path), json, run)
         return
-    options = make_options(c, flags)
-    dry_run = bool(flags.pop("dry_run", False))
     # --out follows the ownership rule: refused before the profile is read or run
     target = check_replaceable(Path(out), "profile-output", "--out") if out else None
     if run and target == Path(os.path.abspath(path)):  # --out PATH: where --run writes anyway
         target = None
     if run:
-        outcome = _run(c, flags, Path(path), level, iterations, dry_run, json)
-        if outcome is None:
-            return
+        outcome = _run(frame, flags, Path(path), level, iterations, json)
         report = profile_report.make_report(
             profile_summary.summarise(outcome.output),
             target or Path(path).resolve(),
-            dry_run,
+            frame.dry_run,
             outcome,
             claim_out=target is not None,
         )
     else:
+        workspace = frame.options.workspace
         report = profile_report.make_report(
             profile_summary.summarise(Path(path)),
-            target or options.workspace / "profile",
-            dry_run,
-            claim_workspace=None if target else options.workspace,
+            target or workspace / "profile",
+            frame.dry_run,
+            claim_workspace=None if target else workspace,
             claim_out=target is not None,
         )
     if json:
@@ -154,14 +149,13 @@ def _compare(before: Path, after: Path, as_json: bool, run: bool) -> None:
 
 
 def _run(
-    c: Context,
+    frame: Frame,
     flags: Dict[str, FlagValue],
     path: Path,
     level: Optional[str],
     iterations: Optional[str],
-    dry_run: bool,
     as_json: bool,
-) -> Optional[RunOutcome]:
+) -> RunOutcome:
     shape = profile_run.run_shape(profile_shape.shape_from_flags(flags))
     lvl = profile_run.level_name(level)
     try:
@@ -177,21 +171,16 @@ def _run(
             f"profile --run: {path} is a file; --run writes a new profile into a folder.",
             "Pass a folder (new or existing; nothing in it is removed).",
         )
-    try:
-        session = open_session(c, {**flags, "dry_run": dry_run}, builds=True)
-    except DryRunStop as stop:
-        ui.note(f"dry run: {stop}. Nothing was changed.")
-        return None
+    session = frame.session(builds=True)
     target = path.resolve()
-    if dry_run:
-        ui.note(
-            f"dry run: would profile "
+    if frame.dry_run:
+        raise DryRun(
+            f"would profile "
             f"{session.vendor_dir_of(session.repo_for_op(diagnosis.FA_OP, 'profile --run'))} "
             f"({shape.dtype} {shape.layout} "
             f"B={shape.B} N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, "
-            f"{lvl}) into {target}; {would_bring_up_to_date(session)}; nothing was changed."
+            f"{lvl}) into {target}; {would_bring_up_to_date(session)}"
         )
-        return None
     profile_run.check_profiler(session, os.environ)  # before a build it would not use
     bring_up_to_date(session, "cannbuild profile --run", as_json)
     ui.note(
@@ -205,7 +194,7 @@ def _run(
 
 @cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
 def diagnose(
-    c: Context, json: bool = False, profile: Optional[str] = None, **flags: FlagValue
+    frame: Frame, json: bool = False, profile: Optional[str] = None, **flags: FlagValue
 ) -> None:
     """Why FlashAttention would not be used here: registration (package, env, SoC config,
     exports, which library torch_npu would load), dtype, shape limits (from the
@@ -222,10 +211,10 @@ def diagnose(
     if profile and summary is not None:
         # off the NPU host nothing is built: the target's lines in that wording, said once
         # (on the host, open_session says them as building for it)
-        options, notes = target_choice(c, flags, builds=False)
+        options = frame.targeted.options
         why = offhost.no_toolkit(options, os.environ)
         if why is not None:
-            for line in notes:
+            for line in frame.targeted.notes(builds=False):
                 ui.note(line)
             checks = offhost.off_host_checks(
                 why,
@@ -237,8 +226,8 @@ def diagnose(
             )
             _report(checks, shape, None, options.soc, json, off_host=why)
             return
-    session = open_session(c, flags, builds=True)
-    bring_up_to_date(session, "cannbuild diagnose", json)
+    session = frame.session(builds=True)
+    bring_up_to_date(session, frame.command, json)
     toolkit_env = session.host.build_env or {}
     repo = session.repo_for_op(diagnosis.FA_OP, "cannbuild diagnose")
     inputs = diagnosis.DiagnoseInputs(

@@ -12,9 +12,8 @@ from .. import ui
 from ..errors import NothingTimed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
-from ._config import Context
 from ._flags import SESSION_FLAGS, FlagValue, cli_task
-from ._session import bring_up_to_date, open_session
+from ._frame import Frame, bring_up_to_date
 
 if TYPE_CHECKING:
     from ..bench import report as bench_report
@@ -70,7 +69,7 @@ def _budget(text: Optional[str]) -> float:
     ],
 )
 def bench(
-    c: Context,
+    frame: Frame,
     new: Optional[str] = None,
     shapes: Optional[str] = None,
     dtype: Optional[str] = None,
@@ -100,9 +99,9 @@ def bench(
     layouts = sh.parse_layouts(layout) if layout else ("BNSD",)
     seconds = _budget(budget)
     specs = bench_variants.parse_variants(variants, build_variant or [], Path.cwd())
-    session = open_session(c, flags, builds=True)
+    session = frame.session(builds=True)
     bench_run.check_torch()  # before a build it would not use
-    bring_up_to_date(session, "cannbuild bench", json)
+    bring_up_to_date(session, frame.command, json)
     dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
     request = bench_run.BenchRequest(
         shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),

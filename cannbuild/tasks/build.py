@@ -8,24 +8,12 @@ from typing import TYPE_CHECKING, List, Mapping, Optional
 
 from .. import ui
 from ..decoded import to_plain
-from ..errors import UsageError
+from ..errors import DryRun, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_writable, require_owned
 from ..workspace import Workspace
-from ._config import Context
-from ._flags import (
-    RUN_FLAGS,
-    SESSION_FLAGS,
-    TARGET_FLAGS,
-    FlagValue,
-    cli_task,
-    list_of,
-    lock_to_read,
-    make_options,
-    text_of,
-)
-from ._session import DryRunStop, open_session, run_build
-from ._target import target_options
+from ._flags import RUN_FLAGS, SESSION_FLAGS, TARGET_FLAGS, FlagValue, cli_task, text_of
+from ._frame import Frame, run_build
 
 if TYPE_CHECKING:
     from .. import housekeeping, locks, transaction
@@ -87,39 +75,22 @@ def show_plan(session: Session, phases: List[str], as_json: bool = False) -> Non
         ui.print_plan(session, steps, rows, sharing)
 
 
-def _dry(c: Context, flags: Mapping[str, FlagValue], phases: List[str], what: str) -> bool:
-    """For --dry-run: show what would run, change nothing; True when it was a dry run."""
-    if not flags.get("dry_run"):
-        return False
-    try:
-        session = open_session(c, flags, builds=True)
-    except DryRunStop as stop:
-        ui.note(f"dry run: {stop}; then {what}. Nothing was changed.")
-        return True
-    show_plan(session, phases)
-    ui.note(f"dry run: {what} would run the steps above that need a run; nothing was changed.")
-    return True
-
-
 @cli_task(*SESSION_FLAGS, "with_step", "json", "phases")
-def plan(c: Context, json: bool = False, phases: Optional[str] = None, **flags: FlagValue) -> None:
+def plan(
+    frame: Frame, json: bool = False, phases: Optional[str] = None, **flags: FlagValue
+) -> None:
     """Show each step: its rendered command, cwd, and whether it must run (and why).
 
     Commands are printed whole, as they would run."""
-    show_plan(open_session(c, flags), _phases(phases), as_json=json)
+    show_plan(frame.session(), _phases(phases), as_json=json)
 
 
-def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool) -> None:
-    if flags.get("dry_run"):
-        try:
-            session = open_session(c, flags, builds=True)
-        except DryRunStop as stop:
-            ui.note(f"dry run: {stop}. Nothing was changed.")
-            return
+def _sync(frame: Frame, **how: bool) -> None:
+    session = frame.session(builds=True)
+    command = frame.command
+    if frame.dry_run:
         names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
-        ui.note(f"dry run: {command} would fetch {names} and write {session.options.lock_file}.")
-        return
-    session = open_session(c, flags, builds=True)
+        raise DryRun(f"{command} would fetch {names} and write {session.options.lock_file}")
     check_writable(session.options.lock_file, "--lock-file")
     with locks.WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
         state = pinning.sync_sources(session.source_request(), **how)
@@ -131,9 +102,9 @@ def _sync(c: Context, flags: Mapping[str, FlagValue], command: str, **how: bool)
 
 
 @cli_task(*SESSION_FLAGS, "with_step", "dry_run")
-def fetch(c: Context, **flags: FlagValue) -> None:
+def fetch(frame: Frame, **flags: FlagValue) -> None:
     """Clone or update every source at its pinned commit (writes cannbuild.lock if needed)."""
-    _sync(c, flags, "cannbuild fetch", refresh=True)
+    _sync(frame, refresh=True)
 
 
 @cli_task(
@@ -145,7 +116,7 @@ def fetch(c: Context, **flags: FlagValue) -> None:
         "--soc and, if it is not the version's train, --recipe)"
     },
 )
-def lock(c: Context, **flags: FlagValue) -> None:
+def lock(frame: Frame, **flags: FlagValue) -> None:
     """Resolve every tag/branch to a commit and hash every archive into cannbuild.lock.
 
     The archives of a repo none of whose steps runs (9.0's optional opbase-build) are
@@ -155,22 +126,20 @@ def lock(c: Context, **flags: FlagValue) -> None:
     a mirror), with no CANN installed: `setup --locked` checks the toolkit on the build
     host."""
     if flags.get("cann") and not flags.get("sandbox"):
-        _lock_without_toolkit(c, flags)
+        _lock_without_toolkit(frame, str(flags["cann"]))
         return
-    _sync(c, flags, "cannbuild lock", update_lock=True)
+    _sync(frame, update_lock=True)
 
 
-def _lock_without_toolkit(c: Context, flags: Mapping[str, FlagValue]) -> None:
-    options = make_options(c, flags)
-    session = build_session.locking_session(options, os.environ, Path.cwd(), str(flags["cann"]))
-    if flags.get("dry_run"):
+def _lock_without_toolkit(frame: Frame, cann: str) -> None:
+    options = frame.options
+    session = build_session.locking_session(options, os.environ, Path.cwd(), cann)
+    if frame.dry_run:
         names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
-        ui.note(
-            f"dry run: cannbuild lock would resolve {names} for CANN {session.toolkit.version_text} "
-            f"({session.soc}, recipe {session.recipe.name}) and write {options.lock_file}; "
-            "nothing was changed."
+        raise DryRun(
+            f"cannbuild lock would resolve {names} for CANN {session.toolkit.version_text} "
+            f"({session.soc}, recipe {session.recipe.name}) and write {options.lock_file}"
         )
-        return
     check_writable(options.lock_file, "--lock-file")
     with locks.WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
         state = pinning.sync_sources(session.source_request(), update_lock=True)
@@ -182,29 +151,26 @@ def _lock_without_toolkit(c: Context, flags: Mapping[str, FlagValue]) -> None:
 
 
 def run_and_report(
-    c: Context,
-    flags: Mapping[str, FlagValue],
-    command: str,
-    phases: List[str],
-    validate: bool = False,
-) -> Optional[PipelineRun]:
+    frame: Frame, flags: Mapping[str, FlagValue], phases: List[str], validate: bool = False
+) -> PipelineRun:
     """The build transaction, rendered: progress, the digest of a failed step, what was
     made and how to use it."""
-    force = list_of(flags, "force")
     names = [n.strip() for n in (text_of(flags, "cases") or "").split(",") if n.strip()]
     if names:
         validation_cases.select(names)  # a typo fails before any build, not after it
-    revalidate = "validate" in force
-    flags = {**flags, "force": [f for f in force if f != "validate"]}
-    if _dry(c, flags, phases, command):
-        return None
-    session = open_session(c, flags, builds=True)
+    options = frame.target(builds=True)
+    revalidate = "validate" in options.force  # no step: setup's word for "validate again"
+    steps = tuple(f for f in options.force if f != "validate")
+    session = frame.session(options=options.with_(force=steps))
+    if frame.dry_run:
+        show_plan(session, phases)
+        raise DryRun(f"{frame.command} would run the steps above that need a run")
     check_writable(session.options.lock_file, "--lock-file")
     if validate:
         ui.print_doctor_summary(session.host)
     progress = progress_ui.ConsoleProgress(verbose=bool(flags.get("verbose")))
     request = transaction.RunRequest(
-        command=command,
+        command=frame.command,
         phases=tuple(phases),
         validate=validate,
         case_names=tuple(names),
@@ -217,30 +183,28 @@ def run_and_report(
 
 
 @cli_task(*RUN_FLAGS)
-def build(c: Context, **flags: FlagValue) -> None:
+def build(frame: Frame, **flags: FlagValue) -> None:
     """Build opbase, then each repo's package (--repos; skipping what is up to date)."""
-    run_and_report(c, flags, "cannbuild build", ["build"])
+    run_and_report(frame, flags, ["build"])
 
 
 @cli_task(*RUN_FLAGS)
-def install(c: Context, **flags: FlagValue) -> None:
+def install(frame: Frame, **flags: FlagValue) -> None:
     """Build if needed, then install each repo's package under <workspace>/opp (with
     several, <workspace>/opp/set_env.bash sets them in the --repos order)."""
-    run_and_report(c, flags, "cannbuild install", ["build", "install"])
+    run_and_report(frame, flags, ["build", "install"])
 
 
 @cli_task(*RUN_FLAGS, "require_device", "cases")
-def setup(c: Context, **flags: FlagValue) -> None:
+def setup(frame: Frame, **flags: FlagValue) -> None:
     """Start here: doctor -> fetch -> build -> install -> validate -> report (--sandbox: on the emulated host).
 
     Validation is reused when nothing it checks has changed (--force validate reruns it)."""
-    run = run_and_report(c, flags, "cannbuild setup", ["build", "install"], validate=True)
-    if run is None:
-        return
+    run = run_and_report(frame, flags, ["build", "install"], validate=True)
     assert run.validation is not None
     ui.show_validation(run, report_line=False, tables=bool(flags.get("verbose")))
     ui.print_made(run)
-    validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
+    validation.check_verdict(run.validation.validation, frame.targeted.options.require_device)
 
 
 @cli_task(
@@ -249,19 +213,16 @@ def setup(c: Context, **flags: FlagValue) -> None:
     "dry_run",
     positional=[("out", "the bundle file to write, e.g. cann-8.5.tar")],
 )
-def bundle(c: Context, out: str, **flags: FlagValue) -> None:
+def bundle(frame: Frame, out: str, **flags: FlagValue) -> None:
     """Pack the locked sources and archives into OUT for an offline build elsewhere
     (`cannbuild setup --offline --bundle OUT`)."""
-    options = lock_to_read(c, flags, make_options(c, flags))
+    options = frame.lock_to_read()
     ws = Workspace(root=options.workspace)
     target = Path(os.path.abspath(out))  # not resolved: a link at OUT is refused, not followed
     bundles.refuse_foreign_out(target)
-    if flags.get("dry_run"):
+    if frame.dry_run:
         names = bundles.bundle_contents(ws, options.lock_file)
-        ui.note(
-            f"dry run: would write {target} with: " + ", ".join(names) + "; nothing was changed."
-        )
-        return
+        raise DryRun(f"would write {target} with: " + ", ".join(names))
     check_writable(target, "OUT")
     summary = bundles.make_bundle(ws, options.lock_file, target)
     ui.note(
@@ -281,7 +242,7 @@ def bundle(c: Context, out: str, **flags: FlagValue) -> None:
     ],
 )
 def clean(
-    c: Context,
+    frame: Frame,
     keep: str = "10",
     include_sources: bool = False,
     include_sandbox: bool = False,
@@ -294,7 +255,7 @@ def clean(
     --include-sandbox); the installed package, stamps and lock stay, so `status` still
     says what was built.  Like every task that writes, it holds the workspace lock:
     exit 7 while a build runs (or --wait for it)."""
-    options = make_options(c, flags)
+    options = frame.options
     try:
         runs = int(keep)
         if runs < 1:
@@ -311,15 +272,14 @@ def clean(
             options.workspace, runs, sources=include_sources, sandbox=include_sandbox
         )
     if flags.get("json"):
-        ui.print_json({"dry_run": bool(flags.get("dry_run")), "remove": [str(p) for p in targets]})
+        ui.print_json({"dry_run": frame.dry_run, "remove": [str(p) for p in targets]})
     if not exists:
         ui.note(f"nothing to clean: {options.workspace} does not exist")
         return
-    if flags.get("dry_run"):
+    if frame.dry_run:
         for path in targets:
             ui.note(f"would remove {path}")
-        ui.note(f"dry run: {len(targets)} paths would be removed; nothing was changed.")
-        return
+        raise DryRun(f"{len(targets)} paths would be removed")
     ws = Workspace(root=options.workspace)
     with locks.WorkspaceLock(ws, "cannbuild clean", options.wait, ui.waiting, sweep=False):
         # planned again under the lock: a run that held it may have changed what is there
@@ -337,13 +297,13 @@ def clean(
     *TARGET_FLAGS,
     help={"sandbox": "the workspace's sandbox target (read only: status never makes one)"},
 )
-def status(c: Context, json: bool = False, **flags: FlagValue) -> None:
+def status(frame: Frame, json: bool = False, **flags: FlagValue) -> None:
     """What this workspace holds: its target, what is built and installed, from which
     commits, the last validation and the last build attempt (reads the workspace only).
 
     An install or validation made for another SoC, toolkit or commit than the current
     target and lock is marked stale."""
-    options = lock_to_read(c, flags, target_options(c, flags))
+    options = frame.lock_to_read(targeted=True)
     data = housekeeping.workspace_status(
         options.workspace,
         options.lock_file,

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING, Optional
 
 from .. import ui
 from ..lazy import lazy_module
-from ._config import Context
-from ._flags import FlagValue, cli_task, lock_to_read, make_options, text_of
-from ._session import on_sandbox
+from ._flags import FlagValue, cli_task, text_of
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import ci as workflows
@@ -53,7 +52,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     ],
 )
 def container(
-    c: Context,
+    frame: Frame,
     os: str = "ubuntu22.04",
     python: str = "3.11",
     base: Optional[str] = None,
@@ -62,7 +61,7 @@ def container(
     **flags: FlagValue,
 ) -> None:
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
-    options = lock_to_read(c, flags, make_options(c, flags))
+    options = frame.lock_to_read()
     bundle, out = text_of(flags, "bundle"), text_of(flags, "out")
     request = container_context.ContainerRequest(
         variant=text_of(flags, "variant"),
@@ -76,7 +75,7 @@ def container(
         cannbuild_spec=text_of(flags, "cannbuild_spec"),
         out=Path(out) if out else None,
         build=build,
-        dry_run=bool(flags.get("dry_run")),
+        dry_run=frame.dry_run,
     )
     container_context.make_container(request, options, ui.note)
 
@@ -92,10 +91,10 @@ def container(
     ],
 )
 def container_run(
-    c: Context, image: Optional[str] = None, exec: bool = False, **flags: FlagValue
+    frame: Frame, image: Optional[str] = None, exec: bool = False, **flags: FlagValue
 ) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
-    options = on_sandbox(make_options(c, flags), dry_run=False)
+    options = frame.sandboxed(frame.options).options
     argv = container_runner.host_run_line(
         options, os.environ, image, tty=not exec or sys.stdin.isatty()
     )
@@ -120,7 +119,7 @@ def container_run(
     ],
 )
 def ci(
-    c: Context, provider: str = "github", npu_label: str = "ascend-npu", **flags: FlagValue
+    frame: Frame, provider: str = "github", npu_label: str = "ascend-npu", **flags: FlagValue
 ) -> None:
     """Render a CI workflow: a matrix over A2/A3 and the recipes' CANN versions.
 
@@ -134,7 +133,7 @@ def ci(
         npu_label=npu_label,
         sandbox=bool(flags.get("sandbox")),
         cannbuild_spec=text_of(flags, "cannbuild_spec"),
-        dry_run=bool(flags.get("dry_run")),
+        dry_run=frame.dry_run,
     )
     workflows.write_ci(request, Path.cwd(), ui.note)
 

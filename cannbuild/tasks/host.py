@@ -7,12 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import ui
-from ..errors import DoctorFailed, UsageError
+from ..errors import DoctorFailed, DryRun, UsageError
 from ..lazy import lazy_module
-from ._config import Context
-from ._flags import FlagValue, cli_task, make_options
-from ._session import on_sandbox
-from ._target import target_options
+from ._flags import FlagValue, cli_task
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import progress
@@ -37,13 +35,13 @@ HOST_FLAGS = (
 
 
 @cli_task(*HOST_FLAGS, "with_step", "json")
-def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
+def doctor(frame: Frame, json: bool = False, **flags: FlagValue) -> None:
     """Check the host: toolkit, NPUs and their health, driver, tools, torch. Exit 1 if a
     check fails.
 
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
-    options = on_sandbox(target_options(c, flags), dry_run=False)
+    options = frame.sandboxed(frame.target()).options
     with progress.Heartbeat("doctor: reading the host (the torch_npu import takes a while)"):
         report = requirements.doctor_report(options, os.environ, Path.cwd())
     if json:
@@ -61,7 +59,7 @@ def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
     positional=[("action", "create (the only action)")],
     extra=[("dir", ".cannbuild/sandbox", "where to create the emulated host")],
 )
-def sandbox(c: Context, action: str, dir: str = ".cannbuild/sandbox", **flags: FlagValue) -> None:
+def sandbox(frame: Frame, action: str, dir: str = ".cannbuild/sandbox", **flags: FlagValue) -> None:
     """`sandbox create --dir D --variant A2|A3 --cann VERSION`: an emulated Ascend host.
 
     A folder that already holds a sandbox of another variant or CANN is not replaced:
@@ -71,15 +69,14 @@ def sandbox(c: Context, action: str, dir: str = ".cannbuild/sandbox", **flags: F
             f"sandbox {action!r}: the only action is create.",
             "Run: cannbuild sandbox create --dir D",
         )
-    options = make_options(c, flags)
+    options = frame.options
     spec = sandboxes.SandboxSpec(
         dir=Path(dir).resolve(),
         variant=options.sandbox_variant or "A2",
         cann=options.sandbox_cann or "8.5.0",
     )
-    if flags.get("dry_run"):
-        ui.note(f"dry run: {sandboxes.plan_sandbox(spec)}; nothing was changed")
-        return
+    if frame.dry_run:
+        raise DryRun(sandboxes.plan_sandbox(spec))
     with progress.PhaseProgress("sandbox") as phases:
         result = sandboxes.create_sandbox(spec, phases)
     info = result.info

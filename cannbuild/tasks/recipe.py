@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 from .. import ui
 from ..errors import UsageError
 from ..lazy import lazy_module
-from ._config import Context
-from ._flags import FlagValue, cli_task, list_of, make_options, text_of
-from ._session import on_sandbox
+from ._flags import FlagValue, cli_task, list_of, text_of
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import locks, recipes, workspace
@@ -68,7 +67,7 @@ ACTIONS = ("check", "draft")
         "the base recipe; the sources they pin come along)",
     },
 )
-def recipe(c: Context, action: str, recipe: Optional[str] = None, **flags: FlagValue) -> None:
+def recipe(frame: Frame, action: str, recipe: Optional[str] = None, **flags: FlagValue) -> None:
     """Check the flags a recipe renders against each repo's build.sh, or draft a new
     train's recipe from the repositories at a ref.
 
@@ -88,17 +87,17 @@ def recipe(c: Context, action: str, recipe: Optional[str] = None, **flags: FlagV
             "Run: cannbuild recipe check RECIPE, or cannbuild recipe draft --ref TAG.",
         )
     if action == "check":
-        _check(c, recipe, flags)
+        _check(frame, recipe, flags)
     else:
         if recipe is not None:
             raise UsageError(
                 f"recipe draft takes no RECIPE (got {recipe!r}).",
                 f"Start from it with --from {recipe}.",
             )
-        _draft(c, flags)
+        _draft(frame, flags)
 
 
-def _check(c: Context, name: Optional[str], flags: Dict[str, FlagValue]) -> None:
+def _check(frame: Frame, name: Optional[str], flags: Dict[str, FlagValue]) -> None:
     if not name:
         raise UsageError(
             "recipe check needs RECIPE.", "Run: cannbuild recipe check 9.1 (or a .toml file)."
@@ -106,7 +105,7 @@ def _check(c: Context, name: Optional[str], flags: Dict[str, FlagValue]) -> None
     for unused in ("ref", "from_", "manifest", "out", "repos"):
         if flags.get(unused):
             raise UsageError(f"recipe check does not take --{unused.strip('_')}.", None)
-    options = make_options(c, flags)
+    options = frame.options
     chosen = recipes.select_recipe(name, None, Path.cwd())
     ws = workspace.Workspace(root=options.workspace)
     given = check.parse_src(list_of(flags, "src"))
@@ -157,7 +156,7 @@ def _columns(rows: Sequence[Tuple[str, ...]], out: TextIO) -> None:
         out.write("  " + "  ".join([*cells, row[-1]]).rstrip() + "\n")
 
 
-def _draft(c: Context, flags: Dict[str, FlagValue]) -> None:
+def _draft(frame: Frame, flags: Dict[str, FlagValue]) -> None:
     ref = text_of(flags, "ref")
     if not ref:
         raise UsageError(
@@ -167,7 +166,7 @@ def _draft(c: Context, flags: Dict[str, FlagValue]) -> None:
     if list_of(flags, "src"):
         raise UsageError("recipe draft does not take --src (it fetches the repositories).", None)
     release, train = draft.release_of(ref)
-    options = on_sandbox(make_options(c, flags), dry_run=False)
+    options = frame.sandboxed(frame.options).options
     cwd = Path.cwd()
     start = text_of(flags, "from_")
     base = recipes.select_recipe(start, None, cwd) if start else draft.closest_recipe(train, cwd)

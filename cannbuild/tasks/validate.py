@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from .. import ui
+from ..errors import DryRun
 from ..lazy import lazy_module
-from ._config import Context
-from ._flags import SESSION_FLAGS, FlagValue, cli_task, make_options
-from ._session import DryRunStop, open_session
+from ._flags import SESSION_FLAGS, FlagValue, cli_task
+from ._frame import Frame
 
 if TYPE_CHECKING:
     from .. import progress, transaction
@@ -25,7 +25,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
 
 @cli_task(*SESSION_FLAGS, "json", "require_device", "cases", "dry_run", "package", "verbose")
 def validate(
-    c: Context,
+    frame: Frame,
     json: bool = False,
     cases: str = "",
     package: Optional[str] = None,
@@ -42,12 +42,8 @@ def validate(
     With --package, what is checked is that package as shipped (CI's NPU job)."""
     names = [n.strip() for n in (cases or "").split(",") if n.strip()]
     selected = validation_cases.select(names)  # a typo fails before anything runs
-    if flags.get("dry_run"):
-        try:
-            session = open_session(c, flags)
-        except DryRunStop as stop:
-            ui.note(f"dry run: {stop}. Nothing was changed.")
-            return
+    session = frame.session()
+    if frame.dry_run:
         judged = [
             f"{r.name} ({session.vendor_dir_of(r.name)}, check {r.validate.check})"
             for r in session.recipe.validated
@@ -58,23 +54,16 @@ def validate(
             if package
             else "; ".join(judged) or "nothing (the recipe names no validation)"
         )
-        ui.note(
-            f"dry run: would validate {what}, FlashAttention on {len(selected)} cases; "
-            "nothing was changed."
-        )
-        return
-    session = open_session(c, flags)
+        raise DryRun(f"would validate {what}, FlashAttention on {len(selected)} cases")
     shipped = Path(package) if package else None
     with progress.PhaseProgress("validation", lines=bool(flags.get("verbose"))) as phases:
-        run = transaction.run_validate(
-            session, os.environ, names, "cannbuild validate", shipped, phases
-        )
+        run = transaction.run_validate(session, os.environ, names, frame.command, shipped, phases)
     if shipped is not None:
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")
     ui.show_validation(run, as_json=json, tables=bool(flags.get("verbose")))
     progress.publish_summary(run.report_dir)
     assert run.validation is not None
-    validation.check_verdict(run.validation.validation, make_options(c, flags).require_device)
+    validation.check_verdict(run.validation.validation, session.options.require_device)
 
 
 TASKS = (validate,)

@@ -291,8 +291,7 @@ def validation_env(
     overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
     if overlaid and overlay.is_dir():
         tk = session.toolkit
-        home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
-        base = overlay_env(base, [home, tk.path, tk.real_path], overlay)
+        base = overlay_env(base, [session.context.cann.home, tk.path, tk.real_path], overlay)
     if vendor is None:
         vendor = next(iter(session.vendor_dirs.values()), None)
     return with_package_env(vendor, base) if package_env and vendor is not None else base

@@ -218,6 +218,25 @@ def test_clean_where_there_is_no_workspace_has_nothing_to_do(tmp_path, extra):
 
 
 @pytest.mark.parametrize(
+    "argv, would",
+    [
+        (("sandbox", "create", "--dir", "sb", "--dry-run"), "would create an A2 host"),
+        (("ci", "--dry-run"), "would write "),
+        (("setup", "--sandbox", "--dry-run"), "the sandbox: would create an A2 host"),
+        (("fetch", "--sandbox", "--dry-run"), "the sandbox: would create an A2 host"),
+    ],
+)
+def test_a_dry_run_ends_in_the_frames_one_line_and_writes_nothing(tmp_path, argv, would):
+    """Each task says what it would do; the frame says how a dry run ends (_flags.guarded)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # ci writes at the top
+    proc = cannbuild(*argv, cwd=tmp_path)
+    assert proc.returncode == 0, proc
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"dry run: {would}") and line.endswith("; nothing was changed.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git"]
+
+
+@pytest.mark.parametrize(
     "extra", [(), ("--keep", "1", "--include-sources"), ("--dry-run", "--json")]
 )
 def test_clean_refuses_a_folder_cannbuild_did_not_make(tmp_path, extra):

@@ -17,11 +17,12 @@ from cannbuild.build.stamps import artifact_record, digest, write_stamp
 from cannbuild.decoded import to_plain
 from cannbuild.errors import UsageError
 from cannbuild.housekeeping import workspace_status
-from cannbuild.options import given_fields, resolve_options
+from cannbuild.options import resolve_options, sources
 from cannbuild.ownership import claim
 from cannbuild.sandbox.spec import SandboxInfo
 from cannbuild.sources.lock import write_lock
 from cannbuild.target import Target, choose, read_target, record, sandbox_of_toolkit, target_file
+from cannbuild.tasks._frame import Frame
 from cannbuild.ui import print_status
 from cannbuild.workspace import Workspace, write_json_atomic
 
@@ -30,6 +31,11 @@ from hosttree import a2_host, clean_env
 from lockdata import sample_lock
 
 WHEN = "2026-12-02 14:30 UTC"
+
+
+def given_fields(cli, env, config, spelled=None):
+    """The fields the user set and how (what `choose` reads), as the frame has them."""
+    return {name: where for name, (where, _) in sources(cli, env, config, spelled).items()}
 
 
 def sandbox_target(**extra) -> Target:
@@ -127,6 +133,35 @@ def test_the_record_sits_below_flag_environment_and_config(tmp_path):
     assert soc(cli_soc="A2", env_soc="A3", config_soc="A3") == "ascend910b"
     assert resolve_options(cli, {}, {}, remembered=layer).ops_release == "9.0.1"
     assert resolve_options(cli, {}, {}).soc is None  # the default: detected
+
+
+# Each row drops the highest source left, so each source is seen beating every one
+# below it: any two swapped in the frame give another value in some row.
+PRECEDENCE = [
+    # flag,   env,     config,  remembered, what the run takes
+    ("9.1.0", "9.0.1", "9.0.0", "8.5.0", "9.1.0"),
+    (None, "9.0.1", "9.0.0", "8.5.0", "9.0.1"),
+    (None, None, "9.0.0", "8.5.0", "9.0.0"),
+    (None, None, None, "8.5.0", "8.5.0"),
+    (None, None, None, None, None),  # the default: the toolkit's own release
+]
+
+
+@pytest.mark.parametrize("flag, env, config, remembered, taken", PRECEDENCE)
+def test_the_frame_takes_flag_then_env_then_config_then_remembered_then_default(
+    tmp_path, flag, env, config, remembered, taken
+):
+    ws = owned_workspace(tmp_path / "ws")
+    if remembered:
+        record(ws, Target(ops_release=remembered, built_soc="ascend910b", set_at=WHEN))
+    frame = Frame(
+        {"ops_release": config} if config else {},
+        {"workspace": str(ws), "ops_release": flag},
+        {"ops_release": "--ops-release"},
+        "cannbuild doctor",
+        env={"CANNBUILD_OPS_RELEASE": env} if env else {},
+    )
+    assert frame.target().ops_release == taken
 
 
 def test_a_remembered_sandbox_points_the_run_at_it_as_the_flag_does(tmp_path):

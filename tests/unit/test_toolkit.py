@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from cannbuild.host.sysroot import SymlinkLoopError, Sysroot
-from cannbuild.host.toolkit import find_toolkit, kernels_package_name
+from cannbuild.host.toolkit import find_toolkit, kernels_package_name, toolkit_home
 from cannbuild.host.versions import parse_cann_version
 
 from hosttree import FIXTURES, clean_env, write
@@ -25,6 +25,20 @@ def test_cann_layout_found_by_default_rule(tree):
     assert tk.real_path == tree.root / "usr/local/Ascend/cann-8.5.0"
     assert tk.set_env == tree.root / "usr/local/Ascend/cann/set_env.sh"
     assert tk.share_info["opbase"] == "8.5.0"
+
+
+def test_the_toolkit_home_is_what_its_set_env_exports_else_the_folder_found(tree):
+    """One rule for every caller (doctor's rows, the templates' cann.home, the overlay):
+    the ASCEND_HOME_PATH the toolkit's own set_env.sh exports (the real cann-<ver>
+    tree from 8.5, the 8.5.0 image's), else the folder found (set_env.sh not sourced,
+    or exporting none)."""
+    tree.toolkit_cann("8.5.0")
+    tk = search(tree).toolkit
+    real = str(tree.root / "usr/local/Ascend/cann-8.5.0")
+    assert toolkit_home(tk, {"ASCEND_HOME_PATH": real}) == Path(real)
+    assert tk.path != Path(real)  # the link it was found by: the export is what counts
+    assert toolkit_home(tk, None) == tk.path
+    assert toolkit_home(tk, {"ASCEND_HOME_PATH": ""}) == tk.path  # an empty export: none
 
 
 def test_absolute_compat_link_resolves_inside_the_sysroot(tree):
