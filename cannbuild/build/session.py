@@ -260,6 +260,10 @@ def open_session(
         raise _not_a_soc(soc, recipe)
     ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, soc, recipe, host, ops)
+    if sandbox is not None:
+        from ..sandbox.releases import check_refs  # the stand-ins' data, on the sandbox only
+
+        check_refs(recipe, context.as_jinja(), cwd)
     return Session(
         options=options,
         ws=ws,
