@@ -8,7 +8,7 @@ tests/integration/test_train_as_data.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Sequence
 
 from cannbuild.resources import data_dir
 
@@ -39,17 +39,17 @@ share_info = [
 STANDINS = ("opbase", "ops-transformer", "ops-math", "ops-nn", "ops-cv", "toolkit")
 
 
-def _commit(repo: str, day: int) -> str:
+def _commit(repo: str, day: int, branched: bool) -> str:
     # the toolkit's host-side repositories are laid out by state, the others by flavor
     layout = 'state = "9.1"' if repo == "toolkit" else 'flavor = "v9.1.0"'
+    branches = f'branches = ["{RELEASE}"]\n' if branched else ""
     return f"""
 [[commit]]
 repo = "{repo}"
 {layout}
 date = "2026-09-{day:02d}T12:00:00+08:00"
 message = "release {RELEASE}"
-branches = ["{RELEASE}"]
-"""
+{branches}"""
 
 
 def recipe_92() -> str:
@@ -66,14 +66,15 @@ def recipe_92() -> str:
     return text
 
 
-def write_train_92(cwd: Path) -> List[Path]:
-    """The data files, under `cwd/cannbuild-recipes/`; returns them."""
+def write_train_92(cwd: Path, branched: Sequence[str] = STANDINS) -> List[Path]:
+    """The data files, under `cwd/cannbuild-recipes/`; returns them.  `branched`: the
+    stand-ins whose commit is on branch 9.2.0 (another one's lacks what the recipe names)."""
     user = cwd / "cannbuild-recipes"
     files = {
         user / "9.2.toml": recipe_92(),
         user / "facts" / "9.2.toml": FACTS,
         user / "sandbox" / "9.2.toml": SANDBOX
-        + "".join(_commit(repo, 10 + i) for i, repo in enumerate(STANDINS)),
+        + "".join(_commit(repo, 10 + i, repo in branched) for i, repo in enumerate(STANDINS)),
     }
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from train92 import DRIVER, RELEASE, write_train_92
+from train92 import DRIVER, RELEASE, STANDINS, write_train_92
 
 from cannbuild.errors import UsageError
 from cannbuild.host.published import releases
@@ -151,13 +151,7 @@ def test_a_branch_the_recipe_names_that_the_stand_ins_lack_is_named_with_its_fil
     recipe = select_recipe(None, "9.2", folder)
     values = {"cann": {"release": RELEASE}, "ops_release": RELEASE}
     check_refs(recipe, values, folder)  # the data as written adds up
-    _edit(
-        folder / "cannbuild-recipes" / "sandbox" / "9.2.toml",
-        f'repo = "ops-transformer"\nflavor = "v9.1.0"\ndate = "2026-09-11T12:00:00+08:00"\n'
-        f'message = "release {RELEASE}"\nbranches = ["{RELEASE}"]',
-        f'repo = "ops-transformer"\nflavor = "v9.1.0"\ndate = "2026-09-11T12:00:00+08:00"\n'
-        f'message = "release {RELEASE}"',
-    )
+    write_train_92(folder, branched=[r for r in STANDINS if r != "ops-transformer"])
     with pytest.raises(UsageError) as caught:
         check_refs(recipe, values, folder)
     said = str(caught.value)
