@@ -2,7 +2,7 @@
 a new train needs, written into a folder's `cannbuild-recipes/` (the recipe, the release's
 published facts, and what the sandbox emulates of it), with no Python.  The stand-ins are
 the 9.1 ones (their flavors) at new commits on a branch 9.2.0, as a release whose build
-files did not change would be.  Used by tests/unit/test_train_as_data.py and
+files did not change would be.  Used by tests/unit/test_adding_a_train.py and
 tests/integration/test_train_as_data.py."""
 
 from __future__ import annotations
