@@ -5,23 +5,10 @@ locks the stand-ins at branch 9.2.0, builds, installs and validates them."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-from conftest import Cli
+from conftest import Cli, mirror_commit
 from train92 import DRIVER, RELEASE, STANDINS, write_train_92
 
 from cannbuild.sources.lock import read_lock
-
-
-def branch_commit(sandbox: Path, repo: str, branch: str) -> str:
-    return subprocess.run(
-        ["git", "rev-parse", f"{branch}^{{commit}}"],
-        cwd=sandbox / "mirror" / "cann" / f"{repo}.git",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 def test_setup_on_a_sandbox_release_added_as_data_builds_installs_and_validates(tmp_path):
@@ -40,8 +27,8 @@ def test_setup_on_a_sandbox_release_added_as_data_builds_installs_and_validates(
     assert refs["opbase"] == refs["ops-transformer"] == f"branch {RELEASE}", refs
     built = lock.repo("ops-transformer")
     assert built is not None
-    assert built.commit == branch_commit(cli.sandbox, "ops-transformer", RELEASE)
-    assert built.commit != branch_commit(cli.sandbox, "ops-transformer", "9.1.0")
+    assert built.commit == mirror_commit(cli.sandbox, "ops-transformer", RELEASE)
+    assert built.commit != mirror_commit(cli.sandbox, "ops-transformer", "9.1.0")
     doctor = cli("doctor")
     assert f"driver {DRIVER} is listed for CANN {RELEASE}" in doctor.stdout, doctor.stdout
     # the recipe's flags against the build.sh of the checkouts the run made
