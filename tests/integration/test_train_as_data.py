@@ -31,9 +31,6 @@ def test_setup_on_a_sandbox_release_added_as_data_builds_installs_and_validates(
     assert built.commit != mirror_commit(cli.sandbox, "ops-transformer", "9.1.0")
     doctor = cli("doctor")
     assert f"driver {DRIVER} is listed for CANN {RELEASE}" in doctor.stdout, doctor.stdout
-    # the recipe's flags against the build.sh of the checkouts the run made
-    check = cli("recipe", "check", "9.2", sandbox=False)
-    assert check.returncode == 0 and "flags accepted" in check.stdout, check.stdout + check.stderr
 
     # The train whose sandbox data has no ops-transformer commit on branch 9.2.0: on the
     # sandbox made from it, the recipe's branch is named with the data, before any fetch.
