@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import msgspec
 from msgspec import Struct, field
@@ -234,12 +234,14 @@ def release(version: str) -> Release:
     return known[version]
 
 
-def check_refs(recipe: Recipe, values: Mapping[str, Any], cwd: Optional[Path] = None) -> None:
-    """Each tag or branch the recipe names (rendered for this toolkit) is one the sandbox's
-    stand-in of that repository carries: a new train's recipe without the sandbox data of
-    its release is exit 2 naming both, not a fetch that finds no such ref."""
+def check_refs(
+    recipe: Recipe, values: Mapping[str, Any], served: Sequence[str], cwd: Optional[Path] = None
+) -> None:
+    """Each tag or branch the recipe names (rendered for this toolkit) of a repository the
+    sandbox serves (`served`) is one its stand-in carries: a new train's recipe without
+    the sandbox data of its release is exit 2 naming both, not a fetch finding no such ref."""
     data = standins(cwd)
-    for repo in recipe.repos:
+    for repo in (r for r in recipe.repos if r.name in served):
         history = data.history("toolkit" if repo.name in data.toolkit_repos else repo.name)
         ref = render_ref(repo, values)
         kind = "tag" if ref["tag"] else "branch"

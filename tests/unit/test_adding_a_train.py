@@ -150,10 +150,10 @@ def test_a_branch_the_recipe_names_that_the_stand_ins_lack_is_named_with_its_fil
     checks it once the sandbox is read, tests/integration/test_train_as_data.py end to end)."""
     recipe = select_recipe(None, "9.2", folder)
     values = {"cann": {"release": RELEASE}, "ops_release": RELEASE}
-    check_refs(recipe, values, folder)  # the data as written adds up
+    check_refs(recipe, values, REPOS, folder)  # the data as written adds up
     write_train_92(folder, branched=[r for r in STANDINS if r != "ops-transformer"])
     with pytest.raises(UsageError) as caught:
-        check_refs(recipe, values, folder)
+        check_refs(recipe, values, REPOS, folder)
     said = str(caught.value)
     recipe_file = folder / "cannbuild-recipes" / "9.2.toml"
     assert f"recipe {recipe_file} [repos.ops-transformer] branch = '{{{{ ops_release }}}}'" in said
