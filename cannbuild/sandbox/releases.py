@@ -237,23 +237,26 @@ def release(version: str) -> Release:
 def check_refs(
     recipe: Recipe, values: Mapping[str, Any], served: Sequence[str], cwd: Optional[Path] = None
 ) -> None:
-    """Each tag or branch the recipe names (rendered for this toolkit) of a repository the
-    sandbox serves (`served`) is one its stand-in carries: a new train's recipe without
-    the sandbox data of its release is exit 2 naming both, not a fetch finding no such ref."""
+    """Each tag or branch named for a release the sandbox emulates (`v9.2.0`, `9.2.0`) that
+    the recipe renders, of a repository the sandbox serves (`served`), is one its stand-in
+    carries: a new train's recipe without the sandbox data of its release is exit 2 naming
+    both, not a fetch finding no such ref.  A ref of another release (ops 9.1.1, which has
+    no branch upstream either) is left to the fetch, as on a real host."""
     data = standins(cwd)
     for repo in (r for r in recipe.repos if r.name in served):
         history = data.history("toolkit" if repo.name in data.toolkit_repos else repo.name)
         ref = render_ref(repo, values)
         kind = "tag" if ref["tag"] else "branch"
-        name = ref[kind]
-        if not history or not name or ref["commit"]:
-            continue  # no stand-in to judge by, or a commit id the fetch checks
+        name = ref[kind] or ""
+        if not history or ref["commit"] or name.lstrip("v") not in data.releases:
+            continue
         names = {n for c in history for n in (c.tags if kind == "tag" else c.branches)}
-        if name in names or (kind == "branch" and name == "master"):
+        if name in names:
             continue
         raise UsageError(
             f"recipe {recipe.path} [repos.{repo.name}] {kind} = {getattr(repo, kind)!r} names "
-            f"{kind} {name} of {repo.name}, which the sandbox's stand-in lacks: no [[commit]] "
+            f"{kind} {name} of {repo.name}, which the sandbox's stand-in of release "
+            f"{name.lstrip('v')} lacks: no [[commit]] "
             f"of {'toolkit' if repo.name in data.toolkit_repos else repo.name} in "
             f"recipes/sandbox/*.toml or {USER_DATA}/sandbox/*.toml has "
             f'{kind}{"s" if kind == "tag" else "es"} = ["{name}"].',
