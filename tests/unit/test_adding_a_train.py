@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from test_recipe_check import EXTRA  # what a commit's CMake pins, for a build.sh only read
 from train92 import DRIVER, RELEASE, STANDINS, write_train_92
 
 from cannbuild.errors import UsageError
@@ -21,14 +22,6 @@ from cannbuild.sandbox.siblings import render_sibling
 
 from clirun import cannbuild
 
-# what a commit's CMake pins, for a build.sh only read (as tests/unit/test_recipe_check.py)
-EXTRA = {
-    "opbase_tag_id": "0" * 40,
-    "optensor_tag_id": "1" * 40,
-    "optensor_api": "2",
-    "cann_cmake_tag": "master-026",
-    "cann_cmake_sha256": "2" * 64,
-}
 REPOS = ("opbase", "ops-transformer", "ops-math", "ops-nn", "ops-cv")
 DRY_SETUP = ("setup", "--sandbox", "--cann", RELEASE, "--variant", "A3", "--soc", "A3", "--dry-run")
 
