@@ -35,9 +35,10 @@ def files(kind: str, cwd: Optional[Path] = None) -> Tuple[Path, ...]:
     return tuple(found)
 
 
-def read(kind: str, schema: Type[T], cwd: Optional[Path] = None) -> Tuple[T, ...]:
-    """Each file of `kind`, decoded as `schema`, in the order `files` gives (a later
-    file's entry of a name replaces an earlier one's where the caller merges by name)."""
+def read(kind: str, schema: Type[T], cwd: Optional[Path] = None) -> Tuple[Tuple[Path, T], ...]:
+    """Each file of `kind` and its content decoded as `schema`, in the order `files` gives
+    (a later file's entry of a name replaces an earlier one's where the caller merges by
+    name); the path, for a mistake only the whole data shows to name its file."""
     paths = files(kind, cwd)
     stamps = []
     for path in paths:
@@ -50,9 +51,11 @@ def read(kind: str, schema: Type[T], cwd: Optional[Path] = None) -> Tuple[T, ...
 
 
 @functools.lru_cache(maxsize=16)
-def _decoded(kind: str, schema: Type[T], stamps: Tuple[Tuple[str, int, int], ...]) -> Tuple[T, ...]:
+def _decoded(
+    kind: str, schema: Type[T], stamps: Tuple[Tuple[str, int, int], ...]
+) -> Tuple[Tuple[Path, T], ...]:
     # keyed by each file's name, time and size: one parse per process unless a file changes
-    return tuple(_decode(Path(name), kind, schema) for name, _, _ in stamps)
+    return tuple((Path(name), _decode(Path(name), kind, schema)) for name, _, _ in stamps)
 
 
 def _decode(path: Path, kind: str, schema: Type[T]) -> T:

@@ -36,7 +36,6 @@ ENV_PREFIX = "CANNBUILD_"
 # VENDOR_NAME: a word, no path or shell characters.
 _VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
 SANDBOX_VARIANTS = ("A2", "A3")
-DEFAULT_SANDBOX_CANN = "8.5.0"
 
 
 def default_jobs() -> int:

@@ -260,6 +260,11 @@ def open_session(
         raise _not_a_soc(soc, recipe)
     ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, soc, recipe, host, ops)
+    if sandbox is not None:
+        from ..sandbox.releases import check_refs  # the stand-ins' data, on the sandbox only
+
+        served = [r.name for r in recipe.repos if _from_sandbox(r.url, options, sandbox)]
+        check_refs(recipe, context.as_jinja(), served, cwd)
     return Session(
         options=options,
         ws=ws,
@@ -271,6 +276,14 @@ def open_session(
         sandbox=sandbox,
         sandbox_lease=lease,
     )
+
+
+def _from_sandbox(url: str, options: Options, sandbox: SandboxInfo) -> bool:
+    """The URL is fetched from the sandbox's stand-ins: its longest mirror rule is the
+    sandbox's (a user's own rule for it sends it elsewhere)."""
+    rules = options.mirror_map
+    prefix = max((p for p in rules if url.startswith(p)), key=len, default="")
+    return bool(prefix) and sandbox.mirrors.get(prefix) == rules[prefix]
 
 
 def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:

@@ -90,7 +90,7 @@ class FactsFile(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 
 
 def read(cwd: Optional[Path] = None) -> Tuple[FactsFile, ...]:
-    return facts.read(facts.FACTS, FactsFile, cwd)
+    return tuple(f for _, f in facts.read(facts.FACTS, FactsFile, cwd))
 
 
 def releases(cwd: Optional[Path] = None) -> Dict[str, ReleaseFacts]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Type, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import msgspec
 from msgspec import Struct, field
@@ -22,6 +22,8 @@ from msgspec.structs import replace
 from .. import facts
 from ..decoded import JSONObject
 from ..errors import UsageError
+from ..recipes import Recipe, render_ref
+from ..resources import USER_DATA
 from .flavors import OpbaseFlavor, OpsTransformerFlavor, SiblingFlavor, SiblingOp
 
 # The makeself archive every ref's CMake downloads (reference real-host-findings.md §2).
@@ -92,16 +94,22 @@ class StandIns(Struct, frozen=True, kw_only=True):
     releases: Dict[str, Release]
     histories: Dict[str, Tuple[Commit, ...]]  # repo -> its commits, oldest first
     toolkit_repos: Tuple[str, ...]
+    files: Dict[Tuple[str, str], Path] = field(default_factory=dict)  # (repo, ref) -> its file
 
     def history(self, repo: str) -> Tuple[Commit, ...]:
         return self.histories.get(repo, ())
 
-    def index(self, repo: str, message: str, by: str) -> int:
-        """The commit of `repo` a pin names by its message."""
+    def index(self, repo: str, message: str, by: Commit) -> int:
+        """The commit of `repo` the pin of `by`'s flavor names by its message."""
         for i, commit in enumerate(self.history(repo)):
             if commit.message == message:
                 return i
-        raise _bad(f"{by} pins the {repo} commit {message!r}, which no [[commit]] of {repo} has")
+        ref = by.flavor.ref if by.flavor else ""
+        raise _bad(
+            self.files.get((by.repo, ref)),
+            f"[flavor.{by.repo}.{ref!r}] pins the {repo} commit {message!r}, "
+            f"which no [[commit]] of {repo} has",
+        )
 
     def flavors(self) -> List[Flavor]:
         found: Dict[int, Flavor] = {}
@@ -110,11 +118,11 @@ class StandIns(Struct, frozen=True, kw_only=True):
         return list(found.values())
 
 
-def _bad(problem: str) -> UsageError:
+def _bad(path: Optional[Path], problem: str) -> UsageError:
     return UsageError(
-        f"the sandbox's data (recipes/sandbox/*.toml, then cannbuild-recipes/sandbox/*.toml) "
-        f"does not add up: {problem}.",
-        "Fix the file that declares it; recipes/sandbox/9.1.toml shows each key with its source.",
+        f"sandbox file {path or 'recipes/sandbox/*.toml'}: {problem}.",
+        "Fix the file; the shipped recipes/sandbox/*.toml show each key with its source "
+        "(a user's cannbuild-recipes/sandbox/*.toml are read after them).",
     )
 
 
@@ -124,34 +132,41 @@ def _kind(repo: str) -> Type[Flavor]:
     return OpsTransformerFlavor if repo == "ops-transformer" else SiblingFlavor
 
 
-def _flavors(files: Tuple[SandboxFile, ...]) -> Dict[Tuple[str, str], Flavor]:
+def _flavors(files: Tuple[Tuple[Path, SandboxFile], ...]) -> Dict[Tuple[str, str], Flavor]:
     """(repo, ref) -> flavor: each table with the one it names in `from` under it."""
     tables = {
-        (repo, ref): t for f in files for repo, refs in f.flavor.items() for ref, t in refs.items()
+        (repo, ref): (path, t)
+        for path, f in files
+        for repo, refs in f.flavor.items()
+        for ref, t in refs.items()
     }
-    ops = {name: op for f in files for name, op in f.sibling_op.items()}
+    ops = {name: op for _, f in files for name, op in f.sibling_op.items()}
 
     def merged(key: Tuple[str, str], seen: Tuple[str, ...]) -> JSONObject:
-        table = dict(tables[key])
+        path, table = tables[key]
+        table = dict(table)
         base = table.pop("from", None)
         if base is None:
             return table
         if (key[0], base) not in tables or base in seen:
-            raise _bad(f"flavor {key[0]} {key[1]} takes from {base!r}, no other flavor of {key[0]}")
+            raise _bad(
+                path,
+                f"[flavor.{key[0]}.{key[1]!r}] from = {base!r} names no other flavor of {key[0]}",
+            )
         return {**merged((key[0], base), (*seen, key[1])), **table}
 
     out: Dict[Tuple[str, str], Flavor] = {}
-    for repo, ref in tables:
+    for (repo, ref), (path, _) in tables.items():
         data = {**merged((repo, ref), ()), "ref": ref}
         if _kind(repo) is SiblingFlavor:
             op = data.get("op")
             if op not in ops:
-                raise _bad(f"flavor {repo} {ref} builds op {op!r}, which no [sibling_op] declares")
+                raise _bad(path, f"[flavor.{repo}.{ref!r}] op = {op!r} names no [sibling_op] table")
             data.update(repo=repo, op=msgspec.convert({**ops[op], "name": op}, SiblingOp))
         try:
             out[(repo, ref)] = msgspec.convert(data, _kind(repo))
         except msgspec.ValidationError as exc:
-            raise _bad(f"flavor {repo} {ref}: {exc}") from None
+            raise _bad(path, f"[flavor.{repo}.{ref!r}]: {exc}") from None
     return out
 
 
@@ -160,32 +175,53 @@ def standins(cwd: Optional[Path] = None) -> StandIns:
     files = facts.read(facts.SANDBOX, SandboxFile, cwd)
     flavors = _flavors(files)
     histories: Dict[str, List[Commit]] = {}
-    for f in files:
-        for row in f.commit:
+    for path, f in files:
+        for number, row in enumerate(f.commit, 1):
+            key = f"[[commit]] #{number} ({row.repo} {row.message!r})"
             flavor = None
             if row.repo not in TREE_REPOS:
                 flavor = flavors.get((row.repo, row.flavor or ""))
                 if flavor is None:
-                    raise _bad(f"the {row.repo} commit {row.message!r} names flavor {row.flavor!r}")
+                    known = ", ".join(ref for repo, ref in flavors if repo == row.repo)
+                    raise _bad(
+                        path,
+                        f"{key} flavor = {row.flavor!r} names no [flavor.{row.repo}] table "
+                        f"(there are: {known or 'none'})",
+                    )
+            try:
+                datetime.fromisoformat(row.date)
+            except ValueError:
+                raise _bad(
+                    path,
+                    f"{key} date = {row.date!r} is not an ISO date such as "
+                    "2026-07-09T12:00:00+08:00",
+                ) from None
             fields = {**msgspec.structs.asdict(row), "flavor": flavor}
             histories.setdefault(row.repo, []).append(Commit(**fields))
-    return StandIns(
+    data = StandIns(
         releases={
-            name: replace(rel, version=name) for f in files for name, rel in f.release.items()
+            name: replace(rel, version=name) for _, f in files for name, rel in f.release.items()
         },
-        histories={repo: tuple(sorted(h, key=_when)) for repo, h in histories.items()},
-        toolkit_repos=tuple(r for f in files for r in f.toolkit_repos),
+        histories={
+            repo: tuple(sorted(h, key=lambda c: datetime.fromisoformat(c.date)))
+            for repo, h in histories.items()
+        },
+        toolkit_repos=tuple(r for _, f in files for r in f.toolkit_repos),
+        files={
+            (repo, ref): path
+            for path, f in files
+            for repo, refs in f.flavor.items()
+            for ref in refs
+        },
     )
-
-
-def _when(commit: Commit) -> datetime:
-    try:
-        return datetime.fromisoformat(commit.date)
-    except ValueError:
-        raise _bad(
-            f"the {commit.repo} commit {commit.message!r} has date {commit.date!r}, "
-            "not an ISO date such as 2026-07-09T12:00:00+08:00"
-        ) from None
+    for commit in (c for h in data.histories.values() for c in h):
+        flavor = commit.flavor
+        for repo, pin in (
+            (("opbase", flavor.opbase_pin), ("ops-tensor", flavor.optensor_pin)) if flavor else ()
+        ):
+            if pin:  # a pin no commit has: named now, not halfway through making a sandbox
+                data.index(repo, pin, commit)
+    return data
 
 
 def release(version: str) -> Release:
@@ -196,3 +232,34 @@ def release(version: str) -> Release:
             f"Use one of {', '.join(known)}, or add it as data (README: Adding a train).",
         )
     return known[version]
+
+
+def check_refs(
+    recipe: Recipe, values: Mapping[str, Any], served: Sequence[str], cwd: Optional[Path] = None
+) -> None:
+    """Each tag or branch named for a release the sandbox emulates (`v9.2.0`, `9.2.0`) that
+    the recipe renders, of a repository the sandbox serves (`served`), is one its stand-in
+    carries: a new train's recipe without the sandbox data of its release is exit 2 naming
+    both, not a fetch finding no such ref.  A ref of another release (ops 9.1.1, which has
+    no branch upstream either) is left to the fetch, as on a real host."""
+    data = standins(cwd)
+    for repo in (r for r in recipe.repos if r.name in served):
+        history = data.history("toolkit" if repo.name in data.toolkit_repos else repo.name)
+        ref = render_ref(repo, values)
+        kind = "tag" if ref["tag"] else "branch"
+        name = ref[kind] or ""
+        if not history or ref["commit"] or name.lstrip("v") not in data.releases:
+            continue
+        names = {n for c in history for n in (c.tags if kind == "tag" else c.branches)}
+        if name in names:
+            continue
+        raise UsageError(
+            f"recipe {recipe.path} [repos.{repo.name}] {kind} = {getattr(repo, kind)!r} names "
+            f"{kind} {name} of {repo.name}, which the sandbox's stand-in of release "
+            f"{name.lstrip('v')} lacks: no [[commit]] "
+            f"of {'toolkit' if repo.name in data.toolkit_repos else repo.name} in "
+            f"recipes/sandbox/*.toml or {USER_DATA}/sandbox/*.toml has "
+            f'{kind}{"s" if kind == "tag" else "es"} = ["{name}"].',
+            f"Add one to {USER_DATA}/sandbox/<train>.toml (README: Adding a train), or give a "
+            f"--cann whose {kind} it has ({', '.join(sorted(names)) or 'none'}).",
+        )

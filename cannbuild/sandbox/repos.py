@@ -291,11 +291,12 @@ def build_repos(
         flavor = commit.flavor
         assert flavor is not None
         extra: Dict[str, Any] = {}
-        by = f"flavor {commit.repo} {flavor.ref}"
         if flavor.opbase_pin:
-            extra["opbase_tag_id"] = built["opbase"][data.index("opbase", flavor.opbase_pin, by)]
+            extra["opbase_tag_id"] = built["opbase"][
+                data.index("opbase", flavor.opbase_pin, commit)
+            ]
         if flavor.optensor_pin:
-            at = data.index("ops-tensor", flavor.optensor_pin, by)
+            at = data.index("ops-tensor", flavor.optensor_pin, commit)
             extra["optensor_tag_id"] = built["ops-tensor"][at]
             extra["optensor_api"] = data.history("ops-tensor")[at].state
         if flavor.cmake_tag:

@@ -117,6 +117,17 @@ def base_env(**extra: str) -> Dict[str, str]:
     return env
 
 
+def mirror_commit(sandbox: Path, repo: str, ref: str) -> str:
+    """The commit a tag or branch names in the sandbox's stand-in of `repo`."""
+    return subprocess.run(
+        ["git", "rev-parse", f"{ref}^{{commit}}"],
+        cwd=sandbox / "mirror" / "cann" / f"{repo}.git",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
 def toolkit_env(sandbox: Path, **extra: str) -> Dict[str, str]:
     """The environment after `source set_env.sh` of the sandbox toolkit."""
     info = load_info(sandbox)

@@ -2,19 +2,9 @@
 another release built on a toolkit the release notes pair them with, refused on one they
 do not."""
 
-import subprocess
+from conftest import mirror_commit
 
 from cannbuild.sources.lock import read_lock
-
-
-def tag_commit(sandbox, repo: str, tag: str) -> str:
-    return subprocess.run(
-        ["git", "rev-parse", f"{tag}^{{commit}}"],
-        cwd=sandbox / "mirror" / "cann" / f"{repo}.git",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
 
 
 def test_9_0_1_sets_up_from_cold_and_ops_9_0_1_builds_only_where_published(cli_for, tmp_path):
@@ -47,8 +37,8 @@ def test_9_0_1_sets_up_from_cold_and_ops_9_0_1_builds_only_where_published(cli_f
     assert (lock.toolkit_version, lock.ops_release) == ("9.0.0", "9.0.1")
     built = lock.repo("ops-transformer")
     assert built is not None and built.ref == "tag v9.0.1"
-    assert built.commit == tag_commit(on_900.sandbox, "ops-transformer", "v9.0.1")
-    assert built.commit != tag_commit(on_900.sandbox, "ops-transformer", "v9.0.0")
+    assert built.commit == mirror_commit(on_900.sandbox, "ops-transformer", "v9.0.1")
+    assert built.commit != mirror_commit(on_900.sandbox, "ops-transformer", "v9.0.0")
     # the workspace remembers the choice: a bare rerun builds the same sources ...
     proc = on_900("build", "--locked")
     assert proc.returncode == 0, proc.stdout + proc.stderr
