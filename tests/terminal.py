@@ -53,13 +53,32 @@ def run_on_terminal(
 
 
 def screen_rows(output: str, cols: int = 120) -> List[str]:
-    """The rows `output` leaves on a terminal of `cols` columns: each line as it ends
-    (after its last carriage return), wrapped at the width."""
-    rows: List[str] = []
-    text = output.replace("\r\n", "\n")
-    if text.endswith("\n"):
-        text = text[:-1]
-    for line in text.split("\n"):
-        shown = _ANSI.sub("", line.split("\r")[-1])
-        rows += [shown[i : i + cols] for i in range(0, max(len(shown), 1), cols)]
-    return rows
+    """The rows `output` leaves on a terminal of `cols` columns, as a terminal draws them:
+    text wraps at the width, `\\r` goes back to the row's start, `ESC[nA` moves up, `ESC[2K`
+    and `ESC[K` erase (how a live line is redrawn and erased); other sequences draw nothing."""
+    rows: List[List[str]] = [[]]
+    row = col = 0
+    for token in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|[\s\S]", output):
+        if token == "\n":
+            row, col = row + 1, 0
+        elif token == "\r":
+            col = 0
+        elif token.startswith("\x1b[") and token[-1] == "A":
+            row = max(row - int(token[2:-1] or 1), 0)
+        elif token in ("\x1b[2K", "\x1b[K", "\x1b[0K"):
+            rows[row][col if token != "\x1b[2K" else 0 :] = []
+        elif not token.startswith("\x1b"):
+            if col == cols:
+                row, col = row + 1, 0
+            while len(rows) <= row:
+                rows.append([])
+            line = rows[row]
+            line.extend(" " * (col - len(line)))
+            line[col : col + 1] = [token]
+            col += 1
+        while len(rows) <= row:
+            rows.append([])
+    shown = ["".join(r).rstrip() for r in rows]
+    while shown and not shown[-1]:
+        shown.pop()
+    return shown

@@ -44,7 +44,7 @@ def doctor(c: Context, json: bool = False, **flags: FlagValue) -> None:
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
     options = on_sandbox(target_options(c, flags), dry_run=False)
-    with progress.Heartbeat("doctor: reading the host (the torch_npu import takes a while)"):
+    with progress.heartbeat("doctor: reading the host (the torch_npu import takes a while)"):
         report = requirements.doctor_report(options, os.environ, Path.cwd())
     if json:
         ui.print_json(report.to_json())
@@ -80,7 +80,7 @@ def sandbox(c: Context, action: str, dir: str = ".cannbuild/sandbox", **flags: F
     if flags.get("dry_run"):
         ui.note(f"dry run: {sandboxes.plan_sandbox(spec)}; nothing was changed")
         return
-    with progress.PhaseProgress("sandbox") as phases:
+    with progress.Progress("sandbox") as phases:
         result = sandboxes.create_sandbox(spec, phases)
     info = result.info
     state = "created" if result.created else "already up to date"

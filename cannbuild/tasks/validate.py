@@ -65,7 +65,7 @@ def validate(
         return
     session = open_session(c, flags)
     shipped = Path(package) if package else None
-    with progress.PhaseProgress("validation", lines=bool(flags.get("verbose"))) as phases:
+    with progress.Progress("validation", lines=bool(flags.get("verbose"))) as phases:
         run = transaction.run_validate(
             session, os.environ, names, "cannbuild validate", shipped, phases
         )
