@@ -8,20 +8,28 @@ import fcntl
 import os
 import pty
 import re
+import select
+import signal
 import struct
 import subprocess
 import termios
 import time
-from typing import List, Mapping, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 def run_on_terminal(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str, cols: int = 120, timeout: float = 1800
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    cols: int = 120,
+    timeout: float = 1800,
+    ctrl_c_when: Optional[Callable[[], bool]] = None,
 ) -> Tuple[int, str]:
     """Run `argv` with stdin, stdout and stderr on one pty of `cols` columns; its exit code
-    and everything it wrote."""
+    and everything it wrote.  `ctrl_c_when`: once it says so, SIGINT to the process group,
+    as the terminal's Ctrl-C sends it."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
     proc = subprocess.Popen(
@@ -37,6 +45,14 @@ def run_on_terminal(
     chunks: List[bytes] = []
     deadline = time.monotonic() + timeout
     while True:
+        if ctrl_c_when is not None and ctrl_c_when():
+            os.killpg(proc.pid, signal.SIGINT)
+            ctrl_c_when = None
+        if not select.select([master], [], [], 0.2)[0]:
+            if time.monotonic() > deadline:
+                proc.kill()
+                break
+            continue
         try:
             data = os.read(master, 65536)
         except OSError:  # EIO: every writer closed the terminal

@@ -57,6 +57,26 @@ def test_sandbox_creation_on_a_terminal_shows_each_phase_on_a_live_line(tmp_path
     assert rows[len(SANDBOX_PHASES)].startswith("sandbox created: A2"), rows  # the live line gone
 
 
+def test_ctrl_c_mid_step_on_a_terminal_erases_the_live_line_and_shows_the_cursor(cli):
+    assert cli("build").returncode == 0
+    before = cli.cmake_cache()
+    argv = [*_create_argv(cli.cwd)[:3], "build", "--force", "ops-transformer-build"]
+    argv += ["--sandbox", "--variant", cli.variant, "--cann", cli.cann]
+    code, text = run_on_terminal(
+        argv,
+        cli.env(),
+        str(cli.cwd),
+        cols=100,
+        ctrl_c_when=lambda: cli.cmake_cache() not in (None, before),
+    )
+    assert code == 130, text
+    assert re.search(r" +\d+\.\ds  ops-transformer-build", text), text  # it ran on the live line
+    rows = screen_rows(text, 100)
+    assert not any(re.match(r" +\d+\.\ds  ", row) for row in rows), rows  # which is gone
+    assert any("interrupted during ops-transformer-build" in row for row in rows), rows
+    assert text.rfind("\x1b[?25h") > text.rfind("\x1b[?25l") >= 0  # the cursor is back
+
+
 def test_validation_without_a_terminal_announces_each_check(installed):
     proc = installed("validate", "--cases", CASE)
     assert proc.returncode == 0, proc.stdout + proc.stderr
