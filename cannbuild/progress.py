@@ -118,7 +118,10 @@ class Progress:
         with self._lock:
             self._label, self._start, self._last = label, time.monotonic(), ""
         if self._console is not None and self._view is None:
-            self._view = rich_live.Live(self, console=self._console, transient=True)
+            # stdout may be a file (`--json > out`): only stray stderr goes above the line
+            self._view = rich_live.Live(
+                self, console=self._console, transient=True, redirect_stdout=False
+            )
             self._view.start(refresh=True)  # shown at once, not a quarter second later
         elif self._view is not None:
             self._view.refresh()
