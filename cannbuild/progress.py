@@ -205,8 +205,7 @@ class Progress:
                     f"::error title=cannbuild step {outcome.name} failed::exit {outcome.exit_code}; "
                     f"{first} (log {outcome.log})\n"
                 )
-            with self._lock:
-                ui.print_digest(outcome, self.stream)
+            self._write("\n" + "\n".join(ui.digest_lines(outcome)) + "\n")
 
     def skipped(self, step: PlannedStep) -> None:
         if self.show_skipped:

@@ -214,11 +214,6 @@ def digest_lines(outcome: StepOutcome) -> List[str]:
     return lines
 
 
-def print_digest(outcome: StepOutcome, stream: TextIO = sys.stderr) -> None:
-    stream.write("\n" + "\n".join(digest_lines(outcome)) + "\n")
-    stream.flush()
-
-
 def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
     """The closing lines of build/install/setup: each step, what was made, how to use it."""
     lines: List[str] = []  # each step said its line as it ended (progress.py)
