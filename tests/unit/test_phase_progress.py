@@ -15,6 +15,9 @@ from terminal import screen_rows
 
 from cannbuild.progress import HEARTBEAT_S, Progress, heartbeat, live_terminal
 from cannbuild.validate import ValidationInputs, run_validation
+from cannbuild.workspace import Workspace
+
+from tinyrecipe import build_step, run_alone, tiny_recipe
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
 
@@ -153,3 +156,42 @@ def test_a_long_silent_call_beats_in_a_pipe_and_a_short_one_says_nothing():
     with heartbeat("doctor", stream=quiet, heartbeat_s=5):
         pass
     assert quiet.getvalue() == ""
+
+
+def _step(tmp_path, script: str):
+    """The tiny recipe's build step running `script` in bash, and its workspace."""
+    folder = tmp_path / "recipes"
+    (folder / "steps").mkdir(parents=True)
+    (folder / "steps" / "build.j2").write_text(f"bash -c {{{{ {script!r} | q }}}}\n")
+    (folder / "tiny.toml").write_text(tiny_recipe('CC = "gcc"'))
+    ws = Workspace(root=tmp_path / "ws")
+    return build_step(folder / "tiny.toml", ws), ws
+
+
+def test_a_failing_step_under_github_actions_is_plain_lines_in_a_group_and_an_error(tmp_path):
+    step, ws = _step(tmp_path, "echo configuring; sleep 0.4; echo 'error: no gawk'; exit 3")
+    out = io.StringIO()
+    with Progress(stream=out, github=True, heartbeat_s=0.1) as progress:
+        outcome = run_alone(step, ws, tmp_path / "toolkit", progress)
+    assert outcome.exit_code == 3
+    text = out.getvalue()
+    assert "\r" not in text and "\033" not in text
+    lines = text.splitlines()
+    assert lines[0].startswith("::group::build (") and "::endgroup::" in lines
+    assert "configuring" in lines and "error: no gawk" in lines  # streamed in the group
+    assert any(re.fullmatch(r"\[\d\d:\d\d:\d\d\] build: still running \(0s\).*", x) for x in lines)
+    assert any(re.fullmatch(r"\[\d\d:\d\d:\d\d\] build: FAILED in \d+\.\ds", x) for x in lines)
+    assert any(x.startswith("::error title=cannbuild step build failed::exit 3;") for x in lines)
+    assert "step build FAILED (exit 3)" in text and "    line " in text  # the digest
+
+
+def test_a_step_on_a_terminal_shows_its_last_line_live_and_leaves_one_line(tmp_path):
+    step, ws = _step(tmp_path, "echo configuring; sleep 0.6; echo compiling")
+    out = io.StringIO()
+    with Progress(stream=out, live=True) as progress:
+        outcome = run_alone(step, ws, tmp_path / "toolkit", progress)
+    assert outcome.exit_code == 0
+    assert re.search(r" +\d+\.\ds  build  configuring", out.getvalue())  # its last log line
+    assert [row for row in screen_rows(out.getvalue()) if row] == [
+        f"build: done in {outcome.duration_s:.1f}s"
+    ]
