@@ -99,12 +99,12 @@ class Progress:
         with self._lock:
             label, last, elapsed = self._label, self._last, time.monotonic() - self._start
         text = f"  {elapsed:5.1f}s  {label}" + (f"  {last}" if last else "") if label else ""
-        return rich_text.Text(text, no_wrap=True, overflow="ellipsis")
+        return rich_text.Text(ui.printable(text), no_wrap=True, overflow="ellipsis")
 
     def _line(self, text: str) -> None:
         """A line that stays: above the live line on a terminal, timestamped in a log."""
         if self._console is not None:
-            self._console.print(rich_text.Text(text), soft_wrap=True)
+            self._console.print(rich_text.Text(ui.printable(text)), soft_wrap=True)
         else:
             self._write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
 

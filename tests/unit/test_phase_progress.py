@@ -186,12 +186,14 @@ def test_a_failing_step_under_github_actions_is_plain_lines_in_a_group_and_an_er
 
 
 def test_a_step_on_a_terminal_shows_its_last_line_live_and_leaves_one_line(tmp_path):
-    step, ws = _step(tmp_path, "echo configuring; sleep 0.6; echo compiling")
+    step, ws = _step(tmp_path, r"echo configuring; sleep 0.6; printf '\033[2Jcleared\n'; sleep 0.6")
     out = io.StringIO()
     with Progress(stream=out, live=True) as progress:
         outcome = run_alone(step, ws, tmp_path / "toolkit", progress)
     assert outcome.exit_code == 0
     assert re.search(r" +\d+\.\ds  build  configuring", out.getvalue())  # its last log line
+    assert "build  \\x1b[2Jcleared" in out.getvalue()  # shown, escaped: a log line does not
+    assert "\x1b[2J" not in out.getvalue()  # clear the screen
     assert [row for row in screen_rows(out.getvalue()) if row] == [
         f"build: done in {outcome.duration_s:.1f}s"
     ]
