@@ -1,30 +1,43 @@
-"""Step progress for the task layer.
+"""Progress for the task layer: the one renderer of what a long run is doing now.
 
-On a terminal: one live line per step showing the time and the log's last line.
-Without a terminal: timestamped lines, and a heartbeat every 10 s on long steps (CI
-systems kill jobs that print nothing, and a reader of the log should never wait 15 s).  The phases of making a sandbox and of
-validating (`PhaseProgress`, the sink of `phases.PhaseSink`) are shown the same way.  `--verbose` streams every line of the
-running step (it is logged either way).  Under GitHub Actions each step's output is a
-collapsed `::group::`, a failing step is marked with `::error::`, and report.md is
-appended to the job summary.
+The core prints nothing; it reports events to `Progress`: a build step starts, prints a
+line, ends or is skipped (`build.runner.Progress`), a phase of making a sandbox or of
+validating starts (`phases.PhaseSink`), a note.  On a terminal they show as one live line
+(rich.live: the seconds and what runs now, cut to the width, never wrapped, gone when it
+ends) and a line as each step ends.  Otherwise (a pipe, a log, GitHub Actions, NO_COLOR,
+TERM=dumb) as plain timestamped lines, only appended, with a heartbeat every HEARTBEAT_S
+on a long wait (CI systems kill jobs that print nothing; a reader of the log should never
+wait 15 s).  `--verbose` streams every line of the running step (it is logged either
+way).  Under GitHub Actions each step's output is a collapsed `::group::`, a failing step
+is marked with `::error::`, and report.md is appended to the job summary.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, TextIO
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, TextIO
 
 from . import ui
 from .bounded import RUN_FILE, read_text
 from .errors import UsageError
+from .lazy import lazy_module
 
 if TYPE_CHECKING:  # what the steps report; `doctor` shows phases without loading the engine
+    from rich import console as rich_console
+    from rich import live as rich_live
+    from rich import text as rich_text
+
     from .build.plan import PlannedStep
     from .build.runner import StepOutcome
+else:  # only a terminal pays for rich: a log, CI and a no-op run write plain lines
+    rich_console = lazy_module("rich.console")
+    rich_live = lazy_module("rich.live")
+    rich_text = lazy_module("rich.text")
 
 _MARK = {"ran": "done", "failed": "FAILED", "interrupted": "interrupted", "skipped": "up to date"}
 HEARTBEAT_S = 10.0
@@ -34,90 +47,165 @@ def under_github_actions(env: Mapping[str, str] = os.environ) -> bool:
     return env.get("GITHUB_ACTIONS") == "true"
 
 
-class ConsoleProgress:
+def live_terminal(stream: TextIO, env: Mapping[str, str] = os.environ) -> bool:
+    """A live line only where it is redrawn in place and wanted: a terminal, not a CI log,
+    no NO_COLOR (a reader who asked for plain output) and a TERM that moves the cursor."""
+    plain = under_github_actions(env) or env.get("NO_COLOR") or env.get("TERM") == "dumb"
+    return ui.is_terminal(stream) and not plain
+
+
+class Progress:
+    """Steps, phases and notes of one run, rendered as they come (a context manager: leaving
+    it, by an error or Ctrl-C too, ends the live line and gives the cursor back).
+    `what` names the phases ("sandbox: compiling ...").  `lines=False`: on a terminal a
+    phase shows on the live line only (the caller sums up; issue 42: a four-repo setup
+    printed 20 phase lines).  `show_skipped=False`: the caller sums up what was up to
+    date."""
+
     def __init__(
         self,
+        what: str = "",
         stream: TextIO = sys.stderr,
         live: Optional[bool] = None,
         verbose: bool = False,
         github: Optional[bool] = None,
         heartbeat_s: float = HEARTBEAT_S,
+        lines: bool = True,
         show_skipped: bool = True,
     ) -> None:
-        self.stream = stream
-        self.show_skipped = show_skipped  # False: the caller sums up what was up to date
+        self.what, self.stream, self.lines = what, stream, lines
+        self.show_skipped, self.heartbeat_s = show_skipped, heartbeat_s
         self.github = under_github_actions() if github is None else github
         self.verbose = verbose or self.github  # a group is collapsed: the output costs nothing
-        self.live = (stream.isatty() if live is None else live) and not self.verbose
-        self.heartbeat_s = heartbeat_s
+        self.live = (live_terminal(stream) if live is None else live) and not self.verbose
+        self._console = (  # a terminal's; a log is written plainly, without rich
+            rich_console.Console(file=stream, force_terminal=True, highlight=False)
+            if self.live
+            else None
+        )
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self._name = ""
+        self._label = ""  # what runs now ("" between steps)
         self._start = 0.0
-        self._last = ""
+        self._last = ""  # the running step's last output line
+        self._said = ""  # the line a phase leaves when it ends (on a terminal, with `lines`)
+        self._beat: Optional[threading.Event] = None
+        self._view: Optional[rich_live.Live] = None
+
+    # the live line, or the plain lines and their heartbeat
+
+    def __rich__(self) -> rich_text.Text:
+        """The live line, as rich.live redraws it four times a second: the seconds first,
+        so a narrow terminal cuts the label, not the time."""
+        with self._lock:
+            label, last, elapsed = self._label, self._last, time.monotonic() - self._start
+        text = f"  {elapsed:5.1f}s  {label}" + (f"  {last}" if last else "") if label else ""
+        return rich_text.Text(ui.printable(text), no_wrap=True, overflow="ellipsis")
+
+    def _line(self, text: str) -> None:
+        """A line that stays: above the live line on a terminal, timestamped in a log."""
+        if self._console is not None:
+            self._console.print(rich_text.Text(ui.printable(text)), soft_wrap=True)
+        else:
+            self._write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
 
     def _write(self, text: str) -> None:
         with self._lock:
             self.stream.write(text)
             self.stream.flush()
 
-    def _line(self, text: str) -> None:
-        if self.live:
-            self._write("\r\033[K" + text + "\n")
+    def _begin(self, label: str, say: Optional[str]) -> None:
+        """`label` runs from now: on the live line, or `say` and then a heartbeat."""
+        with self._lock:
+            self._label, self._start, self._last = label, time.monotonic(), ""
+        if self._console is not None and self._view is None:
+            # stdout may be a file (`--json > out`): only stray stderr goes above the line
+            self._view = rich_live.Live(
+                self, console=self._console, transient=True, redirect_stdout=False
+            )
+            self._view.start(refresh=True)  # shown at once, not a quarter second later
+        elif self._view is not None:
+            self._view.refresh()
         else:
-            self._write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
+            if say is not None:
+                self._line(say)
+            if self._beat is None:
+                self._beat = threading.Event()
+                threading.Thread(target=self._heartbeat, args=(self._beat,), daemon=True).start()
 
-    def _ticker(self) -> None:
-        """The live line, or (no terminal) a heartbeat every `heartbeat_s`."""
-        period = 0.25 if self.live else self.heartbeat_s
-        while not self._stop.wait(period):
-            elapsed = time.monotonic() - self._start
-            if self.live:
-                room = max(ui.width(self.stream) - len(self._name) - 14, 10)
-                last = self._last[-room:] if len(self._last) > room else self._last
-                self._write(f"\r\033[K  {self._name}  {elapsed:6.1f}s  {last}")
-            else:
-                self._line(f"{self._name}: still running ({elapsed:.0f}s); last line: {self._last}")
+    def _heartbeat(self, stop: threading.Event) -> None:
+        while not stop.wait(self.heartbeat_s):
+            with self._lock:
+                label, last, elapsed = self._label, self._last, time.monotonic() - self._start
+            if label:
+                self._line(
+                    f"{label}: still running ({elapsed:.0f}s)"
+                    + (f"; last line: {last}" if last else "")
+                )
+
+    def _end(self) -> None:
+        """Nothing runs now: the live line goes (and the cursor comes back), the heartbeat stops."""
+        with self._lock:
+            self._label = ""
+        if self._view is not None:
+            self._view.stop()
+            self._view = None
+        if self._beat is not None:
+            self._beat.set()
+            self._beat = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, error: Optional[type], *exc: object) -> None:
+        ended = self._ended()
+        if ended and error is None:  # after an error or Ctrl-C no line says the phase ended
+            self._line(ended)
+        self._end()
+
+    # phases (`phases.PhaseSink`)
+
+    def __call__(self, phase: str) -> None:
+        """A phase starts (the sink the core calls)."""
+        ended, self._said = self._ended(), f"{self.what}: {phase}" if self.what else phase
+        self._begin(self._said, say=self._said)
+        if ended:
+            self._line(ended)  # above the live line, which shows the new phase already
+
+    def _ended(self) -> str:
+        """The line the phase that ran leaves (on a terminal, with `lines`)."""
+        said, self._said = self._said, ""
+        keep = said and self.live and self.lines
+        return f"  {said} ({time.monotonic() - self._start:.1f}s)" if keep else ""
+
+    # build steps (`build.runner.Progress`)
 
     def started(self, step: PlannedStep, log: Path) -> None:
-        self._name = step.name
-        self._start = time.monotonic()
-        self._last = ""
+        self._said = ""  # a phase before the steps ended without a line
         if self.github:
             self._write(f"::group::{step.name} ({step.reason})\n")
-        if not self.live:
-            self._line(f"{step.name}: started ({step.reason}); log {log}")
-        if self.live or not self.verbose:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._ticker, daemon=True)
-            self._thread.start()
+        self._begin(step.name, say=f"{step.name}: started ({step.reason}); log {log}")
 
     def output(self, line: str) -> None:
         """One line of the running step's output (already redacted)."""
-        self._last = line
+        with self._lock:
+            self._last = line
         if self.verbose:
             self._write(line + "\n")
 
     def finished(self, outcome: StepOutcome) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
+        self._end()
         if self.github:
             self._write("::endgroup::\n")
-        self._line(
-            f"{outcome.name}: {_MARK.get(outcome.status, outcome.status)} in {outcome.duration_s:.1f}s"
-        )
+        mark = _MARK.get(outcome.status, outcome.status)
+        self._line(f"{outcome.name}: {mark} in {outcome.duration_s:.1f}s")
         if outcome.status == "failed":
             if self.github:
-                first = outcome.hint or "see the log"
+                first = (outcome.hint or "see the log").replace("\n", " ")
                 self._write(
                     f"::error title=cannbuild step {outcome.name} failed::exit {outcome.exit_code}; "
-                    f"{first.replace(chr(10), ' ')} (log {outcome.log})\n"
+                    f"{first} (log {outcome.log})\n"
                 )
-            with self._lock:
-                ui.print_digest(outcome, self.stream)
+            self._write("\n" + "\n".join(ui.digest_lines(outcome)) + "\n")
 
     def skipped(self, step: PlannedStep) -> None:
         if self.show_skipped:
@@ -127,119 +215,16 @@ class ConsoleProgress:
         self._line(text)
 
 
-class PhaseProgress:
-    """The phases of one long operation (making the sandbox, validating), rendered as the
-    steps are: on a terminal a live line (the phase and its seconds, redrawn four times a
-    second) and a line when each phase ends; otherwise a timestamped line as each phase
-    starts and a heartbeat every `heartbeat_s`.  Used as a context manager around the
-    core call it is passed to as the sink (`phases.PhaseSink`).  `lines=False`: on a
-    terminal the live line only, gone at the end (the caller sums up; issue 42: a
-    four-repo setup printed 20 phase lines)."""
-
-    def __init__(
-        self,
-        what: str,
-        stream: TextIO = sys.stderr,
-        live: Optional[bool] = None,
-        heartbeat_s: float = HEARTBEAT_S,
-        lines: bool = True,
-    ) -> None:
-        self.what = what
-        self.lines = lines
-        self.stream = stream
-        self.live = stream.isatty() if live is None else live
-        self.heartbeat_s = heartbeat_s
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self._phase = ""
-        self._start = 0.0
-
-    def _write(self, text: str) -> None:
-        with self._lock:
-            self.stream.write(text)
-            self.stream.flush()
-
-    def _ticker(self) -> None:
-        period = 0.25 if self.live else self.heartbeat_s
-        while not self._stop.wait(period):
-            with self._lock:
-                phase, elapsed = self._phase, time.monotonic() - self._start
-            if self.live:
-                self._write(self._live_text(phase, elapsed))
-            else:
-                stamp = time.strftime("%H:%M:%S")
-                self._write(f"[{stamp}] {self.what}: {phase}: still running ({elapsed:.0f}s)\n")
-
-    def _live_text(self, phase: str, elapsed: float) -> str:
-        room = max(ui.width(self.stream) - len(self.what) - 14, 10)
-        shown = phase if len(phase) <= room else phase[: room - 3] + "..."
-        return f"\r\033[K  {self.what}: {shown}  {elapsed:5.1f}s"
-
-    def _end_phase(self, last: bool = False) -> None:
-        if self._phase and self.live and self.lines:
-            took = time.monotonic() - self._start
-            self._write(f"\r\033[K  {self.what}: {self._phase} ({took:.1f}s)\n")
-        elif self._phase and self.live and last:
-            self._write("\r\033[K")
-
-    def __call__(self, phase: str) -> None:
-        """A phase starts (the sink the core calls)."""
-        self._end_phase()
-        with self._lock:
-            self._phase, self._start = phase, time.monotonic()
-        if self.live:
-            self._write(self._live_text(phase, 0.0))
-        else:
-            self._write(f"[{time.strftime('%H:%M:%S')}] {self.what}: {phase}\n")
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._ticker, daemon=True)
-            self._thread.start()
-
-    def __enter__(self) -> PhaseProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-        self._end_phase(last=True)
-        self._phase = ""
-
-
-class Heartbeat:
+@contextlib.contextmanager
+def heartbeat(
+    what: str, stream: TextIO = sys.stderr, heartbeat_s: float = HEARTBEAT_S
+) -> Iterator[None]:
     """Around a call that may run long without saying anything (doctor importing torch_npu
-    in a child): without a terminal, a line every `heartbeat_s` while it runs, nothing at
-    all when it ends sooner; on a terminal nothing (the rows follow)."""
-
-    def __init__(self, what: str, stream: TextIO = sys.stderr, heartbeat_s: float = HEARTBEAT_S):
-        self.what = what
-        self.stream = stream
-        self.heartbeat_s = heartbeat_s
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def _beat(self) -> None:
-        start = time.monotonic()
-        while not self._stop.wait(self.heartbeat_s):
-            elapsed = time.monotonic() - start
-            self.stream.write(
-                f"[{time.strftime('%H:%M:%S')}] {self.what}: still running ({elapsed:.0f}s)\n"
-            )
-            self.stream.flush()
-
-    def __enter__(self) -> Heartbeat:
-        if not self.stream.isatty():
-            self._thread = threading.Thread(target=self._beat, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
+    in a child): the live line on a terminal; in a log a line every `heartbeat_s` while it
+    runs, nothing at all when it ends sooner."""
+    with Progress(stream=stream, heartbeat_s=heartbeat_s, lines=False) as progress:
+        progress._begin(what, say=None)
+        yield
 
 
 def publish_summary(report_dir: Path, env: Mapping[str, str] = os.environ) -> None:

@@ -105,10 +105,13 @@ def summary_line(checks: Iterable[Check]) -> str:
 def print_checks(
     checks: Sequence[Check], title: Optional[str] = None, stream: TextIO = sys.stdout
 ) -> None:
-    """One row per check: status, id, detail, and the fix below it, all whole."""
+    """One row per check: status, id, detail, and the fix below it, all whole; on a narrow
+    terminal the id on a line of its own and the text below it."""
     lines: List[str] = [title] if title else []
     id_width = min(max((len(c.id) for c in checks), default=0), 22)
-    indent = 2 + 5 + id_width + 2
+    if width(stream) < 2 + 5 + id_width + 2 + 30:  # narrow: no room for a column of ids
+        id_width = 0
+    indent = 2 + 5 + id_width + 2 if id_width else 4
     for check in checks:
         status = paint(check.status.ljust(4), check.status, stream)
         head = f"  {status} {check.id.ljust(id_width)}  "
@@ -212,11 +215,6 @@ def digest_lines(outcome: StepOutcome) -> List[str]:
     lines.append(f"  hint: {outcome.hint}")
     lines.append("  Run the same command again to resume at this step.")
     return lines
-
-
-def print_digest(outcome: StepOutcome, stream: TextIO = sys.stderr) -> None:
-    stream.write("\n" + "\n".join(digest_lines(outcome)) + "\n")
-    stream.flush()
 
 
 def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from cannbuild.build.actions import ActionContext
 from cannbuild.build.plan import PlannedStep, StepContext, recipe_templates, walk
-from cannbuild.build.runner import NoProgress, RunLogs, StepOutcome, run_step
+from cannbuild.build.runner import NoProgress, Progress, RunLogs, StepOutcome, run_step
 from cannbuild.build.stamps import write_stamp
 from cannbuild.recipes import load_recipe
 from cannbuild.workspace import Workspace
@@ -62,7 +62,9 @@ def build_step(recipe_file: Path, ws: Workspace) -> PlannedStep:
     return walk(recipe, ctx, ws, ("build",))[0]
 
 
-def run_alone(step: PlannedStep, ws: Workspace, toolkit_home: Path) -> StepOutcome:
+def run_alone(
+    step: PlannedStep, ws: Workspace, toolkit_home: Path, progress: Optional[Progress] = None
+) -> StepOutcome:
     """Run `step` as a build runs it (its log, its stamp), outside any pipeline."""
     actions = ActionContext(
         toolkit_home=toolkit_home,
@@ -71,7 +73,8 @@ def run_alone(step: PlannedStep, ws: Workspace, toolkit_home: Path) -> StepOutco
         opp=ws.root / "opp",
         vendor_dirs={"lib": ws.root / "opp" / "vendors" / "custom_lib"},
     )
-    return run_step(step, ws, RunLogs(ws=ws, run_id="r1"), actions, NoProgress(), [])
+    logs = RunLogs(ws=ws, run_id="r1")
+    return run_step(step, ws, logs, actions, progress or NoProgress(), [])
 
 
 def stamp_as_done(ws: Workspace, step: PlannedStep, artifacts: List[Dict[str, object]]) -> None:

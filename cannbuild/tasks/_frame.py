@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from ..build import session as build_session
     from ..build import steps as build_steps
     from ..build.session import Sandboxed, Session
-    from ..progress import ConsoleProgress
     from ..sandbox import create
     from ..target import Target
     from ..transaction import PipelineRun, RunRequest
@@ -164,7 +163,7 @@ class Frame:
                 raise DryRun(f"the sandbox: {plan}; then {self.command}")
         began = time.monotonic()
         # only a creation has phases; on a terminal they pass on the live line, summed up below
-        with progress_ui.PhaseProgress("sandbox", lines=False) as phases:
+        with progress_ui.Progress("sandbox", lines=False) as phases:
             made = build_session.with_sandbox(options, phases)
         if made.created and made.info is not None:
             ui.note(
@@ -187,15 +186,19 @@ class Frame:
         return session
 
 
-def run_build(session: Session, request: RunRequest, progress: ConsoleProgress) -> PipelineRun:
+def run_build(
+    session: Session, request: RunRequest, verbose: bool = False, show_skipped: bool = True
+) -> PipelineRun:
     """The build transaction (`transaction.run_pipeline`: the workspace lock, the sources
-    under --locked and --offline, the steps, the report, the validation's phases shown
-    like the steps) as every task runs it; a failed step ends the task with its digest
-    (the progress showed it) and exit 4."""
-    with progress_ui.PhaseProgress("validation", lines=progress.verbose) as phases:
-        run = transaction.run_pipeline(session, os.environ, request, progress, phases)
-    for text in run.notes:
-        progress.note(text)  # what resolving found: a moved tag, an updated lock
+    under --locked and --offline, the steps, the report, the validation's phases) as every
+    task runs it, its steps and phases on one progress; a failed step ends the task with
+    its digest (the progress showed it) and exit 4."""
+    with progress_ui.Progress(
+        "validation", verbose=verbose, lines=False, show_skipped=show_skipped
+    ) as progress:
+        run = transaction.run_pipeline(session, os.environ, request, progress, progress)
+        for text in run.notes:
+            progress.note(text)  # what resolving found: a moved tag, an updated lock
     progress_ui.publish_summary(run.report_dir)
     failed = run.failed
     if failed is not None:
@@ -217,8 +220,7 @@ def bring_up_to_date(session: Session, command: str, as_json: bool, verbose: boo
     up to date run (the walk `cannbuild install` runs), and one line says so: on stdout
     before the task's own output, on stderr under --json (stdout is the JSON alone)."""
     check_writable(session.options.lock_file, "--lock-file")
-    progress = progress_ui.ConsoleProgress(verbose=verbose, show_skipped=False)
-    run = run_build(session, transaction.RunRequest(command=command), progress)
+    run = run_build(session, transaction.RunRequest(command=command), verbose, show_skipped=False)
     ran = run.result.ran if run.result is not None else []
     count = len(run.result.outcomes) if run.result is not None else 0
     line = (

@@ -17,7 +17,6 @@ from ._frame import Frame, run_build
 
 if TYPE_CHECKING:
     from .. import housekeeping, locks, transaction
-    from .. import progress as progress_ui
     from .. import target as targets
     from .. import validate as validation
     from ..build import session as build_session
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 else:  # only the task that runs loads its core (`cannbuild --help` loads every task module)
     housekeeping = lazy_module("cannbuild.housekeeping")
     locks = lazy_module("cannbuild.locks")
-    progress_ui = lazy_module("cannbuild.progress")
     targets = lazy_module("cannbuild.target")
     transaction = lazy_module("cannbuild.transaction")
     validation = lazy_module("cannbuild.validate")
@@ -168,7 +166,6 @@ def run_and_report(
     check_writable(session.options.lock_file, "--lock-file")
     if validate:
         ui.print_doctor_summary(session.host)
-    progress = progress_ui.ConsoleProgress(verbose=bool(flags.get("verbose")))
     request = transaction.RunRequest(
         command=frame.command,
         phases=tuple(phases),
@@ -176,7 +173,7 @@ def run_and_report(
         case_names=tuple(names),
         reuse_validation=not revalidate,
     )
-    run = run_build(session, request, progress)
+    run = run_build(session, request, verbose=bool(flags.get("verbose")))
     if run.validation is None:
         ui.print_made(run)
     return run

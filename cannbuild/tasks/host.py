@@ -42,7 +42,7 @@ def doctor(frame: Frame, json: bool = False, **flags: FlagValue) -> None:
     With a toolkit found, the rows also say what the recipe for its CANN needs (tools
     such as gawk, share/info packages)."""
     options = frame.sandboxed(frame.target()).options
-    with progress.Heartbeat("doctor: reading the host (the torch_npu import takes a while)"):
+    with progress.heartbeat("doctor: reading the host (the torch_npu import takes a while)"):
         report = requirements.doctor_report(options, os.environ, Path.cwd())
     if json:
         ui.print_json(report.to_json())
@@ -77,7 +77,7 @@ def sandbox(frame: Frame, action: str, dir: str = ".cannbuild/sandbox", **flags:
     )
     if frame.dry_run:
         raise DryRun(sandboxes.plan_sandbox(spec))
-    with progress.PhaseProgress("sandbox") as phases:
+    with progress.Progress("sandbox") as phases:
         result = sandboxes.create_sandbox(spec, phases)
     info = result.info
     state = "created" if result.created else "already up to date"

@@ -56,7 +56,7 @@ def validate(
         )
         raise DryRun(f"would validate {what}, FlashAttention on {len(selected)} cases")
     shipped = Path(package) if package else None
-    with progress.PhaseProgress("validation", lines=bool(flags.get("verbose"))) as phases:
+    with progress.Progress("validation", lines=bool(flags.get("verbose"))) as phases:
         run = transaction.run_validate(session, os.environ, names, frame.command, shipped, phases)
     if shipped is not None:
         ui.note(f"validated the shipped package {shipped} (sha256 in the report)")

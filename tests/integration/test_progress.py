@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from conftest import base_env
-from terminal import run_on_terminal
+from terminal import run_on_terminal, screen_rows
 
 SANDBOX_PHASES = (
     "making an A2 host with CANN 8.5.0 at ",
@@ -50,12 +50,31 @@ def test_sandbox_creation_without_a_terminal_prints_a_line_per_phase(tmp_path):
 def test_sandbox_creation_on_a_terminal_shows_each_phase_on_a_live_line(tmp_path):
     code, text = run_on_terminal(_create_argv(tmp_path / "sb"), base_env(), str(tmp_path), cols=200)
     assert code == 0, text
-    for expected in SANDBOX_PHASES:
-        assert f"\r\033[K  sandbox: {expected}" in text, text  # the live line, at once
-        assert re.search(
-            rf"\r\033\[K  sandbox: {re.escape(expected)}[^\r]* \(\d+\.\ds\)\r?\n", text
-        )
-    assert "sandbox created: A2" in text
+    rows = screen_rows(text, 200)
+    for phase, expected in zip(rows, SANDBOX_PHASES):
+        assert re.search(rf" +\d+\.\ds  sandbox: {re.escape(expected)}", text), text  # live
+        assert re.fullmatch(rf"  sandbox: {re.escape(expected)}.* \(\d+\.\ds\)", phase), rows
+    assert rows[len(SANDBOX_PHASES)].startswith("sandbox created: A2"), rows  # the live line gone
+
+
+def test_ctrl_c_mid_step_on_a_terminal_erases_the_live_line_and_shows_the_cursor(cli):
+    assert cli("build").returncode == 0
+    before = cli.cmake_cache()
+    argv = [*_create_argv(cli.cwd)[:3], "build", "--force", "ops-transformer-build"]
+    argv += ["--sandbox", "--variant", cli.variant, "--cann", cli.cann]
+    code, text = run_on_terminal(
+        argv,
+        cli.env(),
+        str(cli.cwd),
+        cols=100,
+        ctrl_c_when=lambda: cli.cmake_cache() not in (None, before),
+    )
+    assert code == 130, text
+    assert re.search(r" +\d+\.\ds  ops-transformer-build", text), text  # it ran on the live line
+    rows = screen_rows(text, 100)
+    assert not any(re.match(r" +\d+\.\ds  ", row) for row in rows), rows  # which is gone
+    assert any("interrupted during ops-transformer-build" in row for row in rows), rows
+    assert text.rfind("\x1b[?25h") > text.rfind("\x1b[?25l") >= 0  # the cursor is back
 
 
 def test_validation_without_a_terminal_announces_each_check(installed):

@@ -297,3 +297,21 @@ def test_doctor_without_cann_offers_the_sandbox_and_names_each_place_once(tree):
     assert len(places) == len(set(places)), r["toolkit"].detail
     for place in places:  # and once in all: not again as the rule that named it
         assert r["toolkit"].detail.count(place) == 1, r["toolkit"].detail
+
+
+def test_on_a_40_column_terminal_the_rows_fit_and_every_fix_is_whole(tree, monkeypatch):
+    import io
+
+    from cannbuild import ui
+
+    a2_host(tree)
+    report = doctor(tree, soc="ascend910_93")
+    for columns in ("40", "100"):
+        monkeypatch.setenv("COLUMNS", columns)
+        out = io.StringIO()
+        ui.print_checks(report.checks, title="cannbuild doctor", stream=out)
+        width = int(columns)
+        wider = [x for x in out.getvalue().splitlines() if len(x) > width]
+        assert all(any(len(w) > width - 10 for w in x.split()) for x in wider), wider  # a path
+        flat = " ".join(out.getvalue().split())
+        assert all(" ".join(c.hint.split()) in flat for c in report.checks if c.status != "pass")
