@@ -258,9 +258,6 @@ class CapturedEnv(Struct, frozen=True, kw_only=True):
     status: int
     stderr: str
 
-    def delta(self, base: Mapping[str, str]) -> Dict[str, str]:
-        return {k: v for k, v in self.env.items() if base.get(k) != v}
-
 
 def capture_env(
     script: Path, base: Mapping[str, str], timeout: float = ENV_CAPTURE_TIMEOUT_S

@@ -45,7 +45,6 @@ else:  # only writers pay for it
 # 2 since third-party discovery; 1 is still read so that drift can say why it is stale; 3 when
 # the lock holds a pinned source of its own, an archive's place, an ops release or skipped
 # archives (written only then).
-LOCK_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 
 
