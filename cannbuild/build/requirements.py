@@ -99,7 +99,7 @@ def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List
     tk = host.toolkit
     if tk is None or tk.version is None:
         return []
-    home = toolkit_home(host)
+    home = tk.home(host.build_env or {})
     specs = [s for s in recipe.steps if selected(s, options.optional_steps, options.force)]
     steps = [s.name for s in specs]
     checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
@@ -124,12 +124,6 @@ def _checkout_uses(ws: Workspace, repo: Optional[str], word: str) -> bool:
     if repo is None or not (ws.checkout(repo) / ".git").exists():
         return False
     return any(word in text for text in cmake_files(ws.checkout(repo)).values())
-
-
-def toolkit_home(host: HostReport) -> Path:
-    """ASCEND_HOME_PATH after set_env.sh: where the build's cmake looks."""
-    assert host.toolkit is not None
-    return Path((host.build_env or {}).get("ASCEND_HOME_PATH") or host.toolkit.path)
 
 
 def derived_rows(

@@ -32,6 +32,7 @@ from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .compile_cache import ccache_check
+from .overlay import overlay_env
 from .plan import idle_repos
 from .requirements import requirement_checks
 
@@ -160,6 +161,14 @@ class Session(Struct, frozen=True, kw_only=True):
     def values(self) -> Dict[str, Any]:
         """The template values (`context.as_jinja()`)."""
         return self.context.as_jinja()
+
+    def overlaid_env(self, base: Mapping[str, str]) -> Optional[Dict[str, str]]:
+        """`base` pointed into the workspace's overlay, for recipes that put opbase into the
+        toolkit (<= 8.5) and install it there unless --install-into-toolkit; else None."""
+        if self.recipe.opbase != "toolkit" or self.options.install_into_toolkit:
+            return None
+        tk = self.toolkit
+        return overlay_env(base, [tk.home(base), tk.path, tk.real_path], self.ws.overlay)
 
     def source_request(self) -> SourceRequest:
         """What the sources read of this session, and nothing else."""
@@ -332,7 +341,6 @@ def build_context(
     assert tk.version is not None
     ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
-    home = (host.build_env or {}).get("ASCEND_HOME_PATH", str(tk.path))
     per_repo = ops_by_repo(recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op))
     repos = {
         r.name: {
@@ -350,7 +358,7 @@ def build_context(
             release=tk.version.release,
             train=tk.version.train,
             path=tk.path,
-            home=Path(home),
+            home=tk.home(host.build_env or {}),
             layout=tk.layout,
         ),
         arch=host_arch(),

@@ -28,7 +28,6 @@ from ..workspace import Workspace
 from .actions import ActionContext
 from .compile_cache import CompileCache, compile_cache, with_cache
 from .derived import refuse_blocking
-from .overlay import overlay_env
 from .plan import (
     NEEDS_RUN,
     NOT_SELECTED,
@@ -72,10 +71,6 @@ def step_context(
     host = session.host
     tk = session.toolkit
     base = dict(host.build_env or env)
-    over = None
-    if session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit:
-        home = Path(base.get("ASCEND_HOME_PATH", str(tk.path)))
-        over = overlay_env(base, [home, tk.path, tk.real_path], session.ws.overlay)
     extra = {"TMPDIR": str(session.ws.tmp)}
     extra.update(mirror_git_env(session.options.mirrors, session.options.offline))
     return StepContext(
@@ -84,7 +79,7 @@ def step_context(
         toolkit={"version": tk.version_text or "", "path": str(tk.path)},
         hashed_env=hashed_env_values(env),
         base_env=base,
-        overlay_env=over,
+        overlay_env=session.overlaid_env(base),
         extra_env=extra,
         recipe=session.recipe.name,
         templates=recipe_templates(

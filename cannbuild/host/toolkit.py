@@ -57,6 +57,11 @@ class Toolkit(Struct, frozen=True, kw_only=True):
     components: Dict[str, str] = field(default_factory=dict)
     problems: Tuple[str, ...] = ()
 
+    def home(self, env: Mapping[str, str]) -> Path:
+        """ASCEND_HOME_PATH as `env` (set_env.sh's) gives it, where the build's cmake looks;
+        the toolkit's own path where it is unset or empty."""
+        return Path(env.get("ASCEND_HOME_PATH") or self.path)
+
 
 class ToolkitSearch(Struct, frozen=True, kw_only=True):
     toolkit: Optional[Toolkit]
