@@ -21,7 +21,7 @@ from ..host.hardware import Hardware
 from ..host.releases import OpsChoice, choose_ops
 from ..host.socs import normalize_soc
 from ..host.toolkit import Toolkit, host_arch
-from ..host.versions import parse_cann_version
+from ..host.versions import CannVersion, parse_cann_version
 from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_replaceable, claim
@@ -251,16 +251,7 @@ def open_session(
     _refuse_blocking(host.checks)
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
-    ops = choose_ops(options.ops_release, toolkit.version)
-    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
-    recipe = for_host(
-        select_repos(
-            chosen,
-            options.repos,
-            elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
-        ),
-        sandbox=sandbox is not None or options.sandbox,
-    )
+    ops, recipe = _recipe_for(options, toolkit.version, cwd, sandbox is not None or options.sandbox)
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
         _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
@@ -280,6 +271,18 @@ def open_session(
         sandbox=sandbox,
         sandbox_lease=lease,
     )
+
+
+def _recipe_for(
+    options: Options, version: CannVersion, cwd: Path, sandbox: bool
+) -> Tuple[OpsChoice, Recipe]:
+    """The ops release and the recipe of its train, with the repos this run selects."""
+    ops = choose_ops(options.ops_release, version)
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
+    repos = select_repos(
+        chosen, options.repos, elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd)
+    )
+    return ops, for_host(repos, sandbox=sandbox)
 
 
 def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:
@@ -417,16 +420,7 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "--cann without a toolkit needs --soc: the lock names the SoC it builds for.",
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
-    ops = choose_ops(options.ops_release, version)
-    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
-    recipe = for_host(
-        select_repos(
-            chosen,
-            options.repos,
-            elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
-        ),
-        sandbox=options.sandbox,
-    )
+    ops, recipe = _recipe_for(options, version, cwd, options.sandbox)
     if recipe.socs and options.soc not in recipe.socs:
         raise _not_a_soc(options.soc, recipe)
     family = normalize_soc(options.soc)
