@@ -225,12 +225,9 @@ def run_check(
         libs=(*check.extra_libs, "cust_opapi", "ascendcl", "nnopbase"),
     )
     if not compiled.ok or compiled.binary is None:
-        lines = compiled.output.splitlines()
-        first = next(
-            (line for line in lines if "undefined reference" in line),
-            next((line for line in lines if "error" in line), compiled.output[-300:]),
+        message = (
+            f"{check.program} does not compile and link against the package: {compiled.first_error}"
         )
-        message = f"{check.program} does not compile and link against the package: {first}"
         return OpOutcome(
             check=check.name,
             status=Verdict.FAIL,
