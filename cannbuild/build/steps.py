@@ -41,15 +41,7 @@ from .plan import (
 )
 from .reproducible import with_source_date
 from .requirements import derived_rows
-from .runner import (
-    NoProgress,
-    Progress,
-    RunLogs,
-    StepOutcome,
-    new_run_id,
-    run_step,
-    skip,
-)
+from .runner import NoProgress, Progress, RunLogs, StepOutcome, new_run_id, run_step, skip
 from .session import Session
 from .variant import Variant, make_copy, variant_context
 

@@ -33,11 +33,7 @@ from .sharedrepos import (
     write_tree,
 )
 from .siblings import render_sibling
-from .third_party import (
-    mirror_path,
-    standin_archives,
-    write_mirror,
-)
+from .third_party import mirror_path, standin_archives, write_mirror
 from .toolkit_files import stand_in_repo_files
 
 

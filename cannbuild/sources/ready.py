@@ -8,26 +8,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import (
-    Any,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-)
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from msgspec.structs import replace
 
-from ..errors import (
-    FetchError,
-    LockDrift,
-    OfflineViolation,
-    SyncStopped,
-    UsageError,
-)
+from ..errors import FetchError, LockDrift, OfflineViolation, SyncStopped, UsageError
 from ..host.toolkit import host_arch
 from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
@@ -59,12 +44,7 @@ from .checkout import (
     resolve_ref,
 )
 from .fetch import rewrite
-from .lock import (
-    Lock,
-    LockedArchive,
-    LockedRepo,
-    write_lock,
-)
+from .lock import Lock, LockedArchive, LockedRepo, write_lock
 from .lockheader import origin_of
 from .pins import resolve_pin
 from .request import SourceRequest

@@ -40,13 +40,7 @@ from ..workspace import write_json_atomic
 from . import precision
 from .inputs import FA_CHECK, ValidationInputs
 from .registry import CHECKS, numeric_check
-from .verdict import (
-    JudgedCase,
-    ValidationCheck,
-    ValidationReport,
-    ValidationSummary,
-    check_verdict,
-)
+from .verdict import JudgedCase, ValidationCheck, ValidationReport, ValidationSummary, check_verdict
 
 if TYPE_CHECKING:
     from . import elfcheck, example
