@@ -115,7 +115,6 @@ def plan_session(
 class RunResult(Struct, frozen=True, kw_only=True):
     run_id: str
     outcomes: Sequence[StepOutcome]
-    logs_dir: Path
 
     @property
     def failed(self) -> Optional[StepOutcome]:
@@ -222,7 +221,10 @@ def run_steps(
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
-    return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)
+    return RunResult(
+        run_id=logs.run_id,
+        outcomes=tuple(outcomes),
+    )
 
 
 def host_side(

@@ -35,7 +35,6 @@ from .verdict import ValidationCheck
 if TYPE_CHECKING:
     from torch import Tensor
 
-FLASH_ATTENTION = "ops-transformer.flash_attention"
 OP_RULE = (
     "max|out - ref64| <= 2 * max|out_torch_same_dtype - ref64| + 2 * max|ref64 + 0.3 - 0.3 - ref64| "
     "(rounded in the kernel dtype) + 1e-5 for fp32"
@@ -86,7 +85,6 @@ CHECKS: Mapping[str, OpCheck] = {
         ),
     )
 }
-NAMES = (FLASH_ATTENTION, *CHECKS)
 
 
 class OpResult(Struct, kw_only=True):
