@@ -306,7 +306,6 @@ def run_step(
         log=log_path,
         exit_code=0,
         tail=tuple(streamed.tail),
-        hint=None,
         artifacts=tuple(str(a["path"]) for a in artifacts),
     )
     progress.finished(outcome)

@@ -70,9 +70,7 @@ TOOLS: Tuple[ToolSpec, ...] = (
         minimum="3.7",
         hint="install python3 >= 3.7",
     ),
-    ToolSpec(
-        name="git", version_args=("--version",), minimum=None, required=True, hint="apt install git"
-    ),
+    ToolSpec(name="git", hint="apt install git"),
     ToolSpec(
         name="make",
         hint="apt install make",

@@ -162,8 +162,6 @@ def parse_cann_version(text: str) -> CannVersion:
             minor=int(m["minor"]),
             rc=rc,
             patch=patch,
-            pre=None,
-            pre_n=0,
             internal=True,
         )
     raise ValueError(

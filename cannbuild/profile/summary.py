@@ -466,14 +466,10 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
                 )
             )
         else:
-            files.append(
-                SourceFile(path=path, kind="op_statistic", records=info.rows, notes=(), used_for=())
-            )
+            files.append(SourceFile(path=path, kind="op_statistic", records=info.rows))
     for path in run.files.get("operator_details", []):
         info = read_operator_details(path)
-        files.append(
-            SourceFile(path=path, kind="operator_details", records=info.rows, notes=(), used_for=())
-        )
+        files.append(SourceFile(path=path, kind="operator_details", records=info.rows))
     if analysis is None:
         analysis = Analysis()
         notes.append(f"{run.folder}: only host-side tables, no device kernels")
