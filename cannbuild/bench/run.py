@@ -16,6 +16,7 @@ from ..build.session import Session
 from ..errors import UsageError
 from ..host.pystack import read_python_stack
 from ..ownership import claim
+from ..profile import chart
 from ..sources.fetch import sha256_file
 from ..transaction import built_from
 from ..validate import torchnpu, validation_env
@@ -161,7 +162,7 @@ def run_bench(
         }
     ]
     variant_rows += [dict(v.info, name=v.name) for v in variants]
-    missing_charts = charts.why_no_matplotlib()
+    missing_charts = chart.missing()
     made = (
         []
         if missing_charts
