@@ -9,7 +9,7 @@ The bars: no-op at most 1.2x, doctor at most 1.1x the bare import (medians).
 On a shared 2-core machine CPU time moves 10-30 % with what the other core compiles:
 run it under `flock /tmp/cannbuild-heavy.lock` and repeat when the figures disagree.
 Run it from a venv as the README's set-up makes one (no torch-npu): beside torch_npu,
-doctor imports torch and torch_npu in a child (host/import_probe.py), seconds by design.
+doctor imports torch and torch_npu in a child (host/judge_imports.py), seconds by design.
 With --baseline DIR (a checkout of another cannbuild, e.g. `git worktree add /tmp/old
 main`) that one's two runs too, on a workspace of its own, in the same rounds.
 

@@ -208,9 +208,7 @@ class Interrupted(CannbuildError):
 
     def __init__(self, message: str = "", hint: Optional[str] = None, signum: int = 2) -> None:
         super().__init__(message, hint)
-        # The shell's convention: 128 + the signal number (130 for SIGINT, 143 SIGTERM, 129
-        # SIGHUP).
-        self.exit_code = 128 + signum
+        self.exit_code = 128 + signum  # the shell's convention
 
 
 class SignalInterrupt(KeyboardInterrupt):
@@ -225,7 +223,6 @@ class SignalInterrupt(KeyboardInterrupt):
 
 def signal_number(exc: BaseException) -> int:
     """The signal behind an interrupt: SIGINT for a plain KeyboardInterrupt."""
-    # A plain KeyboardInterrupt is Python's Ctrl-C, SIGINT = 2.
     return getattr(exc, "signum", 2)
 
 

@@ -5,38 +5,21 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Sequence
 
+from ..profile.chart import pyplot
 from ..workspace import write_atomic
 from .routes import CAPI, LABELS, SDPA, TORCH_NPU, UNFUSED
 from .sweep import BASELINE, SweepResult
 from .timing import quartiles
 
-# Optional, imported where its absence is handled: matplotlib (why_no_matplotlib(); _pyplot()
-# chooses the Agg backend before importing matplotlib.pyplot).
+# matplotlib is optional: profile/chart.py says whether it is there (missing()) and imports
+# pyplot with the Agg backend (pyplot()).
 KINDS = (
     ("throughput", "tflops", "TFLOP/s"),
     ("speedup", "speedup", "speedup vs SDPA (x)"),
     ("memory", "memory", "peak memory beyond the inputs (MiB)"),
 )
-INSTALL_HINT = "pip install 'cannbuild[bench]' (matplotlib), then rerun cannbuild bench"
-
-
-def why_no_matplotlib() -> Optional[str]:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return f"matplotlib is not installed: {INSTALL_HINT}"
-    return None
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _label(variant: str, impl: str) -> str:
@@ -120,7 +103,7 @@ def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedu
     others so that equal values do not hide one another; a group of one S is a bar per
     implementation.  Memory on a log scale (it grows with S or S² by implementation); a
     speedup chart's dashed 1.0 line is SDPA's own speed."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.4), dpi=90)
     labels = sorted(lines)
     sizes = {p.S for points in lines.values() for p in points}
@@ -173,7 +156,7 @@ def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedu
 def _save(fig: Any, path: Path) -> None:
     buf = io.BytesIO()  # written atomically: a link at the chart's name is replaced, not followed
     fig.savefig(buf, format="png", metadata={"Software": None})
-    _pyplot().close(fig)
+    pyplot().close(fig)
     write_atomic(path, buf.getvalue())
 
 

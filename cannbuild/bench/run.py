@@ -15,11 +15,11 @@ from .. import __version__, safefs
 from ..build.session import Session
 from ..errors import UsageError
 from ..host.pystack import read_python_stack
-from ..host.toolchain import capture_env
 from ..ownership import claim
+from ..profile import chart
 from ..sources.fetch import sha256_file
 from ..transaction import built_from
-from ..validate import torchnpu
+from ..validate import torchnpu, validation_env
 from ..validate.cases import FA_OP, RULE, why_no_torch
 from ..workspace import point_link, write_atomic, write_json_atomic
 from . import charts, report
@@ -40,15 +40,6 @@ class BenchOutcome(Struct, frozen=True, kw_only=True):
     out: Path
     results: Dict[str, Any]
     result: SweepResult
-
-
-def package_env(session: Session, vendor: Path) -> Dict[str, str]:
-    """The toolkit env plus the package's own set_env.bash, as a user's shell has it."""
-    base = dict(session.host.build_env or os.environ)
-    set_env = vendor / "bin" / "set_env.bash"
-    if not set_env.is_file():
-        return base
-    return dict(capture_env(set_env, base).env)
 
 
 def baseline_vendor(session: Session) -> Path:
@@ -109,7 +100,9 @@ def run_bench(
             programs.append(
                 (
                     name,
-                    compile_program(vendor, package_env(session, vendor), work / "programs" / name),
+                    compile_program(
+                        vendor, validation_env(session, vendor=vendor), work / "programs" / name
+                    ),
                 )
             )
         except RouteError as exc:
@@ -169,7 +162,7 @@ def run_bench(
         }
     ]
     variant_rows += [dict(v.info, name=v.name) for v in variants]
-    missing_charts = charts.why_no_matplotlib()
+    missing_charts = chart.missing()
     made = (
         []
         if missing_charts

@@ -14,12 +14,11 @@ from ..build.session import Session
 from ..build.steps import run_steps
 from ..build.variant import Variant
 from ..sources.state import Sources
-from ..validate import capi
+from ..validate import capi, validation_env
 from ..validate.casefiles import judge_files, manifest_line, write_inputs
 from ..validate.cases import CASES, reference
 from ..workspace import write_atomic
 from .routes import RouteError, compile_program
-from .run import package_env
 
 
 class VariantProgress:
@@ -89,7 +88,9 @@ def validate_all(
         name, vendor = variant.name, variant.vendor_dir
         try:
             program = compile_program(
-                vendor, package_env(session, vendor), session.ws.tmp / "bench" / "programs" / name
+                vendor,
+                validation_env(session, vendor=vendor),
+                session.ws.tmp / "bench" / "programs" / name,
             )
         except RouteError as exc:
             verdicts[name] = f"FAIL: {exc}"

@@ -193,14 +193,6 @@ class CompileCache(Struct, frozen=True, kw_only=True):
             tmp.symlink_to(self.ccache.path)
             os.replace(tmp, link)
 
-    def describe(self) -> str:
-        remote = (
-            f"remote {redact(self.remote)} not used: {self.remote_skipped}"
-            if self.remote_skipped
-            else f"remote {redact(self.remote)}"
-        )
-        return f"ccache {self.ccache.version_text} ({self.ccache.path}), local {self.directory}, {remote}"
-
 
 def compile_cache(
     remote: Optional[str],

@@ -65,7 +65,7 @@ class CompileCheck(Struct, frozen=True, kw_only=True):
 
 
 def host_sources(checkout: Path, ops: Sequence[str]) -> List[str]:
-    folders, _ = op_folders(checkout, ops)
+    folders = op_folders(checkout, ops)
     out: List[str] = []
     for folder in folders.values():
         for sub in HOST_DIRS:

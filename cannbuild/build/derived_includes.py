@@ -46,13 +46,12 @@ class IncludeScan(Struct, frozen=True, kw_only=True):
     headers: Tuple[HeaderNeed, ...]
     unclassified: int  # includes found nowhere and of no known toolkit package
     files: int  # files read
-    missing_ops: Tuple[str, ...]  # selected operators with no folder in the checkout
 
 
-def op_folders(repo: Path, ops: Sequence[str]) -> Tuple[Dict[str, str], List[str]]:
-    """`<category>/<op>` (else `experimental/<category>/<op>`) of each selected op."""
+def op_folders(repo: Path, ops: Sequence[str]) -> Dict[str, str]:
+    """`<category>/<op>` (else `experimental/<category>/<op>`) of each selected op the
+    checkout has."""
     found: Dict[str, str] = {}
-    missing: List[str] = []
     categories = sorted(p.name for p in _dirs(repo) if not p.name.startswith("."))
     for op in ops:
         hit = next((f"{c}/{op}" for c in categories if (repo / c / op).is_dir()), None)
@@ -65,11 +64,9 @@ def op_folders(repo: Path, ops: Sequence[str]) -> Tuple[Dict[str, str], List[str
                 ),
                 None,
             )
-        if hit is None:
-            missing.append(op)
-        else:
+        if hit is not None:
             found[op] = hit
-    return found, missing
+    return found
 
 
 def _dirs(folder: Path) -> List[Path]:
@@ -138,7 +135,7 @@ def scan_includes(
     opbase_dirs: Sequence[str] = (),
     opbase_sources: Sequence[str] = (),
 ) -> IncludeScan:
-    folders, missing = op_folders(repo, ops)
+    folders = op_folders(repo, ops)
     trees = {"repo": _Tree(repo, repo_dirs)}
     queue: List[Tuple[str, str]] = []
     for folder in folders.values():
@@ -185,7 +182,6 @@ def scan_includes(
         headers=tuple(headers),
         unclassified=len(unclassified),
         files=len(seen),
-        missing_ops=tuple(missing),
     )
 
 

@@ -215,7 +215,6 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             code = proc.wait()
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             kill_group(proc)
-            # Ctrl-C is signal 2, SIGTERM 15, SIGHUP 1.
             why = {2: "the user (Ctrl-C)", 15: "SIGTERM", 1: "SIGHUP"}.get(
                 signal_number(exc), "a signal"
             )
@@ -307,7 +306,6 @@ def run_step(
         log=log_path,
         exit_code=0,
         tail=tuple(streamed.tail),
-        hint=None,
         artifacts=tuple(str(a["path"]) for a in artifacts),
     )
     progress.finished(outcome)

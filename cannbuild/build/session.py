@@ -21,7 +21,7 @@ from ..host.hardware import Hardware
 from ..host.releases import OpsChoice, choose_ops
 from ..host.socs import normalize_soc
 from ..host.toolkit import Toolkit, host_arch, toolkit_home
-from ..host.versions import parse_cann_version
+from ..host.versions import CannVersion, parse_cann_version
 from ..lazy import lazy_module
 from ..options import Options
 from ..ownership import check_replaceable, claim
@@ -32,6 +32,7 @@ from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .compile_cache import ccache_check
+from .overlay import overlay_env
 from .plan import idle_repos
 from .requirements import requirement_checks
 
@@ -161,6 +162,14 @@ class Session(Struct, frozen=True, kw_only=True):
         """The template values (`context.as_jinja()`)."""
         return self.context.as_jinja()
 
+    def overlaid_env(self, base: Mapping[str, str]) -> Optional[Dict[str, str]]:
+        """`base` pointed into the workspace's overlay, for recipes that put opbase into the
+        toolkit (<= 8.5) and install it there unless --install-into-toolkit; else None."""
+        if self.recipe.opbase != "toolkit" or self.options.install_into_toolkit:
+            return None
+        tk = self.toolkit
+        return overlay_env(base, [self.context.cann.home, tk.path, tk.real_path], self.ws.overlay)
+
     def source_request(self) -> SourceRequest:
         """What the sources read of this session, and nothing else."""
         options = self.options
@@ -242,16 +251,7 @@ def open_session(
     _refuse_blocking(host.checks)
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
-    ops = choose_ops(options.ops_release, toolkit.version)
-    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
-    recipe = for_host(
-        select_repos(
-            chosen,
-            options.repos,
-            elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
-        ),
-        sandbox=sandbox is not None or options.sandbox,
-    )
+    ops, recipe = _recipe_for(options, toolkit.version, cwd, sandbox is not None or options.sandbox)
     _refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
         _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
@@ -284,6 +284,18 @@ def _from_sandbox(url: str, options: Options, sandbox: SandboxInfo) -> bool:
     rules = options.mirror_map
     prefix = max((p for p in rules if url.startswith(p)), key=len, default="")
     return bool(prefix) and sandbox.mirrors.get(prefix) == rules[prefix]
+
+
+def _recipe_for(
+    options: Options, version: CannVersion, cwd: Path, sandbox: bool
+) -> Tuple[OpsChoice, Recipe]:
+    """The ops release and the recipe of its train, with the repos this run selects."""
+    ops = choose_ops(options.ops_release, version)
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
+    repos = select_repos(
+        chosen, options.repos, elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd)
+    )
+    return ops, for_host(repos, sandbox=sandbox)
 
 
 def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:
@@ -421,16 +433,7 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
             "--cann without a toolkit needs --soc: the lock names the SoC it builds for.",
             "Add --soc ascend910b (Atlas A2) or --soc ascend910_93 (Atlas A3).",
         )
-    ops = choose_ops(options.ops_release, version)
-    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
-    recipe = for_host(
-        select_repos(
-            chosen,
-            options.repos,
-            elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
-        ),
-        sandbox=options.sandbox,
-    )
+    ops, recipe = _recipe_for(options, version, cwd, options.sandbox)
     if recipe.socs and options.soc not in recipe.socs:
         raise _not_a_soc(options.soc, recipe)
     family = normalize_soc(options.soc)

@@ -28,7 +28,6 @@ from ..workspace import Workspace
 from .actions import ActionContext
 from .compile_cache import CompileCache, compile_cache, with_cache
 from .derived import refuse_blocking
-from .overlay import overlay_env
 from .plan import (
     NEEDS_RUN,
     NOT_SELECTED,
@@ -42,15 +41,7 @@ from .plan import (
 )
 from .reproducible import with_source_date
 from .requirements import derived_rows
-from .runner import (
-    NoProgress,
-    Progress,
-    RunLogs,
-    StepOutcome,
-    new_run_id,
-    run_step,
-    skip,
-)
+from .runner import NoProgress, Progress, RunLogs, StepOutcome, new_run_id, run_step, skip
 from .session import Session
 from .variant import Variant, make_copy, variant_context
 
@@ -72,10 +63,6 @@ def step_context(
     host = session.host
     tk = session.toolkit
     base = dict(host.build_env or env)
-    over = None
-    if session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit:
-        home = session.context.cann.home
-        over = overlay_env(base, [home, tk.path, tk.real_path], session.ws.overlay)
     extra = {"TMPDIR": str(session.ws.tmp)}
     extra.update(mirror_git_env(session.options.mirrors, session.options.offline))
     return StepContext(
@@ -84,7 +71,7 @@ def step_context(
         toolkit={"version": tk.version_text or "", "path": str(tk.path)},
         hashed_env=hashed_env_values(env),
         base_env=base,
-        overlay_env=over,
+        overlay_env=session.overlaid_env(base),
         extra_env=extra,
         recipe=session.recipe.name,
         templates=recipe_templates(
@@ -128,7 +115,6 @@ def plan_session(
 class RunResult(Struct, frozen=True, kw_only=True):
     run_id: str
     outcomes: Sequence[StepOutcome]
-    logs_dir: Path
 
     @property
     def failed(self) -> Optional[StepOutcome]:
@@ -235,7 +221,10 @@ def run_steps(
     walk(recipe, ctx, ws, phases, options.force, options.optional_steps, source_of, visit)
     if ctx.templates is not None:
         ctx.templates.save()  # a run that acts keeps what it rendered (a plan does not)
-    return RunResult(run_id=logs.run_id, outcomes=tuple(outcomes), logs_dir=logs.dir)
+    return RunResult(
+        run_id=logs.run_id,
+        outcomes=tuple(outcomes),
+    )
 
 
 def host_side(

@@ -122,12 +122,6 @@ def _names(sources: Iterable[Source]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(source.name for source in sources))
 
 
-def in_table(torch_npu: str) -> bool:
-    """Whether any source pairs this torch_npu with some CANN release."""
-    base = base_version(torch_npu)
-    return any(row.torch_npu == base for row in npu_pairings())
-
-
 def paired_torch_npu(release: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     """Per source (its name), the torch_npu releases it pairs with CANN `release`, newest first."""
     by_source: Dict[str, List[str]] = {}

@@ -253,46 +253,26 @@ def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> List[Check]:
         cid = f"tool.{spec.name}"
         note = spec.advisory and spec.name not in needed
         bad_status = FAIL if spec.required else SKIP if note else WARN
-        hint = spec.hint
         aside = " (a note: no build step here calls it)" if note else ""
         if tool.path is None:
-            checks.append(
-                Check(
-                    id=cid,
-                    status=bad_status,
-                    detail=f"{spec.name} not found on PATH{aside}",
-                    hint=hint,
-                    blocking=spec.required,
-                )
-            )
+            problem = f"{spec.name} not found on PATH"
         elif tool.error:
-            checks.append(
-                Check(
-                    id=cid,
-                    status=bad_status,
-                    detail=tool.error + aside,
-                    hint=hint,
-                    blocking=spec.required,
-                )
-            )
+            problem = tool.error
         elif tool.too_old:
-            checks.append(
-                Check(
-                    id=cid,
-                    status=bad_status,
-                    detail=f"{spec.name} {tool.version} is older than {spec.minimum}{aside}",
-                    hint=hint,
-                    blocking=spec.required,
-                )
-            )
+            problem = f"{spec.name} {tool.version} is older than {spec.minimum}"
         else:
-            checks.append(
-                Check(
-                    id=cid,
-                    status=PASS,
-                    detail=f"{spec.name} {tool.version or ''} ({tool.path})".replace("  ", " "),
-                )
+            detail = f"{spec.name} {tool.version or ''} ({tool.path})".replace("  ", " ")
+            checks.append(Check(id=cid, status=PASS, detail=detail))
+            continue
+        checks.append(
+            Check(
+                id=cid,
+                status=bad_status,
+                detail=problem + aside,
+                hint=spec.hint,
+                blocking=spec.required,
             )
+        )
     return checks
 
 

@@ -19,12 +19,7 @@ from .pystack import PythonStack, read_python_stack
 from .socs import Family, by_soc
 from .sysroot import Sysroot
 from .toolchain import TOOLS, CapturedEnv, ToolResult, capture_env, probe_tools
-from .toolkit import (
-    Toolkit,
-    ToolkitSearch,
-    find_toolkit,
-    host_arch,
-)
+from .toolkit import Toolkit, ToolkitSearch, find_toolkit, host_arch
 
 
 def detection_env(options: Options, env: Mapping[str, str]) -> Dict[str, str]:

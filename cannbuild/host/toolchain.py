@@ -34,7 +34,7 @@ _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 
 class ToolSpec(Struct, frozen=True, kw_only=True):
     name: str
-    version_args: Tuple[str, ...]
+    version_args: Tuple[str, ...] = ("--version",)
     minimum: Optional[str] = None
     required: bool = True
     hint: str = ""
@@ -49,9 +49,7 @@ class ToolSpec(Struct, frozen=True, kw_only=True):
 TOOLS: Tuple[ToolSpec, ...] = (
     ToolSpec(
         name="cmake",
-        version_args=("--version",),
         minimum="3.16",
-        required=True,
         hint="install cmake >= 3.16 (pip install cmake)",
     ),
     # `-dumpversion` may print only `7` on gcc >= 7; `-dumpfullversion` prints all three numbers.
@@ -59,43 +57,32 @@ TOOLS: Tuple[ToolSpec, ...] = (
         name="gcc",
         version_args=("-dumpfullversion", "-dumpversion"),
         minimum="7.3",
-        required=True,
         hint="apt install gcc g++",
     ),
     ToolSpec(
         name="g++",
         version_args=("-dumpfullversion", "-dumpversion"),
         minimum="7.3",
-        required=True,
         hint="apt install g++",
     ),
     ToolSpec(
         name="python3",
-        version_args=("--version",),
         minimum="3.7",
-        required=True,
         hint="install python3 >= 3.7",
     ),
-    ToolSpec(
-        name="git", version_args=("--version",), minimum=None, required=True, hint="apt install git"
-    ),
+    ToolSpec(name="git", hint="apt install git"),
     ToolSpec(
         name="make",
-        version_args=("--version",),
-        minimum=None,
-        required=True,
         hint="apt install make",
     ),
     ToolSpec(
         name="patch",
-        version_args=("--version",),
         minimum="2.7",
         required=False,
         hint="apt install patch",
     ),
     ToolSpec(
         name="pigz",
-        version_args=("--version",),
         minimum="2.4",
         required=False,
         hint="apt install pigz (packaging falls back to gzip)",
@@ -103,32 +90,24 @@ TOOLS: Tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="dos2unix",
-        version_args=("--version",),
-        minimum=None,
         required=False,
         hint="apt install dos2unix",
         advisory=True,
     ),
     ToolSpec(
         name="makeself",
-        version_args=("--version",),
-        minimum=None,
         required=False,
         hint="apt install makeself (the repos otherwise use the copy in their third-party downloads)",
         advisory=True,
     ),
     ToolSpec(
         name="ccache",
-        version_args=("--version",),
-        minimum=None,
         required=False,
         hint="apt install ccache to speed up rebuilds",
         advisory=True,
     ),
     ToolSpec(
         name="gawk",
-        version_args=("--version",),
-        minimum=None,
         required=False,
         hint="apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
         "and exits 127 without it",
@@ -257,9 +236,6 @@ class CapturedEnv(Struct, frozen=True, kw_only=True):
     env: Dict[str, str]
     status: int
     stderr: str
-
-    def delta(self, base: Mapping[str, str]) -> Dict[str, str]:
-        return {k: v for k, v in self.env.items() if base.get(k) != v}
 
 
 def capture_env(

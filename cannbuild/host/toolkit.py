@@ -167,6 +167,16 @@ def find_toolkit(
     tried: List[Tuple[str, str, str]] = []
     warnings = list(notes)
     seen: set = set()
+
+    def searched(toolkit: Optional[Toolkit] = None, failure: Optional[str] = None) -> ToolkitSearch:
+        return ToolkitSearch(
+            toolkit=toolkit,
+            tried=tuple(tried),
+            installs=list_installs(sysroot, env),
+            warnings=tuple(warnings),
+            explicit_failure=failure,
+        )
+
     for cand in cands:
         shown = sysroot.display(cand.path)
         try:
@@ -175,7 +185,7 @@ def find_toolkit(
             outcome = "symlink loop"
             tried.append((cand.rule, shown, outcome))
             if cand.explicit:
-                return _explicit_fail(cand, shown, outcome, tried, sysroot, env, warnings)
+                return searched(failure=f"{cand.rule} {shown} {outcome}")
             warnings.append(f"{cand.rule}: {shown} is a symlink loop")
             continue
         # Two rules often reach one tree (ASCEND_HOME_PATH and the default `latest`); read it once.
@@ -187,44 +197,15 @@ def find_toolkit(
         if problem:
             tried.append((cand.rule, shown, problem))
             if cand.explicit:
-                return _explicit_fail(cand, shown, problem, tried, sysroot, env, warnings)
+                return searched(failure=f"{cand.rule} {shown} {problem}")
             # Only a variable the user's shell exported is worth a warning: a stale
             # ASCEND_HOME_PATH is the classic way to build against the wrong toolkit.
             if cand.rule in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "dirname(ASCEND_OPP_PATH)"):
                 warnings.append(f"{cand.rule} points at {shown}, which {problem}")
             continue
         tried.append((cand.rule, shown, "toolkit"))
-        toolkit = read_toolkit(sysroot, cand.path, real, cand.rule)
-        return ToolkitSearch(
-            toolkit=toolkit,
-            tried=tuple(tried),
-            installs=list_installs(sysroot, env),
-            warnings=tuple(warnings),
-        )
-    return ToolkitSearch(
-        toolkit=None,
-        tried=tuple(tried),
-        installs=list_installs(sysroot, env),
-        warnings=tuple(warnings),
-    )
-
-
-def _explicit_fail(
-    cand: Candidate,
-    shown: str,
-    problem: str,
-    tried: List[Tuple[str, str, str]],
-    sysroot: Sysroot,
-    env: Mapping[str, str],
-    warnings: List[str],
-) -> ToolkitSearch:
-    return ToolkitSearch(
-        toolkit=None,
-        tried=tuple(tried),
-        installs=list_installs(sysroot, env),
-        warnings=tuple(warnings),
-        explicit_failure=f"{cand.rule} {shown} {problem}",
-    )
+        return searched(read_toolkit(sysroot, cand.path, real, cand.rule))
+    return searched()
 
 
 def _not_a_toolkit(real: Path) -> Optional[str]:

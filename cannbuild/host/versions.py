@@ -60,48 +60,33 @@ class VersionNotComparable(TypeError):
 
 
 @functools.total_ordering
-class CannVersion(Struct, frozen=True, kw_only=True):
-    """A parsed CANN version; order follows the release history."""
+class _Version(Struct, frozen=True, kw_only=True):
+    """What CANN and driver versions share: the release and the order of `_key`."""
 
     text: str
     major: int
     minor: int
     rc: Optional[int] = None
     patch: Optional[int] = None
-    pre: Optional[str] = None
-    pre_n: int = 0
     internal: bool = False
     _key: Tuple[int, ...] = ()
 
     @property
-    def train(self) -> str:
-        """`8.3`, `8.5`, `9.0`: what recipes and compat tables key on."""
-        return f"{self.major}.{self.minor}"
-
-    @property
     def release(self) -> str:
-        """The release without pre-release suffix: `8.0.RC1`, `8.5.0`."""
+        """`8.0.RC1`, `8.5.0`, `25.3.RC1`: the version without pre-release or build suffixes."""
         tail = f"RC{self.rc}" if self.rc is not None else str(self.patch)
         return f"{self.major}.{self.minor}.{tail}"
-
-    @property
-    def comparable(self) -> bool:
-        return not self.internal
-
-    @property
-    def is_prerelease(self) -> bool:
-        return bool(self._key) and self._key[4] < 0
 
     def key(self) -> Tuple[int, ...]:
         if self.internal:
             raise VersionNotComparable(
-                f"CANN version {self.text!r} is an internal build; it has no place in the "
-                "release order and cannot be compared"
+                f"{self.text!r} is an internal build; it has no place in the release order "
+                "and cannot be compared"
             )
         return self._key
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CannVersion):
+        if not isinstance(other, type(self)):
             return NotImplemented
         if self.internal or other.internal:
             return self.text == other.text
@@ -111,12 +96,32 @@ class CannVersion(Struct, frozen=True, kw_only=True):
         return hash(self.text if self.internal else self._key)
 
     def __lt__(self, other: object) -> bool:
-        if not isinstance(other, CannVersion):
+        if not isinstance(other, type(self)):
             return NotImplemented
         return self.key() < other.key()
 
     def __str__(self) -> str:
         return self.text
+
+
+class CannVersion(_Version, frozen=True, kw_only=True):
+    """A parsed CANN version; order follows the release history."""
+
+    pre: Optional[str] = None
+    pre_n: int = 0
+
+    @property
+    def train(self) -> str:
+        """`8.3`, `8.5`, `9.0`: what recipes and compat tables key on."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def comparable(self) -> bool:
+        return not self.internal
+
+    @property
+    def is_prerelease(self) -> bool:
+        return bool(self._key) and self._key[4] < 0
 
 
 def parse_cann_version(text: str) -> CannVersion:
@@ -157,8 +162,6 @@ def parse_cann_version(text: str) -> CannVersion:
             minor=int(m["minor"]),
             rc=rc,
             patch=patch,
-            pre=None,
-            pre_n=0,
             internal=True,
         )
     raise ValueError(
@@ -179,53 +182,13 @@ def _cann_pre_rank(major: int, minor: int, pre: Optional[str]) -> int:
     return -1 if pre == "alpha" else 0
 
 
-@functools.total_ordering
-class DriverVersion(Struct, frozen=True, kw_only=True):
+class DriverVersion(_Version, frozen=True, kw_only=True):
     """An Ascend HDK driver version (`24.1.rc3.7`, `25.3.rc1.b061`, `25.5.1`)."""
-
-    text: str
-    major: int
-    minor: int
-    rc: Optional[int] = None
-    patch: Optional[int] = None
-    internal: bool = False
-    _key: Tuple[int, ...] = ()
 
     @property
     def series(self) -> str:
         """`25.5`: the HDK line compat tables talk about as `25.5.X`."""
         return f"{self.major}.{self.minor}"
-
-    @property
-    def release(self) -> str:
-        """`25.3.RC1` or `25.5.1`: the version without build suffixes."""
-        tail = f"RC{self.rc}" if self.rc is not None else str(self.patch)
-        return f"{self.major}.{self.minor}.{tail}"
-
-    def key(self) -> Tuple[int, ...]:
-        if self.internal:
-            raise VersionNotComparable(
-                f"driver version {self.text!r} is an internal build and cannot be compared"
-            )
-        return self._key
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DriverVersion):
-            return NotImplemented
-        if self.internal or other.internal:
-            return self.text == other.text
-        return self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self.text if self.internal else self._key)
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, DriverVersion):
-            return NotImplemented
-        return self.key() < other.key()
-
-    def __str__(self) -> str:
-        return self.text
 
 
 def parse_driver_version(text: str) -> DriverVersion:

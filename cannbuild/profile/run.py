@@ -21,9 +21,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
-import os
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -38,7 +36,7 @@ from ..decoded import JSONValue, to_plain
 from ..errors import UsageError, ValidationFailed
 from ..host.pystack import read_python_stack
 from ..locks import WorkspaceLock
-from ..proc import kill_group, popen
+from ..proc import kill_group
 from ..validate import inputs_for, torchnpu
 from ..validate.cases import FA_OP, Case, make_inputs, to_bnsd
 from ..workspace import write_json_atomic
@@ -151,24 +149,13 @@ def start(
     }
     (work / JOB).write_text(json.dumps(job))
     child_env = dict(env)
-    package_root = str(Path(__file__).resolve().parents[2])
-    # The worker imports cannbuild from this checkout, whatever the package's env says.
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
-    )
-    child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     # The emulated runtime's own profiler switches: where it writes *_ascend_pt and at what level.
     if sandbox:
         child_env["CANNBUILD_EMU_PROFILE_DIR"] = str(out)
         child_env["CANNBUILD_EMU_PROFILE_LEVEL"] = level
     log = work / LOG
     with open(log, "w") as fh:
-        child = popen(
-            [sys.executable, "-c", WORKER, str(work)],
-            env=child_env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-        )
+        child = torchnpu.start_worker(WORKER, work, child_env, fh)
         try:
             code: Optional[int] = child.wait(timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:

@@ -28,7 +28,6 @@ from ..errors import UsageError
 from .analysis import Analysis, Analyzer, op_table_from_statistic
 from .dbread import read_db
 from .hostops import merge_host
-from .ranks import RankSummary, profile_root, rank_name
 from .tables import TableInfo, read_kernels, read_operator_details, read_statistic
 from .trace import read_trace
 
@@ -55,6 +54,57 @@ WALK_HINT = (
 )
 KERNEL_KINDS = ("kernel_details", "op_summary", "db")
 TRACE_KINDS = ("trace_view", "msprof_json")
+
+
+# A multi-rank profile: one profiler output per rank, `rank<n>_ascend_pt` or any
+# `*_ascend_pt` (torch_npu names them `<worker>_<pid>_<time>_ascend_pt`, one per process) or
+# `PROF_*` (msprof), each with its own table, and the slowest rank named.
+# torch_npu writes profiler_info_<rank>.json in a distributed run (profiler-formats.md §1.1).
+_INFO = re.compile(r"^profiler_info_(\d+)\.json$")
+_RANK_NAME = re.compile(r"^rank_?(\d+)", re.IGNORECASE)
+
+
+class RankSummary(Struct, frozen=True, kw_only=True):
+    rank: str
+    path: Path
+    analysis: Analysis
+
+    def to_json(self) -> Dict[str, object]:
+        a = self.analysis
+        return {
+            "rank": self.rank,
+            "path": str(self.path),
+            "kernels": a.kernels,
+            "device_total_us": round(a.total_us, 3),
+            "fused_us": round(sum((f.total_us for f in a.fused), 0.0), 3),
+            "unfused_chains": a.chain_count,
+            "unfused_us": round(a.chain_total_us, 3),
+        }
+
+
+def profile_root(folder: Path) -> Path:
+    """The profiler output a run folder belongs to: its nearest `*_ascend_pt` or `PROF_*`
+    ancestor (a torch_npu run's raw PROF_* copy belongs to the run), else the folder."""
+    found: Optional[Path] = None
+    for here in (folder, *folder.parents):
+        if here.name.endswith("_ascend_pt"):
+            return here
+        if found is None and here.name.startswith("PROF_"):
+            found = here
+    return found or folder
+
+
+def rank_name(root: Path) -> str:
+    """`rank 3` from profiler_info_3.json or a `rank3_...` folder, else the folder's name."""
+    try:
+        for entry in sorted(p.name for p in root.iterdir()):
+            match = _INFO.match(entry)
+            if match:
+                return f"rank {match.group(1)}"
+    except OSError:
+        pass
+    match = _RANK_NAME.match(root.name)
+    return f"rank {match.group(1)}" if match else root.name
 
 
 class SourceFile(Struct, frozen=True, kw_only=True):
@@ -425,14 +475,10 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
                 )
             )
         else:
-            files.append(
-                SourceFile(path=path, kind="op_statistic", records=info.rows, notes=(), used_for=())
-            )
+            files.append(SourceFile(path=path, kind="op_statistic", records=info.rows))
     for path in run.files.get("operator_details", []):
         info = read_operator_details(path)
-        files.append(
-            SourceFile(path=path, kind="operator_details", records=info.rows, notes=(), used_for=())
-        )
+        files.append(SourceFile(path=path, kind="operator_details", records=info.rows))
     if analysis is None:
         analysis = Analysis()
         notes.append(f"{run.folder}: only host-side tables, no device kernels")

@@ -18,27 +18,11 @@ import csv
 import math
 from operator import attrgetter
 from pathlib import Path
-from typing import (
-    IO,
-    TYPE_CHECKING,
-    Callable,
-    Dict,
-    Iterator,
-    List,
-    Optional,
-    Sequence,
-    Tuple,
-)
+from typing import IO, TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
-from ..bounded import (
-    PROFILE_CSV,
-    PROFILE_CSV_LINE_CHARS,
-    PROFILE_CSV_ROW_CHARS,
-    MiB,
-    open_text,
-)
+from ..bounded import PROFILE_CSV, PROFILE_CSV_LINE_CHARS, PROFILE_CSV_ROW_CHARS, MiB, open_text
 from ..errors import ProfileFormatError
 from .analysis import Kernel, OpStat
 from .ops import NA, TypeResolver, strip_quotes

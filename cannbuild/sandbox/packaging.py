@@ -343,9 +343,3 @@ def _links(
                 )
             )
     return out
-
-
-def by_installed(entries: Sequence[Placement]) -> Mapping[str, Placement]:
-    """The last entry for each installed path (a later package overwrites, as installing
-    it would)."""
-    return {e.installed: e for e in entries}

@@ -33,13 +33,7 @@ from .sharedrepos import (
     write_tree,
 )
 from .siblings import render_sibling
-from .third_party import (
-    mirror_path,
-    standin_archives,
-    tar_gz,
-    tree_entries,
-    write_mirror,
-)
+from .third_party import mirror_path, standin_archives, write_mirror
 from .toolkit_files import stand_in_repo_files
 
 
@@ -348,15 +342,6 @@ def _toolkit_renderer(name: str) -> Callable[[Path, Commit], None]:
             target.write_bytes(data)
 
     return render
-
-
-def deterministic_tar_gz(src: Path, top: str) -> bytes:
-    """A .tar.gz whose bytes depend only on the files' names and contents.
-
-    Sorted names, zero times and owners, and modes fixed by kind (scripts 0755):
-    a copy of cannbuild installed elsewhere (a wheel, a container) may have lost the
-    executable bits, and must still serve the archive the lock pinned."""
-    return tar_gz(tree_entries(src, top))
 
 
 def build_third_party(mirror: Path) -> List[Path]:

@@ -188,7 +188,6 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
     for link in ("include", "lib64", "conf"):
         symlink(tk / link, f"{arch}-linux/{link}")
     _lay_out_build_files(tk, rel, v, arch)
-    # components and their version files
     for comp in COMPONENTS:
         # `Version=8.5.0.2.220` style (the component's own number), `version_dir=8.5.0` the
         # release, as the real opp/version.info of 8.5.0 reads.

@@ -17,7 +17,7 @@ import stat
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ..bounded import (
     ARCHIVE,
@@ -43,18 +43,9 @@ def make_bundle(ws: Workspace, lock_file: Path, out: Path) -> Dict[str, Any]:
     """Pack what the lock pins; everything must already be in the workspace caches.
     Members are streamed from disk into a tar beside `out`, renamed into place when
     complete (bounded memory, never a half-written bundle)."""
-    lock = read_lock(lock_file)
-    if lock is None:
-        raise UsageError(
-            f"cannot bundle: {lock_file} does not exist.",
-            "Run `cannbuild lock` (or `cannbuild fetch`) first.",
-        )
+    lock, repos = _locked(lock_file)
     fetcher = Fetcher()
     files: Dict[str, Path] = {}
-    # A nested pin (`ops-transformer:third_party/opbase`) is a commit of another repo's cache.
-    repos = sorted(
-        {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
-    )
     for repo in repos:  # before anything is made: a workspace never fetched has none
         if not cache_path(ws, repo).exists():
             raise UsageError(
@@ -150,17 +141,24 @@ def _is_bundle(path: Path) -> bool:
     )
 
 
-def bundle_contents(ws: Workspace, lock_file: Path) -> List[str]:
-    """What `make_bundle` would pack (for --dry-run): git repos and archives by name."""
+def _locked(lock_file: Path) -> Tuple[Lock, List[str]]:
+    """The lock and the repos whose caches a bundle carries: a nested pin
+    (`ops-transformer:third_party/opbase`) is a commit of another repo's cache."""
     lock = read_lock(lock_file)
     if lock is None:
         raise UsageError(
             f"cannot bundle: {lock_file} does not exist.",
             "Run `cannbuild lock` (or `cannbuild fetch`) first.",
         )
-    repos = sorted(
-        {r.name.split(":")[0] for r in lock.repos} | {_pin_repo(lock, r.name) for r in lock.repos}
-    )
+    repos = {r.name.split(":")[0] for r in lock.repos} | {
+        _pin_repo(lock, r.name) for r in lock.repos
+    }
+    return lock, sorted(repos)
+
+
+def bundle_contents(ws: Workspace, lock_file: Path) -> List[str]:
+    """What `make_bundle` would pack (for --dry-run): git repos and archives by name."""
+    lock, repos = _locked(lock_file)
     return [f"git/{r}.bundle" for r in repos] + [a.name for a in lock.third_party] + [LOCK_NAME]
 
 

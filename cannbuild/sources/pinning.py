@@ -15,38 +15,15 @@ from __future__ import annotations
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Tuple,
-)
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from msgspec.structs import replace
 
-from ..errors import (
-    CannbuildError,
-)
+from ..errors import CannbuildError
 from ..lazy import lazy_module
 from ..recipes import RepoSpec, describe_ref, render_ref
-from .checkout import (
-    Nested,
-    Seed,
-    archive_path,
-    checkout_identity,
-)
-from .lock import (
-    Lock,
-    Wanted,
-    drift,
-    read_lock,
-    refuse_drift,
-    write_lock,
-)
+from .checkout import Nested, Seed, archive_path, checkout_identity
+from .lock import Lock, Wanted, drift, read_lock, refuse_drift, write_lock
 from .ready import PendingSources
 from .request import SourceRequest
 from .state import LOCKED, REFRESH, RESOLVE, Sources, SourceState, pin_name

@@ -8,26 +8,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import (
-    Any,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-)
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from msgspec.structs import replace
 
-from ..errors import (
-    FetchError,
-    LockDrift,
-    OfflineViolation,
-    SyncStopped,
-    UsageError,
-)
+from ..errors import FetchError, LockDrift, OfflineViolation, SyncStopped, UsageError
 from ..host.toolkit import host_arch
 from ..recipes import RepoSpec, SourcePin, describe_ref, render_ref
 from ..redact import redact
@@ -59,13 +44,7 @@ from .checkout import (
     resolve_ref,
 )
 from .fetch import rewrite
-from .lock import (
-    Lock,
-    LockedArchive,
-    LockedRepo,
-    write_lock,
-)
-from .lockheader import origin_of
+from .lock import Lock, LockedArchive, LockedRepo, origin_of, write_lock
 from .pins import resolve_pin
 from .request import SourceRequest
 from .state import LOCKED, REFRESH, RESOLVE, RepoReady, SourceState, merged_archives, pin_name
@@ -276,7 +255,7 @@ class PendingSources:
 
     def _origin(self, url: str) -> str:
         """Where a fetch of `url` goes after the mirror rules: the URL, or the sandbox's
-        stand-in repositories (lockheader.origin_of)."""
+        stand-in repositories (lock.origin_of)."""
         return origin_of(redact(rewrite(url, self.request.fetcher.mirrors)), self.request.stand_ins)
 
     def _declared(

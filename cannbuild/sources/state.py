@@ -4,24 +4,12 @@ ready (`Sources`), and the state a finished sync leaves (`SourceState`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import (
-    Any,
-    Dict,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-)
+from typing import Any, Dict, Mapping, Optional, Protocol, Sequence, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from .lock import (
-    Lock,
-    LockedArchive,
-    LockedRepo,
-)
+from .lock import Lock, LockedArchive, LockedRepo
 
 LOCKED, REFRESH, RESOLVE = "locked", "refresh", "resolve"
 

@@ -25,7 +25,6 @@ from msgspec.structs import replace
 
 from .. import safefs
 from ..bounded import STAMP, read_state
-from ..build.overlay import overlay_env
 from ..build.plan import example_values, recipe_templates, render_command
 from ..build.session import Session
 from ..decoded import JSONValue
@@ -41,13 +40,7 @@ from ..workspace import write_json_atomic
 from . import precision
 from .inputs import FA_CHECK, ValidationInputs
 from .registry import CHECKS, numeric_check
-from .verdict import (
-    JudgedCase,
-    ValidationCheck,
-    ValidationReport,
-    ValidationSummary,
-    check_verdict,
-)
+from .verdict import JudgedCase, ValidationCheck, ValidationReport, ValidationSummary, check_verdict
 
 if TYPE_CHECKING:
     from . import elfcheck, example
@@ -285,13 +278,8 @@ def validation_env(
     the overlay's, as the build's was: the package (built without an RPATH, as CANN's
     package builds are) finds the opbase it was built against only there."""
     base = dict(session.host.build_env or os.environ)
-    overlay = session.ws.overlay
-    # Recipes that put opbase into the toolkit (<= 8.5) install it into the overlay unless
-    # --install-into-toolkit was given.
-    overlaid = session.recipe.opbase == "toolkit" and not session.options.install_into_toolkit
-    if overlaid and overlay.is_dir():
-        tk = session.toolkit
-        base = overlay_env(base, [session.context.cann.home, tk.path, tk.real_path], overlay)
+    if session.ws.overlay.is_dir():
+        base = session.overlaid_env(base) or base
     if vendor is None:
         vendor = next(iter(session.vendor_dirs.values()), None)
     return with_package_env(vendor, base) if package_env and vendor is not None else base

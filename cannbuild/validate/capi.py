@@ -38,6 +38,16 @@ class Compiled(Struct, frozen=True, kw_only=True):
     command: str
     output: str
 
+    @property
+    def first_error(self) -> str:
+        """The linker's `undefined reference to ...` (it names the missing symbol), else the
+        first error line, else the output's end."""
+        lines = self.output.splitlines()
+        return next(
+            (line for line in lines if "undefined reference" in line),
+            next((line for line in lines if "error" in line), self.output[-300:]),
+        )
+
 
 class CaseRun(Struct, frozen=True, kw_only=True):
     name: str

@@ -105,7 +105,6 @@ def system_libraries() -> Dict[str, str]:
                 continue
             name = line.strip().split(" ", 1)[0]
             path = line.rsplit("=>", 1)[1].strip()
-            # The first entry of a name is kept.
             found.setdefault(name, path)
         if found:
             break

@@ -92,13 +92,7 @@ def _run_capi(
     phases("capi: compiling fa_check against the package")
     compiled = capi.compile_check(inp.vendor_dir, inp.env, work)
     if not compiled.ok or compiled.binary is None:
-        lines = compiled.output.splitlines()
-        # The linker's `undefined reference to ...` names the missing symbol; else the first error.
-        first = next(
-            (line for line in lines if "undefined reference" in line),
-            next((line for line in lines if "error" in line), compiled.output[-300:]),
-        )
-        message = f"fa_check does not compile and link against the package: {first}"
+        message = f"fa_check does not compile and link against the package: {compiled.first_error}"
         return ValidationCheck(
             id="capi", status=FAIL, message=message, details={"command": compiled.command}
         ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]

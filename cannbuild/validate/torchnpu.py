@@ -70,7 +70,7 @@ def start_worker(
     code: str, data: Path, env: Mapping[str, str], log: IO[str]
 ) -> subprocess.Popen[bytes]:
     """A child Python running `code` with the package's env (cannbuild importable), its
-    output to `log`; the bench's `serve` worker also gets a pipe for requests."""
+    output to `log`; the bench's `serve` worker (SERVER) also gets a pipe for requests."""
     child_env = dict(env)
     package_root = str(Path(__file__).resolve().parents[2])
     child_env["PYTHONPATH"] = os.pathsep.join(
@@ -78,7 +78,7 @@ def start_worker(
     )
     child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     argv = [sys.executable, "-c", code, str(data)]
-    if code == WORKER:
+    if code != SERVER:
         return popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
     return popen(argv, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
 

@@ -20,8 +20,15 @@ from cannbuild.build.plan import idle_repos
 from cannbuild.errors import FetchError, LockDrift, UsageError
 from cannbuild.recipes import load_recipe
 from cannbuild.sources.fetch import Fetcher
-from cannbuild.sources.lock import Wanted, drift, read_lock, write_lock
-from cannbuild.sources.lockheader import STAND_IN, header, origins_in
+from cannbuild.sources.lock import (
+    STAND_IN,
+    Wanted,
+    drift,
+    header,
+    origins_in,
+    read_lock,
+    write_lock,
+)
 from cannbuild.sources.pinning import sources_from_lock, sync_sources
 from cannbuild.sources.request import SourceRequest
 from cannbuild.workspace import Workspace

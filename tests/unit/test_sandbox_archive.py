@@ -6,7 +6,11 @@ import os
 import tarfile
 from pathlib import Path
 
-from cannbuild.sandbox.repos import deterministic_tar_gz
+from cannbuild.sandbox.third_party import tar_gz, tree_entries
+
+
+def deterministic_tar_gz(src: Path, top: str) -> bytes:
+    return tar_gz(tree_entries(src, top))
 
 
 def tree(root: Path, script_mode: int, mtime: int) -> Path:

@@ -11,7 +11,7 @@ import math
 import pytest
 from reference import reference_torch
 
-from cannbuild.validate import example, example_expected, opcases, registry
+from cannbuild.validate import example, opcases, registry
 from cannbuild.validate.inputs import FA_CHECK, ValidationInputs
 from cannbuild.validate.opcases import CASES, OpCase, make_input, manifest_line, out_shape
 from cannbuild.validate.opchecks import CHECKS, OpNumeric, judge
@@ -26,7 +26,7 @@ def test_segsum_reference_is_the_docs_masked_cumsum_then_exp():
     (docs/aclnnExpSegsum.md steps 1-8), for the example's input and a random one."""
     x = torch.tensor([[[[0.0, 1.0, 2.0, 3.0]]]], dtype=torch.float64)
     got = opcases.segsum(x).reshape(-1).tolist()
-    assert got == pytest.approx(list(example_expected.EXPECTED["test_aclnn_segsum.cpp"]))
+    assert got == pytest.approx(list(example.EXPECTED["test_aclnn_segsum.cpp"]))
     y = torch.randn(2, 3, 7, dtype=torch.float64)
     out = opcases.segsum(y)
     assert out.shape == (2, 3, 7, 7)
@@ -39,7 +39,7 @@ def test_segsum_reference_is_the_docs_masked_cumsum_then_exp():
 def test_swi_glu_reference_is_swish_of_the_first_half_times_the_second():
     x = torch.arange(64, dtype=torch.float64).reshape(2, 32)
     got = opcases.swi_glu(x, -1).reshape(-1).tolist()
-    assert got == pytest.approx(list(example_expected.EXPECTED["test_aclnn_swi_glu.cpp"]))
+    assert got == pytest.approx(list(example.EXPECTED["test_aclnn_swi_glu.cpp"]))
     y = torch.randn(4, 6, 3, dtype=torch.float64)
     a, b = y[:, :3], y[:, 3:]
     assert torch.allclose(opcases.swi_glu(y, 1), a * torch.sigmoid(a) * b)
@@ -61,7 +61,7 @@ def test_the_upsample_example_values_are_the_reference_on_the_examples_input():
     x = torch.arange(8, dtype=torch.float64).reshape(1, 1, 4, 2)
     got = opcases.upsample_bilinear2d(x, case).reshape(-1).tolist()
     assert got == pytest.approx(
-        list(example_expected.EXPECTED["test_aclnn_upsample_bilinear2d.cpp"]), abs=1e-12
+        list(example.EXPECTED["test_aclnn_upsample_bilinear2d.cpp"]), abs=1e-12
     )
 
 
@@ -177,7 +177,7 @@ STAMP = "[2026-12-02 18:27:13] "
 
 def test_ops_nn_examples_tail_is_judged_by_its_indices():
     """ops-nn's build.sh shows the last 10 lines of an example (`| tail -n 10`)."""
-    values = example_expected.EXPECTED["test_aclnn_swi_glu.cpp"]
+    values = example.EXPECTED["test_aclnn_swi_glu.cpp"]
     lines = [f"{STAMP}Start to run example,op_name:swi_glu example_name:swi_glu mode:eager."]
     lines += [f"{STAMP}result[{i}] is: {values[i]:f}" for i in range(22, 32)]
     lines += [f"{STAMP}Run test_aclnn_swi_glu success."]
@@ -191,7 +191,7 @@ def test_ops_nn_examples_tail_is_judged_by_its_indices():
 
 
 def test_ops_math_examples_announcement_and_values():
-    values = example_expected.EXPECTED["test_aclnn_segsum.cpp"]
+    values = example.EXPECTED["test_aclnn_segsum.cpp"]
     head = (
         f"{STAMP}Start compile and run examples file: ../math/segsum/examples/test_aclnn_segsum.cpp"
     )

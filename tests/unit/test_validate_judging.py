@@ -92,11 +92,16 @@ def example_lines(out=1.0, mx=MAX, sm=256.0, count_out=32768):
     return [f"[2026-01-01 00:00:00] mean result[{i}] is: {v:f}" for i, v in enumerate(values)]
 
 
+def judged(lines):
+    """The verdict on test_aclnn_flash_attention_score.cpp's output, as the run judges it."""
+    return example.judge_example("test_aclnn_flash_attention_score.cpp", lines, True, 0, None)
+
+
 def test_the_repo_example_output_is_judged():
-    assert example.judge_output(example_lines()) is None
-    assert "softmaxMax[0] is 1.0" in example.judge_output(example_lines(mx=1.0))
-    assert "printed 36863 result values" in example.judge_output(example_lines(count_out=32767))
-    assert "attentionOut[0] is nan" in example.judge_output(example_lines(out=float("nan")))
+    assert judged(example_lines()).status == "PASS"
+    assert "softmaxMax[0] is 1.0" in judged(example_lines(mx=1.0)).message
+    assert "printed 36863 result values" in judged(example_lines(count_out=32767)).message
+    assert "attentionOut[0] is nan" in judged(example_lines(out=float("nan"))).message
 
 
 @pytest.mark.skipif(
