@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..build import steps as build_steps
     from ..build.session import Sandboxed, Session
     from ..sandbox import create
+    from ..sources import lock as source_lock
     from ..target import Target
     from ..transaction import PipelineRun, RunRequest
 else:  # `cannbuild --help` loads this module; a task pays for these when it runs
@@ -41,6 +42,7 @@ else:  # `cannbuild --help` loads this module; a task pays for these when it run
     build_session = lazy_module("cannbuild.build.session")
     build_steps = lazy_module("cannbuild.build.steps")
     create = lazy_module("cannbuild.sandbox.create")
+    source_lock = lazy_module("cannbuild.sources.lock")
 
 
 class Resolved(Struct, frozen=True, kw_only=True):
@@ -153,6 +155,8 @@ class Frame:
         dry run never makes one: it ends, saying it would."""
         if not options.sandbox:
             return build_session.Sandboxed(options=options)
+        if "lock_file" in self.untargeted.given:  # a lock you name is read before a sandbox is made
+            source_lock.read_lock(options.lock_file)
         if self.dry_run:
             assert options.sandbox_dir is not None
             spec = create.resolve_spec(

@@ -5,6 +5,7 @@ import pytest
 from cannbuild.errors import UsageError
 from cannbuild.sources.lock import Wanted, drift, read_lock, write_lock
 
+from clirun import cannbuild
 from lockdata import sample_lock
 
 LOCK = sample_lock("9.0.0", pinned_opbase=True)
@@ -214,3 +215,16 @@ def test_a_version_3_lock_refuses_a_place_or_source_that_could_leave_its_folder(
     path.write_text(text.replace(old, new, 1))
     with pytest.raises(UsageError, match=says):
         read_lock(path)
+
+
+@pytest.mark.parametrize("task", [("fetch",), ("setup", "--locked")])
+def test_a_malformed_lock_you_name_is_refused_before_a_sandbox_is_made(tmp_path: Path, task):
+    """Making a sandbox takes half a minute: a lock named with --lock-file is read first."""
+    lock = tmp_path / "cannbuild.lock"
+    lock.write_text('version = 2\nrecipe = "cann-8.5"\nrepos = "opbase"\n')
+    sandbox = tmp_path / "sb"
+    proc = cannbuild(*task, "--lock-file", str(lock), "--sandbox", "--cann", "8.5.0", cwd=tmp_path,
+                     CANNBUILD_SANDBOX_DIR=str(sandbox))  # fmt: skip
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and f"lock file {lock}: repos = 'opbase' is not an array" in said
+    assert not sandbox.exists() and not (tmp_path / ".cannbuild").exists()
