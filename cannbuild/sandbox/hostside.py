@@ -143,7 +143,8 @@ def lay_out_host_side(
         if gen.repo in indexes and (indexes[gen.repo].root / gen.script).is_file():
             written.append(_generate(home, arch, gen, indexes[gen.repo].root))
     # the closed op_build, emulated over the release's own OpDef implementation (opbuild.py)
-    written += build_op_build(home, arch, {repo: path for repo, (path, _) in checkouts.items()})
+    roots = {repo: path for repo, (path, _) in checkouts.items()}
+    written += build_op_build(home, arch, roots, commits)
     record = HostSideRecord(
         layout=LAYOUT,
         key=key,

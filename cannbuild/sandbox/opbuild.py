@@ -14,14 +14,18 @@ checkouts hold no OpDef sources (the stand-in repositories) the wall stays
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
-from typing import List, Mapping, Sequence, Tuple, Union
+from typing import List, Mapping, Sequence, Tuple
 
 from msgspec import Struct
 
+from .. import usercache
+from ..bounded import DATA_FILE, read_bytes
 from ..errors import SandboxError
 from ..resources import data_dir
 
@@ -68,55 +72,87 @@ def _sources(spec: OpDefSources, roots: Mapping[str, Path]) -> List[Path]:
     return sorted(p for pattern in spec.sources for p in root.glob(pattern) if p.is_file())
 
 
-def build_op_build(home: Path, arch: str, roots: Mapping[str, Path]) -> Tuple[str, ...]:
+def build_op_build(
+    home: Path, arch: str, roots: Mapping[str, Path], commits: Mapping[str, str]
+) -> Tuple[str, ...]:
     """Compile libregister from the checkouts' OpDef sources and op_build over it, into the
     toolkit at `home`; returns the paths written (relative to `home`), none where the
-    checkouts hold no OpDef implementation."""
+    checkouts hold no OpDef implementation.  Compiled once per user for these commits
+    (cannbuild/usercache.py), like the emulated runtime."""
     opdef = next((s for s in OPDEF_SOURCES if _sources(s, roots)), None)
     strings = _sources(ASCEND_STRING, roots)
     if opdef is None or not strings:
         return ()
     kernels = data_dir("kernels") / "opbuild"
     archdir = home / f"{arch}-linux"
-    toolkit_includes = [
-        archdir / "include",
-        archdir / "pkg_inc",
-        archdir / "pkg_inc" / "base",
-        archdir / "include" / "external",
-    ]
-    own = [roots[opdef.repo] / inc for inc in opdef.includes]
-    flags = ["-std=c++17", "-O1", "-fPIC", *(f"-I{p}" for p in [*toolkit_includes, *own])]
-    cxx = os.environ.get("CXX") or shutil.which("c++") or "c++"
-    register = home / LIBREGISTER.format(arch=arch)
-    _compile(
-        [cxx, *flags, "-shared", "-o", f"{register}.tmp"],
-        [*_sources(opdef, roots), *strings, kernels / "dlog_off.cpp"],
-        f"{opdef.repo}'s OpDef sources ({opdef.source}) into the sandbox's libregister",
-    )
-    os.replace(f"{register}.tmp", register)
-    tool = home / OP_BUILD
-    tool.parent.mkdir(parents=True, exist_ok=True)
-    rpath = os.path.relpath(register.parent, tool.parent)
-    _compile(
-        [cxx, *flags, "-o", f"{tool}.tmp", f"-L{register.parent}"],
-        [kernels / "op_build.cpp", "-lregister", "-ldl", f"-Wl,-rpath,$ORIGIN/{rpath}"],
-        "the sandbox's op_build (kernels/opbuild/op_build.cpp)",
-    )
-    os.replace(f"{tool}.tmp", tool)
-    return (LIBREGISTER.format(arch=arch), OP_BUILD)
+    includes = [archdir / "include", archdir / "pkg_inc", archdir / "pkg_inc" / "base"]
+    includes += [archdir / "include" / "external", *(roots[opdef.repo] / i for i in opdef.includes)]
+    flags = ["-std=c++17", "-O1", "-fPIC", *(f"-I{p}" for p in includes)]
+    cxx = os.path.realpath(shutil.which(os.environ.get("CXX") or "c++") or "c++")
+    register = LIBREGISTER.format(arch=arch)
+    # op_build finds libregister where the toolkit has it, wherever the toolkit is
+    rpath = os.path.relpath(Path(register).parent, Path(OP_BUILD).parent)
+
+    def make(out: Path) -> None:
+        library = out / Path(register).name
+        units = [*_sources(opdef, roots), *strings, kernels / "dlog_off.cpp"]
+        objects = _compile_units(cxx, flags, units, out, f"{opdef.repo}'s OpDef sources")
+        _run([cxx, "-shared", "-o", str(library), *objects], f"linking {library.name}")
+        link = [f"-L{out}", "-lregister", "-ldl", f"-Wl,-rpath,$ORIGIN/{rpath}"]
+        source = str(kernels / "op_build.cpp")
+        _run([cxx, *flags, "-o", str(out / "op_build"), source, *link], "the sandbox's op_build")
+        for obj in objects:
+            os.unlink(obj)
+
+    digest = hashlib.sha256(f"cannbuild op_build 1|{arch}|{cxx}|{flags[:3]}\n".encode())
+    digest.update(repr(sorted(commits.items())).encode())
+    for path in sorted(kernels.iterdir()):
+        digest.update(read_bytes(path, DATA_FILE))
+    root = usercache.cache_root(os.environ)
+    with tempfile.TemporaryDirectory(prefix="cannbuild-opbuild-") as scratch:
+        if root is None:
+            built = Path(scratch)
+            make(built)
+        else:
+            built, _ = usercache.cached(root, "opbuild", digest.hexdigest()[:32], make)
+        for name, rel in ((Path(register).name, register), ("op_build", OP_BUILD)):
+            target = home / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(built / name, f"{target}.tmp")
+            os.chmod(f"{target}.tmp", 0o755)
+            os.replace(f"{target}.tmp", target)
+    return (register, OP_BUILD)
 
 
-def _compile(command: List[str], inputs: Sequence[Union[str, Path]], what: str) -> None:
-    done = subprocess.run(
-        [*command, *map(str, inputs)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
+def _compile_units(
+    cxx: str, flags: List[str], units: Sequence[Path], out: Path, what: str
+) -> List[str]:
+    """Each unit to an object in `out`, as many at a time as there are cores."""
+    jobs = max(os.cpu_count() or 1, 1)
+    objects = [str(out / f"{i}-{unit.name}.o") for i, unit in enumerate(units)]
+    commands = [[cxx, *flags, "-c", "-o", obj, str(unit)] for obj, unit in zip(objects, units)]
+    for start in range(0, len(commands), jobs):
+        batch = commands[start : start + jobs]
+        running = [_start(c) for c in batch]
+        said = [p.communicate(timeout=1800)[1] for p in running]  # all end before a failure
+        for command, process, err in zip(batch, running, said):
+            _check(process.returncode, err, f"{what} ({command[-1]})")
+    return objects
+
+
+def _start(command: List[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _run(command: List[str], what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    _check(done.returncode, done.stderr, what)
+
+
+def _check(returncode: int, stderr: str, what: str) -> None:
+    if returncode != 0:
         raise SandboxError(
-            f"compiling {what} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}",
+            f"compiling {what} failed (exit {returncode}): {stderr.strip()[-800:]}",
             "The sources are upstream's at the locked commit, the headers the sandbox toolkit's "
             "host side laid out from the same release: check that the host-side repos are of "
             "one release.",
