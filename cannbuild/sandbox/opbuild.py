@@ -28,6 +28,8 @@ from .. import usercache
 from ..bounded import DATA_FILE, read_bytes
 from ..errors import SandboxError
 from ..resources import data_dir
+from .files import write
+from .toolkit_files import WALLS, wall_script
 
 LIBREGISTER = "{arch}-linux/lib64/libregister.so"
 OP_BUILD = "tools/opbuild/op_build"
@@ -82,6 +84,7 @@ def build_op_build(
     opdef = next((s for s in OPDEF_SOURCES if _sources(s, roots)), None)
     strings = _sources(ASCEND_STRING, roots)
     if opdef is None or not strings:
+        _keep_wall(home, arch)
         return ()
     kernels = data_dir("kernels") / "opbuild"
     archdir = home / f"{arch}-linux"
@@ -122,6 +125,16 @@ def build_op_build(
             os.chmod(f"{target}.tmp", 0o755)
             os.replace(f"{target}.tmp", target)
     return (register, OP_BUILD)
+
+
+def _keep_wall(home: Path, arch: str) -> None:
+    """The wall and the empty libregister, where a host side of other commits had replaced
+    them and was removed (hostside._remove)."""
+    tool = home / OP_BUILD
+    if not tool.exists():
+        wall = next(w for w in WALLS if w.path == OP_BUILD)
+        write(tool, wall_script(wall, arch), executable=True)
+        write(home / LIBREGISTER.format(arch=arch), "")
 
 
 def _compile_units(

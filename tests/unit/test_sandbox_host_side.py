@@ -19,6 +19,7 @@ from typing import Dict
 import pytest
 
 from cannbuild.errors import SandboxError
+from cannbuild.host.contents import wall_of
 from cannbuild.sandbox.hostside import RECORD, laid_out_for, lay_out_host_side, read_record
 from cannbuild.sandbox.packaging import RepoIndex, placements
 
@@ -213,3 +214,13 @@ def test_a_link_in_a_checkout_is_not_followed_out_of_it(tmp_path, metadef):
     (metadef / "inc/external/graph/tensor.h").symlink_to(secret)
     _, home, _ = host_side(tmp_path, metadef)
     assert not (home / "x86_64-linux/include/graph/tensor.h").exists()
+
+
+def test_without_opdef_sources_the_op_build_wall_stays_and_is_put_back(tmp_path, metadef):
+    """The stand-in repositories hold no OpDef implementation: no op_build is compiled
+    (sandbox/opbuild.py), and where a host side of other commits had replaced the wall
+    and was removed, the wall is put back, so the build still stops there naming it."""
+    _, home, laid = host_side(tmp_path, metadef)
+    assert not any("op_build" in path for path in laid.record.written)
+    assert wall_of(home / "tools/opbuild/op_build")[0] == "op_build"
+    assert (home / "x86_64-linux/lib64/libregister.so").read_bytes() == b""
