@@ -100,14 +100,17 @@ def build_op_build(
         library = out / Path(register).name
         units = [*_sources(opdef, roots), *strings, kernels / "dlog_off.cpp"]
         objects = _compile_units(cxx, flags, units, out, f"{opdef.repo}'s OpDef sources")
-        _run([cxx, "-shared", "-o", str(library), *objects], f"linking {library.name}")
+        _run(
+            [cxx, "-shared", f"-Wl,-soname,{library.name}", "-o", str(library), *objects],
+            f"linking {library.name}",
+        )
         link = [f"-L{out}", "-lregister", "-ldl", f"-Wl,-rpath,$ORIGIN/{rpath}"]
         source = str(kernels / "op_build.cpp")
         _run([cxx, *flags, "-o", str(out / "op_build"), source, *link], "the sandbox's op_build")
         for obj in objects:
             os.unlink(obj)
 
-    digest = hashlib.sha256(f"cannbuild op_build 1|{arch}|{cxx}|{flags[:3]}\n".encode())
+    digest = hashlib.sha256(f"cannbuild op_build 2|{arch}|{cxx}|{flags[:3]}\n".encode())
     digest.update(repr(sorted(commits.items())).encode())
     for path in sorted(kernels.iterdir()):
         digest.update(read_bytes(path, DATA_FILE))
