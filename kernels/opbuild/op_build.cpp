@@ -373,6 +373,7 @@ void AclnnFiles(const Op &op, const std::string &dir, const std::string &project
     << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   std::ostringstream cpp;
   cpp << "// " << note << "#include <cstdio>\n#include \"" << file << ".h\"\n\n"
+      << "#pragma GCC diagnostic ignored \"-Wunused-parameter\"  // no launch uses them\n\n"
       << "namespace {\naclnnStatus NotLaunched(const char *what)\n{\n"
       << "    std::fprintf(stderr, \"%s: the cannbuild sandbox's op_build generated no launch for it\\n\", what);\n"
       << "    return 561000;  // ACLNN_ERR_INNER\n}\n}  // namespace\n\n"
