@@ -37,7 +37,7 @@ from .opbuild import build_op_build
 from .packaging import Placement, RepoIndex, placements
 
 RECORD = "hostside.json"
-LAYOUT = 2  # what laid a record out: a record of another layout is redone (2: op_build)
+LAYOUT = 3  # what laid a record out: a record of another layout is redone (3: install_mod)
 # compilation units and build files a folder of headers holds beside them; the install
 # rules copy headers (FILES_MATCHING PATTERN "*.h", asc-devkit impl/utils/CMakeLists.txt:12)
 _NOT_INSTALLED = (".c", ".cc", ".cpp", ".cxx")
@@ -201,6 +201,8 @@ def _apply(
                     written.append(sub)
         else:
             count += _copy(source, target)
+            if entry.executable and target.is_file():  # a tool the package installs as one
+                target.chmod(0o755)
             written.append(entry.installed)
     return count
 
