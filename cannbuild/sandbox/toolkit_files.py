@@ -234,6 +234,11 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
     _lib("libgraph_base.so", STUB, "metadef", "graph_base"),
     _lib("liberror_manager.so", STUB, "metadef", "error_manager"),
     _lib("libmetadef.so", STUB, "metadef", "metadef"),
+    # what the custom package's cust_opapi links (ops-transformer@v9.0.0
+    # cmake/custom_build.cmake:91-93); built from runtime (adump, msprof) and ge (base/)
+    _lib("libprofapi.so", STUB, "runtime", "profapi (msprof)"),
+    _lib("libascend_dump.so", STUB, "runtime", "ascend_dump (adump)"),
+    _lib("libge_common_base.so", STUB, "ge", "ge_common_base"),
     _lib("librt2_registry.a", STUB, "metadef", "rt2_registry (static)"),
     _lib("libtiling_api.a", STUB, "asc-devkit", "tiling_api (static)"),
     _lib("libc_sec.a", STUB, "libboundscheck", "c_sec (static)"),
