@@ -153,15 +153,20 @@ def test_real_ops_transformer_9_0_0_host_code_compiles_and_the_run_passes_op_bui
         if "error:" in line and any(d in line for d in ("op_host", "op_api", "tiling"))
     ]
     assert errors == []
-    # the build's own op_build rules run it on the definition library and what it writes
-    # compiles: the aclnn sources (ops_aclnn) and the ini the adapt script reads
-    done = make(v900, home, "opbuild_gen_inner", "ops_aclnn", "generate_transformer_adapt_py")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "op_build (cannbuild sandbox): 1 operator(s)" in done.stdout
+    # op_build ran on the definition library (in the configure's prepare step, and the
+    # build's own opbuild rules find its outputs), and what it wrote builds: the aclnn
+    # sources (ops_aclnn), the prototype (cust_proto), the ini the adapt script reads; and
+    # the custom package's op_api library links against the toolkit
     inner = built / "autogen/inner"
-    assert (inner / "aclnnInner_flash_attention_score.cpp").is_file()
+    proto = (inner / "flash_attention_score_proto.h").read_text()
+    assert "REG_OP(FlashAttentionScore)" in proto and "cannbuild sandbox's op_build" in proto
     assert "[FlashAttentionScore]" in (inner / "aic-ascend910_93-ops-info.ini").read_text()
+    targets = ("opbuild_gen_inner", "ops_aclnn", "cust_proto", "generate_transformer_adapt_py")
+    done = make(v900, home, *targets, "cust_opapi")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert list(built.rglob("aclnnInner_flash_attention_score.cpp.o"))
     assert (built / "impl/dynamic/flash_attention_score.py").is_file()
+    assert (built / "libcust_opapi.so").is_file()
     # doctor: op_build is no wall any more, and the host sources compile (the five of
     # flash_attention_score: def, infershape, tiling, and op_api's two)
     checks = rows(v900)
