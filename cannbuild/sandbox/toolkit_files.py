@@ -239,6 +239,10 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
     _lib("libprofapi.so", STUB, "runtime", "profapi (msprof)"),
     _lib("libascend_dump.so", STUB, "runtime", "ascend_dump (adump)"),
     _lib("libge_common_base.so", STUB, "ge", "ge_common_base"),
+    # what ops-math's ophost library links from lib64 by name (ops-math@v9.0.0
+    # cmake/symbol.cmake:36-50)
+    _lib("libruntime.so", STUB, "runtime", "runtime"),
+    _lib("libunified_dlog.so", STUB, "runtime", "unified_dlog"),
     _lib("librt2_registry.a", STUB, "metadef", "rt2_registry (static)"),
     _lib("libtiling_api.a", STUB, "asc-devkit", "tiling_api (static)"),
     _lib("libc_sec.a", STUB, "libboundscheck", "c_sec (static)"),
