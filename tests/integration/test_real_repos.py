@@ -216,15 +216,19 @@ def test_removing_one_upstream_header_makes_doctor_fail_naming_it_before_any_bui
 )
 def test_each_real_sibling_at_9_0_0_gets_past_find_package_asc_to_a_named_wall(v900, repo, wall):
     """ops-nn stops at the stand-in json; ops-math and ops-cv get past op_build (the
-    sandbox's emulation) to the next wall."""
+    sandbox's emulation) and their host link to the kernel compile, where asc-devkit's
+    asc_opc wants its Python tool, which the host side does not install (a wheel)."""
     done = cannbuild(v900, "setup", "--repos", repo, "--accept-stand-in", "all")
     said = done.stdout + done.stderr
     log = (v900 / f".cannbuild/logs/latest/{repo}-build.log").read_text()
     assert 'provided by "ASC"' not in log and "GenerateEsPackage 包" not in log
     assert "Configuring done" in log or "Start to build binary" in log or "Building CXX" in log
     assert done.returncode == 4, said
-    assert f"the build reached the sandbox's wall {wall}" in said, said[-2000:]
     assert "the build reached the sandbox's wall op_build" not in said
+    if not wall:
+        assert "site-packages/asc_opc_tool/opc.py" in said, said[-2000:]
+        return
+    assert f"the build reached the sandbox's wall {wall}" in said, said[-2000:]
 
 
 def test_the_lock_records_every_host_side_repo_and_the_accepted_stand_ins(v900):
