@@ -146,6 +146,10 @@ def no_network(request, monkeypatch):
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
 
 
+# the tests that run the real repositories' code where CANNBUILD_UPSTREAM_REPOS is set
+REAL_TIER = ("test_real_repos.py", "test_opbuild_emulation.py")
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Say whether the real-repository tier (tests/integration/test_real_repos.py) ran: it
     needs CANNBUILD_UPSTREAM_REPOS, which CI does not have, and is skipped without it."""
@@ -155,7 +159,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
         r
         for key in ("passed", "failed")
         for r in stats.get(key, [])
-        if "test_real_repos.py" in getattr(r, "nodeid", "") and r.when == "call"
+        if any(t in getattr(r, "nodeid", "") for t in REAL_TIER) and r.when == "call"
     ]
     if folder and ran:
         said = f"ran {len(ran)} tests against {folder}"

@@ -8,7 +8,8 @@ checkouts are ready this module puts each file their packaging data installs whe
 real toolkit has it (sandbox/packaging.py), over the emulated toolkit the sandbox made
 (sandbox/toolkit.py): headers, CMake package configs and modules, host scripts.  What
 no open repository provides (the device compiler, the driver, the libraries, closed
-tools such as op_build) stays emulated, each named in sandbox/toolkit_files.py.
+tools such as op_build) stays emulated, each named in sandbox/toolkit_files.py; op_build
+is compiled here, over libregister built from the release's OpDef sources (opbuild.py).
 
 A record (`<sandbox>/hostside.json`) keeps the commits it was laid out from and every
 path it wrote, so a rerun with the same commits does nothing, and new commits first
@@ -32,10 +33,11 @@ from msgspec import Struct
 from ..bounded import SANDBOX_RECORD, read_state
 from ..errors import SandboxError
 from ..workspace import write_json_atomic
+from .opbuild import build_op_build
 from .packaging import Placement, RepoIndex, placements
 
 RECORD = "hostside.json"
-LAYOUT = 1  # what laid a record out: a record of another layout is redone
+LAYOUT = 3  # what laid a record out: a record of another layout is redone (3: install_mod)
 # compilation units and build files a folder of headers holds beside them; the install
 # rules copy headers (FILES_MATCHING PATTERN "*.h", asc-devkit impl/utils/CMakeLists.txt:12)
 _NOT_INSTALLED = (".c", ".cc", ".cpp", ".cxx")
@@ -140,6 +142,9 @@ def lay_out_host_side(
     for gen in GENERATED:  # a stand-in repository has not the script: nothing to generate
         if gen.repo in indexes and (indexes[gen.repo].root / gen.script).is_file():
             written.append(_generate(home, arch, gen, indexes[gen.repo].root))
+    # the closed op_build, emulated over the release's own OpDef implementation (opbuild.py)
+    roots = {repo: path for repo, (path, _) in checkouts.items()}
+    written += build_op_build(home, arch, roots, commits)
     record = HostSideRecord(
         layout=LAYOUT,
         key=key,
@@ -196,6 +201,8 @@ def _apply(
                     written.append(sub)
         else:
             count += _copy(source, target)
+            if entry.executable and target.is_file():  # a tool the package installs as one
+                target.chmod(0o755)
             written.append(entry.installed)
     return count
 

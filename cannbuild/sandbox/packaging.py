@@ -56,6 +56,7 @@ class Placement(Struct, frozen=True, kw_only=True):
     package: str = ""
     xml: str = ""  # the XML file:line that installs it
     text: str = ""  # a generated file's content
+    executable: bool = False  # its install_mod has an x bit (asc-devkit's asc_opc: "550")
 
 
 def parse_xml(path: Path) -> Optional[Node]:
@@ -251,6 +252,8 @@ def _entries(root: Node, xml: str, package: str, block_dst: str, ctx: _Context) 
                 staged_dir = staged_dir[len("real:") :]
             elif block_dst:
                 staged_dir = posixpath.join(block_dst, staged_dir)
+            mode = node.attrs.get("install_mod", "")
+            executable = bool(re.fullmatch(r"[0-7]{3,4}", mode)) and int(mode, 8) & 0o111 != 0
             for f in (c for c in node.children if c.tag == "file"):
                 value = f.attrs.get("value", "").strip("/")
                 if not value or "*" in value:
@@ -258,7 +261,7 @@ def _entries(root: Node, xml: str, package: str, block_dst: str, ctx: _Context) 
                 name = f.attrs.get("rename") or posixpath.basename(value)
                 installed = posixpath.join(folder, name) if folder else name
                 staged = posixpath.join(staged_dir, value) if staged_dir else value
-                placed = _place(installed, staged, package, f"{xml}:{f.line}", ctx)
+                placed = _place(installed, staged, package, f"{xml}:{f.line}", ctx, executable)
                 out += placed
                 if placed:
                     out += _links(
@@ -287,7 +290,9 @@ def _entries(root: Node, xml: str, package: str, block_dst: str, ctx: _Context) 
     return out
 
 
-def _place(installed: str, staged: str, package: str, xml: str, ctx: _Context) -> List[Placement]:
+def _place(
+    installed: str, staged: str, package: str, xml: str, ctx: _Context, executable: bool = False
+) -> List[Placement]:
     """The entries for one `<file>`: a link the install scripts staged, the links they
     staged under a folder, or the checkout file or folder found by its installed path."""
     if staged in ctx.links:
@@ -317,6 +322,7 @@ def _place(installed: str, staged: str, package: str, xml: str, ctx: _Context) -
                 repo=index.name,
                 package=package,
                 xml=xml,
+                executable=executable,
             )
             return [found, *out]
     return out

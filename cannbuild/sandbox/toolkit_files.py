@@ -18,7 +18,9 @@ Each is one of:
             securec.h, a subset of metadef's graph/types.h);
   STUB      presence only: an empty header, an empty shared library, an ar archive with no
             member (the stand-ins include them and link none of them);
-  EMULATED  the CPU emulation compiled from kernels/emu (libraries), or its own headers.
+  EMULATED  the CPU emulation compiled from kernels/emu (libraries), or its own headers;
+            op_build, compiled with libregister from the release's OpDef sources once the
+            host side is laid out (`host_side`: sandbox/opbuild.py), else its wall stays.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class StandIn(Struct, frozen=True, kw_only=True):
     what: str  # where the declarations come from, or what the real file is
     copy: str = ""  # DECLARED/EMULATED headers: a file or folder under kernels/
     opbase_in_toolkit: bool = False  # only where the toolkit holds opbase (<= 8.5)
+    host_side: bool = False  # made with the host side (sandbox/opbuild.py), not laid here
 
     @property
     def repo(self) -> str:
@@ -208,12 +211,38 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
     # Findtilingapi at v9.0.0); the stand-ins link none of them
     _lib("libascendalog.so", STUB, "runtime", "dlog"),
     _lib("libplatform.so", STUB, "metadef", "platform"),
-    _lib("libregister.so", STUB, "metadef", "register"),
+    _lib(
+        "libregister.so",
+        STUB,
+        "metadef",
+        "register; the OpDef registry compiled from ge's "
+        "graph_metadef/register/opdef (metadef base/asc/opdef from 9.1) where the host side "
+        "comes from the repos (sandbox/opbuild.py)",
+    ),
+    StandIn(
+        path="tools/opbuild/op_build",
+        kind=EMULATED,
+        package="toolkit",
+        what="closed source: kernels/opbuild/op_build.cpp loads the operator definition library, "
+        "reads its OpDefs from libregister and writes the aclnn sources, the prototypes and "
+        "the ops-info ini the CMake rules expect",
+        copy="opbuild/op_build.cpp",
+        host_side=True,
+    ),
     _lib("libopp_registry.so", STUB, "metadef", "opp_registry"),
     _lib("libexe_graph.so", STUB, "metadef", "exe_graph"),
     _lib("libgraph_base.so", STUB, "metadef", "graph_base"),
     _lib("liberror_manager.so", STUB, "metadef", "error_manager"),
     _lib("libmetadef.so", STUB, "metadef", "metadef"),
+    # what the custom package's cust_opapi links (ops-transformer@v9.0.0
+    # cmake/custom_build.cmake:91-93); built from runtime (adump, msprof) and ge (base/)
+    _lib("libprofapi.so", STUB, "runtime", "profapi (msprof)"),
+    _lib("libascend_dump.so", STUB, "runtime", "ascend_dump (adump)"),
+    _lib("libge_common_base.so", STUB, "ge", "ge_common_base"),
+    # what ops-math's ophost library links from lib64 by name (ops-math@v9.0.0
+    # cmake/symbol.cmake:36-50)
+    _lib("libruntime.so", STUB, "runtime", "runtime"),
+    _lib("libunified_dlog.so", STUB, "runtime", "unified_dlog"),
     _lib("librt2_registry.a", STUB, "metadef", "rt2_registry (static)"),
     _lib("libtiling_api.a", STUB, "asc-devkit", "tiling_api (static)"),
     _lib("libc_sec.a", STUB, "libboundscheck", "c_sec (static)"),
@@ -237,8 +266,9 @@ WALLS: Tuple[Wall, ...] = (
         component="op_build",
         what="the real toolkit's opbuild loads the compiled operator definitions and generates "
         "the aclnn sources and operator prototypes (ops-transformer@v9.0.0 "
-        "cmake/custom_build.cmake:814-880); it is closed source, in no open CANN repository, "
-        "and the sandbox has no emulation of it",
+        "cmake/custom_build.cmake:814-880); it is closed source, and the sandbox's emulation "
+        "(TOOLKIT_FILES) needs the release's OpDef sources, which these host-side "
+        "repositories do not hold",
     ),
     Wall(
         path="{arch}-linux/bin/gen_esb",
@@ -279,7 +309,7 @@ def lay_out(
     for item in TOOLKIT_FILES:
         if item.opbase_in_toolkit and not opbase_in_toolkit:
             continue
-        if host_side_repos and item.repo:
+        if (host_side_repos and item.repo) or item.host_side:
             continue
         target = tk / item.path.format(arch=arch)
         target.parent.mkdir(parents=True, exist_ok=True)

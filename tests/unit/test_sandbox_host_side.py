@@ -19,6 +19,7 @@ from typing import Dict
 import pytest
 
 from cannbuild.errors import SandboxError
+from cannbuild.host.contents import wall_of
 from cannbuild.sandbox.hostside import RECORD, laid_out_for, lay_out_host_side, read_record
 from cannbuild.sandbox.packaging import RepoIndex, placements
 
@@ -213,3 +214,41 @@ def test_a_link_in_a_checkout_is_not_followed_out_of_it(tmp_path, metadef):
     (metadef / "inc/external/graph/tensor.h").symlink_to(secret)
     _, home, _ = host_side(tmp_path, metadef)
     assert not (home / "x86_64-linux/include/graph/tensor.h").exists()
+
+
+def test_without_opdef_sources_the_op_build_wall_stays_and_is_put_back(tmp_path, metadef):
+    """The stand-in repositories hold no OpDef implementation: no op_build is compiled
+    (sandbox/opbuild.py), and where a host side of other commits had replaced the wall
+    and was removed, the wall is put back, so the build still stops there naming it."""
+    _, home, laid = host_side(tmp_path, metadef)
+    assert not any("op_build" in path for path in laid.record.written)
+    assert wall_of(home / "tools/opbuild/op_build")[0] == "op_build"
+    assert (home / "x86_64-linux/lib64/libregister.so").read_bytes() == b""
+
+
+def test_a_tool_the_package_installs_with_an_exec_mode_is_laid_out_executable(tmp_path):
+    """asc-devkit keeps tools/build/asc_opc/asc_opc as 100644 in git and installs it with
+    install_mod="550" (scripts/package/asc-devkit/asc-devkit.xml:165): the kernel build
+    runs it, so a copy without the x bit is `Permission denied`."""
+    repo = tree(
+        tmp_path / "asc-devkit",
+        {
+            "scripts/package/asc-devkit/asc-devkit.xml": """<config name="asc-devkit">
+    <file_info value="asc_opc" src_path="tools/build/asc_opc" dst_path="$(TARGET_ENV)/bin" install_path="$(TARGET_ENV)/bin" install_mod="550">
+        <file value="asc_opc"/>
+    </file_info>
+    <file_info dst_path="$(TARGET_ENV)/include" install_path="$(TARGET_ENV)/include" install_mod="440">
+        <file value="kernel_operator.h"/>
+    </file_info>
+</config>
+""",
+            "tools/build/asc_opc/asc_opc": "#!/bin/bash\n",
+            "include/kernel_operator.h": "// header\n",
+        },
+    )
+    home = tmp_path / "tk"
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    lay_out_host_side(sandbox, home, ARCH, "9.0.0", {"asc-devkit": (repo, "5" * 40)})
+    assert os.access(home / "x86_64-linux/bin/asc_opc", os.X_OK)
+    assert not os.access(home / "x86_64-linux/include/kernel_operator.h", os.X_OK)
