@@ -312,3 +312,30 @@ def installed(sandboxes, tmp_path_factory) -> Cli:
     proc = c("install")
     assert proc.returncode == 0, proc.stderr
     return c
+
+
+# The refs recipes/8.5.toml's toolkit repos take on the 8.5.0 sandbox ({{ cann.release }}).
+HOST_SIDE_8_5 = {
+    "opbase": "v8.5.0", "metadef": "8.5.0", "runtime": "8.5.0", "ge": "8.5.0",
+    "asc-devkit": "8.5.0", "libboundscheck": "v1.1.16",
+}  # fmt: skip
+
+
+def lay_host_side(sandbox: Path, work: Path) -> None:
+    """The 8.5.0 sandbox toolkit's host side laid out from its stand-in repositories, as a
+    build through cannbuild does before its first step (build/steps.host_side), for a test
+    that runs a build.sh by hand on a sandbox no build has used yet."""
+    from cannbuild.host.toolkit import host_arch
+    from cannbuild.sandbox.hostside import lay_out_host_side
+
+    info = load_info(sandbox)
+    assert info is not None and info.cann == "8.5.0"
+    checkouts = {}
+    for repo, ref in HOST_SIDE_8_5.items():
+        bare = next((sandbox / "mirror").rglob(f"{repo}.git"))
+        dest = work / repo
+        subprocess.run(["git", "clone", "-q", "--branch", ref, str(bare), str(dest)], check=True)
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+        checkouts[repo] = (dest, head)
+    lay_out_host_side(sandbox, Path(info.toolkit).resolve(), host_arch(), info.cann, checkouts)

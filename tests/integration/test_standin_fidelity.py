@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import base_env, toolkit_env
+from conftest import base_env, lay_host_side, toolkit_env
 
 from cannbuild.sandbox import SandboxSpec, create_sandbox, load_info
 
@@ -144,6 +144,7 @@ def test_pkg_without_ops_builds_the_built_in_package(sandboxes, tmp_path):
     archive = next((sandbox / "mirror").rglob("makeself-release-2.5.0-patch1.tar.gz"))
     (dest / "third_party" / "pkg").mkdir(parents=True)
     shutil.copy2(archive, dest / "third_party" / "pkg" / archive.name)  # v9.0.0 looks here
+    lay_host_side(sandbox, tmp_path / "host-side")  # its dlog, register, acl headers
     proc = run(dest, "--pkg", "--soc=ascend910b", "-j2", env=toolkit_env(sandbox))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     arch = os.uname().machine
