@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 from cannbuild.host.toolkit import host_arch
 
@@ -33,6 +33,13 @@ def write(path: Path, text: str, mode: Optional[int] = None) -> Path:
     if mode is not None:
         path.chmod(mode)
     return path
+
+
+def files(root: Path, texts: Mapping[str, str]) -> Path:
+    """A small source tree: each relative path with its text."""
+    for rel, text in texts.items():
+        write(root / rel, text)
+    return root
 
 
 def executable(path: Path, text: str) -> Path:

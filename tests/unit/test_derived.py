@@ -10,7 +10,6 @@ op_host/flash_attention_score_tiling_common.h:19), cut down to what each test re
 
 import json
 from pathlib import Path
-from typing import Dict
 
 import pytest
 
@@ -25,6 +24,8 @@ from cannbuild.build.derived import (
 from cannbuild.build.derived_cmake import scan_cmake
 from cannbuild.build.derived_includes import scan_includes
 from cannbuild.build.toolkit_packages import shipper_of
+
+from hosttree import files
 
 COMMIT = "a" * 40
 OPBASE_COMMIT = "b" * 40
@@ -129,18 +130,10 @@ OPBASE = {
 }
 
 
-def tree(root: Path, files: Dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    repo = tree(tmp_path / "ot", {**CMAKE, **SOURCES})
-    tree(repo / "third_party/opbase", OPBASE)
+    repo = files(tmp_path / "ot", {**CMAKE, **SOURCES})
+    files(repo / "third_party/opbase", OPBASE)
     return repo
 
 
@@ -219,7 +212,7 @@ def test_the_host_code_of_the_selected_ops_names_the_toolkit_headers_it_includes
 
 
 def test_an_include_the_checkout_provides_on_its_include_path_is_no_toolkit_need(checkout):
-    tree(checkout, {"common/include/register/op_def_registry.h": "/* the repo's own */\n"})
+    files(checkout, {"common/include/register/op_def_registry.h": "/* the repo's own */\n"})
     facts = scan_cmake(CMAKE)
     scan = scan_includes(repo=checkout, repo_dirs=facts.repo_dirs, ops=["fa"])
     assert "register/op_def_registry.h" not in {h.header for h in scan.headers}
@@ -233,7 +226,7 @@ def test_the_package_table_takes_the_specific_prefix_first():
 
 
 def toolkit(root: Path, arch: str = "x86_64") -> Path:
-    files = {
+    texts = {
         "include/dlog_pub.h": "",
         "x86_64-linux/include/toolchain/dlog_pub.h": "",
         "x86_64-linux/lib64/libc_sec.so": "",
@@ -245,7 +238,7 @@ def toolkit(root: Path, arch: str = "x86_64") -> Path:
         "include/opdev/op_errno.h": "",
         "include/platform/soc_spec.h": "",
     }
-    return tree(root, files)
+    return files(root, texts)
 
 
 def needs_of(checkout: Path, memo: Path, step: str = "ops-transformer-build") -> StepNeeds:
@@ -317,14 +310,14 @@ def test_a_missing_lookup_that_stops_configure_fails_per_module_and_a_harmless_o
 def test_a_header_only_where_this_ref_does_not_look_is_a_warning(checkout, tmp_path):
     home = toolkit(tmp_path / "cann")
     (home / "include/platform/soc_spec.h").unlink()
-    tree(home, {"x86_64-linux/pkg_inc/platform/soc_spec.h": ""})
+    files(home, {"x86_64-linux/pkg_inc/platform/soc_spec.h": ""})
     facts = needs_of(checkout, tmp_path / "memo")
     assert "{arch}-linux/pkg_inc" in facts.derived.cmake.toolkit_dirs  # it looks there: pass
     rows = derived_checks([facts], [], home, "x86_64")
     assert [r.status for r in rows] == ["pass"]
     # somewhere the cmake (as read) does not look: a folder from elsewhere may; a warning
     (home / "x86_64-linux/pkg_inc/platform/soc_spec.h").unlink()
-    tree(home, {"x86_64-linux/include/experiment/platform/soc_spec.h": ""})
+    files(home, {"x86_64-linux/include/experiment/platform/soc_spec.h": ""})
     rows = derived_checks([facts], [], home, "x86_64")
     assert [r.status for r in rows] == ["warn", "pass"]
     assert "platform/soc_spec.h (at x86_64-linux/include/experiment/platform/soc_spec.h" in (

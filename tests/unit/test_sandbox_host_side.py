@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict
 
 import pytest
 
@@ -22,6 +21,8 @@ from cannbuild.errors import SandboxError
 from cannbuild.host.contents import wall_of
 from cannbuild.sandbox.hostside import RECORD, laid_out_for, lay_out_host_side, read_record
 from cannbuild.sandbox.packaging import RepoIndex, placements
+
+from hosttree import files
 
 ARCH = "x86_64"
 
@@ -58,17 +59,9 @@ METADEF_INC = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def tree(root: Path, files: Dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 @pytest.fixture
 def metadef(tmp_path: Path) -> Path:
-    return tree(
+    return files(
         tmp_path / "metadef",
         {
             "scripts/package/metadef/metadef.xml": METADEF_XML,
@@ -107,7 +100,7 @@ def test_links_the_install_scripts_stage_are_installed_with_their_folder(tmp_pat
     """asc-devkit stages asc/include/tiling/platform/platform_ascendc.h as a link with
     file(CREATE_LINK) (impl/utils/CMakeLists.txt:35) and its XML installs the folder
     asc/include/tiling, which include/tiling links to."""
-    repo = tree(
+    repo = files(
         tmp_path / "asc-devkit",
         {
             "scripts/package/asc-devkit/asc-devkit.xml": """<config name="asc-devkit">
@@ -143,8 +136,8 @@ def test_links_the_install_scripts_stage_are_installed_with_their_folder(tmp_pat
 def host_side(tmp_path: Path, metadef: Path, commit: str = "1" * 40):
     home = tmp_path / "tk"
     (home / "x86_64-linux").mkdir(parents=True, exist_ok=True)
-    securec = tree(tmp_path / "libboundscheck", {"include/securec.h": "// securec\n"})
-    runtime = tree(
+    securec = files(tmp_path / "libboundscheck", {"include/securec.h": "// securec\n"})
+    runtime = files(
         tmp_path / "runtime",
         {
             "scripts/package/runtime/runtime.xml": """<config name="runtime">
@@ -230,7 +223,7 @@ def test_a_tool_the_package_installs_with_an_exec_mode_is_laid_out_executable(tm
     """asc-devkit keeps tools/build/asc_opc/asc_opc as 100644 in git and installs it with
     install_mod="550" (scripts/package/asc-devkit/asc-devkit.xml:165): the kernel build
     runs it, so a copy without the x bit is `Permission denied`."""
-    repo = tree(
+    repo = files(
         tmp_path / "asc-devkit",
         {
             "scripts/package/asc-devkit/asc-devkit.xml": """<config name="asc-devkit">
