@@ -46,8 +46,10 @@ HINTS: Tuple[Hint, ...] = (
     Hint(
         pattern=r"cannbuild sandbox wall: (\S+) \(([^)]+)\): ([^\n]+)",
         text="the build reached the sandbox's wall {1} ({2}): {3}. Everything before it built "
-        "against the toolkit's real host side (doctor's row recipe.wall.{1} says so "
-        "before the build); on an Ascend host with the CANN toolkit it goes on.",
+        "against the toolkit's real host side. A toolkit part's wall is doctor's row "
+        "recipe.wall.{1} before the build; a third-party archive's is the stand-in you took "
+        "with --accept-stand-in (the lock, the report and status list it). On an Ascend host "
+        "with the CANN toolkit and the real archives it goes on.",
     ),
     # ops-transformer build.sh, after sourcing setenv.bash: `Error: bisheng compilation tool not
     # found...` (every mode but --jit --noaicpu).
