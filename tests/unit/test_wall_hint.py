@@ -1,0 +1,23 @@
+"""A build that stops at a sandbox wall is told which wall and where it is listed: a toolkit
+part's in doctor's recipe.wall row, a third-party stand-in's where --accept-stand-in took it."""
+
+from cannbuild.hints import match_hint
+from cannbuild.sandbox.third_party import _stub
+
+# the first error of real ops-transformer v9.0.0 past op_build (common/stub/op_tiling)
+NLOHMANN = (
+    "third_party/json/include/nlohmann/json.hpp:3:2: error: #error "
+    + _stub("nlohmann json 3.11.3").split('#error "', 1)[1].split("\n", 1)[0]
+)
+
+
+def test_a_third_party_stand_in_wall_names_the_archive_and_the_acceptance():
+    hint = match_hint(["[ 40%] Building CXX object runtime_kb_api.cpp.o", NLOHMANN])
+    assert hint is not None
+    assert "wall nlohmann (nlohmann json 3.11.3)" in hint and "--accept-stand-in" in hint
+
+
+def test_a_toolkit_wall_names_doctors_row():
+    line = "cannbuild sandbox wall: hcc (the device compiler): not in any open repository"
+    hint = match_hint(["make[2]: *** [kernel] Error 1", line])
+    assert hint is not None and "recipe.wall.hcc" in hint
