@@ -44,21 +44,25 @@ class OpDefSources(Struct, frozen=True, kw_only=True):
     source: str  # where the rule is
 
 
-# First match wins: <= 9.0 in ge, from 9.1 in metadef; AscendString in metadef throughout.
+# First match wins: from 9.1 in metadef (base/asc/opdef, which no earlier metadef has), else
+# ge (<= 9.0; ge@9.1.0 still holds an older copy, which metadef's 9.1 headers do not match:
+# its link left OpDefFactoryImpl and OpParamDefImpl undefined); AscendString in metadef throughout.
 OPDEF_SOURCES = (
-    OpDefSources(
-        repo="ge",
-        sources=("graph_metadef/register/opdef/*.cc",),
-        includes=("graph_metadef/register/opdef", "inc/graph_metadef", "inc"),
-        source="hicann/ge@v9.0.0 graph_metadef/register/CMakeLists.txt:66-74",
-    ),
     OpDefSources(
         repo="metadef",
         sources=("base/asc/opdef/*.cc",),
         includes=("pkg_inc/base/asc/opdef", "inc/external/asc", "pkg_inc", "inc"),
         source="hicann/metadef@9.1.0 base/asc/opdef",
     ),
+    OpDefSources(
+        repo="ge",
+        sources=("graph_metadef/register/opdef/*.cc",),
+        includes=("graph_metadef/register/opdef", "inc/graph_metadef", "inc"),
+        source="hicann/ge@v9.0.0 graph_metadef/register/CMakeLists.txt:66-74",
+    ),
 )
+
+
 ASCEND_STRING = OpDefSources(
     repo="metadef",
     sources=("base/type/ascend_string_impl.cc",),

@@ -401,6 +401,14 @@ std::vector<std::string> Socs(const char *product, const std::vector<Op> &ops) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 4 && std::string(argv[3]) == "--aicpu") {
+    // ops-math 9.1.0 cmake/opbuild.cmake:250-262 (gen_aicpu_ini_from_opdef): the AICPU
+    // operators' ini and json, a format no open repository shows: a named wall
+    std::fprintf(stderr,
+                 "cannbuild sandbox wall: op_build (its --aicpu mode, the AICPU operators' ini and json): "
+                 "the sandbox's op_build writes only what the AI Core operators' build reads\n");
+    return 1;
+  }
   if (argc != 3) {
     std::fprintf(stderr,
                  "usage: op_build <operator definition library> <output folder>\n"

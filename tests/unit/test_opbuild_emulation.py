@@ -20,6 +20,7 @@ from typing import Dict, Tuple
 
 import pytest
 
+from cannbuild.hints import match_hint
 from cannbuild.host.toolkit import host_arch
 from cannbuild.sandbox.hostside import lay_out_host_side
 from cannbuild.sandbox.opbuild import LIBREGISTER, OP_BUILD
@@ -186,3 +187,17 @@ def test_a_library_that_cannot_be_loaded_fails_naming_it(toolkit, tmp_path):
     missing = tmp_path / "libgen_op_host_aclnn.so"
     done = _op_build(toolkit, missing, tmp_path / "out")
     assert done.returncode == 1 and str(missing) in done.stderr
+
+
+def test_the_aicpu_mode_is_a_named_wall(toolkit, tmp_path):
+    """ops-math 9.1.0 runs `op_build LIB OUT --aicpu` for its AICPU operators: a wall the
+    build's hint names, not a usage error."""
+    library = _library(toolkit, tmp_path, DEF)
+    done = subprocess.run(
+        [str(toolkit / OP_BUILD), str(library), str(tmp_path / "out"), "--aicpu"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert match_hint([done.stderr]) is not None
+    assert "the build reached the sandbox's wall op_build" in (match_hint([done.stderr]) or "")
