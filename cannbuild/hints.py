@@ -51,6 +51,18 @@ HINTS: Tuple[Hint, ...] = (
         "with --accept-stand-in (the lock, the report and status list it). On an Ascend host "
         "with the CANN toolkit and the real archives it goes on.",
     ),
+    # asc-devkit's asc_opc runs its Python tool, which asc-devkit builds as a wheel
+    # (asc-devkit_custom_install.sh:66-107) and the sandbox's host side does not install:
+    # `python3: can't open file '.../python/site-packages/asc_opc_tool/opc.py'`.
+    Hint(
+        pattern=r"can't open file '[^']*/site-packages/asc_opc_tool/opc\.py'",
+        text="the build reached the sandbox's wall asc_opc (the kernel compile): asc-devkit's "
+        "asc_opc_tool and asc_op_compile_base are wheels its build makes, which the sandbox's "
+        "host side does not install, and behind them is the device compiler, which no open "
+        "repository provides. Everything before it (configure, op_build, the host "
+        "libraries) built against the real host side; on an Ascend host with the CANN "
+        "toolkit it goes on.",
+    ),
     # ops-transformer build.sh, after sourcing setenv.bash: `Error: bisheng compilation tool not
     # found...` (every mode but --jit --noaicpu).
     Hint(

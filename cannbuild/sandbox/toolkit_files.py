@@ -243,6 +243,8 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
     # cmake/symbol.cmake:36-50)
     _lib("libruntime.so", STUB, "runtime", "runtime"),
     _lib("libunified_dlog.so", STUB, "runtime", "unified_dlog"),
+    # and ops-cv's at 9.1.0 (cmake/symbol.cmake:50, found by cmake/modules/Findmmpa.cmake)
+    _lib("libmmpa.so", STUB, "runtime", "mmpa"),
     _lib("librt2_registry.a", STUB, "metadef", "rt2_registry (static)"),
     _lib("libtiling_api.a", STUB, "asc-devkit", "tiling_api (static)"),
     _lib("libc_sec.a", STUB, "libboundscheck", "c_sec (static)"),

@@ -21,3 +21,13 @@ def test_a_toolkit_wall_names_doctors_row():
     line = "cannbuild sandbox wall: hcc (the device compiler): not in any open repository"
     hint = match_hint(["make[2]: *** [kernel] Error 1", line])
     assert hint is not None and "recipe.wall.hcc" in hint
+
+
+def test_the_kernel_compile_without_asc_opc_tool_is_the_asc_opc_wall():
+    # the first error of real ops-cv 9.1.0 (and ops-math, ops-cv 9.0.0) past their host link
+    line = (
+        "python3: can't open file '/ws/.cannbuild/sandbox/sysroot/usr/local/Ascend/cann-9.1.0/"
+        "python/site-packages/asc_opc_tool/opc.py': [Errno 2] No such file or directory"
+    )
+    hint = match_hint(["Build started: asc_opc upsample_bilinear2d.py", line, "Error 2"])
+    assert hint is not None and "wall asc_opc" in hint and "wheels" in hint
