@@ -89,7 +89,7 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Co
 
 def check_config_file(path: Path, what: str) -> None:
     """invoke's loader reads a config file whole and blocks on a FIFO: only a regular
-    file of at most CONFIG_BYTES reaches it (bounded.py), and a YAML or JSON one only
+    file within CONFIG.max_bytes reaches it (bounded.py), and a YAML or JSON one only
     within the bounds above.  A .py config is code the user wrote; invoke runs it."""
     kind = CONFIG.named(what, _TOO_BIG)
     if path.suffix not in (".yaml", ".yml", ".json"):
