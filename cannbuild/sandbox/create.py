@@ -65,17 +65,18 @@ def _source_roots() -> List[Path]:
     ]
 
 
-def _stat_mark(roots: Sequence[Path]) -> str:
-    """The name, size, inode and mtime of every source file: what changes when one does."""
-    digest = hashlib.sha256()
+def _stat_mark(roots: Sequence[Path], files: Sequence[Path] = ()) -> str:
+    """The name, size, inode and mtime of every source file under `roots` and of `files`:
+    what changes when one does."""
+    paths: List[str] = []
     for root in roots:
         for folder, dirs, names in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(names):
-                st = os.stat(os.path.join(folder, name))
-                digest.update(
-                    f"{folder}/{name}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}\n".encode()
-                )
+            paths += (os.path.join(folder, name) for name in sorted(names))
+    digest = hashlib.sha256()
+    for path in [*paths, *map(str, files)]:
+        st = os.stat(path)
+        digest.update(f"{path}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
@@ -87,8 +88,7 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
     head = f"{SANDBOX_FORMAT}|{spec.variant}|{spec.cann}|{spec.dir}|{cxx}"
     roots = _source_roots()
     data = facts.files(facts.SANDBOX)  # a user's cannbuild-recipes/sandbox/ too
-    marks = [_stat_mark(roots), *(f"{p}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in data)]
-    mark = hashlib.sha256(f"{head}|{'|'.join(marks)}".encode()).hexdigest()
+    mark = hashlib.sha256(f"{head}|{_stat_mark(roots, data)}".encode()).hexdigest()
     kept = read_state(spec.dir / KEY_MEMO, MEMO, Dict[str, str])
     if kept is not None and kept.get("mark") == mark and kept.get("key"):
         return kept["key"]
