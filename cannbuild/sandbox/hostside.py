@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -30,6 +29,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import msgspec
 from msgspec import Struct
 
+from .. import proc
 from ..bounded import SANDBOX_RECORD, read_state
 from ..errors import SandboxError
 from ..workspace import write_json_atomic
@@ -236,18 +236,11 @@ def _generate(home: Path, arch: str, gen: Generated, checkout: Path) -> str:
     _clear(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     args = [str(target) if a == "{out}" else str(checkout / a) for a in gen.args]
-    done = subprocess.run(
-        [sys.executable, str(checkout / gen.script), *args],
-        cwd=checkout,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = proc.run([sys.executable, str(checkout / gen.script), *args], cwd=checkout, timeout=300)
     if done.returncode != 0 or not target.is_file():
         raise SandboxError(
             f"{gen.repo}'s {gen.script} ({gen.source}) did not make {installed} for the "
-            f"sandbox toolkit (exit {done.returncode}): {done.stderr.strip()[-500:]}",
+            f"sandbox toolkit (exit {done.returncode}): {done.stderr.decode('utf-8', 'replace').strip()[-500:]}",
             "The script is upstream's; check the checkout at its locked commit.",
         )
     return installed

@@ -9,7 +9,7 @@ classes are in the host-side repositories.  So once those are laid out (hostside
 sandbox compiles that implementation, as the release has it, into the toolkit's
 libregister, and its own op_build (kernels/opbuild/op_build.cpp) over it.  Where the
 checkouts hold no OpDef sources (the stand-in repositories) the wall stays
-(toolkit_files.WALLS).
+(kernels/toolkit/files.toml [[wall]]).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from typing import List, Mapping, Sequence, Tuple
 
 from msgspec import Struct
 
-from .. import usercache
+from .. import proc, usercache
 from ..bounded import DATA_FILE, read_bytes
 from ..errors import SandboxError
 from ..resources import data_dir
 from .files import write
-from .toolkit_files import WALLS, wall_script
+from .toolkit_files import wall_script, walls
 
 LIBREGISTER = "{arch}-linux/lib64/libregister.so"
 OP_BUILD = "tools/opbuild/op_build"
@@ -139,7 +139,7 @@ def _keep_wall(home: Path, arch: str) -> None:
     them and was removed (hostside._remove)."""
     tool = home / OP_BUILD
     if not tool.exists():
-        wall = next(w for w in WALLS if w.path == OP_BUILD)
+        wall = next(w for w in walls() if w.path == OP_BUILD)
         write(tool, wall_script(wall, arch), executable=True)
         write(home / LIBREGISTER.format(arch=arch), "")
 
@@ -153,26 +153,28 @@ def _compile_units(
     commands = [[cxx, *flags, "-c", "-o", obj, str(unit)] for obj, unit in zip(objects, units)]
     for start in range(0, len(commands), jobs):
         batch = commands[start : start + jobs]
-        running = [_start(c) for c in batch]
-        said = [p.communicate(timeout=1800)[1] for p in running]  # all end before a failure
+        running = [proc.popen(c, stdout=subprocess.DEVNULL) for c in batch]
+        try:
+            said = [p.communicate(timeout=1800)[1] for p in running]  # all end before a failure
+        except BaseException:  # a timeout, Ctrl-C, SIGTERM: every compiler's group goes with us
+            for process in running:
+                proc.kill_group(process, grace_s=0.5)
+            raise
         for command, process, err in zip(batch, running, said):
             _check(process.returncode, err, f"{what} ({command[-1]})")
     return objects
 
 
-def _start(command: List[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
 def _run(command: List[str], what: str) -> None:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    done = proc.run(command, timeout=1800)
     _check(done.returncode, done.stderr, what)
 
 
-def _check(returncode: int, stderr: str, what: str) -> None:
+def _check(returncode: int, stderr: bytes, what: str) -> None:
     if returncode != 0:
+        said = stderr.decode("utf-8", "replace").strip()[-800:]
         raise SandboxError(
-            f"compiling {what} failed (exit {returncode}): {stderr.strip()[-800:]}",
+            f"compiling {what} failed (exit {returncode}): {said}",
             "The sources are upstream's at the locked commit, the headers the sandbox toolkit's "
             "host side laid out from the same release: check that the host-side repos are of "
             "one release.",
