@@ -62,7 +62,7 @@ def missing_files(
 
 
 # The line a sandbox stand-in prints where a build of the real repositories reaches a toolkit
-# part neither an open repository nor the sandbox provides (sandbox/toolkit_files.py WALLS).
+# part neither an open repository nor the sandbox provides (kernels/toolkit/files.toml [[wall]]).
 WALL_MARKER = "cannbuild sandbox wall:"
 
 

@@ -24,7 +24,7 @@ from ..resources import data_dir
 from .files import CommandLog, symlink, write
 from .hardware import Variant
 from .releases import Release
-from .toolkit_files import WALLS, lay_out, wall_script
+from .toolkit_files import lay_out, wall_script, walls
 
 # Each ships a `version.info`; torch_npu refuses a home without runtime/ and compiler/.
 COMPONENTS = ("runtime", "compiler", "opp", "toolkit")
@@ -235,8 +235,8 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
 def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
     # The real ones generate code (op_build) or cross-compile for the device (hcc, which opbase's
     # device sub-build wants); the stand-ins stop a build that reaches them, naming the wall
-    # (toolkit_files.WALLS, with the reason each is not emulated).
-    for wall in WALLS:
+    # (toolkit_files.walls(), with the reason each is not emulated).
+    for wall in walls():
         write(tk / wall.path.format(arch=arch), wall_script(wall, arch), executable=True)
     # the Ascend C kernel cmake: under <arch>-linux/tikcpp from 8.5, tools/ascend_project before
     kernel_cmake = (

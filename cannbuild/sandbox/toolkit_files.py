@@ -1,4 +1,5 @@
-"""Every header and library the sandbox toolkit holds for the builds, in one list.
+"""Every header and library the sandbox toolkit holds for the builds, in one list
+(kernels/toolkit/files.toml).
 
 The stand-in repositories' host code includes the real header names and their cmake
 modules look for the real files (templates/sandbox/ops-transformer/cmake/modules, in the
@@ -25,6 +26,7 @@ Each is one of:
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import shutil
 from pathlib import Path
@@ -32,7 +34,8 @@ from typing import Dict, List, Tuple
 
 from msgspec import Struct
 
-from ..bounded import DATA_FILE, read_bytes
+from ..bounded import DATA_FILE, read_bytes, read_toml
+from ..decoded import convert
 from ..host.contents import WALL_MARKER
 from ..resources import data_dir
 from .files import write
@@ -78,182 +81,7 @@ class StandIn(Struct, frozen=True, kw_only=True):
         return REPO_OF.get(self.package, "") if self.path.startswith(INCLUDE) else ""
 
 
-def _h(path: str, kind: str, package: str, what: str, copy: str = "") -> StandIn:
-    return StandIn(path=INCLUDE + path, kind=kind, package=package, what=what, copy=copy)
-
-
-def _lib(name: str, kind: str, package: str, what: str, opbase: bool = False) -> StandIn:
-    return StandIn(
-        path=LIB64 + name, kind=kind, package=package, what=what, opbase_in_toolkit=opbase
-    )
-
-
-TOOLKIT_FILES: Tuple[StandIn, ...] = (
-    # headers
-    _h(
-        "acl", DECLARED, "runtime", "the ACL C API subset (reference acl-api.md)", "emu/include/acl"
-    ),
-    _h(
-        "aclnn",
-        DECLARED,
-        "opbase",
-        "aclnn_base.h, acl_meta.h, opdev/op_errno.h",
-        "emu/include/aclnn",
-    ),
-    _h("emu", EMULATED, "(sandbox)", "the emulation's own interface", "emu/pkg_inc/emu"),
-    _h(
-        "securec.h",
-        DECLARED,
-        "libboundscheck",
-        "openeuler-mirror/libboundscheck include/securec.h",
-        "toolkit/include/securec.h",
-    ),
-    _h(
-        "graph/types.h",
-        DECLARED,
-        "metadef",
-        _METADEF + "graph/types.h (DataType, Format)",
-        "toolkit/include/graph/types.h",
-    ),
-    _h("graph/operator_reg.h", STUB, "metadef", "REG_OP, the operator prototype macros"),
-    _h(
-        "register/register.h", STUB, "metadef", _METADEF + "register/register.h (Findmetadef.cmake)"
-    ),
-    _h(
-        "register/op_def_registry.h",
-        STUB,
-        "metadef",
-        _METADEF + "asc/register/op_def_registry.h (OpDef, OP_ADD)",
-    ),
-    _h("register/op_impl_registry.h", STUB, "metadef", _METADEF + "register/op_impl_registry.h"),
-    _h("register/tilingdata_base.h", STUB, "metadef", _METADEF + "register/tilingdata_base.h"),
-    _h(
-        "exe_graph/runtime/tiling_context.h",
-        STUB,
-        "metadef",
-        _METADEF + "exe_graph/runtime/tiling_context.h",
-    ),
-    _h(
-        "platform/platform_info.h", STUB, "metadef", "Findplatform.cmake's platform/platform_info.h"
-    ),
-    _h("tiling/tiling_api.h", STUB, "asc-devkit", "Findtilingapi.cmake's tiling/tiling_api.h"),
-    _h(
-        "tiling/platform/platform_ascendc.h",
-        STUB,
-        "asc-devkit",
-        "PlatformAscendC, the SoC facts a tiling reads",
-    ),
-    _h("toolchain/dlog_pub.h", STUB, "runtime", "Finddlog.cmake's dlog_pub.h"),
-    _h("experiment/runtime/runtime/rt.h", STUB, "runtime", "Findruntime.cmake's runtime/rt.h"),
-    # the rest of what the real v9.0.0 flash_attention_score host code and the common code include
-    # (tests/fixtures/derived/ops-transformer-v9.0.0-fa-headers.tsv), where its cmake looks
-    _h("toolchain/alog_pub.h", STUB, "runtime", "dlog's alog interface"),
-    _h(
-        "experiment/runtime/runtime/base.h",
-        STUB,
-        "runtime",
-        "rtError_t and the runtime's base types",
-    ),
-    _h(
-        "experiment/runtime/runtime/rt_external_base.h",
-        STUB,
-        "runtime",
-        "the runtime's external base",
-    ),
-    _h("base/err_msg.h", STUB, "metadef", _METADEF + "base/err_msg.h"),
-    _h("exe_graph/runtime/op_execute_context.h", STUB, "metadef", _METADEF + "exe_graph/runtime/"),
-    _h(
-        "exe_graph/runtime/op_execute_launch_context.h",
-        STUB,
-        "metadef",
-        _METADEF + "exe_graph/runtime/",
-    ),
-    _h(
-        "exe_graph/runtime/op_execute_prepare_context.h",
-        STUB,
-        "metadef",
-        _METADEF + "exe_graph/runtime/",
-    ),
-    _h("exe_graph/runtime/shape.h", STUB, "metadef", _METADEF + "exe_graph/runtime/shape.h"),
-    _h("exe_graph/runtime/tensor.h", STUB, "metadef", _METADEF + "exe_graph/runtime/tensor.h"),
-    _h(
-        "exe_graph/runtime/tiling_parse_context.h", STUB, "metadef", _METADEF + "exe_graph/runtime/"
-    ),
-    _h("graph/ge_error_codes.h", STUB, "metadef", _METADEF + "graph/ge_error_codes.h"),
-    _h("graph/tensor.h", STUB, "metadef", _METADEF + "graph/tensor.h"),
-    _h("graph/utils/type_utils.h", STUB, "metadef", _METADEF + "graph/utils/type_utils.h"),
-    _h("register/op_impl_kernel_registry.h", STUB, "metadef", _METADEF + "register/"),
-    _h("platform/soc_spec.h", STUB, "metadef", "the SoC facts a tiling reads"),
-    _h(
-        "platform/platform_ascendc.h", STUB, "metadef", "PlatformAscendC, as common/src includes it"
-    ),
-    _h("ascendc/host_api/tiling/template_argument.h", STUB, "asc-devkit", "tiling-key templates"),
-    _h("aclnn/opdev/common_types.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    _h("aclnn/opdev/fast_vector.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    _h("aclnn/opdev/make_op_executor.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    _h("aclnn/opdev/op_def.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    _h("aclnn/opdev/op_dfx.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    _h("aclnn/opdev/op_executor.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    _h("aclnn/opdev/shape_utils.h", STUB, "opbase", "nnopbase's opdev (aclnn/opdev)"),
-    # libraries: the emulation (kernels/emu/CMakeLists.txt)
-    _lib("libascendcl.so", EMULATED, "runtime", "ACL runtime on the CPU"),
-    _lib("libnnopbase.so", EMULATED, "opbase", "aclnn tensors and executors"),
-    _lib("libc_sec.so", EMULATED, "libboundscheck", "memcpy_s, memset_s, memmove_s"),
-    _lib("libopapi_math.so", EMULATED, "ops-math", "what the examples link besides the package"),
-    _lib("libops_base.so", EMULATED, "opbase", "opbase's op_common", opbase=True),
-    # what the real torch_npu links besides libascendcl: without them `import torch_npu` fails
-    _lib("libacl_op_compiler.so", EMULATED, "runtime", "compile options (torch_npu)"),
-    _lib("libhccl.so", EMULATED, "hccl", "inert (torch_npu links it)"),
-    _lib("libge_runner.so", EMULATED, "ge-executor", "inert (torch_npu links it)"),
-    _lib("libgraph.so", EMULATED, "metadef", "inert (torch_npu links it; Findmetadef.cmake looks)"),
-    _lib("libacl_tdt_channel.so", EMULATED, "runtime", "inert (torch_npu links it)"),
-    # libraries the cmake modules look for (Finddlog, Findplatform, Findmetadef, Findsecurec,
-    # Findtilingapi at v9.0.0); the stand-ins link none of them
-    _lib("libascendalog.so", STUB, "runtime", "dlog"),
-    _lib("libplatform.so", STUB, "metadef", "platform"),
-    _lib(
-        "libregister.so",
-        STUB,
-        "metadef",
-        "register; the OpDef registry compiled from ge's "
-        "graph_metadef/register/opdef (metadef base/asc/opdef from 9.1) where the host side "
-        "comes from the repos (sandbox/opbuild.py)",
-    ),
-    StandIn(
-        path="tools/opbuild/op_build",
-        kind=EMULATED,
-        package="toolkit",
-        what="closed source: kernels/opbuild/op_build.cpp loads the operator definition library, "
-        "reads its OpDefs from libregister and writes the aclnn sources, the prototypes and "
-        "the ops-info ini the CMake rules expect",
-        copy="opbuild/op_build.cpp",
-        host_side=True,
-    ),
-    _lib("libopp_registry.so", STUB, "metadef", "opp_registry"),
-    _lib("libexe_graph.so", STUB, "metadef", "exe_graph"),
-    _lib("libgraph_base.so", STUB, "metadef", "graph_base"),
-    _lib("liberror_manager.so", STUB, "metadef", "error_manager"),
-    _lib("libmetadef.so", STUB, "metadef", "metadef"),
-    # what the custom package's cust_opapi links (ops-transformer@v9.0.0
-    # cmake/custom_build.cmake:91-93); built from runtime (adump, msprof) and ge (base/)
-    _lib("libprofapi.so", STUB, "runtime", "profapi (msprof)"),
-    _lib("libascend_dump.so", STUB, "runtime", "ascend_dump (adump)"),
-    _lib("libge_common_base.so", STUB, "ge", "ge_common_base"),
-    # what ops-math's ophost library links from lib64 by name (ops-math@v9.0.0
-    # cmake/symbol.cmake:36-50)
-    _lib("libruntime.so", STUB, "runtime", "runtime"),
-    _lib("libunified_dlog.so", STUB, "runtime", "unified_dlog"),
-    # and ops-cv's at 9.1.0 (cmake/symbol.cmake:50, found by cmake/modules/Findmmpa.cmake)
-    _lib("libmmpa.so", STUB, "runtime", "mmpa"),
-    _lib("librt2_registry.a", STUB, "metadef", "rt2_registry (static)"),
-    _lib("libtiling_api.a", STUB, "asc-devkit", "tiling_api (static)"),
-    _lib("libc_sec.a", STUB, "libboundscheck", "c_sec (static)"),
-)
 EMPTY_ARCHIVE = b"!<arch>\n"  # what `ar` writes for an archive with no member
-
-# What a build of the real repositories reaches that neither an open-source repository nor
-# the sandbox provides: a stand-in that stops the build there, saying so.  The marker line
-# is what doctor (build/derived.py) and the failure hint (hints.py) recognise.
 
 
 class Wall(Struct, frozen=True, kw_only=True):
@@ -262,35 +90,28 @@ class Wall(Struct, frozen=True, kw_only=True):
     what: str  # what the real one does, and why the sandbox has none
 
 
-WALLS: Tuple[Wall, ...] = (
-    Wall(
-        path="tools/opbuild/op_build",
-        component="op_build",
-        what="the real toolkit's opbuild loads the compiled operator definitions and generates "
-        "the aclnn sources and operator prototypes (ops-transformer@v9.0.0 "
-        "cmake/custom_build.cmake:814-880); it is closed source, and the sandbox's emulation "
-        "(TOOLKIT_FILES) needs the release's OpDef sources, which these host-side "
-        "repositories do not hold",
-    ),
-    Wall(
-        path="{arch}-linux/bin/gen_esb",
-        component="gen_esb",
-        what="the ge-compiler package's ES API generator that ge's generate_es_package.cmake "
-        "runs for add_es_library (hicann/ge@v9.0.0 cmake/generate_es_package.cmake:490-493); "
-        "a program built from hicann/ge, which the sandbox does not build",
-    ),
-    Wall(
-        path="toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-g++",
-        component="hcc",
-        what="the device-side cross compiler opbase's device sub-build runs (opbase@v9.0.0 "
-        "cmake/aarch64-hcc-toolchain.cmake); it ships with the toolkit, not in an open repository",
-    ),
-    Wall(
-        path="toolkit/toolchain/hcc/bin/aarch64-target-linux-gnu-gcc",
-        component="hcc",
-        what="the device-side cross compiler (C), as above",
-    ),
-)
+class _Files(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    file: Tuple[StandIn, ...]
+    wall: Tuple[Wall, ...]
+
+
+@functools.lru_cache(maxsize=1)
+def _files() -> _Files:
+    """kernels/toolkit/files.toml: read once per process."""
+    path = data_dir("kernels") / "toolkit" / "files.toml"
+    return convert(read_toml(path, DATA_FILE), _Files, str(path), "Fix the shipped file.")
+
+
+def toolkit_files() -> Tuple[StandIn, ...]:
+    """Every header and library of the sandbox toolkit (kernels/toolkit/files.toml [[file]])."""
+    return _files().file
+
+
+def walls() -> Tuple[Wall, ...]:
+    """What a build of the real repositories reaches that neither an open repository nor
+    the sandbox provides: a stand-in that stops the build there, saying so (the marker line
+    is what doctor, build/derived.py, and the failure hint, hints.py, recognise)."""
+    return _files().wall
 
 
 def wall_script(wall: Wall, arch: str) -> str:
@@ -305,10 +126,10 @@ def wall_script(wall: Wall, arch: str) -> str:
 def lay_out(
     tk: Path, arch: str, emu_build: Path, opbase_in_toolkit: bool, host_side_repos: bool
 ) -> None:
-    """Put every file of TOOLKIT_FILES under `tk` (the toolkit's install folder), but
+    """Put every file of toolkit_files() under `tk` (the toolkit's install folder), but
     those an open repository ships where the release's host side comes from them."""
     kernels = data_dir("kernels")
-    for item in TOOLKIT_FILES:
+    for item in toolkit_files():
         if item.opbase_in_toolkit and not opbase_in_toolkit:
             continue
         if (host_side_repos and item.repo) or item.host_side:
@@ -335,14 +156,14 @@ def _stub(item: StandIn) -> str:
 
 def stand_in_repo_files(repo: str, register_in_ge: bool) -> Dict[str, bytes]:
     """The files of the stand-in `repo` the sandbox serves in place of the real one: each
-    header of TOOLKIT_FILES it ships, at the repository's path, and a packaging XML
+    header of toolkit_files() it ships, at the repository's path, and a packaging XML
     (scripts/package/<repo>/<repo>.xml) that installs them where the toolkit has them,
     which sandbox/hostside.py reads as it reads the real one.  `register_in_ge`: the
     release ships the operator definition headers in ge (<= 9.0), not metadef."""
     kernels = data_dir("kernels")
     files: Dict[str, bytes] = {}
     folders: Dict[str, List[str]] = {}
-    for item in TOOLKIT_FILES:
+    for item in toolkit_files():
         rel = item.path[len(INCLUDE) :]
         owner = item.repo
         folder = REPO_FOLDER.get(owner, "")

@@ -11,9 +11,9 @@ from cannbuild.sandbox.toolkit_files import (
     EMULATED,
     INCLUDE,
     STUB,
-    TOOLKIT_FILES,
     lay_out,
     stand_in_repo_files,
+    toolkit_files,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "derived"
@@ -28,7 +28,7 @@ def headers_laid_out() -> Set[str]:
     """Each header's path under <arch>-linux/include, copied folders' files included."""
     kernels = data_dir("kernels")
     out: Set[str] = set()
-    for item in TOOLKIT_FILES:
+    for item in toolkit_files():
         if not item.path.startswith(INCLUDE):
             continue
         rel = item.path[len(INCLUDE) :]
@@ -42,8 +42,8 @@ def headers_laid_out() -> Set[str]:
 
 def test_every_entry_says_what_it_is_and_a_copied_one_exists():
     kernels = data_dir("kernels")
-    assert len({i.path for i in TOOLKIT_FILES}) == len(TOOLKIT_FILES)
-    for item in TOOLKIT_FILES:
+    assert len({i.path for i in toolkit_files()}) == len(toolkit_files())
+    for item in toolkit_files():
         assert item.kind in (DECLARED, STUB, EMULATED) and item.package and item.what
         if item.kind == DECLARED:
             assert item.copy and (kernels / item.copy).exists(), item
@@ -67,7 +67,7 @@ def emulation(tmp_path: Path) -> Path:
     """A folder with a file for each emulated library, as the emulation's build makes."""
     emu = tmp_path / "emu"
     emu.mkdir()
-    for item in TOOLKIT_FILES:
+    for item in toolkit_files():
         if item.kind == EMULATED and not item.path.startswith(INCLUDE):
             (emu / Path(item.path).name).write_bytes(b"\x7fELF emulated")
     return emu
@@ -99,7 +99,7 @@ def test_from_8_5_an_open_repository_s_headers_come_from_its_stand_in_repository
     assert not (include / "register/op_def_registry.h").exists()
     assert not (include / "securec.h").exists() and not (include / "acl").exists()
     assert (include / "emu").is_dir()  # the emulation's own interface stays
-    shipped = {i.path[len(INCLUDE) :] for i in TOOLKIT_FILES if i.repo}
+    shipped = {i.path[len(INCLUDE) :] for i in toolkit_files() if i.repo}
     placed = set()
     for repo, folder in (
         ("ge", "inc/graph_metadef/external/"),

@@ -22,7 +22,7 @@ from cannbuild.host.contents import wall_of, wall_rows
 from cannbuild.recipes import load_recipe
 from cannbuild.recipes.model import ToolkitFile
 from cannbuild.recipes.selection import for_host
-from cannbuild.sandbox.toolkit_files import WALLS, wall_script
+from cannbuild.sandbox.toolkit_files import wall_script, walls
 from cannbuild.sources.archives import Needed, accept_stand_in
 from cannbuild.sources.canncmake import local_places
 
@@ -84,7 +84,7 @@ def test_a_stub_header_fails_the_host_compile_the_real_one_passes_and_the_memo_s
 
 def wall_toolkit(tmp_path: Path) -> Path:
     home = tmp_path / "tk"
-    for wall in WALLS:
+    for wall in walls():
         path = home / wall.path.format(arch="x86_64")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(wall_script(wall, "x86_64"))
