@@ -81,10 +81,24 @@ class ReleaseFacts(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     images: Tuple[str, ...] = ()  # quay.io/ascend/cann tags seen published
 
 
+class ToolSpec(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A build tool doctor asks for ([[tool]] in recipes/facts/hosts.toml)."""
+
+    name: str
+    version_args: Tuple[str, ...] = ("--version",)
+    minimum: Optional[str] = None
+    required: bool = True
+    hint: str = ""
+    # No build step calls it unless the recipe lists it under [[host.tools]] (gawk up to 9.0)
+    # or a compile cache is configured (ccache): missing, it is a note, not a warning.
+    advisory: bool = False
+
+
 class FactsFile(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     family: Tuple[Family, ...] = ()
     soc_words: Dict[str, str] = field(default_factory=dict)
     image_os: Tuple[ImageOs, ...] = ()
+    tool: Tuple[ToolSpec, ...] = ()
     source: Dict[str, Source] = field(default_factory=dict)
     release: Dict[str, ReleaseFacts] = field(default_factory=dict)
 
@@ -96,6 +110,11 @@ def read(cwd: Optional[Path] = None) -> Tuple[FactsFile, ...]:
 def releases(cwd: Optional[Path] = None) -> Dict[str, ReleaseFacts]:
     """Release -> its facts (a later file's release replaces an earlier one's)."""
     return {name: rel for f in read(cwd) for name, rel in f.release.items()}
+
+
+def tools(cwd: Optional[Path] = None) -> Tuple[ToolSpec, ...]:
+    """The build tools, in the files' order (a later file's tool of a name replaces it)."""
+    return tuple({t.name: t for f in read(cwd) for t in f.tool}.values())
 
 
 def families(cwd: Optional[Path] = None) -> Tuple[Family, ...]:

@@ -18,7 +18,7 @@ from .hardware import Hardware, detect_hardware
 from .pystack import PythonStack, read_python_stack
 from .socs import Family, by_soc
 from .sysroot import Sysroot
-from .toolchain import TOOLS, CapturedEnv, ToolResult, capture_env, probe_tools
+from .toolchain import CapturedEnv, ToolResult, capture_env, probe_tools
 from .toolkit import Toolkit, ToolkitSearch, find_toolkit, host_arch
 
 
@@ -61,7 +61,7 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
     toolkit = search.toolkit
     with ThreadPoolExecutor(max_workers=4) as pool:
         hw_future = pool.submit(detect_hardware, sysroot, env)
-        tools_future = pool.submit(probe_tools, env, TOOLS, _tool_memo(options))
+        tools_future = pool.submit(probe_tools, env, None, _tool_memo(options))
         env_future = (
             pool.submit(capture_env, toolkit.set_env, env)
             if toolkit is not None and toolkit.set_env is not None

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from msgspec import Struct
 from packaging.version import InvalidVersion, Version
@@ -22,6 +22,7 @@ from ..bounded import BINARY, HOST_FILE, MEMO, head, read_state, read_text
 from ..errors import UsageError
 from ..proc import run
 from ..workspace import remember
+from .published import ToolSpec, tools
 
 ENV_CAPTURE_TIMEOUT_S = 30.0
 TOOL_TIMEOUT_S = 10.0
@@ -30,90 +31,6 @@ TOOL_TIMEOUT_S = 10.0
 _IGNORED_VARS = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING"})
 # The first dotted number of `cmake version 3.28.3`, `Python 3.10.12`, `git version 2.34.1`.
 _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
-
-
-class ToolSpec(Struct, frozen=True, kw_only=True):
-    name: str
-    version_args: Tuple[str, ...] = ("--version",)
-    minimum: Optional[str] = None
-    required: bool = True
-    hint: str = ""
-    # No build step calls it unless the recipe lists it under [[host.tools]] (gawk up to 9.0)
-    # or a compile cache is configured (ccache): missing, it is a note, not a warning.
-    advisory: bool = False
-
-
-# The minimums opbase's and ops-transformer's docs and install_deps.sh state: cmake >= 3.16, gcc
-# >= 7.3.0, python >= 3.7, patch >= 2.7, pigz >= 2.4 (optional), plus dos2unix and makeself
-# (reference cann-build-systems.md §1.4, §2.6).
-TOOLS: Tuple[ToolSpec, ...] = (
-    ToolSpec(
-        name="cmake",
-        minimum="3.16",
-        hint="install cmake >= 3.16 (pip install cmake)",
-    ),
-    # `-dumpversion` may print only `7` on gcc >= 7; `-dumpfullversion` prints all three numbers.
-    ToolSpec(
-        name="gcc",
-        version_args=("-dumpfullversion", "-dumpversion"),
-        minimum="7.3",
-        hint="apt install gcc g++",
-    ),
-    ToolSpec(
-        name="g++",
-        version_args=("-dumpfullversion", "-dumpversion"),
-        minimum="7.3",
-        hint="apt install g++",
-    ),
-    ToolSpec(
-        name="python3",
-        minimum="3.7",
-        hint="install python3 >= 3.7",
-    ),
-    ToolSpec(name="git", hint="apt install git"),
-    ToolSpec(
-        name="make",
-        hint="apt install make",
-    ),
-    ToolSpec(
-        name="patch",
-        minimum="2.7",
-        required=False,
-        hint="apt install patch",
-    ),
-    ToolSpec(
-        name="pigz",
-        minimum="2.4",
-        required=False,
-        hint="apt install pigz (packaging falls back to gzip)",
-        advisory=True,
-    ),
-    ToolSpec(
-        name="dos2unix",
-        required=False,
-        hint="apt install dos2unix",
-        advisory=True,
-    ),
-    ToolSpec(
-        name="makeself",
-        required=False,
-        hint="apt install makeself (the repos otherwise use the copy in their third-party downloads)",
-        advisory=True,
-    ),
-    ToolSpec(
-        name="ccache",
-        required=False,
-        hint="apt install ccache to speed up rebuilds",
-        advisory=True,
-    ),
-    ToolSpec(
-        name="gawk",
-        required=False,
-        hint="apt install gawk: ops-transformer's build.sh (v8.5.0-v9.0.x) pipes its output through gawk "
-        "and exits 127 without it",
-        advisory=True,
-    ),
-)
 
 
 class ToolResult(Struct, frozen=True, kw_only=True):
@@ -161,13 +78,14 @@ def probe_tool(
 
 
 def probe_tools(
-    env: Mapping[str, str], specs: Sequence[ToolSpec] = TOOLS, memo: Optional[Path] = None
+    env: Mapping[str, str], specs: Optional[Sequence[ToolSpec]] = None, memo: Optional[Path] = None
 ) -> List[ToolResult]:
     """Probe in parallel: a dozen `--version` calls must not add up.  A binary named in
-    `memo` (see remember_tools) with the same file identity is not asked again."""
+    `memo` (see remember_tools) with the same file identity is not asked again; `specs`
+    default to the build tools of recipes/facts/hosts.toml."""
     known = _read_memo(memo)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(lambda s: probe_tool(s, env, known), specs))
+        return list(pool.map(lambda s: probe_tool(s, env, known), specs or tools()))
 
 
 def remember_tools(memo: Path, results: Sequence[ToolResult]) -> None:
