@@ -93,11 +93,6 @@ def for_host(recipe: Recipe, sandbox: bool) -> Recipe:
     return replace(recipe, repos=tuple(r for r in recipe.repos if not r.toolkit or r.name in used))
 
 
-def parse_repos(text: str) -> Tuple[str, ...]:
-    """`ops-transformer,ops-math` -> the names, blanks dropped."""
-    return tuple(n.strip() for n in text.split(",") if n.strip())
-
-
 def ops_by_repo(
     recipe: Recipe,
     ops: str,

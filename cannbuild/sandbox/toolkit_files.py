@@ -42,18 +42,9 @@ from .files import write
 
 DECLARED, STUB, EMULATED = "declared", "stub", "emulated"
 INCLUDE = "{arch}-linux/include/"
-LIB64 = "{arch}-linux/lib64/"
-_METADEF = "hicann/metadef inc/external/"
-# package -> the repository that ships its headers, and where under it they are
-# (hicann/opbase@v9.0.0 include/nnopbase/, hicann/metadef inc/external/, hicann/runtime
+# the packages whose headers an open repository of the same name ships, and where under it
+# they are (hicann/opbase@v9.0.0 include/nnopbase/, hicann/metadef inc/external/, hicann/runtime
 # include/external/, cannmirror/asc-devkit include/, openeuler-mirror/libboundscheck include/)
-REPO_OF = {
-    "opbase": "opbase",
-    "metadef": "metadef",
-    "runtime": "runtime",
-    "asc-devkit": "asc-devkit",
-    "libboundscheck": "libboundscheck",
-}
 REPO_FOLDER = {
     "opbase": "include/nnopbase/",
     "metadef": "inc/external/",
@@ -78,7 +69,8 @@ class StandIn(Struct, frozen=True, kw_only=True):
     @property
     def repo(self) -> str:
         """The open-source repository that ships it (none: the sandbox's own)."""
-        return REPO_OF.get(self.package, "") if self.path.startswith(INCLUDE) else ""
+        shipped = self.package in REPO_FOLDER and self.path.startswith(INCLUDE)
+        return self.package if shipped else ""
 
 
 EMPTY_ARCHIVE = b"!<arch>\n"  # what `ar` writes for an archive with no member

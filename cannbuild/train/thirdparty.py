@@ -31,10 +31,6 @@ class ArchiveRules(Struct, frozen=True, kw_only=True):
     undecided: Tuple[str, ...]
 
 
-def _rule(rule_name: str, **values: JSONValue) -> Dict[str, JSONValue]:
-    return {"name": rule_name, **values}
-
-
 def cann_cmake_rules(
     fetcher: Fetcher,
     ws: Workspace,
