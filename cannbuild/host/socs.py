@@ -14,8 +14,6 @@ from typing import Optional
 from ..errors import UsageError
 from .published import Family, families, read
 
-__all__ = ["Family", "by_chip", "by_pci_device", "by_soc", "families", "normalize_soc"]
-
 # sysfs `vendor` reads `0x19e5` (`npu-smi info -t board` prints it as `PCI Vendor ID : 0x19E5`).
 HUAWEI_PCI_VENDOR = "19e5"
 

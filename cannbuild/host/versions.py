@@ -19,14 +19,6 @@ from typing import Optional, Tuple
 
 from msgspec import Struct
 
-__all__ = [
-    "CannVersion",
-    "DriverVersion",
-    "VersionNotComparable",
-    "parse_cann_version",
-    "parse_driver_version",
-]
-
 # Released forms: `8.0.RC1`, `8.2.RC1` (ascend_toolkit_install.info `version=`), `8.0.0`,
 # `8.0.RC2.alpha003`, `8.0.0.beta1`, `8.5.0-beta.1`, `9.0.0-beta.2`; image tags lower-case
 # them (`8.1.rc1`), hence IGNORECASE.  This is the key reference cann-environment.md §2

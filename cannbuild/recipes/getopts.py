@@ -279,6 +279,3 @@ def _short(
             return Verdict(word=word, at=i, accepted=True, option=option, values=taken), 1
     first = shorts[f"-{word[1]}"]
     return Verdict(word=word, at=i, accepted=True, option=first), 0
-
-
-__all__ = ["LONG_LIST", "find_loop", "getopts_spec", "judge_getopts"]

@@ -271,18 +271,3 @@ def closest(spec: OptionSpec, word: str) -> Optional[str]:
     name = word.split("=", 1)[0]
     found = difflib.get_close_matches(name, spec.names(), n=1, cutoff=0.6)
     return found[0] if found else None
-
-
-__all__ = [
-    "CASE",
-    "GETOPT",
-    "GETOPTS",
-    "VARIABLE",
-    "BuildOption",
-    "NoOptionLoop",
-    "OptionSpec",
-    "Verdict",
-    "closest",
-    "judge",
-    "option_spec",
-]

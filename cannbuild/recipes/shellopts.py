@@ -151,19 +151,3 @@ def arm_values(body: str) -> int:
     if len(shifts) > 1 or (shifts[0] and not shifts[0].isdigit()):
         return VARIABLE
     return max(int(shifts[0] or "1") - 1, 0)
-
-
-__all__ = [
-    "CASE",
-    "GETOPT",
-    "GETOPTS",
-    "VARIABLE",
-    "BuildOption",
-    "NoOptionLoop",
-    "OptionSpec",
-    "Verdict",
-    "arm_values",
-    "case_arms",
-    "closing_paren",
-    "code_of",
-]

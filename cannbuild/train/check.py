@@ -373,19 +373,3 @@ def refusal(check: RecipeCheck) -> UsageError:
         "Change the step's template or the recipe's [vars] for this ref (see `cannbuild plan`), "
         "or check against the build.sh of the ref the recipe locks (cannbuild fetch, or --src).",
     )
-
-
-__all__ = [
-    "EXAMPLE_STEP",
-    "FlagRow",
-    "RecipeCheck",
-    "ScriptSpec",
-    "StepCommand",
-    "check_commands",
-    "check_recipe",
-    "parse_src",
-    "refusal",
-    "rendered_commands",
-    "script_spec",
-    "workspace_scripts",
-]

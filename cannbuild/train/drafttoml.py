@@ -110,6 +110,3 @@ def write_draft(draft: Draft, out: Path, replace: bool = False) -> str:
     except OSError as exc:
         raise write_error(exc, "--out", out) from None
     return text
-
-
-__all__ = ["draft_text", "write_draft"]

@@ -232,6 +232,3 @@ def depends_on(readouts: Mapping[str, Readout]) -> Dict[str, str]:
         for pinned in readout.pins
         if pinned.pin.repo
     }
-
-
-__all__ = ["Pinned", "Readout", "depends_on", "listing", "pins_in", "read_repo", "show"]

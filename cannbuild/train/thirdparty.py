@@ -134,6 +134,3 @@ def module_rules(
             )
     read = [f"{d.name}: {readout.cite(d.where)}" for d in declared]
     return ArchiveRules(rules=tuple(rules), read=tuple(read), undecided=tuple(undecided))
-
-
-__all__ = ["ArchiveRules", "cann_cmake_rules", "module_rules"]
