@@ -217,18 +217,12 @@ def offline_wheels(
     into.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     wanted = _requirements(python, arch)
-    if root is None:
-        assert spec is not None
-        steps_spec = [[*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), spec]]
-    else:
-        steps_spec = []
+    assert root is not None or spec is not None
     steps = [
         [*pip, "download", "--quiet", "--dest", str(into), "--only-binary=:all:",
          "--python-version", python, "--platform", f"manylinux2014_{arch}", *wanted],
+        [*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(root or spec)],
     ]  # fmt: skip
-    if root is not None:
-        steps.append([*pip, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(root)])
-    steps += steps_spec
     for argv in steps:
         proc = run(argv)
         if proc.returncode != 0:

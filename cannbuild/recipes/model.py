@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Literal, Optional, Tuple
+from typing import Dict, List, Literal, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
@@ -255,16 +255,7 @@ class Recipe(Struct, frozen=True, kw_only=True):
         return tuple(self.repo(name) for name in self.order)
 
     def step_owner(self, step: StepSpec) -> Optional[str]:
-        """The repo a step belongs to: its `repo`, else that of the first step it runs
-        after that has one (an install step runs after its repo's build)."""
-        seen = {s.name: s for s in self.steps}
-        todo = [step]
-        while todo:
-            current = todo.pop(0)
-            if current.repo:
-                return current.repo
-            todo += [seen[d] for d in current.after if d in seen]
-        return None
+        return step_owner(step, self.steps)
 
     @property
     def validated(self) -> Tuple[RepoSpec, ...]:
@@ -287,6 +278,19 @@ class Recipe(Struct, frozen=True, kw_only=True):
                 if rule.url and rule.needed and rule.place:
                     seen.setdefault(rule.url, (rule.name, rule.url, rule.sha256))
         return tuple(seen.values())
+
+
+def step_owner(step: StepSpec, steps: Sequence[StepSpec]) -> Optional[str]:
+    """The repo a step belongs to: its `repo`, else that of the first step it runs after
+    that has one (an install step runs after its repo's build)."""
+    seen = {s.name: s for s in steps}
+    todo = [step]
+    while todo:
+        current = todo.pop(0)
+        if current.repo:
+            return current.repo
+        todo += [seen[d] for d in current.after if d in seen]
+    return None
 
 
 def template_dirs(recipe_path: Path) -> List[Path]:

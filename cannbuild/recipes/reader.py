@@ -28,6 +28,7 @@ from .model import (
     StepSpec,
     ToolkitFile,
     ValidateSpec,
+    step_owner,
     template_dirs,
 )
 
@@ -407,16 +408,10 @@ def _attach_legacy_validate(
 
 
 def _legacy_owner(repos: Sequence[RepoSpec], steps: Sequence[StepSpec]) -> Optional[str]:
-    by_name = {s.name: s for s in steps}
-    for step in steps:
-        if step.action != "vendor":
-            continue
-        todo = [step]
-        while todo:
-            current = todo.pop(0)
-            if current.repo:
-                return current.repo
-            todo += [by_name[d] for d in current.after if d in by_name]
+    owners = (step_owner(s, steps) for s in steps if s.action == "vendor")
+    owner = next((o for o in owners if o), None)
+    if owner is not None:
+        return owner
     built = [s.repo for s in steps if s.repo]
     if built:
         return built[-1]  # the last repo built: what the steps lead up to
