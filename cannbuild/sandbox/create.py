@@ -167,7 +167,7 @@ def resolve_spec(directory: Path, variant: Optional[str], cann: Optional[str]) -
 
 def plan_sandbox(spec: SandboxSpec) -> str:
     """What `create_sandbox(spec)` would do, without doing it (for --dry-run)."""
-    if spec.variant not in hardware.VARIANTS:
+    if spec.variant not in hardware.variants():
         return f"would refuse: --variant {spec.variant!r} is not a sandbox variant"
     releases.release(spec.cann)
     directory = spec.dir.resolve()
@@ -259,7 +259,7 @@ def create_sandbox(spec: SandboxSpec, phases: PhaseSink = no_phases) -> CreateRe
 
 
 def _check_spec(spec: SandboxSpec) -> None:
-    if spec.variant not in hardware.VARIANTS:
+    if spec.variant not in hardware.variants():
         raise SandboxError(
             f"--variant {spec.variant!r} is not a sandbox variant.", "Use A2 (910B) or A3 (910_93)."
         )
@@ -284,7 +284,7 @@ def _lay_out(
     )
     log = CommandLog(path=directory / "create.log")
     rel = releases.release(spec.cann)
-    variant = hardware.VARIANTS[spec.variant]
+    variant = hardware.variants()[spec.variant]
     sysroot = directory / "sysroot"
     emu = toolkit.compile_emulation(
         directory / ".build" / "emu", log, rel.opbase_in_toolkit, rel.version, phases

@@ -6,76 +6,44 @@ version line and counts made consistent with the emulated driver.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, List, Mapping, Tuple
 
 from msgspec import Struct
+from msgspec.structs import replace
 
-from ..bounded import DATA_FILE, read_text
+from ..bounded import DATA_FILE, read_text, read_toml
+from ..decoded import convert
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import write
 from .releases import Release
 
-# Bus ids as the real captures list them.
-# tests/fixtures/host/a2-910b3-npu-smi-info-cann8.3.txt (8 x 910B3, one PCI function each).
-A2_BUS = ("C1", "C2", "81", "82", "01", "02", "41", "42")
-# tests/fixtures/host/a3-npu-smi-info-idle-cann8.2.txt: two dies per NPU, Phy-ID 0..15.
-A3_BUS = (
-    "9D",
-    "9F",
-    "99",
-    "9B",
-    "95",
-    "97",
-    "91",
-    "93",
-    "8D",
-    "8F",
-    "89",
-    "8B",
-    "85",
-    "87",
-    "81",
-    "83",
-)
 
+class Variant(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An emulated server (templates/sandbox/hardware/variants.toml says where each value
+    comes from)."""
 
-class Variant(Struct, frozen=True, kw_only=True):
-    name: str
+    name: str = ""  # its key in the file
     soc: str
     chip: str
     pci_device: str
     npus: int
     dies: int
     table_name: str  # npu-smi's Name column
-    # PCI subsystem device id (vendor 0x19e5): ascend-deployer tells cards apart by it,
-    # 0x3003 on 910B (A900T) boards, 0x3001 on the A3 board (npu-smi board captures)
-    subsystem_device: str = "3003"
+    subsystem_device: str
+    product_name: str
+    board_id: str
+    bus: Tuple[str, ...]  # one PCI function a die, in the capture's order
 
 
-VARIANTS = {
-    # 8 x 910B3 (the A2 capture) and an 8-module A3 (Ascend910_9392, the board capture's chip).
-    "A2": Variant(
-        name="A2",
-        soc="ascend910b",
-        chip="Ascend910B3",
-        pci_device="d802",
-        npus=8,
-        dies=1,
-        table_name="910B3",
-    ),
-    "A3": Variant(
-        name="A3",
-        soc="ascend910_93",
-        chip="Ascend910_9392",
-        pci_device="d803",
-        npus=8,
-        dies=2,
-        table_name="Ascend910",
-        subsystem_device="3001",
-    ),
-}
+@functools.lru_cache(maxsize=1)
+def variants() -> Mapping[str, Variant]:
+    """The sandbox's variants by name (read once per process)."""
+    path = data_dir("templates") / "sandbox" / "hardware" / "variants.toml"
+    data = convert(read_toml(path, DATA_FILE), Dict[str, Variant], str(path), "Fix the file.")
+    return {name: replace(v, name=name) for name, v in data.items()}
 
 
 def info_table(v: Variant, driver: str) -> str:
@@ -91,8 +59,7 @@ def info_table(v: Variant, driver: str) -> str:
 
 def board(v: Variant, npu: int, chip: int, driver: str) -> Tuple[str, str]:
     """(`-t board -i N`, `-t board -i N -c C`) texts."""
-    # The n-th die of the server in the capture's Bus-Id order.
-    bus = (A3_BUS if v.dies == 2 else A2_BUS)[npu * v.dies + chip]
+    bus = v.bus[npu * v.dies + chip]  # the n-th die of the server
 
     def kv(pairs: List[Tuple[str, str]]) -> str:
         # npu-smi's `Key : value` layout: 8 spaces, the key padded to 31, then `: `
@@ -102,15 +69,14 @@ def board(v: Variant, npu: int, chip: int, driver: str) -> Tuple[str, str]:
     whole = kv(
         [
             ("NPU ID", str(npu)),
-            # Product names from the board captures: IT21HMDC_Bin5 (A2) and IT22HMDA_2_S (A3).
-            ("Product Name", "IT22HMDA_2_S" if v.dies == 2 else "IT21HMDC_Bin5"),
+            ("Product Name", v.product_name),
             ("Model", "NA"),
             ("Manufacturer", "Huawei"),
             ("Serial Number", f"1025C90487{npu:02d}"),
             ("Software Version", driver),
             ("Firmware Version", "7.8.0.6.201"),
             ("Compatibility", "OK"),
-            ("Board ID", "0x71" if v.dies == 2 else "0x60"),
+            ("Board ID", v.board_id),
             ("PCB ID", "A"),
             ("BOM ID", "1"),
             ("PCIe Bus Info", f"0000:{bus}:00.0"),
@@ -160,7 +126,7 @@ def npu_list(v: Variant) -> str:
     text = kv("Total Count", str(v.npus))
     for npu in range(v.npus):
         text += "\n" + kv("NPU ID", str(npu))
-        text += kv("Product Name", "IT22HMDA_2_S" if v.dies == 2 else "IT21HMDC_Bin5")
+        text += kv("Product Name", v.product_name)
         text += kv("Serial Number", f"1025C90487{npu:02d}")
         text += kv("Chip Count", str(v.dies))
     return text
@@ -184,8 +150,7 @@ def mapping(v: Variant) -> str:
 
 def lay_out_hardware(sysroot: Path, v: Variant, rel: Release) -> None:
     # PCI functions: one per die, vendor 0x19e5
-    bus = A3_BUS if v.dies == 2 else A2_BUS
-    for b in bus[: v.npus * v.dies]:
+    for b in v.bus[: v.npus * v.dies]:
         dev = sysroot / "sys/bus/pci/devices" / f"0000:{b.lower()}:00.0"
         write(dev / "vendor", "0x19e5\n")
         write(dev / "device", f"0x{v.pci_device}\n")

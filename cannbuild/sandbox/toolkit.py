@@ -258,28 +258,12 @@ def _lay_out_build_files(tk: Path, rel: Release, v: Variant, arch: str) -> None:
 # install_deps.sh's check_dependencies_silent, which with --pkg wants pigz >= 2.4 and dos2unix
 # (ops-nn@9.1.0:install_deps.sh:425-510).  The emulated host has stand-ins in
 # <sysroot>/usr/local/bin, which its set_env.sh puts last on PATH: a real one of the machine
-# comes first.
-HOST_TOOLS = {
-    "pigz": (
-        "#!/bin/sh\n"
-        "# cannbuild sandbox stand-in for pigz: gzip, single-threaded\n"
-        'case "$1" in -V|--version) echo "pigz 2.8"; exit 0 ;; esac\n'
-        'exec gzip "$@"\n'
-    ),
-    "dos2unix": (
-        "#!/bin/sh\n"
-        "# cannbuild sandbox stand-in for dos2unix: strips the carriage returns of each file\n"
-        'case "$1" in -V|--version) echo "dos2unix 7.4.3 (2022-06-05)"; exit 0 ;; esac\n'
-        'for f in "$@"; do case "$f" in -*) ;; *) sed -i \'s/\\r$//\' "$f" ;; esac; done\n'
-    ),
-}
-
-
+# comes first.  Each is a script in templates/sandbox/host-tools/.
 def lay_out_host_tools(sysroot: Path) -> Path:
     """The stand-in host tools; returns their folder."""
     folder = sysroot / "usr" / "local" / "bin"
-    for name, text in HOST_TOOLS.items():
-        write(folder / name, text, executable=True)
+    for tool in sorted((data_dir("templates") / "sandbox" / "host-tools").iterdir()):
+        write(folder / tool.name, read_text(tool, DATA_FILE), executable=True)
     return folder
 
 
