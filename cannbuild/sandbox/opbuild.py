@@ -25,7 +25,8 @@ from typing import List, Mapping, Sequence, Tuple
 from msgspec import Struct
 
 from .. import proc, usercache
-from ..bounded import DATA_FILE, read_bytes
+from ..bounded import DATA_FILE, read_bytes, read_toml
+from ..decoded import convert
 from ..errors import SandboxError
 from ..resources import data_dir
 from .files import write
@@ -35,40 +36,23 @@ LIBREGISTER = "{arch}-linux/lib64/libregister.so"
 OP_BUILD = "tools/opbuild/op_build"
 
 
-class OpDefSources(Struct, frozen=True, kw_only=True):
+class OpDefSources(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Where a release keeps the OpDef implementation libregister is built from."""
 
     repo: str
     sources: Tuple[str, ...]  # globs, relative to the checkout
-    includes: Tuple[str, ...]  # the repo's own include folders those sources need
+    includes: Tuple[str, ...] = ()  # the repo's own include folders those sources need
     source: str  # where the rule is
 
 
-# First match wins: from 9.1 in metadef (base/asc/opdef, which no earlier metadef has), else
-# ge (<= 9.0; ge@9.1.0 still holds an older copy, which metadef's 9.1 headers do not match:
-# its link left OpDefFactoryImpl and OpParamDefImpl undefined); AscendString in metadef throughout.
-OPDEF_SOURCES = (
-    OpDefSources(
-        repo="metadef",
-        sources=("base/asc/opdef/*.cc",),
-        includes=("pkg_inc/base/asc/opdef", "inc/external/asc", "pkg_inc", "inc"),
-        source="hicann/metadef@9.1.0 base/asc/opdef",
-    ),
-    OpDefSources(
-        repo="ge",
-        sources=("graph_metadef/register/opdef/*.cc",),
-        includes=("graph_metadef/register/opdef", "inc/graph_metadef", "inc"),
-        source="hicann/ge@v9.0.0 graph_metadef/register/CMakeLists.txt:66-74",
-    ),
-)
+class _SourcesFile(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    opdef: Tuple[OpDefSources, ...]
+    ascend_string: OpDefSources
 
 
-ASCEND_STRING = OpDefSources(
-    repo="metadef",
-    sources=("base/type/ascend_string_impl.cc",),
-    includes=(),
-    source="hicann/metadef@v9.0.0 base/type/ascend_string_impl.cc",
-)
+def _sources_file() -> _SourcesFile:
+    path = data_dir("kernels") / "opbuild" / "sources.toml"
+    return convert(read_toml(path, DATA_FILE), _SourcesFile, str(path), "Fix the shipped file.")
 
 
 def _sources(spec: OpDefSources, roots: Mapping[str, Path]) -> List[Path]:
@@ -85,8 +69,9 @@ def build_op_build(
     toolkit at `home`; returns the paths written (relative to `home`), none where the
     checkouts hold no OpDef implementation.  Compiled once per user for these commits
     (cannbuild/usercache.py), like the emulated runtime."""
-    opdef = next((s for s in OPDEF_SOURCES if _sources(s, roots)), None)
-    strings = _sources(ASCEND_STRING, roots)
+    rules = _sources_file()  # kernels/opbuild/sources.toml
+    opdef = next((s for s in rules.opdef if _sources(s, roots)), None)
+    strings = _sources(rules.ascend_string, roots)
     if opdef is None or not strings:
         _keep_wall(home, arch)
         return ()
