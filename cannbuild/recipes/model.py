@@ -136,11 +136,6 @@ class RepoSpec(RecipeTable, frozen=True, kw_only=True):
         )
 
     @property
-    def source_pin(self) -> Optional[SourcePin]:
-        """The first pin (the one a 9.0 recipe's `opbase_source` declares)."""
-        return self.pins[0] if self.pins else None
-
-    @property
     def buildable(self) -> bool:
         return self.vendor_suffix is not None
 

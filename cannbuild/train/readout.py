@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 
@@ -222,13 +222,3 @@ def _same_repo(a: str, b: str) -> bool:
         return url.rstrip("/").removesuffix(".git").lower()
 
     return norm(a) == norm(b)
-
-
-def depends_on(readouts: Mapping[str, Readout]) -> Dict[str, str]:
-    """repo -> the recipe repo it pins as source (ops-transformer -> opbase from 9.0)."""
-    return {
-        name: pinned.pin.repo
-        for name, readout in readouts.items()
-        for pinned in readout.pins
-        if pinned.pin.repo
-    }

@@ -296,4 +296,4 @@ dest = "third_party/opbase"
         ("third_party/opbase", "opbase", "commit"),
         ("third_party/ops-tensor", "ops-tensor", "commit"),
     ]
-    assert recipe.repo("ops-transformer").source_pin == pins[0]
+    assert recipe.repo("ops-transformer").pins[0] == pins[0]

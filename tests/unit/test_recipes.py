@@ -36,7 +36,7 @@ def test_opbase_reaches_ops_transformer_the_way_each_train_needs():
     assert load_recipe(RECIPES / "8.5.toml").opbase == "toolkit"
     nine = load_recipe(RECIPES / "9.0.toml")
     assert nine.opbase == "source"
-    assert nine.repo("ops-transformer").source_pin.dest == "third_party/opbase"
+    assert nine.repo("ops-transformer").pins[0].dest == "third_party/opbase"
     assert "opbase-install" not in [s.name for s in nine.steps]
 
 
