@@ -6,7 +6,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Union
 
 from msgspec import Struct
 
@@ -17,12 +17,30 @@ from ..proc import run as run_process
 EXEC_MODE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
 
 
-def write(path: Path, text: str, executable: bool = False) -> Path:
+def write(path: Path, content: Union[str, bytes], executable: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
     if executable:
         path.chmod(EXEC_MODE)
     return path
+
+
+def write_tree(work: Path, files: Mapping[str, Union[str, bytes]]) -> None:
+    """Each file of `files` (path relative to `work` -> content) written under `work`."""
+    for name, content in files.items():
+        write(work / name, content)
+
+
+def copy(src: Path, target: Path) -> None:
+    """A file, or a folder and everything under it, to `target` (its folders made)."""
+    if src.is_dir():
+        shutil.copytree(src, target, dirs_exist_ok=True)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
 
 
 def symlink(link: Path, target: str) -> None:

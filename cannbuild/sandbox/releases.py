@@ -97,7 +97,8 @@ class StandIns(Struct, frozen=True, kw_only=True):
     files: Dict[Tuple[str, str], Path] = field(default_factory=dict)  # (repo, ref) -> its file
 
     def history(self, repo: str) -> Tuple[Commit, ...]:
-        return self.histories.get(repo, ())
+        """`repo`'s commits; a toolkit host-side repository's are the one "toolkit" history."""
+        return self.histories.get("toolkit" if repo in self.toolkit_repos else repo, ())
 
     def index(self, repo: str, message: str, by: Commit) -> int:
         """The commit of `repo` the pin of `by`'s flavor names by its message."""
@@ -244,7 +245,7 @@ def check_refs(
     no branch upstream either) is left to the fetch, as on a real host."""
     data = standins(cwd)
     for repo in (r for r in recipe.repos if r.name in served):
-        history = data.history("toolkit" if repo.name in data.toolkit_repos else repo.name)
+        history = data.history(repo.name)
         ref = render_ref(repo, values)
         kind = "tag" if ref["tag"] else "branch"
         name = ref[kind] or ""

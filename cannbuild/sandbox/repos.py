@@ -20,7 +20,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..render.templates import file_env
 from ..resources import data_dir
-from .files import CommandLog, write
+from . import files
+from .files import CommandLog, write, write_tree
 from .flavors import OpsTransformerFlavor
 from .releases import Commit, StandIns, standins
 from .sharedrepos import (
@@ -30,7 +31,6 @@ from .sharedrepos import (
     cmake_tarball_url,
     ops_tensor_files,
     sha256,
-    write_tree,
 )
 from .siblings import render_sibling
 from .third_party import mirror_path, standin_archives, write_mirror
@@ -90,12 +90,7 @@ def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         write(work / dst, env.get_template(src).render(**ctx), executable=executable)
 
     def copy(src: Path, dst: str) -> None:
-        target = work / dst
-        if src.is_dir():
-            shutil.copytree(src, target, dirs_exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
+        files.copy(src, work / dst)
 
     copy(templates / "common" / "gitignore", ".gitignore")
     if flavor.cann_cmake:
@@ -262,7 +257,7 @@ def build_repos(
     def publish(
         name: str, render: Callable[[Path, Commit], None], bare: Optional[Path] = None
     ) -> None:
-        history = data.history("toolkit" if name in data.toolkit_repos else name)
+        history = data.history(name)
         if history:
             where = bare or cann / f"{name}.git"
             built[name] = build_repo(name, history, build_dir / name, where, log, render)
@@ -326,20 +321,14 @@ def _render_opbase(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
     holds) with the headers its package installs and the packaging XML that says where."""
     _render_commit(work, commit, extra)
     if getattr(commit.flavor, "has_pkg", False):
-        for rel, data in stand_in_repo_files("opbase", register_in_ge=False).items():
-            target = work / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        write_tree(work, stand_in_repo_files("opbase", register_in_ge=False))
 
 
 def _toolkit_renderer(name: str) -> Callable[[Path, Commit], None]:
     def render(work: Path, commit: Commit) -> None:
         _clear(work)
         write(work / "README.md", f"cannbuild sandbox stand-in for {name}: {commit.message}\n")
-        for rel, data in stand_in_repo_files(name, commit.register_in_ge).items():
-            target = work / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        write_tree(work, stand_in_repo_files(name, commit.register_in_ge))
 
     return render
 

@@ -13,13 +13,11 @@ the tarball of each pinned tag on the OBS host.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any, Dict, Mapping
 
 from ..bounded import DATA_FILE, read_text
 from ..render.templates import file_env
 from ..resources import data_dir
-from .files import write
 from .spec import GITEE_UPSTREAM, OBS_UPSTREAM
 from .third_party import source_tree
 
@@ -74,8 +72,3 @@ def cmake_tarball(files: Mapping[str, str], tag: str) -> bytes:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def write_tree(work: Path, files: Mapping[str, str]) -> None:
-    for name, text in files.items():
-        write(work / name, text)

@@ -11,12 +11,12 @@ example, compiled for real against the sandbox's emulated CANN (kernels/standin/
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Dict, Mapping
 
 from ..render.templates import file_env
 from ..resources import data_dir
+from . import files
 from .files import write
 from .flavors import SiblingFlavor
 from .releases import Commit
@@ -55,12 +55,7 @@ def render_sibling(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
         write(work / dst, env.get_template(src).render(**ctx), executable=executable)
 
     def copy(src: Path, dst: str) -> None:
-        target = work / dst
-        if src.is_dir():
-            shutil.copytree(src, target, dirs_exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
+        files.copy(src, work / dst)
 
     copy(templates / "common" / "gitignore", ".gitignore")
     render("siblings/build.sh.j2", "build.sh", executable=True)

@@ -38,7 +38,7 @@ from ..bounded import DATA_FILE, read_bytes, read_toml
 from ..decoded import convert
 from ..host.contents import WALL_MARKER
 from ..resources import data_dir
-from .files import write
+from .files import copy, write
 
 DECLARED, STUB, EMULATED = "declared", "stub", "emulated"
 INCLUDE = "{arch}-linux/include/"
@@ -129,11 +129,7 @@ def lay_out(
         target = tk / item.path.format(arch=arch)
         target.parent.mkdir(parents=True, exist_ok=True)
         if item.copy:
-            source = kernels / item.copy
-            if source.is_dir():
-                shutil.copytree(source, target, dirs_exist_ok=True)
-            else:
-                shutil.copy2(source, target)
+            copy(kernels / item.copy, target)
         elif item.kind == EMULATED:
             shutil.copy2(emu_build / target.name, target)
         elif target.suffix == ".h":
