@@ -154,14 +154,12 @@ HEALTH_ORDER = ("OK", "Warning", "Alarm", "Critical")
 
 
 def _health(info: NpuSmiInfo) -> Tuple[Tuple[int, str], ...]:
+    def rank(health: str) -> int:  # a value outside the four known ones: worse than Critical
+        return HEALTH_ORDER.index(health) if health in HEALTH_ORDER else len(HEALTH_ORDER)
+
     worst: Dict[int, str] = {}
     for chip in info.chips:
-        # A Health value outside the four known ones ranks worse than Critical.
-        rank = HEALTH_ORDER.index(chip.health) if chip.health in HEALTH_ORDER else len(HEALTH_ORDER)
-        current = worst.get(chip.npu)
-        if current is None or rank > (
-            HEALTH_ORDER.index(current) if current in HEALTH_ORDER else len(HEALTH_ORDER)
-        ):
+        if chip.npu not in worst or rank(chip.health) > rank(worst[chip.npu]):
             worst[chip.npu] = chip.health
     return tuple(sorted(worst.items()))
 

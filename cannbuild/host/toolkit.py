@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from msgspec import Struct, field
 
@@ -357,35 +357,34 @@ def _find_set_env(path: Path, real: Path) -> Optional[Path]:
 
 
 def _share_info(real: Path, problems: List[str]) -> Dict[str, str]:
-    result: Dict[str, str] = {}
     # `share/info/<pkg>/version.info` is what the repos' configure reads
     # (check_build_dependencies.py): opbase >= 8.5 needs runtime, metadef, bisheng-compiler, ...
-    base = real / "share" / "info"
-    if not base.is_dir():
-        return result
-    for info in sorted(base.glob("*/version.info")):
-        try:
-            value = get_ci(read_kv(info), "Version")
-        except InfoFileError as exc:
-            problems.append(f"share/info/{info.parent.name}/version.info {exc.problem}")
-            continue
-        if value:
-            result[info.parent.name] = value
-    return result
+    infos = sorted((real / "share" / "info").glob("*/version.info"))
+    return _versions(((i.parent.name, i) for i in infos), real, problems)
 
 
 def _components(real: Path) -> Dict[str, str]:
+    names = ("runtime", "compiler", "opp", "toolkit", "hccl", "opp_kernel")
+    return _versions(((n, real / n / "version.info") for n in names), real, None)
+
+
+def _versions(
+    infos: Iterable[Tuple[str, Path]], real: Path, problems: Optional[List[str]]
+) -> Dict[str, str]:
+    """name -> the `Version=` of its version.info, where it has one; an unreadable one is
+    a problem (when `problems` collects them), a missing one skipped."""
     result: Dict[str, str] = {}
-    for comp in ("runtime", "compiler", "opp", "toolkit", "hccl", "opp_kernel"):
-        info = real / comp / "version.info"
+    for name, info in infos:
         if not info.is_file():
             continue
         try:
             value = get_ci(read_kv(info), "Version")
-        except InfoFileError:
+        except InfoFileError as exc:
+            if problems is not None:
+                problems.append(f"{info.relative_to(real)} {exc.problem}")
             continue
         if value:
-            result[comp] = value
+            result[name] = value
     return result
 
 
@@ -410,13 +409,7 @@ def kernels_package_name(version: Optional[CannVersion], soc: str, arch: str) ->
     """The ops/kernels `.run` a user installs for this SoC (reference §1.5)."""
     ver = version.text if version else "<version>"
     new_scheme = (
-        version is not None
-        and version.comparable
-        and (version.major, version.minor)
-        >= (
-            8,
-            5,
-        )
+        version is not None and version.comparable and (version.major, version.minor) >= (8, 5)
     )
     # Package names of reference cann-environment.md §1.5: before 8.5
     # `Ascend-cann-kernels-910b_...` / `Atlas-A3-cann-kernels_...`; from 8.5
