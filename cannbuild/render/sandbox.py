@@ -21,9 +21,7 @@ from __future__ import annotations
 import os
 import pickle
 import resource
-import select
 import signal
-import struct
 import threading
 import time
 import traceback
@@ -35,9 +33,13 @@ from ..errors import CannbuildError
 from ..lazy import lazy_module
 
 if TYPE_CHECKING:
+    from multiprocessing import connection
+    from multiprocessing.connection import Connection
+
     from jinja2 import exceptions as jinja_exceptions
-else:  # only a refused render pays for it
+else:  # only a refused render pays for it; a render child, for its pipe
     jinja_exceptions = lazy_module("jinja2.exceptions")
+    connection = lazy_module("multiprocessing.connection")
 
 # The CPU one render may take (compiling included): a step template or a recipe value
 # takes milliseconds; a loop or a computation that runs away is stopped here.
@@ -48,22 +50,17 @@ RENDER_MEMORY_BYTES = 64 * 1024 * 1024
 # What one render may hand back: the largest file cannbuild renders (a stand-in build.sh)
 # is 14 KiB; a recipe value and a step command have their own, smaller bounds.
 MAX_RENDER_CHARS = 1024 * 1024
+# What one reply may take on the pipe: a render of MAX_RENDER_CHARS, pickled as UTF-8.
+_MAX_REPLY = 4 * MAX_RENDER_CHARS + 4096
 # A child stopped on no CPU at all (a lock a thread held when it forked): given up on.
 RENDER_WALL_SECONDS = 30.0
 _WHERE = "in cannbuild/render/sandbox.py"
 
 T = TypeVar("T")
-_SIZE = struct.Struct("!Q")
 
 
 def _refuse(what: str) -> NoReturn:
     raise jinja_exceptions.SecurityError(what)
-
-
-def _send(fd: int, data: bytes) -> None:
-    view = memoryview(_SIZE.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _answer(job: Callable[[object], object], request: object) -> Tuple[str, object]:
@@ -91,37 +88,31 @@ def _answer(job: Callable[[object], object], request: object) -> Tuple[str, obje
         return "crash", traceback.format_exc()
 
 
-def _serve(job: Callable[[object], object], requests: int, replies: int) -> NoReturn:
+def _serve(job: Callable[[object], object], pipe: Connection) -> NoReturn:
     """The child: its limits, then each request answered until the parent closes the pipe."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPROF):
         signal.signal(sig, signal.SIG_DFL)
-    low, high = sorted((requests, replies))  # no lock or pipe of the run's kept open here
-    for first, end in (
-        (3, low),
-        (low + 1, high),
-        (high + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
-    ):
-        os.closerange(first, end)
+    kept = pipe.fileno()  # no lock or pipe of the run's kept open here
+    os.closerange(3, kept)
+    os.closerange(kept + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     with open("/proc/self/statm") as statm:  # bounded: one line the kernel writes
         mapped = int(statm.read().split()[0]) * resource.getpagesize()
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = mapped + RENDER_MEMORY_BYTES
     resource.setrlimit(resource.RLIMIT_AS, (cap if hard < 0 else min(cap, hard), hard))
-    # bounded: the parent's requests, each its own pickled (name, values), on a pipe only it holds
-    with os.fdopen(requests, "rb") as incoming:
-        while True:
-            head = incoming.read(_SIZE.size)
-            if len(head) < _SIZE.size:
-                os._exit(0)
-            # bounded: the parent's own pickle of a request, never a file
-            request = pickle.loads(incoming.read(_SIZE.unpack(head)[0]))
-            try:
-                data = pickle.dumps(_answer(job, request))
-                if len(data) > 4 * MAX_RENDER_CHARS + 4096:  # a str is pickled as UTF-8
-                    data = pickle.dumps(("long", ""))
-                _send(replies, data)
-            except MemoryError:
-                os._exit(3)
+    while True:
+        try:
+            # bounded: the parent's own pickle of a request, on a pipe only it holds
+            request = pipe.recv()
+        except EOFError:
+            os._exit(0)
+        try:
+            data = pickle.dumps(_answer(job, request))
+            if len(data) > _MAX_REPLY:
+                data = pickle.dumps(("long", ""))
+            pipe.send_bytes(data)
+        except MemoryError:
+            os._exit(3)
 
 
 class RenderChild:
@@ -134,24 +125,27 @@ class RenderChild:
     def __init__(self, job: Callable[[object], object]) -> None:
         self.job = job
         self.lock = threading.Lock()
-        self.child: Optional[Tuple[int, int, int]] = None  # pid, request fd, reply fd
+        self.child: Optional[Tuple[int, Connection]] = None  # pid, its pipe
         weakref.finalize(self, _stop, self.__dict__)
 
     def __call__(self, request: object, what: str) -> object:
         with self.lock:
             if self.child is None:
                 self.child = self._start()
-            _, requests, replies = self.child
+            _, pipe = self.child
             try:
-                _send(requests, pickle.dumps(request))
-                data = _receive(replies)
+                pipe.send(request)
+                # the child ended (out of time, memory, or wall clock): no answer
+                data = pipe.recv_bytes(_MAX_REPLY) if pipe.poll(RENDER_WALL_SECONDS) else None
+            except (EOFError, OSError):
+                data = None
             except BaseException:
                 _stop(self.__dict__)  # interrupted mid-render: never read a stale answer
                 raise
-            if data is None:  # the child ended: out of time, memory, or wall clock
+            if data is None:
                 status = _stop(self.__dict__)
                 _crossed(status, what)
-        # bounded: the forked child's reply, capped at 4 * MAX_RENDER_CHARS in _serve
+        # bounded: the forked child's reply, at most _MAX_REPLY bytes
         kind, value = pickle.loads(data)
         if kind == "ok":
             return value
@@ -171,47 +165,26 @@ class RenderChild:
             raise jinja_exceptions.TemplateRuntimeError(value)
         raise RuntimeError(f"a render crashed in its child:\n{value}")
 
-    def _start(self) -> Tuple[int, int, int]:
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
+    def _start(self) -> Tuple[int, Connection]:
+        ours, theirs = connection.Pipe()
         with warnings.catch_warnings():  # Python 3.12 warns about fork beside threads
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
-            os.close(down_w)
-            os.close(up_r)
-            _serve(self.job, down_r, up_w)
-        os.close(down_r)
-        os.close(up_w)
-        return pid, down_w, up_r
-
-
-def _receive(fd: int) -> Optional[bytes]:
-    """One reply, or None when the child ended (or did not answer in RENDER_WALL_SECONDS)."""
-    deadline = time.monotonic() + RENDER_WALL_SECONDS
-    data = b""
-    need = _SIZE.size
-    while len(data) < need:
-        if not select.select([fd], [], [], max(deadline - time.monotonic(), 0))[0]:
-            return None
-        chunk = os.read(fd, max(need - len(data), 1 << 16))
-        if not chunk:
-            return None
-        data += chunk
-        if need == _SIZE.size and len(data) >= _SIZE.size:
-            need += _SIZE.unpack(data[: _SIZE.size])[0]
-    return data[_SIZE.size :]
+            ours.close()
+            _serve(self.job, theirs)
+        theirs.close()
+        return pid, ours
 
 
 def _stop(state: Dict[str, object]) -> Optional[int]:
     """End the child (if any) and reap it: its wait status, None if it had to be killed."""
-    child = cast(Optional[Tuple[int, int, int]], state.get("child"))
+    child = cast(Optional[Tuple[int, "Connection"]], state.get("child"))
     if child is None:
         return None
     state["child"] = None
-    pid, requests, replies = child
-    os.close(requests)
-    os.close(replies)
+    pid, pipe = child
+    pipe.close()
     for _ in range(50):  # it ends at once when its pipe closes (or when a bound ended it)
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
