@@ -177,6 +177,12 @@ def standin_archives() -> Dict[str, StandinArchive]:
         )
 
     json_header = _stub("nlohmann json 3.11.3") + "#define NLOHMANN_JSON_VERSION_MAJOR 3\n"
+    json = {
+        "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
+        "include/nlohmann/json.hpp": json_header,
+        "include/nlohmann/json_fwd.hpp": _stub("nlohmann json 3.11.3"),
+        "single_include/nlohmann/json.hpp": json_header,
+    }
     abseil = source_tree(
         "abseil-cpp-20230802.1",
         {
@@ -221,14 +227,7 @@ def standin_archives() -> Dict[str, StandinArchive]:
         StandinArchive(
             key="json",
             url=_RELEASES + "json/releases/download/v3.11.3/include.zip",
-            data=_zip(
-                {
-                    "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
-                    "include/nlohmann/json.hpp": json_header,
-                    "include/nlohmann/json_fwd.hpp": _stub("nlohmann json 3.11.3"),
-                    "single_include/nlohmann/json.hpp": json_header,
-                }
-            ),
+            data=_zip(json),
         ),
         # From 9.1 cann/cmake's third_party/*.cmake take json, abseil-cpp and protobuf from the
         # OBS host (CC@master-026 json.cmake:53, abseil-cpp.cmake:45, protobuf.cmake:148): json
@@ -239,11 +238,8 @@ def standin_archives() -> Dict[str, StandinArchive]:
             data=source_tree(
                 "json-3.11.3",
                 {
-                    "LICENSE.MIT": "cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
+                    **json,
                     "CMakeLists.txt": "# cannbuild sandbox stand-in for nlohmann json 3.11.3\n",
-                    "include/nlohmann/json.hpp": json_header,
-                    "include/nlohmann/json_fwd.hpp": _stub("nlohmann json 3.11.3"),
-                    "single_include/nlohmann/json.hpp": json_header,
                 },
             ),
         ),
