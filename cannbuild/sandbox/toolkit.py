@@ -18,7 +18,8 @@ from msgspec import Struct
 
 from .. import usercache
 from ..bounded import DATA_FILE, read_bytes, read_text
-from ..host.toolkit import host_arch
+from ..host.toolkit import host_arch, kernels_package_name
+from ..host.versions import parse_cann_version
 from ..render.templates import file_env
 from ..resources import data_dir
 from .files import CommandLog, symlink, write
@@ -222,10 +223,10 @@ def _populate(tk: Path, rel: Release, v: Variant, emu_build: Path, cxx: str, arc
     )
     (tk / "opp" / "vendors").mkdir(parents=True, exist_ok=True)
     if rel.layout == "cann":
-        short = v.soc.replace("ascend", "", 1)
         # The >= 8.5 ops package record (`cat .../ascend_ops_install.info` in opbase's install
-        # docs), named as reference cann-environment.md §1.5 names the packages.
-        package = "Ascend-cann-A3-ops" if v.soc == "ascend910_93" else f"Ascend-cann-{short}-ops"
+        # docs), named as the package it records (`Ascend-cann-910b-ops_<version>_...run`).
+        version = parse_cann_version(rel.version)
+        package = kernels_package_name(version, v.soc, arch).split("_")[0]
         write(
             archdir / "ascend_ops_install.info",
             f"package_name={package}\nversion={rel.version}\narch={arch}\nos=linux\npath={archdir}\n",
