@@ -493,6 +493,3 @@ def _check_flags(
         note = f"step {row.step!r} renders {row.word}, which {row.repo}'s build.sh does not accept{near}."
         if note not in undecided:
             undecided.append(note)
-
-
-__all__ = ["Draft", "DraftRequest", "RefChoice", "closest_recipe", "draft_recipe", "release_of"]

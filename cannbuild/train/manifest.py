@@ -84,6 +84,3 @@ def read_manifest(path: Path) -> Manifest:
             "Pass the cann.xml of a release (hicann/manifest, at the release's tag).",
         )
     return Manifest(path=path, remote=remote, projects=tuple(sorted(found.items())))
-
-
-__all__ = ["Manifest", "Revision", "read_manifest", "revision_of"]
