@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Set
+from typing import Dict, Iterator, List, Mapping, Optional, Set
 
 import distro
 
@@ -64,20 +64,17 @@ def _os_checks() -> List[Check]:
     ]
 
 
-def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
-    checks: List[Check] = []
+def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> Iterator[Check]:
     tk = search.toolkit
     if tk is None:
         if search.explicit_failure:
-            checks.append(
-                Check(
-                    id="toolkit",
-                    status=FAIL,
-                    detail=search.explicit_failure,
-                    hint="Pass the toolkit folder itself: --cann-path=/usr/local/Ascend/cann (CANN "
-                    ">= 8.5) or --cann-path=/usr/local/Ascend/ascend-toolkit/latest (<= 8.3).",
-                    blocking=True,
-                )
+            yield Check(
+                id="toolkit",
+                status=FAIL,
+                detail=search.explicit_failure,
+                hint="Pass the toolkit folder itself: --cann-path=/usr/local/Ascend/cann (CANN "
+                ">= 8.5) or --cann-path=/usr/local/Ascend/ascend-toolkit/latest (<= 8.3).",
+                blocking=True,
             )
         else:
             by_path: Dict[str, List[str]] = {}
@@ -87,86 +84,71 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> List[Check]:
                 if rule not in rules:
                     rules.append(rule)
             tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())
-            checks.append(
-                Check(
-                    id="toolkit",
-                    status=FAIL,
-                    detail=f"no CANN toolkit found (looked in {tried or 'nothing'})",
-                    hint="Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
-                    "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
-                    "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
-                    "(an emulated Ascend host).",
-                    blocking=True,
-                )
+            yield Check(
+                id="toolkit",
+                status=FAIL,
+                detail=f"no CANN toolkit found (looked in {tried or 'nothing'})",
+                hint="Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
+                "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
+                "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
+                "(an emulated Ascend host).",
+                blocking=True,
             )
     else:
         shown = sysroot.display(tk.path)
         if tk.version is None:
-            checks.append(
-                Check(
-                    id="toolkit",
-                    status=FAIL,
-                    detail=f"toolkit at {shown} has no readable version "
-                    f"({'; '.join(tk.problems) or 'no version file'})",
-                    hint="Check <arch>-linux/ascend_toolkit_install.info (version=...) or reinstall the "
-                    "toolkit.",
-                    blocking=True,
-                )
+            yield Check(
+                id="toolkit",
+                status=FAIL,
+                detail=f"toolkit at {shown} has no readable version "
+                f"({'; '.join(tk.problems) or 'no version file'})",
+                hint="Check <arch>-linux/ascend_toolkit_install.info (version=...) or reinstall the "
+                "toolkit.",
+                blocking=True,
             )
         else:
-            checks.append(
-                Check(
-                    id="toolkit",
-                    status=PASS,
-                    detail=f"CANN {tk.version} at {shown}{_on_disk(shown, tk.path)} ({tk.layout} "
-                    f"layout; found by {tk.found_by}; version from {tk.version_source})",
-                )
+            yield Check(
+                id="toolkit",
+                status=PASS,
+                detail=f"CANN {tk.version} at {shown}{_on_disk(shown, tk.path)} ({tk.layout} "
+                f"layout; found by {tk.found_by}; version from {tk.version_source})",
             )
         # Only when the version was found elsewhere: a malformed file is then a warning, not the
         # blocking row above.
         for problem in tk.problems if tk.version is not None else ():
-            checks.append(
-                Check(
-                    id="toolkit.files",
-                    status=WARN,
-                    detail=problem,
-                    hint="The file is malformed; cannbuild read the version elsewhere. Reinstalling "
-                    "the toolkit restores it.",
-                )
+            yield Check(
+                id="toolkit.files",
+                status=WARN,
+                detail=problem,
+                hint="The file is malformed; cannbuild read the version elsewhere. Reinstalling "
+                "the toolkit restores it.",
             )
         arch = host_arch()
         # `<arch>-linux/` names the toolkit's arch; an x86_64 toolkit on an aarch64 host cannot
         # build.
         if tk.arch and tk.arch != arch:
-            checks.append(
-                Check(
-                    id="toolkit.arch",
-                    status=FAIL,
-                    detail=f"toolkit is built for {tk.arch}, this host is {arch}",
-                    hint=f"Install the {arch} toolkit (Ascend-cann-toolkit_<version>_linux-{arch}.run).",
-                    blocking=True,
-                )
+            yield Check(
+                id="toolkit.arch",
+                status=FAIL,
+                detail=f"toolkit is built for {tk.arch}, this host is {arch}",
+                hint=f"Install the {arch} toolkit (Ascend-cann-toolkit_<version>_linux-{arch}.run).",
+                blocking=True,
             )
         if len(search.installs) > 1:
             listed = ", ".join(sysroot.display(p) for p in search.installs)
-            checks.append(
-                Check(
-                    id="toolkit.installs",
-                    status=PASS,
-                    detail=f"{len(search.installs)} installs: {listed}",
-                )
+            yield Check(
+                id="toolkit.installs",
+                status=PASS,
+                detail=f"{len(search.installs)} installs: {listed}",
             )
     for warning in search.warnings:
-        checks.append(
-            Check(
-                id="toolkit.env",
-                status=WARN,
-                detail=warning,
-                hint="A stale variable from an old set_env.sh; open a new shell or source the "
-                "right set_env.sh.",
-            )
+        yield Check(
+            id="toolkit.env",
+            status=WARN,
+            detail=warning,
+            hint="A stale variable from an old set_env.sh; open a new shell or source the "
+            "right set_env.sh.",
         )
-    return checks
 
 
 def _env_checks(
@@ -174,80 +156,70 @@ def _env_checks(
     captured: Optional[CapturedEnv],
     capture_error: Optional[str],
     env: Mapping[str, str],
-) -> List[Check]:
+) -> Iterator[Check]:
     if tk is None:
-        return [
-            Check(id="set_env", status=SKIP, detail="no toolkit", hint="Fix the toolkit row first.")
-        ]
+        yield Check(
+            id="set_env", status=SKIP, detail="no toolkit", hint="Fix the toolkit row first."
+        )
+        return
     if tk.set_env is None:
-        return [
-            Check(
-                id="set_env",
-                status=FAIL,
-                detail=f"no set_env.sh next to {tk.path}",
-                hint="The toolkit install is incomplete; reinstall it (set_env.sh sits in the toolkit "
-                "folder from 8.5, in ascend-toolkit/ before).",
-                blocking=True,
-            )
-        ]
+        yield Check(
+            id="set_env",
+            status=FAIL,
+            detail=f"no set_env.sh next to {tk.path}",
+            hint="The toolkit install is incomplete; reinstall it (set_env.sh sits in the toolkit "
+            "folder from 8.5, in ascend-toolkit/ before).",
+            blocking=True,
+        )
+        return
     if captured is None:
-        return [
-            Check(
-                id="set_env",
-                status=FAIL,
-                detail=f"sourcing {tk.set_env} failed: {capture_error}",
-                hint=f"Run 'bash -x {tk.set_env}' to see where it stops.",
-                blocking=True,
-            )
-        ]
-    checks: List[Check] = []
+        yield Check(
+            id="set_env",
+            status=FAIL,
+            detail=f"sourcing {tk.set_env} failed: {capture_error}",
+            hint=f"Run 'bash -x {tk.set_env}' to see where it stops.",
+            blocking=True,
+        )
+        return
     home = captured.env.get("ASCEND_HOME_PATH", "(unset)")
     # The 9.x set_env.sh greps driver_install_path_param from /etc/ascend_install.info under `set
     # -euo pipefail`; a missing key aborts the sourcing part way (reference cann-environment.md
     # §1.3), hence the hint.
     if captured.status != 0:
         last = captured.stderr.splitlines()[-1] if captured.stderr else "no message"
-        checks.append(
-            Check(
-                id="set_env",
-                status=WARN,
-                detail=f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
-                hint="9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
-                "check that file exists and is complete.",
-            )
+        yield Check(
+            id="set_env",
+            status=WARN,
+            detail=f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
+            hint="9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
+            "check that file exists and is complete.",
         )
     else:
-        checks.append(
-            Check(
-                id="set_env",
-                status=PASS,
-                detail=f"sourced {tk.set_env.name}: ASCEND_HOME_PATH={home}",
-            )
+        yield Check(
+            id="set_env",
+            status=PASS,
+            detail=f"sourced {tk.set_env.name}: ASCEND_HOME_PATH={home}",
         )
     # ops-transformer's build.sh stops with `Error: bisheng compilation tool not found` unless
     # setenv.bash put bisheng on PATH (reference cann-build-systems.md §2.1).
     bisheng = shutil.which("bisheng", path=captured.env.get("PATH", ""))
     if bisheng:
-        checks.append(Check(id="bisheng", status=PASS, detail=f"bisheng at {bisheng}"))
+        yield Check(id="bisheng", status=PASS, detail=f"bisheng at {bisheng}")
     else:
-        checks.append(
-            Check(
-                id="bisheng",
-                status=FAIL,
-                detail="bisheng is not on PATH after sourcing set_env.sh",
-                hint="bisheng ships in the toolkit's compiler (compiler/ccec_compiler/bin); "
-                "reinstall the toolkit with --full.",
-                blocking=True,
-            )
+        yield Check(
+            id="bisheng",
+            status=FAIL,
+            detail="bisheng is not on PATH after sourcing set_env.sh",
+            hint="bisheng ships in the toolkit's compiler (compiler/ccec_compiler/bin); "
+            "reinstall the toolkit with --full.",
+            blocking=True,
         )
-    return checks
 
 
-def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> List[Check]:
+def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> Iterator[Check]:
     """A tool every build needs fails; an optional one warns; one no step needs (advisory,
     and not in `needed`) is a note (skip): doctor_report puts a failing row in its place
     when the recipe's [[host.tools]] lists it."""
-    checks: List[Check] = []
     for tool in tools:
         spec = tool.spec
         cid = f"tool.{spec.name}"
@@ -262,18 +234,15 @@ def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> List[Check]:
             problem = f"{spec.name} {tool.version} is older than {spec.minimum}"
         else:
             detail = f"{spec.name} {tool.version or ''} ({tool.path})".replace("  ", " ")
-            checks.append(Check(id=cid, status=PASS, detail=detail))
+            yield Check(id=cid, status=PASS, detail=detail)
             continue
-        checks.append(
-            Check(
-                id=cid,
-                status=bad_status,
-                detail=problem + aside,
-                hint=spec.hint,
-                blocking=spec.required,
-            )
+        yield Check(
+            id=cid,
+            status=bad_status,
+            detail=problem + aside,
+            hint=spec.hint,
+            blocking=spec.required,
         )
-    return checks
 
 
 def _disk_checks(workspace: Path) -> List[Check]:

@@ -3,7 +3,7 @@ the kernels package, the driver and firmware and their pairing with CANN."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from ..options import Options
 from . import compat
@@ -26,144 +26,120 @@ def npu_checks(r: Readings, options: Options) -> List[Check]:
     return checks
 
 
-def _hardware_checks(hw: Hardware, options: Options) -> List[Check]:
-    checks: List[Check] = []
+def _hardware_checks(hw: Hardware, options: Options) -> Iterator[Check]:
     # One build targets one `--soc`; with the families mixed none is the obvious pick, so the row
     # blocks only until the user names one.
     if hw.mixed:
         counts = ", ".join(f"{n} x {soc}" for soc, n in sorted(hw.pci_counts.items()))
-        checks.append(
-            Check(
-                id="hardware",
-                status=FAIL,
-                detail=f"mixed NPU families on one host: {counts}",
-                hint="cannbuild builds for one SoC at a time; pass --soc for the family you target.",
-                blocking=options.soc is None,
-            )
+        yield Check(
+            id="hardware",
+            status=FAIL,
+            detail=f"mixed NPU families on one host: {counts}",
+            hint="cannbuild builds for one SoC at a time; pass --soc for the family you target.",
+            blocking=options.soc is None,
         )
     elif hw.family is None:
-        checks.append(
-            Check(
-                id="hardware",
-                status=WARN,
-                detail="no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
-                hint="Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
-                "--soc=ascend910_93 (Atlas A3).",
-            )
+        yield Check(
+            id="hardware",
+            status=WARN,
+            detail="no Ascend NPU found (no 0x19e5 PCI device, no npu-smi table)",
+            hint="Normal on a build-only host: pass --soc=ascend910b (Atlas A2) or "
+            "--soc=ascend910_93 (Atlas A3).",
         )
     else:
         chip = f" ({hw.chip})" if hw.chip else ""
         smi = f"; npu-smi {hw.npu_smi_version}" if hw.npu_smi_version else ""
         # An A3 counts two dies per NPU (8 NPUs, 16 dies); the A2 has one, so nothing to add.
         dies = f", {hw.chip_count} dies" if hw.chip_count != hw.npu_count else ""
-        checks.append(
-            Check(
-                id="hardware",
-                status=PASS,
-                detail=f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
-                f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
-            )
+        yield Check(
+            id="hardware",
+            status=PASS,
+            detail=f"{hw.npu_count} x {hw.family.product}{chip}{dies} from "
+            f"{'PCI ids' if hw.source == 'pci' else 'npu-smi'}{smi}",
         )
-    checks += _health_checks(hw)
+    yield from _health_checks(hw)
     for problem in hw.problems:
-        checks.append(
-            Check(
-                id="npu-smi",
-                status=WARN,
-                detail=problem,
-                hint="Check the driver: 'npu-smi info' should print the device table "
-                "(in a container, mount /usr/local/bin/npu-smi and the driver).",
-            )
+        yield Check(
+            id="npu-smi",
+            status=WARN,
+            detail=problem,
+            hint="Check the driver: 'npu-smi info' should print the device table "
+            "(in a container, mount /usr/local/bin/npu-smi and the driver).",
         )
-    return checks
 
 
-def _health_checks(hw: Hardware) -> List[Check]:
+def _health_checks(hw: Hardware) -> Iterator[Check]:
     """npu-smi's Health column and running processes: a validation on a sick or busy
     device would judge the device, not the package."""
     if not hw.health:
-        return []
+        return
     # npu-smi's Health values are OK, Warning, Alarm and Critical; Huawei's ascend-deployer refuses
     # to go on at anything but OK and warns on busy devices (reference real-host-findings.md §5).
     # Only Alarm and Critical fail here.
     sick = [(npu, h) for npu, h in hw.health if h in ("Alarm", "Critical")]
     unknown = [(npu, h) for npu, h in hw.health if h not in ("OK", "Warning", "Alarm", "Critical")]
     warned = [(npu, h) for npu, h in hw.health if h == "Warning"]
-    checks: List[Check] = []
     listed = lambda rows: ", ".join(f"NPU {npu} {h}" for npu, h in rows)  # noqa: E731
     if sick:
-        checks.append(
-            Check(
-                id="npu.health",
-                status=FAIL,
-                detail=f"{listed(sick)} (npu-smi info, Health column)",
-                hint="Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
-                "shows the alarm codes; fix or reset the device (or ask its admin) first.",
-            )
+        yield Check(
+            id="npu.health",
+            status=FAIL,
+            detail=f"{listed(sick)} (npu-smi info, Health column)",
+            hint="Validation on such a device is meaningless. `npu-smi info -t health -i <npu>` "
+            "shows the alarm codes; fix or reset the device (or ask its admin) first.",
         )
     if warned or unknown:
-        checks.append(
-            Check(
-                id="npu.health",
-                status=WARN,
-                detail=f"{listed(warned + unknown)} (npu-smi info, Health column)",
-                hint="`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
-            )
+        yield Check(
+            id="npu.health",
+            status=WARN,
+            detail=f"{listed(warned + unknown)} (npu-smi info, Health column)",
+            hint="`npu-smi info -t health -i <npu>` shows why; results on this device may vary.",
         )
     if not sick and not warned and not unknown:
-        checks.append(
-            Check(
-                id="npu.health", status=PASS, detail=f"all {len(hw.health)} NPUs report Health OK"
-            )
+        yield Check(
+            id="npu.health", status=PASS, detail=f"all {len(hw.health)} NPUs report Health OK"
         )
     # The process section's rows, `| <npu>       <chip>   | <pid> | <name> | <MB> |` on an A3.
     if hw.processes:
         busy = sorted({p.npu for p in hw.processes})
         shown = ", ".join(f"{p.name} (pid {p.pid}) on NPU {p.npu}" for p in hw.processes[:4])
         more = f" and {len(hw.processes) - 4} more" if len(hw.processes) > 4 else ""
-        checks.append(
-            Check(
-                id="npu.busy",
-                status=WARN,
-                detail=f"{len(busy)} NPU(s) busy: {shown}{more}",
-                hint="Timings and memory on a busy device are not comparable; validation runs on "
-                "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
-            )
+        yield Check(
+            id="npu.busy",
+            status=WARN,
+            detail=f"{len(busy)} NPU(s) busy: {shown}{more}",
+            hint="Timings and memory on a busy device are not comparable; validation runs on "
+            "device 0 (ASCEND_RT_VISIBLE_DEVICES picks another).",
         )
-    return checks
 
 
-def _soc_checks(options: Options, hw: Hardware, soc: Optional[Family], source: str) -> List[Check]:
+def _soc_checks(
+    options: Options, hw: Hardware, soc: Optional[Family], source: str
+) -> Iterator[Check]:
     if soc is None:
-        return [
-            Check(
-                id="soc",
-                status=FAIL,
-                detail="no SoC to build for: no --soc and no NPU detected",
-                hint="Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
-                blocking=True,
-            )
-        ]
-    sources = {"pci": "PCI ids", "npu-smi": "npu-smi", "--soc": "--soc"}
-    checks = [
-        Check(
+        yield Check(
             id="soc",
-            status=PASS,
-            detail=f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}",
+            status=FAIL,
+            detail="no SoC to build for: no --soc and no NPU detected",
+            hint="Pass --soc=ascend910b (Atlas A2, 910B) or --soc=ascend910_93 (Atlas A3).",
+            blocking=True,
         )
-    ]
+        return
+    sources = {"pci": "PCI ids", "npu-smi": "npu-smi", "--soc": "--soc"}
+    yield Check(
+        id="soc",
+        status=PASS,
+        detail=f"--soc={soc.soc} ({soc.product}) from {sources.get(source, source)}",
+    )
     # The A2 and A3 use the same toolkit: only `--soc` and the ops package differ, so a package
     # built for the other family builds fine and then finds no kernel on this host.
     if options.soc and hw.family is not None and hw.family.soc != options.soc:
-        checks.append(
-            Check(
-                id="soc.match",
-                status=WARN,
-                detail=f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
-                hint=f"The package will only run on {soc.product}; drop --soc to build for this host.",
-            )
+        yield Check(
+            id="soc.match",
+            status=WARN,
+            detail=f"building for {soc.soc} ({soc.variant}) on a {hw.family.variant} host",
+            hint=f"The package will only run on {soc.product}; drop --soc to build for this host.",
         )
-    return checks
 
 
 def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
@@ -196,59 +172,47 @@ def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
 
 def _driver_checks(
     sysroot: Sysroot, driver: Driver, tk: Optional[Toolkit], hw: Hardware
-) -> List[Check]:
-    checks: List[Check] = []
+) -> Iterator[Check]:
     if not driver.present:
         # A build-only host has neither NPU nor driver; a missing driver matters only next to NPUs.
         status = WARN if hw.family is not None else SKIP
-        checks.append(
-            Check(
-                id="driver",
-                status=status,
-                detail="no driver/version.info",
-                hint="Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
-                "(in a container, mount /usr/local/Ascend/driver and /etc/ascend_install.info).",
-            )
+        yield Check(
+            id="driver",
+            status=status,
+            detail="no driver/version.info",
+            hint="Fine on a build-only host; to run on the NPUs install the Ascend HDK driver "
+            "(in a container, mount /usr/local/Ascend/driver and /etc/ascend_install.info).",
         )
     elif driver.version is None:
-        checks.append(
-            Check(
-                id="driver",
-                status=WARN,
-                detail="; ".join(driver.problems) or "driver version unreadable",
-                hint="Reinstall the driver package or check driver/version.info.",
-            )
+        yield Check(
+            id="driver",
+            status=WARN,
+            detail="; ".join(driver.problems) or "driver version unreadable",
+            hint="Reinstall the driver package or check driver/version.info.",
         )
     else:
-        checks.append(
-            Check(
-                id="driver",
-                status=PASS,
-                detail=f"driver {driver.version} at {sysroot.display(driver.install_path)}",
-            )
+        yield Check(
+            id="driver",
+            status=PASS,
+            detail=f"driver {driver.version} at {sysroot.display(driver.install_path)}",
         )
-        checks += _driver_compat(driver, tk)
+        yield from _driver_compat(driver, tk)
     # The driver's `compatible_version_fw=[7.0.0,8.9.9]` against the firmware `Version=`;
     # `npu-smi info -t board` prints `Compatibility : OK` when the two agree.
     if driver.firmware_version and driver.firmware_range:
         ok = firmware_in_range(driver.firmware_version, driver.firmware_range)
         lo, hi = driver.firmware_range
         if ok is False:
-            checks.append(
-                Check(
-                    id="firmware",
-                    status=WARN,
-                    detail=f"firmware {driver.firmware_version} is outside the driver's range "
-                    f"[{lo}, {hi}]",
-                    hint="Upgrade the firmware package that matches the driver (npu-smi info -t board "
-                    "shows 'Compatibility').",
-                )
+            yield Check(
+                id="firmware",
+                status=WARN,
+                detail=f"firmware {driver.firmware_version} is outside the driver's range "
+                f"[{lo}, {hi}]",
+                hint="Upgrade the firmware package that matches the driver (npu-smi info -t board "
+                "shows 'Compatibility').",
             )
         else:
-            checks.append(
-                Check(id="firmware", status=PASS, detail=f"firmware {driver.firmware_version}")
-            )
-    return checks
+            yield Check(id="firmware", status=PASS, detail=f"firmware {driver.firmware_version}")
 
 
 def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:

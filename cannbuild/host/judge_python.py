@@ -4,7 +4,7 @@ torch)."""
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Tuple
+from typing import Iterator, Mapping, Optional, Tuple
 
 from . import compat
 from .check import FAIL, PASS, SKIP, WARN, Check
@@ -18,82 +18,70 @@ def python_stack_checks(
     tk: Optional[Toolkit],
     env: Optional[Mapping[str, str]] = None,
     sandbox: bool = False,
-) -> List[Check]:
+) -> Iterator[Check]:
     """torch / torch_npu rows from package metadata and `env` (the shell's), never importing
     torch.  A hint names the torch to install: the installed torch_npu's, else the one the
     sources pair with this CANN through torch_npu (on the sandbox: the tested one)."""
     cann = None if sandbox or tk is None else tk.version
     want = compat.torch_to_install(stack.torch_npu, cann)
-    checks: List[Check] = []
     if stack.torch is None:
-        checks.append(
-            Check(
-                id="torch",
-                status=SKIP,
-                detail="torch not installed",
-                hint="Needed only for the validation reference: " + compat.cpu_torch_fix(want),
-            )
+        yield Check(
+            id="torch",
+            status=SKIP,
+            detail="torch not installed",
+            hint="Needed only for the validation reference: " + compat.cpu_torch_fix(want),
         )
     else:
-        checks.append(_torch_check(stack.torch, stack.python))
+        yield _torch_check(stack.torch, stack.python)
     if stack.torch_npu is None:
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=SKIP,
-                detail="torch_npu not installed",
-                hint="Only the torch_npu validation route needs it: pip install "
-                f"torch-npu=={_torch_npu_for(stack.torch, cann)}.",
-            )
+        yield Check(
+            id="torch_npu",
+            status=SKIP,
+            detail="torch_npu not installed",
+            hint="Only the torch_npu validation route needs it: pip install "
+            f"torch-npu=={_torch_npu_for(stack.torch, cann)}.",
         )
-        return checks
+        return
     # A torch_npu wheel pins its torch (`Requires-Dist: torch==2.13.0.*` in torch-npu 2.13.0).
     if stack.torch is None:
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=FAIL,
-                detail=f"torch_npu {stack.torch_npu} is installed without torch",
-                hint=compat.cpu_torch_fix(want),
-            )
+        yield Check(
+            id="torch_npu",
+            status=FAIL,
+            detail=f"torch_npu {stack.torch_npu} is installed without torch",
+            hint=compat.cpu_torch_fix(want),
         )
-        return checks
+        return
     # torch_npu is built against torch's CPU build (Ascend/pytorch@9e73e708:README.md:85);
     # beside PyPI's CUDA torch 2.13.0, `import torch_npu` 2.13.0 aborts (issue 30).
     if stack.torch_device is not None:
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=FAIL,
-                detail=f"torch {stack.torch} is a {stack.torch_device} build beside torch_npu "
-                f"{stack.torch_npu}, which needs the CPU build of torch {want} (with PyPI's CUDA "
-                "torch 2.13.0, importing torch_npu 2.13.0 aborts)",
-                hint=compat.cpu_torch_fix(want, stack.torch_device),
-            )
+        yield Check(
+            id="torch_npu",
+            status=FAIL,
+            detail=f"torch {stack.torch} is a {stack.torch_device} build beside torch_npu "
+            f"{stack.torch_npu}, which needs the CPU build of torch {want} (with PyPI's CUDA "
+            "torch 2.13.0, importing torch_npu 2.13.0 aborts)",
+            hint=compat.cpu_torch_fix(want, stack.torch_device),
         )
-        return checks
+        return
     # A torch / torch_npu ABI mismatch surfaces at import as `libtorch_npu.so: undefined symbol:
     # _ZN5torch10ValueErrorC1EPKcz` (Ascend/pytorch issue 35).
     if not compat.same_torch_line(stack.torch, stack.torch_npu):
-        checks.append(
-            Check(
-                id="torch_npu",
-                status=FAIL,
-                detail=f"torch_npu {stack.torch_npu} does not match torch {stack.torch}",
-                hint="torch_npu's major.minor.patch must equal torch's (else 'undefined symbol' "
-                f"at import): {compat.cpu_torch_fix(want)}",
-            )
+        yield Check(
+            id="torch_npu",
+            status=FAIL,
+            detail=f"torch_npu {stack.torch_npu} does not match torch {stack.torch}",
+            hint="torch_npu's major.minor.patch must equal torch's (else 'undefined symbol' "
+            f"at import): {compat.cpu_torch_fix(want)}",
         )
-        return checks
-    checks.append(_plain_import_check(stack, tk, env or {}))
+        return
+    yield _plain_import_check(stack, tk, env or {})
     # An internal CANN build has no table row; the torch line check above is all there is.
     if tk is None or tk.version is None or not tk.version.comparable:
-        checks.append(
-            Check(id="torch_npu", status=PASS, detail=f"torch_npu {stack.torch_npu} matches torch")
+        yield Check(
+            id="torch_npu", status=PASS, detail=f"torch_npu {stack.torch_npu} matches torch"
         )
-        return checks
-    checks.append(_torch_npu_check(stack.torch_npu, tk.version))
-    return checks
+        return
+    yield _torch_npu_check(stack.torch_npu, tk.version)
 
 
 def _torch_check(torch: str, python: Tuple[int, int]) -> Check:
