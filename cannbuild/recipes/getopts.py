@@ -34,6 +34,7 @@ from .shellopts import (
     Verdict,
     case_arms,
     code_of,
+    following,
 )
 
 # `while getopts $SUPPORTED_SHORT_OPTS opt; do` (ops-math@v9.0.0:839)
@@ -250,11 +251,8 @@ def _long(
             else "no arm of `case $OPTARG` takes it (`*)`: Invalid option)"
         )
         return Verdict(word=word, at=i, accepted=False, option=glued, why=why)
-    taken: List[str] = []
-    if option.values == VARIABLE:
-        while i + 1 + len(taken) < len(args) and not args[i + 1 + len(taken)].startswith("-"):
-            taken.append(args[i + 1 + len(taken)])
-    return Verdict(word=word, at=i, accepted=True, option=option, values=tuple(taken))
+    taken = following(args, i) if option.values == VARIABLE else ()
+    return Verdict(word=word, at=i, accepted=True, option=option, values=taken)
 
 
 def _short(

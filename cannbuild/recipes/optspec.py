@@ -40,6 +40,7 @@ from .shellopts import (
     arm_values,
     case_arms,
     code_of,
+    following,
 )
 
 if TYPE_CHECKING:
@@ -178,12 +179,10 @@ def _judge_case(spec: OptionSpec, args: Sequence[str]) -> List[Verdict]:
             )
             i += 1
             continue
-        taken: List[str] = []
         if option.values == VARIABLE:
-            while i + 1 + len(taken) < len(args) and not args[i + 1 + len(taken)].startswith("-"):
-                taken.append(args[i + 1 + len(taken)])
+            taken = following(args, i)
         else:
-            taken = list(args[i + 1 : i + 1 + option.values])
+            taken = tuple(args[i + 1 : i + 1 + option.values])
             if len(taken) < option.values:
                 out.append(
                     Verdict(
@@ -191,7 +190,7 @@ def _judge_case(spec: OptionSpec, args: Sequence[str]) -> List[Verdict]:
                     )
                 )
                 break
-        out.append(Verdict(word=word, at=i, accepted=True, option=option, values=tuple(taken)))
+        out.append(Verdict(word=word, at=i, accepted=True, option=option, values=taken))
         i += 1 + len(taken)
     return out
 

@@ -5,6 +5,7 @@ scripts and `recipes/getopts.py` the bash-builtin getopts ones with these."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import List, Optional, Sequence, Tuple
 
@@ -151,3 +152,9 @@ def arm_values(body: str) -> int:
     if len(shifts) > 1 or (shifts[0] and not shifts[0].isdigit()):
         return VARIABLE
     return max(int(shifts[0] or "1") - 1, 0)
+
+
+def following(args: Sequence[str], i: int) -> Tuple[str, ...]:
+    """The words after `args[i]` up to the next that starts with '-': what an arm that takes
+    a VARIABLE number of words takes."""
+    return tuple(itertools.takewhile(lambda word: not word.startswith("-"), args[i + 1 :]))
