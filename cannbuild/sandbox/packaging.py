@@ -23,7 +23,7 @@ import os
 import posixpath
 import re
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 from xml.parsers import expat
 
 from msgspec import Struct
@@ -239,8 +239,9 @@ class _Context(Struct, frozen=True, kw_only=True):
     links: Mapping[str, str]
 
 
-def _entries(root: Node, xml: str, package: str, block_dst: str, ctx: _Context) -> List[Placement]:
-    out: List[Placement] = []
+def _entries(
+    root: Node, xml: str, package: str, block_dst: str, ctx: _Context
+) -> Iterator[Placement]:
     for node in _walk(root):
         where = f"{xml}:{node.line}"
         if node.tag == "file_info":
@@ -262,15 +263,15 @@ def _entries(root: Node, xml: str, package: str, block_dst: str, ctx: _Context) 
                 installed = posixpath.join(folder, name) if folder else name
                 staged = posixpath.join(staged_dir, value) if staged_dir else value
                 placed = _place(installed, staged, package, f"{xml}:{f.line}", ctx, executable)
-                out += placed
+                yield from placed
                 if placed:
-                    out += _links(
+                    yield from _links(
                         f.attrs.get("install_softlink", ""), installed, package, xml, f, ctx
                     )
         elif node.tag == "path" and node.attrs.get("install_softlink"):
             target = _subst(node.attrs.get("value", ""), ctx.arch)
             if target:
-                out += _links(node.attrs["install_softlink"], target, package, xml, node, ctx)
+                yield from _links(node.attrs["install_softlink"], target, package, xml, node, ctx)
         elif node.tag == "generate_info" and node.attrs.get("value", "").endswith(".h"):
             folder = _subst(node.attrs.get("install_path", ""), ctx.arch)
             if folder is None:
@@ -278,16 +279,13 @@ def _entries(root: Node, xml: str, package: str, block_dst: str, ctx: _Context) 
             defines = "".join(
                 f'#define {c.tag} "{_fill(c.text.strip(), ctx.values)}"\n' for c in node.children
             )
-            out.append(
-                Placement(
-                    installed=posixpath.join(folder, node.attrs["value"]),
-                    kind="generated",
-                    package=package,
-                    xml=where,
-                    text=f"/* generated from {where} */\n{defines}",
-                )
+            yield Placement(
+                installed=posixpath.join(folder, node.attrs["value"]),
+                kind="generated",
+                package=package,
+                xml=where,
+                text=f"/* generated from {where} */\n{defines}",
             )
-    return out
 
 
 def _place(
@@ -334,18 +332,13 @@ def _fill(text: str, values: Mapping[str, str]) -> str:
 
 def _links(
     spec: str, target: str, package: str, xml: str, node: Node, ctx: _Context
-) -> List[Placement]:
-    out = []
-    for link in spec.split(";"):
-        name = _subst(link, ctx.arch)
+) -> Iterator[Placement]:
+    for name in (_subst(link, ctx.arch) for link in spec.split(";")):
         if name:
-            out.append(
-                Placement(
-                    installed=name,
-                    kind="link",
-                    source=posixpath.relpath(target, posixpath.dirname(name) or "."),
-                    package=package,
-                    xml=f"{xml}:{node.line}",
-                )
+            yield Placement(
+                installed=name,
+                kind="link",
+                source=posixpath.relpath(target, posixpath.dirname(name) or "."),
+                package=package,
+                xml=f"{xml}:{node.line}",
             )
-    return out
