@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
@@ -244,11 +244,10 @@ def rendered_commands(
     jobs: int = 8,
     ops: str = "",
     vendor: str = "custom",
-) -> List[StepCommand]:
+) -> Iterator[StepCommand]:
     """Every step's command (optional steps too) of every buildable repo for each SoC the
     recipe lists, each repo's validation example, and the ccache variant of the steps a
     compile cache changes.  `ops`: as --ops takes them (empty: each repo's own)."""
-    commands: List[StepCommand] = []
     recipe = select_repos(recipe, [r.name for r in recipe.buildable])
     templates = recipe_templates(recipe)
     for soc in recipe.socs or ("ascend910b",):
@@ -265,20 +264,16 @@ def rendered_commands(
             templates=templates,
         )
         for step in walk(recipe, ctx, ws, ("build", "install")):
-            commands.append(
-                StepCommand(step=step.name, soc=soc, repo=step.spec.repo, argv=step.argv)
-            )
+            yield StepCommand(step=step.name, soc=soc, repo=step.spec.repo, argv=step.argv)
             words = ccache_words(step, recipe, CCACHE_VALUE)
             if words and step.spec.action is None:
-                commands.append(
-                    StepCommand(
-                        step=step.name,
-                        soc=soc,
-                        repo=step.spec.repo,
-                        argv=(*step.argv, *words),
-                        note="with a compile cache",
-                        added_from=len(step.argv) - 2,
-                    )
+                yield StepCommand(
+                    step=step.name,
+                    soc=soc,
+                    repo=step.spec.repo,
+                    argv=(*step.argv, *words),
+                    note="with a compile cache",
+                    added_from=len(step.argv) - 2,
                 )
         for repo in recipe.validated:
             assert repo.validate is not None
@@ -292,10 +287,7 @@ def rendered_commands(
                 name,
                 templates,
             )
-            commands.append(
-                StepCommand(step=name, soc=soc, repo=repo.name, argv=tuple(shlex.split(command)))
-            )
-    return commands
+            yield StepCommand(step=name, soc=soc, repo=repo.name, argv=tuple(shlex.split(command)))
 
 
 def script_index(argv: Sequence[str]) -> Optional[int]:
@@ -307,7 +299,7 @@ def script_index(argv: Sequence[str]) -> Optional[int]:
 
 
 def check_commands(
-    recipe: Recipe, commands: Sequence[StepCommand], scripts: Mapping[str, ScriptSpec]
+    recipe: Recipe, commands: Iterable[StepCommand], scripts: Mapping[str, ScriptSpec]
 ) -> RecipeCheck:
     rows: List[FlagRow] = []
     skipped: List[str] = []
