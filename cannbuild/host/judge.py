@@ -40,7 +40,7 @@ def judge(r: Readings, options: Options) -> List[Check]:
     return checks
 
 
-def _os_checks() -> List[Check]:
+def _os_checks() -> Iterator[Check]:
     # os-release is on every OS CANN supports; lsb_release and uname cost a process each
     info = distro.LinuxDistribution(include_lsb=False, include_uname=False)
     os_id = info.id() or "unknown"
@@ -50,18 +50,17 @@ def _os_checks() -> List[Check]:
     major_minor = ".".join(version.split(".")[:2])
     oses = compat.image_oses()
     if (os_id.lower(), major_minor) in oses:
-        return [Check(id="os", status=PASS, detail=f"{name}")]
+        yield Check(id="os", status=PASS, detail=f"{name}")
+        return
     known = ", ".join(f"{o} {v}" for o, v in oses)
     # A note (skip), not a warning: no build step depends on the OS's name; the tools a step
     # needs have rows of their own.
-    return [
-        Check(
-            id="os",
-            status=SKIP,
-            detail=f"{name}: not an OS the official CANN images use (a note: no step needs one)",
-            hint=f"Builds usually work elsewhere but are untested upstream; the images use {known}.",
-        )
-    ]
+    yield Check(
+        id="os",
+        status=SKIP,
+        detail=f"{name}: not an OS the official CANN images use (a note: no step needs one)",
+        hint=f"Builds usually work elsewhere but are untested upstream; the images use {known}.",
+    )
 
 
 def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> Iterator[Check]:
@@ -245,39 +244,36 @@ def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> Iterator[Check]:
         )
 
 
-def _disk_checks(workspace: Path) -> List[Check]:
+def _disk_checks(workspace: Path) -> Iterator[Check]:
     try:
         free = free_bytes(workspace)
     except OSError as exc:
-        return [
-            Check(
-                id="disk",
-                status=WARN,
-                detail=f"cannot read free space: {exc}",
-                hint="Check the workspace path.",
-            )
-        ]
+        yield Check(
+            id="disk",
+            status=WARN,
+            detail=f"cannot read free space: {exc}",
+            hint="Check the workspace path.",
+        )
+        return
     shown = f"{free / GIB:.1f} GiB free under {workspace}"
     if free < DISK_FAIL_BYTES:
-        return [
-            Check(
-                id="disk",
-                status=FAIL,
-                detail=shown,
-                hint="A build needs several GiB; free space or pass --workspace on a larger disk.",
-                blocking=True,
-            )
-        ]
+        yield Check(
+            id="disk",
+            status=FAIL,
+            detail=shown,
+            hint="A build needs several GiB; free space or pass --workspace on a larger disk.",
+            blocking=True,
+        )
+        return
     if free < DISK_WARN_BYTES:
-        return [
-            Check(
-                id="disk",
-                status=WARN,
-                detail=shown,
-                hint="A full ops-transformer build can take 10 GiB; consider --workspace elsewhere.",
-            )
-        ]
-    return [Check(id="disk", status=PASS, detail=shown)]
+        yield Check(
+            id="disk",
+            status=WARN,
+            detail=shown,
+            hint="A full ops-transformer build can take 10 GiB; consider --workspace elsewhere.",
+        )
+        return
+    yield Check(id="disk", status=PASS, detail=shown)
 
 
 def _on_disk(shown: str, path: Path) -> str:

@@ -142,32 +142,30 @@ def _soc_checks(
         )
 
 
-def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> List[Check]:
+def _kernel_checks(tk: Optional[Toolkit], soc: Optional[Family]) -> Iterator[Check]:
     if tk is None or soc is None:
-        return [
-            Check(
-                id="kernels",
-                status=SKIP,
-                detail="needs a toolkit and a SoC",
-                hint="Fix the rows above first.",
-            )
-        ]
+        yield Check(
+            id="kernels",
+            status=SKIP,
+            detail="needs a toolkit and a SoC",
+            hint="Fix the rows above first.",
+        )
+        return
     entries = kernel_entries(tk, soc.soc)
     # A kernel folder per op (ops_oam and config aside) means the SoC's ops package is installed.
     if entries:
-        return [
-            Check(id="kernels", status=PASS, detail=f"{len(entries)} kernel folders for {soc.soc}")
-        ]
-    package = kernels_package_name(tk.version, soc.soc, tk.arch or host_arch())
-    return [
-        Check(
-            id="kernels",
-            status=WARN,
-            detail=f"no kernels package for {soc.soc} in the toolkit",
-            hint=f"Building works without it; running operators needs {package} installed into the "
-            "same path (--install --install-path=<toolkit root>).",
+        yield Check(
+            id="kernels", status=PASS, detail=f"{len(entries)} kernel folders for {soc.soc}"
         )
-    ]
+        return
+    package = kernels_package_name(tk.version, soc.soc, tk.arch or host_arch())
+    yield Check(
+        id="kernels",
+        status=WARN,
+        detail=f"no kernels package for {soc.soc} in the toolkit",
+        hint=f"Building works without it; running operators needs {package} installed into the "
+        "same path (--install --install-path=<toolkit root>).",
+    )
 
 
 def _driver_checks(
@@ -215,19 +213,18 @@ def _driver_checks(
             yield Check(id="firmware", status=PASS, detail=f"firmware {driver.firmware_version}")
 
 
-def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
+def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> Iterator[Check]:
     if tk is None or tk.version is None or driver.version is None:
-        return []
+        return
     # `8.0.T63`-style builds have no row in any published table.
     if not tk.version.comparable or driver.version.internal:
-        return [
-            Check(
-                id="driver.compat",
-                status=SKIP,
-                detail="internal build versions cannot be matched to the tables",
-                hint="Check the pairing in the release notes of that build.",
-            )
-        ]
+        yield Check(
+            id="driver.compat",
+            status=SKIP,
+            detail="internal build versions cannot be matched to the tables",
+            hint="Check the pairing in the release notes of that build.",
+        )
+        return
     tk_compat: Tuple[str, ...] = ()
     tk_inner: Optional[str] = None
     if tk.arch:
@@ -249,22 +246,20 @@ def _driver_compat(driver: Driver, tk: Optional[Toolkit]) -> List[Check]:
         driver.innerversion,
     )
     if verdict.ok:
-        return [Check(id="driver.compat", status=PASS, detail=verdict.detail)]
+        yield Check(id="driver.compat", status=PASS, detail=verdict.detail)
+        return
     if verdict.ok is None:
-        return [
-            Check(
-                id="driver.compat",
-                status=SKIP,
-                detail=verdict.detail,
-                hint="Check the CANN release notes for the matching Ascend HDK.",
-            )
-        ]
-    return [
-        Check(
+        yield Check(
             id="driver.compat",
-            status=WARN,
+            status=SKIP,
             detail=verdict.detail,
-            hint="Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
-            "list, or install the CANN release that matches this driver.",
+            hint="Check the CANN release notes for the matching Ascend HDK.",
         )
-    ]
+        return
+    yield Check(
+        id="driver.compat",
+        status=WARN,
+        detail=verdict.detail,
+        hint="Upgrade the Ascend HDK (driver + firmware) to a version the CANN release notes "
+        "list, or install the CANN release that matches this driver.",
+    )
