@@ -9,6 +9,7 @@ and what validation checks.  Adding a recipe file needs no code: pass
 from __future__ import annotations
 
 import contextlib
+import operator
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
@@ -128,28 +129,24 @@ def check_requirements(
     return problems
 
 
+# the share/info minimum's operators, as check_build_dependencies.py reads them (none: ==)
+_COMPARE = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+}
+
+
 def _satisfies(version: str, spec: str) -> Optional[bool]:
-    for op in (">=", "<=", ">", "<", "=="):
-        if spec.startswith(op):
-            want = spec[len(op) :]
-            break
-    else:
-        op, want = "==", spec
+    op = next((o for o in _COMPARE if spec.startswith(o)), "")
     try:
-        have = [int(p) for p in version.split(".")]
-        need = [int(p) for p in want.split(".")]
+        have, need = ([int(p) for p in v.split(".")] for v in (version, spec[len(op) :]))
     except ValueError:
         return None
     width = max(len(have), len(need))
-    have += [0] * (width - len(have))
-    need += [0] * (width - len(need))
-    return {
-        ">=": have >= need,
-        "<=": have <= need,
-        ">": have > need,
-        "<": have < need,
-        "==": have == need,
-    }[op]
+    return _COMPARE[op or "=="](have + [0] * (width - len(have)), need + [0] * (width - len(need)))
 
 
 def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
