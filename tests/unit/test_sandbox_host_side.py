@@ -22,7 +22,7 @@ from cannbuild.host.contents import wall_of
 from cannbuild.sandbox.hostside import RECORD, laid_out_for, lay_out_host_side, read_record
 from cannbuild.sandbox.packaging import RepoIndex, placements
 
-from hosttree import files
+from hosttree import executable, files
 
 ARCH = "x86_64"
 
@@ -245,3 +245,25 @@ def test_a_tool_the_package_installs_with_an_exec_mode_is_laid_out_executable(tm
     lay_out_host_side(sandbox, home, ARCH, "9.0.0", {"asc-devkit": (repo, "5" * 40)})
     assert os.access(home / "x86_64-linux/bin/asc_opc", os.X_OK)
     assert not os.access(home / "x86_64-linux/include/kernel_operator.h", os.X_OK)
+
+
+def test_a_failing_compile_of_the_opdef_sources_names_the_unit_and_what_the_compiler_said(
+    tmp_path, monkeypatch
+):
+    """op_build's compilers run through cannbuild/proc.py like every other child: a unit
+    that does not compile is a SandboxError naming it and ending with the compiler's own
+    message (read from the child's stderr), not a traceback."""
+    from cannbuild.sandbox.opbuild import build_op_build
+
+    metadef = tmp_path / "metadef"
+    files(metadef, {"base/asc/opdef/op_def.cc": "", "base/type/ascend_string_impl.cc": ""})
+    compiler = executable(
+        tmp_path / "c++", "#!/bin/sh\necho 'op_def.cc:1: error: boom' >&2\nexit 3\n"
+    )
+    monkeypatch.setenv("CXX", str(compiler))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # not the user's cache
+    with pytest.raises(SandboxError) as raised:
+        build_op_build(tmp_path / "tk", ARCH, {"metadef": metadef}, {"metadef": "0" * 40})
+    message = raised.value.message
+    assert "compiling metadef's OpDef sources" in message and "op_def.cc" in message
+    assert message.endswith("failed (exit 3): op_def.cc:1: error: boom")
