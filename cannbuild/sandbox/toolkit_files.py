@@ -239,6 +239,8 @@ TOOLKIT_FILES: Tuple[StandIn, ...] = (
     _lib("libprofapi.so", STUB, "runtime", "profapi (msprof)"),
     _lib("libascend_dump.so", STUB, "runtime", "ascend_dump (adump)"),
     _lib("libge_common_base.so", STUB, "ge", "ge_common_base"),
+    # and its tiling library, cust_opmaster (cmake/custom_build.cmake:161-183)
+    _lib("libacl_rt.so", STUB, "runtime", "acl_rt"),
     # what ops-math's ophost library links from lib64 by name (ops-math@v9.0.0
     # cmake/symbol.cmake:36-50)
     _lib("libruntime.so", STUB, "runtime", "runtime"),
