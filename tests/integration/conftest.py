@@ -315,10 +315,17 @@ def installed(sandboxes, tmp_path_factory) -> Cli:
 
 
 # The refs recipes/8.5.toml's toolkit repos take on the 8.5.0 sandbox ({{ cann.release }}).
-HOST_SIDE_8_5 = {
-    "opbase": "v8.5.0", "metadef": "8.5.0", "runtime": "8.5.0", "ge": "8.5.0",
-    "asc-devkit": "8.5.0", "libboundscheck": "v1.1.16",
-}  # fmt: skip
+def host_side_refs(release: str) -> Dict[str, str]:
+    """The tag or branch of each host-side repository (`toolkit = true`) the release's recipe
+    names, rendered as a build renders it."""
+    from cannbuild.recipes import render_ref, select_recipe
+
+    recipe = select_recipe(release.rsplit(".", 1)[0], None, Path(__file__).parent)
+    refs = (render_ref(r, {"cann": {"release": release}}) for r in recipe.repos if r.toolkit)
+    return {
+        name: ref["tag"] or ref["branch"] or ""
+        for name, ref in zip((r.name for r in recipe.repos if r.toolkit), refs)
+    }
 
 
 def lay_host_side(sandbox: Path, work: Path) -> None:
@@ -331,7 +338,7 @@ def lay_host_side(sandbox: Path, work: Path) -> None:
     info = load_info(sandbox)
     assert info is not None and info.cann == "8.5.0"
     checkouts = {}
-    for repo, ref in HOST_SIDE_8_5.items():
+    for repo, ref in host_side_refs("8.5.0").items():
         bare = next((sandbox / "mirror").rglob(f"{repo}.git"))
         dest = work / repo
         subprocess.run(["git", "clone", "-q", "--branch", ref, str(bare), str(dest)], check=True)
