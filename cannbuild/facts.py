@@ -24,6 +24,7 @@ from .resources import USER_DATA, data_dir
 T = TypeVar("T", bound=msgspec.Struct)
 FACTS = "facts"
 SANDBOX = "sandbox"
+HINTS = "hints"
 
 
 def files(kind: str, cwd: Optional[Path] = None) -> Tuple[Path, ...]:
