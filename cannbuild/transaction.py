@@ -184,33 +184,18 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
     return record
 
 
-def _record_start(session: Session, run_id: str, command: str) -> None:
-    """The attempt as it starts: a run killed with -9 leaves it so, and `status` then
-    says the last attempt was interrupted (its pid is gone), not what the one before
-    it came to."""
-    write_json_atomic(
-        session.ws.reports / ATTEMPT_FILE,
-        {
-            "run_id": run_id,
-            "command": command,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "pid": os.getpid(),
-            "status": RUNNING,
-        },
-    )
+def _record_attempt(session: Session, run_id: str, command: str, **fields: object) -> None:
+    """The attempt, as it starts (`status=RUNNING` with its pid: a run killed with -9
+    leaves it so, and `status` then says the last attempt was interrupted, its pid gone,
+    not what the one before it came to) and as it ends."""
+    record = {"run_id": run_id, "command": command, **fields}
+    write_json_atomic(session.ws.reports / ATTEMPT_FILE, record)
 
 
-def _record_attempt(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
-    write_json_atomic(
-        session.ws.reports / ATTEMPT_FILE,
-        {
-            "run_id": run_id,
-            "command": command,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "status": "failed" if failed else "ok",
-            "failed_step": failed,
-        },
-    )
+def _record_end(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
+    finished = time.strftime("%Y-%m-%d %H:%M:%S")
+    status = "failed" if failed else "ok"
+    _record_attempt(session, run_id, command, finished=finished, status=status, failed_step=failed)
 
 
 def _build_record(
@@ -302,7 +287,7 @@ def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
         known = exc if isinstance(exc, CannbuildError) else storage_error(exc) or path_error(exc)
         error = known or CannbuildError(str(exc))
         with contextlib.suppress(CannbuildError, OSError):
-            _record_attempt(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
+            _record_end(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
             _write_report(session, run_id, command, None, error, None, None)
         raise
 
@@ -321,7 +306,10 @@ def run_pipeline(
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
     with WorkspaceLock(session.ws, request.command, options.wait, waiting):
-        _record_start(session, run_id, request.command)
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        _record_attempt(
+            session, run_id, request.command, started=started, pid=os.getpid(), status=RUNNING
+        )
         remember_tools(session.ws.tool_memo, session.host.tools)
         cache = compile_cache.compile_cache(
             options.cache_remote,
@@ -354,7 +342,7 @@ def run_pipeline(
         failed = result.failed.name if result.failed is not None else None
         if failed is None and "install" in request.phases:
             install_order(session)
-        _record_attempt(session, run_id, request.command, failed)
+        _record_end(session, run_id, request.command, failed)
         # what the workspace builds for from now on: its sources are this target's, a
         # failed step included (a bare rerun resumes it); a run refused before (drift under
         # --locked, a fetch error) leaves the record as it was
