@@ -223,10 +223,10 @@ def _write_report(
     session: Session,
     run_id: str,
     command: str,
-    result: Optional[RunResult],
-    error: Optional[CannbuildError],
-    validation: Optional[Mapping[str, object]],
-    built: Optional[Mapping[str, object]],
+    result: Optional[RunResult] = None,
+    error: Optional[CannbuildError] = None,
+    validation: Optional[Mapping[str, object]] = None,
+    built: Optional[Mapping[str, object]] = None,
     cache: Optional[Mapping[str, object]] = None,
     package: Optional[Mapping[str, object]] = None,
     sources: Optional[SourceState] = None,
@@ -288,7 +288,7 @@ def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
         error = known or CannbuildError(str(exc))
         with contextlib.suppress(CannbuildError, OSError):
             _record_end(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
-            _write_report(session, run_id, command, None, error, None, None)
+            _write_report(session, run_id, command, error=error)
         raise
 
 
@@ -401,14 +401,7 @@ def run_validate(
         validation = validate_session(target, env, case_names, run_id, False, phases)
         built = built_from(session) if package is None else None
         directory = _write_report(
-            session,
-            run_id,
-            command,
-            None,
-            None,
-            validation.validation,
-            built,
-            package=shipped,
+            session, run_id, command, validation=validation.validation, built=built, package=shipped
         )
     return PipelineRun(
         run_id=run_id,
