@@ -99,10 +99,7 @@ def sweep(root: Path) -> List[Path]:
 
 
 def _runs(folder: Path) -> List[Path]:
-    try:
-        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
-        return []
+    return [p for p in _entries(folder) if p.is_dir() and not p.is_symlink()]
 
 
 def _latest(folder: Path) -> Optional[str]:
