@@ -422,13 +422,9 @@ def _remember(session: Session, command: str) -> Tuple[str, ...]:
         before = read_target(session.options.workspace)
     except UsageError:  # a damaged record is replaced; nothing to compare with
         before = None
-    if not record_session(session, command) or before is None:
-        return ()
-    after = read_target(session.options.workspace)
-    if after is None:
-        return ()
-    was, now = _words(before), _words(after)
-    if was == now:
+    after = record_session(session, command)
+    was, now = _words(before) if before else "", _words(after) if after else ""
+    if not was or not now or was == now:
         return ()
     return (
         f"remembered: this workspace now targets {now} (it targeted {was}); later tasks "
