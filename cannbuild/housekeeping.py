@@ -98,15 +98,6 @@ def sweep(root: Path) -> List[Path]:
     return found
 
 
-def _runs(folder: Path) -> List[Path]:
-    return [p for p in _entries(folder) if p.is_dir() and not p.is_symlink()]
-
-
-def _latest(folder: Path) -> Optional[str]:
-    link = folder / "latest"
-    return os.readlink(link) if link.is_symlink() else None
-
-
 def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = False) -> List[Path]:
     """The paths `clean` removes: build trees, tmp and validation scratch, the logs and
     reports of all but the last `keep` runs (and never the latest); with `sources` the
@@ -120,8 +111,9 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
             targets += [checkout / t for t in BUILD_TREES if (checkout / t).exists()]
     targets += [p for p in (ws.tmp, ws.validate) if p.exists()]
     for folder in (ws.logs, ws.reports):
-        runs = _runs(folder)
-        latest = _latest(folder)
+        runs = [p for p in _entries(folder) if p.is_dir() and not p.is_symlink()]
+        link = folder / "latest"
+        latest = os.readlink(link) if link.is_symlink() else None
         # Runs are folders named `YYYYmmdd-HHMMSS-<pid>`, so the sorted order is their age.
         targets += [r for r in runs[: max(len(runs) - keep, 0)] if r.name != latest]
     if sources:
