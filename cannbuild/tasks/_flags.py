@@ -279,10 +279,6 @@ RUN_FLAGS = (*SESSION_FLAGS, "force", "with_step", "verbose", "dry_run")
 TARGET_FLAGS = ("sandbox", "variant", "cann", "sysroot", "cann_path", "soc", "ops_release")
 
 
-def with_env(flag: Flag, text: str) -> str:
-    return f"{text} [env {flag.env}]" if flag.env else text
-
-
 class TaskSpec(Struct, frozen=True, kw_only=True):
     """A task as plain data: both front ends (the `cannbuild` script and `invoke` in a
     checkout) are made from it, so they cannot disagree on a name, letter or default."""
@@ -377,7 +373,7 @@ def cli_task(
     for name in names:
         flag = FLAGS[name]
         default: FlagValue = False if flag.kind is bool else [] if flag.kind is list else None
-        text = with_env(flag, help.pop(name, flag.help))
+        text = help.pop(name, flag.help) + (f" [env {flag.env}]" if flag.env else "")
         path = flag.path or flag.field in PATH_FIELDS
         options.append(replace(flag, help=text, default=default, path=path))
     for name, default, text in extra:
