@@ -134,10 +134,6 @@ class _Schema(Struct, kw_only=True):
     schema: int
 
 
-def now_text() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def target_of(
     options: Options,
     *,
@@ -180,7 +176,7 @@ def record_session(session: Session, command: str) -> Optional[Target]:
         toolkit_version=session.toolkit.version_text or "",
         toolkit_path=session.toolkit.path,
         command=command,
-        when=now_text(),
+        when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
     return record(session.options.workspace, target)
 
