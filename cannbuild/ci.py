@@ -115,13 +115,9 @@ def render_ci(
     python: str = "3.11",
     sandbox: bool = False,
 ) -> Dict[str, Any]:
-    """The workflow's text and default path, and companion files (path -> text) it needs."""
-    if provider not in PROVIDERS:
-        raise UsageError(
-            f"--provider {provider!r} is not supported.", f"Use one of {', '.join(PROVIDERS)}."
-        )
-    template, default_out = PROVIDERS[provider]
-    check_label(npu_label)
+    """The workflow's text, and companion files (path -> text) it needs (`provider` and
+    `npu_label` checked by write_ci)."""
+    template = PROVIDERS[provider][0]
     canns = image_versions(cwd)
     if not canns:
         raise UsageError(
@@ -151,7 +147,7 @@ def render_ci(
             f"# Rendered by cannbuild {__version__}: the self-hosted NPU runners' labels.\n"
             f"self-hosted-runner:\n  labels: {json.dumps(labels)}\n"
         )
-    return {"path": default_out, "text": text, "extras": extras, "canns": canns}
+    return {"text": text, "extras": extras}
 
 
 def sandbox_locks(root: Path) -> List[Path]:
@@ -243,7 +239,7 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
             if old != wheel:
                 old.unlink()
         install = Install(
-            wheel=wheel.relative_to(root).as_posix() if _inside(wheel, root) else str(wheel),
+            wheel=wheel.relative_to(root).as_posix() if wheel.is_relative_to(root) else str(wheel),
             sha256=digest(wheel, ARCHIVE),
         )
         note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
@@ -286,14 +282,6 @@ def chosen_install(spec: Optional[str], provider: str) -> Install:
         check_requirement(recorded, "the install source pip recorded (direct_url.json)")
         return Install(spec=recorded)
     raise no_install_source()
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
 
 
 def refuse_foreign_file(target: Path, what: str) -> None:

@@ -1,7 +1,8 @@
 """Release facts as data: what each CANN release publishes (`recipes/facts/*.toml`: SoC
 families, torch pairings, drivers, ops pairings) and what the sandbox emulates of it
-(`recipes/sandbox/*.toml`: the toolkit's records and the stand-in repositories), each
-fact citing its source in a comment.
+(`recipes/sandbox/*.toml`: the toolkit's records and the stand-in repositories), and the
+failure messages of the CANN builds with their fixes (`recipes/hints/*.toml`, hints.py),
+each fact citing its source in a comment.
 
 A user's `cannbuild-recipes/facts/` and `cannbuild-recipes/sandbox/` in the folder a
 command runs in are read after the shipped files, as `cannbuild-recipes/<train>.toml`
@@ -24,6 +25,7 @@ from .resources import USER_DATA, data_dir
 T = TypeVar("T", bound=msgspec.Struct)
 FACTS = "facts"
 SANDBOX = "sandbox"
+HINTS = "hints"
 
 
 def files(kind: str, cwd: Optional[Path] = None) -> Tuple[Path, ...]:

@@ -15,7 +15,7 @@ from msgspec import Struct
 
 from . import vendors as vendors_mod
 from .bounded import ATTEMPT, STAMP, read_state
-from .decoded import JSONObject, JSONValue
+from .decoded import JSONObject, JSONValue, to_plain
 from .lazy import lazy_module
 from .ownership import remove_inside
 from .workspace import Workspace
@@ -98,18 +98,6 @@ def sweep(root: Path) -> List[Path]:
     return found
 
 
-def _runs(folder: Path) -> List[Path]:
-    try:
-        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
-    except OSError:
-        return []
-
-
-def _latest(folder: Path) -> Optional[str]:
-    link = folder / "latest"
-    return os.readlink(link) if link.is_symlink() else None
-
-
 def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = False) -> List[Path]:
     """The paths `clean` removes: build trees, tmp and validation scratch, the logs and
     reports of all but the last `keep` runs (and never the latest); with `sources` the
@@ -123,8 +111,9 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
             targets += [checkout / t for t in BUILD_TREES if (checkout / t).exists()]
     targets += [p for p in (ws.tmp, ws.validate) if p.exists()]
     for folder in (ws.logs, ws.reports):
-        runs = _runs(folder)
-        latest = _latest(folder)
+        runs = [p for p in _entries(folder) if p.is_dir() and not p.is_symlink()]
+        link = folder / "latest"
+        latest = os.readlink(link) if link.is_symlink() else None
         # Runs are folders named `YYYYmmdd-HHMMSS-<pid>`, so the sorted order is their age.
         targets += [r for r in runs[: max(len(runs) - keep, 0)] if r.name != latest]
     if sources:
@@ -299,7 +288,7 @@ def workspace_status(
     vendors = [_vendor_entry(ws, step, stamp, current_soc, lock) for step, stamp in installs]
     install = installs[0][0] if installs else None
     installed_ok = bool(installs) and all(step["state"] == "built" for step, _ in installs)
-    stale = [why for v in vendors for why in v.stale]
+    stale = [why for v, _ in vendors for why in v.stale]
     verdict = None
     if validation:
         verdict = {
@@ -347,7 +336,7 @@ def workspace_status(
         }
         if install
         else None,
-        "installed": [v.to_json() for v in vendors if v.ok],
+        "installed": to_plain([v for v, ok in vendors if ok]),
         # several vendors: the one file that sets them on ASCEND_CUSTOM_OPP_PATH in order
         "source": str(source)
         if len(installs) > 1 and vendors_mod.source_order(ws.opp) is not None
@@ -384,27 +373,16 @@ def _in_source_order(
 
 
 class VendorEntry(Struct, frozen=True, kw_only=True):
-    """One installed vendor as status lists it: its folder, the repo and commit it was
-    built from, the operators it ships; `ok`: it is this target's install."""
+    """One installed vendor as status lists it (its JSON): its folder, the repo and commit
+    it was built from, the operators it ships."""
 
     vendor: Path
+    set_env: Path
     stale: List[str]
     repo: Optional[str]
     commit: Optional[str]
     ops: List[str]
     step: str
-    ok: bool
-
-    def to_json(self) -> Dict[str, object]:
-        return {
-            "vendor": str(self.vendor),
-            "set_env": str(self.vendor / "bin" / "set_env.bash"),
-            "stale": self.stale,
-            "repo": self.repo,
-            "commit": self.commit,
-            "ops": self.ops,
-            "step": self.step,
-        }
 
 
 def _vendor_entry(
@@ -413,7 +391,8 @@ def _vendor_entry(
     stamp: JSONObject,
     soc: str,
     lock: Optional[Lock],
-) -> VendorEntry:
+) -> Tuple[VendorEntry, bool]:
+    """The entry, and whether it is this target's install."""
     vendor = _vendor_of(stamp) or ws.opp / "vendors"
     present = not stamps.outputs_gone(stamp)
     stale = install_staleness(ws, stamp, soc, lock) if present else []
@@ -422,15 +401,16 @@ def _vendor_entry(
         found = str(((before.get("inputs") or {}).get("source") or {}).get("commit") or "")
         if found and before.get("artifacts"):  # the build whose package it installed
             repo, commit = (_repo_of(name, lock) if lock else None) or name, found
-    return VendorEntry(
+    entry = VendorEntry(
         vendor=vendor,
+        set_env=vendor / "bin" / "set_env.bash",
         stale=stale,
         repo=repo,
         commit=commit,
         ops=list(vendors_mod.read_vendor(vendor).ops),
         step=str(step["step"]),
-        ok=step["state"] == "built" and (vendor / "bin" / "set_env.bash").is_file(),
     )
+    return entry, step["state"] == "built" and entry.set_env.is_file()
 
 
 def _target_json(ws: Workspace, target: Optional[Target], soc: str) -> Optional[JSONObject]:

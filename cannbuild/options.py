@@ -170,12 +170,6 @@ _SECTIONS = {"cache": ("remote",)}
 CACHE_SCHEMES = ("redis://", "rediss://", "http://", "https://")
 
 
-def _field_names() -> Tuple[str, ...]:
-    # the names only: msgspec.structs.fields() resolves every annotation on each call
-    # (a compile() per name), 8 calls of a no-op setup
-    return Options.__struct_fields__
-
-
 def _flatten(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     """`cache: {remote: X}` -> `cache_remote: X`; an unknown key inside a section is an error."""
     flat: Dict[str, JSONValue] = {}
@@ -410,7 +404,8 @@ def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
 
 def _checked_config(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     """The `cannbuild` config key, flattened; an unknown key is an error."""
-    names = _field_names()
+    # the names only: msgspec.structs.fields() resolves every annotation on each call
+    names = Options.__struct_fields__
     config = _flatten(config)
     unknown = [k for k in config if k not in names]
     if unknown:
@@ -463,7 +458,7 @@ def sources(
     the flags not named as their field) and its value, checked."""
     checked = _checked_config(_config_map(config))
     found: Dict[str, Tuple[str, Any]] = {}
-    for name in _field_names():
+    for name in Options.__struct_fields__:
         where = _given(name, cli, env, checked, spelled)
         if where is not None:
             found[name] = (where[0], _coerce(name, where[1], where[0]))

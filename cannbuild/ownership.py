@@ -89,17 +89,13 @@ def _entries(folder: Path) -> Sequence[str]:
     return [n for n in names if n != MARKER and not n.startswith(f".{MARKER}.")]
 
 
-def _json(path: Path) -> object:
-    """What a file cannbuild may have written holds (None: nothing it can read): the
-    evidence of who made a folder, never an error of the run that asks."""
-    try:
-        return read_json(path, OWNER_MARK)
-    except UsageError:
-        return None
-
-
 def _json_keys(path: Path) -> Set[str]:
-    data = _json(path)
+    """The keys of the JSON object a file cannbuild may have written holds (none: nothing
+    it can read): the evidence of who made a folder, never an error of the run that asks."""
+    try:
+        data = read_json(path, OWNER_MARK)
+    except UsageError:
+        return set()
     return set(data) if isinstance(data, dict) else set()
 
 
@@ -135,11 +131,6 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
         except UsageError:
             return False
     return False
-
-
-def _write_marker(folder: Path, kind: str) -> None:
-    text = json.dumps({"kind": kind, "by": f"cannbuild {__version__}"}, sort_keys=True) + "\n"
-    write_atomic(folder / MARKER, text.encode())
 
 
 def check_replaceable(folder: Path, kind: str, what: str) -> Path:
@@ -234,8 +225,10 @@ def claim(folder: Path, kind: str, what: str) -> Path:
 
 
 def mark(folder: Path, kind: str) -> None:
-    """Write the `kind` marker into `folder` (for a folder built elsewhere, then moved)."""
-    _write_marker(folder, kind)
+    """Write the `kind` marker into `folder` (`claim`, or a folder built elsewhere, then
+    moved)."""
+    text = json.dumps({"kind": kind, "by": f"cannbuild {__version__}"}, sort_keys=True) + "\n"
+    write_atomic(folder / MARKER, text.encode())
 
 
 def require_owned(root: Path, kind: str) -> None:

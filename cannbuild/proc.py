@@ -87,7 +87,6 @@ def run(
     timeout: Optional[float] = None,
     cwd: Optional[Union[str, os.PathLike]] = None,
     env: Optional[Mapping[str, str]] = None,
-    input: Optional[bytes] = None,
     merge_stderr: bool = False,
     capture: bool = True,
     interactive: bool = False,
@@ -96,20 +95,16 @@ def run(
     killed and `subprocess.TimeoutExpired` raised; an interrupt kills it too.
     `capture=False` streams the child's output to ours; `interactive` also gives it our
     stdin (a `docker run -it` the user types into)."""
-    if input is not None:
-        stdin: Output = subprocess.PIPE
-    else:
-        stdin = None if interactive else subprocess.DEVNULL
     proc = popen(
         argv,
         cwd=cwd,
         env=env,
-        stdin=stdin,
+        stdin=None if interactive else subprocess.DEVNULL,
         stdout=subprocess.PIPE if capture else None,
         stderr=(subprocess.STDOUT if merge_stderr else subprocess.PIPE) if capture else None,
     )
     try:
-        out, err = proc.communicate(input, timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc, grace_s=0.5)
         with contextlib.suppress(subprocess.TimeoutExpired):

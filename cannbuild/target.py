@@ -134,10 +134,6 @@ class _Schema(Struct, kw_only=True):
     schema: int
 
 
-def now_text() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def target_of(
     options: Options,
     *,
@@ -172,7 +168,7 @@ def target_of(
     )
 
 
-def record_session(session: Session, command: str) -> bool:
+def record_session(session: Session, command: str) -> Optional[Target]:
     """Record the target a run on `session` (which took the workspace) ran for."""
     target = target_of(
         session.options,
@@ -180,25 +176,25 @@ def record_session(session: Session, command: str) -> bool:
         toolkit_version=session.toolkit.version_text or "",
         toolkit_path=session.toolkit.path,
         command=command,
-        when=now_text(),
+        when=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
     return record(session.options.workspace, target)
 
 
-def record(workspace: Path, target: Target) -> bool:
+def record(workspace: Path, target: Target) -> Optional[Target]:
     """Write the record (atomically) unless it already says the same; only into a
-    workspace cannbuild owns.  True when it was written."""
+    workspace cannbuild owns.  `target` when it was written, else None."""
     if not owned(workspace, "workspace"):
-        return False
+        return None
     path = target_file(workspace)
     try:
         before = read_target(workspace)
     except UsageError:  # a damaged record is replaced by a good one
         before = None
     if before is not None and before.same_target(target):
-        return False
+        return None
     write_json_atomic(path, asdict(target))
-    return True
+    return target
 
 
 class Choice(Struct, frozen=True, kw_only=True):

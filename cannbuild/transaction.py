@@ -184,33 +184,18 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
     return record
 
 
-def _record_start(session: Session, run_id: str, command: str) -> None:
-    """The attempt as it starts: a run killed with -9 leaves it so, and `status` then
-    says the last attempt was interrupted (its pid is gone), not what the one before
-    it came to."""
-    write_json_atomic(
-        session.ws.reports / ATTEMPT_FILE,
-        {
-            "run_id": run_id,
-            "command": command,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "pid": os.getpid(),
-            "status": RUNNING,
-        },
-    )
+def _record_attempt(session: Session, run_id: str, command: str, **fields: object) -> None:
+    """The attempt, as it starts (`status=RUNNING` with its pid: a run killed with -9
+    leaves it so, and `status` then says the last attempt was interrupted, its pid gone,
+    not what the one before it came to) and as it ends."""
+    record = {"run_id": run_id, "command": command, **fields}
+    write_json_atomic(session.ws.reports / ATTEMPT_FILE, record)
 
 
-def _record_attempt(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
-    write_json_atomic(
-        session.ws.reports / ATTEMPT_FILE,
-        {
-            "run_id": run_id,
-            "command": command,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "status": "failed" if failed else "ok",
-            "failed_step": failed,
-        },
-    )
+def _record_end(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
+    finished = time.strftime("%Y-%m-%d %H:%M:%S")
+    status = "failed" if failed else "ok"
+    _record_attempt(session, run_id, command, finished=finished, status=status, failed_step=failed)
 
 
 def _build_record(
@@ -238,10 +223,10 @@ def _write_report(
     session: Session,
     run_id: str,
     command: str,
-    result: Optional[RunResult],
-    error: Optional[CannbuildError],
-    validation: Optional[Mapping[str, object]],
-    built: Optional[Mapping[str, object]],
+    result: Optional[RunResult] = None,
+    error: Optional[CannbuildError] = None,
+    validation: Optional[Mapping[str, object]] = None,
+    built: Optional[Mapping[str, object]] = None,
     cache: Optional[Mapping[str, object]] = None,
     package: Optional[Mapping[str, object]] = None,
     sources: Optional[SourceState] = None,
@@ -302,8 +287,8 @@ def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
         known = exc if isinstance(exc, CannbuildError) else storage_error(exc) or path_error(exc)
         error = known or CannbuildError(str(exc))
         with contextlib.suppress(CannbuildError, OSError):
-            _record_attempt(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
-            _write_report(session, run_id, command, None, error, None, None)
+            _record_end(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
+            _write_report(session, run_id, command, error=error)
         raise
 
 
@@ -321,7 +306,10 @@ def run_pipeline(
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
     with WorkspaceLock(session.ws, request.command, options.wait, waiting):
-        _record_start(session, run_id, request.command)
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        _record_attempt(
+            session, run_id, request.command, started=started, pid=os.getpid(), status=RUNNING
+        )
         remember_tools(session.ws.tool_memo, session.host.tools)
         cache = compile_cache.compile_cache(
             options.cache_remote,
@@ -354,7 +342,7 @@ def run_pipeline(
         failed = result.failed.name if result.failed is not None else None
         if failed is None and "install" in request.phases:
             install_order(session)
-        _record_attempt(session, run_id, request.command, failed)
+        _record_end(session, run_id, request.command, failed)
         # what the workspace builds for from now on: its sources are this target's, a
         # failed step included (a bare rerun resumes it); a run refused before (drift under
         # --locked, a fetch error) leaves the record as it was
@@ -413,14 +401,7 @@ def run_validate(
         validation = validate_session(target, env, case_names, run_id, False, phases)
         built = built_from(session) if package is None else None
         directory = _write_report(
-            session,
-            run_id,
-            command,
-            None,
-            None,
-            validation.validation,
-            built,
-            package=shipped,
+            session, run_id, command, validation=validation.validation, built=built, package=shipped
         )
     return PipelineRun(
         run_id=run_id,
@@ -441,13 +422,9 @@ def _remember(session: Session, command: str) -> Tuple[str, ...]:
         before = read_target(session.options.workspace)
     except UsageError:  # a damaged record is replaced; nothing to compare with
         before = None
-    if not record_session(session, command) or before is None:
-        return ()
-    after = read_target(session.options.workspace)
-    if after is None:
-        return ()
-    was, now = _words(before), _words(after)
-    if was == now:
+    after = record_session(session, command)
+    was, now = _words(before) if before else "", _words(after) if after else ""
+    if not was or not now or was == now:
         return ()
     return (
         f"remembered: this workspace now targets {now} (it targeted {was}); later tasks "

@@ -451,12 +451,18 @@ def print_profile(
     att = data["attention"]
     fused, chains, gain = att["fused"], att["unfused_chains"], att["opportunity"]
     lines = ["attention:"]
+
+    def say(label: str, text: str, indent: int = 4) -> None:
+        lines.extend(wrap(text, indent, label, stream))
+
     if fused["count"]:
-        kinds = ", ".join(
-            f"{t['type']} x{t['count']} {t['direction']} ({t['total_us']:.1f} us)"
-            for t in fused["types"]
+        say(
+            "  fused:   ",
+            ", ".join(
+                f"{t['type']} x{t['count']} {t['direction']} ({t['total_us']:.1f} us)"
+                for t in fused["types"]
+            ),
         )
-        lines += wrap(kinds, 4, "  fused:   ", stream)
     else:
         lines.append("  fused:   none (no FlashAttention-family kernel)")
     if chains["count"]:
@@ -464,48 +470,38 @@ def print_profile(
             shapes = (
                 f", inputs {g['input_shapes']} {g['input_dtypes']}" if g["input_shapes"] else ""
             )
-            lines += wrap(
-                f"{g['count']} x {' > '.join(g['ops'])} on {g['stream']}, {g['total_us']:.1f} us{shapes}",
-                4,
+            ops = " > ".join(g["ops"])
+            say(
                 "  unfused: ",
-                stream,
+                f"{g['count']} x {ops} on {g['stream']}, {g['total_us']:.1f} us{shapes}",
             )
-        text = (
-            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device "
-            f"time; {gain['said']}"
-        )
-        lines += wrap(
-            text + " (cannbuild diagnose --profile says why they were not fused)",
-            4,
+        say(
             "  gain:    ",
-            stream,
+            f"the chains took {gain['chains_us']:.1f} us, {gain['share'] * 100:.1f}% of device "
+            f"time; {gain['said']} (cannbuild diagnose --profile says why they were not fused)",
         )
     else:
         lines.append("  unfused: no MatMul -> Softmax -> MatMul chain on any stream")
     for c in fused.get("shapes", [])[:5]:
         dims = f" D={c['D']} S={c['S']}" if "D" in c else ""
-        lines += wrap(
-            f"{c['type']} x{c['count']} ({c['total_us']:.1f} us){dims}, inputs {c['input_shapes']}",
-            4,
+        inputs = c["input_shapes"]
+        say(
             "  shapes:  ",
-            stream,
+            f"{c['type']} x{c['count']} ({c['total_us']:.1f} us){dims}, inputs {inputs}",
         )
     for h in att.get("host_fallbacks", []):
-        lines += wrap(
-            f"{h['cause']} ({h['count']} calls, {h['total_us']:.1f} us)", 4, "  host:    ", stream
-        )
+        say("  host:    ", f"{h['cause']} ({h['count']} calls, {h['total_us']:.1f} us)")
     run = data.get("run")
     if run:
-        lines += wrap(
+        say(
+            "",
             f"run: fused {', '.join(f'{m:.1f}' for m in run['fused_ms'])} ms, unfused "
             f"{', '.join(f'{m:.1f}' for m in run['unfused_ms'])} ms per call; outputs differ by at "
             f"most {run['max_abs_diff_fused_vs_unfused']:.3g}; profiler output {run['output']}",
             2,
-            "",
-            stream,
         )
     for note_text in data["notes"]:
-        lines += wrap(note_text, 2, "note: ", stream)
+        say("note: ", note_text, 2)
     if data.get("timeline"):
         lines.append(f"timeline: {data['timeline']}")
     stream.write("\n".join(lines) + "\n")

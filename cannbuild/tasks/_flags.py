@@ -12,11 +12,12 @@ import inspect
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from .. import ui
 from ..errors import CannbuildError, DryRun, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
-from ..options import ENV_PREFIX, PATH_FIELDS, check_path
+from ..options import ENV_PREFIX, PATH_FIELDS, Options, check_path
 from ._config import Context, state_warnings
 from ._frame import Frame
 
@@ -26,29 +27,43 @@ F = TypeVar("F", bound=Callable[..., None])
 FlagValue = Union[None, bool, str, List[str]]
 
 
-def spelled(name: str) -> str:
-    """`vendor_name` -> `--vendor-name`; `from_` (a Python keyword) -> `--from`, as invoke's
-    parser spells it (invoke.parser.context.translate_underscores)."""
-    return "--" + name.strip("_").replace("_", "-")
-
-
 class Flag(Struct, frozen=True, kw_only=True):
+    """An option: the table's below, or a task-only one (`cli_task`'s `extra`)."""
+
     name: str  # the Python name; the option is --name-with-dashes
     help: str
     kind: type = str  # str, bool or list (repeatable)
     short: Optional[str] = None
-    field: Optional[str] = None  # the Options field it sets (and CANNBUILD_<FIELD>)
+    # the Options field it sets (and CANNBUILD_<FIELD>) where that is not the field of its
+    # own name (a flag named as an Options field sets it)
+    sets: Optional[str] = None
     # a file or folder: checked against the kernel's limits (check_path); a field's is
     # known from its Options type (options.PATH_FIELDS)
     path: bool = False
+    default: FlagValue = None  # a task's option: what it is when not given
+
+    @property
+    def field(self) -> Optional[str]:
+        return self.sets or (self.name if self.name in Options.__struct_fields__ else None)
 
     @property
     def option(self) -> str:
-        return spelled(self.name)
+        """`vendor_name` -> `--vendor-name`; `from_` (a Python keyword) -> `--from`, as
+        invoke's parser spells it (invoke.parser.context.translate_underscores)."""
+        return "--" + self.name.strip("_").replace("_", "-")
 
     @property
     def env(self) -> Optional[str]:
         return ENV_PREFIX + self.field.upper() if self.field else None
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind is not bool
+
+    @property
+    def spellings(self) -> Tuple[str, ...]:
+        """How the command line may name it: the long form, then the letter if it has one."""
+        return (self.option, f"-{self.short}") if self.short else (self.option,)
 
 
 FLAGS: Dict[str, Flag] = {
@@ -57,94 +72,62 @@ FLAGS: Dict[str, Flag] = {
         Flag(
             name="cann_path",
             help="CANN toolkit folder (the one holding set_env.sh), e.g. /usr/local/Ascend/cann",
-            field="cann_path",
         ),
-        Flag(
-            name="sysroot",
-            help="read the host under this root instead of / (fixtures, sandbox)",
-            field="sysroot",
-        ),
+        Flag(name="sysroot", help="read the host under this root instead of / (fixtures, sandbox)"),
         Flag(
             name="workspace",
             help="where sources, builds, logs and reports go (default ./.cannbuild)",
             short="w",
-            field="workspace",
         ),
         Flag(
             name="soc",
             help=f"SoC to build for (default: detected from PCI ids and npu-smi): {SOC_WORDS}",
-            field="soc",
         ),
-        Flag(
-            name="jobs",
-            help="parallel compile jobs (default: CPUs available)",
-            short="j",
-            field="jobs",
-        ),
+        Flag(name="jobs", help="parallel compile jobs (default: CPUs available)", short="j"),
         Flag(
             name="repos",
             help="repositories to build, comma-separated (default: the recipe's default_repos), "
             "in the ASCEND_CUSTOM_OPP_PATH order the source line sets (first wins)",
-            field="repos",
         ),
         Flag(
             name="ops",
             help="operators for the custom packages, comma-separated, each `op` or `repo:op` "
             "(default: each repo's ops in the recipe, e.g. flash_attention_score)",
-            field="ops",
         ),
-        Flag(
-            name="vendor_name",
-            help="custom package vendor name (default custom)",
-            field="vendor_name",
-        ),
+        Flag(name="vendor_name", help="custom package vendor name (default custom)"),
         Flag(
             name="recipe",
             help="recipe: a CANN train (recipes/<train>.toml, or yours in cannbuild-recipes/) or a "
             "recipe .toml file; default: the toolkit's train",
-            field="recipe",
         ),
         Flag(
             name="ops_release",
             help="build the operator sources of this release (e.g. 9.0.1) instead of the "
             "toolkit's own: its train picks the recipe, it renders the tags; only where the "
             "release notes pair it with the toolkit (recipes/facts/*.toml)",
-            field="ops_release",
         ),
-        Flag(
-            name="lock_file",
-            help="lock file to read and write (default ./cannbuild.lock)",
-            field="lock_file",
-        ),
-        Flag(
-            name="locked",
-            help="fail if anything differs from the lock file",
-            kind=bool,
-            field="locked",
-        ),
+        Flag(name="lock_file", help="lock file to read and write (default ./cannbuild.lock)"),
+        Flag(name="locked", help="fail if anything differs from the lock file", kind=bool),
         Flag(
             name="offline",
             help="never touch the network; fail naming the URL if something would",
             kind=bool,
-            field="offline",
         ),
         Flag(
             name="bundle",
             help="offline bundle (from `cannbuild bundle`) to seed the caches from",
-            field="bundle",
         ),
         Flag(
             name="force",
             help="rerun this step even if it is up to date (repeatable; `validate` re-validates)",
             kind=list,
-            field="force",
         ),
         Flag(
             name="with_step",
             help="also run this optional recipe step (repeatable), e.g. opbase-build on 9.0; "
             "`cannbuild plan` lists the optional steps",
             kind=list,
-            field="optional_steps",
+            sets="optional_steps",
         ),
         Flag(
             name="accept_stand_in",
@@ -152,44 +135,40 @@ FLAGS: Dict[str, Flag] = {
             "all) where the checkout declares the real file's hash, which the sandbox cannot "
             "serve (repeatable); the lock, the report and status name each one",
             kind=list,
-            field="accept_stand_ins",
+            sets="accept_stand_ins",
         ),
         Flag(
             name="install_into_toolkit",
             help="install opbase into the real toolkit instead of a workspace overlay (writes outside "
             "the workspace)",
             kind=bool,
-            field="install_into_toolkit",
         ),
         Flag(
             name="sandbox",
             help="run against the emulated Ascend host under <workspace>/sandbox",
             kind=bool,
-            field="sandbox",
         ),
         Flag(
             name="variant",
             help="sandbox hardware: A2 (8 x 910B3) or A3 (8 x 910_93)",
-            field="sandbox_variant",
+            sets="sandbox_variant",
         ),
         Flag(
             name="cann",
             help="sandbox CANN version: a [release] of recipes/sandbox/*.toml or of your "
             "cannbuild-recipes/sandbox/*.toml (default 8.5.0)",
-            field="sandbox_cann",
+            sets="sandbox_cann",
         ),
         Flag(
             name="wait",
             help="wait for another run on this workspace instead of refusing",
             kind=bool,
-            field="wait",
         ),
         Flag(name="json", help="print machine-readable JSON instead of tables", kind=bool),
         Flag(
             name="require_device",
             help="treat SKIPPED (no NPU, no torch) as a failure (exit 5), for CI on NPU hosts",
             kind=bool,
-            field="require_device",
         ),
         Flag(name="cases", help="only these validation cases (comma-separated)"),
         Flag(
@@ -300,34 +279,6 @@ RUN_FLAGS = (*SESSION_FLAGS, "force", "with_step", "verbose", "dry_run")
 TARGET_FLAGS = ("sandbox", "variant", "cann", "sysroot", "cann_path", "soc", "ops_release")
 
 
-def with_env(flag: Flag, text: str) -> str:
-    return f"{text} [env {flag.env}]" if flag.env else text
-
-
-class Option(Struct, frozen=True, kw_only=True):
-    """One option of one task: the table's `Flag` or a task-only one."""
-
-    name: str
-    kind: type  # str, bool or list
-    default: FlagValue
-    help: str
-    short: Optional[str] = None
-    path: bool = False
-
-    @property
-    def option(self) -> str:
-        return spelled(self.name)
-
-    @property
-    def takes_value(self) -> bool:
-        return self.kind is not bool
-
-    @property
-    def spellings(self) -> Tuple[str, ...]:
-        """How the command line may name it: the long form, then the letter if it has one."""
-        return (self.option, f"-{self.short}") if self.short else (self.option,)
-
-
 class TaskSpec(Struct, frozen=True, kw_only=True):
     """A task as plain data: both front ends (the `cannbuild` script and `invoke` in a
     checkout) are made from it, so they cannot disagree on a name, letter or default."""
@@ -335,7 +286,7 @@ class TaskSpec(Struct, frozen=True, kw_only=True):
     name: str
     body: Callable[..., None]
     positional: Tuple[Tuple[str, str], ...]
-    options: Tuple[Option, ...]
+    options: Tuple[Flag, ...]
     # trailing positional arguments that may be left out (`recipe draft` takes no RECIPE)
     optional: Tuple[str, ...] = ()
 
@@ -418,26 +369,17 @@ def cli_task(
     is its `_frame.Frame`.  `optional` names trailing positionals that may be left out
     (the body gives them a default)."""
     help = dict(help or {})
-    options: List[Option] = []
+    options: List[Flag] = []
     for name in names:
         flag = FLAGS[name]
         default: FlagValue = False if flag.kind is bool else [] if flag.kind is list else None
-        text = with_env(flag, help.pop(name, flag.help))
-        options.append(
-            Option(
-                name=name,
-                kind=flag.kind,
-                default=default,
-                help=text,
-                short=flag.short,
-                path=flag.path or flag.field in PATH_FIELDS,
-            )
-        )
+        text = help.pop(name, flag.help) + (f" [env {flag.env}]" if flag.env else "")
+        path = flag.path or flag.field in PATH_FIELDS
+        options.append(replace(flag, help=text, default=default, path=path))
     for name, default, text in extra:
         kind = bool if isinstance(default, bool) else str
-        options.append(
-            Option(name=name, kind=kind, default=default, help=text, path=name in PATH_ARGUMENTS)
-        )
+        path = name in PATH_ARGUMENTS
+        options.append(Flag(name=name, kind=kind, default=default, help=text, path=path))
     if help:
         raise ValueError(f"help given for options the task does not take: {sorted(help)}")
 

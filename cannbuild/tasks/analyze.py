@@ -103,24 +103,16 @@ def profile(
     target = check_replaceable(Path(out), "profile-output", "--out") if out else None
     if run and target == Path(os.path.abspath(path)):  # --out PATH: where --run writes anyway
         target = None
-    if run:
-        outcome = _run(frame, flags, Path(path), level, iterations, json)
-        report = profile_report.make_report(
-            profile_summary.summarise(outcome.output),
-            target or Path(path).resolve(),
-            frame.dry_run,
-            outcome,
-            claim_out=target is not None,
-        )
-    else:
-        workspace = frame.options.workspace
-        report = profile_report.make_report(
-            profile_summary.summarise(Path(path)),
-            target or workspace / "profile",
-            frame.dry_run,
-            claim_workspace=None if target else workspace,
-            claim_out=target is not None,
-        )
+    outcome = _run(frame, flags, Path(path), level, iterations, json) if run else None
+    workspace = None if outcome else frame.options.workspace  # a profile read: <ws>/profile
+    report = profile_report.make_report(
+        profile_summary.summarise(outcome.output if outcome else Path(path)),
+        target or (workspace / "profile" if workspace else Path(path).resolve()),
+        frame.dry_run,
+        outcome,
+        claim_workspace=None if target else workspace,
+        claim_out=target is not None,
+    )
     if json:
         ui.print_json(report.to_json())
         for line in report.side_notes():

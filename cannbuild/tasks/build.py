@@ -83,20 +83,32 @@ def plan(
     show_plan(frame.session(), _phases(phases), as_json=json)
 
 
-def _sync(frame: Frame, **how: bool) -> None:
-    session = frame.session(builds=True)
-    command = frame.command
+def _sync(frame: Frame, session: Optional[Session] = None, **how: bool) -> None:
+    """fetch and lock; `session`: a lock without a toolkit's (`--cann` without --sandbox),
+    which neither records a target nor lays the host side out."""
+    mine = session or frame.session(builds=True)
+    options, command = mine.options, frame.command
     if frame.dry_run:
-        names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
-        raise DryRun(f"{command} would fetch {names} and write {session.options.lock_file}")
-    check_writable(session.options.lock_file, "--lock-file")
-    with locks.WorkspaceLock(session.ws, command, session.options.wait, ui.waiting):
-        state = pinning.sync_sources(session.source_request(), **how)
-        targets.record_session(session, command)
-        laid = build_steps.host_side(session, lambda repo: state.identities[repo])
-    ui.print_sources(state, session.options.lock_file)
+        names = ", ".join(f"{r.name} ({r.url})" for r in mine.recipe.repos)
+        cann = f" for CANN {mine.toolkit.version_text} ({mine.soc}, recipe {mine.recipe.name})"
+        raise DryRun(
+            f"{command} would fetch {names}{cann if session else ''} and write {options.lock_file}"
+        )
+    check_writable(options.lock_file, "--lock-file")
+    laid = None
+    with locks.WorkspaceLock(mine.ws, command, options.wait, ui.waiting):
+        state = pinning.sync_sources(mine.source_request(), **how)
+        if session is None:
+            targets.record_session(mine, command)
+            laid = build_steps.host_side(mine, lambda repo: state.identities[repo])
+    ui.print_sources(state, options.lock_file)
     if laid is not None and laid.laid_out:
         ui.note(build_steps.host_side_note(laid))
+    if session is not None:
+        ui.note(
+            f"locked for CANN {mine.toolkit.version_text} on {mine.soc} without a toolkit: "
+            "`cannbuild setup --locked` checks the toolkit on the build host"
+        )
 
 
 @cli_task(*SESSION_FLAGS, "with_step", "dry_run")
@@ -123,29 +135,11 @@ def lock(frame: Frame, **flags: FlagValue) -> None:
     `--cann 9.0.0 --soc ascend910_93` locks on any machine that reaches the sources (or
     a mirror), with no CANN installed: `setup --locked` checks the toolkit on the build
     host."""
-    if flags.get("cann") and not flags.get("sandbox"):
-        _lock_without_toolkit(frame, str(flags["cann"]))
-        return
-    _sync(frame, update_lock=True)
-
-
-def _lock_without_toolkit(frame: Frame, cann: str) -> None:
-    options = frame.options
-    session = build_session.locking_session(options, os.environ, Path.cwd(), cann)
-    if frame.dry_run:
-        names = ", ".join(f"{r.name} ({r.url})" for r in session.recipe.repos)
-        raise DryRun(
-            f"cannbuild lock would resolve {names} for CANN {session.toolkit.version_text} "
-            f"({session.soc}, recipe {session.recipe.name}) and write {options.lock_file}"
-        )
-    check_writable(options.lock_file, "--lock-file")
-    with locks.WorkspaceLock(session.ws, "cannbuild lock", options.wait, ui.waiting):
-        state = pinning.sync_sources(session.source_request(), update_lock=True)
-    ui.print_sources(state, options.lock_file)
-    ui.note(
-        f"locked for CANN {session.toolkit.version_text} on {session.soc} without a toolkit: "
-        "`cannbuild setup --locked` checks the toolkit on the build host"
+    cann = str(flags["cann"]) if flags.get("cann") and not flags.get("sandbox") else None
+    free = (
+        build_session.locking_session(frame.options, os.environ, Path.cwd(), cann) if cann else None
     )
+    _sync(frame, free, update_lock=True)
 
 
 def run_and_report(
