@@ -236,6 +236,12 @@ def ensure_checkout(
     safefs.make_dirs(ws.root, ws.src, what)
     # Same commit, same nested pins, same archives as the marker records: nothing to do.
     if not dest.is_symlink() and dest.is_dir() and read_state(marker, CHECKOUT_RECORD) == identity:
+        # A build's own CMake may consume an archive put in: ops-transformer v9.0.0 unpacks
+        # abseil-cpp into the folder its copy was put in (cmake/third_party/abseil-cpp.cmake),
+        # so the configure of a resumed build would download it again. Put back what is gone.
+        for seed in seeds:
+            if not (dest / seed.dest).exists():
+                _put(ws, dest, seed, what)
         return dest, False
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
     # the nested clones go to folders of their own, so they run beside the main clone
@@ -262,13 +268,7 @@ def ensure_checkout(
                 )
             safefs.replace(ws.root, where, target, what)
         for seed in seeds:
-            target = tmp / seed.dest
-            safefs.make_dirs(ws.root, target.parent, what)
-            if seed.dest.endswith("/"):
-                unpack_archive(seed.source, target, ws.root)
-            else:
-                safefs.remove(ws.root, target, what)  # a link there is never written through
-                shutil.copy2(seed.source, target)
+            _put(ws, tmp, seed, what)
     except BaseException as exc:  # a timeout or Ctrl-C too: no half-made folder stays
         for folder in (tmp, *parked):
             with contextlib.suppress(UsageError):  # already refused: that error is raised
@@ -287,6 +287,16 @@ def ensure_checkout(
     write_json_atomic(marker, identity)
     safefs.remove(ws.root, trash, what, ignore_errors=True)
     return dest, True
+
+
+def _put(ws: Workspace, top: Path, seed: Seed, what: str) -> None:
+    target = top / seed.dest
+    safefs.make_dirs(ws.root, target.parent, what)
+    if seed.dest.endswith("/"):
+        unpack_archive(seed.source, target, ws.root)
+    else:
+        safefs.remove(ws.root, target, what)  # a link there is never written through
+        shutil.copy2(seed.source, target)
 
 
 # --- third-party archives --------------------------------------------------------

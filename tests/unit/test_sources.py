@@ -9,7 +9,7 @@ import pytest
 
 from cannbuild.errors import FetchError, OfflineViolation
 from cannbuild.sources.archives import Expected
-from cannbuild.sources.checkout import Nested, ensure_archive, ensure_checkout, resolve_ref
+from cannbuild.sources.checkout import Nested, Seed, ensure_archive, ensure_checkout, resolve_ref
 from cannbuild.sources.fetch import Fetcher, rewrite
 from cannbuild.workspace import Workspace
 
@@ -154,6 +154,24 @@ def test_checkout_is_atomic_and_idempotent(fetched):
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url)
     assert changed and (path / "f").read_text() == "2\n"
     assert not any(p.name.startswith(".demo.") and p.is_dir() for p in ws.src.iterdir())
+
+
+def test_an_archive_the_build_consumed_is_put_back_when_the_checkout_is_reused(fetched, tmp_path):
+    """ops-transformer v9.0.0 unpacks abseil-cpp into the folder its copy was put in: a
+    resumed build's configure found no copy and went to download it."""
+    fetcher, ws, cache, url = fetched
+    old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    archive = tmp_path / "abseil-cpp-20230802.1.tar.gz"
+    archive.write_bytes(b"the archive")
+    seed = Seed(source=archive, dest="third_party/abseil-cpp/" + archive.name, sha256="0" * 64)
+    path, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url, seeds=[seed])
+    placed = path / seed.dest
+    assert changed and placed.read_bytes() == b"the archive"
+    placed.unlink()  # what the upstream ExternalProject's unpack into that folder does
+    (placed.parent / "absl").mkdir()
+    path, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url, seeds=[seed])
+    assert not changed and placed.read_bytes() == b"the archive"
+    assert (placed.parent / "absl").is_dir()  # the rest of the folder is left as it is
 
 
 def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(fetched):
