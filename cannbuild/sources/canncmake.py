@@ -29,7 +29,8 @@ from msgspec.structs import replace
 
 from ..bounded import MEMO, read_state
 from ..workspace import remember
-from .archives import ARCHIVE_SUFFIXES, Declared, discover
+from .archives import ARCHIVE_SUFFIXES, SET, VAR, Declared, archive_stem, discover, memo_file
+from .checkout import git_says_yes
 from .fetch import Fetcher, GitFailed
 from .reach import Reach, names_any, on_demand, options_off
 
@@ -58,9 +59,6 @@ _INCLUDE = re.compile(
 )
 _CONDITION = re.compile(r"^\s*(?:if|elseif)\s*\(", re.IGNORECASE)
 _PROBE = re.compile(r"\b(EXISTS|IS_DIRECTORY)\s+\"?([^\s\")]+)\"?")
-# `set(MAKESELF_TAR_PATH "${CANN_3RD_LIB_PATH}/makeself-release-2.5.0-patch1.tar.gz")`
-_SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def uses_cann_cmake(
@@ -69,35 +67,17 @@ def uses_cann_cmake(
     """Whether the checkout at `commit` clones the shared cann/cmake repository; a
     commit's files never change, so the answer is kept in `memo` (a no-op asked git
     twice per repo on every run)."""
-    known = (
-        read_state(memo / f"{commit}.cann-cmake.json", MEMO, Dict[str, str])
-        if memo is not None and re.fullmatch(r"[0-9a-f]{40,64}", commit)
-        else None
-    )
+    path = memo_file(memo, commit, ".cann-cmake.json")
+    known = read_state(path, MEMO, Dict[str, str]) if path is not None else None
     if known is not None and known.get("uses") in ("yes", "no"):
         return known["uses"] == "yes"
-    uses = False
-    for path in FETCH_CANN_CMAKE_FILES:
-        try:
-            fetcher.git(["cat-file", "-e", f"{commit}:{path}"], cwd=cache)
-        except GitFailed:
-            continue
-        uses = True
-        break
-    if known is None and memo is not None and re.fullmatch(r"[0-9a-f]{40,64}", commit):
-        remember(memo / f"{commit}.cann-cmake.json", {"uses": "yes" if uses else "no"})
+    uses = any(
+        git_says_yes(fetcher, cache, ["cat-file", "-e", f"{commit}:{path}"])
+        for path in FETCH_CANN_CMAKE_FILES
+    )
+    if known is None and path is not None:
+        remember(path, {"uses": "yes" if uses else "no"})
     return uses
-
-
-def archive_stem(url: str) -> str:
-    """`.../eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz` -> `eigen-5.0.0`:
-    the file name without its archive suffix, whatever host serves it, so an archive
-    keeps its name when it moves between gitcode releases and the OBS bucket."""
-    name = url.rstrip("/").rsplit("/", 1)[-1]
-    for suffix in ARCHIVE_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def wrappers(files: Mapping[str, str]) -> Dict[str, List[Tuple[str, str]]]:
@@ -162,7 +142,7 @@ def local_places(text: str) -> List[Tuple[str, int]]:
     lines = text.splitlines()
     variables: Dict[str, List[str]] = {}
     for line in lines:
-        match = _SET.match(line)
+        match = SET.match(line)
         if match and match.group(2) not in variables.get(match.group(1), []):
             variables.setdefault(match.group(1), []).append(match.group(2))
     unpacked = {
@@ -224,9 +204,7 @@ def _expand(value: str, variables: Mapping[str, List[str]]) -> List[str]:
     for _ in range(8):
         grown: List[str] = []
         for item in values:
-            match = next(
-                (m for m in _VAR.finditer(item) if m.group(1) != "CANN_3RD_LIB_PATH"), None
-            )
+            match = next((m for m in VAR.finditer(item) if m.group(1) != "CANN_3RD_LIB_PATH"), None)
             if match is None or match.group(1) not in variables:
                 grown.append(item)
                 continue

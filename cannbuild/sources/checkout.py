@@ -53,15 +53,18 @@ def cache_path(ws: Workspace, repo: str) -> Path:
     return ws.git_cache / f"{repo.replace('/', '_')}.git"
 
 
-def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
-    if not cache.exists():
-        return False
+def git_says_yes(fetcher: Fetcher, cache: Path, args: Sequence[str]) -> bool:
+    """Whether a git query (`cat-file -e`, `show-ref --verify`) exits 0 in `cache`."""
     try:
-        # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
-        fetcher.git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=cache)
+        fetcher.git(args, cwd=cache)
     except GitFailed:
         return False
     return True
+
+
+def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
+    # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
+    return cache.exists() and git_says_yes(fetcher, cache, ["cat-file", "-e", f"{sha}^{{commit}}"])
 
 
 def resolve_ref(
@@ -85,7 +88,9 @@ def resolve_ref(
         out = fetcher.git([*args, rev, "--"], cwd=cache).split()
     except GitFailed as exc:
         kind = "tag" if ref.get("tag") else None if ref.get("commit") else "branch"
-        if kind and not _has_ref(fetcher, cache, rev.split("^", 1)[0]):
+        if kind and not git_says_yes(
+            fetcher, cache, ["show-ref", "--verify", "--quiet", rev.split("^", 1)[0]]
+        ):
             # A release the notes announce before upstream makes its ref (9.1.1: no 9.1.1 branch
             # or tag in opbase or ops-transformer, docs/upstream-9.1.md §1).
             raise FetchError(
@@ -106,15 +111,6 @@ def resolve_ref(
             "Check the recipe's date for this CANN release, or the mirror you fetch from.",
         )
     return out[1], int(out[0])
-
-
-def _has_ref(fetcher: Fetcher, cache: Path, full_name: str) -> bool:
-    """Whether the cache has the ref `refs/heads/<b>` or `refs/tags/<t>`."""
-    try:
-        fetcher.git(["show-ref", "--verify", "--quiet", full_name], cwd=cache)
-    except GitFailed:
-        return False
-    return True
 
 
 # --- checkouts -----------------------------------------------------------------

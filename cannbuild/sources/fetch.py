@@ -133,8 +133,6 @@ class Fetcher(Struct, frozen=True, kw_only=True):
 
     def _retrying(
         self,
-        what: str,
-        url: str,
         attempt: Callable[[], None],
         transient: Callable[[Exception], bool],
         deadline: float = float("inf"),
@@ -249,7 +247,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
             return isinstance(exc, GitFailed) and bool(_TRANSIENT.search(exc.stderr))
 
         try:
-            self._retrying(f"git {verb}", source, attempt, transient, deadline)
+            self._retrying(attempt, transient, deadline)
         except GitTimedOut as exc:
             raise FetchError(
                 f"git {verb} of {redact(source)} did not finish within {secs(exc.timeout_s)} "
@@ -339,7 +337,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                 (urllib_error.URLError, TimeoutError, ConnectionError, http_client.HTTPException),
             )
 
-        self._retrying("download", source, attempt, transient, deadline)
+        self._retrying(attempt, transient, deadline)
 
 
 def _request(source: str) -> Any:
