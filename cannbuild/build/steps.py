@@ -22,7 +22,8 @@ from ..recipes import StepSpec
 from ..render.templates import render_value
 from ..sandbox.hostside import HostSide, lay_out_host_side
 from ..sources.fetch import mirror_git_env
-from ..sources.pinning import Sources, SourceState, sources_from_lock
+from ..sources.pinning import sources_from_lock
+from ..sources.state import Sources, SourceState
 from ..states import Outcome
 from ..workspace import Workspace
 from .actions import ActionContext

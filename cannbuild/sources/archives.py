@@ -24,7 +24,7 @@ from msgspec.structs import replace
 
 from ..bounded import ARCHIVE, MEMO, digest, read_state
 from ..errors import FetchError, UsageError
-from ..recipes import ArchiveRule, RepoSpec
+from ..recipes import RepoSpec
 from ..redact import redact
 from ..workspace import remember
 from .fetch import Fetcher
@@ -466,19 +466,3 @@ def memo_file(memo: Optional[Path], commit: str, suffix: str) -> Optional[Path]:
     """`<memo>/<commit><suffix>`, the memo of what a commit holds; only a full object id
     (40 hex for SHA-1, 64 for SHA-256) may become a file name here."""
     return memo / f"{commit}{suffix}" if memo is not None and FULL_ID.fullmatch(commit) else None
-
-
-__all__ = [
-    "ArchivePlan",
-    "ArchiveRule",
-    "Declared",
-    "Expected",
-    "Needed",
-    "archive_name",
-    "check_hashes",
-    "declared_archives",
-    "discover",
-    "expected_hashes",
-    "plan_archives",
-    "preferred_place",
-]

@@ -469,20 +469,3 @@ def _grep_lines(output: str) -> List[Tuple[str, int, str]]:
         if len(parts) == 4 and parts[2].isdigit():
             lines.append((parts[1], int(parts[2]), parts[3]))
     return lines
-
-
-__all__ = [
-    "FETCH_CANN_CMAKE",
-    "FETCH_CANN_CMAKE_FILES",
-    "THIRD_PARTY_ROOT",
-    "Checkout",
-    "archive_stem",
-    "called_modules",
-    "cann_cmake_archives",
-    "checkout_of",
-    "local_places",
-    "module_archives",
-    "module_files",
-    "uses_cann_cmake",
-    "wrappers",
-]

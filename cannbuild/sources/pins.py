@@ -84,9 +84,6 @@ def resolve_pin(
     )
 
 
-__all__ = ["read_pin", "resolve_pin"]
-
-
 def pin_sharing(recipe: Recipe, lock: Optional[Lock]) -> List[str]:
     """For each source the recipe's repos pin (opbase, ops-tensor, cann-cmake), whether
     the repos that pin it agree (one commit: fetched once, a clone of it in each
