@@ -179,7 +179,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
-def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
+def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> Streamed:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
@@ -224,7 +224,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             if proc.stdout is not None:
                 proc.stdout.close()
     # The header lines and the blank line after them come before the command's first line.
-    return code, list(tail), every, len(header) + 2
+    return Streamed(code=code, tail=list(tail), lines=every, first_line=len(header) + 2)
 
 
 class Streamed(Struct, frozen=True, kw_only=True):
@@ -341,7 +341,7 @@ def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
 
 def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float) -> Streamed:
     try:
-        code, tail, lines, first_line = _stream(step, log_path, progress)
+        return _stream(step, log_path, progress)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
             name=step.name,
@@ -363,7 +363,6 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
         _log(log_path, [message])
         # 127, as a shell reports a command it cannot find or run.
         return Streamed(code=127, tail=(message,), lines=())
-    return Streamed(code=code, tail=tail, lines=lines, first_line=first_line)
 
 
 class _NoPackage(ActionFailed):
