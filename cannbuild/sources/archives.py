@@ -177,12 +177,10 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                 declared[owner].setdefault("hashed", f"{path}:{pos[0]}")
         # The same URL in two files is one archive: the first file names it, either may add a hash.
         for url, facts in declared.items():
-            if url in found:
-                old = found[url]
-                found[url] = Declared(
-                    name=old.name,
-                    url=url,
-                    where=old.where,
+            old = found.get(url)
+            if old is not None:
+                found[url] = replace(
+                    old,
                     md5=old.md5 or facts.get("md5"),
                     sha256=old.sha256 or facts.get("sha256"),
                     hashed=old.hashed or facts.get("hashed", ""),
