@@ -34,10 +34,9 @@ from ..errors import UsageError
 from ..host.check import FAIL, PASS, Check
 from ..workspace import write_json_atomic
 from .derived_cmake import CmakeFacts
-from .derived_includes import op_folders
+from .derived_includes import HOST_FOLDERS, op_folders
 
 COMPILED = 1  # what a memo was made by
-HOST_DIRS = ("op_host", "op_api", "op_graph")
 TIMEOUT_S = 300.0
 MAX_SOURCES = 40  # a bound on one check: FlashAttention has five
 _ERROR = re.compile(r"^(\S+?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$", re.M)
@@ -68,7 +67,7 @@ def host_sources(checkout: Path, ops: Sequence[str]) -> List[str]:
     folders = op_folders(checkout, ops)
     out: List[str] = []
     for folder in folders.values():
-        for sub in HOST_DIRS:
+        for sub in HOST_FOLDERS:
             out += sorted(
                 p.relative_to(checkout).as_posix() for p in (checkout / folder / sub).glob("*.cpp")
             )

@@ -440,6 +440,12 @@ def walk(
     return planned
 
 
+def pattern_folder(pattern: Path) -> Path:
+    """The fixed folder of a `produces` pattern: `build_out/cann-opbase_*.run` -> `build_out`."""
+    fixed = Path(*[p for p in pattern.parts if not any(c in p for c in "*?[")])
+    return fixed.parent if fixed == pattern else fixed
+
+
 def switches_to_overlay(spec: StepSpec) -> bool:
     """After opbase's installer (the overlay action), steps run under the overlay."""
     return spec.action == "overlay"

@@ -27,7 +27,7 @@ from ..sources.checkout import PlacedCopy, placed_copies
 from ..states import Outcome
 from ..workspace import Workspace, point_link
 from .actions import ActionContext, ActionFailed, action_of
-from .plan import PlannedStep
+from .plan import PlannedStep, pattern_folder
 from .stamps import artifact_record, stamp_path, write_stamp
 
 # The digest's tail; the first errors are searched in the whole log.
@@ -323,10 +323,7 @@ def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
         for name in step.spec.scratch:
             safefs.check_below(ws.root, step.cwd / name, what, folder=True)
     for pattern in patterns:
-        # The fixed part of a `produces` pattern: `build_out/cann-opbase_*.run` -> `build_out`.
-        fixed = Path(*[p for p in Path(pattern).parts if not any(c in p for c in "*?[")])
-        folder = fixed.parent if str(fixed) == pattern else fixed
-        safefs.check_below(ws.root, folder, what, folder=True)
+        safefs.check_below(ws.root, pattern_folder(Path(pattern)), what, folder=True)
 
 
 def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -40,6 +39,7 @@ from ..redact import redact
 from ..workspace import Workspace, write_json_atomic
 from .archives import Expected, check_hashes
 from .fetch import Fetcher, GitFailed, in_parallel, rewrite, sha256_file
+from .lock import SHA256
 
 if TYPE_CHECKING:
     import tarfile
@@ -139,8 +139,6 @@ def checkout_marker(ws: Workspace, repo: str) -> Path:
 
 
 _MARKER_SUFFIX = ".checkout.json"
-# the download cache's folder names (archive_path)
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class PlacedCopy(Struct, frozen=True, kw_only=True):
@@ -167,7 +165,7 @@ def placed_copies(ws: Workspace) -> Tuple[PlacedCopy, ...]:
         if not isinstance(seeded, dict):
             continue
         for dest, sha in sorted(seeded.items()):
-            if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            if not isinstance(sha, str) or not SHA256.fullmatch(sha):  # a download cache folder
                 continue
             folder = ws.downloads / sha
             files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
