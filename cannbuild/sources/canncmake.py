@@ -28,8 +28,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from msgspec.structs import replace
 
 from ..bounded import MEMO, read_state
+from ..build.cmake_text import Vars
 from ..workspace import remember
-from .archives import ARCHIVE_SUFFIXES, SET, VAR, Declared, archive_stem, discover, memo_file
+from .archives import ARCHIVE_SUFFIXES, SET, Declared, archive_stem, discover, memo_file
 from .checkout import git_says_yes
 from .fetch import Fetcher, GitFailed
 from .reach import Reach, names_any, on_demand, options_off
@@ -43,7 +44,7 @@ FETCH_CANN_CMAKE_FILES = (FETCH_CANN_CMAKE, "cmake/third_party/fetch_cann_cmake.
 # (ops-transformer@9.1.0:build.sh:83, opbase@9.1.0:build.sh:89), and what the recipes' steps
 # pass as --cann_3rd_lib_path (build.session: `<checkout>/third_party`).
 THIRD_PARTY_ROOT = "third_party"
-_3RD = "${CANN_3RD_LIB_PATH}"
+_3RD = "@3RD"  # what `${CANN_3RD_LIB_PATH}` expands to (cmake_text.Vars roots)
 
 _CALL = re.compile(r"\badd_cann_third_party\s*\(\s*([A-Za-z0-9_.+-]+)\s*\)")
 # a module the checkout includes from the shared repository itself: ops-math 9.1's
@@ -140,11 +141,11 @@ def local_places(text: str) -> List[Tuple[str, int]]:
     `${CANN_3RD_LIB_PATH}`, with `..`, or naming a variable the module does not set are
     left out."""
     lines = text.splitlines()
-    variables: Dict[str, List[str]] = {}
+    variables = Vars({"CANN_3RD_LIB_PATH": _3RD})
     for line in lines:
         match = SET.match(line)
-        if match and match.group(2) not in variables.get(match.group(1), []):
-            variables.setdefault(match.group(1), []).append(match.group(2))
+        if match:
+            variables.add(match.group(1), [match.group(2)])
     unpacked = {
         rel.rstrip("/") + "/"
         for raw in _SOURCE_DIR.findall(text)
@@ -180,40 +181,20 @@ def local_places(text: str) -> List[Tuple[str, int]]:
 _FIND_PATH = re.compile(r"\bfind_path\s*\(([^()]*)\)", re.IGNORECASE)
 # `SOURCE_DIR "${MAKESELF_PATH}"` in FetchContent_Declare / ExternalProject_Add
 _SOURCE_DIR = re.compile(r"\bSOURCE_DIR\s+\"?([^\s\")]+)\"?")
-# a variable set more often than this is not a path list worth expanding
-_MAX_VALUES = 16
 
 
-def _under_3rd(raw: str, variables: Mapping[str, List[str]]) -> List[str]:
-    """The paths below `${CANN_3RD_LIB_PATH}` that `raw` stands for, relative to it."""
+def _under_3rd(raw: str, variables: Vars) -> List[str]:
+    """The paths below `${CANN_3RD_LIB_PATH}` that `raw` stands for, relative to it:
+    every value a `${NAME}` in it can stand for, from the module's own `set()` lines
+    (`${MAKESELF_PATH}` -> `${CANN_3RD_LIB_PATH}/${MAKESELF_NAME}` -> `.../makeself`)."""
     out: List[str] = []
-    for path in _expand(raw, variables):
+    for path in variables.expand(raw):
         if not path.startswith(_3RD + "/"):
             continue
         rel = path[len(_3RD) + 1 :]
         if rel and "${" not in rel and ".." not in rel.split("/") and rel not in out:
             out.append(rel)
     return out
-
-
-def _expand(value: str, variables: Mapping[str, List[str]]) -> List[str]:
-    """Every value `${NAME}` can stand for, from the module's own `set()` lines (never
-    CANN_3RD_LIB_PATH), a few rounds deep (`${MAKESELF_PATH}` ->
-    `${CANN_3RD_LIB_PATH}/${MAKESELF_NAME}` -> `${CANN_3RD_LIB_PATH}/makeself`)."""
-    values = [value]
-    for _ in range(8):
-        grown: List[str] = []
-        for item in values:
-            match = next((m for m in VAR.finditer(item) if m.group(1) != "CANN_3RD_LIB_PATH"), None)
-            if match is None or match.group(1) not in variables:
-                grown.append(item)
-                continue
-            for option in variables[match.group(1)]:
-                grown.append(item[: match.start()] + option + item[match.end() :])
-        if grown == values:
-            break
-        values = grown[:_MAX_VALUES]
-    return values
 
 
 def module_files(
