@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, Callable, List, Tuple, TypeVar
 
 from ..lazy import lazy_module
 from ..redact import redact
+from ..sources.fetch import basic_auth, host_port
 
 if TYPE_CHECKING:
-    import base64
     import ssl
-else:  # only a probe of a remote cache pays for these
-    base64 = lazy_module("base64")
+else:  # only a probe of a remote cache pays for it
     ssl = lazy_module("ssl")
 
 PROBE_TIMEOUT_S = 3.0  # the overall bound on asking the remote (doctor, and each build run)
@@ -101,16 +100,9 @@ def _http_status(url: urllib.parse.SplitResult, deadline: _Deadline) -> int:
     """HEAD the storage's URL and return the status code of the reply's first line.  By
     hand on a socket, as ccache reaches it (no proxy), so that every read is bounded by
     the deadline."""
-    host = url.hostname or ""
-    shown_host = f"[{host}]" if ":" in host else host
-    if url.port:
-        shown_host += f":{url.port}"
-    lines = [f"HEAD {url.path or '/'} HTTP/1.1", f"Host: {shown_host}", "Connection: close"]
+    lines = [f"HEAD {url.path or '/'} HTTP/1.1", f"Host: {host_port(url)}", "Connection: close"]
     if url.username is not None:
-        user = urllib.parse.unquote(url.username)
-        password = urllib.parse.unquote(url.password or "")
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        lines.append(f"Authorization: Basic {token}")
+        lines.append(f"Authorization: {basic_auth(url)}")
     sock = _connect(url, 443 if url.scheme == "https" else 80, deadline)
     try:
         sock.settimeout(deadline.left())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Mapping, Tuple
 
 from msgspec import Struct
 
@@ -130,13 +130,15 @@ def strip_genex(token: str) -> str:
 
 
 class Vars:
-    """Every value each variable is given anywhere, roots replaced by their markers."""
+    """Every value each variable is given anywhere, roots replaced by their markers
+    (`roots`: a CANN repo's build roots by default)."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots: Mapping[str, str] = ROOTS) -> None:
         self.values: Dict[str, List[str]] = {}
+        self.roots = roots
 
     def add(self, name: str, items: Iterable[str]) -> None:
-        if name in ROOTS:
+        if name in self.roots:
             return
         bucket = self.values.setdefault(name, [])
         for item in items:
@@ -152,7 +154,7 @@ class Vars:
         if depth > 12:
             return []
         name = m.group(1)
-        choices = [ROOTS[name]] if name in ROOTS else self.values.get(name, [])
+        choices = [self.roots[name]] if name in self.roots else self.values.get(name, [])
         out: List[str] = []
         for choice in choices:
             for result in self.expand(text[: m.start()] + choice + text[m.end() :], depth + 1):

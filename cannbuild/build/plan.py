@@ -131,11 +131,18 @@ def example_values(
 ) -> Dict[str, object]:
     """The template values a repo's `--run_example` renders from: its own `{{ repo }}`,
     `{{ ops }}` and the operator whose examples it runs (`{{ example_op }}`)."""
-    record = (values.get("repos") or {}).get(repo)  # type: ignore[attr-defined]
+    out = repo_values(values, repo)
+    out["example_op"] = example_op or str(out.get("ops", "")).split(",")[0]
+    return out
+
+
+def repo_values(values: Mapping[str, object], repo: Optional[str]) -> Dict[str, object]:
+    """One template serves every repo: a step sees its own repo as `{{ repo }}` and its
+    own operators as `{{ ops }}` (session.build_context)."""
+    record = (values.get("repos") or {}).get(repo or "")  # type: ignore[attr-defined]
     out = dict(values)
     if record is not None:
         out.update(repo=record, ops=record["ops"])
-    out["example_op"] = example_op or str(out.get("ops", "")).split(",")[0]
     return out
 
 
@@ -238,14 +245,8 @@ def plan_step(
     upstream_pending: Sequence[str],
     force: bool,
 ) -> PlannedStep:
-    values = dict(ctx.values)
     owner = recipe.step_owner(spec)
-    # One template serves every repo: a step sees its own repo as `{{ repo }}` and its own
-    # operators as `{{ ops }}` (session.build_context).
-    record = (values.get("repos") or {}).get(owner or "")
-    if record is not None:
-        values["repo"] = record
-        values["ops"] = record["ops"]
+    values: Dict[str, Any] = repo_values(ctx.values, owner)
     upstream = _upstream(ws, spec, ctx)
     artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
@@ -437,6 +438,12 @@ def walk(
         if chosen and switches_to_overlay(spec) and ctx.overlay_env is not None:
             use_overlay = True
     return planned
+
+
+def pattern_folder(pattern: Path) -> Path:
+    """The fixed folder of a `produces` pattern: `build_out/cann-opbase_*.run` -> `build_out`."""
+    fixed = Path(*[p for p in pattern.parts if not any(c in p for c in "*?[")])
+    return fixed.parent if fixed == pattern else fixed
 
 
 def switches_to_overlay(spec: StepSpec) -> bool:

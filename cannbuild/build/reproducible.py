@@ -24,6 +24,7 @@ from ..bounded import ARCHIVE, CHECKOUT_RECORD, MEMO, decode_json, head, open_bi
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..proc import run
+from ..sources.lock import COMMIT, SHA256
 from ..workspace import remember
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 else:  # only a package not read before is opened
     tarfile = lazy_module("tarfile")
 
-_COMMIT = re.compile(r"[0-9a-f]{40}")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 # A makeself header carries the date as text and as a shell assignment; a value starting with `$`
 # (`Date of packaging: $DATE`, the line that prints the variable) is not a date.
 _DATE_LINE = re.compile(rb"Date of packaging: *([^\s\"$][^\"\n]*)")
@@ -51,7 +50,7 @@ def _head(checkout: Path) -> Optional[str]:
         text = head(checkout / ".git" / "HEAD", CHECKOUT_RECORD, 128).decode("ascii").strip()
     except (UsageError, ValueError):
         return None
-    return text if _COMMIT.fullmatch(text) else None
+    return text if COMMIT.fullmatch(text) else None
 
 
 def commit_time(checkout: Path, memo: Optional[Path] = None) -> Optional[int]:
@@ -213,7 +212,7 @@ def artifact_records(
         if not package.is_file() or package.suffix != ".run":
             continue
         # Only a real sha256 makes a memo key; anything else is read every time.
-        key = f"{sha256} {workspace} {epoch}" if _SHA256.fullmatch(sha256) else ""
+        key = f"{sha256} {workspace} {epoch}" if SHA256.fullmatch(sha256) else ""
         varies = _json_list(known.get(key), memo) if key else None
         if varies is None:
             try:

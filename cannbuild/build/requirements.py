@@ -74,20 +74,17 @@ def requirement_checks(
     path = (host.build_env or {}).get("PATH") or os.environ.get("PATH", os.defpath)
     for tool in recipe.tools:
         found = shutil.which(tool.name, path=path)
-        if found:
-            checks.append(
-                Check(id=f"recipe.tool.{tool.name}", status=PASS, detail=f"{tool.name} at {found}")
+        checks.append(
+            Check(id=f"recipe.tool.{tool.name}", status=PASS, detail=f"{tool.name} at {found}")
+            if found
+            else Check(
+                id=f"recipe.tool.{tool.name}",
+                status=FAIL,
+                detail=f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
+                hint=f"Install it: {tool.install}.",
+                blocking=True,
             )
-        else:
-            checks.append(
-                Check(
-                    id=f"recipe.tool.{tool.name}",
-                    status=FAIL,
-                    detail=f"{tool.name} is not on PATH; recipe {recipe.name} needs it: {tool.why}",
-                    hint=f"Install it: {tool.install}.",
-                    blocking=True,
-                )
-            )
+        )
     return checks
 
 

@@ -27,7 +27,7 @@ from ..sources.checkout import PlacedCopy, placed_copies
 from ..states import Outcome
 from ..workspace import Workspace, point_link
 from .actions import ActionContext, ActionFailed, action_of
-from .plan import PlannedStep
+from .plan import PlannedStep, pattern_folder
 from .stamps import artifact_record, stamp_path, write_stamp
 
 # The digest's tail; the first errors are searched in the whole log.
@@ -179,7 +179,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
-def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
+def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> Streamed:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
@@ -224,7 +224,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> tuple:
             if proc.stdout is not None:
                 proc.stdout.close()
     # The header lines and the blank line after them come before the command's first line.
-    return code, list(tail), every, len(header) + 2
+    return Streamed(code=code, tail=list(tail), lines=every, first_line=len(header) + 2)
 
 
 class Streamed(Struct, frozen=True, kw_only=True):
@@ -323,10 +323,7 @@ def _check_folders(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
         for name in step.spec.scratch:
             safefs.check_below(ws.root, step.cwd / name, what, folder=True)
     for pattern in patterns:
-        # The fixed part of a `produces` pattern: `build_out/cann-opbase_*.run` -> `build_out`.
-        fixed = Path(*[p for p in Path(pattern).parts if not any(c in p for c in "*?[")])
-        folder = fixed.parent if str(fixed) == pattern else fixed
-        safefs.check_below(ws.root, folder, what, folder=True)
+        safefs.check_below(ws.root, pattern_folder(Path(pattern)), what, folder=True)
 
 
 def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) -> None:
@@ -341,7 +338,7 @@ def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
 
 def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float) -> Streamed:
     try:
-        code, tail, lines, first_line = _stream(step, log_path, progress)
+        return _stream(step, log_path, progress)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
             name=step.name,
@@ -363,7 +360,6 @@ def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float
         _log(log_path, [message])
         # 127, as a shell reports a command it cannot find or run.
         return Streamed(code=127, tail=(message,), lines=())
-    return Streamed(code=code, tail=tail, lines=lines, first_line=first_line)
 
 
 class _NoPackage(ActionFailed):

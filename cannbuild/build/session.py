@@ -9,13 +9,13 @@ options at the emulated host (made or reused, with the lease that keeps it in pl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 from msgspec import Struct
+from msgspec.structs import replace
 
-from ..decoded import JSONValue
-from ..errors import DoctorBlocked, UsageError
-from ..host.check import FAIL, Check
+from ..decoded import JSONValue, to_plain
+from ..errors import UsageError
 from ..host.doctor import HostReport, read_host
 from ..host.hardware import Hardware
 from ..host.releases import OpsChoice, choose_ops
@@ -32,6 +32,7 @@ from ..sources.fetch import Fetcher
 from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .compile_cache import ccache_check
+from .derived import refuse_blocking
 from .overlay import overlay_env
 from .plan import idle_repos
 from .requirements import requirement_checks
@@ -83,32 +84,13 @@ class BuildContext(Struct, frozen=True, kw_only=True):
     repos: Mapping[str, Mapping[str, str]] = {}
 
     def as_jinja(self) -> Dict[str, Any]:  # the template context: keys of several kinds
-        values: Dict[str, Any] = {
-            "cann": {
-                "version": self.cann.version,
-                "release": self.cann.release,
-                "train": self.cann.train,
-                "path": str(self.cann.path),
-                "home": str(self.cann.home),
-                "layout": self.cann.layout,
-            },
-            "arch": self.arch,
-            "soc": self.soc,
-            "jobs": self.jobs,
-            "ops": self.ops,
-            "vendor_name": self.vendor_name,
-            "workspace": str(self.workspace),
-            "src": {name: str(path) for name, path in self.src.items()},
-            "third_party": {name: str(path) for name, path in self.third_party.items()},
-            "opp": str(self.opp),
-            "stage": str(self.stage),
-            "overlay": str(self.overlay),
-            "opbase_install_path": str(self.opbase_install_path),
-            "ops_release": self.ops_release or self.cann.release,
-            "ops_train": self.ops_train or self.cann.train,
-            "artifacts": {},
-            "repos": {name: dict(record) for name, record in self.repos.items()},
-        }
+        values: Dict[str, Any] = to_plain(replace(self, vars=()))  # paths as strings
+        del values["vars"]
+        values.update(
+            ops_release=self.ops_release or self.cann.release,
+            ops_train=self.ops_train or self.cann.train,
+            artifacts={},
+        )
         values.update(dict(self.vars))
         return values
 
@@ -248,13 +230,13 @@ def open_session(
             "Drop it: a real host fetches the real files (through cannbuild.mirrors or a bundle).",
         )
     host = read_host(options, env)
-    _refuse_blocking(host.checks)
+    refuse_blocking(host.checks)
     toolkit = host.toolkit
     assert toolkit is not None and toolkit.version is not None and host.soc is not None
     ops, recipe = _recipe_for(options, toolkit.version, cwd, sandbox is not None or options.sandbox)
-    _refuse_blocking(requirement_checks(recipe, host, options))
+    refuse_blocking(requirement_checks(recipe, host, options))
     if options.cache_remote:  # a remote no ccache can use stops the build before it starts
-        _refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
+        refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
         raise _not_a_soc(soc, recipe)
@@ -334,15 +316,6 @@ def _built_elsewhere(name: str, recipe: Recipe, options: Options, cwd: Path) -> 
 def _ops_origin(ops: OpsChoice) -> Optional[str]:
     """How a "no recipe" error names the train's source when --ops-release chose it."""
     return f"--ops-release {ops.release}" if ops.given else None
-
-
-def _refuse_blocking(checks: Sequence[Check]) -> None:
-    blocking = [c for c in checks if c.status == FAIL and c.blocking]
-    if blocking:
-        first = blocking[0]
-        raise DoctorBlocked(
-            f"cannot build: doctor check {first.id} failed: {first.detail}.", first.hint
-        )
 
 
 def build_context(

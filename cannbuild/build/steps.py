@@ -7,7 +7,6 @@ the steps that are not up to date, each once its repo is ready.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Set
 
 from msgspec import Struct
@@ -22,7 +21,8 @@ from ..recipes import StepSpec
 from ..render.templates import render_value
 from ..sandbox.hostside import HostSide, lay_out_host_side
 from ..sources.fetch import mirror_git_env
-from ..sources.pinning import Sources, SourceState, sources_from_lock
+from ..sources.pinning import sources_from_lock
+from ..sources.state import Sources, SourceState
 from ..states import Outcome
 from ..workspace import Workspace
 from .actions import ActionContext
@@ -35,6 +35,7 @@ from .plan import (
     PlannedStep,
     StepContext,
     hashed_env_values,
+    pattern_folder,
     recipe_templates,
     selected,
     walk,
@@ -132,8 +133,7 @@ def output_patterns(step: PlannedStep, values: Mapping[str, Any], ws: Workspace)
     for raw in step.spec.produces:
         what = f"step {step.name!r} produces"
         pattern = step.cwd / render_value(raw, values, what)
-        fixed = Path(*[part for part in pattern.parts if not any(c in part for c in "*?[")])
-        inside(ws.root, fixed.parent if fixed == pattern else fixed, f"{what} {raw!r}")
+        inside(ws.root, pattern_folder(pattern), f"{what} {raw!r}")
         patterns.append(str(pattern))
     return patterns
 

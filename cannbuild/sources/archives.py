@@ -24,7 +24,7 @@ from msgspec.structs import replace
 
 from ..bounded import ARCHIVE, MEMO, digest, read_state
 from ..errors import FetchError, UsageError
-from ..recipes import ArchiveRule, RepoSpec
+from ..recipes import RepoSpec
 from ..redact import redact
 from ..workspace import remember
 from .fetch import Fetcher
@@ -41,8 +41,9 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", "
 # A plain one-value `set`, the shape that carries a URL or file name upstream:
 #   set(MAKESELF_URL "https://gitcode.com/cann-src-third-party/makeself/releases/...tar.gz")
 #   set(EIGEN_VERSION_PKG eigen-5.0.0.tar.gz)
-_SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
+VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+FULL_ID = re.compile(r"[0-9a-f]{40,64}")
 # Stops at a quote, `)` or blank, where the URL ends inside `URL ${REQ_URL})` or `"..."`.
 _URL = re.compile(r"(?:https?|ftp)://[^\s\"'<>()]+")
 # `URL_HASH SHA256=<64 hex>` (FetchContent_Declare / ExternalProject_Add), `EXPECTED_HASH`
@@ -104,7 +105,14 @@ def archive_name(url: str) -> str:
     # and gitee.com/openeuler/libboundscheck both put the project second.
     if len(parts) >= 3:
         return parts[1]
-    name = parts[-1] if parts else url
+    return archive_stem(parts[-1] if parts else url)
+
+
+def archive_stem(url: str) -> str:
+    """`.../eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz` -> `eigen-5.0.0`:
+    the file name without its archive suffix, whatever host serves it, so an archive
+    keeps its name when it moves between gitcode releases and the OBS bucket."""
+    name = url.rstrip("/").rsplit("/", 1)[-1]
     for suffix in ARCHIVE_SUFFIXES:
         if name.endswith(suffix):
             return name[: -len(suffix)]
@@ -130,7 +138,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
         # Only plain values count (a local-copy branch's `file://${CANN_3RD_LIB_PATH}/...` is
         # none), and a name's first plain value wins.
         for line in lines:
-            match = _SET.match(line)
+            match = SET.match(line)
             if match and "${" not in match.group(2):
                 variables.setdefault(match.group(1), match.group(2))
         urls: List[Tuple[Tuple[int, int], str]] = []
@@ -169,12 +177,10 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
                 declared[owner].setdefault("hashed", f"{path}:{pos[0]}")
         # The same URL in two files is one archive: the first file names it, either may add a hash.
         for url, facts in declared.items():
-            if url in found:
-                old = found[url]
-                found[url] = Declared(
-                    name=old.name,
-                    url=url,
-                    where=old.where,
+            old = found.get(url)
+            if old is not None:
+                found[url] = replace(
+                    old,
                     md5=old.md5 or facts.get("md5"),
                     sha256=old.sha256 or facts.get("sha256"),
                     hashed=old.hashed or facts.get("hashed", ""),
@@ -192,7 +198,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
 
 
 def _expand(line: str, variables: Mapping[str, str]) -> str:
-    return _VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), line)
+    return VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), line)
 
 
 def plan_archives(
@@ -442,36 +448,19 @@ def declared_archives(
     A commit's files never change, so they are kept in `memo` (one JSON per commit): a
     no-op rerun reads one file instead of running git once per .cmake file.  The raw
     files are kept, not the parse, so a newer cannbuild still parses them itself."""
-    files = _remembered(memo, commit)
+    path = memo_file(memo, commit, ".json")
+    files = read_state(path, MEMO, Dict[str, str]) if path is not None else None
     if files is None:
         # Read from the git cache without a checkout: one `git ls-tree`, one `git show` per file.
         listing = fetcher.git(["ls-tree", "--name-only", commit, THIRD_PARTY_DIR + "/"], cwd=cache)
         paths = [p for p in listing.splitlines() if p.endswith(".cmake")]
         files = {p: fetcher.git(["show", f"{commit}:{p}"], cwd=cache) for p in paths}
-        if memo is not None:
-            remember(memo / f"{commit}.json", files)
+        if path is not None:
+            remember(path, files)
     return discover(files)
 
 
-def _remembered(memo: Optional[Path], commit: str) -> Optional[Dict[str, str]]:
-    """The files remembered for `commit`; None when absent or not what was written."""
-    # Only a full object id (40 hex for SHA-1, 64 for SHA-256) may become a file name here.
-    if memo is None or not re.fullmatch(r"[0-9a-f]{40,64}", commit):
-        return None
-    return read_state(memo / f"{commit}.json", MEMO, Dict[str, str])
-
-
-__all__ = [
-    "ArchivePlan",
-    "ArchiveRule",
-    "Declared",
-    "Expected",
-    "Needed",
-    "archive_name",
-    "check_hashes",
-    "declared_archives",
-    "discover",
-    "expected_hashes",
-    "plan_archives",
-    "preferred_place",
-]
+def memo_file(memo: Optional[Path], commit: str, suffix: str) -> Optional[Path]:
+    """`<memo>/<commit><suffix>`, the memo of what a commit holds; only a full object id
+    (40 hex for SHA-1, 64 for SHA-256) may become a file name here."""
+    return memo / f"{commit}{suffix}" if memo is not None and FULL_ID.fullmatch(commit) else None

@@ -310,6 +310,3 @@ def _members(tar: tarfile.TarFile, bundle: Path) -> List[tarfile.TarInfo]:
 def _ensure(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-__all__ = ["make_bundle", "seed_from_bundle"]

@@ -28,8 +28,10 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from msgspec.structs import replace
 
 from ..bounded import MEMO, read_state
+from ..build.cmake_text import Vars
 from ..workspace import remember
-from .archives import ARCHIVE_SUFFIXES, Declared, discover
+from .archives import ARCHIVE_SUFFIXES, SET, Declared, archive_stem, discover, memo_file
+from .checkout import git_says_yes
 from .fetch import Fetcher, GitFailed
 from .reach import Reach, names_any, on_demand, options_off
 
@@ -42,7 +44,7 @@ FETCH_CANN_CMAKE_FILES = (FETCH_CANN_CMAKE, "cmake/third_party/fetch_cann_cmake.
 # (ops-transformer@9.1.0:build.sh:83, opbase@9.1.0:build.sh:89), and what the recipes' steps
 # pass as --cann_3rd_lib_path (build.session: `<checkout>/third_party`).
 THIRD_PARTY_ROOT = "third_party"
-_3RD = "${CANN_3RD_LIB_PATH}"
+_3RD = "@3RD"  # what `${CANN_3RD_LIB_PATH}` expands to (cmake_text.Vars roots)
 
 _CALL = re.compile(r"\badd_cann_third_party\s*\(\s*([A-Za-z0-9_.+-]+)\s*\)")
 # a module the checkout includes from the shared repository itself: ops-math 9.1's
@@ -58,9 +60,6 @@ _INCLUDE = re.compile(
 )
 _CONDITION = re.compile(r"^\s*(?:if|elseif)\s*\(", re.IGNORECASE)
 _PROBE = re.compile(r"\b(EXISTS|IS_DIRECTORY)\s+\"?([^\s\")]+)\"?")
-# `set(MAKESELF_TAR_PATH "${CANN_3RD_LIB_PATH}/makeself-release-2.5.0-patch1.tar.gz")`
-_SET = re.compile(r'^\s*set\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s+"?([^\s")]+)"?\s*\)', re.IGNORECASE)
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def uses_cann_cmake(
@@ -69,35 +68,17 @@ def uses_cann_cmake(
     """Whether the checkout at `commit` clones the shared cann/cmake repository; a
     commit's files never change, so the answer is kept in `memo` (a no-op asked git
     twice per repo on every run)."""
-    known = (
-        read_state(memo / f"{commit}.cann-cmake.json", MEMO, Dict[str, str])
-        if memo is not None and re.fullmatch(r"[0-9a-f]{40,64}", commit)
-        else None
-    )
+    path = memo_file(memo, commit, ".cann-cmake.json")
+    known = read_state(path, MEMO, Dict[str, str]) if path is not None else None
     if known is not None and known.get("uses") in ("yes", "no"):
         return known["uses"] == "yes"
-    uses = False
-    for path in FETCH_CANN_CMAKE_FILES:
-        try:
-            fetcher.git(["cat-file", "-e", f"{commit}:{path}"], cwd=cache)
-        except GitFailed:
-            continue
-        uses = True
-        break
-    if known is None and memo is not None and re.fullmatch(r"[0-9a-f]{40,64}", commit):
-        remember(memo / f"{commit}.cann-cmake.json", {"uses": "yes" if uses else "no"})
+    uses = any(
+        git_says_yes(fetcher, cache, ["cat-file", "-e", f"{commit}:{path}"])
+        for path in FETCH_CANN_CMAKE_FILES
+    )
+    if known is None and path is not None:
+        remember(path, {"uses": "yes" if uses else "no"})
     return uses
-
-
-def archive_stem(url: str) -> str:
-    """`.../eigen/releases/download/5.0.0-h0.trunk/eigen-5.0.0.tar.gz` -> `eigen-5.0.0`:
-    the file name without its archive suffix, whatever host serves it, so an archive
-    keeps its name when it moves between gitcode releases and the OBS bucket."""
-    name = url.rstrip("/").rsplit("/", 1)[-1]
-    for suffix in ARCHIVE_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def wrappers(files: Mapping[str, str]) -> Dict[str, List[Tuple[str, str]]]:
@@ -160,11 +141,11 @@ def local_places(text: str) -> List[Tuple[str, int]]:
     `${CANN_3RD_LIB_PATH}`, with `..`, or naming a variable the module does not set are
     left out."""
     lines = text.splitlines()
-    variables: Dict[str, List[str]] = {}
+    variables = Vars({"CANN_3RD_LIB_PATH": _3RD})
     for line in lines:
-        match = _SET.match(line)
-        if match and match.group(2) not in variables.get(match.group(1), []):
-            variables.setdefault(match.group(1), []).append(match.group(2))
+        match = SET.match(line)
+        if match:
+            variables.add(match.group(1), [match.group(2)])
     unpacked = {
         rel.rstrip("/") + "/"
         for raw in _SOURCE_DIR.findall(text)
@@ -200,42 +181,20 @@ def local_places(text: str) -> List[Tuple[str, int]]:
 _FIND_PATH = re.compile(r"\bfind_path\s*\(([^()]*)\)", re.IGNORECASE)
 # `SOURCE_DIR "${MAKESELF_PATH}"` in FetchContent_Declare / ExternalProject_Add
 _SOURCE_DIR = re.compile(r"\bSOURCE_DIR\s+\"?([^\s\")]+)\"?")
-# a variable set more often than this is not a path list worth expanding
-_MAX_VALUES = 16
 
 
-def _under_3rd(raw: str, variables: Mapping[str, List[str]]) -> List[str]:
-    """The paths below `${CANN_3RD_LIB_PATH}` that `raw` stands for, relative to it."""
+def _under_3rd(raw: str, variables: Vars) -> List[str]:
+    """The paths below `${CANN_3RD_LIB_PATH}` that `raw` stands for, relative to it:
+    every value a `${NAME}` in it can stand for, from the module's own `set()` lines
+    (`${MAKESELF_PATH}` -> `${CANN_3RD_LIB_PATH}/${MAKESELF_NAME}` -> `.../makeself`)."""
     out: List[str] = []
-    for path in _expand(raw, variables):
+    for path in variables.expand(raw):
         if not path.startswith(_3RD + "/"):
             continue
         rel = path[len(_3RD) + 1 :]
         if rel and "${" not in rel and ".." not in rel.split("/") and rel not in out:
             out.append(rel)
     return out
-
-
-def _expand(value: str, variables: Mapping[str, List[str]]) -> List[str]:
-    """Every value `${NAME}` can stand for, from the module's own `set()` lines (never
-    CANN_3RD_LIB_PATH), a few rounds deep (`${MAKESELF_PATH}` ->
-    `${CANN_3RD_LIB_PATH}/${MAKESELF_NAME}` -> `${CANN_3RD_LIB_PATH}/makeself`)."""
-    values = [value]
-    for _ in range(8):
-        grown: List[str] = []
-        for item in values:
-            match = next(
-                (m for m in _VAR.finditer(item) if m.group(1) != "CANN_3RD_LIB_PATH"), None
-            )
-            if match is None or match.group(1) not in variables:
-                grown.append(item)
-                continue
-            for option in variables[match.group(1)]:
-                grown.append(item[: match.start()] + option + item[match.end() :])
-        if grown == values:
-            break
-        values = grown[:_MAX_VALUES]
-    return values
 
 
 def module_files(
@@ -491,20 +450,3 @@ def _grep_lines(output: str) -> List[Tuple[str, int, str]]:
         if len(parts) == 4 and parts[2].isdigit():
             lines.append((parts[1], int(parts[2]), parts[3]))
     return lines
-
-
-__all__ = [
-    "FETCH_CANN_CMAKE",
-    "FETCH_CANN_CMAKE_FILES",
-    "THIRD_PARTY_ROOT",
-    "Checkout",
-    "archive_stem",
-    "called_modules",
-    "cann_cmake_archives",
-    "checkout_of",
-    "local_places",
-    "module_archives",
-    "module_files",
-    "uses_cann_cmake",
-    "wrappers",
-]

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -40,6 +39,7 @@ from ..redact import redact
 from ..workspace import Workspace, write_json_atomic
 from .archives import Expected, check_hashes
 from .fetch import Fetcher, GitFailed, in_parallel, rewrite, sha256_file
+from .lock import SHA256
 
 if TYPE_CHECKING:
     import tarfile
@@ -53,15 +53,18 @@ def cache_path(ws: Workspace, repo: str) -> Path:
     return ws.git_cache / f"{repo.replace('/', '_')}.git"
 
 
-def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
-    if not cache.exists():
-        return False
+def git_says_yes(fetcher: Fetcher, cache: Path, args: Sequence[str]) -> bool:
+    """Whether a git query (`cat-file -e`, `show-ref --verify`) exits 0 in `cache`."""
     try:
-        # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
-        fetcher.git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=cache)
+        fetcher.git(args, cwd=cache)
     except GitFailed:
         return False
     return True
+
+
+def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
+    # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
+    return cache.exists() and git_says_yes(fetcher, cache, ["cat-file", "-e", f"{sha}^{{commit}}"])
 
 
 def resolve_ref(
@@ -85,7 +88,9 @@ def resolve_ref(
         out = fetcher.git([*args, rev, "--"], cwd=cache).split()
     except GitFailed as exc:
         kind = "tag" if ref.get("tag") else None if ref.get("commit") else "branch"
-        if kind and not _has_ref(fetcher, cache, rev.split("^", 1)[0]):
+        if kind and not git_says_yes(
+            fetcher, cache, ["show-ref", "--verify", "--quiet", rev.split("^", 1)[0]]
+        ):
             # A release the notes announce before upstream makes its ref (9.1.1: no 9.1.1 branch
             # or tag in opbase or ops-transformer, docs/upstream-9.1.md §1).
             raise FetchError(
@@ -106,15 +111,6 @@ def resolve_ref(
             "Check the recipe's date for this CANN release, or the mirror you fetch from.",
         )
     return out[1], int(out[0])
-
-
-def _has_ref(fetcher: Fetcher, cache: Path, full_name: str) -> bool:
-    """Whether the cache has the ref `refs/heads/<b>` or `refs/tags/<t>`."""
-    try:
-        fetcher.git(["show-ref", "--verify", "--quiet", full_name], cwd=cache)
-    except GitFailed:
-        return False
-    return True
 
 
 # --- checkouts -----------------------------------------------------------------
@@ -143,8 +139,6 @@ def checkout_marker(ws: Workspace, repo: str) -> Path:
 
 
 _MARKER_SUFFIX = ".checkout.json"
-# the download cache's folder names (archive_path)
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class PlacedCopy(Struct, frozen=True, kw_only=True):
@@ -171,7 +165,7 @@ def placed_copies(ws: Workspace) -> Tuple[PlacedCopy, ...]:
         if not isinstance(seeded, dict):
             continue
         for dest, sha in sorted(seeded.items()):
-            if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            if not isinstance(sha, str) or not SHA256.fullmatch(sha):  # a download cache folder
                 continue
             folder = ws.downloads / sha
             files = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []

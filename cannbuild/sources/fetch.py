@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from msgspec import Struct
 
@@ -133,8 +133,6 @@ class Fetcher(Struct, frozen=True, kw_only=True):
 
     def _retrying(
         self,
-        what: str,
-        url: str,
         attempt: Callable[[], None],
         transient: Callable[[Exception], bool],
         deadline: float = float("inf"),
@@ -249,7 +247,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
             return isinstance(exc, GitFailed) and bool(_TRANSIENT.search(exc.stderr))
 
         try:
-            self._retrying(f"git {verb}", source, attempt, transient, deadline)
+            self._retrying(attempt, transient, deadline)
         except GitTimedOut as exc:
             raise FetchError(
                 f"git {verb} of {redact(source)} did not finish within {secs(exc.timeout_s)} "
@@ -339,7 +337,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                 (urllib_error.URLError, TimeoutError, ConnectionError, http_client.HTTPException),
             )
 
-        self._retrying("download", source, attempt, transient, deadline)
+        self._retrying(attempt, transient, deadline)
 
 
 def _request(source: str) -> Any:
@@ -348,17 +346,23 @@ def _request(source: str) -> Any:
     parts = urlsplit(source)
     if parts.username is None and parts.password is None:
         return urllib_request.Request(source)
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal keeps its brackets
-        host = f"[{host}]"
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
-    request = urllib_request.Request(urlunsplit(parts._replace(netloc=netloc)))
-    user = unquote(parts.username or "")
-    password = unquote(parts.password or "")
-    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    request = urllib_request.Request(urlunsplit(parts._replace(netloc=host_port(parts))))
     # `add_unredirected_header`: a redirect to another host does not carry the credential.
-    request.add_unredirected_header("Authorization", f"Basic {token}")
+    request.add_unredirected_header("Authorization", basic_auth(parts))
     return request
+
+
+def host_port(parts: SplitResult) -> str:
+    """A URL's host (an IPv6 literal keeps its brackets) and port, without credentials."""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return host if parts.port is None else f"{host}:{parts.port}"
+
+
+def basic_auth(parts: SplitResult) -> str:
+    """The Authorization a URL's `user:pass@` becomes, as git and ccache send it."""
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 class GitFailed(Exception):

@@ -26,7 +26,7 @@ from .checkout import Nested, Seed, archive_path, checkout_identity
 from .lock import Lock, Wanted, drift, read_lock, refuse_drift, write_lock
 from .ready import PendingSources
 from .request import SourceRequest
-from .state import LOCKED, REFRESH, RESOLVE, Sources, SourceState, pin_name
+from .state import LOCKED, REFRESH, RESOLVE, SourceState, pin_name
 
 if TYPE_CHECKING:
     from . import bundle
@@ -179,13 +179,3 @@ def locked_seeds(request: SourceRequest, repo: RepoSpec, lock: Lock) -> Optional
             (index, Seed(source=path, dest=rules[index].place[0], sha256=archive.sha256))
         )
     return [seed for _, seed in sorted(ordered, key=lambda pair: pair[0])]
-
-
-__all__ = [
-    "SourceRequest",
-    "SourceState",
-    "Sources",
-    "sources_from_lock",
-    "sync_sources",
-    "syncing_sources",
-]

@@ -15,10 +15,8 @@ from ..recipes import Recipe, SourcePin
 from ..redact import redact
 from .checkout import has_commit, resolve_ref
 from .fetch import Fetcher, GitFailed
-from .lock import Lock, LockedRepo
+from .lock import COMMIT, Lock, LockedRepo
 from .state import pin_name
-
-_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 def read_pin(
@@ -62,7 +60,7 @@ def resolve_pin(
         pinned, _ = resolve_ref(fetcher, cache, {"tag": value}, url)
         ref = f"tag {value}, pinned by {declared}"
     else:
-        if not _COMMIT.fullmatch(value):
+        if not COMMIT.fullmatch(value):
             raise UsageError(
                 f"{declared} at {owner} {commit[:12]} pins {value!r}, which is not a commit id.",
                 'If it is a tag name, set pin = "tag" in the recipe\'s pinned source.',
@@ -82,9 +80,6 @@ def resolve_pin(
         commit=pinned,
         source=pin.name or "",
     )
-
-
-__all__ = ["read_pin", "resolve_pin"]
 
 
 def pin_sharing(recipe: Recipe, lock: Optional[Lock]) -> List[str]:

@@ -177,6 +177,3 @@ def _excluded(args: Sequence[str]) -> bool:
 def names_any(text: str, targets: Sequence[str]) -> bool:
     """Whether CMake text names one of `targets` (as a whole word)."""
     return any(re.search(rf"(?<![\w:]){re.escape(t)}(?![\w:])", text) for t in targets)
-
-
-__all__ = ["Reach", "condition", "line_states", "names_any", "on_demand", "options_off"]
