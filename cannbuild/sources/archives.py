@@ -154,7 +154,7 @@ def discover(files: Mapping[str, str]) -> Tuple[Declared, ...]:
             for match in _URL.finditer(text):
                 url = match.group(0).rstrip("\"'")
                 # A git URL (`GIT_REPOSITORY https://gitcode.com/cann/opbase.git`) is no archive: a
-                # recipe's `source_pin` places that checkout (ready.py).
+                # recipe's pinned sources place that checkout (ready.py).
                 if _is_archive(url):
                     urls.append(((number, match.start()), url))
                     if url in line:
