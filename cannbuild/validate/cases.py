@@ -22,13 +22,13 @@ import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from msgspec import Struct, field
+from msgspec import Struct
 
 from ..errors import UsageError
 from ..host import compat
 from ..host.pystack import read_python_stack
 from ..states import Verdict
-from .precision import Precision, disagrees, measure_tensors
+from .precision import Judged, measure_tensors
 from .precision import judge as judge_precision
 
 if TYPE_CHECKING:
@@ -140,52 +140,24 @@ CASES: Tuple[Case, ...] = (
 # fmt: on
 
 
-class CaseResult(Struct, kw_only=True):
+class CaseResult(Judged, kw_only=True):
     case: Case
-    status: str  # PASS | FAIL | SKIPPED
-    message: str = ""
-    max_abs_err: Optional[float] = None
     mean_abs_err: Optional[float] = None
-    ref_same_dtype_max_err: Optional[float] = None
-    bound: Optional[float] = None
     softmax_max_err: Optional[float] = None
     softmax_sum_err: Optional[float] = None
-    kernel_ms: Optional[float] = None
-    mismatches: List[Dict[str, object]] = field(default_factory=list)
-    # attentionOut by opbase's MERE/MARE standard; None where no output was judged
-    precision: Optional[Precision] = None
-
-    @property
-    def disagree(self) -> bool:
-        """The rule and opbase's standard gave different verdicts (the rule's stands)."""
-        return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
         c = self.case
         varlen = {"seq_q": list(c.seq_q), "seq_kv": list(c.seq_kv)} if c.varlen else {}
+        shape = {k: getattr(c, k) for k in ("name", "dtype", "layout", "B", "N1", "N2", "S", "D")}
         return {
-            "name": c.name,
-            "dtype": c.dtype,
-            "layout": c.layout,
-            "B": c.B,
-            "N1": c.N1,
-            "N2": c.N2,
-            "S": c.S,
-            "D": c.D,
+            **shape,
             **varlen,
             "causal_mask": c.causal,
-            "status": self.status,
-            "message": self.message,
-            "max_abs_err": self.max_abs_err,
             "mean_abs_err": self.mean_abs_err,
-            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
-            "bound": self.bound,
             "softmax_max_err": self.softmax_max_err,
             "softmax_sum_err": self.softmax_sum_err,
-            "kernel_ms": self.kernel_ms,
-            "first_mismatches": self.mismatches,
-            "precision": None if self.precision is None else self.precision.to_json(),
-            "disagree": self.disagree,
+            **super().to_json(),
         }
 
 

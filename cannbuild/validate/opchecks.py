@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from .. import safefs
 from ..bounded import CASE_DATA, DATA_FILE, read_bytes
@@ -29,7 +30,7 @@ from .casefiles import raw_bytes
 from .cases import FP32_FLOOR, reference_torch, torch_dtype, why_no_torch
 from .inputs import ValidationInputs
 from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
-from .precision import Precision, disagrees
+from .precision import Judged
 from .verdict import ValidationCheck
 
 if TYPE_CHECKING:
@@ -87,39 +88,14 @@ CHECKS: Mapping[str, OpCheck] = {
 }
 
 
-class OpResult(Struct, kw_only=True):
+class OpResult(Judged, kw_only=True):
     check: str
     case: OpCase
-    status: str  # PASS | FAIL | SKIPPED
-    message: str = ""
-    max_abs_err: Optional[float] = None
-    ref_same_dtype_max_err: Optional[float] = None
-    bound: Optional[float] = None
-    kernel_ms: Optional[float] = None
-    mismatches: List[Dict[str, object]] = field(default_factory=list)
-    precision: Optional[Precision] = None
-
-    @property
-    def disagree(self) -> bool:
-        return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
         c = self.case
-        return {
-            "check": self.check,
-            "name": c.name,
-            "dtype": c.dtype,
-            "shape": list(c.shape),
-            "status": self.status,
-            "message": self.message,
-            "max_abs_err": self.max_abs_err,
-            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
-            "bound": self.bound,
-            "kernel_ms": self.kernel_ms,
-            "first_mismatches": self.mismatches,
-            "precision": None if self.precision is None else self.precision.to_json(),
-            "disagree": self.disagree,
-        }
+        head = {"check": self.check, "name": c.name, "dtype": c.dtype, "shape": list(c.shape)}
+        return {**head, **super().to_json()}
 
 
 class OpOutcome(Struct, kw_only=True):
@@ -330,7 +306,7 @@ class OpNumeric:
         return {
             "program": (read_bytes(source, DATA_FILE) + read_bytes(header, DATA_FILE)).hex(),
             "cases": json.dumps(
-                [msgspec_dict(c) for c in select(self.check, inp.case_names)], sort_keys=True
+                [asdict(c) for c in select(self.check, inp.case_names)], sort_keys=True
             ),
             "rule": OP_RULE,
             "torch": read_python_stack().torch,
@@ -364,7 +340,3 @@ class OpNumeric:
     def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]:
         """No route after the example: torch_npu has no call of these operators to check."""
         return []
-
-
-def msgspec_dict(case: OpCase) -> Dict[str, object]:
-    return {f: getattr(case, f) for f in case.__struct_fields__}

@@ -169,17 +169,7 @@ def run(
         )
     loaded = [str(p) for p in result.get("loaded", [])]
     details["loaded_op_libraries"] = loaded
-    details["cases"] = [
-        {
-            "name": r.case.name,
-            "status": r.status,
-            "max_abs_err": r.max_abs_err,
-            "message": r.message,
-            "precision": None if r.precision is None else r.precision.to_json(),
-            "disagree": r.disagree,
-        }
-        for r in results
-    ]
+    details["cases"] = [r.to_json() for r in results]
     return _verdict(results, library, loaded, stack.torch_npu or "?", details)
 
 
