@@ -27,7 +27,7 @@ from ..resources import data_dir
 from ..states import Verdict
 from . import capi, precision
 from .casefiles import raw_bytes
-from .cases import FP32_FLOOR, reference_torch, torch_dtype, why_no_torch
+from .cases import judge_output, reference_torch, torch_dtype, why_no_torch
 from .inputs import ValidationInputs
 from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
 from .precision import Judged
@@ -124,44 +124,13 @@ def judge(check: str, case: OpCase, got: Tensor, ref: Tensor, same: Tensor) -> O
     """One case's output (its dtype) against the float64 reference, by FlashAttention's rule,
     with opbase's MERE/MARE beside it."""
     torch = reference_torch()
-    got64 = got.double()
     result = OpResult(check=check, case=case, status=Verdict.PASS)
-    result.precision = precision.judge(case.dtype, precision.measure_tensors(got64, ref))
-    finite_ref = torch.isfinite(ref)
-    bad = ~torch.isfinite(got64) & finite_ref
-    if bool(bad.any()):
-        at = [int(i) for i in bad.nonzero()[0]]
-        result.status = Verdict.FAIL
-        result.message = f"the output has {int(bad.sum())} NaN/Inf values, first at {at}"
-        result.mismatches = [
-            {"index": at, "got": str(float(got64[tuple(at)])), "want": float(ref[tuple(at)])}
-        ]
-        return result
     dt = torch_dtype(torch, case.dtype)
-    err = (got64 - ref).abs()
     same_err = float((same.double() - ref).abs().max()) if ref.numel() else 0.0
     noise = float(((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max()) if ref.numel() else 0.0
-    bound = 2.0 * same_err + 2.0 * noise + (FP32_FLOOR if case.dtype == "fp32" else 0.0)
-    result.max_abs_err = float(err.max()) if err.numel() else 0.0
-    result.ref_same_dtype_max_err = same_err
-    result.bound = bound
-    if result.max_abs_err > bound:
-        over = (err > bound).nonzero()[:5]
-        result.status = Verdict.FAIL
-        result.message = (
-            f"max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
-            f"(same-dtype torch error {same_err:.3g})"
-        )
-        result.mismatches = [
-            {
-                "index": [int(i) for i in row],
-                "got": float(got64[tuple(row)]),
-                "want": float(ref[tuple(row)]),
-            }
-            for row in over
-        ]
-    else:
-        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"
+    judge_output(result, got.double(), ref, same_err, noise, "the output")
+    if result.status == Verdict.PASS:
+        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {result.bound:.3g}"
     return result
 
 

@@ -81,9 +81,11 @@ class Precision(Struct, frozen=True, kw_only=True):
         return {"standard": NAME, **asdict(self), "mere_limit": self.threshold, "mare_limit": limit}
 
 
-class _Named(Protocol):
+class _Case(Protocol):
     @property
     def name(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
 
 
 class Judged(Struct, kw_only=True):
@@ -91,7 +93,7 @@ class Judged(Struct, kw_only=True):
     operator's (opchecks.OpResult), by cannbuild's rule with the standard beside it; what
     the report, the terminal and the verdict read."""
 
-    case: _Named
+    case: _Case
     status: str  # PASS | FAIL | SKIPPED
     message: str = ""
     max_abs_err: Optional[float] = None
