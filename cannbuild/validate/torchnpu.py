@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     Inputs = Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]  # q, k, v and the mask
 
-# Optional, imported where its absence is handled: torch and torch_npu (_import_torch_npu(),
+# Optional, imported where its absence is handled: torch and torch_npu (import_torch_npu(),
 # in the worker process only).
 
 RUN_TIMEOUT_S = 600
@@ -251,7 +251,7 @@ def read_result(path: Path) -> Optional[JSONObject]:
 # ---- the worker: runs in the child process, with the package's env ----
 
 
-def _first_lines(exc: BaseException, count: int = 3) -> str:
+def first_lines(exc: BaseException, count: int = 3) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return " | ".join(lines[:count])[:600] or type(exc).__name__
 
@@ -341,7 +341,7 @@ def _run_case(
     return elapsed_ms
 
 
-def _import_torch_npu() -> Tuple[ModuleType, ModuleType]:
+def import_torch_npu() -> Tuple[ModuleType, ModuleType]:
     """torch, then torch_npu explicitly: with auto-loading, a torch_npu that fails to load
     fails `import torch` with torch's generic message in place of the cause."""
     # Set before `import torch`, which reads it once at import.
@@ -358,9 +358,9 @@ def worker(folder: str) -> int:
     directory = Path(folder)
     job = bounded.read_json(directory / JOB, bounded.RUN_FILE)
     try:
-        torch, torch_npu = _import_torch_npu()
+        torch, torch_npu = import_torch_npu()
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
-        write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first_lines(exc)}"})
+        write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {first_lines(exc)}"})
         return 3
     runs: Dict[str, Dict[str, object]] = {}
     for case in select(job["cases"]):
@@ -370,7 +370,7 @@ def worker(folder: str) -> int:
                 "ms": _run_case(torch, torch_npu, case, directory, job["device"]),
             }
         except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
-            runs[case.name] = {"ok": False, "error": _first_lines(exc)}
+            runs[case.name] = {"ok": False, "error": first_lines(exc)}
     write_json_atomic(
         directory / RESULT,
         {"torch_npu": torch_npu.__version__, "cases": runs, "loaded": _op_libraries()},
@@ -425,9 +425,9 @@ def serve(folder: str) -> int:
     """The bench's child process: torch_npu imported once, then requests until stdin closes."""
     del folder  # each request names its data folder
     try:
-        torch, torch_npu = _import_torch_npu()
+        torch, torch_npu = import_torch_npu()
     except Exception as exc:  # reported to the bench, never a traceback
-        _reply({"error": f"import torch_npu: {_first_lines(exc)}"})
+        _reply({"error": f"import torch_npu: {first_lines(exc)}"})
         return 3
     _reply({"ready": True, "torch_npu": torch_npu.__version__})
     held: Optional[Tuple[str, Inputs]] = None
@@ -442,6 +442,6 @@ def serve(folder: str) -> int:
                 held = (case.name, _inputs(torch, case, Path(request["data"]), "npu:0"))
             answer = _bench_request(torch, torch_npu, case, held[1], request)
         except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
-            answer = {"ok": False, "error": _first_lines(exc)}
+            answer = {"ok": False, "error": first_lines(exc)}
         _reply(answer)
     return 0
