@@ -224,18 +224,7 @@ def _judge_run(check: OpCheck, case: OpCase, x: Tensor, data: Path, run: capi.Ca
 
 
 def _outcome(check: OpCheck, results: List[OpResult], command: str, code: int) -> OpOutcome:
-    failed = [r for r in results if r.status == Verdict.FAIL]
-    if failed:
-        status = Verdict.FAIL
-        message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {failed[0].case.name}: "
-            f"{failed[0].message}"
-        )
-    else:
-        status = Verdict.PASS
-        message = f"{len(results)}/{len(results)} cases PASS through {check.api}"
-    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
-    message += f"; {upstream}" if upstream else ""
+    status, message = precision.case_verdict(results, check.api)
     return OpOutcome(
         check=check.name,
         status=status,

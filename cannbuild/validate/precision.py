@@ -259,3 +259,20 @@ def summary(named: Sequence[Tuple[str, str, Optional[Precision]]]) -> str:
         shown = ", ".join(split[:3]) + (f" and {len(split) - 3} more" if len(split) > 3 else "")
         text += f", disagreeing with the rule on {len(split)} ({shown}); the rule decides"
     return text
+
+
+def case_verdict(results: Sequence[Judged], through: str) -> Tuple[str, str]:
+    """(status, message) of a check over its judged cases: FAIL naming the first failure,
+    else PASS `through` the API; how opbase's standard sees them beside it."""
+    failed = [r for r in results if r.status == Verdict.FAIL]
+    if failed:
+        status = Verdict.FAIL
+        first = failed[0]
+        message = (
+            f"{len(failed)}/{len(results)} cases FAIL; first: {first.case.name}: {first.message}"
+        )
+    else:
+        status = Verdict.PASS
+        message = f"{len(results)}/{len(results)} cases PASS through {through}"
+    upstream = summary([(r.case.name, r.status, r.precision) for r in results])
+    return status, message + (f"; {upstream}" if upstream else "")

@@ -155,18 +155,12 @@ def run(
     results: List[CaseResult] = []
     for case in selected:
         run_info = result["cases"].get(case.name, {"ok": False, "error": "not run"})
-        if not run_info.get("ok"):
-            results.append(
-                CaseResult(
-                    case=case,
-                    status=Verdict.FAIL,
-                    message=f"npu_fusion_attention failed: {run_info.get('error')}",
-                )
-            )
-            continue
-        results.append(
-            judge_files(case, tensors[case.name], data, run_info.get("ms"), expected[case.name])
-        )
+        if run_info.get("ok"):
+            ms = run_info.get("ms")
+            results.append(judge_files(case, tensors[case.name], data, ms, expected[case.name]))
+        else:
+            error = f"npu_fusion_attention failed: {run_info.get('error')}"
+            results.append(CaseResult(case=case, status=Verdict.FAIL, message=error))
     loaded = [str(p) for p in result.get("loaded", [])]
     details["loaded_op_libraries"] = loaded
     details["cases"] = [r.to_json() for r in results]
@@ -211,35 +205,30 @@ def _verdict(
     failed = [r for r in results if r.status != Verdict.PASS]
     upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
     upstream = f"; {upstream}" if upstream else ""
+    ours = str(library.resolve())
+    status = Verdict.FAIL
     if failed:
         first = failed[0]
         message = (
             f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
             f"npu_fusion_attention; first: {first.case.name}: {first.message}{upstream}"
         )
-        return RouteOutcome(
-            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
-        )
-    ours = str(library.resolve())
     # torch_npu takes the first `libcust_opapi.so` exporting the entry point, custom paths first,
     # then the default vendors, then the toolkit's libopapi.so (reference real-host-findings.md
     # §4): passing cases through another vendor prove nothing about this package.
-    if loaded and ours not in loaded:
+    elif loaded and ours not in loaded:
         message = (
             f"npu_fusion_attention ran, but not through this package: the process loaded "
             f"{', '.join(loaded)}, not {ours}; put the package's vendor first in "
             "ASCEND_CUSTOM_OPP_PATH (source its bin/set_env.bash)"
         )
-        return RouteOutcome(
-            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
+    else:
+        status = Verdict.PASS
+        message = (
+            f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
+            f"npu_fusion_attention ({library.name} of the package){upstream}"
         )
-    message = (
-        f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
-        f"npu_fusion_attention ({library.name} of the package){upstream}"
-    )
-    return RouteOutcome(
-        status=Verdict.PASS, message=message, details=details, results=tuple(results)
-    )
+    return RouteOutcome(status=status, message=message, details=details, results=tuple(results))
 
 
 def read_result(path: Path) -> Optional[JSONObject]:
