@@ -19,14 +19,14 @@ from msgspec import Struct, field
 from msgspec.structs import asdict
 
 from .. import safefs
-from ..bounded import CASE_DATA, DATA_FILE, read_bytes
+from ..bounded import DATA_FILE, read_bytes
 from ..errors import UsageError
 from ..host.pystack import read_python_stack
 from ..phases import PhaseSink, no_phases
 from ..resources import data_dir
 from ..states import Verdict
 from . import capi, precision
-from .casefiles import raw_bytes
+from .casefiles import raw_bytes, read_tensor
 from .cases import judge_output, reference_torch, torch_dtype, why_no_torch
 from .inputs import ValidationInputs
 from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
@@ -198,25 +198,15 @@ def run_check(
 
 def _judge_run(check: OpCheck, case: OpCase, x: Tensor, data: Path, run: capi.CaseRun) -> OpResult:
     if not run.ok:
-        return OpResult(
-            check=check.name,
-            case=case,
-            status=Verdict.FAIL,
-            message=f"ACL/aclnn error: {run.error}",
-        )
+        why = f"ACL/aclnn error: {run.error}"
+        return OpResult(check=check.name, case=case, status=Verdict.FAIL, message=why)
     torch = reference_torch()
     try:
-        raw = bytearray(read_bytes(data / f"{case.name}.out", CASE_DATA))
-        got = torch.frombuffer(raw, dtype=torch_dtype(torch, case.dtype)).reshape(
-            out_shape(check.op, case)
-        )
+        got = read_tensor(data / f"{case.name}.out", torch_dtype(torch, case.dtype))
+        got = got.reshape(out_shape(check.op, case))
     except (UsageError, RuntimeError, ValueError) as exc:
-        return OpResult(
-            check=check.name,
-            case=case,
-            status=Verdict.FAIL,
-            message=f"the output cannot be read: {exc}",
-        )
+        why = f"the output cannot be read: {exc}"
+        return OpResult(check=check.name, case=case, status=Verdict.FAIL, message=why)
     ref, same = reference(check.op, case, x)
     result = judge(check.name, case, got, ref, same)
     result.kernel_ms = run.kernel_ms

@@ -36,7 +36,7 @@ from ..proc import kill_group, popen
 from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
-from .casefiles import judge_files, raw_bytes, write_inputs
+from .casefiles import judge_files, raw_bytes, read_tensor, write_inputs
 from .cases import AUTOLOAD, Case, CaseResult, reference, select, torch_dtype
 
 if TYPE_CHECKING:
@@ -263,12 +263,11 @@ def _op_libraries() -> List[str]:
 
 
 def _load(torch: ModuleType, case: Case, directory: Path, key: str) -> Tensor:
-    raw = bytearray(bounded.read_bytes(directory / f"{case.name}.{key}", bounded.CASE_DATA))
+    path = directory / f"{case.name}.{key}"
     if key == "mask":
         # The causal mask file is uint8 [S, S]; the worker passes it on as a bool tensor.
-        return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
-    dtype = torch_dtype(torch, case.dtype)
-    return torch.frombuffer(raw, dtype=dtype).reshape(case.shape(key))
+        return read_tensor(path, torch.uint8).reshape(case.S, case.S)
+    return read_tensor(path, torch_dtype(torch, case.dtype)).reshape(case.shape(key))
 
 
 def _inputs(torch: ModuleType, case: Case, directory: Path, device: str) -> Inputs:
