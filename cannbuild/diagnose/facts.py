@@ -111,22 +111,14 @@ def operator_facts(vendor: Optional[Path], soc: str, checkout: Path) -> Operator
     if not dtypes:
         dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
     rule = _doc_align_rule(doc, lines) if doc else None
-    if rule is not None:
-        return OperatorFacts(
-            limits=limits,
-            dtypes=tuple(dtypes),
-            dtype_source=source,
-            align=rule[0],
-            align_source=rule[1],
-            align_required=True,
-        )
-    align, align_source = _alignment(checkout)
+    align, align_source = rule or _alignment(checkout)
     return OperatorFacts(
         limits=limits,
         dtypes=tuple(dtypes),
         dtype_source=source,
         align=align,
         align_source=align_source,
+        align_required=rule is not None,
     )
 
 
