@@ -66,7 +66,9 @@ UNFUSED_KERNELS = (
 )
 
 
-class RunOutcome(Struct, frozen=True, kw_only=True):
+class RunOutcome(
+    Struct, frozen=True, kw_only=True, rename={"max_abs_diff": "max_abs_diff_fused_vs_unfused"}
+):
     output: Path  # the *_ascend_pt folder the profiler wrote
     shape: AttentionShape
     level: str
@@ -76,15 +78,10 @@ class RunOutcome(Struct, frozen=True, kw_only=True):
     log: Path
 
     def to_json(self) -> Dict[str, object]:
-        return {
-            "output": str(self.output),
-            "shape": to_plain(self.shape),
-            "level": self.level,
-            "fused_ms": [round(m, 3) for m in self.fused_ms],
-            "unfused_ms": [round(m, 3) for m in self.unfused_ms],
-            "max_abs_diff_fused_vs_unfused": self.max_abs_diff,
-            "log": str(self.log),
+        times = {
+            key: [round(m, 3) for m in getattr(self, key)] for key in ("fused_ms", "unfused_ms")
         }
+        return {**to_plain(self), **times}
 
 
 def level_name(text: Optional[str]) -> str:
