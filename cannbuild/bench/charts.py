@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, NamedTuple, Sequence
 
-from ..profile.chart import pyplot
-from ..workspace import write_atomic
+from ..profile.chart import pyplot, save_figure
 from .routes import CAPI, LABELS, SDPA, TORCH_NPU, UNFUSED
 from .sweep import BASELINE, SweepResult
 from .timing import quartiles
@@ -154,10 +152,7 @@ def figure(title: str, ylabel: str, lines: Mapping[str, Sequence[Point]], speedu
 
 
 def _save(fig: Any, path: Path) -> None:
-    buf = io.BytesIO()  # written atomically: a link at the chart's name is replaced, not followed
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    pyplot().close(fig)
-    write_atomic(path, buf.getvalue())
+    save_figure(fig, path, metadata={"Software": None})
 
 
 def _slug(text: str) -> str:

@@ -51,9 +51,7 @@ class Program(Struct, frozen=True, kw_only=True):
 def compile_program(vendor: Path, env: Mapping[str, str], workdir: Path) -> Program:
     compiled = capi.compile_check(vendor, env, workdir)
     if not compiled.ok or compiled.binary is None:
-        lines = compiled.output.splitlines()
-        first = next((line for line in lines if "error" in line), compiled.output[-300:])
-        raise RouteError(f"fa_check does not compile against {vendor}: {first}")
+        raise RouteError(f"fa_check does not compile against {vendor}: {compiled.first_error}")
     return Program(binary=compiled.binary, env=capi.library_env(env), command=compiled.command)
 
 

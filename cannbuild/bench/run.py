@@ -96,15 +96,9 @@ def run_bench(
     programs: List[Tuple[str, Program]] = []
     timed = [(v.name, v.vendor) for v in variants if v.vendor is not None]
     for name, vendor in [(BASELINE, baseline_vendor(session)), *timed]:
+        env = validation_env(session, vendor=vendor)
         try:
-            programs.append(
-                (
-                    name,
-                    compile_program(
-                        vendor, validation_env(session, vendor=vendor), work / "programs" / name
-                    ),
-                )
-            )
+            programs.append((name, compile_program(vendor, env, work / "programs" / name)))
         except RouteError as exc:
             if name == BASELINE:
                 raise UsageError(
@@ -153,14 +147,8 @@ def run_bench(
             "warmup": 1,
         },
     }
-    variant_rows = [
-        {
-            "name": BASELINE,
-            "how": "the workspace's install",
-            "build": "installed",
-            "validation": "checked per shape",
-        }
-    ]
+    how = {"how": "the workspace's install", "build": "installed"}
+    variant_rows = [{"name": BASELINE, **how, "validation": "checked per shape"}]
     variant_rows += [dict(v.info, name=v.name) for v in variants]
     missing_charts = chart.missing()
     made = (

@@ -56,12 +56,8 @@ class Measurement(Struct, frozen=True, kw_only=True):
             "peak_memory_bytes": self.peak_memory_bytes,
         }
         if self.check is not None:
-            out["check"] = {
-                "status": self.check.status,
-                "max_abs_err": self.check.max_abs_err,
-                "bound": self.check.bound,
-                "message": self.check.message,
-            }
+            said = ("status", "max_abs_err", "bound", "message")
+            out["check"] = {key: getattr(self.check, key) for key in said}
         if self.timing is not None:
             out["timing"] = self.timing.to_json(self.shape.flops)
             if sdpa_ms:
@@ -138,9 +134,10 @@ class _Route(Struct, kw_only=True):
 def _check(
     variant: str,
     impl: str,
-    shape: BenchShape,
     check: Callable[[], Tuple[CaseResult, Optional[float], Optional[int]]],
     timed: Callable[[int], Timing],
+    *,
+    shape: BenchShape,
     target_s: float,
 ) -> Union[Measurement, _Route]:
     """One judged call: a Measurement when the route is not timed, else the route to time."""
@@ -199,15 +196,14 @@ def _measure_shape(
     tensors = write_inputs(shape, data)
     expected = reference(shape, tensors)
     checked: List[Union[Measurement, _Route]] = []
+    check = partial(_check, shape=shape, target_s=settings.target_s)
     for variant, program in programs:
         checked.append(
-            _check(
+            check(
                 variant,
                 CAPI,
-                shape,
                 partial(routes.capi_check, program, shape, tensors, expected, data),
                 partial(routes.capi_time, program, shape, data),
-                settings.target_s,
             )
         )
     why_not = npu.unavailable() if npu is not None else None
@@ -219,26 +215,22 @@ def _measure_shape(
         )
     elif npu is not None:
         checked.append(
-            _check(
+            check(
                 BASELINE,
                 TORCH_NPU,
-                shape,
                 partial(npu_check, npu, shape, tensors, expected),
                 partial(npu_time, npu, shape),
-                settings.target_s,
             )
         )
     if settings.with_torch:
         for impl, make in ((SDPA, routes.sdpa_call), (UNFUSED, routes.unfused_call)):
             call = make(torch, shape, tensors)
             checked.append(
-                _check(
+                check(
                     BASELINE,
                     impl,
-                    shape,
                     partial(routes.torch_check, call, shape, tensors, expected),
                     partial(time_host_calls, call, WARMUP),
-                    settings.target_s,
                 )
             )
     timed = iter(_time_rounds(shape, [c for c in checked if isinstance(c, _Route)]))

@@ -12,6 +12,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import INSTALLED_FILE, OPERATOR_FILE, Absent, read_state, read_text, walk
+from ..profile.ops import dtype_word
 from ..validate.cases import FA_OP
 from ..workspace import Workspace
 
@@ -26,19 +27,6 @@ LAYOUTS = ("BSH", "SBH", "BSND", "BNSD")
 # The Cube unit works on 16-element fractals; the tiling's FRACTAL_NUM, read below when the sources
 # are at hand.
 ALIGN = 16
-# ops-info dtype words -> cannbuild's
-# The words `dtype` lists use in aic-<soc>-ops-info.json (`"float16,bfloat16,float"`).
-INFO_DTYPES = {
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "float": "fp32",
-    "float32": "fp32",
-    "int8": "int8",
-    "hifloat8": "hifloat8",
-    "float8_e4m3fn": "fp8_e4m3",
-    "float8_e5m2": "fp8_e5m2",
-}
-DOC_DTYPES = {"FLOAT16": "fp16", "BFLOAT16": "bf16", "FLOAT32": "fp32", "FLOAT": "fp32"}
 # what the operator's docs say at v8.5.0/v9.0.0, when no checkout has them
 BUILTIN_SOURCE = "ops-transformer v8.5.0 docs/aclnnFlashAttentionScoreV2.md (no checkout here)"
 # The v8.5.0 docs' B 1-2M, N 1-256, S 1-1M, D 1-768.
@@ -111,22 +99,14 @@ def operator_facts(vendor: Optional[Path], soc: str, checkout: Path) -> Operator
     if not dtypes:
         dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
     rule = _doc_align_rule(doc, lines) if doc else None
-    if rule is not None:
-        return OperatorFacts(
-            limits=limits,
-            dtypes=tuple(dtypes),
-            dtype_source=source,
-            align=rule[0],
-            align_source=rule[1],
-            align_required=True,
-        )
-    align, align_source = _alignment(checkout)
+    align, align_source = rule or _alignment(checkout)
     return OperatorFacts(
         limits=limits,
         dtypes=tuple(dtypes),
         dtype_source=source,
         align=align,
         align_source=align_source,
+        align_required=rule is not None,
     )
 
 
@@ -182,7 +162,7 @@ def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:
         match = _DOC_DTYPES.search(line)
         if match:
             words = re.split(r"[、,，\s]+", match.group(1).strip())
-            found = [DOC_DTYPES[w] for w in words if w in DOC_DTYPES]
+            found = [d for d in map(dtype_word, words) if d in BUILTIN_DTYPES]
             if found:
                 return list(dict.fromkeys(found)), f"{doc}:{number}"
     return [], ""
@@ -197,8 +177,8 @@ def _installed_dtypes(vendor: Path, soc: str) -> Tuple[List[str], str]:
     # ops-info entries name their tensors: `"input0": {"name": "query", "dtype": "float16,..."}`.
     for key, value in sorted(op.items()):
         if key.startswith("input") and isinstance(value, dict) and value.get("name") == "query":
-            words = [w.strip().lower() for w in str(value.get("dtype", "")).split(",") if w.strip()]
-            found = [INFO_DTYPES.get(w, w) for w in words]
+            words = str(value.get("dtype", "")).split(",")
+            found = [d for d in map(dtype_word, words) if d]
             if found:
                 return list(dict.fromkeys(found)), f"{config} (query dtypes)"
     return [], ""

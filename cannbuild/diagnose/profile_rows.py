@@ -4,6 +4,7 @@ attention computed off the device (profile/hostops.py)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import List
 
 from ..host.check import FAIL, PASS, WARN, Check
@@ -48,11 +49,11 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
         + f", inputs {c.input_shapes.split(';')[0]}"
     )
     cid = f"profile.fa_shape{i}"
+    row = partial(Check, id=cid)
     if dims is None:
         # the shapes are there (classes are only made of calls with shapes): a 3-dim query
         # (BSH/SBH) gives D only with the head count, which only softmax_max/lse records
-        return Check(
-            id=cid,
+        return row(
             status=WARN,
             detail=f"{what}: the query {c.input_shapes.split(';')[0]} does not tell D (H = N x D "
             "and no output of this call records N)",
@@ -61,8 +62,7 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
     said = f"{dims.layout}, D={dims.D}" + (f", S={dims.S}" if dims.S else "")
     limit = facts.limits["D"]
     if not limit.low <= dims.D <= limit.high:
-        return Check(
-            id=cid,
+        return row(
             status=FAIL,
             detail=f"{what} ({said}): head dim {dims.D} is outside {limit.low}..{limit.high} "
             f"({limit.source})",
@@ -70,8 +70,7 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
         )
     padded = -(-dims.D // facts.align) * facts.align
     if dims.D % facts.align and facts.align_required:
-        return Check(
-            id=cid,
+        return row(
             status=FAIL,
             detail=f"{what} ({said}): head dim {dims.D} is not a multiple of {facts.align}, which "
             f"the operator's docs require ({facts.align_source})",
@@ -88,8 +87,7 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
     if off:
         problems.append(f"{' and '.join(off)} ({AFFINE_SOURCE})")
     if problems:
-        return Check(
-            id=cid,
+        return row(
             status=WARN,
             detail=f"{what} ({said}): {'; '.join(problems)}",
             hint=f"Shapes with D and S multiples of {AFFINE} run at the operator's best rate: "
@@ -98,8 +96,7 @@ def _judge(i: int, c: ShapeClass, facts: OperatorFacts) -> Check:
     # only what the shapes tell: TND's T counts every sequence's tokens, so S is not known
     known = "D and S are multiples" if dims.S else "D is a multiple"
     unknown = "" if dims.S else f"; S is not in the shapes ({dims.layout}), not judged"
-    return Check(
-        id=cid,
+    return row(
         status=PASS,
         detail=f"{what} ({said}): {known} of {AFFINE}, D within {limit.low}..{limit.high}{unknown}",
     )

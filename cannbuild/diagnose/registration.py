@@ -8,6 +8,7 @@ exporting the entry point wins, so a vendor earlier in the path shadows ours."""
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
@@ -103,10 +104,10 @@ def vendor_checks(inp: DiagnoseInputs, entries: Sequence[str]) -> List[Check]:
     real = [_real(Path(e)) for e in entries]
     checks: List[Check] = []
     for repo, vendor in inp.vendors:
+        row = partial(Check, id=f"registration.vendor.{repo}")
         if not (vendor / "bin" / "set_env.bash").is_file():
             checks.append(
-                Check(
-                    id=f"registration.vendor.{repo}",
+                row(
                     status=WARN,
                     detail=f"{repo}: no package installed at {vendor}",
                     hint="cannbuild install (with the same --repos).",
@@ -115,8 +116,7 @@ def vendor_checks(inp: DiagnoseInputs, entries: Sequence[str]) -> List[Check]:
         elif _real(vendor) in real:
             at = real.index(_real(vendor)) + 1
             checks.append(
-                Check(
-                    id=f"registration.vendor.{repo}",
+                row(
                     status=PASS,
                     detail=f"{repo}: {vendor.name} is entry {at} of {len(entries)} of "
                     "ASCEND_CUSTOM_OPP_PATH",
@@ -125,8 +125,7 @@ def vendor_checks(inp: DiagnoseInputs, entries: Sequence[str]) -> List[Check]:
         else:
             source = vendors.source_file(vendor.parent.parent)
             checks.append(
-                Check(
-                    id=f"registration.vendor.{repo}",
+                row(
                     status=WARN,
                     detail=f"{repo}: {vendor.name} is not on ASCEND_CUSTOM_OPP_PATH in this shell: "
                     "a framework started here does not see its operators",
@@ -144,6 +143,7 @@ def vendor_checks(inp: DiagnoseInputs, entries: Sequence[str]) -> List[Check]:
 def _soc_check(vendor: Path, soc: str) -> Check:
     # An A2 build has kernels only under `kernel/ascend910b/`; on an A3 the operator finds no
     # kernel (reference cann-environment.md §6: "A2 vs A3 build").
+    row = partial(Check, id="registration.soc")
     config = ops_info_path(vendor, soc)
     kernel = vendor / "op_impl" / "ai_core" / "tbe" / "kernel" / soc / "flash_attention_score"
     info = ops_info(config)
@@ -160,14 +160,12 @@ def _soc_check(vendor: Path, soc: str) -> Check:
             for p in (vendor / "op_impl" / "ai_core" / "tbe" / "config").glob("*")
             if p.is_dir()
         )
-        return Check(
-            id="registration.soc",
+        return row(
             status=FAIL,
             detail=f"the package has {'; '.join(problems)} (it was built for {', '.join(built) or 'no SoC'})",
             hint=f"Rebuild for this SoC: cannbuild install --soc {soc}",
         )
-    return Check(
-        id="registration.soc",
+    return row(
         status=PASS,
         detail=f"{OP_TYPE} is configured and has kernels for {soc}",
     )
@@ -175,6 +173,7 @@ def _soc_check(vendor: Path, soc: str) -> Check:
 
 def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
     """Which library the lookup torch_npu does would take aclnnFlashAttentionScore from."""
+    row = partial(Check, id="registration.resolution")
     winner: Optional[Tuple[Path, str, str]] = None  # library, how it was found, its vendor
     # The custom paths in order: the first library exporting the entry point wins.
     for entry in entries:
@@ -193,8 +192,7 @@ def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
     who = f"torch_npu {inp.torch_npu}" if inp.torch_npu else "torch_npu (not installed here)"
     fix = f"source {inp.vendor_dir / 'bin' / 'set_env.bash'} (it puts the vendor first)"
     if winner is None:
-        return Check(
-            id="registration.resolution",
+        return row(
             status=FAIL,
             detail=f"{who} would find no custom library exporting {ENTRY_POINTS[0]} and fall back to "
             "the toolkit's built-in operator (libopapi), not this package",
@@ -202,14 +200,12 @@ def _resolution_check(inp: DiagnoseInputs, entries: Sequence[str]) -> Check:
         )
     lib, how, entry = winner
     if _real(lib) == _real(inp.library):
-        return Check(
-            id="registration.resolution",
+        return row(
             status=PASS,
             detail=f"{who} would load this package's {lib.name} ({how})",
         )
     also = f", or take {entry} out of ASCEND_CUSTOM_OPP_PATH" if entry else ""
-    return Check(
-        id="registration.resolution",
+    return row(
         status=FAIL,
         detail=f"{who} would load {lib} ({how}), which shadows this package's {inp.library}",
         hint=fix + also,

@@ -3,6 +3,7 @@ unfused chain in a profile."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
@@ -86,9 +87,9 @@ def attention_checks(
 
 
 def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
+    row = partial(Check, id="dtype")
     if dtype is None:
-        return Check(
-            id="dtype",
+        return row(
             status=SKIP,
             detail=f"not checked: the operator takes {', '.join(facts.dtypes)} on {soc}",
             hint="Pass --dtype with your attention's input dtype (fp16, bf16, fp32).",
@@ -97,16 +98,14 @@ def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
     # (`aic-<soc>-ops-info.json`, the query input's dtype list), so this is what the package on
     # this host accepts, not what the docs promise.
     if dtype in facts.dtypes:
-        return Check(
-            id="dtype",
+        return row(
             status=PASS,
             detail=f"{dtype} is supported on {soc} (from {facts.dtype_source})",
         )
     # FlashAttentionScore takes FLOAT16, BFLOAT16 and FLOAT32 on A2/A3 (reference
     # cann-build-systems.md §3.5): a cast to half precision is the usual way in.
     casts = [d for d in ("bf16", "fp16") if d in facts.dtypes]
-    return Check(
-        id="dtype",
+    return row(
         status=FAIL,
         detail=f"{dtype} is not among the dtypes FlashAttentionScore takes on {soc}: "
         f"{', '.join(facts.dtypes)} (from {facts.dtype_source})",
@@ -167,12 +166,10 @@ def _span(limit: Limit) -> str:
 
 
 def _in_range(cid: str, value: int, limit: Limit, name: str, flag: str) -> Check:
+    row = partial(Check, id=cid)
     if limit.low <= value <= limit.high:
-        return Check(
-            id=cid, status=PASS, detail=f"{name} {value} is within {_span(limit)} ({limit.source})"
-        )
-    return Check(
-        id=cid,
+        return row(status=PASS, detail=f"{name} {value} is within {_span(limit)} ({limit.source})")
+    return row(
         status=FAIL,
         detail=f"{name} {value} is outside {_span(limit)}, the operator's limit ({limit.source})",
         hint=f"Split the work so that {flag} stays within {_span(limit)} (e.g. chunk the sequence or the batch).",
@@ -181,9 +178,9 @@ def _in_range(cid: str, value: int, limit: Limit, name: str, flag: str) -> Check
 
 def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
     # D 1-768 in the docs (<= 128 for FP8).
+    row = partial(Check, id="shape.head_dim")
     if not limit.low <= d <= limit.high:
-        return Check(
-            id="shape.head_dim",
+        return row(
             status=FAIL,
             detail=f"head dim {d} is outside {_span(limit)}: the operator rejects it ({limit.source})",
             hint=f"Use a head dim within {_span(limit)} (split heads wider than {limit.high}).",
@@ -193,33 +190,30 @@ def _head_dim(d: int, limit: Limit, facts: OperatorFacts) -> Check:
     if d % facts.align:
         padded = -(-d // facts.align) * facts.align
         if facts.align_required:
-            return Check(
-                id="shape.head_dim",
+            return row(
                 status=FAIL,
                 detail=f"head dim {d} is not a multiple of {facts.align}, which the operator's docs "
                 f"require ({facts.align_source})",
                 hint=f"Use a head dim that is a multiple of {facts.align} (e.g. {padded}), padding "
                 "query/key/value with zeros along D if the model's own is not.",
             )
-        return Check(
-            id="shape.head_dim",
+        return row(
             status=WARN,
             detail=f"head dim {d} is not a multiple of {facts.align}: the operator accepts it but pads "
             f"D to {padded} ({facts.align_source}), so {padded - d} of every {padded} columns are "
             "wasted work",
             hint=f"Prefer a head dim that is a multiple of {facts.align} (64, 128), or pad D yourself.",
         )
-    return Check(
-        id="shape.head_dim",
+    return row(
         status=PASS,
         detail=f"head dim {d} is within {_span(limit)} ({limit.source}) and a multiple of {facts.align}",
     )
 
 
 def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
+    row = partial(Check, id="shape.heads")
     if not limit.low <= n1 <= limit.high:
-        return Check(
-            id="shape.heads",
+        return row(
             status=FAIL,
             detail=f"{n1} query heads is outside {_span(limit)} ({limit.source})",
             hint=f"Split the heads into groups of at most {limit.high}.",
@@ -227,16 +221,14 @@ def _heads(n1: int, n2: Optional[int], limit: Limit) -> Check:
     # GQA needs whole groups of query heads per key/value head: the tiling rejects n1Size not a
     # multiple of n2Size (op_host/arch22/flash_attention_score_tiling_general.cpp).
     if n2 is not None and (n2 <= 0 or n1 % n2):
-        return Check(
-            id="shape.heads",
+        return row(
             status=FAIL,
             detail=f"{n1} query heads is not a multiple of {n2} key/value heads: Nq/Nkv must be a whole "
             "number (GQA/MQA)",
             hint="Use key/value heads that divide the query heads, or repeat key/value heads yourself.",
         )
     ratio = f", {n1 // n2} query heads per key/value head" if n2 and n2 != n1 else ""
-    return Check(
-        id="shape.heads",
+    return row(
         status=PASS,
         detail=f"{n1} query heads within {_span(limit)}{ratio} ({limit.source})",
     )

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
 
-from msgspec import Struct, field
+from msgspec import Struct, convert, field
 from msgspec.structs import replace
 
 from .affinity import ShapeClass, ShapeTally, merge_classes
@@ -27,6 +27,7 @@ CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
 # Chains listed one by one (a training profile of a few steps has a few hundred: steps x layers);
 # all of them are counted and grouped.
 MAX_LISTED = 1000
+S = TypeVar("S", bound=Struct)
 
 
 class Kernel(Struct, frozen=True, kw_only=True):
@@ -114,7 +115,7 @@ class Span(Struct, frozen=True, kw_only=True):
     op_type: str
     start_us: float
     dur_us: float
-    attention: bool  # the fused op, or a member of the unfused chain
+    attention: bool = False  # the fused op, or a member of the unfused chain
 
 
 class Window(Struct, frozen=True, kw_only=True):
@@ -181,6 +182,11 @@ class Analysis(Struct, frozen=True, kw_only=True):
 
     def with_windows(self, windows: Sequence[Window]) -> Analysis:
         return replace(self, windows=tuple(windows))
+
+
+def _as(kind: Type[S], kernel: Kernel) -> S:
+    """The fields of `kernel` that `kind` lists, as a `kind`."""
+    return convert(kernel, kind, from_attributes=True)
 
 
 def _chain_key(c: ChainGroup) -> Tuple[str, ...]:
@@ -272,22 +278,8 @@ class Analyzer:
     def _emit(self, st: _Stream, chain: List[Kernel]) -> None:
         first = chain[0]
         if len(self._listed) < MAX_LISTED:
-            self._listed.append(
-                Chain(
-                    stream=first.stream,
-                    kernels=tuple(
-                        ChainKernel(
-                            op_type=c.op_type,
-                            name=c.name,
-                            start_us=c.start_us,
-                            dur_us=c.dur_us,
-                            input_shapes=c.input_shapes,
-                            input_dtypes=c.input_dtypes,
-                        )
-                        for c in chain
-                    ),
-                )
-            )
+            kernels = tuple(_as(ChainKernel, c) for c in chain)
+            self._listed.append(Chain(stream=first.stream, kernels=kernels))
         else:
             self._unlisted += 1
         group = ChainGroup(
@@ -312,13 +304,7 @@ class Analyzer:
         first = next(i for i in range(len(recent) - 1, -1, -1) if recent[i] is members[0])
         inside = {id(m) for m in members}
         spans = [
-            Span(
-                name=k.name,
-                op_type=k.op_type,
-                start_us=k.start_us,
-                dur_us=k.dur_us,
-                attention=id(k) in inside,
-            )
+            replace(_as(Span, k), attention=id(k) in inside)
             for k in recent[max(0, first - CONTEXT) :]
         ]
         self._pending.append(
@@ -328,15 +314,7 @@ class Analyzer:
     def _feed_pending(self, k: Kernel) -> None:
         for pending in self._pending:
             if pending.stream == k.stream and pending.left > 0:
-                pending.spans.append(
-                    Span(
-                        name=k.name,
-                        op_type=k.op_type,
-                        start_us=k.start_us,
-                        dur_us=k.dur_us,
-                        attention=False,
-                    )
-                )
+                pending.spans.append(_as(Span, k))
                 pending.left -= 1
         done = [p for p in self._pending if p.left == 0]
         for p in done:

@@ -54,10 +54,14 @@ def pyplot() -> Any:
     return plt
 
 
-def save_figure(fig: Any, path: Path) -> Path:
-    """PNG bytes written atomically (never a half-written picture)."""
+def save_figure(fig: Any, path: Path, **options: Any) -> Path:
+    """PNG bytes written atomically (never a half-written picture, and a link at the
+    picture's name is replaced, not followed); the figure is closed."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    try:
+        fig.savefig(buf, format="png", **options)
+    finally:
+        pyplot().close(fig)
     write_atomic(path, buf.getvalue())
     return path
 
@@ -68,12 +72,7 @@ def bar_colors(spans: Sequence[Span]) -> Sequence[str]:
 
 def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
     """The timeline figure (`timeline_figure`) as a PNG at `path`."""
-    plt = pyplot()
-    fig = timeline_figure(windows)
-    try:
-        return save_figure(fig, path)
-    finally:
-        plt.close(fig)
+    return save_figure(timeline_figure(windows), path, dpi=120, bbox_inches="tight")
 
 
 # the view around the attention: this much of the longest attention's span either side of it

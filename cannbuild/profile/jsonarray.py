@@ -134,14 +134,10 @@ def iter_array(path: Path, chunk_chars: int = CHUNK_CHARS) -> Iterator[JSONValue
 def locate(path: Path, index: int) -> Position:
     """Line and column where element `index` (0-based) starts: for error messages about
     an event the fast path parsed without positions."""
-    for _element, where in _positions(path):
+    for _element, where in _elements(path, CHUNK_CHARS, exact=True):
         if isinstance(where, tuple) and where[0] == index:  # exact: always (index, where)
             return where[1]
     return Position(line=0, column=0)
-
-
-def _positions(path: Path) -> Iterator[Tuple[JSONValue, Where]]:
-    yield from _elements(path, CHUNK_CHARS, exact=True)
 
 
 def _elements(path: Path, chunk_chars: int, exact: bool) -> Iterator[Tuple[JSONValue, Where]]:

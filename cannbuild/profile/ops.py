@@ -85,6 +85,26 @@ _GE_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9]*[A-Za-z])\d+$")
 _GE_TRANS = re.compile(r"^trans_([A-Z][A-Za-z0-9]*)_\d+$")
 
 
+# A dtype as the profilers, the op configs, the docs and the command line spell it (upper
+# case, without `DT_`) -> cannbuild's word; msprof's number_mapping.cpp names, torch's.
+DTYPE_WORDS = {
+    "FLOAT16": "fp16",
+    "FP16": "fp16",
+    "HALF": "fp16",
+    "BF16": "bf16",
+    "BFLOAT16": "bf16",
+    "FLOAT": "fp32",
+    "FLOAT32": "fp32",
+    "FP32": "fp32",
+    "DOUBLE": "fp64",
+    "INT8": "int8",
+    "HIFLOAT8": "hifloat8",
+    "FLOAT8_E4M3FN": "fp8_e4m3",
+    "FLOAT8_E5M2": "fp8_e5m2",
+    "FP8": "fp8_e4m3",
+}
+
+
 def is_fused_attention(op_type: str) -> bool:
     """msprof-analyze's own test (`"flashattention" in type.lower()`), which also covers
     PromptFlashAttention / IncreFlashAttention, plus FusedInferAttentionScore."""
@@ -174,21 +194,7 @@ def dtype_word(cell: str) -> Optional[str]:
     # Real files mix `DT_BF16` with `FLOAT16` and `FLOAT` (msprof's number_mapping.cpp names).
     if text.startswith("DT_"):
         text = text[3:]
-    return {
-        "FLOAT16": "fp16",
-        "FP16": "fp16",
-        "HALF": "fp16",
-        "BF16": "bf16",
-        "BFLOAT16": "bf16",
-        "FLOAT": "fp32",
-        "FLOAT32": "fp32",
-        "FP32": "fp32",
-        "DOUBLE": "fp64",
-        "INT8": "int8",
-        "HIFLOAT8": "hifloat8",
-        "FLOAT8_E4M3FN": "fp8_e4m3",
-        "FLOAT8_E5M2": "fp8_e5m2",
-    }.get(text, text.lower())
+    return DTYPE_WORDS.get(text, text.lower())
 
 
 def strip_quotes(cell: str) -> str:

@@ -23,7 +23,6 @@ import json
 import math
 import subprocess
 import time
-import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Tuple, Union
@@ -67,7 +66,9 @@ UNFUSED_KERNELS = (
 )
 
 
-class RunOutcome(Struct, frozen=True, kw_only=True):
+class RunOutcome(
+    Struct, frozen=True, kw_only=True, rename={"max_abs_diff": "max_abs_diff_fused_vs_unfused"}
+):
     output: Path  # the *_ascend_pt folder the profiler wrote
     shape: AttentionShape
     level: str
@@ -77,15 +78,10 @@ class RunOutcome(Struct, frozen=True, kw_only=True):
     log: Path
 
     def to_json(self) -> Dict[str, object]:
-        return {
-            "output": str(self.output),
-            "shape": to_plain(self.shape),
-            "level": self.level,
-            "fused_ms": [round(m, 3) for m in self.fused_ms],
-            "unfused_ms": [round(m, 3) for m in self.unfused_ms],
-            "max_abs_diff_fused_vs_unfused": self.max_abs_diff,
-            "log": str(self.log),
+        times = {
+            key: [round(m, 3) for m in getattr(self, key)] for key in ("fused_ms", "unfused_ms")
         }
+        return {**to_plain(self), **times}
 
 
 def level_name(text: Optional[str]) -> str:
@@ -331,17 +327,8 @@ def _unfused(
 def _inputs(
     torch: ModuleType, shape: Mapping[str, JSONValue]
 ) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
-    case = Case(
-        name="profile",
-        dtype=shape["dtype"],
-        layout=shape["layout"],
-        B=shape["B"],
-        N1=shape["N1"],
-        N2=shape["N2"],
-        S=shape["S"],
-        D=shape["D"],
-        causal=False,
-    )
+    dims = {key: shape[key] for key in ("dtype", "layout", "B", "N1", "N2", "S", "D")}
+    case = Case(name="profile", causal=False, **dims)
     t = make_inputs(case)
     B, N1, N2, S, D = case.B, case.N1, case.N2, case.S, case.D
     qb = to_bnsd(t["q"], case.layout, B, N1, S, D).contiguous()
@@ -359,17 +346,15 @@ def worker(folder: str) -> int:
     job = read_json(directory / JOB, RUN_FILE)
     shape = job["shape"]
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import torch
-            import torch_npu
+        torch, torch_npu = torchnpu.import_torch_npu()
     except Exception as exc:  # an import failure is the verdict, reported, never a traceback
-        write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first(exc)}"})
+        error = f"import torch_npu: {torchnpu.first_lines(exc)}"
+        write_json_atomic(directory / RESULT, {"error": error})
         return 3
     try:
         result = _profile(torch, torch_npu, job, shape)
     except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
-        write_json_atomic(directory / RESULT, {"error": _first(exc)})
+        write_json_atomic(directory / RESULT, {"error": torchnpu.first_lines(exc)})
         return 1
     write_json_atomic(directory / RESULT, result)
     return 0
@@ -441,8 +426,3 @@ def _profile(
         "unfused_ms": unfused_ms,
         "max_abs_diff": diff,
     }
-
-
-def _first(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " | ".join(lines[:3])[:600] or type(exc).__name__

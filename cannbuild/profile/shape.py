@@ -8,24 +8,12 @@ from msgspec import Struct
 from msgspec.structs import asdict
 
 from ..errors import UsageError
+from .ops import DTYPE_WORDS, dtype_word
 
-# FlashAttentionScore takes FLOAT16, BFLOAT16 and FLOAT32; the FP8 and HIFLOAT8 forms are 950-only
-# (reference cann-build-systems.md §3.5).
-DTYPES = {
-    "fp16": "fp16",
-    "float16": "fp16",
-    "half": "fp16",
-    "bf16": "bf16",
-    "bfloat16": "bf16",
-    "fp32": "fp32",
-    "float32": "fp32",
-    "float": "fp32",
-    "int8": "int8",
-    "hifloat8": "hifloat8",
-    "fp8": "fp8_e4m3",
-    "fp8_e4m3": "fp8_e4m3",
-    "fp8_e5m2": "fp8_e5m2",
-}
+# The dtypes --dtype names (float16, bf16, ...: ops.DTYPE_WORDS); FlashAttentionScore takes
+# FLOAT16, BFLOAT16 and FLOAT32, the FP8 and HIFLOAT8 forms are 950-only (reference
+# cann-build-systems.md §3.5).
+DTYPES = frozenset(DTYPE_WORDS.values()) - {"fp64"}
 # FlashAttentionScore's layouts; TND is the VarLen APIs' (same section).
 LAYOUTS = ("BNSD", "BSND", "BSH", "SBH", "TND")
 NUMBERS = (
@@ -62,8 +50,8 @@ def shape_from_flags(flags: Mapping[str, Any]) -> AttentionShape:
     values: Dict[str, Any] = {}
     dtype = flags.get("dtype")
     if dtype:
-        word = DTYPES.get(str(dtype).strip().lower())
-        if word is None:
+        word = dtype_word(str(dtype))
+        if word not in DTYPES:
             raise UsageError(
                 f"--dtype {dtype!r} is not a dtype cannbuild knows.",
                 "Use fp16, bf16 or fp32 (float16, bfloat16, float32), or int8/fp8/hifloat8.",

@@ -18,7 +18,7 @@ import csv
 import math
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -26,9 +26,6 @@ from ..bounded import PROFILE_CSV, PROFILE_CSV_LINE_CHARS, PROFILE_CSV_ROW_CHARS
 from ..errors import ProfileFormatError
 from .analysis import Kernel, OpStat
 from .ops import NA, TypeResolver, strip_quotes
-
-if TYPE_CHECKING:
-    from _csv import Reader as CsvReader
 
 # canonical column -> the names it has in kernel_details.csv and op_summary_*.csv
 # The two headers this maps, torch_npu 2.13 at Level0 and msprof's op_summary:
@@ -78,19 +75,23 @@ class TableInfo(Struct, frozen=True, kw_only=True):
 
 
 @contextlib.contextmanager
-def _open(path: Path) -> Iterator[Tuple[Iterator[List[str]], CsvReader]]:
-    """The rows of a CSV file (a real CSV reader: quoted cells may hold commas and line
-    breaks) and the reader, whose line_num says where a row ends.  Only a regular file
-    within PROFILE_CSV's bound is opened, and no line or row longer than its bound is
-    ever held (bounded.py)."""
+def _open(path: Path, what: str) -> Iterator[Tuple[List[str], Iterator[Tuple[int, List[str]]]]]:
+    """The header of a CSV file and its rows that are not blank, each with the line it
+    starts on (a real CSV reader: quoted cells may hold commas and line breaks); an empty
+    file is an error expecting `what`.  Only a regular file within PROFILE_CSV's bound is
+    opened, and no line or row longer than its bound is ever held (bounded.py)."""
     # utf-8-sig drops a BOM; newline="" is what the csv module needs to keep a quoted
     # cell's own `\r\n` (operator_details.csv splits its cells with `";\r\n"`).
     fh = open_text(path, PROFILE_CSV, encoding="utf-8-sig", newline="")
     try:
-        lines = _Lines(path, fh)
-        # strict: a stray quote is an error with a line number, not a silently merged row.
-        reader = csv.reader(lines, strict=True)
-        yield _rows(path, reader, lines), reader
+        rows = _rows(path, _Lines(path, fh))
+        header = next(rows, None)
+        if header is None:
+            raise ProfileFormatError(
+                f"{path} line 1: the file is empty.", f"Expected {what} with a header row."
+            )
+        # A blank line reads as [].
+        yield header[1], ((line, row) for line, row in rows if row)
     finally:
         fh.close()
 
@@ -129,7 +130,11 @@ class _Lines:
         )
 
 
-def _rows(path: Path, reader: CsvReader, lines: _Lines) -> Iterator[List[str]]:
+def _rows(path: Path, lines: _Lines) -> Iterator[Tuple[int, List[str]]]:
+    """Each row with the line it starts on."""
+    # strict: a stray quote is an error with a line number, not a silently merged row.
+    reader = csv.reader(lines, strict=True)
+    start = 1
     while True:
         try:
             row = next(reader)
@@ -148,7 +153,9 @@ def _rows(path: Path, reader: CsvReader, lines: _Lines) -> Iterator[List[str]]:
                 f"{path} line {reader.line_num + 1}: not UTF-8 text ({exc.reason}).",
                 "The profilers write UTF-8 CSV: the file is damaged or not a profiler table.",
             ) from None
-        yield row
+        yield start, row
+        # line_num is the last line of this row, so the next row starts after it.
+        start = reader.line_num + 1
 
 
 def _columns(
@@ -207,78 +214,60 @@ def read_kernels(
 ) -> Tuple[List[Kernel], TableInfo]:
     """kernel_details.csv or op_summary_*.csv: one Kernel per row."""
     resolve = resolve or TypeResolver()
-    with _open(path) as (rows, reader):
-        return _read_kernels(path, rows, reader, resolve)
-
-
-def _read_kernels(
-    path: Path, rows: Iterator[List[str]], reader: CsvReader, resolve: TypeResolver
-) -> Tuple[List[Kernel], TableInfo]:
-    header = next(rows, None)
-    if header is None:
-        raise ProfileFormatError(
-            f"{path} line 1: the file is empty.", "Expected a kernel table with a header row."
-        )
-    cols = _columns(path, header, KERNEL_COLUMNS, KERNEL_REQUIRED, "kernel_details/op_summary")
-    width = len(header)
-    kernels: List[Kernel] = []
-    shared = _Shared()
-    named_types = derived = 0
-    start_line = 2
-    get = _getter(cols)
-    start_name = header[cols["start"]].strip()
-    dur_name = header[cols["duration"]].strip()
-    for row in rows:
-        line = start_line
-        # line_num is the last line of this row, so the next row starts after it.
-        start_line = reader.line_num + 1
-        # A blank line reads as [].
-        if not row:
-            continue
-        _check_width(path, line, row, width)
-        name = shared(row[cols["name"]].strip())
-        type_cell = get(row, "type")
-        # At Level0 every Type is N/A and the type comes from the name
-        # (`aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore`).
-        if type_cell and type_cell != NA:
-            named_types += 1
-        else:
-            derived += 1
-        # No Device_id column (torch_npu <= 2.5.1) means one device.
-        device = get(row, "device") or "0"
-        stream = get(row, "stream")
-        # HCCL rows have `Stream ID` N/A (msprof adds them without task or stream ids).
-        key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
-        kernels.append(
-            Kernel(
-                stream=shared(key),
-                name=name,
-                op_type=shared(resolve(name, type_cell)),
-                start_us=_number(path, line, start_name, row[cols["start"]]),
-                dur_us=_number(path, line, dur_name, row[cols["duration"]]),
-                core=shared(_na(get(row, "core"))),
-                # Python-written shapes keep literal quotes after CSV parsing: raw
-                # `"""4096,2,512;..."""`.
-                input_shapes=shared(strip_quotes(_na(get(row, "input_shapes")))),
-                input_dtypes=shared(_na(get(row, "input_dtypes"))),
-                output_shapes=shared(strip_quotes(_na(get(row, "output_shapes")))),
+    with _open(path, "a kernel table") as (header, rows):
+        cols = _columns(path, header, KERNEL_COLUMNS, KERNEL_REQUIRED, "kernel_details/op_summary")
+        width = len(header)
+        kernels: List[Kernel] = []
+        shared = _Shared()
+        named_types = derived = 0
+        get = _getter(cols)
+        start_name = header[cols["start"]].strip()
+        dur_name = header[cols["duration"]].strip()
+        for line, row in rows:
+            _check_width(path, line, row, width)
+            name = shared(row[cols["name"]].strip())
+            type_cell = get(row, "type")
+            # At Level0 every Type is N/A and the type comes from the name
+            # (`aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore`).
+            if type_cell and type_cell != NA:
+                named_types += 1
+            else:
+                derived += 1
+            # No Device_id column (torch_npu <= 2.5.1) means one device.
+            device = get(row, "device") or "0"
+            stream = get(row, "stream")
+            # HCCL rows have `Stream ID` N/A (msprof adds them without task or stream ids).
+            key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
+            kernels.append(
+                Kernel(
+                    stream=shared(key),
+                    name=name,
+                    op_type=shared(resolve(name, type_cell)),
+                    start_us=_number(path, line, start_name, row[cols["start"]]),
+                    dur_us=_number(path, line, dur_name, row[cols["duration"]]),
+                    core=shared(_na(get(row, "core"))),
+                    # Python-written shapes keep literal quotes after CSV parsing: raw
+                    # `"""4096,2,512;..."""`.
+                    input_shapes=shared(strip_quotes(_na(get(row, "input_shapes")))),
+                    input_dtypes=shared(_na(get(row, "input_dtypes"))),
+                    output_shapes=shared(strip_quotes(_na(get(row, "output_shapes")))),
+                )
             )
-        )
-    notes = []
-    if derived and not named_types:
-        notes.append("Type is N/A (Level0): op types taken from the kernel names")
-    elif derived:
-        notes.append(f"{derived} rows without a Type: op types taken from their names")
-    # Which spelling a file uses tells roughly which profiler version wrote it.
-    block = [h.strip() for h in header if h.strip() in ("Block Dim", "Block Num")]
-    if block:
-        notes.append(f"{block[0]} header")
-    if "stream" not in cols:
-        notes.append("no Stream ID column: chains are matched per device")
-    # by stream, then time (two stable sorts: no key tuple per kernel at the peak)
-    kernels.sort(key=attrgetter("start_us"))
-    kernels.sort(key=attrgetter("stream"))
-    return kernels, TableInfo(rows=len(kernels), notes=tuple(notes))
+        notes = []
+        if derived and not named_types:
+            notes.append("Type is N/A (Level0): op types taken from the kernel names")
+        elif derived:
+            notes.append(f"{derived} rows without a Type: op types taken from their names")
+        # Which spelling a file uses tells roughly which profiler version wrote it.
+        block = [h.strip() for h in header if h.strip() in ("Block Dim", "Block Num")]
+        if block:
+            notes.append(f"{block[0]} header")
+        if "stream" not in cols:
+            notes.append("no Stream ID column: chains are matched per device")
+        # by stream, then time (two stable sorts: no key tuple per kernel at the peak)
+        kernels.sort(key=attrgetter("start_us"))
+        kernels.sort(key=attrgetter("stream"))
+        return kernels, TableInfo(rows=len(kernels), notes=tuple(notes))
 
 
 class _Shared:
@@ -311,74 +300,50 @@ def _na(text: str) -> str:
 
 def read_statistic(path: Path) -> Tuple[List[OpStat], TableInfo]:
     """op_statistic(.csv|_<ts>.csv): one OpStat per op type and core type."""
-    with _open(path) as (rows, reader):
-        return _read_statistic(path, rows, reader)
-
-
-def _read_statistic(
-    path: Path, rows: Iterator[List[str]], reader: CsvReader
-) -> Tuple[List[OpStat], TableInfo]:
-    header = next(rows, None)
-    if header is None:
-        raise ProfileFormatError(
-            f"{path} line 1: the file is empty.", "Expected an op_statistic header row."
-        )
-    cols = _columns(path, header, STATISTIC_COLUMNS, ("type", "count", "total"), "op_statistic")
-    width = len(header)
-    out: List[OpStat] = []
-    line = 2
-    for row in rows:
-        this, line = line, reader.line_num + 1
-        if not row:
-            continue
-        _check_width(path, this, row, width)
-        count = _number(path, this, "Count", row[cols["count"]])
-        total = _number(path, this, "Total Time(us)", row[cols["total"]])
-        biggest = _number(path, this, "Max Time(us)", row[cols["max"]]) if "max" in cols else 0.0
-        core = row[cols["core"]].strip() if "core" in cols else ""
-        # `Count` is written as a whole number (`105`); `int` drops a `.0` if one appears.
-        out.append(
-            OpStat(
-                op_type=row[cols["type"]].strip(),
-                count=int(count),
-                total_us=total,
-                max_us=biggest,
-                core=core,
+    with _open(path, "an op_statistic table") as (header, rows):
+        cols = _columns(path, header, STATISTIC_COLUMNS, ("type", "count", "total"), "op_statistic")
+        width = len(header)
+        out: List[OpStat] = []
+        for this, row in rows:
+            _check_width(path, this, row, width)
+            count = _number(path, this, "Count", row[cols["count"]])
+            total = _number(path, this, "Total Time(us)", row[cols["total"]])
+            biggest = (
+                _number(path, this, "Max Time(us)", row[cols["max"]]) if "max" in cols else 0.0
             )
+            core = row[cols["core"]].strip() if "core" in cols else ""
+            # `Count` is written as a whole number (`105`); `int` drops a `.0` if one appears.
+            out.append(
+                OpStat(
+                    op_type=row[cols["type"]].strip(),
+                    count=int(count),
+                    total_us=total,
+                    max_us=biggest,
+                    core=core,
+                )
+            )
+        # op_statistic comes only from Level1/Level2 runs and holds totals per op type.
+        return out, TableInfo(
+            rows=len(out), notes=("op statistics only: no kernel order, no chains",)
         )
-    # op_statistic comes only from Level1/Level2 runs and holds totals per op type.
-    return out, TableInfo(rows=len(out), notes=("op statistics only: no kernel order, no chains",))
 
 
 def read_operator_details(path: Path) -> TableInfo:
     """operator_details.csv (torch ops, multi-line cells): checked and counted."""
-    with _open(path) as (rows, reader):
-        return _read_operator_details(path, rows, reader)
-
-
-def _read_operator_details(path: Path, rows: Iterator[List[str]], reader: CsvReader) -> TableInfo:
-    header = next(rows, None)
-    if header is None:
-        raise ProfileFormatError(
-            f"{path} line 1: the file is empty.", "Expected an operator_details header row."
-        )
-    names = [h.strip() for h in header]
-    missing = [c for c in OPERATOR_DETAILS_REQUIRED if c not in names]
-    if missing:
-        raise ProfileFormatError(
-            f"{path} line 1: the header has no {' / '.join(missing)} column.",
-            "Expected torch_npu's operator_details.csv header.",
-        )
-    width = len(header)
-    total = names.index("Host Total Duration(us)")
-    count = 0
-    line = 2
-    for row in rows:
-        this, line = line, reader.line_num + 1
-        if not row:
-            continue
-        _check_width(path, this, row, width)
-        # The one number this table gives: host time per torch op.
-        _number(path, this, "Host Total Duration(us)", row[total])
-        count += 1
-    return TableInfo(rows=count, notes=())
+    with _open(path, "torch_npu's operator_details.csv") as (header, rows):
+        names = [h.strip() for h in header]
+        missing = [c for c in OPERATOR_DETAILS_REQUIRED if c not in names]
+        if missing:
+            raise ProfileFormatError(
+                f"{path} line 1: the header has no {' / '.join(missing)} column.",
+                "Expected torch_npu's operator_details.csv header.",
+            )
+        width = len(header)
+        total = names.index("Host Total Duration(us)")
+        count = 0
+        for this, row in rows:
+            _check_width(path, this, row, width)
+            # The one number this table gives: host time per torch op.
+            _number(path, this, "Host Total Duration(us)", row[total])
+            count += 1
+        return TableInfo(rows=count, notes=())

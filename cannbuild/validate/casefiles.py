@@ -26,6 +26,12 @@ def raw_bytes(t: Tensor) -> bytes:
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 
+def read_tensor(path: Path, dtype: object) -> Tensor:
+    """A raw case file (fa_check's, a worker's) as a flat tensor of `dtype`."""
+    torch = reference_torch()
+    return torch.frombuffer(bytearray(read_bytes(path, CASE_DATA)), dtype=dtype)
+
+
 def write_inputs(case: Case, directory: Path) -> Dict[str, Tensor]:
     """The inputs as raw files for fa_check; returns the tensors."""
     tensors = make_inputs(case)
@@ -53,12 +59,7 @@ def manifest_line(case: Case, directory: Path) -> str:
         "sparse=0",
         "pre=2147483647",
         "next=2147483647",
-        f"q={base}.q",
-        f"k={base}.k",
-        f"v={base}.v",
-        f"out={base}.out",
-        f"smax={base}.smax",
-        f"ssum={base}.ssum",
+        *(f"{key}={base}.{key}" for key in ("q", "k", "v", "out", "smax", "ssum")),
     ]
     if case.causal:
         words.append(f"mask={base}.mask")
@@ -73,20 +74,13 @@ def read_outputs(case: Case, directory: Path) -> Tuple[Tensor, Tensor, Tensor]:
     torch = reference_torch()
     base = directory / case.name
     shape = case.shape("out")
-    out = torch.frombuffer(
-        bytearray(read_bytes(base.with_suffix(".out"), CASE_DATA)),
-        dtype=torch_dtype(torch, case.dtype),
-    )
-    smax = torch.frombuffer(
-        bytearray(read_bytes(base.with_suffix(".smax"), CASE_DATA)), dtype=torch.float32
-    )
-    ssum = torch.frombuffer(
-        bytearray(read_bytes(base.with_suffix(".ssum"), CASE_DATA)), dtype=torch.float32
-    )
+    out = read_tensor(base.with_suffix(".out"), torch_dtype(torch, case.dtype))
     # softmaxMax / softmaxSum are float32 [B, N1, S, 8]: the same value in 8 lanes, as the
     # example's [1, 1, 256, 8] shows; TND's [T, N1, 8] are judged as (1, N1, T, 8).
-    stats = case.stat_shape
-    smax, ssum = smax.reshape(stats), ssum.reshape(stats)
+    smax, ssum = (
+        read_tensor(base.with_suffix(s), torch.float32).reshape(case.stat_shape)
+        for s in (".smax", ".ssum")
+    )
     if case.varlen:
         smax, ssum = smax.permute(1, 0, 2).unsqueeze(0), ssum.permute(1, 0, 2).unsqueeze(0)
     return out.reshape(shape), smax, ssum

@@ -22,13 +22,13 @@ import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from msgspec import Struct, field
+from msgspec import Struct
 
 from ..errors import UsageError
 from ..host import compat
 from ..host.pystack import read_python_stack
 from ..states import Verdict
-from .precision import Precision, disagrees, measure_tensors
+from .precision import Judged, measure_tensors
 from .precision import judge as judge_precision
 
 if TYPE_CHECKING:
@@ -140,52 +140,24 @@ CASES: Tuple[Case, ...] = (
 # fmt: on
 
 
-class CaseResult(Struct, kw_only=True):
+class CaseResult(Judged, kw_only=True):
     case: Case
-    status: str  # PASS | FAIL | SKIPPED
-    message: str = ""
-    max_abs_err: Optional[float] = None
     mean_abs_err: Optional[float] = None
-    ref_same_dtype_max_err: Optional[float] = None
-    bound: Optional[float] = None
     softmax_max_err: Optional[float] = None
     softmax_sum_err: Optional[float] = None
-    kernel_ms: Optional[float] = None
-    mismatches: List[Dict[str, object]] = field(default_factory=list)
-    # attentionOut by opbase's MERE/MARE standard; None where no output was judged
-    precision: Optional[Precision] = None
-
-    @property
-    def disagree(self) -> bool:
-        """The rule and opbase's standard gave different verdicts (the rule's stands)."""
-        return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
         c = self.case
         varlen = {"seq_q": list(c.seq_q), "seq_kv": list(c.seq_kv)} if c.varlen else {}
+        shape = {k: getattr(c, k) for k in ("name", "dtype", "layout", "B", "N1", "N2", "S", "D")}
         return {
-            "name": c.name,
-            "dtype": c.dtype,
-            "layout": c.layout,
-            "B": c.B,
-            "N1": c.N1,
-            "N2": c.N2,
-            "S": c.S,
-            "D": c.D,
+            **shape,
             **varlen,
             "causal_mask": c.causal,
-            "status": self.status,
-            "message": self.message,
-            "max_abs_err": self.max_abs_err,
             "mean_abs_err": self.mean_abs_err,
-            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
-            "bound": self.bound,
             "softmax_max_err": self.softmax_max_err,
             "softmax_sum_err": self.softmax_sum_err,
-            "kernel_ms": self.kernel_ms,
-            "first_mismatches": self.mismatches,
-            "precision": None if self.precision is None else self.precision.to_json(),
-            "disagree": self.disagree,
+            **super().to_json(),
         }
 
 
@@ -345,43 +317,9 @@ def judge(
     ref = expected.out
     got = to_bnsd(out, case.layout, case.B, case.N1, case.S, case.D).double()  # TND: (1, n, t, d)
     result = CaseResult(case=case, status=Verdict.PASS, kernel_ms=kernel_ms)
-    # The kernel's output in its own dtype against the float64 reference, as the standard asks.
-    result.precision = judge_precision(case.dtype, measure_tensors(got, ref))
-    # NaN or Inf anywhere fails at once: an error bound means nothing there.
-    bad = ~torch.isfinite(got)
-    if bool(bad.any()):
-        idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]
-        result.status = Verdict.FAIL
-        result.message = (
-            f"attentionOut has {int(bad.sum())} NaN/Inf values, first at (b, n, s, d) {idx[0]}"
-        )
-        result.mismatches = [
-            {"index": list(i), "got": str(float(got[i])), "want": float(ref[i])} for i in idx
-        ]
+    if not judge_output(result, got, ref, expected.same_dtype_err, expected.noise, "attentionOut"):
         return result
-    err = (got - ref).abs()
-    ref_err = expected.same_dtype_err
-    noise = expected.noise
-    bound = 2.0 * ref_err + 2.0 * noise + (FP32_FLOOR if case.dtype == "fp32" else 0.0)
-    result.max_abs_err = err.max().item()
-    result.mean_abs_err = err.mean().item()
-    result.ref_same_dtype_max_err = ref_err
-    result.bound = bound
-    if result.max_abs_err > bound:
-        over = (err > bound).nonzero()[:5]
-        result.status = Verdict.FAIL
-        result.message = (
-            f"attentionOut max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
-            f"(same-dtype torch error {ref_err:.3g})"
-        )
-        result.mismatches = [
-            {
-                "index": [int(i) for i in row],
-                "got": float(got[tuple(row)]),
-                "want": float(ref[tuple(row)]),
-            }
-            for row in over
-        ]
+    result.mean_abs_err = (got - ref).abs().mean().item()
     stats = [] if smax is None or ssum is None else [("softmaxMax", smax), ("softmaxSum", ssum)]
     for label, stat in stats:
         want = expected.softmax_max if label == "softmaxMax" else expected.softmax_sum
@@ -410,8 +348,49 @@ def judge(
                 f"{first_bad}: got {float(lanes[at][0]):.6g}, want {float(want[at]):.6g})"
             )
     if result.status == Verdict.PASS:
-        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"
+        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {result.bound:.3g}"
     return result
+
+
+def judge_output(
+    result: Judged, got: Tensor, ref: Tensor, same_err: float, noise: float, what: str
+) -> bool:
+    """The rule on one output (`got` in float64, the case's dtype `result.case.dtype`)
+    against `ref`, written into `result` (a failure's message; the caller words a pass)
+    with opbase's measure beside it; False when the output has NaN/Inf values (no bound
+    means anything there)."""
+    torch = reference_torch()
+    dtype: str = result.case.dtype
+    result.precision = judge_precision(dtype, measure_tensors(got, ref))
+    bad = ~torch.isfinite(got) & torch.isfinite(ref)
+    if bool(bad.any()):
+        idx = [tuple(int(i) for i in row) for row in bad.nonzero()[:5]]
+        result.status = Verdict.FAIL
+        result.message = f"{what} has {int(bad.sum())} NaN/Inf values, first at {idx[0]}"
+        result.mismatches = [
+            {"index": list(i), "got": str(float(got[i])), "want": float(ref[i])} for i in idx
+        ]
+        return False
+    err = (got - ref).abs()
+    bound = 2.0 * same_err + 2.0 * noise + (FP32_FLOOR if dtype == "fp32" else 0.0)
+    result.max_abs_err = float(err.max()) if err.numel() else 0.0
+    result.ref_same_dtype_max_err = same_err
+    result.bound = bound
+    if result.max_abs_err > bound:
+        result.status = Verdict.FAIL
+        result.message = (
+            f"{what} max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
+            f"(same-dtype torch error {same_err:.3g})"
+        )
+        result.mismatches = [
+            {
+                "index": [int(i) for i in row],
+                "got": float(got[tuple(row)]),
+                "want": float(ref[tuple(row)]),
+            }
+            for row in (err > bound).nonzero()[:5]
+        ]
+    return True
 
 
 def why_no_torch() -> Optional[str]:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 import re
 import time
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
+from msgspec.structs import asdict
 
 from ..phases import PhaseSink, no_phases
 from ..proc import Bounds, run_bounded
@@ -101,15 +103,8 @@ class ExampleRun(Struct, frozen=True, kw_only=True):
         return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
-        return {
-            "file": self.file,
-            "status": self.status,
-            "message": self.message,
-            "values": self.values,
-            "judged": self.judged,
-            "precision": None if self.precision is None else self.precision.to_json(),
-            "disagree": self.disagree,
-        }
+        measured = None if self.precision is None else self.precision.to_json()
+        return {**asdict(self), "precision": measured, "disagree": self.disagree}
 
 
 class ExampleResult(Struct, frozen=True, kw_only=True):
@@ -312,71 +307,41 @@ def judge_example(
     error = _first_error(lines) or (stderr_error if ended_the_run else None)
     expected = KNOWN_EXAMPLES.get(name)
     indexed = expected_for(name)
+    # every verdict below names the file and counts its values
+    ran = partial(ExampleRun, file=file, values=len(values))
     if failed:
         why = f"exited {code}" if ended_the_run and code != 0 else "execute samples failed"
         detail = f": {error}" if error else ""
-        return ExampleRun(
-            file=file,
-            status=Verdict.FAIL,
-            message=f"{why}{detail}",
-            values=len(values),
-            judged="run",
-        )
+        return ran(status=Verdict.FAIL, message=f"{why}{detail}", judged="run")
     if not values:
         detail = f" ({error})" if error else ""
-        return ExampleRun(
-            file=file,
-            status=Verdict.FAIL,
-            message=f"printed no result values{detail}",
-            values=0,
-            judged="values" if expected or indexed else "run",
-        )
+        judged = "values" if expected or indexed else "run"
+        return ran(status=Verdict.FAIL, message=f"printed no result values{detail}", judged=judged)
     if indexed is not None:
         problem, what, measured = judge_indexed(_indexed(lines), indexed)
-        return ExampleRun(
-            file=file,
+        return ran(
             status=Verdict.FAIL if problem else Verdict.PASS,
             message=problem or f"{what} equal the expected values (within 1e-5 relative)",
-            values=len(values),
             judged="values",
             precision=measured,
         )
     if expected is not None:
         problem = judge_values(values, expected)
-        measured = measure_example(values, expected)
-        if problem:
-            return ExampleRun(
-                file=file,
-                status=Verdict.FAIL,
-                message=problem,
-                values=len(values),
-                judged="values",
-                precision=measured,
-            )
-        return ExampleRun(
-            file=file,
-            status=Verdict.PASS,
-            message=f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
+        return ran(
+            status=Verdict.FAIL if problem else Verdict.PASS,
+            message=problem
+            or f"{len(values)} values: attentionOut = 1.0, softmaxMax = 128/sqrt(128), "
             "softmaxSum = 256 everywhere",
-            values=len(values),
             judged="values",
-            precision=measured,
+            precision=measure_example(values, expected),
         )
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
     if bad is not None:
-        return ExampleRun(
-            file=file,
-            status=Verdict.FAIL,
-            message=f"result[{bad}] is {values[bad]}",
-            values=len(values),
-            judged="run",
-        )
-    return ExampleRun(
-        file=file,
+        return ran(status=Verdict.FAIL, message=f"result[{bad}] is {values[bad]}", judged="run")
+    return ran(
         status=Verdict.PASS,
         message=f"ran and printed {len(values)} finite values; not judged on its values (cannbuild "
         "does not know this example's expected outputs)",
-        values=len(values),
         judged="run",
     )
 

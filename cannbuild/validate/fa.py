@@ -106,34 +106,18 @@ def _run_capi(
     )
     results: List[cases.CaseResult] = []
     for case in selected:
-        case_run = runs[case.name]
-        if not case_run.ok:
-            results.append(
-                cases.CaseResult(
-                    case=case, status=FAIL, message=f"ACL/aclnn error: {case_run.error}"
-                )
-            )
-            continue
-        results.append(casefiles.judge_files(case, tensors[case.name], data, case_run.kernel_ms))
-    failed = [r for r in results if r.status == FAIL]
-    if failed:
-        worst = failed[0]
-        message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {worst.case.name}: {worst.message}"
-        )
-        status = FAIL
-    else:
-        # fa_check.cpp's APIs: the dense layouts through V2, TND through VarLenScoreV4
-        apis = sorted(
-            {
-                "aclnnFlashAttentionVarLenScoreV4" if c.varlen else "aclnnFlashAttentionScoreV2"
-                for c in selected
-            }
-        )
-        message = f"{len(results)}/{len(results)} cases PASS through {' and '.join(apis)}"
-        status = PASS
-    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
-    message += f"; {upstream}" if upstream else ""
+        ran = runs[case.name]
+        if ran.ok:
+            results.append(casefiles.judge_files(case, tensors[case.name], data, ran.kernel_ms))
+        else:
+            error = f"ACL/aclnn error: {ran.error}"
+            results.append(cases.CaseResult(case=case, status=FAIL, message=error))
+    # fa_check.cpp's APIs: the dense layouts through V2, TND through VarLenScoreV4
+    apis = {
+        "aclnnFlashAttentionVarLenScoreV4" if c.varlen else "aclnnFlashAttentionScoreV2"
+        for c in selected
+    }
+    status, message = precision.case_verdict(results, " and ".join(sorted(apis)))
     return ValidationCheck(
         id="capi",
         status=status,

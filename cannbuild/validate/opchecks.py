@@ -16,20 +16,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from .. import safefs
-from ..bounded import CASE_DATA, DATA_FILE, read_bytes
+from ..bounded import DATA_FILE, read_bytes
 from ..errors import UsageError
 from ..host.pystack import read_python_stack
 from ..phases import PhaseSink, no_phases
 from ..resources import data_dir
 from ..states import Verdict
 from . import capi, precision
-from .casefiles import raw_bytes
-from .cases import FP32_FLOOR, reference_torch, torch_dtype, why_no_torch
+from .casefiles import raw_bytes, read_tensor
+from .cases import judge_output, reference_torch, torch_dtype, why_no_torch
 from .inputs import ValidationInputs
 from .opcases import CASES, OpCase, make_input, manifest_line, out_shape, reference
-from .precision import Precision, disagrees
+from .precision import Judged
 from .verdict import ValidationCheck
 
 if TYPE_CHECKING:
@@ -87,39 +88,14 @@ CHECKS: Mapping[str, OpCheck] = {
 }
 
 
-class OpResult(Struct, kw_only=True):
+class OpResult(Judged, kw_only=True):
     check: str
     case: OpCase
-    status: str  # PASS | FAIL | SKIPPED
-    message: str = ""
-    max_abs_err: Optional[float] = None
-    ref_same_dtype_max_err: Optional[float] = None
-    bound: Optional[float] = None
-    kernel_ms: Optional[float] = None
-    mismatches: List[Dict[str, object]] = field(default_factory=list)
-    precision: Optional[Precision] = None
-
-    @property
-    def disagree(self) -> bool:
-        return disagrees(self.status, self.precision)
 
     def to_json(self) -> Dict[str, object]:
         c = self.case
-        return {
-            "check": self.check,
-            "name": c.name,
-            "dtype": c.dtype,
-            "shape": list(c.shape),
-            "status": self.status,
-            "message": self.message,
-            "max_abs_err": self.max_abs_err,
-            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
-            "bound": self.bound,
-            "kernel_ms": self.kernel_ms,
-            "first_mismatches": self.mismatches,
-            "precision": None if self.precision is None else self.precision.to_json(),
-            "disagree": self.disagree,
-        }
+        head = {"check": self.check, "name": c.name, "dtype": c.dtype, "shape": list(c.shape)}
+        return {**head, **super().to_json()}
 
 
 class OpOutcome(Struct, kw_only=True):
@@ -148,44 +124,13 @@ def judge(check: str, case: OpCase, got: Tensor, ref: Tensor, same: Tensor) -> O
     """One case's output (its dtype) against the float64 reference, by FlashAttention's rule,
     with opbase's MERE/MARE beside it."""
     torch = reference_torch()
-    got64 = got.double()
     result = OpResult(check=check, case=case, status=Verdict.PASS)
-    result.precision = precision.judge(case.dtype, precision.measure_tensors(got64, ref))
-    finite_ref = torch.isfinite(ref)
-    bad = ~torch.isfinite(got64) & finite_ref
-    if bool(bad.any()):
-        at = [int(i) for i in bad.nonzero()[0]]
-        result.status = Verdict.FAIL
-        result.message = f"the output has {int(bad.sum())} NaN/Inf values, first at {at}"
-        result.mismatches = [
-            {"index": at, "got": str(float(got64[tuple(at)])), "want": float(ref[tuple(at)])}
-        ]
-        return result
     dt = torch_dtype(torch, case.dtype)
-    err = (got64 - ref).abs()
     same_err = float((same.double() - ref).abs().max()) if ref.numel() else 0.0
     noise = float(((ref.to(dt) + 0.3 - 0.3).double() - ref).abs().max()) if ref.numel() else 0.0
-    bound = 2.0 * same_err + 2.0 * noise + (FP32_FLOOR if case.dtype == "fp32" else 0.0)
-    result.max_abs_err = float(err.max()) if err.numel() else 0.0
-    result.ref_same_dtype_max_err = same_err
-    result.bound = bound
-    if result.max_abs_err > bound:
-        over = (err > bound).nonzero()[:5]
-        result.status = Verdict.FAIL
-        result.message = (
-            f"max abs error {result.max_abs_err:.3g} exceeds the bound {bound:.3g} "
-            f"(same-dtype torch error {same_err:.3g})"
-        )
-        result.mismatches = [
-            {
-                "index": [int(i) for i in row],
-                "got": float(got64[tuple(row)]),
-                "want": float(ref[tuple(row)]),
-            }
-            for row in over
-        ]
-    else:
-        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {bound:.3g}"
+    judge_output(result, got.double(), ref, same_err, noise, "the output")
+    if result.status == Verdict.PASS:
+        result.message = f"max abs error {result.max_abs_err:.3g} <= bound {result.bound:.3g}"
     return result
 
 
@@ -253,25 +198,15 @@ def run_check(
 
 def _judge_run(check: OpCheck, case: OpCase, x: Tensor, data: Path, run: capi.CaseRun) -> OpResult:
     if not run.ok:
-        return OpResult(
-            check=check.name,
-            case=case,
-            status=Verdict.FAIL,
-            message=f"ACL/aclnn error: {run.error}",
-        )
+        why = f"ACL/aclnn error: {run.error}"
+        return OpResult(check=check.name, case=case, status=Verdict.FAIL, message=why)
     torch = reference_torch()
     try:
-        raw = bytearray(read_bytes(data / f"{case.name}.out", CASE_DATA))
-        got = torch.frombuffer(raw, dtype=torch_dtype(torch, case.dtype)).reshape(
-            out_shape(check.op, case)
-        )
+        got = read_tensor(data / f"{case.name}.out", torch_dtype(torch, case.dtype))
+        got = got.reshape(out_shape(check.op, case))
     except (UsageError, RuntimeError, ValueError) as exc:
-        return OpResult(
-            check=check.name,
-            case=case,
-            status=Verdict.FAIL,
-            message=f"the output cannot be read: {exc}",
-        )
+        why = f"the output cannot be read: {exc}"
+        return OpResult(check=check.name, case=case, status=Verdict.FAIL, message=why)
     ref, same = reference(check.op, case, x)
     result = judge(check.name, case, got, ref, same)
     result.kernel_ms = run.kernel_ms
@@ -279,18 +214,7 @@ def _judge_run(check: OpCheck, case: OpCase, x: Tensor, data: Path, run: capi.Ca
 
 
 def _outcome(check: OpCheck, results: List[OpResult], command: str, code: int) -> OpOutcome:
-    failed = [r for r in results if r.status == Verdict.FAIL]
-    if failed:
-        status = Verdict.FAIL
-        message = (
-            f"{len(failed)}/{len(results)} cases FAIL; first: {failed[0].case.name}: "
-            f"{failed[0].message}"
-        )
-    else:
-        status = Verdict.PASS
-        message = f"{len(results)}/{len(results)} cases PASS through {check.api}"
-    upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
-    message += f"; {upstream}" if upstream else ""
+    status, message = precision.case_verdict(results, check.api)
     return OpOutcome(
         check=check.name,
         status=status,
@@ -330,7 +254,7 @@ class OpNumeric:
         return {
             "program": (read_bytes(source, DATA_FILE) + read_bytes(header, DATA_FILE)).hex(),
             "cases": json.dumps(
-                [msgspec_dict(c) for c in select(self.check, inp.case_names)], sort_keys=True
+                [asdict(c) for c in select(self.check, inp.case_names)], sort_keys=True
             ),
             "rule": OP_RULE,
             "torch": read_python_stack().torch,
@@ -364,7 +288,3 @@ class OpNumeric:
     def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]:
         """No route after the example: torch_npu has no call of these operators to check."""
         return []
-
-
-def msgspec_dict(case: OpCase) -> Dict[str, object]:
-    return {f: getattr(case, f) for f in case.__struct_fields__}

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
-from msgspec import Struct
+from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from ..states import Verdict
 
@@ -76,18 +77,50 @@ class Precision(Struct, frozen=True, kw_only=True):
     values: int = 0
 
     def to_json(self) -> Dict[str, object]:
+        limit = None if self.threshold is None else MARE_FACTOR * self.threshold
+        return {"standard": NAME, **asdict(self), "mere_limit": self.threshold, "mare_limit": limit}
+
+
+class _Case(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+
+
+class Judged(Struct, kw_only=True):
+    """A case a numerical check judged: FlashAttention's (cases.CaseResult) or another
+    operator's (opchecks.OpResult), by cannbuild's rule with the standard beside it; what
+    the report, the terminal and the verdict read."""
+
+    case: _Case
+    status: str  # PASS | FAIL | SKIPPED
+    message: str = ""
+    max_abs_err: Optional[float] = None
+    ref_same_dtype_max_err: Optional[float] = None
+    bound: Optional[float] = None
+    kernel_ms: Optional[float] = None
+    mismatches: List[Dict[str, object]] = field(default_factory=list)
+    # the output by opbase's MERE/MARE standard; None where no output was judged
+    precision: Optional[Precision] = None
+
+    @property
+    def disagree(self) -> bool:
+        """The rule and opbase's standard gave different verdicts (the rule's stands)."""
+        return disagrees(self.status, self.precision)
+
+    def to_json(self) -> Dict[str, object]:
+        """The verdict's fields, as every case's JSON ends them."""
         return {
-            "standard": NAME,
-            "dtype": self.dtype,
             "status": self.status,
             "message": self.message,
-            "threshold": self.threshold,
-            "mere": self.mere,
-            "mare": self.mare,
-            "mere_limit": self.threshold,
-            "mare_limit": None if self.threshold is None else MARE_FACTOR * self.threshold,
-            "golden_at_mare": self.golden_at_mare,
-            "values": self.values,
+            "max_abs_err": self.max_abs_err,
+            "ref_same_dtype_max_err": self.ref_same_dtype_max_err,
+            "bound": self.bound,
+            "kernel_ms": self.kernel_ms,
+            "first_mismatches": self.mismatches,
+            "precision": None if self.precision is None else self.precision.to_json(),
+            "disagree": self.disagree,
         }
 
 
@@ -226,3 +259,20 @@ def summary(named: Sequence[Tuple[str, str, Optional[Precision]]]) -> str:
         shown = ", ".join(split[:3]) + (f" and {len(split) - 3} more" if len(split) > 3 else "")
         text += f", disagreeing with the rule on {len(split)} ({shown}); the rule decides"
     return text
+
+
+def case_verdict(results: Sequence[Judged], through: str) -> Tuple[str, str]:
+    """(status, message) of a check over its judged cases: FAIL naming the first failure,
+    else PASS `through` the API; how opbase's standard sees them beside it."""
+    failed = [r for r in results if r.status == Verdict.FAIL]
+    if failed:
+        status = Verdict.FAIL
+        first = failed[0]
+        message = (
+            f"{len(failed)}/{len(results)} cases FAIL; first: {first.case.name}: {first.message}"
+        )
+    else:
+        status = Verdict.PASS
+        message = f"{len(results)}/{len(results)} cases PASS through {through}"
+    upstream = summary([(r.case.name, r.status, r.precision) for r in results])
+    return status, message + (f"; {upstream}" if upstream else "")

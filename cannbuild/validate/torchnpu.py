@@ -36,7 +36,7 @@ from ..proc import kill_group, popen
 from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
-from .casefiles import judge_files, raw_bytes, write_inputs
+from .casefiles import judge_files, raw_bytes, read_tensor, write_inputs
 from .cases import AUTOLOAD, Case, CaseResult, reference, select, torch_dtype
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     Inputs = Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]  # q, k, v and the mask
 
-# Optional, imported where its absence is handled: torch and torch_npu (_import_torch_npu(),
+# Optional, imported where its absence is handled: torch and torch_npu (import_torch_npu(),
 # in the worker process only).
 
 RUN_TIMEOUT_S = 600
@@ -155,31 +155,15 @@ def run(
     results: List[CaseResult] = []
     for case in selected:
         run_info = result["cases"].get(case.name, {"ok": False, "error": "not run"})
-        if not run_info.get("ok"):
-            results.append(
-                CaseResult(
-                    case=case,
-                    status=Verdict.FAIL,
-                    message=f"npu_fusion_attention failed: {run_info.get('error')}",
-                )
-            )
-            continue
-        results.append(
-            judge_files(case, tensors[case.name], data, run_info.get("ms"), expected[case.name])
-        )
+        if run_info.get("ok"):
+            ms = run_info.get("ms")
+            results.append(judge_files(case, tensors[case.name], data, ms, expected[case.name]))
+        else:
+            error = f"npu_fusion_attention failed: {run_info.get('error')}"
+            results.append(CaseResult(case=case, status=Verdict.FAIL, message=error))
     loaded = [str(p) for p in result.get("loaded", [])]
     details["loaded_op_libraries"] = loaded
-    details["cases"] = [
-        {
-            "name": r.case.name,
-            "status": r.status,
-            "max_abs_err": r.max_abs_err,
-            "message": r.message,
-            "precision": None if r.precision is None else r.precision.to_json(),
-            "disagree": r.disagree,
-        }
-        for r in results
-    ]
+    details["cases"] = [r.to_json() for r in results]
     return _verdict(results, library, loaded, stack.torch_npu or "?", details)
 
 
@@ -221,35 +205,30 @@ def _verdict(
     failed = [r for r in results if r.status != Verdict.PASS]
     upstream = precision.summary([(r.case.name, r.status, r.precision) for r in results])
     upstream = f"; {upstream}" if upstream else ""
+    ours = str(library.resolve())
+    status = Verdict.FAIL
     if failed:
         first = failed[0]
         message = (
             f"{len(failed)}/{len(results)} cases FAIL through torch_npu {version} "
             f"npu_fusion_attention; first: {first.case.name}: {first.message}{upstream}"
         )
-        return RouteOutcome(
-            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
-        )
-    ours = str(library.resolve())
     # torch_npu takes the first `libcust_opapi.so` exporting the entry point, custom paths first,
     # then the default vendors, then the toolkit's libopapi.so (reference real-host-findings.md
     # §4): passing cases through another vendor prove nothing about this package.
-    if loaded and ours not in loaded:
+    elif loaded and ours not in loaded:
         message = (
             f"npu_fusion_attention ran, but not through this package: the process loaded "
             f"{', '.join(loaded)}, not {ours}; put the package's vendor first in "
             "ASCEND_CUSTOM_OPP_PATH (source its bin/set_env.bash)"
         )
-        return RouteOutcome(
-            status=Verdict.FAIL, message=message, details=details, results=tuple(results)
+    else:
+        status = Verdict.PASS
+        message = (
+            f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
+            f"npu_fusion_attention ({library.name} of the package){upstream}"
         )
-    message = (
-        f"{len(results)}/{len(results)} cases PASS through torch_npu {version} "
-        f"npu_fusion_attention ({library.name} of the package){upstream}"
-    )
-    return RouteOutcome(
-        status=Verdict.PASS, message=message, details=details, results=tuple(results)
-    )
+    return RouteOutcome(status=status, message=message, details=details, results=tuple(results))
 
 
 def read_result(path: Path) -> Optional[JSONObject]:
@@ -261,7 +240,7 @@ def read_result(path: Path) -> Optional[JSONObject]:
 # ---- the worker: runs in the child process, with the package's env ----
 
 
-def _first_lines(exc: BaseException, count: int = 3) -> str:
+def first_lines(exc: BaseException, count: int = 3) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return " | ".join(lines[:count])[:600] or type(exc).__name__
 
@@ -284,12 +263,11 @@ def _op_libraries() -> List[str]:
 
 
 def _load(torch: ModuleType, case: Case, directory: Path, key: str) -> Tensor:
-    raw = bytearray(bounded.read_bytes(directory / f"{case.name}.{key}", bounded.CASE_DATA))
+    path = directory / f"{case.name}.{key}"
     if key == "mask":
         # The causal mask file is uint8 [S, S]; the worker passes it on as a bool tensor.
-        return torch.frombuffer(raw, dtype=torch.uint8).reshape(case.S, case.S)
-    dtype = torch_dtype(torch, case.dtype)
-    return torch.frombuffer(raw, dtype=dtype).reshape(case.shape(key))
+        return read_tensor(path, torch.uint8).reshape(case.S, case.S)
+    return read_tensor(path, torch_dtype(torch, case.dtype)).reshape(case.shape(key))
 
 
 def _inputs(torch: ModuleType, case: Case, directory: Path, device: str) -> Inputs:
@@ -351,7 +329,7 @@ def _run_case(
     return elapsed_ms
 
 
-def _import_torch_npu() -> Tuple[ModuleType, ModuleType]:
+def import_torch_npu() -> Tuple[ModuleType, ModuleType]:
     """torch, then torch_npu explicitly: with auto-loading, a torch_npu that fails to load
     fails `import torch` with torch's generic message in place of the cause."""
     # Set before `import torch`, which reads it once at import.
@@ -368,9 +346,9 @@ def worker(folder: str) -> int:
     directory = Path(folder)
     job = bounded.read_json(directory / JOB, bounded.RUN_FILE)
     try:
-        torch, torch_npu = _import_torch_npu()
+        torch, torch_npu = import_torch_npu()
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
-        write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {_first_lines(exc)}"})
+        write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {first_lines(exc)}"})
         return 3
     runs: Dict[str, Dict[str, object]] = {}
     for case in select(job["cases"]):
@@ -380,7 +358,7 @@ def worker(folder: str) -> int:
                 "ms": _run_case(torch, torch_npu, case, directory, job["device"]),
             }
         except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
-            runs[case.name] = {"ok": False, "error": _first_lines(exc)}
+            runs[case.name] = {"ok": False, "error": first_lines(exc)}
     write_json_atomic(
         directory / RESULT,
         {"torch_npu": torch_npu.__version__, "cases": runs, "loaded": _op_libraries()},
@@ -435,9 +413,9 @@ def serve(folder: str) -> int:
     """The bench's child process: torch_npu imported once, then requests until stdin closes."""
     del folder  # each request names its data folder
     try:
-        torch, torch_npu = _import_torch_npu()
+        torch, torch_npu = import_torch_npu()
     except Exception as exc:  # reported to the bench, never a traceback
-        _reply({"error": f"import torch_npu: {_first_lines(exc)}"})
+        _reply({"error": f"import torch_npu: {first_lines(exc)}"})
         return 3
     _reply({"ready": True, "torch_npu": torch_npu.__version__})
     held: Optional[Tuple[str, Inputs]] = None
@@ -452,6 +430,6 @@ def serve(folder: str) -> int:
                 held = (case.name, _inputs(torch, case, Path(request["data"]), "npu:0"))
             answer = _bench_request(torch, torch_npu, case, held[1], request)
         except Exception as exc:  # torch_npu raises RuntimeError with the ACL message
-            answer = {"ok": False, "error": _first_lines(exc)}
+            answer = {"ok": False, "error": first_lines(exc)}
         _reply(answer)
     return 0

@@ -3,7 +3,7 @@ every validated repository (what the run report and `status` show)."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Protocol, Sequence
+from typing import Dict, List, Mapping, Sequence
 
 from msgspec import Struct, field
 
@@ -12,37 +12,12 @@ from ..errors import ValidationFailed
 from ..states import Verdict
 from . import precision
 from .cases import RULE
-from .precision import Precision
+from .precision import Judged
 
 PASS, FAIL, SKIPPED = Verdict.PASS, Verdict.FAIL, Verdict.SKIPPED
 
 
-class _Named(Protocol):
-    @property
-    def name(self) -> str: ...
-
-
-class JudgedCase(Protocol):
-    """A case a numerical check judged: FlashAttention's (cases.CaseResult) or another
-    operator's (opchecks.OpResult); what the report, the terminal and the verdict read."""
-
-    @property
-    def case(self) -> _Named: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def max_abs_err(self) -> Optional[float]: ...
-    @property
-    def bound(self) -> Optional[float]: ...
-    @property
-    def kernel_ms(self) -> Optional[float]: ...
-    @property
-    def precision(self) -> Optional[Precision]: ...
-    @property
-    def disagree(self) -> bool: ...
-    def to_json(self) -> Dict[str, object]: ...
+JudgedCase = Judged  # FlashAttention's cases.CaseResult, another op's opchecks.OpResult
 
 
 class ValidationCheck(Struct, kw_only=True):
