@@ -142,7 +142,7 @@ def _charts() -> None:
         import matplotlib
 
         matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot  # noqa: F401
+        import matplotlib.pyplot
 
 
 def serve(fd: int) -> None:
