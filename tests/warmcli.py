@@ -157,7 +157,8 @@ def serve(fd: int) -> None:
 
     for module in pkgutil.walk_packages(cannbuild.__path__, "cannbuild."):
         if not module.name.endswith("__main__"):
-            importlib.import_module(module.name)
+            with contextlib.suppress(ImportError):  # an optional dependency: the child says
+                importlib.import_module(module.name)
 
     sock = socket.socket(fileno=fd)
     while True:
