@@ -7,9 +7,9 @@ of the loop's CPU.  A fork of a warmed server starts in a few milliseconds.
 
 What the test still sees is a process of its own, as a user's: its own pid, cwd,
 environment and argv, stdin from /dev/null, stdout and stderr as pipes to the test, and its
-exit status (a signal as -N, like subprocess).  The server imported cannbuild and ran
-nothing, under the environment of the test process; nothing in cannbuild reads the
-environment at import.  The child runs `cannbuild/__main__.py` as `-m` would (runpy, with
+exit status (a signal as -N, like subprocess).  The server imported cannbuild (and
+matplotlib before the first `profile` or `bench`) and ran nothing, under the environment of
+the test process; nothing in cannbuild reads the environment at import.  The child runs `cannbuild/__main__.py` as `-m` would (runpy, with
 the cwd first on sys.path) and ends through cannbuild's own exit, or os._exit on the code
 a SystemExit carries.
 
@@ -134,12 +134,31 @@ def _child(request: dict, stdout: int, stderr: int) -> None:
         os._exit(code & 0xFF)
 
 
+def _charts() -> None:
+    """matplotlib, the first time a task that draws is asked for: profile's timeline and
+    bench's charts import it (0.6 s of CPU in each child, most of such a run), as
+    cannbuild/profile/chart.py does.  Where it is not installed the child finds that out."""
+    with contextlib.suppress(ImportError):
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot
+
+
 def serve(fd: int) -> None:
     """Answer requests on the socket `fd` one after another until it closes."""
-    # the start-up every child skips (not cannbuild.__main__ itself: runpy runs it afresh)
-    import cannbuild.cli
-    import cannbuild.interpreter
-    import cannbuild.render.templates  # noqa: F401  (jinja2: the render-bound children)
+    # the start-up every child skips: every cannbuild module (0.13 s once; a child that
+    # plans or checks a recipe imported some 50 of them, 20-30 ms of its CPU each time),
+    # not cannbuild.__main__ itself, which runpy runs afresh
+    import importlib
+    import pkgutil
+
+    import cannbuild
+
+    for module in pkgutil.walk_packages(cannbuild.__path__, "cannbuild."):
+        if not module.name.endswith("__main__"):
+            with contextlib.suppress(ImportError):  # an optional dependency: the child says
+                importlib.import_module(module.name)
 
     sock = socket.socket(fileno=fd)
     while True:
@@ -148,6 +167,8 @@ def serve(fd: int) -> None:
         except (EOFError, ConnectionError):
             return
         stdout, stderr = fds
+        if request.get("code") is None and request["args"][:1] in (["profile"], ["bench"]):
+            _charts()
         pid = os.fork()
         if pid == 0:
             sock.close()

@@ -149,6 +149,7 @@ def test_a_run_with_no_flashattention_timing_is_told_apart():
     )
 
 
+@pytest.mark.xdist_group("torch")  # on the worker that imports torch for the judging tests
 def test_the_sweep_sets_torchs_thread_count_for_the_whole_run(tmp_path):
     torch = reference_torch()
     before = torch.get_num_threads()

@@ -302,22 +302,16 @@ def test_base_digest_pins_the_lock_and_from_and_a_bad_one_changes_nothing(tmp_pa
 
 def test_build_without_an_engine_prints_the_command_and_exits_9(tmp_path, lock_file):
     env = {"PATH": path_without_engines(tmp_path / "bin"), "HOME": str(tmp_path)}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cannbuild",
-            "container",
-            "--variant",
-            "A3",
-            "--lock-file",
-            str(lock_file),
-            "--out",
-            str(tmp_path / "c"),
-            "--build",
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_route(
+        "cannbuild",
+        "container",
+        "--variant",
+        "A3",
+        "--lock-file",
+        str(lock_file),
+        "--out",
+        str(tmp_path / "c"),
+        "--build",
         env=env,
         cwd=tmp_path,
     )

@@ -7,6 +7,7 @@ tests/integration/test_sibling_standins.py."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from reference import reference_torch
@@ -18,7 +19,15 @@ from cannbuild.validate.opchecks import CHECKS, OpNumeric, judge
 from cannbuild.validate.verdict import ValidationCheck, ValidationReport
 
 pytestmark = pytest.mark.xdist_group("torch")  # one xdist worker imports torch for these
-torch = reference_torch()  # skips the module, naming why, where torch cannot be imported
+torch: Any = None  # bound by the fixture below, on the one worker that runs these
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _reference_torch() -> None:
+    """torch when the first test here runs, not at collection, where every xdist worker
+    would import it (1.5 s of CPU each); skips the tests, naming why, where it cannot."""
+    global torch
+    torch = reference_torch()
 
 
 def test_segsum_reference_is_the_docs_masked_cumsum_then_exp():
