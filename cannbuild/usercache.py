@@ -2,12 +2,12 @@
 emulated ACL runtime: half a minute of C++ per fresh sandbox otherwise).
 
 Entries live in `$XDG_CACHE_HOME/cannbuild/<kind>/<key>` (else `~/.cache/cannbuild`), keyed
-by the hash of everything that made them; `parsed/` keeps the parse of each TOML file
-cannbuild ships (recipes/), beside the sha256 of the text it was parsed from.  An entry is made in a temporary folder beside it
+by the hash of everything that made them.  An entry is made in a temporary folder beside it
 and renamed into place, with a manifest of its files' sha256; it is checked on every use,
-and one that does not match (a half-copied or edited file) is made again.  The cache is
-the user's own: a root that is a link, belongs to someone else or that others may write is
-not used (the caller builds in place instead), and its folders are made 0700.
+and one that does not match (a half-copied or edited file) is made again.  `parsed/`
+keeps the parse of each TOML file cannbuild ships, beside the sha256 of its text.  The
+cache is the user's own: a root that is a link, belongs to someone else or that others may
+write is not used (the caller builds in place instead), and its folders are made 0700.
 """
 
 from __future__ import annotations

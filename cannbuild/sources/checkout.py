@@ -81,8 +81,8 @@ COMMIT_MEMO = "cannbuild-commits.json"
 
 
 def _objects_mark(cache: Path, sha: str) -> Optional[str]:
-    """What changes when object `sha` leaves the cache, as inode and time: the cache
-    itself (made again: its inode), its pack folder (a repack or gc renames packs there) and the
+    """What changes when object `sha` leaves the cache: the cache's inode (made again),
+    the inode and time of its pack folder (a repack or gc renames packs there) and of the
     loose-object folder `sha` would be in (a prune removes from it).  None where the
     objects may be elsewhere too (alternates): git is asked every time."""
     objects = cache / "objects"
