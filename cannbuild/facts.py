@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Optional, Tuple, Type, TypeVar
 
 import msgspec
 
-from .bounded import RECIPE, read_toml
+from .bounded import RECIPE, read_text
 from .decoded import convert
+from .lazy import lazy_module
 from .resources import USER_DATA, data_dir
+
+if TYPE_CHECKING:
+    from . import usercache
+else:  # its imports (the fetch module's) are paid when a file is read
+    usercache = lazy_module("cannbuild.usercache")
 
 T = TypeVar("T", bound=msgspec.Struct)
 FACTS = "facts"
@@ -63,4 +69,5 @@ def _decoded(
 def _decode(path: Path, kind: str, schema: Type[T]) -> T:
     # a data file under recipes/ (or the user's cannbuild-recipes/): read as a recipe is
     hint = f"Fix the file; the shipped recipes/{kind}/*.toml show each key with its source."
-    return convert(read_toml(path, RECIPE), schema, f"{kind} file {path}", hint)
+    data = usercache.parsed_toml(read_text(path, RECIPE), path, RECIPE)
+    return convert(data, schema, f"{kind} file {path}", hint)

@@ -4,23 +4,32 @@ emulated ACL runtime: half a minute of C++ per fresh sandbox otherwise).
 Entries live in `$XDG_CACHE_HOME/cannbuild/<kind>/<key>` (else `~/.cache/cannbuild`), keyed
 by the hash of everything that made them.  An entry is made in a temporary folder beside it
 and renamed into place, with a manifest of its files' sha256; it is checked on every use,
-and one that does not match (a half-copied or edited file) is made again.  The cache is
-the user's own: a root that is a link, belongs to someone else or that others may write is
-not used (the caller builds in place instead), and its folders are made 0700.
+and one that does not match (a half-copied or edited file) is made again.  `parsed/`
+keeps the parse of each TOML file cannbuild ships, beside the sha256 of its text.  The
+cache is the user's own: a root that is a link, belongs to someone else or that others may
+write is not used (the caller builds in place instead), and its folders are made 0700.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import math
 import os
 import shutil
 import stat
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
-from .bounded import MEMO, read_state
+import msgspec
+from msgspec import Struct
+
+from .bounded import MEMO, Kind, parse_toml, read_state
+from .decoded import JSONObject
+from .resources import data_dir
 from .sources.fetch import sha256_file
+from .workspace import write_atomic
 
 MANIFEST = "cannbuild-cache.json"
 
@@ -109,3 +118,43 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+class _Parsed(Struct, frozen=True):
+    sha256: str  # of the text `data` was parsed from
+    data: JSONObject
+
+
+def parsed_toml(text: str, path: Path, kind: Kind) -> JSONObject:
+    """`text` (the file at `path`) as TOML, as bounded.parse_toml reads it.  For a file
+    cannbuild ships (recipes/, recipes/facts/, recipes/sandbox/) the parse is kept in
+    the user cache and reused while the file's text has the same sha256: tomllib is pure
+    Python, and the 90 KB of them every run reads took a no-op 20-25 ms to parse
+    (bench/bench_startup.py); the text is read and hashed each time, so an edit is seen
+    whatever its time stamps say."""
+    root = cache_root(os.environ) if data_dir("recipes") in path.parents else None
+    if root is None:
+        return parse_toml(text, path, kind)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    name = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    memo = root / "parsed" / f"{name}-{path.name}.json"  # one per file: a new text replaces it
+    kept = read_state(memo, MEMO, _Parsed)
+    if kept is not None and kept.sha256 == digest:
+        return kept.data
+    data = parse_toml(text, path, kind)
+    if _json_plain(data):  # a TOML date or an inf would come back as another value: not kept
+        with contextlib.suppress(OSError):
+            memo.parent.mkdir(mode=0o700, exist_ok=True)
+            write_atomic(memo, msgspec.json.encode(_Parsed(digest, data)), durable=False)
+    return data
+
+
+def _json_plain(value: object) -> bool:
+    """`value` comes back from JSON as it is: tables, arrays, text, integers, finite floats."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_plain(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (str, int))

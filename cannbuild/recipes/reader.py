@@ -10,14 +10,15 @@ import hashlib
 import os
 import re
 from pathlib import Path, PurePosixPath
-from typing import Dict, List, Literal, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Sequence, Set, Tuple
 
 from msgspec import field
 from msgspec.structs import replace
 
-from ..bounded import RECIPE, parse_toml, read_text
+from ..bounded import RECIPE, read_text
 from ..decoded import JSONValue, convert
 from ..errors import UsageError
+from ..lazy import lazy_module
 from .model import (
     ArchiveRule,
     HostTool,
@@ -31,6 +32,11 @@ from .model import (
     step_owner,
     template_dirs,
 )
+
+if TYPE_CHECKING:
+    from .. import usercache
+else:  # its imports (the fetch module's) are paid when a recipe is read
+    usercache = lazy_module("cannbuild.usercache")
 
 # the keys of [repos.X] that make it buildable, in the order a drafted recipe writes them
 BUILDABLE_KEYS = ("vendor_suffix", "ops", "ccache_option", "validate")
@@ -108,7 +114,7 @@ def load_recipe(path: Path) -> Recipe:
     checked table by table."""
     text = read_text(path, RECIPE)
     hint = "Fix the file; see recipes/*.toml."
-    data = parse_toml(text, path, RECIPE.named(hint=hint))
+    data = usercache.parsed_toml(text, path, RECIPE.named(hint=hint))
     doc = convert(data, RecipeFile, f"recipe {path}", hint)
     head = doc.recipe
     repos = [_repo(path, name, spec) for name, spec in doc.repos.items()]

@@ -31,7 +31,7 @@ from typing import (
 from msgspec import Struct
 
 from .. import safefs
-from ..bounded import ARCHIVE, CHECKOUT_RECORD, open_binary, read_state
+from ..bounded import ARCHIVE, CHECKOUT_RECORD, MEMO, open_binary, read_state
 from ..errors import FetchError, UsageError
 from ..lazy import lazy_module
 from ..recipes import describe_ref
@@ -63,8 +63,50 @@ def git_says_yes(fetcher: Fetcher, cache: Path, args: Sequence[str]) -> bool:
 
 
 def has_commit(fetcher: Fetcher, cache: Path, sha: str) -> bool:
+    """The cache holds commit `sha`.  A yes is remembered in the cache (`COMMIT_MEMO`)
+    with the mark of the folders the object could leave from, and taken again while
+    they are unchanged: a locked no-op asked git once per repo and pin (7 processes)."""
+    if not cache.exists():
+        return False
+    memo = cache / COMMIT_MEMO
+    mark = _objects_mark(cache, sha)
+    known: Dict[str, str] = {}
+    if mark is not None:
+        known = read_state(memo, MEMO, Dict[str, str]) or {}
+        if known.get(sha) == mark:
+            return True
     # `-e <sha>^{commit}` exits 0 only when the object is there and is (or peels to) a commit.
-    return cache.exists() and git_says_yes(fetcher, cache, ["cat-file", "-e", f"{sha}^{{commit}}"])
+    if not git_says_yes(fetcher, cache, ["cat-file", "-e", f"{sha}^{{commit}}"]):
+        return False
+    if mark is not None:
+        with contextlib.suppress(OSError):  # one not written only costs the next run a git
+            write_json_atomic(memo, {**known, sha: mark}, durable=False)
+    return True
+
+
+COMMIT_MEMO = "cannbuild-commits.json"
+
+
+def _objects_mark(cache: Path, sha: str) -> Optional[str]:
+    """What changes when object `sha` leaves the cache: the cache's inode (made again),
+    the inode and time of its pack folder (a repack or gc renames packs there) and of the
+    loose-object folder `sha` would be in (a prune removes from it).  None where the
+    objects may be elsewhere too (alternates): git is asked every time."""
+    objects = cache / "objects"
+    if (objects / "info" / "alternates").exists():
+        return None
+    marks = []
+    for path in (cache, objects / "pack", objects / sha[:2]):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            marks.append("-")
+            continue
+        except OSError:
+            return None
+        # the cache's own time moves with the memo written into it: its inode only
+        marks.append(f"{st.st_ino}" if path == cache else f"{st.st_ino}:{st.st_mtime_ns}")
+    return " ".join(marks)
 
 
 def resolve_ref(

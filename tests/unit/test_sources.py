@@ -9,7 +9,15 @@ import pytest
 
 from cannbuild.errors import FetchError, OfflineViolation
 from cannbuild.sources.archives import Expected
-from cannbuild.sources.checkout import Nested, Seed, ensure_archive, ensure_checkout, resolve_ref
+from cannbuild.sources.checkout import (
+    COMMIT_MEMO,
+    Nested,
+    Seed,
+    ensure_archive,
+    ensure_checkout,
+    has_commit,
+    resolve_ref,
+)
 from cannbuild.sources.fetch import Fetcher, rewrite
 from cannbuild.workspace import Workspace
 
@@ -172,6 +180,25 @@ def test_an_archive_the_build_consumed_is_put_back_when_the_checkout_is_reused(f
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, old, url, seeds=[seed])
     assert not changed and placed.read_bytes() == b"the archive"
     assert (placed.parent / "absl").is_dir()  # the rest of the folder is left as it is
+
+
+def test_a_commit_the_cache_holds_is_remembered_and_a_gc_that_drops_it_is_seen(
+    fetched, tmp_path: Path, monkeypatch
+):
+    """A locked no-op asks git nothing for a commit its cache was seen to hold (here git
+    is off PATH and the answer still comes); once a gc prunes that commit, the changed
+    pack folder sends the question to git again, which says no."""
+    fetcher, _, cache, url = fetched
+    old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    new, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    assert has_commit(fetcher, cache, new) and (cache / COMMIT_MEMO).is_file()
+    with monkeypatch.context() as m:
+        m.setenv("PATH", str(tmp_path / "no-git-here"))
+        assert has_commit(fetcher, cache, new)
+    git("update-ref", "refs/heads/master", old, cwd=cache)
+    git("gc", "-q", "--prune=now", cwd=cache)
+    assert not has_commit(fetcher, cache, new)
+    assert has_commit(fetcher, cache, old)
 
 
 def test_nested_pin_is_cloned_beside_the_checkout_at_its_own_commit(fetched):

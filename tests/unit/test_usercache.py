@@ -1,6 +1,7 @@
 """The per-user build cache (cannbuild/usercache.py): made once, reused, made again when
 damaged, and never a folder someone else could write."""
 
+import json
 import os
 
 from cannbuild import usercache
@@ -66,3 +67,29 @@ def test_a_linked_cache_folder_is_not_used(tmp_path):
     xdg.mkdir(mode=0o700)
     (xdg / "cannbuild").symlink_to(elsewhere)
     assert usercache.cache_root({"XDG_CACHE_HOME": str(xdg)}) is None
+
+
+def test_a_shipped_toml_file_is_parsed_once_and_an_edit_of_it_is_parsed_again(
+    tmp_path, monkeypatch
+):
+    """The parse of a file under recipes/ is kept with the sha256 of its text: the same
+    text takes the kept parse (a planted one comes back: nothing was parsed), an edited
+    text is parsed again, whatever the file's time stamps say."""
+    from cannbuild.bounded import RECIPE, read_text, tomllib  # tomli before Python 3.11
+    from cannbuild.resources import data_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = data_dir("recipes") / "facts" / "hosts.toml"
+    text = read_text(path, RECIPE)
+    assert usercache.parsed_toml(text, path, RECIPE) == tomllib.loads(text)
+    (memo,) = (tmp_path / "cannbuild" / "parsed").iterdir()
+    kept = json.loads(memo.read_text())
+    memo.write_text(json.dumps({**kept, "data": {"planted": 1}}))
+    assert usercache.parsed_toml(text, path, RECIPE) == {"planted": 1}
+    edited = text + '\n[edited]\nkey = "new"\n'
+    assert usercache.parsed_toml(edited, path, RECIPE)["edited"] == {"key": "new"}
+    assert usercache.parsed_toml(edited, path, RECIPE) == tomllib.loads(edited)
+    # a value JSON would give back as another (a date) is parsed every time, never kept
+    dated = text + "\n[dated]\nday = 2025-11-16\n"
+    assert usercache.parsed_toml(dated, path, RECIPE) == tomllib.loads(dated)
+    assert json.loads(memo.read_text())["data"] == tomllib.loads(edited)
