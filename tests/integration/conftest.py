@@ -321,7 +321,8 @@ def host_side_refs(release: str) -> Dict[str, str]:
     from cannbuild.recipes import render_ref, select_recipe
 
     recipe = select_recipe(release.rsplit(".", 1)[0], None, Path(__file__).parent)
-    refs = (render_ref(r, {"cann": {"release": release}}) for r in recipe.repos if r.toolkit)
+    values = {"cann": {"release": release}, "ops_release": release}
+    refs = (render_ref(r, values) for r in recipe.repos if r.toolkit)
     return {
         name: ref["tag"] or ref["branch"] or ""
         for name, ref in zip((r.name for r in recipe.repos if r.toolkit), refs)
@@ -329,16 +330,17 @@ def host_side_refs(release: str) -> Dict[str, str]:
 
 
 def lay_host_side(sandbox: Path, work: Path) -> None:
-    """The 8.5.0 sandbox toolkit's host side laid out from its stand-in repositories, as a
-    build through cannbuild does before its first step (build/steps.host_side), for a test
-    that runs a build.sh by hand on a sandbox no build has used yet."""
+    """The sandbox toolkit's host side laid out from its stand-in repositories, as a build
+    through cannbuild does before its first step (build/steps.host_side), for a test that
+    runs a build.sh by hand on a sandbox no build may have used yet (which test runs first
+    on a shared sandbox is xdist's choice)."""
     from cannbuild.host.toolkit import host_arch
     from cannbuild.sandbox.hostside import lay_out_host_side
 
     info = load_info(sandbox)
-    assert info is not None and info.cann == "8.5.0"
+    assert info is not None
     checkouts = {}
-    for repo, ref in host_side_refs("8.5.0").items():
+    for repo, ref in host_side_refs(info.cann).items():
         bare = next((sandbox / "mirror").rglob(f"{repo}.git"))
         dest = work / repo
         subprocess.run(["git", "clone", "-q", "--branch", ref, str(bare), str(dest)], check=True)

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import toolkit_env
+from conftest import lay_host_side, toolkit_env
 
 from cannbuild.render.templates import command_env
 from cannbuild.resources import data_dir
@@ -95,6 +95,7 @@ def test_the_9_1_stand_in_builds_offline_from_local_copies_and_fails_without_can
     sandboxes, tmp_path
 ):
     sandbox = sandboxes["A3-9.1.0"]
+    lay_host_side(sandbox, tmp_path / "host-side")  # its dlog, register, acl headers
     env = toolkit_env(sandbox, CANNBUILD_SANDBOX_NETWORK=DEAD_NETWORK, HOME=str(tmp_path))
     ot = checkout_with_local_copies(sandbox, tmp_path / "ot", cann_cmake=True)
     command = build_command(ot / "third_party")
