@@ -312,8 +312,12 @@ class CannbuildProgram(Program):
         lines = [
             "Usage: cannbuild TASK [options]      (cannbuild help TASK: the task's options)",
             "",
-            "Build, install and validate CANN's opbase and ops-transformer (--repos: its siblings",
-            "too) on an Ascend host; --sandbox runs everything on an emulated host (no NPU, no CANN).",
+            *textwrap.wrap(
+                "Build, install and validate CANN's opbase and ops-transformer (--repos: its "
+                "siblings too) on an Ascend host; --sandbox runs everything on an emulated host "
+                "(no NPU, no CANN).",
+                min(_width(), 88),
+            ),
             "",
             *textwrap.wrap(START_HERE, min(_width(), 100)),
             "",

@@ -262,6 +262,15 @@ def test_output_to_a_pipe_takes_its_width_from_columns(tmp_path):
     assert any(80 < len(line) <= 100 and len(line.split()) > 1 for line in wide)
 
 
+def test_help_prose_wraps_to_a_narrow_terminal(tmp_path):
+    """The description and start-here paragraphs fit 40 columns (a word longer than the
+    room, or the usage line, is the only thing that may stand out)."""
+    out = cannbuild("--help", cwd=tmp_path, COLUMNS="40").stdout
+    prose = out.split("Tasks:", 1)[0].splitlines()[1:]
+    assert "emulated" in " ".join(prose) and "Start here" in " ".join(prose)
+    assert all(len(line) <= 40 or len(line.split()) == 1 for line in prose), prose
+
+
 def test_the_task_list_gives_each_summary_whole_as_one_paragraph(tmp_path):
     """Summaries wrap in their docstrings; listed, each is its first paragraph whole (and
     invoke's own listing, which shows a docstring's first line, shows the same)."""
