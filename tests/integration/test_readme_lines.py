@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import base_env
+from conftest import base_env, lay_host_side
 from terminal import run_on_terminal, screen_rows
 
 from cannbuild.sandbox import load_info
@@ -37,6 +37,9 @@ def commands(block: str):
 def test_the_ascend_host_lines_run_as_written_on_a_host_that_looks_real(sandboxes, tmp_path):
     info = load_info(sandboxes["A2-8.5.0"])
     assert info is not None
+    # seen as a real host, the sandbox's toolkit must already hold its host side (acl/acl.h,
+    # libascendcl.so): a build through --sandbox lays it; which test runs first is xdist's
+    lay_host_side(sandboxes["A2-8.5.0"], tmp_path / "host-side")
     mirrors = "".join(f'    "{prefix}": "{url}"\n' for prefix, url in info.mirrors.items())
     (tmp_path / "invoke.yaml").write_text(f"cannbuild:\n  mirrors:\n{mirrors}")
     env = base_env(CANNBUILD_SYSROOT=str(info.sysroot))
