@@ -322,11 +322,11 @@ def host_side_refs(release: str) -> Dict[str, str]:
 
     recipe = select_recipe(release.rsplit(".", 1)[0], None, Path(__file__).parent)
     values = {"cann": {"release": release}, "ops_release": release}
-    refs = (render_ref(r, values) for r in recipe.repos if r.toolkit)
-    return {
-        name: ref["tag"] or ref["branch"] or ""
-        for name, ref in zip((r.name for r in recipe.repos if r.toolkit), refs)
-    }
+    refs: Dict[str, str] = {}
+    for repo in (r for r in recipe.repos if r.toolkit):
+        ref = render_ref(repo, values)
+        refs[repo.name] = ref["tag"] or ref["branch"] or ""
+    return refs
 
 
 def lay_host_side(sandbox: Path, work: Path) -> None:
