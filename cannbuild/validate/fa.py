@@ -73,7 +73,7 @@ def _torch_npu_check(
     if why_not:
         return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
     phases(f"torch_npu: npu_fusion_attention on {len(selected)} cases (its own process)")
-    outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir)
+    outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir, inp.memo)
     return ValidationCheck(
         id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
     )
@@ -108,7 +108,10 @@ def _run_capi(
     for case in selected:
         ran = runs[case.name]
         if ran.ok:
-            results.append(casefiles.judge_files(case, tensors[case.name], data, ran.kernel_ms))
+            expected = cases.reference_once(inp.memo, case, tensors[case.name])
+            results.append(
+                casefiles.judge_files(case, tensors[case.name], data, ran.kernel_ms, expected)
+            )
         else:
             error = f"ACL/aclnn error: {ran.error}"
             results.append(cases.CaseResult(case=case, status=FAIL, message=error))

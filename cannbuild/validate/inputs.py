@@ -4,9 +4,9 @@ not see the build session)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 # the numerical check a recipe's [repos.X.validate] names when it names none (an old
 # top-level [validate], whose package was judged by the FlashAttention cases)
@@ -30,3 +30,6 @@ class ValidationInputs(Struct, frozen=True, kw_only=True):
     repo: str = ""  # the repository whose package this judges
     check: str = FA_CHECK  # the numerical check (registry.py)
     why: str = ""  # why the recipe picked that operator
+    # This run's scratch: what one route computed that a later one reuses (FlashAttention's
+    # float64 references: its C API and torch_npu routes judge the same seeded inputs).
+    memo: Dict[str, object] = field(default_factory=dict)

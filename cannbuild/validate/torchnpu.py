@@ -37,7 +37,7 @@ from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
 from .casefiles import judge_files, raw_bytes, read_tensor, write_inputs
-from .cases import AUTOLOAD, Case, CaseResult, reference, select, torch_dtype
+from .cases import AUTOLOAD, Case, CaseResult, reference_once, select, torch_dtype
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -107,9 +107,14 @@ def unavailable(target: Optional[str], no_device_reason: str, stack: PythonStack
 
 
 def run(
-    selected: Sequence[Case], library: Path, env: Mapping[str, str], workdir: Path
+    selected: Sequence[Case],
+    library: Path,
+    env: Mapping[str, str],
+    workdir: Path,
+    memo: Optional[Dict[str, object]] = None,
 ) -> RouteOutcome:
-    """Run every case through torch_npu in a child process and judge the outputs here."""
+    """Run every case through torch_npu in a child process and judge the outputs here
+    (against the references the C API route computed, in `memo`)."""
     stack = read_python_stack()
     # workdir is <workspace>/validate: nothing below the workspace is written through a link
     data = safefs.fresh(workdir.parent, workdir / "torch_npu", "the torch_npu validation data")
@@ -119,8 +124,9 @@ def run(
     with open(data / LOG, "w") as log:
         child = start_worker(WORKER, data, env, log)
         try:
-            # the float64 references are computed while torch_npu starts and runs the cases
-            expected = {c.name: reference(c, tensors[c.name]) for c in selected}
+            # any float64 reference not yet computed is, while torch_npu starts and runs the cases
+            known = {} if memo is None else memo
+            expected = {c.name: reference_once(known, c, tensors[c.name]) for c in selected}
             code: Optional[int] = child.wait(
                 timeout=max(RUN_TIMEOUT_S - (time.monotonic() - start), 1)
             )
