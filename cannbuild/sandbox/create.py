@@ -92,6 +92,13 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
     kept = read_state(spec.dir / KEY_MEMO, MEMO, Dict[str, str])
     if kept is not None and kept.get("mark") == mark and kept.get("key"):
         return kept["key"]
+    key = _content_key(head, roots, data)
+    if (spec.dir / INFO_FILE).is_file():  # a sandbox folder cannbuild made
+        remember(spec.dir / KEY_MEMO, {"mark": mark, "key": key})
+    return key
+
+
+def _content_key(head: str, roots: Sequence[Path], data: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     digest.update(head.encode())
     for root in roots:
@@ -102,10 +109,14 @@ def sources_key(spec: SandboxSpec, cxx: str) -> str:
     for path in data:
         digest.update(f"{path.name}\n".encode())
         digest.update(read_bytes(path, DATA_FILE))
-    key = digest.hexdigest()
-    if (spec.dir / INFO_FILE).is_file():  # a sandbox folder cannbuild made
-        remember(spec.dir / KEY_MEMO, {"mark": mark, "key": key})
-    return key
+    return digest.hexdigest()
+
+
+def mirror_key() -> str:
+    """What decides the mirror's bytes: the sources and data of every sandbox, not one
+    sandbox's variant, CANN, folder or compiler (the mirror holds every release's stand-ins
+    and commits have fixed authors and dates)."""
+    return _content_key(f"mirror|{SANDBOX_FORMAT}", _source_roots(), facts.files(facts.SANDBOX))
 
 
 def find_cxx() -> Optional[str]:
@@ -295,10 +306,7 @@ def _lay_out(
     toolkit.lay_out_host_tools(sysroot)
     phases(f"laying out the {spec.variant} hardware (NPUs, driver, npu-smi)")
     hardware.lay_out_hardware(sysroot, variant, rel)
-    phases("making the stand-in source repositories (git)")
-    repos.build_repos(mirror, directory / ".build" / "repos", log)
-    phases("packing the third-party archives")
-    repos.build_third_party(mirror)
+    repos.lay_out_mirror(mirror, directory / ".build" / "repos", log, mirror_key(), phases)
     info = SandboxInfo(
         dir=directory,
         variant=spec.variant,

@@ -17,7 +17,6 @@ SANDBOX_PHASES = (
     "laying out the toolkit",
     "laying out the A2 hardware",
     "making the stand-in source repositories",
-    "packing the third-party archives",
 )
 CASE = "fp32_bsh_s128_d64_gqa"
 
