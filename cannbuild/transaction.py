@@ -25,7 +25,7 @@ from .build.reproducible import artifact_records, step_epoch
 from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
 from .build.stamps import read_stamp
-from .build.steps import RunResult, run_steps
+from .build.steps import RunResult, host_side, host_side_note, run_steps
 from .decoded import to_plain
 from .errors import CannbuildError, UsageError, path_error, storage_error
 from .host.toolchain import remember_tools
@@ -396,6 +396,7 @@ def run_validate(
     ):
         shipped: Optional[Dict[str, str]] = None
         target = session
+        _lay_host_side(session, phases)
         if package is not None:
             target, shipped = install_package(session, package)
         validation = validate_session(target, env, case_names, run_id, False, phases)
@@ -412,6 +413,24 @@ def run_validate(
         made=made(session),
         built_from=built,
     )
+
+
+def _lay_host_side(session: Session, phases: PhaseSink) -> None:
+    """A sandbox remade since the last build (another cannbuild) holds no host side, which
+    the repository's example compiles against: laid out again from the workspace's
+    checkouts at their locked commits, as a build lays it."""
+    if session.sandbox is None:
+        return
+    try:
+        sources = sources_from_lock(session.source_request())
+    except CannbuildError:  # a lock validate cannot use: the example says what is missing
+        return
+    toolkit_repos = [r.name for r in session.recipe.repos if r.toolkit]
+    if sources is None or not all(session.ws.checkout(r).is_dir() for r in toolkit_repos):
+        return
+    laid = host_side(session, sources.identity_of)
+    if laid is not None and laid.laid_out:
+        phases(host_side_note(laid))
 
 
 def _remember(session: Session, command: str) -> Tuple[str, ...]:

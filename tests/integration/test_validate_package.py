@@ -54,3 +54,22 @@ def test_a_shipped_package_with_a_wrong_kernel_fails_validation(cli_for, tmp_pat
     assert report["package"]["sha256"] == hashlib.sha256(package.read_bytes()).hexdigest()
     capi = next(c for c in report["validation"]["checks"] if c["id"] == "capi")
     assert capi["status"] == "FAIL" and "exceeds the bound" in capi["message"]
+
+
+def test_validate_on_a_sandbox_remade_since_the_build_lays_its_host_side_again(tmp_path):
+    from conftest import Cli
+
+    (tmp_path / "ws").mkdir()
+    cli = Cli(tmp_path / "ws", tmp_path / "sandbox", "A2", "8.5.0")  # a sandbox of its own
+    built = cli("install")
+    assert built.returncode == 0, built.stderr
+    # as another cannbuild finds it (its emulation changed): the sandbox is made anew, and its
+    # toolkit holds no host side, which the repository's example compiles against (acl/acl.h)
+    info = tmp_path / "sandbox" / "sandbox.json"
+    info.write_text(json.dumps({**json.loads(info.read_text()), "key": "another cannbuild's"}))
+    proc = cli("validate", "--cases", "fp32_bsh_s128_d64_gqa")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sandbox: making an A2 host" in proc.stderr
+    assert "sandbox toolkit: host side laid out from opbase@" in proc.stderr
+    example = next(c for c in cli.report()["validation"]["checks"] if c["id"] == "example")
+    assert example["status"] == "PASS", example
