@@ -188,6 +188,16 @@ def validation_key(inp: ValidationInputs) -> str:
 def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> ValidationReport:
     """Every check of one repository in turn; `phases` hears each one that runs as it
     starts."""
+    try:
+        return _run_checks(inp, phases)
+    finally:  # what a check started ahead for a later one and the run ended before (a child)
+        for kept in inp.memo.values():
+            close = getattr(kept, "close", None)
+            if callable(close):
+                close()
+
+
+def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
     start = time.monotonic()
     checks: List[ValidationCheck] = []
     phases(f"library: {inp.library.name} (ELF, exports, dependencies)")

@@ -5,7 +5,7 @@ through torch_npu.npu_fusion_attention, each judged against a float64 reference.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from msgspec.structs import asdict
 
@@ -54,6 +54,10 @@ class FlashAttention:
     def run(
         self, inp: ValidationInputs, phases: PhaseSink
     ) -> Tuple[ValidationCheck, List[CaseResult]]:
+        if _why_no_torch_npu(inp) is None:
+            # its worker imports torch_npu while this route and the example run (after() takes
+            # it; run_validation closes it if the run ends first)
+            inp.memo[TORCH_NPU] = torchnpu.Started(inp.env, inp.workdir)
         return _run_capi(inp, cases.select(inp.case_names), phases)
 
     def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]:
@@ -61,19 +65,34 @@ class FlashAttention:
         return [_torch_npu_check(inp, cases.select(inp.case_names), phases)]
 
 
+TORCH_NPU = "torch_npu-worker"  # ValidationInputs.memo: the worker run() started
+
+
+def _why_no_torch_npu(inp: ValidationInputs) -> Optional[str]:
+    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
+    if why_not is None and not inp.library.is_file():
+        why_not = "not run: the operator library is missing (see the library check)"
+    return why_not or cases.why_no_torch()
+
+
 def _torch_npu_check(
     inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
 ) -> ValidationCheck:
     """The route users take: torch_npu.npu_fusion_attention, in its own process."""
-    why_not = torchnpu.unavailable(inp.target, inp.no_device_reason, read_python_stack())
-    if why_not is None and not inp.library.is_file():
-        why_not = "not run: the operator library is missing (see the library check)"
-    if why_not is None:
-        why_not = cases.why_no_torch()
+    started = inp.memo.pop(TORCH_NPU, None)
+    why_not = _why_no_torch_npu(inp)
     if why_not:
         return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
+    started = started if isinstance(started, torchnpu.Started) else None
     phases(f"torch_npu: npu_fusion_attention on {len(selected)} cases (its own process)")
-    outcome = torchnpu.run(selected, inp.library, inp.env, inp.workdir, inp.memo)
+    outcome = torchnpu.run(
+        selected,
+        inp.library,
+        inp.env,
+        inp.workdir,
+        inp.memo,
+        started,
+    )
     return ValidationCheck(
         id="torch_npu", status=outcome.status, message=outcome.message, details=outcome.details
     )

@@ -14,6 +14,7 @@ torch_npu runs on the CPU emulation of the ACL runtime.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -78,9 +79,41 @@ def start_worker(
     )
     child_env.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     argv = [sys.executable, "-c", code, str(data)]
+    if code == WORKER:  # its job comes when stdin closes (Started.send)
+        return popen(
+            argv, env=child_env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT
+        )
     if code != SERVER:
         return popen(argv, env=child_env, stdout=log, stderr=subprocess.STDOUT)
     return popen(argv, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+
+
+class Started:
+    """A worker started ahead of its cases: it imports torch and torch_npu (3 s of CPU) while
+    the C API route and the example run, and reads its job when `send` closes its stdin.
+    `close` stops it if its cases never came (a failed or interrupted run)."""
+
+    def __init__(self, env: Mapping[str, str], workdir: Path) -> None:
+        # workdir is <workspace>/validate: nothing below the workspace is written through a link
+        safefs.make_dirs(workdir.parent, workdir, "the validation folder")
+        self.data = safefs.fresh(
+            workdir.parent, workdir / "torch_npu", "the torch_npu validation data"
+        )
+        self.start = time.monotonic()
+        with open(self.data / LOG, "w") as log:  # the child writes to its own copy
+            self.child = start_worker(WORKER, self.data, env, log)
+
+    def send(self, selected: Sequence[Case]) -> None:
+        (self.data / JOB).write_text(
+            json.dumps({"device": "npu:0", "cases": [c.name for c in selected]})
+        )
+        assert self.child.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # it failed to import: its result says why
+            self.child.stdin.close()
+
+    def close(self) -> None:
+        if self.child.poll() is None:
+            kill_group(self.child, grace_s=1.0)
 
 
 def unavailable(target: Optional[str], no_device_reason: str, stack: PythonStack) -> Optional[str]:
@@ -112,30 +145,24 @@ def run(
     env: Mapping[str, str],
     workdir: Path,
     memo: Optional[Dict[str, object]] = None,
+    started: Optional[Started] = None,
 ) -> RouteOutcome:
-    """Run every case through torch_npu in a child process and judge the outputs here
-    (against the references the C API route computed, in `memo`)."""
+    """Run every case through torch_npu in a child process (`started` ahead, or now) and
+    judge the outputs here (against the references the C API route computed, in `memo`)."""
     stack = read_python_stack()
-    # workdir is <workspace>/validate: nothing below the workspace is written through a link
-    data = safefs.fresh(workdir.parent, workdir / "torch_npu", "the torch_npu validation data")
-    tensors = {c.name: write_inputs(c, data) for c in selected}
-    (data / JOB).write_text(json.dumps({"device": "npu:0", "cases": [c.name for c in selected]}))
-    start = time.monotonic()
-    with open(data / LOG, "w") as log:
-        child = start_worker(WORKER, data, env, log)
-        try:
-            # any float64 reference not yet computed is, while torch_npu starts and runs the cases
-            known = {} if memo is None else memo
-            expected = {c.name: reference_once(known, c, tensors[c.name]) for c in selected}
-            code: Optional[int] = child.wait(
-                timeout=max(RUN_TIMEOUT_S - (time.monotonic() - start), 1)
-            )
-        except subprocess.TimeoutExpired:
-            kill_group(child, grace_s=1.0)
-            code = None
-        except BaseException:  # Ctrl-C, SIGTERM: the worker goes too
-            kill_group(child, grace_s=1.0)
-            raise
+    worker = started or Started(env, workdir)
+    data, child, start = worker.data, worker.child, worker.start
+    try:
+        tensors = {c.name: write_inputs(c, data) for c in selected}
+        worker.send(selected)
+        # any float64 reference not yet computed is, while torch_npu runs the cases
+        known = {} if memo is None else memo
+        expected = {c.name: reference_once(known, c, tensors[c.name]) for c in selected}
+        code: Optional[int] = child.wait(timeout=max(RUN_TIMEOUT_S - (time.monotonic() - start), 1))
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:  # a timeout, Ctrl-C, SIGTERM: the worker goes too
+        worker.close()
     details: Dict[str, object] = {
         "torch_npu": stack.torch_npu,
         "torch": stack.torch,
@@ -350,12 +377,15 @@ def import_torch_npu() -> Tuple[ModuleType, ModuleType]:
 def worker(folder: str) -> int:
     """The child process: run the job in `folder`, write result.json; 3 if torch_npu cannot load."""
     directory = Path(folder)
-    job = bounded.read_json(directory / JOB, bounded.RUN_FILE)
     try:
         torch, torch_npu = import_torch_npu()
     except Exception as exc:  # any import failure is the verdict, reported, never a traceback
         write_json_atomic(directory / RESULT, {"error": f"import torch_npu: {first_lines(exc)}"})
         return 3
+    sys.stdin.read()  # started ahead of its cases: the job is written when stdin closes
+    if not (directory / JOB).is_file():  # cannbuild stopped before sending it
+        return 2
+    job = bounded.read_json(directory / JOB, bounded.RUN_FILE)
     runs: Dict[str, Dict[str, object]] = {}
     for case in select(job["cases"]):
         try:
