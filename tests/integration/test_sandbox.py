@@ -285,3 +285,42 @@ def test_sandbox_create_from_the_command_line(tmp_path):
         bad.returncode == 2
         and "--cann '8.4.0' is not a CANN release the sandbox can emulate" in bad.stderr
     )
+
+
+def test_a_second_sandbox_unpacks_the_mirror_the_first_made_and_a_damaged_one_is_made_again(
+    tmp_path,
+):
+    from cannbuild.sandbox import repos
+    from cannbuild.sandbox.create import mirror_key
+    from cannbuild.sandbox.files import CommandLog
+
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+
+    def lay(name: str) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        log = CommandLog(path=folder / "create.log")
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            repos.lay_out_mirror(folder / "mirror", folder / "build", log, mirror_key())
+        return log.path.read_text()
+
+    def tags(name: str) -> str:
+        bare = tmp_path / name / "mirror" / "cann" / "ops-transformer.git"
+        return subprocess.run(
+            ["git", "-C", str(bare), "show-ref", "--tags"], capture_output=True, text=True
+        ).stdout
+
+    first = lay("first")
+    assert "$ git clone -q --bare" in first and "mirror made into" in first
+    second = lay("second")
+    assert "$ git" not in second and "mirror unpacked from" in second  # no git ran
+    assert tags("second") == tags("first") and "v8.5.0" in tags("first")
+    [tar] = (tmp_path / "xdg" / "cannbuild" / "mirror").glob("*/mirror.tar")
+    damaged = bytearray(tar.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    tar.write_bytes(bytes(damaged))
+    third = lay("third")
+    assert "$ git clone -q --bare" in third and "mirror made into" in third
+    assert tags("third") == tags("first")
