@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import usercache
+from ..bounded import ARCHIVE, open_binary
 from ..phases import PhaseSink, no_phases
 from ..render.templates import file_env
 from ..resources import data_dir
@@ -360,13 +361,14 @@ def lay_out_mirror(
         made = build_dir.parent / "mirror"
         shutil.rmtree(made, ignore_errors=True)
         make(made)
-        with tarfile.open(out / MIRROR_TAR, "w") as tar:
+        with open(out / MIRROR_TAR, "wb") as fh, tarfile.open(fileobj=fh, mode="w") as tar:
             tar.add(made, arcname=".")
         shutil.rmtree(made)
 
     phases(f"making the stand-in source repositories (git), once per machine (kept in {root})")
     entry, reused = usercache.cached(root, "mirror", key[:32], pack)
-    with tarfile.open(entry / MIRROR_TAR) as tar:
+    kind = ARCHIVE.named("the per-user cache's mirror")  # checked against its manifest
+    with open_binary(entry / MIRROR_TAR, kind) as fh, tarfile.open(fileobj=fh) as tar:
         # the user's own cache entry, checked against its manifest: `data` refuses links out
         # and absolute names all the same, where this Python has it
         if hasattr(tarfile, "data_filter"):
