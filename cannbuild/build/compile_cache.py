@@ -20,7 +20,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -52,7 +52,6 @@ INSTALL_HINT = (
 # refuse `--ccache` up to 9.1 and take it glued from v9.2.0-beta.1 (ops-math build.sh:877).
 # opbase (v8.5.0+, CMakeLists.txt:7-10) uses the ccache that PATH finds, as every build does
 # through the launcher variables below.
-T = TypeVar("T")
 # The first line of `ccache --version`: `ccache version 4.9.1`.
 _VERSION = re.compile(r"ccache version (\d+)\.(\d+)(?:\.(\d+))?")
 

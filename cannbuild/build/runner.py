@@ -68,18 +68,13 @@ def _clip(line: str) -> str:
     return "..." + text[start : start + LINE_LIMIT - 3]
 
 
-def first_errors(
-    lines: Sequence[str],
-    first_line: int = 1,
-    limit: int = FIRST_ERRORS,
-    context: int = ERROR_CONTEXT,
-) -> Tuple[Tuple[int, str], ...]:
+def first_errors(lines: Sequence[str], first_line: int = 1) -> Tuple[Tuple[int, str], ...]:
     """The first error-looking lines, each with the indented lines that continue it, as
     (line number in the log, text); `first_line` is the log line of lines[0]."""
     found: List[Tuple[int, str]] = []
     blocks = 0
     i = 0
-    while i < len(lines) and blocks < limit:
+    while i < len(lines) and blocks < FIRST_ERRORS:
         if not ERROR_LINE.search(lines[i]):
             i += 1
             continue
@@ -89,7 +84,9 @@ def first_errors(
         taken = 0
         # CMake indents the lines that explain an error under it; a blank line may sit between.
         while (
-            i < len(lines) and taken < context and (not lines[i].strip() or lines[i][:1].isspace())
+            i < len(lines)
+            and taken < ERROR_CONTEXT
+            and (not lines[i].strip() or lines[i][:1].isspace())
         ):
             if lines[i].strip():
                 found.append((first_line + i, _clip(lines[i])))
@@ -127,32 +124,27 @@ class StepOutcome(Struct, frozen=True, kw_only=True):
 
 
 class Progress(Protocol):
-    def started(self, step: PlannedStep, log: Path) -> None: ...
+    """What hears a run's steps; each method does nothing unless an implementation says
+    otherwise (NoProgress is this protocol as it is)."""
 
-    def output(self, line: str) -> None: ...
-
-    def finished(self, outcome: StepOutcome) -> None: ...
-
-    def skipped(self, step: PlannedStep) -> None: ...
-
-    def note(self, text: str) -> None: ...
-
-
-class NoProgress:
     def started(self, step: PlannedStep, log: Path) -> None:
-        pass
+        return None
 
     def output(self, line: str) -> None:
-        pass
+        return None
 
     def finished(self, outcome: StepOutcome) -> None:
-        pass
+        return None
 
     def skipped(self, step: PlannedStep) -> None:
-        pass
+        return None
 
     def note(self, text: str) -> None:
-        pass
+        return None
+
+
+class NoProgress(Progress):
+    """A run nobody watches."""
 
 
 class RunLogs(Struct, kw_only=True):

@@ -244,7 +244,9 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
         tar = tarfile.open(fileobj=fh, mode=tar_mode(fh))  # noqa: SIM115 - closed below
     except (OSError, tarfile.TarError) as exc:
         fh.close()
-        raise _unreadable(bundle, exc) from exc
+        raise UsageError(
+            f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
+        ) from exc
     with fh, tar, tempfile.TemporaryDirectory(dir=str(_ensure(ws.root))) as tmp:
         members = {m.name: m for m in _members(tar, bundle) if m.isfile()}
         manifest = _manifest(tar, members, bundle)
@@ -289,12 +291,6 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
             raise _bad(bundle, f"its {LOCK_NAME} is broken ({exc.message.rstrip('.')})") from None
     assert lock is not None
     return lock
-
-
-def _unreadable(bundle: Path, exc: Exception) -> UsageError:
-    return UsageError(
-        f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
-    )
 
 
 def _members(tar: tarfile.TarFile, bundle: Path) -> List[tarfile.TarInfo]:

@@ -21,11 +21,12 @@ step not selected), and a sandbox lock's header says where each commit was fetch
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Annotated, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from msgspec import Struct, field
-from msgspec.structs import asdict, replace
+from msgspec import Meta, Struct, field, to_builtins
+from msgspec.structs import replace
 
 from ..bounded import LOCK, parse_toml, read_text
 from ..decoded import convert
@@ -116,58 +117,105 @@ def _one_line(text: str) -> str:
 # archives (written only then).
 READABLE_VERSIONS = (1, 2, 3)
 
+# Every value a lock carries reaches git, a file name or a Dockerfile, so msgspec checks each
+# for its kind as the lock is read (a newline in a URL would become a RUN line; \Z, since $
+# also matches before a final newline).
+# A SHA-1 commit id as `git rev-parse` prints it; upper case or abbreviations never occur in a lock
+# cannbuild wrote.
+COMMIT = re.compile(r"[0-9a-f]{40}")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+_PLAIN_WORD = r"[A-Za-z0-9][A-Za-z0-9_.:/+@=-]*"
+_PLAIN_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+Line = Annotated[str, Meta(pattern=r"^[^\x00-\x1f\x7f]*\Z", description="a single-line string")]
+# Recipe names (`cann-9.0`), toolkit versions (`8.2.RC1`, `9.0.0-beta.1`) and SoCs
+# (`ascend910_93`): nothing that could open a quote or a new line in a Dockerfile.
+Word = Annotated[str, Meta(pattern=rf"^{_PLAIN_WORD}\Z", description="a plain word")]
+OptWord = Annotated[str, Meta(pattern=rf"^(?:{_PLAIN_WORD})?\Z", description="a plain word")]
+# A blank would split the URL into two words on a git or Dockerfile command line.
+Url = Annotated[
+    str, Meta(pattern=r"^[^\s\x00-\x1f\x7f]*\Z", description="a single-line URL without spaces")
+]
+# a git cache folder, a bundle member, a repo name on the Dockerfile's setup line
+Name = Annotated[str, Meta(pattern=rf"^{_PLAIN_NAME}\Z", description="a plain name")]
+OptName = Annotated[str, Meta(pattern=rf"^(?:{_PLAIN_NAME})?\Z", description="a plain name")]
+Commit = Annotated[str, Meta(pattern=rf"^{COMMIT.pattern}\Z", description="a 40-hex commit id")]
+Sha256 = Annotated[str, Meta(pattern=rf"^{SHA256.pattern}\Z", description="a sha256 digest")]
+# `third_party/json-3.11.3.tar.gz`, `third_party/makeself/`: relative, no empty or `..` part
+Place = Annotated[
+    str,
+    Meta(
+        pattern=r"^(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?\Z",
+        description="a path inside the checkout",
+    ),
+]
+# pattern, as msgspec's error quotes it -> what a value that does not match it is not
+# (read_lock words the error)
+_WANT = {
+    repr(meta.pattern): meta.description
+    for meta in (
+        typing.get_args(kind)[1]
+        for kind in (Line, Word, OptWord, Url, Name, OptName, Commit, Sha256, Place)
+    )
+}
+_REGEX = re.compile(r": expected `str` matching regex ('.*')\.$")
 
-class LockedRepo(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    name: str
-    url: str
-    ref: str  # "tag v9.0.0"; a pin: "pinned by cmake/third_party/opbase.cmake:10"
-    commit: str
+
+# omit_defaults: a lock without a repo's `source`, an archive's `repos`, `places` or `stand_in`
+# reads as cannbuild wrote it before.
+class LockedRepo(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    name: Line
+    url: Url
+    ref: Line  # "tag v9.0.0"; a pin: "pinned by cmake/third_party/opbase.cmake:10"
+    commit: Commit
     # a pinned source of its own (not a [repos.*] of the recipe): its name, which is its git
     # cache and its member of a bundle ("cann-cmake", "ops-tensor"); "" otherwise
-    source: str = ""
+    source: OptName = ""
 
 
-class LockedArchive(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class LockedArchive(
+    Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
     name: str
-    url: str
-    sha256: str
-    repos: Tuple[str, ...] = ()  # the checkouts it is put into
+    url: Url
+    sha256: Sha256
+    repos: Tuple[Line, ...] = ()  # the checkouts it is put into
     # checkout -> where it went, for an archive placed where the cann/cmake module that
     # declares it takes a copy (no recipe rule says so); empty when the recipe places it
-    places: Dict[str, str] = field(default_factory=dict)
+    places: Dict[Line, Place] = field(default_factory=dict)
     # on the sandbox: why these bytes are the sandbox's stand-in, not the file upstream
     # declares, accepted by name (--accept-stand-in); "" for the real file
     stand_in: str = ""
 
 
 class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A lock file as written (read_lock: msgspec checks each key's kind, check_values
-    what each value may hold)."""
+    """A lock file as written (read_lock: msgspec checks each key's kind and what each
+    value may hold)."""
 
-    recipe: str
-    toolkit_version: str
-    soc: str
-    recipe_digest: str = ""  # "" in a lock made before cannbuild recorded them
-    arch: str = ""
+    recipe: Word
+    toolkit_version: Word
+    soc: Word
+    recipe_digest: Line = ""  # "" in a lock made before cannbuild recorded them
+    arch: Line = ""
     repos: Tuple[LockedRepo, ...] = ()
     third_party: Tuple[LockedArchive, ...] = ()
     source_date_epoch: int = 0
-    container: Dict[str, str] = field(default_factory=dict)
+    container: Dict[str, Line] = field(default_factory=dict)
     # as read; one made in memory is written as `written_version()`
     version: int = 2
     sandbox: bool = False  # made on the emulated host: stand-in commits, never a real build
     # the operator release the refs were rendered from (--ops-release, else the toolkit's own);
     # "" in a lock made before cannbuild recorded it
-    ops_release: str = ""
+    ops_release: OptWord = ""
     # the repos whose third-party archives it leaves out: none of their steps ran when it was
     # made (optional, not selected); a run that builds one needs them locked (drift)
-    archives_skipped: Tuple[str, ...] = ()
+    archives_skipped: Tuple[Name, ...] = ()
     # lock name -> where its commit was fetched from, for a sandbox lock (its header): in
     # the header only, which is read back
     origins: Dict[str, str] = field(default_factory=dict)
     # the buildable repos it was made for, in the --repos order, when that is not the
     # recipe's default_repos ("": the default); `setup --locked` in a container passes them
-    build_repos: Tuple[str, ...] = ()
+    # (they reach the Dockerfile's setup line)
+    build_repos: Tuple[Name, ...] = ()
 
     @property
     def other_ops_release(self) -> bool:
@@ -216,24 +264,12 @@ class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             **({"sandbox": True} if self.sandbox else {}),
             **({"archives_skipped": list(self.archives_skipped)} if self.archives_skipped else {}),
             **({"build_repos": list(self.build_repos)} if self.build_repos else {}),
-            # Optional keys are left out when empty (`repos` of an archive, a repo's `source`, an
-            # archive's `places`): a lock without them reads as cannbuild wrote it before.
-            "repos": [_written(asdict(r)) for r in self.repos],
-            "third_party": [
-                _written({**asdict(a), "repos": list(a.repos), "places": dict(a.places)})
-                for a in self.third_party
-            ],
+            "repos": to_builtins(self.repos),
+            "third_party": to_builtins(self.third_party),
         }
         if self.container:
             data["container"] = dict(sorted(self.container.items()))
         return header(self.sandbox, self.origins) + tomli_w.dumps(data)
-
-
-def _written(entry: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: v for k, v in entry.items() if v or k not in _OPTIONAL}
-
-
-_OPTIONAL = ("repos", "source", "places", "stand_in")
 
 
 def read_lock(path: Path) -> Optional[Lock]:
@@ -249,74 +285,17 @@ def read_lock(path: Path) -> Optional[Lock]:
             f"{', '.join(map(str, READABLE_VERSIONS))}.",
             "Run `cannbuild lock` to rewrite it.",
         )
-    lock = replace(convert(data, Lock, f"lock file {path}", LOCK.hint), origins=origins_in(text))
-    check_values(path, lock)
-    return lock
-
-
-# A SHA-1 commit id as `git rev-parse` prints it; upper case or abbreviations never occur in a lock
-# cannbuild wrote.
-COMMIT = re.compile(r"[0-9a-f]{40}")
-SHA256 = re.compile(r"[0-9a-f]{64}")
-# Recipe names (`cann-9.0`), toolkit versions (`8.2.RC1`, `9.0.0-beta.1`) and SoCs
-# (`ascend910_93`): nothing that could open a quote or a new line in a Dockerfile.
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/+@=-]*")
-_URL = re.compile(r"\S*")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-# `third_party/json-3.11.3.tar.gz`, `third_party/makeself/`: relative, no empty or `..` part
-_PLACE = re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?")
-
-
-def check_values(path: Path, lock: Lock) -> None:
-    """Every value a lock carries reaches git, a file name or a Dockerfile: each is checked
-    for its kind (a newline in a URL would become a RUN line)."""
-
-    def bad(key: str, value: Any, want: str) -> UsageError:
-        return UsageError(
-            f"lock file {path}: {key} = {value!r} is not {want}.",
+    try:
+        lock = convert(data, Lock, f"lock file {path}", LOCK.hint)
+    except UsageError as exc:
+        want = _REGEX.search(exc.message)
+        if want is None:
+            raise
+        raise UsageError(
+            f"{exc.message[: want.start()]} is not {_WANT[want.group(1)]}.",
             "Restore the lock from version control, or delete it and run `cannbuild lock`.",
-        )
-
-    def text(key: str, value: Any, pattern: Optional[re.Pattern] = None, want: str = "") -> None:
-        if not isinstance(value, str) or any(ord(c) < 32 or ord(c) == 127 for c in value):
-            raise bad(key, value, "a single-line string")
-        if pattern is not None and not pattern.fullmatch(value):
-            raise bad(key, value, want)
-
-    for name in ("recipe", "toolkit_version", "soc"):
-        text(name, getattr(lock, name), _WORD, "a plain word")
-    if lock.ops_release:
-        text("ops_release", lock.ops_release, _WORD, "a plain word")
-    for name in lock.build_repos:  # they reach the Dockerfile's setup line
-        text("build_repos", name, _NAME, "a plain name")
-    text("recipe_digest", lock.recipe_digest)
-    text("arch", lock.arch)
-    for repo in lock.repos:
-        text(f"repos {repo.name!r} name", repo.name)
-        # A blank would split the URL into two words on a git or Dockerfile command line.
-        text(f"repos {repo.name!r} url", repo.url, _URL, "a URL without spaces")
-        text(f"repos {repo.name!r} ref", repo.ref)
-        text(f"repos {repo.name!r} commit", repo.commit, COMMIT, "a 40-hex commit id")
-        if repo.source:  # it names a git cache folder and a bundle member
-            text(f"repos {repo.name!r} source", repo.source, _NAME, "a plain name")
-    for archive in lock.third_party:
-        text(f"third_party {archive.name!r} url", archive.url, _URL, "a URL without spaces")
-        text(f"third_party {archive.name!r} sha256", archive.sha256, SHA256, "a sha256 digest")
-        for checkout in archive.repos:
-            text(f"third_party {archive.name!r} repos", checkout)
-        for checkout, place in archive.places.items():
-            # joined to a checkout: relative, no `..`, as a recipe's place
-            text(f"third_party {archive.name!r} places", checkout)
-            text(
-                f"third_party {archive.name!r} places.{checkout}",
-                place,
-                _PLACE,
-                "a path inside the checkout",
-            )
-    for key, value in lock.container.items():
-        text(f"container.{key}", value)
-    for name in lock.archives_skipped:
-        text("archives_skipped", name, _NAME, "a repo name")
+        ) from None
+    return replace(lock, origins=origins_in(text))
 
 
 def write_lock(path: Path, lock: Lock) -> None:

@@ -309,7 +309,8 @@ def without_line(start: str) -> str:
 MALFORMED = {
     "commit-not-a-string": (GOOD.replace('commit = "' + "a" * 40 + '"', "commit = 42"),
                             "[[repos]] #1 commit = 42 is not a string"),
-    "commit-not-hex": (GOOD.replace("a" * 40, "z" * 40), "commit = 'zzzz"),
+    "commit-not-hex": (GOOD.replace("a" * 40, "z" * 40),
+                       "[[repos]] #1 commit is not a 40-hex commit id"),
     "not-toml": ("recipe = [unclosed\n", "cannot be read"),
     "version-a-string": (GOOD.replace("version = 2", 'version = "2"'), "has version '2'"),
     "recipe-missing": (without_line("recipe ="),

