@@ -31,12 +31,7 @@ from .recipes import available, load_recipe
 from .render.grammars import check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
-from .self_install import (
-    build_own_wheel,
-    installed_spec,
-    no_install_source,
-    source_files,
-)
+from .self_install import build_own_wheel, install_requirement, source_files
 from .sources.lock import read_lock
 from .workspace import write_atomic
 
@@ -270,18 +265,10 @@ def check_label(label: str, flag: str = "--npu-label") -> None:
 
 def chosen_install(spec: Optional[str], provider: str) -> Install:
     """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
-    requirement pip recorded; else no way that resolves: refused.  A requirement is one
-    PEP 508 line: it lands in the workflow's run blocks."""
-    if spec is not None:
-        check_requirement(spec)
-        return Install(spec=spec)
-    if source_files(data_dir("templates").parent) is not None:
+    requirement pip recorded; else no way that resolves: refused."""
+    if spec is None and source_files(data_dir("templates").parent) is not None:
         return Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
-    recorded = installed_spec()
-    if recorded:
-        check_requirement(recorded, "the install source pip recorded (direct_url.json)")
-        return Install(spec=recorded)
-    raise no_install_source()
+    return Install(spec=install_requirement(spec))
 
 
 def refuse_foreign_file(target: Path, what: str) -> None:

@@ -38,7 +38,7 @@ from ..proc import run
 from ..render.grammars import check_cann, check_image, check_requirement, one_line
 from ..render.templates import file_env
 from ..resources import data_dir
-from ..self_install import installed_spec, no_install_source, source_files
+from ..self_install import install_requirement, source_files
 from ..sources.lock import Lock, read_lock, write_lock
 from .engine import CACHE_SECRET_ID, SECRET_ID, build_command
 from .engine import build as engine_build
@@ -252,13 +252,8 @@ def render_context(
     templates = file_env(data_dir("templates") / "container")
     root = data_dir("templates").parent
     sources = source_files(root)
-    install = None
-    if sources is None:  # an installed cannbuild: a requirement that resolves, or nothing
-        install = spec.cannbuild_spec or installed_spec()
-        if install is None:
-            raise no_install_source()
-        if not spec.cannbuild_spec:
-            check_requirement(install, "the install source pip recorded (direct_url.json)")
+    # an installed cannbuild: a requirement that resolves, or nothing
+    install = install_requirement(spec.cannbuild_spec) if sources is None else None
     check_image(base, f"the base image (--base, --base-digest or {lock_file} [container])")
     for label, value in (("source", source), ("revision", revision)):
         if not one_line(value) or '"' in value or "\\" in value:
