@@ -28,7 +28,7 @@ from .host.versions import parse_cann_version
 from .ownership import check_writable
 from .proc import run
 from .recipes import available, load_recipe
-from .render.grammars import check_requirement
+from .render.grammars import check_cann, check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
 from .self_install import build_own_wheel, install_requirement, source_files
@@ -50,15 +50,8 @@ def image_versions(cwd: Path) -> List[str]:
     for path in available(cwd).values():
         recipe = load_recipe(path)
         if recipe.image_cann:
-            try:
-                if recipe.image_cann != recipe.image_cann.strip():  # a newline, a space
-                    raise ValueError(recipe.image_cann)
-                versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
-            except ValueError:
-                raise UsageError(
-                    f"{path}: image_cann {recipe.image_cann!r} is not a CANN version.",
-                    "Use the image's version as its tag spells it, e.g. 8.5.0 or 8.3.rc1.",
-                ) from None
+            check_cann(recipe.image_cann, f"{path}: image_cann")  # whole: no space or newline
+            versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
     return sorted(versions, key=versions.__getitem__)
 
 
