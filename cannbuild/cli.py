@@ -40,7 +40,7 @@ from .redact import redact
 from .signals import on_termination
 from .tasks import START_HERE, all_tasks
 from .tasks._config import Context, load_config
-from .tasks._flags import FLAGS, FlagValue, TaskExit, TaskSpec
+from .tasks._flags import FLAGS, FlagValue, TaskSpec
 
 if TYPE_CHECKING:
     import difflib
@@ -60,10 +60,7 @@ class CannbuildTask(Task):
 
         @functools.wraps(spec.body)
         def body(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
-            try:
-                return spec.body(c, *args, **kwargs)
-            except TaskExit as exc:  # as invoke ends a task, for a program other than ours
-                raise Exit(exc.message, code=exc.code) from None
+            return spec.body(c, *args, **kwargs)
 
         params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         params += [
@@ -193,7 +190,7 @@ class CannbuildProgram(Program):
         except ParseError as exc:
             _say(self.usage_paragraph(exc))
             return UsageError.exit_code
-        except (Exit, TaskExit) as exc:
+        except Exit as exc:
             if exc.message:
                 _say(exc.message)
             return exc.code
