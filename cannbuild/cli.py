@@ -28,7 +28,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, List, NoReturn, Optional, Sequence, Set, Tuple
 
-from invoke import Argument, Collection, Config, Exit, ParseError, Program, Task
+from invoke import Argument, Collection, Config, Context, Exit, ParseError, Program, Task
 from invoke.completion.complete import complete, print_completion_script
 from invoke.parser import Parser, ParserContext
 
@@ -39,7 +39,7 @@ from .lazy import lazy_module
 from .redact import redact
 from .signals import on_termination
 from .tasks import START_HERE, all_tasks
-from .tasks._config import Context, load_config
+from .tasks._config import load_config
 from .tasks._flags import FLAGS, FlagValue, TaskSpec
 
 if TYPE_CHECKING:

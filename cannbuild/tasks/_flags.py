@@ -11,7 +11,7 @@ import functools
 import inspect
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
-from invoke import Exit
+from invoke import Context, Exit
 from msgspec import Struct
 from msgspec.structs import replace
 
@@ -19,7 +19,7 @@ from .. import ui
 from ..errors import CannbuildError, DryRun, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, PATH_FIELDS, Options, check_path
-from ._config import Context, state_warnings
+from ._config import state_warnings
 from ._frame import Frame
 
 F = TypeVar("F", bound=Callable[..., None])
