@@ -21,7 +21,6 @@ import inspect
 import logging
 import os
 import re
-import shutil
 import signal
 import sys
 import textwrap
@@ -32,7 +31,7 @@ from invoke import Argument, Collection, Config, Context, Exit, ParseError, Prog
 from invoke.completion.complete import complete, print_completion_script
 from invoke.parser import Parser, ParserContext
 
-from . import __version__
+from . import __version__, ui
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
 from .interpreter import leave
 from .lazy import lazy_module
@@ -313,10 +312,10 @@ class CannbuildProgram(Program):
                 "Build, install and validate CANN's opbase and ops-transformer (--repos: its "
                 "siblings too) on an Ascend host; --sandbox runs everything on an emulated host "
                 "(no NPU, no CANN).",
-                min(_width(), 88),
+                min(ui.width(), 88),
             ),
             "",
-            *textwrap.wrap(START_HERE, min(_width(), 100)),
+            *textwrap.wrap(START_HERE, min(ui.width(), 100)),
             "",
             "Tasks:",
             *_columns((s.name, s.summary) for s in sorted(specs, key=lambda s: s.name)),
@@ -351,7 +350,7 @@ class CannbuildProgram(Program):
         spec: TaskSpec = self.collection[name].spec
         words = [f"[{n.upper()}]" if n in spec.optional else n.upper() for n, _ in spec.positional]
         lines = [f"Usage: {' '.join(['cannbuild', spec.name, *words, '[options]'])}", ""]
-        width = min(_width(), 100)
+        width = min(ui.width(), 100)
         lines += [textwrap.fill(p, width) for p in spec.doc.split("\n\n") if p.strip()]
         rows = [(n.upper(), text) for n, text in spec.positional]
         for option in sorted(spec.options, key=lambda o: o.name):
@@ -425,15 +424,11 @@ def _help_first(words: List[str]) -> List[str]:
     return words
 
 
-def _width() -> int:
-    return max(shutil.get_terminal_size((100, 24)).columns, 40)
-
-
 def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
     """Two columns, the second wrapped to the terminal (COLUMNS); nothing is ever cut."""
     rows = list(rows)
     left = min(max((len(a) for a, _ in rows), default=0), 32)
-    width = max(_width() - indent - left - 3, 20)
+    width = max(ui.width() - indent - left - 3, 20)
     out: List[str] = []
     for a, b in rows:
         chunks = textwrap.wrap(b, width, break_on_hyphens=False, break_long_words=False) or [""]
