@@ -28,15 +28,10 @@ from .host.versions import parse_cann_version
 from .ownership import check_writable
 from .proc import run
 from .recipes import available, load_recipe
-from .render.grammars import check_requirement
+from .render.grammars import check_cann, check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
-from .self_install import (
-    build_own_wheel,
-    installed_spec,
-    no_install_source,
-    source_files,
-)
+from .self_install import build_own_wheel, install_requirement, source_files
 from .sources.lock import read_lock
 from .workspace import write_atomic
 
@@ -55,15 +50,8 @@ def image_versions(cwd: Path) -> List[str]:
     for path in available(cwd).values():
         recipe = load_recipe(path)
         if recipe.image_cann:
-            try:
-                if recipe.image_cann != recipe.image_cann.strip():  # a newline, a space
-                    raise ValueError(recipe.image_cann)
-                versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
-            except ValueError:
-                raise UsageError(
-                    f"{path}: image_cann {recipe.image_cann!r} is not a CANN version.",
-                    "Use the image's version as its tag spells it, e.g. 8.5.0 or 8.3.rc1.",
-                ) from None
+            check_cann(recipe.image_cann, f"{path}: image_cann")  # whole: no space or newline
+            versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
     return sorted(versions, key=versions.__getitem__)
 
 
@@ -270,18 +258,10 @@ def check_label(label: str, flag: str = "--npu-label") -> None:
 
 def chosen_install(spec: Optional[str], provider: str) -> Install:
     """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
-    requirement pip recorded; else no way that resolves: refused.  A requirement is one
-    PEP 508 line: it lands in the workflow's run blocks."""
-    if spec is not None:
-        check_requirement(spec)
-        return Install(spec=spec)
-    if source_files(data_dir("templates").parent) is not None:
+    requirement pip recorded; else no way that resolves: refused."""
+    if spec is None and source_files(data_dir("templates").parent) is not None:
         return Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
-    recorded = installed_spec()
-    if recorded:
-        check_requirement(recorded, "the install source pip recorded (direct_url.json)")
-        return Install(spec=recorded)
-    raise no_install_source()
+    return Install(spec=install_requirement(spec))
 
 
 def refuse_foreign_file(target: Path, what: str) -> None:

@@ -21,26 +21,25 @@ import inspect
 import logging
 import os
 import re
-import shutil
 import signal
 import sys
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, List, NoReturn, Optional, Sequence, Set, Tuple
 
-from invoke import Argument, Collection, Config, Exit, ParseError, Program, Task
+from invoke import Argument, Collection, Config, Context, Exit, ParseError, Program, Task
 from invoke.completion.complete import complete, print_completion_script
 from invoke.parser import Parser, ParserContext
 
-from . import __version__
+from . import __version__, ui
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
 from .interpreter import leave
 from .lazy import lazy_module
 from .redact import redact
 from .signals import on_termination
 from .tasks import START_HERE, all_tasks
-from .tasks._config import Context, load_config
-from .tasks._flags import FLAGS, FlagValue, TaskExit, TaskSpec
+from .tasks._config import load_config
+from .tasks._flags import FLAGS, FlagValue, TaskSpec
 
 if TYPE_CHECKING:
     import difflib
@@ -60,10 +59,7 @@ class CannbuildTask(Task):
 
         @functools.wraps(spec.body)
         def body(c: Context, *args: FlagValue, **kwargs: FlagValue) -> None:
-            try:
-                return spec.body(c, *args, **kwargs)
-            except TaskExit as exc:  # as invoke ends a task, for a program other than ours
-                raise Exit(exc.message, code=exc.code) from None
+            return spec.body(c, *args, **kwargs)
 
         params = [inspect.Parameter("c", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         params += [
@@ -193,7 +189,7 @@ class CannbuildProgram(Program):
         except ParseError as exc:
             _say(self.usage_paragraph(exc))
             return UsageError.exit_code
-        except (Exit, TaskExit) as exc:
+        except Exit as exc:
             if exc.message:
                 _say(exc.message)
             return exc.code
@@ -316,10 +312,10 @@ class CannbuildProgram(Program):
                 "Build, install and validate CANN's opbase and ops-transformer (--repos: its "
                 "siblings too) on an Ascend host; --sandbox runs everything on an emulated host "
                 "(no NPU, no CANN).",
-                min(_width(), 88),
+                min(ui.width(), 88),
             ),
             "",
-            *textwrap.wrap(START_HERE, min(_width(), 100)),
+            *textwrap.wrap(START_HERE, min(ui.width(), 100)),
             "",
             "Tasks:",
             *_columns((s.name, s.summary) for s in sorted(specs, key=lambda s: s.name)),
@@ -354,7 +350,7 @@ class CannbuildProgram(Program):
         spec: TaskSpec = self.collection[name].spec
         words = [f"[{n.upper()}]" if n in spec.optional else n.upper() for n, _ in spec.positional]
         lines = [f"Usage: {' '.join(['cannbuild', spec.name, *words, '[options]'])}", ""]
-        width = min(_width(), 100)
+        width = min(ui.width(), 100)
         lines += [textwrap.fill(p, width) for p in spec.doc.split("\n\n") if p.strip()]
         rows = [(n.upper(), text) for n, text in spec.positional]
         for option in sorted(spec.options, key=lambda o: o.name):
@@ -428,15 +424,11 @@ def _help_first(words: List[str]) -> List[str]:
     return words
 
 
-def _width() -> int:
-    return max(shutil.get_terminal_size((100, 24)).columns, 40)
-
-
 def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
     """Two columns, the second wrapped to the terminal (COLUMNS); nothing is ever cut."""
     rows = list(rows)
     left = min(max((len(a) for a, _ in rows), default=0), 32)
-    width = max(_width() - indent - left - 3, 20)
+    width = max(ui.width() - indent - left - 3, 20)
     out: List[str] = []
     for a, b in rows:
         chunks = textwrap.wrap(b, width, break_on_hyphens=False, break_long_words=False) or [""]

@@ -125,10 +125,6 @@ def clean_plan(root: Path, keep: int, sources: bool = False, sandbox: bool = Fal
     return targets
 
 
-def remove(root: Path, targets: List[Path]) -> int:
-    return remove_inside(root, targets, "workspace")
-
-
 def step_facts(
     ws: Workspace, stamp: Mapping[str, JSONValue], seen: Optional[Dict[str, Tuple[str, str]]] = None
 ) -> Tuple[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -186,16 +186,22 @@ def _flatten(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
                 f"Write `{key}:` then indented keys: {', '.join(_SECTIONS[key])}.",
             )
         for sub, item in value.items():
-            if sub not in _SECTIONS[key]:
-                close = difflib.get_close_matches(str(sub), _SECTIONS[key], n=1)
-                raise UsageError(
-                    f"invoke config key cannbuild.{key}.{sub} is not a cannbuild option.",
-                    f"Did you mean cannbuild.{key}.{close[0]}?"
-                    if close
-                    else f"Known keys: {', '.join(f'{key}.{k}' for k in _SECTIONS[key])}.",
-                )
+            _known_key(str(sub), _SECTIONS[key], f"{key}.")
             flat[f"{key}_{sub}"] = item
     return flat
+
+
+def _known_key(key: str, known: Sequence[str], section: str = "") -> None:
+    """Refuse a config key that is not a cannbuild option, with a did-you-mean."""
+    if key in known:
+        return
+    close = difflib.get_close_matches(key, known, n=1)
+    raise UsageError(
+        f"invoke config key cannbuild.{section}{key} is not a cannbuild option.",
+        f"Did you mean cannbuild.{section}{close[0]}?"
+        if close
+        else f"Known keys: {', '.join(section + k for k in known)}.",
+    )
 
 
 def _config_name(name: str) -> str:
@@ -405,16 +411,9 @@ def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
 def _checked_config(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     """The `cannbuild` config key, flattened; an unknown key is an error."""
     # the names only: msgspec.structs.fields() resolves every annotation on each call
-    names = Options.__struct_fields__
     config = _flatten(config)
-    unknown = [k for k in config if k not in names]
-    if unknown:
-        key = unknown[0]
-        close = difflib.get_close_matches(key, names, n=1)
-        raise UsageError(
-            f"invoke config key cannbuild.{key} is not a cannbuild option.",
-            f"Did you mean cannbuild.{close[0]}?" if close else f"Known keys: {', '.join(names)}.",
-        )
+    for key in config:
+        _known_key(key, Options.__struct_fields__)
     return config
 
 

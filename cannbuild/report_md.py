@@ -47,25 +47,25 @@ def _validation_line(v: Optional[Mapping[str, Any]]) -> str:
     return out
 
 
-def _built_from(f: Mapping[str, Any]) -> str:
-    out = f"\nValidated the package installed by {f.get('step')} at {f.get('finished')}"
+def built_from_text(f: Mapping[str, Any]) -> List[str]:
+    """The build behind the package validated, and a later build attempt that failed (then
+    the package judged is the older one): report.md's sentences, the terminal's lines."""
+    out = f"Validated the package installed by {f.get('step')} at {f.get('finished')}"
     if f.get("run_id"):
         out += f" (run {f['run_id']})"
     if f.get("commits"):
         out += ", built from " + ", ".join(
             f"{repo} `{commit[:12]}`" for repo, commit in f["commits"].items()
         )
-    out += "."
     n = f.get("newer_failed_attempt")
-    if n:
-        out += (
-            f" A later build attempt ({n.get('command')}, run {n.get('run_id')} at "
-            f"{n.get('finished')}) FAILED"
-        )
-        if n.get("failed_step"):
-            out += f" at {n['failed_step']}"
-        out += ": this judges the older package."
-    return out + "\n"
+    if not n:
+        return [out + "."]
+    failed = f" at {n['failed_step']}" if n.get("failed_step") else ""
+    return [
+        out + ".",
+        f"A later build attempt ({n.get('command')}, run {n.get('run_id')} at "
+        f"{n.get('finished')}) FAILED{failed}: this judges the older package.",
+    ]
 
 
 def _artifacts(artifacts: Sequence[Mapping[str, Any]]) -> str:
@@ -265,7 +265,7 @@ def render_markdown(r: Mapping[str, Any]) -> str:
     head += _build(r.get("build") or {}) + "\n"
     head += _validation_line(v) + "\n"
     if r.get("built_from"):
-        head += _built_from(r["built_from"])
+        head += f"\n{' '.join(built_from_text(r['built_from']))}\n"
     p = r.get("package")
     if p:
         head += (
@@ -283,4 +283,4 @@ def render_markdown(r: Mapping[str, Any]) -> str:
     return head + "\n".join(body) + "\n\n"
 
 
-__all__ = ["render_markdown"]
+__all__ = ["built_from_text", "render_markdown"]

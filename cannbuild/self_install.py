@@ -17,6 +17,7 @@ from . import __version__
 from .bounded import DATA_FILE, decode_json
 from .errors import UsageError
 from .proc import run
+from .render.grammars import check_requirement
 
 
 def source_files(root: Path) -> Optional[List[Path]]:
@@ -102,11 +103,22 @@ def build_own_wheel(root: Path, into: Path, epoch: Optional[int] = None) -> Path
     return final
 
 
-def no_install_source() -> UsageError:
-    return UsageError(
-        f"cannbuild {__version__} is not running from a checkout, and no package index serves "
-        "it: the rendered files would install a cannbuild that does not resolve.",
-        "Pass --cannbuild-spec with a requirement your runners can install (e.g. 'cannbuild "
-        "@ git+https://git.example.com/cannbuild.git@<commit>' or a wheel URL), or render from "
-        "a git checkout of cannbuild (its wheel is then written beside the files).",
-    )
+def install_requirement(given: Optional[str]) -> str:
+    """What the rendered files install cannbuild with when not from a checkout:
+    --cannbuild-spec (`given`, checked by the caller), else the VCS requirement pip
+    recorded (checked here: it lands in a Dockerfile or a workflow's run block); with
+    neither, nothing that resolves: refused."""
+    if given is not None:
+        return given
+    recorded = installed_spec()
+    if recorded is None:
+        raise UsageError(
+            f"cannbuild {__version__} is not running from a checkout, and no package index "
+            "serves it: the rendered files would install a cannbuild that does not resolve.",
+            "Pass --cannbuild-spec with a requirement your runners can install (e.g. "
+            "'cannbuild @ git+https://git.example.com/cannbuild.git@<commit>' or a wheel URL), "
+            "or render from a git checkout of cannbuild (its wheel is then written beside the "
+            "files).",
+        )
+    check_requirement(recorded, "the install source pip recorded (direct_url.json)")
+    return recorded

@@ -21,6 +21,7 @@ from .decoded import JSONValue
 from .host.check import Check
 from .lazy import lazy_module
 from .redact import redact
+from .report_md import built_from_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -288,26 +289,9 @@ def show_validation(
 def print_built_from(
     built_from: Optional[Mapping[str, JSONValue]], stream: TextIO = sys.stdout
 ) -> None:
-    if not built_from:
-        return
-    commits = ", ".join(f"{repo} {sha[:12]}" for repo, sha in built_from.get("commits", {}).items())
-    text = (
-        f"judged: the package installed by {built_from.get('step')} at {built_from.get('finished')}"
-    )
-    if commits:
-        text += f" (built from {commits})"
-    lines = wrap(text, 2, "", stream)
-    newer = built_from.get("newer_failed_attempt")
-    if newer:
-        lines += wrap(
-            f"note: a later build attempt ({newer.get('command')}, run {newer.get('run_id')} at "
-            f"{newer.get('finished')}) FAILED at {newer.get('failed_step')}; this validates the "
-            "older package, not that build.",
-            2,
-            "",
-            stream,
-        )
-    stream.write("\n".join(lines) + "\n")
+    """The build behind the package judged, as report.md says it."""
+    for text in built_from_text(built_from) if built_from else []:
+        stream.write("\n".join(wrap(text.replace("`", ""), 2, "", stream)) + "\n")
 
 
 def print_doctor_summary(host: HostReport) -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Mapping, Optional, TextIO
+from typing import Any, Mapping, Optional, Sequence, TextIO
 
 TOP = 20
 
@@ -13,10 +13,15 @@ def _us(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _table(header: List[str], rows: List[List[str]], stream: TextIO) -> None:
+def table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], stream: TextIO, numbers: bool = True
+) -> None:
+    """Columns as wide as their widest cell; `numbers`: all but the first right-aligned."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        cells = [
+            c.rjust(w) if numbers and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))
+        ]
         stream.write("  " + "  ".join(cells).rstrip() + "\n")
 
 
@@ -33,7 +38,7 @@ def print_profile_compare(data: Mapping[str, Any], stream: TextIO = sys.stdout) 
         ]
         for o in ops[:TOP]
     ]
-    _table(["op type", "count", "before us", "after us", "delta us"], rows, stream)
+    table(["op type", "count", "before us", "after us", "delta us"], rows, stream)
     if len(ops) > TOP:
         stream.write(f"  ... {len(ops) - TOP} more op types (--json lists them all)\n")
     b, a = data["attention"]["before"], data["attention"]["after"]
@@ -72,7 +77,7 @@ def print_bench_compare(
         ]
         for r in data["rows"]
     ]
-    _table(["variant impl shape", "old ms", "new ms", "change", "verdict"], rows, stream)
+    table(["variant impl shape", "old ms", "new ms", "change", "verdict"], rows, stream)
     for label in ("only_old", "only_new"):
         if data[label]:
             stream.write(f"{label.replace('_', ' in ')}: {', '.join(data[label])}\n")
@@ -104,7 +109,7 @@ def print_ranks(data: Mapping[str, Any], stream: TextIO = sys.stdout) -> None:
         _us(sum(r["unfused_us"] for r in ranks)),
     ]
     stream.write("ranks:\n")
-    _table(
+    table(
         ["rank", "kernels", "device us", "fused us", "chains", "unfused us"], [*rows, total], stream
     )
     stream.write(f"slowest: {data['slowest_rank']}\n")

@@ -61,97 +61,51 @@ FOLDERS = (
 LATEST_LINKS = ("logs/latest", "reports/latest", "bench/latest")
 
 
+class _Below:
+    """A path below the workspace's root (`Workspace.src` is `<root>/src`)."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, ws: Workspace, owner: object = None) -> Path:
+        return ws.root.joinpath(*self.parts)
+
+
 class Workspace(Struct, frozen=True, kw_only=True):
     root: Path
 
-    @property
-    def src(self) -> Path:
-        return self.root / "src"
+    src = _Below("src")
+    git_cache = _Below("cache", "git")
+    jinja_cache = _Below("cache", "jinja")  # compiled templates (Jinja's bytecode cache)
+    tool_memo = _Below("cache", "tools.json")  # build tools' versions by binary identity
+    # what each locked commit's cmake/third_party/*.cmake say (immutable per commit)
+    third_party_memo = _Below("cache", "third-party")
+    # what each locked commit needs of the toolkit (build/derived.py; immutable per commit,
+    # operators and opbase pin)
+    derived_memo = _Below("cache", "derived")
+    commit_memo = _Below("cache", "commit-times.json")  # committer time of each commit
+    # what varies in each built package, by sha256 (reproducible.py): reading a package
+    # means decompressing it, gigabytes for a built-in ops-transformer
+    artifact_memo = _Below("cache", "artifacts.json")
+    downloads = _Below("cache", "downloads")
+    stage = _Below("stage")
+    overlay = _Below("overlay")
+    opp = _Below("opp")
+    stamps = _Below("stamps")
+    logs = _Below("logs")
+    reports = _Below("reports")
+    tmp = _Below("tmp")
+    validate = _Below("validate")
+    # the remembered target (target.py): what later tasks take where no flag says
+    target = _Below("target.json")
 
     def checkout(self, repo: str) -> Path:
         return self.src / repo
-
-    @property
-    def git_cache(self) -> Path:
-        return self.root / "cache" / "git"
-
-    @property
-    def jinja_cache(self) -> Path:
-        """Compiled templates (Jinja's bytecode cache), safe to delete."""
-        return self.root / "cache" / "jinja"
-
-    @property
-    def tool_memo(self) -> Path:
-        """Build tools' versions by binary identity (host/toolchain.py)."""
-        return self.root / "cache" / "tools.json"
-
-    @property
-    def third_party_memo(self) -> Path:
-        """What each locked commit's cmake/third_party/*.cmake say (immutable per commit)."""
-        return self.root / "cache" / "third-party"
-
-    @property
-    def derived_memo(self) -> Path:
-        """What each locked commit needs of the toolkit (build/derived.py; immutable per
-        commit, operators and opbase pin)."""
-        return self.root / "cache" / "derived"
 
     def render_memo(self, kind: str) -> Path:
         """Rendered step commands ("steps") or validation commands ("validate"), with the
         template files they came from (render.Templates)."""
         return self.root / "cache" / "renders" / f"{kind}.json"
-
-    @property
-    def commit_memo(self) -> Path:
-        """Committer time of each checked-out commit (immutable per commit)."""
-        return self.root / "cache" / "commit-times.json"
-
-    @property
-    def artifact_memo(self) -> Path:
-        """What varies in each built package, by sha256 (reproducible.py): reading a
-        package means decompressing it, gigabytes for a built-in ops-transformer."""
-        return self.root / "cache" / "artifacts.json"
-
-    @property
-    def downloads(self) -> Path:
-        return self.root / "cache" / "downloads"
-
-    @property
-    def stage(self) -> Path:
-        return self.root / "stage"
-
-    @property
-    def overlay(self) -> Path:
-        return self.root / "overlay"
-
-    @property
-    def opp(self) -> Path:
-        return self.root / "opp"
-
-    @property
-    def stamps(self) -> Path:
-        return self.root / "stamps"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def reports(self) -> Path:
-        return self.root / "reports"
-
-    @property
-    def tmp(self) -> Path:
-        return self.root / "tmp"
-
-    @property
-    def validate(self) -> Path:
-        return self.root / "validate"
-
-    @property
-    def target(self) -> Path:
-        """The remembered target (target.py): what later tasks take where no flag says."""
-        return self.root / "target.json"
 
 
 def _umask() -> int:

@@ -38,7 +38,7 @@ from ..proc import run
 from ..render.grammars import check_cann, check_image, check_requirement, one_line
 from ..render.templates import file_env
 from ..resources import data_dir
-from ..self_install import installed_spec, no_install_source, source_files
+from ..self_install import install_requirement, source_files
 from ..sources.lock import Lock, read_lock, write_lock
 from .engine import CACHE_SECRET_ID, SECRET_ID, build_command
 from .engine import build as engine_build
@@ -57,8 +57,8 @@ CONTEXT_KIND = "container-context"
 
 
 class ContainerSpec(Struct, frozen=True, kw_only=True):
-    variant: str
-    cann: str
+    variant: str = "A2"
+    cann: str = ""  # empty: the lock's toolkit version (make_container fills it in)
     os: str = "ubuntu22.04"
     python: str = "3.11"
     base: Optional[str] = None
@@ -89,55 +89,35 @@ def cann_image(cann: str, variant: str, os_name: str, python: str) -> str:
     return f"{IMAGE_REPO}:{image_tag(cann, variant, os_name, python)}"
 
 
-def check_flag_values(
-    variant: str,
-    os_name: str,
-    python: str,
-    base: Optional[str],
-    base_digest: Optional[str],
-    cann: Optional[str],
-    cannbuild_spec: Optional[str],
-) -> None:
+def check_spec(spec: ContainerSpec) -> None:
     """Every flag value that reaches the Dockerfile, each against its grammar, before the
     lock is read or anything is written: a bad one is exit 2 naming the flag."""
-    if variant not in CHIPS:
+    if spec.variant not in CHIPS:
         raise UsageError(
-            f"--variant {variant!r} has no CANN image.", "Use A2 (910B) or A3 (910_93)."
+            f"--variant {spec.variant!r} has no CANN image.", "Use A2 (910B) or A3 (910_93)."
         )
     oses = [f"{o}{v}" for o, v in image_oses()]  # recipes/facts/hosts.toml
-    if os_name not in oses:
+    if spec.os not in oses:
         raise UsageError(
-            f"--os {os_name!r} is not an OS the CANN images come in.",
+            f"--os {spec.os!r} is not an OS the CANN images come in.",
             f"Use one of {', '.join(oses)}.",
         )
-    if python not in PYTHONS:
+    if spec.python not in PYTHONS:
         raise UsageError(
-            f"--python {python!r} is not a Python the CANN images ship.",
+            f"--python {spec.python!r} is not a Python the CANN images ship.",
             f"Use one of {', '.join(PYTHONS)}.",
         )
-    if cann is not None:
-        check_cann(cann)
-    if base is not None:
-        check_image(base)
-    if base_digest is not None and not DIGEST.fullmatch(base_digest):
+    if spec.cann:
+        check_cann(spec.cann)
+    if spec.base is not None:
+        check_image(spec.base)
+    if spec.base_digest is not None and not DIGEST.fullmatch(spec.base_digest):
         raise UsageError(
-            f"--base-digest {base_digest!r} is not a sha256 digest.",
+            f"--base-digest {spec.base_digest!r} is not a sha256 digest.",
             "Pass sha256: and 64 hex digits, as `docker buildx imagetools inspect IMAGE` prints.",
         )
-    if cannbuild_spec is not None:
-        check_requirement(cannbuild_spec)
-
-
-def check_spec(spec: ContainerSpec) -> None:
-    check_flag_values(
-        spec.variant,
-        spec.os,
-        spec.python,
-        spec.base,
-        spec.base_digest,
-        spec.cann,
-        spec.cannbuild_spec,
-    )
+    if spec.cannbuild_spec is not None:
+        check_requirement(spec.cannbuild_spec)
     if spec.bundle is not None and not spec.bundle.is_file():
         raise UsageError(
             f"--bundle {spec.bundle} is not a file.",
@@ -272,13 +252,8 @@ def render_context(
     templates = file_env(data_dir("templates") / "container")
     root = data_dir("templates").parent
     sources = source_files(root)
-    install = None
-    if sources is None:  # an installed cannbuild: a requirement that resolves, or nothing
-        install = spec.cannbuild_spec or installed_spec()
-        if install is None:
-            raise no_install_source()
-        if not spec.cannbuild_spec:
-            check_requirement(install, "the install source pip recorded (direct_url.json)")
+    # an installed cannbuild: a requirement that resolves, or nothing
+    install = install_requirement(spec.cannbuild_spec) if sources is None else None
     check_image(base, f"the base image (--base, --base-digest or {lock_file} [container])")
     for label, value in (("source", source), ("revision", revision)):
         if not one_line(value) or '"' in value or "\\" in value:
@@ -397,38 +372,20 @@ def image_for_host(
 # --- the container task -----------------------------------------------------------
 
 
-class ContainerRequest(Struct, frozen=True, kw_only=True):
-    """What `cannbuild container` was asked for (None: the lock's or the default)."""
-
-    variant: Optional[str] = None
-    cann: Optional[str] = None
-    os: str = "ubuntu22.04"
-    python: str = "3.11"
-    base: Optional[str] = None
-    base_digest: Optional[str] = None
-    sandbox: bool = False
-    bundle: Optional[Path] = None
-    cannbuild_spec: Optional[str] = None
-    out: Optional[Path] = None
-    build: bool = False
-    dry_run: bool = False
-
-
 def make_container(
-    request: ContainerRequest, options: Options, note: Callable[[str], None]
+    spec: ContainerSpec,
+    options: Options,
+    note: Callable[[str], None],
+    out: Optional[Path] = None,
+    build: bool = False,
+    dry_run: bool = False,
 ) -> Dict[str, Any]:
-    """Render the build context from the lock (and build it with an engine that answers,
-    pinning the base image's digest in the lock); a dry run ends in DryRun.  `note` hears what
-    was done, in order (a build's own output goes to the terminal in between)."""
-    check_flag_values(
-        (request.variant or "A2").upper(),
-        request.os,
-        request.python,
-        request.base,
-        request.base_digest,
-        request.cann,
-        request.cannbuild_spec,
-    )
+    """Render the build context from the lock into `out` (and `build` it with an engine
+    that answers, pinning the base image's digest in the lock); a dry run ends in DryRun.
+    `note` hears what was done, in order (a build's own output goes to the terminal in
+    between)."""
+    spec = replace(spec, variant=spec.variant.upper())
+    check_spec(spec)
     lock_file = options.lock_file
     lock = read_lock(lock_file)
     if lock is None:
@@ -437,26 +394,16 @@ def make_container(
             "Run `cannbuild lock` (no CANN needed: --cann <version> --soc <soc>), or pass "
             "--lock-file.",
         )
-    spec = ContainerSpec(
-        variant=(request.variant or "A2").upper(),
-        cann=request.cann or lock.toolkit_version,
-        os=request.os,
-        python=request.python,
-        base=request.base,
-        sandbox=request.sandbox,
-        bundle=request.bundle.resolve() if request.bundle else None,
-        base_digest=request.base_digest,
-        cannbuild_spec=request.cannbuild_spec,
-    )
+    spec = replace(spec, cann=spec.cann or lock.toolkit_version)
     check_spec(spec)
     check_lock(spec, lock, lock_file)
-    out = Path(os.path.abspath(request.out or "container"))  # a link there is refused
-    if request.dry_run:
+    out = Path(os.path.abspath(out or "container"))  # a link there is refused
+    if dry_run:
         reference, _ = base_reference(spec, lock)
         raise DryRun(
             f"would write the build context {out} (Dockerfile, .dockerignore, .hadolint.yaml, "
             f"cannbuild.lock, cannbuild's sources) FROM {reference}"
-            + (", then build it" if request.build else "")
+            + (", then build it" if build else "")
         )
 
     def pin_base(current: Lock, digest: str) -> Lock:
@@ -466,15 +413,15 @@ def make_container(
         return new
 
     check_writable(out, "--out")
-    if request.base_digest:
+    if spec.base_digest:
         check_writable(lock_file, "--lock-file")
-        lock = pin_base(lock, request.base_digest)
+        lock = pin_base(lock, spec.base_digest)
     remote = options.cache_remote
     rendered = render_context(spec, lock, lock_file, out, cache_remote=bool(remote))
     note(f"build context written to {rendered['dir']} (FROM {rendered['base']})")
     if rendered["note"]:
         note(f"note: {rendered['note']}")
-    if not request.build:
+    if not build:
         note("build it with: " + " ".join(rendered["command"]))
         return rendered
     result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch, remote)

@@ -133,15 +133,12 @@ def build(context: Path, base: str, arch: str, cache_remote: Optional[str] = Non
     artifacts = context / "artifacts"
     if artifacts.exists():  # the local exporter adds to what is there
         shutil.rmtree(artifacts)
-    if "@sha256:" in base:  # already pinned: nothing to learn
-        argv = build_command(engine, context, arch, cache_remote=remote)
-        return BuildResult(
-            engine=engine, returncode=run(argv, env=env, capture=False).returncode, base_digest=None
-        )
-    digest = _digest_before_build(engine, base)
-    pinned_base = f"{base}@{digest}" if digest else None
-    argv = build_command(engine, context, arch, pinned_base, cache_remote=remote)
+    pinned = "@sha256:" in base  # already pinned: nothing to learn
+    digest = None if pinned else _digest_before_build(engine, base)
+    argv = build_command(
+        engine, context, arch, f"{base}@{digest}" if digest else None, cache_remote=remote
+    )
     proc = run(argv, env=env, capture=False)  # the engine's progress goes to the terminal
-    if proc.returncode == 0 and digest is None:
+    if proc.returncode == 0 and digest is None and not pinned:
         digest = _digest_after_build(engine, base)
     return BuildResult(engine=engine, returncode=proc.returncode, base_digest=digest)

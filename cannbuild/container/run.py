@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence
 
 from ..errors import NoContainerEngine, StepFailed, UsageError
 from ..host.doctor import read_host
@@ -44,25 +44,22 @@ def run_line(
     for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
         if present(f"/dev/{name}"):
             argv += ["--device", f"/dev/{name}"]
-    mounts: List[Tuple[str, str]] = []
-    if present("/usr/local/dcmi"):
-        mounts.append(("/usr/local/dcmi", "/usr/local/dcmi"))
-    # The driver installs npu-smi in both places; the image expects it in /usr/local/bin.
-    for smi in ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi"):
-        if present(smi):
-            mounts.append((smi, "/usr/local/bin/npu-smi"))
-            break
     driver = driver_path.rstrip("/") + "/driver"
-    # The driver's libraries and version file, not the whole driver folder: no image carries a
-    # driver, and torch_npu's get_cann_version(DRIVER) reads version.info plus the record.
-    if present(f"{driver}/lib64"):
-        mounts.append((f"{driver}/lib64/", f"{driver}/lib64/"))
-    if present(f"{driver}/version.info"):
-        mounts.append((f"{driver}/version.info", f"{driver}/version.info"))
-    if present("/etc/ascend_install.info"):
-        mounts.append(("/etc/ascend_install.info", "/etc/ascend_install.info"))
+    # The driver installs npu-smi in both places; the image expects it in /usr/local/bin.
+    smi = next((p for p in ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi") if present(p)), "")
+    mounts = [
+        ("/usr/local/dcmi", "/usr/local/dcmi"),
+        (smi, "/usr/local/bin/npu-smi"),
+        # The driver's libraries and version file, not the whole driver folder: no image
+        # carries a driver, and torch_npu's get_cann_version(DRIVER) reads version.info
+        # plus the record.
+        (f"{driver}/lib64/", f"{driver}/lib64/"),
+        (f"{driver}/version.info", f"{driver}/version.info"),
+        ("/etc/ascend_install.info", "/etc/ascend_install.info"),
+    ]
     for src, dst in mounts:
-        argv += ["-v", f"{src}:{dst}"]
+        if src and present(src):
+            argv += ["-v", f"{src}:{dst}"]
     return [*argv, image, "bash"]
 
 

@@ -33,6 +33,7 @@ from .shellopts import (
     OptionSpec,
     Verdict,
     case_arms,
+    case_on,
     code_of,
     following,
 )
@@ -55,7 +56,7 @@ def find_loop(lines: Sequence[str]) -> Optional[int]:
     """The index of the `while getopts` line followed by its `case "${opt}" in`."""
     for i, line in enumerate(lines):
         match = _LOOP.match(code_of(line))
-        if match and _case_on(lines, i + 1, match.group(2)) is not None:
+        if match and case_on(lines, i + 1, match.group(2)) is not None:
             return i
     return None
 
@@ -64,7 +65,7 @@ def getopts_spec(lines: Sequence[str], loop_at: int) -> OptionSpec:
     """The spec of the `while getopts` loop at line index `loop_at`: its short options, the
     long ones its `-)` arm takes, each checked against SUPPORTED_LONG_OPTS when it has one."""
     match = _LOOP.match(code_of(lines[loop_at]))
-    outer_at = _case_on(lines, loop_at + 1, match.group(2)) if match else None
+    outer_at = case_on(lines, loop_at + 1, match.group(2)) if match else None
     assert match is not None and outer_at is not None  # find_loop found both
     outer = {p: (n, body) for patterns, n, body in case_arms(lines, outer_at + 1) for p in patterns}
     options: List[BuildOption] = []
@@ -130,14 +131,6 @@ def _long_arms(lines: Sequence[str], loop_at: int, dash_line: int) -> List[Tuple
             seen.add(arm[0])
             out.append(arm)
     return out
-
-
-def _case_on(lines: Sequence[str], start: int, var: str, within: int = 3) -> Optional[int]:
-    pattern = re.compile(r"^\s*case\s+\"?\$\{?" + re.escape(var) + r"\}?\"?\s+in\b")
-    for i in range(start, min(len(lines), start + within)):
-        if pattern.match(lines[i]):
-            return i
-    return None
 
 
 def _value(lines: Sequence[str], before: int, word: str) -> str:

@@ -39,6 +39,7 @@ from .shellopts import (
     Verdict,
     arm_values,
     case_arms,
+    case_on,
     code_of,
     following,
 )
@@ -50,8 +51,6 @@ else:  # only a flag that is not accepted needs a did-you-mean
 
 # `while [[ $# -gt 0 ]]; do` (@9.1.0:build.sh:1117); the sandbox's stand-in spells it `[ ... ]`.
 _LOOP = re.compile(r"^\s*while\s+\[\[?\s+\$#\s+-gt\s+0\s+\]\]?\s*;?\s*(do)?\b")
-# `case $1 in` (@9.1.0:1118), `case "$1" in` (opbase @9.1.0:100)
-_CASE_ON_1 = re.compile(r"^\s*case\s+\"?\$\{?1\}?\"?\s+in\b")
 # `parsed_args=$(getopt -a -o j:hvusO: -l help,...,cann_3rd_lib_path: -- "$@")` (opbase @9.1.0:92)
 _GETOPT = re.compile(r"\bgetopt\s+(.*?)\s+--\s")
 
@@ -61,12 +60,12 @@ def option_spec(text: str) -> OptionSpec:
     lines = text.splitlines()
     getopt_at = next((i for i, line in enumerate(lines) if _GETOPT.search(code_of(line))), None)
     if getopt_at is not None:
-        case_at = _next_case(lines, getopt_at + 1)
+        case_at = case_on(lines, getopt_at + 1, "1", within=40)
         if case_at is not None:
             return _getopt_spec(lines, getopt_at, case_at)
     for i, line in enumerate(lines):
         if _LOOP.match(line):
-            case_at = _next_case(lines, i + 1, within=3)
+            case_at = case_on(lines, i + 1, "1")  # `case $1 in` (@9.1.0:1118)
             if case_at is not None:
                 arms = case_arms(lines, case_at + 1)
                 options = tuple(
@@ -84,13 +83,6 @@ def option_spec(text: str) -> OptionSpec:
         "`while [[ $# -gt 0 ]]` with `case $1 in`, nor `while getopts OPTSTRING NAME` with "
         '`case "$NAME" in`'
     )
-
-
-def _next_case(lines: Sequence[str], start: int, within: int = 40) -> Optional[int]:
-    for i in range(start, min(len(lines), start + within)):
-        if _CASE_ON_1.match(lines[i]):
-            return i
-    return None
 
 
 def _getopt_spec(lines: Sequence[str], getopt_at: int, case_at: int) -> OptionSpec:

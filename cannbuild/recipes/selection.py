@@ -19,10 +19,6 @@ OPS_FLAG = "--ops"
 REPOS_FLAG = "--repos"
 
 
-def _buildable_names(recipe: Recipe) -> List[str]:
-    return [r.name for r in recipe.buildable]
-
-
 def select_repos(
     recipe: Recipe,
     names: Sequence[str],
@@ -32,7 +28,7 @@ def select_repos(
     """`recipe` narrowed to the buildable repos `names` (empty: its default_repos), in
     that order; `origin` is how the user gave them (a flag, a variable, a config key);
     `elsewhere(name)` says where a repo this recipe lacks is built (other trains)."""
-    buildable = _buildable_names(recipe)
+    buildable = [r.name for r in recipe.buildable]
     if not names:
         return _narrow(recipe, recipe.default_repos)
     hint = (

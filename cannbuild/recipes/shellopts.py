@@ -158,3 +158,13 @@ def following(args: Sequence[str], i: int) -> Tuple[str, ...]:
     """The words after `args[i]` up to the next that starts with '-': what an arm that takes
     a VARIABLE number of words takes."""
     return tuple(itertools.takewhile(lambda word: not word.startswith("-"), args[i + 1 :]))
+
+
+def case_on(lines: Sequence[str], start: int, var: str, within: int = 3) -> Optional[int]:
+    """The index of a `case $var in` (`case "$1" in`, `case "${opt}" in`) in the `within`
+    lines from `start`, or None."""
+    pattern = re.compile(r"^\s*case\s+\"?\$\{?" + re.escape(var) + r"\}?\"?\s+in\b")
+    for i in range(start, min(len(lines), start + within)):
+        if pattern.match(lines[i]):
+            return i
+    return None

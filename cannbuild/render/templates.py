@@ -293,14 +293,6 @@ class Templates:
         if self.memo is not None and self._used and self._used != self._known:
             remember(self.memo, self._used)
 
-    def _find(self, name: str) -> Optional[str]:
-        """The file FileSystemLoader would load for `name`, spelled as it reports it."""
-        for folder in self.search_path:
-            candidate = os.path.normpath(os.path.join(folder, *name.split("/")))
-            if os.path.lexists(candidate):  # as _loader finds it
-                return candidate
-        return None
-
     def _still_valid(self, entry: str) -> Optional[str]:
         try:
             data = decode_json(entry.encode(), self.memo, MEMO, _Entry)
@@ -308,7 +300,7 @@ class Templates:
             return None
         text, files = data.text, data.files
         for name, path, sha in files:
-            found = self._find(name)
+            found = _find(self.search_path, name)
             if found is None or found != path or _sha256(Path(found)) != sha:
                 return None
         return text
@@ -335,19 +327,12 @@ def _render_recording(env: Any, request: object) -> Tuple[str, List[List[str]]]:
     (path and sha256), read afresh through the loader."""
     name, values = cast(Tuple[str, Mapping[str, object]], request)
     read: List[List[str]] = []
-    original = env.loader.get_source
-
-    def recording(environment: Any, template: str) -> Any:
-        source, filename, uptodate = original(environment, template)
-        read.append([template, filename, hashlib.sha256(source.encode()).hexdigest()])
-        return source, filename, uptodate
-
-    env.loader.get_source = recording
+    env.loader.recording = read
     env.cache.clear()  # every template of this render is read through the loader
     try:
         return env.get_template(name).render(**values), read
     finally:
-        env.loader.get_source = original
+        env.loader.recording = None
 
 
 class _Entry(Struct, frozen=True):  # a remembered render, and (name, path, sha256) it read
@@ -362,21 +347,32 @@ def _sha256(path: Path) -> str:
         return ""
 
 
+def _find(search_path: Sequence[str | Path], name: str) -> Optional[str]:
+    """The file FileSystemLoader would load for `name`, spelled as it reports it."""
+    for folder in search_path:
+        candidate = os.path.normpath(os.path.join(folder, *name.split("/")))
+        if os.path.lexists(candidate):
+            return candidate
+    return None
+
+
 def _loader(search_path: Sequence[Path]) -> jinja2.BaseLoader:
-    """Jinja's FileSystemLoader through bounded.py: a FIFO, too big, not UTF-8: exit 2."""
+    """Jinja's FileSystemLoader through bounded.py: a FIFO, too big, not UTF-8: exit 2.
+    While `recording` is a list, each template read goes into it (name, path, sha256)."""
 
     class Loader(jinja2.FileSystemLoader):
+        recording: Optional[List[List[str]]] = None
+
         def get_source(
             self, environment: jinja2.Environment, template: str
         ) -> Tuple[str, str, Callable[[], bool]]:
             parts = jinja2.loaders.split_template_path(template)
-            for folder in self.searchpath:
-                name = os.path.normpath(os.path.join(folder, *parts))
-                if os.path.lexists(name):
-                    break
-            else:
+            name = _find(self.searchpath, "/".join(parts))
+            if name is None:
                 raise jinja2.TemplateNotFound(template)
             text = read_text(Path(name), STEP_TEMPLATE)
+            if self.recording is not None:
+                self.recording.append([template, name, hashlib.sha256(text.encode()).hexdigest()])
             stamp = os.stat(name).st_mtime_ns
             return text, name, lambda: os.path.exists(name) and os.stat(name).st_mtime_ns == stamp
 

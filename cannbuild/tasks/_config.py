@@ -12,13 +12,12 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Protocol
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from invoke import Config
 from invoke.util import yaml
 
 from ..bounded import CONFIG, StateIgnored, open_regular, read_bytes
-from ..decoded import JSONValue
 from ..errors import UsageError
 from ..ui import printable
 
@@ -35,13 +34,6 @@ MAX_CONFIG_DEPTH = 64
 # most about twice its size, so only aliases reach this (2 per level for 50 levels pass
 # the alias count and would still be 2**50 nodes).
 MAX_CONFIG_EXPANDED = 4 * (CONFIG.max_bytes or 0)
-
-
-class Context(Protocol):
-    """What a task body reads of its `c` (invoke's Context): only its config."""
-
-    @property
-    def config(self) -> JSONValue: ...
 
 
 def _candidates(cwd: Path, home: Optional[str]) -> Iterator[Path]:
@@ -194,4 +186,4 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-__all__ = ["Context", "check_config_file", "load_config"]
+__all__ = ["check_config_file", "load_config"]

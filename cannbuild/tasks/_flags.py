@@ -11,6 +11,7 @@ import functools
 import inspect
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar, Union
 
+from invoke import Context, Exit
 from msgspec import Struct
 from msgspec.structs import replace
 
@@ -18,7 +19,7 @@ from .. import ui
 from ..errors import CannbuildError, DryRun, path_error, signal_number, storage_error
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, PATH_FIELDS, Options, check_path
-from ._config import Context, state_warnings
+from ._config import state_warnings
 from ._frame import Frame
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -299,16 +300,6 @@ class TaskSpec(Struct, frozen=True, kw_only=True):
         return self.doc.split("\n\n", 1)[0].replace("\n", " ")
 
 
-class TaskExit(Exception):
-    """How a task ends with a code other than 0: the front end prints `message` (if any)
-    and exits with `code`."""
-
-    def __init__(self, message: Optional[str], code: int) -> None:
-        super().__init__(message or "")
-        self.message = message
-        self.code = code
-
-
 def _path_values(
     paths: Tuple[Tuple[Optional[int], str, str], ...],
     args: Tuple[FlagValue, ...],
@@ -343,14 +334,14 @@ def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] 
             return None
         except CannbuildError as exc:
             text = exc.paragraph()
-            raise TaskExit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
+            raise Exit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
         except OSError as exc:  # a full disk, a read-only folder, a path the kernel refuses
             known = storage_error(exc) or path_error(exc)
             if known is None:
                 raise
-            raise TaskExit(f"cannbuild: {known.paragraph()}", known.exit_code) from None
+            raise Exit(f"cannbuild: {known.paragraph()}", known.exit_code) from None
         except KeyboardInterrupt as exc:
-            raise TaskExit("cannbuild: interrupted", 128 + signal_number(exc)) from None
+            raise Exit("cannbuild: interrupted", 128 + signal_number(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -164,23 +164,18 @@ def _run(
             "Pass a folder (new or existing; nothing in it is removed).",
         )
     session = frame.session(builds=True)
-    target = path.resolve()
+    what = (
+        f"({shape.dtype} {shape.layout} B={shape.B} N={shape.N1}/{shape.N2} S={shape.S} "
+        f"D={shape.D}, {count} calls each, {lvl}) into {path.resolve()}"
+    )
     if frame.dry_run:
-        raise DryRun(
-            f"would profile "
-            f"{session.vendor_dir_of(session.repo_for_op(diagnosis.FA_OP, 'profile --run'))} "
-            f"({shape.dtype} {shape.layout} "
-            f"B={shape.B} N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, "
-            f"{lvl}) into {target}; {would_bring_up_to_date(session)}"
-        )
+        vendor = session.vendor_dir_of(session.repo_for_op(diagnosis.FA_OP, "profile --run"))
+        raise DryRun(f"would profile {vendor} {what}; {would_bring_up_to_date(session)}")
     profile_run.check_profiler(session, os.environ)  # before a build it would not use
     bring_up_to_date(session, "cannbuild profile --run", as_json)
-    ui.note(
-        f"profiling FlashAttention and the unfused chain ({shape.dtype} {shape.layout} B={shape.B} "
-        f"N={shape.N1}/{shape.N2} S={shape.S} D={shape.D}, {count} calls each, {lvl}) into {target}"
-    )
+    ui.note(f"profiling FlashAttention and the unfused chain {what}")
     return profile_run.run_profile(
-        session, os.environ, shape, lvl, count, target, "cannbuild profile --run"
+        session, os.environ, shape, lvl, count, path.resolve(), "cannbuild profile --run"
     )
 
 

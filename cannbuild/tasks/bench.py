@@ -3,10 +3,11 @@ build variants, with results.json, report.md and charts."""
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from .. import ui
 from ..errors import NothingTimed, UsageError
@@ -120,9 +121,7 @@ def bench(
             ui.note(line)
         # the shapes left out, by reason (the budget, a layout the operator lacks): each
         # shape's in report.md
-        reasons: Dict[str, int] = {}
-        for n in data["not_run"]:
-            reasons[n["reason"]] = reasons.get(n["reason"], 0) + 1
+        reasons = collections.Counter(n["reason"] for n in data["not_run"])
         left = "; ".join(f"{count}: {reason}" for reason, count in list(reasons.items())[:2])
         left += "; ... (each shape's reason: report.md)" if len(reasons) > 2 else ""
         print(

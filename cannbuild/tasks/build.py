@@ -10,7 +10,7 @@ from .. import ui
 from ..decoded import to_plain
 from ..errors import DryRun, UsageError
 from ..lazy import lazy_module
-from ..ownership import check_writable, require_owned
+from ..ownership import check_writable, remove_inside, require_owned
 from ..workspace import Workspace
 from ._flags import RUN_FLAGS, SESSION_FLAGS, TARGET_FLAGS, FlagValue, cli_task, text_of
 from ._frame import Frame, run_build
@@ -277,7 +277,7 @@ def clean(
         targets = housekeeping.clean_plan(
             options.workspace, runs, sources=include_sources, sandbox=include_sandbox
         )
-        freed = housekeeping.remove(options.workspace, targets)
+        freed = remove_inside(options.workspace, targets, "workspace")
     ui.note(f"removed {len(targets)} paths ({freed / 1e6:.1f} MB) from {options.workspace}")
 
 

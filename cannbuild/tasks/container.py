@@ -63,21 +63,19 @@ def container(
     """Render a reproducible build context (Dockerfile, .dockerignore, lock) from the lock."""
     options = frame.lock_to_read()
     bundle, out = text_of(flags, "bundle"), text_of(flags, "out")
-    request = container_context.ContainerRequest(
-        variant=text_of(flags, "variant"),
-        cann=text_of(flags, "cann"),
+    spec = container_context.ContainerSpec(
+        variant=text_of(flags, "variant") or "A2",
+        cann=text_of(flags, "cann") or "",
         os=os,
         python=python,
         base=base,
         base_digest=base_digest,
         sandbox=bool(flags.get("sandbox")),
-        bundle=Path(bundle) if bundle else None,
+        bundle=Path(bundle).resolve() if bundle else None,
         cannbuild_spec=text_of(flags, "cannbuild_spec"),
-        out=Path(out) if out else None,
-        build=build,
-        dry_run=frame.dry_run,
     )
-    container_context.make_container(request, options, ui.note)
+    out_dir = Path(out) if out else None
+    container_context.make_container(spec, options, ui.note, out_dir, build, frame.dry_run)
 
 
 @cli_task(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from .. import ui
 from ..errors import UsageError
@@ -15,7 +15,7 @@ from ._flags import FlagValue, cli_task, list_of, text_of
 from ._frame import Frame
 
 if TYPE_CHECKING:
-    from .. import locks, recipes, workspace
+    from .. import locks, recipes, ui_compare, workspace
     from ..build import session as build_session
     from ..sources import fetch
     from ..train import check, draft, drafttoml, manifest
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 else:  # only the action that runs loads its core (`cannbuild --help` loads this module)
     locks = lazy_module("cannbuild.locks")
     recipes = lazy_module("cannbuild.recipes")
+    ui_compare = lazy_module("cannbuild.ui_compare")
     build_session = lazy_module("cannbuild.build.session")
     fetch = lazy_module("cannbuild.sources.fetch")
     check = lazy_module("cannbuild.train.check")
@@ -136,24 +137,16 @@ def _print_check(result: RecipeCheck) -> None:
         )
         step = f"{row.step} ({row.note})" if row.note else row.step
         rows.setdefault((step, verdict, row.word), []).append(row.soc)
-    table = [("step", "socs", "verdict", "flag")]
-    table += [
+    table = [
         (step, "all" if socs == every else ", ".join(socs), verdict, word)
         for (step, verdict, word), socs in rows.items()
     ]
-    _columns(table, out)
+    ui_compare.table(("step", "socs", "verdict", "flag"), table, out, numbers=False)
     for note in result.skipped:
         out.write(f"  not checked: {note}\n")
     bad = sum(1 for k in rows if k[1].startswith("UNKNOWN"))
     total = len(rows)
     out.write(f"{bad} of {total} flags UNKNOWN\n" if bad else f"all {total} flags accepted\n")
-
-
-def _columns(rows: Sequence[Tuple[str, ...]], out: TextIO) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
-        out.write("  " + "  ".join([*cells, row[-1]]).rstrip() + "\n")
 
 
 def _draft(frame: Frame, flags: Dict[str, FlagValue]) -> None:
