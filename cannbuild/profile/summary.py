@@ -227,17 +227,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         cores = {o.op_type: o.core for o in a.ops}
         for op in data["ops"]:
             op["core"] = cores.get(op["type"], "")
-        data["attention"]["unfused_chains"]["groups"] = [
-            {
-                "stream": c.stream,
-                "ops": list(c.ops),
-                "count": c.count,
-                "total_us": round(c.total_us, 3),
-                "input_shapes": c.input_shapes,
-                "input_dtypes": c.input_dtypes,
-            }
-            for c in a.chains
-        ]
+        data["attention"]["unfused_chains"]["groups"] = to_plain(a.chains)
         data["attention"]["opportunity"] = self.opportunity()
         data["device_total_us"] = round(a.total_us, 3)
         data["kernels"] = a.kernels
@@ -463,19 +453,17 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
     # or trace is there, since its totals cannot give order or chains.
     for path in run.files.get("op_statistic", []):
         stats, info = read_statistic(path)
-        if analysis is None:
-            analysis = op_table_from_statistic(stats)
-            files.append(
-                SourceFile(
-                    path=path,
-                    kind="op_statistic",
-                    records=info.rows,
-                    notes=info.notes,
-                    used_for=("ops",),
-                )
+        used = analysis is None
+        analysis = op_table_from_statistic(stats) if used else analysis
+        files.append(
+            SourceFile(
+                path=path,
+                kind="op_statistic",
+                records=info.rows,
+                notes=info.notes if used else (),
+                used_for=("ops",) if used else (),
             )
-        else:
-            files.append(SourceFile(path=path, kind="op_statistic", records=info.rows))
+        )
     for path in run.files.get("operator_details", []):
         info = read_operator_details(path)
         files.append(SourceFile(path=path, kind="operator_details", records=info.rows))
