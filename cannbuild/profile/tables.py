@@ -18,7 +18,7 @@ import csv
 import math
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Dict, Iterator, List, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -212,11 +212,9 @@ def _check_width(path: Path, line: int, row: Sequence[str], width: int) -> None:
         )
 
 
-def read_kernels(
-    path: Path, resolve: Optional[TypeResolver] = None
-) -> Tuple[List[Kernel], TableInfo]:
+def read_kernels(path: Path) -> Tuple[List[Kernel], TableInfo]:
     """kernel_details.csv or op_summary_*.csv: one Kernel per row."""
-    resolve = resolve or TypeResolver()
+    resolve = TypeResolver()
     with _open(path, "a kernel table") as (header, rows):
         cols = _columns(path, header, KERNEL_COLUMNS, KERNEL_REQUIRED, "kernel_details/op_summary")
         width = len(header)
