@@ -39,7 +39,7 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
             )
         ]
     checks = [Check(id="registration.package", status=PASS, detail=f"installed at {vendor}")]
-    entries = _path_entries(inp.env.get("ASCEND_CUSTOM_OPP_PATH", ""))
+    entries = [e for e in inp.env.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if e.strip()]
     ours = _real(vendor)
     # Compared resolved: the path may reach the vendor through a link or with a trailing `/`.
     env = partial(Check, id="registration.env")
@@ -219,10 +219,6 @@ def _default_vendors(opp: Path) -> List[str]:
         if key.strip() == "load_priority":
             return [v.strip() for v in value.split(",") if v.strip()]
     return []
-
-
-def _path_entries(text: str) -> List[str]:
-    return [e for e in text.split(":") if e.strip()]
 
 
 def _real(path: Path) -> str:

@@ -61,7 +61,10 @@ def cann_cmake_rules(
     ]
     read += [f"not downloaded by a package build: {why}" for why in unused]
     undecided = [f"{readout.repo}: {note}" for note in missing]
-    kept = _same_layout(base_repo)
+    # the base recipe's rules carry over where its archives come from cann/cmake too
+    kept = base_repo is not None and any(
+        p.pin_file in FETCH_CANN_CMAKE_FILES for p in base_repo.pins
+    )
     names = {d.module for d in declared} | {d.name for d in declared}
     dropped = []
     for rule in base_repo.third_party if base_repo else ():
@@ -82,12 +85,6 @@ def cann_cmake_rules(
             "with makeself from <src>/third_party/makeself, cmake/custom_build.cmake)."
         )
     return ArchiveRules(rules=tuple(rules), read=tuple(read), undecided=tuple(undecided))
-
-
-def _same_layout(base_repo: Optional[RepoSpec]) -> bool:
-    return base_repo is not None and any(
-        p.pin_file in FETCH_CANN_CMAKE_FILES for p in base_repo.pins
-    )
 
 
 def recipe_table(table: Struct) -> Dict[str, JSONValue]:
