@@ -20,10 +20,6 @@ KINDS = (
 )
 
 
-def _label(variant: str, impl: str) -> str:
-    return LABELS[impl] if variant == BASELINE else f"variant {variant} (C API)"
-
-
 class Point(NamedTuple):
     """One marker: S, the median's value, and the value at the timing's quartiles (the
     spread drawn around the line; equal to the value where there is none, e.g. memory)."""
@@ -56,7 +52,8 @@ def series(
             if not sdpa or m.impl == SDPA:
                 continue
             y, low, high = sdpa / m.timing.median_ms, sdpa / q3, sdpa / q1
-        line = groups.setdefault(m.shape.series, {}).setdefault(_label(m.variant, m.impl), [])
+        label = LABELS[m.impl] if m.variant == BASELINE else f"variant {m.variant} (C API)"
+        line = groups.setdefault(m.shape.series, {}).setdefault(label, [])
         line.append(Point(m.shape.S, y, low, high))
     return groups
 

@@ -18,9 +18,9 @@ from ..bounded import proc_value
 T = TypeVar("T")
 
 
-def _status_kb(key: str) -> Optional[int]:
-    # `/proc/self/status` lines look like `VmRSS:       123456 kB`: the number, in KiB.
-    value = proc_value("self/status", key)
+def proc_kib(name: str, key: str) -> Optional[int]:
+    """A /proc file's `key` in KiB (`VmRSS:       123456 kB`, `MemAvailable: ... kB`)."""
+    value = proc_value(name, key)
     return int(value) if value and value.isdigit() else None
 
 
@@ -49,9 +49,9 @@ def rss_growth(call: Callable[[], T]) -> Tuple[T, Optional[int]]:
     """call()'s result and the bytes the resident set grew by at its peak (None: unknown)."""
     _return_free_pages()
     reset = _reset_high_water_mark()
-    before = _status_kb("VmRSS")
+    before = proc_kib("self/status", "VmRSS")
     result = call()
-    peak = _status_kb("VmHWM")
+    peak = proc_kib("self/status", "VmHWM")
     if not reset or before is None or peak is None:
         return result, None
     # Both are KiB: the growth over the call, never negative.

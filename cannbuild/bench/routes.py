@@ -100,7 +100,7 @@ def capi_time(program: Program, shape: BenchShape, data: Path, reps: int) -> Tim
 
 
 def _bnsd(
-    torch: ModuleType, shape: BenchShape, tensors: Dict[str, Tensor]
+    shape: BenchShape, tensors: Dict[str, Tensor]
 ) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
     q, k, v = (
         to_bnsd(tensors[name], shape.layout, shape.B, n, shape.S, shape.D)
@@ -113,7 +113,7 @@ def _bnsd(
 def sdpa_call(
     torch: ModuleType, shape: BenchShape, tensors: Dict[str, Tensor]
 ) -> Callable[[], Tensor]:
-    q, k, v, _ = _bnsd(torch, shape, tensors)
+    q, k, v, _ = _bnsd(shape, tensors)
     scale = shape.scale
     gqa = shape.N1 != shape.N2
     attention = torch.nn.functional.scaled_dot_product_attention
@@ -128,7 +128,7 @@ def unfused_call(
     torch: ModuleType, shape: BenchShape, tensors: Dict[str, Tensor]
 ) -> Callable[[], Tensor]:
     """What a model does without a fused kernel: the S x S scores exist in memory."""
-    q, k, v, mask = _bnsd(torch, shape, tensors)
+    q, k, v, mask = _bnsd(shape, tensors)
     scale = shape.scale
     group = shape.N1 // shape.N2
 

@@ -66,17 +66,15 @@ def check_torch() -> None:
         raise UsageError(f"cannbuild bench: {missing}.", "Install torch as said, then rerun.")
 
 
-def bench_dir(session: Session, request: BenchRequest) -> Path:
-    return request.out or session.ws.root / "bench" / request.run_id
-
-
 def _output_folder(session: Session, request: BenchRequest) -> Path:
     """--out is cannbuild's as a bench output (ownership.claim: a folder holding files
     cannbuild did not write is refused, exit 2); the default <workspace>/bench/<run> is
     made without following a link in the workspace (safefs)."""
     if request.out is not None:
         return claim(request.out, "bench-output", "--out")
-    return safefs.make_dirs(session.ws.root, bench_dir(session, request), "the bench folder")
+    return safefs.make_dirs(
+        session.ws.root, session.ws.root / "bench" / request.run_id, "the bench folder"
+    )
 
 
 def run_bench(

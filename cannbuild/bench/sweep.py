@@ -18,10 +18,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
-from ..bounded import proc_value
 from ..validate.casefiles import write_inputs
 from ..validate.cases import CaseResult, reference, reference_torch
 from . import routes
+from .memory import proc_kib
 from .npu_route import NpuWorker, npu_check, npu_time
 from .routes import CAPI, SDPA, TORCH_NPU, UNFUSED, Program, RouteError
 from .shapes import BenchShape
@@ -106,11 +106,6 @@ class SweepSettings(Struct, frozen=True, kw_only=True):
 
 # Rounds each route is timed in, a share of its calls in each, the order rotated per round.
 ROUNDS = 3
-
-
-def _available_bytes() -> Optional[int]:
-    value = proc_value("meminfo", "MemAvailable")  # in KiB
-    return int(value) * 1024 if value and value.isdigit() else None
 
 
 def reference_bytes(shape: BenchShape) -> int:
@@ -256,16 +251,16 @@ def run_sweep(
     seconds_per_flop: Optional[float] = (
         None  # of the last shape measured: overheads fade as S grows
     )
-    available = _available_bytes()
+    available = proc_kib("meminfo", "MemAvailable")  # KiB
     data.mkdir(parents=True, exist_ok=True)
     for shape in shapes:
         elapsed = time.monotonic() - start
-        if available is not None and reference_bytes(shape) > available // 2:
+        if available is not None and reference_bytes(shape) > available * 1024 // 2:
             result.skipped.append(
                 Skipped(
                     shape=shape,
                     reason=f"the float64 reference would need {reference_bytes(shape) / 2**30:.1f} GiB of "
-                    f"{available / 2**30:.1f} GiB available",
+                    f"{available / 2**20:.1f} GiB available",
                 )
             )
             continue

@@ -9,7 +9,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 
 from .. import safefs
 from ..build.plan import PlannedStep
-from ..build.runner import StepOutcome
+from ..build.runner import NoProgress, StepOutcome
 from ..build.session import Session
 from ..build.steps import run_steps
 from ..build.variant import Variant
@@ -21,7 +21,7 @@ from ..workspace import write_atomic
 from .routes import RouteError, compile_program
 
 
-class VariantProgress:
+class VariantProgress(NoProgress):
     """A variant's steps as bench notes: one line when it starts building (with where
     its logs go), one per step that ran, nothing for a step that is up to date."""
 
@@ -35,14 +35,8 @@ class VariantProgress:
             self.note(f"building ({self.how}); logs {log.parent}")
         self.note(f"{step.name}: {step.reason}")
 
-    def output(self, line: str) -> None:
-        pass
-
     def finished(self, outcome: StepOutcome) -> None:
         self.note(f"{outcome.name}: {outcome.status} in {outcome.duration_s:.1f}s")
-
-    def skipped(self, step: PlannedStep) -> None:
-        pass
 
     def note(self, text: str) -> None:
         self._note(f"variant {self.name}: {text}")

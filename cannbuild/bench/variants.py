@@ -176,12 +176,6 @@ def _baseline_commit(session: Session, env: Mapping[str, str], repo: str) -> str
     return str(commit)
 
 
-def _file_sha(path: Optional[Path]) -> Optional[str]:
-    if path is None:
-        return None
-    return digest(path, PATCH)
-
-
 def build_variants(
     session: Session,
     specs: Sequence[VariantSpec],
@@ -205,7 +199,7 @@ def build_variants(
                 repo=repo,
                 vendor_folder=session.recipe.repo(repo).vendor_folder(session.options.vendor_name),
                 patch=spec.patch,
-                patch_sha256=_file_sha(spec.patch),
+                patch_sha256=digest(spec.patch, PATCH) if spec.patch else None,
                 defines=spec.defines,
             )
             progress = VariantProgress(spec.name, spec.how, note)

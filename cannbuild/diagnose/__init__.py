@@ -25,7 +25,7 @@ from typing import List
 
 from ..host.check import Check
 from ..profile.summary import summarise
-from .facts import BUILTIN_SOURCE, FA_OP, Limit, OperatorFacts, fa_checkout, operator_facts
+from .facts import BUILTIN_SOURCE, FA_OP, fa_checkout, operator_facts
 from .inputs import DiagnoseInputs
 from .registration import registration_checks
 from .rules import attention_checks, profile_checks
@@ -34,8 +34,6 @@ __all__ = [
     "BUILTIN_SOURCE",
     "FA_OP",
     "DiagnoseInputs",
-    "Limit",
-    "OperatorFacts",
     "diagnose",
     "fa_checkout",
     "operator_facts",

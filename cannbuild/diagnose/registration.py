@@ -39,14 +39,14 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
             )
         ]
     checks = [Check(id="registration.package", status=PASS, detail=f"installed at {vendor}")]
-    entries = _path_entries(inp.env.get("ASCEND_CUSTOM_OPP_PATH", ""))
+    entries = [e for e in inp.env.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if e.strip()]
     ours = _real(vendor)
     # Compared resolved: the path may reach the vendor through a link or with a trailing `/`.
+    env = partial(Check, id="registration.env")
     if ours in [_real(Path(e)) for e in entries]:
         where = [_real(Path(e)) for e in entries].index(ours) + 1
         checks.append(
-            Check(
-                id="registration.env",
+            env(
                 status=PASS,
                 detail=f"ASCEND_CUSTOM_OPP_PATH holds the vendor (entry {where} of {len(entries)})",
             )
@@ -55,8 +55,7 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
         now = inp.env.get("ASCEND_CUSTOM_OPP_PATH")
         state = f"is {now!r}" if now else "is not set"
         checks.append(
-            Check(
-                id="registration.env",
+            env(
                 status=FAIL,
                 detail=f"ASCEND_CUSTOM_OPP_PATH {state} in this shell, without {vendor}: a framework "
                 "started here does not see the package",
@@ -67,6 +66,7 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
         )
     checks.append(_soc_check(vendor, inp.soc))
     exported = _exports(inp.library)
+    exports = partial(Check, id="registration.exports")
     missing = [s for s in ENTRY_POINTS if s not in (exported or set())]
     if exported is None or missing:
         what = (
@@ -75,8 +75,7 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
             else f"does not export {', '.join(missing)}"
         )
         checks.append(
-            Check(
-                id="registration.exports",
+            exports(
                 status=FAIL,
                 detail=f"{inp.library.name} {what}",
                 hint="Rebuild and reinstall the package (cannbuild install --force ops-transformer-build); "
@@ -85,11 +84,7 @@ def registration_checks(inp: DiagnoseInputs) -> List[Check]:
         )
     else:
         checks.append(
-            Check(
-                id="registration.exports",
-                status=PASS,
-                detail=f"{inp.library.name} exports {', '.join(ENTRY_POINTS)}",
-            )
+            exports(status=PASS, detail=f"{inp.library.name} exports {', '.join(ENTRY_POINTS)}")
         )
     checks.append(_resolution_check(inp, entries))
     if len(inp.vendors) > 1:
@@ -224,10 +219,6 @@ def _default_vendors(opp: Path) -> List[str]:
         if key.strip() == "load_priority":
             return [v.strip() for v in value.split(",") if v.strip()]
     return []
-
-
-def _path_entries(text: str) -> List[str]:
-    return [e for e in text.split(":") if e.strip()]
 
 
 def _real(path: Path) -> str:

@@ -117,25 +117,18 @@ def dtype_check(dtype: Optional[str], facts: OperatorFacts, soc: str) -> Check:
 def shape_checks(shape: AttentionShape, facts: OperatorFacts) -> List[Check]:
     checks: List[Check] = []
     lim = facts.limits
-    if shape.layout is not None:
-        # BSH, SBH, BSND, BNSD; TND belongs to aclnnFlashAttentionVarLenScore.
-        if shape.layout in LAYOUTS:
-            checks.append(
-                Check(
-                    id="shape.layout",
-                    status=PASS,
-                    detail=f"{shape.layout} is one of {', '.join(LAYOUTS)}",
-                )
+    # BSH, SBH, BSND, BNSD; TND belongs to aclnnFlashAttentionVarLenScore.
+    layout = partial(Check, id="shape.layout")
+    if shape.layout in LAYOUTS:
+        checks.append(layout(status=PASS, detail=f"{shape.layout} is one of {', '.join(LAYOUTS)}"))
+    elif shape.layout is not None:
+        checks.append(
+            layout(
+                status=FAIL,
+                detail=f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
+                hint=f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
             )
-        else:
-            checks.append(
-                Check(
-                    id="shape.layout",
-                    status=FAIL,
-                    detail=f"{shape.layout} is not a FlashAttentionScore layout (TND is for the VarLen APIs)",
-                    hint=f"Use one of {', '.join(LAYOUTS)}, or aclnnFlashAttentionVarLenScore for TND.",
-                )
-            )
+        )
     if shape.D is not None:
         checks.append(_head_dim(shape.D, lim["D"], facts))
     if shape.N1 is not None:

@@ -160,12 +160,3 @@ class ShapeTally:
 
 def sort_classes(classes: object) -> Tuple[ShapeClass, ...]:
     return tuple(sorted(classes, key=lambda c: (-c.total_us, c.op_type)))  # type: ignore[call-overload]
-
-
-def merge_classes(
-    left: Tuple[ShapeClass, ...], right: Tuple[ShapeClass, ...]
-) -> Tuple[ShapeClass, ...]:
-    out: Dict[Tuple[str, str, str], ShapeClass] = {c.key(): c for c in left}
-    for c in right:
-        out[c.key()] = out[c.key()].merged(c) if c.key() in out else c
-    return sort_classes(out.values())

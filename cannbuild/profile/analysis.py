@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from operator import attrgetter
 from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
 
 from msgspec import Struct, convert, field
 from msgspec.structs import replace
 
-from .affinity import ShapeClass, ShapeTally, merge_classes
+from .affinity import ShapeClass, ShapeTally, sort_classes
 from .chains import MAX_CHAIN, Chain, ChainKernel, ChainMatcher
 from .hostops import HostOp, merge_host
-from .ops import category, is_fused_attention, query_dtype, strip_quotes
+from .ops import category, is_fused_attention, merge_by, query_dtype, strip_quotes
 
 CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
 # Chains listed one by one (a training profile of a few steps has a few hundred: steps x layers);
@@ -151,13 +152,7 @@ class Analysis(Struct, frozen=True, kw_only=True):
         return sum(c.total_us for c in self.chains)
 
     def merged(self, other: Analysis) -> Analysis:
-        ops: Dict[str, OpStat] = {o.op_type: o for o in self.ops}
-        for o in other.ops:
-            ops[o.op_type] = ops[o.op_type].merged(o) if o.op_type in ops else o
-        chains: Dict[Tuple[str, ...], ChainGroup] = {_chain_key(c): c for c in self.chains}
-        for c in other.chains:
-            key = _chain_key(c)
-            chains[key] = chains[key].merged(c) if key in chains else c
+        chains = merge_by(_chain_key, self.chains, other.chains)
         kinds = {w.kind for w in self.windows}
         # One timeline window of each kind: the first seen wins.
         windows = self.windows + tuple(w for w in other.windows if w.kind not in kinds)
@@ -165,15 +160,17 @@ class Analysis(Struct, frozen=True, kw_only=True):
         unlisted = self.chains_unlisted + other.chains_unlisted
         unlisted += len(self.chain_list) + len(other.chain_list) - len(listed)
         return Analysis(
-            ops=_sorted_ops(ops.values()),
+            ops=_op_table(self.ops, other.ops),
             kernels=self.kernels + other.kernels,
             total_us=self.total_us + other.total_us,
-            chains=tuple(sorted(chains.values(), key=lambda c: -c.total_us)),
+            chains=tuple(sorted(chains, key=lambda c: -c.total_us)),
             chain_list=listed,
             chains_unlisted=unlisted,
             windows=windows,
             out_of_order=self.out_of_order + other.out_of_order,
-            fused_shapes=merge_classes(self.fused_shapes, other.fused_shapes),
+            fused_shapes=sort_classes(
+                merge_by(ShapeClass.key, self.fused_shapes, other.fused_shapes)
+            ),
             host_ops=merge_host(self.host_ops, other.host_ops),
         )
 
@@ -193,20 +190,20 @@ def _chain_key(c: ChainGroup) -> Tuple[str, ...]:
     return (*c.ops, "|", c.input_shapes, c.input_dtypes)
 
 
-def _sorted_ops(ops: Iterable[OpStat]) -> Tuple[OpStat, ...]:
+def _op_table(*groups: Iterable[OpStat]) -> Tuple[OpStat, ...]:
+    """One OpStat per op type, the most device time first."""
+    ops = merge_by(attrgetter("op_type"), *groups)
     return tuple(sorted(ops, key=lambda o: (-o.total_us, o.op_type)))
 
 
 def op_table_from_statistic(rows: Iterable[OpStat]) -> Analysis:
     """An op_statistic file alone: the table, no order, so no chains and no timeline."""
-    ops: Dict[str, OpStat] = {}
-    for row in rows:
-        # msprof writes one op_statistic row per op type and core type; merged per op type here.
-        ops[row.op_type] = ops[row.op_type].merged(row) if row.op_type in ops else row
+    # msprof writes one op_statistic row per op type and core type; merged per op type here.
+    ops = _op_table(rows)
     return Analysis(
-        ops=_sorted_ops(ops.values()),
-        kernels=sum(o.count for o in ops.values()),
-        total_us=sum(o.total_us for o in ops.values()),
+        ops=ops,
+        kernels=sum(o.count for o in ops),
+        total_us=sum(o.total_us for o in ops),
     )
 
 
@@ -332,7 +329,7 @@ class Analyzer:
             for t, s in self._ops.items()
         ]
         return Analysis(
-            ops=_sorted_ops(ops),
+            ops=_op_table(ops),
             kernels=self.kernels,
             total_us=self.total_us,
             chains=tuple(sorted(self._chains.values(), key=lambda c: -c.total_us)),

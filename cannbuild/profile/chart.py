@@ -4,7 +4,7 @@ chain, side by side when both exist.
 matplotlib is optional (`pip install 'cannbuild[bench]'`); without it the picture is
 skipped and the caller says how to get it.  The Agg backend: no display is needed.
 Kept free of profile-specific types beyond `Window`/`Span`, so `bench` can reuse
-`bar_colors` and `save_figure`.
+`pyplot` and `save_figure`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from ..workspace import write_atomic
-from .analysis import Span, Window
+from .analysis import Window
 from .ops import category
 
 # Optional, imported where its absence is handled: matplotlib (missing(); pyplot() chooses
@@ -66,10 +66,6 @@ def save_figure(fig: Any, path: Path, **options: Any) -> Path:
     return path
 
 
-def bar_colors(spans: Sequence[Span]) -> Sequence[str]:
-    return [COLORS[category(s.op_type)] for s in spans]
-
-
 def draw_timeline(windows: Sequence[Window], path: Path) -> Path:
     """The timeline figure (`timeline_figure`) as a PNG at `path`."""
     return save_figure(timeline_figure(windows), path, dpi=120, bbox_inches="tight")
@@ -104,8 +100,7 @@ def timeline_figure(windows: Sequence[Window]) -> Any:
         inside = [s for s in window.spans if s.attention] or list(window.spans)
         t0 = min(s.start_us for s in inside)
         longest = max(longest, max(s.start_us + s.dur_us for s in inside) - t0)
-        colors = bar_colors(window.spans)
-        for span, color in zip(window.spans, colors):
+        for span in window.spans:
             kind = category(span.op_type)
             label = LABELS[kind] if kind not in seen else None
             seen.add(kind)
@@ -113,7 +108,7 @@ def timeline_figure(windows: Sequence[Window]) -> Any:
             ax.broken_barh(
                 [((span.start_us - t0) / 1000.0, max(span.dur_us, 0.01) / 1000.0)],
                 (y, 0.3),
-                facecolors=color,
+                facecolors=COLORS[kind],
                 edgecolor="black" if span.attention else "none",
                 linewidth=0.6,
                 label=label,

@@ -9,29 +9,19 @@ from typing import Any, Dict, List
 
 from msgspec import Struct
 
+from ..decoded import to_plain
 from .summary import ProfileSummary
 
 
-class OpDelta(Struct, frozen=True, kw_only=True):
+class OpDelta(Struct, frozen=True, kw_only=True, rename={"op_type": "type"}):
+    """One op type's row of `--compare --json` (times in us, to the nanosecond)."""
+
     op_type: str
     before_count: int
     after_count: int
     before_us: float
     after_us: float
-
-    @property
-    def delta_us(self) -> float:
-        return self.after_us - self.before_us
-
-    def to_json(self) -> Dict[str, object]:
-        return {
-            "type": self.op_type,
-            "before_count": self.before_count,
-            "after_count": self.after_count,
-            "before_us": round(self.before_us, 3),
-            "after_us": round(self.after_us, 3),
-            "delta_us": round(self.delta_us, 3),
-        }
+    delta_us: float
 
 
 def attention_side(summary: ProfileSummary) -> Dict[str, Any]:
@@ -66,13 +56,15 @@ class ProfileCompare(Struct, frozen=True, kw_only=True):
         out = []
         for name in set(before) | set(after):
             b, a = before.get(name), after.get(name)
+            b_us, a_us = (b.total_us if b else 0.0), (a.total_us if a else 0.0)
             out.append(
                 OpDelta(
                     op_type=name,
                     before_count=b.count if b else 0,
                     after_count=a.count if a else 0,
-                    before_us=b.total_us if b else 0.0,
-                    after_us=a.total_us if a else 0.0,
+                    before_us=round(b_us, 3),
+                    after_us=round(a_us, 3),
+                    delta_us=round(a_us - b_us, 3),
                 )
             )
         return sorted(out, key=lambda d: (-abs(d.delta_us), d.op_type))
@@ -98,7 +90,7 @@ class ProfileCompare(Struct, frozen=True, kw_only=True):
         return {
             "before": str(self.before.root),
             "after": str(self.after.root),
-            "ops": [d.to_json() for d in self.ops()],
+            "ops": to_plain(self.ops()),
             "attention": {
                 "before": attention_side(self.before),
                 "after": attention_side(self.after),

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from typing import Dict, List, Tuple
+from operator import attrgetter
+from typing import Dict, Iterable, List, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
+
+from .ops import merge_by
 
 SDPA = "aten::scaled_dot_product_attention"
 MATH_SDPA = "aten::_scaled_dot_product_attention_math"
@@ -152,7 +155,7 @@ class HostCollector:
         for name, (count, total) in self._extra.items():
             one = HostOp(name=name, count=int(count), total_us=total, judged=judged)
             ops[name] = ops[name].merged(one) if name in ops else one
-        return sort_host(ops.values())
+        return merge_host(ops.values())
 
     def _outermost(self) -> List[Tuple[str, object, float, float]]:
         """One call per attention: aten::matmul holds aten::bmm, aten::softmax holds
@@ -190,12 +193,7 @@ class HostCollector:
         return i < len(flows) and flows[i] <= end
 
 
-def sort_host(ops: object) -> Tuple[HostOp, ...]:
-    return tuple(sorted(ops, key=lambda o: (-o.total_us, o.name)))  # type: ignore[call-overload]
-
-
-def merge_host(left: Tuple[HostOp, ...], right: Tuple[HostOp, ...]) -> Tuple[HostOp, ...]:
-    out: Dict[str, HostOp] = {o.name: o for o in left}
-    for o in right:
-        out[o.name] = out[o.name].merged(o) if o.name in out else o
-    return sort_host(out.values())
+def merge_host(*groups: Iterable[HostOp]) -> Tuple[HostOp, ...]:
+    """One HostOp per torch op name, the most host time first."""
+    ops = merge_by(attrgetter("name"), *groups)
+    return tuple(sorted(ops, key=lambda o: (-o.total_us, o.name)))

@@ -14,10 +14,12 @@ TransData, Cast) between them; the families are below, the matcher in chains.py.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from itertools import chain
+from typing import Callable, Dict, Hashable, Iterable, List, Optional, Protocol, TypeVar
 
 # What both profilers write in any cell that does not apply, at every level.
 NA = "N/A"
+R = TypeVar("R", bound="Mergeable")
 
 # The op families of an unfused attention on the device, as kernel types.  Sources:
 # msprof-analyze 26.2.0 (PyPI) msprof_analyze/advisor/rules/op_fusion_pass.yaml
@@ -206,3 +208,18 @@ def strip_quotes(cell: str) -> str:
     while len(text) >= 2 and text[0] == '"' and text[-1] == '"':
         text = text[1:-1]
     return text
+
+
+class Mergeable(Protocol):
+    """A record of calls that adds up with another of the same key (OpStat, HostOp, ...)."""
+
+    def merged(self: R, other: R) -> R: ...
+
+
+def merge_by(key: Callable[[R], Hashable], *groups: Iterable[R]) -> List[R]:
+    """The records of `groups`, those of one key merged into one, in the order first seen."""
+    out: Dict[Hashable, R] = {}
+    for item in chain.from_iterable(groups):
+        k = key(item)
+        out[k] = out[k].merged(item) if k in out else item
+    return list(out.values())

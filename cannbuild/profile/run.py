@@ -324,9 +324,7 @@ def _unfused(
     return rec.run(UNFUSED_KERNELS[3], stream, torch.matmul, probs, v)
 
 
-def _inputs(
-    torch: ModuleType, shape: Mapping[str, JSONValue]
-) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
+def _inputs(shape: Mapping[str, JSONValue]) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
     dims = {key: shape[key] for key in ("dtype", "layout", "B", "N1", "N2", "S", "D")}
     case = Case(name="profile", causal=False, **dims)
     t = make_inputs(case)
@@ -368,7 +366,7 @@ def _profile(
 ) -> Dict[str, object]:
     device = job["device"]
     torch.npu.set_device(device)
-    t, qb, kb, vb = _inputs(torch, shape)
+    t, qb, kb, vb = _inputs(shape)
     scale = 1.0 / math.sqrt(shape["D"])
     q, k, v = (t[name].to(device) for name in ("q", "k", "v"))
     fused_ms: List[float] = []

@@ -167,7 +167,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         a = self.analysis
         total = a.total_us
         fused = a.fused
-        return {
+        data: Dict[str, Any] = {
             "ops": [
                 {
                     "type": o.op_type,
@@ -209,15 +209,10 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
                 "host_fallbacks": [o.to_json() for o in a.host_ops if o.is_fallback],
             },
             "files": to_plain(self.files),
-            # several profiler outputs (ranks): each one's totals, and the slowest
-            **self._ranks_json(),
         }
-
-    def _ranks_json(self) -> Dict[str, Any]:
-        slowest = self.slowest
-        if slowest is None:
-            return {}
-        return {"ranks": [r.to_json() for r in self.ranks], "slowest_rank": slowest.rank}
+        if self.slowest is not None:  # several profiler outputs (ranks): each one's, the slowest
+            data.update(ranks=[r.to_json() for r in self.ranks], slowest_rank=self.slowest.rank)
+        return data
 
     def details(self) -> Dict[str, Any]:
         """What the table view shows: the --json data plus each op's core, each fused
@@ -227,17 +222,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         cores = {o.op_type: o.core for o in a.ops}
         for op in data["ops"]:
             op["core"] = cores.get(op["type"], "")
-        data["attention"]["unfused_chains"]["groups"] = [
-            {
-                "stream": c.stream,
-                "ops": list(c.ops),
-                "count": c.count,
-                "total_us": round(c.total_us, 3),
-                "input_shapes": c.input_shapes,
-                "input_dtypes": c.input_dtypes,
-            }
-            for c in a.chains
-        ]
+        data["attention"]["unfused_chains"]["groups"] = to_plain(a.chains)
         data["attention"]["opportunity"] = self.opportunity()
         data["device_total_us"] = round(a.total_us, 3)
         data["kernels"] = a.kernels
@@ -294,7 +279,8 @@ def find_runs(path: Path) -> List[_Run]:
     for here, names in walk(path, "profile: the folder", WALK_HINT):
         # With data_simplification off, a torch_npu run keeps msprof's raw `PROF_*` copy next to
         # its ASCEND_PROFILER_OUTPUT: the same kernels twice.
-        if here.name == MSPROF_DIR and _torch_copy(here):
+        # (mindstudio_profiler_output inside PROF_* inside a *_ascend_pt run with its own tables)
+        if here.name == MSPROF_DIR and _torch_run_has_tables(here.parent.parent):
             continue  # a torch_npu run's raw PROF_* copy: its ASCEND_PROFILER_OUTPUT counts
         files: Dict[str, List[Path]] = {}
         for name in names:
@@ -320,12 +306,6 @@ def _kind(name: str) -> Optional[str]:
         if pattern.match(name):
             return kind
     return None
-
-
-def _torch_copy(folder: Path) -> bool:
-    """mindstudio_profiler_output inside PROF_* inside a *_ascend_pt run that has its own
-    ASCEND_PROFILER_OUTPUT tables."""
-    return _torch_run_has_tables(folder.parent.parent)
 
 
 def _torch_run_has_tables(run: Path) -> bool:
@@ -463,19 +443,17 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
     # or trace is there, since its totals cannot give order or chains.
     for path in run.files.get("op_statistic", []):
         stats, info = read_statistic(path)
-        if analysis is None:
-            analysis = op_table_from_statistic(stats)
-            files.append(
-                SourceFile(
-                    path=path,
-                    kind="op_statistic",
-                    records=info.rows,
-                    notes=info.notes,
-                    used_for=("ops",),
-                )
+        used = analysis is None
+        analysis = op_table_from_statistic(stats) if used else analysis
+        files.append(
+            SourceFile(
+                path=path,
+                kind="op_statistic",
+                records=info.rows,
+                notes=info.notes if used else (),
+                used_for=("ops",) if used else (),
             )
-        else:
-            files.append(SourceFile(path=path, kind="op_statistic", records=info.rows))
+        )
     for path in run.files.get("operator_details", []):
         info = read_operator_details(path)
         files.append(SourceFile(path=path, kind="operator_details", records=info.rows))

@@ -18,7 +18,7 @@ import csv
 import math
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Dict, Iterator, List, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -64,7 +64,10 @@ STATISTIC_COLUMNS: Dict[str, Tuple[str, ...]] = {
     "max": ("Max Time(us)",),
 }
 SHARED_TEXTS = 1 << 16  # distinct cell texts kept once per table (bounds the cache)
-OPERATOR_DETAILS_REQUIRED = ("Name", "Host Total Duration(us)")
+OPERATOR_DETAILS_COLUMNS: Dict[str, Tuple[str, ...]] = {
+    "name": ("Name",),
+    "host": ("Host Total Duration(us)",),
+}
 
 
 class TableInfo(Struct, frozen=True, kw_only=True):
@@ -209,24 +212,21 @@ def _check_width(path: Path, line: int, row: Sequence[str], width: int) -> None:
         )
 
 
-def read_kernels(
-    path: Path, resolve: Optional[TypeResolver] = None
-) -> Tuple[List[Kernel], TableInfo]:
+def read_kernels(path: Path) -> Tuple[List[Kernel], TableInfo]:
     """kernel_details.csv or op_summary_*.csv: one Kernel per row."""
-    resolve = resolve or TypeResolver()
+    resolve = TypeResolver()
     with _open(path, "a kernel table") as (header, rows):
         cols = _columns(path, header, KERNEL_COLUMNS, KERNEL_REQUIRED, "kernel_details/op_summary")
         width = len(header)
         kernels: List[Kernel] = []
         shared = _Shared()
         named_types = derived = 0
-        get = _getter(cols)
         start_name = header[cols["start"]].strip()
         dur_name = header[cols["duration"]].strip()
         for line, row in rows:
             _check_width(path, line, row, width)
             name = shared(row[cols["name"]].strip())
-            type_cell = get(row, "type")
+            type_cell = _cell(row, cols, "type")
             # At Level0 every Type is N/A and the type comes from the name
             # (`aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore`).
             if type_cell and type_cell != NA:
@@ -234,8 +234,8 @@ def read_kernels(
             else:
                 derived += 1
             # No Device_id column (torch_npu <= 2.5.1) means one device.
-            device = get(row, "device") or "0"
-            stream = get(row, "stream")
+            device = _cell(row, cols, "device") or "0"
+            stream = _cell(row, cols, "stream")
             # HCCL rows have `Stream ID` N/A (msprof adds them without task or stream ids).
             key = f"device {device}" + (f" stream {stream}" if stream and stream != NA else "")
             kernels.append(
@@ -245,12 +245,12 @@ def read_kernels(
                     op_type=shared(resolve(name, type_cell)),
                     start_us=_number(path, line, start_name, row[cols["start"]]),
                     dur_us=_number(path, line, dur_name, row[cols["duration"]]),
-                    core=shared(_na(get(row, "core"))),
+                    core=shared(_na(_cell(row, cols, "core"))),
                     # Python-written shapes keep literal quotes after CSV parsing: raw
                     # `"""4096,2,512;..."""`.
-                    input_shapes=shared(strip_quotes(_na(get(row, "input_shapes")))),
-                    input_dtypes=shared(_na(get(row, "input_dtypes"))),
-                    output_shapes=shared(strip_quotes(_na(get(row, "output_shapes")))),
+                    input_shapes=shared(strip_quotes(_na(_cell(row, cols, "input_shapes")))),
+                    input_dtypes=shared(_na(_cell(row, cols, "input_dtypes"))),
+                    output_shapes=shared(strip_quotes(_na(_cell(row, cols, "output_shapes")))),
                 )
             )
         notes = []
@@ -286,12 +286,10 @@ class _Shared:
         return text
 
 
-def _getter(cols: Dict[str, int]) -> Callable[[Sequence[str], str], str]:
-    def get(row: Sequence[str], key: str) -> str:
-        i = cols.get(key)
-        return row[i].strip() if i is not None else ""
-
-    return get
+def _cell(row: Sequence[str], cols: Dict[str, int], key: str) -> str:
+    """The row's cell of column `key`, stripped; "" where the file has no such column."""
+    i = cols.get(key)
+    return row[i].strip() if i is not None else ""
 
 
 def _na(text: str) -> str:
@@ -311,15 +309,14 @@ def read_statistic(path: Path) -> Tuple[List[OpStat], TableInfo]:
             biggest = (
                 _number(path, this, "Max Time(us)", row[cols["max"]]) if "max" in cols else 0.0
             )
-            core = row[cols["core"]].strip() if "core" in cols else ""
             # `Count` is written as a whole number (`105`); `int` drops a `.0` if one appears.
             out.append(
                 OpStat(
-                    op_type=row[cols["type"]].strip(),
+                    op_type=_cell(row, cols, "type"),
                     count=int(count),
                     total_us=total,
                     max_us=biggest,
-                    core=core,
+                    core=_cell(row, cols, "core"),
                 )
             )
         # op_statistic comes only from Level1/Level2 runs and holds totals per op type.
@@ -331,19 +328,14 @@ def read_statistic(path: Path) -> Tuple[List[OpStat], TableInfo]:
 def read_operator_details(path: Path) -> TableInfo:
     """operator_details.csv (torch ops, multi-line cells): checked and counted."""
     with _open(path, "torch_npu's operator_details.csv") as (header, rows):
-        names = [h.strip() for h in header]
-        missing = [c for c in OPERATOR_DETAILS_REQUIRED if c not in names]
-        if missing:
-            raise ProfileFormatError(
-                f"{path} line 1: the header has no {' / '.join(missing)} column.",
-                "Expected torch_npu's operator_details.csv header.",
-            )
+        cols = _columns(
+            path, header, OPERATOR_DETAILS_COLUMNS, ("name", "host"), "operator_details"
+        )
         width = len(header)
-        total = names.index("Host Total Duration(us)")
         count = 0
         for this, row in rows:
             _check_width(path, this, row, width)
             # The one number this table gives: host time per torch op.
-            _number(path, this, "Host Total Duration(us)", row[total])
+            _number(path, this, "Host Total Duration(us)", row[cols["host"]])
             count += 1
         return TableInfo(rows=count, notes=())

@@ -34,7 +34,7 @@ from ..workspace import Workspace
 from .check import ScriptSpec, check_recipe, rendered_commands, script_index
 from .manifest import Manifest, Revision
 from .readout import Readout, read_repo
-from .thirdparty import ArchiveRules, cann_cmake_rules, module_rules
+from .thirdparty import cann_cmake_rules, module_rules, recipe_table
 
 # `v9.1.0`, `9.1.0`, `v9.2.0-beta.1`, `v9.1.0.pre`: the release (and its train) a ref names
 _RELEASE = re.compile(
@@ -227,7 +227,10 @@ def draft_recipe(req: DraftRequest) -> Draft:
             rules = cann_cmake_rules(fetcher, ws, readout, caches[repo.name], repo, fetched)
         else:
             rules = module_rules(fetcher, ws, readout, caches[repo.name], repo)
-        _add_rules(table, rules, repo.name, read, undecided)
+        if rules.rules:
+            table["third_party"] = list(rules.rules)
+        read += [f"archives {repo.name}: {line}" for line in rules.read]
+        undecided += rules.undecided
         repos[repo.name] = table
     raw = read_toml(base.path, RECIPE)
     # what makes a repo buildable (vendor suffix, ops, ccache option, its validation) and the
@@ -435,10 +438,7 @@ def _tools(
             read.append(f"host.tools: gawk at {cite}")
     for tool in base.tools:
         if tool.name != "gawk":
-            table: JSONObject = {"name": tool.name, "why": tool.why, "install": tool.install}
-            if tool.repos:
-                table["repos"] = list(tool.repos)
-            tools.append(table)
+            tools.append(recipe_table(tool))
             undecided.append(f"[[host.tools]] {tool.name} is {base.path.name}'s: still needed?")
     if gawk and not tools:
         read.append("host.tools: no gawk call in the build.sh of a repo every run builds")
@@ -451,15 +451,7 @@ def _pins(readout: Readout, read: List[str]) -> JSONObject:
     # a pin of another recipe repo first (`opbase_source`), the rest in file order
     for item in sorted(readout.pins, key=lambda p: p.pin.repo is None):
         pin = item.pin
-        table: JSONObject = {}
-        if pin.repo:
-            table["repo"] = pin.repo
-        else:
-            table.update(name=pin.name, url=pin.url)
-        table.update(pin_file=pin.pin_file, pin_regex=pin.pin_regex)
-        if pin.pin != "commit":
-            table["pin"] = pin.pin
-        table["dest"] = pin.dest
+        table = recipe_table(pin)
         if pin.repo and "opbase_source" not in out:
             out["opbase_source"] = table
         else:
@@ -468,15 +460,6 @@ def _pins(readout: Readout, read: List[str]) -> JSONObject:
     if pinned:
         out["pinned_sources"] = pinned
     return out
-
-
-def _add_rules(
-    table: JSONObject, rules: ArchiveRules, repo: str, read: List[str], undecided: List[str]
-) -> None:
-    if rules.rules:
-        table["third_party"] = list(rules.rules)
-    read += [f"archives {repo}: {line}" for line in rules.read]
-    undecided += list(rules.undecided)
 
 
 def _check_flags(

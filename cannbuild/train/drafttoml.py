@@ -96,9 +96,9 @@ def draft_text(draft: Draft) -> str:
     return "\n".join(lines) + "\n\n" + dumps(draft.data)
 
 
-def write_draft(draft: Draft, out: Path, replace: bool = False) -> str:
-    """Write the draft to `out` (never over an existing file unless `replace`); its text."""
-    if out.exists() and not replace:
+def write_draft(draft: Draft, out: Path) -> str:
+    """Write the draft to `out` (never over an existing file); its text."""
+    if out.exists():
         raise UsageError(
             f"{out} exists: a draft is never written over a recipe.",
             "Pass --out with a new file name, or move that file away first.",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..bounded import MANIFEST, read_text
 from ..errors import UsageError
@@ -42,13 +43,10 @@ class Manifest(Struct, frozen=True, kw_only=True):
 def revision_of(text: str, cite: str) -> Revision:
     """`refs/tags/X` -> tag X, `refs/heads/X` -> branch X, 40 hex -> commit, else a branch
     (the repo tool's reading of `revision`)."""
-    if text.startswith("refs/tags/"):
-        return Revision(kind="tag", value=text[len("refs/tags/") :], cite=cite)
-    if text.startswith("refs/heads/"):
-        return Revision(kind="branch", value=text[len("refs/heads/") :], cite=cite)
-    if _COMMIT.fullmatch(text):
-        return Revision(kind="commit", value=text, cite=cite)
-    return Revision(kind="branch", value=text, cite=cite)
+    for prefix, kind in (("refs/tags/", "tag"), ("refs/heads/", "branch")):
+        if text.startswith(prefix):
+            return Revision(kind=kind, value=text[len(prefix) :], cite=cite)
+    return Revision(kind="commit" if _COMMIT.fullmatch(text) else "branch", value=text, cite=cite)
 
 
 def read_manifest(path: Path) -> Manifest:
@@ -75,9 +73,7 @@ def read_manifest(path: Path) -> Manifest:
                 pending.append((attrs["name"], cite))
     for name, cite in pending:
         if default is not None:
-            found[name] = Revision(
-                kind=default.kind, value=default.value, cite=f"{cite} (default {default.cite})"
-            )
+            found[name] = replace(default, cite=f"{cite} (default {default.cite})")
     if not found:
         raise UsageError(
             f"--manifest {path}: no <project name=... revision=...> in it.",

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from msgspec import Struct
+from msgspec.structs import fields
 
-from ..decoded import JSONValue
-from ..recipes import ArchiveRule, RepoSpec
+from ..decoded import JSONValue, to_plain
+from ..recipes import RepoSpec
 from ..sources.archives import declared_archives, preferred_place
 from ..sources.canncmake import FETCH_CANN_CMAKE_FILES, cann_cmake_archives
 from ..sources.checkout import cache_path
@@ -60,12 +61,15 @@ def cann_cmake_rules(
     ]
     read += [f"not downloaded by a package build: {why}" for why in unused]
     undecided = [f"{readout.repo}: {note}" for note in missing]
-    kept = _same_layout(base_repo)
+    # the base recipe's rules carry over where its archives come from cann/cmake too
+    kept = base_repo is not None and any(
+        p.pin_file in FETCH_CANN_CMAKE_FILES for p in base_repo.pins
+    )
     names = {d.module for d in declared} | {d.name for d in declared}
     dropped = []
     for rule in base_repo.third_party if base_repo else ():
         if kept and rule.name in names:
-            rules.append(_table(rule))
+            rules.append(recipe_table(rule))
             undecided.append(
                 f"[[repos.{readout.repo}.third_party]] {rule.name!r} is the base recipe's "
                 f"({rule.source}): check it still holds at {readout.commit[:12]}."
@@ -83,24 +87,14 @@ def cann_cmake_rules(
     return ArchiveRules(rules=tuple(rules), read=tuple(read), undecided=tuple(undecided))
 
 
-def _same_layout(base_repo: Optional[RepoSpec]) -> bool:
-    return base_repo is not None and any(
-        p.pin_file in FETCH_CANN_CMAKE_FILES for p in base_repo.pins
-    )
-
-
-def _table(rule: ArchiveRule) -> Dict[str, JSONValue]:
-    """An ArchiveRule as its TOML table (defaults left out)."""
-    out: Dict[str, JSONValue] = {"name": rule.name}
-    if not rule.needed:
-        out["needed"] = False
-    if rule.place:
-        out["place"] = list(rule.place)
-    out["source"] = rule.source
-    for key, value in (("url", rule.url), ("sha256", rule.sha256), ("md5", rule.md5)):
-        if value:
-            out[key] = value
-    return out
+def recipe_table(table: Struct) -> Dict[str, JSONValue]:
+    """A recipe table as a recipe file writes it: the fields not at their default."""
+    plain = to_plain(table)
+    return {
+        f.encode_name: plain[f.encode_name]
+        for f in fields(table)
+        if f.required or plain[f.encode_name] != to_plain(f.default)
+    }
 
 
 def module_rules(
@@ -115,7 +109,7 @@ def module_rules(
     for rule in base_repo.third_party if base_repo else ():
         covered.add(rule.name)
         if rule.name in names or not rule.needed:
-            rules.append(_table(rule))
+            rules.append(recipe_table(rule))
             if rule.needed:
                 undecided.append(
                     f"[[repos.{readout.repo}.third_party]] {rule.name!r}: its place and source "
