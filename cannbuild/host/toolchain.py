@@ -113,9 +113,9 @@ def remember_tools(memo: Path, results: Sequence[ToolResult], known: Mapping[str
 
 
 def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
-    """What identifies the file a version was read from: its real path, inode, size and
-    mtime, and the name and arguments it was called with (a multi-call binary answers by
-    its name).  None where the answer is not the file's own: a script (a pyenv shim
+    """What identifies the file a version was read from: its real path, inode, size,
+    mtime and ctime (which no `cp -p` or `touch` can set back), and the name and
+    arguments it was called with (a multi-call binary answers by its name).  None where the answer is not the file's own: a script (a pyenv shim
     answers for whatever it points at today) and ccache standing in for a compiler (it
     runs the next one on PATH); those are always asked."""
     try:
@@ -128,7 +128,7 @@ def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
     if os.path.basename(real) == "ccache" and spec.name != "ccache":
         return None
     args = " ".join([os.path.basename(path), *spec.version_args])
-    return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{args}"
+    return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{args}"
 
 
 def pyenv_target(path: str, env: Mapping[str, str]) -> Optional[str]:

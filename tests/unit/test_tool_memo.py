@@ -44,6 +44,27 @@ def _cmake(bin_dir: Path, version: str, log: Path) -> None:
     os.replace(new, bin_dir / "cmake")
 
 
+def _copied_over_keeping_its_times(doctor: Doctor, version: str) -> None:
+    """Another build written into the same file, its size and mtime as before: only the
+    ctime (which nothing can set back) tells."""
+    cmake = doctor.bin / "cmake"
+    before = cmake.stat()
+    other = doctor.tmp / "other"
+    other.mkdir()
+    _cmake(other, version, doctor.log)
+    data = (other / "cmake").read_bytes()
+    assert len(data) == before.st_size
+    with open(cmake, "r+b") as fh:
+        fh.write(data)
+    os.utime(cmake, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = cmake.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+
+
 class Doctor:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
@@ -88,8 +109,10 @@ def test_a_replaced_or_removed_tool_is_asked_again(tmp_path):
     _cmake(doctor.bin, "3.28.1", doctor.log)
     assert doctor.cmake() == "3.28.1" and len(doctor.runs()) == 2
     assert doctor.cmake() == "3.28.1" and len(doctor.runs()) == 2
+    _copied_over_keeping_its_times(doctor, "3.28.2")  # `cp -p` onto it: same inode and size
+    assert doctor.cmake() == "3.28.2" and len(doctor.runs()) == 3
     (doctor.bin / "cmake").unlink()  # the next cmake on PATH (or none) answers for itself
-    assert doctor.cmake() not in ("3.20.0", "3.28.1") and len(doctor.runs()) == 2
+    assert doctor.cmake() not in ("3.20.0", "3.28.1", "3.28.2") and len(doctor.runs()) == 3
 
 
 @pytest.mark.parametrize("hostile", ["garbage", "fifo"])
