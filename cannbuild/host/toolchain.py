@@ -115,9 +115,10 @@ def remember_tools(memo: Path, results: Sequence[ToolResult], known: Mapping[str
 def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
     """What identifies the file a version was read from: its real path, inode, size,
     mtime and ctime (which no `cp -p` or `touch` can set back), and the name and
-    arguments it was called with (a multi-call binary answers by its name).  None where the answer is not the file's own: a script (a pyenv shim
-    answers for whatever it points at today) and ccache standing in for a compiler (it
-    runs the next one on PATH); those are always asked."""
+    arguments it was called with (a multi-call binary answers by its name).  None where
+    the answer is not the file's own: a script (a pyenv shim answers for whatever it
+    points at today) and ccache standing in for a compiler (it runs the next one on
+    PATH); those are always asked."""
     try:
         real = os.path.realpath(path)
         st = os.stat(real)
