@@ -28,7 +28,6 @@ from .build.stamps import read_stamp
 from .build.steps import RunResult, host_side, host_side_note, run_steps
 from .decoded import to_plain
 from .errors import CannbuildError, UsageError, path_error, storage_error
-from .host.toolchain import remember_tools
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
 from .phases import PhaseSink, no_phases
@@ -310,7 +309,6 @@ def run_pipeline(
         _record_attempt(
             session, run_id, request.command, started=started, pid=os.getpid(), status=RUNNING
         )
-        remember_tools(session.ws.tool_memo, session.host.tools)
         cache = compile_cache.compile_cache(
             options.cache_remote,
             session.ws.root,

@@ -5,7 +5,8 @@ Entries live in `$XDG_CACHE_HOME/cannbuild/<kind>/<key>` (else `~/.cache/cannbui
 by the hash of everything that made them.  An entry is made in a temporary folder beside it
 and renamed into place, with a manifest of its files' sha256; it is checked on every use,
 and one that does not match (a half-copied or edited file) is made again.  `parsed/`
-keeps the parse of each TOML file cannbuild ships, beside the sha256 of its text.  The
+keeps the parse of each TOML file cannbuild ships, beside the sha256 of its text;
+`tools.json` the build tools' versions by the identity of each binary (host/toolchain.py).  The
 cache is the user's own: a root that is a link, belongs to someone else or that others may
 write is not used (the caller builds in place instead), and its folders are made 0700.
 """

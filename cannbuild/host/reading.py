@@ -11,14 +11,20 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from ..options import Options
-from ..ownership import owned
-from ..workspace import Workspace
+from ..usercache import cache_root
 from .driver import Driver, read_driver
 from .hardware import Hardware, detect_hardware
 from .pystack import PythonStack, read_python_stack
 from .socs import Family, by_soc
 from .sysroot import Sysroot
-from .toolchain import CapturedEnv, ToolResult, capture_env, probe_tools
+from .toolchain import (
+    CapturedEnv,
+    ToolResult,
+    capture_env,
+    probe_tools,
+    read_tool_memo,
+    remember_tools,
+)
 from .toolkit import Toolkit, ToolkitSearch, find_toolkit, host_arch
 
 
@@ -59,9 +65,11 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
     sysroot = Sysroot.at(options.sysroot)
     search = find_toolkit(sysroot, env, options.cann_path)
     toolkit = search.toolkit
+    memo = _tool_memo()
+    known = read_tool_memo(memo)
     with ThreadPoolExecutor(max_workers=4) as pool:
         hw_future = pool.submit(detect_hardware, sysroot, env)
-        tools_future = pool.submit(probe_tools, env, None, _tool_memo(options))
+        tools_future = pool.submit(probe_tools, env, None, known)
         env_future = (
             pool.submit(capture_env, toolkit.set_env, env)
             if toolkit is not None and toolkit.set_env is not None
@@ -80,6 +88,8 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
             except Exception as exc:  # subprocess.TimeoutExpired and friends
                 capture_error = f"{type(exc).__name__}: {exc}"
         stack = stack_future.result()
+    if memo is not None:
+        remember_tools(memo, tools, known)
     driver = read_driver(sysroot)
     soc, soc_source = _effective_soc(options, hardware)
     return Readings(
@@ -97,12 +107,13 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
     )
 
 
-def _tool_memo(options: Options) -> Optional[Path]:
-    """Where tool versions are remembered: in a workspace cannbuild made (read here; a
-    run that acts writes it: toolchain.remember_tools)."""
-    if not owned(options.workspace, "workspace"):
-        return None
-    return Workspace(root=options.workspace).tool_memo
+def _tool_memo() -> Optional[Path]:
+    """Where tool versions are remembered: this user's cache (usercache.py, found from
+    the process's own environment as its other entries are), not a workspace's, so
+    doctor anywhere and every workspace share them; None where the user has no cache of
+    their own (every tool is then asked)."""
+    root = cache_root(os.environ)
+    return root / "tools.json" if root is not None else None
 
 
 def _effective_soc(options: Options, hardware: Hardware) -> Tuple[Optional[Family], str]:

@@ -78,32 +78,47 @@ def probe_tool(
 
 
 def probe_tools(
-    env: Mapping[str, str], specs: Optional[Sequence[ToolSpec]] = None, memo: Optional[Path] = None
+    env: Mapping[str, str],
+    specs: Optional[Sequence[ToolSpec]] = None,
+    known: Optional[Mapping[str, str]] = None,
 ) -> List[ToolResult]:
-    """Probe in parallel: a dozen `--version` calls must not add up.  A binary named in
-    `memo` (see remember_tools) with the same file identity is not asked again; `specs`
+    """Probe in parallel: a dozen `--version` calls must not add up.  A binary `known`
+    names (read_tool_memo) with the same file identity is not asked again; `specs`
     default to the build tools of recipes/facts/hosts.toml."""
-    known = _read_memo(memo)
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(lambda s: probe_tool(s, env, known), specs or tools()))
 
 
-def remember_tools(memo: Path, results: Sequence[ToolResult]) -> None:
-    """Keep the versions read from binaries for later runs.  Only runs that act write it
-    (a plan, a dry run or doctor reads it and writes nothing)."""
+def read_tool_memo(memo: Optional[Path]) -> Dict[str, str]:
+    """The versions remember_tools kept; a memo that cannot be read (garbage, a FIFO)
+    is one warning (bounded.read_state) and read as empty."""
+    return (read_state(memo, MEMO, Dict[str, str]) if memo is not None else None) or {}
+
+
+def remember_tools(memo: Path, results: Sequence[ToolResult], known: Mapping[str, str]) -> None:
+    """Keep the versions read from binaries for later runs (any run, doctor's too: the
+    memo is the user's cache, shared by every workspace and sysroot, as its keys name
+    the binary).  What `known` (the memo as read) held stays while its file is there;
+    written only when something new was learned, atomically; a memo that cannot be
+    written (full disk, read-only home) only costs the next run its probes."""
     seen = {
         key: r.version
         for r in results
         if r.path and r.version and (key := binary_key(r.spec, r.binary or r.path)) is not None
     }
-    if seen and seen != _read_memo(memo):
-        remember(memo, seen)
+    if seen.items() <= known.items():
+        return
+    kept = {k: v for k, v in known.items() if os.path.exists(k.split("|", 1)[0])}
+    remember(memo, {**kept, **seen})
 
 
 def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
-    """What identifies the file a version was read from: its real path, inode, size and
-    mtime.  None for scripts (a pyenv or ccache shim answers for whatever it points at
-    today), which are always asked."""
+    """What identifies the file a version was read from: its real path, inode, size,
+    mtime and ctime (which no `cp -p` or `touch` can set back), and the name and
+    arguments it was called with (a multi-call binary answers by its name).  None where
+    the answer is not the file's own: a script (a pyenv shim answers for whatever it
+    points at today) and ccache standing in for a compiler (it runs the next one on
+    PATH); those are always asked."""
     try:
         real = os.path.realpath(path)
         st = os.stat(real)
@@ -111,8 +126,10 @@ def binary_key(spec: ToolSpec, path: str) -> Optional[str]:
             return None
     except (OSError, UsageError):
         return None
-    args = " ".join(spec.version_args)
-    return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{args}"
+    if os.path.basename(real) == "ccache" and spec.name != "ccache":
+        return None
+    args = " ".join([os.path.basename(path), *spec.version_args])
+    return f"{real}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{args}"
 
 
 def pyenv_target(path: str, env: Mapping[str, str]) -> Optional[str]:
@@ -141,13 +158,11 @@ def pyenv_target(path: str, env: Mapping[str, str]) -> Optional[str]:
 
 
 def is_tool_memo(path: Path) -> bool:
-    """Whether `path` holds a memo remember_tools wrote: keys as binary_key makes them."""
+    """Whether `path` holds a memo remember_tools wrote: keys as binary_key makes them
+    (runs before the memo moved to the user cache kept it in a workspace's cache/, which
+    ownership.py still takes as a sign that cannbuild made the workspace)."""
     memo = read_state(path, MEMO, Dict[str, str]) or {}
     return bool(memo) and all(re.fullmatch(r"/.*\|\d+\|\d+\|\d+\|.*", k) for k in memo)
-
-
-def _read_memo(memo: Optional[Path]) -> Dict[str, str]:
-    return (read_state(memo, MEMO, Dict[str, str]) if memo is not None else None) or {}
 
 
 class CapturedEnv(Struct, frozen=True, kw_only=True):

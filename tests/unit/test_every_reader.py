@@ -126,8 +126,10 @@ def _status(
 
 
 def _tool_memo(tmp: Path) -> Case:
-    args = ["doctor", "--sysroot", str(_host(tmp)), "-w", str(_owned(tmp / "ws"))]
-    return Case(args=args, cwd=tmp, path=tmp / "ws" / "cache" / "tools.json", ignored=True)
+    """The build tools' versions, in the user's cache (HOME is tmp/home: see _run)."""
+    args = ["doctor", "--sysroot", str(_host(tmp))]
+    memo = tmp / "home" / ".cache" / "cannbuild" / "tools.json"
+    return Case(args=args, cwd=tmp, path=memo, ignored=True)
 
 
 def _lock_holder(tmp: Path) -> Case:

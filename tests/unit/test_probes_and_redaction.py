@@ -105,7 +105,7 @@ def test_a_tools_version_is_remembered_until_its_binary_changes(tmp_path):
     import os
     import shutil
 
-    from cannbuild.host.toolchain import ToolSpec, probe_tools, remember_tools
+    from cannbuild.host.toolchain import ToolSpec, probe_tools, read_tool_memo, remember_tools
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -114,18 +114,18 @@ def test_a_tools_version_is_remembered_until_its_binary_changes(tmp_path):
     spec = ToolSpec(name="make", version_args=("--version",))
     memo = tmp_path / "tools.json"
     env = {"PATH": str(bin_dir)}
-    (first,) = probe_tools(env, (spec,), memo)
+    (first,) = probe_tools(env, (spec,), read_tool_memo(memo))
     assert first.version and first.version[0].isdigit()
-    assert not memo.exists()  # reading writes nothing; a run that acts remembers
-    remember_tools(memo, [first])
+    assert not memo.exists()  # probing writes nothing; host reading remembers
+    remember_tools(memo, [first], {})
     remembered = json.loads(memo.read_text())
     assert list(remembered.values()) == [first.version]
     # what the memo says is what is reported: the binary is not asked again ...
     memo.write_text(json.dumps({k: "0.1" for k in remembered}))
-    assert probe_tools(env, (spec,), memo)[0].version == "0.1"
+    assert probe_tools(env, (spec,), read_tool_memo(memo))[0].version == "0.1"
     # ... until the file changes (an upgrade replaces it): then it is asked again
     os.utime(make, ns=(0, make.stat().st_mtime_ns + 1_000_000_000))
-    assert probe_tools(env, (spec,), memo)[0].version == first.version
+    assert probe_tools(env, (spec,), read_tool_memo(memo))[0].version == first.version
 
 
 def test_a_script_is_asked_every_time(tmp_path):
@@ -143,7 +143,7 @@ def test_a_pyenv_shim_is_answered_by_the_interpreter_pyenv_would_pick(tmp_path, 
     and the pick is remembered as any binary is, so a changed pick is seen."""
     import sys
 
-    from cannbuild.host.toolchain import ToolSpec, probe_tools, remember_tools
+    from cannbuild.host.toolchain import ToolSpec, probe_tools, read_tool_memo, remember_tools
 
     root = tmp_path / "pyenv"
     (root / "shims").mkdir(parents=True)
@@ -168,10 +168,11 @@ def test_a_pyenv_shim_is_answered_by_the_interpreter_pyenv_would_pick(tmp_path, 
     (tmp_path / "project" / ".python-version").write_text("3.10.2\n")
     assert probe_tools(env, (spec,))[0].binary == str(root / "versions/3.10.2/bin/python3")
     memo = tmp_path / "tools.json"
-    remember_tools(memo, [probe_tools(env, (spec,))[0]])
-    assert probe_tools(env, (spec,), memo)[0].version == mine
+    remember_tools(memo, [probe_tools(env, (spec,))[0]], {})
+    known = read_tool_memo(memo)
+    assert probe_tools(env, (spec,), known)[0].version == mine
     # what pyenv's own rules decide (several versions, `system`, one not installed): the shim
     for version in ("3.9.1:3.10.2", "system", "3.12.0"):
-        (found,) = probe_tools({**env, "PYENV_VERSION": version}, (spec,), memo)
+        (found,) = probe_tools({**env, "PYENV_VERSION": version}, (spec,), known)
         assert (found.binary, found.version) == (None, "0.0.1") and ran.exists()
         ran.unlink()
