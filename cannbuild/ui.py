@@ -278,8 +278,11 @@ def show_validation(
         stale = "; ".join(run.made.stale)
         print_validation(validation.report, directory, run.built_from, tables=tables, stale=stale)
     else:
+        verdict = validation.validation
+        reason = verdict.get("reason")
         note(
-            f"validation: PASS reused from run {validation.reused_from} (nothing it checks has changed)"
+            f"validation: {verdict.get('status')} reused from run {validation.reused_from} "
+            f"(nothing it checks has changed){f': {reason}' if reason else ''}"
         )
         print_built_from(run.built_from)
         if directory is not None:

@@ -28,6 +28,7 @@ from ..bounded import STAMP, read_state
 from ..build.plan import example_values, recipe_templates, render_command
 from ..build.session import Session
 from ..decoded import JSONValue
+from ..host.pystack import read_python_stack
 from ..host.sysroot import Sysroot
 from ..host.toolchain import capture_env
 from ..host.toolkit import host_arch
@@ -307,7 +308,7 @@ def with_package_env(vendor: Path, base: Mapping[str, str]) -> Dict[str, str]:
 
 class ValidationRun(Struct, frozen=True, kw_only=True):
     validation: Mapping[str, JSONValue]  # the report's validation part
-    report: Optional[ValidationSummary]  # None when a PASS verdict was reused
+    report: Optional[ValidationSummary]  # None when a verdict was reused
     reused_from: Optional[str]
 
 
@@ -333,8 +334,17 @@ def validate_session(
     key = keys[0] if len(keys) == 1 else hashlib.sha256("".join(keys).encode()).hexdigest()
     stamp_file = session.ws.stamps / "validate.json"
     cached = read_state(stamp_file, STAMP) if reuse else None
-    # Only a PASS is reused: a FAIL or SKIPPED verdict is always worked out again.
-    if cached and cached.get("key") == key and cached.get("validation", {}).get("status") == PASS:
+    status = cached.get("validation", {}).get("status") if cached else None
+    # A PASS is reused, and a SKIPPED where torch is not installed: the key holds torch's
+    # version, so installing it makes a new key; a no-op setup on a host without torch worked
+    # it out again each time (the example's compile and run, 2 s).  A FAIL, or a SKIPPED
+    # beside a torch that is installed (one that cannot be imported: a repair may keep its
+    # version), is always worked out again.
+    if (
+        cached
+        and cached.get("key") == key
+        and (status == PASS or (status == SKIPPED and read_python_stack().torch is None))
+    ):
         reused_from = cached["run_id"]
         return ValidationRun(
             validation=dict(cached["validation"], reused_from=reused_from),

@@ -232,3 +232,30 @@ def test_status_and_clean(cli):
     assert (cli.ws / "cache" / "git").is_dir() and (cli.ws / "opp").is_dir()
     again = cli("install")
     assert again.returncode == 0 and ": done in" not in again.stderr  # still up to date
+
+
+def test_a_no_op_setup_without_torch_reuses_the_skipped_verdict_and_installing_torch_ends_it(
+    cli, tmp_path
+):
+    from fakewheels import venv_with_cannbuild
+
+    bin_dir = venv_with_cannbuild(tmp_path / "venv")  # torch not installed at all
+    env = cli.env(PATH=os.pathsep.join((str(bin_dir), os.environ["PATH"])))
+    argv = [str(bin_dir / "python"), "-m", "cannbuild", "setup", "--cases", CASE, "--sandbox"]
+    argv += ["--variant", cli.variant, "--cann", cli.cann]
+
+    def setup() -> subprocess.CompletedProcess:
+        return subprocess.run(argv, cwd=cli.cwd, env=env, capture_output=True, text=True)
+
+    first = setup()
+    assert first.returncode == 0, first.stderr
+    assert "validation: SKIPPED" in first.stdout and "example:" in first.stderr
+    again = setup()
+    assert again.returncode == 0, again.stderr
+    assert "validation: SKIPPED reused from run" in again.stderr  # the example did not run again
+    assert "pip install torch" in again.stderr and "example:" not in again.stderr
+    assert cli.report()["validation"]["reused_from"]
+    # with torch importable (the test environment's), the key changes: worked out anew
+    with_torch = cli("setup", "--cases", CASE)
+    assert with_torch.returncode == 0, with_torch.stderr
+    assert "reused from run" not in with_torch.stderr and "validation: PASS" in with_torch.stdout
