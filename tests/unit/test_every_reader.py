@@ -313,7 +313,8 @@ def test_every_kind_of_file_cannbuild_reads_has_a_hostile_case() -> None:
 
 
 def _run(case: Case) -> subprocess.CompletedProcess:
-    env = clean_env(HOME=str(case.cwd / "home"))
+    # the user's cache below that HOME whatever the session set (the integration tests' own)
+    env = clean_env(HOME=str(case.cwd / "home"), XDG_CACHE_HOME=str(case.cwd / "home" / ".cache"))
     if case.hold_lock is None:
         return cannbuild(*case.args, cwd=case.cwd, timeout=WITHIN, env=env, memory_cap=MEMORY_CAP)
     with open(case.hold_lock) as held:  # another run holds the workspace
