@@ -79,10 +79,10 @@ def _torch_npu_check(
     inp: ValidationInputs, selected: Sequence[cases.Case], phases: PhaseSink
 ) -> ValidationCheck:
     """The route users take: torch_npu.npu_fusion_attention, in its own process."""
-    started = inp.memo.pop(TORCH_NPU, None)
     why_not = _why_no_torch_npu(inp)
-    if why_not:
+    if why_not:  # a worker run() started stays in the memo: run_validation stops it
         return ValidationCheck(id="torch_npu", status=SKIPPED, message=why_not)
+    started = inp.memo.pop(TORCH_NPU, None)
     started = started if isinstance(started, torchnpu.Started) else None
     phases(f"torch_npu: npu_fusion_attention on {len(selected)} cases (its own process)")
     outcome = torchnpu.run(
