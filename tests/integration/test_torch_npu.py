@@ -133,3 +133,23 @@ def test_torch_npu_maps_tnd_onto_the_packages_varlen_apis(installed, tmp_path):
         names = [row["Name"] for row in csv.DictReader(f)]
     fa = [n.split("_", 1)[0] for n in names if "FlashAttention" in n]
     assert fa == ["aclnnFlashAttentionVarLenScore", "aclnnFlashAttentionVarLenScoreV4"]
+
+
+def test_a_validation_stopped_before_its_torch_npu_route_stops_the_worker_it_started(cli):
+    import signal
+    import time
+
+    from conftest import processes_under
+
+    assert cli("install").returncode == 0
+    run = cli.popen("validate", "--cases", "fp16_bsh_s2048_d128")
+    # the worker starts with the C API route, importing torch_npu while that route runs
+    deadline = time.monotonic() + 120
+    while not [p for p in processes_under(cli.ws) if "torchnpu import worker" in p[1]]:
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 143 and "Traceback" not in err, err
+    # nothing it started is left running: the worker went with it
+    assert [p for p in processes_under(cli.ws) if "torchnpu import worker" in p[1]] == []
