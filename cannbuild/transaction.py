@@ -394,13 +394,19 @@ def run_validate(
     ):
         shipped: Optional[Dict[str, str]] = None
         target = session
-        _lay_host_side(session, phases)
+        sources = _lay_host_side(session, phases)
         if package is not None:
             target, shipped = install_package(session, package)
         validation = validate_session(target, env, case_names, run_id, False, phases)
         built = built_from(session) if package is None else None
         directory = _write_report(
-            session, run_id, command, validation=validation.validation, built=built, package=shipped
+            session,
+            run_id,
+            command,
+            validation=validation.validation,
+            built=built,
+            package=shipped,
+            sources=sources,
         )
     return PipelineRun(
         run_id=run_id,
@@ -413,22 +419,24 @@ def run_validate(
     )
 
 
-def _lay_host_side(session: Session, phases: PhaseSink) -> None:
+def _lay_host_side(session: Session, phases: PhaseSink) -> Optional[SourceState]:
     """A sandbox remade since the last build (another cannbuild) holds no host side, which
     the repository's example compiles against: laid out again from the workspace's
-    checkouts at their locked commits, as a build lays it."""
+    checkouts at their locked commits, as a build lays it.  Returns the lock's sources it
+    read (the report takes them; None: not read)."""
     if session.sandbox is None:
-        return
+        return None
     try:
         sources = sources_from_lock(session.source_request())
     except CannbuildError:  # a lock validate cannot use: the example says what is missing
-        return
+        return None
     toolkit_repos = [r.name for r in session.recipe.repos if r.toolkit]
     if sources is None or not all(session.ws.checkout(r).is_dir() for r in toolkit_repos):
-        return
+        return sources
     laid = host_side(session, sources.identity_of)
     if laid is not None and laid.laid_out:
         phases(host_side_note(laid))
+    return sources
 
 
 def _remember(session: Session, command: str) -> Tuple[str, ...]:
