@@ -35,7 +35,6 @@ from . import __version__, ui
 from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
 from .interpreter import leave
 from .lazy import lazy_module
-from .redact import redact
 from .signals import on_termination
 from .tasks import START_HERE, all_tasks
 from .tasks._config import load_config
@@ -444,6 +443,8 @@ def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
 def _say(paragraph: str) -> None:
     """An error paragraph on stderr: it may quote a value the user gave (a mirror URL
     with its password, a token on the command line), so it is redacted like a log."""
+    from .redact import redact  # a run that says nothing wrong never loads its patterns
+
     sys.stderr.write(redact(paragraph) + "\n")
 
 

@@ -23,7 +23,6 @@ from .errors import UsageError
 from .host.socs import normalize_soc
 from .host.versions import parse_cann_version
 from .lazy import lazy_module
-from .redact import redact
 
 if TYPE_CHECKING:
     import difflib
@@ -357,6 +356,8 @@ def _check_cache_remote(url: str, origin: str) -> Optional[str]:
     if not url:
         return None
     if not url.startswith(CACHE_SCHEMES) or any(c.isspace() or ord(c) < 32 for c in url):
+        from .redact import redact  # a URL refused: the only use, so every run need not load it
+
         raise UsageError(
             f"{origin} {redact(url)!r} is not a ccache remote storage URL.",
             "Use redis://HOST:PORT, rediss://HOST:PORT or http(s)://HOST/PATH, with credentials "

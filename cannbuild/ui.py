@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Iterable, List, Mapping, Optional, Sequence, T
 from .decoded import JSONValue
 from .host.check import Check
 from .lazy import lazy_module
-from .redact import redact
-from .report_md import built_from_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
     from rich import table as rich_table
     from rich.console import Console
 
-    from . import ui_validation
+    from . import redact, report_md, ui_validation
     from .build.plan import PlannedStep
     from .build.runner import StepOutcome
     from .build.session import Session
@@ -39,11 +37,13 @@ if TYPE_CHECKING:
     from .sources.state import SourceState
     from .transaction import PipelineRun
     from .validate import ValidationSummary
-else:  # only what prints a table pays for rich
+else:  # only what prints a table pays for rich (a plan or a build's lines for the rest)
     rich_console = lazy_module("rich.console")
     markup = lazy_module("rich.markup")
     rich_table = lazy_module("rich.table")
     ui_validation = lazy_module("cannbuild.ui_validation")
+    redact = lazy_module("cannbuild.redact")
+    report_md = lazy_module("cannbuild.report_md")
 
 _COLOR = {"pass": "32", "warn": "33", "fail": "1;31", "skip": "2", "PASS": "32", "FAIL": "1;31"}
 _COLOR.update({"SKIPPED": "33", "up to date": "32", "needs run": "33"})
@@ -183,7 +183,7 @@ def print_plan(
             lines.append(f"== {owner or 'the workspace'} ({what})")
         lines.append(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
         lines.append(f"  cd {step.cwd}")
-        lines.append(f"  {redact(step.command)}")
+        lines.append(f"  {redact.redact(step.command)}")
         lines.append("")
     stream.write("\n".join(lines))
 
@@ -204,7 +204,7 @@ def print_sources(state: SourceState, lock_file: Path) -> None:
 def digest_lines(outcome: StepOutcome) -> List[str]:
     lines = [
         f"step {outcome.name} FAILED (exit {outcome.exit_code}) after {outcome.duration_s:.1f}s",
-        f"  command: {redact(outcome.command)}",
+        f"  command: {redact.redact(outcome.command)}",
         f"  log:     {outcome.log}",
     ]
     errors = getattr(outcome, "errors", ())
@@ -293,7 +293,7 @@ def print_built_from(
     built_from: Optional[Mapping[str, JSONValue]], stream: TextIO = sys.stdout
 ) -> None:
     """The build behind the package judged, as report.md says it."""
-    for text in built_from_text(built_from) if built_from else []:
+    for text in report_md.built_from_text(built_from) if built_from else []:
         stream.write("\n".join(wrap(text.replace("`", ""), 2, "", stream)) + "\n")
 
 

@@ -26,10 +26,9 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 import msgspec
 from msgspec import Struct
 
-from .bounded import MEMO, Kind, parse_toml, read_state
+from .bounded import ARCHIVE, MEMO, Kind, digest, parse_toml, read_state
 from .decoded import JSONObject
 from .resources import data_dir
-from .sources.fetch import sha256_file
 from .workspace import write_atomic
 
 MANIFEST = "cannbuild-cache.json"
@@ -75,8 +74,8 @@ def _intact(entry: Path) -> bool:
         return listed is not None and all(
             (entry / name).is_file()
             and not (entry / name).is_symlink()
-            and sha256_file(entry / name) == digest
-            for name, digest in listed.items()
+            and digest(entry / name, ARCHIVE) == wanted
+            for name, wanted in listed.items()
         )
     except (OSError, ValueError, AttributeError):
         return False
@@ -97,7 +96,7 @@ def cached(root: Path, kind: str, key: str, make: Callable[[Path], None]) -> Tup
     try:
         make(tmp)
         files = sorted(p for p in tmp.iterdir() if p.is_file() and not p.is_symlink())
-        manifest = {p.name: sha256_file(p) for p in files}
+        manifest = {p.name: digest(p, ARCHIVE) for p in files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         if entry.exists() or entry.is_symlink():  # damaged (or made by a run beside us)
             if _intact(entry):

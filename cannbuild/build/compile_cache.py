@@ -26,13 +26,17 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
+from ..lazy import lazy_module
 from ..proc import run
-from ..redact import redact
-from .cache_probe import probe_remote
 
 if TYPE_CHECKING:
+    from .. import redact
     from ..recipes import Recipe
+    from . import cache_probe
     from .plan import PlannedStep
+else:  # only a configured remote is probed (its sockets and URL parts)
+    cache_probe = lazy_module("cannbuild.build.cache_probe")
+    redact = lazy_module("cannbuild.redact")  # the report's entry, a build's
 
 MINIMUM = (4, 4)  # remote ("secondary") storage came with ccache 4.4
 RENAMED = (4, 7)  # from 4.7 the option is remote_storage; before, secondary_storage
@@ -198,7 +202,7 @@ def compile_cache(
         return None  # doctor's blocking row has said so before any step ran
     skipped = ""
     if probe_timeout is not None:
-        answers, detail = probe_remote(remote, probe_timeout)
+        answers, detail = cache_probe.probe_remote(remote, probe_timeout)
         skipped = "" if answers else detail
     return CompileCache(
         ccache=found,
@@ -277,14 +281,14 @@ def run_record(
     if cache is None:
         return {
             "status": "unusable",
-            "remote": redact(remote or ""),
+            "remote": redact.redact(remote or ""),
             "detail": "a remote is set but no ccache >= 4.4 with that storage was found",
         }
     record: Dict[str, object] = {
         "status": "on",
         "ccache": str(cache.ccache.path),
         "version": cache.ccache.version_text,
-        "remote": redact(cache.remote),
+        "remote": redact.redact(cache.remote),
         "directory": str(cache.directory),
     }
     skipped = getattr(cache, "remote_skipped", "")
@@ -383,7 +387,7 @@ def remote_check(remote: Optional[str]) -> Check:
             hint="Set cache: {remote: redis://HOST:6379} under cannbuild: in invoke.yaml, or "
             "CANNBUILD_CACHE_REMOTE, to share compile work between build hosts and CI runners.",
         )
-    answers, detail = probe_remote(remote)
+    answers, detail = cache_probe.probe_remote(remote)
     return Check(
         id="cache.remote",
         status=PASS if answers else WARN,

@@ -13,19 +13,26 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
 
 from ..decoded import JSONValue
 from ..errors import UsageError
+from ..lazy import lazy_module
 from ..recipes import Recipe, StepSpec, template_dirs
-from ..redact import fingerprint, fingerprint_env, redact, redact_env
-from ..render.templates import TemplateFailure, Templates, render_value
 from ..states import StepStatus
 from ..workspace import Workspace
 from .stamps import digest, outputs_gone, read_stamp
+
+if TYPE_CHECKING:
+    from .. import redact
+    from ..render import templates
+    from ..render.templates import Templates
+else:  # doctor reads which steps run (`selected`), never a template
+    templates = lazy_module("cannbuild.render.templates")
+    redact = lazy_module("cannbuild.redact")  # a step's record and hash, not its selection
 
 UP_TO_DATE = StepStatus.UP_TO_DATE
 NEEDS_RUN = StepStatus.NEEDS_RUN
@@ -84,9 +91,9 @@ class PlannedStep(Struct, frozen=True, kw_only=True):
             "name": self.name,
             "repo": self.spec.repo,
             "phase": self.spec.phase,
-            "command": redact(self.command),
+            "command": redact.redact(self.command),
             "cwd": str(self.cwd),
-            "env": dict(sorted(redact_env(self.env_delta).items())),
+            "env": dict(sorted(redact.redact_env(self.env_delta).items())),
             "status": self.status,
             "reason": self.reason,
         }
@@ -97,7 +104,7 @@ def recipe_templates(
 ) -> Templates:
     """A recipe's step templates, one per run: `cache` keeps compiled templates, `memo`
     rendered commands (see render.Templates)."""
-    return Templates(template_dirs(recipe.path), cache, memo)
+    return templates.Templates(template_dirs(recipe.path), cache, memo)
 
 
 def render_command(
@@ -113,7 +120,7 @@ def render_command(
     env = env or recipe_templates(recipe)
     try:
         text = env.render(template, values)
-    except TemplateFailure as exc:
+    except templates.TemplateFailure as exc:
         if exc.undefined:
             raise UsageError(
                 f"recipe {recipe.path}: {what} uses a value the template context does not have ({exc}).",
@@ -147,7 +154,7 @@ def repo_values(values: Mapping[str, object], repo: Optional[str]) -> Dict[str, 
 
 
 def _render_inline(recipe: Recipe, text: str, values: Mapping[str, object], what: str) -> str:
-    return render_value(text, values, f"recipe {recipe.path}: {what}")
+    return templates.render_value(text, values, f"recipe {recipe.path}: {what}")
 
 
 class Upstream(Struct, frozen=True, kw_only=True):
@@ -289,8 +296,8 @@ def plan_step(
         "recipe": ctx.recipe,
         # a secret (by its name, or a credential in a URL) is kept as its hash: a changed
         # secret still rebuilds, and the stamp holds no secret
-        "command": fingerprint("", hashed_command),
-        "env": fingerprint_env(step_env),
+        "command": redact.fingerprint("", hashed_command),
+        "env": redact.fingerprint_env(step_env),
         "env_mode": "overlay" if use_overlay else "toolkit",
         "toolkit": dict(ctx.toolkit),
         "source": dict(ctx.sources.get(spec.repo, {})) if spec.repo else {},

@@ -28,8 +28,6 @@ from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
 from ..recipes import Recipe, select_recipe, trains_building
 from ..recipes.selection import for_host, ops_by_repo, select_repos
-from ..sources.fetch import Fetcher
-from ..sources.request import SourceRequest
 from ..workspace import Workspace
 from .compile_cache import ccache_check
 from .derived import refuse_blocking
@@ -40,6 +38,8 @@ from .requirements import requirement_checks
 if TYPE_CHECKING:
     from ..sandbox import SandboxInfo, create, third_party
     from ..sandbox.create import SandboxLease
+    from ..sources.fetch import Fetcher
+    from ..sources.request import SourceRequest
 else:  # a real host never pays for it
     create = lazy_module("cannbuild.sandbox.create")
     third_party = lazy_module("cannbuild.sandbox.third_party")
@@ -108,6 +108,8 @@ class Session(Struct, frozen=True, kw_only=True):
 
     @property
     def fetcher(self) -> Fetcher:
+        from ..sources.fetch import Fetcher  # doctor's session fetches nothing (nor below)
+
         return Fetcher(
             mirrors=self.options.mirrors, offline=self.options.offline, retries=self.options.retries
         )
@@ -154,6 +156,8 @@ class Session(Struct, frozen=True, kw_only=True):
 
     def source_request(self) -> SourceRequest:
         """What the sources read of this session, and nothing else."""
+        from ..sources.request import SourceRequest
+
         options = self.options
         return SourceRequest(
             recipe=self.recipe,
@@ -172,7 +176,8 @@ class Session(Struct, frozen=True, kw_only=True):
             stand_ins=tuple(self.sandbox.mirrors.values()) if self.sandbox else (),
             build_repos=() if self.recipe.order == self.recipe.default_repos else self.recipe.order,
             accept_stand_ins=options.accept_stand_ins if self.sandbox else (),
-            stand_in_sha256=stand_in_sha256() if self.sandbox else {},
+            # read only for an archive accepted by name (sources/ready.py): 8 archives made
+            stand_in_sha256=stand_in_sha256() if self.sandbox and options.accept_stand_ins else {},
         )
 
 

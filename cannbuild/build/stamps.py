@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ..bounded import STAMP, read_state
+from ..bounded import ARCHIVE, STAMP, read_state
+from ..bounded import digest as file_digest
 from ..decoded import JSONObject, JSONValue
-from ..sources.fetch import sha256_file
 from ..workspace import Workspace, write_json_atomic
 
 
@@ -39,7 +39,7 @@ def artifact_record(path: Path) -> Dict[str, object]:
     st = path.stat()
     return {
         "path": str(path),
-        "sha256": sha256_file(path),
+        "sha256": file_digest(path, ARCHIVE),
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
     }

@@ -14,18 +14,23 @@ import contextlib
 import subprocess
 import sys
 import time
-from typing import Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional
 
 from msgspec import Struct
 
 from ..bounded import RUN_FILE, decode_json
-from ..childlog import error_line, exit_words
 from ..errors import UsageError
+from ..lazy import lazy_module
 from ..proc import run
 from . import compat
 from .check import FAIL, PASS, WARN, Check
 from .pystack import AUTOLOAD, PythonStack, plain_import_problem
 from .versions import CannVersion
+
+if TYPE_CHECKING:
+    from .. import childlog
+else:  # only a probe that ran reads a child's stderr
+    childlog = lazy_module("cannbuild.childlog")
 
 PROBE_TIMEOUT_S = 60.0
 REPLY = "CANNBUILD-IMPORT "
@@ -110,7 +115,7 @@ def _probe(
         torch=_text(said.get("torch")),
         torch_device=device,
         torch_npu=_text(said.get("torch_npu")),
-        error=error_line(stderr.decode("utf-8", "replace")) if code != 0 else None,
+        error=childlog.error_line(stderr.decode("utf-8", "replace")) if code != 0 else None,
     )
 
 
@@ -167,7 +172,7 @@ def judge_probe(
         return Check(
             id=ROW,
             status=FAIL,
-            detail=f"{_what(probe, stack, where)} {exit_words(probe.code)}: {said}",
+            detail=f"{_what(probe, stack, where)} {childlog.exit_words(probe.code)}: {said}",
             hint=_fix(probe, device, torch_npu, version),
         )
     # Reported here only when package metadata did not show it (the torch_npu row does then).

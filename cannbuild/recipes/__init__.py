@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..bounded import RECIPE, read_toml
 from ..errors import UsageError
-from ..render.templates import render_value
 from ..resources import data_dir
 from .model import (
     USER_RECIPE_DIR,
@@ -151,6 +150,8 @@ def _satisfies(version: str, spec: str) -> Optional[bool]:
 
 def render_ref(repo: RepoSpec, context: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     """The repo's ref fields with templates filled in (e.g. tag = v{{ cann.release }})."""
+    from ..render.templates import render_value  # doctor picks a recipe, renders no ref
+
     out: Dict[str, Optional[str]] = {}
     for key in ("tag", "branch", "until", "commit"):
         value = getattr(repo, key)

@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import msgspec
 from msgspec import Struct
@@ -33,8 +33,9 @@ from .. import proc
 from ..bounded import SANDBOX_RECORD, read_state
 from ..errors import SandboxError
 from ..workspace import write_json_atomic
-from .opbuild import build_op_build
-from .packaging import Placement, RepoIndex, placements
+
+if TYPE_CHECKING:
+    from .packaging import Placement, RepoIndex
 
 RECORD = "hostside.json"
 LAYOUT = 3  # what laid a record out: a record of another layout is redone (3: install_mod)
@@ -121,6 +122,10 @@ def lay_out_host_side(
         return HostSide(record=old, laid_out=False)
     if old is not None:
         _remove(home, old.written)
+    # only a lay-out reads the repos' packaging rules (doctor and a no-op read the record)
+    from .opbuild import build_op_build
+    from .packaging import RepoIndex, placements
+
     record = HostSideRecord(layout=LAYOUT, key=key, complete=False, commits=commits)
     write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
     indexes = {repo: RepoIndex(repo, path) for repo, (path, _) in checkouts.items()}
