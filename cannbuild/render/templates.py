@@ -48,15 +48,18 @@ from ..bounded import MEMO, STEP_TEMPLATE, decode_json, read_bytes, read_state, 
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..workspace import remember
-from .sandbox import RenderChild, run_bounded
 
 if TYPE_CHECKING:
     import jinja2
     from jinja2 import sandbox as jinja_sandbox
     from jinja2.bccache import Bucket
-else:  # Jinja is imported on the first render that needs it
+
+    from . import sandbox as bounded_child
+    from .sandbox import RenderChild
+else:  # Jinja (and the child it renders in) is imported on the first render that needs it
     jinja2 = lazy_module("jinja2")
     jinja_sandbox = lazy_module("jinja2.sandbox")
+    bounded_child = lazy_module("cannbuild.render.sandbox")
 
 # One rendered recipe value (a tag, a cwd, an env entry, an output pattern).  Linux refuses
 # one argument or environment string over 128 KiB (MAX_ARG_STRLEN, E2BIG); real values are
@@ -194,7 +197,7 @@ def render_string(template: str, context: Mapping[str, object], *, quote: bool) 
         if text is not None:
             return text
     env = _environment(jinja2.BaseLoader(), quote=quote)
-    return run_bounded(lambda: env.from_string(template).render(**context))
+    return bounded_child.run_bounded(lambda: env.from_string(template).render(**context))
 
 
 def ci_env(search_path: Path) -> jinja2.Environment:
@@ -311,7 +314,7 @@ class Templates:
         """The render (in the bounded child) and the template files it read."""
         if self._child is None:
             env = command_env(list(self.search_path), self.cache)
-            self._child = RenderChild(functools.partial(_render_recording, env))
+            self._child = bounded_child.RenderChild(functools.partial(_render_recording, env))
         try:
             return cast(
                 Tuple[str, List[List[str]]], self._child((name, values), f"template {name}")

@@ -21,6 +21,15 @@ reference_torch()
 TORCH_NPU = read_python_stack().torch_npu
 
 
+def imported(cli, *args: str):
+    """The run of `cannbuild ARGS` on cli's sandbox, and the modules it imported."""
+    argv = [sys.executable, "-X", "importtime", "-m", "cannbuild", *args, "--sandbox"]
+    argv += ["--variant", cli.variant, "--cann", cli.cann]
+    proc = subprocess.run(argv, cwd=cli.cwd, env=cli.env(), capture_output=True, text=True)
+    lines = proc.stderr.splitlines()
+    return proc, {x.rsplit("|", 1)[-1].strip() for x in lines if x.startswith("import time:")}
+
+
 def started_steps(stderr: str):
     return [
         line.split("] ", 1)[1].split(":")[0]
@@ -149,19 +158,20 @@ def test_a_rerun_with_nothing_changed_runs_no_step(cli):
     report = cli.report()
     assert report["validation"]["status"] == "PASS" and report["validation"]["reused_from"]
     # ... and loads no Jinja: every command it renders is remembered (invoke it loads: the
-    # command line is invoke's Program)
-    argv = [sys.executable, "-X", "importtime", "-m", "cannbuild", "setup", "--cases"]
-    argv += ["fp32_bsh_s128_d64_gqa", "--sandbox", "--variant", cli.variant, "--cann", cli.cann]
-    proc = subprocess.run(argv, cwd=cli.cwd, env=cli.env(), capture_output=True, text=True)
+    # command line is invoke's Program), nor makes the stand-in archives (tarfile) no
+    # --accept-stand-in reads
+    proc, loaded = imported(cli, "setup", "--cases", "fp32_bsh_s128_d64_gqa")
     assert proc.returncode == 0 and "validation: PASS reused from run" in proc.stderr
-    loaded = {
-        line.rsplit("|", 1)[-1].strip()
-        for line in proc.stderr.splitlines()
-        if line.startswith("import time:")
-    }
     assert "cannbuild.transaction" in loaded  # the check can see what was imported
     assert "invoke.program" in loaded
-    assert {m for m in loaded if m.split(".")[0] == "jinja2"} == set()
+    unused = ("jinja2", "tarfile", "cannbuild.render.sandbox", "cannbuild.sandbox.third_party")
+    assert {m for m in loaded if m.startswith(unused)} == set()
+    # doctor there loads only what reads the host and the recipe's needs (issue 39)
+    proc, loaded = imported(cli, "doctor", "--json")
+    assert proc.returncode in (0, 1) and "cannbuild.build.requirements" in loaded
+    unused += ("rich", "torch", "cannbuild.render", "cannbuild.sources", "cannbuild.childlog")
+    unused += ("cannbuild.redact", "cannbuild.report_md", "cannbuild.sandbox.packaging")
+    assert {m for m in loaded if m.startswith(unused)} == set()
     proc = cli("setup", "--cases", "fp32_bsh_s128_d64_gqa", "--force", "validate")
     assert "reused" not in proc.stderr and "capi" in proc.stdout
 
