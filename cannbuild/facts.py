@@ -13,6 +13,7 @@ file and the key."""
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Tuple, Type, TypeVar
 
@@ -32,6 +33,9 @@ T = TypeVar("T", bound=msgspec.Struct)
 FACTS = "facts"
 SANDBOX = "sandbox"
 HINTS = "hints"
+# doctor reads the host in threads that each read the facts: one decodes them, the others
+# wait for its cached result (two decoded them all again, 3 ms)
+_DECODING = threading.Lock()
 
 
 def files(kind: str, cwd: Optional[Path] = None) -> Tuple[Path, ...]:
@@ -55,7 +59,8 @@ def read(kind: str, schema: Type[T], cwd: Optional[Path] = None) -> Tuple[Tuple[
         except OSError:
             continue  # went away since listed: read what is there
         stamps.append((str(path), st.st_mtime_ns, st.st_size))
-    return _decoded(kind, schema, tuple(stamps))
+    with _DECODING:
+        return _decoded(kind, schema, tuple(stamps))
 
 
 @functools.lru_cache(maxsize=16)
