@@ -36,6 +36,8 @@ from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
 from .target import Target, read_target, record_session
 from .validate import ValidationRun, validate_session
+from .validate.ahead import Ahead
+from .validate.ahead import start as start_ahead
 from .workspace import write_json_atomic
 
 if TYPE_CHECKING:
@@ -304,7 +306,13 @@ def run_pipeline(
     run_id = new_run_id()
     options = session.options
     waiting = lambda who: progress.note(f"waiting for {who} to release the workspace ...")  # noqa: E731
-    with WorkspaceLock(session.ws, request.command, options.wait, waiting):
+    ahead: List[Ahead] = []  # validation's work that needs no package, beside the build
+
+    def validate_ahead() -> None:
+        started = start_ahead(session, request.case_names) if request.validate else None
+        ahead.extend([started] if started else [])
+
+    with WorkspaceLock(session.ws, request.command, options.wait, waiting), _closing(ahead):
         started = time.strftime("%Y-%m-%d %H:%M:%S")
         _record_attempt(
             session, run_id, request.command, started=started, pid=os.getpid(), status=RUNNING
@@ -326,7 +334,14 @@ def run_pipeline(
                 for note in sources.notes:
                     progress.note(note)
                 result = run_steps(
-                    session, sources, env, request.phases, progress, run_id, cache=cache
+                    session,
+                    sources,
+                    env,
+                    request.phases,
+                    progress,
+                    run_id,
+                    cache=cache,
+                    before_first_run=validate_ahead,
                 )
                 state = None
                 if result.failed is not None:
@@ -348,7 +363,13 @@ def run_pipeline(
         validation = None
         if request.validate and failed is None:
             validation = validate_session(
-                session, env, request.case_names, run_id, request.reuse_validation, phases
+                session,
+                env,
+                request.case_names,
+                run_id,
+                request.reuse_validation,
+                phases,
+                next(iter(ahead), None),
             )
         built = built_from(session) if validation is not None else None
         cache_record = compile_cache.run_record(
@@ -374,6 +395,16 @@ def run_pipeline(
         made=made(session),
         built_from=built,
     )
+
+
+@contextlib.contextmanager
+def _closing(ahead: Sequence[Ahead]) -> Iterator[None]:
+    """The thread ahead of validation stopped with the run, however it ends."""
+    try:
+        yield
+    finally:
+        for started in ahead:
+            started.close()
 
 
 def run_validate(

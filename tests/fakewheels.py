@@ -83,17 +83,19 @@ def torch_npu_wheel(folder: Path, version: str) -> Path:
 _NOT_BORROWED = ("torch", "functorch", "nvidia", "triton", "pip", "setuptools", "_distutils_hack")
 
 
-def venv_with_cannbuild(where: Path) -> Path:
+def venv_with_cannbuild(where: Path, torch: bool = False) -> Path:
     """A fresh venv (its own pip) that runs this checkout's cannbuild with the test
-    environment's dependencies (linked, torch left out); its bin folder is returned."""
+    environment's dependencies (linked, torch left out unless `torch`: then the test
+    environment's torch without torch_npu); its bin folder is returned."""
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
     borrowed = where / "borrowed"
     borrowed.mkdir()
     site = Path(sysconfig.get_paths()["purelib"])
     for entry in site.iterdir():
         low = entry.name.lower()
+        wanted = torch and low.startswith(("torch", "functorch")) and "npu" not in low
         if (
-            low.startswith(_NOT_BORROWED)
+            (low.startswith(_NOT_BORROWED) and not wanted)
             or entry.suffix == ".pth"
             or low.startswith("__editable__")
         ):

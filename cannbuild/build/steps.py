@@ -147,11 +147,13 @@ def run_steps(
     run_id: Optional[str] = None,
     cache: Optional[CompileCache] = None,
     variant: Optional[Variant] = None,
+    before_first_run: Optional[Callable[[], None]] = None,
 ) -> RunResult:
     """Walk the plan and run each step that is not up to date, in order; a step waits for
     its own repo only (`sources` may still be fetching the others).  `cache`: the compile
     cache the run found (its remote asked once, at the start of the run).  `variant`: the
-    walk over a variant's copy and prefix instead (build/variant.py), in its own folder."""
+    walk over a variant's copy and prefix instead (build/variant.py), in its own folder.
+    `before_first_run` is called once, before the first step that runs (none on a no-op)."""
     progress = progress or NoProgress()
     ctx = step_context(session, None, env, running=True)
     recipe, ws, options = session.recipe, session.ws, session.options
@@ -179,6 +181,7 @@ def run_steps(
         cache = compile_cache(options.cache_remote, session.ws.root, ctx.base_env)
     outcomes: List[StepOutcome] = []
     copied: List[str] = []  # the variant's repo, once its copy is made in this run
+    first_run = [before_first_run] if before_first_run is not None else []
 
     def source_of(spec: StepSpec) -> Mapping[str, Any]:
         assert spec.repo is not None
@@ -196,6 +199,8 @@ def run_steps(
         if step.status == UP_TO_DATE:
             outcomes.append(skip(step, progress))
             return True
+        while first_run:
+            first_run.pop()()
         if gate is not None:
             gate.before(step)
         if variant is not None and step.spec.repo == variant.repo and not copied:

@@ -39,6 +39,7 @@ from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
+from .ahead import Ahead
 from .inputs import FA_CHECK, ValidationInputs
 from .registry import CHECKS, numeric_check
 from .verdict import JudgedCase, ValidationCheck, ValidationReport, ValidationSummary, check_verdict
@@ -186,6 +187,14 @@ def validation_key(inp: ValidationInputs) -> str:
     return digest.hexdigest()
 
 
+EXAMPLE = "example-early"  # ValidationInputs.memo: the examples started beside the C API route
+
+
+def early_example(memo: Dict[str, object]) -> Optional[example.Early]:
+    found = memo.pop(EXAMPLE, None)
+    return found if isinstance(found, example.Early) else None
+
+
 def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> ValidationReport:
     """Every check of one repository in turn; `phases` hears each one that runs as it
     starts."""
@@ -215,6 +224,20 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
     )
     numeric = numeric_check(inp.check)
     results: Sequence[JudgedCase] = ()
+    if inp.target == "sandbox" and inp.example_argv and inp.example_cwd is not None:
+        # the emulation's processes share no device (an NPU's would skew the cases' kernel
+        # times): the examples compile and run beside the C API route; run_validation stops
+        # them if the run ends first
+        early = example.start_example(
+            inp.example_argv,
+            inp.example_cwd,
+            inp.env,
+            inp.example_lookup,
+            inp.vendor_dir,
+            inp.vendor_name,
+        )
+        if early is not None:
+            inp.memo[EXAMPLE] = early
     if numeric is None:
         checks.append(
             ValidationCheck(
@@ -246,6 +269,7 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
             inp.vendor_dir,
             inp.vendor_name,
             phases,
+            early=early_example(inp.memo),
         )
         checks.append(
             ValidationCheck(
@@ -319,9 +343,11 @@ def validate_session(
     run_id: str,
     reuse: bool = False,
     phases: PhaseSink = no_phases,
+    ahead: Optional[Ahead] = None,
 ) -> ValidationRun:
     """Validate every validated repo (or, with `reuse`, take a PASS whose inputs are
-    unchanged); `phases` hears each check as it starts."""
+    unchanged); `phases` hears each check as it starts; `ahead` is the work done beside the
+    build (ahead.py)."""
     templates = recipe_templates(
         session.recipe, session.ws.jinja_cache, session.ws.render_memo("validate")
     )
@@ -357,7 +383,11 @@ def validate_session(
     for inp in inputs:
         several = f" of {inp.repo}" if len(inputs) > 1 else ""
         phases(f"reading the package's set_env.bash{several}")
-        packaged = replace(inp, env=with_package_env(inp.vendor_dir, inp.env))
+        packaged = replace(
+            inp,
+            env=with_package_env(inp.vendor_dir, inp.env),
+            memo=ahead.memo(inp.check) if ahead is not None else inp.memo,
+        )
         reports.append(run_validation(packaged, _for_repo(phases, inp.repo, len(inputs))))
     summary = ValidationSummary(reports=reports)
     validation = summary.to_json()

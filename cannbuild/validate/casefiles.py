@@ -11,7 +11,16 @@ from ..bounded import CASE_DATA, read_bytes
 from ..errors import UsageError
 from ..lazy import lazy_module
 from ..states import Verdict
-from .cases import Case, CaseResult, Reference, judge, make_inputs, reference_torch, torch_dtype
+from .cases import (
+    Case,
+    CaseResult,
+    Reference,
+    inputs_once,
+    judge,
+    make_inputs,
+    reference_torch,
+    torch_dtype,
+)
 
 if TYPE_CHECKING:
     import ctypes
@@ -32,9 +41,12 @@ def read_tensor(path: Path, dtype: object) -> Tensor:
     return torch.frombuffer(bytearray(read_bytes(path, CASE_DATA)), dtype=dtype)
 
 
-def write_inputs(case: Case, directory: Path) -> Dict[str, Tensor]:
-    """The inputs as raw files for fa_check; returns the tensors."""
-    tensors = make_inputs(case)
+def write_inputs(
+    case: Case, directory: Path, memo: Optional[Dict[str, object]] = None
+) -> Dict[str, Tensor]:
+    """The inputs as raw files for fa_check (made once per run with `memo`); returns the
+    tensors."""
+    tensors = make_inputs(case) if memo is None else inputs_once(memo, case)
     directory.mkdir(parents=True, exist_ok=True)
     for key, tensor in tensors.items():
         (directory / f"{case.name}.{key}").write_bytes(raw_bytes(tensor))

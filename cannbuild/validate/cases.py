@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
@@ -166,7 +167,12 @@ def reference_torch() -> ModuleType:
 
     Once torch_npu is installed, a plain `import torch` loads it too, and that fails
     (RuntimeError) wherever the CANN libraries are not on the loader path; the reference
-    never needs it.  The torch_npu route runs in its own process (torchnpu.py)."""
+    never needs it.  The torch_npu route runs in its own process (torchnpu.py).  Once torch
+    is imported (validation's thread ahead of it, ahead.py) it is taken as it is: the
+    environment is the process's, not the thread's, to change."""
+    loaded = sys.modules.get("torch")
+    if loaded is not None and not getattr(loaded.__spec__, "_initializing", False):
+        return loaded
     saved = os.environ.get(AUTOLOAD)
     os.environ[AUTOLOAD] = "0"  # read once, while `import torch` runs
     try:
@@ -317,6 +323,14 @@ def reference_once(memo: Dict[str, object], case: Case, tensors: Dict[str, Tenso
     found = memo.get(key)
     if not isinstance(found, Reference):
         found = memo[key] = reference(case, tensors)
+    return found
+
+
+def inputs_once(memo: Dict[str, object], case: Case) -> Dict[str, Tensor]:
+    """One case's seeded inputs, made once per run (the same tensors on every run anyway)."""
+    found = memo.get(f"fa-inputs:{case.name}")
+    if not isinstance(found, dict):
+        found = memo[f"fa-inputs:{case.name}"] = make_inputs(case)
     return found
 
 

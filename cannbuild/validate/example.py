@@ -27,7 +27,7 @@ from msgspec import Struct
 from msgspec.structs import asdict
 
 from ..phases import PhaseSink, no_phases
-from ..proc import Bounds, run_bounded
+from ..proc import Beside, Bounds, run_bounded
 from ..states import Verdict
 from .precision import Precision, disagrees, measure_values, summary
 from .precision import judge as judge_precision
@@ -435,6 +435,41 @@ def lookup_skip(
     )
 
 
+def _not_run(
+    cwd: Path, lookup: str, env: Mapping[str, str], vendor_dir: Optional[Path], vendor_name: str
+) -> Optional[str]:
+    if not (cwd / "build.sh").is_file():
+        return f"no checkout at {cwd} (run cannbuild fetch)"
+    return lookup_skip(lookup, env, vendor_dir, vendor_name)
+
+
+class Early:
+    """The examples started beside the C API route, read on a thread; what they announce is
+    kept and said when the validation gets to them."""
+
+    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+        self.heard: List[str] = []
+        watch = _Watch(self.heard.append, PROGRESS_S)
+        self.run = Beside(argv, BOUNDS, cwd=cwd, env=env, on_line=watch)
+
+    def close(self) -> None:
+        self.run.close()
+
+
+def start_example(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    lookup: str = "custom-opp",
+    vendor_dir: Optional[Path] = None,
+    vendor_name: str = "custom",
+) -> Optional[Early]:
+    """The examples started now, where run_example would run them."""
+    if _not_run(cwd, lookup, env, vendor_dir, vendor_name):
+        return None
+    return Early(argv, cwd, env)
+
+
 def run_example(
     command: str,
     argv: Sequence[str],
@@ -446,19 +481,23 @@ def run_example(
     phases: PhaseSink = no_phases,
     bounds: Bounds = BOUNDS,
     progress_s: float = PROGRESS_S,
+    early: Optional[Early] = None,
 ) -> ExampleResult:
-    """Run the repository's examples under `bounds` and judge what they print; `phases`
-    hears which example runs and, every `progress_s`, how far it got."""
-    if not (cwd / "build.sh").is_file():
-        return ExampleResult(
-            status=Verdict.SKIPPED,
-            message=f"no checkout at {cwd} (run cannbuild fetch)",
-            command=command,
-        )
-    skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
+    """Run the repository's examples under `bounds` (or take the run `early` started) and
+    judge what they print; `phases` hears which example runs and, every `progress_s`, how
+    far it got."""
+    skip = _not_run(cwd, lookup, env, vendor_dir, vendor_name)
     if skip:
         return ExampleResult(status=Verdict.SKIPPED, message=skip, command=command)
-    ran = run_bounded(argv, bounds, cwd=cwd, env=env, on_line=_Watch(phases, progress_s))
+    if early is None:
+        ran = run_bounded(argv, bounds, cwd=cwd, env=env, on_line=_Watch(phases, progress_s))
+    else:
+        try:
+            ran = early.run.result()
+        finally:  # an interrupt while it is waited for stops it
+            early.close()
+        for heard in early.heard:  # in the order a run after the C API route says them
+            phases(heard)
     out, err = ran.stdout, ran.stderr
     # stderr first: it holds the error while stdout holds the buffered tail.
     tail = tuple((err + out)[-15:])

@@ -5,6 +5,7 @@ through torch_npu.npu_fusion_attention, each judged against a float64 reference.
 from __future__ import annotations
 
 import json
+from threading import Event
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from msgspec.structs import asdict
@@ -59,6 +60,15 @@ class FlashAttention:
             # it; run_validation closes it if the run ends first)
             inp.memo[TORCH_NPU] = torchnpu.Started(inp.env, inp.workdir)
         return _run_capi(inp, cases.select(inp.case_names), phases)
+
+    def prepare(self, case_names: Sequence[str], memo: Dict[str, object], stop: Event) -> None:
+        """Each case's seeded inputs and float64 reference, before the package is there."""
+        if cases.why_no_torch():
+            return
+        for case in cases.select(case_names):
+            if stop.is_set():
+                return
+            cases.reference_once(memo, case, cases.inputs_once(memo, case))
 
     def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]:
         """The route users take, after the repository's example."""
@@ -117,7 +127,9 @@ def _run_capi(
         ), [cases.CaseResult(case=c, status=FAIL, message=message) for c in selected]
     phases(f"capi: {len(selected)} FlashAttention cases against a float64 reference")
     data = safefs.fresh(work.parent, work / "cases", "the validation cases")
-    tensors = {c.name: casefiles.write_inputs(c, data) for c in selected}
+    # references worked out beside the build (ahead.py) before this route needed them
+    ahead = sum(f"fa-reference:{c.name}" in inp.memo for c in selected)
+    tensors = {c.name: casefiles.write_inputs(c, data, inp.memo) for c in selected}
     manifest = data / "manifest.txt"
     manifest.write_text("\n".join(casefiles.manifest_line(c, data) for c in selected) + "\n")
     runs, _output, code = capi.run_cases(
@@ -144,5 +156,5 @@ def _run_capi(
         id="capi",
         status=status,
         message=message,
-        details={"command": compiled.command, "exit_code": code},
+        details={"command": compiled.command, "exit_code": code, "references_ahead": ahead},
     ), results

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from threading import Event
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
@@ -259,6 +260,10 @@ class OpNumeric:
             "rule": OP_RULE,
             "torch": read_python_stack().torch,
         }
+
+    def prepare(self, case_names: Sequence[str], memo: Dict[str, object], stop: Event) -> None:
+        """torch's import: these references are cheap beside it."""
+        why_no_torch()
 
     def skipped(self, inp: ValidationInputs, reason: str) -> Tuple[ValidationCheck, List[OpResult]]:
         cases = select(self.check, inp.case_names)

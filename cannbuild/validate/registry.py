@@ -6,10 +6,11 @@ float64 (or exact) reference with the tolerance rule of cases.RULE, MERE/MARE be
 `skipped` the verdict where it cannot run, `run` the C API route (FlashAttention's check id
 is `capi`, its cases the report's `cases`; another check's id is its name, its cases in its
 details), `after` any route run after the repository's own example (FlashAttention's
-torch_npu)."""
+torch_npu), `prepare` the work ahead of the package (ahead.py)."""
 
 from __future__ import annotations
 
+from threading import Event
 from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 
 from ..phases import PhaseSink
@@ -32,6 +33,10 @@ class NumericCheck(Protocol):
     ) -> Tuple[ValidationCheck, Sequence[JudgedCase]]: ...
 
     def after(self, inp: ValidationInputs, phases: PhaseSink) -> List[ValidationCheck]: ...
+
+    def prepare(self, case_names: Sequence[str], memo: Dict[str, object], stop: Event) -> None:
+        """What `run` would compute that does not depend on the package, into `memo` (on
+        the thread ahead.py starts while the build runs); stops early once `stop` is set."""
 
 
 # ops-transformer's FlashAttention (fa.py), and the sibling repositories' operators

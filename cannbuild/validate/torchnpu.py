@@ -153,10 +153,10 @@ def run(
     worker = started or Started(env, workdir)
     data, child, start = worker.data, worker.child, worker.start
     try:
-        tensors = {c.name: write_inputs(c, data) for c in selected}
+        known = {} if memo is None else memo
+        tensors = {c.name: write_inputs(c, data, known) for c in selected}
         worker.send(selected)
         # any float64 reference not yet computed is, while torch_npu runs the cases
-        known = {} if memo is None else memo
         expected = {c.name: reference_once(known, c, tensors[c.name]) for c in selected}
         code: Optional[int] = child.wait(timeout=max(RUN_TIMEOUT_S - (time.monotonic() - start), 1))
     except subprocess.TimeoutExpired:
