@@ -29,7 +29,7 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Callable, Dict, NoReturn, Optional, Tuple, Type, TypeVar, cast
 
-from ..errors import CannbuildError
+from ..errors import CannbuildError, UsageError
 from ..lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ else:  # only a refused render pays for it; a render child, for its pipe
 # The CPU one render may take (compiling included): a step template or a recipe value
 # takes milliseconds; a loop or a computation that runs away is stopped here.
 RENDER_CPU_SECONDS = 0.5
+# Sets a lower deadline (never a higher one): the suite's runaway templates meet it sooner.
+RENDER_CPU_ENV = "CANNBUILD_RENDER_CPU_SECONDS"
 # The memory one render may take beyond what the run already maps: `[1] * 300000000` or
 # `'a'.center(999999999)` are stopped when they ask for it, not after.
 RENDER_MEMORY_BYTES = 64 * 1024 * 1024
@@ -63,10 +65,27 @@ def _refuse(what: str) -> NoReturn:
     raise jinja_exceptions.SecurityError(what)
 
 
-def _answer(job: Callable[[object], object], request: object) -> Tuple[str, object]:
+def render_cpu_seconds() -> float:
+    """RENDER_CPU_SECONDS, or the lower deadline RENDER_CPU_ENV sets."""
+    text = os.environ.get(RENDER_CPU_ENV)
+    if text is None:
+        return RENDER_CPU_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= RENDER_CPU_SECONDS:
+        raise UsageError(
+            f"{RENDER_CPU_ENV}={text!r} is not a render deadline: expected seconds of CPU above "
+            f"0 and at most {RENDER_CPU_SECONDS:g}; unset it for the default"
+        )
+    return seconds
+
+
+def _answer(job: Callable[[object], object], request: object, cpu: float) -> Tuple[str, object]:
     """One render in the child, its CPU bounded; what went wrong, as data."""
     try:
-        signal.setitimer(signal.ITIMER_PROF, RENDER_CPU_SECONDS)
+        signal.setitimer(signal.ITIMER_PROF, cpu)
         try:
             return "ok", job(request)
         finally:
@@ -88,7 +107,7 @@ def _answer(job: Callable[[object], object], request: object) -> Tuple[str, obje
         return "crash", traceback.format_exc()
 
 
-def _serve(job: Callable[[object], object], pipe: Connection) -> NoReturn:
+def _serve(job: Callable[[object], object], pipe: Connection, cpu: float) -> NoReturn:
     """The child: its limits, then each request answered until the parent closes the pipe."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPROF):
         signal.signal(sig, signal.SIG_DFL)
@@ -107,7 +126,7 @@ def _serve(job: Callable[[object], object], pipe: Connection) -> NoReturn:
         except EOFError:
             os._exit(0)
         try:
-            data = pickle.dumps(_answer(job, request))
+            data = pickle.dumps(_answer(job, request, cpu))
             if len(data) > _MAX_REPLY:
                 data = pickle.dumps(("long", ""))
             pipe.send_bytes(data)
@@ -124,6 +143,7 @@ class RenderChild:
 
     def __init__(self, job: Callable[[object], object]) -> None:
         self.job = job
+        self.cpu = render_cpu_seconds()
         self.lock = threading.Lock()
         self.child: Optional[Tuple[int, Connection]] = None  # pid, its pipe
         weakref.finalize(self, _stop, self.__dict__)
@@ -144,7 +164,7 @@ class RenderChild:
                 raise
             if data is None:
                 status = _stop(self.__dict__)
-                _crossed(status, what)
+                _crossed(status, what, self.cpu)
         # bounded: the forked child's reply, at most _MAX_REPLY bytes
         kind, value = pickle.loads(data)
         if kind == "ok":
@@ -172,7 +192,7 @@ class RenderChild:
             pid = os.fork()
         if pid == 0:
             ours.close()
-            _serve(self.job, theirs)
+            _serve(self.job, theirs, self.cpu)
         theirs.close()
         return pid, ours
 
@@ -195,11 +215,11 @@ def _stop(state: Dict[str, object]) -> Optional[int]:
     return None
 
 
-def _crossed(status: Optional[int], what: str) -> NoReturn:
+def _crossed(status: Optional[int], what: str, cpu: float) -> NoReturn:
     if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
         _refuse(
-            f"{what} ran past its deadline of {RENDER_CPU_SECONDS:g} s of CPU "
-            f"(RENDER_CPU_SECONDS {_WHERE})"
+            f"{what} ran past its deadline of {cpu:g} s of CPU (RENDER_CPU_SECONDS {_WHERE}"
+            + (f", lowered by {RENDER_CPU_ENV})" if cpu < RENDER_CPU_SECONDS else ")")
         )
     if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3:
         _refuse(

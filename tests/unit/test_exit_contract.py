@@ -126,7 +126,9 @@ def closed_pipe_run(args: Sequence[str], cwd: Path) -> subprocess.CompletedProce
     "args",
     [
         ["build", "--help"],
+        ["--help"],
         ["--list"],
+        ["--version"],
         ["doctor"],  # plain writes
         ["profile", str(PROFILE)],  # rich's console, which would exit 1 on its own
     ],

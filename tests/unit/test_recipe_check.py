@@ -8,7 +8,7 @@ flag the script does not take is refused, naming it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import msgspec
 import pytest
@@ -81,6 +81,25 @@ def real_spec(name: str) -> ScriptSpec:
 
 def recipe(train: str):
     return load_recipe(data_dir("recipes") / f"{train}.toml")
+
+
+Rendered = Callable[[str, str], Tuple[StepCommand, ...]]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> Rendered:
+    """rendered_commands(recipe(train), ws, ops=ops), rendered once for the module: the
+    sibling tables below judge one train's commands against each sibling's script (each
+    render of a whole train for every SoC was 0.2 s of CPU).  The commands are frozen."""
+    ws = Workspace(root=tmp_path_factory.mktemp("rendered") / "ws")
+    made: Dict[Tuple[str, str], Tuple[StepCommand, ...]] = {}
+
+    def commands(train: str, ops: str = "") -> Tuple[StepCommand, ...]:
+        if (train, ops) not in made:
+            made[train, ops] = tuple(rendered_commands(recipe(train), ws, ops=ops))
+        return made[train, ops]
+
+    return commands
 
 
 def test_every_real_spec_has_its_source_note_and_reads_back():
@@ -173,16 +192,19 @@ def test_every_sibling_stand_in_build_sh_takes_exactly_the_options_of_the_real_o
     assert {o.pattern for o in mine.declared_only} == {o.pattern for o in real.declared_only}
 
 
+@pytest.mark.xdist_group("rendered")  # on the worker that renders each train once
 @pytest.mark.parametrize(
     "train,name", [(t, n) for t, names in SIBLINGS.items() for n in names], ids=str
 )
-def test_the_shipped_recipes_sibling_steps_pass_each_siblings_real_build_sh(train, name, tmp_path):
+def test_the_shipped_recipes_sibling_steps_pass_each_siblings_real_build_sh(
+    train, name, rendered: Rendered
+):
     """What the 9.0 and 9.1 recipes render for ops-math, ops-nn and ops-cv (their build step
     through steps/ops-build.j2, their example), for every SoC, is accepted by the real
     build.sh of that repo at that recipe's refs; and no compile cache adds `--ccache`, which
     none of them takes before v9.2.0-beta.1."""
     repo = name.split("@")[0]
-    result = check_recipe(recipe(train), Workspace(root=tmp_path / "ws"), {repo: real_spec(name)})
+    result = check_commands(recipe(train), rendered(train, ""), {repo: real_spec(name)})
     assert result.unknown == ()
     taken = {(r.step, r.word.split("=", 1)[0]) for r in result.rows if r.accepted}
     build = f"{repo}-build"
@@ -262,12 +284,12 @@ def test_the_rendered_commands_cover_every_soc_and_the_example(tmp_path):
 # --- issue 27 groundwork: the sibling repositories -----------------------------------
 
 
-def sibling_commands(train: str, repo: str, ws: Workspace) -> List[StepCommand]:
+def sibling_commands(train: str, repo: str, rendered: Rendered) -> List[StepCommand]:
     """ops-transformer's build step and the validation's example as recipe `train` renders
     them today, with the sibling's repo and operator put in."""
     op = SIBLING_OP[repo]
     out: List[StepCommand] = []
-    for cmd in rendered_commands(recipe(train), ws, ops=op):
+    for cmd in rendered(train, op):
         if cmd.repo != "ops-transformer":
             continue
         argv = tuple(
@@ -280,20 +302,20 @@ def sibling_commands(train: str, repo: str, ws: Workspace) -> List[StepCommand]:
     return out
 
 
+@pytest.mark.xdist_group("rendered")
 @pytest.mark.parametrize(
     "train,name", [(t, n) for t, names in SIBLINGS.items() for n in names], ids=str
 )
 def test_sibling_groundwork_each_sibling_build_sh_takes_the_flags_of_ops_transformers_step(
-    train, name, tmp_path
+    train, name, rendered: Rendered
 ):
     """--pkg --soc= --ops= --vendor_name= -j --cann_3rd_lib_path= and the example's
     `--run_example <op> eager cust --vendor_name=` pass; the compile cache's `--ccache <dir>`
     does not: no sibling lists `ccache` in SUPPORTED_LONG_OPTS at 9.0 or 9.1 (v9.2.0-beta.1
     adds `ccache=`, taken glued only: `--ccache=<dir>`)."""
     repo = name.split("@")[0]
-    ws = Workspace(root=tmp_path / "ws")
     result = check_commands(
-        recipe(train), sibling_commands(train, repo, ws), {repo: real_spec(name)}
+        recipe(train), sibling_commands(train, repo, rendered), {repo: real_spec(name)}
     )
     build = f"{repo}-build"
     taken = {(r.step, r.word.split("=", 1)[0]) for r in result.rows if r.accepted}
@@ -313,11 +335,11 @@ def test_sibling_groundwork_each_sibling_build_sh_takes_the_flags_of_ops_transfo
     assert f"step '{build}'" in text and "--ccache" in text and f"{name}.json" in text
 
 
-def test_sibling_groundwork_a_flag_a_sibling_does_not_take_is_named(tmp_path):
+@pytest.mark.xdist_group("rendered")
+def test_sibling_groundwork_a_flag_a_sibling_does_not_take_is_named(rendered: Rendered):
     """The check can fail on a build flag too: ops-transformer's `--cann_3rd_lib_path <dir>`
     spelled as two words is refused by ops-math's getopts (its arm wants `=`)."""
-    ws = Workspace(root=tmp_path / "ws")
-    commands = sibling_commands("9.1", "ops-math", ws)
+    commands = sibling_commands("9.1", "ops-math", rendered)
     build = next(c for c in commands if c.step == "ops-math-build" and not c.note)
     at = next(i for i, w in enumerate(build.argv) if w.startswith("--cann_3rd_lib_path="))
     split = (*build.argv[:at], *build.argv[at].split("=", 1), *build.argv[at + 1 :])

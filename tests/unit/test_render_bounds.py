@@ -4,7 +4,9 @@ capped (cannbuild/render/sandbox.py).
 
 Each hostile template renders in a child process capped at 1 GiB of address space with a
 timeout, so a bound that no longer holds fails the test (MemoryError, a traceback or the
-timeout) instead of taking the machine's memory or hanging the suite."""
+timeout) instead of taking the machine's memory or hanging the suite.  A runaway meets a
+lowered CPU deadline (tinyrecipe.deadline_for); the default is pinned by
+test_the_render_deadline_is_half_a_second_and_the_environment_only_lowers_it."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ import json
 import pytest
 from warmcli import python_c
 
+from cannbuild.errors import UsageError
+from cannbuild.render.sandbox import RENDER_CPU_ENV
 from cannbuild.render.templates import render_value
 
 from clirun import cannbuild
-from tinyrecipe import tiny_recipe
+from tinyrecipe import deadline_for, tiny_recipe
 
 CAP = 1 << 30  # bytes of address space the child may map
 HOSTILE_RUN = 30  # seconds: each case is refused in well under one; unbounded, minutes
@@ -100,7 +104,9 @@ except UsageError as exc:
         "concat",
     ],
 )  # fmt: skip
-def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bound):
+def test_a_render_past_its_budget_is_refused_fast_naming_the_bound(template, bound, monkeypatch):
+    for name, value in deadline_for(bound).items():
+        monkeypatch.setenv(name, value)
     proc = python_c(CHILD, template, timeout=HOSTILE_RUN, memory_cap=CAP)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
@@ -135,12 +141,34 @@ def test_a_recipe_value_past_the_render_budget_is_exit_2_within_a_memory_cap(
         cwd=tmp_path,
         timeout=HOSTILE_RUN,
         memory_cap=CAP,
+        **deadline_for(bound),
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out
     assert "Traceback" not in out, out
     for needle in (str(recipe), "step 'build'", bound):
         assert needle in out, out
+
+
+def test_the_render_deadline_is_half_a_second_and_the_environment_only_lowers_it(monkeypatch):
+    runaway = "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
+    where = "(RENDER_CPU_SECONDS in cannbuild/render/sandbox.py"
+    monkeypatch.delenv(RENDER_CPU_ENV, raising=False)
+    with pytest.raises(UsageError) as err:
+        render_value(runaway, {}, "[repos.lib] tag")
+    assert f"ran past its deadline of 0.5 s of CPU {where})" in err.value.message
+    monkeypatch.setenv(RENDER_CPU_ENV, "0.05")
+    with pytest.raises(UsageError) as err:
+        render_value(runaway, {}, "[repos.lib] tag")
+    assert f"of 0.05 s of CPU {where}, lowered by {RENDER_CPU_ENV})" in err.value.message
+    for bad in ("0.6", "0", "soon"):  # never a higher deadline, nor none
+        monkeypatch.setenv(RENDER_CPU_ENV, bad)
+        with pytest.raises(UsageError) as err:
+            render_value("{{ soc | upper }}", {"soc": "x"}, "[repos.lib] tag")
+        assert err.value.message == (
+            f"{RENDER_CPU_ENV}={bad!r} is not a render deadline: expected seconds of CPU above 0 "
+            "and at most 0.5; unset it for the default"
+        )
 
 
 OPS = {"ops": ["flash_attention", "mla", "nsa"], "soc": "ascend910b", "deps": {"a": "1", "b": "2"}}

@@ -24,7 +24,7 @@ from cannbuild.workspace import Workspace
 
 from clirun import cannbuild
 from lockdata import sample_lock
-from tinyrecipe import build_step, run_alone, tiny_recipe
+from tinyrecipe import build_step, deadline_for, run_alone, tiny_recipe
 
 HOSTILE_RUN = 60  # seconds: each hostile case is refused in about one; unbounded, minutes
 
@@ -95,6 +95,7 @@ def test_a_recipe_value_past_a_bound_is_refused_fast_naming_it(
         "--recipe", str(recipe),
         cwd=project,
         timeout=HOSTILE_RUN,
+        **deadline_for(bound),
     )  # fmt: skip
     refused(proc, str(recipe), "step 'build'", bound)
     assert snapshot(project) == before
@@ -166,7 +167,9 @@ CONTEXT = {"cann": {"release": "8.5.0"}, "soc": "ascend910b", "jobs": 8}
         ("{{ '%s' % ('x' * 100000) }}", "MAX_VALUE_CHARS"),
     ],
 )
-def test_what_a_template_computes_is_bounded(template, bound):
+def test_what_a_template_computes_is_bounded(template, bound, monkeypatch):
+    for name, value in deadline_for(bound).items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(UsageError, match=bound) as err:
         render_value(template, CONTEXT, "[repos.opbase] tag")
     assert "[repos.opbase] tag" in err.value.message
@@ -184,7 +187,8 @@ def test_what_a_template_computes_is_bounded(template, bound):
         "{{ lipsum(1000000000) }}",
     ],
 )
-def test_a_template_that_fails_in_python_is_a_usage_error(template):
+def test_a_template_that_fails_in_python_is_a_usage_error(template, monkeypatch):
+    monkeypatch.setenv(*deadline_for("RENDER_CPU_SECONDS").popitem())  # lipsum runs away
     with pytest.raises(UsageError, match="does not render"):
         render_value(template, CONTEXT, "[repos.opbase] tag")
 
