@@ -249,8 +249,11 @@ class Fetcher(Struct, frozen=True, kw_only=True):
         try:
             self._retrying(attempt, transient, deadline)
         except GitTimedOut as exc:
+            # the limit that stopped it: a command's own, or what was left of the budget (a
+            # loaded host starts git a few ms into it: said as the budget, not 0.98 s)
+            limit = GIT_TIMEOUT_S if exc.timeout_s >= GIT_TIMEOUT_S else budget_s
             raise FetchError(
-                f"git {verb} of {redact(source)} did not finish within {secs(exc.timeout_s)} "
+                f"git {verb} of {redact(source)} did not finish within {secs(limit)} "
                 f"and was stopped (a git command may take {secs(GIT_TIMEOUT_S)}, a fetch with "
                 f"its retries {secs(budget_s)}).",
                 _slow_hint(url, source),
