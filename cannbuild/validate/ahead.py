@@ -70,10 +70,12 @@ class Ahead:
 
 def start(session: Session, case_names: Sequence[str]) -> Optional[Ahead]:
     """The work ahead of `session`'s validation, where it will run its checks here (a
-    target, torch installed) and torch's import touches nothing the build reads (no
+    target, the CPU torch installed) and torch's import touches nothing the build reads (no
     torch_npu to auto-load, which the validation turns off through the environment)."""
     stack = read_python_stack()
-    if stack.torch is None or stack.torch_npu is not None:
+    # the CPU build only: an accelerator's build that crashes on import (missing driver
+    # libraries) would take the build with it, not just the validation
+    if stack.torch is None or stack.torch_npu is not None or stack.torch_device is not None:
         return None
     if session.sandbox is None and session.host.hardware.npu_count == 0:
         return None
