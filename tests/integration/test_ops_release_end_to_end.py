@@ -4,6 +4,7 @@ do not."""
 
 from conftest import mirror_commit
 
+from cannbuild.sandbox import SandboxSpec, create_sandbox
 from cannbuild.sources.lock import read_lock
 
 
@@ -29,8 +30,13 @@ def test_9_0_1_sets_up_from_cold_and_ops_9_0_1_builds_only_where_published(cli_f
     doctor = cli("doctor")
     assert "driver 26.0.rc3 is listed for CANN 9.0.1" in doctor.stdout, doctor.stdout
 
-    # ops 9.0.1 on the 9.0.0 toolkit: published by the 9.0.1 note, built from tag v9.0.1
+    # ops 9.0.1 on the 9.0.0 toolkit: published by the 9.0.1 note, built from tag v9.0.1; on
+    # a sandbox of its own, since its build lays opbase v9.0.1's host side into the toolkit
+    # (the shared A3-9.0.0 sandbox's other workspaces lay v9.0.0's, and a build of theirs
+    # running beside it found the headers gone between the removal and the new lay-out)
     on_900 = cli_for("A3-9.0.0", tmp_path / "on-9.0.0")
+    on_900.sandbox = tmp_path / "sandbox-9.0.0"
+    create_sandbox(SandboxSpec(dir=on_900.sandbox, variant="A3", cann="9.0.0"))
     proc = on_900("build", "--ops-release", "9.0.1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lock = read_lock(on_900.lock)
