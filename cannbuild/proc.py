@@ -239,7 +239,6 @@ class Beside:
         env: Optional[Mapping[str, str]] = None,
         on_line: Callable[[str], None] = lambda line: None,
     ) -> None:
-        self.proc = popen(argv, cwd=cwd, env=env)
         self._done: List[Union[BoundedRun, BaseException]] = []
 
         def read() -> None:
@@ -248,8 +247,13 @@ class Beside:
             except BaseException as exc:  # raised again on the caller's thread
                 self._done.append(exc)
 
-        self._thread = threading.Thread(target=read, name="beside", daemon=True)
-        self._thread.start()
+        self.proc = popen(argv, cwd=cwd, env=env)
+        try:
+            self._thread = threading.Thread(target=read, name="beside", daemon=True)
+            self._thread.start()
+        except BaseException:  # a SIGTERM while the thread starts: no caller holds it yet
+            kill_group(self.proc, grace_s=0.5)
+            raise
 
     def result(self) -> BoundedRun:
         self._thread.join()

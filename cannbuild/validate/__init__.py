@@ -187,14 +187,6 @@ def validation_key(inp: ValidationInputs) -> str:
     return digest.hexdigest()
 
 
-EXAMPLE = "example-early"  # ValidationInputs.memo: the examples started beside the C API route
-
-
-def early_example(memo: Dict[str, object]) -> Optional[example.Early]:
-    found = memo.pop(EXAMPLE, None)
-    return found if isinstance(found, example.Early) else None
-
-
 def run_validation(inp: ValidationInputs, phases: PhaseSink = no_phases) -> ValidationReport:
     """Every check of one repository in turn; `phases` hears each one that runs as it
     starts."""
@@ -228,16 +220,15 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
         # the emulation's processes share no device (an NPU's would skew the cases' kernel
         # times): the examples compile and run beside the C API route; run_validation stops
         # them if the run ends first
-        early = example.start_example(
+        example.start_example(
             inp.example_argv,
             inp.example_cwd,
             inp.env,
             inp.example_lookup,
             inp.vendor_dir,
             inp.vendor_name,
+            keep=inp.memo,
         )
-        if early is not None:
-            inp.memo[EXAMPLE] = early
     if numeric is None:
         checks.append(
             ValidationCheck(
@@ -269,7 +260,7 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
             inp.vendor_dir,
             inp.vendor_name,
             phases,
-            early=early_example(inp.memo),
+            early=example.early_example(inp.memo),
         )
         checks.append(
             ValidationCheck(

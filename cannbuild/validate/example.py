@@ -447,13 +447,27 @@ class Early:
     """The examples started beside the C API route, read on a thread; what they announce is
     kept and said when the validation gets to them."""
 
-    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], keep: Dict[str, object]
+    ) -> None:
         self.heard: List[str] = []
-        watch = _Watch(self.heard.append, PROGRESS_S)
-        self.run = Beside(argv, BOUNDS, cwd=cwd, env=env, on_line=watch)
+        self.run: Optional[Beside] = None
+        keep[EARLY] = self  # kept before its child starts: a stop from then on closes it
+        self.run = Beside(
+            argv, BOUNDS, cwd=cwd, env=env, on_line=_Watch(self.heard.append, PROGRESS_S)
+        )
 
     def close(self) -> None:
-        self.run.close()
+        if self.run is not None:
+            self.run.close()
+
+
+EARLY = "example-early"  # ValidationInputs.memo: the examples started beside the C API route
+
+
+def early_example(memo: Dict[str, object]) -> Optional[Early]:
+    found = memo.pop(EARLY, None)
+    return found if isinstance(found, Early) else None
 
 
 def start_example(
@@ -463,11 +477,12 @@ def start_example(
     lookup: str = "custom-opp",
     vendor_dir: Optional[Path] = None,
     vendor_name: str = "custom",
-) -> Optional[Early]:
-    """The examples started now, where run_example would run them."""
-    if _not_run(cwd, lookup, env, vendor_dir, vendor_name):
-        return None
-    return Early(argv, cwd, env)
+    keep: Optional[Dict[str, object]] = None,
+) -> None:
+    """The examples started now, where run_example would run them, kept in `keep` (a
+    ValidationInputs.memo, which run_validation closes)."""
+    if not _not_run(cwd, lookup, env, vendor_dir, vendor_name):
+        Early(argv, cwd, env, {} if keep is None else keep)
 
 
 def run_example(
@@ -493,6 +508,7 @@ def run_example(
         ran = run_bounded(argv, bounds, cwd=cwd, env=env, on_line=_Watch(phases, progress_s))
     else:
         try:
+            assert early.run is not None
             ran = early.run.result()
         finally:  # an interrupt while it is waited for stops it
             early.close()
