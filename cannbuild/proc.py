@@ -14,7 +14,6 @@ import os
 import selectors
 import signal
 import subprocess
-import threading
 import time
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -149,13 +148,11 @@ def run_bounded(
     env: Optional[Mapping[str, str]] = None,
     on_line: Callable[[str], None] = lambda line: None,
     clock: Callable[[], float] = time.monotonic,
-    started: Optional[subprocess.Popen] = None,
 ) -> BoundedRun:
-    """Run to completion under `bounds` (`started`: a child of `argv` already started),
-    reading stdout and stderr line by line as they come (`on_line` hears each stdout
-    line); a bound reached stops the whole group and says which.  An interrupt stops the
-    group too."""
-    proc = started or popen(argv, cwd=cwd, env=env)
+    """Run to completion under `bounds`, reading stdout and stderr line by line as they
+    come (`on_line` hears each stdout line); a bound reached stops the whole group and
+    says which.  An interrupt stops the group too."""
+    proc = popen(argv, cwd=cwd, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     lines: Dict[int, List[str]] = {out_fd: [], err_fd: []}
@@ -223,46 +220,3 @@ def run_bounded(
         why=why,
         seconds=clock() - start,
     )
-
-
-class Beside:
-    """A bounded run read on a thread while the caller does other work (its output would
-    fill the pipe and stall it otherwise); the caller's thread started the child, so its
-    `close` (an interrupt, a failure) stops the whole group as run_bounded would."""
-
-    def __init__(
-        self,
-        argv: Sequence[str],
-        bounds: Bounds,
-        *,
-        cwd: Optional[Union[str, os.PathLike]] = None,
-        env: Optional[Mapping[str, str]] = None,
-        on_line: Callable[[str], None] = lambda line: None,
-    ) -> None:
-        self._done: List[Union[BoundedRun, BaseException]] = []
-
-        def read() -> None:
-            try:
-                self._done.append(run_bounded(argv, bounds, on_line=on_line, started=self.proc))
-            except BaseException as exc:  # raised again on the caller's thread
-                self._done.append(exc)
-
-        self.proc = popen(argv, cwd=cwd, env=env)
-        try:
-            self._thread = threading.Thread(target=read, name="beside", daemon=True)
-            self._thread.start()
-        except BaseException:  # a SIGTERM while the thread starts: no caller holds it yet
-            kill_group(self.proc, grace_s=0.5)
-            raise
-
-    def result(self) -> BoundedRun:
-        self._thread.join()
-        done = self._done[0]
-        if isinstance(done, BaseException):
-            raise done
-        return done
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            kill_group(self.proc, grace_s=0.5)
-        self._thread.join()

@@ -216,19 +216,6 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
     )
     numeric = numeric_check(inp.check)
     results: Sequence[JudgedCase] = ()
-    if inp.target == "sandbox" and inp.example_argv and inp.example_cwd is not None:
-        # the emulation's processes share no device (an NPU's would skew the cases' kernel
-        # times): the examples compile and run beside the C API route; run_validation stops
-        # them if the run ends first
-        example.start_example(
-            inp.example_argv,
-            inp.example_cwd,
-            inp.env,
-            inp.example_lookup,
-            inp.vendor_dir,
-            inp.vendor_name,
-            keep=inp.memo,
-        )
     if numeric is None:
         checks.append(
             ValidationCheck(
@@ -260,7 +247,6 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
             inp.vendor_dir,
             inp.vendor_name,
             phases,
-            early=example.early_example(inp.memo),
         )
         checks.append(
             ValidationCheck(

@@ -27,7 +27,7 @@ from msgspec import Struct
 from msgspec.structs import asdict
 
 from ..phases import PhaseSink, no_phases
-from ..proc import Beside, Bounds, run_bounded
+from ..proc import Bounds, run_bounded
 from ..states import Verdict
 from .precision import Precision, disagrees, measure_values, summary
 from .precision import judge as judge_precision
@@ -435,56 +435,6 @@ def lookup_skip(
     )
 
 
-def _not_run(
-    cwd: Path, lookup: str, env: Mapping[str, str], vendor_dir: Optional[Path], vendor_name: str
-) -> Optional[str]:
-    if not (cwd / "build.sh").is_file():
-        return f"no checkout at {cwd} (run cannbuild fetch)"
-    return lookup_skip(lookup, env, vendor_dir, vendor_name)
-
-
-class Early:
-    """The examples started beside the C API route, read on a thread; what they announce is
-    kept and said when the validation gets to them."""
-
-    def __init__(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], keep: Dict[str, object]
-    ) -> None:
-        self.heard: List[str] = []
-        self.run: Optional[Beside] = None
-        keep[EARLY] = self  # kept before its child starts: a stop from then on closes it
-        self.run = Beside(
-            argv, BOUNDS, cwd=cwd, env=env, on_line=_Watch(self.heard.append, PROGRESS_S)
-        )
-
-    def close(self) -> None:
-        if self.run is not None:
-            self.run.close()
-
-
-EARLY = "example-early"  # ValidationInputs.memo: the examples started beside the C API route
-
-
-def early_example(memo: Dict[str, object]) -> Optional[Early]:
-    found = memo.pop(EARLY, None)
-    return found if isinstance(found, Early) else None
-
-
-def start_example(
-    argv: Sequence[str],
-    cwd: Path,
-    env: Mapping[str, str],
-    lookup: str = "custom-opp",
-    vendor_dir: Optional[Path] = None,
-    vendor_name: str = "custom",
-    keep: Optional[Dict[str, object]] = None,
-) -> None:
-    """The examples started now, where run_example would run them, kept in `keep` (a
-    ValidationInputs.memo, which run_validation closes)."""
-    if not _not_run(cwd, lookup, env, vendor_dir, vendor_name):
-        Early(argv, cwd, env, {} if keep is None else keep)
-
-
 def run_example(
     command: str,
     argv: Sequence[str],
@@ -496,24 +446,19 @@ def run_example(
     phases: PhaseSink = no_phases,
     bounds: Bounds = BOUNDS,
     progress_s: float = PROGRESS_S,
-    early: Optional[Early] = None,
 ) -> ExampleResult:
-    """Run the repository's examples under `bounds` (or take the run `early` started) and
-    judge what they print; `phases` hears which example runs and, every `progress_s`, how
-    far it got."""
-    skip = _not_run(cwd, lookup, env, vendor_dir, vendor_name)
+    """Run the repository's examples under `bounds` and judge what they print; `phases`
+    hears which example runs and, every `progress_s`, how far it got."""
+    if not (cwd / "build.sh").is_file():
+        return ExampleResult(
+            status=Verdict.SKIPPED,
+            message=f"no checkout at {cwd} (run cannbuild fetch)",
+            command=command,
+        )
+    skip = lookup_skip(lookup, env, vendor_dir, vendor_name)
     if skip:
         return ExampleResult(status=Verdict.SKIPPED, message=skip, command=command)
-    if early is None:
-        ran = run_bounded(argv, bounds, cwd=cwd, env=env, on_line=_Watch(phases, progress_s))
-    else:
-        try:
-            assert early.run is not None
-            ran = early.run.result()
-        finally:  # an interrupt while it is waited for stops it
-            early.close()
-        for heard in early.heard:  # in the order a run after the C API route says them
-            phases(heard)
+    ran = run_bounded(argv, bounds, cwd=cwd, env=env, on_line=_Watch(phases, progress_s))
     out, err = ran.stdout, ran.stderr
     # stderr first: it holds the error while stdout holds the buffered tail.
     tail = tuple((err + out)[-15:])

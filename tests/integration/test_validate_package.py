@@ -73,26 +73,3 @@ def test_validate_on_a_sandbox_remade_since_the_build_lays_its_host_side_again(t
     assert "sandbox toolkit: host side laid out from opbase@" in proc.stderr
     example = next(c for c in cli.report()["validation"]["checks"] if c["id"] == "example")
     assert example["status"] == "PASS", example
-
-
-def test_on_the_sandbox_the_examples_run_beside_the_c_api_route_and_a_stopped_validation_stops_them(
-    cli,
-):
-    import signal
-    import time
-
-    from conftest import processes_under
-
-    assert cli("install").returncode == 0
-    run = cli.popen("validate", "--cases", "fp16_bsh_s2048_d128")
-    deadline = time.monotonic() + 120
-    while not [p for p in processes_under(cli.ws) if "--run_example" in p[1]]:
-        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
-        time.sleep(0.05)
-    run.send_signal(signal.SIGTERM)
-    _, err = run.communicate(timeout=60)
-    assert run.returncode == 143 and "Traceback" not in err, err
-    # started before the validation got to them (their phase line comes after the C API route)
-    assert "validation: library:" in err and "validation: example:" not in err, err
-    # nothing it started is left running: the examples' build.sh went with it
-    assert [p for p in processes_under(cli.ws) if "--run_example" in p[1]] == []
