@@ -18,7 +18,7 @@ import os
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -39,13 +39,13 @@ from ..render.templates import Templates, render_value
 from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
-from .ahead import Ahead
 from .inputs import FA_CHECK, ValidationInputs
 from .registry import CHECKS, numeric_check
 from .verdict import JudgedCase, ValidationCheck, ValidationReport, ValidationSummary, check_verdict
 
 if TYPE_CHECKING:
     from . import elfcheck, example
+    from .ahead import Ahead
 else:  # the checks' modules load when they run
     elfcheck = lazy_module("cannbuild.validate.elfcheck")
     example = lazy_module("cannbuild.validate.example")
@@ -87,19 +87,7 @@ def inputs_for(
     library = session.ws.opp / render_value(
         spec.validate.library, values, f"recipe {recipe.path}: {where} library"
     )
-    hw = session.host.hardware
-    if session.sandbox is not None:
-        target: Optional[str] = "sandbox"
-        reason = ""
-    # NPUs seen on the real host; a --sysroot tree's NPUs are files, not devices.
-    elif hw.npu_count > 0 and Sysroot.at(session.options.sysroot).is_host:
-        target, reason = "npu", ""
-    else:
-        target = None
-        reason = (
-            "no NPU is visible on this host (a build-only machine): run `cannbuild validate` on an "
-            "Ascend host, or use --sandbox"
-        )
+    target, reason = validation_target(session)
     argv = command = None
     if spec.validate.example:
         command = render_command(
@@ -126,6 +114,19 @@ def inputs_for(
         repo=spec.name,
         check=spec.validate.check or FA_CHECK,
         why=spec.validate.why,
+    )
+
+
+def validation_target(session: Session) -> Tuple[Optional[str], str]:
+    """Where the checks run ("sandbox" or "npu"), or None and why not."""
+    if session.sandbox is not None:
+        return "sandbox", ""
+    # NPUs seen on the real host; a --sysroot tree's NPUs are files, not devices.
+    if session.host.hardware.npu_count > 0 and Sysroot.at(session.options.sysroot).is_host:
+        return "npu", ""
+    return None, (
+        "no NPU is visible on this host (a build-only machine): run `cannbuild validate` on an "
+        "Ascend host, or use --sandbox"
     )
 
 

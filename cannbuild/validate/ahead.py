@@ -11,6 +11,7 @@ import warnings
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence
 
 from ..host.pystack import read_python_stack
+from . import validation_target
 from .inputs import FA_CHECK
 from .registry import NumericCheck, numeric_check
 
@@ -77,11 +78,12 @@ def start(session: Session, case_names: Sequence[str]) -> Optional[Ahead]:
     # libraries) would take the build with it, not just the validation
     if stack.torch is None or stack.torch_npu is not None or stack.torch_device is not None:
         return None
-    if session.sandbox is None and session.host.hardware.npu_count == 0:
+    if validation_target(session)[0] is None:
         return None
     checks: Dict[str, NumericCheck] = {}
     for spec in session.recipe.validated:
-        name = (spec.validate.check if spec.validate else "") or FA_CHECK
+        assert spec.validate is not None
+        name = spec.validate.check or FA_CHECK  # as inputs_for names it
         check = numeric_check(name)
         if check is not None:
             checks[name] = check
