@@ -156,5 +156,11 @@ def _run_capi(
         id="capi",
         status=status,
         message=message,
-        details={"command": compiled.command, "exit_code": code, "references_ahead": ahead},
+        details={
+            "command": compiled.command,
+            "exit_code": code,
+            "references_ahead": ahead,
+            # of this run's references, those this machine kept from an earlier run (refcache.py)
+            "references_kept": sum(f"fa-reference-kept:{c.name}" in inp.memo for c in selected),
+        },
     ), results
