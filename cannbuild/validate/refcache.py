@@ -38,7 +38,10 @@ def kept(
         torch.save(made[-1], folder / FILE)
 
     for _ in range(2):
-        entry, _reused = usercache.cached(root, KIND, key, fill)
+        try:
+            entry, _reused = usercache.cached(root, KIND, key, fill)
+        except OSError:  # a full disk, a cache made read-only: the reference is not kept
+            return (made[-1] if made else make()), False
         if made:
             return made[-1], False
         found = _load(torch, entry / FILE)

@@ -102,3 +102,10 @@ def test_the_agreement_check_can_say_no(torch):
         noise=right.noise,
     )
     assert not cases.agrees(VARLEN, tensors, shorter)
+
+
+def test_a_cache_that_cannot_keep_it_still_gives_the_reference(torch, tmp_path):
+    (tmp_path / "xdg" / "cannbuild").mkdir()
+    (tmp_path / "xdg" / "cannbuild" / refcache.KIND).write_text("a file where a folder goes")
+    ref, kept = fresh(CAUSAL)
+    assert not kept and same(torch, ref, cases.reference(CAUSAL, cases.make_inputs(CAUSAL)))
