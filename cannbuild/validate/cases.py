@@ -341,10 +341,14 @@ def reference_once(memo: Dict[str, object], case: Case, tensors: Dict[str, Tenso
     return found
 
 
-def _kept_key(case: Case, torch_version: str) -> str:
-    """Everything that makes a case's reference: the case, this module's code, torch."""
+def _kept_key(case: Case, torch_version: str) -> Optional[str]:
+    """Everything that makes a case's reference: the case, this module's code, torch (None
+    where the code cannot be read, as from a zip: nothing is kept then)."""
     found = hashlib.sha256(f"{case!r}\0{torch_version}\0".encode())
-    found.update(read_bytes(Path(__file__), SOURCE_FILE))
+    try:
+        found.update(read_bytes(Path(__file__), SOURCE_FILE))
+    except (OSError, UsageError):
+        return None
     return found.hexdigest()[:32]
 
 

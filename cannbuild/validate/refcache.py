@@ -24,12 +24,16 @@ Tensors = Dict[str, "Tensor"]
 
 
 def kept(
-    torch: ModuleType, key: str, make: Callable[[], Tensors], fits: Callable[[Tensors], bool]
+    torch: ModuleType,
+    key: Optional[str],
+    make: Callable[[], Tensors],
+    fits: Callable[[Tensors], bool],
 ) -> Tuple[Tensors, bool]:
     """The tensors kept under `key` where they exist and `fits` them (True), else made by
-    `make` and kept (False); made in place where the user has no cache of their own."""
+    `make` and kept (False); made in place where the user has no cache of their own (or
+    there is no key)."""
     root = usercache.cache_root(os.environ)
-    if root is None:
+    if root is None or key is None:
         return make(), False
     made: List[Tensors] = []
 
