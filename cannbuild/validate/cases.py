@@ -232,7 +232,7 @@ def make_inputs(case: Case) -> Dict[str, Tensor]:
     return tensors
 
 
-def attention(
+def _attention(
     q: Tensor, k: Tensor, v: Tensor, scale: float, mask: Optional[Tensor], group: int
 ) -> Tuple[Tensor, Tensor]:
     # GQA: key/value head j serves query heads j*group ... (j+1)*group - 1.
@@ -265,7 +265,7 @@ class Reference(Struct, frozen=True, kw_only=True):
     noise: float  # 2 * ... rounding noise of the kernel dtype, see RULE
 
 
-def segments(case: Case, tensors: Dict[str, Tensor]) -> List[Tuple[Tensor, Tensor, Tensor]]:
+def _segments(case: Case, tensors: Dict[str, Tensor]) -> List[Tuple[Tensor, Tensor, Tensor]]:
     """(q, k, v) in (b, n, s, d) per attention problem: the case's batch, or each VarLen
     sequence's own rows of the T axis as a batch of one."""
     if not case.varlen:
@@ -285,6 +285,19 @@ def segments(case: Case, tensors: Dict[str, Tensor]) -> List[Tuple[Tensor, Tenso
     ]
 
 
+def _float64(
+    case: Case, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """attentionOut, softmaxMax and softmaxSum of one attention problem (`q`'s rows) in
+    float64: what reference() keeps and agrees() works out again for a few rows."""
+    out, scores = _attention(
+        q.double(), k.double(), v.double(), case.scale, mask, case.N1 // case.N2
+    )
+    want_max = scores.max(dim=-1).values
+    # softmaxSum is the row sum of exp(score - row max): the stabilised softmax denominator.
+    return out, want_max, (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
+
+
 def reference(case: Case, tensors: Dict[str, Tensor]) -> Reference:
     """The float64 reference and the same-dtype torch error for one case (the costly part);
     a VarLen case's sequences one by one, joined on the sequence axis."""
@@ -296,15 +309,13 @@ def reference(case: Case, tensors: Dict[str, Tensor]) -> Reference:
     sames: List[Tensor] = []
     maxes: List[Tensor] = []
     sums: List[Tensor] = []
-    for q, k, v in segments(case, tensors):
-        ref, scores = attention(q.double(), k.double(), v.double(), case.scale, mask, group)
-        same, _ = attention(q, k, v, case.scale, mask, group)
-        want_max = scores.max(dim=-1).values
+    for q, k, v in _segments(case, tensors):
+        ref, want_max, want_sum = _float64(case, q, k, v, mask)
+        same, _ = _attention(q, k, v, case.scale, mask, group)
         refs.append(ref)
         sames.append(same)
         maxes.append(want_max)
-        # softmaxSum is the row sum of exp(score - row max): the stabilised softmax denominator.
-        sums.append((scores - want_max.unsqueeze(-1)).exp().sum(dim=-1))
+        sums.append(want_sum)
     # on the sequence axis: a VarLen case's sequences become the T rows of one batch
     ref, same = torch.cat(refs, dim=2), torch.cat(sames, dim=2)
     want_max, want_sum = torch.cat(maxes, dim=2), torch.cat(sums, dim=2)
@@ -374,7 +385,7 @@ def agrees(case: Case, tensors: Dict[str, Tensor], ref: Reference) -> bool:
     inputs.  Two rows of each problem: milliseconds, where the whole is a second."""
     torch = reference_torch()
     mask = tensors.get("mask")
-    problems = segments(case, tensors)
+    problems = _segments(case, tensors)
     rows_in_all = sum(q.shape[2] for q, _, _ in problems)
     if any(t.shape[2] != rows_in_all for t in (ref.out, ref.softmax_max, ref.softmax_sum)):
         return False
@@ -382,11 +393,7 @@ def agrees(case: Case, tensors: Dict[str, Tensor], ref: Reference) -> bool:
     for q, k, v in problems:
         rows = sorted({0, q.shape[2] - 1})
         part = None if mask is None else mask[rows, :]
-        out, scores = attention(
-            q[:, :, rows].double(), k.double(), v.double(), case.scale, part, case.N1 // case.N2
-        )
-        want_max = scores.max(dim=-1).values
-        want_sum = (scores - want_max.unsqueeze(-1)).exp().sum(dim=-1)
+        out, want_max, want_sum = _float64(case, q[:, :, rows], k, v, part)
         at = [start + r for r in rows]
         for got, kept in (
             (out, ref.out[:, :, at]),
