@@ -19,17 +19,19 @@ complete after the last: an interrupted layout is redone.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import msgspec
 from msgspec import Struct
 
-from .. import proc
+from .. import proc, safefs
 from ..bounded import SANDBOX_RECORD, read_state
 from ..errors import SandboxError
 from ..workspace import write_json_atomic
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
     from .packaging import Placement, RepoIndex
 
 RECORD = "hostside.json"
+# Runs of two workspaces may share one sandbox (each holds its shared lock, create.py):
+# one lays the host side out while the other waits, then finds it done.
+LAYOUT_LOCK = ".hostside.lock"
 LAYOUT = 3  # what laid a record out: a record of another layout is redone (3: install_mod)
 # compilation units and build files a folder of headers holds beside them; the install
 # rules copy headers (FILES_MATCHING PATTERN "*.h", asc-devkit impl/utils/CMakeLists.txt:12)
@@ -115,6 +120,27 @@ def lay_out_host_side(
 ) -> HostSide:
     """Lay the host side of the repos `checkouts` names (repo -> (checkout, commit)) out
     under the toolkit at `home`, unless the record says it is done for these commits."""
+    with _layout_lock(sandbox):
+        return _lay_out(sandbox, home, arch, release, checkouts)
+
+
+@contextlib.contextmanager
+def _layout_lock(sandbox: Path) -> Iterator[None]:
+    fd = safefs.open_lock(sandbox / LAYOUT_LOCK, "the sandbox's host-side lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the kernel drops it if the holder dies
+        yield
+    finally:
+        os.close(fd)
+
+
+def _lay_out(
+    sandbox: Path,
+    home: Path,
+    arch: str,
+    release: str,
+    checkouts: Mapping[str, Tuple[Path, str]],
+) -> HostSide:
     commits = {repo: commit for repo, (_, commit) in checkouts.items()}
     key = host_side_key(commits, release)
     old = read_record(sandbox)

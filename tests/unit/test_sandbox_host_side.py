@@ -12,14 +12,23 @@ with `install_softlink`; runtime installs libboundscheck's securec.h
 
 from __future__ import annotations
 
+import fcntl
 import os
+import queue
+import threading
 from pathlib import Path
 
 import pytest
 
 from cannbuild.errors import SandboxError
 from cannbuild.host.contents import wall_of
-from cannbuild.sandbox.hostside import RECORD, laid_out_for, lay_out_host_side, read_record
+from cannbuild.sandbox.hostside import (
+    LAYOUT_LOCK,
+    RECORD,
+    laid_out_for,
+    lay_out_host_side,
+    read_record,
+)
 from cannbuild.sandbox.packaging import RepoIndex, placements
 
 from hosttree import executable, files
@@ -176,6 +185,28 @@ def test_the_host_side_is_laid_out_once_per_commit_and_a_new_one_replaces_it(tmp
     assert moved.laid_out and not (include / "graph/tensor.h").exists()
     assert (include / "graph/types.h").is_file()
     assert not laid_out_for(sandbox, laid.record.commits)
+
+
+def test_a_second_run_on_the_same_sandbox_waits_for_the_layout_and_finds_it_done(tmp_path, metadef):
+    """Two workspaces may share a sandbox: the run that comes second while the first lays
+    the host side out waits for it instead of writing the same files beside it."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    # the first run, holding the lock as it does while it lays out (a lock of its own
+    # open file, so this thread's flock is another holder)
+    with open(sandbox / LAYOUT_LOCK, "w") as first:
+        fcntl.flock(first, fcntl.LOCK_EX)
+        second: queue.Queue[object] = queue.Queue()
+        worker = threading.Thread(target=lambda: second.put(host_side(tmp_path, metadef)[2]))
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive() and not (sandbox / RECORD).exists()
+        fcntl.flock(first, fcntl.LOCK_UN)
+    worker.join(30)
+    laid = second.get_nowait()
+    assert laid.laid_out and laid.record.complete
+    # and a third, after it, finds it done
+    assert not host_side(tmp_path, metadef)[2].laid_out
 
 
 def test_an_interrupted_layout_is_redone(tmp_path, metadef):
