@@ -9,6 +9,10 @@ keeps the parse of each TOML file cannbuild ships, beside the sha256 of its text
 `tools.json` the build tools' versions by the identity of each binary (host/toolchain.py).  The
 cache is the user's own: a root that is a link, belongs to someone else or that others may
 write is not used (the caller builds in place instead), and its folders are made 0700.
+Each new torch, compiler or cannbuild makes new entries and the old ones are never asked
+for again, so a shelf is kept under SHELF_BYTES: when an entry is made, the least recently
+used ones go first, never one used in the last GRACE_SECONDS (a run beside this one may be
+copying it).
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import math
 import os
 import shutil
 import stat
+import time
 from pathlib import Path
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import msgspec
 from msgspec import Struct
@@ -32,6 +37,11 @@ from .resources import data_dir
 from .workspace import write_atomic
 
 MANIFEST = "cannbuild-cache.json"
+# What one shelf (kind) may hold: 16 sets of FlashAttention references (16 MB each), many
+# more emulation or mirror entries (0.4 and 1.6 MB).
+SHELF_BYTES = 256 * 1024 * 1024
+# An entry used this recently is never removed; nor is a temporary folder this young.
+GRACE_SECONDS = 600.0
 
 
 def cache_root(env: Mapping[str, str]) -> Optional[Path]:
@@ -81,15 +91,33 @@ def _intact(entry: Path) -> bool:
         return False
 
 
-def cached(root: Path, kind: str, key: str, make: Callable[[Path], None]) -> Tuple[Path, bool]:
+def cached(
+    root: Path, kind: str, key: str, make: Callable[[Path], None], budget: int = SHELF_BYTES
+) -> Tuple[Path, bool]:
     """The entry `kind/key` under `root`, made by `make(folder)` (which fills the empty
-    folder it is given) when absent or damaged; and whether it was reused."""
+    folder it is given) when absent or damaged; and whether it was reused.  Making one
+    prunes the shelf to `budget` bytes."""
     shelf = root / kind
     with contextlib.suppress(FileExistsError):
         shelf.mkdir(mode=0o700)
     entry = shelf / key
     if _intact(entry):
+        _used(entry)
         return entry, True
+    entry, reused = _make(shelf, entry, make)
+    with contextlib.suppress(OSError):  # a shelf that cannot be pruned still serves
+        prune(shelf, budget, keep=entry)
+    return entry, reused
+
+
+def _used(entry: Path) -> None:
+    """An entry's time is its last use: what pruning goes by."""
+    with contextlib.suppress(OSError):
+        os.utime(entry)
+
+
+def _make(shelf: Path, entry: Path, make: Callable[[Path], None]) -> Tuple[Path, bool]:
+    key = entry.name
     tmp = shelf / f".{key}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(mode=0o700)
@@ -118,6 +146,50 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> List[str]:
+    """Remove the shelf's least recently used entries while it holds more than `budget`
+    bytes, and temporary folders runs left, sparing `keep` and anything used in the last
+    GRACE_SECONDS; the names removed."""
+    now = time.time() if now is None else now
+    entries: List[Tuple[float, int, Path]] = []
+    removed: List[str] = []
+    for path in shelf.iterdir():
+        st = os.lstat(path)
+        idle = now - st.st_mtime > GRACE_SECONDS
+        if path.name.startswith("."):  # `.<key>.tmp-<pid>` of a run that died making it
+            if idle and ".tmp-" in path.name and not _alive(path.name.rpartition("-")[2]):
+                _remove(path)
+                removed.append(path.name)
+            continue
+        entries.append((st.st_mtime, _size(path), path))
+    total = sum(size for _, size, _ in entries)
+    for mtime, size, path in sorted(entries, key=lambda e: e[0]):  # least recently used first
+        if total <= budget:
+            break
+        if path == keep or now - mtime <= GRACE_SECONDS:
+            continue
+        _remove(path)
+        removed.append(path.name)
+        total -= size
+    return removed
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # another user's process of that number
+        return True
+    return True
+
+
+def _size(path: Path) -> int:
+    if not path.is_dir() or path.is_symlink():
+        return os.lstat(path).st_size
+    return sum(os.lstat(os.path.join(d, n)).st_size for d, _, names in os.walk(path) for n in names)
 
 
 class _Parsed(Struct, frozen=True):

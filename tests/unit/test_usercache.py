@@ -3,6 +3,7 @@ damaged, and never a folder someone else could write."""
 
 import json
 import os
+import time
 
 from cannbuild import usercache
 
@@ -93,3 +94,45 @@ def test_a_shipped_toml_file_is_parsed_once_and_an_edit_of_it_is_parsed_again(
     dated = text + "\n[dated]\nday = 2025-11-16\n"
     assert usercache.parsed_toml(dated, path, RECIPE) == tomllib.loads(dated)
     assert json.loads(memo.read_text())["data"] == tomllib.loads(edited)
+
+
+def _entry(shelf, name, size, age, now):
+    folder = shelf / name
+    folder.mkdir(parents=True)
+    (folder / "data").write_bytes(b"x" * size)
+    os.utime(folder, (now - age, now - age))
+    return folder
+
+
+def test_a_full_shelf_loses_its_least_recently_used_entries_never_a_fresh_one(tmp_path):
+    """Each torch version or change to the cases makes a new set of references (16 MB): the
+    old ones go once the shelf is past its budget, oldest use first."""
+    shelf = tmp_path / "fa-references"
+    now = time.time()
+    old = _entry(shelf, "old", 400, 3 * 86400, now)
+    middle = _entry(shelf, "middle", 400, 86400, now)
+    fresh = _entry(shelf, "in-use", 400, 60, now)  # used a minute ago: a run may be copying it
+    new = _entry(shelf, "new", 400, 0, now)
+    assert usercache.prune(shelf, 1000, keep=new, now=now) == ["old", "middle"]
+    assert fresh.is_dir() and new.is_dir() and not old.exists() and not middle.exists()
+    # within the budget nothing goes, however old
+    assert usercache.prune(shelf, 1000, keep=new, now=now + 86400) == []
+
+
+def test_a_reused_entry_counts_as_recently_used_and_a_dead_runs_temporary_folder_goes(tmp_path):
+    root = usercache.cache_root({"XDG_CACHE_HOME": str(tmp_path)})
+    shelf = root / "emulation"
+    calls = []
+    first, _ = usercache.cached(root, "emulation", "first", maker(calls))
+    long_ago = time.time() - 86400
+    os.utime(first, (long_ago, long_ago))
+    usercache.cached(root, "emulation", "first", maker(calls))  # reused: its time is now
+    second, _ = usercache.cached(root, "emulation", "second", maker(calls))
+    os.utime(second, (long_ago, long_ago))
+    dead = _entry(shelf, f".third.tmp-{2**22 + 7}", 10, 86400, time.time())  # no such pid
+    live = _entry(shelf, f".fourth.tmp-{os.getpid()}", 10, 86400, time.time())
+    # a budget for one entry: making a third removes the one used least recently
+    _, reused = usercache.cached(root, "emulation", "third", maker(calls), budget=60)
+    assert not reused
+    assert sorted(p.name for p in shelf.iterdir()) == sorted(["first", "third", live.name])
+    assert not dead.exists()
