@@ -31,11 +31,19 @@ from .toolkit import Toolkit, ToolkitSearch, find_toolkit, host_arch
 def detection_env(options: Options, env: Mapping[str, str]) -> Dict[str, str]:
     """The environment host detection reads.
 
-    An emulated host must not see the real host's `ASCEND_*` variables.
+    An emulated host must not see the real host's `ASCEND_*` variables, and has its own
+    /usr/local/bin (the stand-in pigz and dos2unix ops-nn's build.sh checks for) last on
+    PATH as a machine's own folder is, whatever set_env.sh its toolkit has: the host side
+    laid out from the real repositories brings the real one, which does not add it.
     """
-    if options.sandbox:
-        return {k: v for k, v in env.items() if not k.startswith("ASCEND_")}
-    return dict(env)
+    if not options.sandbox:
+        return dict(env)
+    emulated = {k: v for k, v in env.items() if not k.startswith("ASCEND_")}
+    tools = str(options.sysroot / "usr" / "local" / "bin")
+    path = emulated.get("PATH", os.defpath)
+    if tools not in path.split(os.pathsep):
+        emulated["PATH"] = f"{path}{os.pathsep}{tools}" if path else tools
+    return emulated
 
 
 class Readings(Struct, frozen=True, kw_only=True):

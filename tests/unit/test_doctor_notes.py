@@ -13,7 +13,7 @@ from pathlib import Path
 from cannbuild.build.requirements import doctor_report
 from cannbuild.options import resolve_options
 
-from hosttree import clean_env
+from hosttree import clean_env, executable
 
 ADVISORY = ("pigz", "dos2unix", "makeself", "ccache")
 
@@ -21,11 +21,12 @@ ADVISORY = ("pigz", "dos2unix", "makeself", "ccache")
 def bare_path(tmp_path: Path) -> str:
     """A PATH with what sourcing set_env.sh runs (bash, dirname) and none of the build tools."""
     bin_dir = tmp_path / "bare-bin"
-    bin_dir.mkdir()
-    for name in ("bash", "dirname", "env"):
-        found = shutil.which(name)
-        assert found is not None
-        os.symlink(found, bin_dir / name)
+    if not bin_dir.is_dir():
+        bin_dir.mkdir()
+        for name in ("bash", "dirname", "env"):
+            found = shutil.which(name)
+            assert found is not None
+            os.symlink(found, bin_dir / name)
     return str(bin_dir)
 
 
@@ -68,3 +69,20 @@ def test_with_a_compile_cache_ccache_is_needed_and_warns_or_fails(tree, tmp_path
     checks = rows(tree, tmp_path, cache_remote="redis://127.0.0.1:1")
     assert checks["tool.ccache"].status == "warn"
     assert checks["tool.pigz"].status == "skip"
+
+
+def test_the_sandboxs_own_tools_are_found_whatever_set_env_sh_its_toolkit_has(tree, tmp_path):
+    """The emulated host's /usr/local/bin holds stand-in pigz and dos2unix for ops-nn's
+    build.sh.  Its toolkit's set_env.sh may be the real one (the host side laid out from
+    the real repositories), which does not put that folder on PATH: cannbuild does, last,
+    as a machine's own /usr/local/bin is.  On a real host the folder is not added."""
+    tree.toolkit_cann("9.1.0")  # this tree's set_env.sh, as the real one, leaves it off PATH
+    tools = tree.root / "usr/local/bin"
+    for name in ("pigz", "dos2unix"):
+        executable(tools / name, "#!/bin/sh\nexit 0\n")
+    on_sandbox = rows(tree, tmp_path, sandbox=True, repos="ops-nn")
+    for name in ("pigz", "dos2unix"):
+        row = on_sandbox[f"recipe.tool.{name}"]
+        assert row.status == "pass" and str(tools / name) in row.detail, row
+    real = rows(tree, tmp_path, repos="ops-nn")
+    assert real["recipe.tool.pigz"].status == "fail" and real["recipe.tool.pigz"].blocking
