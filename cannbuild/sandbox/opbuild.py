@@ -42,6 +42,8 @@ class OpDefSources(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     repo: str
     sources: Tuple[str, ...]  # globs, relative to the checkout
     includes: Tuple[str, ...] = ()  # the repo's own include folders those sources need
+    # the toolkit's include folders (relative to <arch>-linux) the repo's build adds
+    toolkit_includes: Tuple[str, ...] = ()
     source: str  # where the rule is
 
 
@@ -79,6 +81,8 @@ def build_op_build(
     archdir = home / f"{arch}-linux"
     includes = [archdir / "include", archdir / "pkg_inc", archdir / "pkg_inc" / "base"]
     includes += [archdir / "include" / "external", *(roots[opdef.repo] / i for i in opdef.includes)]
+    includes += [archdir / i for i in opdef.toolkit_includes]
+    includes += [roots[rules.ascend_string.repo] / i for i in rules.ascend_string.includes]
     flags = ["-std=c++17", "-O1", "-fPIC", *(f"-I{p}" for p in includes)]
     cxx = os.path.realpath(shutil.which(os.environ.get("CXX") or "c++") or "c++")
     register = LIBREGISTER.format(arch=arch)

@@ -257,6 +257,33 @@ def test_real_ops_transformer_9_0_0_host_code_compiles_and_the_run_passes_op_bui
     assert "accepted with --accept-stand-in" in lock
 
 
+def test_real_8_5_0_host_side_is_laid_out_and_op_build_compiled_before_the_opbase_build(
+    tmp_path_factory, mirror
+):
+    """The default sandbox (A2, CANN 8.5.0) over the real repositories: the host side is
+    8.5's own (opbase at v8.5.0, metadef, ge, runtime and asc-devkit at branch 8.5.0) and
+    the sandbox's op_build compiles over ge's 8.5 OpDef sources, whose ge_log.h needs
+    runtime's include/experiment/metadef and ge's own base/metadef/pkg_inc
+    (kernels/opbuild/sources.toml), so the run gets to opbase's real build.sh."""
+    cwd = project(tmp_path_factory, mirror, "8.5.0")
+    done = cannbuild(cwd, "setup", "--sandbox", "--accept-stand-in", "all")
+    said = done.stdout + done.stderr
+    ws = cwd / ".cannbuild"
+    record = json.loads((ws / "sandbox/hostside.json").read_text())
+    assert record["complete"], said[-2000:]
+    for repo in HOST_SIDE:
+        ref = "v8.5.0" if repo == "opbase" else "8.5.0"
+        assert record["commits"][repo] == tag_commit(mirror, repo, ref), repo
+    home = ws / "sandbox/sysroot/usr/local/Ascend/cann-8.5.0"
+    assert "tools/opbuild/op_build" in record["written"]
+    assert wall_of(home / "tools/opbuild/op_build") is None
+    assert (home / f"{ARCH}-linux/lib64/libregister.so").stat().st_size > 0
+    # the real opbase build.sh ran (it stops later, at the stand-in archives or a wall)
+    assert "opbase-build: started" in said, said[-2000:]
+    assert (ws / "logs/latest/opbase-build.log").is_file()
+    assert done.returncode == 4, said[-2000:]
+
+
 def make(cwd: Path, home: Path, *targets: str) -> subprocess.CompletedProcess:
     """Targets of the ops-transformer build folder, in the toolkit's environment."""
     build = cwd / ".cannbuild/src/ops-transformer/build"
