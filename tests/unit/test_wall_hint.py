@@ -15,6 +15,8 @@ def test_a_third_party_stand_in_wall_names_the_archive_and_the_acceptance():
     hint = match_hint(["[ 40%] Building CXX object runtime_kb_api.cpp.o", NLOHMANN])
     assert hint is not None
     assert "wall nlohmann (nlohmann json 3.11.3)" in hint and "--accept-stand-in" in hint
+    # the reason ends where the `#error "..."` quote closes, not with the quote
+    assert 'offline bundle. Everything before it' in hint, hint
 
 
 def test_a_toolkit_wall_names_doctors_row():
