@@ -278,10 +278,12 @@ def test_real_8_5_0_host_side_is_laid_out_and_op_build_compiled_before_the_opbas
     assert "tools/opbuild/op_build" in record["written"]
     assert wall_of(home / "tools/opbuild/op_build") is None
     assert (home / f"{ARCH}-linux/lib64/libregister.so").stat().st_size > 0
-    # the real opbase build.sh ran (it stops later, at the stand-in archives or a wall)
+    # the real opbase build.sh ran, and stopped where its protobuf patch meets the stand-in
+    # archive, which the hint names
     assert "opbase-build: started" in said, said[-2000:]
     assert (ws / "logs/latest/opbase-build.log").is_file()
     assert done.returncode == 4, said[-2000:]
+    assert "the patch step of protobuf_src" in said and "--accept-stand-in" in said, said[-2000:]
 
 
 def make(cwd: Path, home: Path, *targets: str) -> subprocess.CompletedProcess:
