@@ -121,7 +121,51 @@ def lay_out_host_side(
     """Lay the host side of the repos `checkouts` names (repo -> (checkout, commit)) out
     under the toolkit at `home`, unless the record says it is done for these commits."""
     with _layout_lock(sandbox):
-        return _lay_out(sandbox, home, arch, release, checkouts)
+        commits = {repo: commit for repo, (_, commit) in checkouts.items()}
+        key = host_side_key(commits, release)
+        old = read_record(sandbox)
+        if old is not None and old.complete and old.key == key and old.layout == LAYOUT:
+            return HostSide(record=old, laid_out=False)
+        if old is not None:
+            _remove(home, old.written)
+        # only a lay-out reads the repos' packaging rules (doctor and a no-op read the record)
+        from .opbuild import build_op_build
+        from .packaging import RepoIndex, placements
+
+        record = HostSideRecord(layout=LAYOUT, key=key, complete=False, commits=commits)
+        write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
+        indexes = {repo: RepoIndex(repo, path) for repo, (path, _) in checkouts.items()}
+        others = [indexes[r] for r in THIRD_PARTY if r in indexes]
+        written: List[str] = []
+        counts: Dict[str, int] = {}
+        values = {"ASCEND_VER": release}
+        for repo, index in indexes.items():
+            if repo in THIRD_PARTY:
+                continue
+            # share/info/<pkg> is the package's installer and version record: the sandbox
+            # writes those for the release it emulates (sandbox/toolkit.py)
+            entries = [
+                e
+                for e in placements(index, arch, values, others)
+                if not e.installed.startswith("share/")
+            ]
+            counts[repo] = _apply(home, entries, indexes, written)
+        for gen in GENERATED:  # a stand-in repository has not the script: nothing to generate
+            if gen.repo in indexes and (indexes[gen.repo].root / gen.script).is_file():
+                written.append(_generate(home, arch, gen, indexes[gen.repo].root))
+        # the closed op_build, emulated over the release's own OpDef implementation (opbuild.py)
+        roots = {repo: path for repo, (path, _) in checkouts.items()}
+        written += build_op_build(home, arch, roots, commits)
+        record = HostSideRecord(
+            layout=LAYOUT,
+            key=key,
+            complete=True,
+            commits=commits,
+            written=tuple(written),
+            counts=counts,
+        )
+        write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
+        return HostSide(record=record, laid_out=True)
 
 
 @contextlib.contextmanager
@@ -132,60 +176,6 @@ def _layout_lock(sandbox: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def _lay_out(
-    sandbox: Path,
-    home: Path,
-    arch: str,
-    release: str,
-    checkouts: Mapping[str, Tuple[Path, str]],
-) -> HostSide:
-    commits = {repo: commit for repo, (_, commit) in checkouts.items()}
-    key = host_side_key(commits, release)
-    old = read_record(sandbox)
-    if old is not None and old.complete and old.key == key and old.layout == LAYOUT:
-        return HostSide(record=old, laid_out=False)
-    if old is not None:
-        _remove(home, old.written)
-    # only a lay-out reads the repos' packaging rules (doctor and a no-op read the record)
-    from .opbuild import build_op_build
-    from .packaging import RepoIndex, placements
-
-    record = HostSideRecord(layout=LAYOUT, key=key, complete=False, commits=commits)
-    write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
-    indexes = {repo: RepoIndex(repo, path) for repo, (path, _) in checkouts.items()}
-    others = [indexes[r] for r in THIRD_PARTY if r in indexes]
-    written: List[str] = []
-    counts: Dict[str, int] = {}
-    values = {"ASCEND_VER": release}
-    for repo, index in indexes.items():
-        if repo in THIRD_PARTY:
-            continue
-        # share/info/<pkg> is the package's installer and version record: the sandbox
-        # writes those for the release it emulates (sandbox/toolkit.py)
-        entries = [
-            e
-            for e in placements(index, arch, values, others)
-            if not e.installed.startswith("share/")
-        ]
-        counts[repo] = _apply(home, entries, indexes, written)
-    for gen in GENERATED:  # a stand-in repository has not the script: nothing to generate
-        if gen.repo in indexes and (indexes[gen.repo].root / gen.script).is_file():
-            written.append(_generate(home, arch, gen, indexes[gen.repo].root))
-    # the closed op_build, emulated over the release's own OpDef implementation (opbuild.py)
-    roots = {repo: path for repo, (path, _) in checkouts.items()}
-    written += build_op_build(home, arch, roots, commits)
-    record = HostSideRecord(
-        layout=LAYOUT,
-        key=key,
-        complete=True,
-        commits=commits,
-        written=tuple(written),
-        counts=counts,
-    )
-    write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
-    return HostSide(record=record, laid_out=True)
 
 
 def _inside(home: Path, rel: str) -> Path:
