@@ -57,7 +57,7 @@ CONTEXT_KIND = "container-context"
 
 
 class ContainerSpec(Struct, frozen=True, kw_only=True):
-    variant: str = "A2"
+    variant: str = ""  # empty: the variant of the lock's SoC (make_container fills it in)
     cann: str = ""  # empty: the lock's toolkit version (make_container fills it in)
     os: str = "ubuntu22.04"
     python: str = "3.11"
@@ -78,6 +78,12 @@ def seen_tags() -> Set[str]:
 def _soc(variant: str) -> str:
     """The `--soc` of a variant's family (recipes/facts/hosts.toml)."""
     return next(f.soc for f in families() if f.variant == variant)
+
+
+def _variant(soc: str) -> str:
+    """The image variant of a lock's SoC; A2 where no image is made for it (the lock is
+    then refused naming both)."""
+    return next((f.variant for f in families() if f.soc == soc and f.variant in CHIPS), "A2")
 
 
 def image_tag(cann: str, variant: str, os_name: str, python: str) -> str:
@@ -161,8 +167,10 @@ def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
     want_soc = _soc(spec.variant)
     if lock.sandbox and not spec.sandbox:
         raise UsageError(
-            f"{lock_file} was made on cannbuild's emulated Ascend host (--sandbox): it pins the "
-            "stand-in repositories' commits, which no real image can build.",
+            f"{lock_file} was made on cannbuild's emulated Ascend host (--sandbox): it is for "
+            "the emulated toolkit and NPUs, and its sources are the sandbox's (the stand-ins, "
+            "or what mirror rules served, with any stand-in archive it accepted), so no real "
+            "image is built from it.",
             f"Make a lock of the real sources (no CANN needed: cannbuild lock --cann {spec.cann} "
             f"--soc {want_soc} --lock-file ...), or pass --sandbox for an image of the emulated "
             "host.",
@@ -175,6 +183,12 @@ def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
             "render from that lock (it is written in the workspace).",
         )
     if spec.sandbox:
+        if lock.soc != want_soc:
+            raise UsageError(
+                f"{lock_file} was made on an emulated host with {lock.soc} NPUs; --variant "
+                f"{spec.variant} would render an emulated host with {want_soc}.",
+                "Drop --variant (the lock's SoC decides), or lock on that sandbox first.",
+            )
         return
     problems = []
     if lock.toolkit_version.lower() != spec.cann.lower():
@@ -385,7 +399,8 @@ def make_container(
     `note` hears what was done, in order (a build's own output goes to the terminal in
     between)."""
     spec = replace(spec, variant=spec.variant.upper())
-    check_spec(spec)
+    if spec.variant:
+        check_spec(spec)
     lock_file = options.lock_file
     lock = read_lock(lock_file)
     if lock is None:
@@ -394,7 +409,9 @@ def make_container(
             "Run `cannbuild lock` (no CANN needed: --cann <version> --soc <soc>), or pass "
             "--lock-file.",
         )
-    spec = replace(spec, cann=spec.cann or lock.toolkit_version)
+    spec = replace(
+        spec, cann=spec.cann or lock.toolkit_version, variant=spec.variant or _variant(lock.soc)
+    )
     check_spec(spec)
     check_lock(spec, lock, lock_file)
     out = Path(os.path.abspath(out or "container"))  # a link there is refused

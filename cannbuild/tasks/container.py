@@ -33,7 +33,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     "dry_run",
     "cannbuild_spec",
     help={
-        "variant": "A2 (910B image) or A3 (default A2)",
+        "variant": "A2 (910B image) or A3 (default: the lock's SoC)",
         "cann": "CANN version of the base image (default: the lock's)",
         "bundle": "put this offline bundle in the context and build with --offline",
         "sandbox": "a container of the emulated host (for CI without CANN images)",
@@ -64,7 +64,7 @@ def container(
     options = frame.lock_to_read()
     bundle, out = text_of(flags, "bundle"), text_of(flags, "out")
     spec = container_context.ContainerSpec(
-        variant=text_of(flags, "variant") or "A2",
+        variant=text_of(flags, "variant") or "",
         cann=text_of(flags, "cann") or "",
         os=os,
         python=python,

@@ -246,6 +246,31 @@ def test_a_sandbox_lock_renders_only_a_sandbox_image(tmp_path, lock_file):
     assert not (tmp_path / "container").exists()
 
 
+def test_without_variant_the_image_is_for_the_locks_soc_and_a_sandbox_one_never_contradicts_it(
+    tmp_path, lock_file
+):
+    """An A3 lock renders an A3 image without --variant (it defaulted to A2, and a sandbox
+    lock of an A3 host rendered `--soc ascend910_93 --sandbox --variant A2`)."""
+    real = cannbuild_container(
+        tmp_path, "--lock-file", str(lock_file), "--out", str(tmp_path / "r")
+    )
+    assert real.returncode == 0, real.stderr
+    assert "cann:8.5.0-a3-" in (tmp_path / "r" / "Dockerfile").read_text()
+    write_lock(lock_file, SANDBOX_LOCK)
+    emulated = cannbuild_container(
+        tmp_path, "--sandbox", "--lock-file", str(lock_file), "--out", str(tmp_path / "s")
+    )
+    assert emulated.returncode == 0, emulated.stderr
+    dockerfile = (tmp_path / "s" / "Dockerfile").read_text()
+    assert "--soc ascend910_93 --sandbox --variant A3 " in dockerfile
+    other = cannbuild_container(
+        tmp_path, "--sandbox", "--variant", "A2", "--lock-file", str(lock_file),
+        "--out", str(tmp_path / "a2"),
+    )  # fmt: skip
+    assert other.returncode == 2 and "ascend910_93 NPUs" in other.stderr, other.stderr
+    assert "Traceback" not in other.stderr and not (tmp_path / "a2").exists()
+
+
 def test_the_lock_pins_the_base_by_digest_once_known():
     spec = ContainerSpec(variant="A3", cann="8.5.0")
     assert base_reference(spec, LOCK)[0] == "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
