@@ -18,6 +18,7 @@ from .bounded import ATTEMPT, STAMP, read_state
 from .decoded import JSONObject, JSONValue, to_plain
 from .lazy import lazy_module
 from .ownership import remove_inside
+from .proc import pid_alive
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -46,18 +47,6 @@ RUNNING = "running"  # an attempt recorded at its start, before it has finished
 _CHECKOUT_TMP = re.compile(r"\.(?P<repo>.+)\.(?:tmp|nested\d+|old)-(?P<pid>\d+)")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # EPERM: the pid exists but belongs to someone else, so it is alive; a pid too large for kill()
-    # never was one.
-    except (PermissionError, OverflowError):
-        return pid > 0
-    return True
-
-
 def _entries(folder: Path) -> List[Path]:
     try:
         return sorted(folder.iterdir())
@@ -75,7 +64,7 @@ def leftovers(root: Path) -> List[Path]:
         for path in _entries(ws.src):
             match = _CHECKOUT_TMP.fullmatch(path.name)
             # Our own pid's folders are this run's, and a live pid's belong to a run still working.
-            if match and int(match["pid"]) != os.getpid() and not _pid_alive(int(match["pid"])):
+            if match and int(match["pid"]) != os.getpid() and not pid_alive(int(match["pid"])):
                 found.append(path)
     if not ws.git_cache.is_symlink():
         # `<repo>.git.tmp`: a bare clone fetch_repo had not yet renamed into place.

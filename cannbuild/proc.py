@@ -56,6 +56,18 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process of that number exists (whoever's: EPERM means it does); a
+    number too large for kill() never was one."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid > 0
+    return True
+
+
 def popen(
     argv: Sequence[str],
     *,

@@ -33,6 +33,7 @@ from msgspec import Struct
 
 from .bounded import ARCHIVE, MEMO, Kind, digest, parse_toml, read_state
 from .decoded import JSONObject
+from .proc import pid_alive
 from .resources import data_dir
 from .workspace import write_atomic
 
@@ -159,7 +160,8 @@ def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> 
         st = os.lstat(path)
         idle = now - st.st_mtime > GRACE_SECONDS
         if path.name.startswith("."):  # `.<key>.tmp-<pid>` of a run that died making it
-            if idle and ".tmp-" in path.name and not _alive(path.name.rpartition("-")[2]):
+            pid = path.name.rpartition(".tmp-")[2]
+            if idle and pid.isdigit() and not pid_alive(int(pid)):
                 _remove(path)
                 removed.append(path.name)
             continue
@@ -174,16 +176,6 @@ def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> 
         removed.append(path.name)
         total -= size
     return removed
-
-
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:  # another user's process of that number
-        return True
-    return True
 
 
 def _size(path: Path) -> int:
