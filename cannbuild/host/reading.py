@@ -39,7 +39,7 @@ def detection_env(options: Options, env: Mapping[str, str]) -> Dict[str, str]:
     if not options.sandbox:
         return dict(env)
     emulated = {k: v for k, v in env.items() if not k.startswith("ASCEND_")}
-    tools = str(options.sysroot / "usr" / "local" / "bin")
+    tools = str(Sysroot.at(options.sysroot).path("/usr/local/bin"))
     path = emulated.get("PATH", os.defpath)
     if tools not in path.split(os.pathsep):
         emulated["PATH"] = f"{path}{os.pathsep}{tools}" if path else tools
