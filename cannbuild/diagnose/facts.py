@@ -27,8 +27,9 @@ LAYOUTS = ("BSH", "SBH", "BSND", "BNSD")
 # The Cube unit works on 16-element fractals; the tiling's FRACTAL_NUM, read below when the sources
 # are at hand.
 ALIGN = 16
-# what the operator's docs say at v8.5.0/v9.0.0, when no checkout has them
-BUILTIN_SOURCE = "ops-transformer v8.5.0 docs/aclnnFlashAttentionScoreV2.md (no checkout here)"
+# what the operator's docs say at v8.5.0/v9.0.0, when no checkout has them (or its docs do not say)
+BUILTIN_COPY = "ops-transformer v8.5.0 docs/aclnnFlashAttentionScoreV2.md"
+BUILTIN_SOURCE = f"{BUILTIN_COPY} (no checkout here)"
 # The v8.5.0 docs' B 1-2M, N 1-256, S 1-1M, D 1-768.
 BUILTIN_RANGES = {"B": 2 * 1024 * 1024, "N": 256, "S": 1024 * 1024, "D": 768}
 BUILTIN_DTYPES = ("fp16", "bf16", "fp32")
@@ -40,9 +41,11 @@ _RANGE = re.compile(
     r"^\s*[-*]\s*([BNSD])\s*[：:]\s*(?:取值范围(?:为)?|(?:value )?range(?: is)?:?)\s*"
     r"(\d+)\s*\\?[~～\-]\s*(\d+)\s*([KkMm]?)"
 )
-# `- query（aclTensor\*，计算输入）：数据类型支持FLOAT16、BFLOAT16、FLOAT32，...`
-# (数据类型支持 = "data types supported"), the query parameter's line.
-_DOC_DTYPES = re.compile(r"query.*?数据类型支持([A-Z0-9_、,，\s]+)")
+# The parameter table's cells (参数说明): the docs at v8.5.0 to 9.1.0 write it in HTML, one cell a
+# line (`<td>FLOAT16、BFLOAT16、FLOAT32</td>` under `<th>数据类型</th>`, 数据类型 = "data
+# type"); other ops' READMEs in Markdown pipes (`| query | 输出 | ... | FLOAT16, BF16 |`).
+_CELL = re.compile(r"<t([dh])\b[^>]*>(.*?)</t[dh]>")
+_DTYPE_HEADER = re.compile(r"数据类型|data ?types?", re.IGNORECASE)
 _SOURCES_HINT = (
     "Pass --workspace with the checkout of the repo that ships it, which cannbuild fetched."
 )
@@ -91,13 +94,14 @@ def operator_facts(vendor: Optional[Path], soc: str, checkout: Path) -> Operator
     """`vendor` None: no package to read (diagnose off the NPU host)."""
     doc, lines = _doc(checkout)
     limits = _doc_limits(doc, lines) if doc else {}
+    builtin = f"{BUILTIN_COPY} ({doc} does not say)" if doc else BUILTIN_SOURCE
     for axis, high in BUILTIN_RANGES.items():
-        limits.setdefault(axis, Limit(axis=axis, low=1, high=high, source=BUILTIN_SOURCE))
+        limits.setdefault(axis, Limit(axis=axis, low=1, high=high, source=builtin))
     dtypes, source = _installed_dtypes(vendor, soc) if vendor is not None else ([], "")
     if not dtypes and doc:
         dtypes, source = _doc_dtypes(doc, lines)
     if not dtypes:
-        dtypes, source = list(BUILTIN_DTYPES), BUILTIN_SOURCE
+        dtypes, source = list(BUILTIN_DTYPES), builtin
     rule = _doc_align_rule(doc, lines) if doc else None
     align, align_source = rule or _alignment(checkout)
     return OperatorFacts(
@@ -158,13 +162,27 @@ def _doc_align_rule(doc: Path, lines: Sequence[str]) -> Optional[Tuple[int, str]
 
 
 def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:
+    """The query row's cell under the parameter table's 数据类型 column."""
+    column: Optional[int] = None
+    row: List[str] = []
     for number, line in enumerate(lines, 1):
-        match = _DOC_DTYPES.search(line)
-        if match:
-            words = re.split(r"[、,，\s]+", match.group(1).strip())
-            found = [d for d in map(dtype_word, words) if d in BUILTIN_DTYPES]
-            if found:
-                return list(dict.fromkeys(found)), f"{doc}:{number}"
+        text = line.strip()
+        cells = [c.strip() for c in text.strip("|").split("|")] if text[:1] == "|" else []
+        if cells or text.startswith("<tr"):
+            row = []
+        tagged = _CELL.findall(text)
+        cells += [cell.strip() for _, cell in tagged]
+        row += cells
+        if text[:1] == "|" or any(kind == "h" for kind, _ in tagged):
+            header = next((i for i, c in enumerate(row) if _DTYPE_HEADER.fullmatch(c)), None)
+            column = header if header is not None else column
+        # the query row's dtype cell is on this line
+        if column is None or row[:1] != ["query"] or not len(row) - len(cells) <= column < len(row):
+            continue
+        words = re.split(r"[、,，\s]+", row[column])
+        found = [d for d in map(dtype_word, words) if d in BUILTIN_DTYPES]
+        if found:
+            return list(dict.fromkeys(found)), f"{doc}:{number}"
     return [], ""
 
 

@@ -384,6 +384,22 @@ def test_the_emulated_runtime_implements_the_real_headers_api(v900):
         assert done.returncode == 0, f"{source}: {done.stderr[-2000:]}"
 
 
+def test_diagnose_reads_the_real_operator_docs_limits_and_dtypes(v900):
+    """The real docs put the query's dtypes in an HTML parameter table and the B, N, S, D
+    ranges in 约束说明: diagnose quotes both with their lines, not its built-in copy."""
+    from cannbuild.diagnose import operator_facts
+
+    facts = operator_facts(None, "ascend910_93", v900 / ".cannbuild/src/ops-transformer")
+    doc = "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md:"
+    assert facts.dtypes == ("fp16", "bf16", "fp32") and doc in facts.dtype_source
+    assert {a: (limit.high, doc in limit.source) for a, limit in facts.limits.items()} == {
+        "B": (2 * 1024 * 1024, True),
+        "N": (256, True),
+        "S": (1024 * 1024, True),
+        "D": (768, True),
+    }
+
+
 @pytest.fixture(scope="module")
 def v910(tmp_path_factory, mirror) -> Path:
     """A3 sandbox with CANN 9.1.0 (the manifest's 9.1.0 branches); set up per test."""

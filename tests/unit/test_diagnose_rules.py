@@ -26,11 +26,34 @@ FA_EXPORTS = (
     'extern "C" int aclnnFlashAttentionScoreGetWorkspaceSize() { return 0; }\n'
     'extern "C" int aclnnFlashAttentionScore() { return 0; }\n'
 )
+# The shape of the real docs (ops-transformer v8.5.0 to 9.1.0): the parameters in an HTML table,
+# one cell a line, the constraints as bullets.
 DOC = """# aclnnFlashAttentionScoreV2
 
-## 参数说明
+## aclnnFlashAttentionScoreV2GetWorkspaceSize
 
-- query（aclTensor\\*，计算输入）：数据类型支持FLOAT16、BFLOAT16、FLOAT32，数据格式支持ND。
+- **参数说明**
+  <table style="undefined;table-layout: fixed; width: 1452px"><colgroup>
+    <col style="width: 174px">
+    </colgroup>
+    <thead>
+      <tr>
+        <th>参数名</th>
+        <th>输入/输出</th>
+        <th>使用说明</th>
+        <th>数据类型</th>
+        <th>数据格式</th>
+      </tr></thead>
+    <tbody>
+      <tr>
+        <td>query</td>
+        <td>输入</td>
+        <td>数据类型与key/value的数据类型一致。</td>
+        <td>{dtypes}</td>
+        <td>ND</td>
+      </tr>
+    </tbody>
+  </table>
 
 ## 约束说明
 
@@ -80,12 +103,20 @@ def vendor(
     return root
 
 
-def checkout(root: Path, d: int = 768, tiling: bool = False) -> Path:
+def line_of(doc: Path, text: str) -> int:
+    return next(n for n, line in enumerate(doc.read_text().splitlines(), 1) if text in line)
+
+
+def checkout(
+    root: Path, d: int = 768, tiling: bool = False, dtypes: str = "FLOAT16、BFLOAT16、FLOAT32"
+) -> Path:
     if root.exists():
         return root
     op = root / "attention" / "flash_attention_score"
     (op / "docs").mkdir(parents=True)
-    (op / "docs" / "aclnnFlashAttentionScoreV2.md").write_text(DOC.format(d=d), encoding="utf-8")
+    (op / "docs" / "aclnnFlashAttentionScoreV2.md").write_text(
+        DOC.format(d=d, dtypes=dtypes), encoding="utf-8"
+    )
     if tiling:
         (op / "op_host" / "arch32").mkdir(parents=True)
         (op / "op_host" / "arch32" / "tiling.cpp").write_text(
@@ -196,8 +227,17 @@ def test_fp32_fails_where_the_installed_config_lists_no_float(tmp_path):
 
 def test_the_dtypes_fall_back_to_the_docs_then_to_the_built_in_list(tmp_path):
     v = vendor(tmp_path / "v", dtypes=None)  # a config without per-input dtypes
+    src = checkout(tmp_path / "src")
+    doc = src / "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md"
     from_doc = row(diagnose(inputs(tmp_path, AttentionShape(dtype="fp32"), vendor_dir=v)), "dtype")
-    assert from_doc.status == "pass" and "docs/aclnnFlashAttentionScoreV2.md:5" in from_doc.detail
+    # the query row's cell under 数据类型, not the 使用说明 cell beside it
+    cell = line_of(doc, "<td>FLOAT16、BFLOAT16、FLOAT32</td>")
+    assert from_doc.status == "pass" and f"{doc}:{cell}" in from_doc.detail
+    narrow = checkout(tmp_path / "narrow", dtypes="FLOAT16、BFLOAT16")
+    fp32 = row(
+        diagnose(inputs(tmp_path, AttentionShape(dtype="fp32"), vendor_dir=v, src=narrow)), "dtype"
+    )
+    assert fp32.status == "fail" and "fp16, bf16 (from" in fp32.detail
     empty = tmp_path / "empty-src"
     empty.mkdir()
     builtin = row(
@@ -205,6 +245,10 @@ def test_the_dtypes_fall_back_to_the_docs_then_to_the_built_in_list(tmp_path):
     )
     assert builtin.status == "fail" and BUILTIN_SOURCE in builtin.detail
     assert row(diagnose(inputs(tmp_path, vendor_dir=v)), "dtype").status == "skip"
+    # a doc without the table: the built-in list, saying the checkout's doc does not say
+    doc.write_text(doc.read_text().replace("<th>数据类型</th>", "<th>类型</th>"))
+    silent = row(diagnose(inputs(tmp_path, AttentionShape(dtype="fp32"), vendor_dir=v)), "dtype")
+    assert f"({doc} does not say)" in silent.detail and "no checkout here" not in silent.detail
 
 
 @pytest.mark.parametrize(
@@ -215,9 +259,8 @@ def test_the_head_dim_limit_comes_from_the_checkouts_docs_with_its_line(tmp_path
     check = row(diagnose(inputs(tmp_path, AttentionShape(D=d), src=src)), "shape.head_dim")
     assert check.status == status
     doc = src / "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md"
-    assert (
-        f"{doc}:13 (D：取值范围为1~{limit}。)" in check.detail
-    )  # the section's line, not the example's
+    line = line_of(doc, f"D：取值范围为1\\~{limit}")  # the section's line, not the example's
+    assert f"{doc}:{line} (D：取值范围为1~{limit}。)" in check.detail
 
 
 def test_an_unaligned_head_dim_is_accepted_but_padded_so_it_warns(tmp_path):
@@ -239,10 +282,11 @@ def test_an_alignment_the_docs_state_as_a_rule_fails_an_unaligned_head_dim(tmp_p
     src = checkout(tmp_path / "src", tiling=True)
     doc = src / "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md"
     lines = doc.read_text(encoding="utf-8").splitlines()
-    lines.insert(13, f"    -   {rule}")  # after the D range, inside 约束说明
+    after = line_of(doc, "D：取值范围为1")  # after the D range, inside 约束说明
+    lines.insert(after, f"    -   {rule}")
     doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
     check = row(diagnose(inputs(tmp_path, AttentionShape(D=72), src=src)), "shape.head_dim")
-    assert check.status == "fail" and f"{doc}:14 ({rule})" in check.detail
+    assert check.status == "fail" and f"{doc}:{after + 1} ({rule})" in check.detail
     assert "multiple of 16 (e.g. 80)" in (check.hint or "")
     aligned = row(diagnose(inputs(tmp_path, AttentionShape(D=80), src=src)), "shape.head_dim")
     assert aligned.status == "pass"

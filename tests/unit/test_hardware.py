@@ -1,6 +1,4 @@
-import time
-
-from cannbuild.host.hardware import NPU_SMI_TIMEOUT_S, detect_hardware
+from cannbuild.host.hardware import detect_hardware
 from cannbuild.host.sysroot import Sysroot
 
 from hosttree import clean_env
@@ -52,17 +50,6 @@ def test_mixed_families_are_flagged(tree):
     hw = detect(tree)
     assert hw.mixed
     assert hw.pci_counts == {"ascend910b": 8, "ascend910_93": 2}
-
-
-def test_hanging_npu_smi_is_cut_off(tree):
-    tree.pci("d802", 8)
-    tree.npu_smi(None, body="#!/bin/sh\nexec sleep 60\n")
-    start = time.monotonic()
-    hw = detect(tree)
-    assert time.monotonic() - start < 30  # the hang guard: npu-smi sleeps 60 s
-    assert hw.family.soc == "ascend910b"  # PCI still answers
-    # the bound that cut it off is the one it reports
-    assert f"npu-smi info did not answer within {NPU_SMI_TIMEOUT_S:.0f} s" in hw.problems
 
 
 def test_garbage_npu_smi_is_a_problem_not_a_crash(tree):
