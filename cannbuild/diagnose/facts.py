@@ -44,7 +44,11 @@ _RANGE = re.compile(
 # The parameter table's cells (参数说明): the docs at v8.5.0 to 9.1.0 write it in HTML, one cell a
 # line (`<td>FLOAT16、BFLOAT16、FLOAT32</td>` under `<th>数据类型</th>`, 数据类型 = "data
 # type"); other ops' READMEs in Markdown pipes (`| query | 输出 | ... | FLOAT16, BF16 |`).
-_CELL = re.compile(r"<t([dh])\b[^>]*>(.*?)</t[dh]>")
+# Each pattern here runs in time linear in its line (a doc is the checkout's, and a 4 MiB
+# line of `<td` or of digits must not hang diagnose): a tag's attributes end at the next
+# `<` or `>`, and a number starts where a run of digits starts.
+_TAG = re.compile(r"<(/?)t([dh])\b[^<>]{0,200}>")
+_INNER_TAG = re.compile(r"<[^<>]{0,200}>")
 _DTYPE_HEADER = re.compile(r"数据类型|data ?types?", re.IGNORECASE)
 _SOURCES_HINT = (
     "Pass --workspace with the checkout of the repo that ships it, which cannbuild fetched."
@@ -53,9 +57,8 @@ _SOURCES_HINT = (
 _FRACTAL = re.compile(r"FRACTAL_NUM\s*=\s*(\d+)")
 # a constraint line that makes D's alignment a rule, as some FA docs state it (MindSpore's
 # flash_attention_score: "D：取值范围为16的倍数，最大值为512")
-_ALIGN_RULE = re.compile(
-    r"^\s*[-*]\s*D\s*[：:].*?(?:(\d+)\s*的(?:整数)?倍数|multiple of\s*(\d+)|(\d+)\s*对齐)"
-)
+_D_BULLET = re.compile(r"\s*[-*]\s*D\s*[：:]")
+_ALIGN_RULE = re.compile(r"(?<!\d)(\d+)\s*的(?:整数)?倍数|multiple of\s*(\d+)|(?<!\d)(\d+)\s*对齐")
 
 
 class Limit(Struct, frozen=True, kw_only=True):
@@ -154,7 +157,8 @@ def _doc_limits(doc: Path, lines: Sequence[str]) -> Dict[str, Limit]:
 
 def _doc_align_rule(doc: Path, lines: Sequence[str]) -> Optional[Tuple[int, str]]:
     for number, line, said in _constraint_lines(lines):
-        match = _ALIGN_RULE.match(line)
+        bullet = _D_BULLET.match(line)
+        match = _ALIGN_RULE.search(line, bullet.end()) if bullet else None
         if match:
             value = int(next(g for g in match.groups() if g))
             return value, f"{doc}:{number} ({said})"
@@ -170,7 +174,7 @@ def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:
         cells = [c.strip() for c in text.strip("|").split("|")] if text[:1] == "|" else []
         if cells or text.startswith("<tr"):
             row = []
-        tagged = _CELL.findall(text)
+        tagged = _cells(text)
         cells += [cell.strip() for _, cell in tagged]
         row += cells
         if text[:1] == "|" or any(kind == "h" for kind, _ in tagged):
@@ -184,6 +188,19 @@ def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:
         if found:
             return list(dict.fromkeys(found)), f"{doc}:{number}"
     return [], ""
+
+
+def _cells(text: str) -> List[Tuple[str, str]]:
+    """(d or h, text) of each table cell that opens and closes on this line."""
+    cells: List[Tuple[str, str]] = []
+    opened: Optional[Tuple[str, int]] = None
+    for tag in _TAG.finditer(text):
+        if not tag.group(1):
+            opened = (tag.group(2), tag.end())
+        elif opened is not None:
+            cells.append((opened[0], _INNER_TAG.sub("", text[opened[1] : tag.start()])))
+            opened = None
+    return cells
 
 
 def _installed_dtypes(vendor: Path, soc: str) -> Tuple[List[str], str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional, Sequence
@@ -442,3 +443,24 @@ def test_recorded_shapes_never_get_the_level1_advice_and_tnd_claims_no_s(tmp_pat
     )
     assert tnd.status == "pass" and "D is a multiple of 128" in tnd.detail
     assert "S is not in the shapes (TND)" in tnd.detail and "D and S" not in tnd.detail
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "<td>" * (2 * 1024 * 1024),  # cells that never close
+        "<td " * (2 * 1024 * 1024),  # tags that never end
+        "- D：" + "1" * (8 * 1024 * 1024),  # a number that is never an alignment
+    ],
+    ids=["open-cells", "open-tags", "long-number"],
+)
+def test_a_doc_of_one_huge_line_is_read_in_linear_time(tmp_path, hostile):
+    """The doc is the checkout's: an 8 MB line must not hang diagnose (each of these
+    took minutes to hours when a pattern backtracked over the line)."""
+    src = checkout(tmp_path / "src")
+    doc = src / "attention/flash_attention_score/docs/aclnnFlashAttentionScoreV2.md"
+    doc.write_text(doc.read_text().replace("## 约束说明\n", f"## 约束说明\n\n{hostile}\n"))
+    start = time.monotonic()
+    facts = operator_facts(None, SOC, src)
+    assert time.monotonic() - start < 20  # a hang guard: linear is well under a second
+    assert facts.limits["D"].high == 768 and facts.dtypes == ("fp16", "bf16", "fp32")
