@@ -7,8 +7,10 @@ import hashlib
 import re
 from typing import Any, Dict, List, Mapping
 
-# userinfo runs to the last @ of the authority: a password may hold an @ itself
-_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/\s'\"]*)@")
+# userinfo runs to the last @ of the authority: a password may hold an @ itself.  A scheme is
+# at most 32 characters (git+ssh, https): unbounded, each letter of a long run of letters
+# began a scan to its end, and a 1 MB build-log line of them with one @ took an hour.
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)(?P<userinfo>[^/\s'\"]*)@")
 # a name that ends in one of these words: GITHUB_TOKEN, PRIVATE-TOKEN, db_password, X-Api-Key,
 # SIGNING_KEY (in text: NAME=value, NAME: value)
 _ENDS_SECRET = re.compile(
