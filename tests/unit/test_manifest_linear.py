@@ -33,11 +33,18 @@ def test_each_revision_cites_the_line_it_was_read_from(tmp_path: Path) -> None:
     assert found.revision("ops-nn").cite == "cann.xml:6 (default cann.xml:3)"
 
 
-@pytest.mark.parametrize("closed", [True, False], ids=["elements", "unclosed-tags"])
-def test_a_4_mib_manifest_is_read_in_one_pass(tmp_path: Path, closed: bool) -> None:
-    element = '<project name="p" revision="refs/tags/v9.0.0"/>\n' if closed else '<project a="b" '
+@pytest.mark.parametrize(
+    "closed, element",
+    [
+        (True, '<project name="p" revision="refs/tags/v9.0.0"/>\n'),
+        (False, '<project a="b" '),
+        (False, "<project " + "a" * (FOUR_MIB - 16) + ">"),  # one element, an attribute never named
+    ],
+    ids=["elements", "unclosed-tags", "one-element-of-letters"],
+)
+def test_a_4_mib_manifest_is_read_in_one_pass(tmp_path: Path, closed: bool, element: str) -> None:
     xml = tmp_path / "cann.xml"
-    xml.write_text(element * (FOUR_MIB // len(element)))
+    xml.write_text(element * max(1, FOUR_MIB // len(element)))
     began = time.monotonic()
     if closed:
         assert read_manifest(xml).revision("p").cite.startswith("cann.xml:")
