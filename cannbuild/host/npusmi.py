@@ -26,7 +26,7 @@ _NAME_CELL_RE = re.compile(r"^(\d+)\s+(\S+)$")
 # `| 1     1                   | 0000:9F:00.0  | ...` on an A3 (chip, then Phy-ID 0..15).
 _CHIP_CELL_RE = re.compile(r"^(\d+)(?:\s+(\d+))?$")
 # `used / total` cells; a 5-digit used value leaves no space: `26838/ 32768` (910B4).
-_USAGE_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
+_USAGE_RE = re.compile(r"(?<!\d)(\d+)\s*/\s*(\d+)")  # a number from its first digit: linear
 
 
 class NpuSmiParseError(ValueError):

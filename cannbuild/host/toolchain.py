@@ -30,7 +30,7 @@ TOOL_TIMEOUT_S = 10.0
 # bash's own per-shell variables: they differ on every run and say nothing about the toolkit.
 _IGNORED_VARS = frozenset({"_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING"})
 # The first dotted number of `cmake version 3.28.3`, `Python 3.10.12`, `git version 2.34.1`.
-_VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
+_VERSION_RE = re.compile(r"(?<!\d)(\d+\.\d+(?:\.\d+)?)")  # from a first digit: linear
 
 
 class ToolResult(Struct, frozen=True, kw_only=True):
