@@ -152,8 +152,10 @@ def local_places(text: str) -> List[Tuple[str, int]]:
         for rel in _under_3rd(raw, variables)
     }
     found: List[Tuple[str, int]] = []
+    number, counted = 1, 0
     for match in _FIND_PATH.finditer(text):
-        number = text.count("\n", 0, match.start()) + 1
+        number += text.count("\n", counted, match.start())  # on from the last match: linear
+        counted = match.start()
         for raw in re.findall(r"\$\{[^}]+\}[^\s\")]*", match.group(1)):
             for rel in _under_3rd(raw, variables):
                 place = next((u for u in sorted(unpacked) if (rel + "/").startswith(u)), None)
