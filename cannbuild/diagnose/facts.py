@@ -171,13 +171,14 @@ def _doc_dtypes(doc: Path, lines: Sequence[str]) -> Tuple[List[str], str]:
     row: List[str] = []
     for number, line in enumerate(lines, 1):
         text = line.strip()
-        cells = [c.strip() for c in text.strip("|").split("|")] if text[:1] == "|" else []
-        if cells or text.startswith("<tr"):
+        piped = text.startswith("|")  # a Markdown row: all its cells on this line
+        cells = [c.strip() for c in text.strip("|").split("|")] if piped else []
+        if piped or text.startswith("<tr"):
             row = []
         tagged = _cells(text)
         cells += [cell.strip() for _, cell in tagged]
         row += cells
-        if text[:1] == "|" or any(kind == "h" for kind, _ in tagged):
+        if piped or any(kind == "h" for kind, _ in tagged):
             header = next((i for i, c in enumerate(row) if _DTYPE_HEADER.fullmatch(c)), None)
             column = header if header is not None else column
         # the query row's dtype cell is on this line
