@@ -101,8 +101,10 @@ def base_version(version: str) -> str:
 
 
 def torch_release(version: str) -> str:
-    """`2.7.1.post2` / `2.7.1+cpu` -> `2.7.1`: the torch release of a torch or torch_npu line."""
-    return base_version(version).split(".post")[0]
+    """`2.7.1.post2` / `2.7.1+cpu` / `2.12.0rc1` -> `2.7.1`, `2.12.0`: the torch release of a
+    torch or torch_npu line (torch_npu's release candidates are built for torch's release)."""
+    found = re.match(r"\d+(?:\.\d+){0,2}", version.strip())
+    return found.group(0) if found else version
 
 
 def _line(version: str) -> str:
@@ -187,11 +189,7 @@ def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
 
 def same_torch_line(torch: str, torch_npu: str) -> bool:
     """torch_npu's major.minor.patch always equals torch's."""
-
-    def mmp(v: str) -> Tuple[str, ...]:
-        return tuple(base_version(v).split(".")[:3])
-
-    return mmp(torch) == mmp(torch_npu)
+    return torch_release(torch) == torch_release(torch_npu)
 
 
 def _span(pythons: Tuple[Tuple[int, int], ...]) -> str:

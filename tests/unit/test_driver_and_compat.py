@@ -96,6 +96,16 @@ def test_a_torch_npu_no_source_lists_has_no_published_pairing():
 def test_torch_and_torch_npu_must_share_major_minor_patch():
     assert compat.same_torch_line("2.7.1+cpu", "2.7.1.post2")
     assert not compat.same_torch_line("2.8.0", "2.7.1.post2")
+    assert not compat.same_torch_line("2.7.1", "2.7.10")
+
+
+def test_a_torch_npu_release_candidate_is_on_its_torch_releases_line():
+    """torch_npu 2.12.0rc1 (real-host-findings section 6; PyPI lists 2.13.0rc1 and others)
+    is built for torch 2.12.0: the same line, and the CPU torch to install is 2.12.0."""
+    assert compat.same_torch_line("2.12.0+cpu", "2.12.0rc1")
+    assert compat.same_torch_line("2.7.1", "2.7.1.dev20250724")
+    assert not compat.same_torch_line("2.11.0", "2.12.0rc1")
+    assert compat.torch_release("2.12.0rc1") == "2.12.0"
 
 
 def test_python_range_per_torch():
