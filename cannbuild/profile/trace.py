@@ -5,14 +5,16 @@ Both are one bare JSON array of Chrome-trace events (profiler-formats.md §1.6, 
 device track is the pid whose `process_name` metadata says `Ascend Hardware`, and its
 threads are streams (`thread_name` `Stream <n>`).  Metadata may come after the events
 and a pid may have no `process_name` at all (Level0 prunes the CANN layer's), so a
-device task is recognised by its args too (msprof writes `Task Type` on every one).
+device task is recognised by its args too (msprof writes `Task Type` on every one).  msprof's
+`Fusion Task` track writes `Task Type` as well, and its name after its events: a file where a
+pid taken by its args turns out to be named otherwise is read once more, knowing the names.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -54,7 +56,11 @@ def read_trace(path: Path, windows: bool = True) -> Tuple[Analysis, TraceInfo]:
         ) from None
 
 
-def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
+def _read(
+    path: Path, windows: bool, named: Optional[Mapping[object, str]] = None
+) -> Tuple[Analysis, TraceInfo]:
+    """`named`: every pid's `process_name` (from a first reading), for a file whose names
+    come after the events they name."""
     resolve = TypeResolver()
     analyzer = Analyzer(windows=windows)
     process: Dict[object, str] = {}  # pid -> name (pids and tids as the file has them)
@@ -62,6 +68,10 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
     threads: Dict[Tuple[object, object], str] = {}
     device_pids: set = set()
     other_pids: set = set()
+    if named:
+        device_pids = {pid for pid, name in named.items() if name == DEVICE_PROCESS}
+        other_pids = set(named) - device_pids
+    by_args: set = set()  # pids taken for device tracks by their args, before any name
     host = HostCollector()
     events = device = 0
     for index, event in enumerate(iter_array(path)):
@@ -88,8 +98,10 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
             # Before its `process_name` is seen, a device task is known by its args, which msprof
             # writes on every NPU task:
             #   "args": {"Model Id": 4294967295, "Task Type": "MIX_AIC", "Physic Stream Id": 46}
-            if pid not in device_pids and not (isinstance(args, dict) and "Task Type" in args):
-                continue
+            if pid not in device_pids:
+                if not (isinstance(args, dict) and "Task Type" in args):
+                    continue
+                by_args.add(pid)
             device += 1
             name = event.get("name")
             if not isinstance(name, str):
@@ -113,6 +125,8 @@ def _read(path: Path, windows: bool) -> Tuple[Analysis, TraceInfo]:
         elif ph == "s" and event.get("name") == FLOW:
             # The flow starts inside the torch op that launched the kernel, on its thread.
             host.flow((event.get("pid"), event.get("tid")), _float(event, "ts", index))
+    if named is None and any(process.get(pid, DEVICE_PROCESS) != DEVICE_PROCESS for pid in by_args):
+        return _read(path, windows, process)
     analyzer.host_ops = host.result()
     analysis = analyzer.result()
     # Streams are shown as `<labels or process name> / <thread name>`: `NPU 0 / Stream 2`.

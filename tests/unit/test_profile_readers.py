@@ -129,6 +129,29 @@ def test_msprof_json_reads_the_same_with_its_own_tracks():
     assert "AscendCL@aclnnFlashAttentionScore" not in {o.op_type for o in analysis.ops}
 
 
+def test_msprofs_fusion_task_track_named_after_its_events_is_not_counted_as_kernels(tmp_path):
+    """msprof (Ascend/msprof fusion_task_assembler.cpp) writes the `Fusion Task` track's
+    events, each with a `Task Type` in its args, before its `process_name`: they are not
+    device kernels, however late the name comes."""
+    events = json.loads(next(MSPROF.glob("msprof_*.json")).read_text())
+    fusion = {
+        "name": "Fusion CCU",
+        "pid": 999001,
+        "tid": 3,
+        "ts": events[-1].get("ts", "1774232269411729.250"),
+        "dur": 500.0,
+        "args": {"Task Id": 5, "Acc Id": 0, "Task Type": "CCU", "Fusion Task Type": "CCU"},
+        "ph": "X",
+    }
+    named = {"name": "process_name", "pid": 999001, "tid": 0, "ph": "M"}
+    trace = tmp_path / "msprof_20260323031749.json"
+    trace.write_text(json.dumps([fusion, *events, {**named, "args": {"name": "Fusion Task"}}]))
+    analysis, info = read_trace(trace)
+    assert info.device_tasks == 4 and "Fusion Task" in info.tracks
+    assert "Fusion CCU" not in {o.op_type for o in analysis.ops}
+    assert analysis.kernels == 4
+
+
 def indented(source: Path, tmp_path: Path) -> Path:
     target = tmp_path / "trace_view.json"
     target.write_text(json.dumps(json.loads(source.read_text()), indent=1))
