@@ -11,6 +11,7 @@ seconds, and an abort there would take doctor with it).
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import sys
 import time
@@ -173,7 +174,7 @@ def judge_probe(
             id=ROW,
             status=FAIL,
             detail=f"{_what(probe, stack, where)} {childlog.exit_words(probe.code)}: {said}",
-            hint=_fix(probe, device, torch_npu, version),
+            hint=_fix(probe, device, torch_npu, version, cann),
         )
     # Reported here only when package metadata did not show it (the torch_npu row does then).
     if device and torch_npu and not stack.torch_device:
@@ -206,7 +207,27 @@ def _what(probe: ImportProbe, stack: PythonStack, where: str) -> str:
     return f"a fresh Python ({where}) imported torch {probe.torch}{npu}, then"
 
 
-def _fix(probe: ImportProbe, device: Optional[str], torch_npu: Optional[str], version: str) -> str:
+# Whose library a torch_npu import misses (cann-environment.md 4.3): CANN's (`undefined
+# symbol: MsprofSysCycleTime`, torch_npu 2.7.1 on CANN 9.0.0), NNAL's ATB
+# (`_ZN3atb15CreateOperation...`, `_ZN3Mki2Dl...`, `libatb.so: cannot open`); anything else
+# (`_ZN5torch...`, `_ZN3c10...`) is torch's, the default hint.
+_CANN_SYMBOL = re.compile(r"undefined symbol: (?:Msprof|acl|rt[A-Z]|Hccl|_ZN2ge|_ZN4gert)")
+_NNAL_SYMBOL = re.compile(r"undefined symbol: _ZN(?:3atb|3Mki)|lib(?:atb|asdops)\.so")
+
+
+def _library_owner(error: str) -> str:
+    if _NNAL_SYMBOL.search(error):
+        return "NNAL"
+    return "CANN" if _CANN_SYMBOL.search(error) else ""
+
+
+def _fix(
+    probe: ImportProbe,
+    device: Optional[str],
+    torch_npu: Optional[str],
+    version: str,
+    cann: Optional[CannVersion] = None,
+) -> str:
     see = (
         f"`{AUTOLOAD}=0 python -c 'import torch, torch_npu'` (after sourcing set_env.sh) "
         "prints the whole message"
@@ -219,6 +240,22 @@ def _fix(probe: ImportProbe, device: Optional[str], torch_npu: Optional[str], ve
         )
     if probe.failed_import == "torch":
         return f"Reinstall torch ({see}): " + compat.cpu_torch_fix(version)
+    owner = _library_owner(probe.error or "")
+    if owner == "NNAL" and probe.failed_import == "torch_npu":
+        return (
+            f"torch_npu {torch_npu} loads NNAL's ATB, which is missing or of another release "
+            f"({see}): source NNAL's set_env.sh (`source /usr/local/Ascend/nnal/atb/set_env.sh`) "
+            "and install the NNAL of the same CANN release as the toolkit."
+        )
+    if owner == "CANN" and probe.failed_import == "torch_npu":
+        release = cann.release if cann is not None else "this toolkit's"
+        paired = [v for _, versions in compat.paired_torch_npu(release) for v in versions[:1]]
+        pick = f" ({', '.join(dict.fromkeys(paired))})" if paired else ""
+        return (
+            f"torch_npu {torch_npu} was built for another CANN: the symbol it misses is a CANN "
+            f"library's, not torch's ({see}). Install a torch_npu paired with CANN "
+            f"{release}{pick}, or use the CANN release that torch_npu {torch_npu} is paired with."
+        )
     return (
         f"torch and torch_npu {torch_npu} must be a published pair, torch's CPU build ({see}): "
         + compat.cpu_torch_fix(version)

@@ -13,6 +13,7 @@ from cannbuild.host import compat
 from cannbuild.host.judge_imports import import_checks
 from cannbuild.host.judge_python import python_stack_checks
 from cannbuild.host.pystack import TORCH_NPU_CANN_LIBRARIES, PythonStack, device_build
+from cannbuild.host.versions import parse_cann_version
 
 from hosttree import clean_env, write
 
@@ -195,3 +196,35 @@ def test_doctor_exits_1_on_pypis_cuda_torch_beside_torch_npu_naming_the_command(
     assert compat.cpu_torch_command("2.13.0") in checks["torch_npu"]["hint"]
     probe = checks["torch.import"]
     assert probe["status"] == "fail" and DUPLICATED in probe["detail"], probe
+
+
+# What torch_npu's import prints where its CANN or its NNAL is another release's
+# (cann-environment.md 4.3: triton-ascend#326, vllm-ascend#117).
+CANN_MISS = "libtorch_npu.so: undefined symbol: MsprofSysCycleTime"
+ATB_MISS = "libtorch_npu.so: undefined symbol: _ZN3atb15CreateOperationINS_5infer11LinearParamEEE"
+
+
+def test_a_torch_npu_missing_a_cann_symbol_is_named_a_cann_mismatch_not_a_torch_one(tmp_path):
+    site = tmp_path / "site"
+    fake_torch(site, "__version__ = '2.7.1+cpu'\n")
+    write(site / "torch_npu" / "__init__.py", f"raise ImportError({CANN_MISS!r})\n")
+    env = child_env(site, LD_LIBRARY_PATH=cann_libraries(tmp_path / "lib64"))
+    stack = PythonStack(python=(3, 11), torch="2.7.1", torch_npu="2.7.1")
+    check = row(import_checks(stack, env, "with set_env.sh", parse_cann_version("9.0.0")))
+    assert check.status == "fail" and check.detail.endswith(CANN_MISS)
+    assert "torch_npu 2.7.1 was built for another CANN" in check.hint
+    newest = compat.paired_torch_npu("9.0.0")[0][1][0]
+    assert f"paired with CANN 9.0.0 ({newest}" in check.hint
+    assert "pip install torch" not in check.hint  # torch is not what is wrong
+
+
+def test_a_torch_npu_missing_an_atb_symbol_points_at_nnal(tmp_path):
+    site = tmp_path / "site"
+    fake_torch(site, "__version__ = '2.7.1+cpu'\n")
+    write(site / "torch_npu" / "__init__.py", f"raise ImportError({ATB_MISS!r})\n")
+    env = child_env(site, LD_LIBRARY_PATH=cann_libraries(tmp_path / "lib64"))
+    stack = PythonStack(python=(3, 11), torch="2.7.1", torch_npu="2.7.1")
+    check = row(import_checks(stack, env, "with set_env.sh", parse_cann_version("9.0.0")))
+    assert check.status == "fail"
+    assert "source /usr/local/Ascend/nnal/atb/set_env.sh" in check.hint
+    assert "pip install torch" not in check.hint
