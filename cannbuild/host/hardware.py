@@ -6,6 +6,7 @@ driver is broken; `npu-smi` adds the exact chip name (910B3, 9392).
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -78,14 +79,22 @@ def scan_pci(sysroot: Sysroot) -> Dict[str, int]:
     return dict(counts)
 
 
+# In a container DCMI refuses a device it cannot have (cann-environment.md 4.3): `dcmi module
+# initialize failed. ret is -8005` (another container holds it, or this one is not privileged),
+# `... because the device is used. ret is -8020`; npu-smi may still exit 0.
+DCMI_REFUSED = re.compile(r"[^\n]{0,200}\bret is -80(?:05|20)\b")
+
+
 def run_npu_smi(npu_smi: Path, args: Sequence[str], env: Mapping[str, str]) -> str:
     """Run npu-smi with a bounded wait; a hung driver must not hang doctor."""
     proc = run([str(npu_smi), *args], timeout=NPU_SMI_TIMEOUT_S, env=env, merge_stderr=True)
     text = proc.stdout.decode("utf-8", "replace")
-    if proc.returncode != 0:
+    refused = DCMI_REFUSED.search(text)
+    if proc.returncode != 0 or refused:
+        said = text.strip().splitlines()[-1][:120] if text.strip() else "no output"
         raise NpuSmiParseError(
             f"'npu-smi {' '.join(args)}' exited with {proc.returncode}: "
-            f"{text.strip().splitlines()[-1][:120] if text.strip() else 'no output'}"
+            f"{refused.group(0).strip() if refused else said}"
         )
     return text
 

@@ -9,7 +9,7 @@ from ..options import Options
 from . import compat
 from .check import FAIL, PASS, SKIP, WARN, Check
 from .driver import Driver, firmware_in_range
-from .hardware import Hardware
+from .hardware import DCMI_REFUSED, Hardware
 from .infofiles import InfoFileError, bracket_list, get_ci, read_kv
 from .reading import Readings
 from .socs import Family
@@ -63,7 +63,11 @@ def _hardware_checks(hw: Hardware, options: Options) -> Iterator[Check]:
             id="npu-smi",
             status=WARN,
             detail=problem,
-            hint="Check the driver: 'npu-smi info' should print the device table "
+            hint="The driver cannot hand this container the NPU: another container holds it, or "
+            "this one needs `--privileged` (or the device nodes /dev/davinci<N>, "
+            "/dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc passed with --device)."
+            if DCMI_REFUSED.search(problem)
+            else "Check the driver: 'npu-smi info' should print the device table "
             "(in a container, mount /usr/local/bin/npu-smi and the driver).",
         )
 

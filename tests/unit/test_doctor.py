@@ -1,6 +1,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from cannbuild.host.doctor import read_host
 from cannbuild.host.judge_python import python_stack_checks
 from cannbuild.host.pystack import PythonStack, read_python_stack
@@ -288,6 +290,23 @@ def test_healthy_npus_pass_and_a_busy_one_warns(tree):
     r = rows(doctor(tree))
     assert r["npu.busy"].status == "warn"
     assert "python3 (pid 48213) on NPU 0" in r["npu.busy"].detail
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_a_dcmi_refusal_in_a_container_names_the_held_device_not_the_driver(tree, code):
+    """cann-environment.md 4.3: in a container npu-smi prints DrvMngGetConsoleLogLevel, then
+    `dcmi module initialize failed. ret is -8005` (another container holds the NPU, or this
+    one needs --privileged), exiting 0 or not."""
+    a2_host(tree)
+    tree.npu_smi(
+        None,
+        body="#!/bin/sh\necho 'DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)'\n"
+        f"echo 'dcmi module initialize failed. ret is -8005'\nexit {code}\n",
+    )
+    row = rows(doctor(tree))["npu-smi"]
+    assert row.status == "warn"
+    assert row.detail.endswith("dcmi module initialize failed. ret is -8005"), row.detail
+    assert "--privileged" in row.hint and "another container" in row.hint
 
 
 def test_doctor_without_cann_offers_the_sandbox_and_names_each_place_once(tree):
