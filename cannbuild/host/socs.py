@@ -47,7 +47,7 @@ def chip_from_table_name(name: str) -> Optional[str]:
 
 SOC_WORDS = (
     "A2, 910b or a chip such as Ascend910B3 = ascend910b (Atlas A2); "
-    "A3, 910_93 or Ascend910_9392 = ascend910_93 (Atlas A3)"
+    "A3, 910C, 910_93 or Ascend910_9392 = ascend910_93 (Atlas A3)"
 )
 
 

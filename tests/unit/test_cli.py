@@ -155,6 +155,7 @@ def test_a_broken_invoke_yaml_is_a_usage_error_not_a_traceback(config, tmp_path)
         ("a3", "ascend910_93"),
         ("910b", "ascend910b"),
         ("910_93", "ascend910_93"),
+        ("910C", "ascend910_93"),
     ],
 )
 def test_soc_takes_the_words_users_say(word, soc):
