@@ -17,7 +17,7 @@ from .judge_python import python_stack_checks
 from .reading import Readings
 from .sysroot import Sysroot
 from .toolchain import CapturedEnv, ToolResult, free_bytes
-from .toolkit import Toolkit, ToolkitSearch, host_arch
+from .toolkit import Toolkit, ToolkitSearch, host_arch, other_install
 
 GIB = 1 << 30
 # Under 1 GiB a build cannot finish, so doctor blocks; under 10 GiB it only advises, the figure its
@@ -181,6 +181,7 @@ def _env_checks(
         )
         return
     home = captured.env.get("ASCEND_HOME_PATH", "(unset)")
+    other = other_install(tk, home) if "ASCEND_HOME_PATH" in captured.env else None
     # The 9.x set_env.sh greps driver_install_path_param from /etc/ascend_install.info under `set
     # -euo pipefail`; a missing key aborts the sourcing part way (reference cann-environment.md
     # §1.3), hence the hint.
@@ -192,6 +193,16 @@ def _env_checks(
             detail=f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
             hint="9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
             "check that file exists and is complete.",
+        )
+    elif other is not None:
+        yield Check(
+            id="set_env",
+            status=FAIL,
+            detail=f"{tk.set_env} sets ASCEND_HOME_PATH={home}, which runs {other}, not the "
+            f"toolkit chosen ({tk.real_path})",
+            hint=f"A build would use {other.name}. Pass --cann-path {home} to build with it, or "
+            f"point {home} at {tk.real_path.name} (its runtime, compiler and opp links).",
+            blocking=True,
         )
     else:
         yield Check(

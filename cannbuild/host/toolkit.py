@@ -65,6 +65,18 @@ def toolkit_home(toolkit: Toolkit, build_env: Optional[Mapping[str, str]]) -> Pa
     return Path((build_env or {}).get("ASCEND_HOME_PATH") or toolkit.path)
 
 
+def other_install(toolkit: Toolkit, home: str) -> Optional[Path]:
+    """The install that set_env.sh's ASCEND_HOME_PATH really runs when it is not `toolkit`,
+    else None.  Up to 8.3 `ascend-toolkit/set_env.sh` exports `latest`, a folder of links
+    into one of the versions that may sit side by side (cann-environment.md 1.2): a
+    `--cann-path` naming another version would be reported but not built with."""
+    for component in ("runtime", "compiler", "opp"):
+        ours, theirs = toolkit.real_path / component, Path(home) / component
+        if ours.exists() and theirs.exists() and ours.resolve() != theirs.resolve():
+            return theirs.resolve().parent
+    return None
+
+
 class ToolkitSearch(Struct, frozen=True, kw_only=True):
     toolkit: Optional[Toolkit]
     tried: Tuple[Tuple[str, str, str], ...]  # (rule, path, outcome)

@@ -309,6 +309,38 @@ def test_a_dcmi_refusal_in_a_container_names_the_held_device_not_the_driver(tree
     assert "--privileged" in row.hint and "another container" in row.hint
 
 
+def side_by_side(tree):
+    """<= 8.3 with two versions installed, `latest` running 8.2.RC1 (cann-environment.md
+    1.2: `version.cfg` says which one it runs)."""
+    tree.pci("d802", 8)
+    tree.driver()
+    tree.toolkit_farm("8.2.RC1")
+    newer = tree.ascend / "ascend-toolkit" / "8.3.RC1"
+    tree._component_dirs(newer, "8.3.RC1")
+    write(newer / f"{tree.arch}-linux/ascend_toolkit_install.info", "version=8.3.RC1\n")
+    return newer
+
+
+def test_a_cann_path_that_its_set_env_sh_does_not_set_up_blocks_naming_both(tree):
+    newer = side_by_side(tree)
+    r = rows(doctor(tree, cann_path="/usr/local/Ascend/ascend-toolkit/8.3.RC1"))
+    assert r["toolkit"].status == "pass" and "8.3.RC1" in r["toolkit"].detail
+    row = r["set_env"]
+    assert row.status == "fail" and row.blocking, row
+    assert "ascend-toolkit/latest, which runs" in row.detail
+    assert str(newer.parent / "8.2.RC1") in row.detail
+    assert "A build would use 8.2.RC1" in row.hint and "--cann-path" in row.hint
+
+
+def test_the_version_latest_runs_passes_by_either_name(tree):
+    side_by_side(tree)
+    for path in (
+        "/usr/local/Ascend/ascend-toolkit/8.2.RC1",
+        "/usr/local/Ascend/ascend-toolkit/latest",
+    ):
+        assert rows(doctor(tree, cann_path=path))["set_env"].status == "pass", path
+
+
 def test_doctor_without_cann_offers_the_sandbox_and_names_each_place_once(tree):
     r = rows(doctor(tree))
     assert "cannbuild setup --sandbox" in r["toolkit"].hint
