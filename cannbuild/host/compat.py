@@ -159,7 +159,10 @@ def torch_npu_verdict(cann: CannVersion, torch_npu: str) -> Verdict:
     """Paired (some source lists this torch_npu with this CANN), not paired (the sources list
     it with other CANN releases only) or no published pairing (no source speaks to it)."""
     release = cann.release
-    rows = [row for row in npu_pairings() if row.torch_npu == base_version(torch_npu)]
+    # A dev wheel is judged as itself where a source lists it (vllm-ascend: 2.7.1.dev20250724)
+    # and as the release it is a build of.
+    names = {torch_npu.split("+", 1)[0], base_version(torch_npu)}
+    rows = [row for row in npu_pairings() if row.torch_npu in names]
     pairing = _names(row.source for row in rows if row.cann == release)
     if pairing:
         return Verdict(

@@ -10,6 +10,7 @@ rows stay apart so doctor can say which one pairs a combination (host/compat.py 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
@@ -121,9 +122,15 @@ def families(cwd: Optional[Path] = None) -> Tuple[Family, ...]:
     return tuple(fam for f in read(cwd) for fam in f.family)
 
 
+def _torch_of(torch_npu: str) -> str:
+    """`2.7.1.post2`, `2.7.1.dev20250724` -> `2.7.1`: the torch a torch_npu is built for."""
+    found = re.match(r"\d+(?:\.\d+){0,2}", torch_npu)
+    return found.group(0) if found else torch_npu
+
+
 def npu_pairings(cwd: Optional[Path] = None) -> Tuple[NpuPairing, ...]:
     return tuple(
-        NpuPairing(torch_npu=npu, torch=npu.split(".post")[0], cann=cann, source=src, cite=cite)
+        NpuPairing(torch_npu=npu, torch=_torch_of(npu), cann=cann, source=src, cite=cite)
         for f in read(cwd)
         for src in f.source.values()
         for cann, npu, cite in src.torch_npu

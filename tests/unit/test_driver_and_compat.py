@@ -81,6 +81,10 @@ def test_unpublished_pairing_without_trains_is_unknown():
         ("9.0.0", "2.7.1", False),
         ("8.3.RC1", "2.7.1.dev20250724", True),
         ("8.3.RC1", "2.5.1", False),
+        # the fixture hosts' stacks (tests/fixtures/*.source), paired by vllm-ascend only
+        ("8.2.RC1", "2.7.1.dev20250724", True),
+        ("8.3.RC2", "2.7.1", True),
+        ("8.2.RC1", "2.7.1", False),
     ],
 )
 def test_torch_npu_tested_with_cann(cann, torch_npu, ok):
