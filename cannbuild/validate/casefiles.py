@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..lazy import lazy_module
 from ..states import Verdict
 from .cases import (
+    OPEN_TOKENS,
     Case,
     CaseResult,
     Reference,
@@ -66,11 +67,10 @@ def manifest_line(case: Case, directory: Path) -> str:
         f"S2={case.shape('k')[0] if case.varlen else case.S}",
         f"D={case.D}",
         f"scale={case.scale!r}",
-        # sparseMode 0 and preTokens / nextTokens = INT32_MAX: no band limit, the values
-        # ops-transformer's own FA example passes; the mask alone makes a case causal.
+        # sparseMode 0, no band before the diagonal; after it the band agrees with the mask
         "sparse=0",
-        "pre=2147483647",
-        "next=2147483647",
+        f"pre={OPEN_TOKENS}",
+        f"next={case.next_tokens}",
         *(f"{key}={base}.{key}" for key in ("q", "k", "v", "out", "smax", "ssum")),
     ]
     if case.causal:

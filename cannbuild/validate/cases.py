@@ -59,6 +59,10 @@ SEED = 0
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
+# preTokens / nextTokens that set no band limit (ops-transformer's FA examples pass it)
+OPEN_TOKENS = 2147483647
+
+
 class Case(Struct, frozen=True, kw_only=True):
     """One validation case.  TND is the VarLen form (aclnnFlashAttentionVarLenScore*):
     B sequences of `seq_q` query rows and `seq_kv` keys each, packed one after another on
@@ -88,6 +92,13 @@ class Case(Struct, frozen=True, kw_only=True):
     @property
     def scale(self) -> float:
         return 1.0 / math.sqrt(self.D)
+
+    @property
+    def next_tokens(self) -> int:
+        """nextTokens with sparseMode 0, preTokens open: mask and band must agree there
+        (aclnnFlashAttentionScoreV2.md 约束说明: "配置为0、4时，须保证attenMaskOptional与
+        preTokens、nextTokens的范围一致"), so 0 for the causal (lower-triangle) mask."""
+        return 0 if self.causal else OPEN_TOKENS
 
     @property
     def varlen(self) -> bool:

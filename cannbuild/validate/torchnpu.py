@@ -38,7 +38,15 @@ from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
 from .casefiles import judge_files, raw_bytes, read_tensor, write_inputs
-from .cases import AUTOLOAD, Case, CaseResult, reference_once, select, torch_dtype
+from .cases import (
+    AUTOLOAD,
+    OPEN_TOKENS,
+    Case,
+    CaseResult,
+    reference_once,
+    select,
+    torch_dtype,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -332,6 +340,8 @@ def _call(torch_npu: ModuleType, case: Case, inputs: Inputs) -> Tuple[Tensor, ..
             atten_mask=mask,
             scale=case.scale,
             keep_prob=1.0,
+            pre_tockens=OPEN_TOKENS,  # torch_npu's spelling
+            next_tockens=case.next_tokens,
             **varlen,
         )[:3]
     )

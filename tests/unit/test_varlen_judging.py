@@ -132,3 +132,18 @@ def test_the_varlen_example_is_judged_on_its_softmax_sums():
     wrong = example.judge_example(file, printed(512.0), True, 0, None)
     assert wrong.status == "FAIL"
     assert wrong.message == "softmaxSum[0] is 512.0, expected 256 for all-ones inputs"
+
+
+@pytest.mark.parametrize("case", [c for c in cases.CASES if not c.varlen], ids=lambda c: c.name)
+def test_each_cases_band_agrees_with_its_mask_as_sparse_mode_0_requires(torch, case, tmp_path):
+    """aclnnFlashAttentionScoreV2.md (约束说明): with sparseMode 0 the attenMask and the
+    preTokens/nextTokens band must cover the same positions; fa_check is given both."""
+    words = dict(w.split("=", 1) for w in casefiles.manifest_line(case, tmp_path).split())
+    assert words["sparse"] == "0"
+    pre, nxt = int(words["pre"]), int(words["next"])
+    i = torch.arange(case.S).unsqueeze(1)
+    j = torch.arange(case.S).unsqueeze(0)
+    outside_band = ((j - i) > nxt) | ((i - j) > pre)
+    mask = cases.make_inputs(case).get("mask")
+    expected = mask.bool() if mask is not None else torch.zeros(case.S, case.S, dtype=torch.bool)
+    assert torch.equal(outside_band, expected)
