@@ -58,13 +58,19 @@ def hints(cwd: Optional[Path] = None) -> Tuple[Hint, ...]:
     return tuple(found)
 
 
+# The time ops-transformer's build.sh (and its siblings') puts before every line it prints,
+# `} | gawk '{print strftime("[%Y-%m-%d %H:%M:%S]"), $0}'` at v8.5.0 and 9.0, `date '+...'`
+# in a `while read` loop at 9.1: taken off before matching, so a message CMake prints over
+# several lines (the hash rejection) still reads as one.
+_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ", re.MULTILINE)
+
+
 def match_hint(
     lines: Iterable[str], copies: Optional[Sequence[PlacedCopy]] = None
 ) -> Optional[str]:
     """The hint for a failed step's log; `copies`: the archives cannbuild put into the
     checkouts (sources.checkout.placed_copies), None when not known."""
-    lines = list(lines)
-    text = "\n".join(lines)
+    text = _STAMP.sub("", "\n".join(lines))
     for hint in hints():
         match = re.search(hint.pattern, text)
         if match:

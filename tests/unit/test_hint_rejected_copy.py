@@ -83,6 +83,20 @@ def test_without_copies_both_forms_name_the_file_and_no_download_claim_wins(tmp_
     assert "(SHA256 differs)" in match_hint(captured("verify-sha256", ws))
 
 
+@pytest.mark.parametrize(
+    "name", ["verify-md5", "verify-sha256", "download-rejected-copy", "download-served"]
+)
+def test_the_same_hint_where_build_sh_stamps_every_line_with_the_time(tmp_path: Path, name):
+    """ops-transformer's build.sh prints every line behind `[%Y-%m-%d %H:%M:%S] ` (gawk's
+    strftime at v8.5.0, `date` at 9.1.0): CMake's hash message spans lines all the same."""
+    ws = placed(tmp_path, "third_party/pkg/pkg/pkg-1.0.tar.gz")
+    plain = captured(name, ws.root)
+    stamped = [f"[2026-12-07 09:12:0{i % 10}] {line}" for i, line in enumerate(plain)]
+    for copies in (None, placed_copies(ws)):
+        hint = match_hint(stamped, copies)
+        assert hint is not None and hint == match_hint(plain, copies), name
+
+
 def test_the_issue_case_a_placed_copy_rejected_then_a_failed_download(tmp_path: Path):
     """ExternalProject's `-- MD5 hash of ...` (no `error:`) on the copy cannbuild put in
     DOWNLOAD_DIR, then `error: downloading '...' failed`: the hint is about the copy."""
