@@ -12,9 +12,11 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import List, Optional
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from . import __version__
-from .bounded import DATA_FILE, decode_json
+from .bounded import ARCHIVE, DATA_FILE, decode_json, digest
 from .errors import UsageError
 from .proc import run
 from .render.grammars import check_requirement
@@ -65,6 +67,31 @@ def installed_spec() -> Optional[str]:
     if vcs.get("vcs") == "git" and vcs.get("commit_id") and not url.startswith("file:"):
         return f"cannbuild @ git+{url}@{vcs['commit_id']}"
     return None
+
+
+def installed_wheel() -> Optional[Path]:
+    """The wheel file pip installed this cannbuild from, when it is still there and still
+    those bytes (PEP 610: a file: URL with archive_info): a CI job installs the wheel
+    committed beside its workflow, and renders the container context with it."""
+    try:
+        text = metadata.distribution("cannbuild").read_text("direct_url.json")
+        data = decode_json((text or "").encode(), "direct_url.json", DATA_FILE, dict)
+    except (metadata.PackageNotFoundError, UsageError):
+        return None
+    url = str(data.get("url", ""))
+    archive = data.get("archive_info")
+    if not (isinstance(archive, dict) and url.startswith("file://") and url.endswith(".whl")):
+        return None
+    path = Path(url2pathname(urlsplit(url).path))
+    if not path.is_file():
+        return None
+    hashes = archive.get("hashes") or {}
+    if not isinstance(hashes, dict):
+        return None
+    recorded = hashes.get("sha256") or str(archive.get("hash", "")).partition("sha256=")[2]
+    if recorded and digest(path, ARCHIVE) != recorded:
+        return None  # replaced since it was installed: not what runs here
+    return path
 
 
 def build_own_wheel(root: Path, into: Path, epoch: Optional[int] = None) -> Path:

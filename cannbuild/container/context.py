@@ -38,7 +38,7 @@ from ..proc import run
 from ..render.grammars import check_cann, check_image, check_requirement, one_line
 from ..render.templates import file_env
 from ..resources import data_dir
-from ..self_install import install_requirement, source_files
+from ..self_install import install_requirement, installed_wheel, source_files
 from ..sources.lock import Lock, read_lock, write_lock
 from .engine import CACHE_SECRET_ID, SECRET_ID, build_command
 from .engine import build as engine_build
@@ -52,6 +52,7 @@ SANDBOX_BASE = "python:3.11-slim-bookworm"
 BUILD_TOOLS = ("ccache", "dos2unix", "gawk", "patch", "pigz")
 SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
+WHEEL_DIR = "cannbuild-wheel"  # the wheel an installed cannbuild came from (a CI job's)
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 CONTEXT_KIND = "container-context"
 
@@ -266,8 +267,12 @@ def render_context(
     templates = file_env(data_dir("templates") / "container")
     root = data_dir("templates").parent
     sources = source_files(root)
-    # an installed cannbuild: a requirement that resolves, or nothing
-    install = install_requirement(spec.cannbuild_spec) if sources is None else None
+    # an installed cannbuild: --cannbuild-spec, else the wheel it was installed from (a CI
+    # job's committed wheel), else the VCS requirement pip recorded, else nothing
+    wheel = installed_wheel() if sources is None and spec.cannbuild_spec is None else None
+    install = (
+        install_requirement(spec.cannbuild_spec) if sources is None and wheel is None else None
+    )
     check_image(base, f"the base image (--base, --base-digest or {lock_file} [container])")
     for label, value in (("source", source), ("revision", revision)):
         if not one_line(value) or '"' in value or "\\" in value:
@@ -301,6 +306,7 @@ def render_context(
         "sandbox": spec.sandbox,
         "bundle": BUNDLE_NAME if offline else None,
         "from_checkout": sources is not None,
+        "wheel": wheel.name if wheel else None,
         # an air-gapped build cannot reach apt/yum: it uses the tools the base image has
         "install_tools": spec.sandbox or not offline,
         "package_manager": "yum"
@@ -331,6 +337,11 @@ def render_context(
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, target)  # keeps the executable bits
             os.utime(target, (lock.source_date_epoch, lock.source_date_epoch))
+        if wheel is not None:
+            copied = staging / WHEEL_DIR / wheel.name
+            copied.parent.mkdir()
+            shutil.copyfile(wheel, copied)
+            os.utime(copied, (lock.source_date_epoch, lock.source_date_epoch))
         if spec.bundle is not None:
             shutil.copyfile(spec.bundle, staging / BUNDLE_NAME)
             offline_wheels(
@@ -338,7 +349,7 @@ def render_context(
                 lock.arch,
                 spec.python,
                 staging / "wheels",
-                install,
+                install or (str(wheel) if wheel else None),
             )
         # the image's workspace, marked as cannbuild's before the cache mounts land in it
         workspace = staging / "workspace"

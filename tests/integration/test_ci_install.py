@@ -15,6 +15,11 @@ import venv
 from pathlib import Path
 
 import yaml
+from msgspec.structs import replace
+
+from cannbuild.sources.lock import write_lock
+
+from lockdata import sample_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,6 +73,24 @@ def test_the_workflow_lands_at_the_git_top_and_installs_what_rendered_it(tmp_pat
         ours = hashlib.sha256((ROOT / "cannbuild" / rel).read_bytes()).hexdigest()
         theirs = hashlib.sha256((Path(where) / rel).read_bytes()).hexdigest()
         assert ours == theirs, rel
+
+    # the installed wheel renders the build context as the workflow's next step does, and the
+    # image installs that same wheel (a CI job is no checkout; pip recorded the wheel file)
+    render = next(
+        s for s in flow["jobs"]["package"]["steps"] if s.get("name", "").startswith("Render")
+    )
+    variant, cann = flow["jobs"]["package"]["strategy"]["matrix"]["variant"][0], "8.5.0"
+    soc = "ascend910_93" if variant == "A3" else "ascend910b"
+    write_lock(project / "locks" / f"{variant}-{cann}.lock", replace(sample_lock(cann), soc=soc))
+    command = render["run"].replace("${{ matrix.variant }}", variant)
+    command = command.replace("${{ matrix.cann }}", cann)
+    rendered = subprocess.run(
+        ["bash", "-e", "-c", command], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert rendered.returncode == 0, rendered.stderr[-2000:]
+    dockerfile = (project / "ctx" / "Dockerfile").read_text()
+    assert f"pip install --no-cache-dir /opt/cannbuild-wheel/{wheels[0].name}" in dockerfile
+    assert (project / "ctx" / "cannbuild-wheel" / wheels[0].name).read_bytes() == first
 
     # a wheel altered after rendering is refused by the same step
     wheels[0].write_bytes(first[:-1] + bytes([first[-1] ^ 1]))
