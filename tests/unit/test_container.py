@@ -1,6 +1,7 @@
 """Container contexts and CI workflows rendered from a lock."""
 
 import json
+import posixpath
 import re
 import shlex
 import shutil
@@ -421,6 +422,27 @@ def test_github_workflow_has_the_matrix_jobs_and_cache(tmp_path):
     run = next(s["run"] for s in validate["steps"] if "--package" in s.get("run", ""))
     assert "cannbuild validate --require-device --package" in run and "shipped/" in run
     assert not any("cannbuild setup" in s.get("run", "") for s in validate["steps"])
+
+
+def test_the_validate_job_lists_the_package_where_the_upload_put_it(tmp_path):
+    """upload-artifact roots an artifact of several paths at the folder they share, and from
+    v4.4 leaves out hidden files (a path with a dot-folder) unless told to include them."""
+    jobs = yaml.safe_load(render_ci("github", tmp_path, WHEEL)["text"])["jobs"]
+    upload = next(s for s in jobs["package"]["steps"] if "upload-artifact" in s.get("uses", ""))
+    paths = [p.rstrip("/") for p in upload["with"]["path"].split()]
+    shared = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+    packages = next(p for p in paths if p.endswith("packages"))
+    validate = jobs["validate"]["steps"]
+    download = next(s for s in validate if "download-artifact" in s.get("uses", ""))
+    where = posixpath.join(download["with"]["path"], posixpath.relpath(packages, shared or "."))
+    run = next(s["run"] for s in validate if "--package" in s.get("run", ""))
+    assert f"ls {where}/cann-ops-transformer-" in run
+    for step in jobs["package"]["steps"] + validate:
+        if "upload-artifact" in step.get("uses", ""):
+            hidden = any(
+                part.startswith(".") for p in step["with"]["path"].split() for part in p.split("/")
+            )
+            assert step["with"].get("include-hidden-files") is (True if hidden else None), step
 
 
 def actionlint_binary():
