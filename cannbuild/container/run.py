@@ -15,6 +15,8 @@ from ..proc import run
 from .context import image_for_host
 from .engine import find_engine
 
+IMAGE_DRIVER = "/usr/local/Ascend/driver"  # where the CANN images look for the driver
+
 
 def run_line(
     sysroot: Path, image: str, driver_path: str = "/usr/local/Ascend", tty: bool = True
@@ -47,14 +49,16 @@ def run_line(
     driver = driver_path.rstrip("/") + "/driver"
     # The driver installs npu-smi in both places; the image expects it in /usr/local/bin.
     smi = next((p for p in ("/usr/local/bin/npu-smi", "/usr/local/sbin/npu-smi") if present(p)), "")
+    # The driver's libraries and version file, not the whole driver folder: no image
+    # carries a driver, and torch_npu's get_cann_version(DRIVER) reads version.info plus
+    # the record.  The images look in /usr/local/Ascend/driver (their ENV LD_LIBRARY_PATH);
+    # a driver installed elsewhere goes there too, and where the record names it.
+    places = dict.fromkeys([IMAGE_DRIVER, driver])
     mounts = [
         ("/usr/local/dcmi", "/usr/local/dcmi"),
         (smi, "/usr/local/bin/npu-smi"),
-        # The driver's libraries and version file, not the whole driver folder: no image
-        # carries a driver, and torch_npu's get_cann_version(DRIVER) reads version.info
-        # plus the record.
-        (f"{driver}/lib64/", f"{driver}/lib64/"),
-        (f"{driver}/version.info", f"{driver}/version.info"),
+        *((f"{driver}/lib64/", f"{place}/lib64/") for place in places),
+        *((f"{driver}/version.info", f"{place}/version.info") for place in places),
         ("/etc/ascend_install.info", "/etc/ascend_install.info"),
     ]
     for src, dst in mounts:

@@ -381,9 +381,24 @@ def test_docker_run_line_lists_the_devices_the_host_has(tmp_path):
     mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
     assert "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi" in mounts
     assert "/usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/" in mounts
+    assert len(mounts) == len(set(mounts))  # the default place once
     assert "/etc/ascend_install.info:/etc/ascend_install.info" in mounts
     assert "/usr/local/dcmi:/usr/local/dcmi" not in mounts  # not on this host
     assert argv[-2:] == ["quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11", "bash"]
+
+
+def test_a_driver_installed_elsewhere_is_mounted_where_the_image_looks_and_where_it_is(tmp_path):
+    """The CANN images put /usr/local/Ascend/driver/lib64/{common,driver} on LD_LIBRARY_PATH
+    (cann-environment.md 1.6); /etc/ascend_install.info names the host's own place."""
+    root = tmp_path / "host"
+    (root / "opt/Ascend/driver/lib64").mkdir(parents=True)
+    (root / "opt/Ascend/driver/version.info").write_text("Version=25.5.1\n")
+    argv = run_line(root, "quay.io/ascend/cann:8.5.0-910b-ubuntu22.04-py3.11", "/opt/Ascend")
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    assert "/opt/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/" in mounts
+    assert "/opt/Ascend/driver/lib64/:/opt/Ascend/driver/lib64/" in mounts
+    assert "/opt/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info" in mounts
+    assert len(mounts) == len(set(mounts)) == 4
 
 
 WHEEL = Install(wheel=".github/cannbuild/cannbuild-0.1.0-py3-none-any.whl", sha256="ab" * 32)
