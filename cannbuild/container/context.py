@@ -46,6 +46,7 @@ from .engine import build as engine_build
 IMAGE_REPO = "quay.io/ascend/cann"
 CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
 PYTHONS = ("3.10", "3.11", "3.12")
+DEFAULT_PYTHON = "3.11"  # where no image of the release is known
 SANDBOX_BASE = "python:3.11-slim-bookworm"
 # What build.sh calls besides the compilers (gawk: ops-transformer pipes its log through it),
 # and ccache for the cache mount.
@@ -61,7 +62,7 @@ class ContainerSpec(Struct, frozen=True, kw_only=True):
     variant: str = ""  # empty: the variant of the lock's SoC (make_container fills it in)
     cann: str = ""  # empty: the lock's toolkit version (make_container fills it in)
     os: str = "ubuntu22.04"
-    python: str = "3.11"
+    python: str = ""  # empty: the Python of this CANN's published images (seen_python)
     base: Optional[str] = None
     sandbox: bool = False
     bundle: Optional[Path] = None
@@ -74,6 +75,17 @@ def seen_tags() -> Set[str]:
     each release's `images` in recipes/facts/*.toml); others follow the same grammar but
     are not known to exist."""
     return {tag for rel in releases().values() for tag in rel.images}
+
+
+def seen_python(cann: str, variant: str, os_name: str) -> str:
+    """The Python of this CANN's published image (this variant and OS first, then any of
+    the release's: one release's images share it, 9.1.0's py3.12); else 3.11."""
+    prefix = f"{cann.lower()}-"
+    tags = sorted(t for t in seen_tags() if t.startswith(prefix))
+    exact = f"{prefix}{CHIPS.get(variant, '')}-{os_name}-py"
+    for tag in [t for t in tags if t.startswith(exact)] + tags:
+        return tag.rsplit("-py", 1)[1]
+    return DEFAULT_PYTHON
 
 
 def _soc(variant: str) -> str:
@@ -96,6 +108,13 @@ def cann_image(cann: str, variant: str, os_name: str, python: str) -> str:
     return f"{IMAGE_REPO}:{image_tag(cann, variant, os_name, python)}"
 
 
+def with_python(spec: ContainerSpec) -> ContainerSpec:
+    """The spec with its Python: --python, else the published image's (seen_python)."""
+    return (
+        spec if spec.python else replace(spec, python=seen_python(spec.cann, spec.variant, spec.os))
+    )
+
+
 def check_spec(spec: ContainerSpec) -> None:
     """Every flag value that reaches the Dockerfile, each against its grammar, before the
     lock is read or anything is written: a bad one is exit 2 naming the flag."""
@@ -109,7 +128,7 @@ def check_spec(spec: ContainerSpec) -> None:
             f"--os {spec.os!r} is not an OS the CANN images come in.",
             f"Use one of {', '.join(oses)}.",
         )
-    if spec.python not in PYTHONS:
+    if spec.python and spec.python not in PYTHONS:
         raise UsageError(
             f"--python {spec.python!r} is not a Python the CANN images ship.",
             f"Use one of {', '.join(PYTHONS)}.",
@@ -138,11 +157,13 @@ def base_name(spec: ContainerSpec) -> str:
         return spec.base.split("@")[0]
     if spec.sandbox:
         return SANDBOX_BASE
+    spec = with_python(spec)
     return cann_image(spec.cann, spec.variant, spec.os, spec.python)
 
 
 def base_reference(spec: ContainerSpec, lock: Lock) -> Tuple[str, str]:
     """(FROM reference, note): pinned by --base-digest or the lock's digest for this base."""
+    spec = with_python(spec)
     base = base_name(spec)
     digest = spec.base_digest
     if digest is None and spec.base and "@" in spec.base:
@@ -256,6 +277,7 @@ def render_context(
     spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path, cache_remote: bool = False
 ) -> Dict[str, Any]:
     """Write the build context into `out` (all or nothing); returns what was rendered."""
+    spec = with_python(spec)
     check_spec(spec)
     check_lock(spec, lock, lock_file)
     base, note = base_reference(spec, lock)
@@ -384,14 +406,16 @@ def _swap_into_place(staging: Path, out: Path) -> None:
 
 
 def image_for_host(
-    facts: Mapping[str, object], python: str = "3.11", os_name: str = "ubuntu22.04"
+    facts: Mapping[str, object], python: str = "", os_name: str = "ubuntu22.04"
 ) -> Optional[str]:
     cann_facts: Any = facts.get("cann") or {}
     cann = cann_facts.get("version")
     variant = facts.get("variant")
     if not cann or variant not in CHIPS:
         return None
-    return cann_image(str(cann), str(variant), os_name, python)
+    return cann_image(
+        str(cann), str(variant), os_name, python or seen_python(str(cann), str(variant), os_name)
+    )
 
 
 # --- the container task -----------------------------------------------------------
@@ -420,8 +444,10 @@ def make_container(
             "Run `cannbuild lock` (no CANN needed: --cann <version> --soc <soc>), or pass "
             "--lock-file.",
         )
-    spec = replace(
-        spec, cann=spec.cann or lock.toolkit_version, variant=spec.variant or _variant(lock.soc)
+    spec = with_python(
+        replace(
+            spec, cann=spec.cann or lock.toolkit_version, variant=spec.variant or _variant(lock.soc)
+        )
     )
     check_spec(spec)
     check_lock(spec, lock, lock_file)

@@ -41,7 +41,11 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
     },
     extra=[
         ("os", "ubuntu22.04", "ubuntu22.04, ubuntu24.04, openeuler22.03 or openeuler24.03"),
-        ("python", "3.11", "3.10, 3.11 or 3.12"),
+        (
+            "python",
+            None,
+            "3.10, 3.11 or 3.12 (default: the Python of this CANN's published image, else 3.11)",
+        ),
         ("base", None, "use this base image instead of quay.io/ascend/cann:<tag>"),
         (
             "base_digest",
@@ -54,7 +58,7 @@ else:  # only the task that runs loads its core (`cannbuild --help` loads every 
 def container(
     frame: Frame,
     os: str = "ubuntu22.04",
-    python: str = "3.11",
+    python: Optional[str] = None,
     base: Optional[str] = None,
     base_digest: Optional[str] = None,
     build: bool = False,
@@ -67,7 +71,7 @@ def container(
         variant=text_of(flags, "variant") or "",
         cann=text_of(flags, "cann") or "",
         os=os,
-        python=python,
+        python=python or "",
         base=base,
         base_digest=base_digest,
         sandbox=bool(flags.get("sandbox")),

@@ -272,6 +272,25 @@ def test_without_variant_the_image_is_for_the_locks_soc_and_a_sandbox_one_never_
     assert "Traceback" not in other.stderr and not (tmp_path / "a2").exists()
 
 
+def test_without_python_the_base_is_the_image_this_cann_is_published_with(tmp_path):
+    """9.1.0's images are py3.12 (recipes/facts/9.1.toml `images`), 8.5.0's py3.11: a CI
+    matrix naming no --python gets a tag that exists; --python still wins."""
+    lock = replace(sample_lock("9.1.0"), soc="ascend910b")
+    lock_file = tmp_path / "cannbuild.lock"
+    write_lock(lock_file, lock)
+    ctx = render(tmp_path, lock_file, "a", cann="9.1.0", variant="A2", lock=lock)
+    assert (
+        "ARG BASE_IMAGE=quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12"
+        in (ctx / "Dockerfile").read_text()
+    )
+    ctx = render(tmp_path, lock_file, "b", cann="9.1.0", variant="A2", lock=lock, python="3.11")
+    assert (
+        "ARG BASE_IMAGE=quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.11"
+        in (ctx / "Dockerfile").read_text()
+    )
+    assert base_reference(ContainerSpec(variant="A3", cann="8.5.0"), LOCK)[0].endswith("-py3.11")
+
+
 def test_the_lock_pins_the_base_by_digest_once_known():
     spec = ContainerSpec(variant="A3", cann="8.5.0")
     assert base_reference(spec, LOCK)[0] == "quay.io/ascend/cann:8.5.0-a3-ubuntu22.04-py3.11"
