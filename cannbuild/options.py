@@ -220,12 +220,25 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     )
     # A TOML or YAML config may give a list or a table where one value belongs; say so, not a
     # confusing error further on.
-    if name not in ("force", "optional_steps", "accept_stand_ins", "mirrors", "repos") and (
+    lists = ("force", "optional_steps", "accept_stand_ins", "mirrors", "repos")
+    if name not in lists and isinstance(value, (int, float)) and not isinstance(value, scalar):
+        # YAML and TOML read an unquoted `9.0` as a number (and `9.10` as 9.1)
+        raise UsageError(
+            f"{origin} has the number {value!r}, and it takes text (a version is text: "
+            "9.10 read as a number is 9.1).",
+            f'Quote it: {origin.split()[-1].removeprefix("cannbuild.")}: "{value}".',
+        )
+    if name not in lists and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)
     ):
         raise UsageError(
             f"{origin} has value {value!r} ({type(value).__name__}); expected a single value.",
             f"Give {origin.split()[-1]} one word, number or path.",
+        )
+    if name in PATH_FIELDS and not str(value).strip():
+        raise UsageError(
+            f"{origin} is empty, and it names a folder or file.",
+            f"Give {origin.split()[-1]} a path, or leave it out for its default.",
         )
     if name in PATH_FIELDS:
         return Path(os.path.abspath(os.path.expanduser(check_path(value, origin))))

@@ -123,6 +123,32 @@ def test_a_usage_error_exits_2_in_one_paragraph(args, word, tmp_path):
 
 
 @pytest.mark.parametrize(
+    "config, said, fix",
+    [
+        # YAML reads an unquoted version as a number (9.10 as 9.1): say to quote it
+        ("cannbuild:\n  recipe: 9.0\n", "cannbuild.recipe has the number 9.0", 'recipe: "9.0"'),
+        ("cannbuild:\n  ops_release: 9.10\n", "has the number 9.1", 'ops_release: "9.1"'),
+        # an empty path is no folder (it was taken as the current one)
+        ('cannbuild:\n  workspace: ""\n', "cannbuild.workspace is empty", "Give cannbuild."),
+    ],
+)
+def test_a_number_or_empty_path_in_invoke_yaml_says_how_to_write_it(config, said, fix, tmp_path):
+    (tmp_path / "invoke.yaml").write_text(config)
+    proc = cannbuild("doctor", "--sysroot", str(tmp_path / "empty"), cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc
+    assert said in proc.stderr and fix in proc.stderr, proc.stderr
+    assert not (tmp_path / ".cannbuild-owned").exists()
+
+
+@pytest.mark.parametrize("flag", ["-w", "--cann-path"])
+def test_an_empty_path_flag_is_a_usage_error_naming_it(flag, tmp_path):
+    proc = cannbuild("plan", "--sandbox", flag, "", cwd=tmp_path)
+    long = "--workspace" if flag == "-w" else flag
+    assert proc.returncode == 2 and f"{long} is empty" in proc.stderr, proc
+    assert list(tmp_path.iterdir()) == []  # the current folder was not taken as a workspace
+
+
+@pytest.mark.parametrize(
     "config",
     [
         "cannbuild:\n  jobs: [8\n",  # YAML syntax error
