@@ -32,7 +32,7 @@ from invoke.completion.complete import complete, print_completion_script
 from invoke.parser import Parser, ParserContext
 
 from . import __version__, ui
-from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number
+from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number, storage_error
 from .interpreter import leave
 from .lazy import lazy_module
 from .signals import on_termination
@@ -172,6 +172,13 @@ class CannbuildProgram(Program):
             # SIGPIPE would (exit 141), and keep Python from complaining at exit.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             code = 128 + signal.SIGPIPE
+        except OSError as exc:  # `--help > /dev/full`: what the tasks say (tasks/_flags.py)
+            known = storage_error(exc)
+            if known is None:
+                raise
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _say(f"cannbuild: {known.paragraph()}")
+            code = known.exit_code
         if exit:
             leave(code)
         return code

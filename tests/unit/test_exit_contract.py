@@ -140,6 +140,25 @@ def test_a_reader_that_left_is_exit_141(args, tmp_path):
     assert proc.returncode == 141
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize(
+    "args", [["--help"], ["setup", "--help"], ["--list"], ["--version"], ["status"]], ids=" ".join
+)
+def test_output_to_a_full_device_is_exit_11_in_one_paragraph(args, tmp_path):
+    """`cannbuild --help > /dev/full`: help and --version are printed by the program, before
+    any task's frame (which says this for the tasks), and say it the same way."""
+    from clirun import argv_for
+
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            argv_for("cannbuild", args), stdout=full, stderr=subprocess.PIPE, cwd=tmp_path,
+            env=clean_env(), timeout=60,
+        )  # fmt: skip
+    said = proc.stderr.decode()
+    assert proc.returncode == 11 and "Traceback" not in said, said
+    assert said.startswith("cannbuild: cannot write") and len(said.strip().splitlines()) == 1
+
+
 # --- a folder that cannot be written: 11 -----------------------------------------------
 
 
