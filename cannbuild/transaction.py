@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -21,19 +22,21 @@ from . import vendors
 from .bounded import ATTEMPT, read_state
 from .build import compile_cache
 from .build.cache_probe import PROBE_TIMEOUT_S
+from .build.plan import PlannedStep
 from .build.reproducible import artifact_records, step_epoch
 from .build.runner import Progress, StepOutcome, new_run_id
 from .build.session import Session
 from .build.stamps import read_stamp
 from .build.steps import RunResult, host_side, host_side_note, run_steps
 from .decoded import to_plain
-from .errors import CannbuildError, UsageError, path_error, storage_error
+from .errors import CannbuildError, Interrupted, UsageError, path_error, storage_error
 from .housekeeping import ATTEMPT_FILE, RUNNING, install_staleness, step_facts
 from .locks import WorkspaceLock
 from .phases import PhaseSink, no_phases
 from .report import build_report, step_records, write_report
 from .shipped import install_package
 from .sources.pinning import sources_from_lock, syncing_sources
+from .states import Outcome
 from .target import Target, read_target, record_session
 from .validate import ValidationRun, validate_session
 from .validate.ahead import Ahead
@@ -279,17 +282,68 @@ def _epoch(session: Session, step: str) -> Optional[int]:
     return step_epoch(os.environ, checkout, session.ws.commit_memo)
 
 
+class _Watched(Progress):
+    """The run's progress, passed on, and the step running now: a run that ends mid-step
+    (Ctrl-C, SIGTERM, a full disk) records which."""
+
+    def __init__(self, inner: Progress) -> None:
+        self.inner = inner
+        self.running: Optional[str] = None
+        self.steps_started = 0
+
+    def started(self, step: PlannedStep, log: Path) -> None:
+        self.running = step.name
+        self.steps_started += 1
+        self.inner.started(step, log)
+
+    def output(self, line: str) -> None:
+        self.inner.output(line)
+
+    def finished(self, outcome: StepOutcome) -> None:
+        if outcome.status != Outcome.INTERRUPTED:  # an interrupted step is still the one
+            self.running = None
+        self.inner.finished(outcome)
+
+    def skipped(self, step: PlannedStep) -> None:
+        self.inner.skipped(step)
+
+    def note(self, text: str) -> None:
+        self.inner.note(text)
+
+
 @contextlib.contextmanager
-def _reported(session: Session, run_id: str, command: str) -> Iterator[None]:
-    """A run that ends in an error (a fetch, a drift, Ctrl-C) still leaves its report."""
+def _reported(
+    session: Session, run_id: str, command: str, watched: Optional[_Watched] = None
+) -> Iterator[None]:
+    """A run that ends in an error (a fetch, a drift, Ctrl-C) still leaves its report;
+    `watched`: the steps of a build run (which one was running)."""
     try:
         yield
     except (CannbuildError, OSError) as exc:  # OSError: a full or read-only disk (exit 11)
         known = exc if isinstance(exc, CannbuildError) else storage_error(exc) or path_error(exc)
         error = known or CannbuildError(str(exc))
+        if isinstance(error, Interrupted):
+            status = "interrupted"
+            detail = f"stopped by {signal.Signals(error.exit_code - 128).name}; the next build "
+            detail += "reruns what it left unfinished"
+        else:
+            status, detail = "failed", error.paragraph().split(". ")[0]
+        cache = (
+            {"status": "not counted", "detail": "the run stopped before it counted the cache"}
+            if watched and watched.steps_started
+            else None
+        )
         with contextlib.suppress(CannbuildError, OSError):
-            _record_end(session, run_id, command, f"({type(error).__name__}: {error.meaning})")
-            _write_report(session, run_id, command, error=error)
+            _record_attempt(
+                session,
+                run_id,
+                command,
+                finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+                status=status,
+                failed_step=watched.running if watched else None,
+                detail=detail,
+            )
+            _write_report(session, run_id, command, error=error, cache=cache)
         raise
 
 
@@ -329,7 +383,8 @@ def run_pipeline(
                 "(ccache's local cache only)"
             )
         stats_before = compile_cache.read_stats(cache)
-        with _reported(session, run_id, request.command):
+        watched = _Watched(progress)
+        with _reported(session, run_id, request.command, watched):
             with syncing_sources(session.source_request()) as sources:
                 for note in sources.notes:
                     progress.note(note)
@@ -338,7 +393,7 @@ def run_pipeline(
                     sources,
                     env,
                     request.phases,
-                    progress,
+                    watched,
                     run_id,
                     cache=cache,
                     before_first_run=validate_ahead,

@@ -389,7 +389,7 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
         lines.append(f"validation: {v['status']} (run {v['run_id']}){reason}{stale}")
     last = data.get("last_build")
     if last:
-        failed = f" at {last.get('failed_step')}" if last.get("status") == "failed" else ""
+        failed = f" at {last['failed_step']}" if last.get("failed_step") else ""
         when = last.get("finished") or f"started {last.get('started')}"
         detail = f": {last['detail']}" if last.get("detail") else ""
         lines.append(

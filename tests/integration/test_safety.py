@@ -199,6 +199,12 @@ def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(
     assert processes_under(cli.ws) == []  # gone before cannbuild returned, not just later
     assert not (cli.ws / ".lock.info").exists()
     assert cli.stamp("ops-transformer-build")["finished"] == before
+    # status and the run's report say which step the signal stopped, and how
+    status = cli("status").stdout
+    assert "last build attempt: interrupted at ops-transformer-build (" in status, status
+    assert f"stopped by {sig.name}" in status and "Interrupted:" not in status
+    report = (cli.ws / "reports" / "latest" / "report.md").read_text()
+    assert "no build step ran" not in report
     again = cli("build")
     assert again.returncode == 0 and "ops-transformer-build: done in" in again.stderr
 
@@ -289,8 +295,9 @@ def test_a_full_disk_under_logs_is_one_paragraph(cli):
     no_traceback(proc, 11)
     assert "No space left" in proc.stderr
     # the attempt says what happened: it failed on a full disk, it was not killed (issue 41)
-    assert "last build attempt: failed at (StorageError" in status.stdout, status.stdout
-    assert "interrupted" not in status.stdout
+    line = next(x for x in status.stdout.splitlines() if x.startswith("last build attempt:"))
+    assert line.startswith("last build attempt: failed") and "No space left on device" in line
+    assert "interrupted" not in status.stdout and "StorageError" not in line, line
 
 
 def test_a_full_disk_under_opp_during_install_is_exit_11_as_the_readme_says(cli):
