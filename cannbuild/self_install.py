@@ -11,7 +11,7 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
@@ -53,15 +53,20 @@ def source_files(root: Path) -> Optional[List[Path]]:
     )
 
 
-def installed_spec() -> Optional[str]:
-    """A requirement for the installed cannbuild that resolves elsewhere: the VCS URL and
-    commit pip recorded when it was installed from one (PEP 610 direct_url.json)."""
+def _direct_url() -> Dict[str, Any]:
+    """What pip recorded of where the installed cannbuild came from (PEP 610), or {}."""
     try:
         # bounded: importlib.metadata reads its own record of the installed package
         text = metadata.distribution("cannbuild").read_text("direct_url.json")
-        data = decode_json((text or "").encode(), "direct_url.json", DATA_FILE, dict)
+        return decode_json((text or "").encode(), "direct_url.json", DATA_FILE, dict)
     except (metadata.PackageNotFoundError, UsageError):
-        return None
+        return {}
+
+
+def installed_spec() -> Optional[str]:
+    """A requirement for the installed cannbuild that resolves elsewhere: the VCS URL and
+    commit pip recorded when it was installed from one (PEP 610 direct_url.json)."""
+    data = _direct_url()
     vcs = data.get("vcs_info") or {}
     url = str(data.get("url", ""))
     if vcs.get("vcs") == "git" and vcs.get("commit_id") and not url.startswith("file:"):
@@ -73,11 +78,7 @@ def installed_wheel() -> Optional[Path]:
     """The wheel file pip installed this cannbuild from, when it is still there and still
     those bytes (PEP 610: a file: URL with archive_info): a CI job installs the wheel
     committed beside its workflow, and renders the container context with it."""
-    try:
-        text = metadata.distribution("cannbuild").read_text("direct_url.json")
-        data = decode_json((text or "").encode(), "direct_url.json", DATA_FILE, dict)
-    except (metadata.PackageNotFoundError, UsageError):
-        return None
+    data = _direct_url()
     url = str(data.get("url", ""))
     archive = data.get("archive_info")
     if not (isinstance(archive, dict) and url.startswith("file://") and url.endswith(".whl")):
