@@ -377,6 +377,23 @@ class _Usage(ParseError):
         self.choices = tuple(choices)
 
 
+def _given_twice(argv: Sequence[str], word: str, context: Optional[ParserContext]) -> str:
+    """The flag of `context` given twice whose second value is `word` (invoke's parser takes
+    that value for a stray argument), else ''."""
+    names = set(context.flag_names()) if context is not None else set()
+    seen: Set[str] = set()
+    for i, token in enumerate(argv):
+        flag, has_value, value = token.partition("=")
+        if flag not in names:
+            continue
+        if not has_value:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        if flag in seen and value == word:
+            return flag
+        seen.add(flag)
+    return ""
+
+
 def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Sequence[str]]:
     """(what is wrong, the word the user typed, what they may have meant) of invoke's
     parse error (invoke@3.0.3:invoke/parser/parser.py words them)."""
@@ -398,12 +415,16 @@ def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Se
                 word,
                 core,
             )
+        twice = _given_twice(getattr(program, "argv", []), word, context)
+        if task and twice:
+            return f"{task} was given {twice} twice (the second time '{word}')", "", ()
         if task:
             return f"{task} takes no argument '{word}'", word, tasks
         return f"there is no task '{word}'", word, tasks
     flag = re.match(r"Flag <Argument: ([^ >]+).* needed value", text)
     if flag:
-        return f"'--{flag.group(1)}'{f' of {task}' if task else ''} needs a value", "", ()
+        name = flag.group(1).replace("_", "-")  # invoke names the argument cann_path
+        return f"'--{name}'{f' of {task}' if task else ''} needs a value", "", ()
     missing = re.fullmatch(r"'(.*)' did not receive required positional arguments: (.*)", text)
     if missing:
         optional = program.collection[missing.group(1)].spec.optional

@@ -123,6 +123,21 @@ def test_a_usage_error_exits_2_in_one_paragraph(args, word, tmp_path):
 
 
 @pytest.mark.parametrize(
+    "args, said",
+    [
+        (["build", "--cann-path"], "'--cann-path' of build needs a value"),
+        (["doctor", "--soc=A2", "--soc=A3"], "doctor was given --soc twice (the second time 'A3')"),
+        (["doctor", "--soc", "A2", "--soc", "A3"], "doctor was given --soc twice"),
+        (["doctor", "A3"], "doctor takes no argument 'A3'"),
+    ],
+)
+def test_a_usage_error_names_the_flag_as_the_user_spells_it(args, said, tmp_path):
+    proc = cannbuild(*args, cwd=tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert "_" not in proc.stderr.split(".")[0].replace("doctor", "")  # no `--cann_path`
+
+
+@pytest.mark.parametrize(
     "config, said, fix",
     [
         # YAML reads an unquoted version as a number (9.10 as 9.1): say to quote it
