@@ -126,7 +126,10 @@ def test_an_offline_bundle_makes_an_air_gapped_context(tmp_path, lock_file, bund
     setup = next(r for r in runs if "cannbuild setup" in r)
     assert "--offline --bundle /build/cannbuild-bundle.tar" in setup
     assert "!wheels/" in (ctx / ".dockerignore").read_text()
-    assert "bundle" not in (render(tmp_path, lock_file, "plain") / "Dockerfile").read_text()
+    plain = (render(tmp_path, lock_file, "plain") / "Dockerfile").read_text()
+    assert "bundle" not in plain
+    # no `# syntax=` line, whose frontend image BuildKit would pull from docker.io
+    assert plain.startswith("# syntax=") and "# syntax=" not in (ctx / "Dockerfile").read_text()
 
 
 def test_bad_container_input_fails_before_anything_is_written(tmp_path, lock_file):
