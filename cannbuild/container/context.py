@@ -326,6 +326,8 @@ def render_context(
         "soc": soc,
         "recipe": lock.recipe,
         "sandbox": spec.sandbox,
+        # also: an air-gapped Dockerfile has no `# syntax=` line, whose frontend image
+        # BuildKit would pull from docker.io (the builder's own frontend reads RUN --mount)
         "bundle": BUNDLE_NAME if offline else None,
         "from_checkout": sources is not None,
         "wheel": wheel.name if wheel else None,
