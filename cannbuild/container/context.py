@@ -149,6 +149,16 @@ def check_spec(spec: ContainerSpec) -> None:
             f"--bundle {spec.bundle} is not a file.",
             "Make one with `cannbuild bundle --lock-file ... OUT.tar` and pass its path.",
         )
+    # The CANN images install git wget gcc g++ make cmake ... (Ascend/cann-container-image,
+    # cann-environment.md 5) but none of BUILD_TOOLS, and an air-gapped build cannot.
+    if spec.bundle is not None and not spec.base and not spec.sandbox:
+        raise UsageError(
+            f"--bundle builds air-gapped, with the base image's own tools, and the CANN image "
+            f"{IMAGE_REPO} has none of {', '.join(BUILD_TOOLS)}, which the builds call.",
+            "Pass --base with an image that has them (one made FROM the CANN image with "
+            f"`apt-get install {' '.join(BUILD_TOOLS)}`, pushed where the air-gapped builder "
+            "pulls from).",
+        )
 
 
 def base_name(spec: ContainerSpec) -> str:

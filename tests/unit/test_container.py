@@ -18,6 +18,7 @@ from cannbuild.ci import Install, render_ci
 from cannbuild.container.context import (
     ContainerSpec,
     base_reference,
+    check_spec,
     image_tag,
     render_context,
     source_files,
@@ -104,7 +105,8 @@ def bundled(tmp_path_factory) -> Path:
     write_lock(lock_file, LOCK)
     bundle = folder / "my bundle; rm -rf.tar"  # the user's name never reaches the Dockerfile
     bundle.write_bytes(b"bundle bytes")
-    return render(folder, lock_file, bundle=bundle, python="3.10")
+    # the base must bring the build tools: an air-gapped build installs none
+    return render(folder, lock_file, bundle=bundle, python="3.10", base=TOOLED_BASE)
 
 
 @pytest.mark.integration
@@ -130,6 +132,18 @@ def test_an_offline_bundle_makes_an_air_gapped_context(tmp_path, lock_file, bund
     assert "bundle" not in plain
     # no `# syntax=` line, whose frontend image BuildKit would pull from docker.io
     assert plain.startswith("# syntax=") and "# syntax=" not in (ctx / "Dockerfile").read_text()
+
+
+TOOLED_BASE = "registry.example.com/cann-tools:8.5.0-a3"
+
+
+def test_an_air_gapped_build_on_the_stock_cann_image_is_refused_naming_the_tools(tmp_path):
+    bundle = tmp_path / "b.tar"
+    bundle.write_bytes(b"bundle bytes")
+    with pytest.raises(UsageError) as refused:
+        check_spec(ContainerSpec(variant="A3", cann="8.5.0", bundle=bundle))
+    assert "gawk" in str(refused.value) and "--base" in refused.value.hint
+    check_spec(ContainerSpec(variant="A3", cann="8.5.0", bundle=bundle, base=TOOLED_BASE))
 
 
 def test_bad_container_input_fails_before_anything_is_written(tmp_path, lock_file):
