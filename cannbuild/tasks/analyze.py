@@ -179,7 +179,7 @@ def _run(
     )
 
 
-@cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json")
+@cli_task(*ANALYZE_FLAGS, *SHAPE_FLAGS, "profile", "json", "dry_run")
 def diagnose(
     frame: Frame, json: bool = False, profile: Optional[str] = None, **flags: FlagValue
 ) -> None:
@@ -214,9 +214,14 @@ def diagnose(
             _report(checks, shape, None, options.soc, json, off_host=why)
             return
     session = frame.session(builds=True)
+    repo = session.repo_for_op(diagnosis.FA_OP, "cannbuild diagnose")
+    if frame.dry_run:
+        raise DryRun(
+            f"would diagnose FlashAttention in {session.vendor_dir_of(repo)}; "
+            f"{would_bring_up_to_date(session)}"
+        )
     bring_up_to_date(session, frame.command, json)
     toolkit_env = session.host.build_env or {}
-    repo = session.repo_for_op(diagnosis.FA_OP, "cannbuild diagnose")
     inputs = diagnosis.DiagnoseInputs(
         vendor_dir=session.vendor_dir_of(repo),
         soc=session.soc,

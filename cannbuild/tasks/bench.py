@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 from .. import ui
-from ..errors import NothingTimed, UsageError
+from ..errors import DryRun, NothingTimed, UsageError
 from ..lazy import lazy_module
 from ..ownership import check_replaceable
 from ._flags import SESSION_FLAGS, FlagValue, cli_task
-from ._frame import Frame, bring_up_to_date
+from ._frame import Frame, bring_up_to_date, would_bring_up_to_date
 
 if TYPE_CHECKING:
     from ..bench import report as bench_report
@@ -58,6 +58,7 @@ def _budget(text: Optional[str]) -> float:
     "build_variant",
     "out",
     "json",
+    "dry_run",
     positional=[("new", "with --compare: the newer results.json")],
     optional=("new",),
     extra=[
@@ -102,6 +103,11 @@ def bench(
     specs = bench_variants.parse_variants(variants, build_variant or [], Path.cwd())
     session = frame.session(builds=True)
     bench_run.check_torch()  # before a build it would not use
+    if frame.dry_run:
+        raise DryRun(
+            f"would time FlashAttention on {len(sh.sweep(dims, ('fp32',), layouts, causal))} "
+            f"shapes per dtype for up to {seconds:g} s; {would_bring_up_to_date(session)}"
+        )
     bring_up_to_date(session, frame.command, json)
     dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
     request = bench_run.BenchRequest(

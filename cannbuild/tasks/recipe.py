@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from .. import ui
-from ..errors import UsageError
+from ..errors import DryRun, UsageError
 from ..lazy import lazy_module
 from ._flags import FlagValue, cli_task, list_of, text_of
 from ._frame import Frame
@@ -46,6 +46,7 @@ ACTIONS = ("check", "draft")
     "src",
     "manifest",
     "repos",
+    "dry_run",
     positional=[
         ("action", "check or draft"),
         ("recipe", "check: the recipe (a train such as 9.1, or a .toml file)"),
@@ -171,6 +172,11 @@ def _draft(frame: Frame, flags: Dict[str, FlagValue]) -> None:
         raise UsageError(
             f"{out} exists: a draft is never written over a recipe.",
             "Pass --out with a new file name, or move that file away first.",
+        )
+    if frame.dry_run:
+        raise DryRun(
+            f"would fetch the repositories of {base.path.name} at {ref} and write a draft of "
+            f"the CANN {train} recipe to {out}"
         )
     build_session.check_replaceable_workspace(options)
     ws = workspace.Workspace(root=options.workspace)

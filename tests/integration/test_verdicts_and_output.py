@@ -85,6 +85,8 @@ def test_dry_run_changes_no_file(cli):
         ["validate", "--dry-run"],
         ["fetch", "--dry-run"],
         ["lock", "--dry-run"],
+        ["diagnose", "--dry-run"],
+        ["bench", "--dry-run"],
     ):
         proc = cli(*args)
         assert proc.returncode == 0, (args, proc.stderr)

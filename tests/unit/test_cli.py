@@ -246,6 +246,10 @@ def test_clean_where_there_is_no_workspace_has_nothing_to_do(tmp_path, extra):
         (("ci", "--dry-run"), "would write "),
         (("setup", "--sandbox", "--dry-run"), "the sandbox: would create an A2 host"),
         (("fetch", "--sandbox", "--dry-run"), "the sandbox: would create an A2 host"),
+        # diagnose and bench build and install first: they take --dry-run as every task that acts
+        (("diagnose", "--sandbox", "--dry-run"), "the sandbox: would create an A2 host"),
+        (("bench", "--sandbox", "--dry-run"), "the sandbox: would create an A2 host"),
+        (("recipe", "draft", "--ref", "v9.0.0", "--dry-run"), "would fetch the repositories"),
     ],
 )
 def test_a_dry_run_ends_in_the_frames_one_line_and_writes_nothing(tmp_path, argv, would):
