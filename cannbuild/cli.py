@@ -242,6 +242,17 @@ class CannbuildProgram(Program):
                 raise
             self.relaxed.add(name)
             self.parse_tasks()
+            return
+        # invoke takes a mistyped option of a task with positional arguments for their value
+        # (`bench --jsn`): an option-shaped value is an option it does not know
+        for context in self.tasks:
+            for arg in context.positional_args:
+                value = arg.value
+                if isinstance(value, str) and re.match(r"--?[A-Za-z]", value):
+                    word = value.split("=", 1)[0]
+                    raise _Usage(
+                        f"{context.name} does not take '{word}'", word, context.flag_names()
+                    )
 
     def _make_parser(self) -> Parser:
         """A parser knowing only the tasks the command line names: the parser looks a
@@ -377,6 +388,19 @@ class _Usage(ParseError):
         self.choices = tuple(choices)
 
 
+def _unknown_option(argv: Sequence[str], context: Optional[ParserContext]) -> str:
+    """The first option-shaped word after the task that the task does not know, else ''
+    (invoke took it for a positional value and then met the word after it)."""
+    if context is None or context.name not in argv:
+        return ""
+    names = set(context.flag_names())
+    for token in argv[argv.index(context.name) + 1 :]:
+        flag = token.split("=", 1)[0]
+        if re.match(r"--?[A-Za-z]", flag) and flag not in names:
+            return flag
+    return ""
+
+
 def _given_twice(argv: Sequence[str], word: str, context: Optional[ParserContext]) -> str:
     """The flag of `context` given twice whose second value is `word` (invoke's parser takes
     that value for a stray argument), else ''."""
@@ -415,7 +439,11 @@ def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Se
                 word,
                 core,
             )
-        twice = _given_twice(getattr(program, "argv", []), word, context)
+        argv = getattr(program, "argv", [])
+        stray = _unknown_option(argv, context)
+        if task and stray and context is not None:  # `bundle --lock-fil x`: the option is wrong
+            return f"{task} does not take '{stray}'", stray, context.flag_names()
+        twice = _given_twice(argv, word, context)
         if task and twice:
             return f"{task} was given {twice} twice (the second time '{word}')", "", ()
         if task:

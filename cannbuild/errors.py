@@ -40,7 +40,7 @@ class DoctorFailed(CannbuildError):
     """`doctor` found a check that fails (its table says which)."""
 
     exit_code = 1
-    meaning = "doctor found a failing check"
+    meaning = "doctor (or diagnose) found a failing check"
 
 
 class UsageError(CannbuildError):
@@ -90,7 +90,7 @@ class ValidationFailed(CannbuildError):
     """Validation said FAIL, or SKIPPED where --require-device asks for a verdict."""
 
     exit_code = 5
-    meaning = "validation failed (or was SKIPPED with --require-device)"
+    meaning = "validation failed (or was SKIPPED with --require-device, or bench timed no shape)"
 
 
 class NothingTimed(ValidationFailed):
@@ -245,4 +245,5 @@ EXIT_CODES = (
             Interrupted,
         )
     ),
+    (141, "the reader of the output left (`cannbuild plan | head`)"),
 )

@@ -129,6 +129,14 @@ def test_a_usage_error_exits_2_in_one_paragraph(args, word, tmp_path):
         (["doctor", "--soc=A2", "--soc=A3"], "doctor was given --soc twice (the second time 'A3')"),
         (["doctor", "--soc", "A2", "--soc", "A3"], "doctor was given --soc twice"),
         (["doctor", "A3"], "doctor takes no argument 'A3'"),
+        # tasks with positional arguments: invoke would take the mistyped option for their value
+        (["bench", "--jsn"], "bench does not take '--jsn'. Did you mean --json?"),
+        (["profile", "--jsn"], "profile does not take '--jsn'. Did you mean --json?"),
+        (
+            ["bundle", "--lock-fil", "x"],
+            "bundle does not take '--lock-fil'. Did you mean --lock-file?",
+        ),
+        (["recipe", "draft", "--reff", "v9"], "recipe does not take '--reff'. Did you mean --ref?"),
     ],
 )
 def test_a_usage_error_names_the_flag_as_the_user_spells_it(args, said, tmp_path):
