@@ -64,7 +64,8 @@ def built_from_text(f: Mapping[str, Any]) -> List[str]:
     return [
         out + ".",
         f"A later build attempt ({n.get('command')}, run {n.get('run_id')} at "
-        f"{n.get('finished')}) FAILED{failed}: this judges the older package.",
+        f"{n.get('finished')}) {str(n.get('status') or 'failed').upper()}{failed}: this judges "
+        "the older package.",
     ]
 
 

@@ -179,11 +179,11 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
     attempt = read_state(session.ws.reports / ATTEMPT_FILE, ATTEMPT)
     if (
         isinstance(attempt, dict)
-        and attempt.get("status") == "failed"
+        and attempt.get("status") in ("failed", "interrupted")
         and str(attempt.get("finished", "")) > str(stamp.get("finished", ""))
     ):
         record["newer_failed_attempt"] = {
-            k: attempt.get(k) for k in ("run_id", "finished", "command", "failed_step")
+            k: attempt.get(k) for k in ("run_id", "finished", "command", "status", "failed_step")
         }
     return record
 
@@ -324,8 +324,9 @@ def _reported(
         error = known or CannbuildError(str(exc))
         if isinstance(error, Interrupted):
             status = "interrupted"
-            detail = f"stopped by {signal.Signals(error.exit_code - 128).name}; the next build "
-            detail += "reruns what it left unfinished"
+            signum = error.exit_code - 128
+            how = signal.Signals(signum).name if signum in signal.valid_signals() else "a signal"
+            detail = f"stopped by {how}; the next build reruns what it left unfinished"
         else:
             status, detail = "failed", error.paragraph().split(". ")[0]
         cache = (
