@@ -40,7 +40,7 @@ from ..render.templates import file_env
 from ..resources import data_dir
 from ..self_install import install_requirement, installed_wheel, source_files
 from ..sources.lock import Lock, read_lock, write_lock
-from .engine import CACHE_SECRET_ID, SECRET_ID, build_command
+from .engine import CACHE_SECRET_ID, PLATFORMS, SECRET_ID, build_command
 from .engine import build as engine_build
 
 IMAGE_REPO = "quay.io/ascend/cann"
@@ -53,6 +53,7 @@ SANDBOX_BASE = "python:3.11-slim-bookworm"
 BUILD_TOOLS = ("ccache", "dos2unix", "gawk", "patch", "pigz")
 SANDBOX_TOOLS = ("cmake", "g++", "git", "make")
 BUNDLE_NAME = "cannbuild-bundle.tar"  # a fixed name: the user's file name never reaches COPY
+PLATFORM_FILE = "platform"  # the context's one line naming the BuildKit platform
 WHEEL_DIR = "cannbuild-wheel"  # the wheel an installed cannbuild came from (a CI job's)
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 CONTEXT_KIND = "container-context"
@@ -362,6 +363,9 @@ def render_context(
             ".hadolint.yaml": read_text(
                 data_dir("templates") / "container" / "hadolint.yaml", DATA_FILE
             ),
+            # the lock's arch as BuildKit names it, for a CI job to pass as --platform (a lock
+            # made on a Kunpeng host builds aarch64 packages); .dockerignore keeps it out
+            PLATFORM_FILE: PLATFORMS.get(lock.arch, f"linux/{lock.arch}") + "\n",
             "cannbuild.lock": read_text(lock_file, LOCK),
         }
         for name, text in files.items():

@@ -171,9 +171,11 @@ def test_re_rendering_replaces_the_context_whole(tmp_path, lock_file, bundled):
         "Dockerfile",
         "cannbuild-src",
         "cannbuild.lock",
+        "platform",
         "workspace",
     ]
     assert owned(ctx / "workspace", "workspace")  # the image's workspace, before its mounts
+    assert (ctx / "platform").read_text() == "linux/amd64\n"  # the lock's arch, for CI's --platform
     assert "COPY workspace/ .cannbuild/" in (ctx / "Dockerfile").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctx")]  # no staging left
     (tmp_path / "mine").mkdir()
@@ -306,6 +308,15 @@ def test_without_python_the_base_is_the_image_this_cann_is_published_with(tmp_pa
         in (ctx / "Dockerfile").read_text()
     )
     assert base_reference(ContainerSpec(variant="A3", cann="8.5.0"), LOCK)[0].endswith("-py3.11")
+
+
+def test_a_lock_made_on_aarch64_renders_the_arm64_platform_for_ci(tmp_path):
+    lock = replace(LOCK, arch="aarch64")
+    lock_file = tmp_path / "cannbuild.lock"
+    write_lock(lock_file, lock)
+    ctx = render(tmp_path, lock_file, lock=lock)
+    assert (ctx / "platform").read_text() == "linux/arm64\n"
+    assert "platform" not in (ctx / ".dockerignore").read_text()  # not sent to the builder
 
 
 def test_the_lock_pins_the_base_by_digest_once_known():
@@ -457,6 +468,10 @@ def test_github_workflow_has_the_matrix_jobs_and_cache(tmp_path):
     steps = jobs["package"]["steps"]
     build = next(s for s in steps if s.get("uses", "").startswith("docker/build-push-action"))
     assert build["with"]["target"] == "export" and "type=gha" in build["with"]["cache-from"]
+    # the packages are built for the lock's arch (ctx/platform), not the hosted runner's
+    render = next(s for s in steps if s.get("name", "").startswith("Render"))
+    assert 'echo "platform=$(cat ctx/platform)" >> "$GITHUB_OUTPUT"' in render["run"]
+    assert build["with"]["platforms"] == "${{ steps." + render["id"] + ".outputs.platform }}"
     assert "secrets.CANNBUILD_CACHE_REMOTE" in build["with"]["secrets"]
     assert any("cannbuild doctor --json" in s.get("run", "") for s in steps)
     assert any('>> "$GITHUB_STEP_SUMMARY"' in s.get("run", "") for s in steps)
@@ -568,6 +583,7 @@ def test_gitlab_pipeline_parses_and_has_the_jobs(tmp_path):
     )
     assert any("sha256sum -c -" in line for line in validate)
     assert "CANNBUILD_CACHE_REMOTE" in " ".join(flow["package"]["script"])
+    assert '--platform "$(cat ctx/platform)"' in " ".join(flow["package"]["script"])
     assert json.dumps(flow).count("cannbuild container") == 1
     assert "cannbuild==" not in json.dumps(flow)
 
