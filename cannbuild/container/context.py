@@ -181,14 +181,22 @@ def base_reference(spec: ContainerSpec, lock: Lock) -> Tuple[str, str]:
         digest = spec.base.split("@", 1)[1]
     if digest is None and lock.container.get("base") == base:
         digest = lock.container.get("base_digest")
-    note = ""
+    notes = []
     if (
         not spec.base
         and not spec.sandbox
         and image_tag(spec.cann, spec.variant, spec.os, spec.python) not in seen_tags()
     ):
-        note = f"{base} follows the CANN image tag grammar but is not a tag cannbuild has seen published"
-    return (f"{base}@{digest}" if digest else base), note
+        notes.append(
+            f"{base} follows the CANN image tag grammar but is not a tag cannbuild has seen "
+            "published"
+        )
+    if digest is None:  # a tag moves: the build is reproducible once the lock pins it
+        notes.append(
+            f"FROM {base} is not pinned by digest: `cannbuild container --build` pins what it "
+            "built from in the lock, or pass --base-digest; commit the lock"
+        )
+    return (f"{base}@{digest}" if digest else base), "; ".join(notes)
 
 
 def pinned(lock: Lock, base: str, digest: str) -> Lock:

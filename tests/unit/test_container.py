@@ -330,6 +330,9 @@ def test_the_lock_pins_the_base_by_digest_once_known():
         },
     )
     assert base_reference(spec, pinned)[0].endswith("@sha256:" + "e" * 64)
+    # a floating tag is said so (CI renders from the committed lock), a pinned one is not
+    assert "is not pinned by digest" in base_reference(spec, LOCK)[1]
+    assert "pinned by digest" not in base_reference(spec, pinned)[1]
 
 
 def cannbuild_container(tmp_path, *args):
