@@ -221,12 +221,14 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     # A TOML or YAML config may give a list or a table where one value belongs; say so, not a
     # confusing error further on.
     lists = ("force", "optional_steps", "accept_stand_ins", "mirrors", "repos")
-    if name not in lists and isinstance(value, (int, float)) and not isinstance(value, scalar):
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name not in lists and numeric and not isinstance(value, scalar):
         # YAML and TOML read an unquoted `9.0` as a number (and `9.10` as 9.1)
+        key = origin.split()[-1].removeprefix("cannbuild.")
         raise UsageError(
-            f"{origin} has the number {value!r}, and it takes text (a version is text: "
-            "9.10 read as a number is 9.1).",
-            f'Quote it: {origin.split()[-1].removeprefix("cannbuild.")}: "{value}".',
+            f"{origin} is a number in the file (read as {value!r}), and it takes text.",
+            f'Quote it as you meant it: {key}: "9.0", not {key}: 9.0 (unquoted, 9.10 reads '
+            "as 9.1).",
         )
     if name not in lists and (
         (isinstance(value, bool) and name not in _BOOL_FIELDS) or not isinstance(value, scalar)

@@ -316,7 +316,8 @@ def _reported(
     session: Session, run_id: str, command: str, watched: Optional[_Watched] = None
 ) -> Iterator[None]:
     """A run that ends in an error (a fetch, a drift, Ctrl-C) still leaves its report;
-    `watched`: the steps of a build run (which one was running)."""
+    `watched`: the steps of a build run (which one was running).  Only a build run is a
+    build attempt (status, the validation report's "a later build attempt")."""
     try:
         yield
     except (CannbuildError, OSError) as exc:  # OSError: a full or read-only disk (exit 11)
@@ -324,8 +325,10 @@ def _reported(
         error = known or CannbuildError(str(exc))
         if isinstance(error, Interrupted):
             status = "interrupted"
-            signum = error.exit_code - 128
-            how = signal.Signals(signum).name if signum in signal.valid_signals() else "a signal"
+            try:
+                how = signal.Signals(error.exit_code - 128).name
+            except ValueError:  # not one Python names (a real-time signal)
+                how = "a signal"
             detail = f"stopped by {how}; the next build reruns what it left unfinished"
         else:
             status, detail = "failed", error.paragraph().split(". ")[0]
@@ -335,15 +338,16 @@ def _reported(
             else None
         )
         with contextlib.suppress(CannbuildError, OSError):
-            _record_attempt(
-                session,
-                run_id,
-                command,
-                finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-                status=status,
-                failed_step=watched.running if watched else None,
-                detail=detail,
-            )
+            if watched is not None:
+                _record_attempt(
+                    session,
+                    run_id,
+                    command,
+                    finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+                    status=status,
+                    failed_step=watched.running,
+                    detail=detail,
+                )
             _write_report(session, run_id, command, error=error, cache=cache)
         raise
 

@@ -48,6 +48,7 @@ CHIPS = {"A2": "910b", "A3": "a3"}  # the variant's word in the image tag
 PYTHONS = ("3.10", "3.11", "3.12")
 DEFAULT_PYTHON = "3.11"  # where no image of the release is known
 SANDBOX_BASE = "python:3.11-slim-bookworm"
+SANDBOX_PYTHON = "3.11"  # SANDBOX_BASE's
 # What build.sh calls besides the compilers (gawk: ops-transformer pipes its log through it),
 # and ccache for the cache mount.
 BUILD_TOOLS = ("ccache", "dos2unix", "gawk", "patch", "pigz")
@@ -110,10 +111,12 @@ def cann_image(cann: str, variant: str, os_name: str, python: str) -> str:
 
 
 def with_python(spec: ContainerSpec) -> ContainerSpec:
-    """The spec with its Python: --python, else the published image's (seen_python)."""
-    return (
-        spec if spec.python else replace(spec, python=seen_python(spec.cann, spec.variant, spec.os))
-    )
+    """The spec with its Python: --python, else the published image's (seen_python), or
+    the sandbox base's whatever CANN its lock names."""
+    if spec.python:
+        return spec
+    python = SANDBOX_PYTHON if spec.sandbox else seen_python(spec.cann, spec.variant, spec.os)
+    return replace(spec, python=python)
 
 
 def check_spec(spec: ContainerSpec) -> None:

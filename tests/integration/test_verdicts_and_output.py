@@ -94,6 +94,11 @@ def test_dry_run_changes_no_file(cli):
     clean = cli("clean", "--dry-run", sandbox=False)
     assert clean.returncode == 0 and "would remove" in clean.stderr
     assert tree_digest(cli.ws) == before
+    # a validation refused is no build attempt: status still names the last build
+    (cli.cwd / "notes.txt").write_text("not a package\n")
+    assert cli("validate", "--package", str(cli.cwd / "notes.txt")).returncode == 2
+    status = cli("status").stdout
+    assert "last build attempt: ok (cannbuild install" in status, status
 
 
 def run_in_terminal(argv, cwd, env, columns=80):

@@ -149,8 +149,10 @@ def test_a_usage_error_names_the_flag_as_the_user_spells_it(args, said, tmp_path
     "config, said, fix",
     [
         # YAML reads an unquoted version as a number (9.10 as 9.1): say to quote it
-        ("cannbuild:\n  recipe: 9.0\n", "cannbuild.recipe has the number 9.0", 'recipe: "9.0"'),
-        ("cannbuild:\n  ops_release: 9.10\n", "has the number 9.1", 'ops_release: "9.1"'),
+        ("cannbuild:\n  recipe: 9.0\n", "cannbuild.recipe is a number", 'recipe: "9.0"'),
+        ("cannbuild:\n  ops_release: 9.10\n", "(read as 9.1)", "unquoted, 9.10 reads as 9.1"),
+        # a YAML boolean is not called a number
+        ("cannbuild:\n  soc: yes\n", "has value True (bool)", "one word, number or path"),
         # an empty path is no folder (it was taken as the current one)
         ('cannbuild:\n  workspace: ""\n', "cannbuild.workspace is empty", "Give cannbuild."),
     ],

@@ -22,6 +22,7 @@ from cannbuild.container.context import (
     image_tag,
     render_context,
     source_files,
+    with_python,
 )
 from cannbuild.container.run import run_line
 from cannbuild.errors import UsageError
@@ -308,6 +309,8 @@ def test_without_python_the_base_is_the_image_this_cann_is_published_with(tmp_pa
         in (ctx / "Dockerfile").read_text()
     )
     assert base_reference(ContainerSpec(variant="A3", cann="8.5.0"), LOCK)[0].endswith("-py3.11")
+    # the sandbox image is python:3.11 whatever CANN it emulates: wheels for 3.11
+    assert with_python(ContainerSpec(variant="A2", cann="9.1.0", sandbox=True)).python == "3.11"
 
 
 def test_a_lock_made_on_aarch64_renders_the_arm64_platform_for_ci(tmp_path):
