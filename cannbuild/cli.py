@@ -388,30 +388,47 @@ class _Usage(ParseError):
         self.choices = tuple(choices)
 
 
-def _unknown_option(argv: Sequence[str], context: Optional[ParserContext]) -> str:
-    """The first option-shaped word after the task that the task does not know, else ''
-    (invoke took it for a positional value and then met the word after it)."""
-    if context is None or context.name not in argv:
+def _task_words(argv: Sequence[str], context: ParserContext, tasks: Sequence[str]) -> List[str]:
+    """The words of `context`'s task on the command line: after its name, up to the next
+    task's."""
+    if context.name not in argv:
+        return []
+    words = list(argv[argv.index(context.name) + 1 :])
+    end = next((i for i, word in enumerate(words) if word in tasks), len(words))
+    return words[:end]
+
+
+def _unknown_option(
+    argv: Sequence[str], context: Optional[ParserContext], core: Sequence[str], tasks: Sequence[str]
+) -> str:
+    """The first option-shaped word of the task that neither it nor the program knows, else
+    '' (invoke took it for a positional value and then met the word after it)."""
+    if context is None:
         return ""
-    names = set(context.flag_names())
-    for token in argv[argv.index(context.name) + 1 :]:
+    names = {*context.flag_names(), *core}
+    for token in _task_words(argv, context, tasks):
         flag = token.split("=", 1)[0]
         if re.match(r"--?[A-Za-z]", flag) and flag not in names:
             return flag
     return ""
 
 
-def _given_twice(argv: Sequence[str], word: str, context: Optional[ParserContext]) -> str:
+def _given_twice(
+    argv: Sequence[str], word: str, context: Optional[ParserContext], tasks: Sequence[str]
+) -> str:
     """The flag of `context` given twice whose second value is `word` (invoke's parser takes
-    that value for a stray argument), else ''."""
-    names = set(context.flag_names()) if context is not None else set()
+    that value for a stray argument), else ''; a repeatable flag (--force) is no mistake."""
+    if context is None:
+        return ""
+    names = {name for name in context.flag_names() if context.flags[name].kind is not list}
+    words = _task_words(argv, context, tasks)
     seen: Set[str] = set()
-    for i, token in enumerate(argv):
+    for i, token in enumerate(words):
         flag, has_value, value = token.partition("=")
         if flag not in names:
             continue
         if not has_value:
-            value = argv[i + 1] if i + 1 < len(argv) else ""
+            value = words[i + 1] if i + 1 < len(words) else ""
         if flag in seen and value == word:
             return flag
         seen.add(flag)
@@ -440,10 +457,10 @@ def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Se
                 core,
             )
         argv = getattr(program, "argv", [])
-        stray = _unknown_option(argv, context)
+        stray = _unknown_option(argv, context, core, tasks)
         if task and stray and context is not None:  # `bundle --lock-fil x`: the option is wrong
             return f"{task} does not take '{stray}'", stray, context.flag_names()
-        twice = _given_twice(argv, word, context)
+        twice = _given_twice(argv, word, context, tasks)
         if task and twice:
             return f"{task} was given {twice} twice (the second time '{word}')", "", ()
         if task:

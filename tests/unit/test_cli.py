@@ -137,6 +137,14 @@ def test_a_usage_error_exits_2_in_one_paragraph(args, word, tmp_path):
             "bundle does not take '--lock-fil'. Did you mean --lock-file?",
         ),
         (["recipe", "draft", "--reff", "v9"], "recipe does not take '--reff'. Did you mean --ref?"),
+        # the program's own flags, a later task's, a repeatable flag: none is the mistake
+        (["doctor", "--debug", "foo"], "doctor takes no argument 'foo'"),
+        (["doctor", "foo", "build", "--ops", "x"], "doctor takes no argument 'foo'"),
+        (["doctor", "--soc", "A2", "--soc", "A3", "--debug"], "doctor was given --soc twice"),
+        (
+            ["build", "--force", "opbase-build", "--force", "ops-transformer-build", "x"],
+            "build takes no argument 'x'",
+        ),
     ],
 )
 def test_a_usage_error_names_the_flag_as_the_user_spells_it(args, said, tmp_path):
