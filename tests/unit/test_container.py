@@ -589,7 +589,8 @@ def test_gitlab_pipeline_parses_and_has_the_jobs(tmp_path):
     )
     assert any("sha256sum -c -" in line for line in validate)
     assert "CANNBUILD_CACHE_REMOTE" in " ".join(flow["package"]["script"])
-    assert '--platform "$(cat ctx/platform)"' in " ".join(flow["package"]["script"])
+    script = " ".join(flow["package"]["script"])
+    assert '--platform "$(cat ctx/platform)"' in script and "tonistiigi/binfmt --install" in script
     assert json.dumps(flow).count("cannbuild container") == 1
     assert "cannbuild==" not in json.dumps(flow)
 
