@@ -248,22 +248,11 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
             f"--bundle {bundle} cannot be read ({exc}).", "Pass a file made by `cannbuild bundle`."
         ) from exc
     with fh, tar, tempfile.TemporaryDirectory(dir=str(_ensure(ws.root))) as tmp:
-        members = {m.name: m for m in _members(tar, bundle) if m.isfile()}
-        manifest = _manifest(tar, members, bundle)
         staged = Path(tmp) / "staged"
-        data_filter = getattr(tarfile, "data_filter", None)
-        for name, expected in manifest.items():  # verify everything before touching a cache
-            member = members.get(name)
-            if member is None:
-                raise _bad(bundle, f"{name} is missing")
-            if data_filter is not None:
-                try:
-                    data_filter(member, str(staged))
-                except tarfile.TarError as exc:
-                    raise _bad(bundle, f"member {name!r} is refused ({exc})") from None
-            target = inside(staged, staged / name, f"--bundle member {name!r}")
-            if _stream(tar, member, target) != expected:
-                raise _bad(bundle, f"{name} is corrupt (sha256 mismatch)")
+        try:
+            manifest = _verified(tar, bundle, staged)
+        except (tarfile.TarError, EOFError) as exc:  # a bundle cut short while it is read
+            raise _bad(bundle, f"it is cut short or damaged ({exc})") from None
         fetcher = Fetcher()
         for name in manifest:
             if name.startswith("git/"):
@@ -291,6 +280,27 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
             raise _bad(bundle, f"its {LOCK_NAME} is broken ({exc.message.rstrip('.')})") from None
     assert lock is not None
     return lock
+
+
+def _verified(tar: tarfile.TarFile, bundle: Path, staged: Path) -> Dict[str, str]:
+    """The manifest, every member it lists streamed into `staged` and checked against it
+    (before any cache is touched)."""
+    members = {m.name: m for m in _members(tar, bundle) if m.isfile()}
+    manifest = _manifest(tar, members, bundle)
+    data_filter = getattr(tarfile, "data_filter", None)
+    for name, expected in manifest.items():
+        member = members.get(name)
+        if member is None:
+            raise _bad(bundle, f"{name} is missing")
+        if data_filter is not None:
+            try:
+                data_filter(member, str(staged))
+            except tarfile.TarError as exc:
+                raise _bad(bundle, f"member {name!r} is refused ({exc})") from None
+        target = inside(staged, staged / name, f"--bundle member {name!r}")
+        if _stream(tar, member, target) != expected:
+            raise _bad(bundle, f"{name} is corrupt (sha256 mismatch)")
+    return manifest
 
 
 def _members(tar: tarfile.TarFile, bundle: Path) -> List[tarfile.TarInfo]:

@@ -42,6 +42,21 @@ def test_a_corrupt_member_is_refused_before_anything_is_written(tmp_path):
     assert not ws.downloads.exists()
 
 
+@pytest.mark.parametrize("keep", [0.5, 0.9])
+def test_a_bundle_cut_short_is_one_paragraph_and_seeds_nothing(tmp_path, keep):
+    """A copy that stopped part way: tarfile finds the end while reading the members."""
+    ws = Workspace(root=tmp_path / "ws")
+    archive = bytes(range(256)) * 400  # 100 KiB: the cut lands inside it or its header
+    files = {f"downloads/{HEX}/a.tar.gz": archive, "cannbuild.lock": b"version = 1\n"}
+    whole = make_tar(tmp_path / "b.tar", files, {n: sha(d) for n, d in files.items()})
+    cut = tmp_path / "cut.tar"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(UsageError, match="cut short or damaged|is missing|is corrupt"):
+        seed_from_bundle(ws, cut)
+    assert not ws.downloads.exists()
+
+
 @pytest.mark.parametrize(
     "name",
     ["downloads/../../../escaped", "downloads//{outside}", "/{outside}", "git/../x.bundle"],
