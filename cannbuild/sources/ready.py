@@ -181,9 +181,10 @@ class PendingSources:
             self._stage(repo)
             # A locked run fetches only when the cache lacks a commit the lock names: a no-op rerun
             # touches no network.
-            if self.mode != LOCKED or not all(
+            fetched = self.mode != LOCKED or not all(
                 has_commit(fetcher, cache, sha) for sha in self._needed_here(repo)
-            ):
+            )
+            if fetched:
                 fetcher.fetch_repo(cache, repo.url, root=ws.root)
             self._fetch_ok[repo.name] = True
         finally:  # a pin waiting on this cache may look now (or learn that it failed)
@@ -195,6 +196,13 @@ class PendingSources:
         if self.mode == LOCKED:
             assert locked is not None
             commit = locked.commit
+            if fetched and not has_commit(fetcher, cache, commit):  # the remote has it not
+                raise LockDrift(
+                    f"--locked: {request.lock_file} pins {repo.name} at {commit[:12]}, which "
+                    f"{redact(repo.url)} does not have (fetched just now).",
+                    "Restore the lock from version control, or run `cannbuild lock` to pin "
+                    "what the repository has.",
+                )
         else:
             commit, when = resolve_ref(fetcher, cache, ref, repo.url)
             # A tag that now names another commit than the lock records is reported, never followed

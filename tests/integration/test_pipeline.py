@@ -369,6 +369,21 @@ def test_locked_refuses_drift_and_names_it(cli):
     assert cli("build", "--locked").returncode == 0
 
 
+def test_a_locked_commit_the_repository_does_not_have_is_drift_naming_the_lock(cli):
+    assert cli("fetch").returncode == 0
+    text = cli.lock.read_text()
+    commit = next(
+        line.split('"')[1]
+        for line in text.splitlines()
+        if line.startswith("commit") and len(line.split('"')) > 1
+    )
+    gone = commit[:-1] + ("0" if commit[-1] != "0" else "1")  # a commit no repository has
+    cli.lock.write_text(text.replace(commit, gone, 1))
+    proc = cli("setup", "--locked")
+    assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stderr
+    assert "pins" in proc.stderr and gone[:12] in proc.stderr and "does not have" in proc.stderr
+
+
 def test_locked_notices_a_moved_tag(cli_for, tmp_path):
     import shutil
 
