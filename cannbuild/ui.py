@@ -119,9 +119,10 @@ def print_checks(
         if len(check.id) > id_width:
             lines.append(f"  {status} {check.id}")
             head = " " * indent
-        lines += wrap(check.detail, indent, head, stream)
+        # a row may quote what a file holds (a profile's op names): no control character
+        lines += wrap(printable(check.detail), indent, head, stream)
         if check.status != "pass" and check.hint:
-            lines += wrap(check.hint, indent + 5, " " * indent + "fix: ", stream)
+            lines += wrap(printable(check.hint), indent + 5, " " * indent + "fix: ", stream)
     lines.append(summary_line(checks))
     stream.write("\n".join(lines) + "\n")
 
@@ -414,7 +415,7 @@ def print_profile(
         head += wrap(
             f"{f['kind']} ({f['records']} records, {used}{notes}): {f['path']}", 4, "", stream
         )
-    stream.write("\n".join(head) + "\n")
+    stream.write(printable("\n".join(head)) + "\n")  # names read from the profile
     ops = data["ops"]
     total = data["device_total_us"]
     table = rich_table.Table(
@@ -425,7 +426,7 @@ def print_profile(
         table.add_column(col, justify="right", no_wrap=True)
     for op in ops[:top]:
         table.add_row(
-            markup.escape(op["type"]),
+            markup.escape(printable(op["type"])),
             str(op["count"]),
             f"{op['total_us']:.1f}",
             f"{op['mean_us']:.1f}",
@@ -491,4 +492,4 @@ def print_profile(
         say("note: ", note_text, 2)
     if data.get("timeline"):
         lines.append(f"timeline: {data['timeline']}")
-    stream.write("\n".join(lines) + "\n")
+    stream.write(printable("\n".join(lines)) + "\n")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
+from .ui import printable
+
 TOP = 20
 
 
@@ -16,7 +18,9 @@ def _us(value: float) -> str:
 def table(
     header: Sequence[str], rows: Sequence[Sequence[str]], stream: TextIO, numbers: bool = True
 ) -> None:
-    """Columns as wide as their widest cell; `numbers`: all but the first right-aligned."""
+    """Columns as wide as their widest cell; `numbers`: all but the first right-aligned.
+    Cells may be names read from a file: control characters are written as escapes."""
+    rows = [[printable(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
         cells = [

@@ -10,6 +10,7 @@ Kept free of profile-specific types beyond `Window`/`Span`, so `bench` can reuse
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
@@ -59,7 +60,9 @@ def save_figure(fig: Any, path: Path, **options: Any) -> Path:
     picture's name is replaced, not followed); the figure is closed."""
     buf = io.BytesIO()
     try:
-        fig.savefig(buf, format="png", **options)
+        with warnings.catch_warnings():  # a name from the profile with a glyph no font has
+            warnings.filterwarnings("ignore", message="Glyph .* missing", category=UserWarning)
+            fig.savefig(buf, format="png", **options)
     finally:
         pyplot().close(fig)
     write_atomic(path, buf.getvalue())

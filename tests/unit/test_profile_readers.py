@@ -239,3 +239,22 @@ def test_a_path_without_profiler_files_is_a_usage_error(tmp_path):
         find_runs(tmp_path / "notes.txt")
     with pytest.raises(UsageError, match="does not exist"):
         find_runs(tmp_path / "nothing")
+
+
+def test_a_name_in_a_profile_never_reaches_the_terminal_as_a_control_sequence(tmp_path):
+    """An op name holding ESC ] 0 (set the window title) and ESC [ 31m (red): profile and
+    diagnose print it escaped, as `status` prints what it reads from disk."""
+    from clirun import cannbuild
+
+    run = tmp_path / "hostile_ascend_pt"
+    shutil.copytree(L0.parent, run)
+    table = run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    hostile = "AiCore_Transpose\x1b]0;PWNED\x07\x1b[31m,"  # the kernel name's op type
+    text = table.read_text(encoding="utf-8-sig")
+    assert "AiCore_Transpose," in text
+    table.write_text(text.replace("AiCore_Transpose,", hostile, 1))
+    for args in (["profile", str(run)], ["diagnose", "--profile", str(run)]):
+        proc = cannbuild(*args, cwd=tmp_path)
+        out = proc.stdout + proc.stderr
+        assert "\x1b]0;" not in out and "\x07" not in out, args
+    assert "\\x1b]0;PWNED\\x07" in cannbuild("profile", str(run), cwd=tmp_path).stdout
