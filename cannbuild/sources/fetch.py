@@ -124,6 +124,15 @@ def mirror_git_env(mirrors: Sequence[Tuple[str, str]], offline: bool) -> Dict[st
     return env
 
 
+def _git_cause(stderr: str) -> str:
+    """The line of git's stderr that says what went wrong: its first `fatal:` (git ends
+    with advice, "Please make sure you have the correct access rights / and the
+    repository exists."), else the last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    fatal = next((line for line in lines if line.startswith(("fatal:", "error:"))), None)
+    return fatal or (lines[-1] if lines else "no message")
+
+
 class Fetcher(Struct, frozen=True, kw_only=True):
     mirrors: Tuple[Tuple[str, str], ...] = ()
     offline: bool = False
@@ -266,7 +275,8 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                     _slow_hint(url, source),
                 ) from None
             raise FetchError(
-                f"git {verb} of {redact(source)} failed (exit {exc.code}): {redact(stderr.splitlines()[-1] if stderr else 'no message')}.",
+                f"git {verb} of {redact(source)} failed (exit {exc.code}): "
+                f"{redact(_git_cause(stderr)).rstrip('.')}.",
                 _fetch_hint(url, source),
             ) from None
 

@@ -140,3 +140,14 @@ def test_a_git_fetch_into_an_existing_cache_is_bounded_and_keeps_its_refs(tmp_pa
     assert "The mirror map rewrote https://gitcode.com/cann/x.git" in text
     assert refs() == before  # the killed fetch updated no ref
     subprocess.run(["git", "fsck", "--no-dangling"], cwd=cache, **quiet)
+
+
+def test_a_clone_that_git_refuses_says_gits_fatal_line_not_its_closing_advice(tmp_path: Path):
+    """git ends a failed clone with "Please make sure you have the correct access rights /
+    and the repository exists."; the cause is its `fatal:` line (a mirror rule pointing at a
+    folder that is no repository, say)."""
+    with pytest.raises(FetchError) as failed:
+        Fetcher().fetch_repo(tmp_path / "cache.git", f"file://{tmp_path}/no-such.git")
+    message = failed.value.message
+    assert "does not appear to be a git repository" in message, message
+    assert "and the repository exists" not in message and ".." not in message
