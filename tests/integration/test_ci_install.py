@@ -84,10 +84,16 @@ def test_the_workflow_lands_at_the_git_top_and_installs_what_rendered_it(tmp_pat
     write_lock(project / "locks" / f"{variant}-{cann}.lock", replace(sample_lock(cann), soc=soc))
     command = render["run"].replace("${{ matrix.variant }}", variant)
     command = command.replace("${{ matrix.cann }}", cann)
+    outputs = tmp_path / "github-output"  # what the runner gives a step for its outputs
     rendered = subprocess.run(
-        ["bash", "-e", "-c", command], cwd=project, env=env, capture_output=True, text=True
+        ["bash", "-e", "-c", command],
+        cwd=project,
+        env={**env, "GITHUB_OUTPUT": str(outputs)},
+        capture_output=True,
+        text=True,
     )
     assert rendered.returncode == 0, rendered.stderr[-2000:]
+    assert outputs.read_text() == "platform=linux/amd64\n"  # the lock's arch, for the build
     dockerfile = (project / "ctx" / "Dockerfile").read_text()
     assert f"pip install --no-cache-dir /opt/cannbuild-wheel/{wheels[0].name}" in dockerfile
     assert (project / "ctx" / "cannbuild-wheel" / wheels[0].name).read_bytes() == first
