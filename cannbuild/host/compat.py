@@ -14,7 +14,15 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from msgspec import Struct
 
-from .published import NpuPairing, Source, npu_pairings, python_pairings, read, releases
+from .published import (  # torch_release: what compat's callers name
+    NpuPairing,
+    Source,
+    npu_pairings,
+    python_pairings,
+    read,
+    releases,
+    torch_release,
+)
 from .versions import CannVersion, DriverVersion, parse_driver_version
 
 # A release train inside an `innerversion` / `Innerversion` value: `V100R001C23SPC002B212` ->
@@ -98,13 +106,6 @@ def base_version(version: str) -> str:
     text = version.split("+", 1)[0]
     text = re.sub(r"\.dev\d*$", "", text)
     return text
-
-
-def torch_release(version: str) -> str:
-    """`2.7.1.post2` / `2.7.1+cpu` / `2.12.0rc1` -> `2.7.1`, `2.12.0`: the torch release of a
-    torch or torch_npu line (torch_npu's release candidates are built for torch's release)."""
-    found = re.match(r"\d+(?:\.\d+){0,2}", version.strip())
-    return found.group(0) if found else version
 
 
 def _line(version: str) -> str:

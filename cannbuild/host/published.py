@@ -122,15 +122,17 @@ def families(cwd: Optional[Path] = None) -> Tuple[Family, ...]:
     return tuple(fam for f in read(cwd) for fam in f.family)
 
 
-def _torch_of(torch_npu: str) -> str:
-    """`2.7.1.post2`, `2.7.1.dev20250724` -> `2.7.1`: the torch a torch_npu is built for."""
-    found = re.match(r"\d+(?:\.\d+){0,2}", torch_npu)
-    return found.group(0) if found else torch_npu
+def torch_release(version: str) -> str:
+    """`2.7.1.post2` / `2.7.1+cpu` / `2.12.0rc1` / `2.7.1.dev20250724` -> `2.7.1`, `2.12.0`:
+    the torch release of a torch or torch_npu line (what a torch_npu, its release
+    candidates and dev wheels included, is built for)."""
+    found = re.match(r"\d+(?:\.\d+){0,2}", version.strip())
+    return found.group(0) if found else version
 
 
 def npu_pairings(cwd: Optional[Path] = None) -> Tuple[NpuPairing, ...]:
     return tuple(
-        NpuPairing(torch_npu=npu, torch=_torch_of(npu), cann=cann, source=src, cite=cite)
+        NpuPairing(torch_npu=npu, torch=torch_release(npu), cann=cann, source=src, cite=cite)
         for f in read(cwd)
         for src in f.source.values()
         for cann, npu, cite in src.torch_npu
