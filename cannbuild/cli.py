@@ -248,7 +248,7 @@ class CannbuildProgram(Program):
         for context in self.tasks:
             for arg in context.positional_args:
                 value = arg.value
-                if isinstance(value, str) and re.match(r"--?[A-Za-z]", value):
+                if isinstance(value, str) and _OPTION.match(value):
                     word = value.split("=", 1)[0]
                     raise _Usage(
                         f"{context.name} does not take '{word}'", word, context.flag_names()
@@ -379,6 +379,10 @@ class CannbuildProgram(Program):
         print("\n".join(lines))
 
 
+# a word shaped like an option (`--jsn`, `-x`), not a value such as `-3` or `-`
+_OPTION = re.compile(r"--?[A-Za-z]")
+
+
 class _Usage(ParseError):
     """A usage error found past invoke's parser, with the words it may have meant."""
 
@@ -408,7 +412,7 @@ def _unknown_option(
     names = {*context.flag_names(), *core}
     for token in _task_words(argv, context, tasks):
         flag = token.split("=", 1)[0]
-        if re.match(r"--?[A-Za-z]", flag) and flag not in names:
+        if _OPTION.match(flag) and flag not in names:
             return flag
     return ""
 

@@ -40,7 +40,7 @@ from ..render.templates import file_env
 from ..resources import data_dir
 from ..self_install import install_requirement, installed_wheel, source_files
 from ..sources.lock import Lock, read_lock, write_lock
-from .engine import CACHE_SECRET_ID, PLATFORMS, SECRET_ID, build_command
+from .engine import CACHE_SECRET_ID, SECRET_ID, build_command, platform_of
 from .engine import build as engine_build
 
 IMAGE_REPO = "quay.io/ascend/cann"
@@ -376,7 +376,7 @@ def render_context(
             ),
             # the lock's arch as BuildKit names it, for a CI job to pass as --platform (a lock
             # made on a Kunpeng host builds aarch64 packages); .dockerignore keeps it out
-            PLATFORM_FILE: PLATFORMS.get(lock.arch, f"linux/{lock.arch}") + "\n",
+            PLATFORM_FILE: platform_of(lock.arch) + "\n",
             "cannbuild.lock": read_text(lock_file, LOCK),
         }
         for name, text in files.items():

@@ -27,6 +27,11 @@ CACHE_SECRET_ID = "cannbuild-cache-remote"  # the shared ccache remote's URL
 PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 
 
+def platform_of(arch: str) -> str:
+    """BuildKit's `--platform` for a lock's arch."""
+    return PLATFORMS.get(arch, f"linux/{arch}")
+
+
 def build_command(
     engine: str,
     context: Path,
@@ -44,7 +49,7 @@ def build_command(
         else ["docker", "buildx", "build"]
     )
     argv = [
-        *head, "--platform", PLATFORMS.get(arch, f"linux/{arch}"),
+        *head, "--platform", platform_of(arch),
         "--target", "export", "--output", f"type=local,dest={dest}",
         # The mirror map reaches the build as a secret: its URLs may hold credentials, which a
         # build-arg would leave in the image history.
