@@ -196,10 +196,20 @@ def _record_attempt(session: Session, run_id: str, command: str, **fields: objec
     write_json_atomic(session.ws.reports / ATTEMPT_FILE, record)
 
 
-def _record_end(session: Session, run_id: str, command: str, failed: Optional[str]) -> None:
+def _record_end(
+    session: Session,
+    run_id: str,
+    command: str,
+    failed: Optional[str],
+    status: Optional[str] = None,
+    **detail: str,
+) -> None:
+    """The attempt's end: `status` (else failed or ok by `failed`, the step) and a detail."""
     finished = time.strftime("%Y-%m-%d %H:%M:%S")
-    status = "failed" if failed else "ok"
-    _record_attempt(session, run_id, command, finished=finished, status=status, failed_step=failed)
+    status = status or ("failed" if failed else "ok")
+    _record_attempt(
+        session, run_id, command, finished=finished, status=status, failed_step=failed, **detail
+    )
 
 
 def _build_record(
@@ -339,15 +349,7 @@ def _reported(
         )
         with contextlib.suppress(CannbuildError, OSError):
             if watched is not None:
-                _record_attempt(
-                    session,
-                    run_id,
-                    command,
-                    finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-                    status=status,
-                    failed_step=watched.running,
-                    detail=detail,
-                )
+                _record_end(session, run_id, command, watched.running, status, detail=detail)
             _write_report(session, run_id, command, error=error, cache=cache)
         raise
 
