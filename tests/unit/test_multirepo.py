@@ -18,7 +18,7 @@ from cannbuild.build.plan import NOT_SELECTED, PlannedStep
 from cannbuild.build.session import locking_session
 from cannbuild.build.steps import make_plan
 from cannbuild.container.context import ContainerSpec, render_context
-from cannbuild.errors import UsageError
+from cannbuild.errors import UsageError, ValidationFailed
 from cannbuild.options import resolve_options
 from cannbuild.recipes import StepSpec, load_recipe
 from cannbuild.recipes.selection import ops_by_repo, select_repos
@@ -34,6 +34,7 @@ from cannbuild.validate import (
     ValidationSummary,
     run_validation,
 )
+from cannbuild.validate.verdict import check_verdict
 
 from clirun import cannbuild
 from lockdata import sample_lock
@@ -533,6 +534,18 @@ def test_the_verdict_is_pass_only_when_every_repos_numeric_check_passed():
     assert [r["repo"] for r in data["repos"]] == ["ops-math", "ops-nn"]
     assert data["repos"][1]["check"] == "ops-nn.swi_glu" and data["status"] == "FAIL"
     assert ValidationSummary(reports=[]).status == "SKIPPED"
+
+
+def test_require_device_turns_skipped_into_exit_5_and_fail_is_exit_5_either_way():
+    with pytest.raises(ValidationFailed) as raised:
+        check_verdict({"status": "SKIPPED", "reason": "no NPU"}, True)
+    assert raised.value.exit_code == 5
+    assert "--require-device" in raised.value.paragraph() and "no NPU" in raised.value.paragraph()
+    assert check_verdict({"status": "SKIPPED", "reason": "no NPU"}, False) is None
+    assert check_verdict({"status": "PASS"}, True) is None
+    for require_device in (True, False):
+        with pytest.raises(ValidationFailed):
+            check_verdict({"status": "FAIL"}, require_device)
 
 
 def test_a_check_name_cannbuild_does_not_have_is_a_failed_check_naming_the_known_ones(tmp_path):

@@ -61,6 +61,33 @@ def test_a_wrong_softmax_scale_fails_with_figures(torch):
     assert result.mismatches and {"index", "got", "want"} <= set(result.mismatches[0])
 
 
+def test_one_wrong_element_fails(torch):
+    """The bound holds for every element, not on average: a kernel wrong in one place."""
+    tensors, out, mx, sm = reference_outputs(torch, CASE)
+    out = out.clone()
+    out.view(-1)[123] += 0.5
+    result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
+    assert result.status == "FAIL"
+    assert "exceeds the bound" in result.message
+
+
+def test_an_fp32_output_rounded_to_bf16_fails_and_the_exact_one_passes(torch):
+    """Each dtype has its own bound: fp32 output that lost precision to bf16 rounding fails."""
+    case = next(c for c in cases.CASES if c.name == "fp32_bsh_s128_d64_gqa")
+    tensors = cases.make_inputs(case)
+    expected = cases.reference(case, tensors)
+
+    def bsh(t):
+        return t.permute(0, 2, 1, 3).reshape(case.B, case.S, case.N1 * case.D)
+
+    exact = cases.judge(case, tensors, bsh(expected.out.float()), None, None, 1.0, expected)
+    assert exact.status == "PASS", exact.message
+    rounded = bsh(expected.out.to(torch.bfloat16).float())
+    result = cases.judge(case, tensors, rounded, None, None, 1.0, expected)
+    assert result.status == "FAIL"
+    assert "exceeds the bound" in result.message
+
+
 def test_a_single_nan_fails_and_is_located(torch):
     tensors, out, mx, sm = reference_outputs(torch, CASE, nan=True)
     result = cases.judge(CASE, tensors, out, mx, sm, 1.0)
