@@ -53,6 +53,22 @@ def test_published_driver_pairings(cann, driver, ok):
     assert compat.driver_verdict(parse_cann_version(cann), parse_driver_version(driver)).ok is ok
 
 
+@pytest.mark.parametrize(
+    "driver,ok",
+    [
+        ("24.1.rc1", True),  # the floor itself (recipes/facts/8.0.toml: HDK >= 24.1.RC1)
+        ("24.1.rc3.7", True),
+        ("25.5.1", True),
+        ("23.0.3", False),
+        ("24.1.T5", False),  # an internal build is no published HDK
+    ],
+)
+def test_a_published_floor_takes_the_floor_and_later_drivers(driver, ok):
+    verdict = compat.driver_verdict(parse_cann_version("8.0.RC1"), parse_driver_version(driver))
+    assert verdict.ok is ok
+    assert "HDK >= 24.1.RC1" in verdict.detail
+
+
 def test_unpublished_pairing_falls_back_to_release_trains():
     # CANN 8.3.RC2 has no table row; its train C23 is in the 25.3.rc1 driver's list
     v = compat.driver_verdict(

@@ -1,7 +1,7 @@
 from cannbuild.host.hardware import detect_hardware
 from cannbuild.host.sysroot import Sysroot
 
-from hosttree import clean_env
+from hosttree import FIXTURES, clean_env
 
 
 def detect(tree):
@@ -68,3 +68,21 @@ def test_npu_smi_on_host_path_is_ignored_under_a_sysroot(tree, tmp_path):
     env = clean_env(PATH=f"{fake_bin}:/usr/bin:/bin")
     hw = detect_hardware(Sysroot.at(tree.root), env)
     assert hw.npu_smi is None
+
+
+def test_an_a3_npu_with_one_critical_die_is_critical(tree, tmp_path):
+    """An A3 NPU is two dies: its health is its worst die's, wherever that die stands."""
+    captured = (FIXTURES / "a3-npu-smi-info-idle-cann8.2.txt").read_text().splitlines()
+    second_die = [i for i, line in enumerate(captured) if line.startswith("| 0     Ascend910")][1]
+    captured[second_die] = captured[second_die].replace("| OK            |", "| Critical      |")
+    info = tmp_path / "info.txt"
+    info.write_text("\n".join(captured) + "\n")
+    board = FIXTURES / "a3-npu-smi-board-chip.txt"
+    tree.pci("d803", 16)
+    tree.npu_smi(
+        None,
+        body=f'#!/bin/sh\nif [ "$1 $2" = "info -t" ]; then cat "{board}"; exit 0; fi\ncat "{info}"\n',
+    )
+    health = dict(detect(tree).health)
+    assert health[0] == "Critical"
+    assert set(health.values()) == {"OK", "Critical"}

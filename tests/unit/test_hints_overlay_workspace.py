@@ -145,6 +145,38 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path):
     write_atomic(target, b"{}")
     assert target.read_bytes() == b"{}"
     assert [p.name for p in tmp_path.iterdir()] == ["stamp.json"]
+    with open(target, "rb") as reader:  # opened before: it reads the old file whole
+        write_atomic(target, b'{"step": "new"}')
+        assert reader.read() == b"{}"
+    assert target.read_bytes() == b'{"step": "new"}'
+
+
+# A write cut short as a full disk or a quota cuts it: the file-size limit makes write(2)
+# fail with EFBIG (SIGXFSZ ignored), in a child so the limit stays there.
+_CUT_SHORT = """
+import resource, signal, sys
+from pathlib import Path
+from cannbuild.workspace import write_atomic
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+try:
+    write_atomic(Path(sys.argv[1]), b"new" * 1000)
+except OSError as exc:
+    print(exc.errno)
+"""
+
+
+def test_an_atomic_write_cut_short_leaves_the_old_file_and_no_temp(tmp_path: Path):
+    import errno
+
+    from warmcli import python_c
+
+    target = tmp_path / "stamp.json"
+    write_atomic(target, b"old")
+    proc = python_c(_CUT_SHORT, str(target), timeout=60)
+    assert proc.stdout.strip() == str(errno.EFBIG), proc.stderr
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["stamp.json"]
 
 
 def test_atomic_write_gives_the_mode_the_umask_allows(tmp_path: Path):

@@ -55,9 +55,17 @@ def premarker(root: Path) -> Path:
         {"src/mine/main.c": "int main(void) { return 0; }"},
         {"cache/pip/x.whl": "wheel", "stage/README": "mine"},
         {"stamps/collection.json": '{"stamp": "Penny Black"}'},
+        {"stamps/deploy.json": '{"step": "deploy", "status": "done"}'},
         {".lock.info": '{"pid": 1}'},
     ],
-    ids=["logs", "src", "cache+stage", "foreign-stamp", "foreign-lock-record"],
+    ids=[
+        "logs",
+        "src",
+        "cache+stage",
+        "foreign-stamp",
+        "foreign-step-stamp",
+        "foreign-lock-record",
+    ],
 )
 def test_a_folder_using_cannbuilds_names_without_its_evidence_is_refused(tmp_path, theirs):
     folder = tmp_path / "project"

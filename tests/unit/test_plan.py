@@ -3,6 +3,7 @@ what --force and --with-step do, what a failed step leaves unplanned."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import List
 
@@ -162,6 +163,19 @@ def test_a_package_that_is_gone_or_changed_reruns_its_step(recipe, tmp_path):
     )
     package.unlink()
     assert walk(recipe, ctx, ws, ("build",))[0].reason == "its output lib-ascend910b.run is gone"
+
+
+def test_a_package_rewritten_at_the_same_size_reruns_its_step(recipe, tmp_path):
+    ws = Workspace(root=tmp_path / "ws")
+    ctx = context(recipe, ws)
+    build_all(recipe, ws, ctx)
+    package = ws.checkout("lib") / "out" / "lib-ascend910b.run"
+    st = package.stat()
+    package.write_bytes(b"x" * st.st_size)  # the same length: only the mtime tells
+    os.utime(package, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert walk(recipe, ctx, ws, ("build",))[0].reason == (
+        "its output lib-ascend910b.run was changed since it was built"
+    )
 
 
 def test_force_reruns_one_step_and_an_unknown_step_is_refused(recipe, tmp_path):
