@@ -43,7 +43,10 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # characters), then the value, read only after a NAME that says it is a secret (a value
 # read after `https:` would swallow the `?token=...` in it); a header's scheme
 # (Authorization: Bearer ***) is left to the header rule
-_NAMED = re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)(?P<sep>:\s*|=)")
+_NAMED = re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"']?(?P<sep>:\s*|=)")
+# ... a quoted value (`PASSWORD="a b"`, JSON's `"password": "x"`) is masked to its closing
+# quote, the quotes kept
+_QUOTED = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
 _VALUE = {
     # After `NAME:` the value ends at a blank, quote, comma or `}` (YAML, headers, JSON-ish text);
     # after `NAME=` at a blank, quote, `&` (the next query parameter) or `;` (the next shell
@@ -52,6 +55,11 @@ _VALUE = {
     "=": re.compile(r"(?!\*\*\*)[^\s&'\";]+"),
 }
 MASK = "***"
+# a command line's `--password VALUE`, `--api-key VALUE`, `--token VALUE` (docker login, curl)
+_OPTION_SECRET = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.-])(?P<option>--[A-Za-z0-9_-]*(?:token|password|passwd|secret|"
+    r"api[_-]?key|access[_-]?key))(?P<space>\s+)(?!\*\*\*|-)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
+)
 # git's configuration by environment (what `cannbuild.mirrors` sets for git inside the
 # builds): GIT_CONFIG_KEY_0 names a setting, `url.<mirror>.insteadOf`, not a key that is a
 # secret; its value is shown with the mirror's credentials redacted, as any text is.
@@ -76,6 +84,8 @@ def redact(text: str) -> str:
     if ":" in text or "=" in text:
         text = _TOKENS[0].sub(lambda m: f"{m.group(1)}***", text)
         text = _mask_named(text)
+    if "--" in text:
+        text = _OPTION_SECRET.sub(lambda m: f"{m['option']}{m['space']}{MASK}", text)
     if "gh" in text or "gl" in text or "github_pat" in text:
         text = _TOKENS[1].sub("***", text)
     return text
@@ -90,9 +100,11 @@ def _mask_named(text: str) -> str:
         # A name inside a value already masked is skipped.
         if head.start() < pos or not _named_secret_in_text(head["name"], head["sep"]):
             continue
-        value = _VALUE[head["sep"][0]].match(text, head.end())
+        quoted = _QUOTED.match(text, head.end())
+        value = quoted or _VALUE[head["sep"][0]].match(text, head.end())
         if value is not None:
-            parts += [text[pos : head.end()], MASK]
+            quote = value.group(0)[0] if quoted else ""
+            parts += [text[pos : head.end()], f"{quote}{MASK}{quote}"]
             pos = value.end()
     return "".join(parts) + text[pos:] if parts else text
 

@@ -302,7 +302,7 @@ def plan_step(
         "toolkit": dict(ctx.toolkit),
         "source": dict(ctx.sources.get(spec.repo, {})) if spec.repo else {},
         "upstream": upstream.outputs,
-        "hashed_env": dict(ctx.hashed_env),
+        "hashed_env": redact.fingerprint_env(ctx.hashed_env),
     }
     # `soc`, `ops`, `vendor_name`: only a step that declares one is rebuilt when it changes.
     for name in spec.inputs:

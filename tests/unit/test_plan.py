@@ -3,6 +3,7 @@ what --force and --with-step do, what a failed step leaves unplanned."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import List
@@ -176,6 +177,21 @@ def test_a_package_rewritten_at_the_same_size_reruns_its_step(recipe, tmp_path):
     assert walk(recipe, ctx, ws, ("build",))[0].reason == (
         "its output lib-ascend910b.run was changed since it was built"
     )
+
+
+def test_a_secret_in_the_hashed_environment_rebuilds_but_is_not_kept_in_the_stamp(recipe, tmp_path):
+    ws = Workspace(root=tmp_path / "ws")
+    first, second = (
+        walk(
+            recipe,
+            replace(context(recipe, ws), hashed_env={"CFLAGS": f"-DTOKEN={t}"}),
+            ws,
+            ("build",),
+        )
+        for t in ("tokPW000", "tokPW111")
+    )
+    assert "tokPW000" not in json.dumps(first[0].inputs)
+    assert first[0].input_hash != second[0].input_hash
 
 
 def test_force_reruns_one_step_and_an_unknown_step_is_refused(recipe, tmp_path):

@@ -59,6 +59,12 @@ def test_a_step_template_missing_a_value_names_the_recipe():
         ("export GITLAB_TOKEN=tok456", "tok456"),
         ("db_password: hunter2", "hunter2"),
         ("ssh://deploy:key789@host/repo.git", "key789"),
+        ('GITHUB_TOKEN="ghtok-quoted"', "ghtok-quoted"),
+        ('password: "hunter2-yaml"', "hunter2-yaml"),
+        ('config: {"password": "hunter2-json"}', "hunter2-json"),
+        ("export DB_PASSWORD='s3 cret'", "cret"),
+        ("docker login -u bob --password hunter2", "hunter2"),
+        ('curl --api-key "k 1" https://x', "k 1"),
     ],
 )
 def test_credentials_are_redacted(text, hidden):
