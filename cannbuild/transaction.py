@@ -395,16 +395,23 @@ def run_pipeline(
             with syncing_sources(session.source_request()) as sources:
                 for note in sources.notes:
                     progress.note(note)
-                result = run_steps(
-                    session,
-                    sources,
-                    env,
-                    request.phases,
-                    watched,
-                    run_id,
-                    cache=cache,
-                    before_first_run=validate_ahead,
-                )
+                try:
+                    result = run_steps(
+                        session,
+                        sources,
+                        env,
+                        request.phases,
+                        watched,
+                        run_id,
+                        cache=cache,
+                        before_first_run=validate_ahead,
+                    )
+                except BaseException:
+                    # an interrupted run remembers its target as a failed one does below:
+                    # a bare rerun resumes it on the same host, not on whatever / holds
+                    with contextlib.suppress(Exception):
+                        _remember(session, request.command)
+                    raise
                 state = None
                 if result.failed is not None:
                     # the lock is still written if every repo resolves; a fetch error here

@@ -209,6 +209,21 @@ def test_a_signal_stops_every_process_of_the_build_before_the_lock_is_released(
     assert again.returncode == 0 and "ops-transformer-build: done in" in again.stderr
 
 
+def test_a_first_run_stopped_mid_build_is_resumed_by_a_bare_rerun_on_the_same_host(cli):
+    """No build before: the interrupted run is the one that records the target (target.json),
+    so `build` with no flags resumes on the sandbox, not on the machine's own /."""
+    cache = cli.cmake_cache()
+    proc = cli.popen("build")
+    cli.wait_for_cmake(proc, cache)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "target:" in cli("status", sandbox=False).stdout
+    again = cli("build", sandbox=False)
+    assert again.returncode == 0, again.stderr
+    assert "ops-transformer-build: done in" in again.stderr
+
+
 def test_a_hang_up_ignored_at_start_does_not_stop_the_build(cli):
     """`nohup cannbuild build`: the terminal closing must not end the build."""
     assert cli("build").returncode == 0
