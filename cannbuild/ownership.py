@@ -118,6 +118,10 @@ def _made_by_cannbuild(folder: Path, kind: str) -> bool:
         ws = Workspace(root=folder)
         if toolchain.is_tool_memo(ws.tool_memo):
             return True
+        # `sandbox create` with no --dir makes .cannbuild/sandbox, marked, in a .cannbuild
+        # it does not mark: the workspace a later `setup --sandbox` takes
+        if owned(folder / "sandbox", "sandbox"):
+            return True
         try:
             stamps = sorted(ws.stamps.glob("*.json"))
         except OSError:

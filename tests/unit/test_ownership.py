@@ -101,6 +101,21 @@ def test_the_lock_record_of_an_interrupted_older_run_is_evidence_enough(tmp_path
     assert owned(root, "workspace")
 
 
+def test_a_workspace_holding_only_a_sandbox_cannbuild_made_is_taken(tmp_path):
+    """`sandbox create` with no --dir leaves .cannbuild/sandbox, marked, in an unmarked
+    .cannbuild: the workspace `setup --sandbox` takes next."""
+    record = '{"schema": 1, "variant": "A2", "cann": "8.5.0"}'
+    root = tmp_path / "made" / ".cannbuild"
+    (claim(root / "sandbox", "sandbox", "--dir") / "sandbox.json").write_text(record)
+    claim(root, "workspace", "--workspace")
+    assert owned(root, "workspace")
+    other = tmp_path / "theirs" / ".cannbuild"  # the same files without the sandbox's marker
+    (other / "sandbox").mkdir(parents=True)
+    (other / "sandbox" / "sandbox.json").write_text(record)
+    with pytest.raises(UsageError, match="nothing there shows cannbuild made it"):
+        claim(other, "workspace", "--workspace")
+
+
 def test_a_file_beside_cannbuilds_names_is_refused_even_with_evidence(tmp_path):
     root = premarker(tmp_path / "ws")
     (root / "thesis.tex").write_text("mine")
