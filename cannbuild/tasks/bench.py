@@ -100,6 +100,7 @@ def bench(
     dims = sh.parse_shapes(shapes) if shapes is not None else sh.default_dims()
     layouts = sh.parse_layouts(layout) if layout else ("BNSD",)
     seconds = _budget(budget)
+    given = sh.parse_dtypes(dtype) if dtype else None
     specs = bench_variants.parse_variants(variants, build_variant or [], Path.cwd())
     session = frame.session(builds=True)
     bench_run.check_torch()  # before a build it would not use
@@ -109,7 +110,7 @@ def bench(
             f"shapes per dtype for up to {seconds:g} s; {would_bring_up_to_date(session)}"
         )
     bring_up_to_date(session, frame.command, json)
-    dtypes = sh.parse_dtypes(dtype) if dtype else (("fp32",) if session.sandbox else ("fp16",))
+    dtypes = given or (("fp32",) if session.sandbox else ("fp16",))
     request = bench_run.BenchRequest(
         shapes=tuple(sh.sweep(dims, dtypes, layouts, causal)),
         settings=sweep.SweepSettings(budget_s=seconds, target_s=TARGET_S),

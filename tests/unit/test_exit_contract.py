@@ -245,6 +245,8 @@ def test_a_path_from_the_config_is_checked_like_the_flag():
         ["--shapes", "N8/0S128D64"],  # not N2=8
         ["--shapes", ""],  # not the default sweep
         ["--shapes", ","],
+        ["--dtype", "bogus"],  # before the workspace is brought up to date
+        ["--dtype", "bogus", "--dry-run"],
     ],
     ids=lambda a: " ".join(a) or "empty",
 )
