@@ -119,7 +119,7 @@ class CannbuildProgram(Program):
             binary="cannbuild",
             binary_names=list(binary_names) or ["cannbuild"],
         )
-        self.project = project or Path.cwd()
+        self.project = project or _cwd()
         self.relaxed: Set[str] = set()  # tasks whose optional positionals were left out
 
     def core_args(self) -> List[Argument]:
@@ -190,6 +190,12 @@ class CannbuildProgram(Program):
             self.parse_collection()
             self.parse_tasks()
             self.parse_cleanup()
+            if self.project is None:  # --help and --version answered above without one
+                raise UsageError(
+                    "the current folder no longer exists (it was removed or renamed after "
+                    "the shell entered it).",
+                    "cd to a folder that exists and run the command again.",
+                )
             self.config = load_config(self.args.config.value, self.project, os.environ)
             self.execute()
         except ParseError as exc:
@@ -523,6 +529,14 @@ def _say(paragraph: str) -> None:
     from .redact import redact  # a run that says nothing wrong never loads its patterns
 
     sys.stderr.write(redact(paragraph) + "\n")
+
+
+def _cwd() -> Optional[Path]:
+    """The current folder; None where it was removed after the shell entered it."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        return None
 
 
 def main(argv: Optional[Sequence[str]] = None, project: Optional[Path] = None) -> NoReturn:

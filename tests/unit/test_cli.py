@@ -368,3 +368,31 @@ def test_completion_is_invokes_own_over_cannbuilds_tasks(capsys, monkeypatch):
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+# the shell's folder removed under it (`rm -rf` of the build folder from another terminal)
+_IN_A_REMOVED_FOLDER = """
+import os, sys
+os.chdir(sys.argv[1])
+os.rmdir(sys.argv[1])
+from cannbuild.cli import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize(
+    "args, code", [(["--help"], 0), (["--version"], 0), (["status"], 2), (["doctor"], 2)]
+)
+def test_help_and_version_answer_in_a_removed_folder_and_a_task_says_why_it_cannot(
+    tmp_path, args, code
+):
+    from warmcli import python_c
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    proc = python_c(_IN_A_REMOVED_FOLDER, str(gone), *args, timeout=60)
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    if code:
+        assert "the current folder no longer exists" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
