@@ -7,6 +7,7 @@ routes agree on every file format and merge rule; each file is checked first
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
@@ -96,6 +97,13 @@ def check_config_file(path: Path, what: str) -> None:
             f"{_EXPANDED} with its aliases expanded.",
             "A config holds a few `cannbuild:` keys: write the values out instead.",
         )
+    repeated = _json_repeated(data) if path.suffix == ".json" else _yaml_repeated(data)
+    if repeated:
+        raise UsageError(
+            f"{what} {path} sets {repeated}: invoke keeps the last one and drops the "
+            "other without a word.",
+            "Keep one of them (two `cannbuild:` sections: merge them into one).",
+        )
 
 
 _EXPANDED = f"{MAX_CONFIG_EXPANDED >> 20} M characters"
@@ -145,6 +153,62 @@ def _yaml_shape(data: bytes) -> Optional[str]:
     except yaml.YAMLError:
         return None
     return None
+
+
+def _yaml_repeated(data: bytes) -> Optional[str]:
+    """The first key a mapping of the document sets twice, with both lines; None if none
+    is (or the YAML does not parse: invoke's loader words that).  `<<` merges are left
+    to YAML."""
+    keys: List[Optional[Dict[str, int]]] = []  # per open collection: a mapping's keys
+    expect_key: List[bool] = []
+    try:
+        for event in yaml.parse(data, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                keys.append({} if isinstance(event, yaml.MappingStartEvent) else None)
+                expect_key.append(True)
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                keys.pop()
+                expect_key.pop()
+            elif isinstance(event, yaml.ScalarEvent):
+                seen = keys[-1] if keys and expect_key[-1] else None
+                if seen is not None and event.value != "<<":
+                    line = event.start_mark.line + 1
+                    if event.value in seen:
+                        return f"'{event.value}' twice (lines {seen[event.value]} and {line})"
+                    seen[event.value] = line
+            elif not isinstance(event, yaml.AliasEvent):
+                continue
+            if keys and keys[-1] is not None:  # a key or a value ended: the other comes next
+                expect_key[-1] = not expect_key[-1]
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+def _json_repeated(data: bytes) -> Optional[str]:
+    """The first key an object of the file sets twice; None if none is (or it does not
+    parse: invoke's loader words that)."""
+
+    def pairs(items: List[Any]) -> Dict[str, Any]:
+        seen: Dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                raise _Repeated(key)
+            seen[key] = value
+        return seen
+
+    try:
+        json.loads(data, object_pairs_hook=pairs)
+    except _Repeated as exc:
+        return f"'{exc.args[0]}' twice in one object"
+    except ValueError:
+        return None
+    return None
+
+
+class _Repeated(Exception):
+    pass
 
 
 # a JSON string (its brackets are text), then any bracket outside one

@@ -102,6 +102,22 @@ def test_a_config_with_a_few_aliases_or_brackets_in_strings_is_still_read(name, 
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.parametrize(
+    "name, text, named",
+    [
+        ("twice.yaml", "cannbuild:\n  soc: bogus\n  soc: A3\n", "'soc' twice (lines 2 and 3)"),
+        ("sections.yaml", "cannbuild:\n  soc: A3\ncannbuild:\n  jobs: 3\n", "'cannbuild' twice"),
+        ("twice.json", '{"cannbuild": {"soc": "A3"}, "cannbuild": {}}', "'cannbuild' twice"),
+    ],
+)
+def test_a_key_set_twice_in_a_config_is_refused_naming_it(name, text, named, tmp_path):
+    """invoke's loader keeps the last value without a word: `soc: A3` under a second
+    `cannbuild:` would silently drop every key of the first."""
+    (tmp_path / name).write_text(text)
+    proc = cannbuild("--config", name, "status", "-w", "ws", cwd=tmp_path, timeout=HANG_GUARD)
+    refused_once(proc, name, named)
+
+
 # --- TOML nested past the parser's recursion ----------------------------------------------
 
 DEEP_TOML = {
