@@ -199,6 +199,8 @@ def _json_repeated(data: bytes) -> Optional[str]:
         return seen
 
     try:
+        # the stdlib's hook sees each object's pairs (msgspec keeps the last of two)
+        # bounded: bytes read_bytes read, nested at most MAX_CONFIG_DEPTH (_json_shape)
         json.loads(data, object_pairs_hook=pairs)
     except _Repeated as exc:
         return f"'{exc.args[0]}' twice in one object"
