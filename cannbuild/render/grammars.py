@@ -14,6 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import UsageError
 from ..host.versions import parse_cann_version
+from ..redact import redact
 
 # An image reference as docker and podman parse it (the distribution reference grammar,
 # github.com/distribution/reference regexp.go): [registry[:port]/]path[:tag][@digest], path
@@ -60,6 +61,14 @@ def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
             Requirement(spec)
         except InvalidRequirement as exc:
             problem = str(exc).splitlines()[0]
+    if not problem and redact(spec) != spec:
+        raise UsageError(
+            f"{flag} {redact(spec)!r} holds a credential (a user:password or a token in its "
+            "URL): it would be written into the rendered files, which are committed, and "
+            "into their build logs.",
+            "Pass the URL without it, and give pip the credential from the CI's secrets "
+            "(a masked variable such as PIP_INDEX_URL, a netrc, or a git credential helper).",
+        )
     if problem:
         raise UsageError(
             f"{flag} {spec!r} is not a pip requirement ({problem}).",

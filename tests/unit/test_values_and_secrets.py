@@ -339,13 +339,14 @@ def lock_project(tmp_path: Path) -> Path:
         (["--base", "debian:12@sha256:" + "a" * 63], "--base"),
         (["--cannbuild-spec", "cannbuild==1.0\nRUN echo injected"], "--cannbuild-spec"),
         (["--cannbuild-spec", "cannbuild; rm -rf /"], "--cannbuild-spec"),
+        (["--cannbuild-spec", "cannbuild @ https://host/cannbuild-1.0-py3-none-any.whl?token=tokSECRET99"], "--cannbuild-spec"),
         (["--cann", "8.5.0\nRUN echo injected"], "--cann"),
         (["--os", "ubuntu22.04\nRUN x"], "--os"),
         (["--python", "3.11 AS y"], "--python"),
         (["--base-digest", "sha256:" + "a" * 64 + "\nRUN x"], "--base-digest"),
     ],
     ids=["base-newline", "base-as", "base-upper", "base-short-digest", "spec-newline",
-         "spec-shell", "cann-newline", "os-newline", "python-as", "digest-newline"],
+         "spec-shell", "spec-token", "cann-newline", "os-newline", "python-as", "digest-newline"],
 )  # fmt: skip
 def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(lock_project, flags, named):
     before = snapshot(lock_project)
@@ -364,9 +365,10 @@ def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(lock_projec
         (["--cannbuild-spec", ""], "--cannbuild-spec"),
         (["--npu-label", "ascend-npu\n  injected: true"], "--npu-label"),
         (["--npu-label", "a b"], "--npu-label"),
+        (["--cannbuild-spec", f"cannbuild @ git+https://bob:tokSECRET99@git.example/c.git@{'a' * 40}"], "--cannbuild-spec"),
     ],
-    ids=["spec-newline", "spec-empty", "label-newline", "label-space"],
-)
+    ids=["spec-newline", "spec-empty", "label-newline", "label-space", "spec-credential"],
+)  # fmt: skip
 def test_a_flag_value_that_would_break_the_workflow_is_refused(tmp_path, flags, named):
     project = tmp_path / "project"
     project.mkdir()
@@ -375,6 +377,7 @@ def test_a_flag_value_that_would_break_the_workflow_is_refused(tmp_path, flags, 
     proc = cannbuild("ci", "--provider", "github", *flags, cwd=project, timeout=HOSTILE_RUN)
     refused(proc, named)
     assert snapshot(project) == before
+    assert "tokSECRET99" not in proc.stdout + proc.stderr  # the refusal names it redacted
 
 
 @pytest.mark.parametrize(
