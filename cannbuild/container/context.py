@@ -310,9 +310,10 @@ def render_context(
     )
     templates = file_env(data_dir("templates") / "container")
     root = data_dir("templates").parent
-    sources = source_files(root)
-    # an installed cannbuild: --cannbuild-spec, else the wheel it was installed from (a CI
-    # job's committed wheel), else the VCS requirement pip recorded, else nothing
+    # --cannbuild-spec, where given, even in a checkout; else the checkout's own sources;
+    # an installed cannbuild: the wheel it was installed from (a CI job's committed
+    # wheel), else the VCS requirement pip recorded, else nothing
+    sources = source_files(root) if spec.cannbuild_spec is None else None
     wheel = installed_wheel() if sources is None and spec.cannbuild_spec is None else None
     install = (
         install_requirement(spec.cannbuild_spec) if sources is None and wheel is None else None

@@ -66,6 +66,14 @@ def test_the_same_lock_renders_byte_identical_contexts(tmp_path, lock_file):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
 
 
+def test_a_cannbuild_spec_given_in_a_checkout_is_what_the_image_installs(tmp_path, lock_file):
+    ctx = render(tmp_path, lock_file, cannbuild_spec="cannbuild==1.2.0")
+    dockerfile = (ctx / "Dockerfile").read_text()
+    assert "RUN python3 -m pip install --no-cache-dir cannbuild==1.2.0" in dockerfile
+    assert "cannbuild-src" not in dockerfile and not (ctx / "cannbuild-src").exists()
+    assert "COPY cannbuild-src/" in (render(tmp_path, lock_file, "own") / "Dockerfile").read_text()
+
+
 def test_dockerfile_stages_args_mounts_and_labels(tmp_path, lock_file):
     parser = DockerfileParser(path=str(render(tmp_path, lock_file) / "Dockerfile"))
     froms = [i["value"] for i in parser.structure if i["instruction"] == "FROM"]
