@@ -14,6 +14,7 @@ any build starts (`requirement_checks` for doctor, plan and the session;
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import os
 import re
@@ -255,9 +256,37 @@ def _found(home: Path, dirs: Sequence[str], names: Sequence[str], arch: str) -> 
     return None
 
 
+def ships_op(checkout: Path, op: str) -> bool:
+    """Whether a checkout has an operator folder `<category>/<op>` (the layout of every ops
+    repo: math/segsum, attention/flash_attention_score)."""
+    try:
+        return any(p.is_dir() for p in checkout.glob(f"*/{op}"))
+    except OSError:
+        return False
+
+
+def _unknown_op_row(n: StepNeeds, op: str) -> Check:
+    """A selected operator the checkout has no folder for (a misspelt --ops): the build
+    would compile none of it and package whatever the repo builds by default."""
+    try:
+        names = sorted({p.name for p in n.checkout.glob("*/*") if p.is_dir()})
+    except OSError:
+        names = []
+    close = difflib.get_close_matches(op, names, n=3)
+    return Check(
+        id=f"recipe.derived.ops.{n.step}",
+        status=FAIL,
+        detail=f"{n.step}: {n.derived.repo} at {n.derived.commit[:12]} has no operator folder "
+        f"<category>/{op} for the operator {op!r} (--ops)",
+        hint=(f"Did you mean {' or '.join(close)}? " if close else "")
+        + "--ops takes operators by their folder name in the repo, e.g. flash_attention_score.",
+        blocking=True,
+    )
+
+
 def _step_rows(n: StepNeeds, home: Path, arch: str) -> List[Check]:
     d = n.derived
-    rows: List[Check] = []
+    rows: List[Check] = [_unknown_op_row(n, op) for op in d.ops if not ships_op(n.checkout, op)]
     elsewhere: List[str] = []
     optional: List[str] = []
     provided = 0

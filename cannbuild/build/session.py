@@ -30,7 +30,7 @@ from ..recipes import Recipe, select_recipe, trains_building
 from ..recipes.selection import for_host, ops_by_repo, select_repos
 from ..workspace import Workspace
 from .compile_cache import ccache_check
-from .derived import refuse_blocking
+from .derived import refuse_blocking, ships_op
 from .overlay import overlay_env
 from .plan import idle_repos
 from .requirements import requirement_checks
@@ -372,15 +372,6 @@ def build_context(
         ops_train=ops.train,
         repos=repos,
     )
-
-
-def ships_op(checkout: Path, op: str) -> bool:
-    """Whether a checkout has an operator folder `<category>/<op>` (the layout of every ops
-    repo: math/segsum, attention/flash_attention_score)."""
-    try:
-        return any(p.is_dir() for p in checkout.glob(f"*/{op}"))
-    except OSError:
-        return False
 
 
 def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:

@@ -241,12 +241,14 @@ def toolkit(root: Path, arch: str = "x86_64") -> Path:
     return files(root, texts)
 
 
-def needs_of(checkout: Path, memo: Path, step: str = "ops-transformer-build") -> StepNeeds:
+def needs_of(
+    checkout: Path, memo: Path, step: str = "ops-transformer-build", ops=("fa",)
+) -> StepNeeds:
     derived, cached = derive(
         repo="ops-transformer",
         checkout=checkout,
         commit=COMMIT,
-        ops=["fa"],
+        ops=list(ops),
         opbase=checkout / "third_party/opbase",
         opbase_commit=OPBASE_COMMIT,
         memo=memo,
@@ -267,6 +269,16 @@ def test_a_toolkit_with_everything_passes_with_one_summary_row(checkout, tmp_pat
     assert [(r.id, r.status) for r in rows] == [("recipe.derived.ops-transformer-build", "pass")]
     assert "7 toolkit headers fa and the common code include" in rows[0].detail
     assert "the 5 lookups of 3 find_package modules" in rows[0].detail
+
+
+def test_an_operator_the_checkout_has_no_folder_for_fails_with_the_close_names(checkout, tmp_path):
+    home = toolkit(tmp_path / "cann")
+    needs = needs_of(checkout, tmp_path / "memo", ops=("fa", "faa", "nosuchop"))
+    rows = [r for r in derived_checks([needs], [], home, "x86_64") if ".ops." in r.id]
+    assert [r.status for r in rows] == ["fail", "fail"] and all(r.blocking for r in rows)
+    assert "no operator folder <category>/faa" in rows[0].detail
+    assert "Did you mean fa?" in rows[0].hint
+    assert "'nosuchop'" in rows[1].detail and "Did you mean" not in rows[1].hint
 
 
 def test_a_missing_header_fails_naming_it_its_package_and_the_file_that_includes_it(
