@@ -477,6 +477,14 @@ def sources(
         where = _given(name, cli, env, checked, spelled)
         if where is not None:
             found[name] = (where[0], _coerce(name, where[1], where[0]))
+    if "sysroot" in found and not found["sysroot"][1].is_dir():
+        said, root = found["sysroot"]
+        raise UsageError(
+            f"{said} {root} is not a folder: the host it names would be read as one with "
+            "nothing installed.",
+            "Pass the root of a host tree (a sandbox's sysroot, a mounted image), or leave "
+            "it out to read this machine.",
+        )
     return found
 
 

@@ -90,6 +90,8 @@ def refused(args: Sequence[str], cwd: Path, code: int) -> None:
         ["--dry", "build"],  # invoke's own --dry would have been ignored: a build would run
         ["doctor", "--", "extra"],
         ["--config", "/nonexistent/ci.yaml", "status"],  # --config missing file
+        ["doctor", "--sysroot", "/nonexistent/root"],  # read as a host with nothing on it
+        ["doctor", "--sysroot", "notes.txt"],
     ],
     ids=lambda a: " ".join(a),
 )
