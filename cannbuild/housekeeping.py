@@ -16,6 +16,7 @@ from msgspec import Struct
 from . import vendors as vendors_mod
 from .bounded import ATTEMPT, STAMP, read_state
 from .decoded import JSONObject, JSONValue, to_plain
+from .errors import UsageError
 from .lazy import lazy_module
 from .ownership import remove_inside
 from .proc import pid_alive
@@ -240,7 +241,12 @@ def workspace_status(
     each only as far as the files behind it are still there, and marked stale where it
     was made for another SoC (`soc`, else the remembered `target`'s, else the lock's),
     toolkit or commit than the lock's.  A lock that cannot be read is an error (exit 2),
-    not "no lock yet"."""
+    not "no lock yet"; so is a workspace path that is a file or a device."""
+    if root.exists() and not root.is_dir():
+        raise UsageError(
+            f"--workspace {root} is not a folder (a file or a device), so it holds no workspace.",
+            "Pass the workspace folder (.cannbuild in the folder a build ran in).",
+        )
     ws = Workspace(root=root)
     lock = lockfile.read_lock(lock_file)
     steps = []

@@ -92,6 +92,8 @@ def refused(args: Sequence[str], cwd: Path, code: int) -> None:
         ["--config", "/nonexistent/ci.yaml", "status"],  # --config missing file
         ["doctor", "--sysroot", "/nonexistent/root"],  # read as a host with nothing on it
         ["doctor", "--sysroot", "notes.txt"],
+        ["status", "-w", "notes.txt"],  # not "does not exist yet"
+        ["status", "-w", "/dev/null", "--json"],
     ],
     ids=lambda a: " ".join(a),
 )
