@@ -285,7 +285,15 @@ def _size(path: Path) -> int:
     return total
 
 
-def check_writable(path: Path, what: str) -> Path:
+# the lock's path may be the default, set by no flag: named so either way
+LOCK_WHAT = "the lock file"
+LOCK_HINT = (
+    "Pass --lock-file (and -w/--workspace: a --sandbox run keeps its lock there) in a folder "
+    "you can write to."
+)
+
+
+def check_writable(path: Path, what: str, hint: str = "") -> Path:
     """Refuse up front (exit 11) a file cannbuild will write (a lock, a bundle, a
     workflow) whose folder it cannot write, and a link there (exit 2): found after an hour's build, it would lose
     the result.  The nearest folder that exists is tried with a real file, created and
@@ -310,7 +318,7 @@ def check_writable(path: Path, what: str) -> Path:
     if path.exists() and not os.access(path, os.W_OK):
         raise StorageError(
             f"{what} {path} cannot be written: it is read-only or not yours.",
-            f"Pass {what} in a folder you can write to.",
+            hint or f"Pass {what} in a folder you can write to.",
         )
     try:
         handle, name = tempfile.mkstemp(prefix=".cannbuild-probe-", dir=folder)
@@ -318,7 +326,7 @@ def check_writable(path: Path, what: str) -> Path:
         raise StorageError(
             f"{what} {path} cannot be written: {folder} refuses a new file "
             f"({exc.strerror or exc}).",
-            f"Pass {what} in a folder you can write to.",
+            hint or f"Pass {what} in a folder you can write to.",
         ) from None
     os.close(handle)
     os.unlink(name)
