@@ -8,14 +8,13 @@ and build.sh configures afresh every time): on a real host that is the host-side
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct, field
 
-from ..bounded import PATCH, VARIANTS, digest, open_regular, read_toml
+from ..bounded import PATCH, VARIANTS, digest, read_text, read_toml
 from ..build.plan import UP_TO_DATE
 from ..build.runner import new_run_id
 from ..build.session import Session
@@ -83,6 +82,10 @@ def _defines(raw: Mapping[str, object], origin: str, name: str) -> Tuple[Tuple[s
     return tuple(out)
 
 
+# a file header and the first hunk of a unified diff (git diff, diff -u)
+_HUNK = re.compile(r"^--- \S.*\n\+\+\+ \S.*\n@@ -\d", re.M)
+
+
 def _spec(
     name: str, patch: Optional[Path], defines: Tuple[Tuple[str, str], ...], origin: str
 ) -> VariantSpec:
@@ -92,7 +95,14 @@ def _spec(
             "Use letters, digits, '.', '_' or '-' (not 'baseline').",
         )
     if patch is not None:  # a regular file within its bound, before git apply reads it
-        os.close(open_regular(patch, PATCH.named(f"{origin}: variant {name!r}: patch")))
+        kind = PATCH.named(f"{origin}: variant {name!r}: patch")
+        if not _HUNK.search(read_text(patch, kind)):
+            raise UsageError(
+                f"{origin}: variant {name!r}: patch {patch} is not a unified diff (no "
+                "---/+++ header followed by an @@ hunk): git apply would refuse it after the "
+                "baseline is built.",
+                "Make it in the ops-transformer checkout with `git diff > NAME.patch`.",
+            )
     if patch is None and not defines:
         raise UsageError(
             f"{origin}: variant {name!r} has neither a patch nor defines.", f"Write {FORMAT}."

@@ -177,3 +177,12 @@ def test_a_bad_variant_file_names_the_table_and_key(text, message, tmp_path):
     with pytest.raises(UsageError) as err:
         parse_variants("v.toml", [], tmp_path)
     assert message in err.value.paragraph() and str(tmp_path / "v.toml") in err.value.paragraph()
+
+
+def test_a_build_variant_whose_patch_is_no_unified_diff_is_refused_before_any_build(tmp_path):
+    (tmp_path / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    with pytest.raises(UsageError, match="is not a unified diff"):
+        parse_variants(None, [f"q32={tmp_path / 'passwd'}"], tmp_path)
+    shipped = Path(__file__).resolve().parents[2] / "bench/variants/patches/key-block-rows-32.diff"
+    (built,) = parse_variants(None, [f"q32={shipped}"], tmp_path)
+    assert built.patch == shipped
