@@ -55,9 +55,10 @@ _VALUE = {
     "=": re.compile(r"(?!\*\*\*)[^\s&'\";]+"),
 }
 MASK = "***"
-# a command line's `--password VALUE`, `--api-key VALUE`, `--token VALUE` (docker login, curl)
+# a command line's `--password VALUE`, `--api-key VALUE`, `--token VALUE` (docker login, curl);
+# the name starts with a letter: from a `--` in a long rule of dashes it is not scanned
 _OPTION_SECRET = re.compile(
-    r"(?i)(?<![A-Za-z0-9_.-])(?P<option>--[A-Za-z0-9_-]*(?:token|password|passwd|secret|"
+    r"(?i)(?<![A-Za-z0-9_.-])(?P<option>--(?=[A-Za-z])[A-Za-z0-9_-]*(?:token|password|passwd|secret|"
     r"api[_-]?key|access[_-]?key))(?P<space>\s+)(?!\*\*\*|-)(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
 )
 # git's configuration by environment (what `cannbuild.mirrors` sets for git inside the

@@ -96,8 +96,22 @@ def test_the_secrets_a_log_holds_are_redacted(text, secret):
 
 @pytest.mark.parametrize(
     "line",
-    ["@" + "a" * 1_000_000, "a" * 1_000_000 + "@", "a" * 1_000_000 + "https://u:s3cr3t@h/x"],
-    ids=["at-first", "at-last", "url-after-a-long-run"],
+    [
+        "@" + "a" * 1_000_000,
+        "a" * 1_000_000 + "@",
+        "a" * 1_000_000 + "https://u:s3cr3t@h/x",
+        "-" * 1_000_000 + " --password s3cr3t",
+        "--" + "a" * 1_000_000 + " --token s3cr3t",
+        'TOKEN="s3cr3t" password: "' + "x" * 1_000_000,
+    ],
+    ids=[
+        "at-first",
+        "at-last",
+        "url-after-a-long-run",
+        "option-after-a-rule",
+        "long-option",
+        "unclosed-quote",
+    ],
 )
 def test_a_long_build_log_line_is_redacted_in_linear_time(line):
     """Every line a step prints is redacted as it is read: a 1 MB run of letters with an @
