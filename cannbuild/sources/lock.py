@@ -309,6 +309,7 @@ class Wanted(Struct, frozen=True, kw_only=True):
     toolkit_version: str
     soc: str
     repos: Tuple[Tuple[str, str, str], ...]  # (name, url, ref description)
+    recipe_digest: str = ""  # sha256 of the recipe's text ("": not known)
     archives: Tuple[Tuple[str, str, Optional[str]], ...]  # (name, url, pinned sha256)
     sandbox: bool = False  # this run is on the emulated host
     # (lock name `<repo>:<dest>`, url) of every pinned source; their commits come from the
@@ -345,6 +346,12 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
         found.append("the lock pins real upstream commits; this run is on the emulated host")
     if lock.recipe != wanted.recipe:
         found.append(f"recipe: the lock was made with {lock.recipe}, this run uses {wanted.recipe}")
+    elif lock.recipe_digest and wanted.recipe_digest and lock.recipe_digest != wanted.recipe_digest:
+        found.append(
+            f"recipe: {wanted.recipe} has changed since the lock was made (sha256 "
+            f"{lock.recipe_digest[:12]} then, {wanted.recipe_digest[:12]} now: its steps, "
+            "flags or sources may differ; an upgraded cannbuild ships its recipes anew)"
+        )
     if lock.toolkit_version != wanted.toolkit_version:
         found.append(
             f"toolkit: the lock was made for CANN {lock.toolkit_version}, this host has {wanted.toolkit_version}"

@@ -49,6 +49,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
     )
     return Wanted(
         recipe=recipe.name,
+        recipe_digest=recipe.digest,
         toolkit_version=request.toolkit_version,
         soc=request.soc,
         repos=tuple(repos),

@@ -369,6 +369,24 @@ def test_locked_refuses_drift_and_names_it(cli):
     assert cli("build", "--locked").returncode == 0
 
 
+def test_locked_refuses_a_recipe_changed_since_the_lock(cli):
+    """The lock records the recipe's sha256: a recipe edited (or shipped anew by an upgraded
+    cannbuild) may build other steps, flags or sources than the lock was made for."""
+    from cannbuild.resources import data_dir
+
+    assert cli("fetch").returncode == 0
+    train = ".".join(cli.cann.split(".")[:2])
+    folder = cli.cwd / "cannbuild-recipes"  # the project's recipe, in place of cannbuild's
+    folder.mkdir()
+    text = (data_dir("recipes") / f"{train}.toml").read_text()
+    (folder / f"{train}.toml").write_text(text + "\n# edited by hand\n")
+    proc = cli("build", "--locked")
+    assert proc.returncode == 6, proc.stderr
+    assert f"recipe: cann-{train} has changed since the lock was made" in proc.stderr
+    assert cli("lock").returncode == 0
+    assert cli("build", "--locked").returncode == 0
+
+
 def test_a_locked_commit_the_repository_does_not_have_is_drift_naming_the_lock(cli):
     assert cli("fetch").returncode == 0
     text = cli.lock.read_text()

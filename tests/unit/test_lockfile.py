@@ -52,6 +52,15 @@ def test_drift_names_each_difference():
     assert any("the lock pins tag v9.0.0, the recipe asks for tag v9.0.1" in p for p in problems)
 
 
+def test_a_recipe_changed_since_the_lock_is_drift_and_an_unknown_digest_is_not():
+    from msgspec.structs import replace
+
+    assert drift(LOCK, replace(WANTED, recipe_digest=LOCK.recipe_digest)) == []
+    (changed,) = drift(LOCK, replace(WANTED, recipe_digest="f" * 64))
+    assert changed.startswith("recipe: cann-9.0 has changed since the lock was made")
+    assert drift(replace(LOCK, recipe_digest=""), replace(WANTED, recipe_digest="f" * 64)) == []
+
+
 def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
     path = tmp_path / "cannbuild.lock"
     path.write_text("version = 1\nrecipe = \n")
