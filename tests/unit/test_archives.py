@@ -261,3 +261,20 @@ def test_a_commits_declared_archives_are_read_from_git_once_then_remembered(tmp_
     (memo / f"{commit}.json").write_text("[not what was written")
     with pytest.raises(GitFailed), pytest.warns(StateIgnored, match=f"memo {memo}/{commit}"):
         declared_archives(Fetcher(), repo, commit, memo)  # not trusted: git is asked again
+
+
+def test_two_archives_in_one_file_each_keep_the_hash_declared_after_them():
+    """A hash belongs to the nearest archive URL before it: protobuf.cmake at some refs
+    fetches abseil too, each with its own URL_HASH."""
+    text = f"""\
+if(NOT EXISTS "${{PROTOBUF_PATH}}")
+  set(REQ_URL "{PROTOBUF}")
+  ExternalProject_Add(protobuf_src_dl URL ${{REQ_URL}} URL_HASH SHA256={"a" * 64})
+  set(ABS_REQ_URL "{ABSEIL}")
+  ExternalProject_Add(abseil_src_dl URL ${{ABS_REQ_URL}} URL_HASH SHA256={"b" * 64})
+endif()
+"""
+    found = {d.url: d for d in discover({"cmake/third_party/protobuf.cmake": text})}
+    assert found[PROTOBUF].sha256 == "a" * 64
+    assert found[ABSEIL].sha256 == "b" * 64
+    assert found[ABSEIL].hashed == "cmake/third_party/protobuf.cmake:5"

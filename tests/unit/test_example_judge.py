@@ -50,6 +50,14 @@ def test_one_wrong_example_fails_and_is_named():
     )
 
 
+def test_a_known_example_with_a_nan_value_fails():
+    """NaN compares false both ways: a value check that only asks `differs by more than the
+    bound` would pass it."""
+    stdout = block(V9[0]) + block(V9[1], out=float("nan")) + block(V9[2])
+    status, _message, runs = example.judge_run(stdout, [], 0)
+    assert status == "FAIL" and [r.status for r in runs] == ["PASS", "FAIL", "PASS"]
+
+
 def test_a_short_example_fails_even_if_the_total_looks_right():
     # 32767 + 32769 attentionOut values: the sum matches two full examples, each is wrong
     stdout = block(V9[1], count_out=32767) + block(V9[2], count_out=32769)

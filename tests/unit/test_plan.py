@@ -194,6 +194,18 @@ def test_a_secret_in_the_hashed_environment_rebuilds_but_is_not_kept_in_the_stam
     assert first[0].input_hash != second[0].input_hash
 
 
+def test_the_newest_package_a_pattern_matches_is_the_one_stamped(tmp_path):
+    from cannbuild.build import runner
+
+    old, new = tmp_path / "cann-a_1.run", tmp_path / "cann-b_1.run"
+    old.write_text("old")
+    new.write_text("new")
+    os.utime(old, (1_000_000_000, 1_000_000_000))
+    os.utime(new, (2_000_000_000, 2_000_000_000))
+    (record,) = runner._collect(None, [str(tmp_path / "cann-*.run")])
+    assert record["path"] == str(new)
+
+
 def test_force_reruns_one_step_and_an_unknown_step_is_refused(recipe, tmp_path):
     ws = Workspace(root=tmp_path / "ws")
     ctx = context(recipe, ws)

@@ -275,3 +275,16 @@ def test_the_timeline_opens_on_the_attention_with_both_panels_on_one_scale():
         assert fused.get_xlim() == pytest.approx((-MARGIN * span_ms, (1 + MARGIN) * span_ms))
     finally:
         pyplot().close(fig)
+
+
+def test_a_trace_without_torch_to_npu_flows_calls_no_torch_op_a_host_fallback():
+    """Without flows a trace cannot tell a host op from one that launched device work: the
+    real eager trace's aten::matmul is not judged, and no fallback is reported."""
+    from cannbuild.profile.trace import read_trace
+
+    eager = FIX / "attention_patterns" / "eager"
+    (trace,) = eager.glob("*/ASCEND_PROFILER_OUTPUT/trace_view.json")
+    analysis, _ = read_trace(trace)
+    (matmul,) = [o for o in analysis.host_ops if o.name == "aten::matmul"]
+    assert matmul.judged is False and matmul.host_only == 0 and not matmul.is_fallback
+    assert summarise(eager, timeline=False).to_json()["attention"]["host_fallbacks"] == []

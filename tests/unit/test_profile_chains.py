@@ -205,3 +205,24 @@ def test_the_timeline_comes_from_the_kernel_table_when_the_trace_lacks_the_atten
     level0 = summarise(PATTERNS.parent / "torch_npu_2.13_level0")
     assert {f.kind: f.used_for for f in level0.files}["trace_view"] == ("timeline",)
     assert {f.kind: f.used_for for f in level0.files}["kernel_details"] == ("ops", "chains")
+
+
+def test_a_mask_op_whose_output_broadcasts_to_the_scores_stays_in_the_chain():
+    """An op of no known family between the MatMuls stays when it prepares the scores: a
+    causal mask of (1, 1, S, S) broadcasts to the (B, N, S, S) scores."""
+    from cannbuild.profile.chains import ChainMatcher
+
+    def k(op: str, inputs: str, output: str) -> Kernel:
+        return Kernel(stream="s", name=op, op_type=op, start_us=0.0, dur_us=1.0,
+                      input_shapes=inputs, output_shapes=output)  # fmt: skip
+
+    run = [
+        k("BatchMatMulV2", "2,8,1024,128;2,8,128,1024", "2,8,1024,1024"),
+        k("Equal", "1,1,1024,1024;", "1,1,1024,1024"),
+        k("MaskedFill", "2,8,1024,1024;1,1,1024,1024;", "2,8,1024,1024"),
+        k("SoftmaxV2", "2,8,1024,1024", "2,8,1024,1024"),
+        k("BatchMatMulV2", "2,8,1024,1024;2,8,1024,128", "2,8,1024,128"),
+    ]
+    matcher: ChainMatcher[Kernel] = ChainMatcher()
+    done = [matcher.step("s", kernel) for kernel in run]
+    assert done[-1] == run
