@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import shutil
 import stat
 import tarfile
 import tempfile
@@ -32,7 +33,7 @@ from ..errors import UsageError, write_error
 from ..ownership import inside
 from ..workspace import Workspace
 from .checkout import archive_path, cache_path, tar_mode
-from .fetch import Fetcher, sha256_file
+from .fetch import Fetcher, GitFailed, git_cause, sha256_file
 from .lock import Lock, read_lock
 
 MANIFEST = "manifest.json"
@@ -258,17 +259,26 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
             if name.startswith("git/"):
                 repo = name[len("git/") : -len(".bundle")]
                 cache = cache_path(ws, repo)
-                if not cache.exists():
+                made = not cache.exists()
+                if made:
                     cache.parent.mkdir(parents=True, exist_ok=True)
                     # An empty bare repo to fetch into; the same fetch also tops up an existing
                     # cache.
                     fetcher.git(["init", "--quiet", "--bare", str(cache)])
-                fetcher.git(
-                    # `+refs/*:refs/*`: every branch and tag the bundle carries, forced, as
-                    # fetch_repo mirrors.
-                    ["fetch", "--quiet", "--force", str(staged / name), "+refs/*:refs/*"],
-                    cwd=cache,
-                )
+                try:
+                    fetcher.git(
+                        # `+refs/*:refs/*`: every branch and tag the bundle carries, forced,
+                        # as fetch_repo mirrors.
+                        ["fetch", "--quiet", "--force", str(staged / name), "+refs/*:refs/*"],
+                        cwd=cache,
+                    )
+                except GitFailed as exc:  # its sha256 matched a manifest rewritten with it
+                    if made:
+                        shutil.rmtree(cache, ignore_errors=True)
+                    raise _bad(
+                        bundle,
+                        f"its member {name} is no git bundle git can read ({git_cause(exc.stderr)})",
+                    ) from None
             elif name.startswith("downloads/"):
                 rel = name[len("downloads/") :]
                 target = inside(ws.downloads, ws.downloads / rel, f"--bundle member {name!r}")

@@ -124,7 +124,7 @@ def mirror_git_env(mirrors: Sequence[Tuple[str, str]], offline: bool) -> Dict[st
     return env
 
 
-def _git_cause(stderr: str) -> str:
+def git_cause(stderr: str) -> str:
     """The line of git's stderr that says what went wrong: its first `fatal:` (git ends
     with advice, "Please make sure you have the correct access rights / and the
     repository exists."), else the last line."""
@@ -276,7 +276,7 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                 ) from None
             raise FetchError(
                 f"git {verb} of {redact(source)} failed (exit {exc.code}): "
-                f"{redact(_git_cause(stderr)).rstrip('.')}.",
+                f"{redact(git_cause(stderr)).rstrip('.')}.",
                 _fetch_hint(url, source),
             ) from None
 

@@ -10,6 +10,7 @@ import pytest
 
 from cannbuild.errors import UsageError
 from cannbuild.sources.bundle import seed_from_bundle
+from cannbuild.sources.checkout import cache_path
 from cannbuild.workspace import Workspace
 
 
@@ -40,6 +41,20 @@ def test_a_corrupt_member_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(UsageError, match=f"downloads/{HEX}/a.tar.gz is corrupt"):
         seed_from_bundle(ws, bundle)
     assert not ws.downloads.exists()
+
+
+def test_a_git_member_git_cannot_read_is_one_paragraph_and_leaves_no_empty_cache(tmp_path):
+    """Its sha256 matches a manifest rewritten with it (a bundle edited by hand, or a git
+    bundle cut in half before the manifest was made): git's refusal, named."""
+    ws = Workspace(root=tmp_path / "ws")
+    files = {
+        "git/ops-transformer.bundle": b"junk, no git bundle",
+        "cannbuild.lock": b"version = 1\n",
+    }
+    bundle = make_tar(tmp_path / "b.tar", files, {n: sha(d) for n, d in files.items()})
+    with pytest.raises(UsageError, match="its member git/ops-transformer.bundle is no git bundle"):
+        seed_from_bundle(ws, bundle)
+    assert not cache_path(ws, "ops-transformer").exists()
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.9])
