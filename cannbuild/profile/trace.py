@@ -13,8 +13,9 @@ pid taken by its args turns out to be named otherwise is read once more, knowing
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -57,11 +58,14 @@ def read_trace(path: Path, windows: bool = True) -> Tuple[Analysis, TraceInfo]:
 
 
 def _read(
-    path: Path, windows: bool, named: Optional[Mapping[object, str]] = None
+    path: Path, windows: bool, named: Optional[Mapping[object, str]] = None, unordered: int = 0
 ) -> Tuple[Analysis, TraceInfo]:
     """`named`: every pid's `process_name` (from a first reading), for a file whose names
-    come after the events they name."""
+    come after the events they name.  `unordered`: how many device tasks a first reading
+    found out of time order on their stream; this reading sorts them by start first, as the
+    tables are (chains are matched in time order)."""
     resolve = TypeResolver()
+    held: List[Kernel] = []  # the device tasks, when they are sorted before matching
     analyzer = Analyzer(windows=windows)
     process: Dict[object, str] = {}  # pid -> name (pids and tids as the file has them)
     labels: Dict[object, str] = {}
@@ -106,7 +110,7 @@ def _read(
             name = event.get("name")
             if not isinstance(name, str):
                 raise _BadEvent(index, "has no name")
-            analyzer.add(
+            (held.append if unordered else analyzer.add)(
                 Kernel(
                     # One stream per (pid, tid): on the device track `tid` is the logic stream id.
                     stream=_stream_key(pid, event.get("tid")),
@@ -126,9 +130,16 @@ def _read(
             # The flow starts inside the torch op that launched the kernel, on its thread.
             host.flow((event.get("pid"), event.get("tid")), _float(event, "ts", index))
     if named is None and any(process.get(pid, DEVICE_PROCESS) != DEVICE_PROCESS for pid in by_args):
-        return _read(path, windows, process)
+        return _read(path, windows, process, unordered)
+    if unordered:  # by stream, then time, as tables.read_kernels sorts (two stable sorts)
+        held.sort(key=attrgetter("start_us"))
+        held.sort(key=attrgetter("stream"))
+        for kernel in held:
+            analyzer.add(kernel)
     analyzer.host_ops = host.result()
     analysis = analyzer.result()
+    if analysis.out_of_order and not unordered:
+        return _read(path, windows, named, analysis.out_of_order)
     # Streams are shown as `<labels or process name> / <thread name>`: `NPU 0 / Stream 2`.
     rename = {
         _stream_key(pid, tid): f"{labels.get(pid) or process.get(pid) or f'pid {pid}'} / {name}"
@@ -142,10 +153,10 @@ def _read(
     unnamed = sorted(str(p) for p in labels if p not in process)
     if unnamed:
         notes.append(f"pids without a process_name (Level0 pruning): {', '.join(unnamed)}")
-    if analysis.out_of_order:
+    if unordered:
         notes.append(
-            f"{analysis.out_of_order} device tasks out of time order on their stream "
-            "(chains are matched in file order)"
+            f"{unordered} device tasks out of time order on their stream in the file: "
+            "sorted by start time before chains were matched"
         )
     if analysis.host_ops and not host.flows:
         notes.append("no torch_to_npu flows: which torch ops ran on the host cannot be told")

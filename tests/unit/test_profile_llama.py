@@ -152,3 +152,26 @@ def test_the_gain_sets_chains_beside_fused_calls_of_the_same_shape_only(tmp_path
     text = " ".join(proc.stdout.split())
     assert "no FlashAttention call of the same shape (query size, S, D) ran" in text
     assert "save about" not in text
+
+
+def test_a_trace_whose_device_tasks_are_out_of_order_is_sorted_before_chains_are_matched(
+    tmp_path,
+):
+    """Chains are matched in time order on each stream: a trace written (or merged) out of
+    order finds the same chains as in order, and says it sorted them."""
+    import json
+    import random
+
+    from cannbuild.profile.trace import read_trace
+
+    one = replace(BASE, ranks=1, backward=False)
+    (trace,) = generate(tmp_path, one, formats=("csv",))["csv"].glob("*/*/trace_view.json")
+    ordered, info = read_trace(trace)
+    events = json.loads(trace.read_text())
+    random.Random(1).shuffle(events)
+    shuffled = tmp_path / "trace_view.json"
+    shuffled.write_text(json.dumps(events))
+    again, said = read_trace(shuffled)
+    assert len(ordered.chain_list) == 4 and not any("out of time order" in n for n in info.notes)
+    assert [c.kernels for c in again.chain_list] == [c.kernels for c in ordered.chain_list]
+    assert any("sorted by start time before chains were matched" in n for n in said.notes)
