@@ -295,6 +295,15 @@ def read_lock(path: Path) -> Optional[Lock]:
             f"{exc.message[: want.start()]} is not {_WANT[want.group(1)]}.",
             "Restore the lock from version control, or delete it and run `cannbuild lock`.",
         ) from None
+    names = [r.name for r in lock.repos]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:  # two locks merged by hand: which commit builds would be a guess
+        raise UsageError(
+            f"lock file {path} pins repo {twice!r} {names.count(twice)} times ([[repos]] "
+            "entries of the same name).",
+            "Keep one of them (a lock merged by hand?), or delete the lock and run "
+            "`cannbuild lock`.",
+        )
     return replace(lock, origins=origins_in(text))
 
 

@@ -71,6 +71,18 @@ def test_a_malformed_lock_is_a_clear_error(tmp_path: Path):
         read_lock(path)
 
 
+def test_a_lock_pinning_one_repo_twice_is_refused_naming_it(tmp_path: Path):
+    """Two locks merged by hand: the first entry would have won without a word."""
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, LOCK)
+    text = path.read_text()
+    start = text.index("[[repos]]")
+    end = text.index("[[repos]]", start + 1)
+    path.write_text(text + "\n" + text[start:end])
+    with pytest.raises(UsageError, match="pins repo 'opbase' 2 times"):
+        read_lock(path)
+
+
 def test_a_lock_names_the_checkouts_each_archive_goes_into(tmp_path: Path):
     from msgspec.structs import replace
 
