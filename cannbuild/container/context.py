@@ -233,6 +233,20 @@ def check_lock(spec: ContainerSpec, lock: Lock, lock_file: Path) -> None:
                 f"{spec.variant} would render an emulated host with {want_soc}.",
                 "Drop --variant (the lock's SoC decides), or lock on that sandbox first.",
             )
+        # the emulated host's image is SANDBOX_BASE with the lock's emulated CANN, whatever
+        # --cann or --python would say of a CANN image
+        for flag, given, own in (
+            ("--cann", spec.cann, lock.toolkit_version),
+            ("--python", spec.python, SANDBOX_PYTHON),
+        ):
+            if given and given.lower() != own.lower():
+                raise UsageError(
+                    f"{flag} {given}: --sandbox renders the emulated host, {SANDBOX_BASE} "
+                    f"with the emulated CANN {lock.toolkit_version} of {lock_file} "
+                    f"(Python {SANDBOX_PYTHON}).",
+                    f"Drop {flag}, or lock on a sandbox of that CANN first (cannbuild lock "
+                    "--sandbox --cann ...).",
+                )
         return
     problems = []
     if lock.toolkit_version.lower() != spec.cann.lower():

@@ -275,6 +275,19 @@ def test_a_sandbox_lock_renders_only_a_sandbox_image(tmp_path, lock_file):
     assert not (tmp_path / "container").exists()
 
 
+@pytest.mark.parametrize(
+    "flag, value", [("cann", "9.0.0"), ("python", "3.12")], ids=["cann", "python"]
+)
+def test_a_sandbox_image_refuses_a_cann_or_python_it_would_not_have(
+    tmp_path, lock_file, flag, value
+):
+    """The emulated host's image is python:3.11 with the lock's emulated CANN: a --cann or
+    --python for a CANN image would be dropped without a word."""
+    with pytest.raises(UsageError, match=f"--{flag} {value}: --sandbox renders the emulated"):
+        render(tmp_path, lock_file, lock=SANDBOX_LOCK, sandbox=True, **{flag: value})
+    assert not (tmp_path / "ctx").exists()
+
+
 def test_without_variant_the_image_is_for_the_locks_soc_and_a_sandbox_one_never_contradicts_it(
     tmp_path, lock_file
 ):
