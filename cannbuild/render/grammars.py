@@ -56,6 +56,10 @@ def check_requirement(spec: str, flag: str = "--cannbuild-spec") -> None:
     problem = "it is empty" if not spec.strip() else ""
     if not problem and not one_line(spec):
         problem = "it holds a newline or another control character"
+    if not problem and ("${{" in spec or "{{" in spec or "{%" in spec):
+        # GitHub Actions expands ${{ }} in a run: block before the shell sees it (secrets
+        # included); GitLab and the templates are left no such text either
+        problem = "it holds '${{', '{{' or '{%', which a workflow or template would expand"
     if not problem:
         try:
             Requirement(spec)
