@@ -366,7 +366,7 @@ def test_a_flag_value_that_would_become_a_dockerfile_line_is_refused(lock_projec
         (["--npu-label", "ascend-npu\n  injected: true"], "--npu-label"),
         (["--npu-label", "a b"], "--npu-label"),
         (["--cannbuild-spec", f"cannbuild @ git+https://bob:tokSECRET99@git.example/c.git@{'a' * 40}"], "--cannbuild-spec"),
-        (["--cannbuild-spec", "cannbuild @ https://host/${{ secrets.CANNBUILD_CACHE_REMOTE }}/c.whl"], "--cannbuild-spec"),
+        (["--cannbuild-spec", "cannbuild @ https://host/${{secrets.CANNBUILD_CACHE_REMOTE}}/c.whl"], "--cannbuild-spec"),
     ],
     ids=["spec-newline", "spec-empty", "label-newline", "label-space", "spec-credential",
          "spec-expression"],
