@@ -31,9 +31,18 @@ def install_package(session: Session, package: Path) -> Tuple[Session, Dict[str,
     """Install `package` into a scratch prefix; the session that validates it, and the
     report's record of it."""
     package = package.resolve()
-    if not package.is_file() or package.suffix != ".run":
+    problem = (
+        "does not exist"
+        if not package.exists()
+        else "is not a .run file"
+        if not package.is_file() or package.suffix != ".run"
+        else "is empty"
+        if package.stat().st_size == 0
+        else ""
+    )
+    if problem:
         raise UsageError(
-            f"--package {package} is not a .run file.",
+            f"--package {package} {problem}.",
             "Pass the custom operator package a build made (a build_out/*.run: `cannbuild "
             "status` lists them).",
         )

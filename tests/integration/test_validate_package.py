@@ -39,6 +39,13 @@ def test_a_damaged_or_wrong_package_fails_with_its_name(installed, cli, tmp_path
     not_a_run.write_text("x")
     proc = cli("validate", "--package", str(not_a_run))
     assert proc.returncode == 2 and "is not a .run file" in proc.stderr
+    (tmp_path / "empty.run").touch()
+    for given, said in (
+        (tmp_path / "empty.run", "is empty"),
+        (tmp_path / "gone.run", "does not exist"),
+    ):
+        proc = cli("validate", "--package", str(given))
+        assert proc.returncode == 2 and f"{given} {said}." in proc.stderr, proc.stderr
 
 
 def test_a_shipped_package_with_a_wrong_kernel_fails_validation(cli_for, tmp_path):

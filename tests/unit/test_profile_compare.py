@@ -196,6 +196,16 @@ def test_two_benches_of_one_build_on_a_loaded_host_claim_no_change():
     assert "the old and new run timed on a loaded host" in data["verdict"]
 
 
+def test_bench_compare_of_an_absurd_time_gives_no_mean_rather_than_a_traceback(tmp_path):
+    """A results file edited by hand to 1e308 ms: the ratio of medians is 0, no logarithm."""
+    s = "N8S1024D64"
+    old = _bench(tmp_path / "old.json", {("capi", s): _spread(2.0, 25, seed=1)})
+    new = _bench(tmp_path / "new.json", {("capi", s): [1e308] * 25})
+    data = compare_results(load_results(old, "OLD"), load_results(new, "NEW"))
+    assert data["verdict"].startswith("1 timings compared: 0 faster, 1 slower")
+    assert "geometric mean" not in data["verdict"]
+
+
 def test_bench_compare_refuses_a_file_that_is_no_bench_result(tmp_path):
     old = tmp_path / "old.json"
     old.write_text('{"ops": []}')
