@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -51,14 +51,28 @@ def revision_of(text: str, cite: str) -> Revision:
     return Revision(kind="commit" if _COMMIT.fullmatch(text) else "branch", value=text, cite=cite)
 
 
+def _without_comments(text: str) -> str:
+    """`text` with each `<!-- ... -->` blanked but for its line ends (a revision commented
+    out is no revision; the lines after it keep their numbers); found by str.find, so an
+    unclosed comment costs one scan, not one per `<!--`."""
+    parts, at = [], 0
+    while (start := text.find("<!--", at)) != -1:
+        end = text.find("-->", start + 4)
+        end = len(text) if end == -1 else end + 3
+        parts += [text[at:start], "\n" * text.count("\n", start, end)]
+        at = end
+    return "".join(parts) + text[at:]
+
+
 def read_manifest(path: Path) -> Manifest:
-    text = read_text(path, MANIFEST)
+    text = _without_comments(read_text(path, MANIFEST))
     label = path.name
     line, counted = 1, 0
     default: Optional[Revision] = None
     remote = ""
     found: Dict[str, Revision] = {}
-    pending = []
+    pending: List[Tuple[str, str]] = []
+    listed: Dict[str, str] = {}  # project name -> where
     for match in _ELEMENT.finditer(text):
         attrs = dict(_ATTR.findall(match.group(2)))
         line += text.count("\n", counted, match.start())
@@ -69,6 +83,13 @@ def read_manifest(path: Path) -> Manifest:
         elif match.group(1) == "default" and "revision" in attrs:
             default = revision_of(attrs["revision"], cite)
         elif match.group(1) == "project" and "name" in attrs:
+            if attrs["name"] in listed:
+                raise UsageError(
+                    f"--manifest {path}: project {attrs['name']!r} is listed twice "
+                    f"({listed[attrs['name']]} and {cite}).",
+                    "Keep one of them: the repo tool refuses such a manifest too.",
+                )
+            listed[attrs["name"]] = cite
             if "revision" in attrs:
                 found[attrs["name"]] = revision_of(attrs["revision"], cite)
             else:
