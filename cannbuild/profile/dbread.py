@@ -188,6 +188,16 @@ def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
         )
     if "COMMUNICATION_OP" in tables:
         rows += _collectives(path, db, analyzer, resolve, text)
+    elif (
+        "COMMUNICATION_TASK_INFO" in tables
+        and db.execute("SELECT 1 FROM COMMUNICATION_TASK_INFO LIMIT 1").fetchone()
+    ):
+        raise ProfileFormatError(
+            f"{path}: COMMUNICATION_TASK_INFO holds collective tasks, but there is no "
+            "COMMUNICATION_OP table, which op_summary takes the collectives from: their "
+            "device time would be left out.",
+            HINT,
+        )
     else:
         notes.append("no COMMUNICATION_OP table: no collectives in this run")
     host: Tuple[HostOp, ...] = ()
