@@ -369,9 +369,32 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
             )
     elif len(runs) > 1:
         notes.insert(0, f"{len(runs)} profiler outputs found; their kernels are added together")
+    # a rank whose export did not finish holds no table: left out of the sums, so said
+    empty = sorted(d.name for d in _rank_folders(path) if d not in per_root) if per_root else []
+    if empty:
+        notes.insert(
+            1 if ranks else 0,
+            f"{len(empty)} profiler output{'s' if len(empty) > 1 else ''} without tables, left "
+            f"out of the sums (an export that did not finish?): {', '.join(empty[:5])}"
+            + (f" and {len(empty) - 5} more" if len(empty) > 5 else ""),
+        )
     return ProfileSummary(
         root=path, files=tuple(sources), analysis=total, notes=tuple(notes), ranks=ranks
     )
+
+
+def _rank_folders(path: Path) -> List[Path]:
+    """The `*_ascend_pt` and `PROF_*` folders directly in `path` (a folder of ranks)."""
+    if not path.is_dir():
+        return []
+    try:
+        return [
+            d
+            for d in path.iterdir()
+            if (d.name.endswith("_ascend_pt") or d.name.startswith("PROF_")) and d.is_dir()
+        ]
+    except OSError:
+        return []
 
 
 def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:

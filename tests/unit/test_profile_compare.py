@@ -253,3 +253,17 @@ def test_one_rank_found_twice_is_named_with_both_places(tmp_path):
     shutil.rmtree(tmp_path / "db_ascend_pt")
     apart = cli("profile", str(tmp_path), "--out", str(tmp_path / "pics2"), cwd=tmp_path)
     assert "is in 2 outputs" not in apart.stdout  # two ranks, each once
+
+
+def test_a_rank_whose_export_holds_no_table_is_named_not_silently_left_out(tmp_path):
+    _rank(tmp_path, "rank0_ascend_pt", FIX / "torch_npu_2.13_level0", 0)
+    _rank(tmp_path, "rank1_ascend_pt", FIX / "attention_patterns" / "eager", 1)
+    _rank(tmp_path, "rank2_ascend_pt", FIX / "attention_patterns" / "eager", 2)
+    for table in (tmp_path / "rank2_ascend_pt" / "ASCEND_PROFILER_OUTPUT").iterdir():
+        table.unlink()  # its profiler_info_2.json stays: the rank ran, its export did not
+    summary = summarise(tmp_path, timeline=False)
+    assert len(summary.ranks) == 2
+    assert any(
+        "1 profiler output without tables, left out of the sums" in n and "rank2_ascend_pt" in n
+        for n in summary.notes
+    )
