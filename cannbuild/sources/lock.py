@@ -138,7 +138,9 @@ Url = Annotated[
 # a git cache folder, a bundle member, a repo name on the Dockerfile's setup line
 Name = Annotated[str, Meta(pattern=rf"^{_PLAIN_NAME}\Z", description="a plain name")]
 OptName = Annotated[str, Meta(pattern=rf"^(?:{_PLAIN_NAME})?\Z", description="a plain name")]
-Commit = Annotated[str, Meta(pattern=rf"^{COMMIT.pattern}\Z", description="a 40-hex commit id")]
+Commit = Annotated[
+    str, Meta(pattern=rf"^{COMMIT.pattern}\Z", description="a commit id of 40 lowercase hex digits")
+]
 Sha256 = Annotated[str, Meta(pattern=rf"^{SHA256.pattern}\Z", description="a sha256 digest")]
 # `third_party/json-3.11.3.tar.gz`, `third_party/makeself/`: relative, no empty or `..` part
 Place = Annotated[
