@@ -23,7 +23,18 @@ from __future__ import annotations
 import re
 import typing
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from msgspec import Meta, Struct, field, to_builtins
 from msgspec.structs import replace
@@ -432,7 +443,7 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
     return found
 
 
-def refuse_drift(path: Path, problems: List[str]) -> LockDrift:
+def refuse_drift(path: Union[Path, str], problems: List[str]) -> LockDrift:
     listed = "; ".join(problems)
     return LockDrift(
         f"--locked: {path} does not match this build: {listed}.",

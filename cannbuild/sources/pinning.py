@@ -83,7 +83,10 @@ def syncing_sources(
     # Drift = the lock was written for another recipe, ref or archive set than this run asks for.
     problems = drift(existing, wanted_for(request)) if existing else ["there is no lock file"]
     if request.locked and problems:
-        raise refuse_drift(request.lock_file, problems)
+        # the lock that differs: this workspace's, else the bundle's (not yet written here)
+        in_bundle = bundled is not None and existing is bundled
+        differs = f"the lock in {request.bundle}" if in_bundle else request.lock_file
+        raise refuse_drift(differs, problems)
     written = False
     if existing is not None and not problems and not update_lock:
         mode = REFRESH if refresh and not request.offline else LOCKED
