@@ -256,6 +256,34 @@ def direction(op_type: str) -> str:
 class _Run(Struct, frozen=True, kw_only=True):
     folder: Path
     files: Dict[str, List[Path]]
+    notes: Tuple[str, ...] = ()  # what finding the files said (msprof's slices)
+
+
+# msprof's `op_summary_slice_<i>_<ts>.csv` / `msprof_slice_<i>_<ts>.json`
+_SLICE = re.compile(r"_slice_(\d+)_")
+
+
+def _one_export(kind: str, paths: List[Path]) -> Tuple[List[Path], List[str]]:
+    """The files of `kind` that make one export: msprof writes a table whole or, past a
+    million rows, as slices 0..n-1; a whole file beside slices is the same kernels again
+    (read alone), and a missing slice leaves the table short (said)."""
+    sliced = {int(m.group(1)): p for p in paths if (m := _SLICE.search(p.name))}
+    whole = [p for p in paths if not _SLICE.search(p.name)]
+    if not sliced:
+        return paths, []
+    if whole:
+        return whole, [
+            f"{kind}: {len(sliced)} slices beside {whole[0].name}: the same kernels twice; "
+            f"{whole[0].name} is read"
+        ]
+    missing = sorted(set(range(max(sliced) + 1)) - set(sliced))
+    notes = (
+        [f"{kind}: slice {', '.join(map(str, missing))} of {max(sliced) + 1} is missing: the "
+         "kernel table is short"]
+        if missing
+        else []
+    )  # fmt: skip
+    return [sliced[i] for i in sorted(sliced)], notes
 
 
 def find_runs(path: Path) -> List[_Run]:
@@ -289,8 +317,13 @@ def find_runs(path: Path) -> List[_Run]:
                 files.setdefault(kind, []).append(here / name)
         if "db" in files and _db_has_tables(here):
             del files["db"]  # the same kernels as the CSV tables beside it
+        said: List[str] = []
+        for kind in ("op_summary", "msprof_json"):
+            if kind in files:
+                files[kind], notes = _one_export(kind, files[kind])
+                said += [f"{here}: {note}" for note in notes]
         if files:
-            runs.append(_Run(folder=here, files=files))
+            runs.append(_Run(folder=here, files=files, notes=tuple(said)))
     if not runs:
         raise UsageError(
             f"profile: no profiler output under {path}.",
@@ -399,7 +432,7 @@ def _rank_folders(path: Path) -> List[Path]:
 
 def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:
     files: List[SourceFile] = []
-    notes: List[str] = []
+    notes: List[str] = list(run.notes)
     # kernel_details first: at Level0 its names carry the types, and it is what survives
     # torch_npu's default data_simplification (which deletes PROF_*/mindstudio_profiler_output).
     kernel_kind = next((k for k in KERNEL_KINDS if k in run.files), None)

@@ -258,3 +258,24 @@ def test_a_name_in_a_profile_never_reaches_the_terminal_as_a_control_sequence(tm
         out = proc.stdout + proc.stderr
         assert "\x1b]0;" not in out and "\x07" not in out, args
     assert "\\x1b]0;PWNED\\x07" in cannbuild("profile", str(run), cwd=tmp_path).stdout
+
+
+def test_msprofs_op_summary_slices_are_one_table_a_missing_one_is_said_and_a_whole_beside_them_read_alone(
+    tmp_path,
+):
+    """Past a million rows msprof writes op_summary_slice_<i>_<ts>.csv: slices 0..n-1 are one
+    table; the unsliced file beside them is the same kernels again."""
+    header, *rows = (MSPROF / "op_summary_20260323031749.csv").read_text().splitlines(True)
+    assert len(rows) == 4
+    out = tmp_path / "PROF_000001_20260323031749197_00815596RKPKAHRB" / MSPROF.name
+    out.mkdir(parents=True)
+    for i in (0, 2):  # slice 1 of 3 lost
+        part = rows[i * 2 : i * 2 + 2] if i == 0 else rows[2:]
+        (out / f"op_summary_slice_{i}_20260323031749.csv").write_text(header + "".join(part))
+    short = summarise(tmp_path, timeline=False)
+    assert short.analysis.kernels == 4
+    assert any("slice 1 of 3 is missing: the kernel table is short" in n for n in short.notes)
+    shutil.copy(MSPROF / "op_summary_20260323031749.csv", out)
+    whole = summarise(tmp_path, timeline=False)
+    assert whole.analysis.kernels == 4  # not 8
+    assert any("2 slices beside op_summary_20260323031749.csv" in n for n in whole.notes)
