@@ -217,6 +217,13 @@ def _strings(path: Path, db: sqlite3.Connection) -> Callable[[object, str], str]
         if ident not in seen:
             sql = "SELECT substr(value, 1, ?) FROM STRING_IDS WHERE id = ?"
             row = db.execute(sql, (PROFILE_DB_CELL_CHARS + 1, ident)).fetchone()
+            if row is None and column == "name":  # a kernel's name: its type comes from it
+                raise ProfileFormatError(
+                    f"{path}: the kernel name {ident!r} names no STRING_IDS row: the file is "
+                    "damaged (its kernels would be read without a name or type).",
+                    HINT,
+                )
+            # other columns as msprof-analyze reads them (a subquery: no row, no value)
             seen[ident] = "" if row is None or row[0] is None else str(row[0])
             if len(seen[ident]) > PROFILE_DB_CELL_CHARS:
                 raise ProfileFormatError(

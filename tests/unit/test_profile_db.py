@@ -431,3 +431,14 @@ def test_sigterm_stops_sqlites_own_sort_within_5_s(tmp_path):
     assert time.monotonic() - sent < 5
     assert child.returncode == 143, err
     assert b"Traceback" not in err
+
+
+def test_a_kernel_name_with_no_string_row_is_a_damaged_file_not_a_blank_op(tmp_path):
+    made = generate(tmp_path, replace(Llama(), ranks=1, backward=False), formats=("db",))
+    (path,) = made["db"].rglob("*.db")
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM COMPUTE_TASK_INFO)")
+    con.commit()
+    con.close()
+    with pytest.raises(ProfileFormatError, match="names no STRING_IDS row: the file is damaged"):
+        summarise(path, timeline=False)
