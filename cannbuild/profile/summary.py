@@ -342,12 +342,16 @@ def _kind(name: str) -> Optional[str]:
 
 
 def _torch_run_has_tables(run: Path) -> bool:
+    """Whether a torch_npu run's own output holds its kernels (a kernel table, a .db or the
+    trace); an unfinished export with only step_trace_time.csv does not, and its raw
+    PROF_* copy is then what is read."""
     out = run / TORCH_DIR
-    return (
-        run.name.endswith("_ascend_pt")
-        and out.is_dir()
-        and (any(out.glob("*.csv")) or any(out.glob("*.db")))
-    )
+    if not (run.name.endswith("_ascend_pt") and out.is_dir()):
+        return False
+    try:
+        return any(_kind(p.name) in (*KERNEL_KINDS, *TRACE_KINDS) for p in out.iterdir())
+    except OSError:
+        return False
 
 
 def _db_has_tables(folder: Path) -> bool:

@@ -229,6 +229,12 @@ def test_finding_runs_does_not_count_a_torch_runs_own_msprof_copy_twice(tmp_path
         MSPROF, run / "PROF_000001_20260101000000000_ABCDEFGH" / "mindstudio_profiler_output"
     )
     assert [r.folder.name for r in find_runs(tmp_path)] == ["ASCEND_PROFILER_OUTPUT"]
+    # an export that stopped before its kernel tables (only step_trace_time.csv written): the
+    # raw PROF_* copy is the run's kernels
+    for table in (run / "ASCEND_PROFILER_OUTPUT").iterdir():
+        table.unlink()
+    (run / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv").write_text("Step,Computing\n")
+    assert [r.folder.name for r in find_runs(tmp_path)] == ["mindstudio_profiler_output"]
 
 
 def test_a_path_without_profiler_files_is_a_usage_error(tmp_path):
