@@ -15,6 +15,7 @@ from ..bounded import DATA_FILE, read_bytes
 from ..host.pystack import read_python_stack
 from ..lazy import lazy_module
 from ..phases import PhaseSink
+from ..signals import deferred
 from ..states import Verdict
 from . import capi, casefiles, cases, precision
 from .cases import CaseResult
@@ -58,7 +59,8 @@ class FlashAttention:
         if _why_no_torch_npu(inp) is None:
             # its worker imports torch_npu while this route and the example run (after() takes
             # it; run_validation closes it if the run ends first)
-            inp.memo[TORCH_NPU] = torchnpu.Started(inp.env, inp.workdir)
+            with deferred():  # a signal now would orphan the worker run_validation stops
+                inp.memo[TORCH_NPU] = torchnpu.Started(inp.env, inp.workdir)
         return _run_capi(inp, cases.select(inp.case_names), phases)
 
     def prepare(self, case_names: Sequence[str], memo: Dict[str, object], stop: Event) -> None:

@@ -34,6 +34,7 @@ from ..errors import UsageError
 from ..host import compat
 from ..host.pystack import PythonStack, read_python_stack
 from ..proc import kill_group, popen
+from ..signals import deferred
 from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
@@ -158,7 +159,8 @@ def run(
     """Run every case through torch_npu in a child process (`started` ahead, or now) and
     judge the outputs here (against the references the C API route computed, in `memo`)."""
     stack = read_python_stack()
-    worker = started or Started(env, workdir)
+    with deferred():  # a signal before the try would orphan the worker
+        worker = started or Started(env, workdir)
     data, child, start = worker.data, worker.child, worker.start
     try:
         known = {} if memo is None else memo
