@@ -13,7 +13,7 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from invoke import Config
 from invoke.util import yaml
@@ -89,7 +89,11 @@ def check_config_file(path: Path, what: str) -> None:
         os.close(open_regular(path, kind))
         return
     data = read_bytes(path, kind)
-    found = _json_shape(data) if path.suffix == ".json" else _yaml_shape(data)
+    if path.suffix == ".json":
+        found = _json_shape(data)
+        repeated = None if found else _json_repeated(data)
+    else:
+        found, repeated = _yaml_shape(data)
     if found:
         raise UsageError(
             f"{what} {path} holds {found}; cannbuild hands invoke a config of at most "
@@ -97,7 +101,6 @@ def check_config_file(path: Path, what: str) -> None:
             f"{_EXPANDED} with its aliases expanded.",
             "A config holds a few `cannbuild:` keys: write the values out instead.",
         )
-    repeated = _json_repeated(data) if path.suffix == ".json" else _yaml_repeated(data)
     if repeated:
         raise UsageError(
             f"{what} {path} sets {repeated}: invoke keeps the last one and drops the "
@@ -110,34 +113,46 @@ _EXPANDED = f"{MAX_CONFIG_EXPANDED >> 20} M characters"
 _TOO_BIG = "A config file holds a few `cannbuild:` keys: is this the right file?"
 
 
-def _yaml_shape(data: bytes) -> Optional[str]:
-    """What in a YAML document is past a bound, read as parser events (nothing is
-    built, and the walk stops at the first bound); None if nothing is, or if it is not
-    valid YAML (invoke's loader then words the syntax error)."""
+def _yaml_shape(data: bytes) -> Tuple[Optional[str], Optional[str]]:
+    """What in a YAML document is past a bound, and the first key a mapping sets twice
+    (with both lines), read as parser events in one walk (nothing is built, and the walk
+    stops at the first of either); (None, None) if neither is, or if it is not valid YAML
+    (invoke's loader then words the syntax error).  `<<` merges are left to YAML."""
     aliases = 0
     weights: Dict[str, int] = {}  # anchor -> its node's size, aliases expanded
-    open_nodes: List[List[Any]] = []  # [anchor, size so far] of each unclosed collection
+    # each unclosed collection: [anchor, size so far, a mapping's keys (None: a sequence),
+    # whether a key comes next]
+    open_nodes: List[List[Any]] = []
     total = 0
     try:
         for event in yaml.parse(data, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.CollectionStartEvent):
                 if len(open_nodes) >= MAX_CONFIG_DEPTH:
-                    return f"more than {MAX_CONFIG_DEPTH} levels of nesting"
-                open_nodes.append([event.anchor, 1])
+                    return f"more than {MAX_CONFIG_DEPTH} levels of nesting", None
+                keys: Optional[Dict[str, int]] = (
+                    {} if isinstance(event, yaml.MappingStartEvent) else None
+                )
+                open_nodes.append([event.anchor, 1, keys, True])
                 continue
             if isinstance(event, yaml.AliasEvent):
                 aliases += 1
                 if aliases > MAX_CONFIG_ALIASES:
-                    return f"more than {MAX_CONFIG_ALIASES} aliases (*name)"
+                    return f"more than {MAX_CONFIG_ALIASES} aliases (*name)", None
                 if any(node[0] == event.anchor for node in open_nodes):
-                    return f"an alias *{event.anchor} inside the node it names (a loop)"
+                    return f"an alias *{event.anchor} inside the node it names (a loop)", None
                 weight = weights.get(event.anchor, 1)
             elif isinstance(event, yaml.ScalarEvent):
                 weight = 1 + len(event.value)
                 if event.anchor:
                     weights[event.anchor] = weight
+                seen = open_nodes[-1][2] if open_nodes and open_nodes[-1][3] else None
+                if seen is not None and event.value != "<<":
+                    line = event.start_mark.line + 1
+                    if event.value in seen:
+                        return None, f"'{event.value}' twice (lines {seen[event.value]} and {line})"
+                    seen[event.value] = line
             elif isinstance(event, yaml.CollectionEndEvent):
-                anchor, weight = open_nodes.pop()
+                anchor, weight, _keys, _key_next = open_nodes.pop()
                 if anchor:
                     weights[anchor] = weight
             else:
@@ -145,45 +160,16 @@ def _yaml_shape(data: bytes) -> Optional[str]:
             if open_nodes:
                 open_nodes[-1][1] += weight
                 size = open_nodes[-1][1]
+                if open_nodes[-1][2] is not None:  # a key or a value ended: the other is next
+                    open_nodes[-1][3] = not open_nodes[-1][3]
             else:  # a document's root
                 total += weight
                 size = total
             if size > MAX_CONFIG_EXPANDED:
-                return f"more than {_EXPANDED} once its aliases are expanded"
+                return f"more than {_EXPANDED} once its aliases are expanded", None
     except yaml.YAMLError:
-        return None
-    return None
-
-
-def _yaml_repeated(data: bytes) -> Optional[str]:
-    """The first key a mapping of the document sets twice, with both lines; None if none
-    is (or the YAML does not parse: invoke's loader words that).  `<<` merges are left
-    to YAML."""
-    keys: List[Optional[Dict[str, int]]] = []  # per open collection: a mapping's keys
-    expect_key: List[bool] = []
-    try:
-        for event in yaml.parse(data, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                keys.append({} if isinstance(event, yaml.MappingStartEvent) else None)
-                expect_key.append(True)
-                continue
-            if isinstance(event, yaml.CollectionEndEvent):
-                keys.pop()
-                expect_key.pop()
-            elif isinstance(event, yaml.ScalarEvent):
-                seen = keys[-1] if keys and expect_key[-1] else None
-                if seen is not None and event.value != "<<":
-                    line = event.start_mark.line + 1
-                    if event.value in seen:
-                        return f"'{event.value}' twice (lines {seen[event.value]} and {line})"
-                    seen[event.value] = line
-            elif not isinstance(event, yaml.AliasEvent):
-                continue
-            if keys and keys[-1] is not None:  # a key or a value ended: the other comes next
-                expect_key[-1] = not expect_key[-1]
-    except yaml.YAMLError:
-        return None
-    return None
+        return None, None
+    return None, None
 
 
 def _json_repeated(data: bytes) -> Optional[str]:
