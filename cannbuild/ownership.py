@@ -285,14 +285,6 @@ def _size(path: Path) -> int:
     return total
 
 
-# the lock's path may be the default, set by no flag: named so either way
-LOCK_WHAT = "the lock file"
-LOCK_HINT = (
-    "Pass --lock-file (and -w/--workspace: a --sandbox run keeps its lock there) in a folder "
-    "you can write to."
-)
-
-
 def check_writable(path: Path, what: str, hint: str = "") -> Path:
     """Refuse up front (exit 11) a file cannbuild will write (a lock, a bundle, a
     workflow) whose folder it cannot write, and a link there (exit 2): found after an hour's build, it would lose
@@ -331,3 +323,14 @@ def check_writable(path: Path, what: str, hint: str = "") -> Path:
     os.close(handle)
     os.unlink(name)
     return path
+
+
+def check_lock_writable(path: Path) -> Path:
+    """check_writable for the lock a run writes: its path may be the default, set by no
+    flag (a --sandbox run keeps it in the workspace), so both flags that move it are named."""
+    return check_writable(
+        path,
+        "the lock file",
+        "Pass --lock-file (and -w/--workspace: a --sandbox run keeps its lock there) in a "
+        "folder you can write to.",
+    )

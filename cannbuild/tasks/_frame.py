@@ -20,7 +20,7 @@ from .. import ui
 from ..errors import DryRun, StepFailed, StorageError
 from ..lazy import lazy_module
 from ..options import Options, options_from, sources
-from ..ownership import LOCK_HINT, LOCK_WHAT, check_writable
+from ..ownership import check_lock_writable
 
 if TYPE_CHECKING:
     from .. import progress as progress_ui
@@ -223,7 +223,7 @@ def bring_up_to_date(session: Session, command: str, as_json: bool, verbose: boo
     """Before bench, profile --run and diagnose use the workspace, the steps that are not
     up to date run (the walk `cannbuild install` runs), and one line says so: on stdout
     before the task's own output, on stderr under --json (stdout is the JSON alone)."""
-    check_writable(session.options.lock_file, LOCK_WHAT, LOCK_HINT)
+    check_lock_writable(session.options.lock_file)
     run = run_build(session, transaction.RunRequest(command=command), verbose, show_skipped=False)
     ran = run.result.ran if run.result is not None else []
     count = len(run.result.outcomes) if run.result is not None else 0

@@ -10,7 +10,7 @@ from .. import ui
 from ..decoded import to_plain
 from ..errors import DryRun, UsageError
 from ..lazy import lazy_module
-from ..ownership import LOCK_HINT, LOCK_WHAT, check_writable, remove_inside, require_owned
+from ..ownership import check_lock_writable, check_writable, remove_inside, require_owned
 from ..workspace import Workspace
 from ._flags import RUN_FLAGS, SESSION_FLAGS, TARGET_FLAGS, FlagValue, cli_task, text_of
 from ._frame import Frame, run_build
@@ -94,7 +94,7 @@ def _sync(frame: Frame, session: Optional[Session] = None, **how: bool) -> None:
         raise DryRun(
             f"{command} would fetch {names}{cann if session else ''} and write {options.lock_file}"
         )
-    check_writable(options.lock_file, LOCK_WHAT, LOCK_HINT)
+    check_lock_writable(options.lock_file)
     laid = None
     with locks.WorkspaceLock(mine.ws, command, options.wait, ui.waiting):
         state = pinning.sync_sources(mine.source_request(), **how)
@@ -157,7 +157,7 @@ def run_and_report(
     if frame.dry_run:
         show_plan(session, phases)
         raise DryRun(f"{frame.command} would run the steps above that need a run")
-    check_writable(session.options.lock_file, LOCK_WHAT, LOCK_HINT)
+    check_lock_writable(session.options.lock_file)
     if validate:
         ui.print_doctor_summary(session.host)
     request = transaction.RunRequest(
