@@ -228,12 +228,17 @@ def test_a_schema_variant_without_output_shapes_is_named(tmp_path):
     assert s.analysis.fused_shapes[0].dims().D == 72 and s.analysis.fused_shapes[0].dims().S is None
 
 
+def edit(path: Path, sql: str) -> None:
+    """One statement run on a profile's .db and committed: the damage a test makes."""
+    con = sqlite3.connect(path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+
+
 def test_a_database_without_the_task_table_names_it(tmp_path):
     path = make_db(tmp_path / "msprof_20260402093000.db")
-    db = sqlite3.connect(path)
-    db.execute("DROP TABLE TASK")
-    db.commit()
-    db.close()
+    edit(path, "DROP TABLE TASK")
     with pytest.raises(ProfileFormatError, match="no TASK table"):
         summarise(path, timeline=False)
 
@@ -294,17 +299,11 @@ def test_the_db_export_and_the_csv_of_the_same_run_give_the_same_tables(tmp_path
     # still there, the file is damaged; with neither, the run had none (the check can fail)
     dbs = sorted(made["db"].rglob("*.db"))
     for db_path in dbs:
-        con = sqlite3.connect(db_path)
-        con.execute("DROP TABLE COMMUNICATION_OP")
-        con.commit()
-        con.close()
+        edit(db_path, "DROP TABLE COMMUNICATION_OP")
     with pytest.raises(ProfileFormatError, match="COMMUNICATION_TASK_INFO holds collective"):
         summarise(made["db"], timeline=False)
     for db_path in dbs:
-        con = sqlite3.connect(db_path)
-        con.execute("DROP TABLE COMMUNICATION_TASK_INFO")
-        con.commit()
-        con.close()
+        edit(db_path, "DROP TABLE COMMUNICATION_TASK_INFO")
     lost = summarise(made["db"], timeline=False)
     assert lost.analysis.kernels == csv_kernels - 16
     assert any("no COMMUNICATION_OP" in n for f in lost.files for n in f.notes)
@@ -436,9 +435,6 @@ def test_sigterm_stops_sqlites_own_sort_within_5_s(tmp_path):
 def test_a_kernel_name_with_no_string_row_is_a_damaged_file_not_a_blank_op(tmp_path):
     made = generate(tmp_path, replace(Llama(), ranks=1, backward=False), formats=("db",))
     (path,) = made["db"].rglob("*.db")
-    con = sqlite3.connect(path)
-    con.execute("DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM COMPUTE_TASK_INFO)")
-    con.commit()
-    con.close()
+    edit(path, "DELETE FROM STRING_IDS WHERE id IN (SELECT name FROM COMPUTE_TASK_INFO)")
     with pytest.raises(ProfileFormatError, match="names no STRING_IDS row: the file is damaged"):
         summarise(path, timeline=False)
