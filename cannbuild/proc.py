@@ -37,8 +37,11 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
     while time.monotonic() < deadline:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.05)
-        if proc.poll() is not None and not group_alive(pgid):
-            return
+        if proc.poll() is not None:
+            if not group_alive(pgid):
+                return
+            # the leader is gone and wait() returns at once: no spinning on killpg
+            time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
     proc.wait()

@@ -4,6 +4,7 @@ reach a log; templates that are data, not code."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -57,14 +58,29 @@ def test_a_hung_npu_smi_is_cut_off_with_everything_it_started(tree):
 
 
 def test_a_hung_set_env_is_cut_off_with_everything_it_started(tree):
-    import subprocess
-
     from cannbuild.host.toolchain import capture_env
 
     marker = f"876.{os.getpid()}"
     script = write(tree.root / "set_env.sh", f"sleep {marker} &\nwait\n")
     with pytest.raises(subprocess.TimeoutExpired):
         capture_env(script, clean_env(), timeout=1.0)
+    assert alive_with(f"sleep {marker}") == []
+
+
+def test_a_member_that_outlives_its_leader_is_waited_for_without_spinning():
+    """A member ignoring SIGTERM is given the grace before SIGKILL; the wait sleeps (it
+    once called killpg in a tight loop, a core busy for the whole grace)."""
+    from cannbuild.proc import kill_group, popen
+
+    marker = f"31.{os.getpid()}"
+    argv = ["sh", "-c", f"(trap '' TERM; exec sleep {marker}) & wait"]
+    proc = popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not alive_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    cpu = time.process_time()
+    kill_group(proc, grace_s=1.0)
+    assert time.process_time() - cpu < 0.3
     assert alive_with(f"sleep {marker}") == []
 
 
