@@ -45,8 +45,9 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # (Authorization: Bearer ***) is left to the header rule
 _NAMED = re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"']?(?P<sep>:\s*|=)")
 # ... a quoted value (`PASSWORD="a b"`, JSON's `"password": "x"`) is masked to its closing
-# quote, the quotes kept
-_QUOTED = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+# quote, the quotes kept; with no closing quote on the line (a line cut short, a quote
+# opened by mistake) to the end of the line
+_QUOTED = re.compile(r"\"[^\"\n]*\"?|'[^'\n]*'?")
 _VALUE = {
     # After `NAME:` the value ends at a blank, quote, comma or `}` (YAML, headers, JSON-ish text);
     # after `NAME=` at a blank, quote, `&` (the next query parameter) or `;` (the next shell
@@ -105,7 +106,8 @@ def _mask_named(text: str) -> str:
         value = quoted or _VALUE[head["sep"][0]].match(text, head.end())
         if value is not None:
             quote = value.group(0)[0] if quoted else ""
-            parts += [text[pos : head.end()], f"{quote}{MASK}{quote}"]
+            closed = quote if len(value.group(0)) > 1 and value.group(0)[-1] == quote else ""
+            parts += [text[pos : head.end()], f"{quote}{MASK}{closed}"]
             pos = value.end()
     return "".join(parts) + text[pos:] if parts else text
 

@@ -118,7 +118,7 @@ def test_the_secrets_a_log_holds_are_redacted(text, secret):
         "a" * 1_000_000 + "https://u:s3cr3t@h/x",
         "-" * 1_000_000 + " --password s3cr3t",
         "--" + "a" * 1_000_000 + " --token s3cr3t",
-        'TOKEN="s3cr3t" password: "' + "x" * 1_000_000,
+        'TOKEN="s3cr3t" password: "' + "x" * 1_000_000 + "\n" + "y" * 1_000_000,
     ],
     ids=[
         "at-first",

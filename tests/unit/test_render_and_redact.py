@@ -65,6 +65,10 @@ def test_a_step_template_missing_a_value_names_the_recipe():
         ("export DB_PASSWORD='s3 cret'", "cret"),
         ("docker login -u bob --password hunter2", "hunter2"),
         ('curl --api-key "k 1" https://x', "k 1"),
+        # a quote that does not close on the line: masked to its end
+        ('export GITHUB_TOKEN="ghtok open', "ghtok open"),
+        ('{"password": "hunter2-cut', "hunter2-cut"),
+        ('TOKEN=\'abc PASSWORD="s3cret"', "abc"),
     ],
 )
 def test_credentials_are_redacted(text, hidden):
