@@ -16,6 +16,7 @@ from msgspec import Struct
 
 from .published import (  # torch_release: what compat's callers name
     NpuPairing,
+    ReleaseFacts,
     Source,
     npu_pairings,
     python_pairings,
@@ -23,7 +24,7 @@ from .published import (  # torch_release: what compat's callers name
     releases,
     torch_release,
 )
-from .versions import CannVersion, DriverVersion, parse_driver_version
+from .versions import CannVersion, DriverVersion, parse_cann_version, parse_driver_version
 
 # A release train inside an `innerversion` / `Innerversion` value: `V100R001C23SPC002B212` ->
 # `V100R001C23` (driver 25.3.rc1, CANN 8.3.RC2 both carry C23).
@@ -57,8 +58,7 @@ def driver_verdict(
     driver_compatible: Tuple[str, ...] = (),
     driver_inner: Optional[str] = None,
 ) -> Verdict:
-    release = cann.release
-    published = releases().get(release)
+    release, published = _published_release(cann)
     listed = published.drivers if published else ()
     if listed:
         if any(_match_driver(e, driver) for e in listed):
@@ -87,6 +87,21 @@ def driver_verdict(
             f"({tk_train} toolkit, {drv_train} driver) {how} each other",
         )
     return Verdict(ok=None, detail=f"no published driver pairing for CANN {release}")
+
+
+def _published_release(cann: CannVersion) -> Tuple[str, Optional[ReleaseFacts]]:
+    """The release row that speaks for this toolkit, and the name it goes by.
+
+    A row whose version equals the toolkit's (`8.0.0` for a community `8.0.0.beta1`, the same
+    release); a pre-release has its own note or none, never its final release's: 8.5.0.alpha001
+    pairs 25.2.X only, where 8.5.0 lists four HDK lines (reference cann-environment.md §4.2)."""
+    for name, facts in releases().items():
+        try:
+            if parse_cann_version(name) == cann:
+                return name, facts
+        except ValueError:
+            continue
+    return cann.text if cann.is_prerelease else cann.release, None
 
 
 def _train(inner: Optional[str]) -> Optional[str]:

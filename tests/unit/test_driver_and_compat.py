@@ -54,6 +54,23 @@ def test_published_driver_pairings(cann, driver, ok):
 
 
 @pytest.mark.parametrize(
+    "cann,driver,ok",
+    [
+        # cann-environment.md §4.2: 8.5.0.alpha001 pairs 25.2.X, not 8.5.0's 25.5.X/25.3.X/25.0.X
+        ("8.5.0.alpha001", "25.5.1", False),
+        ("8.5.0.alpha001", "25.2.0", True),
+        # no note of its own: 9.0.0's list does not speak for its beta
+        ("9.0.0-beta.1", "25.5.1", None),
+        # a community betaN before 8.5 is the commercial release itself
+        ("8.2.RC1.beta1", "24.1.rc3.7", True),
+    ],
+)
+def test_a_pre_release_is_not_judged_by_its_final_releases_drivers(cann, driver, ok):
+    verdict = compat.driver_verdict(parse_cann_version(cann), parse_driver_version(driver))
+    assert verdict.ok is ok, verdict.detail
+
+
+@pytest.mark.parametrize(
     "driver,ok",
     [
         ("24.1.rc1", True),  # the floor itself (recipes/facts/8.0.toml: HDK >= 24.1.RC1)
