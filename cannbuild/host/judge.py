@@ -17,7 +17,7 @@ from .judge_python import python_stack_checks
 from .reading import Readings
 from .sysroot import Sysroot
 from .toolchain import CapturedEnv, ToolResult, free_bytes
-from .toolkit import Toolkit, ToolkitSearch, host_arch, other_install
+from .toolkit import UNREADABLE, Toolkit, ToolkitSearch, host_arch, other_install
 
 GIB = 1 << 30
 # Under 1 GiB a build cannot finish, so doctor blocks; under 10 GiB it only advises, the figure its
@@ -65,7 +65,10 @@ def _os_checks() -> Iterator[Check]:
 
 def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> Iterator[Check]:
     tk = search.toolkit
-    if tk is None:
+    unreadable = [path for _, path, outcome in search.tried if outcome.startswith(UNREADABLE)]
+    if tk is None and unreadable:
+        yield _unreadable_check(unreadable, search.explicit_failure)
+    elif tk is None:
         if search.explicit_failure:
             yield Check(
                 id="toolkit",
@@ -148,6 +151,22 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> Iterator[Check]:
             hint="A stale variable from an old set_env.sh; open a new shell or source the "
             "right set_env.sh.",
         )
+
+
+def _unreadable_check(paths: List[str], explicit_failure: Optional[str]) -> Check:
+    """A toolkit is there but this user may not read it: installing another one is not
+    the fix, reading rights are (a root install without --install-for-all is root's)."""
+    shown = ", ".join(dict.fromkeys(paths))
+    return Check(
+        id="toolkit",
+        status=FAIL,
+        detail=explicit_failure
+        or f"a CANN toolkit is installed ({shown}), but this user cannot read it",
+        hint="It belongs to another user: run cannbuild as the user who installed it, ask "
+        "them for read access to the folder, or have root reinstall the toolkit with "
+        "--install-for-all (readable by every user).",
+        blocking=True,
+    )
 
 
 def _env_checks(

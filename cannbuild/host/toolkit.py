@@ -27,6 +27,9 @@ DEFAULT_ROOTS = ("/usr/local/Ascend",)
 INSTALLER_RECORD = "/etc/Ascend/ascend_cann_install.info"
 # The real tree of the >= 8.5 layout: `/usr/local/Ascend/cann-8.5.0`, with `cann -> cann-8.5.0`.
 _CANN_DIR_RE = re.compile(r"^cann-(\d.*)$")
+# The outcome of a candidate folder this user may not list: a root install made without
+# `--install-for-all` is another user's toolkit (reference cann-environment.md §5).
+UNREADABLE = "cannot be read"
 
 
 def host_arch() -> str:
@@ -228,7 +231,7 @@ def _not_a_toolkit(real: Path) -> Optional[str]:
     try:
         names = {p.name for p in real.iterdir()}
     except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
+        return f"{UNREADABLE} ({exc.strerror})"
     # `<arch>-linux/` exists in both layouts and `version.cfg` in a <= 8.3 `latest`; torch_npu
     # refuses a home without `runtime/` and `compiler/`, so either one marks a toolkit too.
     if any(n.endswith("-linux") for n in names) or "version.cfg" in names:

@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -369,3 +370,35 @@ def test_on_a_40_column_terminal_the_rows_fit_and_every_fix_is_whole(tree, monke
         assert unbroken == [] and all(len(max(x.split(), key=len)) > width // 2 for x in wider)
         flat = " ".join(out.getvalue().split())
         assert all(" ".join(c.hint.split()) in flat for c in report.checks if c.status != "pass")
+
+
+def test_a_toolkit_this_user_cannot_read_is_not_reported_missing():
+    """A root install made without --install-for-all is there for every other user, but
+    unreadable: 'install the toolkit' is the wrong fix, reading rights are."""
+    from cannbuild.host.judge import _toolkit_checks
+    from cannbuild.host.sysroot import Sysroot
+    from cannbuild.host.toolkit import ToolkitSearch
+
+    denied = "cannot be read (Permission denied)"  # what the search says of such a folder
+    for explicit in (None, f"--cann-path /usr/local/Ascend/cann {denied}"):
+        tried = (("default /usr/local/Ascend/cann", "/usr/local/Ascend/cann", denied),)
+        found = ToolkitSearch(
+            toolkit=None, tried=tried, installs=(), warnings=(), explicit_failure=explicit
+        )
+        row = next(c for c in _toolkit_checks(Sysroot(), found) if c.id == "toolkit")
+        assert row.status == "fail" and row.blocking
+        assert "/usr/local/Ascend/cann" in row.detail
+        assert "Install Ascend-cann-toolkit" not in row.hint
+        assert "--install-for-all" in row.hint and "read access" in row.hint
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder")
+def test_an_unreadable_toolkit_folder_is_found_and_named(tree):
+    tk = tree.toolkit_cann("8.5.0")
+    tk.chmod(0o000)
+    try:
+        r = rows(doctor(tree, soc="ascend910b"))
+    finally:
+        tk.chmod(0o755)
+    assert "cannot read it" in r["toolkit"].detail
+    assert "--install-for-all" in r["toolkit"].hint
