@@ -86,16 +86,7 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> Iterator[Check]:
                 if rule not in rules:
                     rules.append(rule)
             tried = "; ".join(f"{path} ({', '.join(rules)})" for path, rules in by_path.items())
-            yield Check(
-                id="toolkit",
-                status=FAIL,
-                detail=f"no CANN toolkit found (looked in {tried or 'nothing'})",
-                hint="Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
-                "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
-                "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
-                "(an emulated Ascend host).",
-                blocking=True,
-            )
+            yield _not_found_check(tried, [sysroot.display(p) for p in search.installs])
     else:
         shown = sysroot.display(tk.path)
         if tk.version is None:
@@ -151,6 +142,33 @@ def _toolkit_checks(sysroot: Sysroot, search: ToolkitSearch) -> Iterator[Check]:
             hint="A stale variable from an old set_env.sh; open a new shell or source the "
             "right set_env.sh.",
         )
+
+
+def _not_found_check(tried: str, installs: List[str]) -> Check:
+    """No candidate is a toolkit.  Installs may still sit side by side with no `cann` or
+    `ascend-toolkit/latest` pointing at them (uninstalling the newest version removes the
+    `latest` links, remove_latest_softlink.sh): then the fix is --cann-path, not installing."""
+    detail = f"no CANN toolkit found (looked in {tried or 'nothing'})"
+    if installs:
+        return Check(
+            id="toolkit",
+            status=FAIL,
+            detail=f"{detail}; installed, but no cann or ascend-toolkit/latest link names "
+            f"them: {', '.join(installs)}",
+            hint=f"Pass the one to build with: --cann-path={installs[-1]} (or set "
+            "CANNBUILD_CANN_PATH), or source its set_env.sh.",
+            blocking=True,
+        )
+    return Check(
+        id="toolkit",
+        status=FAIL,
+        detail=detail,
+        hint="Install Ascend-cann-toolkit_<version>_linux-<arch>.run, or pass "
+        "--cann-path=<folder holding set_env.sh>, or source its set_env.sh. "
+        "To try cannbuild without CANN or an NPU: cannbuild setup --sandbox "
+        "(an emulated Ascend host).",
+        blocking=True,
+    )
 
 
 def _unreadable_check(paths: List[str], explicit_failure: Optional[str]) -> Check:

@@ -342,6 +342,20 @@ def test_the_version_latest_runs_passes_by_either_name(tree):
         assert rows(doctor(tree, cann_path=path))["set_env"].status == "pass", path
 
 
+def test_installs_no_link_names_are_offered_as_cann_path_not_reinstalled(tree):
+    """cann-environment.md 1.2/1.3: versions sit side by side and `cann` or
+    `ascend-toolkit/latest` names the one that runs; with that link gone (uninstalling the
+    newest removes it) the older ones are still there to build with."""
+    tree.toolkit_cann("8.5.0")
+    (tree.ascend / "cann").unlink()
+    (tree.ascend / "ascend-toolkit" / "latest").unlink()
+    row = rows(doctor(tree, soc="ascend910b"))["toolkit"]
+    assert row.status == "fail"
+    assert "/usr/local/Ascend/cann-8.5.0" in row.detail
+    assert "--cann-path=/usr/local/Ascend/cann-8.5.0" in row.hint
+    assert "Install Ascend-cann-toolkit" not in row.hint
+
+
 def test_doctor_without_cann_offers_the_sandbox_and_names_each_place_once(tree):
     r = rows(doctor(tree))
     assert "cannbuild setup --sandbox" in r["toolkit"].hint
