@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Dict, Iterator, List, Mapping, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 import distro
 
@@ -31,7 +31,7 @@ def judge(r: Readings, options: Options) -> List[Check]:
     checks: List[Check] = []
     checks += _os_checks()
     checks += _toolkit_checks(r.sysroot, r.search)
-    checks += _env_checks(toolkit, r.captured, r.capture_error, r.env)
+    checks += _env_checks(toolkit, r.captured, r.capture_error, r.sysroot)
     checks += npu_checks(r, options)
     # ccache is a build step's only with a compile cache configured (build/compile_cache.py)
     checks += _tool_checks(r.tools, needed={"ccache"} if options.cache_remote else set())
@@ -191,7 +191,7 @@ def _env_checks(
     tk: Optional[Toolkit],
     captured: Optional[CapturedEnv],
     capture_error: Optional[str],
-    env: Mapping[str, str],
+    sysroot: Sysroot,
 ) -> Iterator[Check]:
     if tk is None:
         yield Check(
@@ -230,6 +230,17 @@ def _env_checks(
             detail=f"set_env.sh returned {captured.status} ({last}); ASCEND_HOME_PATH={home}",
             hint="9.x set_env.sh reads driver_install_path_param from /etc/ascend_install.info; "
             "check that file exists and is complete.",
+        )
+    elif "ASCEND_HOME_PATH" in captured.env and not sysroot.from_user(home).is_dir():
+        # torch_npu stops at `ASCEND_HOME_PATH : X does not exist` and the builds find no
+        # toolkit (cann-environment.md 4.3): a set_env.sh naming a removed `latest` or version.
+        yield Check(
+            id="set_env",
+            status=FAIL,
+            detail=f"{tk.set_env} sets ASCEND_HOME_PATH={home}, which does not exist",
+            hint=f"Builds and torch_npu would look for the toolkit there. Reinstalling the "
+            f"toolkit recreates {home}; or source the set_env.sh of the install you build with.",
+            blocking=True,
         )
     elif other is not None:
         yield Check(

@@ -333,6 +333,19 @@ def test_a_cann_path_that_its_set_env_sh_does_not_set_up_blocks_naming_both(tree
     assert "A build would use 8.2.RC1" in row.hint and "--cann-path" in row.hint
 
 
+def test_a_set_env_sh_exporting_a_home_that_is_gone_fails(tree):
+    """<= 8.3: `ascend-toolkit/set_env.sh` exports `latest`; with the `latest` links gone the
+    version folder still builds nothing through it (torch_npu: `ASCEND_HOME_PATH : X does
+    not exist`, cann-environment.md 4.3)."""
+    import shutil
+
+    side_by_side(tree)
+    shutil.rmtree(tree.ascend / "ascend-toolkit" / "latest")
+    row = rows(doctor(tree, cann_path="/usr/local/Ascend/ascend-toolkit/8.2.RC1"))["set_env"]
+    assert row.status == "fail" and row.blocking, row
+    assert "ascend-toolkit/latest, which does not exist" in row.detail
+
+
 def test_the_version_latest_runs_passes_by_either_name(tree):
     side_by_side(tree)
     for path in (
