@@ -4,6 +4,7 @@ set_env.sh gives, the Python stack.  Nothing here judges; judge.py does."""
 from __future__ import annotations
 
 import os
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -91,9 +92,15 @@ def read_readings(options: Options, env: Mapping[str, str]) -> Readings:
         if env_future is not None:
             try:
                 captured = env_future.result()
+            except subprocess.TimeoutExpired as exc:
+                # said in words: the exception's text is the whole `bash -c '...'` line
+                capture_error = (
+                    f"it was still running after {exc.timeout:g} s, so a command in it hangs "
+                    "or waits (set_env.sh should only export variables)"
+                )
             except (OSError, ValueError) as exc:
                 capture_error = str(exc)
-            except Exception as exc:  # subprocess.TimeoutExpired and friends
+            except Exception as exc:  # anything else the capture raises
                 capture_error = f"{type(exc).__name__}: {exc}"
         stack = stack_future.result()
     if memo is not None:

@@ -429,3 +429,25 @@ def test_an_unreadable_toolkit_folder_is_found_and_named(tree):
         tk.chmod(0o755)
     assert "cannot read it" in r["toolkit"].detail
     assert "--install-for-all" in r["toolkit"].hint
+
+
+def test_a_set_env_sh_that_hangs_is_said_in_words(tree, tmp_path, monkeypatch):
+    """The brief's "a set_env.sh that hangs": its row says so, not the capture's command line."""
+    import subprocess
+
+    from cannbuild.host import reading
+    from cannbuild.host.toolchain import capture_env
+
+    a2_host(tree)
+    script = write(tmp_path / "hangs.sh", "sleep 30\n")
+    with pytest.raises(subprocess.TimeoutExpired) as hung:
+        capture_env(script, clean_env(), timeout=0.5)  # the real exception, sooner
+
+    def hangs(script, base):
+        raise hung.value
+
+    monkeypatch.setattr(reading, "capture_env", hangs)
+    row = rows(doctor(tree))["set_env"]
+    assert row.status == "fail"
+    assert "still running after 0.5 s, so a command in it hangs" in row.detail
+    assert "cannbuild-set-env" not in row.detail and "env -0" not in row.detail, row.detail
