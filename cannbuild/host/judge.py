@@ -217,6 +217,9 @@ def _env_checks(
             blocking=True,
         )
         return
+    if not captured.completed:
+        yield _ended_shell_check(tk.set_env, captured)
+        return
     home = captured.env.get("ASCEND_HOME_PATH", "(unset)")
     other = other_install(tk, home) if "ASCEND_HOME_PATH" in captured.env else None
     # The 9.x set_env.sh greps driver_install_path_param from /etc/ascend_install.info under `set
@@ -272,6 +275,21 @@ def _env_checks(
             "reinstall the toolkit with --full.",
             blocking=True,
         )
+
+
+def _ended_shell_check(set_env: Path, captured: CapturedEnv) -> Check:
+    """set_env.sh ended the shell that sourced it, so none of what it exports arrived."""
+    said = f": {captured.stderr.splitlines()[-1]}" if captured.stderr else ""
+    return Check(
+        id="set_env",
+        status=FAIL,
+        detail=f"sourcing {set_env} ended the shell (exit {captured.status}{said}) before it "
+        "finished, so nothing it sets reached cannbuild",
+        hint="A sourced script must not `exit`. Under `set -e` a failing command ends the shell "
+        "too: 9.x set_env.sh greps driver_install_path_param from /etc/ascend_install.info, "
+        f"so check that file. Run 'bash -x {set_env}' to see where it stops.",
+        blocking=True,
+    )
 
 
 def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> Iterator[Check]:

@@ -169,6 +169,9 @@ class CapturedEnv(Struct, frozen=True, kw_only=True):
     env: Dict[str, str]
     status: int
     stderr: str
+    # False when the script ended the shell sourcing it (`exit`, or a failing command under
+    # `set -e`): nothing after it ran, so `env` holds nothing the script set.
+    completed: bool = True
 
 
 def capture_env(
@@ -186,6 +189,7 @@ def capture_env(
     )
     env: Dict[str, str] = {}
     status = proc.returncode
+    completed = False
     # `BASH_FUNC_<name>%%` entries are bash's exported functions, not variables set_env.sh sets.
     for entry in proc.stdout.decode("utf-8", "replace").split("\0"):
         if "=" not in entry:
@@ -193,12 +197,16 @@ def capture_env(
         key, _, value = entry.partition("=")
         if key == "__CANNBUILD_STATUS":
             status = int(value) if value.isdigit() else 1
+            completed = True
             continue
         if key in _IGNORED_VARS or key.startswith("BASH_FUNC_"):
             continue
         env[key] = value
     return CapturedEnv(
-        env=env, status=status, stderr=proc.stderr.decode("utf-8", "replace").strip()
+        env=env,
+        status=status,
+        stderr=proc.stderr.decode("utf-8", "replace").strip(),
+        completed=completed,
     )
 
 

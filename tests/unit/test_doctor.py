@@ -451,3 +451,23 @@ def test_a_set_env_sh_that_hangs_is_said_in_words(tree, tmp_path, monkeypatch):
     assert row.status == "fail"
     assert "still running after 0.5 s, so a command in it hangs" in row.detail
     assert "cannbuild-set-env" not in row.detail and "env -0" not in row.detail, row.detail
+
+
+@pytest.mark.parametrize(
+    "tail,said",
+    [
+        ("exit 0\n", "(exit 0)"),
+        # the 9.x set_env.sh under `set -e` when /etc/ascend_install.info lacks the key
+        # (cann-environment.md 1.3): grep fails and the sourcing shell ends there
+        ("set -e\ngrep -iw driver_install_path_param /no/ascend_install.info\n", "(exit 2: grep"),
+    ],
+)
+def test_a_set_env_sh_that_ends_the_shell_does_not_pass(tree, tail, said):
+    """Nothing it exports reaches cannbuild, so the row cannot pass with an unset home."""
+    tk = a2_host(tree)
+    set_env = tk / "set_env.sh"
+    set_env.write_text(tail + set_env.read_text())
+    row = rows(doctor(tree))["set_env"]
+    assert row.status == "fail" and row.blocking, row
+    assert "ended the shell" in row.detail and said in row.detail, row.detail
+    assert "must not `exit`" in row.hint
