@@ -260,16 +260,23 @@ def ships_op(checkout: Path, op: str) -> bool:
     """Whether a checkout has an operator folder `<category>/<op>` (the layout of every ops
     repo: math/segsum, attention/flash_attention_score)."""
     try:
-        return any(p.is_dir() for p in checkout.glob(f"*/{op}"))
+        return any(_is_op_folder(p) for p in checkout.glob(f"*/{op}"))
     except OSError:
         return False
+
+
+def _is_op_folder(folder: Path) -> bool:
+    """An operator's folder holds its code in `op_*` folders (op_host, op_kernel, op_api,
+    ...); a category (experimental/attention), shared code (mc2/common) or docs (docs/zh)
+    at the same depth holds none, and build.sh --ops=<it> builds no operator."""
+    return folder.is_dir() and any(p.is_dir() for p in folder.glob("op_*"))
 
 
 def _unknown_op_row(n: StepNeeds, op: str) -> Check:
     """A selected operator the checkout has no folder for (a misspelt --ops): the build
     would compile none of it and package whatever the repo builds by default."""
     try:
-        names = sorted({p.name for p in n.checkout.glob("*/*") if p.is_dir()})
+        names = sorted({p.name for p in n.checkout.glob("*/*") if _is_op_folder(p)})
     except OSError:
         names = []
     close = difflib.get_close_matches(op, names, n=3)

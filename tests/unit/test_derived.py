@@ -281,6 +281,19 @@ def test_an_operator_the_checkout_has_no_folder_for_fails_with_the_close_names(c
     assert "'nosuchop'" in rows[1].detail and "Did you mean" not in rows[1].hint
 
 
+def test_a_category_or_shared_code_folder_is_no_operator(checkout, tmp_path):
+    """ops-transformer@v9.0.0 has experimental/attention (a category of experimental ops)
+    and mc2/common (inc/, src/) beside the operator folders: build.sh --ops=attention builds
+    no operator, so neither is taken for one, nor offered as a close name."""
+    files(checkout, {"experimental/attention/CMakeLists.txt": "", "mc2/common/src/a.cpp": ""})
+    home = toolkit(tmp_path / "cann")
+    needs = needs_of(checkout, tmp_path / "memo", ops=("fa", "attention", "common"))
+    rows = [r for r in derived_checks([needs], [], home, "x86_64") if ".ops." in r.id]
+    assert [r.status for r in rows] == ["fail", "fail"]
+    assert "<category>/attention" in rows[0].detail and "<category>/common" in rows[1].detail
+    assert "Did you mean" not in rows[1].hint
+
+
 def test_a_missing_header_fails_naming_it_its_package_and_the_file_that_includes_it(
     checkout, tmp_path
 ):
