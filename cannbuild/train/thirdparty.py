@@ -17,8 +17,8 @@ from msgspec.structs import fields
 
 from ..decoded import JSONValue, to_plain
 from ..recipes import RepoSpec
-from ..sources.archives import declared_archives, preferred_place
-from ..sources.canncmake import FETCH_CANN_CMAKE_FILES, cann_cmake_archives
+from ..sources.archives import Declared, declared_archives, preferred_place
+from ..sources.canncmake import FETCH_CANN_CMAKE_FILES, cann_cmake_archives, checkout_of
 from ..sources.checkout import cache_path
 from ..sources.fetch import Fetcher
 from ..sources.pins import resolve_pin
@@ -120,11 +120,36 @@ def module_rules(
                 f"[[repos.{readout.repo}.third_party]] {rule.name!r} of the base recipe was "
                 f"dropped: {readout.repo} at {readout.commit[:12]} does not download it."
             )
+    unused = _test_only(fetcher, cache, readout, [d for d in declared if d.name not in covered])
     for item in declared:
-        if item.name not in covered:
+        if item.name not in covered and item.name not in unused:
             undecided.append(
                 f"{readout.repo}: {item.where} downloads {item.url} ({item.name}), which no "
                 "rule places: add a [[third_party]] rule with the place this ref takes a copy."
             )
-    read = [f"{d.name}: {readout.cite(d.where)}" for d in declared]
+    read = [f"{d.name}: {readout.cite(d.where)}" for d in declared if d.name not in unused]
+    read += [f"not downloaded by a package build: {name}: {why}" for name, why in unused.items()]
     return ArchiveRules(rules=tuple(rules), read=tuple(read), undecided=tuple(undecided))
+
+
+def _test_only(
+    fetcher: Fetcher, cache: Path, readout: Readout, declared: List[Declared]
+) -> Dict[str, str]:
+    """The archives (name -> why) whose module a package build never includes: included
+    only under a test switch (ops-transformer@9.1.0-beta.2:CMakeLists.txt:131-133,
+    `if (ENABLE_TEST)` around gtest.cmake), or nowhere (its secure_c.cmake); sources/reach.py."""
+    if not declared:
+        return {}
+    checkout = checkout_of(fetcher, cache, readout.commit)
+    unused: Dict[str, str] = {}
+    for item in declared:
+        module = item.where.rsplit(":", 1)[0]
+        sites = checkout.included_at(module)
+        if not sites:
+            unused[item.name] = f"{module} is included nowhere at {readout.commit[:12]}"
+        elif not any(checkout.reach.runs(p, n) for p, n in sites):
+            at = ", ".join(f"{p}:{n}" for p, n in sites)
+            unused[item.name] = (
+                f"{module} is included only at {at}, which a package build does not run"
+            )
+    return unused

@@ -1,0 +1,54 @@
+"""`recipe draft` of a checkout whose archives come from its own cmake/third_party/*.cmake
+(train/thirdparty.py module_rules), drafted from a base recipe with no rule for them.
+
+The tree is in the shape of cannmirror/ops-transformer@9.1.0-beta.2 (the manifest's
+v9.1.0-beta.2 names that branch; drafted from 9.1.toml, whose rules are of the cann/cmake
+layout): CMakeLists.txt:128-152 includes json.cmake always and gtest.cmake only
+`if (ENABLE_TEST)`, and nothing includes cmake/third_party/secure_c.cmake.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cannbuild.sources.fetch import Fetcher
+from cannbuild.train.readout import Readout
+from cannbuild.train.thirdparty import module_rules
+from cannbuild.workspace import Workspace
+
+from cann91tree import commit_files
+
+JSON = "https://gitcode.com/cann-src-third-party/json/releases/download/v3.11.3/include.zip"
+GTEST = (
+    "https://gitcode.com/cann-src-third-party/googletest/releases/download/v1.14.0/"
+    "googletest-1.14.0.tar.gz"
+)
+SECUREC = "https://gitee.com/openeuler/libboundscheck/repository/archive/v1.1.16.tar.gz"
+TREE = {
+    "CMakeLists.txt": (
+        "include(cmake/third_party/json.cmake)\n"
+        "if (ENABLE_TEST)\n"
+        "    include(${PROJECT_SOURCE_DIR}/cmake/third_party/gtest.cmake)\n"
+        "endif()\n"
+    ),
+    "cmake/third_party/json.cmake": f'set(REQ_URL "{JSON}")\nExternalProject_Add(json URL ${{REQ_URL}})\n',
+    "cmake/third_party/gtest.cmake": f'set(REQ_URL "{GTEST}")\nExternalProject_Add(gtest URL ${{REQ_URL}})\n',
+    "cmake/third_party/secure_c.cmake": f"ExternalProject_Add(secure_c\n  URL {SECUREC}\n)\n",
+}
+
+
+def test_a_module_only_test_builds_include_or_none_includes_asks_for_no_rule(tmp_path: Path):
+    work = tmp_path / "ops-transformer"
+    commit = commit_files(work, TREE, "9.1.0-beta.2 layout")
+    readout = Readout(repo="ops-transformer", commit=commit, spec=None)
+    ws = Workspace(root=tmp_path / "ws")
+    rules = module_rules(Fetcher(), ws, readout, work, None)
+    undecided = "\n".join(rules.undecided)
+    assert "(json), which no rule places" in undecided
+    assert "googletest" not in undecided and "libboundscheck" not in undecided
+    read = "\n".join(rules.read)
+    assert (
+        "not downloaded by a package build: googletest: cmake/third_party/gtest.cmake is "
+        "included only at CMakeLists.txt:3, which a package build does not run"
+    ) in read
+    assert "libboundscheck: cmake/third_party/secure_c.cmake is included nowhere" in read
