@@ -9,8 +9,9 @@ recipe knows: its rules are kept for the archives still declared, and listed for
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 from msgspec.structs import fields
@@ -118,7 +119,7 @@ def module_rules(
         else:
             undecided.append(
                 f"[[repos.{readout.repo}.third_party]] {rule.name!r} of the base recipe was "
-                f"dropped: {readout.repo} at {readout.commit[:12]} does not download it."
+                f"dropped: {_not_declared(rule.name, declared, readout)}."
             )
     unused = _test_only(fetcher, cache, readout, [d for d in declared if d.name not in covered])
     for item in declared:
@@ -130,6 +131,20 @@ def module_rules(
     read = [f"{d.name}: {readout.cite(d.where)}" for d in declared if d.name not in unused]
     read += [f"not downloaded by a package build: {name}: {why}" for name, why in unused.items()]
     return ArchiveRules(rules=tuple(rules), read=tuple(read), undecided=tuple(undecided))
+
+
+def _not_declared(name: str, declared: Sequence[Declared], readout: Readout) -> str:
+    """Why a base rule has no archive here: a 9.1 rule is named after a cann/cmake module
+    (`makeself-fetch`), which at an older layout is the checkout's own module file
+    downloading an archive of another name (ops-transformer@9.1.0-beta.2:
+    cmake/third_party/makeself-fetch.cmake:15, makeself)."""
+    own = [d for d in declared if posixpath.basename(d.where.rsplit(":", 1)[0]) == f"{name}.cmake"]
+    if own:
+        return (
+            f"{readout.repo} at {readout.commit[:12]} has no cann/cmake module {name}; its own "
+            f"{own[0].where} downloads {own[0].name} (listed below, with no rule)"
+        )
+    return f"{readout.repo} at {readout.commit[:12]} does not download it"
 
 
 def _test_only(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cannbuild.recipes import load_recipe
+from cannbuild.resources import data_dir
 from cannbuild.sources.fetch import Fetcher
 from cannbuild.train.readout import Readout
 from cannbuild.train.thirdparty import module_rules
@@ -23,16 +25,22 @@ GTEST = (
     "https://gitcode.com/cann-src-third-party/googletest/releases/download/v1.14.0/"
     "googletest-1.14.0.tar.gz"
 )
+MAKESELF = (
+    "https://gitcode.com/cann-src-third-party/makeself/releases/download/release-2.5.0-patch1.0/"
+    "makeself-release-2.5.0-patch1.tar.gz"
+)
 SECUREC = "https://gitee.com/openeuler/libboundscheck/repository/archive/v1.1.16.tar.gz"
 TREE = {
     "CMakeLists.txt": (
         "include(cmake/third_party/json.cmake)\n"
+        "include(cmake/third_party/makeself-fetch.cmake)\n"
         "if (ENABLE_TEST)\n"
         "    include(${PROJECT_SOURCE_DIR}/cmake/third_party/gtest.cmake)\n"
         "endif()\n"
     ),
     "cmake/third_party/json.cmake": f'set(REQ_URL "{JSON}")\nExternalProject_Add(json URL ${{REQ_URL}})\n',
     "cmake/third_party/gtest.cmake": f'set(REQ_URL "{GTEST}")\nExternalProject_Add(gtest URL ${{REQ_URL}})\n',
+    "cmake/third_party/makeself-fetch.cmake": f"FetchContent_Declare(makeself URL {MAKESELF})\n",
     "cmake/third_party/secure_c.cmake": f"ExternalProject_Add(secure_c\n  URL {SECUREC}\n)\n",
 }
 
@@ -49,6 +57,26 @@ def test_a_module_only_test_builds_include_or_none_includes_asks_for_no_rule(tmp
     read = "\n".join(rules.read)
     assert (
         "not downloaded by a package build: googletest: cmake/third_party/gtest.cmake is "
-        "included only at CMakeLists.txt:3, which a package build does not run"
+        "included only at CMakeLists.txt:4, which a package build does not run"
     ) in read
     assert "libboundscheck: cmake/third_party/secure_c.cmake is included nowhere" in read
+
+
+def test_a_base_rule_named_after_a_cann_cmake_module_is_not_said_to_be_undownloaded(
+    tmp_path: Path,
+):
+    """9.1.toml's ops-transformer rule is `makeself-fetch`, a cann/cmake module; at
+    9.1.0-beta.2 the checkout's own makeself-fetch.cmake downloads makeself."""
+    work = tmp_path / "ops-transformer"
+    commit = commit_files(work, TREE, "9.1.0-beta.2 layout")
+    readout = Readout(repo="ops-transformer", commit=commit, spec=None)
+    base = load_recipe(data_dir("recipes") / "9.1.toml").repo("ops-transformer")
+    rules = module_rules(Fetcher(), Workspace(root=tmp_path / "ws"), readout, work, base)
+    undecided = "\n".join(rules.undecided)
+    assert "does not download it" not in undecided
+    assert (
+        f"'makeself-fetch' of the base recipe was dropped: ops-transformer at {commit[:12]} "
+        "has no cann/cmake module makeself-fetch; its own "
+        "cmake/third_party/makeself-fetch.cmake:1 downloads makeself"
+    ) in undecided
+    assert "(makeself), which no rule places" in undecided
