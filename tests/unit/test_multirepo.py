@@ -15,6 +15,7 @@ from msgspec.structs import replace
 from cannbuild import ui
 from cannbuild.build.compile_cache import ccache_words
 from cannbuild.build.plan import NOT_SELECTED, PlannedStep
+from cannbuild.build.requirements import derived_rows
 from cannbuild.build.session import locking_session
 from cannbuild.build.steps import make_plan
 from cannbuild.container.context import ContainerSpec, render_context
@@ -227,6 +228,17 @@ def test_an_op_whose_repo_cannot_be_told_asks_for_repo_op(two, ops, ships, words
     text = err.value.paragraph()
     for word in words:
         assert word in text
+
+
+def test_doctor_routes_a_bare_op_to_the_repo_whose_checkout_has_it(two, tmp_path):
+    """`doctor`/`plan --ops abs` with ops-transformer, ops-math, ops-nn and ops-cv selected
+    (ops-math@v9.0.0 has math/abs/op_host, no recipe lists abs): the derived rows take the
+    op where the checkout has it, as the build does, instead of refusing it as unclaimed."""
+    ws = tmp_path / "ws"
+    (ws / "src/ops-beta/math/abs/op_host").mkdir(parents=True)
+    options = resolve_options({"workspace": str(ws), "ops": "abs"}, {}, {})
+    rows = derived_rows(select_repos(two, ["ops-alpha", "ops-beta"]), options, tmp_path / "cann")
+    assert [r.id for r in rows] == ["recipe.derived"]  # not locked yet: a skip, no refusal
 
 
 def test_an_op_of_a_repo_not_selected_says_to_add_it(two):
