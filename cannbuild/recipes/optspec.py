@@ -51,6 +51,12 @@ else:  # only a flag that is not accepted needs a did-you-mean
 
 # `while [[ $# -gt 0 ]]; do` (@9.1.0:build.sh:1117); the sandbox's stand-in spells it `[ ... ]`.
 _LOOP = re.compile(r"^\s*while\s+\[\[?\s+\$#\s+-gt\s+0\s+\]\]?\s*;?\s*(do)?\b")
+# `source "${SCRIPT_DIR}/scripts/build_options.sh"`: a script beside build.sh (its folder
+# by a variable or `$(dirname "$0")`), not the toolkit's setenv.bash
+_SOURCE = re.compile(
+    r'^\s*(?:source|\.)\s+"?(?:\$\{?[A-Z_]*DIR\}?|\$\{?BASE_PATH\}?|\$\(dirname[^)]*\)|\.)/'
+    r'([\w./-]+\.sh)"?\s*$'
+)
 # `parsed_args=$(getopt -a -o j:hvusO: -l help,...,cann_3rd_lib_path: -- "$@")` (opbase @9.1.0:92)
 _GETOPT = re.compile(r"\bgetopt\s+(.*?)\s+--\s")
 
@@ -78,11 +84,30 @@ def option_spec(text: str) -> OptionSpec:
     loop_at = find_loop(lines)
     if loop_at is not None:
         return getopts_spec(lines, loop_at)
+    sourced = sourced_scripts(lines)
     raise NoOptionLoop(
         'no option loop: neither `getopt ... -- "$@"` followed by `case "$1" in`, nor '
         "`while [[ $# -gt 0 ]]` with `case $1 in`, nor `while getopts OPTSTRING NAME` with "
         '`case "$NAME" in`'
+        + (
+            f" (it sources {', '.join(f'{p} at line {n}' for n, p in sourced)}, which may "
+            "parse its options; cannbuild reads only build.sh's own loop)"
+            if sourced
+            else ""
+        )
     )
+
+
+def sourced_scripts(lines: Sequence[str]) -> List[Tuple[int, str]]:
+    """(line, path) of each script of the checkout a build.sh sources from its own folder:
+    `source "${SCRIPT_DIR}/scripts/build_options.sh"` (hicann/ops-math@master:build.sh:23,
+    from 9.2.0-beta.2 on, where the option loop moved)."""
+    found = []
+    for number, line in enumerate(lines, 1):
+        match = _SOURCE.match(code_of(line))
+        if match:
+            found.append((number, match.group(1)))
+    return found
 
 
 def _getopt_spec(lines: Sequence[str], getopt_at: int, case_at: int) -> OptionSpec:

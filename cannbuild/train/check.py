@@ -26,7 +26,14 @@ from ..errors import FetchError, UsageError
 from ..host.toolkit import host_arch
 from ..host.versions import parse_cann_version
 from ..recipes import Recipe, render_ref
-from ..recipes.optspec import NoOptionLoop, OptionSpec, closest, judge, option_spec
+from ..recipes.optspec import (
+    NoOptionLoop,
+    OptionSpec,
+    closest,
+    judge,
+    option_spec,
+    sourced_scripts,
+)
 from ..recipes.selection import ops_by_repo, select_repos
 from ..redact import redact
 from ..sources.checkout import cache_path, checkout_marker, resolve_ref
@@ -108,10 +115,13 @@ def text_spec(repo: str, text: str, where: str, ref: str = "") -> ScriptSpec:
     try:
         spec = option_spec(text)
     except NoOptionLoop as exc:
-        raise UsageError(
-            f"{where} ({repo}): {exc}, so its options cannot be read.",
-            "Point --src at the repository's own build.sh (REPO=DIR).",
-        ) from None
+        fix = (
+            "Check the flags the recipe renders for it by hand against the script it sources "
+            "that parses them, or check against a ref whose build.sh parses its own options."
+            if sourced_scripts(text.splitlines())
+            else "Point --src at the repository's own build.sh (REPO=DIR)."
+        )
+        raise UsageError(f"{where} ({repo}): {exc}, so its options cannot be read.", fix) from None
     return ScriptSpec(repo=repo, path=where, ref=ref, spec=spec)
 
 

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from cannbuild.errors import UsageError
 from cannbuild.recipes.optspec import (
     CASE,
     GETOPT,
@@ -18,6 +19,7 @@ from cannbuild.recipes.optspec import (
     judge,
     option_spec,
 )
+from cannbuild.train.check import text_spec
 
 # The shape of ops-transformer's option loop (a `case` on $1 inside `while [[ $# -gt 0 ]]`),
 # written for this test: one-line and multi-line arms, a pattern list continued with `\`, a
@@ -289,3 +291,31 @@ def test_the_closest_option_is_offered_for_a_near_miss_only():
 def test_a_script_without_an_option_loop_is_refused():
     with pytest.raises(NoOptionLoop):
         option_spec("#!/bin/sh\nmake -j8\n")
+
+
+# hicann/ops-math@master:build.sh:14-28 (and 9.2.0-beta.2): the option loop moved to
+# scripts/build_options.sh, which build.sh sources; `main "$@"` is all that is left here.
+SOURCING_SCRIPT = """\
+#!/bin/bash
+SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"
+source "${SCRIPT_DIR}/scripts/build.conf.sh"
+source "${SCRIPT_DIR}/scripts/build_options.sh"
+main() {
+  checkopts "$@"
+  source "${ASCEND_HOME_PATH}/bin/setenv.bash"
+}
+main "$@"
+"""
+
+
+def test_a_script_that_sources_its_option_loop_says_which_files_and_how_to_go_on():
+    with pytest.raises(
+        NoOptionLoop,
+        match="it sources scripts/build.conf.sh at line 3, "
+        "scripts/build_options.sh at line 4, which may parse its options",
+    ):
+        option_spec(SOURCING_SCRIPT)
+    with pytest.raises(UsageError) as err:
+        text_spec("ops-math", SOURCING_SCRIPT, "ops-math/build.sh")
+    assert "Point --src" not in err.value.paragraph()
+    assert "by hand against the script it sources" in err.value.paragraph()
