@@ -119,6 +119,14 @@ def choose_ops(given: Optional[str], toolkit: CannVersion) -> OpsChoice:
     """The toolkit's own release when nothing is given; else the given ops release, refused
     (exit 2, naming the table) where no release note publishes it with this toolkit."""
     if not given:
+        if _unreleased(toolkit):
+            raise UsageError(
+                f"CANN {toolkit.text} is an internal build (M.m.Tn): it belongs to no release, "
+                "so no operator release or repository tag goes with it.",
+                f"Pass a release of its train to build, e.g. --ops-release {toolkit.train}.0 "
+                "(no release note pairs one with an internal build: the choice is yours), or "
+                "--cann-path to a released toolkit.",
+            )
         return OpsChoice(release=toolkit.release, train=toolkit.train, given=False)
     ops = _parse(given)
     if ops is None:
@@ -127,6 +135,8 @@ def choose_ops(given: Optional[str], toolkit: CannVersion) -> OpsChoice:
             "Give an ops release such as 9.0.1 (the releases the pairing table knows: "
             f"{', '.join(known_ops())}).",
         )
+    if _unreleased(toolkit) and ops.train == toolkit.train and not ops.internal:
+        return OpsChoice(release=ops.text, train=ops.train, given=True)
     if ops.text.lower() == toolkit.release.lower() or (ops == toolkit and not ops.internal):
         # the toolkit's own release: the default, said aloud
         return OpsChoice(release=ops.text, train=ops.train, given=True)
@@ -134,6 +144,11 @@ def choose_ops(given: Optional[str], toolkit: CannVersion) -> OpsChoice:
     if row is None:
         raise UsageError(unpublished(ops, toolkit), _refusal_hint(ops, toolkit))
     return OpsChoice(release=ops.text, train=ops.train, given=True, source=row.source)
+
+
+def _unreleased(toolkit: CannVersion) -> bool:
+    """An internal `M.m.Tn` build: no release note names it, so only its train pairs it."""
+    return toolkit.internal and toolkit.release == toolkit.text
 
 
 def unpublished(ops: CannVersion, toolkit: CannVersion) -> str:

@@ -65,7 +65,10 @@ class _Version(Struct, frozen=True, kw_only=True):
 
     @property
     def release(self) -> str:
-        """`8.0.RC1`, `8.5.0`, `25.3.RC1`: the version without pre-release or build suffixes."""
+        """`8.0.RC1`, `8.5.0`, `25.3.RC1`: the version without pre-release or build suffixes;
+        an internal `M.m.Tn` build belongs to no release and is itself."""
+        if self.rc is None and self.patch is None:
+            return self.text
         tail = f"RC{self.rc}" if self.rc is not None else str(self.patch)
         return f"{self.major}.{self.minor}.{tail}"
 

@@ -105,6 +105,17 @@ def test_without_a_choice_the_toolkit_release_is_built():
     assert choose_ops("8.5.0", V("8.5.0")).release == "8.5.0"
 
 
+def test_an_internal_build_has_no_release_of_its_own_to_build():
+    assert V("9.0.T5").release == "9.0.T5" and V("9.0.0.B120").release == "9.0.0"
+    with pytest.raises(UsageError) as err:
+        choose_ops(None, V("9.0.T5"))
+    assert err.value.exit_code == 2 and "--ops-release 9.0.0" in err.value.paragraph()
+    # the release that message offers is taken, one of another train is not
+    assert choose_ops("9.0.0", V("9.0.T5")).release == "9.0.0"
+    with pytest.raises(UsageError):
+        choose_ops("9.1.0", V("9.0.T5"))
+
+
 def test_a_published_ops_release_picks_its_train_and_cites_its_row():
     ops = choose_ops("9.0.1", V("9.0.0"))
     assert (ops.release, ops.train, ops.given) == ("9.0.1", "9.0", True)
