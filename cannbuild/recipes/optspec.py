@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+
+import msgspec
 
 from ..lazy import lazy_module
 from .getopts import find_loop, getopts_spec, judge_getopts
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 else:  # only a flag that is not accepted needs a did-you-mean
     difflib = lazy_module("difflib")
 
+SCRIPT = "build.sh"
 # `while [[ $# -gt 0 ]]; do` (@9.1.0:build.sh:1117); the sandbox's stand-in spells it `[ ... ]`.
 _LOOP = re.compile(r"^\s*while\s+\[\[?\s+\$#\s+-gt\s+0\s+\]\]?\s*;?\s*(do)?\b")
 # `source "${SCRIPT_DIR}/scripts/build_options.sh"`: a script beside build.sh (its folder
@@ -61,8 +64,45 @@ _SOURCE = re.compile(
 _GETOPT = re.compile(r"\bgetopt\s+(.*?)\s+--\s")
 
 
-def option_spec(text: str) -> OptionSpec:
-    """The options of a build.sh text (raises NoOptionLoop when it has no option loop)."""
+def option_spec(text: str, read: Optional[Callable[[str], Optional[str]]] = None) -> OptionSpec:
+    """The options of a build.sh text (raises NoOptionLoop when it has no option loop).
+    `read` gives a script build.sh sources by its path beside build.sh (None: absent):
+    where build.sh parses no options itself, they are read with those scripts inlined."""
+    try:
+        return _own_spec(text)
+    except NoOptionLoop as exc:
+        if read is None or not sourced_scripts(text.splitlines()):
+            raise
+        own = exc
+    inlined, files = _inlined(text, read)
+    try:
+        return msgspec.structs.replace(_own_spec(inlined), files=files)
+    except NoOptionLoop:
+        raise own from None
+
+
+def _inlined(
+    text: str, read: Callable[[str], Optional[str]]
+) -> Tuple[str, Tuple[Tuple[int, str, int], ...]]:
+    """build.sh with each script it sources from its folder in place of the `source` line,
+    as bash reads them (one level: the 9.2 scripts source nothing further)."""
+    lines = text.splitlines()
+    at = {number: path for number, path in sourced_scripts(lines)}
+    out: List[str] = []
+    files: List[Tuple[int, str, int]] = []
+    for number, line in enumerate(lines, 1):
+        body = read(at[number]) if number in at and ".." not in at[number].split("/") else None
+        if body is None:
+            if not files or files[-1][1] != SCRIPT:
+                files.append((len(out) + 1, SCRIPT, number))
+            out.append(line)
+        else:
+            files.append((len(out) + 1, at[number], 1))
+            out += body.splitlines()
+    return "\n".join(out), tuple(files)
+
+
+def _own_spec(text: str) -> OptionSpec:
     lines = text.splitlines()
     getopt_at = next((i for i, line in enumerate(lines) if _GETOPT.search(code_of(line))), None)
     if getopt_at is not None:

@@ -58,6 +58,16 @@ class OptionSpec(Struct, frozen=True, kw_only=True):
     # script's check before getopts refuses them ("Invalid long option")
     unlisted: Tuple[BuildOption, ...] = ()
     alternative: bool = False  # getopt -a: a long option may start with one '-'
+    # read with the scripts build.sh sources inlined (ops-math and ops-cv from 9.2): where
+    # each file's lines start in that text, (first line there, file, its own first line)
+    files: Tuple[Tuple[int, str, int], ...] = ()
+
+    def located(self, line: int) -> Tuple[str, int]:
+        """(file, line in it) of a line of the text read: build.sh's, or a sourced script's."""
+        start, name, first = next(
+            (f for f in reversed(self.files) if f[0] <= line), (1, "build.sh", 1)
+        )
+        return name, line - start + first
 
     def names(self) -> List[str]:
         return list(dict.fromkeys(o.name for o in self.options))

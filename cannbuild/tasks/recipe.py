@@ -132,7 +132,7 @@ def _print_check(result: RecipeCheck) -> None:
     rows: Dict[Tuple[str, str, str], List[str]] = {}
     for row in sorted(result.rows, key=lambda r: (steps.index(r.step), bool(r.note))):
         verdict = (
-            f"accepted ({row.option}, build.sh:{row.line})"
+            f"accepted ({row.option}, {row.file}:{row.line})"
             if row.accepted
             else f"UNKNOWN: {row.why}" + (f"; closest {row.closest}" if row.closest else "")
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
 
@@ -74,6 +74,7 @@ class FlagRow(Struct, frozen=True, kw_only=True):
     accepted: bool
     option: str = ""  # the pattern that takes it (`--soc=*`, `--pkg`)
     line: int = 0  # of that pattern's arm in the script
+    file: str = "build.sh"  # the script that arm is in (one build.sh sources, from 9.2)
     why: str = ""
     closest: Optional[str] = None
     note: str = ""
@@ -106,14 +107,25 @@ class RecipeCheck(Struct, frozen=True, kw_only=True):
 
 def script_spec(repo: str, path: Path, ref: str = "") -> ScriptSpec:
     """The option spec of the build.sh at `path`."""
-    return text_spec(repo, read_text(path, BUILD_SH, errors="replace"), str(path), ref)
+
+    def beside(name: str) -> Optional[str]:
+        sourced = path.parent / name
+        return read_text(sourced, BUILD_SH, errors="replace") if sourced.is_file() else None
+
+    return text_spec(repo, read_text(path, BUILD_SH, errors="replace"), str(path), ref, beside)
 
 
-def text_spec(repo: str, text: str, where: str, ref: str = "") -> ScriptSpec:
+def text_spec(
+    repo: str,
+    text: str,
+    where: str,
+    ref: str = "",
+    read: Optional[Callable[[str], Optional[str]]] = None,
+) -> ScriptSpec:
     """The option spec of a build.sh text (one paragraph, exit 2, where it has no option
-    loop these rules read)."""
+    loop these rules read); `read` gives the scripts it sources (option_spec)."""
     try:
-        spec = option_spec(text)
+        spec = option_spec(text, read)
     except NoOptionLoop as exc:
         fix = (
             "Check the flags the recipe renders for it by hand against the script it sources "
@@ -179,7 +191,14 @@ def _cached(recipe: Recipe, ws: Workspace, name: str) -> Optional[ScriptSpec]:
         text = fetcher.git(["show", f"{commit}:{SCRIPT}"], cwd=cache)
     except (FetchError, GitFailed):
         return None
-    return text_spec(name, text, f"{cache}:{commit[:12]}:{SCRIPT}", commit)
+
+    def at_commit(path: str) -> Optional[str]:
+        try:
+            return fetcher.git(["show", f"{commit}:{path}"], cwd=cache)
+        except (FetchError, GitFailed):
+            return None
+
+    return text_spec(name, text, f"{cache}:{commit[:12]}:{SCRIPT}", commit, at_commit)
 
 
 def parse_src(values: Sequence[str]) -> Dict[str, Path]:
@@ -334,7 +353,8 @@ def check_commands(
                     word=redact(verdict.word),
                     accepted=verdict.accepted,
                     option=option.pattern if option else "",
-                    line=option.line if option else 0,
+                    file=script.spec.located(option.line)[0] if option else "build.sh",
+                    line=script.spec.located(option.line)[1] if option else 0,
                     why=verdict.why,
                     closest=None if verdict.accepted else closest(script.spec, verdict.word),
                     note=cmd.note,

@@ -366,7 +366,8 @@ def _vars(
             if readout is None or readout.spec is None:
                 continue
             verdict = judge(readout.spec, [word])[0]
-            where = f"{readout.cite('build.sh', verdict.option.line)}" if verdict.option else ""
+            option = verdict.option
+            where = readout.cite(*readout.spec.located(option.line)) if option else ""
             verdicts.append((verdict.accepted, f"{repo} {word.split('=', 1)[0]} {where}".strip()))
         if not verdicts:
             undecided.append(f"[vars] {key}: no build.sh read for its flags; kept.")

@@ -94,7 +94,7 @@ def read_repo(
     spec: Optional[OptionSpec] = None
     problem = ""
     try:
-        spec = option_spec(script)
+        spec = option_spec(script, lambda path: show(fetcher, cache, commit, path))
     except NoOptionLoop as exc:
         problem = f"{repo}@{commit[:12]}:build.sh: {exc}" if script else f"{repo} has no build.sh"
     socs: Tuple[str, ...] = ()

@@ -319,3 +319,33 @@ def test_a_script_that_sources_its_option_loop_says_which_files_and_how_to_go_on
         text_spec("ops-math", SOURCING_SCRIPT, "ops-math/build.sh")
     assert "Point --src" not in err.value.paragraph()
     assert "by hand against the script it sources" in err.value.paragraph()
+
+
+def test_the_options_of_a_script_it_sources_are_read_and_cited_in_their_own_file(tmp_path):
+    """From 9.2 (ops-math, ops-cv) build.sh sources build.conf.sh (the lists) and
+    build_options.sh (the loop): read together, as bash does, they give the options a
+    single script would, each cited at its own file's line."""
+    conf, loop = GETOPTS_SCRIPT.split("checkopts() {\n")
+    scripts = {"scripts/build.conf.sh": conf, "scripts/build_options.sh": "checkopts() {\n" + loop}
+    one = option_spec(GETOPTS_SCRIPT)
+    split = option_spec(SOURCING_SCRIPT, scripts.get)
+    assert [(o.pattern, o.values) for o in split.options] == [
+        (o.pattern, o.values) for o in one.options
+    ]
+    assert split.located(split.line) == ("scripts/build_options.sh", 3)
+    soc = next(o for o in split.options if o.pattern == "--soc=*")
+    assert split.located(soc.line) == ("scripts/build_options.sh", 10)
+    assert split.located(split.declared_only[1].line) == ("scripts/build.conf.sh", 4)
+    assert [v.accepted for v in judge(split, ["--pkg", "--soc=ascend910b", "--bogus"])] == [
+        True,
+        True,
+        False,
+    ]
+    # from a checkout on disk, as recipe check reads it
+    (tmp_path / "scripts").mkdir()
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "build.sh").write_text(SOURCING_SCRIPT)
+    from cannbuild.train.check import script_spec
+
+    assert script_spec("ops-math", tmp_path / "build.sh").spec == split

@@ -359,6 +359,7 @@ def test_recipe_check_json_names_each_word_a_flag():
     data = RecipeCheck(recipe=Path("r.toml"), scripts=(), rows=(row,), skipped=()).to_json()
     assert data["flags"] == [
         {"step": "build", "soc": "ascend910b", "repo": "ops-math", "flag": "--soc=x",
-         "accepted": True, "option": "", "line": 0, "why": "", "closest": None, "note": ""}
+         "accepted": True, "option": "", "line": 0, "file": "build.sh", "why": "",
+         "closest": None, "note": ""}
     ]  # fmt: skip
     assert data["recipe"] == "r.toml" and data["skipped"] == []
