@@ -426,3 +426,28 @@ def test_each_real_repo_at_9_1_0_reaches_a_named_wall(v910, repo):
     assert 'provided by "ASC"' not in log and "GenerateEsPackage not found" not in log
     assert done.returncode == 4, said[-2000:]
     assert "the build reached the sandbox's wall" in said, said[-2000:]
+
+
+@pytest.mark.parametrize("repo", ["ops-math", "ops-cv"])
+def test_a_9_2_build_sh_that_sources_its_option_loop_takes_the_flags_a_recipe_renders(repo):
+    """ops-math and ops-cv at 9.2.0-beta.2 parse their options in scripts they source
+    (build.conf.sh / build_conf.sh, build_options.sh): read from the real branch."""
+    from cannbuild.recipes.optspec import judge, option_spec
+
+    git_dir = _git_dir(Path(os.environ[ENV]), repo)
+
+    def show(path: str) -> Optional[str]:
+        proc = subprocess.run(
+            ["git", "--git-dir", str(git_dir), "show", f"9.2.0-beta.2:{path}"],
+            capture_output=True,
+            text=True,
+        )
+        return proc.stdout if proc.returncode == 0 else None
+
+    script = show("build.sh")
+    if script is None:
+        pytest.skip(f"the {repo} copy has no 9.2.0-beta.2 branch")
+    spec = option_spec(script, show)
+    words = ["--pkg", "--soc=ascend910_93", "--ops=abs", "--vendor_name=custom", "-j8", "--pgk"]
+    assert [v.accepted for v in judge(spec, words)] == [True] * 5 + [False]
+    assert spec.located(spec.line)[0] == "scripts/build_options.sh"
