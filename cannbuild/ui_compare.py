@@ -98,6 +98,7 @@ def print_ranks(data: Mapping[str, Any], stream: TextIO = sys.stdout) -> None:
             r["rank"],
             str(r["kernels"]),
             _us(r["device_total_us"]),
+            _us(r["communication_us"]),
             _us(r["fused_us"]),
             str(r["unfused_chains"]),
             _us(r["unfused_us"]),
@@ -108,12 +109,15 @@ def print_ranks(data: Mapping[str, Any], stream: TextIO = sys.stdout) -> None:
         "sum",
         str(sum(r["kernels"] for r in ranks)),
         _us(sum(r["device_total_us"] for r in ranks)),
+        _us(sum(r["communication_us"] for r in ranks)),
         _us(sum(r["fused_us"] for r in ranks)),
         str(sum(r["unfused_chains"] for r in ranks)),
         _us(sum(r["unfused_us"] for r in ranks)),
     ]
     stream.write("ranks:\n")
     table(
-        ["rank", "kernels", "device us", "fused us", "chains", "unfused us"], [*rows, total], stream
+        ["rank", "kernels", "device us", "of it comm us", "fused us", "chains", "unfused us"],
+        [*rows, total],
+        stream,
     )
     stream.write(f"slowest: {data['slowest_rank']}\n")

@@ -22,7 +22,14 @@ from msgspec.structs import replace
 from .affinity import ShapeClass, ShapeTally, sort_classes
 from .chains import MAX_CHAIN, Chain, ChainKernel, ChainMatcher
 from .hostops import HostOp, merge_host
-from .ops import category, is_fused_attention, merge_by, query_dtype, strip_quotes
+from .ops import (
+    category,
+    is_communication,
+    is_fused_attention,
+    merge_by,
+    query_dtype,
+    strip_quotes,
+)
 
 CONTEXT = 6  # kernels shown before and after the attention ops on a timeline
 # Chains listed one by one (a training profile of a few steps has a few hundred: steps x layers);
@@ -131,6 +138,7 @@ class Analysis(Struct, frozen=True, kw_only=True):
     ops: Tuple[OpStat, ...] = ()
     kernels: int = 0
     total_us: float = 0.0
+    comm_us: float = 0.0  # of total_us, in collectives (is_communication)
     chains: Tuple[ChainGroup, ...] = ()
     chain_list: Tuple[Chain, ...] = ()  # in the order they were found, at most MAX_LISTED
     chains_unlisted: int = 0
@@ -142,6 +150,11 @@ class Analysis(Struct, frozen=True, kw_only=True):
     @property
     def fused(self) -> Tuple[OpStat, ...]:
         return tuple(o for o in self.ops if is_fused_attention(o.op_type))
+
+    @property
+    def compute_us(self) -> float:
+        """Device time without the collectives: what tells a slow rank from one that waits."""
+        return self.total_us - self.comm_us
 
     @property
     def chain_count(self) -> int:
@@ -163,6 +176,7 @@ class Analysis(Struct, frozen=True, kw_only=True):
             ops=_op_table(self.ops, other.ops),
             kernels=self.kernels + other.kernels,
             total_us=self.total_us + other.total_us,
+            comm_us=self.comm_us + other.comm_us,
             chains=tuple(sorted(chains, key=lambda c: -c.total_us)),
             chain_list=listed,
             chains_unlisted=unlisted,
@@ -204,6 +218,7 @@ def op_table_from_statistic(rows: Iterable[OpStat]) -> Analysis:
         ops=ops,
         kernels=sum(o.count for o in ops),
         total_us=sum(o.total_us for o in ops),
+        comm_us=sum(o.total_us for o in ops if is_communication(o.core, o.op_type)),
     )
 
 
@@ -237,11 +252,14 @@ class Analyzer:
         self.host_ops: Tuple[HostOp, ...] = ()
         self.kernels = 0
         self.total_us = 0.0
+        self.comm_us = 0.0
         self.out_of_order = 0
 
     def add(self, k: Kernel) -> None:
         self.kernels += 1
         self.total_us += k.dur_us
+        if is_communication(k.core, k.op_type):
+            self.comm_us += k.dur_us
         stat = self._ops.get(k.op_type)
         if stat is None:
             self._ops[k.op_type] = [1, k.dur_us, k.dur_us]
@@ -332,6 +350,7 @@ class Analyzer:
             ops=_op_table(ops),
             kernels=self.kernels,
             total_us=self.total_us,
+            comm_us=self.comm_us,
             chains=tuple(sorted(self._chains.values(), key=lambda c: -c.total_us)),
             chain_list=tuple(self._listed),
             chains_unlisted=self._unlisted,

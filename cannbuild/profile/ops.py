@@ -63,6 +63,10 @@ _VIEW = re.compile(
 # an attention chain is forward work.
 _BACKWARD = re.compile(r"Grad(V\d)?$|Grad[A-Z]|Backward")
 BETWEEN = frozenset({"scale", "dropout", "view"})
+# Task types of collectives: `HCCL` in 2023 kernel_details (msprof-analyze's sample), `COMMUNICATION`
+# in op_summary since (msprof GenerateHcclBody).  At Level0 the cell is N/A and the name tells:
+# `hcom_allReduce__445_2`.
+COMMUNICATION_CORES = frozenset({"HCCL", "COMMUNICATION"})
 # The inference op whose type lacks "flashattention" but which fuses attention all the same.
 FUSED_EXTRA = frozenset({"FusedInferAttentionScore"})
 
@@ -111,6 +115,12 @@ def is_fused_attention(op_type: str) -> bool:
     """msprof-analyze's own test (`"flashattention" in type.lower()`), which also covers
     PromptFlashAttention / IncreFlashAttention, plus FusedInferAttentionScore."""
     return "flashattention" in op_type.lower() or op_type in FUSED_EXTRA
+
+
+def is_communication(core: str, op_type: str) -> bool:
+    """A collective (all-reduce, broadcast, ...): its time is mostly waiting for the other
+    ranks, so it says nothing about how slow this rank's own work is."""
+    return core in COMMUNICATION_CORES or op_type.startswith("hcom_")
 
 
 def category(op_type: str) -> str:

@@ -76,6 +76,7 @@ class RankSummary(Struct, frozen=True, kw_only=True):
             "path": str(self.path),
             "kernels": a.kernels,
             "device_total_us": round(a.total_us, 3),
+            "communication_us": round(a.comm_us, 3),
             "fused_us": round(sum((f.total_us for f in a.fused), 0.0), 3),
             "unfused_chains": a.chain_count,
             "unfused_us": round(a.chain_total_us, 3),
@@ -126,7 +127,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
 
     @property
     def slowest(self) -> Optional[RankSummary]:
-        return max(self.ranks, key=lambda r: r.analysis.total_us) if self.ranks else None
+        return _slowest(self.ranks) if self.ranks else None
 
     def opportunity(self) -> Dict[str, object]:
         """What the unfused chains cost, and what they would cost as the forward fused calls
@@ -389,11 +390,12 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
             RankSummary(rank=rank_name(root), path=root, analysis=a.without_windows())
             for root, a in sorted(per_root.items(), key=lambda item: str(item[0]))
         )
-        slowest = max(ranks, key=lambda r: r.analysis.total_us)
+        slowest = _slowest(ranks)
         notes.insert(
             0,
             f"{len(ranks)} profiler outputs (ranks) found; the tables add them up; the slowest "
-            f"is {slowest.rank} ({slowest.analysis.total_us:.1f} us of device time)",
+            f"is {slowest.rank} ({slowest.analysis.compute_us:.1f} us of device time outside "
+            "collectives: a rank waiting in one for the others is not the slow one)",
         )
         names = [r.rank for r in ranks]
         for twice in sorted({n for n in names if names.count(n) > 1}):
@@ -418,6 +420,12 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
     return ProfileSummary(
         root=path, files=tuple(sources), analysis=total, notes=tuple(notes), ranks=ranks
     )
+
+
+def _slowest(ranks: Tuple[RankSummary, ...]) -> RankSummary:
+    """The rank with the most device time outside collectives: the fast ranks spend theirs
+    waiting in the all-reduce for the slow one, so counting it would name them instead."""
+    return max(ranks, key=lambda r: r.analysis.compute_us)
 
 
 def _rank_folders(path: Path) -> List[Path]:

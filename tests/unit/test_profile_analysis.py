@@ -162,9 +162,10 @@ def test_a_folder_of_runs_adds_them_up():
             "attention_patterns",
             "fa_shapes",
             "host_fallback",
+            "hccl_ranks",
         )
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6
     assert (
         whole.chain_count == len(whole.chain_list) == 3 + 6 + 1
     )  # host_fallback: the NPU attention

@@ -239,6 +239,18 @@ def test_a_multi_rank_folder_gives_one_row_per_rank_the_sum_and_the_slowest(tmp_
     assert "slowest: rank 1" in table.stdout and "\n  sum " in table.stdout
 
 
+def test_the_slowest_rank_is_judged_without_the_time_it_waited_in_collectives(tmp_path):
+    """Rank 0 computes less and waits 5210 us in the all-reduce for rank 1: counting the
+    collective named rank 0 the slowest, the rank that waited (fixtures/profiler/hccl_ranks)."""
+    proc = cli("profile", str(FIX / "hccl_ranks"), "--json", "--out", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["slowest_rank"] == "rank 1"
+    ranks = {r["rank"]: r for r in data["ranks"]}
+    assert ranks["rank 0"]["communication_us"] == 5210.48
+    assert ranks["rank 0"]["device_total_us"] > ranks["rank 1"]["device_total_us"]
+
+
 def test_one_rank_found_twice_is_named_with_both_places(tmp_path):
     """A CSV and a .db export of one run side by side look like two ranks of rank 0: the
     sum counts that rank twice, so the note names it and where it is, and says what to pass."""
