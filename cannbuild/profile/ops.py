@@ -159,13 +159,20 @@ def type_from_name(name: str) -> str:
         if trans:
             return trans.group(1)
         # aclnn names are `aclnn<Api>_<KernelImpl>_<OpType>`:
-        # `aclnnInplaceZero_ZerosLikeAiCore_ZerosLike` -> ZerosLike.  A last segment of digits is
-        # no type: the old HCCL name `hcom_allReduce__445_2` stays whole.
-        last = name.rsplit("_", 1)[1]
-        if last and not last.isdigit():
-            return last
-        return name
+        # `aclnnInplaceZero_ZerosLikeAiCore_ZerosLike` -> ZerosLike.
+        return _aclnn_type(name)
     return _ge_type(name)
+
+
+def _aclnn_type(name: str) -> str:
+    """The last `_` segment that can be a type: op types start with a capital, so a variant
+    tag after it is no type (`..._FlashAttentionScore_varlen`, which msprof-analyze's
+    ai_core_performance_checker matches by `"varlen" in name`), nor are digits: the old HCCL
+    name `hcom_allReduce__445_2` stays whole."""
+    for segment in reversed(name.split("_")[1:]):
+        if segment[:1].isupper():
+            return segment
+    return name
 
 
 def _ge_type(name: str) -> str:

@@ -84,6 +84,11 @@ def test_the_op_table_is_sorted_by_device_time_and_counts_every_kernel():
         ("aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore", "FlashAttentionScore"),
         ("aclnnFlashAttentionScore_TransposeAiCore_Transpose", "Transpose"),
         ("aclnnMatmul_MatMulV3Common_MatMulV3", "MatMulV3"),
+        # a variant tag after the type (msprof-analyze's sample) is no type
+        (
+            "aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore_varlen",
+            "FlashAttentionScore",
+        ),
         ("BatchMatMul96", "BatchMatMul"),
         ("ScaledMaskedSoftmax98", "ScaledMaskedSoftmax"),
         ("hcom_allReduce__445_2", "hcom_allReduce__445_2"),
@@ -116,6 +121,21 @@ def test_the_op_table_is_sorted_by_device_time_and_counts_every_kernel():
 )
 def test_op_types_come_from_kernel_names_as_the_cann_tools_derive_them(name, op_type):
     assert type_from_name(name) == op_type
+
+
+def test_level0_names_of_real_kernels_give_their_types():
+    """At Level0 the type comes from the name: the variable-length FlashAttention kernel
+    (`..._FlashAttentionScore_varlen`) is fused attention, not an op type `varlen`."""
+    att = summarise(FIX / "level0_names", timeline=False).to_json()["attention"]["fused"]
+    assert att["types"] == [
+        {
+            "type": "FlashAttentionScoreGrad",
+            "direction": "backward",
+            "count": 1,
+            "total_us": 757.095,
+        },
+        {"type": "FlashAttentionScore", "direction": "forward", "count": 1, "total_us": 405.228},
+    ]
 
 
 def test_the_level0_fixture_shows_fused_and_one_unfused_chain_but_no_saving_without_shapes():
@@ -163,9 +183,10 @@ def test_a_folder_of_runs_adds_them_up():
             "fa_shapes",
             "host_fallback",
             "hccl_ranks",
+            "level0_names",
         )
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6 + 3
     assert (
         whole.chain_count == len(whole.chain_list) == 3 + 6 + 1
     )  # host_fallback: the NPU attention
