@@ -89,6 +89,9 @@ _GE_NAME = re.compile(r"^([A-Za-z][A-Za-z0-9]*[A-Za-z])\d+$")
 # Transform nodes GE inserts name themselves `trans_<Type>_<n>` (`trans_Cast_5` with Type Cast in
 # msprof-analyze's sample; `trans_TransData_9`).
 _GE_TRANS = re.compile(r"^trans_([A-Z][A-Za-z0-9]*)_\d+$")
+# GE's atomic-clean kernels before an op that accumulates: `atomic_memset-1_69_2208226_1_0`, one
+# name per node and call, all of Type MemSet in msprof-analyze's sample.
+_GE_MEMSET = re.compile(r"^atomic_memset\b")
 
 
 # A dtype as the profilers, the op configs, the docs and the command line spell it (upper
@@ -151,9 +154,12 @@ def role(op_type: str) -> str:
 
 def type_from_name(name: str) -> str:
     """The op type a kernel name carries: `aclnn<Api>_<Impl>_<Type>` -> Type; a GE node
-    name `<Type><n>` or `trans_<Type>_<n>` -> Type; otherwise the name itself."""
+    name `<Type><n>` or `trans_<Type>_<n>` -> Type, `atomic_memset-...` -> MemSet; otherwise
+    the name itself."""
     if name.upper() == name:  # runtime task names (MEMCPY_ASYNC, EVENT_RECORD)
         return name
+    if _GE_MEMSET.match(name):
+        return "MemSet"
     if "_" in name:
         trans = _GE_TRANS.match(name)
         if trans:

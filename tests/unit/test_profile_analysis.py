@@ -97,6 +97,7 @@ def test_the_op_table_is_sorted_by_device_time_and_counts_every_kernel():
         ("ReduceSum7", "ReduceSum"),
         ("trans_TransData_9", "TransData"),
         ("trans_Cast_5", "Cast"),  # msprof-analyze's sample: Type Cast
+        ("atomic_memset-1_69_2208226_1_0", "MemSet"),  # msprof-analyze's sample: Type MemSet
         ("LayerNorm90", "LayerNorm"),
         ("Conv2D12", "Conv2D"),
         ("GatherV282", "GatherV2"),  # msprof-analyze's sample: Type GatherV2
@@ -136,6 +137,12 @@ def test_level0_names_of_real_kernels_give_their_types():
         },
         {"type": "FlashAttentionScore", "direction": "forward", "count": 1, "total_us": 405.228},
     ]
+
+
+def test_level0_atomic_clean_kernels_are_one_memset_type_not_one_type_per_name():
+    ops = summarise(FIX / "level0_names", timeline=False).to_json()["ops"]
+    memset = [o for o in ops if "memset" in o["type"].lower()]
+    assert [(o["type"], o["count"], o["total_us"]) for o in memset] == [("MemSet", 2, 3.46)]
 
 
 def test_the_level0_fixture_shows_fused_and_one_unfused_chain_but_no_saving_without_shapes():
@@ -186,7 +193,7 @@ def test_a_folder_of_runs_adds_them_up():
             "level0_names",
         )
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6 + 3
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6 + 5
     assert (
         whole.chain_count == len(whole.chain_list) == 3 + 6 + 1
     )  # host_fallback: the NPU attention
