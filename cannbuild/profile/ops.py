@@ -92,6 +92,9 @@ _GE_TRANS = re.compile(r"^trans_([A-Z][A-Za-z0-9]*)_\d+$")
 # GE's atomic-clean kernels before an op that accumulates: `atomic_memset-1_69_2208226_1_0`, one
 # name per node and call, all of Type MemSet in msprof-analyze's sample.
 _GE_MEMSET = re.compile(r"^atomic_memset\b")
+# Collectives are named `<type>_<n>_<n>`: `hcom_allReduce__445_2` is a call of Type
+# `hcom_allReduce_` (msprof-analyze's sample writes both).
+_HCOM = re.compile(r"^(hcom_[A-Za-z]+_)(_\d+)+$")
 
 
 # A dtype as the profilers, the op configs, the docs and the command line spell it (upper
@@ -154,12 +157,15 @@ def role(op_type: str) -> str:
 
 def type_from_name(name: str) -> str:
     """The op type a kernel name carries: `aclnn<Api>_<Impl>_<Type>` -> Type; a GE node
-    name `<Type><n>` or `trans_<Type>_<n>` -> Type, `atomic_memset-...` -> MemSet; otherwise
-    the name itself."""
+    name `<Type><n>` or `trans_<Type>_<n>` -> Type, `atomic_memset-...` -> MemSet; a
+    collective `hcom_allReduce__445_2` -> hcom_allReduce_; otherwise the name itself."""
     if name.upper() == name:  # runtime task names (MEMCPY_ASYNC, EVENT_RECORD)
         return name
     if _GE_MEMSET.match(name):
         return "MemSet"
+    hcom = _HCOM.match(name)
+    if hcom:
+        return hcom.group(1)
     if "_" in name:
         trans = _GE_TRANS.match(name)
         if trans:
@@ -173,8 +179,7 @@ def type_from_name(name: str) -> str:
 def _aclnn_type(name: str) -> str:
     """The last `_` segment that can be a type: op types start with a capital, so a variant
     tag after it is no type (`..._FlashAttentionScore_varlen`, which msprof-analyze's
-    ai_core_performance_checker matches by `"varlen" in name`), nor are digits: the old HCCL
-    name `hcom_allReduce__445_2` stays whole."""
+    ai_core_performance_checker matches by `"varlen" in name`), nor are digits."""
     for segment in reversed(name.split("_")[1:]):
         if segment[:1].isupper():
             return segment
