@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from msgspec import Struct, field
 from msgspec.structs import replace
@@ -62,6 +62,7 @@ TRACE_KINDS = ("trace_view", "msprof_json")
 # torch_npu writes profiler_info_<rank>.json in a distributed run (profiler-formats.md §1.1).
 _INFO = re.compile(r"^profiler_info_(\d+)\.json$")
 _RANK_NAME = re.compile(r"^rank_?(\d+)", re.IGNORECASE)
+_DEVICE = re.compile(r"^device_\d+$")  # msprof's raw per-device folder in a PROF_*
 
 
 class RankSummary(Struct, frozen=True, kw_only=True):
@@ -318,6 +319,8 @@ def find_runs(path: Path) -> List[_Run]:
                 files.setdefault(kind, []).append(here / name)
         if "db" in files and _db_has_tables(here):
             del files["db"]  # the same kernels as the CSV tables beside it
+        for kind in _merged_kinds(here):
+            files.pop(kind, None)  # msprof merged this device's table into the PROF_* output
         said: List[str] = []
         for kind in ("op_summary", "msprof_json"):
             if kind in files:
@@ -353,6 +356,22 @@ def _torch_run_has_tables(run: Path) -> bool:
         return any(_kind(p.name) in (*KERNEL_KINDS, *TRACE_KINDS) for p in out.iterdir())
     except OSError:
         return False
+
+
+def _merged_kinds(folder: Path) -> Set[str]:
+    """For msprof's per-device `PROF_*/device_<n>/summary` and `timeline` folders
+    (`op_summary_0_1_1_<ts>.csv`): the kinds of file its export also merged, every device's
+    rows, into the PROF_*'s mindstudio_profiler_output (msprof's MsprofOutputSummary, which
+    leaves the device files in place): read there, not twice.  An old export with no
+    merged copy is read from the device folders."""
+    device = folder.parent
+    if folder.name not in ("summary", "timeline") or not _DEVICE.match(device.name):
+        return set()
+    merged = device.parent / MSPROF_DIR
+    try:
+        return {k for p in merged.iterdir() if (k := _kind(p.name)) is not None}
+    except OSError:
+        return set()
 
 
 def _db_has_tables(folder: Path) -> bool:

@@ -237,6 +237,27 @@ def test_finding_runs_does_not_count_a_torch_runs_own_msprof_copy_twice(tmp_path
     assert [r.folder.name for r in find_runs(tmp_path)] == ["mindstudio_profiler_output"]
 
 
+def test_msprofs_per_device_summary_beside_its_merged_export_is_not_counted_twice(tmp_path):
+    """msprof writes each device's `device_<n>/summary/op_summary_<n>_1_<ts>.csv` (no Device_id
+    column) and merges them, Device_id prepended, into mindstudio_profiler_output, leaving them
+    in place (msprof analysis/msinterface/msprof_output_summary.py; msprof-analyze's
+    cluster_prof_info_analysis.py skips the merged copy for that reason)."""
+    prof = tmp_path / MSPROF.parent.name
+    shutil.copytree(MSPROF, prof / MSPROF.name)
+    summary = prof / "device_0" / "summary"
+    summary.mkdir(parents=True)
+    merged = next(MSPROF.glob("op_summary_*.csv")).read_text().splitlines(keepends=True)
+    assert merged[0].startswith("Device_id,")
+    device_rows = "".join(line.split(",", 1)[1] for line in merged)
+    (summary / "op_summary_0_1_20260323031749.csv").write_text(device_rows)
+    once = summarise(MSPROF.parent, timeline=False).analysis
+    both = summarise(prof, timeline=False).analysis
+    assert (both.kernels, both.total_us) == (once.kernels, once.total_us)
+    # an old export with no merged copy: its device summaries are the kernels
+    shutil.rmtree(prof / MSPROF.name)
+    assert summarise(prof, timeline=False).analysis.kernels == once.kernels
+
+
 def test_a_path_without_profiler_files_is_a_usage_error(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(UsageError, match="no profiler output under"):
