@@ -436,6 +436,11 @@ def print_profile(
     out.print(table)
     if len(ops) > top:
         out.print(f"... {len(ops) - top} more op types (--json lists them all)")
+    comm = data.get("communication_us") or 0.0
+    if comm:  # a collective's time is waiting as much as work: said apart, as msprof-analyze does
+        stream.write(
+            f"collectives: {comm:.1f} us of it ({comm / total:.0%}); computing {total - comm:.1f} us\n"
+        )
     att = data["attention"]
     fused, chains, gain = att["fused"], att["unfused_chains"], att["opportunity"]
     lines = ["attention:"]

@@ -227,6 +227,7 @@ class ProfileSummary(Struct, frozen=True, kw_only=True):
         data["attention"]["unfused_chains"]["groups"] = to_plain(a.chains)
         data["attention"]["opportunity"] = self.opportunity()
         data["device_total_us"] = round(a.total_us, 3)
+        data["communication_us"] = round(a.comm_us, 3)
         data["kernels"] = a.kernels
         data["notes"] = list(self.notes)
         return data

@@ -323,3 +323,22 @@ def test_a_trace_without_torch_to_npu_flows_calls_no_torch_op_a_host_fallback():
     (matmul,) = [o for o in analysis.host_ops if o.name == "aten::matmul"]
     assert matmul.judged is False and matmul.host_only == 0 and not matmul.is_fallback
     assert summarise(eager, timeline=False).to_json()["attention"]["host_fallbacks"] == []
+
+
+def test_the_time_in_collectives_is_said_apart_from_the_computing():
+    """A training step's all-reduce is waiting as much as work: the profile gives its time
+    beside the total (JSON and text), and says nothing of it where there is none."""
+    import io
+
+    from cannbuild.ui import print_profile
+
+    with_hccl = summarise(FIX / "hccl_ranks" / "rank0_ascend_pt").details()
+    assert (with_hccl["device_total_us"], with_hccl["communication_us"]) == (6229.99, 5210.48)
+    text = io.StringIO()
+    print_profile(with_hccl, text)
+    assert "collectives: 5210.5 us of it (84%); computing 1019.5 us" in text.getvalue()
+    without = summarise(FIX / "fa_shapes").details()
+    assert without["communication_us"] == 0
+    text = io.StringIO()
+    print_profile(without, text)
+    assert "collectives" not in text.getvalue()
