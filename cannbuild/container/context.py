@@ -518,7 +518,8 @@ def make_container(
     if rendered["note"]:
         note(f"note: {rendered['note']}")
     if not build:
-        note("build it with: " + " ".join(rendered["command"]))
+        # shell-quoted: a pasted command must build this context, spaces in its path and all
+        note("build it with: " + shlex.join(rendered["command"]))
         return rendered
     result = engine_build(Path(str(rendered["dir"])), str(rendered["base"]), lock.arch, remote)
     if result.returncode:

@@ -627,3 +627,12 @@ def test_a_folder_with_only_someones_dockerfile_is_not_taken_for_a_context(tmp_p
     ctx = render(tmp_path, lock_file)  # a context rendered before markers existed is taken
     (ctx / ".cannbuild-owned").unlink()
     assert owned(render(tmp_path, lock_file), "container-context")
+
+
+def test_the_printed_build_command_builds_a_context_whose_path_has_a_space(tmp_path, lock_file):
+    out = tmp_path / "my ctx"
+    proc = cannbuild_container(tmp_path, "--lock-file", str(lock_file), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("build it with: "))
+    argv = shlex.split(line.removeprefix("build it with: "))
+    assert argv[-1] == str(out) and f"type=local,dest={out}/artifacts" in argv, line
