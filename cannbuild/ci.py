@@ -220,6 +220,9 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
     what = "--out" if out else "the workflow path"
     refuse_foreign_file(target, what)
     check_writable(target, what)
+    # rendered once before the wheel is replaced: a recipe it refuses must leave the
+    # committed workflow and the wheel its sha256 names as they were
+    rendered_with(install)
     if install.wheel:
         check_writable(wheel_dir, "the wheel folder")
         wheel = build_own_wheel(data_dir("templates").parent, wheel_dir)

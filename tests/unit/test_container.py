@@ -14,7 +14,7 @@ import yaml
 from dockerfile_parse import DockerfileParser
 from msgspec.structs import replace
 
-from cannbuild.ci import Install, render_ci
+from cannbuild.ci import CiRequest, Install, render_ci, write_ci
 from cannbuild.container.context import (
     ContainerSpec,
     base_reference,
@@ -636,3 +636,18 @@ def test_the_printed_build_command_builds_a_context_whose_path_has_a_space(tmp_p
     line = next(x for x in proc.stderr.splitlines() if x.startswith("build it with: "))
     argv = shlex.split(line.removeprefix("build it with: "))
     assert argv[-1] == str(out) and f"type=local,dest={out}/artifacts" in argv, line
+
+
+def test_a_ci_render_that_fails_leaves_the_committed_wheel_as_it_was(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    wheel = tmp_path / ".github" / "cannbuild" / "cannbuild-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"the wheel the committed workflow's sha256 names")
+    recipes = tmp_path / "cannbuild-recipes"
+    recipes.mkdir()
+    shipped = Path(__file__).resolve().parents[2] / "recipes" / "9.1.toml"
+    text = re.sub(r"(?m)^image_cann = .*$", 'image_cann = "9.9 0"', shipped.read_text())
+    (recipes / "9.9.toml").write_text(text)
+    with pytest.raises(UsageError, match="image_cann '9.9 0' is not a CANN version"):
+        write_ci(CiRequest(), tmp_path, lambda _: None)
+    assert wheel.read_bytes() == b"the wheel the committed workflow's sha256 names"
