@@ -39,6 +39,7 @@ from ..render.grammars import check_cann, check_image, check_requirement, one_li
 from ..render.templates import file_env
 from ..resources import data_dir
 from ..self_install import install_requirement, installed_wheel, source_files
+from ..signals import deferred
 from ..sources.lock import Lock, read_lock, write_lock
 from .engine import CACHE_SECRET_ID, SECRET_ID, build_command, platform_of
 from .engine import build as engine_build
@@ -436,15 +437,18 @@ def render_context(
 
 
 def _swap_into_place(staging: Path, out: Path) -> None:
-    """Replace `out` by `staging` with renames, so no reader sees a half-written context."""
+    """Replace `out` by `staging` with renames, so no reader sees a half-written context.
+    Signals wait for the swap and the old context's removal: a SIGTERM between them would
+    leave `out` missing, or a half-removed `.<out>.old-<pid>` beside it."""
     if not out.exists():
         staging.rename(out)
         return
     check_replaceable(out, CONTEXT_KIND, "--out")  # again: it may have changed meanwhile
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    out.rename(old)
-    staging.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
+    with deferred():
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def image_for_host(

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 from msgspec.structs import replace
+from warmcli import python_c
 
 from cannbuild.ci import CiRequest, Install, render_ci, write_ci
 from cannbuild.container.context import (
@@ -651,3 +652,38 @@ def test_a_ci_render_that_fails_leaves_the_committed_wheel_as_it_was(tmp_path):
     with pytest.raises(UsageError, match="image_cann '9.9 0' is not a CANN version"):
         write_ci(CiRequest(), tmp_path, lambda _: None)
     assert wheel.read_bytes() == b"the wheel the committed workflow's sha256 names"
+
+
+# a SIGTERM arrives while the old context is being removed (render_context's swap)
+_TERM_DURING_SWAP = """
+import os, shutil, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from lockdata import sample_lock
+from cannbuild.container import context
+from cannbuild.container.context import ContainerSpec, render_context
+from cannbuild.signals import on_termination
+on_termination()
+lock, out = sample_lock("8.5.0"), Path(sys.argv[2])
+spec = ContainerSpec(variant="A3", cann="8.5.0")
+render_context(spec, lock, Path(sys.argv[1]), out)
+real = shutil.rmtree
+def removing(path, *args, **kwargs):
+    if ".old-" in str(path):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(path, *args, **kwargs)
+context.shutil.rmtree = removing
+try:
+    render_context(spec, lock, Path(sys.argv[1]), out)
+except KeyboardInterrupt as exc:
+    print("stopped by", type(exc).__name__)
+print(sorted(p.name for p in out.parent.iterdir() if p.name.startswith(".ctx")))
+"""
+
+
+def test_a_sigterm_during_the_swap_leaves_the_new_context_and_no_old_one(tmp_path, lock_file):
+    tests = str(Path(__file__).resolve().parents[1])
+    out = tmp_path / "ctx"
+    proc = python_c(_TERM_DURING_SWAP, str(lock_file), str(out), tests, timeout=120)
+    assert proc.stdout.splitlines() == ["stopped by SignalInterrupt", "[]"], proc.stderr
+    assert (out / "Dockerfile").is_file() and owned(out, "container-context")
