@@ -31,6 +31,7 @@ from .recipes import available, load_recipe
 from .render.grammars import check_cann, check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
+from .sandbox.releases import standins
 from .self_install import build_own_wheel, install_requirement, source_files
 from .sources.lock import read_lock
 from .workspace import write_atomic
@@ -53,6 +54,19 @@ def image_versions(cwd: Path) -> List[str]:
             check_cann(recipe.image_cann, f"{path}: image_cann")  # whole: no space or newline
             versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
     return sorted(versions, key=versions.__getitem__)
+
+
+def emulated_versions(canns: Sequence[str], cwd: Path) -> List[str]:
+    """The CANN versions of a --sandbox matrix: each image version the sandbox emulates,
+    else the sandbox's releases of its train (8.3.rc1 -> 8.3.RC2), since no sandbox lock
+    can be made for a version it does not emulate."""
+    releases = list(standins(cwd).releases)
+    chosen: List[str] = []
+    for cann in canns:
+        same = [r for r in releases if r.lower() == cann.lower()]
+        train = parse_cann_version(cann).train
+        chosen += same or [r for r in releases if parse_cann_version(r).train == train]
+    return list(dict.fromkeys(chosen))
 
 
 def git_toplevel(folder: Path) -> Optional[Path]:
@@ -112,6 +126,8 @@ def render_ci(
             "no recipe in use names a container image version (image_cann).",
             "Add image_cann to [recipe].",
         )
+    if sandbox:
+        canns = emulated_versions(canns, cwd)
     text = (
         ci_env(data_dir("templates") / "ci")
         .get_template(template)

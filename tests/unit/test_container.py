@@ -28,6 +28,7 @@ from cannbuild.container.context import (
 from cannbuild.container.run import run_line
 from cannbuild.errors import UsageError
 from cannbuild.ownership import owned
+from cannbuild.sandbox.releases import standins
 from cannbuild.sources.lock import read_lock, write_lock
 
 from clirun import run_route
@@ -687,3 +688,11 @@ def test_a_sigterm_during_the_swap_leaves_the_new_context_and_no_old_one(tmp_pat
     proc = python_c(_TERM_DURING_SWAP, str(lock_file), str(out), tests, timeout=120)
     assert proc.stdout.splitlines() == ["stopped by SignalInterrupt", "[]"], proc.stderr
     assert (out / "Dockerfile").is_file() and owned(out, "container-context")
+
+
+def test_a_sandbox_workflow_lists_only_cann_versions_the_sandbox_emulates(tmp_path):
+    flow = yaml.safe_load(render_ci("github", tmp_path, WHEEL, sandbox=True)["text"])
+    canns = flow["jobs"]["package"]["strategy"]["matrix"]["cann"]
+    emulated = set(standins(tmp_path).releases)
+    assert canns and set(canns) <= emulated, canns  # a lock can be made for each entry
+    assert "8.3.RC2" in canns  # the 8.3 recipe's image is 8.3.rc1, the sandbox's 8.3 is RC2
