@@ -11,6 +11,7 @@ air-gapped build are whatever the index serves that day).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -27,7 +28,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 from .. import __version__
-from ..bounded import DATA_FILE, LOCK, read_text
+from ..bounded import DATA_FILE, LOCK, RECIPE, read_text
 from ..errors import DryRun, StepFailed, UsageError
 from ..host.compat import image_oses
 from ..host.published import releases
@@ -35,6 +36,7 @@ from ..host.socs import families
 from ..options import Options
 from ..ownership import MARKER, check_replaceable, check_writable, mark
 from ..proc import run
+from ..recipes.model import USER_RECIPE_DIR
 from ..render.grammars import check_cann, check_image, check_requirement, one_line
 from ..render.templates import file_env
 from ..resources import data_dir
@@ -310,6 +312,18 @@ def _requirements(python: str, arch: str) -> List[str]:
     return wanted
 
 
+def project_recipes(lock: Lock, cwd: Path) -> Optional[Path]:
+    """The project's cannbuild-recipes/ when the lock was made with one of its recipes: the
+    image has only cannbuild's shipped ones, and its `setup --locked` would find no recipe
+    for a new train or refuse a changed one as drift."""
+    folder = cwd / USER_RECIPE_DIR
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+        text = read_text(path, RECIPE)
+        if hashlib.sha256(text.encode()).hexdigest() == lock.recipe_digest:
+            return folder
+    return None
+
+
 def render_context(
     spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path, cache_remote: bool = False
 ) -> Dict[str, Any]:
@@ -341,6 +355,7 @@ def render_context(
                 "stand in a Dockerfile LABEL: it holds a quote, a backslash or a newline.",
                 "Restore the lock from version control, or delete it and run `cannbuild lock`.",
             )
+    recipes = project_recipes(lock, Path.cwd())  # where `lock` looked for them too
     soc = lock.soc if spec.sandbox else _soc(spec.variant)
     offline = spec.bundle is not None
     extra: List[str] = []
@@ -379,6 +394,7 @@ def render_context(
         "secret_id": SECRET_ID,
         "cache_secret_id": CACHE_SECRET_ID,
         "cannbuild_spec": shlex.quote(install) if install else "",
+        "recipes": USER_RECIPE_DIR if recipes else None,
     }
     check_replaceable(out, CONTEXT_KIND, "--out")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -407,6 +423,8 @@ def render_context(
             copied.parent.mkdir()
             shutil.copyfile(wheel, copied)
             os.utime(copied, (lock.source_date_epoch, lock.source_date_epoch))
+        if recipes is not None:
+            shutil.copytree(recipes, staging / USER_RECIPE_DIR, symlinks=True)
         if spec.bundle is not None:
             shutil.copyfile(spec.bundle, staging / BUNDLE_NAME)
             offline_wheels(

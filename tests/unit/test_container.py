@@ -1,5 +1,6 @@
 """Container contexts and CI workflows rendered from a lock."""
 
+import hashlib
 import json
 import posixpath
 import re
@@ -696,3 +697,26 @@ def test_a_sandbox_workflow_lists_only_cann_versions_the_sandbox_emulates(tmp_pa
     emulated = set(standins(tmp_path).releases)
     assert canns and set(canns) <= emulated, canns  # a lock can be made for each entry
     assert "8.3.RC2" in canns  # the 8.3 recipe's image is 8.3.rc1, the sandbox's 8.3 is RC2
+
+
+def test_a_lock_made_with_a_project_recipe_brings_that_recipe_into_the_image(
+    tmp_path, lock_file, monkeypatch
+):
+    recipes = tmp_path / "project" / "cannbuild-recipes"
+    recipes.mkdir(parents=True)
+    shipped = Path(__file__).resolve().parents[2] / "recipes" / "8.5.toml"
+    text = shipped.read_text() + "# our site's copy\n"
+    (recipes / "8.5.toml").write_text(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    lock = replace(LOCK, recipe_digest=digest)
+    out = tmp_path / "ctx"
+    spec = ContainerSpec(variant="A3", cann="8.5.0")
+    monkeypatch.chdir(recipes.parent)  # the project, where `cannbuild lock` found it
+    render_context(spec, lock, lock_file, out)
+    assert (out / "cannbuild-recipes" / "8.5.toml").read_text() == text
+    dockerfile = (out / "Dockerfile").read_text()
+    assert "COPY cannbuild-recipes/ ./cannbuild-recipes/\n" in dockerfile  # beside the lock
+    assert "!cannbuild-recipes/" in (out / ".dockerignore").read_text().splitlines()
+    # a lock of a shipped recipe renders no such copy
+    render_context(spec, LOCK, lock_file, tmp_path / "plain")
+    assert not (tmp_path / "plain" / "cannbuild-recipes").exists()
