@@ -175,6 +175,9 @@ class Session(Struct, frozen=True, kw_only=True):
             idle=idle_repos(self.recipe, options.optional_steps, options.force),
             stand_ins=tuple(self.sandbox.mirrors.values()) if self.sandbox else (),
             build_repos=() if self.recipe.order == self.recipe.default_repos else self.recipe.order,
+            with_steps=tuple(
+                s.name for s in self.recipe.steps if s.optional and s.name in options.optional_steps
+            ),
             accept_stand_ins=options.accept_stand_ins if self.sandbox else (),
             # read only for an archive accepted by name (sources/ready.py): 8 archives made
             stand_in_sha256=stand_in_sha256() if self.sandbox and options.accept_stand_ins else {},

@@ -365,6 +365,8 @@ def render_context(
         extra += ["--ops-release", lock.ops_release]
     if lock.build_repos:  # and builds the repos the lock was made for, in that order
         extra += ["--repos", ",".join(lock.build_repos)]
+    for step in lock.with_steps:  # with the optional steps it was made with
+        extra += ["--with-step", step]
     if offline:
         extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
     # the lock COPY'd beside the workspace (a --sandbox run would look in the workspace)

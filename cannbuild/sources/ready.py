@@ -132,6 +132,7 @@ class PendingSources:
                     r.name for r in request.recipe.repos if r.name in request.idle
                 ),
                 build_repos=request.build_repos,
+                with_steps=request.with_steps,
                 # where each commit came from, which the header of a sandbox lock says
                 origins={n: o for r in ready for n, o in r.origins} if request.sandbox else {},
             )

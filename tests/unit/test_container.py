@@ -720,3 +720,14 @@ def test_a_lock_made_with_a_project_recipe_brings_that_recipe_into_the_image(
     # a lock of a shipped recipe renders no such copy
     render_context(spec, LOCK, lock_file, tmp_path / "plain")
     assert not (tmp_path / "plain" / "cannbuild-recipes").exists()
+
+
+def test_a_lock_made_with_an_optional_step_renders_a_setup_that_runs_it(tmp_path):
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, replace(sample_lock("9.0.0"), with_steps=("opbase-build",)))
+    lock = read_lock(path)
+    assert lock.with_steps == ("opbase-build",)  # the lock records --with-step
+    out = tmp_path / "ctx"
+    render_context(ContainerSpec(variant="A3", cann="9.0.0"), lock, path, out)
+    setup = next(x for x in (out / "Dockerfile").read_text().splitlines() if "cannbuild setup" in x)
+    assert "--with-step opbase-build" in setup, setup
