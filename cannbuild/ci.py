@@ -234,6 +234,11 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
         also = f", cannbuild's wheel into {wheel_dir}" if install.wheel else ""
         raise DryRun(f"would write {target}{extras}{also}")
     what = "--out" if out else "the workflow path"
+    if target.is_dir():
+        raise UsageError(
+            f"{what} {target} is a folder; it names the workflow file to write.",
+            f"Pass a file path, e.g. --out {target / Path(PROVIDERS[provider][1]).name}.",
+        )
     refuse_foreign_file(target, what)
     check_writable(target, what)
     # rendered once before the wheel is replaced: a recipe it refuses must leave the

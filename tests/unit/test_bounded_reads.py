@@ -126,6 +126,11 @@ def _ci_out(link_to_zero: bool) -> Case:
     return case
 
 
+def _ci_out_folder(tmp: Path) -> Tuple[List[str], Path, str]:
+    _git_repo(tmp / "user")
+    return ["ci", "--provider", "github", "--out", "."], tmp / "user", "names the workflow file"
+
+
 def _config_fifo(tmp: Path) -> Tuple[List[str], Path, str]:
     (tmp / "user").mkdir()
     os.mkfifo(tmp / "user" / "ci.yaml")
@@ -184,6 +189,7 @@ HOSTILE: Dict[str, Case] = {
     "diagnose-profile-kernel-details-is-a-fifo": _diagnose_profile_fifo,
     "ci-out-is-a-fifo": _ci_out(link_to_zero=False),
     "ci-out-links-to-dev-zero": _ci_out(link_to_zero=True),
+    "ci-out-is-a-folder": _ci_out_folder,
     "config-flag-is-a-fifo": _config_fifo,
     "invoke-yaml-is-a-fifo": _invoke_yaml_fifo,
     "lock-file-is-a-fifo": _lock_fifo,
