@@ -518,6 +518,12 @@ def make_container(
     check_spec(spec)
     check_lock(spec, lock, lock_file)
     out = Path(os.path.abspath(out or "container"))  # a link there is refused
+    if "," in str(out):
+        raise UsageError(
+            f"--out {out}: the build's `--output type=local,dest=...` takes comma-separated "
+            "fields, so its folder cannot hold a comma (the engine would split it there).",
+            "Pass --out a folder whose path has no comma.",
+        )
     if dry_run:
         reference, _ = base_reference(spec, lock)
         raise DryRun(

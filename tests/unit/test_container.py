@@ -639,6 +639,11 @@ def test_the_printed_build_command_builds_a_context_whose_path_has_a_space(tmp_p
     line = next(x for x in proc.stderr.splitlines() if x.startswith("build it with: "))
     argv = shlex.split(line.removeprefix("build it with: "))
     assert argv[-1] == str(out) and f"type=local,dest={out}/artifacts" in argv, line
+    # a comma would split that --output value: refused before anything is written
+    comma = tmp_path / "a,b"
+    proc = cannbuild_container(tmp_path, "--lock-file", str(lock_file), "--out", str(comma))
+    assert proc.returncode == 2 and "cannot hold a comma" in proc.stderr, proc.stderr
+    assert not comma.exists()
 
 
 def test_a_ci_render_that_fails_leaves_the_committed_wheel_as_it_was(tmp_path):
