@@ -1,6 +1,11 @@
 """A small lock shared by the unit tests that read or render locks."""
 
+import hashlib
+from pathlib import Path
+
 from cannbuild.sources.lock import Lock, LockedArchive, LockedRepo
+
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 
 OPBASE_URL = "https://gitcode.com/cann/opbase.git"
 TRANSFORMER_URL = "https://gitcode.com/cann/ops-transformer.git"
@@ -23,9 +28,11 @@ def sample_lock(cann: str, *, pinned_opbase: bool = False, epoch: int = 17000000
                 commit="c" * 40,
             )
         )
+    train = ".".join(cann.split(".")[:2])
     return Lock(
-        recipe="cann-" + ".".join(cann.split(".")[:2]),
-        recipe_digest="abc",
+        recipe=f"cann-{train}",
+        # the shipped recipe's, as `cannbuild lock` records it
+        recipe_digest=hashlib.sha256((RECIPES / f"{train}.toml").read_bytes()).hexdigest(),
         toolkit_version=cann,
         soc="ascend910_93",
         arch="x86_64",

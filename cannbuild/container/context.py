@@ -33,9 +33,11 @@ from ..errors import DryRun, StepFailed, UsageError
 from ..host.compat import image_oses
 from ..host.published import releases
 from ..host.socs import families
+from ..host.versions import parse_cann_version
 from ..options import Options
 from ..ownership import MARKER, check_replaceable, check_writable, mark
 from ..proc import run
+from ..recipes import recipe_dirs
 from ..recipes.model import USER_RECIPE_DIR
 from ..render.grammars import check_cann, check_image, check_requirement, one_line
 from ..render.templates import file_env
@@ -324,6 +326,28 @@ def project_recipes(lock: Lock, cwd: Path) -> Optional[Path]:
     return None
 
 
+def _recipe_args(lock: Lock, cwd: Path) -> List[str]:
+    """`--recipe TRAIN` where the lock was made with another train's recipe than the one
+    the image's toolkit (or --ops-release) picks, which `setup --locked` would refuse as
+    drift; refused here where the image can find no recipe of the lock's text at all (one
+    passed as --recipe FILE from elsewhere)."""
+    if not lock.recipe_digest:  # a lock from before digests were kept: nothing to match
+        return []
+    # the shipped ones and the project's (project_recipes copies those into the image)
+    for path in (p for folder in recipe_dirs(cwd) for p in sorted(folder.glob("*.toml"))):
+        text = read_text(path, RECIPE)
+        if hashlib.sha256(text.encode()).hexdigest() == lock.recipe_digest:
+            picked = parse_cann_version(lock.ops_release or lock.toolkit_version).train
+            return [] if path.stem == picked else ["--recipe", path.stem]
+    raise UsageError(
+        f"the lock was made with recipe {lock.recipe}, which is neither one cannbuild ships "
+        f"nor one in {cwd / USER_RECIPE_DIR}: the image's `setup --locked` could not find "
+        "it.",
+        f"Copy that recipe file to {USER_RECIPE_DIR}/<train>.toml here (the image takes that "
+        "folder) and render again.",
+    )
+
+
 def render_context(
     spec: ContainerSpec, lock: Lock, lock_file: Path, out: Path, cache_remote: bool = False
 ) -> Dict[str, Any]:
@@ -367,6 +391,7 @@ def render_context(
         extra += ["--repos", ",".join(lock.build_repos)]
     for step in lock.with_steps:  # with the optional steps it was made with
         extra += ["--with-step", step]
+    extra += _recipe_args(lock, Path.cwd())
     if offline:
         extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
     # the lock COPY'd beside the workspace (a --sandbox run would look in the workspace)

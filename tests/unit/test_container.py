@@ -736,3 +736,28 @@ def test_a_lock_made_with_an_optional_step_renders_a_setup_that_runs_it(tmp_path
     render_context(ContainerSpec(variant="A3", cann="9.0.0"), lock, path, out)
     setup = next(x for x in (out / "Dockerfile").read_text().splitlines() if "cannbuild setup" in x)
     assert "--with-step opbase-build" in setup, setup
+
+
+def test_a_lock_of_another_trains_recipe_renders_a_setup_that_asks_for_it(tmp_path):
+    """`lock --recipe 9.0` on a 9.1 toolkit: the image's toolkit would pick 9.1's recipe
+    and `setup --locked` refuse it as drift, so the setup names the lock's; a lock of a
+    recipe the image cannot find (a --recipe FILE from elsewhere) is refused here."""
+    path = tmp_path / "cannbuild.lock"
+    nine_oh = sample_lock("9.0.0")
+    write_lock(path, replace(nine_oh, toolkit_version="9.1.0"))
+    out = tmp_path / "ctx"
+    render_context(ContainerSpec(variant="A3", cann="9.1.0"), read_lock(path), path, out)
+    setup = next(x for x in (out / "Dockerfile").read_text().splitlines() if "cannbuild setup" in x)
+    assert "--recipe 9.0" in setup, setup
+    render_context(ContainerSpec(variant="A3", cann="9.0.0"), nine_oh, path, tmp_path / "same")
+    setup = next(
+        x for x in (tmp_path / "same" / "Dockerfile").read_text().splitlines() if "setup" in x
+    )
+    assert "--recipe" not in setup, setup
+    elsewhere = replace(nine_oh, recipe="cann-9.0-site", recipe_digest="e" * 64)
+    with pytest.raises(UsageError) as err:
+        render_context(ContainerSpec(variant="A3", cann="9.0.0"), elsewhere, path, tmp_path / "x")
+    assert (
+        "cann-9.0-site" in err.value.paragraph() and "cannbuild-recipes/" in err.value.paragraph()
+    )
+    assert not (tmp_path / "x").exists()
