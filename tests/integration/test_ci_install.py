@@ -124,7 +124,14 @@ def test_outside_a_git_repository_the_workflow_needs_out(tmp_path):
     out = tmp_path / "flows" / "cannbuild.yml"
     proc = cannbuild("ci", "--provider", "gitlab", "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert out.is_file() and list((tmp_path / "flows" / ".gitlab" / "cannbuild").glob("*.whl"))
+    (wheel,) = (tmp_path / "flows" / ".gitlab" / "cannbuild").glob("*.whl")
+    assert out.is_file()
+    # a render again replaces the wheel whole (a new file renamed in), never writes into the
+    # one the committed workflow's sha256 names: a stop half-way leaves the old one
+    before = wheel.stat().st_ino
+    proc = cannbuild("ci", "--provider", "gitlab", "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert wheel.stat().st_ino != before
 
 
 def test_ci_and_container_from_a_sandbox_lock(cli, tmp_path):
