@@ -191,8 +191,14 @@ class RenderChild:
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:
-            ours.close()
-            _serve(self.job, theirs, self.cpu)
+            # The child holds a copy of the run's stack: an exception (a pipe the parent
+            # closed when a signal landed, a signal before _serve resets its handlers)
+            # must end it here, never unwind into the run's cleanup.
+            try:
+                ours.close()
+                _serve(self.job, theirs, self.cpu)
+            finally:
+                os._exit(1)
         theirs.close()
         return pid, ours
 

@@ -199,3 +199,30 @@ def test_ordinary_templates_render_as_in_jinjas_own_sandbox(template):
 
     own = ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
     assert render_value(template, OPS, "x") == own.from_string(template).render(**OPS)
+
+
+def test_a_render_child_whose_parent_stopped_listening_exits_without_unwinding_the_run(
+    tmp_path,
+):
+    """A signal that lands mid-render closes the child's pipe (RenderChild.__call__); its
+    answer then meets a broken pipe.  The forked child must end there: unwinding instead
+    ran the run's own cleanup (the workspace lock's release, its report) in the child and
+    printed a second traceback beside the run's 'interrupted'."""
+    import os
+    import time
+
+    from cannbuild.render.sandbox import RenderChild
+
+    parent = os.getpid()
+    unwound = tmp_path / "unwound"
+    child = RenderChild(lambda _: time.sleep(0.2) or "rendered")
+    try:
+        pid, pipe = child._start()
+    finally:
+        if os.getpid() != parent:  # the child came back up through this frame
+            unwound.write_text(str(os.getpid()))
+            os._exit(0)
+    pipe.send("request")
+    pipe.close()  # the run was interrupted while the child renders
+    os.waitpid(pid, 0)
+    assert not unwound.exists()
