@@ -243,7 +243,8 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
             f"Give {origin.split()[-1]} a path, or leave it out for its default.",
         )
     if name in PATH_FIELDS:
-        return Path(os.path.abspath(os.path.expanduser(check_path(value, origin))))
+        path = os.path.abspath(os.path.expanduser(check_path(value, origin)))
+        return Path(_one_spelling(path) if name == "workspace" else path)
     if name in _BOOL_FIELDS:
         if isinstance(value, bool):
             return value
@@ -379,6 +380,15 @@ def _check_cache_remote(url: str, origin: str) -> Optional[str]:
             "in the URL as ccache reads them (redis://PASSWORD@HOST:6379, redis://USER:PASSWORD@HOST).",
         )
     return url
+
+
+def _one_spelling(path: str) -> str:
+    """The workspace by the real path of its parent: stamps and install records keep
+    absolute paths, so one folder reached as /data/ws and as /mnt/data/ws rebuilt every
+    step, and `status` by the other spelling found nothing installed.  Its own name is
+    not followed: a workspace that is itself a link is refused (ownership.py)."""
+    head, name = os.path.split(path)
+    return os.path.join(os.path.realpath(head), name)
 
 
 def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:

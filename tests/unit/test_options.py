@@ -87,3 +87,15 @@ def test_the_options_repr_names_the_cache_remote_but_never_shows_it():
     assert "s3cret" not in shown and "builder" not in shown
     assert "cache_remote=<set>" in shown and "jobs=" in shown
     assert "cache_remote" not in repr(Options())
+
+
+def test_a_workspace_reached_through_a_linked_folder_has_one_spelling(tmp_path: Path):
+    """Stamps keep absolute paths: -w /data/ws and -w /mnt/data/ws for one folder rebuilt
+    every step and `status` found nothing installed.  The workspace's own name is kept,
+    so a workspace that is a link is still refused, never followed."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    opts = resolve_options({"workspace": str(tmp_path / "via" / "ws")}, {}, {})
+    assert opts.workspace == tmp_path.resolve() / "real" / "ws"
+    linked = resolve_options({"workspace": str(tmp_path / "via")}, {}, {})
+    assert linked.workspace == tmp_path.resolve() / "via"
