@@ -35,6 +35,7 @@ def judge(r: Readings, options: Options) -> List[Check]:
     checks += npu_checks(r, options)
     # ccache is a build step's only with a compile cache configured (build/compile_cache.py)
     checks += _tool_checks(r.tools, needed={"ccache"} if options.cache_remote else set())
+    checks += _workspace_path_checks(options.workspace)
     checks += _disk_checks(options.workspace)
     checks += python_stack_checks(r.stack, toolkit, r.env, options.sandbox)
     return checks
@@ -319,6 +320,28 @@ def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> Iterator[Check]:
             hint=spec.hint,
             blocking=spec.required,
         )
+
+
+# Characters CANN's build scripts split a path at: cmake's unquoted arguments and lists
+# (opbase's `if(EXISTS ${CANN_3RD_LIB_PATH}/...)`) and bash's unquoted words.
+_SPLITTING = {" ": "a space", "\t": "a tab", ";": "a ';'"}
+
+
+def _workspace_path_checks(workspace: Path) -> Iterator[Check]:
+    """A workspace path the upstream build splits fails a build step seconds in with an
+    unrelated error (`tar: ...protobuf-25.1.tar.gz: Cannot open`): refused up front."""
+    found = [said for ch, said in _SPLITTING.items() if ch in str(workspace)]
+    if not found:
+        return
+    yield Check(
+        id="workspace.path",
+        status=FAIL,
+        detail=f"the workspace {workspace} holds {' and '.join(found)}, where CANN's build.sh "
+        "and cmake files split a path (their third-party archives are then not found)",
+        hint="Pass --workspace a path without spaces or ';' (e.g. ~/cannbuild-ws), or run in "
+        "a folder whose path has none.",
+        blocking=True,
+    )
 
 
 def _disk_checks(workspace: Path) -> Iterator[Check]:
