@@ -208,7 +208,10 @@ def run_build(
     if failed is not None:
         ui.note(f"report: {run.report_dir}/report.md")
         full = [os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT)]
-        if any(word in line for line in failed.tail for word in full):  # a disk, not the step
+        # its last lines or its first errors: a parallel build prints one compiler's
+        # ENOSPC and goes on printing for many lines
+        said = [*failed.tail, *(text for _, text in failed.errors)]
+        if any(word in line for line in said for word in full):  # a disk, not the step
             raise StorageError(
                 f"{failed.name} could not write its files: its log says the disk is full "
                 f"({failed.log}).",
