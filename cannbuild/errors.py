@@ -7,7 +7,9 @@ how to fix it) and a non-zero exit code, never as a traceback.
 from __future__ import annotations
 
 import errno
-from typing import Optional
+import os
+import signal
+from typing import Iterable, Optional
 
 
 class CannbuildError(Exception):
@@ -157,6 +159,20 @@ def storage_error(exc: OSError) -> Optional[StorageError]:
         f"cannot write{where}: {exc.strerror or exc}.",
         hints.get(exc.errno, "Check the permissions of that folder, or pass one you can write to."),
     )
+
+
+# What a tool prints when it could not write for want of room: the disk full, the quota
+# used up, or the file size limit (`ulimit -f`) that killed it (SIGXFSZ).
+DISK_FULL_WORDS = (
+    os.strerror(errno.ENOSPC),
+    os.strerror(errno.EDQUOT),
+    signal.strsignal(signal.SIGXFSZ) or "File size limit exceeded",
+)
+
+
+def says_disk_full(lines: Iterable[str]) -> bool:
+    """Whether a tool's output says it stopped on a full disk, not on its input."""
+    return any(word in line for line in lines for word in DISK_FULL_WORDS)
 
 
 # A path that no write or read can use as spelled: too long, through a file or a loop, a

@@ -6,7 +6,6 @@ sandbox, and a body ends one with `raise DryRun("would ...")`, said once by `gua
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
 import sys
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from .. import ui
-from ..errors import DryRun, StepFailed, StorageError
+from ..errors import DryRun, StepFailed, StorageError, says_disk_full
 from ..lazy import lazy_module
 from ..options import Options, options_from, sources
 from ..ownership import check_lock_writable
@@ -207,11 +206,9 @@ def run_build(
     failed = run.failed
     if failed is not None:
         ui.note(f"report: {run.report_dir}/report.md")
-        full = [os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT)]
         # its last lines or its first errors: a parallel build prints one compiler's
         # ENOSPC and goes on printing for many lines
-        said = [*failed.tail, *(text for _, text in failed.errors)]
-        if any(word in line for line in said for word in full):  # a disk, not the step
+        if says_disk_full([*failed.tail, *(text for _, text in failed.errors)]):
             raise StorageError(
                 f"{failed.name} could not write its files: its log says the disk is full "
                 f"({failed.log}).",

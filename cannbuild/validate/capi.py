@@ -19,7 +19,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import BINARY, RUN_FILE, digest, read_state
-from ..errors import UsageError
+from ..errors import StorageError, UsageError, says_disk_full
 from ..host.toolkit import host_arch
 from ..proc import run
 from ..resources import data_dir
@@ -142,9 +142,21 @@ def compile_check(
     proc = run(argv, env=env, timeout=COMPILE_TIMEOUT_S)
     output = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
     if proc.returncode != 0:
+        if says_disk_full(output.splitlines()):  # the disk's failure, not the package's
+            raise StorageError(
+                f"{program.name} could not be compiled in {workdir}: the compiler says the disk "
+                f"is full ({_disk_line(output)}).",
+                "Free space on that disk (`cannbuild clean` removes build trees and old "
+                "logs), or pass --workspace on a larger one, then validate again.",
+            )
         return Compiled(ok=False, binary=None, command=shown, output=output)
     write_atomic(stamp, key.hexdigest().encode())
     return Compiled(ok=True, binary=binary, command=shown, output=output)
+
+
+def _disk_line(output: str) -> str:
+    """The compiler's line that says the disk is full."""
+    return next(line for line in output.splitlines() if says_disk_full([line])).strip()
 
 
 def run_cases(
