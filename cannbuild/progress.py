@@ -104,9 +104,11 @@ class Progress:
     def _line(self, text: str) -> None:
         """A line that stays: above the live line on a terminal, timestamped in a log."""
         if self._console is not None:
-            self._console.print(rich_text.Text(ui.printable(text)), soft_wrap=True)
+            self._console.print(
+                rich_text.Text(ui.fit(ui.printable(text), self.stream)), soft_wrap=True
+            )
         else:
-            self._write(f"[{time.strftime('%H:%M:%S')}] {text}\n")
+            self._write(ui.fit(f"[{time.strftime('%H:%M:%S')}] {text}", self.stream) + "\n")
 
     def _write(self, text: str) -> None:
         with self._lock:

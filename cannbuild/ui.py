@@ -75,6 +75,20 @@ def wrap(text: str, indent: int, first: str = "", stream: TextIO = sys.stdout) -
     return [first + chunks[0], *(" " * indent + c for c in chunks[1:])]
 
 
+def fit(text: str, stream: TextIO = sys.stdout) -> str:
+    """`text` with each line longer than the terminal wrapped at spaces, its continuation
+    two past the line's own indent: the terminal would cut it mid-word.  A pipe or a
+    file gets each line whole (one fact a line, for grep)."""
+    if not is_terminal(stream):
+        return text
+    limit, out = width(stream), []
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        fits = len(line) <= limit
+        out += [line] if fits else wrap(line.lstrip(" "), indent + 2, " " * indent, stream)
+    return "\n".join(out)
+
+
 @functools.cache
 def _console_class() -> Type[Console]:
     class PipeConsole(rich_console.Console):
@@ -128,7 +142,7 @@ def print_checks(
 
 
 def note(text: str, stream: TextIO = sys.stderr) -> None:
-    stream.write(printable(text.rstrip()) + "\n")
+    stream.write(fit(printable(text.rstrip()), stream) + "\n")
     stream.flush()
 
 
@@ -245,7 +259,7 @@ def print_made(run: PipelineRun, stream: TextIO = sys.stderr) -> None:
             f"({'; '.join(run.made.stale)}); `cannbuild install` installs this build"
         )
     lines.append(f"report: {run.report_dir}/report.md")
-    stream.write("\n".join(lines) + "\n")
+    stream.write(fit("\n".join(lines), stream) + "\n")
     stream.flush()
 
 
@@ -399,7 +413,7 @@ def print_status(data: Mapping[str, JSONValue], stream: TextIO = sys.stdout) -> 
         )
     if data.get("latest_report"):
         lines.append(f"latest report: {data['latest_report']}")
-    stream.write(printable("\n".join(lines)) + "\n")
+    stream.write(fit(printable("\n".join(lines)), stream) + "\n")
 
 
 def print_profile(
