@@ -63,7 +63,9 @@ def width(stream: TextIO = sys.stdout) -> int:
 
 def paint(text: str, status: str, stream: TextIO = sys.stdout) -> str:
     code = _COLOR.get(status)
-    if not code or not is_terminal(stream) or os.environ.get("NO_COLOR"):
+    # a dumb terminal (Emacs' shell, a serial console) shows escapes as text
+    plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
+    if not code or not is_terminal(stream) or plain:
         return text
     return f"\033[{code}m{text}\033[0m"
 

@@ -47,3 +47,12 @@ def test_a_pipe_gets_each_status_line_whole(monkeypatch) -> None:
         x.startswith("target: ") and x.endswith("flags override it)")
         for x in out.getvalue().splitlines()
     )
+
+
+def test_a_dumb_terminal_gets_no_colour_escapes(monkeypatch) -> None:
+    """doctor's pass/fail words were painted with ANSI escapes that TERM=dumb shows as text."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert "\033[" in ui.paint("fail", "fail", Terminal())
+    monkeypatch.setenv("TERM", "dumb")
+    assert ui.paint("fail", "fail", Terminal()) == "fail"
