@@ -232,6 +232,9 @@ def _read_at_most(fh: io.FileIO, limit: int) -> bytes:
     return b"".join(parts)
 
 
+_BOM = "\ufeff"  # a UTF-8 byte-order mark, as some editors start a text file
+
+
 def read_text(path: Path, kind: Kind, errors: str = "strict") -> str:
     """The whole file as UTF-8 text (`errors="replace"`: any bytes)."""
     try:
@@ -245,7 +248,7 @@ def decode_json(data: bytes, source: object, kind: Kind, type: object = Any) -> 
     document that is not JSON, not UTF-8, nested past the recursion limit or not of
     `type` is a UsageError naming it."""
     try:
-        return msgspec.json.decode(data, type=type)
+        return msgspec.json.decode(data.removeprefix(_BOM.encode()), type=type)
     except msgspec.ValidationError as exc:
         problem = f"does not hold what cannbuild expects ({exc})"
     except msgspec.DecodeError as exc:
@@ -306,7 +309,8 @@ def parse_toml(text: str, path: Path, kind: Kind, problem: str = "is not valid T
     parser's recursion (`a = [[[[...` fits thousands of levels in a few KB), is a
     UsageError naming the file (`{what} {path} {problem}: why.`), not a traceback."""
     try:
-        return tomllib.loads(text)
+        # an editor's byte-order mark (Notepad saves one) holds no data; tomllib refuses it
+        return tomllib.loads(text.removeprefix(_BOM))
     except tomllib.TOMLDecodeError as exc:
         detail = str(exc)
     except RecursionError:

@@ -254,3 +254,16 @@ def test_a_malformed_lock_you_name_is_refused_before_a_sandbox_is_made(tmp_path:
     said = " ".join(proc.stderr.split())
     assert proc.returncode == 2 and f"lock file {lock}: repos = 'opbase' is not an array" in said
     assert not sandbox.exists() and not (tmp_path / ".cannbuild").exists()
+
+
+def test_a_lock_saved_with_a_byte_order_mark_reads_as_without(tmp_path: Path):
+    """An editor that saves UTF-8 with a BOM (Notepad) made the lock 'Invalid statement
+    (at line 1, column 1)'; the mark holds no data, and the same door reads JSON."""
+    from cannbuild.bounded import LOCK as LOCK_KIND
+    from cannbuild.bounded import decode_json
+
+    path = tmp_path / "cannbuild.lock"
+    write_lock(path, LOCK)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    assert read_lock(path) == LOCK
+    assert decode_json(b'\xef\xbb\xbf{"a": 1}', path, LOCK_KIND) == {"a": 1}
