@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable, Dict, NoReturn, Optional, Tuple, Typ
 
 from ..errors import CannbuildError, UsageError
 from ..lazy import lazy_module
+from ..signals import deferred
 
 if TYPE_CHECKING:
     from multiprocessing import connection
@@ -151,7 +152,11 @@ class RenderChild:
     def __call__(self, request: object, what: str) -> object:
         with self.lock:
             if self.child is None:
-                self.child = self._start()
+                # fork runs Python's at-fork hooks (logging's): a SIGTERM raised inside one
+                # is swallowed ("Exception ignored") and the run went on to exit 0.  Held
+                # until the child is recorded here, where the run's cleanup stops it.
+                with deferred():
+                    self.child = self._start()
             _, pipe = self.child
             try:
                 pipe.send(request)

@@ -226,3 +226,31 @@ def test_a_render_child_whose_parent_stopped_listening_exits_without_unwinding_t
     pipe.close()  # the run was interrupted while the child renders
     os.waitpid(pid, 0)
     assert not unwound.exists()
+
+
+def test_a_signal_while_the_render_child_forks_is_delivered_not_swallowed():
+    """A SIGTERM that lands while os.fork runs Python's at-fork hooks (logging releases
+    its lock there) was raised inside the hook, printed as 'Exception ignored' and lost:
+    setup went on and exited 0.  It is now held and raised once the child is recorded."""
+    import os
+    import signal
+
+    from cannbuild.errors import SignalInterrupt
+    from cannbuild.render.sandbox import RenderChild, _stop
+
+    armed = []
+    os.register_at_fork(after_in_parent=lambda: armed and os.kill(os.getpid(), signal.SIGTERM))
+
+    def handler(signum, _frame):
+        raise SignalInterrupt(signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    child = RenderChild(lambda _: "rendered")
+    try:
+        armed.append(True)
+        with pytest.raises(SignalInterrupt):
+            child(None, "the render")
+    finally:
+        armed.clear()
+        signal.signal(signal.SIGTERM, old)
+        _stop(child.__dict__)
