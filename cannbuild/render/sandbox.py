@@ -110,8 +110,12 @@ def _answer(job: Callable[[object], object], request: object, cpu: float) -> Tup
 
 def _serve(job: Callable[[object], object], pipe: Connection, cpu: float) -> NoReturn:
     """The child: its limits, then each request answered until the parent closes the pipe."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPROF):
-        signal.signal(sig, signal.SIG_DFL)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        # one ignored when cannbuild started stays ignored (`nohup cannbuild setup`: the
+        # terminal's hangup ended this child and the run blamed the template)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)  # the CPU deadline ends the child
     kept = pipe.fileno()  # no lock or pipe of the run's kept open here
     os.closerange(3, kept)
     os.closerange(kept + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])

@@ -254,3 +254,24 @@ def test_a_signal_while_the_render_child_forks_is_delivered_not_swallowed():
         armed.clear()
         signal.signal(signal.SIGTERM, old)
         _stop(child.__dict__)
+
+
+def test_a_signal_the_run_ignores_does_not_end_its_render_child():
+    """Under `nohup cannbuild setup` (SIGHUP ignored) the terminal's hangup reached the
+    render child, which had set every signal back to its default: it died, and the run
+    stopped with exit 2 blaming the step's template ('was ended by signal 1')."""
+    import os
+    import signal
+
+    from cannbuild.render.sandbox import RenderChild, _stop
+
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    child = RenderChild(lambda request: f"rendered {request}")
+    try:
+        assert child(1, "the render") == "rendered 1"
+        assert child.child is not None
+        os.kill(child.child[0], signal.SIGHUP)  # the terminal hangs up
+        assert child(2, "the render") == "rendered 2"
+    finally:
+        signal.signal(signal.SIGHUP, old)
+        _stop(child.__dict__)
