@@ -324,7 +324,7 @@ def _tool_checks(tools: List[ToolResult], needed: Set[str]) -> Iterator[Check]:
 
 # Characters CANN's build scripts split a path at: cmake's unquoted arguments and lists
 # (opbase's `if(EXISTS ${CANN_3RD_LIB_PATH}/...)`) and bash's unquoted words.
-_SPLITTING = {" ": "a space", "\t": "a tab", ";": "a ';'"}
+_SPLITTING = {" ": "a space", "\t": "a tab", "\n": "a newline", ";": "a ';'"}
 
 
 def _workspace_path_checks(workspace: Path) -> Iterator[Check]:
@@ -336,7 +336,7 @@ def _workspace_path_checks(workspace: Path) -> Iterator[Check]:
     yield Check(
         id="workspace.path",
         status=FAIL,
-        detail=f"the workspace {workspace} holds {' and '.join(found)}, where CANN's build.sh "
+        detail=f"the workspace {str(workspace)!r} holds {' and '.join(found)}, where CANN's build.sh "
         "and cmake files split a path (their third-party archives are then not found)",
         hint="Pass --workspace a path without spaces or ';' (e.g. ~/cannbuild-ws), or run in "
         "a folder whose path has none.",
