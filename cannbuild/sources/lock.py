@@ -291,6 +291,16 @@ class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
         return header(self.sandbox, self.origins) + tomli_w.dumps(data)
 
 
+def _version_said(version: object) -> str:
+    """A lock's `version` value as a user reads it: 'version None' and "version '3'"
+    (beside 'reads versions 1, 2, 3') said nothing of what was wrong."""
+    if version is None:
+        return "no `version = N` line (an empty or cut-short file?)"
+    if isinstance(version, str):
+        return f"version {version!r}, text where the lock writes a number (version = 3)"
+    return f"version {version!r}"
+
+
 def read_lock(path: Path) -> Optional[Lock]:
     if not path.exists():
         return None
@@ -300,7 +310,7 @@ def read_lock(path: Path) -> Optional[Lock]:
     # TOML's `version = true` parses to True, which Python counts as the int 1.
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise UsageError(
-            f"lock file {path} has version {data.get('version')!r}; this cannbuild reads versions "
+            f"lock file {path} has {_version_said(version)}; this cannbuild reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))}.",
             "Run `cannbuild lock` to rewrite it.",
         )

@@ -267,3 +267,17 @@ def test_a_lock_saved_with_a_byte_order_mark_reads_as_without(tmp_path: Path):
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
     assert read_lock(path) == LOCK
     assert decode_json(b'\xef\xbb\xbf{"a": 1}', path, LOCK_KIND) == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [("", "no `version = N` line"), ('version = "3"\n', "text where the lock writes a number")],
+)
+def test_a_lock_without_a_numeric_version_says_what_is_wrong(tmp_path: Path, text, said):
+    """An empty lock said 'has version None', a quoted one "has version '3'; this
+    cannbuild reads versions 1, 2, 3"."""
+    path = tmp_path / "cannbuild.lock"
+    path.write_text(text)
+    with pytest.raises(UsageError) as caught:
+        read_lock(path)
+    assert said in caught.value.message and "None" not in caught.value.message
