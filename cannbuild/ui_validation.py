@@ -12,15 +12,42 @@ from .lazy import lazy_module
 if TYPE_CHECKING:
     from rich import markup
     from rich import table as rich_table
+    from rich import text as rich_text
     from rich.console import Console
 
     from .validate import ValidationReport, ValidationSummary
 else:  # only what prints a table pays for rich
     markup = lazy_module("rich.markup")
     rich_table = lazy_module("rich.table")
+    rich_text = lazy_module("rich.text")
 
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "SKIPPED": "yellow"}
+
+
+def _say(out: Console, line: str, style: str = "") -> None:
+    """One line (rich markup) wrapped at spaces to the console's width, its continuation
+    two past its own indent; a word longer than the line stays whole, as ui.wrap keeps it
+    (rich's fold cut `aclnnFlashAttentionScoreV2GetWorkspaceSize` mid-name on 40 columns)."""
+    text = rich_text.Text.from_markup(line, style=style)
+    indent = len(text.plain) - len(text.plain.lstrip(" "))
+    for n, part in enumerate(text.divide(_breaks(text.plain, out.width, indent + 2))):
+        part.rstrip()
+        if n:
+            part = rich_text.Text(" " * (indent + 2)) + part
+        out.print(part, soft_wrap=True)  # soft: rich neither folds nor crops it
+
+
+def _breaks(plain: str, width: int, indent: int) -> List[int]:
+    """Where to break `plain` into lines of `width` (continuations `indent` in): at the
+    start of each word that would pass the edge, never inside a word."""
+    offsets: List[int] = []
+    start, room = 0, width
+    for word in re.finditer(r"\S+", plain):
+        if word.end() - start > room and plain[start : word.start()].strip():
+            offsets.append(word.start())
+            start, room = word.start(), width - indent
+    return offsets
 
 
 # failed cases named on the terminal before "and N more" (all of them are in report.md)
@@ -49,7 +76,7 @@ def print_reports(
         headline = f"validation: {summary.status}{marked} (target {target}, {len(reports)} repos)"
         if summary.reason:
             headline += f": {summary.reason}"
-        out.print(markup.escape(headline), style=_STYLE.get(summary.status, ""), overflow="fold")
+        _say(out, markup.escape(headline), style=_STYLE.get(summary.status, ""))
         for report in reports:
             if not tables:  # one line per repository: each check's verdict, why where not PASS
                 _print_repo_line(report, out)
@@ -63,7 +90,7 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
     headline = f"{head} (target {report.target})"
     if report.reason:
         headline += f": {report.reason}"
-    out.print(markup.escape(headline), style=style.get(report.status, ""), overflow="fold")
+    _say(out, markup.escape(headline), style=style.get(report.status, ""))
     checks = rich_table.Table(show_header=True)
     checks.add_column("check", no_wrap=True)
     checks.add_column("status", no_wrap=True)
@@ -100,13 +127,13 @@ def _print_report(report: ValidationReport, out: Console, head: str) -> None:
         for d in split:
             by_check.setdefault(d["check"], []).append(d["name"])
         names = "; ".join(f"{check}: {', '.join(found)}" for check, found in by_check.items())
-        out.print(
+        _say(
+            out,
             markup.escape(
                 f"note: opbase's MERE/MARE standard differs from the rule on {len(split)} "
                 f"({names}); the verdict rests on the rule (figures in the report)"
             ),
             style="yellow",
-            overflow="fold",
         )
 
 
@@ -115,21 +142,21 @@ def _print_lines(report: ValidationReport, out: Console, head: str) -> None:
     failed cases named (a few); where the standards differ, one line; the tables are in
     report.md and under --verbose."""
     headline = f"{head} (target {report.target})"
-    out.print(markup.escape(headline), style=_STYLE.get(report.status, ""), overflow="fold")
+    _say(out, markup.escape(headline), style=_STYLE.get(report.status, ""))
     for c in report.checks:
-        out.print(
+        _say(
+            out,
             f"  {markup.escape(c.id)} [{_STYLE.get(c.status, '')}]{c.status}[/]: "
             + markup.escape(c.message),
-            overflow="fold",
         )
     _print_failed(report, out, "  ")
     split = report.disagreements
     if split:
-        out.print(
+        _say(
+            out,
             f"  opbase's MERE/MARE standard differs from the rule on {len(split)} cases; the "
             "rule decides (each case: report.md, or --verbose)",
             style="yellow",
-            overflow="fold",
         )
 
 
@@ -153,11 +180,11 @@ def _print_repo_line(report: ValidationReport, out: Console) -> None:
     split = report.disagreements
     if split:
         parts.append(f"opbase's standard differs on {len(split)}, the rule decides")
-    out.print(
+    _say(
+        out,
         f"  {markup.escape(report.repo)}: [{_STYLE.get(report.status, '')}]{report.status}[/] ("
         + ", ".join(parts)
         + ")",
-        overflow="fold",
     )
 
 
@@ -173,7 +200,7 @@ def _print_failed(report: ValidationReport, out: Console, indent: str) -> None:
             f" and {len(names) - FAILED_SHOWN} more" if len(names) > FAILED_SHOWN else ""
         )
         count = f"{len(names)} cases " if len(names) > 1 else ""
-        out.print(
+        _say(
+            out,
             f"{indent}[bold red]FAIL[/] {count}{markup.escape(shown)}: {markup.escape(message)}",
-            overflow="fold",
         )

@@ -56,3 +56,28 @@ def test_a_dumb_terminal_gets_no_colour_escapes(monkeypatch) -> None:
     assert "\033[" in ui.paint("fail", "fail", Terminal())
     monkeypatch.setenv("TERM", "dumb")
     assert ui.paint("fail", "fail", Terminal()) == "fail"
+
+
+def test_the_validation_summary_wraps_at_spaces_and_keeps_each_name_whole() -> None:
+    """rich's fold broke `aclnnFlashAttentionScoreV2GetWorkspaceSize` across two lines on a
+    40-column terminal; the summary now wraps at spaces, a longer name on a line of its
+    own, its continuation indented under its check."""
+    from rich.console import Console
+
+    from cannbuild.ui_validation import print_reports
+    from cannbuild.validate.verdict import ValidationCheck, ValidationReport, ValidationSummary
+
+    names = ["aclnnFlashAttentionScoreV2GetWorkspaceSize", "aclnnFlashAttentionScoreV2"]
+    check = ValidationCheck(
+        id="library",
+        status="PASS",
+        message=f"libcust_opapi.so exports {', '.join(names)}; all dependencies resolve",
+    )
+    report = ValidationReport(target="sandbox", checks=[check], cases=[])
+    out = io.StringIO()
+    print_reports(ValidationSummary(reports=[report]), Console(file=out, width=40))
+    lines = out.getvalue().splitlines()
+    words = {w.strip(",;") for line in lines for w in line.split()}
+    assert set(names) <= words, lines
+    assert all(len(x) <= 40 or len(x.split()) == 1 for x in lines), lines
+    assert all(x.startswith("    ") for x in lines[2:]), lines
