@@ -172,21 +172,27 @@ def print_plan(
     and why, its command and cwd in full (copy-pasteable); with several repos, under a
     line per repo, and whether the sources they pin are shared."""
     recipe = session.recipe
-    lines = [
+    lines: List[str] = []
+
+    def say(text: str) -> None:  # prose fits the terminal; a cd or a command stays one line
+        lines.extend(fit(text, stream).split("\n"))
+
+    say(
         f"recipe {recipe.name} ({recipe.path.name}) for CANN {session.toolkit.version}, "
-        f"--soc={session.soc}, workspace {session.ws.root}",
-        "",
-    ]
+        f"--soc={session.soc}, workspace {session.ws.root}"
+    )
+    lines.append("")
     for row in rows:
-        lines.append(f"toolkit: {paint(row.status, row.status, stream)} {row.id}: {row.detail}")
+        say(f"toolkit: {paint(row.status, row.status, stream)} {row.id}: {row.detail}")
         if row.hint and row.status != "pass":
-            lines.append(f"  hint: {row.hint}")
+            say(f"  hint: {row.hint}")
     if rows:
         lines.append("")
     several = len(recipe.order) > 1
     if several:
-        lines += [f"repos: {', '.join(recipe.order)} (ASCEND_CUSTOM_OPP_PATH order, first wins)"]
-        lines += [f"pinned {line}" for line in sharing]
+        say(f"repos: {', '.join(recipe.order)} (ASCEND_CUSTOM_OPP_PATH order, first wins)")
+        for line in sharing:
+            say(f"pinned {line}")
         lines.append("")
     owner: Optional[str] = None
     for step in steps:
@@ -197,8 +203,8 @@ def print_plan(
                 if owner not in recipe.order
                 else "ops " + (session.values["repos"][owner]["ops"] or "(all)")
             )
-            lines.append(f"== {owner or 'the workspace'} ({what})")
-        lines.append(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
+            say(f"== {owner or 'the workspace'} ({what})")
+        say(f"{step.name}: {paint(step.status, step.status, stream)} ({step.reason})")
         lines.append(f"  cd {step.cwd}")
         lines.append(f"  {redact.redact(step.command)}")
         lines.append("")

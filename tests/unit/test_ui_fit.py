@@ -81,3 +81,41 @@ def test_the_validation_summary_wraps_at_spaces_and_keeps_each_name_whole() -> N
     assert set(names) <= words, lines
     assert all(len(x) <= 40 or len(x.split()) == 1 for x in lines), lines
     assert all(x.startswith("    ") for x in lines[2:]), lines
+
+
+def test_the_plan_fits_its_prose_to_a_terminal_and_keeps_each_command_one_line(
+    monkeypatch,
+) -> None:
+    """On 40 columns the plan's header, toolkit rows and step statuses ran past the edge
+    and were cut mid-word; they wrap now, while `cd` and the command stay one line each
+    (copy-pasteable)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from cannbuild.host.check import Check
+
+    monkeypatch.setenv("COLUMNS", "40")
+    recipe = SimpleNamespace(name="cann-8.5", path=Path("8.5.toml"), order=("ops-transformer",))
+    session = SimpleNamespace(
+        recipe=recipe,
+        toolkit=SimpleNamespace(version="8.5.0"),
+        soc="ascend910b",
+        ws=SimpleNamespace(root=Path("/w/.cannbuild")),
+    )
+    command = "bash build.sh --pkg --soc=ascend910b --ops=flash_attention_score -j8"
+    step = SimpleNamespace(
+        name="ops-transformer-build",
+        status="up to date",
+        reason="built 2026-12-07 15:45:17; inputs unchanged",
+        cwd="/w/.cannbuild/src/ops-transformer",
+        command=command,
+        owner="ops-transformer",
+    )
+    row = Check(id="recipe.derived.x", status="pass", detail="the 20 lookups of 8 modules are in")
+    out = Terminal()
+    monkeypatch.setenv("NO_COLOR", "1")
+    ui.print_plan(session, [step], [row], stream=out)
+    lines = out.getvalue().splitlines()
+    assert f"  {command}" in lines
+    prose = [x for x in lines if command not in x and not x.startswith("  cd ")]
+    assert all(len(x) <= 40 for x in prose), prose
