@@ -367,7 +367,7 @@ class CannbuildProgram(Program):
             "Exit codes:",
             *_columns((str(code), meaning) for code, meaning in EXIT_CODES),
         ]
-        print("\n".join(lines))
+        print(ui.fit("\n".join(lines), sys.stdout))
 
     def print_task_help(self, name: str) -> None:
         spec: TaskSpec = self.collection[name].spec
@@ -510,8 +510,15 @@ def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
     """Two columns, the second wrapped to the terminal (COLUMNS); nothing is ever cut."""
     rows = list(rows)
     left = min(max((len(a) for a, _ in rows), default=0), 32)
-    width = max(ui.width() - indent - left - 3, 20)
+    width = ui.width() - indent - left - 3
     out: List[str] = []
+    if width < 30:  # narrow (a 40-column terminal): each option, its text under it
+        width = max(ui.width() - indent - 4, 20)
+        for a, b in rows:
+            out.append(" " * indent + a)
+            wrapped = textwrap.wrap(b, width, break_on_hyphens=False, break_long_words=False)
+            out.extend(" " * (indent + 4) + c for c in wrapped)
+        return out
     for a, b in rows:
         chunks = textwrap.wrap(b, width, break_on_hyphens=False, break_long_words=False) or [""]
         if len(a) > left:

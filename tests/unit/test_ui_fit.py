@@ -119,3 +119,19 @@ def test_the_plan_fits_its_prose_to_a_terminal_and_keeps_each_command_one_line(
     assert f"  {command}" in lines
     prose = [x for x in lines if command not in x and not x.startswith("  cd ")]
     assert all(len(x) <= 40 for x in prose), prose
+
+
+def test_task_help_on_40_columns_puts_each_options_text_under_it(monkeypatch) -> None:
+    """`cannbuild setup --help` on 40 columns kept its text column at 37: every line of
+    it ran past the edge, three or four words a line."""
+    from cannbuild.cli import _columns
+
+    monkeypatch.setenv("COLUMNS", "40")
+    rows = [
+        ("--accept-stand-in=VALUE (repeatable)", "sandbox only: take the sandbox's stand-in"),
+        ("--bundle=VALUE", "offline bundle (from `cannbuild bundle`) to seed the caches from"),
+    ]
+    lines = _columns(rows)
+    assert all(len(x) <= 40 for x in lines), lines
+    assert lines[0] == "  --accept-stand-in=VALUE (repeatable)"
+    assert lines[1].startswith("      sandbox only:")
