@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -29,7 +30,7 @@ from msgspec import Struct
 
 from .. import safefs
 from ..bounded import ARCHIVE, digest
-from ..errors import FetchError, OfflineViolation
+from ..errors import FetchError, OfflineViolation, StorageError, says_disk_full
 from ..lazy import lazy_module
 from ..proc import run
 from ..redact import redact
@@ -183,7 +184,18 @@ class Fetcher(Struct, frozen=True, kw_only=True):
         except subprocess.TimeoutExpired:
             raise GitTimedOut(args, timeout) from None
         if proc.returncode != 0:
-            raise GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+            stderr = proc.stderr.decode("utf-8", "replace")
+            if proc.returncode == -signal.SIGXFSZ or says_disk_full(stderr.splitlines()):
+                # a full disk, a quota or `ulimit -f`: no mirror or retry helps (exit 11)
+                said = git_cause(stderr) if stderr.strip() else "the file size limit stopped it"
+                into = cwd or (args[-1] if args and args[0] == "clone" else os.getcwd())
+                raise StorageError(
+                    f"git {args[0] if args else ''} could not write in {into}: {redact(said)}.",
+                    "Free space on that disk (`cannbuild clean` removes build trees and old "
+                    "logs), raise the file size limit (ulimit -f), or pass --workspace on a "
+                    "larger disk.",
+                )
+            raise GitFailed(args, proc.returncode, stderr)
         return proc.stdout.decode("utf-8", "replace")
 
     def _source(self, url: str, doing: str) -> str:

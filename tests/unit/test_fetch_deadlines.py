@@ -151,3 +151,38 @@ def test_a_clone_that_git_refuses_says_gits_fatal_line_not_its_closing_advice(tm
     message = failed.value.message
     assert "does not appear to be a git repository" in message, message
     assert "and the repository exists" not in message and ".." not in message
+
+
+# git cut off by the file-size limit (`ulimit -f`), as a full disk or a quota cuts it: in a
+# child, so the limit stays there; subprocess gives git SIGXFSZ's default back, which kills it
+_CLONE_CUT_SHORT = """
+import resource, sys
+from cannbuild.errors import StorageError
+from cannbuild.sources.fetch import Fetcher
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    Fetcher(retries=0).fetch_repo(__import__("pathlib").Path(sys.argv[2]), sys.argv[1])
+except StorageError as exc:
+    print(exc.exit_code, exc.paragraph())
+"""
+
+
+def test_a_clone_stopped_by_a_full_disk_is_a_storage_error_not_a_mirror_problem(tmp_path: Path):
+    """It was exit 4 'git clone ... failed (exit -25): no message', with a hint to check the
+    mirror; a disk is what to fix (exit 11), and no half clone is left."""
+    import os
+
+    from warmcli import python_c
+
+    work = tmp_path / "work"
+    quiet = {"check": True, "capture_output": True}
+    subprocess.run(["git", "init", "-q", str(work)], **quiet)
+    (work / "blob").write_bytes(os.urandom(256 * 1024))  # incompressible: past the limit
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "add", "blob"], cwd=work, **quiet)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "c"], cwd=work, **quiet)
+    cache = tmp_path / "git" / "x.git"
+    proc = python_c(_CLONE_CUT_SHORT, f"file://{work}", str(cache), timeout=60)
+    assert proc.stdout.startswith("11 "), proc.stdout + proc.stderr
+    assert "could not write" in proc.stdout and "ulimit -f" in proc.stdout
+    assert not cache.exists() and not cache.with_name("x.git.tmp").exists()
