@@ -63,9 +63,17 @@ def load_config(runtime: Optional[str], cwd: Path, env: Mapping[str, str]) -> Co
         config.load_project()
     except Exception as exc:  # yaml's errors, a binary file, a folder: all the user's file
         where = " or ".join(str(p) for p in found) or str(cwd / "invoke.yaml")
+        said = _first_line(exc)
+        syntax = (
+            'JSON: {"cannbuild": {"key": value}}'
+            if found and all(p.suffix == ".json" for p in found)
+            else "YAML: `cannbuild:` then indented `key: value` lines"
+        )
+        # invoke reads its files itself, and its JSON reader takes no byte-order mark
+        bom = "; save it as UTF-8 without a byte-order mark" if "BOM" in said else ""
         raise UsageError(
-            f"{where} cannot be read as a config file ({_first_line(exc)}).",
-            "Fix its syntax (YAML: `cannbuild:` then indented `key: value` lines) or remove it.",
+            f"{where} cannot be read as a config file ({said}).",
+            f"Fix its syntax ({syntax}){bom}, or remove it.",
         ) from None
     config.set_runtime_path(runtime)  # type: ignore[arg-type]  # invoke takes a str too
     try:

@@ -207,6 +207,16 @@ def test_a_broken_invoke_yaml_is_a_usage_error_not_a_traceback(config, tmp_path)
     assert "cannbuild" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+def test_an_invoke_json_with_a_byte_order_mark_is_told_how_to_save_it(tmp_path):
+    """invoke reads invoke.json itself and its JSON reader takes no BOM (Notepad writes one):
+    the hint speaks of JSON and of the mark, not of YAML."""
+    (tmp_path / "invoke.json").write_bytes(b'\xef\xbb\xbf{"cannbuild": {"jobs": 2}}')
+    proc = cannbuild("status", cwd=tmp_path)
+    assert proc.returncode == 2, proc
+    assert '{"cannbuild": {"key": value}}' in proc.stderr and "YAML" not in proc.stderr
+    assert "without a byte-order mark" in proc.stderr
+
+
 @pytest.mark.parametrize(
     "word, soc",
     [
