@@ -314,31 +314,16 @@ def _requirements(python: str, arch: str) -> List[str]:
     return wanted
 
 
-def project_recipes(lock: Lock, cwd: Path) -> Optional[Path]:
-    """The project's cannbuild-recipes/ when the lock was made with one of its recipes: the
-    image has only cannbuild's shipped ones, and its `setup --locked` would find no recipe
-    for a new train or refuse a changed one as drift."""
-    folder = cwd / USER_RECIPE_DIR
-    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
-        text = read_text(path, RECIPE)
-        if hashlib.sha256(text.encode()).hexdigest() == lock.recipe_digest:
-            return folder
-    return None
-
-
-def _recipe_args(lock: Lock, cwd: Path) -> List[str]:
-    """`--recipe TRAIN` where the lock was made with another train's recipe than the one
-    the image's toolkit (or --ops-release) picks, which `setup --locked` would refuse as
-    drift; refused here where the image can find no recipe of the lock's text at all (one
-    passed as --recipe FILE from elsewhere)."""
-    if not lock.recipe_digest:  # a lock from before digests were kept: nothing to match
-        return []
-    # the shipped ones and the project's (project_recipes copies those into the image)
+def lock_recipe(lock: Lock, cwd: Path) -> Optional[Path]:
+    """The recipe file, the project's cannbuild-recipes/ first then the shipped ones (as
+    `lock` looked), whose text the lock was made with; None for a lock from before digests
+    were kept.  Refused where there is none: the image's `setup --locked` could not find it
+    (a lock made with --recipe FILE from elsewhere)."""
+    if not lock.recipe_digest:
+        return None
     for path in (p for folder in recipe_dirs(cwd) for p in sorted(folder.glob("*.toml"))):
-        text = read_text(path, RECIPE)
-        if hashlib.sha256(text.encode()).hexdigest() == lock.recipe_digest:
-            picked = parse_cann_version(lock.ops_release or lock.toolkit_version).train
-            return [] if path.stem == picked else ["--recipe", path.stem]
+        if hashlib.sha256(read_text(path, RECIPE).encode()).hexdigest() == lock.recipe_digest:
+            return path
     raise UsageError(
         f"the lock was made with recipe {lock.recipe}, which is neither one cannbuild ships "
         f"nor one in {cwd / USER_RECIPE_DIR}: the image's `setup --locked` could not find "
@@ -346,6 +331,14 @@ def _recipe_args(lock: Lock, cwd: Path) -> List[str]:
         f"Copy that recipe file to {USER_RECIPE_DIR}/<train>.toml here (the image takes that "
         "folder) and render again.",
     )
+
+
+def _recipe_args(lock: Lock, recipe: Optional[Path]) -> List[str]:
+    """`--recipe TRAIN` where the lock was made with another train's recipe than the one
+    the image's toolkit (or --ops-release) picks, which `setup --locked` would refuse as
+    drift."""
+    picked = parse_cann_version(lock.ops_release or lock.toolkit_version).train
+    return [] if recipe is None or recipe.stem == picked else ["--recipe", recipe.stem]
 
 
 def render_context(
@@ -379,7 +372,11 @@ def render_context(
                 "stand in a Dockerfile LABEL: it holds a quote, a backslash or a newline.",
                 "Restore the lock from version control, or delete it and run `cannbuild lock`.",
             )
-    recipes = project_recipes(lock, Path.cwd())  # where `lock` looked for them too
+    recipe = lock_recipe(lock, Path.cwd())
+    # a project's recipe: the image has only the shipped ones, and its `setup --locked`
+    # would find no recipe for a new train or refuse a changed one as drift
+    project = Path.cwd() / USER_RECIPE_DIR
+    recipes = project if recipe is not None and recipe.parent == project else None
     soc = lock.soc if spec.sandbox else _soc(spec.variant)
     offline = spec.bundle is not None
     extra: List[str] = []
@@ -391,7 +388,7 @@ def render_context(
         extra += ["--repos", ",".join(lock.build_repos)]
     for step in lock.with_steps:  # with the optional steps it was made with
         extra += ["--with-step", step]
-    extra += _recipe_args(lock, Path.cwd())
+    extra += _recipe_args(lock, recipe)
     if offline:
         extra += ["--offline", "--bundle", f"/build/{BUNDLE_NAME}"]
     # the lock COPY'd beside the workspace (a --sandbox run would look in the workspace)
