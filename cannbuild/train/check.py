@@ -345,6 +345,7 @@ def check_commands(
             if verdict.at < cmd.added_from:
                 continue
             option = verdict.option
+            file, line = script.spec.located(option.line) if option else ("build.sh", 0)
             rows.append(
                 FlagRow(
                     step=cmd.step,
@@ -353,8 +354,8 @@ def check_commands(
                     word=redact(verdict.word),
                     accepted=verdict.accepted,
                     option=option.pattern if option else "",
-                    file=script.spec.located(option.line)[0] if option else "build.sh",
-                    line=script.spec.located(option.line)[1] if option else 0,
+                    file=file,
+                    line=line,
                     why=verdict.why,
                     closest=None if verdict.accepted else closest(script.spec, verdict.word),
                     note=cmd.note,
