@@ -161,6 +161,9 @@ def storage_error(exc: OSError) -> Optional[StorageError]:
     )
 
 
+# The start of the hint for a step, git or a compiler stopped by a full disk
+FREE_SPACE = "Free space on that disk (`cannbuild clean` removes build trees and old logs)"
+
 # What a tool prints when it could not write for want of room: the disk full, the quota
 # used up, or the file size limit (`ulimit -f`) that killed it (SIGXFSZ).
 DISK_FULL_WORDS = (

@@ -30,7 +30,7 @@ from msgspec import Struct
 
 from .. import safefs
 from ..bounded import ARCHIVE, digest
-from ..errors import FetchError, OfflineViolation, StorageError, says_disk_full
+from ..errors import FREE_SPACE, FetchError, OfflineViolation, StorageError, says_disk_full
 from ..lazy import lazy_module
 from ..proc import run
 from ..redact import redact
@@ -191,9 +191,8 @@ class Fetcher(Struct, frozen=True, kw_only=True):
                 into = cwd or (args[-1] if args and args[0] == "clone" else os.getcwd())
                 raise StorageError(
                     f"git {args[0] if args else ''} could not write in {into}: {redact(said)}.",
-                    "Free space on that disk (`cannbuild clean` removes build trees and old "
-                    "logs), raise the file size limit (ulimit -f), or pass --workspace on a "
-                    "larger disk.",
+                    f"{FREE_SPACE}, raise the file size limit (ulimit -f), or pass --workspace "
+                    "on a larger disk.",
                 )
             raise GitFailed(args, proc.returncode, stderr)
         return proc.stdout.decode("utf-8", "replace")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 from msgspec import Struct
 
 from .. import ui
-from ..errors import DryRun, StepFailed, StorageError, says_disk_full
+from ..errors import FREE_SPACE, DryRun, StepFailed, StorageError, says_disk_full
 from ..lazy import lazy_module
 from ..options import Options, options_from, sources
 from ..ownership import check_lock_writable
@@ -212,8 +212,7 @@ def run_build(
             raise StorageError(
                 f"{failed.name} could not write its files: its log says the disk is full "
                 f"({failed.log}).",
-                "Free space on that disk (`cannbuild clean` removes build trees and old logs), "
-                "or pass --workspace on a larger one, then rerun.",
+                f"{FREE_SPACE}, or pass --workspace on a larger one, then rerun.",
             )
         raise StepFailed()
     return run

@@ -19,7 +19,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from msgspec import Struct
 
 from ..bounded import BINARY, RUN_FILE, digest, read_state
-from ..errors import StorageError, UsageError, says_disk_full
+from ..errors import FREE_SPACE, StorageError, UsageError, says_disk_full
 from ..host.toolkit import host_arch
 from ..proc import run
 from ..resources import data_dir
@@ -146,8 +146,7 @@ def compile_check(
             raise StorageError(
                 f"{program.name} could not be compiled in {workdir}: the compiler says the disk "
                 f"is full ({_disk_line(output)}).",
-                "Free space on that disk (`cannbuild clean` removes build trees and old "
-                "logs), or pass --workspace on a larger one, then validate again.",
+                f"{FREE_SPACE}, or pass --workspace on a larger one, then validate again.",
             )
         return Compiled(ok=False, binary=None, command=shown, output=output)
     write_atomic(stamp, key.hexdigest().encode())
