@@ -149,3 +149,17 @@ def test_a_bare_help_or_version_stays_invokes_own(in_process, args, says):
     invoke ever hand them to tasks.py, this fails and the README is to be changed."""
     code, out, _ = in_process("invoke", args)
     assert code == 0 and says in out
+
+
+def test_python_m_cannbuild_ignores_an_invoke_py_in_the_current_folder(tmp_path):
+    """`python -m` puts the current folder first on sys.path: a project's own invoke.py
+    (or jinja2.py) there stood in for the library, and every command exited 1 with its
+    message."""
+    import subprocess
+
+    (tmp_path / "invoke.py").write_text('raise SystemExit("a project file, not invoke")\n')
+    proc = subprocess.run(
+        argv_for("cannbuild", ["--version"]),
+        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.startswith("cannbuild "), proc.stderr
