@@ -83,6 +83,9 @@ class Options(Struct, frozen=True, kw_only=True):
     retries: int = 3
     # the shared ccache storage (redis://, rediss://, http(s)://), config key cache.remote
     cache_remote: Optional[str] = None  # may hold a password
+    # how each field set was given (`--repos`, `environment variable CANNBUILD_REPOS`, ...):
+    # a value judged later (against the recipe) is named as the user gave it
+    given_as: Tuple[Tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
         """Every field but cache_remote's value: a redis:// or https:// URL may hold a
@@ -98,9 +101,26 @@ class Options(Struct, frozen=True, kw_only=True):
     def mirror_map(self) -> Dict[str, str]:
         return dict(self.mirrors)
 
+    def _values(self) -> Tuple[object, ...]:
+        return tuple(getattr(self, name) for name in FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        """The same values are the same options, however they were given."""
+        return isinstance(other, Options) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def said(self, name: str) -> str:
+        """How field `name` was given, for a message about its value (default: its flag)."""
+        return dict(self.given_as).get(name) or "--" + name.replace("_", "-")
+
     def with_(self, **changes: object) -> Options:
         return replace(self, **changes)
 
+
+# the fields a user sets (flag, variable, config key, target.json), in their order
+FIELDS = tuple(name for name in Options.__struct_fields__ if name != "given_as")
 
 # Linux's limits on a path handed to the kernel: a longer one fails deep inside a task
 # (ENAMETOOLONG) instead of naming the flag.
@@ -439,7 +459,7 @@ def _checked_config(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:
     # the names only: msgspec.structs.fields() resolves every annotation on each call
     config = _flatten(config)
     for key in config:
-        _known_key(key, Options.__struct_fields__)
+        _known_key(key, FIELDS)
     return config
 
 
@@ -483,7 +503,7 @@ def sources(
     the flags not named as their field) and its value, checked."""
     checked = _checked_config(_config_map(config))
     found: Dict[str, Tuple[str, Any]] = {}
-    for name in Options.__struct_fields__:
+    for name in FIELDS:
         where = _given(name, cli, env, checked, spelled)
         if where is not None:
             found[name] = (where[0], _coerce(name, where[1], where[0]))
@@ -506,10 +526,12 @@ def options_from(
     """The frozen `Options`: the `given` values (`sources`), then the workspace's
     remembered target where none is, then the defaults (a sandbox's in the workspace)."""
     values = {name: value for name, (_, value) in given.items()}
+    said = {name: where for name, (where, _) in given.items()}
     for name, value in (remembered or {}).items():
         if name not in values and value is not None:
-            values[name] = _coerce(name, value, f"{remembered_in} key {name}")
-    options = Options(**values)
+            said[name] = f"{remembered_in} key {name}"
+            values[name] = _coerce(name, value, said[name])
+    options = Options(**values, given_as=tuple(sorted(said.items())))
     if "workspace" not in values:
         options = replace(options, workspace=Path(os.path.abspath(options.workspace)))
     if "lock_file" not in values:

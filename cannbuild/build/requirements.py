@@ -143,7 +143,9 @@ def derived_rows(
     # each buildable repo's operators (--ops, `repo:op`, a bare op to the repo whose checkout
     # has it, as the build routes it, else its recipe's); a source's none
     ops = (
-        ops_by_repo(recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op))
+        ops_by_repo(
+            recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op), options.said
+        )
         if recipe.selected
         else {}
     )
@@ -238,7 +240,11 @@ def doctor_report(
         origin = f"--ops-release {ops.release}" if ops.given else None
         # what a build of the selected repos needs (--repos, else the recipe's default)
         recipe = for_host(
-            select_repos(select_recipe(options.recipe, ops.train, cwd, origin), options.repos),
+            select_repos(
+                select_recipe(options.recipe, ops.train, cwd, origin),
+                options.repos,
+                options.said("repos"),
+            ),
             sandbox=options.sandbox,
         )
     except UsageError as exc:

@@ -283,7 +283,10 @@ def _recipe_for(
     ops = choose_ops(options.ops_release, version)
     chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
     repos = select_repos(
-        chosen, options.repos, elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd)
+        chosen,
+        options.repos,
+        options.said("repos"),
+        elsewhere=lambda name: _built_elsewhere(name, chosen, options, cwd),
     )
     return ops, for_host(repos, sandbox=sandbox)
 
@@ -338,7 +341,9 @@ def build_context(
     assert tk.version is not None
     ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
-    per_repo = ops_by_repo(recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op))
+    per_repo = ops_by_repo(
+        recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op), options.said
+    )
     repos = {
         r.name: {
             "name": r.name,

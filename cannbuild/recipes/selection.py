@@ -33,7 +33,7 @@ def select_repos(
         return _narrow(recipe, recipe.default_repos)
     hint = (
         f"Recipe {recipe.name} ({recipe.path.name}) builds {', '.join(buildable)}; give one or "
-        f"more of them, comma-separated, e.g. {origin} {','.join(buildable[:2])}."
+        f"more of them, comma-separated, e.g. {origin.split()[-1]} {','.join(buildable[:2])}."
         if buildable
         else f"Recipe {recipe.name} ({recipe.path.name}) has no buildable repo (none has a "
         "vendor_suffix): drop the option."
@@ -93,11 +93,15 @@ def ops_by_repo(
     recipe: Recipe,
     ops: str,
     ships: Callable[[str, str], bool] = lambda repo, op: False,
+    said: Callable[[str], str] = lambda name: "--" + name,
 ) -> Dict[str, Tuple[str, ...]]:
     """Each selected repo's operators: the `repo:op` and bare ops of `ops` that are its,
     else its recipe default (`ops`).  A bare op goes to the selected repo whose default
     ops list it or whose checkout `ships` it; two such repos are a usage error asking
-    for `repo:op`, as is a bare op no repo claims when several are selected."""
+    for `repo:op`, as is a bare op no repo claims when several are selected.  `said`
+    names how the user gave a field (Options.said): a flag, a variable, a config key."""
+    ops_flag, repos_flag = said("ops"), said("repos")
+    ops_key, repos_key = ops_flag.split()[-1], repos_flag.split()[-1]  # a hint's short form
     selected = [r.name for r in recipe.selected]
     given: Dict[str, List[str]] = {}
     for word in (w.strip() for w in ops.split(",")):
@@ -107,13 +111,13 @@ def ops_by_repo(
             repo, _, op = word.partition(":")
             if repo not in selected:
                 why = (
-                    f"which {REPOS_FLAG} does not select (selected: {', '.join(selected)})"
+                    f"which {repos_flag} does not select (selected: {', '.join(selected)})"
                     if repo in recipe.unselected
                     else "which is not a buildable repo of recipe " + recipe.name
                 )
                 raise UsageError(
-                    f"{OPS_FLAG} {word}: names repo {repo!r}, {why}.",
-                    f"Add {repo} to {REPOS_FLAG}, or write the op as one of "
+                    f"{ops_flag} {word}: names repo {repo!r}, {why}.",
+                    f"Add {repo} to {repos_key}, or write the op as one of "
                     f"{', '.join(f'{r}:{op}' for r in selected)}.",
                 )
         else:
@@ -121,21 +125,21 @@ def ops_by_repo(
             claims = [r.name for r in recipe.selected if op in r.ops or ships(r.name, op)]
             if len(claims) > 1:
                 raise UsageError(
-                    f"{OPS_FLAG} {op}: the selected repos {', '.join(claims)} each ship an "
+                    f"{ops_flag} {op}: the selected repos {', '.join(claims)} each ship an "
                     f"operator {op!r}.",
-                    f"Say whose: {OPS_FLAG} {claims[0]}:{op} (or {', '.join(f'{c}:{op}' for c in claims[1:])}).",
+                    f"Say whose: {ops_key} {claims[0]}:{op} (or {', '.join(f'{c}:{op}' for c in claims[1:])}).",
                 )
             if not claims and len(selected) > 1:
                 raise UsageError(
-                    f"{OPS_FLAG} {op}: none of the selected repos ({', '.join(selected)}) lists "
+                    f"{ops_flag} {op}: none of the selected repos ({', '.join(selected)}) lists "
                     f"{op!r} among its ops or has it in its checkout, so cannbuild cannot tell "
                     "which builds it.",
-                    f"Name the repo: {OPS_FLAG} <repo>:{op}, e.g. {selected[0]}:{op}.",
+                    f"Name the repo: {ops_key} <repo>:{op}, e.g. {selected[0]}:{op}.",
                 )
             if not selected:
                 raise UsageError(
-                    f"{OPS_FLAG} {op}: recipe {recipe.name} selects no buildable repo.",
-                    f"Give {REPOS_FLAG} first.",
+                    f"{ops_flag} {op}: recipe {recipe.name} selects no buildable repo.",
+                    f"Give {repos_key} first.",
                 )
             repo = claims[0] if claims else selected[0]
         given.setdefault(repo, [])

@@ -401,6 +401,44 @@ def test_an_unknown_repo_on_the_command_line_is_exit_2_naming_the_buildable_ones
     assert not (tmp_path / "cannbuild.lock").exists()
 
 
+@pytest.mark.parametrize(
+    "env, config, said",
+    [
+        (
+            {"CANNBUILD_REPOS": "ops-transformer,ops-nope"},
+            "",
+            "environment variable CANNBUILD_REPOS names 'ops-nope', which is not a repository",
+        ),
+        (
+            {},
+            "cannbuild:\n  repos: [ops-transformer, ops-nope]\n",
+            "invoke config cannbuild.repos names 'ops-nope', which is not a repository",
+        ),
+        (
+            {"CANNBUILD_OPS": "ops-nope:x"},
+            "",
+            "environment variable CANNBUILD_OPS ops-nope:x: names repo 'ops-nope'",
+        ),
+        (
+            {},
+            "cannbuild:\n  ops: ops-nope:x\n",
+            "invoke config cannbuild.ops ops-nope:x: names repo 'ops-nope'",
+        ),
+    ],
+)
+def test_repos_or_ops_from_a_variable_or_config_are_named_as_given(tmp_path, env, config, said):
+    """A --repos or --ops value is judged against the recipe after the options are
+    resolved; the error names where it came from, not a flag the user never typed."""
+    if config:
+        (tmp_path / "invoke.yaml").write_text(config)
+    proc = cannbuild("lock", "--cann", "9.0.0", "--soc", "A2", cwd=tmp_path, **env)
+    assert proc.returncode == 2, proc
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    text = " ".join(proc.stderr.split())
+    assert said in text and "--repos" not in text.split(".")[0]
+    assert not (tmp_path / "cannbuild.lock").exists()
+
+
 def test_a_repo_this_train_lacks_is_exit_2_naming_the_trains_that_build_it(tmp_path):
     """ops-math has v8.5.0 tags, but the 8.5 recipe builds ops-transformer only: the error
     names the recipes that build it (issue 42)."""
