@@ -15,7 +15,7 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct
 
@@ -119,7 +119,7 @@ def run(
         stderr=(subprocess.STDOUT if merge_stderr else subprocess.PIPE) if capture else None,
     )
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = _collect(proc, timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc, grace_s=0.5)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -129,6 +129,42 @@ def run(
         kill_group(proc, grace_s=0.5)
         raise
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def _collect(
+    proc: subprocess.Popen, timeout: Optional[float]
+) -> Tuple[Optional[bytes], Optional[bytes]]:
+    """The child's stdout and stderr, read until it has exited and its pipes hold nothing
+    more, not until their end-of-file: a process it left running (a `sleep &` at the end
+    of a sourced set_env.sh) keeps them open, and is stopped with its group, not waited
+    for.  Past `timeout` the child is hung: TimeoutExpired."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pipes = [pipe for pipe in (proc.stdout, proc.stderr) if pipe is not None]
+    got: Dict[int, List[bytes]] = {pipe.fileno(): [] for pipe in pipes}
+    with selectors.DefaultSelector() as selector:
+        for pipe in pipes:
+            selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            ended = proc.poll() is not None  # before the select: its last bytes are in the pipe
+            events = selector.select(0 if ended else min(0.05, left or 0.05))
+            if ended and not events:
+                kill_group(proc, grace_s=0.5)  # what holds the pipes is what it left running
+                break
+            for key, _ in events:
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    got[key.fd].append(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+    left = None if deadline is None else max(deadline - time.monotonic(), 0)
+    proc.wait(timeout=left)  # the pipes closed: the child is ending (or closed them, and runs)
+    out, err = (b"".join(got[p.fileno()]) if p else None for p in (proc.stdout, proc.stderr))
+    for pipe in pipes:
+        pipe.close()
+    return out, err
 
 
 class Bounds(Struct, frozen=True, kw_only=True):

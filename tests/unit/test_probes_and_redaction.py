@@ -67,6 +67,23 @@ def test_a_hung_set_env_is_cut_off_with_everything_it_started(tree):
     assert alive_with(f"sleep {marker}") == []
 
 
+def test_a_set_env_that_leaves_a_child_running_is_not_taken_for_a_hung_one(tree):
+    """The sourcing shell ends at once; the `sleep &` it started keeps the capture's
+    stderr open.  Doctor reads the environment when the shell ends (not after the 30 s
+    bound, as a hang), and the child is stopped, not left running."""
+    tk = tree.toolkit_cann("8.5.0")
+    marker = f"877.{os.getpid()}"
+    set_env = tk / "set_env.sh"
+    set_env.write_text(set_env.read_text() + f"sleep {marker} &\n")
+    start = time.monotonic()
+    report = doctor(tree)
+    assert time.monotonic() - start < 15
+    row = next(c for c in report.checks if c.id == "set_env")
+    assert row.status == "pass", row
+    assert report.build_env is not None and report.build_env.get("ASCEND_HOME_PATH")
+    assert alive_with(f"sleep {marker}") == []
+
+
 def test_a_member_that_outlives_its_leader_is_waited_for_without_spinning():
     """A member ignoring SIGTERM is given the grace before SIGKILL; the wait sleeps (it
     once called killpg in a tight loop, a core busy for the whole grace)."""
