@@ -149,8 +149,7 @@ def storage_error(exc: OSError) -> Optional[StorageError]:
         return None
     where = f" {exc.filename}" if exc.filename else ""
     hints = {
-        errno.ENOSPC: "Free space on that disk, or pass --workspace on a larger one; "
-        "`cannbuild clean` removes build trees and old logs.",
+        errno.ENOSPC: f"{FREE_SPACE}, or pass --workspace on a larger one.",
         errno.EDQUOT: "Your disk quota is used up: free space or pass --workspace elsewhere.",
         errno.EROFS: "That file system is mounted read-only: pass a writable --workspace "
         "(or --lock-file, --out).",
@@ -208,9 +207,12 @@ def write_error(exc: OSError, what: str, path: object) -> CannbuildError:
             f"{what} {shown} is not a usable path ({exc.strerror or exc}).",
             f"Pass {what} as a path of folders (names up to 255 bytes, at most 4095 in all).",
         )
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
     return StorageError(
         f"{what} {shown} cannot be written ({exc.strerror or exc}).",
-        f"Pass {what} in a folder you can write to.",
+        f"{FREE_SPACE}, or pass {what} on a larger one."
+        if full
+        else f"Pass {what} in a folder you can write to.",
     )
 
 

@@ -135,9 +135,11 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
                 os.fsync(fh.fileno())
         # rename(2) swaps the name in one step: a reader sees the old file or the new, never half.
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a write() on a full disk names no file: the message must
         raise
 
 

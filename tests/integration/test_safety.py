@@ -5,16 +5,15 @@ and ends every bad input with one paragraph and its documented exit code."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import processes_under
+from fulldisk import fill, tmpfs
 from reference import reference_torch
 
 from usertree import tree_digest
@@ -273,20 +272,6 @@ def test_a_sandbox_in_use_is_never_replaced(cli, tmp_path):
     assert cli("sandbox", "create", "--dir", str(target), sandbox=False).returncode == 0
 
 
-@contextmanager
-def tmpfs(path: Path, options: str):
-    path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()})")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
 def test_an_unwritable_lock_folder_is_refused_before_any_step(cli, tmp_path):
     with tmpfs(tmp_path / "ro", "ro,size=64k") as ro:
         proc = cli("install", "--lock-file", str(ro / "cannbuild.lock"))
@@ -297,14 +282,7 @@ def test_an_unwritable_lock_folder_is_refused_before_any_step(cli, tmp_path):
 def test_a_full_disk_under_logs_is_one_paragraph(cli):
     assert cli("fetch").returncode == 0
     with tmpfs(cli.ws / "logs", "size=16k"):
-        fd = os.open(cli.ws / "logs" / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"x" * 4096):
-                pass
-        except OSError:
-            pass  # the disk is full now
-        finally:
-            os.close(fd)
+        fill(cli.ws / "logs")
         proc = cli("build")
         status = cli("status")
     no_traceback(proc, 11)

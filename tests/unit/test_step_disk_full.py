@@ -8,12 +8,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fulldisk import fill, tmpfs
 
 from cannbuild import transaction
 from cannbuild.build.runner import Outcome, StepOutcome
 from cannbuild.errors import StorageError
 from cannbuild.hints import match_hint
+from cannbuild.ownership import claim
 from cannbuild.tasks import _frame
+
+from clirun import cannbuild
 
 FULL = (
     "/ws/tmp/ccErrWfr.s: Fatal error: CMakeFiles/cust_opapi.dir/fa_checks.cpp.o: "
@@ -42,3 +46,22 @@ def test_the_hint_for_a_full_disk_is_the_disk_not_the_sources(tmp_path: Path, mo
     monkeypatch.chdir(tmp_path)
     hint = match_hint([*TAIL[:5], FULL, "foo.cpp:3:1: error: frobnicator exploded", *TAIL])
     assert hint is not None and "disk" in hint and "compiler error" not in hint
+
+
+def test_a_full_disk_at_the_workspace_root_names_the_file_and_how_to_free_space(tmp_path):
+    """A workspace whose disk filled since it was made: the run's first write there (the
+    lock's holder record) says which file, and that the disk needs room, not just
+    "No space left on device"; no temp file of the failed write is left beside it."""
+    ws = tmp_path / "ws"
+    with tmpfs(ws, "size=64k"):
+        claim(ws, "workspace", "--workspace")  # as a run makes it
+        fill(ws)
+        before = sorted(p.name for p in ws.iterdir())
+        proc = cannbuild("clean", "-w", str(ws), cwd=tmp_path)
+        after = sorted(p.name for p in ws.iterdir() if p.name not in before)
+    assert proc.returncode == 11, proc
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert "No space left on device" in proc.stderr
+    assert f"cannot write {ws}/" in proc.stderr, proc.stderr
+    assert "Free space on that disk" in proc.stderr
+    assert [name for name in after if name.startswith(".") and name != ".lock"] == []
