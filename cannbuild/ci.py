@@ -11,18 +11,20 @@ requirement the user gives (--cannbuild-spec); never a name that does not resolv
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shlex
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from msgspec import Struct
 
 from . import __version__
-from .bounded import ARCHIVE, RENDERED_FILE, Absent, digest, head
+from .bounded import ARCHIVE, RENDERED_FILE, Absent, head, read_bytes
 from .errors import DryRun, UsageError
 from .host.versions import parse_cann_version
 from .ownership import check_writable
@@ -33,6 +35,7 @@ from .render.templates import ci_env
 from .resources import data_dir
 from .sandbox.releases import standins
 from .self_install import build_own_wheel, install_requirement, source_files
+from .signals import deferred
 from .sources.lock import read_lock
 from .workspace import write_atomic
 
@@ -244,19 +247,29 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
     # rendered once before the wheel is replaced: a recipe it refuses must leave the
     # committed workflow and the wheel its sha256 names as they were
     rendered_with(install)
+    wheel: Optional[Path] = None
+    data = b""
     if install.wheel:
         check_writable(wheel_dir, "the wheel folder")
-        wheel = build_own_wheel(data_dir("templates").parent, wheel_dir)
-        for old in wheel_dir.glob("cannbuild-*.whl"):  # an older render's wheel
-            if old != wheel:
-                old.unlink()
+        with tempfile.TemporaryDirectory(prefix="cannbuild-ci.") as tmp:
+            built = build_own_wheel(data_dir("templates").parent, Path(tmp))
+            data = read_bytes(built, ARCHIVE)
+        wheel = wheel_dir / built.name
         install = Install(
             wheel=wheel.relative_to(root).as_posix() if wheel.is_relative_to(root) else str(wheel),
-            sha256=digest(wheel, ARCHIVE),
+            sha256=hashlib.sha256(data).hexdigest(),
         )
-        note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
     rendered = rendered_with(install)
-    write_atomic(target, rendered["text"].encode())
+    # the workflow checks the wheel by sha256: a signal waits until both are written
+    with deferred():
+        if wheel is not None:
+            write_atomic(wheel, data)
+            for old in wheel_dir.glob("cannbuild-*.whl"):  # an older render's wheel
+                if old != wheel:
+                    old.unlink()
+        write_atomic(target, rendered["text"].encode())
+    if wheel is not None:
+        note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
     note(f"{provider} workflow written to {target}")
     for name, text in rendered["extras"].items():
         if out is not None:

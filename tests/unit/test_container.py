@@ -696,6 +696,47 @@ def test_a_sigterm_during_the_swap_leaves_the_new_context_and_no_old_one(tmp_pat
     assert (out / "Dockerfile").is_file() and owned(out, "container-context")
 
 
+# `cannbuild ci` again after cannbuild changed (its wheel's bytes differ): a SIGTERM
+# arrives as the workflow is about to be written, after the new wheel is built
+_TERM_BETWEEN_WHEEL_AND_WORKFLOW = """
+import functools, os, signal, sys
+from pathlib import Path
+from cannbuild import ci
+from cannbuild.signals import on_termination
+on_termination()
+repo = Path(sys.argv[1])
+real_build, real_write = ci.build_own_wheel, ci.write_atomic
+ci.build_own_wheel = functools.partial(real_build, epoch=1_600_000_000)  # the older wheel
+ci.write_ci(ci.CiRequest(), repo, lambda _: None)
+ci.build_own_wheel = real_build
+def writing(path, data, *args, **kwargs):
+    if path.name == "cannbuild.yml":
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real_write(path, data, *args, **kwargs)
+ci.write_atomic = writing
+try:
+    ci.write_ci(ci.CiRequest(), repo, lambda _: None)
+except KeyboardInterrupt as exc:
+    print("stopped by", type(exc).__name__)
+"""
+
+
+def test_a_sigterm_between_the_wheel_and_the_workflow_leaves_a_matching_pair(tmp_path):
+    """The committed workflow checks the wheel beside it by sha256: the two change
+    together or not at all, whenever a signal comes."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = python_c(_TERM_BETWEEN_WHEEL_AND_WORKFLOW, str(tmp_path), timeout=300)
+    assert proc.stdout.splitlines() == ["stopped by SignalInterrupt"], proc.stderr
+    wheels = list((tmp_path / ".github" / "cannbuild").glob("cannbuild-*.whl"))
+    assert len(wheels) == 1, wheels
+    flow = (tmp_path / ".github" / "workflows" / "cannbuild.yml").read_text()
+    named = re.findall(r"([0-9a-f]{64})  (\S+\.whl)", flow)
+    assert named, flow
+    sha = hashlib.sha256(wheels[0].read_bytes()).hexdigest()
+    assert {(sha, wheels[0].relative_to(tmp_path).as_posix())} == set(named)
+    assert not [p for p in wheels[0].parent.iterdir() if p.name.startswith(".")]
+
+
 def test_a_sandbox_workflow_lists_only_cann_versions_the_sandbox_emulates(tmp_path):
     flow = yaml.safe_load(render_ci("github", tmp_path, WHEEL, sandbox=True)["text"])
     canns = flow["jobs"]["package"]["strategy"]["matrix"]["cann"]
