@@ -237,7 +237,7 @@ def doctor_report(
     try:
         # CANNBUILD_OPS_RELEASE (or its config key) chooses the recipe a build here would use
         ops = choose_ops(options.ops_release, toolkit.version)
-        origin = f"--ops-release {ops.release}" if ops.given else None
+        origin = f"{options.said('ops_release')} {ops.release}" if ops.given else None
         # what a build of the selected repos needs (--repos, else the recipe's default)
         recipe = for_host(
             select_repos(

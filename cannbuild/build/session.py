@@ -247,7 +247,7 @@ def open_session(
         refuse_blocking([ccache_check(options.cache_remote, host.build_env or env)])
     soc = host.soc.soc
     if recipe.socs and soc not in recipe.socs:
-        raise _not_a_soc(soc, recipe)
+        raise _not_a_soc(soc, recipe, options.said("soc") if options.soc else "this host's SoC")
     ws = Workspace(root=options.workspace)
     context = build_context(options, ws, toolkit, soc, recipe, host, ops)
     if sandbox is not None:
@@ -281,7 +281,7 @@ def _recipe_for(
 ) -> Tuple[OpsChoice, Recipe]:
     """The ops release and the recipe of its train, with the repos this run selects."""
     ops = choose_ops(options.ops_release, version)
-    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops))
+    chosen = select_recipe(options.recipe, ops.train, cwd, _ops_origin(ops, options))
     repos = select_repos(
         chosen,
         options.repos,
@@ -291,9 +291,10 @@ def _recipe_for(
     return ops, for_host(repos, sandbox=sandbox)
 
 
-def _not_a_soc(soc: str, recipe: Recipe) -> UsageError:
+def _not_a_soc(soc: str, recipe: Recipe, said: str) -> UsageError:
+    """`said`: how the SoC was given (a flag, a variable, target.json) or found."""
     return UsageError(
-        f"--soc {soc} is not a SoC recipe {recipe.name} ({recipe.path.name}) builds "
+        f"{said} {soc} is not a SoC recipe {recipe.name} ({recipe.path.name}) builds "
         f"{', '.join(recipe.order) or 'its repos'} for.",
         f"Use one of {', '.join(recipe.socs)}.",
     )
@@ -324,9 +325,9 @@ def _built_elsewhere(name: str, recipe: Recipe, options: Options, cwd: Path) -> 
     )
 
 
-def _ops_origin(ops: OpsChoice) -> Optional[str]:
+def _ops_origin(ops: OpsChoice, options: Options) -> Optional[str]:
     """How a "no recipe" error names the train's source when --ops-release chose it."""
-    return f"--ops-release {ops.release}" if ops.given else None
+    return f"{options.said('ops_release')} {ops.release}" if ops.given else None
 
 
 def build_context(
@@ -412,7 +413,7 @@ def locking_session(options: Options, env: Mapping[str, str], cwd: Path, cann: s
         )
     ops, recipe = _recipe_for(options, version, cwd, options.sandbox)
     if recipe.socs and options.soc not in recipe.socs:
-        raise _not_a_soc(options.soc, recipe)
+        raise _not_a_soc(options.soc, recipe, options.said("soc"))
     family = normalize_soc(options.soc)
     where = Path(f"/nonexistent/CANN-{version.text}-not-installed-here")
     toolkit = Toolkit(

@@ -33,7 +33,7 @@ def select_repos(
         return _narrow(recipe, recipe.default_repos)
     hint = (
         f"Recipe {recipe.name} ({recipe.path.name}) builds {', '.join(buildable)}; give one or "
-        f"more of them, comma-separated, e.g. {origin.split()[-1]} {','.join(buildable[:2])}."
+        f"more of them, comma-separated, e.g. {REPOS_FLAG} {','.join(buildable[:2])}."
         if buildable
         else f"Recipe {recipe.name} ({recipe.path.name}) has no buildable repo (none has a "
         "vendor_suffix): drop the option."
@@ -101,7 +101,6 @@ def ops_by_repo(
     for `repo:op`, as is a bare op no repo claims when several are selected.  `said`
     names how the user gave a field (Options.said): a flag, a variable, a config key."""
     ops_flag, repos_flag = said("ops"), said("repos")
-    ops_key, repos_key = ops_flag.split()[-1], repos_flag.split()[-1]  # a hint's short form
     selected = [r.name for r in recipe.selected]
     given: Dict[str, List[str]] = {}
     for word in (w.strip() for w in ops.split(",")):
@@ -117,7 +116,7 @@ def ops_by_repo(
                 )
                 raise UsageError(
                     f"{ops_flag} {word}: names repo {repo!r}, {why}.",
-                    f"Add {repo} to {repos_key}, or write the op as one of "
+                    f"Add {repo} to {REPOS_FLAG}, or write the op as one of "
                     f"{', '.join(f'{r}:{op}' for r in selected)}.",
                 )
         else:
@@ -127,19 +126,19 @@ def ops_by_repo(
                 raise UsageError(
                     f"{ops_flag} {op}: the selected repos {', '.join(claims)} each ship an "
                     f"operator {op!r}.",
-                    f"Say whose: {ops_key} {claims[0]}:{op} (or {', '.join(f'{c}:{op}' for c in claims[1:])}).",
+                    f"Say whose: {OPS_FLAG} {claims[0]}:{op} (or {', '.join(f'{c}:{op}' for c in claims[1:])}).",
                 )
             if not claims and len(selected) > 1:
                 raise UsageError(
                     f"{ops_flag} {op}: none of the selected repos ({', '.join(selected)}) lists "
                     f"{op!r} among its ops or has it in its checkout, so cannbuild cannot tell "
                     "which builds it.",
-                    f"Name the repo: {ops_key} <repo>:{op}, e.g. {selected[0]}:{op}.",
+                    f"Name the repo: {OPS_FLAG} <repo>:{op}, e.g. {selected[0]}:{op}.",
                 )
             if not selected:
                 raise UsageError(
                     f"{ops_flag} {op}: recipe {recipe.name} selects no buildable repo.",
-                    f"Give {repos_key} first.",
+                    f"Give {REPOS_FLAG} first.",
                 )
             repo = claims[0] if claims else selected[0]
         given.setdefault(repo, [])

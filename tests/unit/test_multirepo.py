@@ -616,3 +616,13 @@ def test_a_check_name_cannbuild_does_not_have_is_a_failed_check_naming_the_known
     assert capi.status == "FAIL" and report.status == "FAIL"
     assert "check 'ops-math.nope' for ops-math, which this cannbuild does not have" in capi.message
     assert FA_CHECK in capi.message
+
+
+def test_a_soc_from_a_variable_that_the_recipe_lacks_is_named_as_given(tmp_path):
+    """The recipe's SoC list is checked after the options are resolved: the error named
+    `--soc` when the value came from CANNBUILD_SOC."""
+    proc = cannbuild("lock", "--cann", "9.0.0", cwd=tmp_path, CANNBUILD_SOC="ascend910")
+    assert proc.returncode == 2, proc
+    text = " ".join(proc.stderr.split())
+    assert "environment variable CANNBUILD_SOC ascend910 is not a SoC recipe cann-9.0" in text
+    assert "--soc" not in text
