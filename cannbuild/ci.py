@@ -19,7 +19,7 @@ import shlex
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec import Struct
 
@@ -29,7 +29,7 @@ from .errors import DryRun, UsageError
 from .host.versions import parse_cann_version
 from .ownership import check_writable
 from .proc import run
-from .recipes import available, load_recipe
+from .recipes import Recipe, available, load_recipe
 from .render.grammars import check_cann, check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
@@ -45,18 +45,74 @@ PROVIDERS = {
 }
 # where the wheel goes, relative to the repository's top level
 WHEEL_DIRS = {"github": ".github/cannbuild", "gitlab": ".gitlab/cannbuild"}
+# where the validate job finds the package job's .run files (shell words)
+SHIPPED = {"github": "shipped/out/packages", "gitlab": 'out/"$VARIANT-$CANN"/packages'}
 # a runner label (GitHub runs-on, GitLab tags, actionlint's list): one word
 RUNNER_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-def image_versions(cwd: Path) -> List[str]:
-    versions = {}
-    for path in available(cwd).values():
-        recipe = load_recipe(path)
-        if recipe.image_cann:
-            check_cann(recipe.image_cann, f"{path}: image_cann")  # whole: no space or newline
-            versions[recipe.image_cann] = parse_cann_version(recipe.image_cann)
+def matrix_recipes(cwd: Path) -> List[Recipe]:
+    """The recipes in use that name a container image version: the matrix's."""
+    recipes = [load_recipe(path) for path in available(cwd).values()]
+    for recipe in recipes:
+        if recipe.image_cann:  # whole: no space or newline
+            check_cann(recipe.image_cann, f"{recipe.path}: image_cann")
+    return [r for r in recipes if r.image_cann]
+
+
+def image_versions(recipes: Sequence[Recipe]) -> List[str]:
+    versions = {r.image_cann: parse_cann_version(r.image_cann) for r in recipes if r.image_cann}
     return sorted(versions, key=versions.__getitem__)
+
+
+# a recipe variable in a package name ({{ vendor_name }}, {{ arch }}): any value matches
+RECIPE_VARIABLE = re.compile(r"\{\{.*?\}\}")
+
+
+def package_globs(recipes: Sequence[Recipe]) -> List[Tuple[str, str]]:
+    """(repo, shell glob) for each operator package a matrix entry can ship: the file
+    names the build steps of the recipes' buildable repos produce, whatever the vendor
+    name and arch.  A lock builds some of those repos (--repos), so the validate job
+    takes the packages it finds, each with the repo whose validation applies to it."""
+    found: Dict[Tuple[str, str], None] = {}
+    for recipe in recipes:
+        buildable = {r.name for r in recipe.buildable}
+        for step in recipe.steps:
+            repo = recipe.step_owner(step)
+            if repo not in buildable:
+                continue
+            for pattern in step.produces:
+                name = RECIPE_VARIABLE.sub("*", pattern.rsplit("/", 1)[-1])
+                glob = "*".join(shlex.quote(part) if part else "" for part in name.split("*"))
+                found[(str(repo), glob)] = None
+    return list(found)
+
+
+def validate_script(folder: str, globs: Sequence[Tuple[str, str]]) -> str:
+    """The NPU job's shell (POSIX sh): `validate --require-device --package` of each
+    operator package in `folder` (shell words), with --repos of the repo that built it,
+    as `cannbuild validate` judges each repo of a build; fails when any fails, or when
+    the folder holds none."""
+    lines = [
+        "status=0 seen=''",
+        "check() {  # the repo, then the files its package names matched",
+        "  repo=$1; shift",
+        '  for package in "$@"; do',
+        '    [ -f "$package" ] || continue  # a glob that matched nothing',
+        '    case " $seen " in *" $package "*) continue ;; esac',
+        '    seen="$seen $package"',
+        '    cannbuild validate --require-device --repos "$repo" --package "$package" || status=1',
+        "  done",
+        "}",
+        *(f"check {shlex.quote(repo)} {folder}/{glob}" for repo, glob in globs),
+        'if [ -z "$seen" ]; then',
+        f'  echo "no operator package in {folder} (looked for:'
+        f' {" ".join(g for _, g in globs)})" >&2',
+        "  exit 1",
+        "fi",
+        'exit "$status"',
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def emulated_versions(canns: Sequence[str], cwd: Path) -> List[str]:
@@ -123,7 +179,8 @@ def render_ci(
     """The workflow's text, and companion files (path -> text) it needs (`provider` and
     `npu_label` checked by write_ci)."""
     template = PROVIDERS[provider][0]
-    canns = image_versions(cwd)
+    recipes = matrix_recipes(cwd)
+    canns = image_versions(recipes)
     if not canns:
         raise UsageError(
             "no recipe in use names a container image version (image_cann).",
@@ -144,6 +201,7 @@ def render_ci(
             install3=install.commands("python3"),
             installs_from=install.describe(),
             sandbox=sandbox,
+            validate=validate_script(SHIPPED[provider], package_globs(recipes)),
         )
     )
     extras: Dict[str, str] = {}

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import List, Sequence, Tuple
 
 import pytest
 import yaml
@@ -29,6 +30,7 @@ from cannbuild.container.context import (
 from cannbuild.container.run import run_line
 from cannbuild.errors import UsageError
 from cannbuild.ownership import owned
+from cannbuild.recipes import load_recipe
 from cannbuild.sandbox.releases import standins
 from cannbuild.sources.lock import read_lock, write_lock
 
@@ -513,10 +515,11 @@ def test_github_workflow_has_the_matrix_jobs_and_cache(tmp_path):
         assert "sha256sum -c -" in install and "cannbuild==" not in install
     validate = jobs["validate"]
     assert "ascend-npu" in validate["runs-on"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact"))
     download = next(s for s in validate["steps"] if "download-artifact" in s.get("uses", ""))
-    assert download["with"]["name"] == "ops-transformer-${{ matrix.variant }}-${{ matrix.cann }}"
+    assert download["with"]["name"] == upload["with"]["name"]
     run = next(s["run"] for s in validate["steps"] if "--package" in s.get("run", ""))
-    assert "cannbuild validate --require-device --package" in run and "shipped/" in run
+    assert "cannbuild validate --require-device" in run and "shipped/" in run
     assert not any("cannbuild setup" in s.get("run", "") for s in validate["steps"])
 
 
@@ -531,14 +534,109 @@ def test_the_validate_job_lists_the_package_where_the_upload_put_it(tmp_path):
     validate = jobs["validate"]["steps"]
     download = next(s for s in validate if "download-artifact" in s.get("uses", ""))
     where = posixpath.join(download["with"]["path"], posixpath.relpath(packages, shared or "."))
-    run = next(s["run"] for s in validate if "--package" in s.get("run", ""))
-    assert f"ls {where}/cann-ops-transformer-" in run
+    package = f"{where}/{package_name('9.0', 'ops-transformer-build')}"
+    calls, proc = run_validate_step(tmp_path, "github", [package])
+    assert proc.returncode == 0, proc.stderr
+    assert calls == [["--require-device", "--repos", "ops-transformer", "--package", package]]
     for step in jobs["package"]["steps"] + validate:
         if "upload-artifact" in step.get("uses", ""):
             hidden = any(
                 part.startswith(".") for p in step["with"]["path"].split() for part in p.split("/")
             )
             assert step["with"].get("include-hidden-files") is (True if hidden else None), step
+
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def package_name(train: str, step: str, vendor: str = "custom", arch: str = "x86_64") -> str:
+    """The .run file name a recipe's build step says it produces."""
+    spec = next(s for s in load_recipe(RECIPES / f"{train}.toml").steps if s.name == step)
+    (pattern,) = spec.produces
+    name = pattern.rsplit("/", 1)[-1].replace("{{ vendor_name }}", vendor)
+    return name.replace("{{ arch }}", arch)
+
+
+# a stand-in for cannbuild on the NPU runner: records each call, fails for $FAIL_REPO
+FAKE_CANNBUILD = """#!/bin/sh
+printf '%s\\n' "$*" >> "$CALLS"
+case " $* " in *" --repos $FAIL_REPO "*) exit 5 ;; esac
+"""
+
+
+def run_validate_step(
+    tmp_path: Path, provider: str, files: Sequence[str], fail_repo: str = "-"
+) -> Tuple[List[List[str]], subprocess.CompletedProcess]:
+    """Run the rendered validate job's shell, as its runner does, in a folder holding
+    `files` (the downloaded artifact); the cannbuild calls it made, and how it ended."""
+    text = render_ci(provider, tmp_path, WHEEL)["text"]
+    flow = yaml.safe_load(text)
+    if provider == "github":
+        steps = flow["jobs"]["validate"]["steps"]
+        script = next(s["run"] for s in steps if "cannbuild validate" in s.get("run", ""))
+        shell = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script]
+    else:
+        script = next(x for x in flow["validate"]["script"] if "cannbuild validate" in x)
+        shell = ["sh", "-ec", script]
+    job = tmp_path / f"job-{provider}"
+    for file in files:
+        (job / file).parent.mkdir(parents=True, exist_ok=True)
+        (job / file).write_bytes(b"#!/bin/sh\n")
+    fake = job / ".bin" / "cannbuild"
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text(FAKE_CANNBUILD)
+    fake.chmod(0o755)
+    calls = job / ".calls"
+    calls.write_text("")
+    env = {
+        "PATH": f"{fake.parent}:/usr/bin:/bin",
+        "CALLS": str(calls),
+        "FAIL_REPO": fail_repo,
+        "VARIANT": "A3",
+        "CANN": "9.0.0",
+    }
+    proc = subprocess.run(shell, cwd=job, env=env, capture_output=True, text=True, timeout=60)
+    said = [line.split() for line in calls.read_text().splitlines()]
+    assert all(words[0] == "validate" for words in said), said
+    return [words[1:] for words in said], proc
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab"])
+def test_a_siblings_only_build_has_its_package_validated_as_ops_math(tmp_path, provider):
+    """A lock of --repos ops-math ships cann-ops-math-<vendor>_linux-<arch>.run and no
+    ops-transformer package: the job validates that one with ops-math's checks (what
+    `cannbuild validate` runs for such a build), not FlashAttention's."""
+    folder = "shipped/out/packages" if provider == "github" else "out/A3-9.0.0/packages"
+    package = f"{folder}/{package_name('9.0', 'ops-math-build')}"
+    calls, proc = run_validate_step(tmp_path, provider, [package])
+    assert proc.returncode == 0, proc.stderr
+    assert calls == [["--require-device", "--repos", "ops-math", "--package", package]]
+
+
+def test_each_package_of_a_two_repo_build_is_validated_and_one_failure_fails_the_job(tmp_path):
+    """ops-transformer + ops-math with --vendor-name acme, and opbase's package beside them
+    (--with-step opbase-build): each operator package once, with its own repo, the second
+    still validated after the first failed; opbase's is no operator package."""
+    folder = "shipped/out/packages"
+    transformer = f"{folder}/{package_name('9.1', 'ops-transformer-build', 'acme', 'aarch64')}"
+    math = f"{folder}/{package_name('9.1', 'ops-math-build', 'acme', 'aarch64')}"
+    opbase = f"{folder}/cann-opbase_9.1.0_linux-aarch64.run"
+    calls, proc = run_validate_step(
+        tmp_path, "github", [opbase, transformer, math], fail_repo="ops-transformer"
+    )
+    assert sorted(c[c.index("--package") + 1] for c in calls) == sorted([transformer, math])
+    assert all(c[c.index("--repos") + 1] in c[-1] for c in calls), calls  # its own repo
+    assert proc.returncode != 0
+    calls, proc = run_validate_step(tmp_path, "github", [opbase, transformer, math])
+    assert proc.returncode == 0 and len(calls) == 2, (calls, proc.stderr)
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab"])
+def test_an_artifact_without_an_operator_package_fails_the_job_saying_so(tmp_path, provider):
+    folder = "shipped/out/packages" if provider == "github" else "out/A3-9.0.0/packages"
+    calls, proc = run_validate_step(tmp_path, provider, [f"{folder}/notes.txt"])
+    assert proc.returncode != 0 and calls == []
+    assert "no operator package in" in proc.stderr and "cann-ops-math-" in proc.stderr
 
 
 def actionlint_binary():
@@ -608,10 +706,16 @@ def test_gitlab_pipeline_parses_and_has_the_jobs(tmp_path):
     assert flow["validate"]["tags"] == ["ascend-npu", "$VARIANT", "cann-$CANN"]
     assert all(flow[job]["timeout"] for job in ("doctor", "package", "validate"))
     validate = flow["validate"]["script"]
-    assert any(
-        line.startswith("cannbuild validate --require-device --package") for line in validate
-    )
     assert any("sha256sum -c -" in line for line in validate)
+    # the package job's output for this matrix entry, each package with its repo's checks
+    names = [package_name("9.0", f"{repo}-build", "acme") for repo in ("ops-math", "ops-cv")]
+    files = [f"out/A3-9.0.0/packages/{name}" for name in names]
+    calls, proc = run_validate_step(tmp_path, "gitlab", files)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(calls) == sorted(
+        ["--require-device", "--repos", repo, "--package", file]
+        for repo, file in zip(("ops-math", "ops-cv"), files)
+    )
     assert "CANNBUILD_CACHE_REMOTE" in " ".join(flow["package"]["script"])
     script = " ".join(flow["package"]["script"])
     assert '--platform "$(cat ctx/platform)"' in script and "tonistiigi/binfmt --install" in script
