@@ -34,6 +34,7 @@ ENV_PREFIX = "CANNBUILD_"
 # package file name (`cann-ops-math-<name>_linux-<arch>.run`), and build.sh passes it to CMake as
 # VENDOR_NAME: a word, no path or shell characters.
 _VENDOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]{0,63}")
+DEFAULT_VENDOR = "custom"
 SANDBOX_VARIANTS = ("A2", "A3")
 
 
@@ -57,7 +58,7 @@ class Options(Struct, frozen=True, kw_only=True):
     repos: Tuple[str, ...] = ()
     # operators, `op` or `repo:op`, comma-separated; empty: each repo's recipe default
     ops: str = ""
-    vendor_name: str = "custom"
+    vendor_name: str = DEFAULT_VENDOR
     recipe: Optional[str] = None
     # the operator release to build (its train picks the recipe, its refs render from it);
     # None: the toolkit's own.  Checked against host/releases.py when the session opens.

@@ -23,7 +23,7 @@ from ..host.socs import normalize_soc
 from ..host.toolkit import Toolkit, host_arch, toolkit_home
 from ..host.versions import CannVersion, parse_cann_version
 from ..lazy import lazy_module
-from ..options import Options
+from ..options import DEFAULT_VENDOR, Options
 from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
 from ..recipes import Recipe, select_recipe, trains_building
@@ -178,6 +178,7 @@ class Session(Struct, frozen=True, kw_only=True):
             with_steps=tuple(
                 s.name for s in self.recipe.steps if s.optional and s.name in options.optional_steps
             ),
+            vendor_name="" if options.vendor_name == DEFAULT_VENDOR else options.vendor_name,
             accept_stand_ins=options.accept_stand_ins if self.sandbox else (),
             # read only for an archive accepted by name (sources/ready.py): 8 archives made
             stand_in_sha256=stand_in_sha256() if self.sandbox and options.accept_stand_ins else {},

@@ -386,6 +386,8 @@ def render_context(
         extra += ["--ops-release", lock.ops_release]
     if lock.build_repos:  # and builds the repos the lock was made for, in that order
         extra += ["--repos", ",".join(lock.build_repos)]
+    if lock.vendor_name:  # and names its packages as the lock was made for
+        extra += ["--vendor-name", lock.vendor_name]
     for step in lock.with_steps:  # with the optional steps it was made with
         extra += ["--with-step", step]
     extra += _recipe_args(lock, recipe)

@@ -15,8 +15,9 @@ archive the cann/cmake modules declare went into a checkout (`places`).  A lock 
 either is written as version 2, byte for byte what cannbuild wrote before, so an older
 cannbuild still reads the locks of the recipes it knows.  A version 3 lock may also
 leave out the archives of repos none of whose steps ran (`archives_skipped`: an optional
-step not selected), name the optional steps it was made with (`with_steps`), and a sandbox
-lock's header says where each commit was fetched from.
+step not selected), name the optional steps it was made with (`with_steps`) and a
+--vendor-name other than custom (`vendor_name`), and a sandbox lock's header says where
+each commit was fetched from.
 """
 
 from __future__ import annotations
@@ -233,6 +234,9 @@ class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     # the optional steps it was made with (--with-step), in recipe order: `setup --locked`
     # in a container passes them, so the image runs the steps the lock was made for
     with_steps: Tuple[Name, ...] = ()
+    # the --vendor-name it was made with, when not the default ("": custom): `setup --locked`
+    # in a container passes it, so the image's packages carry the vendor the lock was made for
+    vendor_name: OptWord = ""
 
     @property
     def other_ops_release(self) -> bool:
@@ -263,6 +267,7 @@ class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             or bool(self.archives_skipped)
             or bool(self.build_repos)
             or bool(self.with_steps)
+            or bool(self.vendor_name)
             or any(r.source for r in self.repos)
             or any(a.places for a in self.third_party)
             or any(a.stand_in for a in self.third_party)
@@ -283,6 +288,7 @@ class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             **({"archives_skipped": list(self.archives_skipped)} if self.archives_skipped else {}),
             **({"build_repos": list(self.build_repos)} if self.build_repos else {}),
             **({"with_steps": list(self.with_steps)} if self.with_steps else {}),
+            **({"vendor_name": self.vendor_name} if self.vendor_name else {}),
             "repos": to_builtins(self.repos),
             "third_party": to_builtins(self.third_party),
         }

@@ -133,6 +133,7 @@ class PendingSources:
                 ),
                 build_repos=request.build_repos,
                 with_steps=request.with_steps,
+                vendor_name=request.vendor_name,
                 # where each commit came from, which the header of a sandbox lock says
                 origins={n: o for r in ready for n, o in r.origins} if request.sandbox else {},
             )

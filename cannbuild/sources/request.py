@@ -37,6 +37,8 @@ class SourceRequest(Struct, frozen=True, kw_only=True):
     build_repos: Tuple[str, ...] = ()
     # the optional steps this run selects (--with-step): the lock records them
     with_steps: Tuple[str, ...] = ()
+    # --vendor-name when it is not the default: the lock records it
+    vendor_name: str = ""
     # --accept-stand-in: the archives (or "all") whose sandbox stand-in may be taken where
     # the checkout declares another file's hash, and the stand-ins' sha256 by URL
     accept_stand_ins: Tuple[str, ...] = ()

@@ -496,6 +496,26 @@ def test_a_lock_records_a_selection_other_than_the_default_and_a_container_build
     assert "--repos ops-math,ops-transformer" in (out / "Dockerfile").read_text()
 
 
+def test_a_lock_made_with_a_vendor_name_has_the_container_build_packages_of_that_vendor(tmp_path):
+    """`lock --vendor-name acme`: the image's `setup --locked` built custom_* packages
+    (cann-ops-math-custom_linux-<arch>.run), not the acme ones the lock was made for."""
+    path = write_recipe(tmp_path / "recipes")
+    assert session(tmp_path, path, vendor_name="acme").source_request().vendor_name == "acme"
+    assert session(tmp_path, path).source_request().vendor_name == ""  # the default
+    lock_path = tmp_path / "cannbuild.lock"
+    write_lock(lock_path, sample_lock("9.0.0"))  # the default vendor: the bytes as before
+    assert "vendor_name" not in lock_path.read_text() and "version = 2" in lock_path.read_text()
+    write_lock(lock_path, replace(sample_lock("9.0.0"), vendor_name="acme"))
+    lock = read_lock(lock_path)
+    assert lock.vendor_name == "acme" and "version = 3" in lock_path.read_text()
+    out = tmp_path / "ctx"
+    render_context(ContainerSpec(variant="A3", cann="9.0.0"), lock, lock_path, out)
+    setup = next(x for x in (out / "Dockerfile").read_text().splitlines() if "cannbuild setup" in x)
+    assert "--vendor-name acme" in setup, setup
+    render_context(ContainerSpec(variant="A3", cann="9.0.0"), sample_lock("9.0.0"), lock_path, out)
+    assert "--vendor-name" not in (out / "Dockerfile").read_text()
+
+
 def test_the_same_repos_in_another_order_is_drift_the_lock_names(tmp_path):
     path = write_recipe(tmp_path / "recipes")
     s = session(tmp_path, path, repos="ops-beta,ops-alpha")
