@@ -367,6 +367,7 @@ class Wanted(Struct, frozen=True, kw_only=True):
     unselected: Tuple[str, ...] = ()
     # the --repos order when it is not the recipe's default (Lock.build_repos)
     build_repos: Tuple[str, ...] = ()
+    vendor_name: str = ""  # --vendor-name when not the default (Lock.vendor_name)
 
 
 def drift(lock: Lock, wanted: Wanted) -> List[str]:
@@ -444,6 +445,12 @@ def drift(lock: Lock, wanted: Wanted) -> List[str]:
             f"repos: the lock was made for --repos {','.join(lock.build_repos)}, this run "
             f"builds them in the order {','.join(wanted.build_repos)} (the order the source "
             "line sets)"
+        )
+    # only a lock that records its vendor: an older one does not say what it was made with
+    if lock.vendor_name and lock.vendor_name != wanted.vendor_name:
+        found.append(
+            f"vendor name: the lock was made for --vendor-name {lock.vendor_name}, this run "
+            f"names its packages {wanted.vendor_name or 'custom'}"
         )
     for name in lock.archives_skipped:
         if name not in wanted.archives_skipped:

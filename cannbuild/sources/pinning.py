@@ -60,6 +60,7 @@ def wanted_for(request: SourceRequest) -> Wanted:
         archives_skipped=tuple(r.name for r in recipe.repos if r.name in request.idle),
         unselected=recipe.unselected,
         build_repos=request.build_repos,
+        vendor_name=request.vendor_name,
     )
 
 

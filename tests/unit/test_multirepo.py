@@ -536,6 +536,22 @@ def test_the_same_repos_in_another_order_is_drift_the_lock_names(tmp_path):
     )
 
 
+def test_a_locked_run_with_another_vendor_name_than_the_lock_records_is_drift(tmp_path):
+    """A lock made with --vendor-name acme, built by hand with `setup --locked` and no
+    --vendor-name, made custom packages silently; a lock that records no vendor (made by
+    an older cannbuild, or with the default) takes any."""
+    path = write_recipe(tmp_path / "recipes")
+    acme = replace(sample_lock("9.0.0"), vendor_name="acme")
+    plain = wanted_for(session(tmp_path, path).source_request())
+    said = [p for p in drift(acme, plain) if p.startswith("vendor name:")]
+    assert said == [
+        "vendor name: the lock was made for --vendor-name acme, this run names its packages custom"
+    ]
+    same = wanted_for(session(tmp_path, path, vendor_name="acme").source_request())
+    assert not any(p.startswith("vendor name:") for p in drift(acme, same))
+    assert not any(p.startswith("vendor name:") for p in drift(sample_lock("9.0.0"), same))
+
+
 def test_a_host_tool_of_one_repo_is_needed_only_when_that_repo_is_built(tmp_path):
     """ops-nn's build.sh sources install_deps.sh, which wants pigz and dos2unix
     (nn@9.1.0 build.sh:33-38): a build of ops-transformer alone must not be blocked on them."""
