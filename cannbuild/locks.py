@@ -68,15 +68,22 @@ class WorkspaceLock:
                 self.on_wait(who)
             fcntl.flock(fd, fcntl.LOCK_EX)
         self._fd = fd
-        write_json_atomic(
-            self.info,
-            {
-                "pid": os.getpid(),
-                "command": self.command,
-                "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            },
-            durable=False,  # removed at release; a power cut releases the lock anyway
-        )
+        try:
+            write_json_atomic(
+                self.info,
+                {
+                    "pid": os.getpid(),
+                    "command": self.command,
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                },
+                durable=False,  # removed at release; a power cut releases the lock anyway
+            )
+        except OSError as exc:
+            # the record only names the holder to a second run: on a full disk `clean`,
+            # which the disk-full hints send the user to, must still run
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                self.__exit__()
+                raise
         try:
             if self.sweep:
                 self._sweep()
