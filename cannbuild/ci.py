@@ -37,7 +37,7 @@ from .sandbox.releases import standins
 from .self_install import build_own_wheel, install_requirement, source_files
 from .signals import deferred
 from .sources.lock import read_lock
-from .workspace import write_atomic
+from .workspace import write_atomic, write_together
 
 PROVIDERS = {
     "github": ("github.yml.j2", ".github/workflows/cannbuild.yml"),
@@ -319,13 +319,12 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
         )
     rendered = rendered_with(install)
     # the workflow checks the wheel by sha256: a signal waits until both are written
+    # (and a full disk leaves both as they were)
     with deferred():
-        if wheel is not None:
-            write_atomic(wheel, data)
-            for old in wheel_dir.glob("cannbuild-*.whl"):  # an older render's wheel
-                if old != wheel:
-                    old.unlink()
-        write_atomic(target, rendered["text"].encode())
+        write_together([*([(wheel, data)] if wheel else []), (target, rendered["text"].encode())])
+        for old in wheel_dir.glob("cannbuild-*.whl") if wheel else ():  # an older render's
+            if old != wheel:
+                old.unlink()
     if wheel is not None:
         note(f"cannbuild's wheel written to {wheel} (commit it with the workflow)")
     note(f"{provider} workflow written to {target}")

@@ -21,7 +21,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import List, Mapping, Sequence, Tuple
 
 import msgspec
 from msgspec import Struct
@@ -123,24 +123,41 @@ def write_atomic(path: Path, data: bytes, durable: bool = True) -> None:
     skips the fsync, for a file that must never be read half-written but need not
     outlive a power cut (the lock's holder record, removed when the lock is released):
     each fsync costs a no-op run 3-10 ms of waiting on the disk."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # In the target's own folder: os.replace is atomic only within one file system.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+    write_together([(path, data)], durable)
+
+
+def write_together(files: Sequence[Tuple[Path, bytes]], durable: bool = True) -> None:
+    """Each file written as write_atomic does, all of them staged before any is renamed
+    in: a full disk or a failed write leaves every one as it was (a rename needs no
+    room), so files that name each other (a workflow and the wheel it checks by sha256)
+    never disagree."""
+    staged: List[Tuple[str, Path]] = []
+    path = Path()
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        # rename(2) swaps the name in one step: a reader sees the old file or the new, never half.
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:
+        for path, data in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # In the target's own folder: os.replace is atomic only within one file system.
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
+            staged.append((tmp, path))
+            os.fchmod(fd, 0o666 & ~_umask())
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if durable:
+                    os.fsync(fh.fileno())
+        # rename(2) swaps a name in one step: a reader sees the old file or the new, never half
+        while staged:
+            tmp, path = staged[0]
+            os.replace(tmp, path)
+            staged.pop(0)
+    except OSError as exc:
+        if exc.filename is None:
             exc.filename = str(path)  # a write() on a full disk names no file: the message must
         raise
+    finally:
+        for tmp, _ in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 def write_json_atomic(path: Path, data: object, durable: bool = True) -> None:

@@ -809,15 +809,15 @@ from cannbuild import ci
 from cannbuild.signals import on_termination
 on_termination()
 repo = Path(sys.argv[1])
-real_build, real_write = ci.build_own_wheel, ci.write_atomic
+real_build, real_replace = ci.build_own_wheel, os.replace
 ci.build_own_wheel = functools.partial(real_build, epoch=1_600_000_000)  # the older wheel
 ci.write_ci(ci.CiRequest(), repo, lambda _: None)
 ci.build_own_wheel = real_build
-def writing(path, data, *args, **kwargs):
-    if path.name == "cannbuild.yml":
+def renaming(src, dst, *args, **kwargs):  # the signal comes once the new wheel is in
+    real_replace(src, dst, *args, **kwargs)
+    if Path(dst).parent == repo / ".github" / "cannbuild":
         os.kill(os.getpid(), signal.SIGTERM)
-    return real_write(path, data, *args, **kwargs)
-ci.write_atomic = writing
+os.replace = renaming
 try:
     ci.write_ci(ci.CiRequest(), repo, lambda _: None)
 except KeyboardInterrupt as exc:

@@ -16,7 +16,7 @@ from cannbuild.errors import StorageError, storage_error
 from cannbuild.hints import match_hint
 from cannbuild.ownership import claim
 from cannbuild.tasks import _frame
-from cannbuild.workspace import write_atomic
+from cannbuild.workspace import write_atomic, write_together
 
 from clirun import cannbuild
 
@@ -81,3 +81,20 @@ def test_clean_runs_on_a_full_disk_and_frees_it(tmp_path):
         freed = not (ws / "tmp").exists()
     assert proc.returncode == 0, proc.stderr
     assert freed and "Traceback" not in proc.stderr
+
+
+def test_files_written_together_stay_as_they_were_when_the_disk_fills_midway(tmp_path):
+    """`ci` writes the wheel and the workflow naming its sha256 together: the wheel was
+    renamed in before the workflow's write failed, so the pair disagreed."""
+    ws = tmp_path / "ws"
+    with tmpfs(ws, "size=128k"):
+        (ws / "wheel").write_bytes(b"old wheel")
+        (ws / "reserve").write_bytes(b"x" * 8192)
+        fill(ws)
+        (ws / "reserve").unlink()  # room for the first file, not the second
+        with pytest.raises(OSError) as raised:
+            write_together([(ws / "wheel", b"new" * 1000), (ws / "workflow", b"y" * 65536)])
+        left = sorted(p.name for p in ws.iterdir())
+        wheel = (ws / "wheel").read_bytes()
+    assert raised.value.filename == str(ws / "workflow")
+    assert wheel == b"old wheel" and left == ["filler", "wheel"]
