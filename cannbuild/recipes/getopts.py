@@ -48,8 +48,9 @@ _ARRAY_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}")
 LONG_LIST = "SUPPORTED_LONG_OPTS"
 # an arm that reads the words after its option moves OPTIND itself, in the arm or in a
 # function it hands "$@" (`checkopts_run_example "$@"`, ops-math@v9.0.0:909 and :681-701;
-# `set_example_opt "$@"`, ops-nn@9.1.0:868 and :928-941)
-_READS_ON = re.compile(r"OPTIND|\"\$@\"")
+# `set_example_opt "$@"`, ops-nn@9.1.0:868 and :928-941), or reads them by position and
+# shifts them off (`set_example_opt $2 $3 $4; shift $step`, ops-nn@v8.5.0:744-747)
+_READS_ON = re.compile(r"OPTIND|\"\$@\"|\bshift\b")
 
 
 def find_loop(lines: Sequence[str]) -> Optional[int]:

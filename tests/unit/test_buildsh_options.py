@@ -237,6 +237,30 @@ def test_a_command_line_goes_through_the_long_list_then_getopts_then_the_arms():
     assert alone["-j"] == "its value is missing"
 
 
+def test_an_arm_that_reads_the_words_by_position_and_shifts_them_off_takes_them():
+    """ops-nn@v8.5.0:744-747 (and 9.0.0-beta.1) reads the example's words as `$2 $3 $4`
+    and shifts them off, with no OPTIND: the real script takes `--run_example swi_glu
+    eager cust --vendor_name=custom` whole, so none of it is a stray word."""
+    script = (
+        GETOPTS_SCRIPT.replace(
+            'run_example_opts "$@"',
+            "step=0\n              set_example_opt $2 $3 $4\n              shift $step",
+        )
+        .replace('"run_example" "debug"', '"run_example" "vendor_name=" "debug"')
+        .replace(
+            "secret) SECRET=TRUE ;;",
+            "secret) SECRET=TRUE ;;\n            vendor_name=*) V=${OPTARG#*=} ;;",
+        )
+    )
+    spec = option_spec(script)
+    assert next(o for o in spec.options if o.name == "--run_example").values == VARIABLE
+    verdicts = judge(spec, ["--run_example", "swi_glu", "eager", "cust", "--vendor_name=custom"])
+    assert [(v.word, v.accepted, v.values) for v in verdicts] == [
+        ("--run_example", True, ("swi_glu", "eager", "cust")),
+        ("--vendor_name=custom", True, ()),
+    ]
+
+
 def test_a_command_line_goes_through_the_case_arms_in_order():
     spec = option_spec(CASE_SCRIPT)
     words = "--pkg --soc=ascend910b -j8 --ccache /c --run_example fa eager cust -O2 --nope x"
