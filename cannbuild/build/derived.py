@@ -20,7 +20,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import msgspec
 from msgspec import Struct
@@ -30,6 +30,7 @@ from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..host.contents import wall_of, wall_row
 from ..recipes import Recipe, StepSpec
+from ..recipes.selection import ops_by_repo
 from ..workspace import Workspace, write_json_atomic
 from .cmake_text import is_test_file
 from .derived_cmake import CmakeFacts, Lookup, scan_cmake
@@ -265,6 +266,32 @@ def ships_op(checkout: Path, op: str) -> bool:
         return False
 
 
+def ops_in_checkouts(
+    recipe: Recipe, ops: str, ws: Workspace, said: Callable[[str], str]
+) -> Dict[str, Tuple[str, ...]]:
+    """Each selected repo's operators, a bare op routed to the repo whose checkout has it
+    (an experimental one to the repo that has it under experimental/), as the build does;
+    `said`: how the user gave a field (Options.said), for the errors."""
+    return ops_by_repo(
+        recipe,
+        ops,
+        lambda repo, op: ships_op(ws.checkout(repo), op),
+        lambda repo, op: experimental_op(ws.checkout(repo), op) is not None,
+        said,
+    )
+
+
+def experimental_op(checkout: Path, op: str) -> Optional[str]:
+    """`experimental/<category>/<op>` where the checkout has the operator only there: its
+    build.sh builds that tree only under `--experimental` (ops-transformer, ops-math,
+    ops-nn and ops-cv, v8.5.0 to 9.2), which no step of cannbuild's passes."""
+    try:
+        hit = next((p for p in checkout.glob(f"experimental/*/{op}") if _is_op_folder(p)), None)
+    except OSError:
+        return None
+    return None if hit is None else hit.relative_to(checkout).as_posix()
+
+
 def _is_op_folder(folder: Path) -> bool:
     """An operator's folder holds its code in `op_*` folders (op_host, op_kernel, op_api,
     ...); a category (experimental/attention), shared code (mc2/common) or docs (docs/zh)
@@ -275,6 +302,20 @@ def _is_op_folder(folder: Path) -> bool:
 def _unknown_op_row(n: StepNeeds, op: str) -> Check:
     """A selected operator the checkout has no folder for (a misspelt --ops): the build
     would compile none of it and package whatever the repo builds by default."""
+    where = experimental_op(n.checkout, op)
+    if where is not None:
+        return Check(
+            id=f"recipe.derived.ops.{n.step}",
+            status=FAIL,
+            detail=f"{n.step}: {op!r} (--ops) is an experimental operator of "
+            f"{n.derived.repo} at {n.derived.commit[:12]}, in {where}: its build.sh builds "
+            "the operators under experimental/ only when given --experimental, which "
+            "cannbuild's build step does not pass, so this build would not compile it",
+            hint=f"Build it with the repo's own script in {n.checkout}: bash build.sh --pkg "
+            f"--experimental --soc=<soc> --ops={op} (see its README), or pick an operator "
+            "outside experimental/ for cannbuild to build.",
+            blocking=True,
+        )
     try:
         names = sorted({p.name for p in n.checkout.glob("*/*") if _is_op_folder(p)})
     except OSError:

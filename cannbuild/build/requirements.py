@@ -26,11 +26,18 @@ from ..host.releases import choose_ops
 from ..host.toolkit import host_arch, toolkit_home
 from ..options import Options
 from ..recipes import Recipe, check_requirements, select_recipe
-from ..recipes.selection import for_host, ops_by_repo, select_repos
+from ..recipes.selection import for_host, select_repos
 from ..sandbox.hostside import laid_out_for
 from ..workspace import Workspace
 from .compile_cache import cache_checks
-from .derived import checked_out, cmake_files, derived_checks, ops_of, ships_op, step_needs
+from .derived import (
+    checked_out,
+    cmake_files,
+    derived_checks,
+    ops_in_checkouts,
+    ops_of,
+    step_needs,
+)
 from .derived_compile import find_compiler
 from .plan import selected
 
@@ -142,13 +149,7 @@ def derived_rows(
             return [pending]
     # each buildable repo's operators (--ops, `repo:op`, a bare op to the repo whose checkout
     # has it, as the build routes it, else its recipe's); a source's none
-    ops = (
-        ops_by_repo(
-            recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op), options.said
-        )
-        if recipe.selected
-        else {}
-    )
+    ops = ops_in_checkouts(recipe, options.ops, ws, options.said) if recipe.selected else {}
     if not recipe.buildable:  # a recipe that names no buildable repo: --ops for every one
         ops = {r: ops_of(options.ops) for r in repos if r != "opbase"}
     needs, absent = step_needs(recipe, specs, ws, ops, identities, keep)

@@ -27,10 +27,10 @@ from ..options import DEFAULT_VENDOR, Options
 from ..ownership import check_replaceable, claim
 from ..phases import PhaseSink, no_phases
 from ..recipes import Recipe, select_recipe, trains_building
-from ..recipes.selection import for_host, ops_by_repo, select_repos
+from ..recipes.selection import for_host, select_repos
 from ..workspace import Workspace
 from .compile_cache import ccache_check
-from .derived import refuse_blocking, ships_op
+from .derived import ops_in_checkouts, refuse_blocking
 from .overlay import overlay_env
 from .plan import idle_repos
 from .requirements import requirement_checks
@@ -343,9 +343,7 @@ def build_context(
     assert tk.version is not None
     ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
-    per_repo = ops_by_repo(
-        recipe, options.ops, lambda repo, op: ships_op(ws.checkout(repo), op), options.said
-    )
+    per_repo = ops_in_checkouts(recipe, options.ops, ws, options.said)
     repos = {
         r.name: {
             "name": r.name,

@@ -93,13 +93,16 @@ def ops_by_repo(
     recipe: Recipe,
     ops: str,
     ships: Callable[[str, str], bool] = lambda repo, op: False,
+    experimental: Callable[[str, str], bool] = lambda repo, op: False,
     said: Callable[[str], str] = lambda name: "--" + name,
 ) -> Dict[str, Tuple[str, ...]]:
     """Each selected repo's operators: the `repo:op` and bare ops of `ops` that are its,
     else its recipe default (`ops`).  A bare op goes to the selected repo whose default
-    ops list it or whose checkout `ships` it; two such repos are a usage error asking
-    for `repo:op`, as is a bare op no repo claims when several are selected.  `said`
-    names how the user gave a field (Options.said): a flag, a variable, a config key."""
+    ops list it or whose checkout `ships` it, else whose checkout has it under
+    experimental/ (where its derived row says what that takes); two such repos are a
+    usage error asking for `repo:op`, as is a bare op no repo claims when several are
+    selected.  `said` names how the user gave a field (Options.said): a flag, a
+    variable, a config key."""
     ops_flag, repos_flag = said("ops"), said("repos")
     selected = [r.name for r in recipe.selected]
     given: Dict[str, List[str]] = {}
@@ -122,6 +125,7 @@ def ops_by_repo(
         else:
             op = word
             claims = [r.name for r in recipe.selected if op in r.ops or ships(r.name, op)]
+            claims = claims or [r.name for r in recipe.selected if experimental(r.name, op)]
             if len(claims) > 1:
                 raise UsageError(
                     f"{ops_flag} {op}: the selected repos {', '.join(claims)} each ship an "

@@ -294,6 +294,25 @@ def test_a_category_or_shared_code_folder_is_no_operator(checkout, tmp_path):
     assert "Did you mean" not in rows[1].hint
 
 
+def test_an_operator_only_under_experimental_is_named_as_one_with_the_flag_it_needs(
+    checkout, tmp_path
+):
+    """ops-nn@v9.0.0 has silu_mul only as experimental/activation/silu_mul: build.sh builds
+    that tree only under --experimental (ops-nn@v9.0.0:build.sh:828, cmake/func.cmake:359),
+    which cannbuild never passes; it was called a misspelt op ("Did you mean gelu_mul?")."""
+    files(checkout, {"experimental/activation/silu_mul/op_host/silu_mul_def.cpp": ""})
+    files(checkout, {"activation/gelu_mul/op_host/gelu_mul_def.cpp": ""})
+    home = toolkit(tmp_path / "cann")
+    needs = needs_of(checkout, tmp_path / "memo", ops=("fa", "silu_mul"))
+    rows = [r for r in derived_checks([needs], [], home, "x86_64") if ".ops." in r.id]
+    assert [(r.status, r.blocking) for r in rows] == [("fail", True)]
+    assert "'silu_mul' (--ops) is an experimental operator" in rows[0].detail
+    assert "in experimental/activation/silu_mul" in rows[0].detail
+    assert "only when given --experimental" in rows[0].detail
+    assert "bash build.sh --pkg --experimental" in rows[0].hint
+    assert "Did you mean" not in rows[0].hint
+
+
 def test_a_missing_header_fails_naming_it_its_package_and_the_file_that_includes_it(
     checkout, tmp_path
 ):

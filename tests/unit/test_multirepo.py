@@ -193,6 +193,11 @@ def test_each_repo_gets_its_own_ops_and_a_bare_op_goes_to_the_repo_that_ships_it
     # a checkout that has the op's folder claims it
     ships = lambda repo, op: repo == "ops-alpha" and op == "rope"  # noqa: E731
     assert ops_by_repo(both, "rope", ships)["ops-alpha"] == ("rope",)
+    # an op no checkout has among its regular ones goes to the one that has it under
+    # experimental/ (its derived row then says what that takes), not to an error
+    experimental = lambda repo, op: repo == "ops-beta" and op == "silu_mul"  # noqa: E731
+    assert ops_by_repo(both, "silu_mul", ships, experimental)["ops-beta"] == ("silu_mul",)
+    assert ops_by_repo(both, "rope", ships, lambda r, o: True)["ops-alpha"] == ("rope",)
     # one repo selected: a bare op is its, whatever it is
     alone = select_repos(two, ["ops-beta"])
     assert ops_by_repo(alone, "anything") == {"ops-beta": ("anything",)}
