@@ -218,8 +218,11 @@ def check_context(
     recipe: Recipe, ws: Workspace, soc: str, jobs: int, ops: str, vendor: str
 ) -> BuildContext:
     """The template context of a run of `recipe` for `soc` in `ws`, with no toolkit: the
-    CANN release the recipe's images carry (else `<train>.0`), at a path that names it."""
+    CANN release the recipe's images carry (else `<train>.0`), at a path that names it.
+    A pre-release's sources are its own (`recipe draft --ref v9.1.0-beta.3` writes
+    image_cann 9.1.0-beta.3): `{{ ops_release }}` keeps the suffix the release drops."""
     text = recipe.image_cann or f"{recipe.train}.0"
+    ops_release = ""
     try:
         version = parse_cann_version(text)
         release, train, old = (
@@ -227,6 +230,7 @@ def check_context(
             version.train,
             (version.major, version.minor) < (8, 5),
         )
+        ops_release = text if version.is_prerelease else ""
     except ValueError:
         release, train, old = text, recipe.train, False
     where = Path(f"/usr/local/Ascend/cann-{text}")
@@ -263,6 +267,7 @@ def check_context(
         overlay=ws.overlay,
         opbase_install_path=ws.stage / "opbase",
         vars=recipe.vars,
+        ops_release=ops_release,
         repos=repos,
     )
 

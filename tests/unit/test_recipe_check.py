@@ -15,7 +15,7 @@ import pytest
 from msgspec.structs import replace
 
 from cannbuild.errors import UsageError
-from cannbuild.recipes import load_recipe
+from cannbuild.recipes import load_recipe, render_ref
 from cannbuild.recipes.optspec import OptionSpec, option_spec
 from cannbuild.resources import data_dir
 from cannbuild.sandbox.releases import Commit, standins
@@ -25,6 +25,7 @@ from cannbuild.train.check import (
     ScriptSpec,
     StepCommand,
     check_commands,
+    check_context,
     check_recipe,
     refusal,
     rendered_commands,
@@ -363,3 +364,16 @@ def test_recipe_check_json_names_each_word_a_flag():
          "closest": None, "note": ""}
     ]  # fmt: skip
     assert data["recipe"] == "r.toml" and data["skipped"] == []
+
+
+@pytest.mark.parametrize("image_cann", ["9.0.0-beta.1", "9.0.0-rc.1", "9.0.0"])
+def test_a_pre_release_draft_is_checked_at_its_own_tags_not_its_final_releases(
+    image_cann, tmp_path
+):
+    """`recipe draft --ref v9.0.0-beta.1` writes image_cann 9.0.0-beta.1 and tag
+    v{{ ops_release }}: its check read the scripts at v9.0.0 (another commit; at 9.1.0-beta.3,
+    where opbase has no v9.1.0 tag, it found none and said to fetch first)."""
+    recipe = replace(load_recipe(data_dir("recipes") / "9.0.toml"), image_cann=image_cann)
+    context = check_context(recipe, Workspace(root=tmp_path), "ascend910b", 1, "", "custom")
+    for name in ("opbase", "ops-transformer", "ops-nn"):
+        assert render_ref(recipe.repo(name), context.as_jinja())["tag"] == f"v{image_cann}"
