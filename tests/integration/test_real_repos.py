@@ -316,6 +316,17 @@ def test_removing_one_upstream_header_makes_doctor_fail_naming_it_before_any_bui
         header.write_bytes(kept)
 
 
+def test_an_operator_only_under_experimental_is_named_as_one_not_as_a_misspelling(v900):
+    """ops-transformer@v9.0.0 has rope_matrix only as experimental/posembedding/rope_matrix,
+    which its build.sh builds only with --experimental (build.sh:1054)."""
+    done = cannbuild(v900, "plan", "--ops", "rope_matrix")
+    assert done.returncode == 3, done.stderr
+    assert "recipe.derived.ops.ops-transformer-build" in done.stderr
+    assert "'rope_matrix' (--ops) is an experimental operator" in done.stderr
+    assert "experimental/posembedding/rope_matrix" in done.stderr
+    assert "--experimental" in done.stderr and "Did you mean" not in done.stderr
+
+
 @pytest.mark.parametrize(
     "repo,wall",
     [("ops-math", ""), ("ops-nn", "nlohmann"), ("ops-cv", "")],
