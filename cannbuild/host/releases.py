@@ -127,7 +127,7 @@ def choose_ops(given: Optional[str], toolkit: CannVersion) -> OpsChoice:
                 "(no release note pairs one with an internal build: the choice is yours), or "
                 "--cann-path to a released toolkit.",
             )
-        return OpsChoice(release=toolkit.release, train=toolkit.train, given=False)
+        return OpsChoice(release=toolkit.own_ops_release, train=toolkit.train, given=False)
     ops = _parse(given)
     if ops is None:
         raise UsageError(

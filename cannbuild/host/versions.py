@@ -118,6 +118,21 @@ class CannVersion(_Version, frozen=True, kw_only=True):
     def is_prerelease(self) -> bool:
         return bool(self._key) and self._key[4] < 0
 
+    @property
+    def own_ops_release(self) -> str:
+        """The operator release a toolkit of this version builds by default: its release,
+        but a `M.m.p-beta.N` or `-rc.N` pre-release (in the tags' form), since every ops repo tags
+        those (opbase, ops-transformer, ops-math, ops-nn, ops-cv: v9.0.0-beta.2,
+        v9.0.0-rc.1) and its headers are the pre-release's, not the final release's."""
+        if (
+            self.is_prerelease
+            and self.pre in ("beta", "rc")
+            and self.patch is not None
+            and self.pre_n
+        ):
+            return f"{self.release}-{self.pre}.{self.pre_n}"  # 9.0.0.beta.1 too: the tag's form
+        return self.release
+
 
 def parse_cann_version(text: str) -> CannVersion:
     """Parse any CANN version form; raise ValueError naming the text otherwise."""

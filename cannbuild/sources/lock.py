@@ -245,7 +245,7 @@ class Lock(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
         if not self.ops_release:
             return False
         try:
-            own = parse_cann_version(self.toolkit_version).release
+            own = parse_cann_version(self.toolkit_version).own_ops_release
         except ValueError:
             return True
         return self.ops_release.lower() != own.lower()

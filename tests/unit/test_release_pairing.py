@@ -99,8 +99,26 @@ def test_wide_entries_match_released_toolkits_of_their_train():
 
 
 def test_without_a_choice_the_toolkit_release_is_built():
-    ops = choose_ops(None, V("9.0.0-beta.2"))
+    ops = choose_ops(None, V("9.0.0"))
     assert (ops.release, ops.train, ops.given) == ("9.0.0", "9.0", False)
+    # a community 8.0.0.beta1 is the commercial 8.0.0; no repo tags an alpha
+    assert choose_ops(None, V("8.0.0.beta1")).release == "8.0.0"
+    assert choose_ops(None, V("8.5.0.alpha001")).release == "8.5.0"
+
+
+@pytest.mark.parametrize(
+    "toolkit, release",
+    [
+        ("9.0.0-beta.2", "9.0.0-beta.2"),
+        ("9.0.0.beta.1", "9.0.0-beta.1"),
+        ("9.0.0-RC.1", "9.0.0-rc.1"),
+    ],
+)
+def test_a_pre_release_toolkit_builds_the_pre_releases_own_tags(toolkit, release):
+    """Every ops repo tags its pre-releases (v9.0.0-beta.2, v9.0.0-rc.1), and the
+    toolkit's headers are the pre-release's: a 9.0.0-beta.2 toolkit built v9.0.0."""
+    ops = choose_ops(None, V(toolkit))
+    assert (ops.release, ops.train, ops.given) == (release, "9.0", False)
     # the toolkit's own release, given aloud, is the default, published or not
     assert choose_ops("8.5.0", V("8.5.0")).release == "8.5.0"
 
