@@ -34,7 +34,7 @@ HOST_FLAGS = (
 )
 
 
-@cli_task(*HOST_FLAGS, "with_step", "json")
+@cli_task(*HOST_FLAGS, "ops", "ops_release", "with_step", "json")
 def doctor(frame: Frame, json: bool = False, **flags: FlagValue) -> None:
     """Check the host: toolkit, NPUs and their health, driver, tools, torch. Exit 1 if a
     check fails.

@@ -483,3 +483,16 @@ def test_a_workspace_path_the_cann_build_splits_blocks_the_build_up_front(tree, 
     assert (check.status, check.blocking) == ("fail", True)
     assert repr(name)[1:-1] in check.detail and "--workspace" in check.hint
     assert "workspace.path" not in rows(doctor(tree, workspace=str(tree.root.parent / "ü")))
+
+
+def test_doctor_takes_the_ops_and_ops_release_its_recipe_rows_depend_on(tree, tmp_path):
+    """The recipe rows read --ops-release (which train) and --ops (which operators' headers):
+    doctor refused both flags although it honoured CANNBUILD_OPS and CANNBUILD_OPS_RELEASE."""
+    a2_host(tree)
+    base = ["doctor", "--json", "--sysroot", str(tree.root), "--workspace", str(tmp_path / "ws")]
+    for extra in (["--ops-release", "9.9.0"], ["--ops", "flash_attention_score"]):
+        proc = cli([*base, *extra], clean_env())
+        assert proc.returncode in (0, 1), proc.stderr
+        if extra[0] == "--ops-release":
+            recipe = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "recipe")
+            assert recipe["status"] == "warn" and "--ops-release 9.9.0" in recipe["detail"]
