@@ -247,6 +247,11 @@ def run_bounded(
                         f"printed more than {bounds.max_lines:,} lines or "
                         f"{bounds.max_bytes >> 20} MiB"
                     )
+        for fd, rest in partial.items():  # a last line without its newline, whose pipe a
+            if rest:  # grandchild holds open (or a stopped run's): kept, as at end-of-file
+                lines[fd].append(rest.decode("utf-8", "replace"))
+                if fd == out_fd:
+                    on_line(lines[fd][-1])
         if not stopped:
             # both pipes closed: the child is ending (or closed them and runs on, up to the cap)
             try:

@@ -45,6 +45,17 @@ def test_a_silent_child_is_stopped_by_inactivity_with_its_whole_group(tmp_path):
     assert not running(int(marker.read_text()))  # the sleep it started is gone too
 
 
+def test_a_last_line_without_newline_is_kept_when_a_grandchild_holds_the_pipe():
+    """The child ended; a process it left holds the pipe, so no end-of-file comes and the
+    run ends on the child's exit: its last words, with no newline, were dropped."""
+    heard: List[str] = []
+    ran = run_bounded(
+        ["bash", "-c", "sleep 2 & echo one; printf done"], BOUNDS, on_line=heard.append
+    )
+    assert (ran.stopped, ran.code) == ("", 0)
+    assert ran.stdout == heard == ["one", "done"]
+
+
 def test_a_runaway_printer_is_stopped_by_total_work_and_a_long_one_by_the_wall_clock():
     flood = run_bounded(["yes"], BOUNDS)
     assert flood.stopped == WORK and flood.why == "printed more than 10,000 lines or 1 MiB"
