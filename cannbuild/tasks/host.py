@@ -70,11 +70,8 @@ def sandbox(frame: Frame, action: str, dir: str = ".cannbuild/sandbox", **flags:
             "Run: cannbuild sandbox create --dir D",
         )
     options = frame.options
-    spec = sandboxes.SandboxSpec(
-        dir=Path(dir).resolve(),
-        variant=options.sandbox_variant or "A2",
-        cann=options.sandbox_cann or "8.5.0",
-    )
+    # what the folder holds when no flag says otherwise; another kind is refused, not replaced
+    spec = sandboxes.resolve_spec(Path(dir), options.sandbox_variant, options.sandbox_cann)
     if frame.dry_run:
         raise DryRun(sandboxes.plan_sandbox(spec))
     with progress.Progress("sandbox") as phases:

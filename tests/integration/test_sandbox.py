@@ -265,6 +265,35 @@ def test_sandbox_create_from_the_command_line(tmp_path):
     info = load_info(tmp_path / "sb")
     assert (info.variant, info.cann, info.soc) == ("A3", "9.0.0", "ascend910_93")
     assert len(list((tmp_path / "sb/sysroot/dev").glob("davinci[0-9]*"))) == 16
+    # its help: a folder holding a sandbox of another variant or CANN is not replaced
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cannbuild",
+            "sandbox",
+            "create",
+            "--dir",
+            str(tmp_path / "sb"),
+            "--variant",
+            "A2",
+        ],
+        capture_output=True,
+        text=True,
+        env=base_env(),
+    )
+    assert other.returncode == 2, other.stderr
+    assert "is an A3 host with CANN 9.0.0" in other.stderr and "Traceback" not in other.stderr
+    assert load_info(tmp_path / "sb").variant == "A3"
+    # with neither flag it is the sandbox the folder holds, up to date
+    again = subprocess.run(
+        [sys.executable, "-m", "cannbuild", "sandbox", "create", "--dir", str(tmp_path / "sb")],
+        capture_output=True,
+        text=True,
+        env=base_env(),
+    )
+    assert again.returncode == 0, again.stderr
+    assert "sandbox already up to date: A3 (Ascend910_9392) with CANN 9.0.0" in again.stderr
     bad = subprocess.run(
         [
             sys.executable,
