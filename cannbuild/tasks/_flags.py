@@ -107,7 +107,11 @@ FLAGS: Dict[str, Flag] = {
             "toolkit's own: its train picks the recipe, it renders the tags; only where the "
             "release notes pair it with the toolkit (recipes/facts/*.toml)",
         ),
-        Flag(name="lock_file", help="lock file to read and write (default ./cannbuild.lock)"),
+        Flag(
+            name="lock_file",
+            help="lock file to read and write (default ./cannbuild.lock; with --sandbox "
+            "<workspace>/cannbuild.lock)",
+        ),
         Flag(name="locked", help="fail if anything differs from the lock file", kind=bool),
         Flag(
             name="offline",

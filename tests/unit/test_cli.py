@@ -353,6 +353,13 @@ def test_a_tasks_help_says_which_options_take_a_value_and_which_repeat(tmp_path)
     assert list(tmp_path.iterdir()) == []  # help ran nothing
 
 
+def test_the_lock_files_help_names_where_a_sandbox_run_writes_it(tmp_path):
+    """A --sandbox run reads and writes <workspace>/cannbuild.lock (README, Containers), not
+    ./cannbuild.lock: the help says both defaults."""
+    text = " ".join(cannbuild("help", "lock", cwd=tmp_path).stdout.split())
+    assert "(default ./cannbuild.lock; with --sandbox <workspace>/cannbuild.lock)" in text
+
+
 def test_completion_is_invokes_own_over_cannbuilds_tasks(capsys, monkeypatch):
     """`cannbuild --print-completion-script bash` (README, Set up) and the `--complete`
     the script calls: task names, then a task's own options."""
