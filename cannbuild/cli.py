@@ -359,6 +359,7 @@ class CannbuildProgram(Program):
                 [
                     *((f.env or "", f.option) for f in env_flags),
                     ("CANNBUILD_MIRRORS", "URL prefix rewrites: PREFIX=REPLACEMENT,..."),
+                    ("CANNBUILD_CACHE_REMOTE", "a shared ccache storage (redis:// or http(s)://)"),
                     ("CANNBUILD_RETRIES", "retries of a transient network error (default 3)"),
                     ("CANNBUILD_SANDBOX_DIR", "where --sandbox keeps the emulated host"),
                 ]

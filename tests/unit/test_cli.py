@@ -99,6 +99,8 @@ def test_program_help_lists_cannbuild_things_not_invoke_machinery(tmp_path):
     out = cannbuild("--help", cwd=tmp_path).stdout
     for wanted in ("Tasks:", "setup", "-j, --jobs", "CANNBUILD_WORKSPACE", "Exit codes:", "130"):
         assert wanted in out
+    # the README's configuration names it as cache.remote's variable
+    assert "CANNBUILD_CACHE_REMOTE" in out
     for invoke_only in ("--pty", "--hide", "--warn-only", "--prompt-for-sudo-password", "--dry "):
         assert invoke_only not in out
 
