@@ -49,7 +49,7 @@ ARCH = host_arch()
 pytestmark = [
     pytest.mark.skipif(
         not os.environ.get(ENV),
-        reason=f"{ENV} names no folder of the real CANN repositories (see README: Testing)",
+        reason=f"{ENV} names no folder of the real CANN repositories (see README: The real repositories)",
     ),
     pytest.mark.xdist_group("real-repos"),
 ]

@@ -1,7 +1,7 @@
 """The sandbox's op_build (kernels/opbuild/op_build.cpp, sandbox/opbuild.py) over the
 release's own OpDef implementation, compiled from the real ge and metadef at v9.0.0.
 
-Needs the real repositories (`CANNBUILD_UPSTREAM_REPOS`, README: Testing): the OpDef
+Needs the real repositories (`CANNBUILD_UPSTREAM_REPOS`, README: The real repositories): the OpDef
 classes are theirs, and the stand-in repositories hold only stubs of the headers.  The
 host side is laid out from them as a sandbox does (sandbox/hostside.py); a small operator
 definition in the shape of the real ones (`op_host/<op>_def.cpp`, OP_ADD) is compiled into
@@ -37,7 +37,7 @@ REPOS = {
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get(ENV),
-    reason=f"{ENV} names no folder of the real CANN repositories (see README: Testing)",
+    reason=f"{ENV} names no folder of the real CANN repositories (see README: The real repositories)",
 )
 
 DEF = """
