@@ -30,12 +30,14 @@ def judge(r: Readings, options: Options) -> List[Check]:
     toolkit = r.toolkit
     checks: List[Check] = []
     checks += _os_checks()
+    # before the toolkit's rows: a build stops at the first failing row, and a sandbox's
+    # toolkit lies in the workspace, so a space there fails set_env.sh's rows too
+    checks += _workspace_path_checks(options.workspace)
     checks += _toolkit_checks(r.sysroot, r.search)
     checks += _env_checks(toolkit, r.captured, r.capture_error, r.sysroot)
     checks += npu_checks(r, options)
     # ccache is a build step's only with a compile cache configured (build/compile_cache.py)
     checks += _tool_checks(r.tools, needed={"ccache"} if options.cache_remote else set())
-    checks += _workspace_path_checks(options.workspace)
     checks += _disk_checks(options.workspace)
     checks += python_stack_checks(r.stack, toolkit, r.env, options.sandbox)
     return checks

@@ -496,3 +496,13 @@ def test_doctor_takes_the_ops_and_ops_release_its_recipe_rows_depend_on(tree, tm
         if extra[0] == "--ops-release":
             recipe = next(c for c in json.loads(proc.stdout)["checks"] if c["id"] == "recipe")
             assert recipe["status"] == "warn" and "--ops-release 9.9.0" in recipe["detail"]
+
+
+def test_a_build_in_a_workspace_path_with_a_space_stops_naming_the_path(tree):
+    """A build stops at the first failing row. A sandbox's toolkit lies in the workspace, so
+    a space there also cuts set_env.sh's ASCEND_HOME_PATH: `setup --sandbox -w 'a b/ws'`
+    said "doctor check set_env failed ... Reinstalling the toolkit recreates /tmp/a", not
+    the path to change. The path's row comes before the toolkit's."""
+    a2_host(tree)
+    ids = [c.id for c in doctor(tree, workspace=str(tree.root.parent / "a b" / "ws")).checks]
+    assert ids.index("workspace.path") < min(ids.index("toolkit"), ids.index("set_env")), ids
