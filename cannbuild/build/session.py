@@ -131,14 +131,23 @@ class Session(Struct, frozen=True, kw_only=True):
         found = self.recipe.repo_for_op(op)
         if found is not None:
             return found.name
-        others = ", ".join(self.recipe.unselected)
+        builders = [name for name, ops in self.recipe.unselected_ops if op in ops]
+        if builders:
+            added = ",".join((*self.recipe.order, builders[0]))
+            hint = (
+                f"Add {' or '.join(builders)}, which builds it, to --repos (e.g. --repos {added})."
+            )
+        elif self.recipe.unselected:
+            hint = (
+                f"Add the repo that builds it to --repos (recipe {self.recipe.name} also has: "
+                f"{', '.join(self.recipe.unselected)})."
+            )
+        else:
+            hint = f"Recipe {self.recipe.name} builds no {op}."
         raise UsageError(
             f"{what} needs {op}, which none of the repos this run builds "
             f"({', '.join(self.recipe.order) or 'none'}) lists among its ops.",
-            f"Add the repo that builds it to --repos (recipe {self.recipe.name} also has: "
-            f"{others})."
-            if others
-            else f"Recipe {self.recipe.name} builds no {op}.",
+            hint,
         )
 
     @property

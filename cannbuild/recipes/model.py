@@ -230,6 +230,8 @@ class Recipe(Struct, frozen=True, kw_only=True):
     order: Tuple[str, ...] = ()
     # buildable repos the recipe defines but this selection leaves out
     unselected: Tuple[str, ...] = ()
+    # their default ops, (name, ops): what a run that needs an op names as the repo to add
+    unselected_ops: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     # what reading it noticed (an old top-level [validate], read as one repo's)
     notes: Tuple[str, ...] = ()
 

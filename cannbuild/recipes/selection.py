@@ -76,6 +76,7 @@ def _narrow(recipe: Recipe, order: Tuple[str, ...]) -> Recipe:
         tools=tuple(t for t in recipe.tools if not t.repos or set(t.repos) & kept),
         order=order,
         unselected=tuple(r.name for r in recipe.buildable if r.name not in order),
+        unselected_ops=tuple((r.name, r.ops) for r in recipe.buildable if r.name not in order),
     )
 
 

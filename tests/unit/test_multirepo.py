@@ -35,6 +35,7 @@ from cannbuild.validate import (
     ValidationSummary,
     run_validation,
 )
+from cannbuild.validate.cases import FA_OP
 from cannbuild.validate.verdict import check_verdict
 
 from clirun import cannbuild
@@ -252,6 +253,34 @@ def test_an_op_of_a_repo_not_selected_says_to_add_it(two):
     text = err.value.paragraph()
     assert "which --repos does not select (selected: ops-alpha)" in text
     assert "Add ops-beta to --repos" in text
+
+
+def test_bench_without_the_repo_of_flash_attention_names_the_repo_that_builds_it(tmp_path):
+    """`bench`/`profile --run`/`diagnose --repos ops-math` on 9.0: the hint names the
+    unselected repo whose recipe ops list the operator, not every repo the recipe has."""
+    options = resolve_options(
+        {"soc": "A2", "workspace": str(tmp_path / "ws"), "repos": "ops-math"}, {}, {}
+    )
+    s = locking_session(options, {}, tmp_path, "9.0.0")
+    with pytest.raises(UsageError) as err:
+        s.repo_for_op(FA_OP, "cannbuild bench")
+    text = err.value.paragraph()
+    assert (
+        "cannbuild bench needs flash_attention_score, which none of the repos this run builds "
+        "(ops-math) lists among its ops."
+    ) in text
+    assert (
+        "Add ops-transformer, which builds it, to --repos (e.g. --repos ops-math,ops-transformer)."
+        in text
+    )
+    assert "ops-nn" not in text and "ops-cv" not in text
+    # an op no repo of the recipe lists: the repos it has, as before
+    with pytest.raises(UsageError) as err:
+        s.repo_for_op("nope", "cannbuild bench")
+    assert (
+        "Add the repo that builds it to --repos (recipe cann-9.0 also has: ops-transformer, ops-nn, ops-cv)."
+        in err.value.paragraph()
+    )
 
 
 def test_repos_and_ops_as_flags_variables_and_config():
