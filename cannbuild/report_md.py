@@ -48,15 +48,13 @@ def _validation_line(v: Optional[Mapping[str, Any]]) -> str:
 
 
 def built_from_text(f: Mapping[str, Any]) -> List[str]:
-    """The build behind the package validated, and a later build attempt that failed (then
-    the package judged is the older one): report.md's sentences, the terminal's lines."""
-    out = f"Validated the package installed by {f.get('step')} at {f.get('finished')}"
-    if f.get("run_id"):
-        out += f" (run {f['run_id']})"
-    if f.get("commits"):
-        out += ", built from " + ", ".join(
-            f"{repo} `{commit[:12]}`" for repo, commit in f["commits"].items()
-        )
+    """The build behind each package validated, and a later build attempt that failed
+    (then the package judged is the older one): report.md's sentences, the terminal's
+    lines."""
+    packages = [f, *(f.get("also") or [])]
+    out = f"Validated the package{'s' if len(packages) > 1 else ''} installed by " + "; by ".join(
+        _package_text(p) for p in packages
+    )
     n = f.get("newer_failed_attempt")
     if not n:
         return [out + "."]
@@ -65,8 +63,19 @@ def built_from_text(f: Mapping[str, Any]) -> List[str]:
         out + ".",
         f"A later build attempt ({n.get('command')}, run {n.get('run_id')} at "
         f"{n.get('finished')}) {str(n.get('status') or 'failed').upper()}{failed}: this judges "
-        "the older package.",
+        f"the older package{'s' if len(packages) > 1 else ''}.",
     ]
+
+
+def _package_text(p: Mapping[str, Any]) -> str:
+    out = f"{p.get('step')} at {p.get('finished')}"
+    if p.get("run_id"):
+        out += f" (run {p['run_id']})"
+    if p.get("commits"):
+        out += ", built from " + ", ".join(
+            f"{repo} `{commit[:12]}`" for repo, commit in p["commits"].items()
+        )
+    return out
 
 
 def _artifacts(artifacts: Sequence[Mapping[str, Any]]) -> str:

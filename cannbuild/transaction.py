@@ -145,11 +145,38 @@ def install_order(session: Session) -> Optional[Path]:
 
 
 def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[str, object]]:
-    """The build behind an installed package (`repo`'s, default the first selected one):
-    when it finished, from which commits, and whether a later build attempt failed (then
-    validation judges the older package)."""
+    """The build behind the installed packages validation judges (`repo`: that repo's
+    alone): when each finished, from which commits (the first package's at the top, the
+    other validated repos' under `also`, in the --repos order), and whether a later build
+    attempt failed (then validation judges the older package)."""
     recipe = session.recipe
-    repo = repo or next(iter(recipe.order), None)
+    names: List[Optional[str]] = [r.name for r in recipe.validated if r.name in recipe.order]
+    if repo or not names:  # a recipe of no buildable repo: its first vendor step
+        names = [repo or next(iter(recipe.order), None)]
+    found = [_package_built(session, name) for name in names]
+    packages = [p for p in found if p is not None]
+    if not packages:
+        return None
+    record = dict(packages[0])
+    if packages[1:]:
+        record["also"] = packages[1:]
+    oldest = min(str(p.get("finished", "")) for p in packages)
+    attempt = read_state(session.ws.reports / ATTEMPT_FILE, ATTEMPT)
+    if (
+        isinstance(attempt, dict)
+        and attempt.get("status") in ("failed", "interrupted")
+        and str(attempt.get("finished", "")) > oldest
+    ):
+        record["newer_failed_attempt"] = {
+            k: attempt.get(k) for k in ("run_id", "finished", "command", "status", "failed_step")
+        }
+    return record
+
+
+def _package_built(session: Session, repo: Optional[str]) -> Optional[Dict[str, object]]:
+    """`repo`'s installed package (None: the recipe's first): its install step, when it
+    finished, in which run, from which commits."""
+    recipe = session.recipe
     install = next(
         (
             s
@@ -159,7 +186,7 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
         None,
     )
     stamp = read_stamp(session.ws, install.name) if install else None
-    if stamp is None:
+    if install is None or stamp is None:
         return None
     commits: Dict[str, str] = {}
     for spec in session.recipe.steps:
@@ -170,22 +197,12 @@ def built_from(session: Session, repo: Optional[str] = None) -> Optional[Dict[st
         commit = (step_stamp.get("inputs", {}).get("source") or {}).get("commit")
         if spec.repo and commit:
             commits[spec.repo] = commit
-    record: Dict[str, object] = {
-        "step": install.name if install else None,
+    return {
+        "step": install.name,
         "finished": stamp.get("finished"),
         "run_id": stamp.get("run_id"),
         "commits": commits,
     }
-    attempt = read_state(session.ws.reports / ATTEMPT_FILE, ATTEMPT)
-    if (
-        isinstance(attempt, dict)
-        and attempt.get("status") in ("failed", "interrupted")
-        and str(attempt.get("finished", "")) > str(stamp.get("finished", ""))
-    ):
-        record["newer_failed_attempt"] = {
-            k: attempt.get(k) for k in ("run_id", "finished", "command", "status", "failed_step")
-        }
-    return record
 
 
 def _record_attempt(session: Session, run_id: str, command: str, **fields: object) -> None:

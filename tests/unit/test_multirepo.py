@@ -17,16 +17,19 @@ from cannbuild.build.compile_cache import ccache_words
 from cannbuild.build.plan import NOT_SELECTED, PlannedStep
 from cannbuild.build.requirements import derived_rows
 from cannbuild.build.session import locking_session
+from cannbuild.build.stamps import write_stamp
 from cannbuild.build.steps import make_plan
 from cannbuild.container.context import ContainerSpec, render_context
 from cannbuild.errors import UsageError, ValidationFailed
 from cannbuild.options import resolve_options
 from cannbuild.recipes import StepSpec, load_recipe
 from cannbuild.recipes.selection import ops_by_repo, select_repos
+from cannbuild.report_md import built_from_text
 from cannbuild.resources import data_dir
 from cannbuild.sources.lock import drift, read_lock, write_lock
 from cannbuild.sources.pinning import wanted_for
 from cannbuild.sources.pins import pin_sharing
+from cannbuild.transaction import built_from
 from cannbuild.validate import (
     FA_CHECK,
     ValidationCheck,
@@ -281,6 +284,49 @@ def test_bench_without_the_repo_of_flash_attention_names_the_repo_that_builds_it
         "Add the repo that builds it to --repos (recipe cann-9.0 also has: ops-transformer, ops-nn, ops-cv)."
         in err.value.paragraph()
     )
+
+
+def test_the_validated_line_names_the_package_of_each_validated_repo(tmp_path):
+    """`setup --repos ops-transformer,ops-math` validates both packages: the closing
+    "Validated the package..." line (report.md, the terminal) names each one's install
+    and commits, not ops-transformer's alone; bench asks for its repo's package only."""
+    options = resolve_options(
+        {"soc": "A2", "workspace": str(tmp_path / "ws"), "repos": "ops-transformer,ops-math"},
+        {},
+        {},
+    )
+    s = locking_session(options, {}, tmp_path, "9.0.0")
+    for step, run, commit in (
+        ("ops-transformer-build", "run-1", "a" * 40),
+        ("ops-transformer-install", "run-1", None),
+        ("ops-math-build", "run-2", "b" * 40),
+        ("ops-math-install", "run-2", None),
+    ):
+        inputs = {"source": {"commit": commit}} if commit else {}
+        write_stamp(
+            s.ws,
+            step,
+            run_id=run,
+            input_hash="h",
+            inputs=inputs,
+            artifacts=[],
+            requires=[],
+            duration_s=1.0,
+            log=tmp_path / "log",
+        )
+    record = built_from(s)
+    assert record is not None and record["step"] == "ops-transformer-install"
+    assert [p["step"] for p in record["also"]] == ["ops-math-install"]
+    (line,) = built_from_text(record)
+    first, second = line.split("; by ")
+    assert first.startswith("Validated the packages installed by ops-transformer-install at ")
+    assert first.endswith("(run run-1), built from ops-transformer `aaaaaaaaaaaa`")
+    assert second.startswith("ops-math-install at ")
+    assert second.endswith("(run run-2), built from ops-math `bbbbbbbbbbbb`.")
+    # one repo's package (what bench times): that one alone, worded as before
+    (alone,) = built_from_text(built_from(s, "ops-math") or {})
+    assert alone.startswith("Validated the package installed by ops-math-install at ")
+    assert "ops-transformer" not in alone
 
 
 def test_repos_and_ops_as_flags_variables_and_config():
