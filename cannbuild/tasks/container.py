@@ -96,7 +96,8 @@ def container_run(
     frame: Frame, image: Optional[str] = None, exec: bool = False, **flags: FlagValue
 ) -> None:
     """Print (or --exec) the documented `docker run` line for the NPUs this host has."""
-    options = frame.sandboxed(frame.options).options
+    # the host: the flags', else the workspace's remembered one (after setup --sandbox, the sandbox)
+    options = frame.sandboxed(frame.target()).options
     argv = container_runner.host_run_line(
         options, os.environ, image, tty=not exec or sys.stdin.isatty()
     )

@@ -413,6 +413,28 @@ def test_doctor_takes_the_remembered_host_and_a_differing_soc_says_so(tree, tmp_
     assert read_target(ws).soc == "ascend910b"  # doctor reads; it does not record
 
 
+def test_container_run_takes_the_remembered_host_as_its_flag_would(tree, tmp_path):
+    """A bare `container-run` after a setup prints the run line of the host the
+    workspace remembers (here a --sysroot, after `setup --sandbox` the sandbox), as
+    `container-run --sysroot` does; it read this machine before and found no image."""
+    a2_host(tree, "9.0.0")
+    project = tmp_path / "project"
+    project.mkdir()
+    record(
+        owned_workspace(project / ".cannbuild"),
+        Target(
+            sysroot=str(tree.root), built_soc="ascend910b", set_by="cannbuild setup", set_at=WHEN
+        ),
+    )
+    bare = cannbuild("container-run", cwd=project, env=clean_env())
+    assert bare.returncode == 0, bare.stderr
+    line = bare.stdout.strip()
+    assert line.startswith("docker run --rm -it ")
+    assert line.endswith(" quay.io/ascend/cann:9.0.0-910b-ubuntu22.04-py3.11 bash")
+    flagged = cannbuild("container-run", "--sysroot", str(tree.root), cwd=project, env=clean_env())
+    assert flagged.stdout == bare.stdout and "differs" not in bare.stderr
+
+
 @pytest.mark.parametrize("task", ["doctor", "status", "plan"])
 def test_a_damaged_record_is_exit_2_naming_the_file(task, tmp_path):
     ws = owned_workspace(tmp_path / "ws")
