@@ -48,8 +48,11 @@ def baseline_vendor(session: Session) -> Path:
 
 
 def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
-    record = built_from(session)
-    library = baseline_vendor(session) / "op_api" / "lib" / "libcust_opapi.so"
+    """The FlashAttention library bench times, and the build of its repo's package alone
+    (with `--repos ops-math,ops-transformer`, not ops-math's)."""
+    repo = session.repo_for_op(FA_OP, "cannbuild bench")
+    record = built_from(session, repo)
+    library = session.vendor_dir_of(repo) / "op_api" / "lib" / "libcust_opapi.so"
     if record is None or not library.is_file():
         raise UsageError(
             f"nothing to benchmark: no installed package in {session.ws.root} "

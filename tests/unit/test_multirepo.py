@@ -286,6 +286,30 @@ def test_bench_without_the_repo_of_flash_attention_names_the_repo_that_builds_it
     )
 
 
+def test_bench_records_the_build_of_the_repo_that_ships_flash_attention(tmp_path):
+    """With ops-math first in --repos, bench recorded ops-math's build as the baseline of
+    the FlashAttention library it times, which ops-transformer's package holds."""
+    from cannbuild.bench.run import installed_baseline
+
+    options = resolve_options(
+        {"soc": "A2", "workspace": str(tmp_path / "ws"), "repos": "ops-math,ops-transformer"},
+        {},
+        {},
+    )
+    s = locking_session(options, {}, tmp_path, "9.0.0")
+    for step in ("ops-math-install", "ops-transformer-install"):
+        write_stamp(
+            s.ws, step, run_id="r", input_hash="h", inputs={}, artifacts=[], requires=[],
+            duration_s=1.0, log=tmp_path / "log",
+        )  # fmt: skip
+    library = s.vendor_dir_of("ops-transformer") / "op_api" / "lib" / "libcust_opapi.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")
+    found, record = installed_baseline(s)
+    assert found == library
+    assert record["step"] == "ops-transformer-install" and "also" not in record
+
+
 def test_the_validated_line_names_the_package_of_each_validated_repo(tmp_path):
     """`setup --repos ops-transformer,ops-math` validates both packages: the closing
     "Validated the package..." line (report.md, the terminal) names each one's install
