@@ -825,6 +825,7 @@ except KeyboardInterrupt as exc:
 """
 
 
+@pytest.mark.integration  # builds cannbuild's wheel twice (6 s)
 def test_a_sigterm_between_the_wheel_and_the_workflow_leaves_a_matching_pair(tmp_path):
     """The committed workflow checks the wheel beside it by sha256: the two change
     together or not at all, whenever a signal comes."""
