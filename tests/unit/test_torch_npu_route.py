@@ -10,6 +10,8 @@ def test_the_route_is_skipped_with_the_fix_where_torch_npu_is_not_installed():
     )
     assert why is not None and "torch_npu is not installed" in why
     assert "pip install torch-npu==2.13.0" in why
+    # bench and profile --run say it too: not in validation's words ("is not checked")
+    assert "checked" not in why
 
 
 def test_the_route_is_skipped_when_torch_npu_does_not_match_torch():
