@@ -197,9 +197,10 @@ def test_a_folder_of_runs_adds_them_up():
             "host_fallback",
             "hccl_ranks",
             "level0_names",
+            "msprof_devices",
         )
     ]
-    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6 + 7
+    assert whole.kernels == sum(p.kernels for p in parts) == 29 + 80 + 7 + 4 + 6 + 7 + 6
     assert (
         whole.chain_count == len(whole.chain_list) == 3 + 6 + 1
     )  # host_fallback: the NPU attention
