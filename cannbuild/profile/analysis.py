@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from functools import reduce
 from operator import attrgetter
-from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Deque, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, Type, TypeVar
 
 from msgspec import Struct, convert, field
 from msgspec.structs import replace
@@ -359,3 +360,31 @@ class Analyzer:
             fused_shapes=self._shapes.result(),
             host_ops=self.host_ops,
         )
+
+
+class KernelSink(Protocol):
+    def add(self, k: Kernel) -> None: ...
+
+
+class DeviceSplit:
+    """One Analyzer per device (the `device <n>` a kernel's stream key starts with): one
+    kernel table can hold several devices (msprof run on a multi-device application merges
+    device_0..7 into one op_summary, each row with its Device_id), each a rank of its own."""
+
+    def __init__(self, windows: bool = True) -> None:
+        self._windows = windows
+        self._parts: Dict[str, Analyzer] = {}
+        self.host_ops: Tuple[HostOp, ...] = ()
+
+    def add(self, k: Kernel) -> None:
+        device = k.stream.split(" stream ", 1)[0]
+        part = self._parts.get(device)
+        if part is None:
+            part = self._parts[device] = Analyzer(windows=self._windows)
+        part.add(k)
+
+    def result(self) -> Tuple[Analysis, Dict[str, Analysis]]:
+        """All devices' Analysis (with one device exactly its Analyzer's) and each one's."""
+        parts = {d: a.result() for d, a in self._parts.items()} or {"": Analyzer().result()}
+        whole = reduce(Analysis.merged, parts.values())
+        return replace(whole, host_ops=self.host_ops), parts

@@ -46,7 +46,7 @@ from msgspec import Struct
 
 from ..bounded import PROFILE_DB, PROFILE_DB_CELL_CHARS, open_regular
 from ..errors import ProfileFormatError
-from .analysis import Analyzer, Kernel
+from .analysis import Kernel, KernelSink
 from .hostops import WATCHED, HostCollector, HostOp
 from .ops import NA, TypeResolver, strip_quotes
 
@@ -72,7 +72,7 @@ FWK_LINKS = 5 << 28  # torch_npu DbConstant.START_CONNECTION_ID_FWK_API
 TORCH_OP = 50001  # PYTORCH_API.type of a torch op (torch_npu ApiType.TORCH_OP)
 
 
-def read_db(path: Path, analyzer: Analyzer) -> DbInfo:
+def read_db(path: Path, analyzer: KernelSink) -> DbInfo:
     """Feed the compute kernels to `analyzer` by device, stream and start."""
     os.close(open_regular(path, PROFILE_DB))  # checked; sqlite opens it read-only below
     uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
@@ -115,7 +115,7 @@ def _columns(db: sqlite3.Connection, table: str) -> Set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
-def _read(path: Path, db: sqlite3.Connection, analyzer: Analyzer) -> DbInfo:
+def _read(path: Path, db: sqlite3.Connection, analyzer: KernelSink) -> DbInfo:
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     missing = [t for t in KERNEL_TABLES if t not in tables]
     if missing:
@@ -261,7 +261,7 @@ def _text(value: Optional[str]) -> str:
 def _collectives(
     path: Path,
     db: sqlite3.Connection,
-    analyzer: Analyzer,
+    analyzer: KernelSink,
     resolve: TypeResolver,
     text: Callable[[object, str], str],
 ) -> int:
@@ -272,9 +272,13 @@ def _collectives(
         raise ProfileFormatError(
             f"{path}: table COMMUNICATION_OP has no opName, startNs or endNs column.", HINT
         )
-    device = "c.deviceId" if "deviceId" in have else "0"
-    if device == "0" and "connectionId" in have:  # torch_npu's join: the device of its tasks
+    device = "c.deviceId" if "deviceId" in have else "NULL"
+    if device == "NULL" and "connectionId" in have:  # torch_npu's join: the device of its tasks
         device = "(SELECT t.deviceId FROM TASK t WHERE t.connectionId = c.connectionId LIMIT 1)"
+    # unknown: the tasks' one device (a collective on a device of its own is a rank of its own)
+    query = "SELECT DISTINCT deviceId FROM TASK LIMIT 2"
+    ids = db.execute(query).fetchall() if "deviceId" in _columns(db, "TASK") else []
+    unknown = ids[0][0] if len(ids) == 1 else 0
     op_type = "c.opType" if "opType" in have else "NULL"
     count = 0
     for dev, start, end, name, kind in db.execute(
@@ -292,7 +296,7 @@ def _collectives(
         label = text(name, "opName")
         analyzer.add(
             Kernel(
-                stream=f"device {0 if dev is None else dev}",
+                stream=f"device {unknown if dev is None else dev}",
                 name=label,
                 op_type=resolve(label, _text(text(kind, "opType"))),
                 start_us=start / 1000.0,

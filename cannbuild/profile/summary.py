@@ -25,7 +25,7 @@ from msgspec.structs import replace
 from ..bounded import walk
 from ..decoded import to_plain
 from ..errors import UsageError
-from .analysis import Analysis, Analyzer, op_table_from_statistic
+from .analysis import Analysis, DeviceSplit, op_table_from_statistic
 from .dbread import read_db
 from .hostops import merge_host
 from .tables import TableInfo, read_kernels, read_operator_details, read_statistic
@@ -62,19 +62,22 @@ TRACE_KINDS = ("trace_view", "msprof_json")
 # torch_npu writes profiler_info_<rank>.json in a distributed run (profiler-formats.md §1.1).
 _INFO = re.compile(r"^profiler_info_(\d+)\.json$")
 _RANK_NAME = re.compile(r"^rank_?(\d+)", re.IGNORECASE)
-_DEVICE = re.compile(r"^device_\d+$")  # msprof's raw per-device folder in a PROF_*
+_DEVICE = re.compile(r"^device_(\d+)$")  # msprof's raw per-device folder in a PROF_*
 
 
 class RankSummary(Struct, frozen=True, kw_only=True):
     rank: str
     path: Path
     analysis: Analysis
+    device: Optional[str] = None  # set when its profiler output holds several devices
 
     def to_json(self) -> Dict[str, object]:
         a = self.analysis
+        device = {} if self.device is None else {"device": _number(self.device)}
         return {
             "rank": self.rank,
             "path": str(self.path),
+            **device,
             "kernels": a.kernels,
             "device_total_us": round(a.total_us, 3),
             "communication_us": round(a.comm_us, 3),
@@ -82,6 +85,10 @@ class RankSummary(Struct, frozen=True, kw_only=True):
             "unfused_chains": a.chain_count,
             "unfused_us": round(a.chain_total_us, 3),
         }
+
+
+def _number(text: str) -> object:
+    return int(text) if text.isdigit() else text
 
 
 def profile_root(folder: Path) -> Path:
@@ -397,23 +404,54 @@ def summarise(path: Path, timeline: bool = True) -> ProfileSummary:
     sources: List[SourceFile] = []
     notes: List[str] = []
     per_root: Dict[Path, Analysis] = {}
+    # each output's devices ("device 3"; "" where the kernels' device is not known)
+    per_device: Dict[Path, Dict[str, Analysis]] = {}
     for run in runs:
-        analysis, files, run_notes = _summarise_run(run, timeline)
+        analysis, devices, files, run_notes = _summarise_run(run, timeline)
         total = total.merged(analysis)
         root = profile_root(run.folder)
         per_root[root] = per_root[root].merged(analysis) if root in per_root else analysis
+        mine = per_device.setdefault(root, {})
+        for device, a in devices.items():
+            mine[device] = mine[device].merged(a) if device in mine else a
         sources += files
         notes += run_notes
-    ranks: Tuple[RankSummary, ...] = ()
-    if len(per_root) > 1:
-        ranks = tuple(
-            RankSummary(rank=rank_name(root), path=root, analysis=a.without_windows())
-            for root, a in sorted(per_root.items(), key=lambda item: str(item[0]))
+    # A rank per profiler output, or per device where one holds several (msprof's merged
+    # op_summary of device_0..7, or its device_<n> folders read one by one).
+    rows = [
+        (root, device)
+        for root in sorted(per_root, key=str)
+        for device in (
+            sorted(per_device[root], key=lambda d: (len(d), d))
+            if len(per_device[root]) > 1 and "" not in per_device[root]
+            else [None]
         )
+    ]
+    ranks: Tuple[RankSummary, ...] = ()
+    if len(rows) > 1:
+        ranks = tuple(
+            RankSummary(
+                rank=rank_name(root) if device is None else (
+                    device if len(per_root) == 1 else f"{rank_name(root)} {device}"
+                ),
+                path=root,
+                analysis=(per_root[root] if device is None else per_device[root][device])
+                .without_windows(),
+                device=None if device is None else device.split()[-1],
+            )
+            for root, device in rows
+        )  # fmt: skip
         slowest = _slowest(ranks)
+        split = [r for r in ranks if r.device is not None]
+        found = (
+            f"{len(ranks)} profiler outputs (ranks) found"
+            if not split
+            else f"{len(ranks)} ranks found ({len(split)} of them the devices of a profiler "
+            "output whose kernel table holds several Device_id values: a row each)"
+        )
         notes.insert(
             0,
-            f"{len(ranks)} profiler outputs (ranks) found; the tables add them up; the slowest "
+            f"{found}; the tables add them up; the slowest "
             f"is {slowest.rank} ({slowest.analysis.compute_us:.1f} us of device time outside "
             "collectives: a rank waiting in one for the others is not the slow one)",
         )
@@ -462,7 +500,10 @@ def _rank_folders(path: Path) -> List[Path]:
         return []
 
 
-def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile], List[str]]:
+def _summarise_run(
+    run: _Run, timeline: bool
+) -> Tuple[Analysis, Dict[str, Analysis], List[SourceFile], List[str]]:
+    """The run's Analysis, each device's (`device 3`; `""` where not known), files, notes."""
     files: List[SourceFile] = []
     notes: List[str] = list(run.notes)
     # kernel_details first: at Level0 its names carry the types, and it is what survives
@@ -470,11 +511,12 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
     kernel_kind = next((k for k in KERNEL_KINDS if k in run.files), None)
     trace_kind = next((k for k in TRACE_KINDS if k in run.files), None)
     analysis: Optional[Analysis] = None
+    devices: Dict[str, Analysis] = {}
     kernel_files: List[SourceFile] = []
     if kernel_kind is not None:
         # Its timeline windows are kept too: a trace may lack the attention ops (cut short, or
         # only part of the run), and then the panels it lacks come from here.
-        analyzer = Analyzer(windows=timeline)
+        analyzer = DeviceSplit(windows=timeline)
         for path in run.files[kernel_kind]:
             if kernel_kind == "db":
                 db = read_db(path, analyzer)
@@ -493,7 +535,12 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
                     used_for=("ops", "chains"),
                 )
             )
-        analysis = analyzer.result()
+        analysis, devices = analyzer.result()
+        # msprof's per-device `device_<n>/summary` table (read when no merged copy) has no
+        # Device_id column: its device is its folder's
+        folder_device = _DEVICE.match(run.folder.parent.name)
+        if folder_device and len(devices) == 1:
+            devices = {f"device {folder_device.group(1)}": analysis}
     trace_files: List[SourceFile] = []
     if trace_kind is not None:
         trace_total = Analysis()
@@ -551,4 +598,6 @@ def _summarise_run(run: _Run, timeline: bool) -> Tuple[Analysis, List[SourceFile
     # torch_npu writes an empty `analyse.done` once parsing has finished.
     if run.folder.name == TORCH_DIR and not (run.folder / "analyse.done").exists():
         notes.append(f"{run.folder}: no analyse.done: torch_npu may not have finished parsing")
-    return analysis, files, notes
+    if not devices or devices.keys() == {""}:
+        devices = {"": analysis}  # trace or op_statistic only: the device is not known
+    return analysis, devices, files, notes

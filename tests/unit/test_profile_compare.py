@@ -279,3 +279,57 @@ def test_a_rank_whose_export_holds_no_table_is_named_not_silently_left_out(tmp_p
         "1 profiler output without tables, left out of the sums" in n and "rank2_ascend_pt" in n
         for n in summary.notes
     )
+
+
+DEVICES = FIX / "msprof_devices"  # one PROF_* whose op_summary holds Device_id 0 and 1
+
+
+def test_a_kernel_table_holding_several_devices_gives_a_row_per_device_and_the_slowest(tmp_path):
+    """msprof run on a two-device application merges both devices' rows into one op_summary
+    (Device_id 0 and 1): a row per device, not one rank of both, and the slowest named by its
+    time outside collectives (device 0 waits 5210 us in the all-reduce for device 1)."""
+    proc = cli("profile", str(DEVICES), "--json", "--out", str(tmp_path / "pics"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [(r["rank"], r["device"], r["kernels"]) for r in data["ranks"]] == [
+        ("device 0", 0, 3),
+        ("device 1", 1, 3),
+    ]
+    assert data["slowest_rank"] == "device 1"
+    ranks = {r["rank"]: r for r in data["ranks"]}
+    assert ranks["device 0"]["communication_us"] == 5210.48
+    assert ranks["device 0"]["device_total_us"] > ranks["device 1"]["device_total_us"]
+    total = sum(o["total_us"] for o in data["ops"])
+    assert abs(total - sum(r["device_total_us"] for r in ranks.values())) < 0.01
+    table = cli("profile", str(DEVICES), "--out", str(tmp_path / "pics2"), cwd=tmp_path)
+    assert "slowest: device 1" in table.stdout
+    # two such outputs: each row names its output and its device
+    prof = next(DEVICES.glob("PROF_*"))
+    for n in (1, 2):
+        shutil.copytree(prof, tmp_path / "two" / prof.name.replace("000001", f"00000{n}"))
+    both = summarise(tmp_path / "two", timeline=False)
+    assert [r.rank for r in both.ranks] == [
+        f"{prof.name.replace('000001', f'00000{n}')} device {d}" for n in (1, 2) for d in (0, 1)
+    ]
+
+
+def test_msprofs_device_folders_read_one_by_one_are_a_row_per_device(tmp_path):
+    """An old msprof export with no merged copy: each device_<n>/summary/op_summary (no
+    Device_id column) is that device's, as its folder says."""
+    merged = next(DEVICES.rglob("op_summary_*.csv")).read_text().splitlines()
+    prof = tmp_path / "PROF_000001_20260323031749197_00815596RKPKAHRB"
+    for device in ("0", "1"):
+        rows = [merged[0]] + [r for r in merged[1:] if r.split(",", 1)[0] == device]
+        summary = prof / f"device_{device}" / "summary"
+        summary.mkdir(parents=True)
+        table = "".join(r.split(",", 1)[1] + "\n" for r in rows)
+        (summary / f"op_summary_{device}_1_20260323031749.csv").write_text(table)
+    found = summarise(prof, timeline=False)
+    assert [(r.rank, r.analysis.kernels) for r in found.ranks] == [("device 0", 3), ("device 1", 3)]
+    assert found.slowest is not None and found.slowest.rank == "device 1"
+
+
+def test_a_single_device_output_keeps_its_json_shape():
+    """One device in the table (Device_id 0 only): no ranks, as before."""
+    data = summarise(AFTER, timeline=False).to_json()
+    assert "ranks" not in data and "slowest_rank" not in data
