@@ -52,9 +52,20 @@ def built_from_text(f: Mapping[str, Any]) -> List[str]:
     (then the package judged is the older one): report.md's sentences, the terminal's
     lines."""
     packages = [f, *(f.get("also") or [])]
-    out = f"Validated the package{'s' if len(packages) > 1 else ''} installed by " + "; by ".join(
-        _package_text(p) for p in packages
-    )
+    runs = {p.get("run_id") for p in packages}
+    if len(packages) > 1 and len(runs) == 1 and None not in runs:
+        # installed by one run (the usual setup of several repos): said once, in one sentence
+        commits = {k: v for p in packages for k, v in (p.get("commits") or {}).items()}
+        out = (
+            f"Validated the packages installed by {', '.join(str(p.get('step')) for p in packages)} "
+            f"in run {packages[0].get('run_id')} (by {max(str(p.get('finished')) for p in packages)})"
+            + _commits_text(commits)
+        )
+    else:
+        out = (
+            f"Validated the package{'s' if len(packages) > 1 else ''} installed by "
+            + "; by ".join(_package_text(p) for p in packages)
+        )
     n = f.get("newer_failed_attempt")
     if not n:
         return [out + "."]
@@ -71,11 +82,15 @@ def _package_text(p: Mapping[str, Any]) -> str:
     out = f"{p.get('step')} at {p.get('finished')}"
     if p.get("run_id"):
         out += f" (run {p['run_id']})"
-    if p.get("commits"):
-        out += ", built from " + ", ".join(
-            f"{repo} `{commit[:12]}`" for repo, commit in p["commits"].items()
-        )
-    return out
+    return out + _commits_text(p.get("commits") or {})
+
+
+def _commits_text(commits: Mapping[str, str]) -> str:
+    if not commits:
+        return ""
+    return ", built from " + ", ".join(
+        f"{repo} `{commit[:12]}`" for repo, commit in commits.items()
+    )
 
 
 def _artifacts(artifacts: Sequence[Mapping[str, Any]]) -> str:

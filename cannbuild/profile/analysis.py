@@ -374,13 +374,17 @@ class DeviceSplit:
     def __init__(self, windows: bool = True) -> None:
         self._windows = windows
         self._parts: Dict[str, Analyzer] = {}
+        self._by_stream: Dict[str, Analyzer] = {}  # a table has a few streams, many kernels
         self.host_ops: Tuple[HostOp, ...] = ()
 
     def add(self, k: Kernel) -> None:
-        device = k.stream.split(" stream ", 1)[0]
-        part = self._parts.get(device)
+        part = self._by_stream.get(k.stream)
         if part is None:
-            part = self._parts[device] = Analyzer(windows=self._windows)
+            device = k.stream.split(" stream ", 1)[0]
+            part = self._parts.get(device)
+            if part is None:
+                part = self._parts[device] = Analyzer(windows=self._windows)
+            self._by_stream[k.stream] = part
         part.add(k)
 
     def result(self) -> Tuple[Analysis, Dict[str, Analysis]]:

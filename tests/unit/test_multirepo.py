@@ -347,6 +347,14 @@ def test_the_validated_line_names_the_package_of_each_validated_repo(tmp_path):
     assert first.endswith("(run run-1), built from ops-transformer `aaaaaaaaaaaa`")
     assert second.startswith("ops-math-install at ")
     assert second.endswith("(run run-2), built from ops-math `bbbbbbbbbbbb`.")
+    # installed by one run, as a setup of several repos does: one sentence (the README's
+    # four-repo setup is held to 40 rows)
+    same = {**record, "run_id": "r", "also": [{**record["also"][0], "run_id": "r"}]}
+    (once,) = built_from_text(same)
+    assert once.startswith(
+        "Validated the packages installed by ops-transformer-install, ops-math-install in run r (by "
+    )
+    assert once.endswith("built from ops-transformer `aaaaaaaaaaaa`, ops-math `bbbbbbbbbbbb`.")
     # one repo's package (what bench times): that one alone, worded as before
     (alone,) = built_from_text(built_from(s, "ops-math") or {})
     assert alone.startswith("Validated the package installed by ops-math-install at ")
