@@ -242,74 +242,26 @@ def test_run_packages_install_the_real_layout(installed, tmp_path):
 
 
 def test_sandbox_create_from_the_command_line(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cannbuild",
-            "sandbox",
-            "create",
-            "--dir",
-            str(tmp_path / "sb"),
-            "--variant",
-            "A3",
-            "--cann",
-            "9.0.0",
-        ],
-        capture_output=True,
-        text=True,
-        env=base_env(),
-    )
+    def create(*args: str) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "cannbuild", "sandbox", "create", *args]
+        return subprocess.run(argv, capture_output=True, text=True, env=base_env())
+
+    proc = create("--dir", str(tmp_path / "sb"), "--variant", "A3", "--cann", "9.0.0")
     assert proc.returncode == 0, proc.stderr
     assert "sandbox created: A3 (Ascend910_9392) with CANN 9.0.0" in proc.stderr
     info = load_info(tmp_path / "sb")
     assert (info.variant, info.cann, info.soc) == ("A3", "9.0.0", "ascend910_93")
     assert len(list((tmp_path / "sb/sysroot/dev").glob("davinci[0-9]*"))) == 16
     # its help: a folder holding a sandbox of another variant or CANN is not replaced
-    other = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cannbuild",
-            "sandbox",
-            "create",
-            "--dir",
-            str(tmp_path / "sb"),
-            "--variant",
-            "A2",
-        ],
-        capture_output=True,
-        text=True,
-        env=base_env(),
-    )
+    other = create("--dir", str(tmp_path / "sb"), "--variant", "A2")
     assert other.returncode == 2, other.stderr
     assert "is an A3 host with CANN 9.0.0" in other.stderr and "Traceback" not in other.stderr
     assert load_info(tmp_path / "sb").variant == "A3"
     # with neither flag it is the sandbox the folder holds, up to date
-    again = subprocess.run(
-        [sys.executable, "-m", "cannbuild", "sandbox", "create", "--dir", str(tmp_path / "sb")],
-        capture_output=True,
-        text=True,
-        env=base_env(),
-    )
+    again = create("--dir", str(tmp_path / "sb"))
     assert again.returncode == 0, again.stderr
     assert "sandbox already up to date: A3 (Ascend910_9392) with CANN 9.0.0" in again.stderr
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "cannbuild",
-            "sandbox",
-            "create",
-            "--dir",
-            str(tmp_path / "x"),
-            "--cann",
-            "8.4.0",
-        ],
-        capture_output=True,
-        text=True,
-        env=base_env(),
-    )
+    bad = create("--dir", str(tmp_path / "x"), "--cann", "8.4.0")
     assert (
         bad.returncode == 2
         and "--cann '8.4.0' is not a CANN release the sandbox can emulate" in bad.stderr
