@@ -42,15 +42,20 @@ class BenchOutcome(Struct, frozen=True, kw_only=True):
     result: SweepResult
 
 
+def baseline_repo(session: Session) -> str:
+    """The selected repo that ships FlashAttention (what bench times)."""
+    return session.repo_for_op(FA_OP, "cannbuild bench")
+
+
 def baseline_vendor(session: Session) -> Path:
-    """The vendor folder of the repo that ships FlashAttention (what bench times)."""
-    return session.vendor_dir_of(session.repo_for_op(FA_OP, "cannbuild bench"))
+    """The vendor folder of the repo that ships FlashAttention."""
+    return session.vendor_dir_of(baseline_repo(session))
 
 
 def installed_baseline(session: Session) -> Tuple[Path, Dict[str, Any]]:
     """The FlashAttention library bench times, and the build of its repo's package alone
     (with `--repos ops-math,ops-transformer`, not ops-math's)."""
-    repo = session.repo_for_op(FA_OP, "cannbuild bench")
+    repo = baseline_repo(session)
     record = built_from(session, repo)
     library = session.vendor_dir_of(repo) / "op_api" / "lib" / "libcust_opapi.so"
     if record is None or not library.is_file():
