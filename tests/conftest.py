@@ -3,6 +3,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,7 @@ def pytest_configure(config):
     clean_git_settings()
     if not hasattr(config, "workerinput"):  # once per run: xdist's controller, or the run
         compile_the_checkout()
+        quick_loop_temp_in_memory(config)
 
 
 def clean_git_settings() -> None:
@@ -102,6 +104,41 @@ def compile_the_checkout() -> None:
 
     compileall.compile_dir(Path(cannbuild.__file__).parent, quiet=1)
     compileall.compile_file(TESTS.parent / "tasks.py", quiet=1)
+
+
+# what /dev/shm must have free before the quick loop puts its tmp_path folders there: pytest
+# keeps the last three runs' (about 0.5 GB each)
+MEMORY_TEMP_FREE = 4 << 30
+
+
+def quick_loop_temp_in_memory(config) -> None:
+    """The quick loop writes some 40,000 small files a run and pytest deletes the run three
+    before; on ext4 each new inode is then sought past the recently deleted ones (the
+    kernel's find_inode_bit), a seventh of the loop's CPU samples here (perf).  On a tmpfs
+    that cost is gone (the loop 6-8 s faster on 2 cores, 38-41 s against 45-47 s).  Only
+    where nobody chose a temp folder (--basetemp, TMPDIR, PYTEST_DEBUG_TEMPROOT) and
+    /dev/shm is a tmpfs with room where programs may run: a container's default /dev/shm
+    (64 MB, noexec) keeps /tmp.  The full suite's builds stay on disk."""
+    markexpr = " ".join(str(config.getoption("markexpr") or "").split())
+    if markexpr != "not integration" or config.option.basetemp:
+        return
+    if os.environ.get("TMPDIR") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    shm = Path("/dev/shm")
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+            fields = [line.split() for line in mounts]
+        # the tests run scripts they write (stand-in build.sh, fake tools): not where noexec
+        tmpfs = any(
+            f[1:3] == [str(shm), "tmpfs"] and "noexec" not in f[3].split(",")
+            for f in fields
+            if len(f) > 3
+        )
+        stat = os.statvfs(shm)
+    except OSError:
+        return
+    if tmpfs and os.access(shm, os.W_OK) and stat.f_bavail * stat.f_frsize >= MEMORY_TEMP_FREE:
+        tempfile.tempdir = str(shm)  # pytest's basetemp root (tempfile.gettempdir())
 
 
 @pytest.fixture
