@@ -20,7 +20,6 @@ DEFAULT_INSTALL_PATH = "/usr/local/Ascend"
 
 
 class Driver(Struct, frozen=True, kw_only=True):
-    install_info: Optional[Path]
     install_path: Path
     version_file: Optional[Path]
     version: Optional[DriverVersion]
@@ -28,7 +27,6 @@ class Driver(Struct, frozen=True, kw_only=True):
     innerversion: Optional[str]
     compatible_trains: Tuple[str, ...]
     firmware_range: Optional[Tuple[str, str]]
-    firmware_file: Optional[Path]
     firmware_version: Optional[str]
     problems: Tuple[str, ...] = ()
 
@@ -42,9 +40,7 @@ def read_driver(sysroot: Sysroot) -> Driver:
     info_path = sysroot.path(INSTALL_INFO)
     install_param = DEFAULT_INSTALL_PATH
     firmware_param = DEFAULT_INSTALL_PATH
-    install_info: Optional[Path] = None
     if info_path.exists():
-        install_info = info_path
         try:
             values = read_kv(info_path)
             # The driver then lives in `<param>/driver/`, its firmware in `<param>/firmware/`.
@@ -93,7 +89,6 @@ def read_driver(sysroot: Sysroot) -> Driver:
         except InfoFileError as exc:
             problems.append(f"{sysroot.display(firmware_file)} {exc.problem}")
     return Driver(
-        install_info=install_info,
         install_path=install_path,
         version_file=version_file if version_file.exists() else None,
         version=version,
@@ -101,7 +96,6 @@ def read_driver(sysroot: Sysroot) -> Driver:
         innerversion=innerversion,
         compatible_trains=trains,
         firmware_range=fw_range,
-        firmware_file=firmware_file if firmware_file.exists() else None,
         firmware_version=firmware_version,
         problems=tuple(problems),
     )

@@ -25,8 +25,6 @@ _NAME_CELL_RE = re.compile(r"^(\d+)\s+(\S+)$")
 # The second row: `| 0                         | 0000:C1:00.0  | ...` on an A2 (chip only),
 # `| 1     1                   | 0000:9F:00.0  | ...` on an A3 (chip, then Phy-ID 0..15).
 _CHIP_CELL_RE = re.compile(r"^(\d+)(?:\s+(\d+))?$")
-# `used / total` cells; a 5-digit used value leaves no space: `26838/ 32768` (910B4).
-_USAGE_RE = re.compile(r"(?<!\d)(\d+)\s*/\s*(\d+)")  # a number from its first digit: linear
 
 
 class NpuSmiParseError(ValueError):
@@ -36,11 +34,8 @@ class NpuSmiParseError(ValueError):
 class ChipRow(Struct, frozen=True, kw_only=True):
     npu: int
     chip: int
-    phy_id: Optional[int]
     name: str
     health: str
-    bus_id: str
-    hbm_total_mb: Optional[int]
 
 
 class NpuProcess(Struct, frozen=True, kw_only=True):
@@ -123,21 +118,8 @@ def parse_info(text: str) -> NpuSmiInfo:
             continue
         chip_match = _CHIP_CELL_RE.match(head)
         if chip_match and _BUS_RE.match(cells[1]) and pending is not None:
-            # The third cell of a chip row is `0           0    / 0          3434 / 65536`:
-            # AICore(%), Memory-Usage, then HBM-Usage, so the last `used / total` pair is the HBM.
-            usage = _USAGE_RE.findall(cells[2])
             npu, name, health = pending
-            chips.append(
-                ChipRow(
-                    npu=npu,
-                    chip=int(chip_match.group(1)),
-                    phy_id=int(chip_match.group(2)) if chip_match.group(2) else None,
-                    name=name,
-                    health=health,
-                    bus_id=cells[1],
-                    hbm_total_mb=int(usage[-1][1]) if usage else None,
-                )
-            )
+            chips.append(ChipRow(npu=npu, chip=int(chip_match.group(1)), name=name, health=health))
             pending = None
     if table is None or not chips:
         preview = text.strip().splitlines()[:1]

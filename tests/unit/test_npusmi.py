@@ -21,8 +21,6 @@ def test_a2_table_is_eight_910b3_npus_one_chip_each():
     assert info.version == "25.3.rc1.b061"
     assert (info.npu_count, len(info.chips)) == (8, 8)
     assert info.names == ("910B3",)
-    assert info.chips[0].bus_id == "0000:C1:00.0"
-    assert info.chips[0].hbm_total_mb == 65536
 
 
 def test_910b3_is_an_a2_chip_not_a3():
@@ -30,11 +28,11 @@ def test_910b3_is_an_a2_chip_not_a3():
     assert chip_name_from_table(info) == "Ascend910B3"
 
 
-def test_a3_table_has_two_dies_per_npu_and_phy_ids():
+def test_a3_table_has_two_dies_per_npu():
     info = parse_info(read("a3-npu-smi-info-idle-cann8.2.txt"))
     assert info.table == "A3"
     assert (info.npu_count, len(info.chips)) == (8, 16)
-    assert [c.phy_id for c in info.chips] == list(range(16))
+    assert [(c.npu, c.chip) for c in info.chips] == [(n, c) for n in range(8) for c in (0, 1)]
     assert info.names == ("Ascend910",)
     # the A3 table alone does not name the SoC: the board query does
     assert chip_name_from_table(info) is None
@@ -60,8 +58,3 @@ def test_board_without_chip_lines_gives_no_soc_but_keeps_pci_id():
 def test_garbage_is_a_parse_error(text):
     with pytest.raises(NpuSmiParseError, match="no NPU table"):
         parse_info(text)
-
-
-def test_five_digit_memory_without_space_parses():
-    text = read("a2-910b3-npu-smi-info-cann8.3.txt").replace("3434 / 65536", "26838/ 32768", 1)
-    assert parse_info(text).chips[0].hbm_total_mb == 32768
