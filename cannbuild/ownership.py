@@ -18,10 +18,8 @@ bundle member, a lock value) goes through `inside()` before anything is touched.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import stat
 import tempfile
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -264,25 +262,9 @@ def remove_inside(root: Path, paths: Iterable[Path], kind: str) -> int:
         raise UsageError(f"refusing to remove the whole {kind} {root}.")
     freed = 0
     for target in targets:
-        freed += _size(target)
+        freed += safefs.disk_usage(target)
         safefs.remove(root, target, "a path to remove")
     return freed
-
-
-def _size(path: Path) -> int:
-    """Bytes under `path`, links counted as themselves (never followed)."""
-    try:
-        st = path.lstat()
-    except OSError:
-        return 0
-    if not stat.S_ISDIR(st.st_mode):
-        return st.st_size
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):  # os.walk does not enter linked folders
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-    return total
 
 
 def check_writable(path: Path, what: str, hint: str = "") -> Path:

@@ -244,6 +244,22 @@ def replace(root: PathLike, src: PathLike, dst: PathLike, what: str) -> Path:
     return dst_full
 
 
+def disk_usage(path: Path) -> int:
+    """Bytes under `path`, links counted as themselves (never followed)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return 0
+    if not stat.S_ISDIR(st.st_mode):
+        return st.st_size
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):  # os.walk does not enter linked folders
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
 def open_lock(path: Path, what: str) -> int:
     """A read-write descriptor of the lock file `path`, made when missing, never through a
     link (O_CREAT would make the file a dangling one names), only a regular file."""

@@ -35,6 +35,7 @@ from .bounded import ARCHIVE, MEMO, Kind, digest, parse_toml, read_state
 from .decoded import JSONObject
 from .proc import pid_alive
 from .resources import data_dir
+from .safefs import disk_usage
 from .workspace import write_atomic
 
 MANIFEST = "cannbuild-cache.json"
@@ -165,7 +166,7 @@ def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> 
                 _remove(path)
                 removed.append(path.name)
             continue
-        entries.append((st.st_mtime, _size(path), path))
+        entries.append((st.st_mtime, disk_usage(path), path))
     total = sum(size for _, size, _ in entries)
     for mtime, size, path in sorted(entries, key=lambda e: e[0]):  # least recently used first
         if total <= budget:
@@ -176,12 +177,6 @@ def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> 
         removed.append(path.name)
         total -= size
     return removed
-
-
-def _size(path: Path) -> int:
-    if not path.is_dir() or path.is_symlink():
-        return os.lstat(path).st_size
-    return sum(os.lstat(os.path.join(d, n)).st_size for d, _, names in os.walk(path) for n in names)
 
 
 class _Parsed(Struct, frozen=True):
