@@ -341,11 +341,11 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
     return target
 
 
-def check_label(label: str, flag: str = "--npu-label") -> None:
+def check_label(label: str) -> None:
     """A runner label is one word: it lands in runs-on/tags and actionlint's list."""
     if not RUNNER_LABEL.fullmatch(label):
         raise UsageError(
-            f"{flag} {label!r} is not a runner label.",
+            f"--npu-label {label!r} is not a runner label.",
             "Use one word of letters, digits, '.', '_' or '-' (100 at most), e.g. ascend-npu.",
         )
 

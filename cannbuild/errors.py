@@ -216,9 +216,9 @@ def write_error(exc: OSError, what: str, path: object) -> CannbuildError:
     )
 
 
-def _shorten(text: str, keep: int = 200) -> str:
-    """A path for a message: a 4000-byte one would bury the paragraph."""
-    return text if len(text) <= keep else f"{text[: keep // 2]}...{text[-keep // 2 :]}"
+def _shorten(text: str) -> str:
+    """A path for a message: a 4000-byte one would bury the paragraph (200 characters kept)."""
+    return text if len(text) <= 200 else f"{text[:100]}...{text[-100:]}"
 
 
 class Interrupted(CannbuildError):

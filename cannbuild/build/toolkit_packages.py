@@ -6,7 +6,6 @@ C++ library, a third-party header, a generated one): it is counted, not checked.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from msgspec import Struct, field
@@ -29,9 +28,9 @@ class PackagesFile(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     module: Dict[str, str] = field(default_factory=dict)  # find_package module -> package
 
 
-def shippers(cwd: Optional[Path] = None) -> Tuple[Shipper, ...]:
+def shippers() -> Tuple[Shipper, ...]:
     """Every header row, the shipped files' first: the first row that matches wins."""
-    return tuple(row for _, f in facts.read("toolkit", PackagesFile, cwd) for row in f.header)
+    return tuple(row for _, f in facts.read("toolkit", PackagesFile) for row in f.header)
 
 
 def shipper_of(header: str, rows: Optional[Sequence[Shipper]] = None) -> Optional[Shipper]:

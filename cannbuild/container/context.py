@@ -495,16 +495,15 @@ def _swap_into_place(staging: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def image_for_host(
-    facts: Mapping[str, object], python: str = "", os_name: str = "ubuntu22.04"
-) -> Optional[str]:
+def image_for_host(facts: Mapping[str, object]) -> Optional[str]:
     cann_facts: Any = facts.get("cann") or {}
     cann = cann_facts.get("version")
     variant = facts.get("variant")
     if not cann or variant not in CHIPS:
         return None
+    os_name = "ubuntu22.04"  # the container task's default (ContainerSpec.os)
     return cann_image(
-        str(cann), str(variant), os_name, python or seen_python(str(cann), str(variant), os_name)
+        str(cann), str(variant), os_name, seen_python(str(cann), str(variant), os_name)
     )
 
 

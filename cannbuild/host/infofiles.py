@@ -72,9 +72,9 @@ def get_ci(values: Dict[str, str], key: str) -> Optional[str]:
     return None
 
 
-def version_cfg_running(values: Dict[str, str], package: str = "toolkit") -> Optional[str]:
+def version_cfg_running(values: Dict[str, str]) -> Optional[str]:
     """`toolkit_running_version=[7.6.0.1.220:8.0.0]` -> `8.0.0` (the CANN version)."""
-    raw = values.get(f"{package}_running_version")
+    raw = values.get("toolkit_running_version")
     if not raw:
         return None
     match = _BRACKET_RE.search(raw)

@@ -73,9 +73,9 @@ def toolkit_matches(entry: str, toolkit: CannVersion) -> bool:
     return listed is not None and listed == toolkit
 
 
-def rows_for(ops: CannVersion, packages: Tuple[str, ...] = BUILT_PACKAGES) -> List[OpsPairing]:
-    """Every row, of the given packages, about this ops release."""
-    return [p for p in pairings() if p.package in packages and _parse(p.ops) == ops]
+def rows_for(ops: CannVersion) -> List[OpsPairing]:
+    """Every row, of the packages cannbuild builds, about this ops release."""
+    return [p for p in pairings() if p.package in BUILT_PACKAGES and _parse(p.ops) == ops]
 
 
 def published(ops: CannVersion, toolkit: CannVersion) -> Optional[OpsPairing]:

@@ -218,12 +218,12 @@ def run_build(
     return run
 
 
-def bring_up_to_date(session: Session, command: str, as_json: bool, verbose: bool = False) -> None:
+def bring_up_to_date(session: Session, command: str, as_json: bool) -> None:
     """Before bench, profile --run and diagnose use the workspace, the steps that are not
     up to date run (the walk `cannbuild install` runs), and one line says so: on stdout
     before the task's own output, on stderr under --json (stdout is the JSON alone)."""
     check_lock_writable(session.options.lock_file)
-    run = run_build(session, transaction.RunRequest(command=command), verbose, show_skipped=False)
+    run = run_build(session, transaction.RunRequest(command=command), show_skipped=False)
     ran = run.result.ran if run.result is not None else []
     count = len(run.result.outcomes) if run.result is not None else 0
     line = (

@@ -283,9 +283,10 @@ def read_result(path: Path) -> Optional[JSONObject]:
 # ---- the worker: runs in the child process, with the package's env ----
 
 
-def first_lines(exc: BaseException, count: int = 3) -> str:
+def first_lines(exc: BaseException) -> str:
+    """The first three lines of the error's text, on one line."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " | ".join(lines[:count])[:600] or type(exc).__name__
+    return " | ".join(lines[:3])[:600] or type(exc).__name__
 
 
 def _op_libraries() -> List[str]:
