@@ -220,6 +220,16 @@ def remove(root: PathLike, path: PathLike, what: str, ignore_errors: bool = Fals
         return True
 
 
+def discard(path: Path) -> None:
+    """Whatever is at `path` removed: a folder with all it holds, a file, or a link (the
+    link itself); nothing there, nothing done.  Unchecked, for paths cannbuild made itself
+    (`remove` checks a path against its root)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.is_symlink() or path.exists():
+        path.unlink()
+
+
 def _rmtree_at(parent_fd: int, full: Path, ignore_errors: bool) -> None:
     """shutil.rmtree of `full`, by the descriptor of its parent where Python has it
     (3.11 on); before that by the path the walk has just checked."""

@@ -35,7 +35,7 @@ from .bounded import ARCHIVE, MEMO, Kind, digest, parse_toml, read_state
 from .decoded import JSONObject
 from .proc import pid_alive
 from .resources import data_dir
-from .safefs import disk_usage
+from .safefs import discard, disk_usage
 from .workspace import write_atomic
 
 MANIFEST = "cannbuild-cache.json"
@@ -131,7 +131,7 @@ def _make(shelf: Path, entry: Path, make: Callable[[Path], None]) -> Tuple[Path,
         if entry.exists() or entry.is_symlink():  # damaged (or made by a run beside us)
             if _intact(entry):
                 return entry, True
-            _remove(entry)
+            discard(entry)
         try:
             os.rename(tmp, entry)
         except OSError:  # a concurrent run renamed its copy first: take it if it is whole
@@ -141,13 +141,6 @@ def _make(shelf: Path, entry: Path, make: Callable[[Path], None]) -> Tuple[Path,
         return entry, False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
 
 
 def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> List[str]:
@@ -163,7 +156,7 @@ def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> 
         if path.name.startswith("."):  # `.<key>.tmp-<pid>` of a run that died making it
             pid = path.name.rpartition(".tmp-")[2]
             if idle and pid.isdigit() and not pid_alive(int(pid)):
-                _remove(path)
+                discard(path)
                 removed.append(path.name)
             continue
         entries.append((st.st_mtime, disk_usage(path), path))
@@ -173,7 +166,7 @@ def prune(shelf: Path, budget: int, keep: Path, now: Optional[float] = None) -> 
             break
         if path == keep or now - mtime <= GRACE_SECONDS:
             continue
-        _remove(path)
+        discard(path)
         removed.append(path.name)
         total -= size
     return removed

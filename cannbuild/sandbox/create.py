@@ -285,11 +285,7 @@ def _lay_out(
     phases(f"making an {spec.variant} host with CANN {spec.cann} at {directory}")
     # Only the managed entries go: the lock file and anything the user put there stay.
     for name in MANAGED:  # a different or half-made sandbox: start over
-        target = directory / name
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists() or target.is_symlink():
-            target.unlink()
+        safefs.discard(directory / name)
     write(
         directory / CREATING_MARK, "sandbox creation in progress; an interrupted run leaves this\n"
     )

@@ -12,6 +12,7 @@ from msgspec import Struct
 
 from ..errors import SandboxError
 from ..proc import run as run_process
+from ..safefs import discard
 
 # rwxr-xr-x: the stand-in scripts (npu-smi, bisheng, build.sh) run for every user.
 EXEC_MODE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
@@ -46,11 +47,7 @@ def copy(src: Path, target: Path) -> None:
 def symlink(link: Path, target: str) -> None:
     link.parent.mkdir(parents=True, exist_ok=True)
     # A link replaces whatever is there, so laying out a sandbox again never fails on the last one.
-    if link.is_symlink() or link.exists():
-        if link.is_dir() and not link.is_symlink():
-            shutil.rmtree(link)
-        else:
-            link.unlink()
+    discard(link)
     link.symlink_to(target)
 
 

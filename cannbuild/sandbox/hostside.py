@@ -198,13 +198,13 @@ def _apply(
         if entry.kind == "link":
             if target.is_symlink() and os.readlink(target) == entry.source:
                 continue  # the emulated toolkit's own link (include -> <arch>-linux/include)
-            _clear(target)
+            safefs.discard(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(entry.source, target)
             written.append(entry.installed)
             continue
         if entry.kind == "generated":
-            _clear(target)
+            safefs.discard(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(entry.text, encoding="utf-8")
             written.append(entry.installed)
@@ -231,17 +231,10 @@ def _apply(
 def _copy(source: Path, target: Path) -> int:
     if source.is_symlink() or not source.is_file():
         return 0  # a link in a checkout is not followed out of it
-    _clear(target)
+    safefs.discard(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     return 1
-
-
-def _clear(target: Path) -> None:
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    elif target.is_dir():
-        shutil.rmtree(target)
 
 
 def _remove(home: Path, written: Sequence[str]) -> None:
@@ -254,7 +247,7 @@ def _remove(home: Path, written: Sequence[str]) -> None:
 def _generate(home: Path, arch: str, gen: Generated, checkout: Path) -> str:
     installed = gen.installed.format(arch=arch)
     target = _inside(home, installed)
-    _clear(target)
+    safefs.discard(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     args = [str(target) if a == "{out}" else str(checkout / a) for a in gen.args]
     done = proc.run([sys.executable, str(checkout / gen.script), *args], cwd=checkout, timeout=300)

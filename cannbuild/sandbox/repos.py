@@ -24,6 +24,7 @@ from ..bounded import ARCHIVE, open_binary
 from ..phases import PhaseSink, no_phases
 from ..render.templates import file_env
 from ..resources import data_dir
+from ..safefs import discard
 from . import files
 from .files import CommandLog, write, write_tree
 from .flavors import OpsTransformerFlavor
@@ -64,12 +65,8 @@ def git_env(date: str) -> Dict[str, str]:
 def _clear(work: Path) -> None:
     # Each commit is the whole state of the repository at that ref, not a diff to the last.
     for entry in work.iterdir():
-        if entry.name == ".git":
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
+        if entry.name != ".git":
+            discard(entry)
 
 
 def _render_commit(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None:
