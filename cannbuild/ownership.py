@@ -13,7 +13,7 @@ Names alone are not enough: a project may well have its own `src/` or `logs/`.  
 with no file in them (cache volumes mounted at `ccache/`, say) hold nothing to lose.
 
 Every path derived from user input (a recipe's output patterns, a vendor name, a
-bundle member, a lock value) goes through `inside()` before anything is touched.
+bundle member, a lock value) goes through `safefs.check_below()` before anything is touched.
 """
 
 from __future__ import annotations
@@ -243,12 +243,6 @@ def require_owned(root: Path, kind: str) -> None:
             f"Point the command at a {kind} cannbuild made (one made by a cannbuild older "
             f"than the marker gets it the next time cannbuild builds into it).",
         )
-
-
-def inside(root: Path, path: Path, what: str) -> Path:
-    """`path`, refused unless it stays inside `root` by name (no `..`) and every folder
-    from `root` down to it that exists is a real folder, not a symlink (safefs)."""
-    return safefs.check_below(root, path, what)
 
 
 def remove_inside(root: Path, paths: Iterable[Path], kind: str) -> int:

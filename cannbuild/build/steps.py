@@ -16,7 +16,6 @@ from .. import safefs
 from ..errors import CannbuildError
 from ..host.check import Check
 from ..host.toolkit import host_arch
-from ..ownership import inside
 from ..recipes import StepSpec
 from ..render.templates import render_value
 from ..sandbox.hostside import HostSide, lay_out_host_side
@@ -133,7 +132,7 @@ def output_patterns(step: PlannedStep, values: Mapping[str, Any], ws: Workspace)
     for raw in step.spec.produces:
         what = f"step {step.name!r} produces"
         pattern = step.cwd / render_value(raw, values, what)
-        inside(ws.root, pattern_folder(pattern), f"{what} {raw!r}")
+        safefs.check_below(ws.root, pattern_folder(pattern), f"{what} {raw!r}")
         patterns.append(str(pattern))
     return patterns
 

@@ -30,7 +30,7 @@ from ..bounded import (
     open_binary,
 )
 from ..errors import UsageError, write_error
-from ..ownership import inside
+from ..safefs import check_below
 from ..workspace import Workspace
 from .checkout import archive_path, cache_path, tar_mode
 from .fetch import Fetcher, GitFailed, git_cause, sha256_file
@@ -281,7 +281,7 @@ def seed_from_bundle(ws: Workspace, bundle: Path) -> Lock:
                     ) from None
             elif name.startswith("downloads/"):
                 rel = name[len("downloads/") :]
-                target = inside(ws.downloads, ws.downloads / rel, f"--bundle member {name!r}")
+                target = check_below(ws.downloads, ws.downloads / rel, f"--bundle member {name!r}")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged / name, target)
         try:
@@ -307,7 +307,7 @@ def _verified(tar: tarfile.TarFile, bundle: Path, staged: Path) -> Dict[str, str
                 data_filter(member, str(staged))
             except tarfile.TarError as exc:
                 raise _bad(bundle, f"member {name!r} is refused ({exc})") from None
-        target = inside(staged, staged / name, f"--bundle member {name!r}")
+        target = check_below(staged, staged / name, f"--bundle member {name!r}")
         if _stream(tar, member, target) != expected:
             raise _bad(bundle, f"{name} is corrupt (sha256 mismatch)")
     return manifest
