@@ -40,7 +40,7 @@ from ..states import Verdict
 from ..workspace import write_json_atomic
 from . import precision
 from .inputs import FA_CHECK, ValidationInputs
-from .registry import CHECKS, numeric_check
+from .registry import CHECKS
 from .verdict import JudgedCase, ValidationCheck, ValidationReport, ValidationSummary, check_verdict
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def validation_key(inp: ValidationInputs) -> str:
         # Size and mtime of every installed file, not contents: cheap, and a reinstall rewrites the
         # times.
         digest.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
-    numeric = numeric_check(inp.check)
+    numeric = CHECKS.get(inp.check)
     digest.update(
         json.dumps(
             {
@@ -215,7 +215,7 @@ def _run_checks(inp: ValidationInputs, phases: PhaseSink) -> ValidationReport:
             details={"path": str(inp.library), "resolved": lib.resolved},
         )
     )
-    numeric = numeric_check(inp.check)
+    numeric = CHECKS.get(inp.check)
     results: Sequence[JudgedCase] = ()
     if numeric is None:
         checks.append(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence
 from ..host.pystack import read_python_stack
 from . import validation_target
 from .inputs import FA_CHECK
-from .registry import NumericCheck, numeric_check
+from .registry import CHECKS, NumericCheck
 
 if TYPE_CHECKING:
     from ..build.session import Session
@@ -84,7 +84,7 @@ def start(session: Session, case_names: Sequence[str]) -> Optional[Ahead]:
     for spec in session.recipe.validated:
         assert spec.validate is not None
         name = spec.validate.check or FA_CHECK  # as inputs_for names it
-        check = numeric_check(name)
+        check = CHECKS.get(name)
         if check is not None:
             checks[name] = check
     return Ahead(checks, case_names) if checks else None

@@ -264,10 +264,6 @@ def judge_indexed(
     return None, f"{shown} of {want} values", measured
 
 
-def expected_for(file_name: str) -> Optional[Tuple[float, ...]]:
-    return EXPECTED.get(file_name)
-
-
 def split_examples(lines: Sequence[str]) -> List[Tuple[str, List[str]]]:
     """(example file, its lines) for each `Start compile and run example file` block."""
     parts: List[Tuple[str, List[str]]] = []
@@ -306,7 +302,7 @@ def judge_example(
     # is credited to the example that ended the run.
     error = _first_error(lines) or (stderr_error if ended_the_run else None)
     expected = KNOWN_EXAMPLES.get(name)
-    indexed = expected_for(name)
+    indexed = EXPECTED.get(name)
     # every verdict below names the file and counts its values
     ran = partial(ExampleRun, file=file, values=len(values))
     if failed:

@@ -11,7 +11,7 @@ torch_npu), `prepare` the work ahead of the package (ahead.py)."""
 from __future__ import annotations
 
 from threading import Event
-from typing import Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Dict, List, Protocol, Sequence, Tuple
 
 from ..phases import PhaseSink
 from .fa import FlashAttention
@@ -45,7 +45,3 @@ CHECKS: Dict[str, NumericCheck] = {
     FA_CHECK: FlashAttention(),
     **{name: OpNumeric(check) for name, check in OP_CHECKS.items()},
 }
-
-
-def numeric_check(name: str) -> Optional[NumericCheck]:
-    return CHECKS.get(name)
