@@ -61,15 +61,12 @@ class DiagnoseFailed(DoctorFailed):
     """`diagnose` found a cause (its table says which); exit 1 like doctor."""
 
 
-class ToolkitError(CannbuildError):
-    """No usable CANN toolkit where the user or the host says it is."""
+class DoctorBlocked(CannbuildError):
+    """A doctor check makes a build impossible (setup stops before any step): no usable
+    toolkit among them."""
 
     exit_code = 3
     meaning = "no usable toolkit, or doctor blocks the build"
-
-
-class DoctorBlocked(ToolkitError):
-    """A doctor check makes a build impossible (setup stops before any step)."""
 
 
 class StepFailed(CannbuildError):
@@ -254,7 +251,7 @@ EXIT_CODES = (
         for cls in (
             DoctorFailed,
             UsageError,
-            ToolkitError,
+            DoctorBlocked,
             StepFailed,
             ValidationFailed,
             LockDrift,
