@@ -352,16 +352,9 @@ def build_context(
     assert tk.version is not None
     ops = ops or choose_ops(None, tk.version)
     names = [r.name for r in recipe.repos]
-    per_repo = ops_in_checkouts(recipe, options.ops, ws, options.said)
-    repos = {
-        r.name: {
-            "name": r.name,
-            "vendor_suffix": r.vendor_suffix or "",
-            "vendor_folder": r.vendor_folder(options.vendor_name),
-            "ops": ",".join(per_repo[r.name]),
-        }
-        for r in recipe.selected
-    }
+    repos = repo_context(
+        recipe, options.vendor_name, ops_in_checkouts(recipe, options.ops, ws, options.said)
+    )
     first = next(iter(repos.values()), None)
     return BuildContext(
         cann=CannFacts(
@@ -389,6 +382,22 @@ def build_context(
         ops_train=ops.train,
         repos=repos,
     )
+
+
+def repo_context(
+    recipe: Recipe, vendor: str, ops: Mapping[str, Tuple[str, ...]]
+) -> Dict[str, Dict[str, str]]:
+    """Each selected repo as its steps' templates see `{{ repo }}` (name, vendor_suffix,
+    vendor_folder, ops), in the --repos order: BuildContext.repos."""
+    return {
+        r.name: {
+            "name": r.name,
+            "vendor_suffix": r.vendor_suffix or "",
+            "vendor_folder": r.vendor_folder(vendor),
+            "ops": ",".join(ops[r.name]),
+        }
+        for r in recipe.selected
+    }
 
 
 def _opbase_install_path(options: Options, ws: Workspace, tk: Toolkit) -> Path:

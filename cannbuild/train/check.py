@@ -20,7 +20,7 @@ from msgspec import Struct, field
 from ..bounded import BUILD_SH, CHECKOUT_RECORD, read_state, read_text
 from ..build.compile_cache import ccache_words
 from ..build.plan import StepContext, example_values, recipe_templates, render_command, walk
-from ..build.session import BuildContext, CannFacts
+from ..build.session import BuildContext, CannFacts, repo_context
 from ..decoded import to_plain
 from ..errors import FetchError, UsageError
 from ..host.toolkit import host_arch
@@ -235,16 +235,7 @@ def check_context(
         release, train, old = text, recipe.train, False
     where = Path(f"/usr/local/Ascend/cann-{text}")
     names = [r.name for r in recipe.repos]
-    per_repo = ops_by_repo(recipe, ops)
-    repos = {
-        r.name: {
-            "name": r.name,
-            "vendor_suffix": r.vendor_suffix or "",
-            "vendor_folder": r.vendor_folder(vendor),
-            "ops": ",".join(per_repo[r.name]),
-        }
-        for r in recipe.selected
-    }
+    repos = repo_context(recipe, vendor, ops_by_repo(recipe, ops))
     return BuildContext(
         cann=CannFacts(
             version=text,
