@@ -58,10 +58,6 @@ class Flag(Struct, frozen=True, kw_only=True):
         return ENV_PREFIX + self.field.upper() if self.field else None
 
     @property
-    def takes_value(self) -> bool:
-        return self.kind is not bool
-
-    @property
     def spellings(self) -> Tuple[str, ...]:
         """How the command line may name it: the long form, then the letter if it has one."""
         return (self.option, f"-{self.short}") if self.short else (self.option,)

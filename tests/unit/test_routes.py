@@ -52,11 +52,14 @@ def command_lines() -> List[List[str]]:
     for name, spec in all_tasks().items():
         given = ["x" for _ in spec.positional]  # optional ones too: else they take the next word
         every = [
-            w for o in spec.options for s in o.spellings for w in (s, "x")[: 1 + o.takes_value]
+            w
+            for o in spec.options
+            for s in o.spellings
+            for w in (s, "x")[: 1 + (o.kind is not bool)]
         ]
         lines += [[name, "--help"], ["help", name], ["-h", name], [name, *given, "-h"]]
         lines.append([name, *given, *every, "--no-such-flag"])
-        needs_value = [o.option for o in spec.options if o.takes_value]
+        needs_value = [o.option for o in spec.options if o.kind is not bool]
         lines.append([name, *given, *every, *needs_value[-1:]])
         lines.append([name, *given, _typo(spec.options[0].option)])
         if len(spec.optional) < len(spec.positional):
