@@ -257,13 +257,28 @@ def _found(home: Path, dirs: Sequence[str], names: Sequence[str], arch: str) -> 
     return None
 
 
+# Top-level folders of an ops repo that are no operator category: their subfolders have
+# op_* folders too (ops-math@v9.0.0 common/inc/op_api, tests/ut/op_host; ops-transformer@v9.0.0
+# common/include/..., the torch package under torch_extension/), but build.sh --ops=inc builds
+# no operator: the build adds only its category folders (ops-math@v9.0.0 cmake/variables.cmake:213
+# OPS_CATEGORY_LIST, CMakeLists.txt:108) and stops at "Specified ops(inc) not found in this
+# depository" (cmake/func.cmake:772-779).  experimental/ is read apart (experimental_op).
+NOT_CATEGORIES = frozenset({"common", "tests", "torch_extension", "docs", "experimental"})
+
+
 def ships_op(checkout: Path, op: str) -> bool:
     """Whether a checkout has an operator folder `<category>/<op>` (the layout of every ops
     repo: math/segsum, attention/flash_attention_score)."""
+    return bool(op_folders(checkout, op))
+
+
+def op_folders(checkout: Path, op: str = "*") -> List[Path]:
+    """The checkout's operator folders `<category>/<op>` (every one with `*`)."""
     try:
-        return any(_is_op_folder(p) for p in checkout.glob(f"*/{op}"))
+        found = checkout.glob(f"*/{op}")
+        return [p for p in found if p.parent.name not in NOT_CATEGORIES and _is_op_folder(p)]
     except OSError:
-        return False
+        return []
 
 
 def ops_in_checkouts(
@@ -316,10 +331,7 @@ def _unknown_op_row(n: StepNeeds, op: str) -> Check:
             "outside experimental/ for cannbuild to build.",
             blocking=True,
         )
-    try:
-        names = sorted({p.name for p in n.checkout.glob("*/*") if _is_op_folder(p)})
-    except OSError:
-        names = []
+    names = sorted({p.name for p in op_folders(n.checkout)})
     close = difflib.get_close_matches(op, names, n=3)
     return Check(
         id=f"recipe.derived.ops.{n.step}",

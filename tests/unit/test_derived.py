@@ -294,6 +294,31 @@ def test_a_category_or_shared_code_folder_is_no_operator(checkout, tmp_path):
     assert "Did you mean" not in rows[1].hint
 
 
+def test_shared_code_tests_and_the_torch_extension_hold_no_operator(checkout, tmp_path):
+    """ops-math@v9.0.0 has common/inc/op_api and tests/ut/op_host, ops-transformer@v9.0.0
+    torch_extension/npu_ops_transformer/op_host and common/include/...: op_* folders outside
+    an operator category (ops-math cmake/variables.cmake:213 OPS_CATEGORY_LIST), so
+    build.sh --ops=inc stops at "Specified ops(inc) not found in this depository"
+    (cmake/func.cmake:772-779).  They were taken for operators, and offered as close names."""
+    files(
+        checkout,
+        {
+            "common/inc/op_api/level0/x.h": "",
+            "tests/ut/op_host/test_op_host_main.cpp": "",
+            "torch_extension/npu_ops_transformer/op_host/x.cpp": "",
+        },
+    )
+    home = toolkit(tmp_path / "cann")
+    needs = needs_of(checkout, tmp_path / "memo", ops=("fa", "inc", "ut", "npu_ops_transformer"))
+    rows = [r for r in derived_checks([needs], [], home, "x86_64") if ".ops." in r.id]
+    assert [(r.status, r.blocking) for r in rows] == [("fail", True)] * 3
+    assert "<category>/inc" in rows[0].detail and "<category>/ut" in rows[1].detail
+    assert "Did you mean" not in rows[0].hint + rows[1].hint
+    needs = needs_of(checkout, tmp_path / "memo", ops=("fa", "inx"))
+    (row,) = [r for r in derived_checks([needs], [], home, "x86_64") if ".ops." in r.id]
+    assert "Did you mean" not in row.hint  # not inc
+
+
 def test_an_operator_only_under_experimental_is_named_as_one_with_the_flag_it_needs(
     checkout, tmp_path
 ):
