@@ -293,6 +293,7 @@ def ops_in_checkouts(
         lambda repo, op: ships_op(ws.checkout(repo), op),
         lambda repo, op: experimental_op(ws.checkout(repo), op) is not None,
         said,
+        lambda repo: [p.name for p in op_folders(ws.checkout(repo))],
     )
 
 

@@ -8,12 +8,18 @@ order given, which is the ASCEND_CUSTOM_OPP_PATH order (first wins).  Everything
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from msgspec.structs import replace
 
 from ..errors import UsageError
+from ..lazy import lazy_module
 from .model import Recipe
+
+if TYPE_CHECKING:
+    import difflib
+else:  # only a misspelt op needs a did-you-mean
+    difflib = lazy_module("difflib")
 
 OPS_FLAG = "--ops"
 REPOS_FLAG = "--repos"
@@ -96,6 +102,7 @@ def ops_by_repo(
     ships: Callable[[str, str], bool] = lambda repo, op: False,
     experimental: Callable[[str, str], bool] = lambda repo, op: False,
     said: Callable[[str], str] = lambda name: "--" + name,
+    names: Callable[[str], Sequence[str]] = lambda repo: (),
 ) -> Dict[str, Tuple[str, ...]]:
     """Each selected repo's operators: the `repo:op` and bare ops of `ops` that are its,
     else its recipe default (`ops`).  A bare op goes to the selected repo whose default
@@ -103,7 +110,8 @@ def ops_by_repo(
     experimental/ (where its derived row says what that takes); two such repos are a
     usage error asking for `repo:op`, as is a bare op no repo claims when several are
     selected.  `said` names how the user gave a field (Options.said): a flag, a
-    variable, a config key."""
+    variable, a config key; `names(repo)`: the operators its checkout has, for a
+    did-you-mean."""
     ops_flag, repos_flag = said("ops"), said("repos")
     selected = [r.name for r in recipe.selected]
     given: Dict[str, List[str]] = {}
@@ -134,11 +142,15 @@ def ops_by_repo(
                     f"Say whose: {OPS_FLAG} {claims[0]}:{op} (or {', '.join(f'{c}:{op}' for c in claims[1:])}).",
                 )
             if not claims and len(selected) > 1:
+                have = [(r, n) for r in selected for n in names(r)]
+                close = difflib.get_close_matches(op, sorted({n for _, n in have}), n=2)
+                near = [f"{r}:{n}" for n in close for r, m in have if m == n][:3]
                 raise UsageError(
                     f"{ops_flag} {op}: none of the selected repos ({', '.join(selected)}) lists "
                     f"{op!r} among its ops or has it in its checkout, so cannbuild cannot tell "
                     "which builds it.",
-                    f"Name the repo: {OPS_FLAG} <repo>:{op}, e.g. {selected[0]}:{op}.",
+                    (f"Did you mean {OPS_FLAG} {' or '.join(near)}? Else n" if near else "N")
+                    + f"ame the repo: {OPS_FLAG} <repo>:{op}, e.g. {selected[0]}:{op}.",
                 )
             if not selected:
                 raise UsageError(

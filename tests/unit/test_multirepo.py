@@ -239,6 +239,20 @@ def test_an_op_whose_repo_cannot_be_told_asks_for_repo_op(two, ops, ships, words
         assert word in text
 
 
+def test_a_misspelt_op_of_several_repos_names_the_close_one_and_its_repo(two):
+    """`--repos ops-math,ops-nn --ops segsm` (ops-math@v9.0.0 has math/segsum): the error
+    said only to name the repo, e.g. `ops-math:segsm`, itself a misspelling the build would
+    fail on; one repo selected, its derived row said "Did you mean segsum?"."""
+    both = select_repos(two, ["ops-alpha", "ops-beta"])
+    names = {"ops-alpha": ["attn", "rope"], "ops-beta": ["segsum", "cumsum"]}.get
+    with pytest.raises(UsageError) as err:
+        ops_by_repo(both, "segsm", names=lambda repo: names(repo, []))
+    assert "Did you mean --ops ops-beta:segsum?" in err.value.paragraph()
+    with pytest.raises(UsageError) as err:
+        ops_by_repo(both, "qqqq", names=lambda repo: names(repo, []))
+    assert "Did you mean" not in err.value.paragraph()
+
+
 def test_doctor_routes_a_bare_op_to_the_repo_whose_checkout_has_it(two, tmp_path):
     """`doctor`/`plan --ops abs` with ops-transformer, ops-math, ops-nn and ops-cv selected
     (ops-math@v9.0.0 has math/abs/op_host, no recipe lists abs): the derived rows take the
