@@ -29,6 +29,7 @@ from ..bounded import CHECKOUT_RECORD, MEMO, SOURCE_FILE, head, read_state
 from ..errors import DoctorBlocked, UsageError
 from ..host.check import FAIL, PASS, SKIP, WARN, Check
 from ..host.contents import wall_of, wall_row
+from ..host.socs import family_soc
 from ..recipes import Recipe, StepSpec
 from ..recipes.selection import ops_by_repo
 from ..workspace import Workspace, write_json_atomic
@@ -212,10 +213,12 @@ def derived_checks(
     arch: str,
     memo: Optional[Path] = None,
     compiler: Optional[str] = None,
+    soc: str = "",
 ) -> List[Check]:
     """The rows: one per missing header or module (failing, blocking), warnings for what
-    the build may do without, a passing summary, and with a `compiler` whether the
-    selected operators' host sources compile against the toolkit (kept in `memo`)."""
+    the build may do without, a passing summary, with a `compiler` whether the
+    selected operators' host sources compile against the toolkit (kept in `memo`), and
+    with a `soc` whether each selected operator has a kernel for it."""
     rows: List[Check] = []
     if absent:
         rows.append(
@@ -229,7 +232,7 @@ def derived_checks(
             )
         )
     for n in needs:
-        step_rows = _step_rows(n, home, arch)
+        step_rows = _step_rows(n, home, arch) + [r for r in [_soc_row(n, soc)] if r]
         rows += step_rows
         # (not where a step of this run installs opbase, which these sources include: the
         # toolkit alone is not what they compile against; 8.3 and 8.5)
@@ -313,6 +316,50 @@ def _is_op_folder(folder: Path) -> bool:
     ...); a category (experimental/attention), shared code (mc2/common) or docs (docs/zh)
     at the same depth holds none, and build.sh --ops=<it> builds no operator."""
     return folder.is_dir() and any(p.is_dir() for p in folder.glob("op_*"))
+
+
+# `this->AICore().AddConfig("ascend910b", ...)` in an operator's <op>_def.cpp: the SoCs it has
+# kernels for.  The build compiles none for another and packs the host code alone
+# (hicann/ops-math@9.1.0 cmake/gen_ops_info.cmake:272-293 check_op_supported greps the def for
+# `.AddConfig("<soc>"`, :104-110 "[segsum] not supported"; ops-transformer's opbuild writes
+# the def's SoCs to aic-<soc>-ops-info.ini).
+# A SoC named by a variable (ops-nn@9.1.0 conv/conv2d_v2/op_host/conv2d_v2_def.cpp
+# `AddConfig(version, ...)`) is not read: such a def gets no row.
+_ADD_CONFIG = re.compile(r'\.AddConfig\(\s*"([A-Za-z0-9_]+)"')
+_NAMED_CONFIG = re.compile(r'\.AddConfig\(\s*[^"\s)]')
+
+
+def _soc_row(n: StepNeeds, soc: str) -> Optional[Check]:
+    """A failing row for the selected operators whose def names SoCs, but not `soc`."""
+    lacking: List[str] = []
+    socs: List[str] = []
+    for op in n.derived.ops if soc else ():
+        folders = op_folders(n.checkout, op)
+        defs = sorted(folders[0].rglob(f"{op}_def.cpp")) if folders else []
+        texts = [_text(d) for d in defs]
+        said = {family_soc(c) for t in texts for c in _ADD_CONFIG.findall(t)}
+        if said and soc not in said and not any(_NAMED_CONFIG.search(t) for t in texts):
+            socs = sorted(said)
+            lacking.append(f"{op} ({defs[0].relative_to(n.checkout)} adds {', '.join(socs)})")
+    if not lacking:
+        return None
+    return Check(
+        id=f"recipe.derived.soc.{n.step}",
+        status=FAIL,
+        detail=f"{n.step}: {n.derived.repo} at {n.derived.commit[:12]} has no {soc} kernel of "
+        f"{'; '.join(lacking)}: for --soc={soc} the build compiles no kernel of it and packs "
+        "its host code alone, so it would not run on this SoC",
+        hint=f"Build it for a SoC its def adds (--soc {socs[0]}), or pick operators (--ops) "
+        f'whose op_host/<op>_def.cpp has AddConfig("{soc}").',
+        blocking=True,
+    )
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _unknown_op_row(n: StepNeeds, op: str) -> Check:

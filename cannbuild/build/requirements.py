@@ -117,7 +117,8 @@ def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List
         lambda f: _checkout_uses(ws, owners.get(f.step), f.used_by_word),
     )
     walls = {c.id for c in checks}
-    checks += [c for c in derived_rows(recipe, options, home) if c.id not in walls]
+    soc = host.soc.soc if host.soc is not None else ""
+    checks += [c for c in derived_rows(recipe, options, home, soc=soc) if c.id not in walls]
     if recipe.opbase == "toolkit" and recipe.opbase_headers != "pkg_inc":
         checks.append(_opbase_headers_check(recipe, home, options.install_into_toolkit))
     return checks
@@ -136,6 +137,7 @@ def derived_rows(
     home: Path,
     identities: Optional[Mapping[str, Mapping[str, object]]] = None,
     keep: bool = False,
+    soc: str = "",
 ) -> List[Check]:
     """The derived rows for the steps that will run: from the checkouts on disk (doctor,
     plan), or from `identities` (the pipeline's sources, `keep`ing the memo)."""
@@ -154,7 +156,8 @@ def derived_rows(
         ops = {r: ops_of(options.ops) for r in repos if r != "opbase"}
     needs, absent = step_needs(recipe, specs, ws, ops, identities, keep)
     memo = ws.derived_memo if ws.root.is_dir() else None
-    return derived_checks(needs, absent, home, host_arch(), memo, find_compiler(os.environ))
+    compiler = find_compiler(os.environ)
+    return derived_checks(needs, absent, home, host_arch(), memo, compiler, soc)
 
 
 def _host_side_pending(recipe: Recipe, options: Options, ws: Workspace) -> Optional[Check]:

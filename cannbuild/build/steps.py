@@ -256,7 +256,7 @@ def host_side_note(laid: HostSide) -> str:
 def toolkit_rows(session: Session) -> List[Check]:
     """The derived rows as `plan` shows them: from the checkouts on disk, the memo only
     read (a plan writes nothing)."""
-    return derived_rows(session.recipe, session.options, session.context.cann.home)
+    return derived_rows(session.recipe, session.options, session.context.cann.home, soc=session.soc)
 
 
 class DerivedGate:
@@ -300,7 +300,9 @@ class DerivedGate:
         identities = {repo: self.sources.identity_of(repo) for repo in repos}
         session = self.session
         home = session.context.cann.home
-        rows = derived_rows(session.recipe, session.options, home, identities, keep=True)
+        rows = derived_rows(
+            session.recipe, session.options, home, identities, keep=True, soc=session.soc
+        )
         self.checked.update(repos)
         refuse_blocking(rows)
 

@@ -51,6 +51,14 @@ SOC_WORDS = (
 )
 
 
+def family_soc(word: str) -> str:
+    """The family `--soc` value of a build's own spelling (v8.5.0's ascend910_95 is the
+    ascend950), else the word itself (kirinx90: no family cannbuild knows)."""
+    lowered = word.lower()
+    words = {w: soc for f in read() for w, soc in f.soc_words.items()}
+    return words.get(lowered, lowered) if lowered.startswith("ascend") else lowered
+
+
 def normalize_soc(value: str, flag: str = "--soc") -> Family:
     """Accept a family (`ascend910b`), a word users say (`A3`, `910b`) or a chip
     (`Ascend910B3`, `ascend910_9391`)."""

@@ -319,6 +319,42 @@ def test_shared_code_tests_and_the_torch_extension_hold_no_operator(checkout, tm
     assert "Did you mean" not in row.hint  # not inc
 
 
+def test_an_operator_whose_def_adds_no_config_for_the_soc_fails_before_the_build(
+    checkout, tmp_path
+):
+    """ops-math@9.1.0 math/segsum/op_host/segsum_def.cpp adds AI Core configs for ascend910b,
+    ascend910_93, kirinx90 and kirin9030 only, and ops-transformer@v9.0.0's
+    flash_attention_score_def.cpp none for ascend310p: the build compiles no kernel for such
+    a SoC (cmake/gen_ops_info.cmake:104-110 "not supported") and packs the host code alone,
+    which recipes 9.0 and 9.1 (socs: ascend950, ascend310p) built and validated on.
+    v8.5.0 spells the 950 ascend910_95 (flash_attention_score_def.cpp:177)."""
+    files(
+        checkout,
+        {
+            "attention/fa/op_host/fa_def.cpp": (
+                'this->AICore().AddConfig("ascend910_95", config95);\n'
+                'this->AICore().AddConfig("ascend910b");\n'
+                'this->AICore().AddConfig(\n    "ascend910_93", config);\n'
+            ),
+            "attention/fb/op_host/fb_def.cpp": "this->AICore().AddConfig(version, config);\n",
+            "attention/fc/op_host/fc_def.cpp": "OP_ADD(Fc);\n",  # names no SoC: no row
+        },
+    )
+    home = toolkit(tmp_path / "cann")
+    needs = needs_of(checkout, tmp_path / "memo", ops=("fa", "fb", "fc"))
+
+    def soc_rows(soc: str):
+        rows = derived_checks([needs], [], home, "x86_64", soc=soc)
+        return [r for r in rows if ".soc." in r.id]
+
+    assert soc_rows("ascend910b") == [] and soc_rows("ascend950") == [] and soc_rows("") == []
+    (row,) = soc_rows("ascend310p")
+    assert row.status == "fail" and row.blocking
+    assert "has no ascend310p kernel of fa (attention/fa/op_host/fa_def.cpp adds" in row.detail
+    assert "ascend910b, ascend950" in row.detail and "fb" not in row.detail
+    assert "--soc ascend910_93" in row.hint
+
+
 def test_an_operator_only_under_experimental_is_named_as_one_with_the_flag_it_needs(
     checkout, tmp_path
 ):
