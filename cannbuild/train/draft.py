@@ -22,7 +22,7 @@ from msgspec.structs import replace
 from ..bounded import RECIPE, read_toml
 from ..decoded import JSONObject, JSONValue
 from ..errors import UsageError
-from ..host.socs import families
+from ..host.socs import families, family_soc
 from ..recipes import Recipe, available, load_recipe
 from ..recipes.optspec import judge
 from ..recipes.reader import BUILDABLE_KEYS
@@ -305,8 +305,9 @@ def _head(
     readout = readouts.get(soc_repos[0]) if soc_repos else None
     known = {f.soc for f in families()}
     if readout is not None and readout.socs:
-        head["socs"] = [s for s in readout.socs if s in known]
-        other = [s for s in readout.socs if s not in known]
+        said = [family_soc(s) for s in readout.socs]  # v8.5.0's ascend910_95: the ascend950
+        head["socs"] = [s for s in said if s in known]
+        other = [s for s in said if s not in known]
         read.append(
             f"socs: {readout.cite('build.sh', readout.socs_line)} SUPPORT_COMPUTE_UNIT_SHORT"
         )

@@ -18,8 +18,9 @@ from ..recipes.optspec import NoOptionLoop, OptionSpec, code_of, option_spec
 from ..sources.canncmake import FETCH_CANN_CMAKE, THIRD_PARTY_ROOT, checkout_of
 from ..sources.fetch import Fetcher, GitFailed
 
-# `SUPPORT_COMPUTE_UNIT_SHORT=("ascend910b" ... "mc62")` (cannmirror/ops-transformer@9.1.0:build.sh:46)
-_SOCS = re.compile(r"^\s*SUPPORT_COMPUTE_UNIT_SHORT=\(([^)]*)\)")
+# `SUPPORT_COMPUTE_UNIT_SHORT=("ascend910b" ... "mc62")` (cannmirror/ops-transformer@9.1.0:build.sh:46),
+# on two lines in ops-cv (hicann/ops-cv@9.1.0:build.sh:15-16)
+_SOCS = re.compile(r"^[ \t]*SUPPORT_COMPUTE_UNIT_SHORT=\(([^)]*)\)", re.M)
 # `set_cann_build_dependencies(runtime ">=8.5")` (@9.1.0:version.cmake:13-20);
 # `set_build_dependencies(...)` at v9.0.0 (version.cmake:13-21)
 _DEPS = re.compile(r'^\s*set_(?:cann_)?build_dependencies\(\s*([A-Za-z0-9_.-]+)\s+"([^"]+)"\s*\)')
@@ -97,14 +98,11 @@ def read_repo(
         spec = option_spec(script, lambda path: show(fetcher, cache, commit, path))
     except NoOptionLoop as exc:
         problem = f"{repo}@{commit[:12]}:build.sh: {exc}" if script else f"{repo} has no build.sh"
-    socs: Tuple[str, ...] = ()
-    socs_line = 0
+    found = _SOCS.search(script)
+    socs = tuple(w.strip("\"'") for w in found.group(1).split()) if found else ()
+    socs_line = script.count("\n", 0, found.start()) + 1 if found else 0
     gawk: List[int] = []
     for number, line in enumerate(script.splitlines(), 1):
-        match = _SOCS.match(line)
-        if match and not socs:
-            socs = tuple(w.strip("\"'") for w in match.group(1).split())
-            socs_line = number
         if _GAWK.search(code_of(line)):
             gawk.append(number)
     deps: List[Tuple[str, str]] = []

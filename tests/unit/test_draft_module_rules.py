@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cannbuild.host.socs import family_soc
 from cannbuild.recipes import load_recipe
 from cannbuild.resources import data_dir
 from cannbuild.sources.fetch import Fetcher
-from cannbuild.train.readout import Readout
+from cannbuild.train.readout import Readout, read_repo
 from cannbuild.train.thirdparty import module_rules
 from cannbuild.workspace import Workspace
 
@@ -80,3 +81,34 @@ def test_a_base_rule_named_after_a_cann_cmake_module_is_not_said_to_be_undownloa
         "cmake/third_party/makeself-fetch.cmake:1 downloads makeself"
     ) in undecided
     assert "(makeself), which no rule places" in undecided
+
+
+def test_the_socs_of_build_sh_are_read_from_an_array_on_two_lines(tmp_path: Path):
+    """hicann/ops-cv@9.1.0:build.sh:15-16 spreads SUPPORT_COMPUTE_UNIT_SHORT over two lines:
+    `recipe draft --ref 9.1.0 --repos ops-cv` said "no SUPPORT_COMPUTE_UNIT_SHORT read" and
+    kept the base recipe's SoCs.  v8.5.0's own spelling of the 950 is ascend910_95
+    (cannmirror/ops-transformer@v8.5.0:build.sh:44), the ascend950 family."""
+    script = (
+        "#!/bin/bash\n"
+        'UT_TARGETS=("ophost_test")\n'
+        'SUPPORT_COMPUTE_UNIT_SHORT=("ascend031" "ascend310p"\n'
+        '                            "ascend910_93" "ascend950" "ascend910b" "kirinx90")\n'
+        'SUPPORT_COMPUTE_UNIT_SHORT_PRINT=("ascend910b")\n'
+    )
+    work = tmp_path / "ops-cv"
+    commit = commit_files(work, {"build.sh": script}, "ops-cv layout")
+    readout = read_repo(Fetcher(), work, "ops-cv", commit, {})
+    assert readout.socs == (
+        "ascend031",
+        "ascend310p",
+        "ascend910_93",
+        "ascend950",
+        "ascend910b",
+        "kirinx90",
+    )
+    assert readout.socs_line == 3
+    assert [family_soc(s) for s in ("ascend910_95", "ascend910b", "kirinx90")] == [
+        "ascend950",
+        "ascend910b",
+        "kirinx90",
+    ]
