@@ -381,13 +381,16 @@ def _unknown_op_row(n: StepNeeds, op: str) -> Check:
         )
     names = sorted({p.name for p in op_folders(n.checkout)})
     close = difflib.get_close_matches(op, names, n=3)
+    # an operator of this repo for the example, not ops-transformer's in ops-math's row
+    example = next((o for o in n.derived.ops if o in names), names[0] if names else "")
     return Check(
         id=f"recipe.derived.ops.{n.step}",
         status=FAIL,
         detail=f"{n.step}: {n.derived.repo} at {n.derived.commit[:12]} has no operator folder "
         f"<category>/{op} for the operator {op!r} (--ops)",
         hint=(f"Did you mean {' or '.join(close)}? " if close else "")
-        + "--ops takes operators by their folder name in the repo, e.g. flash_attention_score.",
+        + f"--ops takes operators by their folder name in {n.derived.repo}"
+        + (f", e.g. {example}." if example else "."),
         blocking=True,
     )
 

@@ -135,6 +135,15 @@ def ops_by_repo(
             op = word
             claims = [r.name for r in recipe.selected if op in r.ops or ships(r.name, op)]
             claims = claims or [r.name for r in recipe.selected if experimental(r.name, op)]
+            owner = next((r for r, listed in recipe.unselected_ops if op in listed), None)
+            if not claims and owner is not None:
+                raise UsageError(
+                    f"{ops_flag} {op}: {op!r} is an operator of {owner} (recipe {recipe.name} "
+                    f"lists it), which {repos_flag} does not select (selected: "
+                    f"{', '.join(selected)}), so none of the selected repos would build it.",
+                    f"Add {owner}: {REPOS_FLAG} {','.join([*selected, owner])}, or give an "
+                    f"operator of {' or '.join(selected)}.",
+                )
             if len(claims) > 1:
                 raise UsageError(
                     f"{ops_flag} {op}: the selected repos {', '.join(claims)} each ship an "

@@ -279,6 +279,8 @@ def test_an_operator_the_checkout_has_no_folder_for_fails_with_the_close_names(c
     assert "no operator folder <category>/faa" in rows[0].detail
     assert "Did you mean fa?" in rows[0].hint
     assert "'nosuchop'" in rows[1].detail and "Did you mean" not in rows[1].hint
+    # the example is an operator of this checkout, not ops-transformer's in every repo's row
+    assert rows[1].hint.endswith("by their folder name in ops-transformer, e.g. fa.")
 
 
 def test_a_category_or_shared_code_folder_is_no_operator(checkout, tmp_path):

@@ -253,6 +253,22 @@ def test_a_misspelt_op_of_several_repos_names_the_close_one_and_its_repo(two):
     assert "Did you mean" not in err.value.paragraph()
 
 
+def test_an_op_the_recipe_lists_for_a_repo_not_selected_says_to_add_that_repo(two):
+    """`--repos ops-math --ops swi_glu` (recipe 9.0 lists swi_glu for ops-nn, and only
+    ops-nn@v9.0.0 has activation/swi_glu): the op went to ops-math, whose doctor row said
+    only that it has no such folder, "e.g. flash_attention_score"."""
+    alone = select_repos(two, ["ops-beta"])
+    with pytest.raises(UsageError) as err:
+        ops_by_repo(alone, "attn")
+    text = err.value.paragraph()
+    assert "'attn' is an operator of ops-alpha" in text
+    assert "--repos does not select (selected: ops-beta)" in text
+    assert "--repos ops-beta,ops-alpha" in text
+    # the selected repo's checkout has it too: its own, as before
+    ships = lambda repo, op: repo == "ops-beta" and op == "attn"  # noqa: E731
+    assert ops_by_repo(alone, "attn", ships) == {"ops-beta": ("attn",)}
+
+
 def test_doctor_routes_a_bare_op_to_the_repo_whose_checkout_has_it(two, tmp_path):
     """`doctor`/`plan --ops abs` with ops-transformer, ops-math, ops-nn and ops-cv selected
     (ops-math@v9.0.0 has math/abs/op_host, no recipe lists abs): the derived rows take the
