@@ -327,18 +327,20 @@ def test_an_operator_only_under_experimental_is_named_as_one_not_as_a_misspellin
     assert "--experimental" in done.stderr and "Did you mean" not in done.stderr
 
 
-def test_shared_code_is_no_operator_and_a_soc_the_def_lacks_fails_before_the_build(v900):
+def test_shared_code_is_no_operator_and_a_soc_the_def_lacks_is_warned_of_before_the_build(v900):
     """ops-transformer@v9.0.0 has common/include/... (op_* folders, no operator) and
     flash_attention_score_def.cpp adds ascend910b, ascend910_93 and ascend950, not the
-    ascend310p recipe 9.0 lists: neither may reach a build that makes no usable package."""
+    ascend310p recipe 9.0 lists: the first is refused, the second warned of before any build."""
     done = cannbuild(v900, "plan", "--ops", "include")
     assert done.returncode == 3, done.stderr
     assert "no operator folder <category>/include" in done.stderr
     done = cannbuild(v900, "plan", "--soc", "ascend310p")
-    assert done.returncode == 3, done.stderr
-    assert "recipe.derived.soc.ops-transformer-build" in done.stderr
-    assert "no ascend310p kernel of flash_attention_score" in done.stderr
-    assert cannbuild(v900, "plan", "--soc", "ascend950").returncode == 0
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, said
+    assert "warn recipe.derived.soc.ops-transformer-build" in said
+    assert "no ascend310p kernel of flash_attention_score" in said
+    done = cannbuild(v900, "plan", "--soc", "ascend950")
+    assert done.returncode == 0 and "recipe.derived.soc" not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(

@@ -321,14 +321,16 @@ def test_shared_code_tests_and_the_torch_extension_hold_no_operator(checkout, tm
     assert "Did you mean" not in row.hint  # not inc
 
 
-def test_an_operator_whose_def_adds_no_config_for_the_soc_fails_before_the_build(
+def test_an_operator_whose_def_adds_no_config_for_the_soc_is_a_warning_before_the_build(
     checkout, tmp_path
 ):
     """ops-math@9.1.0 math/segsum/op_host/segsum_def.cpp adds AI Core configs for ascend910b,
     ascend910_93, kirinx90 and kirin9030 only, and ops-transformer@v9.0.0's
     flash_attention_score_def.cpp none for ascend310p: the build compiles no kernel for such
     a SoC (cmake/gen_ops_info.cmake:104-110 "not supported") and packs the host code alone,
-    which recipes 9.0 and 9.1 (socs: ascend950, ascend310p) built and validated on.
+    which recipes 9.0 and 9.1 (socs: ascend950, ascend310p) built and validated on without a
+    word (validation then judges the toolkit's built-in kernel, where there is one: ops-nn's
+    gelu def adds only ascend950, its README lists A2 and A3, so no refusal).
     v8.5.0 spells the 950 ascend910_95 (flash_attention_score_def.cpp:177)."""
     files(
         checkout,
@@ -351,7 +353,7 @@ def test_an_operator_whose_def_adds_no_config_for_the_soc_fails_before_the_build
 
     assert soc_rows("ascend910b") == [] and soc_rows("ascend950") == [] and soc_rows("") == []
     (row,) = soc_rows("ascend310p")
-    assert row.status == "fail" and row.blocking
+    assert row.status == "warn" and not row.blocking
     assert "has no ascend310p kernel of fa (attention/fa/op_host/fa_def.cpp adds" in row.detail
     assert "ascend910b, ascend950" in row.detail and "fb" not in row.detail
     assert "--soc ascend910_93" in row.hint
