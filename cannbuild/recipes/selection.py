@@ -121,6 +121,14 @@ def ops_by_repo(
         if ":" in word:
             repo, _, op = word.partition(":")
             if repo not in selected:
+                known = [*selected, *recipe.unselected]
+                close = difflib.get_close_matches(repo, known, n=1)
+                first = (
+                    f"Add {repo} to {REPOS_FLAG}"
+                    if repo in recipe.unselected
+                    else (f"Did you mean {close[0]}:{op}? " if close else "")
+                    + f"Name one of its buildable repos ({', '.join(known)})"
+                )
                 why = (
                     f"which {repos_flag} does not select (selected: {', '.join(selected)})"
                     if repo in recipe.unselected
@@ -128,7 +136,7 @@ def ops_by_repo(
                 )
                 raise UsageError(
                     f"{ops_flag} {word}: names repo {repo!r}, {why}.",
-                    f"Add {repo} to {REPOS_FLAG}, or write the op as one of "
+                    f"{first}, or write the op as one of "
                     f"{', '.join(f'{r}:{op}' for r in selected)}.",
                 )
         else:

@@ -269,6 +269,17 @@ def test_an_op_the_recipe_lists_for_a_repo_not_selected_says_to_add_that_repo(tw
     assert ops_by_repo(alone, "attn", ships) == {"ops-beta": ("attn",)}
 
 
+def test_a_misspelt_or_unbuildable_repo_in_repo_op_is_not_to_be_added_to_repos(two):
+    """`--ops ops-mth:segsum` (or `opbase:x`) said "Add ops-mth to --repos", which then fails
+    as a repo the recipe does not have."""
+    alone = select_repos(two, ["ops-beta"])
+    with pytest.raises(UsageError) as err:
+        ops_by_repo(alone, "ops-alpah:attn")
+    text = err.value.paragraph()
+    assert "Did you mean ops-alpha:attn?" in text and "Add ops-alpah" not in text
+    assert "buildable repos (ops-beta, ops-alpha)" in text
+
+
 def test_doctor_routes_a_bare_op_to_the_repo_whose_checkout_has_it(two, tmp_path):
     """`doctor`/`plan --ops abs` with ops-transformer, ops-math, ops-nn and ops-cv selected
     (ops-math@v9.0.0 has math/abs/op_host, no recipe lists abs): the derived rows take the
