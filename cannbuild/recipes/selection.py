@@ -53,7 +53,9 @@ def select_repos(
                 else "not a repository of the recipe"
             )
             where = elsewhere(name) if elsewhere and what.startswith("not") else ""
-            raise UsageError(f"{origin} names {name!r}, which is {what}.", where or hint)
+            close = difflib.get_close_matches(name, buildable, n=1) if not where else []
+            near = f"Did you mean {close[0]}? " if close else ""
+            raise UsageError(f"{origin} names {name!r}, which is {what}.", near + (where or hint))
         if name in seen:
             raise UsageError(f"{origin} names {name!r} twice.", hint)
         seen.append(name)

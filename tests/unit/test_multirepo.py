@@ -280,6 +280,16 @@ def test_a_misspelt_or_unbuildable_repo_in_repo_op_is_not_to_be_added_to_repos(t
     assert "buildable repos (ops-beta, ops-alpha)" in text
 
 
+def test_a_misspelt_repo_in_repos_names_the_close_one(two):
+    """`--repos ops-mth` listed the buildable repos but did not say which was meant."""
+    with pytest.raises(UsageError) as err:
+        select_repos(two, ["ops-alpah"])
+    assert err.value.paragraph().count("Did you mean ops-alpha?") == 1
+    with pytest.raises(UsageError) as err:
+        select_repos(two, ["zzz"])
+    assert "Did you mean" not in err.value.paragraph()
+
+
 def test_doctor_routes_a_bare_op_to_the_repo_whose_checkout_has_it(two, tmp_path):
     """`doctor`/`plan --ops abs` with ops-transformer, ops-math, ops-nn and ops-cv selected
     (ops-math@v9.0.0 has math/abs/op_host, no recipe lists abs): the derived rows take the
