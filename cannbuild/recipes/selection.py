@@ -164,12 +164,12 @@ def ops_by_repo(
                 have = [(r, n) for r in selected for n in names(r)]
                 close = difflib.get_close_matches(op, sorted({n for _, n in have}), n=2)
                 near = [f"{r}:{n}" for n in close for r, m in have if m == n][:3]
+                lead = f"Did you mean {OPS_FLAG} {' or '.join(near)}? Else name" if near else "Name"
                 raise UsageError(
                     f"{ops_flag} {op}: none of the selected repos ({', '.join(selected)}) lists "
                     f"{op!r} among its ops or has it in its checkout, so cannbuild cannot tell "
                     "which builds it.",
-                    (f"Did you mean {OPS_FLAG} {' or '.join(near)}? Else n" if near else "N")
-                    + f"ame the repo: {OPS_FLAG} <repo>:{op}, e.g. {selected[0]}:{op}.",
+                    f"{lead} the repo: {OPS_FLAG} <repo>:{op}, e.g. {selected[0]}:{op}.",
                 )
             if not selected:
                 raise UsageError(
