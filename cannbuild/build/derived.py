@@ -358,10 +358,7 @@ def _soc_row(n: StepNeeds, soc: str) -> Optional[Check]:
 
 
 def _text(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
+    return head(path, SOURCE_FILE, MAX_CMAKE_BYTES).decode("utf-8", "replace")
 
 
 def _unknown_op_row(n: StepNeeds, op: str) -> Check:
