@@ -30,6 +30,8 @@ class ValidationInputs(Struct, frozen=True, kw_only=True):
     repo: str = ""  # the repository whose package this judges
     check: str = FA_CHECK  # the numerical check (registry.py)
     why: str = ""  # why the recipe picked that operator
+    op: str = ""  # that operator (the recipe's example_op)
+    built_ops: Sequence[str] = ()  # the operators the package was built with (--ops)
     # This run's scratch: what one route computed that a later one reuses (FlashAttention's
     # float64 references: its C API and torch_npu routes judge the same seeded inputs).
     memo: Dict[str, object] = field(default_factory=dict)

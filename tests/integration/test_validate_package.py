@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 
 
 def test_a_shipped_package_is_validated_in_a_workspace_that_never_built_it(installed, cli):
@@ -80,3 +81,30 @@ def test_validate_on_a_sandbox_remade_since_the_build_lays_its_host_side_again(t
     assert "sandbox toolkit: host side laid out from opbase@" in proc.stderr
     example = next(c for c in cli.report()["validation"]["checks"] if c["id"] == "example")
     assert example["status"] == "PASS", example
+
+
+def test_a_package_built_without_the_checked_operator_is_not_judged_by_its_check(cli, tmp_path):
+    """`--ops rope_x`: a package of another operator of the repo has none of the API the
+    repo's check calls (FlashAttention's); that is SKIPPED naming why, not a FAIL of a sound
+    build.  The same library under the default --ops, which holds the operator, still FAILs."""
+    proc = cli("setup")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the package as --ops rope_x builds it: a library of another API (a real .so), and the
+    # operator's folder in the checkout (--ops names folders there)
+    (cli.ws / "src/ops-transformer/attention/rope_x/op_host").mkdir(parents=True)
+    source = tmp_path / "other.cpp"
+    source.write_text('extern "C" int aclnnRopeX(void) { return 0; }\n')
+    library = next(cli.ws.glob("opp/vendors/*/op_api/lib/libcust_opapi.so"))
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    proc = cli("validate", "--ops", "rope_x", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = {c["id"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["library"]["status"] == "PASS"
+    assert "holds no flash_attention_score" in checks["library"]["message"]
+    assert checks["capi"]["status"] == "SKIPPED"
+    assert "built with --ops rope_x, without flash_attention_score" in checks["capi"]["message"]
+    proc = cli("validate", "--ops", "rope_x", "--require-device")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    proc = cli("validate")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "does not export aclnnFlashAttentionScore" in proc.stdout + proc.stderr
