@@ -8,15 +8,44 @@ import errno
 import fcntl
 import os
 import time
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Callable, List, Optional
 
 from . import safefs
-from .bounded import LOCK_HOLDER, read_state
+from .bounded import LOCK_HOLDER, PROC_FILE, read_bytes, read_state, read_text
 from .decoded import JSONObject
-from .errors import WorkspaceBusy
+from .errors import UsageError, WorkspaceBusy
 from .housekeeping import sweep
 from .ownership import claim
 from .workspace import Workspace, write_json_atomic
+
+
+def note_step(root: Path, pgid: int, cwd: Path) -> None:
+    """Record the running step's process group beside the lock's holder (ours only): what
+    the next run checks when this one dies without releasing it (WorkspaceLock._outlived)."""
+    info = root / ".lock.info"
+    holder = read_state(info, LOCK_HOLDER)
+    if isinstance(holder, dict) and holder.get("pid") == os.getpid():
+        with contextlib.suppress(OSError):  # a full disk only loses the check
+            write_json_atomic(
+                info, {**holder, "step_pgid": pgid, "step_cwd": str(cwd)}, durable=False
+            )
+
+
+def step_members(pgid: int, cwd: Path) -> List[str]:
+    """The command lines of the live processes of group `pgid` working in `cwd` or below
+    (a reused group number elsewhere is not ours)."""
+    found: List[str] = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError, UsageError):
+            fields = read_text(proc / "stat", PROC_FILE).rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:
+                continue
+            where = Path(os.readlink(proc / "cwd"))
+            if where == cwd or cwd in where.parents:
+                argv = read_bytes(proc / "cmdline", PROC_FILE).split(b"\0")
+                found.append(b" ".join(argv).decode("utf-8", "replace").strip()[:200])
+    return found
 
 
 class WorkspaceLock:
@@ -67,6 +96,11 @@ class WorkspaceLock:
             if self.on_wait:
                 self.on_wait(who)
             fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            self._outlived(fd)
+        except BaseException:
+            os.close(fd)
+            raise
         self._fd = fd
         try:
             write_json_atomic(
@@ -91,6 +125,33 @@ class WorkspaceLock:
             self.__exit__()
             raise
         return self
+
+    def _outlived(self, fd: int) -> None:
+        """A run killed with -9 leaves its build step running (a session of its own) after
+        the kernel dropped the lock: building or cleaning over it would run two builds in
+        one checkout.  Refuse (exit 7) while that step's processes live, or wait them out."""
+        holder = self.holder()
+        pgid, cwd = holder.get("step_pgid"), holder.get("step_cwd")
+        if not isinstance(pgid, int) or not isinstance(cwd, str):
+            return
+        while True:
+            left = step_members(pgid, Path(cwd))
+            if not left:
+                return
+            if not self.wait:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                raise WorkspaceBusy(
+                    f"the workspace {self.path.parent} is in use by a build step that outlived "
+                    f"its run: pid {holder.get('pid', '?')} ({holder.get('command', 'cannbuild')}, "
+                    f"since {holder.get('started', '?')}) died, but its step's processes "
+                    f"(process group {pgid}: {left[0]}) still run in {cwd}.",
+                    f"Wait for them to end (--wait queues behind them), or stop them with "
+                    f"`kill -- -{pgid}`; then run the same command again.",
+                )
+            if self.on_wait:
+                self.on_wait(f"the processes of a killed run's step (process group {pgid})")
+                self.on_wait = None
+            time.sleep(0.5)
 
     def _sweep(self) -> None:
         """The first thing a run holding the lock does: remove what runs that died

@@ -21,6 +21,7 @@ from msgspec import Struct
 from .. import safefs
 from ..errors import Interrupted, signal_number
 from ..hints import match_hint
+from ..locks import note_step
 from ..proc import kill_group, popen
 from ..redact import redact, redact_env
 from ..sources.checkout import PlacedCopy, placed_copies
@@ -171,7 +172,7 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
 
 
-def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> Streamed:
+def _stream(step: PlannedStep, log_path: Path, progress: Progress, ws_root: Path) -> Streamed:
     tail: Deque[str] = collections.deque(maxlen=TAIL_LINES)
     every: List[str] = []
     with open(log_path, "w", encoding="utf-8", buffering=1) as log:  # line-buffered: tail -f works
@@ -193,6 +194,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress) -> Streamed:
             stderr=subprocess.STDOUT,
         )
         try:
+            note_step(ws_root, proc.pid, Path(step.cwd))
             assert proc.stdout is not None
             for raw in proc.stdout:
                 # Compiler and build.sh output is not always UTF-8 (locale-dependent messages).
@@ -268,7 +270,7 @@ def run_step(
     for text in notes:
         progress.note(text)
     safefs.make_dirs(ws.root, ws.tmp, f"{step.name}'s TMPDIR")
-    streamed = _execute(step, log_path, progress, start)
+    streamed = _execute(step, log_path, progress, start, ws.root)
     if streamed.code != 0:
         return _failed(step, ws, log_path, progress, start, streamed)
     try:
@@ -328,9 +330,11 @@ def _clear_outputs(step: PlannedStep, ws: Workspace, patterns: Sequence[str]) ->
                 safefs.remove(ws.root, Path(match), f"an output of {step.name}")
 
 
-def _execute(step: PlannedStep, log_path: Path, progress: Progress, start: float) -> Streamed:
+def _execute(
+    step: PlannedStep, log_path: Path, progress: Progress, start: float, ws_root: Path
+) -> Streamed:
     try:
-        return _stream(step, log_path, progress)
+        return _stream(step, log_path, progress, ws_root)
     except KeyboardInterrupt as exc:
         outcome = StepOutcome(
             name=step.name,

@@ -78,6 +78,10 @@ def test_status_after_a_kill_during_install_says_what_plan_says(validated):
     cli = validated
     proc = cli.popen("install", "--force", "ops-transformer-install")
     kill_when(cli, proc, "ops-transformer-install.log")
+    # the dead run named its step's group, which the next run waits out (test_crash_state)
+    holder = json.loads((cli.ws / ".lock.info").read_text())
+    assert holder["pid"] == proc.pid and isinstance(holder["step_pgid"], int), holder
+    assert holder["step_cwd"].startswith(str(cli.ws)), holder
     wait_until_no_process_under(cli.ws)  # the orphaned installer (its own group) ends by itself
     plan = cli("plan", "--json", timeout=120)
     assert plan.returncode == 0, plan.stderr

@@ -349,3 +349,28 @@ def test_a_good_lock_still_reads(tmp_path):
     write_lock(lock, sample_lock("8.5.0"))
     assert workspace_status(tmp_path / "ws", lock)["lock"]["recipe"] == "cann-8.5"
     assert json.loads(json.dumps(workspace_status(tmp_path / "ws", lock)))  # plain data
+
+
+def test_a_killed_runs_step_still_running_keeps_the_workspace_until_it_ends(tmp_path):
+    """kill -9 of cannbuild leaves its step's group (a session of its own) building in the
+    checkout after the kernel dropped the lock: the next run (clean here) must not build
+    or delete under it, and says which group to wait for or stop."""
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
+    checkout = ws.src / "opbase"
+    (checkout / "build").mkdir(parents=True)
+    step = subprocess.Popen(["sleep", "60"], cwd=checkout / "build", start_new_session=True)
+    holder = {"pid": DEAD_PID, "command": "cannbuild setup", "started": "2026-01-01 00:00:00"}
+    holder.update(step_pgid=step.pid, step_cwd=str(checkout))
+    (ws.root / ".lock.info").write_text(json.dumps(holder))
+    try:
+        proc = cannbuild("clean", "--include-sources", "-w", str(ws.root), cwd=tmp_path, timeout=60)
+        out = " ".join((proc.stdout + proc.stderr).split())
+        assert proc.returncode == 7 and "Traceback" not in out, out
+        assert f"process group {step.pid}: sleep 60" in out and f"kill -- -{step.pid}" in out, out
+        assert checkout.is_dir()
+    finally:
+        step.kill()
+        step.wait()
+    proc = cannbuild("clean", "--include-sources", "-w", str(ws.root), cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not ws.src.exists()
