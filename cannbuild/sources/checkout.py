@@ -279,6 +279,7 @@ def ensure_checkout(
             if not (dest / seed.dest).exists():
                 _put(ws, dest, seed, what)
         return dest, False
+    _keep_edits(fetcher, dest, repo, commit)
     tmp = ws.src / f".{repo}.tmp-{os.getpid()}"
     # the nested clones go to folders of their own, so they run beside the main clone
     parked = [ws.src / f".{repo}.nested{i}-{os.getpid()}" for i in range(len(nested))]
@@ -323,6 +324,28 @@ def ensure_checkout(
     write_json_atomic(marker, identity)
     safefs.remove(ws.root, trash, what, ignore_errors=True)
     return dest, True
+
+
+def _keep_edits(fetcher: Fetcher, dest: Path, repo: str, commit: str) -> None:
+    """A checkout is replaced whole when its commit changes (another --cann, a new lock):
+    files a user edited in it (builds leave tracked files alone) would go without a word,
+    so that is refused (exit 2) until they are saved or discarded."""
+    if dest.is_symlink() or not (dest / ".git").is_dir():
+        return
+    try:
+        changed = fetcher.git(["status", "--porcelain", "--untracked-files=no"], cwd=dest)
+    except GitFailed:  # not a checkout git can read: it is replaced, as before
+        return
+    files = [line[2:].strip() for line in changed.splitlines() if line.strip()]
+    if files:
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        raise UsageError(
+            f"the {repo} checkout {dest} has local changes ({shown}), which checking it out "
+            f"at {commit[:12]} would delete; cannbuild builds commits, so they were not "
+            "built either.",
+            f"Save them (git -C {dest} diff > {repo}.patch), discard them "
+            f"(git -C {dest} checkout -- .) and run the same command again.",
+        )
 
 
 def _put(ws: Workspace, top: Path, seed: Seed, what: str) -> None:

@@ -7,7 +7,7 @@ from typing import ClassVar, List
 
 import pytest
 
-from cannbuild.errors import FetchError, OfflineViolation
+from cannbuild.errors import FetchError, OfflineViolation, UsageError
 from cannbuild.sources.archives import Expected
 from cannbuild.sources.checkout import (
     COMMIT_MEMO,
@@ -162,6 +162,26 @@ def test_checkout_is_atomic_and_idempotent(fetched):
     path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url)
     assert changed and (path / "f").read_text() == "2\n"
     assert not any(p.name.startswith(".demo.") and p.is_dir() for p in ws.src.iterdir())
+
+
+def test_a_checkout_with_local_edits_is_not_replaced_by_another_commit(fetched):
+    """Switching --cann with a file edited in src/<repo> deleted the edit without a word:
+    the checkout is replaced whole.  It is refused naming the file and how to save it;
+    once discarded the switch goes on.  A file the build adds (untracked) does not count."""
+    fetcher, ws, cache, url = fetched
+    old, _ = resolve_ref(fetcher, cache, {"tag": "v1"}, url)
+    new, _ = resolve_ref(fetcher, cache, {"branch": "master"}, url)
+    path, _ = ensure_checkout(fetcher, ws, "demo", cache, old, url)
+    (path / "f").write_text("mine\n")
+    (path / "made-by-the-build.o").write_text("x")
+    with pytest.raises(UsageError) as refused:
+        ensure_checkout(fetcher, ws, "demo", cache, new, url)
+    said = " ".join(str(refused.value).split()) + " " + refused.value.hint
+    assert "demo checkout" in said and "local changes (f)" in said and "diff >" in said, said
+    assert (path / "f").read_text() == "mine\n"
+    git("checkout", "--", ".", cwd=path)
+    path, changed = ensure_checkout(fetcher, ws, "demo", cache, new, url)
+    assert changed and (path / "f").read_text() == "2\n"
 
 
 def test_an_archive_the_build_consumed_is_put_back_when_the_checkout_is_reused(fetched, tmp_path):
