@@ -102,10 +102,12 @@ def target_file(workspace: Path) -> Path:
     return Workspace(root=workspace).target
 
 
-def read_target(workspace: Path) -> Optional[Target]:
+def read_target(workspace: Path, asked: Optional[Path] = None) -> Optional[Target]:
     """The workspace's remembered target; None when there is none (a new workspace, one
     made before cannbuild remembered targets).  A record is data a user could have
-    edited: a sandbox folder outside the workspace is taken only where a sandbox is."""
+    edited: a sandbox folder outside the workspace is taken only where a sandbox is, or
+    where this run asks for one (`asked`: CANNBUILD_SANDBOX_DIR, the config), so the
+    command that made a sandbox since deleted makes it again."""
     path = target_file(workspace)
     try:
         data = read_bytes(path, TARGET)
@@ -119,7 +121,8 @@ def read_target(workspace: Path) -> Optional[Target]:
         os.path.normpath(os.path.join(os.path.abspath(workspace), target.sandbox_dir or "."))
     )
     outside = not where.is_relative_to(os.path.abspath(workspace))
-    if target.sandbox and outside and load_info(where) is None:
+    mine = asked is not None and _same_place(Path(os.path.abspath(asked)), where)
+    if target.sandbox and outside and not mine and load_info(where) is None:
         raise refusal(
             path,
             TARGET,

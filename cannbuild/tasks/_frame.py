@@ -90,7 +90,8 @@ def resolve(
             found = {**found, "sandbox": (where, True), "sandbox_dir": (where, info.dir)}
             plain = options_from(found)
     given = _spelled(found)
-    target = targets.read_target(plain.workspace)
+    asked = found["sandbox_dir"][1] if "sandbox_dir" in found else None
+    target = targets.read_target(plain.workspace, asked)
     layer = targets.choose(target, given, plain, False).layer if target is not None else {}
     record_file = str(targets.target_file(plain.workspace))
     options = options_from(found, layer, record_file) if layer else plain

@@ -83,3 +83,18 @@ def test_an_empty_repos_list_is_a_usage_error(tmp_path: Path, value: str) -> Non
     proc = run_route("cannbuild", "plan", "--repos", value, "-w", "ws", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert f"--repos has value {value!r}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_sandbox_folder_the_run_asks_for_is_taken_though_since_deleted(tmp_path: Path):
+    """`CANNBUILD_SANDBOX_DIR=D cannbuild setup --sandbox` made D and recorded it; with D
+    deleted (a wiped /tmp), the same command was refused, exit 2 "remove target.json":
+    a folder the run itself names is asked for, so the record is taken."""
+    ws = owned_workspace(tmp_path / "ws")
+    outside = tmp_path / "elsewhere" / "sandbox"
+    _record(ws, sandbox_target(sandbox_dir=str(outside)))
+    proc = run_route(
+        "cannbuild", "plan", "-w", str(ws), cwd=tmp_path, CANNBUILD_SANDBOX_DIR=str(outside)
+    )
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "names the sandbox folder" not in said and "Traceback" not in said, said
+    assert proc.returncode == 0, said
