@@ -46,6 +46,8 @@ RUNNING = "running"  # an attempt recorded at its start, before it has finished
 # `.ops-transformer.tmp-4242`, `.ops-transformer.nested0-4242`, `.opbase.old-4242` (names
 # ensure_checkout makes).
 _CHECKOUT_TMP = re.compile(r"\.(?P<repo>.+)\.(?:tmp|nested\d+|old)-(?P<pid>\d+)")
+# `opbase.git.tmp-4242` (fetch_repo's clone; `.git.tmp` before it was named for the run)
+_CLONE_TMP = re.compile(r".+\.git\.tmp(?:-(?P<pid>\d+))?")
 
 
 def _entries(folder: Path) -> List[Path]:
@@ -53,6 +55,11 @@ def _entries(folder: Path) -> List[Path]:
         return sorted(folder.iterdir())
     except OSError:  # not there, or not a folder
         return []
+
+
+def _dead(pid: int) -> bool:
+    """Our own pid's folders are this run's, and a live pid's belong to a run still working."""
+    return pid != os.getpid() and not pid_alive(pid)
 
 
 def leftovers(root: Path) -> List[Path]:
@@ -64,12 +71,14 @@ def leftovers(root: Path) -> List[Path]:
     if not ws.src.is_symlink():
         for path in _entries(ws.src):
             match = _CHECKOUT_TMP.fullmatch(path.name)
-            # Our own pid's folders are this run's, and a live pid's belong to a run still working.
-            if match and int(match["pid"]) != os.getpid() and not pid_alive(int(match["pid"])):
+            if match and _dead(int(match["pid"])):
                 found.append(path)
     if not ws.git_cache.is_symlink():
-        # `<repo>.git.tmp`: a bare clone fetch_repo had not yet renamed into place.
-        found += [p for p in _entries(ws.git_cache) if p.name.endswith(".git.tmp")]
+        # a bare clone fetch_repo had not yet renamed into place
+        for path in _entries(ws.git_cache):
+            match = _CLONE_TMP.fullmatch(path.name)
+            if match and (match["pid"] is None or _dead(int(match["pid"]))):
+                found.append(path)
     if not ws.downloads.is_symlink():
         for path in _entries(ws.downloads):
             if path.name == ".incoming" and not path.is_symlink():

@@ -248,7 +248,9 @@ class Fetcher(Struct, frozen=True, kw_only=True):
         else:
             verb = "clone"
             safefs.make_dirs(owner, cache.parent, "the git cache")
-            tmp = cache.with_name(cache.name + ".tmp")  # one writer: the workspace lock
+            # named for this run: a run killed with -9 leaves its git clone writing into
+            # its own folder (a session of its own), which the next run must not share
+            tmp = cache.with_name(f"{cache.name}.tmp-{os.getpid()}")
 
             def attempt() -> None:
                 safefs.remove(owner, tmp, "the git cache", ignore_errors=True)

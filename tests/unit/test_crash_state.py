@@ -226,6 +226,7 @@ def leftover_tree(ws: Workspace, alive_pid: int) -> dict:
             ws.src / f".ops-transformer.nested0-{DEAD_PID}" / "x.c",
             ws.src / f".opbase.old-{DEAD_PID}" / "y.c",
             ws.git_cache / "opbase.git.tmp" / "HEAD",
+            ws.git_cache / f"ops-nn.git.tmp-{DEAD_PID}" / "HEAD",
             ws.downloads / ".incoming" / "abc123-protobuf.tar.gz",
             ws.downloads / ".incoming" / ".abc123-json.tar.gz.part",
         ],
@@ -233,6 +234,7 @@ def leftover_tree(ws: Workspace, alive_pid: int) -> dict:
             ws.src / f".opbase.tmp-{alive_pid}" / "build.sh",
             ws.src / "opbase" / "build.sh",
             ws.git_cache / "opbase.git" / "HEAD",
+            ws.git_cache / f"ops-math.git.tmp-{alive_pid}" / "HEAD",
             ws.downloads / "ab" / "cd" / "eigen.tar.gz",
         ],
     }
@@ -259,7 +261,7 @@ def test_clean_removes_and_counts_what_dead_runs_left(tmp_path):
     proc = cannbuild("clean", "-w", str(ws.root), cwd=tmp_path, timeout=60)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Traceback" not in out, out
-    assert "removed 6 paths" in out, out  # .incoming's two, the git tmp, three in src
+    assert "removed 7 paths" in out, out  # .incoming's two, two git tmps, three in src
     assert not (ws.src / f".opbase.tmp-{DEAD_PID}").exists()
     assert all(path.exists() for path in made["kept"])
 

@@ -122,6 +122,37 @@ def test_a_failed_first_fetch_leaves_no_cache_behind(tmp_path: Path):
     assert list((tmp_path / "git").iterdir()) == []
 
 
+def test_a_killed_runs_clone_still_writing_does_not_break_the_next_fetch(
+    upstream: Path, tmp_path: Path
+):
+    """kill -9 during the fetch left its `git clone` (a session of its own) writing into
+    the cache's temporary clone; the next run's clone went into the same folder and failed
+    ("could not open .../runtime.git.tmp/objects/pack/tmp_pack_...", blamed on the mirror).
+    Each run's temporary clone is its own."""
+    fetcher = Fetcher(mirrors=(("https://gitcode.com/", upstream.as_uri() + "/"),))
+    cache = tmp_path / "git" / "demo.git"
+    cache.parent.mkdir()
+    # the killed run's git, as it was named before and as it is named now
+    writing = [cache.with_name("demo.git.tmp"), cache.with_name("demo.git.tmp-999999")]
+    loop = " ".join(f"{w}/objects/pack" for w in writing)
+    orphan = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            f"while :; do mkdir -p {loop}; touch {writing[0]}/objects/pack/tmp_pack_x; done",
+        ],
+        start_new_session=True,
+    )
+    try:
+        while not writing[0].exists():
+            pass
+        fetcher.fetch_repo(cache, "https://gitcode.com/cann/demo.git")
+    finally:
+        orphan.kill()
+        orphan.wait()
+    assert (cache / "HEAD").is_file()
+
+
 @pytest.fixture
 def fetched(upstream: Path, tmp_path: Path):
     """A workspace whose git cache holds the demo repo: (fetcher, ws, cache, url)."""
