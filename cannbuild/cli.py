@@ -32,7 +32,14 @@ from invoke.completion.complete import complete, print_completion_script
 from invoke.parser import Parser, ParserContext
 
 from . import __version__, ui
-from .errors import EXIT_CODES, CannbuildError, UsageError, signal_number, storage_error
+from .errors import (
+    EXIT_CODES,
+    CannbuildError,
+    UsageError,
+    interrupted_line,
+    signal_number,
+    storage_error,
+)
 from .interpreter import leave
 from .lazy import lazy_module
 from .signals import on_termination
@@ -164,7 +171,7 @@ class CannbuildProgram(Program):
             try:
                 code = self._run(argv)
             except KeyboardInterrupt as exc:
-                print("cannbuild: interrupted", file=sys.stderr)
+                print(interrupted_line(exc), file=sys.stderr)
                 code = 128 + signal_number(exc)
             sys.stdout.flush()
         except BrokenPipeError:

@@ -239,6 +239,16 @@ class SignalInterrupt(KeyboardInterrupt):
         self.signum = signum
 
 
+def interrupted_line(exc: BaseException) -> str:
+    """What an interrupt outside a step (a fetch, a checkout, the toolkit's layout) says:
+    which signal, and that the same command goes on (a step's own line says more)."""
+    name = {1: "SIGHUP", 2: "Ctrl-C", 15: "SIGTERM"}.get(signal_number(exc), "a signal")
+    return (
+        f"cannbuild: interrupted by {name}; nothing was left half-written: run the same "
+        "command again to go on where it stopped."
+    )
+
+
 def signal_number(exc: BaseException) -> int:
     """The signal behind an interrupt: SIGINT for a plain KeyboardInterrupt."""
     return getattr(exc, "signum", 2)

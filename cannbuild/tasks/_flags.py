@@ -16,7 +16,14 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from .. import ui
-from ..errors import CannbuildError, DryRun, path_error, signal_number, storage_error
+from ..errors import (
+    CannbuildError,
+    DryRun,
+    interrupted_line,
+    path_error,
+    signal_number,
+    storage_error,
+)
 from ..host.socs import SOC_WORDS
 from ..options import ENV_PREFIX, PATH_FIELDS, Options, check_path
 from ._config import state_warnings
@@ -341,7 +348,7 @@ def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] 
                 raise
             raise Exit(f"cannbuild: {known.paragraph()}", known.exit_code) from None
         except KeyboardInterrupt as exc:
-            raise Exit("cannbuild: interrupted", 128 + signal_number(exc)) from None
+            raise Exit(interrupted_line(exc), 128 + signal_number(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -376,3 +376,24 @@ def test_a_killed_runs_step_still_running_keeps_the_workspace_until_it_ends(tmp_
     proc = cannbuild("clean", "--include-sources", "-w", str(ws.root), cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not ws.src.exists()
+
+
+def test_an_interrupt_outside_a_step_names_the_signal_and_the_way_on(tmp_path):
+    """SIGTERM while waiting for the workspace (or fetching) said only `cannbuild:
+    interrupted`: which signal, and whether anything is to be done, was left to guess."""
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
+    with WorkspaceLock(ws, "cannbuild setup"):
+        child = subprocess.Popen(
+            argv_for("cannbuild", ["clean", "--wait", "-w", str(ws.root)]),
+            cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            assert "waiting" in child.stderr.readline()
+            child.terminate()
+            _, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+    said = " ".join(err.split())
+    assert child.returncode == 143 and "Traceback" not in said, said
+    assert "interrupted by SIGTERM" in said and "run the same command again" in said, said
