@@ -136,19 +136,34 @@ def lay_out_host_side(
         write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
         indexes = {repo: RepoIndex(repo, path) for repo, (path, _) in checkouts.items()}
         others = [indexes[r] for r in THIRD_PARTY if r in indexes]
-        written: List[str] = []
-        counts: Dict[str, int] = {}
         values = {"ASCEND_VER": release}
-        for repo, index in indexes.items():
-            if repo in THIRD_PARTY:
-                continue
-            # share/info/<pkg> is the package's installer and version record: the sandbox
-            # writes those for the release it emulates (sandbox/toolkit.py)
-            entries = [
+        # share/info/<pkg> is the package's installer and version record: the sandbox
+        # writes those for the release it emulates (sandbox/toolkit.py)
+        planned = {
+            repo: [
                 e
                 for e in placements(index, arch, values, others)
                 if not e.installed.startswith("share/")
             ]
+            for repo, index in indexes.items()
+            if repo not in THIRD_PARTY
+        }
+        # the links it will make, named before the first: _apply takes a link already in
+        # place for the emulated toolkit's own, so one an interrupted layout made would be
+        # left out of the record; the redo removes these first (above) and makes them again
+        links = [
+            e.installed
+            for entries in planned.values()
+            for e in entries
+            if e.kind == "link" and not _linked(_inside(home, e.installed), e.source)
+        ]
+        record = HostSideRecord(
+            layout=LAYOUT, key=key, complete=False, commits=commits, written=tuple(links)
+        )
+        write_json_atomic(sandbox / RECORD, msgspec.to_builtins(record))
+        written: List[str] = []
+        counts: Dict[str, int] = {}
+        for repo, entries in planned.items():
             counts[repo] = _apply(home, entries, indexes, written)
         for gen in GENERATED:  # a stand-in repository has not the script: nothing to generate
             if gen.repo in indexes and (indexes[gen.repo].root / gen.script).is_file():
@@ -196,7 +211,7 @@ def _apply(
     for entry in entries:
         target = _inside(home, entry.installed)
         if entry.kind == "link":
-            if target.is_symlink() and os.readlink(target) == entry.source:
+            if _linked(target, entry.source):
                 continue  # the emulated toolkit's own link (include -> <arch>-linux/include)
             safefs.discard(target)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -226,6 +241,10 @@ def _apply(
                 target.chmod(0o755)
             written.append(entry.installed)
     return count
+
+
+def _linked(target: Path, source: str) -> bool:
+    return target.is_symlink() and os.readlink(target) == source
 
 
 def _copy(source: Path, target: Path) -> int:
