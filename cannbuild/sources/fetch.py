@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -185,9 +186,15 @@ class Fetcher(Struct, frozen=True, kw_only=True):
             raise GitTimedOut(args, timeout) from None
         if proc.returncode != 0:
             stderr = proc.stderr.decode("utf-8", "replace")
-            if proc.returncode == -signal.SIGXFSZ or says_disk_full(stderr.splitlines()):
+            # `ulimit -f` kills git, or the index-pack that writes a pack of more than 100
+            # objects, which leaves git only "invalid index-pack output" to say (the real repos)
+            cut = proc.returncode == -signal.SIGXFSZ or (
+                "invalid index-pack output" in stderr
+                and resource.getrlimit(resource.RLIMIT_FSIZE)[0] != resource.RLIM_INFINITY
+            )
+            if cut or says_disk_full(stderr.splitlines()):
                 # a full disk, a quota or `ulimit -f`: no mirror or retry helps (exit 11)
-                said = git_cause(stderr) if stderr.strip() else "the file size limit stopped it"
+                said = "the file size limit stopped it" if cut else git_cause(stderr)
                 into = cwd or (args[-1] if args and args[0] == "clone" else os.getcwd())
                 raise StorageError(
                     f"git {args[0] if args else ''} could not write in {into}: {redact(said)}.",

@@ -159,7 +159,8 @@ _CLONE_CUT_SHORT = """
 import resource, sys
 from cannbuild.errors import StorageError
 from cannbuild.sources.fetch import Fetcher
-resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+limit = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 try:
     Fetcher(retries=0).fetch_repo(__import__("pathlib").Path(sys.argv[2]), sys.argv[1])
 except StorageError as exc:
@@ -185,4 +186,27 @@ def test_a_clone_stopped_by_a_full_disk_is_a_storage_error_not_a_mirror_problem(
     proc = python_c(_CLONE_CUT_SHORT, f"file://{work}", str(cache), timeout=60)
     assert proc.stdout.startswith("11 "), proc.stdout + proc.stderr
     assert "could not write" in proc.stdout and "ulimit -f" in proc.stdout
+    assert not cache.exists() and not list(cache.parent.glob("x.git.tmp*"))
+
+
+def test_a_clone_whose_index_pack_the_file_size_limit_stops_is_a_storage_error(tmp_path: Path):
+    """A pack of more than 100 objects (every real repo) is written by git's index-pack:
+    `ulimit -f` kills that child and git says only 'fetch-pack: invalid index-pack output'
+    (exit 128), which was exit 4 blaming the mirror."""
+    import os
+
+    from warmcli import python_c
+
+    work = tmp_path / "work"
+    quiet = {"check": True, "capture_output": True}
+    subprocess.run(["git", "init", "-q", str(work)], **quiet)
+    for i in range(120):
+        (work / f"f{i}").write_bytes(os.urandom(4096))
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "add", "-A"], cwd=work, **quiet)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "c"], cwd=work, **quiet)
+    cache = tmp_path / "git" / "x.git"
+    proc = python_c(_CLONE_CUT_SHORT, f"file://{work}", str(cache), str(100 << 10), timeout=60)
+    assert proc.stdout.startswith("11 "), proc.stdout + proc.stderr
+    assert "file size limit stopped it" in proc.stdout and "ulimit -f" in proc.stdout
     assert not cache.exists() and not list(cache.parent.glob("x.git.tmp*"))
