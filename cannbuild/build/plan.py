@@ -10,6 +10,7 @@ date, skipped in milliseconds.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 from msgspec import Struct
 from msgspec.structs import replace
 
+from .. import proc
 from ..decoded import JSONValue
 from ..errors import UsageError
 from ..lazy import lazy_module
@@ -300,7 +302,9 @@ def plan_step(
         "env": redact.fingerprint_env(step_env),
         "env_mode": "overlay" if use_overlay else "toolkit",
         "toolkit": dict(ctx.toolkit),
-        "source": dict(ctx.sources.get(spec.repo, {})) if spec.repo else {},
+        "source": _with_edits(ctx.sources.get(spec.repo, {}), Path(values["src"][spec.repo]))
+        if spec.repo
+        else {},
         "upstream": upstream.outputs,
         "hashed_env": redact.fingerprint_env(ctx.hashed_env),
     }
@@ -325,6 +329,18 @@ def plan_step(
         reason=reason,
         owner=owner,
     )
+
+
+def _with_edits(source: Mapping[str, object], checkout: Path) -> Dict[str, object]:
+    """The checkout's identity and, when a user edited files git tracks there (builds
+    leave them alone), a digest of those edits: an edited source rebuilds, and so does
+    undoing the edit.  A variant's copy is not asked: its patch is in `source` already."""
+    if not source or "patch" in source or not (checkout / ".git").exists():
+        return dict(source)
+    done = proc.run(["git", "diff", "HEAD", "--binary"], cwd=checkout, timeout=60)
+    if done.returncode != 0 or not done.stdout:
+        return dict(source)
+    return {**source, "edits": hashlib.sha256(done.stdout).hexdigest()}
 
 
 def _status(
@@ -378,6 +394,8 @@ def explain_change(old: Mapping[str, JSONValue], new: Mapping[str, JSONValue]) -
             return "pinned opbase source changed"
         if o.get("patch") != n.get("patch"):
             return "patch changed"
+        if o.get("edits") != n.get("edits"):
+            return "files edited in the checkout" if n.get("edits") else "checkout edits undone"
         return "third-party archives changed"
     if old.get("upstream") != new.get("upstream"):
         changed = sorted(

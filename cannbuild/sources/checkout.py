@@ -341,8 +341,7 @@ def _keep_edits(fetcher: Fetcher, dest: Path, repo: str, commit: str) -> None:
         shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         raise UsageError(
             f"the {repo} checkout {dest} has local changes ({shown}), which checking it out "
-            f"at {commit[:12]} would delete; cannbuild builds commits, so they were not "
-            "built either.",
+            f"at {commit[:12]} would delete.",
             f"Save them (git -C {dest} diff > {repo}.patch), discard them "
             f"(git -C {dest} checkout -- .) and run the same command again.",
         )

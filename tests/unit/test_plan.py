@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import List
 
@@ -151,6 +152,34 @@ def test_a_changed_input_reruns_the_step_and_says_which(recipe, tmp_path, change
     steps = walk(recipe, context(recipe, ws, **change), ws, ("build", "install"))
     assert steps[0].status == NEEDS_RUN and steps[0].reason == reason
     assert steps[1].reason == "runs after build, which needs to run"
+
+
+def test_a_file_edited_in_the_checkout_reruns_its_step_and_undoing_it_too(recipe, tmp_path):
+    """A line added to src/ops-transformer's flash_attention_score_def.cpp left the build
+    `up to date, skipped`: the package kept the old source and nothing said so.  An edit
+    git tracks is an input; a file the build adds (untracked) is not."""
+    ws = Workspace(root=tmp_path / "ws")
+    src = ws.checkout("lib")
+    src.mkdir(parents=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=src, check=True)
+    (src / "op.cpp").write_text("int op;\n")
+    subprocess.run([*git, "add", "op.cpp"], cwd=src, check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], cwd=src, check=True)
+    build_all(recipe, ws, context(recipe, ws))
+    (src / "made.o").write_text("x")
+    assert walk(recipe, context(recipe, ws), ws, ("build",))[0].status == UP_TO_DATE
+    (src / "op.cpp").write_text("int op; // mine\n")
+    edited = walk(recipe, context(recipe, ws), ws, ("build", "install"))
+    assert statuses(edited)[:2] == [
+        ("build", NEEDS_RUN, "files edited in the checkout"),
+        ("install", NEEDS_RUN, "runs after build, which needs to run"),
+    ]
+    build_all(recipe, ws, context(recipe, ws))
+    assert walk(recipe, context(recipe, ws), ws, ("build",))[0].status == UP_TO_DATE
+    (src / "op.cpp").write_text("int op;\n")
+    undone = walk(recipe, context(recipe, ws), ws, ("build",))[0]
+    assert (undone.status, undone.reason) == (NEEDS_RUN, "checkout edits undone")
 
 
 def test_a_package_that_is_gone_or_changed_reruns_its_step(recipe, tmp_path):
