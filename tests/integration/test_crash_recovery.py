@@ -57,13 +57,28 @@ def validated(sandboxes, tmp_path_factory) -> Cli:
     return c
 
 
+def step_recorded(cli: Cli) -> bool:
+    """The run holding the workspace has recorded its running step's process group (it
+    does so just after starting the step, whose log is opened before)."""
+    try:
+        return "step_pgid" in json.loads((cli.ws / ".lock.info").read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def kill_when(cli: Cli, proc: subprocess.Popen, log_name: str) -> None:
-    """kill -9 `proc` as its step `log_name` starts (its log appears in a new run)."""
+    """kill -9 `proc` as its step `log_name` runs (its log appears in a new run and the
+    step's group is recorded)."""
     latest = cli.ws / "logs" / "latest"
     before = os.readlink(latest) if latest.is_symlink() else None
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if latest.is_symlink() and os.readlink(latest) != before and (latest / log_name).exists():
+        if (
+            latest.is_symlink()
+            and os.readlink(latest) != before
+            and (latest / log_name).exists()
+            and step_recorded(cli)
+        ):
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate(timeout=60)
             return
