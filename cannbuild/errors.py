@@ -242,11 +242,15 @@ class SignalInterrupt(KeyboardInterrupt):
 def interrupted_line(exc: BaseException) -> str:
     """What an interrupt outside a step (a fetch, a checkout, the toolkit's layout) says:
     which signal, and that the same command goes on (a step's own line says more)."""
-    name = {1: "SIGHUP", 2: "Ctrl-C", 15: "SIGTERM"}.get(signal_number(exc), "a signal")
     return (
-        f"cannbuild: interrupted by {name}; nothing was left half-written: run the same "
-        "command again to go on where it stopped."
+        f"cannbuild: interrupted by {signal_name(exc)}; nothing was left half-written: run "
+        "the same command again to go on where it stopped."
     )
+
+
+def signal_name(exc: BaseException) -> str:
+    """Who or what interrupted, in words: Ctrl-C is the user's."""
+    return {1: "SIGHUP", 2: "the user (Ctrl-C)", 15: "SIGTERM"}.get(signal_number(exc), "a signal")
 
 
 def signal_number(exc: BaseException) -> int:

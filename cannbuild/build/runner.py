@@ -19,7 +19,7 @@ from typing import Deque, Dict, List, Optional, Protocol, Sequence, Tuple
 from msgspec import Struct
 
 from .. import safefs
-from ..errors import Interrupted, signal_number
+from ..errors import Interrupted, signal_name, signal_number
 from ..hints import match_hint
 from ..locks import note_step
 from ..proc import kill_group, popen
@@ -209,10 +209,7 @@ def _stream(step: PlannedStep, log_path: Path, progress: Progress, ws_root: Path
             code = proc.wait()
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             kill_group(proc)
-            why = {2: "the user (Ctrl-C)", 15: "SIGTERM", 1: "SIGHUP"}.get(
-                signal_number(exc), "a signal"
-            )
-            log.write(f"\n# interrupted by {why}: no stamp written\n")
+            log.write(f"\n# interrupted by {signal_name(exc)}: no stamp written\n")
             raise
         finally:
             if proc.stdout is not None:
