@@ -55,17 +55,20 @@ def family_soc(word: str) -> str:
     """The family `--soc` value of a build's own spelling (v8.5.0's ascend910_95 is the
     ascend950), else the word itself (kirinx90: no family cannbuild knows)."""
     lowered = word.lower()
+    return _said_soc(lowered) if lowered.startswith("ascend") else lowered
+
+
+def _said_soc(lowered: str) -> str:
+    """The `--soc` value a word means (hosts.toml soc_words: `a3`, `910b`), else the word."""
     words = {w: soc for f in read() for w, soc in f.soc_words.items()}
-    return words.get(lowered, lowered) if lowered.startswith("ascend") else lowered
+    return words.get(lowered, lowered)
 
 
 def normalize_soc(value: str, flag: str = "--soc") -> Family:
     """Accept a family (`ascend910b`), a word users say (`A3`, `910b`) or a chip
     (`Ascend910B3`, `ascend910_9391`)."""
     raw = value.strip()
-    lowered = raw.lower()
-    words = {word: soc for f in read() for word, soc in f.soc_words.items()}
-    lowered = words.get(lowered, lowered)
+    lowered = _said_soc(raw.lower())
     # Exact case first: `Ascend910B` is an old-910 chip, while `ascend910b` (lower case) is the
     # A2's `--soc` value.
     exact = next((f for f in families() if raw in f.chips), None)
