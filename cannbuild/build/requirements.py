@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from msgspec.structs import replace
 
@@ -109,12 +109,13 @@ def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List
     checks = [contents_check(recipe.toolkit_files, steps, home, host_arch(), recipe.name)]
     ws = Workspace(root=options.workspace)
     owners = {s.name: s.repo for s in specs}
+    texts: Dict[str, List[str]] = {}  # each checkout's cmake, read once for every entry
     checks += wall_rows(
         recipe.toolkit_files,
         steps,
         home,
         host_arch(),
-        lambda f: _checkout_uses(ws, owners.get(f.step), f.used_by_word),
+        lambda f: _checkout_uses(ws, owners.get(f.step), f.used_by_word, texts),
     )
     walls = {c.id for c in checks}
     soc = host.soc.soc if host.soc is not None else ""
@@ -124,11 +125,16 @@ def _contents_checks(recipe: Recipe, host: HostReport, options: Options) -> List
     return checks
 
 
-def _checkout_uses(ws: Workspace, repo: Optional[str], word: str) -> bool:
-    """Whether the repo's checkout's cmake names `word` (no checkout yet: not known, no)."""
+def _checkout_uses(
+    ws: Workspace, repo: Optional[str], word: str, texts: Dict[str, List[str]]
+) -> bool:
+    """Whether the repo's checkout's cmake names `word` (no checkout yet: not known, no);
+    `texts` keeps each checkout's cmake read."""
     if repo is None or not (ws.checkout(repo) / ".git").exists():
         return False
-    return any(word in text for text in cmake_files(ws.checkout(repo)).values())
+    if repo not in texts:
+        texts[repo] = list(cmake_files(ws.checkout(repo)).values())
+    return any(word in text for text in texts[repo])
 
 
 def derived_rows(

@@ -105,13 +105,18 @@ def wall_rows(
     a build meets them)."""
     rows: Dict[str, Check] = {}
     for entry in files:
-        if entry.step not in steps or not uses(entry):
+        if entry.step not in steps:
             continue
+        walls = []
         for p in entry.paths:
             rel = p.replace("{{ arch }}", arch).replace("{{arch}}", arch)
             said = wall_of(home / rel)
             if said is not None and said[0] not in rows:
-                rows[said[0]] = wall_row(entry.step, rel, entry.source, said)
+                walls.append((rel, said))
+        # asked only of an entry with a wall (none on a real toolkit): it reads the cmake
+        if walls and uses(entry):
+            for rel, said in walls:
+                rows.setdefault(said[0], wall_row(entry.step, rel, entry.source, said))
     return list(rows.values())
 
 
