@@ -22,14 +22,18 @@ from .workspace import Workspace, write_json_atomic
 
 def note_step(root: Path, pgid: int, cwd: Path) -> None:
     """Record the running step's process group beside the lock's holder (ours only): what
-    the next run checks when this one dies without releasing it (WorkspaceLock._outlived)."""
-    info = root / ".lock.info"
-    holder = read_state(info, LOCK_HOLDER)
-    if isinstance(holder, dict) and holder.get("pid") == os.getpid():
-        with contextlib.suppress(OSError):  # a full disk only loses the check
-            write_json_atomic(
-                info, {**holder, "step_pgid": pgid, "step_cwd": str(cwd)}, durable=False
-            )
+    the next run checks when this one dies without releasing it (WorkspaceLock._outlived).
+    `root` is the step's workspace, or a bench variant's folder inside the one this run
+    locked (<workspace>/variants/<name>): the record is the one at or above it we hold."""
+    for folder in (root, *root.parents):
+        info = folder / ".lock.info"
+        holder = read_state(info, LOCK_HOLDER) if (folder / ".lock").exists() else None
+        if isinstance(holder, dict) and holder.get("pid") == os.getpid():
+            with contextlib.suppress(OSError):  # a full disk only loses the check
+                write_json_atomic(
+                    info, {**holder, "step_pgid": pgid, "step_cwd": str(cwd)}, durable=False
+                )
+            return
 
 
 def step_members(pgid: int, cwd: Path) -> List[str]:

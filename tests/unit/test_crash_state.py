@@ -29,7 +29,7 @@ from cannbuild.build.compile_cache import (
 )
 from cannbuild.build.stamps import artifact_record, digest, write_stamp
 from cannbuild.housekeeping import workspace_status
-from cannbuild.locks import WorkspaceLock
+from cannbuild.locks import WorkspaceLock, note_step
 from cannbuild.ownership import claim
 from cannbuild.sources.lock import write_lock
 from cannbuild.ui import print_status
@@ -376,6 +376,24 @@ def test_a_killed_runs_step_still_running_keeps_the_workspace_until_it_ends(tmp_
     proc = cannbuild("clean", "--include-sources", "-w", str(ws.root), cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not ws.src.exists()
+
+
+def test_a_bench_variants_step_is_recorded_beside_the_lock_of_its_workspace(tmp_path):
+    """A variant's steps run in <workspace>/variants/<name>, a workspace of its own that no
+    run locks: its step's group went unrecorded, so a kill -9 mid-variant left a build the
+    next run would not wait for.  The record is the lock this run holds above it."""
+    ws = Workspace(root=claim(tmp_path / "ws", "workspace", "--workspace"))
+    variant = ws.root / "variants" / "tiled"
+    checkout = variant / "src" / "ops-transformer"
+    checkout.mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    with WorkspaceLock(ws, "cannbuild bench (variants)"):
+        note_step(tmp_path / "other", 4242, tmp_path / "other")  # under no lock of ours
+        assert "step_pgid" not in json.loads((ws.root / ".lock.info").read_text())
+        note_step(variant, 4242, checkout)
+        holder = json.loads((ws.root / ".lock.info").read_text())
+    assert holder["pid"] == os.getpid(), holder
+    assert (holder["step_pgid"], holder["step_cwd"]) == (4242, str(checkout)), holder
 
 
 def test_an_interrupt_outside_a_step_names_the_signal_and_the_way_on(tmp_path):
