@@ -305,8 +305,14 @@ def sandbox_of_toolkit(cann_path: Path) -> Optional[SandboxInfo]:
         info = load_info(folder)
         if info is not None and (info.sysroot == path or info.sysroot in path.parents):
             return info
-    marks = [path / "conf" / SANDBOX_MARK, *path.glob(f"*-linux/conf/{SANDBOX_MARK}")]
-    if any(m.is_file() for m in marks):
+    try:
+        marks = [path / "conf" / SANDBOX_MARK, *path.glob(f"*-linux/conf/{SANDBOX_MARK}")]
+        marked = any(m.is_file() for m in marks)
+    except OSError:
+        # a folder this user may not read (EACCES) is no sandbox's: doctor's toolkit row
+        # judges it, naming --cann-path, and not as a file cannbuild could not write
+        marked = False
+    if marked:
         raise UsageError(
             f"--cann-path {cann_path} is the toolkit of a cannbuild sandbox (it has "
             f"conf/{SANDBOX_MARK}), but no sandbox.json is above it: its NPUs and driver live "

@@ -431,6 +431,45 @@ def test_an_unreadable_toolkit_folder_is_found_and_named(tree):
     assert "--install-for-all" in r["toolkit"].hint
 
 
+def test_a_cann_path_this_user_cannot_read_is_the_toolkit_row_not_a_write_error(tmp_path):
+    """`--cann-path` at a folder this user may not read is the toolkit row's failure
+    naming the flag, never "cannot write <it>/conf/sandbox_npu.ini" (exit 11): looking for
+    a sandbox's mark inside it must not stop the run."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "their toolkit"
+    folder.mkdir()
+    command = [
+        sys.executable,
+        "-m",
+        "cannbuild",
+        "build",
+        "--cann-path",
+        str(folder),
+        "--soc",
+        "A2",
+    ]
+    if os.geteuid() == 0:  # root reads every folder: run without the capabilities that let it
+        capsh = shutil.which("capsh")
+        if capsh is None:
+            pytest.skip("running as root, and no capsh to drop cap_dac_override")
+        line = " ".join(f"'{word}'" for word in command)
+        command = [capsh, "--drop=cap_dac_override,cap_dac_read_search", "--", "-c", line]
+    folder.chmod(0o000)
+    try:
+        done = subprocess.run(
+            command, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120
+        )
+    finally:
+        folder.chmod(0o755)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 3, said
+    assert f"--cann-path {folder} cannot be read (Permission denied)" in said
+    assert "sandbox_npu.ini" not in said and "cannot write" not in said
+
+
 def test_a_set_env_sh_that_hangs_is_said_in_words(tree, tmp_path, monkeypatch):
     """The brief's "a set_env.sh that hangs": its row says so, not the capture's command line."""
     import subprocess
