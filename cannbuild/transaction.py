@@ -41,7 +41,7 @@ from .target import Target, read_target, record_session
 from .validate import ValidationRun, validate_session
 from .validate.ahead import Ahead
 from .validate.ahead import start as start_ahead
-from .workspace import write_json_atomic
+from .workspace import Workspace, write_json_atomic
 
 if TYPE_CHECKING:
     from .sources.state import SourceState
@@ -211,6 +211,25 @@ def _record_attempt(session: Session, run_id: str, command: str, **fields: objec
     not what the one before it came to) and as it ends."""
     record = {"run_id": run_id, "command": command, **fields}
     write_json_atomic(session.ws.reports / ATTEMPT_FILE, record)
+
+
+def resuming_note(ws: Workspace) -> Optional[str]:
+    """What the last build attempt left for this one, said before it starts: one stopped
+    by a signal, or one whose record still says running (read under the workspace lock,
+    so its process died: kill -9, a power cut).  None after a finished or failed one."""
+    last = read_state(ws.reports / ATTEMPT_FILE, ATTEMPT)
+    if not isinstance(last, dict) or last.get("status") not in ("interrupted", RUNNING):
+        return None
+    if last.get("status") == "interrupted":
+        how = "was interrupted"
+    else:
+        how = f"(pid {last.get('pid')}) ended without finishing"
+    step = last.get("failed_step")
+    during = f" during {step}" if step else ""
+    return (
+        f"resuming: the last run ({last.get('command')}, run {last.get('run_id')}) {how}"
+        f"{during}; the steps it finished are kept, what it left unfinished runs again"
+    )
 
 
 def _record_end(
@@ -391,6 +410,9 @@ def run_pipeline(
         ahead.extend([started] if started else [])
 
     with WorkspaceLock(session.ws, request.command, options.wait, waiting), _closing(ahead):
+        resuming = resuming_note(session.ws)
+        if resuming:
+            progress.note(resuming)
         started = time.strftime("%Y-%m-%d %H:%M:%S")
         _record_attempt(
             session, run_id, request.command, started=started, pid=os.getpid(), status=RUNNING

@@ -490,6 +490,8 @@ def test_ctrl_c_leaves_no_stamp_and_the_next_run_resumes(cli):
     )  # cleared before the rerun
     proc = cli("build")
     assert proc.returncode == 0 and started_steps(proc.stderr) == ["ops-transformer-build"]
+    said = " ".join(proc.stderr.split())
+    assert "was interrupted during ops-transformer-build" in said  # and the rerun says so
 
 
 def test_ctrl_c_in_a_cold_build_keeps_the_lock_its_fetches_resolved(cli):

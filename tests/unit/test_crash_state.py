@@ -218,6 +218,32 @@ def test_a_run_that_died_is_the_last_attempt_and_it_was_interrupted(tmp_path):
     assert last["status"] == "running"
 
 
+def test_a_rerun_after_an_interrupted_or_dead_run_says_it_resumes(tmp_path):
+    """SIGTERM mid-build, then the same command: the new run says it resumes the one
+    the signal stopped (and where), or one killed with -9; a rerun after a finished or
+    failed run says nothing of the kind."""
+    from cannbuild.transaction import resuming_note
+
+    ws = installed_workspace(tmp_path / "ws")
+    attempt = ws.reports / "last-build.json"
+    assert resuming_note(ws) is None  # no attempt recorded yet
+    stopped = {"run_id": "20250102-090000-1", "command": "cannbuild setup",
+               "finished": "2025-01-02 09:00:09", "status": "interrupted",
+               "failed_step": "ops-transformer-build"}  # fmt: skip
+    write_json_atomic(attempt, stopped)
+    said = " ".join((resuming_note(ws) or "").split())
+    assert said.startswith("resuming: the last run (cannbuild setup, run 20250102-090000-1)")
+    assert "was interrupted during ops-transformer-build" in said
+    died = {"run_id": "20250102-0900-2", "command": "cannbuild build",
+            "started": "2025-01-02 09:00:00", "pid": DEAD_PID, "status": "running"}  # fmt: skip
+    write_json_atomic(attempt, died)
+    said = " ".join((resuming_note(ws) or "").split())
+    assert f"(cannbuild build, run 20250102-0900-2) (pid {DEAD_PID}) ended without" in said
+    for status in ("ok", "failed"):
+        write_json_atomic(attempt, {**stopped, "status": status})
+        assert resuming_note(ws) is None
+
+
 def leftover_tree(ws: Workspace, alive_pid: int) -> dict:
     """What fetches killed with -9 leave, and a checkout a live run is making."""
     made = {
