@@ -34,7 +34,7 @@ from .render.grammars import check_cann, check_requirement
 from .render.templates import ci_env
 from .resources import data_dir
 from .sandbox.releases import standins
-from .self_install import build_own_wheel, install_requirement, source_files
+from .self_install import build_own_wheel, install_requirement, installed_wheel, source_files
 from .signals import deferred
 from .sources.lock import read_lock
 from .workspace import write_atomic, write_together
@@ -309,10 +309,8 @@ def write_ci(request: CiRequest, cwd: Path, note: Callable[[str], None]) -> Path
     data = b""
     if install.wheel:
         check_writable(wheel_dir, "the wheel folder")
-        with tempfile.TemporaryDirectory(prefix="cannbuild-ci.") as tmp:
-            built = build_own_wheel(data_dir("templates").parent, Path(tmp))
-            data = read_bytes(built, ARCHIVE)
-        wheel = wheel_dir / built.name
+        name, data = own_wheel()
+        wheel = wheel_dir / name
         install = Install(
             wheel=wheel.relative_to(root).as_posix() if wheel.is_relative_to(root) else str(wheel),
             sha256=hashlib.sha256(data).hexdigest(),
@@ -351,11 +349,33 @@ def check_label(label: str) -> None:
 
 
 def chosen_install(spec: Optional[str], provider: str) -> Install:
-    """--cannbuild-spec; else this checkout's wheel (built when written); else the VCS
+    """--cannbuild-spec; else this checkout's wheel (built when written), or the wheel
+    this cannbuild was installed from (as the container context takes it); else the VCS
     requirement pip recorded; else no way that resolves: refused."""
     if spec is None and source_files(data_dir("templates").parent) is not None:
         return Install(wheel=f"{WHEEL_DIRS[provider]}/cannbuild-<built on render>.whl")
+    installed = installed_wheel() if spec is None else None
+    if installed is not None:
+        return Install(wheel=f"{WHEEL_DIRS[provider]}/{installed.name}")
     return Install(spec=install_requirement(spec))
+
+
+def own_wheel() -> Tuple[str, bytes]:
+    """The name and bytes of this cannbuild's wheel: built from the checkout it runs
+    from, else the wheel pip installed it from (still those bytes: installed_wheel)."""
+    root = data_dir("templates").parent
+    if source_files(root) is not None:
+        with tempfile.TemporaryDirectory(prefix="cannbuild-ci.") as tmp:
+            built = build_own_wheel(root, Path(tmp))
+            return built.name, read_bytes(built, ARCHIVE)
+    installed = installed_wheel()
+    if installed is None:  # removed or replaced since chosen_install found it
+        raise UsageError(
+            "the wheel cannbuild was installed from is gone or was replaced since this run "
+            "started.",
+            "Render again, or pass --cannbuild-spec with a requirement your runners can install.",
+        )
+    return installed.name, read_bytes(installed, ARCHIVE)
 
 
 def refuse_foreign_file(target: Path, what: str) -> None:

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 import shlex
@@ -907,3 +908,36 @@ def test_a_lock_of_another_trains_recipe_renders_a_setup_that_asks_for_it(tmp_pa
         "cann-9.0-site" in err.value.paragraph() and "cannbuild-recipes/" in err.value.paragraph()
     )
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.integration  # builds cannbuild's wheel and installs it (5 s)
+def test_ci_from_a_cannbuild_installed_from_its_wheel_commits_that_wheel(tmp_path):
+    """A cannbuild installed from a wheel (not a checkout, no VCS URL pip recorded)
+    renders a workflow as the README promises: the wheel it was installed from is written
+    beside the workflow and checked by its sha256, as `container` installs that wheel;
+    it was refused with 'no package index serves it'."""
+    from cannbuild.self_install import build_own_wheel
+
+    wheel = build_own_wheel(Path(__file__).resolve().parents[2], tmp_path / "dist")
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(site), str(wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    env["PYTHONPATH"] = str(site)  # the installed wheel first, as a venv's site-packages
+    proc = subprocess.run(
+        [sys.executable, "-m", "cannbuild", "ci", "--provider", "gitlab"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    committed = repo / ".gitlab" / "cannbuild" / wheel.name
+    assert committed.read_bytes() == wheel.read_bytes()
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    flow = (repo / ".gitlab-ci.yml").read_text()
+    assert set(re.findall(r"([0-9a-f]{64})  (\S+\.whl)", flow)) == {
+        (sha, f".gitlab/cannbuild/{wheel.name}")
+    }
