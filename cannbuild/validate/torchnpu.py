@@ -132,7 +132,8 @@ def unavailable(target: Optional[str], no_device_reason: str, stack: PythonStack
     if stack.torch_npu is None:
         want = compat.torch_release(stack.torch) if stack.torch else "<torch's version>"
         return (
-            "torch_npu is not installed, and the route users take "
+            # its first clause stands alone: a repo's summary line shows only that
+            "torch_npu is not installed; the route users take "
             f"(torch_npu.npu_fusion_attention) needs it: pip install torch-npu=={want}"
         )
     if stack.torch is None:

@@ -135,3 +135,31 @@ def test_task_help_on_40_columns_puts_each_options_text_under_it(monkeypatch) ->
     assert all(len(x) <= 40 for x in lines), lines
     assert lines[0] == "  --accept-stand-in=VALUE (repeatable)"
     assert lines[1].startswith("      sandbox only:")
+
+
+def test_a_repo_line_says_torch_npu_is_missing_in_a_whole_clause():
+    """With several repos each gets one line, a skipped check shown by its reason's first
+    clause: the torch_npu route's read "torch_npu is not installed, and the route users
+    take)", a sentence cut in the middle."""
+    from rich.console import Console
+
+    from cannbuild.host.pystack import PythonStack
+    from cannbuild.ui_validation import print_reports
+    from cannbuild.validate.torchnpu import unavailable
+    from cannbuild.validate.verdict import ValidationCheck, ValidationReport, ValidationSummary
+
+    why = unavailable("sandbox", "", PythonStack(python=(3, 11), torch=None, torch_npu=None))
+    assert why is not None
+    reports = [
+        ValidationReport(
+            target="sandbox",
+            repo=repo,
+            checks=[ValidationCheck(id="torch_npu", status="SKIPPED", message=why)],
+            cases=[],
+        )
+        for repo in ("ops-transformer", "ops-math")
+    ]
+    out = io.StringIO()
+    print_reports(ValidationSummary(reports=reports), Console(file=out, width=200))
+    said = " ".join(out.getvalue().split())
+    assert "ops-transformer: SKIPPED (torch_npu SKIPPED: torch_npu is not installed)" in said
