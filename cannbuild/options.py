@@ -287,7 +287,7 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
         if name == "jobs" and not 1 <= number <= MAX_JOBS:
             raise UsageError(
                 f"{origin} has value {_shown(value)}; expected a whole number from 1 to {MAX_JOBS}.",
-                f"For example {origin.split()[-1]} 8.",
+                f"For example {_spelled_value(origin, '8')}.",
             )
         if number < 0:
             raise UsageError(
@@ -340,6 +340,17 @@ def _coerce(name: str, value: object, origin: str) -> Any:  # the field's type
     return str(value)
 
 
+def _spelled_value(origin: str, value: str) -> str:
+    """`value` as the place `origin` names takes it: `--jobs 8`, `CANNBUILD_JOBS=8`, or
+    `jobs: 8` for the invoke config key `cannbuild.jobs`."""
+    word = origin.split()[-1]
+    if origin.startswith("environment variable "):
+        return f"{word}={value}"
+    if origin.startswith("invoke config "):
+        return f"{word.rpartition('.')[2]}: {value} (under cannbuild: in invoke.yaml)"
+    return f"{word} {value}"
+
+
 def _check_ops(text: str, origin: str) -> None:
     """`op` or `repo:op` words, comma-separated (a bare op's repo: recipes/selection.py)."""
     for word in (w.strip() for w in text.split(",")):
@@ -348,8 +359,8 @@ def _check_ops(text: str, origin: str) -> None:
             raise UsageError(
                 f"{origin} has value {text!r}; expected operator names separated by commas, "
                 f"each `op` or `repo:op` ({word!r} is neither).",
-                f"For example {origin.split()[-1]} flash_attention_score or "
-                f"{origin.split()[-1]} ops-math:segsum,ops-transformer:flash_attention_score.",
+                f"For example {_spelled_value(origin, 'flash_attention_score')} or "
+                f"{_spelled_value(origin, 'ops-math:segsum,ops-transformer:flash_attention_score')}.",
             )
 
 

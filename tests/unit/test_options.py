@@ -99,3 +99,20 @@ def test_a_workspace_reached_through_a_linked_folder_has_one_spelling(tmp_path: 
     assert opts.workspace == tmp_path.resolve() / "real" / "ws"
     linked = resolve_options({"workspace": str(tmp_path / "via")}, {}, {})
     assert linked.workspace == tmp_path.resolve() / "via"
+
+
+@pytest.mark.parametrize(
+    "cli, env, config, example",
+    [
+        ({"jobs": "lots"}, {}, {}, "For example --jobs 8."),
+        ({}, {"CANNBUILD_JOBS": "lots"}, {}, "For example CANNBUILD_JOBS=8."),
+        ({}, {}, {"jobs": "lots"}, "For example jobs: 8 (under cannbuild: in invoke.yaml)."),
+        ({}, {"CANNBUILD_OPS": "a b"}, {}, "For example CANNBUILD_OPS=flash_attention_score or"),
+    ],
+)
+def test_a_bad_value_is_shown_fixed_as_the_place_it_came_from_takes_it(cli, env, config, example):
+    """The fix was written as a flag whatever the value came from: `For example
+    CANNBUILD_JOBS 8.`, `For example cannbuild.jobs 8.`, neither of which that place takes."""
+    with pytest.raises(UsageError) as err:
+        resolve_options(cli, env, config)
+    assert example in " ".join(err.value.paragraph().split())
