@@ -259,7 +259,11 @@ def plan_step(
     upstream = _upstream(ws, spec, ctx)
     artifacts = {**values.get("artifacts", {}), **upstream.artifacts}
     for dep in spec.after:
-        # Planned before its dependency ran: a placeholder keeps the command renderable.
+        # Planned before its dependency ran, or before it runs again (a plan: what it made
+        # last time is not what this step will take): a placeholder keeps the command
+        # renderable, and names no old package (a moved workspace's stamps name its old path).
+        if dep in upstream_pending:
+            artifacts[dep] = f"<output of {dep}>"
         artifacts.setdefault(dep, f"<output of {dep}>")
     values["artifacts"] = artifacts
     command = render_command(recipe, spec.command, values, f"step {spec.name!r}", ctx.templates)

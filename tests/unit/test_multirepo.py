@@ -456,6 +456,24 @@ def test_one_template_renders_each_repos_own_suffix_ops_and_vendor_folder(tmp_pa
     assert steps["ops-alpha-install"].command.startswith("bash '<output of ops-alpha-build>'")
 
 
+def test_a_plan_names_no_old_package_for_an_install_whose_build_runs_again(tmp_path):
+    """A build step that must run again (here: its inputs changed, as in a workspace
+    copied to another path) will make a new package; the plan showed its install running
+    the package its old stamp names, at the old workspace's path."""
+    path = write_recipe(tmp_path / "recipes")
+    s = session(tmp_path, path, repos="ops-alpha", ops="ops-alpha:rope")
+    old = "/elsewhere/ws/src/ops-alpha/build_out/cann-ops-alpha.run"
+    write_stamp(
+        s.ws, "ops-alpha-build", run_id="r", input_hash="not these inputs", inputs={},
+        artifacts=[{"path": old, "sha256": "ab" * 32, "size": 1}], requires=[],
+        duration_s=1.0, log=tmp_path / "log",
+    )  # fmt: skip
+    steps = {p.name: p for p in make_plan(s, None, {}, ("build", "install"))}
+    assert steps["ops-alpha-build"].status == "needs run"
+    assert steps["ops-alpha-install"].command.startswith("bash '<output of ops-alpha-build>'")
+    assert old not in steps["ops-alpha-install"].command
+
+
 def test_steps_of_a_repo_not_selected_are_not_planned_and_its_lock_entry_is_drift(tmp_path):
     path = write_recipe(tmp_path / "recipes")
     s = session(tmp_path, path)  # the default: ops-alpha alone
