@@ -16,6 +16,7 @@ stay invoke's, and `invoke help` is cannbuild's.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -167,6 +168,7 @@ class CannbuildProgram(Program):
     def run(self, argv: Optional[List[str]] = None, exit: bool = True) -> int:  # type: ignore[override]
         """The whole run to its exit code; `exit`: end the process with it (leave)."""
         on_termination()
+        _printable_streams()
         try:
             try:
                 code = self._run(argv)
@@ -536,6 +538,18 @@ def _columns(rows: Iterable[Tuple[str, str]], indent: int = 2) -> List[str]:
             out.append(" " * indent + a.ljust(left) + "   " + chunks[0])
         out.extend(" " * (indent + left + 3) + c for c in chunks[1:])
     return [line.rstrip() for line in out]
+
+
+def _printable_streams() -> None:
+    """stdout and stderr that no character stops: under a locale whose encoding lacks one
+    cannbuild prints (ASCII, Latin-1: a workspace path in another script, an `≤`) it is
+    shown escaped, not a traceback.  Streams that already pass every character on (UTF-8
+    mode's surrogateescape) are left as they are."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            # closed, or not a text stream that may change: left as it is
+            with contextlib.suppress(OSError, ValueError):
+                stream.reconfigure(errors="backslashreplace")
 
 
 def _say(paragraph: str) -> None:

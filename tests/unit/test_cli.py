@@ -415,3 +415,27 @@ def test_help_and_version_answer_in_a_removed_folder_and_a_task_says_why_it_cann
     if code:
         assert "the current folder no longer exists" in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def _fresh_cannbuild(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """A new interpreter (its stdout's encoding is chosen at its start, which a fork of
+    the warmed server would not show)."""
+    import os
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "cannbuild", *args],
+        cwd=cwd, env={**full, **env}, capture_output=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_output_under_an_ascii_locale_escapes_what_it_cannot_encode(tmp_path):
+    """A locale whose encoding lacks a character cannbuild prints (here ASCII, as
+    PYTHONIOENCODING or a Latin-1 locale makes it; a workspace path in another script)
+    was a UnicodeEncodeError traceback; it is printed escaped."""
+    workspace = tmp_path / "wsé"
+    done = _fresh_cannbuild("status", "-w", str(workspace), cwd=tmp_path, PYTHONIOENCODING="ascii")
+    out, err = done.stdout.decode("ascii"), done.stderr.decode("ascii")
+    assert done.returncode == 0, err
+    assert "Traceback" not in err
+    assert f"workspace {tmp_path}/ws\\xe9" in out
