@@ -136,6 +136,7 @@ def check_path(value: object, origin: str) -> str:
     text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
     if "\0" in text:
         raise UsageError(f"{origin} holds a NUL byte; a path cannot.", "Pass the path without it.")
+    check_utf8(text, origin)
     for form in (text, os.path.abspath(os.path.expanduser(text))):
         raw = os.fsencode(form)
         if len(raw) > PATH_MAX:
@@ -555,7 +556,36 @@ def options_from(
     if options.sandbox and "sysroot" not in values:
         assert options.sandbox_dir is not None
         options = replace(options, sysroot=options.sandbox_dir / "sysroot")
+    for name, origin in _DEFAULT_ORIGIN.items():  # those given were checked (check_path)
+        path = getattr(options, name)
+        if name not in values and path is not None:
+            check_utf8(str(path), origin)
     return options
+
+
+# The paths a default makes from the folder the user runs in.
+_DEFAULT_ORIGIN = {
+    "workspace": "the workspace (by default .cannbuild in the folder you run in)",
+    "lock_file": "the lock file (by default in the workspace or the folder you run in)",
+    "sandbox_dir": "the sandbox folder (by default <workspace>/sandbox)",
+    "sysroot": "the sandbox's sysroot",
+}
+
+
+def check_utf8(text: str, origin: str) -> None:
+    """A path whose bytes are not UTF-8 (a folder named in another encoding: Python keeps
+    those bytes as surrogates) is refused naming it: cannbuild writes its paths into
+    UTF-8 records (stamps, lock, reports, JSON), and cmake and build.sh are handed them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+        raise UsageError(
+            f"{origin} {shown} is not UTF-8 text: a name on the way is in another "
+            "encoding, and cannbuild records its paths (stamps, lock, reports) as UTF-8.",
+            "Use a path whose every name is UTF-8: rename that folder (convmv does it), or "
+            "run in or pass another.",
+        ) from None
 
 
 def resolve_options(

@@ -439,3 +439,20 @@ def test_output_under_an_ascii_locale_escapes_what_it_cannot_encode(tmp_path):
     assert done.returncode == 0, err
     assert "Traceback" not in err
     assert f"workspace {tmp_path}/ws\\xe9" in out
+
+
+def test_a_workspace_path_that_is_not_utf8_is_a_usage_error_naming_it(tmp_path):
+    """A folder named in another encoding (bytes Python keeps as surrogates) stopped the
+    sandbox's creation with a UnicodeEncodeError traceback; as the default workspace or
+    a path flag it is exit 2 naming it, the byte shown escaped."""
+    import os
+
+    folder = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.mkdir(folder)
+    cwd = Path(os.fsdecode(folder))
+    for args in (("plan", "--sandbox"), ("status",), ("status", "-w", str(cwd / "ws"))):
+        done = _fresh_cannbuild(*args, cwd=cwd if args[-1] != str(cwd / "ws") else tmp_path)
+        err = " ".join(done.stderr.decode("utf-8", "replace").split())
+        assert done.returncode == 2, err
+        assert "Traceback" not in err
+        assert f"{tmp_path}/caf\\xe9" in err and "is not UTF-8 text" in err, err
