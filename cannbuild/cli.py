@@ -182,7 +182,7 @@ class CannbuildProgram(Program):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             code = 128 + signal.SIGPIPE
         except OSError as exc:  # `--help > /dev/full`: what the tasks say (tasks/_flags.py)
-            known = storage_error(exc)
+            known = storage_error(exc, output=True)  # only the output is written here
             if known is None:
                 raise
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

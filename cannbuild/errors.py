@@ -140,10 +140,18 @@ class StorageError(CannbuildError):
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT})
 
 
-def storage_error(exc: OSError) -> Optional[StorageError]:
-    """The one-paragraph form of a failed write, or None for other OS errors."""
+def storage_error(exc: OSError, output: bool = False) -> Optional[StorageError]:
+    """The one-paragraph form of a failed write, or None for other OS errors.  `output`:
+    it was the program's own output (stdout, `cannbuild status > /dev/full`), which no
+    --workspace moves."""
     if exc.errno not in STORAGE_ERRNOS:
         return None
+    if output and not exc.filename:
+        return StorageError(
+            f"cannot write the output (stdout): {exc.strerror or exc}.",
+            "Send it where it can be written: free space on the disk it goes to, or "
+            "redirect it elsewhere.",
+        )
     where = f" {exc.filename}" if exc.filename else ""
     hints = {
         errno.ENOSPC: f"{FREE_SPACE}, or pass --workspace on a larger one.",

@@ -320,6 +320,22 @@ def _path_values(
                 yield item, spelled
 
 
+def _output_fails(exc: OSError) -> bool:
+    """Whether a write error naming no file was the output's (`cannbuild status >
+    /dev/full`): it was raised where the tasks print (a task, ui, progress, rich), not in
+    the core, which writes files (and names them)."""
+    if exc.filename:
+        return False
+    tb, where = exc.__traceback__, ""
+    while tb is not None:
+        where, tb = str(tb.tb_frame.f_globals.get("__name__", "")), tb.tb_next
+    return where.startswith(PRINTING)
+
+
+# the modules that write the output (tasks/ prints what the core returns, nothing else)
+PRINTING = ("cannbuild.tasks", "cannbuild.ui", "cannbuild.progress", "rich.")
+
+
 def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] = ()) -> F:
     """Run the body in its `Frame` (_frame.py); turn cannbuild errors into one paragraph
     and their exit code, a `DryRun` into its line.  `paths`: the (place, name, spelling)
@@ -343,7 +359,7 @@ def guarded(fn: F, name: str, paths: Tuple[Tuple[Optional[int], str, str], ...] 
             text = exc.paragraph()
             raise Exit(f"cannbuild: {text}" if text else None, exc.exit_code) from None
         except OSError as exc:  # a full disk, a read-only folder, a path the kernel refuses
-            known = storage_error(exc) or path_error(exc)
+            known = storage_error(exc, output=_output_fails(exc)) or path_error(exc)
             if known is None:
                 raise
             raise Exit(f"cannbuild: {known.paragraph()}", known.exit_code) from None

@@ -146,11 +146,15 @@ def test_a_reader_that_left_is_exit_141(args, tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 @pytest.mark.parametrize(
-    "args", [["--help"], ["setup", "--help"], ["--list"], ["--version"], ["status"]], ids=" ".join
+    "args",
+    [["--help"], ["setup", "--help"], ["--list"], ["--version"], ["status"], ["status", "--json"]],
+    ids=" ".join,
 )
 def test_output_to_a_full_device_is_exit_11_in_one_paragraph(args, tmp_path):
     """`cannbuild --help > /dev/full`: help and --version are printed by the program, before
-    any task's frame (which says this for the tasks), and say it the same way."""
+    any task's frame (which says this for the tasks), and say it the same way: the output
+    could not be written (a task's said 'cannot write: ...' and 'pass --workspace on a
+    larger one', which moves no output)."""
     from clirun import argv_for
 
     with open("/dev/full", "wb") as full:
@@ -161,6 +165,7 @@ def test_output_to_a_full_device_is_exit_11_in_one_paragraph(args, tmp_path):
     said = proc.stderr.decode()
     assert proc.returncode == 11 and "Traceback" not in said, said
     assert said.startswith("cannbuild: cannot write") and len(said.strip().splitlines()) == 1
+    assert "cannot write the output (stdout)" in said and "--workspace" not in said, said
 
 
 # --- a folder that cannot be written: 11 -----------------------------------------------
