@@ -683,6 +683,8 @@ def test_github_workflow_passes_a_current_actionlint(tmp_path, install):
     ]
     proc = actionlint(path, labels)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    if install != WHEEL:
+        return  # the linter's noes below do not depend on the install line: proven once
     # the linter can say no: an action on node20, an unknown label, a typo in an expression
     path.write_text(rendered["text"].replace("actions/checkout@v6", "actions/checkout@v4"))
     assert 'runtime "node20" is deprecated' in actionlint(path, labels).stdout
