@@ -11,8 +11,9 @@ line above, in a comment starting `# bounded:`."""
 from __future__ import annotations
 
 import ast
+import hashlib
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cannbuild"
 DOOR = PACKAGE / "bounded.py"
@@ -55,24 +56,49 @@ def _reads(call: ast.Call) -> Optional[str]:
     return None
 
 
-def reads(package: Path = PACKAGE) -> Iterator[Tuple[Path, int, str, bool]]:
+def reads(
+    package: Path = PACKAGE, memo: Optional[Dict[str, Any]] = None
+) -> List[Tuple[Path, int, str, bool]]:
     """(file, line, what reads, whether a `# bounded:` comment says why it may) of every
-    read outside the door."""
+    read outside the door.  With `memo`, a file's reads are kept under a digest of this
+    scanner, the file's place and its text, and taken from there while none of them
+    changed (parsing is most of the cost); entries no file uses any more are dropped."""
+    salt = hashlib.sha256(Path(__file__).read_bytes())
+    found: List[Tuple[Path, int, str, bool]] = []
+    used = set()
     for path in sorted(package.rglob("*.py")):
         if path == DOOR:
             continue
-        source = path.read_text(encoding="utf-8")
-        lines = source.splitlines()
-        for node in ast.walk(ast.parse(source, str(path))):
-            what = _reads(node) if isinstance(node, ast.Call) else None
-            if what is not None:
-                near = lines[max(node.lineno - 2, 0) : node.lineno]
-                yield path, node.lineno, what, any(MARK in line for line in near)
+        data = path.read_bytes()
+        digest = salt.copy()
+        digest.update(str(path.relative_to(package.parent)).encode() + b"\0" + data)
+        key = digest.hexdigest()
+        used.add(key)
+        if memo is not None and key in memo:
+            rows = memo[key]
+        else:
+            rows = [list(row) for row in _file_reads(path, data.decode("utf-8"))]
+            if memo is not None:
+                memo[key] = rows
+        found += [(path, line, what, marked) for line, what, marked in rows]
+    if memo is not None:
+        for key in [k for k in memo if k not in used]:
+            del memo[key]
+    return found
 
 
-def unexplained(package: Path = PACKAGE) -> List[str]:
+def _file_reads(path: Path, source: str) -> Iterator[Tuple[int, str, bool]]:
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source, str(path))):
+        what = _reads(node) if isinstance(node, ast.Call) else None
+        if what is not None:
+            near = lines[max(node.lineno - 2, 0) : node.lineno]
+            yield node.lineno, what, any(MARK in line for line in near)
+
+
+def unexplained(package: Path = PACKAGE, memo: Optional[Dict[str, Any]] = None) -> List[str]:
     return [
         f"{path.relative_to(package.parent)}:{line}: {what}"
-        for path, line, what, marked in reads(package)
+        for path, line, what, marked in reads(package, memo)
         if not marked
     ]

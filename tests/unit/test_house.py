@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from cachedmemo import cached_memo
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,13 +31,8 @@ EDGES_MEMO = "cannbuild/house-import-edges"
 
 
 def test_no_import_makes_a_cycle(request):
-    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
-    memo = cache.get(EDGES_MEMO, None) if cache is not None else None
-    if cache is not None and not isinstance(memo, dict):
-        memo = {}  # none yet, or not one this test wrote
-    found = _house().import_cycles(memo=memo)
-    if cache is not None:
-        cache.set(EDGES_MEMO, memo)
+    with cached_memo(request.config, EDGES_MEMO) as memo:
+        found = _house().import_cycles(memo=memo)
     assert found == []
 
 
