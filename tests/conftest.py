@@ -10,6 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import warmcli
+
 from hosttree import HostTree
 
 TESTS = Path(__file__).parent
@@ -82,6 +84,21 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # once per run: xdist's controller, or the run
         compile_the_checkout()
         quick_loop_temp_in_memory(config)
+    else:
+        warmcli.SHARED = config.workerinput.get("warmcli")
+
+
+_SHARED_WARMCLI: list = []  # the controller's: [] until the first worker is set up
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist's controller, for each worker it starts: the address of the one fork server
+    the workers share (tests/warmcli.py start_shared), started for the first."""
+    if not _SHARED_WARMCLI:
+        _SHARED_WARMCLI.append(warmcli.start_shared())
+    if _SHARED_WARMCLI[0] is not None:
+        node.workerinput["warmcli"] = _SHARED_WARMCLI[0]
 
 
 def clean_git_settings() -> None:

@@ -13,9 +13,12 @@ the test process; nothing in cannbuild reads the environment at import.  The chi
 the cwd first on sys.path) and ends through cannbuild's own exit, or os._exit on the code
 a SystemExit carries.
 
-The server is a single-threaded process per pytest process (so fork is safe), started on
-first use; it exits when the socket to its test process closes.  Set CANNBUILD_TEST_SPAWN=1
-to run every case as a fresh interpreter instead."""
+The server is a single-threaded process (so fork is safe).  Under xdist one server, started
+by the controller before its workers, answers them all (serve_many: each child waited for
+through its pidfd, so the workers' requests overlap) and exits when the controller's socket
+closes; otherwise each pytest process starts its own on first use, which exits when the
+socket to its test process closes.  Set CANNBUILD_TEST_SPAWN=1 to run every case as a fresh
+interpreter instead."""
 
 from __future__ import annotations
 
@@ -145,11 +148,10 @@ def _charts() -> None:
         import matplotlib.pyplot
 
 
-def serve(fd: int) -> None:
-    """Answer requests on the socket `fd` one after another until it closes."""
-    # the start-up every child skips: every cannbuild module (0.13 s once; a child that
-    # plans or checks a recipe imported some 50 of them, 20-30 ms of its CPU each time),
-    # not cannbuild.__main__ itself, which runpy runs afresh
+def _warm_up() -> None:
+    """The start-up every child skips: every cannbuild module (0.13 s once; a child that
+    plans or checks a recipe imported some 50 of them, 20-30 ms of its CPU each time),
+    not cannbuild.__main__ itself, which runpy runs afresh."""
     import importlib
     import pkgutil
 
@@ -160,33 +162,114 @@ def serve(fd: int) -> None:
             with contextlib.suppress(ImportError):  # an optional dependency: the child says
                 importlib.import_module(module.name)
 
+
+def _fork(request: dict, fds: Sequence[int], held: Sequence[object]) -> int:
+    """A child for `request` (its stdout and stderr: `fds`); `held`, the server's own
+    sockets and selector, are closed in the child."""
+    stdout, stderr = fds
+    if request.get("code") is None and request["args"][:1] in (["profile"], ["bench"]):
+        _charts()
+    pid = os.fork()
+    if pid == 0:
+        for thing in held:
+            with contextlib.suppress(OSError):
+                thing.close()  # type: ignore[attr-defined]
+        _child(request, stdout, stderr)
+    os.close(stdout)
+    os.close(stderr)
+    return pid
+
+
+def serve(fd: int) -> None:
+    """Answer requests on the socket `fd` one after another until it closes."""
+    _warm_up()
     sock = socket.socket(fileno=fd)
     while True:
         try:
             request, fds = _recv(sock, with_fds=2)
         except (EOFError, ConnectionError):
             return
-        stdout, stderr = fds
-        if request.get("code") is None and request["args"][:1] in (["profile"], ["bench"]):
-            _charts()
-        pid = os.fork()
-        if pid == 0:
-            sock.close()
-            _child(request, stdout, stderr)
-        os.close(stdout)
-        os.close(stderr)
+        pid = _fork(request, fds, [sock])
         _send(sock, {"pid": pid})
         _, status = os.waitpid(pid, 0)
         _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
+
+
+def serve_many(listen_fd: int, owner_fd: int) -> None:
+    """The server xdist's workers share: each test process connects to the listening
+    socket `listen_fd` and asks as it would ask a server of its own, one request at a
+    time; requests of different processes overlap (each child is waited for through its
+    pidfd).  It exits when the socket to its owner (xdist's controller) closes."""
+    _warm_up()
+    listener = socket.socket(fileno=listen_fd)
+    owner = socket.socket(fileno=owner_fd)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "listen")
+    selector.register(owner, selectors.EVENT_READ, "owner")
+    clients: List[socket.socket] = []
+    waiting: Dict[int, tuple] = {}  # pidfd: (pid, the client that asked)
+    while True:
+        for key, _ in selector.select():
+            if key.data == "owner":
+                return
+            if key.data == "listen":
+                conn, _ = listener.accept()
+                clients.append(conn)
+                selector.register(conn, selectors.EVENT_READ, "client")
+            elif key.data == "client":
+                conn = key.fileobj  # type: ignore[assignment]
+                try:
+                    request, fds = _recv(conn, with_fds=2)
+                except (EOFError, ConnectionError):
+                    selector.unregister(conn)
+                    clients.remove(conn)
+                    conn.close()
+                    continue
+                held = [selector, listener, owner, *clients]
+                pid = _fork(request, fds, held + [_Fd(fd) for fd in waiting])
+                pidfd = os.pidfd_open(pid)
+                waiting[pidfd] = (pid, conn)
+                selector.register(pidfd, selectors.EVENT_READ, "child")
+                with contextlib.suppress(OSError):
+                    _send(conn, {"pid": pid})
+            else:  # a child ended
+                pid, conn = waiting.pop(key.fd)
+                selector.unregister(key.fd)
+                os.close(key.fd)
+                _, status = os.waitpid(pid, 0)
+                with contextlib.suppress(OSError):  # the test process has gone
+                    _send(conn, {"returncode": os.waitstatus_to_exitcode(status)})
+
+
+class _Fd:
+    """A bare file descriptor, closed as the server's sockets are in a child."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 # --- the client (in the test process) -----------------------------------------------
 
 
 class Server:
-    """The fork server of this test process."""
+    """The fork server of this test process: the one xdist's workers share (`shared`, the
+    address and start-up environment `start_shared` gave), or one of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: Optional[dict] = None) -> None:
+        if shared is not None:
+            self.process: Optional[subprocess.Popen] = None
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(shared["address"])
+            except OSError:
+                self.sock.close()
+                raise
+            self.startup_env = dict(shared["startup_env"])
+            atexit.register(self.close)
+            return
         mine, theirs = socket.socketpair()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
         self.process = subprocess.Popen(
@@ -203,8 +286,10 @@ class Server:
         atexit.register(self.close)
 
     def close(self) -> None:
-        """Close the socket (the server then exits) and reap the server."""
+        """Close the socket (a server of its own then exits) and reap that server."""
         self.sock.close()
+        if self.process is None:
+            return
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -289,15 +374,64 @@ def server() -> Optional[Server]:
     if os.environ.get("CANNBUILD_TEST_SPAWN") == "1" or not hasattr(os, "fork"):
         return None
     found = _SERVERS.get(os.getpid())
-    if found is not None and found.process.poll() is not None:
+    if found is not None and found.process is not None and found.process.poll() is not None:
         found.close()  # it died: its socket goes with it
         found = None
+    if found is None and SHARED is not None:
+        with contextlib.suppress(OSError):  # gone: a server of its own instead
+            found = _SERVERS[os.getpid()] = Server(SHARED)
     if found is None:
         found = _SERVERS[os.getpid()] = Server()
     return found
 
 
 _SERVERS: Dict[int, Server] = {}
+
+# the server xdist's workers share (tests/conftest.py sets it in each worker from what
+# start_shared gave the controller); None: each test process starts its own
+SHARED: Optional[dict] = None
+
+
+def start_shared() -> Optional[dict]:
+    """In xdist's controller: one fork server for all its workers, where the kernel can
+    wait for several children at once (pidfd).  Each worker started its own before: the
+    same imports (cannbuild, then matplotlib) in every one, about 0.6 s of CPU each.
+    What a worker needs to reach it, or None where it cannot be shared."""
+    if os.environ.get("CANNBUILD_TEST_SPAWN") == "1" or not hasattr(os, "pidfd_open"):
+        return None
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    address = f"\0cannbuild-warmcli-{os.getpid()}-{os.urandom(4).hex()}"  # abstract: no file
+    try:
+        listener.bind(address)
+        listener.listen(64)
+    except OSError:
+        listener.close()
+        return None
+    mine, theirs = socket.socketpair()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    fds = [listener.fileno(), theirs.fileno()]
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--many", *map(str, fds)],
+        pass_fds=fds,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        cwd=CHECKOUT,
+        env=env,
+    )
+    listener.close()
+    theirs.close()
+
+    def close() -> None:
+        mine.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    atexit.register(close)
+    startup_env = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+    return {"address": address, "startup_env": startup_env}
 
 
 def python_c(
@@ -321,4 +455,7 @@ def python_c(
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    if sys.argv[1] == "--many":
+        serve_many(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        serve(int(sys.argv[1]))
