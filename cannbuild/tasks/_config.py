@@ -13,7 +13,7 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from invoke import Config
 from invoke.util import yaml
@@ -227,15 +227,21 @@ def _json_shape(data: bytes) -> Optional[str]:
 @contextlib.contextmanager
 def state_warnings() -> Iterator[None]:
     """While a task runs, a state file read as absent (bounded.StateIgnored) is said once,
-    in one line on stderr; other warnings as Python says them."""
+    in one line on stderr; other warnings as Python says them.  Python's "once" is once per
+    module that reads the file (a stamp read by status and by the stamps module was said
+    twice): the lines said are kept here."""
     with warnings.catch_warnings():
         warnings.simplefilter("once", StateIgnored)
         shown = warnings.showwarning
+        said: Set[str] = set()
 
         def show(message: object, category: type, *rest: object) -> None:
             if not issubclass(category, StateIgnored):
                 return shown(message, category, *rest)  # type: ignore[arg-type]
-            sys.stderr.write(f"cannbuild: warning: {printable(str(message))}\n")
+            line = f"cannbuild: warning: {printable(str(message))}\n"
+            if line not in said:
+                said.add(line)
+                sys.stderr.write(line)
 
         warnings.showwarning = show  # type: ignore[assignment]
         yield

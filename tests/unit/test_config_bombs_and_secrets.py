@@ -15,7 +15,9 @@ from typing import Callable, Dict, List
 import pytest
 from warmcli import cap_memory
 
+from cannbuild.bounded import STAMP, read_state
 from cannbuild.redact import redact, secret_name
+from cannbuild.tasks._config import state_warnings
 from cannbuild.workspace import Workspace
 
 from clirun import cannbuild, clean_env
@@ -296,3 +298,16 @@ def test_an_out_of_range_or_control_character_value_is_refused_naming_the_flag(
         cwd=tmp_path, timeout=HANG_GUARD,
     )  # fmt: skip
     refused_once(proc, flag)
+
+
+def test_a_state_file_read_from_two_modules_is_said_once(tmp_path, capsys):
+    """`status` over a corrupt stamp said its warning twice: Python's "once" is once per
+    module that warns (housekeeping and build.stamps both read the stamp)."""
+    path = tmp_path / "opbase-build.json"
+    path.write_text('{"broken')
+    with state_warnings():
+        for module in ("cannbuild.housekeeping", "cannbuild.build.stamps", "cannbuild.locks"):
+            scope = {"__name__": module, "read_state": read_state, "STAMP": STAMP, "path": path}
+            exec("read_state(path, STAMP)", scope)
+    said = capsys.readouterr().err
+    assert said.count(f"step stamp {path} is not valid JSON") == 1, said
