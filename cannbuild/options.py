@@ -463,8 +463,22 @@ def _coerce_mirrors(value: object, origin: str) -> Tuple[Tuple[str, str], ...]:
                 "characters.",
                 f"For example {example}.",
             )
+        if not _URL_START.match(key):
+            shown = re.sub(r"^[^/@]*@", "***@", key)  # user:password@ without a scheme too
+            raise UsageError(
+                f"{origin} maps {shown!r}, which is no URL prefix: it is compared with the "
+                "start of each repository's URL (https://gitcode.com/cann/opbase.git), so it "
+                "would never match.",
+                f"Begin it with the scheme, e.g. https://{shown.lstrip('/')}; for example "
+                f"{example}.",
+            )
     # longest prefix first, so the most specific rule wins
     return tuple(sorted(((str(k), str(v)) for k, v in items), key=lambda kv: -len(kv[0])))
+
+
+# how a repository URL begins: a scheme (https://, file://, ssh://) or git's scp-like
+# user@host: form
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|[^/@\s]+@[^/:\s]+:")
 
 
 def _checked_config(config: Mapping[str, JSONValue]) -> Dict[str, JSONValue]:

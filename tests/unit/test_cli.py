@@ -19,7 +19,7 @@ from cannbuild.options import resolve_options
 from cannbuild.tasks import all_tasks
 from cannbuild.tasks._flags import FLAGS
 
-from clirun import cannbuild
+from clirun import cannbuild, clean_env
 
 COMMON_SHORT = {"j": "jobs", "w": "workspace", "v": "verbose"}
 
@@ -456,3 +456,28 @@ def test_a_workspace_path_that_is_not_utf8_is_a_usage_error_naming_it(tmp_path):
         assert done.returncode == 2, err
         assert "Traceback" not in err
         assert f"{tmp_path}/caf\\xe9" in err and "is not UTF-8 text" in err, err
+
+
+@pytest.mark.parametrize(
+    "key, good",
+    [
+        ("gitcode.com/cann/", False),  # no scheme: matches no repository URL
+        ("gitcode.com", False),
+        ("bob:s3cr3t@gitcode.com/", False),
+        ("https://gitcode.com/cann/", True),
+        ("file:///srv/mirrors/", True),
+        ("git@gitcode.com:", True),  # git's scp-like form
+    ],
+)
+def test_a_mirror_key_that_no_url_can_start_with_is_refused_naming_it(key, good, tmp_path):
+    """A mirror rule is matched against the start of each repository URL: `gitcode.com/`
+    was taken and silently never matched, the fetch going to the origin after all."""
+    env = {**clean_env(), "CANNBUILD_MIRRORS": f"{key}=file:///srv/mirror/"}
+    proc = cannbuild("fetch", "--sandbox", "--dry-run", cwd=tmp_path, env=env)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "Traceback" not in said and "s3cr3t" not in said, said
+    if good:
+        assert "no URL prefix" not in said, said
+        return
+    assert proc.returncode == 2, said
+    assert "CANNBUILD_MIRRORS" in said and "no URL prefix" in said and "https://" in said, said
