@@ -455,6 +455,20 @@ def _given_twice(
     return ""
 
 
+def _switch_given_value(
+    argv: Sequence[str], word: str, context: Optional[ParserContext], tasks: Sequence[str]
+) -> str:
+    """The on/off flag the task's words gave `word` to as `--flag=word`, else ''."""
+    if context is None:
+        return ""
+    switches = {name for name in context.flag_names() if context.flags[name].kind is bool}
+    for token in _task_words(argv, context, tasks):
+        flag, has_value, value = token.partition("=")
+        if has_value and value == word and flag in switches:
+            return flag
+    return ""
+
+
 def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Sequence[str]]:
     """(what is wrong, the word the user typed, what they may have meant) of invoke's
     parse error (invoke@3.0.3:invoke/parser/parser.py words them)."""
@@ -480,6 +494,14 @@ def _explained(exc: ParseError, program: CannbuildProgram) -> Tuple[str, str, Se
         stray = _unknown_option(argv, context, core, tasks)
         if task and stray and context is not None:  # `bundle --lock-fil x`: the option is wrong
             return f"{task} does not take '{stray}'", stray, context.flag_names()
+        switch = _switch_given_value(argv, word, context, tasks)
+        if task and switch:  # `setup --sandbox=no`: invoke takes `no` for an argument
+            return (
+                f"{task}'s {switch} takes no value (it is on when given, off when left out), "
+                f"so '{switch}={word}' is not understood",
+                "",
+                (),
+            )
         twice = _given_twice(argv, word, context, tasks)
         if task and twice:
             return f"{task} was given {twice} twice (the second time '{word}')", "", ()

@@ -481,3 +481,14 @@ def test_a_mirror_key_that_no_url_can_start_with_is_refused_naming_it(key, good,
         return
     assert proc.returncode == 2, said
     assert "CANNBUILD_MIRRORS" in said and "no URL prefix" in said and "https://" in said, said
+
+
+@pytest.mark.parametrize("given", ["--sandbox=no", "--sandbox=false"])
+def test_a_value_given_to_an_on_off_flag_is_said_to_be_the_flags(given, tmp_path):
+    """`setup --sandbox=no` was answered "setup takes no argument 'no'", naming a word the
+    user never gave as an argument."""
+    proc = cannbuild("setup", given, cwd=tmp_path)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "Traceback" not in said, said
+    assert "--sandbox takes no value" in said and f"'{given}'" in said, said
+    assert list(tmp_path.iterdir()) == []
