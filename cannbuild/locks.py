@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Callable, List, Optional
 
 from . import safefs
-from .bounded import LOCK_HOLDER, PROC_FILE, read_bytes, read_state, read_text
+from .bounded import LOCK_HOLDER, PROC_FILE, read_bytes, read_state
 from .decoded import JSONObject
 from .errors import UsageError, WorkspaceBusy
 from .housekeeping import sweep
 from .ownership import claim
+from .proc import group_members
 from .workspace import Workspace, write_json_atomic
 
 
@@ -40,15 +41,14 @@ def step_members(pgid: int, cwd: Path) -> List[str]:
     """The command lines of the live processes of group `pgid` working in `cwd` or below
     (a reused group number elsewhere is not ours)."""
     found: List[str] = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        with contextlib.suppress(OSError, ValueError, IndexError, UsageError):
-            fields = read_text(proc / "stat", PROC_FILE).rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:
-                continue
-            where = Path(os.readlink(proc / "cwd"))
-            if where == cwd or cwd in where.parents:
-                argv = read_bytes(proc / "cmdline", PROC_FILE).split(b"\0")
-                found.append(b" ".join(argv).decode("utf-8", "replace").strip()[:200])
+    with contextlib.suppress(OSError):  # no /proc: nothing to tell
+        for pid in group_members(pgid):
+            proc = Path("/proc", str(pid))
+            with contextlib.suppress(OSError, UsageError):
+                where = Path(os.readlink(proc / "cwd"))
+                if where == cwd or cwd in where.parents:
+                    argv = read_bytes(proc / "cmdline", PROC_FILE).split(b"\0")
+                    found.append(b" ".join(argv).decode("utf-8", "replace").strip()[:200])
     return found
 
 

@@ -15,9 +15,13 @@ import selectors
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from msgspec import Struct
+
+from .bounded import PROC_FILE, read_text
+from .errors import UsageError
 
 log = logging.getLogger("cannbuild.proc")
 
@@ -27,9 +31,10 @@ Output = Union[int, IO[Any], None]
 
 def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM the child's whole group, SIGKILL what is left after `grace_s`, and wait
-    until no member of the group is alive."""
+    until no member of the group may run."""
     # start_new_session makes the child a group leader: its pid is the group id.
     pgid = proc.pid
+    alive = group_check(pgid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         # SIGTERM first: build.sh, CMake and make may clean up their temporary files.
         os.killpg(pgid, signal.SIGTERM)
@@ -38,7 +43,7 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.05)
         if proc.poll() is not None:
-            if not group_alive(pgid):
+            if not alive():
                 return
             # the leader is gone and wait() returns at once: no spinning on killpg
             time.sleep(0.02)
@@ -46,17 +51,52 @@ def kill_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
         os.killpg(pgid, signal.SIGKILL)
     proc.wait()
     end = time.monotonic() + grace_s
-    while group_alive(pgid) and time.monotonic() < end:  # the kernel reaps them shortly
+    while alive() and time.monotonic() < end:  # the kernel reaps them shortly
         time.sleep(0.02)
 
 
-def group_alive(pgid: int) -> bool:
-    try:
-        # Signal 0 only asks whether any member of the group still exists.
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+def group_check(pgid: int, every_s: float = 0.25) -> Callable[[], bool]:
+    """A question to ask again and again: may a member of the group still run?  Signal 0
+    answers whether one exists; but a zombie may not run, and in a container whose PID 1
+    reaps no orphan (docker run without --init) a killed git's helpers stayed zombies, so
+    every timeout and Ctrl-C waited out both grace periods (10 s).  /proc tells them apart:
+    read at most every `every_s` (a scan reads every process's stat)."""
+    scan_at = time.monotonic() + 0.05
+
+    def alive() -> bool:
+        nonlocal scan_at
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        if time.monotonic() < scan_at:
+            return True
+        scan_at = time.monotonic() + every_s
+        try:
+            return bool(group_members(pgid))
+        except OSError:  # no /proc: what signal 0 said
+            return True
+
+    return alive
+
+
+def group_members(pgid: int) -> List[int]:
+    """The pids of the group's members that may still run (zombies left out); OSError
+    where /proc cannot be listed."""
+    found: List[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            # state, ppid, pgrp follow the command's name, which may hold ") "
+            state, _, pgrp = (
+                read_text(Path("/proc", name, "stat"), PROC_FILE).rsplit(")", 1)[1].split()[:3]
+            )
+        except (OSError, UsageError, ValueError):
+            continue  # gone since listed
+        if pgrp == str(pgid) and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
 
 
 def pid_alive(pid: int) -> bool:

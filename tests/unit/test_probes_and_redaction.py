@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -99,6 +100,32 @@ def test_a_member_that_outlives_its_leader_is_waited_for_without_spinning():
     kill_group(proc, grace_s=1.0)
     assert time.process_time() - cpu < 0.3
     assert alive_with(f"sleep {marker}") == []
+
+
+# A container's PID 1 that reaps no orphan (docker run without --init), played by a
+# process that makes itself the subreaper of what it starts and never waits for it: git's
+# helpers, orphaned when git is killed, stay zombies of it.
+NO_REAPER = """
+import ctypes, os, subprocess, sys, time
+from cannbuild.proc import kill_group
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+child = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300 & wait"], start_new_session=True)
+time.sleep(0.3)
+start = time.monotonic()
+kill_group(child, grace_s=float(sys.argv[1]))
+print(round(time.monotonic() - start, 3))
+"""
+
+
+def test_a_group_left_as_zombies_nobody_reaps_is_not_waited_for():
+    """In a container whose PID 1 reaps no orphan, a killed group's members stayed
+    zombies, which signal 0 still finds: every timeout and Ctrl-C waited out SIGTERM's
+    grace and SIGKILL's (10 s by default).  A zombie runs nothing: it is not waited for."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_REAPER, "4"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout) < 2.0, proc.stdout  # before: 8 s, both 4 s graces
 
 
 def test_a_fifo_where_a_version_file_should_be_does_not_hang_doctor(tree):
