@@ -96,7 +96,8 @@ class SiblingFlavor(StandIn, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     socs: Tuple[str, ...]
     sort_socs: bool  # ops-nn re-sorts SUPPORT_COMPUTE_UNIT_SHORT by length
     release_targets: Tuple[str, ...]
-    ut_targets: Tuple[str, ...]  # emptied in checkopts before the loop
+    ut_targets: Tuple[str, ...]  # emptied in checkopts before the loop (from v9.0.0)
+    ut_targets_kept: bool = False  # v8.5.0: not emptied, so `--<ut target>` is taken
     long_opts: Tuple[str, ...]  # SUPPORTED_LONG_OPTS as written
     # long options with a `name=*)` arm beyond ops/soc/vendor_name/cann_3rd_lib_path
     value_arms: Tuple[str, ...]
@@ -118,6 +119,14 @@ class SiblingFlavor(StandIn, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     # where a 9.1 build asks for gtest: "cmake/ut.cmake", included by every build, or
     # "ENABLE_TEST", an if() around the call
     gtest: str = ""
+    # where opbase comes from: "source", cmake/third_party/opbase.cmake's pin (from v9.0.0), or
+    # "installed-pkg_inc", the toolkit's <arch>-linux/pkg_inc and lib64/libops_base.so through
+    # cmake/modules/FindOPBASE.cmake (v8.5.0)
+    opbase_mode: str = "source"
+    # --soc values build.sh rewrites before its check (v8.5.0: ascend950 -> ascend910_95)
+    soc_renames: Tuple[Tuple[str, str], ...] = ()
+    # the eigen archive its cmake/third_party/eigen.cmake names (v8.5.0: eigen34)
+    eigen: str = "eigen50"
     opbase_fetch: bool = False  # `git fetch origin <pin>` before the checkout
     opbase_checkout_fatal: bool = False  # a failed checkout of the pin is FATAL
     ops_tensor: bool = False  # pins ops-tensor too

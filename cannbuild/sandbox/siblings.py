@@ -1,11 +1,12 @@
 """Stand-in `ops-math`, `ops-nn` and `ops-cv` repositories (issue 27).
 
-Each carries one commit per real ref that matters: tags v9.0.0 and v9.0.1 (the same build
-files), tag v9.1.0 and, a commit later, the head of branch 9.1.0 (the same build files;
-the 9.1.0 manifest names the branch).  A commit holds the repository's build.sh (getopts
-style, its flavor in recipes/sandbox/*.toml), its CMake (opbase pinned as source at the commit the real
-repository pins, which differs from ops-transformer's as upstream's does; cann/cmake and,
-for ops-nn, ops-tensor from 9.1), its custom-package installer and one operator with its
+Each carries one commit per real ref that matters: tag v8.5.0, tags v9.0.0 and v9.0.1 (the
+same build files), tag v9.1.0 and, a commit later, the head of branch 9.1.0 (the same build
+files; the 9.1.0 manifest names the branch).  A commit holds the repository's build.sh (getopts
+style, its flavor in recipes/sandbox/*.toml), its CMake (at v8.5.0 opbase found installed in
+the toolkit; from v9.0.0 pinned as source at the commit the real repository pins, which
+differs from ops-transformer's as upstream's does; cann/cmake and, for ops-nn, ops-tensor
+from 9.1), its custom-package installer and one operator with its
 example, compiled for real against the sandbox's emulated CANN (kernels/standin/<op>).
 """
 
@@ -60,7 +61,8 @@ def render_sibling(work: Path, commit: Commit, extra: Mapping[str, Any]) -> None
     copy(templates / "common" / "gitignore", ".gitignore")
     render("siblings/build.sh.j2", "build.sh", executable=True)
     render("siblings/CMakeLists.txt.j2", "CMakeLists.txt")
-    render("siblings/cmake/third_party/opbase.cmake.j2", "cmake/third_party/opbase.cmake")
+    if flavor.opbase_mode == "source":
+        render("siblings/cmake/third_party/opbase.cmake.j2", "cmake/third_party/opbase.cmake")
     render("siblings/scripts/custom/install.sh.j2", "scripts/custom/install.sh", executable=True)
     if flavor.install_deps:
         copy(templates / "siblings" / "install_deps.sh", "install_deps.sh")
