@@ -621,12 +621,12 @@ def test_repos_or_ops_from_a_variable_or_config_are_named_as_given(tmp_path, env
 
 
 def test_a_repo_this_train_lacks_is_exit_2_naming_the_trains_that_build_it(tmp_path):
-    """ops-math has v8.5.0 tags, but the 8.5 recipe builds ops-transformer only: the error
-    names the recipes that build it (issue 42)."""
+    """ops-math has no recipe at 8.3 (it builds opbase and ops-transformer only): the error
+    names the recipes that build it (issue 42); 8.5's does since ops-math's v8.5.0 tag."""
     proc = cannbuild(
         "lock",
         "--cann",
-        "8.5.0",
+        "8.3.RC2",
         "--soc",
         "A2",
         "--repos",
@@ -636,8 +636,34 @@ def test_a_repo_this_train_lacks_is_exit_2_naming_the_trains_that_build_it(tmp_p
     assert proc.returncode == 2, proc
     text = " ".join(proc.stderr.split())
     assert "--repos names 'ops-math', which is not a repository of the recipe" in text
-    assert "Recipe cann-8.5 (8.5.toml, the train of this CANN) does not build ops-math" in text
-    assert "the recipes of 9.0, 9.1 do" in text
+    assert "Recipe cann-8.3 (8.3.toml, the train of this CANN) does not build ops-math" in text
+    assert "the recipes of 8.5, 9.0, 9.1 do" in text
+
+
+@pytest.mark.parametrize(
+    "repos", ["ops-math", "ops-nn", "ops-cv", "ops-transformer,ops-math,ops-nn,ops-cv"]
+)
+def test_the_8_5_recipe_builds_each_sibling_at_its_v8_5_0_tag_after_opbase_install(tmp_path, repos):
+    """`--repos ops-math` (ops-nn, ops-cv, or all four) on an 8.5 toolkit: each sibling at tag
+    v8.5.0, built after opbase-install (it finds opbase installed in the toolkit, no opbase
+    pin), installed as its own vendor and validated by its own check; the default set stays
+    ops-transformer alone."""
+    from cannbuild.recipes import select_recipe
+
+    recipe = select_recipe("8.5", None, tmp_path)
+    assert recipe.default_repos == ("ops-transformer",)
+    chosen = select_repos(recipe, tuple(repos.split(",")))
+    assert [r.name for r in chosen.buildable] == repos.split(",")
+    for name in repos.split(","):
+        if name == "ops-transformer":
+            continue
+        repo = next(r for r in chosen.repos if r.name == name)
+        assert repo.tag == "v8.5.0" and repo.opbase_source is None
+        assert repo.validate is not None and repo.validate.example_lookup == "home-opp"
+        build = next(s for s in chosen.steps if s.name == f"{name}-build")
+        assert build.after == ("opbase-install",) and build.command == "steps/ops-build.j2"
+        assert any(s.name == f"{name}-install" for s in chosen.steps)
+    assert [s.name for s in chosen.steps][:2] == ["opbase-build", "opbase-install"]
 
 
 def test_on_the_sandbox_it_says_the_sandbox_keeps_its_cann_and_gives_the_line(tmp_path):
@@ -645,15 +671,15 @@ def test_on_the_sandbox_it_says_the_sandbox_keeps_its_cann_and_gives_the_line(tm
     from cannbuild.options import Options
     from cannbuild.recipes import select_recipe
 
-    recipe = select_recipe("8.5", None, tmp_path)
+    recipe = select_recipe("8.3", None, tmp_path)
     options = Options(
         sandbox=True,
-        sandbox_cann="8.5.0",
+        sandbox_cann="8.3.RC2",
         workspace=tmp_path / "ws",
         repos=("ops-transformer", "ops-math"),
     )
     said = _built_elsewhere("ops-math", recipe, options, tmp_path)
-    assert "A workspace's sandbox keeps the CANN it was made with (this one's is 8.5.0)" in said
+    assert "A workspace's sandbox keeps the CANN it was made with (this one's is 8.3.RC2)" in said
     assert said.endswith(
         f"cannbuild setup --sandbox --cann 9.1.0 --repos ops-transformer,ops-math -w {tmp_path}/ws-9.1"
     )

@@ -55,6 +55,8 @@ REAL = {
 # 9.1.0, hicann/manifest@v9.1.0:cann.xml:5,7,8; the tag v9.1.0's build.sh is the branch's).
 # They parse with the bash builtin getopts (recipes/getopts.py).
 SIBLINGS = {
+    # tag v8.5.0 (recipes/8.5.toml): their getopts scripts of January 2026
+    "8.5": [f"{repo}@v8.5.0" for repo in ("ops-math", "ops-nn", "ops-cv")],
     "9.0": [
         f"{repo}@{ref}" for repo in ("ops-math", "ops-nn", "ops-cv") for ref in ("v9.0.0", "v9.0.1")
     ],
@@ -168,7 +170,7 @@ def test_every_sandbox_stand_in_build_sh_parses_in_the_style_of_the_real_one(com
 def sibling_fixture(commit: Commit) -> str:
     """The real spec a sibling stand-in commit stands for (its build.sh is the same at
     v9.0.0 and v9.0.1, and at tag v9.1.0 and branch 9.1.0)."""
-    ref = "v9.0.0" if commit.flavor.ref == "v9.0.0" else "9.1.0"
+    ref = {"v8.5.0": "v8.5.0", "v9.0.0": "v9.0.0"}.get(commit.flavor.ref, "9.1.0")
     return f"{commit.repo}@{ref}"
 
 
@@ -200,7 +202,7 @@ def test_every_sibling_stand_in_build_sh_takes_exactly_the_options_of_the_real_o
 def test_the_shipped_recipes_sibling_steps_pass_each_siblings_real_build_sh(
     train, name, rendered: Rendered
 ):
-    """What the 9.0 and 9.1 recipes render for ops-math, ops-nn and ops-cv (their build step
+    """What the 8.5, 9.0 and 9.1 recipes render for ops-math, ops-nn and ops-cv (their build step
     through steps/ops-build.j2, their example), for every SoC, is accepted by the real
     build.sh of that repo at that recipe's refs; and no compile cache adds `--ccache`, which
     none of them takes before v9.2.0-beta.1."""
