@@ -286,6 +286,50 @@ def test_real_8_5_0_host_side_is_laid_out_and_op_build_compiled_before_the_opbas
     assert "the patch step of protobuf_src" in said and "--accept-stand-in" in said, said[-2000:]
 
 
+# What each real sibling at v8.5.0 gets (recipes/8.5.toml): its archives where the recipe puts
+# them, and the one wall its build step runs into on the sandbox (ops-math's custom package
+# runs gen_esb through ge's add_es_library, cmake/package.cmake:42-51).
+SIBLINGS_85 = {
+    "ops-math": (("third_party/pkg/eigen-3.4.0.tar.gz", "third_party/json/include"), "gen_esb"),
+    "ops-nn": (("third_party/eigen", "third_party/json/include"), ""),
+    "ops-cv": (("third_party/eigen", "third_party/json/include"), ""),
+}
+
+
+def test_real_siblings_at_8_5_0_are_locked_at_their_tags_and_need_nothing_more_of_the_host_side(
+    tmp_path_factory, mirror
+):
+    """`--repos ops-math,ops-nn,ops-cv` on the default sandbox (A2, CANN 8.5.0) over the real
+    repositories: each sibling is fetched and locked at its v8.5.0 tag, its third-party archives
+    are placed where that tag's cmake takes a local copy, and everything its find_package
+    modules and its operator's host code need of the toolkit is in 8.5's real host side
+    (doctor's derived rows pass: FindOPBASE among them, which reads opbase installed in the
+    toolkit, not a pinned source).  Their builds run after opbase-install, so the run stops
+    where the default 8.5 run does, at opbase's protobuf patch over the stand-in archive,
+    before any sibling step starts."""
+    cwd = project(tmp_path_factory, mirror, "8.5.0")
+    repos = ",".join(SIBLINGS_85)
+    done = cannbuild(cwd, "setup", "--sandbox", "--repos", repos, "--accept-stand-in", "all")
+    said = done.stdout + done.stderr
+    assert done.returncode == 4, said[-2000:]
+    assert "the patch step of protobuf_src" in said, said[-2000:]
+    ws = cwd / ".cannbuild"
+    lock = (ws / "cannbuild.lock").read_text()
+    checks = rows(cwd)
+    for repo, (places, wall) in SIBLINGS_85.items():
+        assert tag_commit(mirror, repo, "v8.5.0") in lock, repo
+        assert f"{repo}-build: started" not in said
+        assert not (ws / f"src/{repo}/third_party/opbase").exists()  # no pin at v8.5.0
+        for place in places:
+            assert (ws / f"src/{repo}" / place).exists(), (repo, place)
+        derived = checks[f"recipe.derived.{repo}-build"]
+        assert derived["status"] == "pass", derived
+        assert f"{repo}-build at {tag_commit(mirror, repo, 'v8.5.0')[:12]}" in derived["detail"]
+        if wall:
+            assert checks[f"recipe.wall.{wall}"]["status"] == "fail"
+            assert f"{repo}-build runs" in checks[f"recipe.wall.{wall}"]["detail"]
+
+
 def make(cwd: Path, home: Path, *targets: str) -> subprocess.CompletedProcess:
     """Targets of the ops-transformer build folder, in the toolkit's environment."""
     build = cwd / ".cannbuild/src/ops-transformer/build"

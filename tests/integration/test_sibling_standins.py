@@ -1,15 +1,17 @@
 """The stand-in ops-math, ops-nn and ops-cv end to end on the emulated host (issue 27 items
-4-5): each builds its package with its own getopts build.sh at its own opbase (and, from
-9.1, cann/cmake and ops-tensor) pins, installs it into vendors/<vendor>_math|_nn|_cv, and
-is validated by its numeric check through the aclnn C API and by its own example; a kernel
-built wrong fails its check, named in the report.  (test_multirepo_sandbox.py runs all four
-repositories together.)"""
+4-5): each builds its package with its own getopts build.sh against the toolkit's opbase
+(v8.5.0) or at its own opbase (and, from 9.1, cann/cmake and ops-tensor) pins, installs it
+into vendors/<vendor>_math|_nn|_cv, and is validated by its numeric check through the aclnn C
+API and by its own example; a kernel built wrong fails its check, named in the report.
+(test_multirepo_sandbox.py runs all four repositories together.)"""
 
 from __future__ import annotations
 
 import subprocess
 import tarfile
 from pathlib import Path
+
+import pytest
 
 from cannbuild.host.toolkit import host_arch
 
@@ -81,33 +83,79 @@ def test_the_9_1_siblings_build_at_their_own_pins_and_pass_their_checks_and_exam
         assert (ws / f"opp/vendors/custom_{suffix}/op_api/lib/libcust_opapi.so").is_file()
 
 
-def test_a_9_0_sibling_built_wrong_fails_its_check_and_its_example_is_not_seen(cli_for):
+# the sandboxes whose siblings' examples look only in $ASCEND_HOME_PATH/opp/vendors (v8.5.0,
+# v9.0.x), the repos each builds (8.5 all three: its recipe gained them at their v8.5.0 tags),
+# and the opbase each sibling builds against: the commit it pins (subject) in its
+# third_party/opbase at 9.0, the workspace's overlay of the toolkit at 8.5
+HOME_OPP = {
+    "A2-9.0.1": (
+        "ops-nn,ops-math",
+        {"ops-nn": "fix: broadcast compile warning", "ops-math": "log reporting changes"},
+    ),
+    "A2-8.5.0": ("ops-nn,ops-math,ops-cv", {}),
+}
+
+
+@pytest.mark.parametrize("key", list(HOME_OPP))
+def test_a_sibling_built_wrong_fails_its_check_and_its_example_is_not_seen(cli_for, key):
     """CANNBUILD_SANDBOX_FAULT=segsum-diagonal builds ops-math's kernel with its mask one off
-    (x[j] summed too): its check FAILs by the rule, exit 5, while ops-nn beside it PASSes;
-    at v9.0.x the examples look only in $ASCEND_HOME_PATH/opp/vendors, so the workspace's
-    packages are not seen and the example check says so (SKIPPED, not FAIL)."""
-    cli = cli_for("A2-9.0.1")
+    (x[j] summed too): its check FAILs by the rule, exit 5, while ops-nn (and ops-cv) beside it
+    PASS; at v8.5.0 and v9.0.x the examples look only in $ASCEND_HOME_PATH/opp/vendors, so the
+    workspace's packages are not seen and the example check says so (SKIPPED, not FAIL).
+    Rebuilt without the fault, every repo PASSes."""
+    repos, pins = HOME_OPP[key]
+    cli = cli_for(key)
     faulty = cli.env(CANNBUILD_SANDBOX_FAULT="segsum-diagonal")
-    proc = cli("setup", "--repos", "ops-nn,ops-math", env=faulty, timeout=1800)
+    proc = cli("setup", "--repos", repos, env=faulty, timeout=1800)
     assert proc.returncode == 5, proc.stdout + proc.stderr
     validation = cli.report()["validation"]
     assert validation["status"] == "FAIL"
     judged = {r["repo"]: r for r in validation["repos"]}
-    assert judged["ops-nn"]["status"] == "PASS", judged["ops-nn"]["reason"]
+    assert list(judged) == repos.split(",")
+    for repo in judged:
+        if repo != "ops-math":
+            assert judged[repo]["status"] == "PASS", judged[repo]["reason"]
+            assert judged[repo]["check"] == CHECKS[repo][0]
     math = checks_of(judged["ops-math"])
     assert judged["ops-math"]["check"] == "ops-math.segsum"
     assert math["capi"]["status"] == "FAIL" and "exceeds the bound" in math["capi"]["message"]
-    for repo in ("ops-nn", "ops-math"):
+    for repo in judged:
         example = checks_of(judged[repo])["example"]
         suffix = repo.split("-")[1]
         assert example["status"] == "SKIPPED", example
         assert f"$ASCEND_HOME_PATH/opp/vendors/custom_{suffix}" in example["message"]
-    # ops-nn pins another opbase than ops-math at v9.0.x (ec88904b and 929902e5 upstream)
-    assert subject(cli.ws / "src/ops-nn/third_party/opbase") == "fix: broadcast compile warning"
-    assert subject(cli.ws / "src/ops-math/third_party/opbase") == "log reporting changes"
-    fixed = cli("setup", "--repos", "ops-nn,ops-math", timeout=1800)
+    ws = cli.ws
+    if pins:
+        # ops-nn pins another opbase than ops-math at v9.0.x (ec88904b and 929902e5 upstream)
+        for repo, pin in pins.items():
+            assert subject(ws / f"src/{repo}/third_party/opbase") == pin
+    else:
+        # v8.5.0: no opbase pin; FindOPBASE finds the opbase opbase-install put in the overlay
+        arch = host_arch()
+        for repo in judged:
+            assert not (ws / f"src/{repo}/third_party/opbase").exists()
+            logs = " ".join(log.read_text() for log in ws.glob(f"logs/*/{repo}-build.log"))
+            assert f"Found OPBASE: {ws}/overlay/{arch}-linux/pkg_inc" in logs, repo
+    fixed = cli("setup", "--repos", repos, timeout=1800)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert cli.report()["validation"]["status"] == "PASS"
+    validation = cli.report()["validation"]
+    assert validation["status"] == "PASS", validation["reason"]
+    for entry in validation["repos"]:
+        checks = checks_of(entry)
+        assert checks["capi"]["message"].startswith(
+            f"6/6 cases PASS through {CHECKS[entry['repo']][1]}"
+        )
+    # each repo's .run name at v8.5.0 and v9.0.x, installed in its own vendor folder
+    arch = host_arch()
+    runs = {
+        "ops-math": f"cann-ops-math-custom_linux-{arch}.run",
+        "ops-nn": f"cann-ops-nn-custom-linux.{arch}.run",
+        "ops-cv": f"cann-ops-cv-custom-linux.{arch}.run",
+    }
+    for repo in judged:
+        assert (ws / f"src/{repo}/build_out/{runs[repo]}").is_file(), repo
+        suffix = repo.split("-")[1]
+        assert (ws / f"opp/vendors/custom_{suffix}/op_api/lib/libcust_opapi.so").is_file()
 
 
 def test_the_9_1_siblings_lock_and_bundle_only_what_their_package_build_downloads(
