@@ -324,7 +324,10 @@ def _head(
         f"image_cann = {release!r}: check that quay.io/ascend/cann publishes {release} images."
     )
     pinned = {p.pin.repo for r in readouts.values() for p in r.pins if p.pin.repo}
-    head["opbase"] = "source" if pinned else base.opbase
+    # no checkout pins opbase (no OPBASE_TAG_ID): their builds take it from the toolkit, as
+    # ops-transformer and the siblings do at v8.5.0 (cmake/modules/FindOPBASE.cmake), whatever
+    # the base recipe's train did
+    head["opbase"] = "source" if pinned else "toolkit"
     if head["opbase"] != base.opbase:
         undecided.append(
             f"opbase = {head['opbase']!r}, {base.path.name} says {base.opbase!r}: its steps "

@@ -112,3 +112,27 @@ def test_the_socs_of_build_sh_are_read_from_an_array_on_two_lines(tmp_path: Path
         "ascend910b",
         "kirinx90",
     ]
+
+
+def test_a_draft_whose_checkouts_pin_no_opbase_takes_it_from_the_toolkit(tmp_path: Path):
+    """`recipe draft --ref v8.5.0 --from 9.0 --repos ops-math,ops-nn,ops-cv`: at v8.5.0 no
+    sibling has cmake/third_party/opbase.cmake (their FindOPBASE reads the toolkit's pkg_inc),
+    so no pin is read; the draft kept 9.0's `opbase = "source"` without a word.  It says
+    "toolkit" and that the base's steps need changing (a draft whose checkouts pin opbase
+    says "source": tests/integration/test_recipe_draft.py)."""
+    from cannbuild.train.draft import _head
+
+    base = load_recipe(data_dir("recipes") / "9.0.toml")
+    read: list = []
+    undecided: list = []
+    head = _head(base, "8.5", "8.5.0", [], {}, read, undecided)
+    assert head["opbase"] == "toolkit"
+    assert any(
+        u.startswith("opbase = 'toolkit', 9.0.toml says 'source'") and "overlay, install" in u
+        for u in undecided
+    ), undecided
+    undecided.clear()
+    head = _head(
+        load_recipe(data_dir("recipes") / "8.5.toml"), "8.5", "8.5.0", [], {}, [], undecided
+    )
+    assert head["opbase"] == "toolkit" and not any(u.startswith("opbase =") for u in undecided)
