@@ -20,7 +20,7 @@ from ..recipes import StepSpec
 from ..render.templates import render_value
 from ..sandbox.hostside import HostSide, lay_out_host_side
 from ..sources.fetch import mirror_git_env
-from ..sources.pinning import sources_from_lock
+from ..sources.pinning import sources_from_lock, unlocked_reason
 from ..sources.state import Sources, SourceState
 from ..states import Outcome
 from ..workspace import Workspace
@@ -96,18 +96,16 @@ def plan_session(
 ) -> List[PlannedStep]:
     """The plan as `cannbuild plan` shows it: from the lock's sources; before there is a
     lock every selected step needs a run (its inputs are not known yet)."""
-    sources = sources_from_lock(session.source_request())
+    request = session.source_request()
+    sources = sources_from_lock(request)
     steps = make_plan(session, sources, env, phases)
     if sources is not None:
         return steps
+    reason = unlocked_reason(request)
     return [
         s
         if s.status == NOT_SELECTED  # an optional step nobody asked for stays so
-        else replace(
-            s,
-            status=NEEDS_RUN,
-            reason="sources not fetched or not locked yet (cannbuild fetch)",
-        )
+        else replace(s, status=NEEDS_RUN, reason=reason)
         for s in steps
     ]
 

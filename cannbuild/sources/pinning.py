@@ -128,6 +128,24 @@ def sync_sources(
         return pending.finish()
 
 
+def unlocked_reason(request: SourceRequest) -> str:
+    """Why `sources_from_lock` found no sources, in a plan's words: no lock yet, or one
+    made for something else (a recipe an upgrade changed, other repos)."""
+    lock = read_lock(request.lock_file)
+    wanted = wanted_for(request)
+    changes = (
+        drift(lock, replace(wanted, soc=lock.soc, toolkit_version=lock.toolkit_version))
+        if lock is not None
+        else []
+    )
+    if not changes:
+        return "sources not fetched or not locked yet (cannbuild fetch)"
+    return (
+        f"the lock does not hold this run's sources ({changes[0]}); the next fetch or setup "
+        "locks them again"
+    )
+
+
 def sources_from_lock(request: SourceRequest) -> Optional[SourceState]:
     """The pinned sources without touching the network (for `plan`); None if not fetched yet."""
     lock = read_lock(request.lock_file)

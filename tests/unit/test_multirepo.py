@@ -27,7 +27,7 @@ from cannbuild.recipes.selection import ops_by_repo, select_repos
 from cannbuild.report_md import built_from_text
 from cannbuild.resources import data_dir
 from cannbuild.sources.lock import drift, read_lock, write_lock
-from cannbuild.sources.pinning import wanted_for
+from cannbuild.sources.pinning import unlocked_reason, wanted_for
 from cannbuild.sources.pins import pin_sharing
 from cannbuild.transaction import built_from
 from cannbuild.validate import (
@@ -869,3 +869,18 @@ def test_a_soc_from_a_variable_that_the_recipe_lacks_is_named_as_given(tmp_path)
     text = " ".join(proc.stderr.split())
     assert "environment variable CANNBUILD_SOC ascend910 is not a SoC recipe cann-9.0" in text
     assert "--soc" not in text
+
+
+def test_a_plan_over_a_lock_of_another_recipe_says_why_it_cannot_use_it(tmp_path):
+    """A plan after an upgrade changed the recipe (or with another --repos) said every
+    step needs a run because the "sources [were] not fetched or not locked yet (cannbuild
+    fetch)", in a workspace whose sources were fetched and locked."""
+    path = write_recipe(tmp_path / "recipes")
+    request = session(tmp_path, path, lock_file=str(tmp_path / "cannbuild.lock")).source_request()
+    assert request.lock_file == tmp_path / "cannbuild.lock"
+    assert unlocked_reason(request) == "sources not fetched or not locked yet (cannbuild fetch)"
+    made = replace(sample_lock("9.0.0"), recipe=request.recipe.name, recipe_digest="0" * 64)
+    write_lock(request.lock_file, made)
+    said = unlocked_reason(request)
+    assert said.startswith("the lock does not hold this run's sources (recipe: "), said
+    assert "has changed since the lock was made" in said and "locks them again" in said, said
