@@ -4,11 +4,15 @@ the VCS requirement pip recorded; never a name that does not resolve."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -93,7 +97,32 @@ def installed_wheel() -> Optional[Path]:
     recorded = hashes.get("sha256") or str(archive.get("hash", "")).partition("sha256=")[2]
     if recorded and digest(path, ARCHIVE) != recorded:
         return None  # replaced since it was installed: not what runs here
+    if not recorded and not _holds_what_is_installed(path):
+        return None  # pip kept no hash (a local file): its members say whether it is the same
     return path
+
+
+def _holds_what_is_installed(wheel: Path) -> bool:
+    """Whether every file of the installed cannbuild is in the wheel with the bytes the
+    installed RECORD hashes (and each member read passes its CRC)."""
+    try:
+        ours = {
+            str(f): f.hash.value
+            for f in metadata.distribution("cannbuild").files or ()
+            if f.hash is not None and f.hash.mode == "sha256" and str(f).startswith("cannbuild/")
+        }
+        with zipfile.ZipFile(io.BytesIO(read_bytes(wheel, ARCHIVE))) as zf:
+            packed = set(zf.namelist())
+            for name, recorded in ours.items():
+                if name not in packed:
+                    return False
+                # RECORD's form: urlsafe base64 of the sha256, no padding
+                got = base64.urlsafe_b64encode(hashlib.sha256(zf.read(name)).digest())
+                if got.rstrip(b"=").decode() != recorded:
+                    return False
+    except (OSError, UsageError, zipfile.BadZipFile, EOFError, ValueError):
+        return False  # a bad CRC is BadZipFile
+    return bool(ours)
 
 
 def build_own_wheel(root: Path, into: Path, epoch: Optional[int] = None) -> Path:

@@ -98,14 +98,16 @@ def test_the_workflow_lands_at_the_git_top_and_installs_what_rendered_it(tmp_pat
     assert f"pip install --no-cache-dir /opt/cannbuild-wheel/{wheels[0].name}" in dockerfile
     assert (project / "ctx" / "cannbuild-wheel" / wheels[0].name).read_bytes() == first
 
-    # a wheel altered after rendering is refused by the same step
-    wheels[0].write_bytes(first[:-1] + bytes([first[-1] ^ 1]))
+    # a wheel altered after rendering (a byte of a member's data) is refused by the same step
+    middle = len(first) // 2
+    wheels[0].write_bytes(first[:middle] + bytes([first[middle] ^ 1]) + first[middle + 1 :])
     tampered = subprocess.run(
         ["bash", "-e", "-c", step["run"]], cwd=project, env=env, capture_output=True, text=True
     )
     assert tampered.returncode != 0 and "FAILED" in tampered.stdout + tampered.stderr
 
-    # the installed cannbuild is no checkout: it renders only with a requirement that resolves
+    # the installed cannbuild is no checkout, and the wheel it was installed from no longer
+    # holds its files: it renders only with a requirement that resolves
     (tmp_path / "elsewhere").mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path / "elsewhere")], check=True)
     refused = cannbuild("ci", cwd=tmp_path / "elsewhere", python=python)

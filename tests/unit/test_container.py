@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
@@ -913,6 +914,7 @@ def test_a_lock_of_another_trains_recipe_renders_a_setup_that_asks_for_it(tmp_pa
 
 
 @pytest.mark.integration  # builds cannbuild's wheel and installs it (5 s)
+@pytest.mark.integration  # builds and pip-installs cannbuild's wheel
 def test_ci_from_a_cannbuild_installed_from_its_wheel_commits_that_wheel(tmp_path):
     """A cannbuild installed from a wheel (not a checkout, no VCS URL pip recorded)
     renders a workflow as the README promises: the wheel it was installed from is written
@@ -943,3 +945,45 @@ def test_ci_from_a_cannbuild_installed_from_its_wheel_commits_that_wheel(tmp_pat
     assert set(re.findall(r"([0-9a-f]{64})  (\S+\.whl)", flow)) == {
         (sha, f".gitlab/cannbuild/{wheel.name}")
     }
+
+
+@pytest.mark.integration  # builds and pip-installs cannbuild's wheel
+def test_ci_does_not_take_an_installed_from_wheel_whose_files_changed(tmp_path):
+    """pip 23.0 (Debian 12's) records no hash of a local wheel it installs from: the wheel on
+    disk, altered since (a member's bytes), was taken as this cannbuild's and committed
+    beside the workflow.  Without the hash its members are held against the installed
+    files; with one altered, ci asks for a requirement instead."""
+    from cannbuild.self_install import build_own_wheel
+
+    wheel = build_own_wheel(Path(__file__).resolve().parents[2], tmp_path / "dist")
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(site), str(wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (record,) = site.glob("cannbuild-*.dist-info/direct_url.json")
+    record.write_text(json.dumps({"url": wheel.as_uri(), "archive_info": {}}))  # an older pip's
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    env["PYTHONPATH"] = str(site)
+
+    def ci(repo: Path) -> subprocess.CompletedProcess:
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        return subprocess.run(
+            [sys.executable, "-m", "cannbuild", "ci", "--provider", "gitlab"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    assert ci(tmp_path / "intact").returncode == 0
+    altered = tmp_path / "altered.whl"
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(altered, "w") as out:
+        for info in src.infolist():  # RECORD kept as it was: only errors.py's bytes differ
+            data = src.read(info.filename)
+            out.writestr(
+                info, data + b"# changed\n" if info.filename.endswith("errors.py") else data
+            )
+    shutil.copy(altered, wheel)
+    proc = ci(tmp_path / "after")
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "--cannbuild-spec" in said, said
+    assert not (tmp_path / "after" / ".gitlab" / "cannbuild").exists()
