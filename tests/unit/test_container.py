@@ -11,7 +11,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import pytest
 import yaml
@@ -913,13 +913,9 @@ def test_a_lock_of_another_trains_recipe_renders_a_setup_that_asks_for_it(tmp_pa
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.integration  # builds cannbuild's wheel and installs it (5 s)
-@pytest.mark.integration  # builds and pip-installs cannbuild's wheel
-def test_ci_from_a_cannbuild_installed_from_its_wheel_commits_that_wheel(tmp_path):
-    """A cannbuild installed from a wheel (not a checkout, no VCS URL pip recorded)
-    renders a workflow as the README promises: the wheel it was installed from is written
-    beside the workflow and checked by its sha256, as `container` installs that wheel;
-    it was refused with 'no package index serves it'."""
+def installed_from_wheel(tmp_path: Path) -> Tuple[Path, Path, Dict[str, str]]:
+    """cannbuild's wheel, built from this checkout and pip-installed into a folder of its
+    own, and an environment that imports that install first (as a venv's site-packages)."""
     from cannbuild.self_install import build_own_wheel
 
     wheel = build_own_wheel(Path(__file__).resolve().parents[2], tmp_path / "dist")
@@ -929,10 +925,20 @@ def test_ci_from_a_cannbuild_installed_from_its_wheel_commits_that_wheel(tmp_pat
          str(site), str(wheel)],
         check=True, capture_output=True,
     )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
+    env["PYTHONPATH"] = str(site)
+    return wheel, site, env
+
+
+@pytest.mark.integration  # builds cannbuild's wheel and installs it (5 s)
+def test_ci_from_a_cannbuild_installed_from_its_wheel_commits_that_wheel(tmp_path):
+    """A cannbuild installed from a wheel (not a checkout, no VCS URL pip recorded)
+    renders a workflow as the README promises: the wheel it was installed from is written
+    beside the workflow and checked by its sha256, as `container` installs that wheel;
+    it was refused with 'no package index serves it'."""
+    wheel, _, env = installed_from_wheel(tmp_path)
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
-    env["PYTHONPATH"] = str(site)  # the installed wheel first, as a venv's site-packages
     proc = subprocess.run(
         [sys.executable, "-m", "cannbuild", "ci", "--provider", "gitlab"],
         cwd=repo, env=env, capture_output=True, text=True, timeout=300,
@@ -953,19 +959,9 @@ def test_ci_does_not_take_an_installed_from_wheel_whose_files_changed(tmp_path):
     disk, altered since (a member's bytes), was taken as this cannbuild's and committed
     beside the workflow.  Without the hash its members are held against the installed
     files; with one altered, ci asks for a requirement instead."""
-    from cannbuild.self_install import build_own_wheel
-
-    wheel = build_own_wheel(Path(__file__).resolve().parents[2], tmp_path / "dist")
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-         str(site), str(wheel)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    wheel, site, env = installed_from_wheel(tmp_path)
     (record,) = site.glob("cannbuild-*.dist-info/direct_url.json")
     record.write_text(json.dumps({"url": wheel.as_uri(), "archive_info": {}}))  # an older pip's
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CANNBUILD_")}
-    env["PYTHONPATH"] = str(site)
 
     def ci(repo: Path) -> subprocess.CompletedProcess:
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
